@@ -1,0 +1,1 @@
+"""Certificate generation and rotation for the webhook server."""

@@ -1,0 +1,1 @@
+"""Scheduling framework, scheduler plugins, koordlet QoS manager and descheduler."""
