@@ -2,7 +2,62 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from webhook.serve import ServeConfig, run
+
+    if not args.profiles.is_dir():
+        print(f"error: --profiles {args.profiles}: not a directory")
+        return 2
+    return run(ServeConfig(
+        profiles=args.profiles, cert_dir=args.cert_dir, port=args.port, host=args.host,
+        dns_names=tuple(args.dns_name), workers=args.workers, max_body=args.max_body,
+        reload_interval=args.reload_interval, log_level=args.log_level,
+    ))
+
+
+def _apply(args: argparse.Namespace) -> int:
+    from webhook.apply import ApplyOptions, run_apply
+
+    return run_apply(ApplyOptions(
+        profiles=args.profiles, file=args.file, operation=args.operation.upper(),
+        old_object=args.old_object, output=args.output, explain=args.explain,
+    ))
 
 
 def register_commands(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """Add `serve` and `apply` (filled in by the pod admission work)."""
+    serve = subparsers.add_parser("serve", help="run the HTTPS admission webhook",
+                                  description="Serve Koordinator's webhook paths over HTTPS, reading the "
+                                              "cluster state from a directory of manifests.")
+    serve.add_argument("--profiles", type=Path, required=True, metavar="DIR",
+                       help="directory of ClusterColocationProfiles, Namespaces, PriorityClasses, ... "
+                            "(YAML/JSON; changes are picked up while running)")
+    serve.add_argument("--cert-dir", type=Path, required=True, metavar="CERTDIR",
+                       help="holds ca.crt, tls.crt, tls.key; generated when missing")
+    serve.add_argument("--port", type=int, default=9443)
+    serve.add_argument("--host", default="0.0.0.0", metavar="H", help="address to bind (default 0.0.0.0)")
+    serve.add_argument("--dns-name", action="append", default=[], metavar="NAME",
+                       help="extra SAN for a generated certificate (repeatable)")
+    serve.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="server processes sharing the port (SO_REUSEPORT)")
+    serve.add_argument("--max-body", type=int, default=8 * 1024 * 1024, metavar="BYTES",
+                       help="largest AdmissionReview accepted (default 8 MiB)")
+    serve.add_argument("--reload-interval", type=float, default=1.0, metavar="SECONDS",
+                       help="how often the profiles directory is checked for changes")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.set_defaults(func=_serve)
+
+    apply = subparsers.add_parser("apply", help="run the admission chain offline on one object",
+                                  description="Print the object as the webhooks would admit it. "
+                                              "Exit 0 admitted, 1 denied, 2 bad input.")
+    apply.add_argument("--profiles", type=Path, required=True, metavar="DIR", help="cluster state directory")
+    apply.add_argument("-f", "--filename", dest="file", required=True, metavar="FILE",
+                       help="the object (YAML or JSON); - reads stdin")
+    apply.add_argument("--operation", default="CREATE", type=str.upper, choices=["CREATE", "UPDATE", "DELETE"])
+    apply.add_argument("--old-object", metavar="FILE", help="the object before the change (UPDATE)")
+    apply.add_argument("-o", "--output", choices=["json", "yaml"], default="json")
+    apply.add_argument("--explain", action="store_true",
+                       help="say on stderr which profiles matched and what each changed")
+    apply.set_defaults(func=_apply)

@@ -1,0 +1,109 @@
+"""What a policy plugin receives and how it says no.
+
+Two error families, as in kopf: a malformed *request* is the codec's business (`webhook.review`);
+a rejected *object* is a `Denied` raised by a plugin, carrying the HTTP-style code Koordinator uses
+(400 for validation failures, 500 for mutator errors such as an unknown PriorityClass).
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from policies.cluster import ClusterSnapshot
+from policies.jsonpatch_diff import diff
+from policies.objects import json_copy
+
+CREATE, UPDATE, DELETE, CONNECT = "CREATE", "UPDATE", "DELETE", "CONNECT"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVersionResource:
+    group: str
+    version: str
+    resource: str
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionRequest:
+    """The parts of an AdmissionReview request that policies read."""
+
+    uid: str
+    operation: str
+    resource: GroupVersionResource
+    sub_resource: str = ""
+    kind: str = ""
+    namespace: str = ""
+    name: str = ""
+    object: Mapping[str, Any] | None = None
+    old_object: Mapping[str, Any] | None = None
+    dry_run: bool = False
+
+
+class Denied(Exception):
+    """The object is refused; `message` is what the user sees, `code` the status code."""
+
+    def __init__(self, message: str, code: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+@dataclass
+class Effect:
+    """What one step did to an object (collected only when explaining).
+
+    A step is a matched profile (`profile/<name>`), the batch/mid resource rewrite, or a plugin
+    (`plugin/<name>`); `applied` is false for a profile skipped by its probability.
+    """
+
+    step: str
+    applied: bool
+    changes: list[dict[str, Any]] = field(default_factory=list)
+
+
+def default_rand_int(n: int) -> int:
+    """Uniform integer in [0, n): Koordinator's `rand.Intn`."""
+    return random.randrange(n)
+
+
+@dataclass
+class AdmissionContext:
+    """Per-request state shared by the plugins of one handler."""
+
+    request: AdmissionRequest
+    cluster: ClusterSnapshot
+    rand_int: Callable[[int], int] = default_rand_int
+    matched_profiles: list[str] = field(default_factory=list)
+    effects: list[Effect] | None = None  # a list when the caller wants an explanation
+
+    @property
+    def explaining(self) -> bool:
+        return self.effects is not None
+
+    def record(self, step: str, applied: bool, before: Any, after: Any) -> None:
+        """Note what `step` changed, when explaining (`before` must be a copy taken before it ran)."""
+        if self.effects is not None:
+            self.effects.append(Effect(step, applied, json_copy(diff(before, after))))
+
+
+class MutatingPlugin(Protocol):
+    """Changes `obj` (a private copy of the request object) in place, or raises `Denied`.
+
+    A plugin that sets `explains_itself` records its own finer-grained effects with `ctx.record`;
+    for the others the runner records the plugin's whole change.
+    """
+
+    name: str
+    explains_itself: bool
+
+    def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None: ...
+
+
+class ValidatingPlugin(Protocol):
+    """Raises `Denied` when `obj` (the request object, or oldObject on DELETE) may not be admitted."""
+
+    name: str
+
+    def validate(self, obj: Mapping[str, Any], ctx: AdmissionContext) -> None: ...

@@ -1,0 +1,103 @@
+"""Every Koordinator key, class name, band and resource name the policy engine reads or writes.
+
+Names are Koordinator's spelling (apis/extension): a typo here would be an API break, so they live in
+one place and nowhere else in the code base as string literals.
+"""
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+
+class QoSClass(StrEnum):
+    """Koordinator QoS classes; "" means no class."""
+
+    SYSTEM = "SYSTEM"
+    LSE = "LSE"
+    LSR = "LSR"
+    LS = "LS"
+    BE = "BE"
+    NONE = ""
+
+
+class PriorityClass(StrEnum):
+    """Koordinator priority classes (bands of spec.priority); "" means none."""
+
+    PROD = "koord-prod"
+    MID = "koord-mid"
+    BATCH = "koord-batch"
+    FREE = "koord-free"
+    NONE = ""
+
+
+KNOWN_QOS_CLASSES: Final = frozenset(q.value for q in QoSClass if q is not QoSClass.NONE)
+KNOWN_PRIORITY_CLASSES: Final = frozenset(p.value for p in PriorityClass if p is not PriorityClass.NONE)
+
+# Inclusive priority bands and the value used when a class must become a number.
+PRIORITY_BANDS: Final[dict[PriorityClass, tuple[int, int]]] = {
+    PriorityClass.PROD: (9000, 9999),
+    PriorityClass.MID: (7000, 7999),
+    PriorityClass.BATCH: (5000, 5999),
+    PriorityClass.FREE: (3000, 3999),
+}
+PRIORITY_DEFAULT_VALUES: Final[dict[PriorityClass, int]] = {
+    PriorityClass.PROD: 9500,
+    PriorityClass.MID: 7500,
+    PriorityClass.BATCH: 5500,
+    PriorityClass.FREE: 3500,
+}
+
+# Pod labels and annotations.
+LABEL_QOS_CLASS: Final = "koordinator.sh/qosClass"
+LABEL_KOORDINATOR_PRIORITY: Final = "koordinator.sh/priority"
+LABEL_PRIORITY_CLASS: Final = "koordinator.sh/priority-class"
+LABEL_MUTATING_UPDATE: Final = "pod.koordinator.sh/mutating-update"
+LABEL_SKIP_ENHANCED_VALIDATION: Final = "pod.koordinator.sh/skip-enhanced-validation"
+ANNOTATION_EXTENDED_RESOURCE_SPEC: Final = "node.koordinator.sh/extended-resource-spec"
+ANNOTATION_RESERVE_POD: Final = "scheduling.koordinator.sh/reserve-pod"
+ANNOTATION_REPLACE_RESOURCES: Final = "pod.koordinator.sh/replace-resources"
+
+# ClusterColocationProfile metadata.
+ANNOTATION_SKIP_UPDATE_RESOURCES: Final = "config.koordinator.sh/skip-update-resources"
+LABEL_CONTROLLER_MANAGED: Final = "config.koordinator.sh/controller-managed"
+
+# ElasticQuota keys read by the pod validator.
+LABEL_QUOTA_NAME: Final = "quota.scheduling.koordinator.sh/name"
+LABEL_QUOTA_PREEMPTIBLE: Final = "quota.scheduling.koordinator.sh/preemptible"
+LABEL_QUOTA_PARENT: Final = "quota.scheduling.koordinator.sh/parent"
+LABEL_QUOTA_IS_PARENT: Final = "quota.scheduling.koordinator.sh/is-parent"
+LABEL_QUOTA_TREE_ID: Final = "quota.scheduling.koordinator.sh/tree-id"
+LABEL_QUOTA_IS_ROOT: Final = "quota.scheduling.koordinator.sh/is-root"
+ANNOTATION_QUOTA_NAMESPACES: Final = "quota.scheduling.koordinator.sh/namespaces"
+ROOT_QUOTA_NAME: Final = "koordinator-root-quota"
+SYSTEM_QUOTA_NAME: Final = "koordinator-system-quota"
+DEFAULT_QUOTA_NAME: Final = "koordinator-default-quota"
+
+# Resource names.
+RESOURCE_CPU: Final = "cpu"
+RESOURCE_MEMORY: Final = "memory"
+BATCH_CPU: Final = "kubernetes.io/batch-cpu"
+BATCH_MEMORY: Final = "kubernetes.io/batch-memory"
+MID_CPU: Final = "kubernetes.io/mid-cpu"
+MID_MEMORY: Final = "kubernetes.io/mid-memory"
+
+# cpu/memory -> extended name, per priority class that has a mapping (koord-prod, koord-free and
+# none have none).
+EXTENDED_RESOURCE_NAMES: Final[dict[PriorityClass, dict[str, str]]] = {
+    PriorityClass.BATCH: {RESOURCE_CPU: BATCH_CPU, RESOURCE_MEMORY: BATCH_MEMORY},
+    PriorityClass.MID: {RESOURCE_CPU: MID_CPU, RESOURCE_MEMORY: MID_MEMORY},
+}
+
+# Device resources (spec 5.7).
+GPU: Final = "koordinator.sh/gpu"
+GPU_CORE: Final = "koordinator.sh/gpu-core"
+GPU_MEMORY: Final = "koordinator.sh/gpu-memory"
+GPU_MEMORY_RATIO: Final = "koordinator.sh/gpu-memory-ratio"
+GPU_SHARED: Final = "koordinator.sh/gpu.shared"
+DEVICE_RESOURCES: Final = frozenset({GPU, GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO, GPU_SHARED})
+
+# ClusterColocationProfile API.
+PROFILE_GROUP: Final = "config.koordinator.sh"
+PROFILE_VERSION: Final = "v1alpha1"
+PROFILE_API_VERSION: Final = f"{PROFILE_GROUP}/{PROFILE_VERSION}"
+PROFILE_KIND: Final = "ClusterColocationProfile"

@@ -1,0 +1,58 @@
+"""Read-only accessors for Kubernetes objects kept as plain JSON dicts.
+
+They tolerate missing or null sections, so that a pod without labels or a spec reads as empty rather
+than raising in the middle of a policy.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _section(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else _EMPTY
+
+
+def metadata_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _section(obj, "metadata")
+
+
+def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return _section(metadata_of(obj), "labels")
+
+
+def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return _section(metadata_of(obj), "annotations")
+
+
+def spec_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _section(obj, "spec")
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return str(metadata_of(obj).get("name") or "")
+
+
+def namespace_of(obj: Mapping[str, Any]) -> str:
+    return str(metadata_of(obj).get("namespace") or "")
+
+
+def ensure_map(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """`parent[key]` as a dict, created (or replacing a null) when missing."""
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        value = parent[key] = {}
+    return value
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON document; several times faster than `copy.deepcopy` for dicts and lists."""
+    if isinstance(value, dict):
+        return {k: json_copy(v) if isinstance(v, (dict, list)) else v for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_copy(v) if isinstance(v, (dict, list)) else v for v in value]
+    return value

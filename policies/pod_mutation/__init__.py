@@ -1,0 +1,72 @@
+"""`/mutate-pod`: the pod mutating plugins, in Koordinator's order (spec 5.1).
+
+CREATE only; UPDATE, DELETE and CONNECT are admitted untouched, even for pods that opted into the
+UPDATE registration with `pod.koordinator.sh/mutating-update`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from policies.admission import CREATE, AdmissionContext, MutatingPlugin
+from policies.objects import json_copy, labels_of, namespace_of
+from policies.pod_mutation.device_resources import normalise_device_resources
+from policies.pod_mutation.extended_resource_spec import set_extended_resource_spec
+from policies.pod_mutation.resource_rewrite import rewrite_pod_resources
+from policies.profile_apply import apply_profiles
+from policies.profile_matching import matching_profiles
+from policies.strategic_merge import POD_SCHEMA
+
+
+def _pod_spec(pod: dict[str, Any]) -> dict[str, Any]:
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        spec = pod["spec"] = {}
+    return spec
+
+
+class ClusterColocationProfilePlugin:
+    """Matched profiles in name order, then the batch/mid resource rewrite once (spec 5.2-5.5)."""
+
+    name = "ClusterColocationProfile"
+    explains_itself = True
+
+    def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None:
+        if ctx.request.operation != CREATE or not ctx.cluster.profiles:
+            return
+        namespace = namespace_of(obj) or ctx.request.namespace
+        matched = matching_profiles(
+            ctx.cluster.profiles, labels_of(obj), lambda: ctx.cluster.namespace_labels(namespace)
+        )
+        if not matched:
+            return
+        mutated, skip_rewrite = apply_profiles(obj, matched, ctx, _pod_spec, POD_SCHEMA)
+        if mutated is not obj:  # a strategic merge patch produced a new document
+            obj.clear()
+            obj.update(mutated)
+        if not skip_rewrite:
+            before = json_copy(obj) if ctx.explaining else None
+            rewrite_pod_resources(obj)
+            ctx.record("batch/mid resource rewrite", True, before, obj)
+
+
+class ExtendedResourceSpecPlugin:
+    name = "ExtendedResourceSpec"
+    explains_itself = False
+
+    def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None:
+        if ctx.request.operation == CREATE:
+            set_extended_resource_spec(obj)
+
+
+class DeviceResourceSpecPlugin:
+    name = "DeviceResourceSpec"
+    explains_itself = False
+
+    def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None:
+        if ctx.request.operation == CREATE:
+            normalise_device_resources(obj)
+
+
+def pod_mutating_plugins() -> list[MutatingPlugin]:
+    """The `/mutate-pod` plugin list, run in this order in one loop."""
+    return [ClusterColocationProfilePlugin(), ExtendedResourceSpecPlugin(), DeviceResourceSpecPlugin()]

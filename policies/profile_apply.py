@@ -1,0 +1,113 @@
+"""Applying matched ClusterColocationProfiles to an object (spec 5.3, 5.4, 9).
+
+Shared by pods and reservations: the metadata steps act on the object itself, the scheduling steps
+(schedulerName, priority) on the pod spec the caller points at, and the strategic merge patch on the
+whole object with the caller's patch schema.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from policies.admission import AdmissionContext, Denied
+from policies.constants import LABEL_KOORDINATOR_PRIORITY, LABEL_QOS_CLASS
+from policies.objects import ensure_map, json_copy
+from policies.profiles import ColocationProfile
+from policies.strategic_merge import Schema, StrategicMergeError, strategic_merge
+
+PodSpecLocator = Callable[[dict[str, Any]], dict[str, Any] | None]
+
+
+def priority_class_not_found(name: str) -> Denied:
+    """The error text the Kubernetes client returns for a missing PriorityClass; Koordinator answers 500."""
+    return Denied(f'priorityclasses.scheduling.k8s.io "{name}" not found', code=500)
+
+
+def passes_probability(profile: ColocationProfile, rand_int: Callable[[int], int]) -> bool:
+    """Spec 5.3 step 2: 0 never applies, 100 (or unset) always does, else skip when r > percent."""
+    percent = profile.probability
+    if percent is None or percent == 100:
+        return True
+    if percent == 0:
+        return False
+    return rand_int(100) <= percent
+
+
+def apply_profiles(
+    obj: dict[str, Any],
+    profiles: Sequence[ColocationProfile],
+    ctx: AdmissionContext,
+    pod_spec: PodSpecLocator,
+    schema: Schema,
+) -> tuple[dict[str, Any], bool]:
+    """Apply `profiles` in order; return the (possibly replaced) object and whether to skip the rewrite."""
+    skip_resource_rewrite = False
+    for profile in profiles:
+        ctx.matched_profiles.append(profile.name)
+        if profile.skip_update_resources:
+            skip_resource_rewrite = True
+        applied = passes_probability(profile, ctx.rand_int)
+        before = json_copy(obj) if ctx.explaining else None
+        if applied:
+            obj = apply_profile(obj, profile, ctx, pod_spec, schema)
+        ctx.record(f"profile/{profile.name}", applied, before, obj)
+    return obj, skip_resource_rewrite
+
+
+def apply_profile(
+    obj: dict[str, Any],
+    profile: ColocationProfile,
+    ctx: AdmissionContext,
+    pod_spec: PodSpecLocator,
+    schema: Schema,
+) -> dict[str, Any]:
+    """One profile, in Koordinator's exact order (spec 5.4); returns the object (replaced by a patch)."""
+    metadata = ensure_map(obj, "metadata")
+    if profile.labels:
+        ensure_map(metadata, "labels").update(profile.labels)
+    if profile.annotations:
+        ensure_map(metadata, "annotations").update(profile.annotations)
+    _map_keys(metadata, "labels", profile.label_keys_mapping)
+    _map_keys(metadata, "annotations", profile.annotation_keys_mapping)
+    if profile.label_suffixes and isinstance(metadata.get("labels"), dict):
+        labels = metadata["labels"]
+        for key, suffix in profile.label_suffixes.items():
+            if key in labels:
+                labels[key] = f"{labels[key]}{suffix}"
+    spec = pod_spec(obj) if profile.scheduler_name or profile.priority_class_name else None
+    if profile.scheduler_name and spec is not None:
+        spec["schedulerName"] = profile.scheduler_name
+    if profile.qos_class:
+        ensure_map(metadata, "labels")[LABEL_QOS_CLASS] = profile.qos_class
+    if profile.priority_class_name and spec is not None:
+        _set_priority_class(spec, profile.priority_class_name, ctx)
+    if profile.koordinator_priority is not None:
+        ensure_map(metadata, "labels")[LABEL_KOORDINATOR_PRIORITY] = str(profile.koordinator_priority)
+    if profile.patch is not None:
+        try:
+            obj = strategic_merge(obj, profile.patch, schema)
+        except StrategicMergeError as exc:
+            raise Denied(f"ClusterColocationProfile {profile.name}: spec.patch: {exc}", code=500) from exc
+    return obj
+
+
+def _map_keys(metadata: dict[str, Any], section: str, mapping: Mapping[str, str]) -> None:
+    """`section[new] = section[old]`, "" when old is absent (the key is created either way)."""
+    if not mapping:
+        return
+    values = ensure_map(metadata, section)
+    for old, new in mapping.items():
+        values[new] = values.get(old, "")
+
+
+def _set_priority_class(spec: dict[str, Any], name: str, ctx: AdmissionContext) -> None:
+    priority_class = ctx.cluster.priority_class(name)
+    if priority_class is None:
+        raise priority_class_not_found(name)
+    spec["priorityClassName"] = name
+    spec["priority"] = priority_class.get("value", 0)
+    policy = priority_class.get("preemptionPolicy")
+    if policy:
+        spec["preemptionPolicy"] = policy
+    else:
+        spec.pop("preemptionPolicy", None)

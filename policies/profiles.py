@@ -1,0 +1,161 @@
+"""ClusterColocationProfile (`config.koordinator.sh/v1alpha1`), parsed once into a frozen model.
+
+A profile that does not fit the schema is refused with its name and every wrong field, and only that
+profile is dropped: the others keep working. Selectors that are well-typed but invalid are kept
+(see `policies.selectors`), because Koordinator treats them as matching.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final
+
+from policies.constants import ANNOTATION_SKIP_UPDATE_RESOURCES, KNOWN_QOS_CLASSES, PROFILE_KIND
+from policies.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
+
+_PERCENT_RE: Final = re.compile(r"^(-?\d+)%$")
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
+
+
+def _no_entries() -> Mapping[str, str]:
+    return _EMPTY
+
+
+class ProfileError(ValueError):
+    """A ClusterColocationProfile that cannot be used; the message names the profile and the fields."""
+
+    def __init__(self, name: str, problems: list[str]) -> None:
+        self.name = name
+        self.problems = problems
+        super().__init__(f"ClusterColocationProfile {name!r} is invalid: " + "; ".join(problems))
+
+
+@dataclass(frozen=True, slots=True)
+class ColocationProfile:
+    name: str
+    namespace_selector: LabelSelector | InvalidSelector = LabelSelector()
+    selector: LabelSelector | InvalidSelector = LabelSelector()
+    probability: int | None = None
+    qos_class: str = ""
+    priority_class_name: str = ""
+    koordinator_priority: int | None = None
+    labels: Mapping[str, str] = field(default_factory=_no_entries)
+    annotations: Mapping[str, str] = field(default_factory=_no_entries)
+    label_keys_mapping: Mapping[str, str] = field(default_factory=_no_entries)
+    annotation_keys_mapping: Mapping[str, str] = field(default_factory=_no_entries)
+    label_suffixes: Mapping[str, str] = field(default_factory=_no_entries)
+    scheduler_name: str = ""
+    patch: Mapping[str, Any] | None = None
+    skip_update_resources: bool = False
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+
+def _string_map(spec: Mapping[str, Any], key: str, problems: list[str]) -> Mapping[str, str]:
+    raw = spec.get(key)
+    if raw is None:
+        return _EMPTY
+    if not isinstance(raw, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+        problems.append(f"spec.{key}: Invalid value: must map strings to strings")
+        return _EMPTY
+    return MappingProxyType(dict(raw))
+
+
+def _string(spec: Mapping[str, Any], key: str, problems: list[str]) -> str:
+    raw = spec.get(key)
+    if raw is None:
+        return ""
+    if not isinstance(raw, str):
+        problems.append(f"spec.{key}: Invalid value: {raw!r}: must be a string")
+        return ""
+    return raw
+
+
+def parse_probability(raw: Any) -> int:
+    """Percent from an int-or-string (`50` or `"50%"`), floored like `GetScaledValueFromIntOrPercent`."""
+    if isinstance(raw, bool):
+        raise ValueError(f"{raw!r}: must be an integer or a percentage string")
+    if isinstance(raw, int):
+        value = raw
+    elif isinstance(raw, str) and (match := _PERCENT_RE.match(raw)):
+        value = int(match.group(1))
+    else:
+        raise ValueError(f"{raw!r}: must be an integer or a percentage string such as \"50%\"")
+    if not 0 <= value <= 100:
+        raise ValueError(f"{raw!r}: must be 0..100")
+    return value
+
+
+def _selector(spec: Mapping[str, Any], key: str, problems: list[str], warnings: list[str]) -> LabelSelector | InvalidSelector:
+    try:
+        compiled = compile_selector(spec.get(key), f"spec.{key}")
+    except SelectorShapeError as exc:
+        problems.append(str(exc))
+        return LabelSelector()
+    if isinstance(compiled, InvalidSelector):
+        warnings.append(f"{compiled.error} (Koordinator treats an unparseable selector as matching)")
+    return compiled
+
+
+def parse_profile(obj: Mapping[str, Any]) -> ColocationProfile:
+    """Validate and freeze one ClusterColocationProfile object."""
+    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    name = metadata.get("name")
+    problems: list[str] = []
+    warnings: list[str] = []
+    if obj.get("kind", PROFILE_KIND) != PROFILE_KIND:
+        problems.append(f"kind: Invalid value: {obj.get('kind')!r}: expected {PROFILE_KIND}")
+    if not isinstance(name, str) or not name:
+        problems.append("metadata.name: Required value")
+        name = str(name or "")
+    spec = obj.get("spec")
+    if spec is None:
+        spec = {}
+    if not isinstance(spec, Mapping):
+        raise ProfileError(name, problems + ["spec: Invalid value: must be an object"])
+
+    probability = None
+    if spec.get("probability") is not None:
+        try:
+            probability = parse_probability(spec["probability"])
+        except ValueError as exc:
+            problems.append(f"spec.probability: Invalid value: {exc}")
+    qos_class = _string(spec, "qosClass", problems)
+    if qos_class and qos_class not in KNOWN_QOS_CLASSES:
+        problems.append(f"spec.qosClass: Unsupported value: {qos_class!r}: supported values: "
+                        + ", ".join(f'"{q}"' for q in sorted(KNOWN_QOS_CLASSES)))
+    koordinator_priority = spec.get("koordinatorPriority")
+    if koordinator_priority is not None and (
+        isinstance(koordinator_priority, bool) or not isinstance(koordinator_priority, int)
+        or not _INT32_MIN <= koordinator_priority <= _INT32_MAX
+    ):
+        problems.append(f"spec.koordinatorPriority: Invalid value: {koordinator_priority!r}: must be a 32-bit integer")
+        koordinator_priority = None
+    patch = spec.get("patch")
+    if patch is not None and not isinstance(patch, Mapping):
+        problems.append("spec.patch: Invalid value: must be an object (a strategic merge patch)")
+        patch = None
+
+    profile = ColocationProfile(
+        name=name,
+        namespace_selector=_selector(spec, "namespaceSelector", problems, warnings),
+        selector=_selector(spec, "selector", problems, warnings),
+        probability=probability,
+        qos_class=qos_class,
+        priority_class_name=_string(spec, "priorityClassName", problems),
+        koordinator_priority=koordinator_priority,
+        labels=_string_map(spec, "labels", problems),
+        annotations=_string_map(spec, "annotations", problems),
+        label_keys_mapping=_string_map(spec, "labelKeysMapping", problems),
+        annotation_keys_mapping=_string_map(spec, "annotationKeysMapping", problems),
+        label_suffixes=_string_map(spec, "labelSuffixes", problems),
+        scheduler_name=_string(spec, "schedulerName", problems),
+        patch=patch,
+        skip_update_resources=ANNOTATION_SKIP_UPDATE_RESOURCES in (metadata.get("annotations") or {}),
+        warnings=tuple(warnings),
+    )
+    if problems:
+        raise ProfileError(name, problems)
+    return profile

@@ -1,0 +1,153 @@
+"""Kubernetes `resource.Quantity`: parsing, arithmetic and canonical text.
+
+Values are kept as an exact integer count of nano-units (Kubernetes rounds anything finer up to
+1n), plus the format the text was written in, which decides how the canonical text is rendered:
+`1000` -> `1k`, `1.5` -> `1500m`, `1073741824` written in binary form -> `1Gi`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from typing import Final
+
+NANO: Final = 10**9
+
+_DECIMAL_SUFFIXES: Final[dict[str, int]] = {
+    "n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18,
+}
+_BINARY_SUFFIXES: Final[dict[str, int]] = {
+    "Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60,
+}
+_DECIMAL_EXPONENT_TO_SUFFIX: Final = {exp: suffix for suffix, exp in _DECIMAL_SUFFIXES.items()}
+_BINARY_EXPONENT_TO_SUFFIX: Final = {exp // 10: suffix for suffix, exp in _BINARY_SUFFIXES.items()}
+_QUANTITY_RE: Final = re.compile(r"^([+-]?)(\d*)(?:\.(\d*))?([a-zA-Z]*|[eE][+-]?\d+)$")
+
+
+class QuantityFormat(Enum):
+    DECIMAL_SI = "DecimalSI"
+    BINARY_SI = "BinarySI"
+    DECIMAL_EXPONENT = "DecimalExponent"
+
+
+class QuantityError(ValueError):
+    """Text that is not a Kubernetes quantity."""
+
+
+def _ceil_div(numerator: int, denominator: int) -> int:
+    return -((-numerator) // denominator)
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    nanos: int
+    format: QuantityFormat = QuantityFormat.DECIMAL_SI
+
+    @classmethod
+    def parse(cls, value: object) -> Quantity:
+        """Parse a quantity as it appears in JSON: a string, or a bare number."""
+        if isinstance(value, Quantity):
+            return value
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise QuantityError(f"quantities must be strings or numbers, got {value!r}")
+        text = repr(value) if isinstance(value, float) else str(value)
+        match = _QUANTITY_RE.match(text)
+        if match is None or not (match.group(2) or match.group(3)):
+            raise QuantityError(f"quantities must match the regular expression "
+                                f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {text!r}")
+        sign, whole, fraction, suffix = match.groups()
+        fraction = fraction or ""
+        digits = int((whole or "0") + fraction)
+        # value = digits * 10^-len(fraction) * multiplier; computed exactly, rounded up to nanos.
+        if suffix in _BINARY_SUFFIXES:
+            fmt = QuantityFormat.BINARY_SI
+            numerator, denominator = digits * 2 ** _BINARY_SUFFIXES[suffix] * NANO, 10 ** len(fraction)
+        elif suffix in _DECIMAL_SUFFIXES:
+            fmt = QuantityFormat.DECIMAL_SI
+            exponent = _DECIMAL_SUFFIXES[suffix] - len(fraction) + 9
+            numerator, denominator = (digits * 10**exponent, 1) if exponent >= 0 else (digits, 10**-exponent)
+        elif suffix[:1] in ("e", "E"):
+            fmt = QuantityFormat.DECIMAL_EXPONENT
+            exponent = int(suffix[1:]) - len(fraction) + 9
+            numerator, denominator = (digits * 10**exponent, 1) if exponent >= 0 else (digits, 10**-exponent)
+        else:
+            raise QuantityError(f"unable to parse quantity's suffix in {text!r}")
+        nanos = _ceil_div(numerator, denominator)
+        return cls(-nanos if sign == "-" else nanos, fmt)
+
+    @classmethod
+    def from_int(cls, value: int, fmt: QuantityFormat = QuantityFormat.DECIMAL_SI) -> Quantity:
+        return cls(value * NANO, fmt)
+
+    def milli_value(self) -> int:
+        """Value in thousandths, rounded up (Kubernetes `MilliValue`)."""
+        return _ceil_div(self.nanos, 10**6)
+
+    def value(self) -> int:
+        """Value in whole units, rounded up (Kubernetes `Value`)."""
+        return _ceil_div(self.nanos, NANO)
+
+    def is_zero(self) -> bool:
+        return self.nanos == 0
+
+    def __add__(self, other: Quantity) -> Quantity:
+        return Quantity(self.nanos + other.nanos, self.format)
+
+    def __sub__(self, other: Quantity) -> Quantity:
+        return Quantity(self.nanos - other.nanos, self.format)
+
+    def __lt__(self, other: Quantity) -> bool:
+        return self.nanos < other.nanos
+
+    def __le__(self, other: Quantity) -> bool:
+        return self.nanos <= other.nanos
+
+    def __gt__(self, other: Quantity) -> bool:
+        return self.nanos > other.nanos
+
+    def __ge__(self, other: Quantity) -> bool:
+        return self.nanos >= other.nanos
+
+    def same_value(self, other: Quantity) -> bool:
+        return self.nanos == other.nanos
+
+    def canonical(self) -> str:
+        """The text Kubernetes emits for this quantity (`Quantity.String()`)."""
+        if self.nanos == 0:
+            return "0"
+        fmt = self.format
+        if fmt is QuantityFormat.BINARY_SI:
+            if -1024 * NANO < self.nanos < 1024 * NANO or self.nanos % NANO:
+                fmt = QuantityFormat.DECIMAL_SI
+            else:
+                return _canonical_binary(self.nanos // NANO)
+        return _canonical_decimal(self.nanos, fmt)
+
+    def __str__(self) -> str:
+        return self.canonical()
+
+
+def _canonical_binary(value: int) -> str:
+    exponent = 0
+    while value % 1024 == 0 and exponent < 6:
+        value //= 1024
+        exponent += 1
+    return f"{value}{_BINARY_EXPONENT_TO_SUFFIX.get(exponent, '')}"
+
+
+def _canonical_decimal(nanos: int, fmt: QuantityFormat) -> str:
+    mantissa, exponent = nanos, -9
+    while mantissa % 10 == 0:
+        mantissa //= 10
+        exponent += 1
+    shift = exponent % 3  # Python's modulo: lowers the exponent to a multiple of three
+    mantissa *= 10**shift
+    exponent -= shift
+    if fmt is QuantityFormat.DECIMAL_SI and exponent in _DECIMAL_EXPONENT_TO_SUFFIX:
+        return f"{mantissa}{_DECIMAL_EXPONENT_TO_SUFFIX[exponent]}"
+    return f"{mantissa}e{exponent}" if exponent else str(mantissa)
+
+
+def canonical(value: object) -> str:
+    """Canonical text of a quantity given as JSON text or number."""
+    return Quantity.parse(value).canonical()

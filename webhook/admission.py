@@ -1,0 +1,158 @@
+"""Serving one admission request: the single chain both front doors use.
+
+`run_route` runs a route's plugins over a request and a cluster snapshot (no I/O, no aiohttp);
+`serve_review` wraps it for the wire: bytes in, status and bytes out, metrics and one log record.
+The aiohttp adapter (`webhook.server`) and `colocate apply` (`webhook.chain`) only call these.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from policies.admission import DELETE, UPDATE, AdmissionContext, AdmissionRequest, Denied, Effect, default_rand_int
+from policies.cluster import ClusterSnapshot
+from policies.jsonpatch_diff import diff
+from policies.objects import json_copy
+from webhook.registry import Route
+from webhook.review import MalformedReview, build_review, parse_review
+
+log = logging.getLogger("colocate.admission")
+
+NO_CONTENT = "there is no content to decode"
+
+
+class PluginObserver(Protocol):
+    def __call__(self, route: Route, plugin: str, operation: str, seconds: float, allowed: bool) -> None: ...
+
+
+def _ignore(route: Route, plugin: str, operation: str, seconds: float, allowed: bool) -> None:
+    return None
+
+
+@dataclass
+class Outcome:
+    allowed: bool
+    code: int = 200
+    message: str = ""
+    patch: list[dict[str, Any]] = field(default_factory=list)
+    object: dict[str, Any] | None = None  # the object after this route (mutated, or as received)
+    matched_profiles: list[str] = field(default_factory=list)
+    effects: list[Effect] | None = None
+
+
+def _decode(route: Route, request: AdmissionRequest) -> dict[str, Any] | Outcome:
+    obj = request.old_object if request.operation == DELETE else request.object
+    if not obj:
+        if request.operation == DELETE and route.admits_empty_delete:
+            return Outcome(True)
+        return Outcome(False, 400, NO_CONTENT)
+    kind = obj.get("kind")
+    if kind not in (None, "", route.kind):
+        return Outcome(False, 400, f"{route.path} admits {route.kind} objects, got kind {kind!r}")
+    if request.operation == UPDATE and not request.old_object:
+        return Outcome(False, 400, f"oldObject: {NO_CONTENT}")
+    return obj  # type: ignore[return-value]
+
+
+def run_route(
+    route: Route,
+    request: AdmissionRequest,
+    cluster: ClusterSnapshot,
+    *,
+    rand_int: Callable[[int], int] = default_rand_int,
+    explain: bool = False,
+    observe: PluginObserver = _ignore,
+) -> Outcome:
+    """Admit `request` through `route`'s plugins in one loop, timing each plugin."""
+    if request.resource.resource != route.resource or request.sub_resource != route.sub_resource:
+        return Outcome(True, object=request.object)  # not ours: Koordinator allows untouched
+    decoded = _decode(route, request)
+    if isinstance(decoded, Outcome):
+        return decoded
+    ctx = AdmissionContext(request, cluster, rand_int, effects=[] if explain else None)
+    working = json_copy(decoded) if route.mutating else decoded
+    for plugin in route.plugins:
+        started = time.perf_counter()
+        explain_plugin = explain and route.mutating and not plugin.explains_itself  # type: ignore[union-attr]
+        before = json_copy(working) if explain_plugin else None
+        try:
+            if route.mutating:
+                plugin.mutate(working, ctx)  # type: ignore[union-attr]
+            else:
+                plugin.validate(working, ctx)  # type: ignore[union-attr]
+        except Denied as denial:
+            observe(route, plugin.name, request.operation, time.perf_counter() - started, False)
+            return Outcome(False, denial.code, denial.message, matched_profiles=ctx.matched_profiles, effects=ctx.effects)
+        except Exception as exc:  # a bug must deny this request, not take the server down
+            log.exception("plugin %s failed on %s", plugin.name, route.path)
+            observe(route, plugin.name, request.operation, time.perf_counter() - started, False)
+            return Outcome(False, 500, f"internal error in plugin {plugin.name}: {exc!r}",
+                           matched_profiles=ctx.matched_profiles, effects=ctx.effects)
+        observe(route, plugin.name, request.operation, time.perf_counter() - started, True)
+        if explain_plugin:
+            ctx.record(f"plugin/{plugin.name}", True, before, working)
+    patch = diff(decoded, working) if route.mutating else []
+    return Outcome(True, patch=patch, object=working, matched_profiles=ctx.matched_profiles, effects=ctx.effects)
+
+
+@dataclass
+class ServedReview:
+    status: int
+    body: bytes
+    record: dict[str, Any]  # the structured log line
+    outcome: Outcome | None = None
+
+
+def _http_error(message: str, started: float, path: str) -> ServedReview:
+    record = {"path": path, "allowed": False, "code": 400, "message": message,
+              "durationMs": round((time.perf_counter() - started) * 1000, 3)}
+    return ServedReview(400, json.dumps({"error": message}).encode(), record)
+
+
+def malformed_response(error: MalformedReview, path: str, started: float) -> ServedReview:
+    """An AdmissionReview denial when the uid is known, else HTTP 400 with the message."""
+    if error.uid is None:
+        return _http_error(error.message, started, path)
+    body = json.dumps(build_review(error.api_version, error.uid, False, code=400, message=error.message)).encode()
+    record = {"uid": error.uid, "path": path, "allowed": False, "code": 400, "message": error.message,
+              "durationMs": round((time.perf_counter() - started) * 1000, 3)}
+    return ServedReview(200, body, record)
+
+
+def serve_review(
+    route: Route,
+    body: bytes,
+    cluster: ClusterSnapshot,
+    *,
+    rand_int: Callable[[int], int] = default_rand_int,
+    observe: PluginObserver = _ignore,
+) -> ServedReview:
+    """Answer one AdmissionReview body for `route`. Never raises for bad input."""
+    started = time.perf_counter()
+    try:
+        api_version, request = parse_review(body)
+    except MalformedReview as error:
+        return malformed_response(error, route.path, started)
+    outcome = run_route(route, request, cluster, rand_int=rand_int, observe=observe)
+    review = build_review(api_version, request.uid, outcome.allowed, code=outcome.code,
+                          message=outcome.message, patch=outcome.patch)
+    obj = request.object or request.old_object or {}
+    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    record: dict[str, Any] = {
+        "uid": request.uid,
+        "path": route.path,
+        "operation": request.operation,
+        "object": f"{metadata.get('namespace') or request.namespace}/{metadata.get('name') or metadata.get('generateName') or request.name}",
+        "allowed": outcome.allowed,
+        "code": outcome.code,
+        "matchedProfiles": outcome.matched_profiles,
+        "patchOperations": len(outcome.patch),
+        "durationMs": round((time.perf_counter() - started) * 1000, 3),
+    }
+    if outcome.message:
+        record["message"] = outcome.message
+    return ServedReview(200, json.dumps(review, separators=(",", ":")).encode(), record, outcome)

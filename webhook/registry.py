@@ -1,0 +1,119 @@
+"""The handler registry: every webhook route, declared once, in one table (`default_routes()`).
+
+A route is what the server serves at a path; its registrations are what a
+MutatingWebhookConfiguration / ValidatingWebhookConfiguration entry says about it (Koordinator's
+webhook names, rules, failure policies and selectors, spec section 2). The manifests are checked
+against this table, and `colocate apply` picks the routes for an object's kind from it.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from policies.admission import CREATE, UPDATE, MutatingPlugin, ValidatingPlugin
+from policies.constants import LABEL_MUTATING_UPDATE
+from policies.pod_mutation import pod_mutating_plugins
+from policies.pod_validation import pod_validating_plugins
+
+FailurePolicy = Literal["Fail", "Ignore"]
+
+# Namespaces labelled `control-plane` are never sent to the pod webhooks (patch_manifests.yaml).
+CONTROL_PLANE_EXCLUSION: Mapping[str, Any] = {
+    "matchExpressions": [{"key": "control-plane", "operator": "DoesNotExist"}]
+}
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One webhook entry of a webhook configuration object."""
+
+    name: str
+    operations: tuple[str, ...]
+    failure_policy: FailurePolicy
+    namespace_selector: Mapping[str, Any] | None = None
+    object_selector: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Route:
+    path: str
+    mutating: bool
+    kind: str  # the object kind it admits, e.g. "Pod"
+    api_group: str
+    api_version: str
+    resource: str
+    sub_resource: str
+    object_type: str  # Koordinator's metric label: pod, node, reservation, elasticquota, configmap
+    registrations: tuple[Registration, ...]
+    # Koordinator's pod validator admits a DELETE that carries no oldObject instead of refusing it.
+    admits_empty_delete: bool = False
+    plugins: tuple[MutatingPlugin, ...] | tuple[ValidatingPlugin, ...] = field(default=(), compare=False)
+
+    @property
+    def webhook_type(self) -> str:
+        return "mutate" if self.mutating else "validate"
+
+    @property
+    def rule_resource(self) -> str:
+        """The resource as written in a webhook rule (`nodes/status`)."""
+        return f"{self.resource}/{self.sub_resource}" if self.sub_resource else self.resource
+
+
+class RegistryError(ValueError):
+    """The route table is inconsistent (a duplicate path or webhook name)."""
+
+
+@dataclass(frozen=True)
+class Registry:
+    routes: tuple[Route, ...]
+
+    def __post_init__(self) -> None:
+        paths = [r.path for r in self.routes]
+        names = [reg.name for r in self.routes for reg in r.registrations]
+        for label, values in (("path", paths), ("webhook name", names)):
+            duplicates = sorted({v for v in values if values.count(v) > 1})
+            if duplicates:
+                raise RegistryError(f"duplicate {label} in the handler registry: {', '.join(duplicates)}")
+
+    def by_path(self) -> dict[str, Route]:
+        return {route.path: route for route in self.routes}
+
+    def for_kind(self, kind: str) -> list[Route]:
+        """Mutating routes first, then validating ones, as an API server calls them."""
+        matching = [r for r in self.routes if r.kind == kind]
+        return [r for r in matching if r.mutating] + [r for r in matching if not r.mutating]
+
+    def kinds(self) -> list[str]:
+        return sorted({r.kind for r in self.routes})
+
+
+def pod_routes() -> Sequence[Route]:
+    pods = dict(kind="Pod", api_group="", api_version="v1", resource="pods", sub_resource="", object_type="pod")
+    return [
+        Route(
+            path="/mutate-pod", mutating=True, **pods,
+            registrations=(
+                Registration("mpod-create.koordinator.sh", (CREATE,), "Fail", CONTROL_PLANE_EXCLUSION),
+                Registration("mpod-update.koordinator.sh", (UPDATE,), "Fail", CONTROL_PLANE_EXCLUSION,
+                             {"matchExpressions": [{"key": LABEL_MUTATING_UPDATE, "operator": "In", "values": ["true"]}]}),
+            ),
+            plugins=tuple(pod_mutating_plugins()),
+        ),
+        Route(
+            path="/validate-pod", mutating=False, **pods,
+            registrations=(Registration("vpod.koordinator.sh", (CREATE, UPDATE), "Fail", CONTROL_PLANE_EXCLUSION),),
+            admits_empty_delete=True,
+            plugins=tuple(pod_validating_plugins()),
+        ),
+    ]
+
+
+def default_routes() -> Registry:
+    """Every route colocate serves. Add a resource's routes here and nowhere else."""
+    routes: list[Route] = []
+    for group in (pod_routes,):
+        routes.extend(group())
+    return Registry(tuple(routes))
+
+

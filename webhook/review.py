@@ -1,0 +1,117 @@
+"""AdmissionReview (`admission.k8s.io/v1` and `v1beta1`) in and out.
+
+Payloads stay plain JSON dicts typed with TypedDicts, as in kopf. Parsing turns the wire request into
+a `policies.admission.AdmissionRequest` or raises `MalformedReview`, which carries the uid when one
+could be read, so the caller can answer with a proper AdmissionReview rather than a bare HTTP error.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Final, NotRequired, TypedDict
+
+from policies.admission import AdmissionRequest, GroupVersionResource
+
+SUPPORTED_API_VERSIONS: Final = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
+DEFAULT_API_VERSION: Final = SUPPORTED_API_VERSIONS[0]
+_UID_PREFIX_RE: Final = re.compile(rb'"request"\s*:\s*\{\s*"uid"\s*:\s*"([^"\\]{1,128})"')
+
+
+class StatusDict(TypedDict):
+    code: int
+    message: str
+
+
+class ResponseDict(TypedDict):
+    uid: str
+    allowed: bool
+    status: NotRequired[StatusDict]
+    patchType: NotRequired[str]
+    patch: NotRequired[str]
+
+
+class ReviewDict(TypedDict):
+    apiVersion: str
+    kind: str
+    response: ResponseDict
+
+
+class MalformedReview(ValueError):
+    """The request body is not a usable AdmissionReview."""
+
+    def __init__(self, message: str, uid: str | None = None, api_version: str = DEFAULT_API_VERSION) -> None:
+        super().__init__(message)
+        self.message = message
+        self.uid = uid
+        self.api_version = api_version
+
+
+def uid_from_prefix(body_prefix: bytes) -> str | None:
+    """Best-effort uid from the start of a body too large to parse (the API server writes it first)."""
+    match = _UID_PREFIX_RE.search(body_prefix)
+    return match.group(1).decode("utf-8", "replace") if match else None
+
+
+def _string(raw: Mapping[str, Any], key: str) -> str:
+    value = raw.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def parse_review(body: bytes) -> tuple[str, AdmissionRequest]:
+    """(apiVersion, request) of an AdmissionReview body."""
+    try:
+        review = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedReview(f"request body is not valid JSON: {exc}") from exc
+    if not isinstance(review, dict):
+        raise MalformedReview("request body must be a JSON object (an AdmissionReview)")
+    request = review.get("request")
+    uid = request.get("uid") if isinstance(request, dict) and isinstance(request.get("uid"), str) else None
+    api_version = review.get("apiVersion")
+    reply_version = api_version if api_version in SUPPORTED_API_VERSIONS else DEFAULT_API_VERSION
+    if review.get("kind") != "AdmissionReview":
+        raise MalformedReview(f"expected kind AdmissionReview, got {review.get('kind')!r}", uid, reply_version)
+    if api_version not in SUPPORTED_API_VERSIONS:
+        raise MalformedReview(f"unsupported AdmissionReview apiVersion {api_version!r}; "
+                              f"supported: {', '.join(SUPPORTED_API_VERSIONS)}", uid, reply_version)
+    if not isinstance(request, dict):
+        raise MalformedReview("AdmissionReview has no request", None, reply_version)
+    if not uid:
+        raise MalformedReview("AdmissionReview request has no uid", None, reply_version)
+    resource = request.get("resource") if isinstance(request.get("resource"), dict) else {}
+    kind = request.get("kind") if isinstance(request.get("kind"), dict) else {}
+    operation = _string(request, "operation")
+    if not operation:
+        raise MalformedReview("AdmissionReview request has no operation", uid, reply_version)
+    for key in ("object", "oldObject"):
+        if request.get(key) is not None and not isinstance(request.get(key), dict):
+            raise MalformedReview(f"request.{key} must be a JSON object", uid, reply_version)
+    return reply_version, AdmissionRequest(
+        uid=uid,
+        operation=operation,
+        resource=GroupVersionResource(_string(resource, "group"), _string(resource, "version"), _string(resource, "resource")),
+        sub_resource=_string(request, "subResource"),
+        kind=_string(kind, "kind"),
+        namespace=_string(request, "namespace"),
+        name=_string(request, "name"),
+        object=request.get("object"),
+        old_object=request.get("oldObject"),
+        dry_run=bool(request.get("dryRun")),
+    )
+
+
+def encode_patch(operations: list[dict[str, Any]]) -> str:
+    return base64.b64encode(json.dumps(operations, separators=(",", ":")).encode()).decode()
+
+
+def build_review(api_version: str, uid: str, allowed: bool, *, code: int = 200, message: str = "",
+                 patch: list[dict[str, Any]] | None = None) -> ReviewDict:
+    response: ResponseDict = {"uid": uid, "allowed": allowed}
+    if not allowed or message:
+        response["status"] = {"code": code, "message": message}
+    if patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = encode_patch(patch)
+    return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}

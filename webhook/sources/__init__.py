@@ -1,0 +1,1 @@
+"""Where the cluster state comes from. Every source publishes `ClusterSnapshot`s to a `StateHolder`."""

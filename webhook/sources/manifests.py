@@ -1,0 +1,55 @@
+"""Reading Kubernetes objects from YAML and JSON files (multi-document YAML and `List` kinds)."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+try:  # libyaml is several times faster when present
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _Loader = yaml.SafeLoader
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class ManifestError(ValueError):
+    """A file that does not parse, or holds something that is not a Kubernetes object."""
+
+
+def _expand(document: Any, where: str) -> Iterator[dict[str, Any]]:
+    if document is None:
+        return
+    if not isinstance(document, dict):
+        raise ManifestError(f"{where}: expected a Kubernetes object, got {type(document).__name__}")
+    if str(document.get("kind", "")).endswith("List") and isinstance(document.get("items"), list):
+        for index, item in enumerate(document["items"]):
+            yield from _expand(item, f"{where} items[{index}]")
+        return
+    yield document
+
+
+def parse_manifest_text(text: str, source: str) -> list[dict[str, Any]]:
+    """Every object in `text`; JSON when `source` ends in .json, YAML (several documents) otherwise."""
+    try:
+        if source.endswith(".json"):
+            documents = [json.loads(text)]
+        else:
+            documents = list(yaml.load_all(text, Loader=_Loader))
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ManifestError(f"{source}: {exc}") from exc
+    objects: list[dict[str, Any]] = []
+    for index, document in enumerate(documents):
+        objects.extend(_expand(document, f"{source} document {index}"))
+    return objects
+
+
+def read_manifest_file(path: Path) -> list[dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"{path}: {exc}") from exc
+    return parse_manifest_text(text, str(path))
