@@ -1,0 +1,29 @@
+import pytest
+
+from policies.quantity import Quantity, QuantityError, canonical
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("1", "1"), ("1000", "1k"), ("1500", "1500"), ("1.5", "1500m"), ("0.5", "500m"), ("500m", "500m"),
+    ("4Gi", "4Gi"), ("1024Mi", "1Gi"), ("1.5Gi", "1536Mi"), ("512", "512"), ("1e3", "1e3"),
+    ("0", "0"), ("100u", "100u"), ("2k", "2k"), (1, "1"), (2.5, "2500m"), ("-1", "-1"),
+])
+def test_canonical_text_matches_kubernetes(text, expected):
+    assert canonical(text) == expected
+
+
+@pytest.mark.parametrize("text, milli", [("1", 1000), ("500m", 500), ("1.5", 1500), ("100u", 1), ("0.0001", 1)])
+def test_milli_value_rounds_up(text, milli):
+    assert Quantity.parse(text).milli_value() == milli
+
+
+@pytest.mark.parametrize("bad", ["", "abc", "1x", "1.2.3", None, True, [], "--1"])
+def test_malformed_quantities_are_refused(bad):
+    with pytest.raises(QuantityError):
+        Quantity.parse(bad)
+
+
+def test_comparison_is_by_value_not_text():
+    assert Quantity.parse("1Gi").same_value(Quantity.parse("1024Mi"))
+    assert Quantity.parse("1").same_value(Quantity.parse("1000m"))
+    assert Quantity.parse("999m") < Quantity.parse("1")
