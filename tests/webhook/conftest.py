@@ -1,0 +1,77 @@
+"""A real HTTPS webhook server on 127.0.0.1, in-process, with certificates from `certs.generate`."""
+from __future__ import annotations
+
+import socket
+import ssl
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from certs.generate import CertPaths, ensure_serving_certs
+from policies.cluster import ClusterSnapshot
+from webhook.metrics import WebhookMetrics
+from webhook.registry import default_routes
+from webhook.serve import tls_context
+from webhook.server import build_app
+from webhook.sources.state import StateHolder
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def cert_paths(tmp_path_factory: pytest.TempPathFactory) -> CertPaths:
+    paths, _ = ensure_serving_certs(tmp_path_factory.mktemp("certs"))
+    return paths
+
+
+@dataclass
+class RunningServer:
+    url: str
+    state: StateHolder
+    metrics: WebhookMetrics
+    session: aiohttp.ClientSession
+
+    def publish(self, snapshot: ClusterSnapshot) -> None:
+        self.state.publish(snapshot)
+
+    async def post(self, path: str, payload: object = None, *, data: bytes | None = None) -> aiohttp.ClientResponse:
+        if data is None:
+            return await self.session.post(self.url + path, json=payload)
+        return await self.session.post(self.url + path, data=data, headers={"Content-Type": "application/json"})
+
+
+async def start_server(cert_paths: CertPaths, max_body: int = 8 * 1024 * 1024, rand: int | None = None):
+    state, metrics = StateHolder(), WebhookMetrics()
+    kwargs = {"rand_int": (lambda n: rand)} if rand is not None else {}
+    app = build_app(default_routes(), state, metrics, max_body=max_body, **kwargs)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    port = free_port()
+    site = web.TCPSite(runner, "127.0.0.1", port, ssl_context=tls_context(cert_paths))
+    await site.start()
+    client_tls = ssl.create_default_context(cafile=str(cert_paths.ca))
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_tls))
+    return runner, RunningServer(f"https://127.0.0.1:{port}", state, metrics, session)
+
+
+@pytest.fixture
+async def server(cert_paths: CertPaths) -> AsyncIterator[RunningServer]:
+    runner, running = await start_server(cert_paths)
+    yield running
+    await running.session.close()
+    await runner.cleanup()
+
+
+@pytest.fixture
+async def small_body_server(cert_paths: CertPaths) -> AsyncIterator[RunningServer]:
+    runner, running = await start_server(cert_paths, max_body=4096)
+    yield running
+    await running.session.close()
+    await runner.cleanup()
