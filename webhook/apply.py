@@ -70,8 +70,9 @@ def format_explanation(matched: list[str], effects: list[Effect]) -> str:
     return "\n".join(lines)
 
 
-def run_apply(options: ApplyOptions, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout,
-              stderr: TextIO = sys.stderr) -> int:
+def run_apply(options: ApplyOptions, stdin: TextIO | None = None, stdout: TextIO | None = None,
+              stderr: TextIO | None = None) -> int:
+    stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     registry = default_routes()
     try:
         if options.operation not in OPERATIONS:

@@ -1,0 +1,150 @@
+"""`colocate serve` as an operator runs it: a real process, generated certificates, live reload."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+from cryptography import x509
+
+from tests.builders import admission_review
+from tests.webhook.conftest import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+POD = yaml.safe_load((REPO / "manifests" / "samples" / "batch-pod.yaml").read_text())
+
+
+class Served:
+    def __init__(self, tmp_path: Path, *extra: str) -> None:
+        self.state = tmp_path / "state"
+        shutil.copytree(REPO / "manifests" / "cluster", self.state)
+        self.certs = tmp_path / "certs"
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "webhook.cli", "serve", "--profiles", str(self.state), "--cert-dir", str(self.certs),
+             "--port", str(self.port), "--host", "127.0.0.1", "--reload-interval", "0.2", "--dns-name", "webhook.example", *extra],
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.tls: ssl.SSLContext | None = None
+
+    def request(self, path: str, body: object = None, timeout: float = 5) -> tuple[int, bytes]:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"https://127.0.0.1:{self.port}{path}", data=data,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, context=self.tls, timeout=timeout) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+
+    def wait_ready(self, deadline: float = 20) -> None:
+        end = time.monotonic() + deadline
+        while time.monotonic() < end:
+            assert self.process.poll() is None, self.process.stderr.read()
+            if self.tls is None and (self.certs / "ca.crt").exists():
+                try:
+                    self.tls = ssl.create_default_context(cafile=str(self.certs / "ca.crt"))
+                except ssl.SSLError:
+                    pass  # still being written
+            if self.tls is not None:
+                try:
+                    if self.request("/readyz", timeout=1)[0] == 200:
+                        return
+                except OSError:
+                    pass
+            time.sleep(0.1)
+        raise AssertionError("server did not become ready")
+
+    def mutate(self) -> dict:
+        status, body = self.request("/mutate-pod", admission_review(POD))
+        assert status == 200
+        response = json.loads(body)["response"]
+        assert response["allowed"]
+        return json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=30)
+
+
+@pytest.fixture
+def served(tmp_path):
+    servers = []
+
+    def start(*extra: str) -> Served:
+        servers.append(Served(tmp_path, *extra))
+        servers[-1].wait_ready()
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        if server.process.poll() is None:
+            server.process.kill()
+            server.process.wait()
+
+
+def test_serve_generates_trusted_certificates_and_mutates(served):
+    server = served()
+    cert = x509.load_pem_x509_certificate((server.certs / "tls.crt").read_bytes())
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert {"localhost", "webhook.example"} <= set(names.get_values_for_type(x509.DNSName))
+    assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    assert oct((server.certs / "tls.key").stat().st_mode & 0o777) == "0o600"
+    paths = {op["path"] for op in server.mutate()}
+    assert "/metadata/labels/koordinator.sh~1qosClass" in paths
+    assert server.stop() == 0
+
+
+def test_tls_1_2_is_the_minimum_and_is_accepted(served):
+    from certs.generate import CertPaths
+    from webhook.serve import tls_context
+
+    server = served()
+    assert tls_context(CertPaths(server.certs)).minimum_version == ssl.TLSVersion.TLSv1_2
+    tls12 = ssl.create_default_context(cafile=str(server.certs / "ca.crt"))
+    tls12.maximum_version = ssl.TLSVersion.TLSv1_2
+    server.tls = tls12
+    assert server.request("/healthz")[0] == 200
+
+
+def test_profile_changes_take_effect_without_restart_and_broken_files_keep_the_last_state(served):
+    server = served()
+    assert server.mutate() != []
+    profiles = server.state / "profiles.yaml"
+    original = profiles.read_text()
+    profiles.write_text("kind: [this is not yaml")
+    time.sleep(1.0)
+    assert server.mutate() != [], "a broken file must keep its last good profiles"
+    profiles.unlink()
+    deadline = time.monotonic() + 10
+    while server.mutate() != [] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert server.mutate() == []
+    profiles.write_text(original)
+    deadline = time.monotonic() + 10
+    while server.mutate() == [] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert server.mutate() != []
+    assert "cannot load" in (server.stop(), server.process.stderr.read())[1]
+
+
+def test_workers_share_the_port_and_metrics(served):
+    server = served("--workers", "2")
+    for _ in range(20):
+        server.mutate()
+    status, text = server.request("/metrics")
+    assert status == 200
+    line = next(l for l in text.decode().splitlines()
+                if l.startswith('controller_runtime_webhook_requests_total{code="200",webhook="/mutate-pod"}'))
+    assert float(line.split()[-1]) == 20.0, "every worker's requests are counted in each scrape"
+    assert server.stop() == 0
