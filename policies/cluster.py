@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from policies.constants import PROFILE_KIND
+from policies.profile_matching import ProfileIndex
 from policies.profiles import ColocationProfile, ProfileError, parse_profile
 from policies.quota_index import QuotaIndex
 
@@ -33,6 +34,7 @@ class ClusterSnapshot:
     profiles: tuple[ColocationProfile, ...] = ()
     problems: tuple[LoadProblem, ...] = ()
     quotas: QuotaIndex = field(default_factory=QuotaIndex)
+    profile_index: ProfileIndex = field(default_factory=ProfileIndex)
 
     @classmethod
     def from_objects(cls, objects: Iterable[tuple[str, Mapping[str, Any]]]) -> ClusterSnapshot:
@@ -57,11 +59,13 @@ class ClusterSnapshot:
                 profiles[name] = profile
             key = (str(metadata.get("namespace") or ""), name)
             by_kind.setdefault(kind, {})[key] = obj
+        ordered = tuple(profiles[name] for name in sorted(profiles, key=lambda n: n.encode()))
         return cls(
             objects=MappingProxyType({k: MappingProxyType(v) for k, v in by_kind.items()}),
-            profiles=tuple(profiles[name] for name in sorted(profiles, key=lambda n: n.encode())),
+            profiles=ordered,
             problems=tuple(problems),
             quotas=QuotaIndex.build(by_kind.get("ElasticQuota", {}).values()),
+            profile_index=ProfileIndex.build(ordered),
         )
 
     def get(self, kind: str, name: str, namespace: str = "") -> Mapping[str, Any] | None:

@@ -1,9 +1,10 @@
 """RFC 6902 patch between two JSON documents.
 
-Faster than a generic diff because it relies on C-level `==` to skip every equal subtree and only
-descends where the documents differ; lists of equal length are compared element by element, other
-list changes replace the list. Keys are escaped per RFC 6901 (`~` -> `~0`, `/` -> `~1`), which
-matters for label keys such as `koordinator.sh/qosClass`.
+Faster than a generic diff because it relies on C-level `==` (which short-circuits on shared,
+identical subtrees) to skip every equal part and only descends where the documents differ; lists of
+equal length are compared element by element, other list changes replace the list. Keys are escaped
+per RFC 6901 (`~` -> `~0`, `/` -> `~1`), which matters for label keys such as
+`koordinator.sh/qosClass`.
 """
 from __future__ import annotations
 
@@ -21,19 +22,22 @@ def diff(before: Any, after: Any) -> list[dict[str, Any]]:
     return operations
 
 
+def _same(a: Any, b: Any) -> bool:
+    return a is b or (a == b and type(a) is type(b))
+
+
 def _diff(before: Any, after: Any, path: str, out: list[dict[str, Any]]) -> None:
-    if before == after and type(before) is type(after):
+    if _same(before, after):
         return
     if isinstance(before, dict) and isinstance(after, dict):
         for key in before:
             if key not in after:
                 out.append({"op": "remove", "path": f"{path}/{escape_pointer_token(key)}"})
         for key, value in after.items():
-            child = f"{path}/{escape_pointer_token(key)}"
             if key not in before:
-                out.append({"op": "add", "path": child, "value": value})
-            elif before[key] != value or type(before[key]) is not type(value):
-                _diff(before[key], value, child, out)
+                out.append({"op": "add", "path": f"{path}/{escape_pointer_token(key)}", "value": value})
+            elif not _same(before[key], value):
+                _diff(before[key], value, f"{path}/{escape_pointer_token(key)}", out)
         return
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
         for index, (old, new) in enumerate(zip(before, after)):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 from typing import Final
 
 NANO: Final = 10**9
@@ -148,6 +149,25 @@ def _canonical_decimal(nanos: int, fmt: QuantityFormat) -> str:
     return f"{mantissa}e{exponent}" if exponent else str(mantissa)
 
 
-def canonical(value: object) -> str:
-    """Canonical text of a quantity given as JSON text or number."""
+@lru_cache(maxsize=4096)
+def _canonical_cached(value: str | int | float) -> str:
     return Quantity.parse(value).canonical()
+
+
+@lru_cache(maxsize=4096)
+def _milli_integer_cached(value: str | int | float) -> str:
+    return Quantity.from_int(Quantity.parse(value).milli_value()).canonical()
+
+
+def canonical(value: object) -> str:
+    """Canonical text of a quantity given as JSON text or number (cached: pods repeat a few values)."""
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return _canonical_cached(value)
+    return Quantity.parse(value).canonical()
+
+
+def milli_integer(value: object) -> str:
+    """The quantity's milli-value as an integer quantity: `1` -> `1k`, `500m` -> `500` (batch-cpu)."""
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return _milli_integer_cached(value)
+    return Quantity.from_int(Quantity.parse(value).milli_value()).canonical()

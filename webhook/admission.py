@@ -6,12 +6,13 @@ The aiohttp adapter (`webhook.server`) and `colocate apply` (`webhook.chain`) on
 """
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import orjson
 
 from policies.admission import DELETE, UPDATE, AdmissionContext, AdmissionRequest, Denied, Effect, default_rand_int
 from policies.cluster import ClusterSnapshot
@@ -74,7 +75,7 @@ def run_route(
     if isinstance(decoded, Outcome):
         return decoded
     ctx = AdmissionContext(request, cluster, rand_int, effects=[] if explain else None)
-    working = json_copy(decoded) if route.mutating else decoded
+    working = route.copy_for_mutation(decoded) if route.mutating else decoded
     for plugin in route.plugins:
         started = time.perf_counter()
         explain_plugin = explain and route.mutating and not plugin.explains_itself  # type: ignore[union-attr]
@@ -110,14 +111,14 @@ class ServedReview:
 def _http_error(message: str, started: float, path: str) -> ServedReview:
     record = {"path": path, "allowed": False, "code": 400, "message": message,
               "durationMs": round((time.perf_counter() - started) * 1000, 3)}
-    return ServedReview(400, json.dumps({"error": message}).encode(), record)
+    return ServedReview(400, orjson.dumps({"error": message}), record)
 
 
 def malformed_response(error: MalformedReview, path: str, started: float) -> ServedReview:
     """An AdmissionReview denial when the uid is known, else HTTP 400 with the message."""
     if error.uid is None:
         return _http_error(error.message, started, path)
-    body = json.dumps(build_review(error.api_version, error.uid, False, code=400, message=error.message)).encode()
+    body = orjson.dumps(build_review(error.api_version, error.uid, False, code=400, message=error.message))
     record = {"uid": error.uid, "path": path, "allowed": False, "code": 400, "message": error.message,
               "durationMs": round((time.perf_counter() - started) * 1000, 3)}
     return ServedReview(200, body, record)
@@ -155,4 +156,4 @@ def serve_review(
     }
     if outcome.message:
         record["message"] = outcome.message
-    return ServedReview(200, json.dumps(review, separators=(",", ":")).encode(), record, outcome)
+    return ServedReview(200, orjson.dumps(review), record, outcome)

@@ -5,13 +5,14 @@ QueueListener thread), so a slow log pipe never stalls admissions.
 """
 from __future__ import annotations
 
-import json
 import logging
 import logging.handlers
 import queue
 import sys
 import time
 from typing import Any
+
+import orjson
 
 ADMISSION_LOGGER = "colocate.admission"
 
@@ -30,7 +31,7 @@ class JsonFormatter(logging.Formatter):
             entry["msg"] = record.getMessage()
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str)
+        return orjson.dumps(entry, default=str).decode()
 
 
 def setup_logging(level: str = "info") -> logging.handlers.QueueListener:

@@ -8,7 +8,7 @@ multiprocess mode aggregates every worker's values into each scrape.
 from __future__ import annotations
 
 import os
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -60,14 +60,19 @@ class WebhookMetrics:
             "colocate_cluster_state_reloads_total",
             "Reloads of the cluster state, by result.",
             ["result"], registry=registry)
+        self._plugin_children: dict[tuple[str, str, str, bool], Any] = {}
         if self.multiprocess_dir:
             from prometheus_client import multiprocess
 
             multiprocess.MultiProcessCollector(self.registry, path=self.multiprocess_dir)
 
     def observe_plugin(self, route: Route, plugin: str, operation: str, seconds: float, allowed: bool) -> None:
-        self.plugin_duration.labels(route.webhook_type, route.object_type, operation, plugin,
-                                    "allowed" if allowed else "rejected").observe(seconds * 1000)
+        key = (route.path, plugin, operation, allowed)
+        child = self._plugin_children.get(key)
+        if child is None:  # resolving labels takes a lock and a few dict lookups: do it once per series
+            child = self._plugin_children[key] = self.plugin_duration.labels(
+                route.webhook_type, route.object_type, operation, plugin, "allowed" if allowed else "rejected")
+        child.observe(seconds * 1000)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -7,12 +7,13 @@ against this table, and `colocate apply` picks the routes for an object's kind f
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from policies.admission import CREATE, UPDATE, MutatingPlugin, ValidatingPlugin
 from policies.constants import LABEL_MUTATING_UPDATE
+from policies.objects import copy_pod_for_mutation, json_copy
 from policies.pod_mutation import pod_mutating_plugins
 from policies.pod_validation import pod_validating_plugins
 
@@ -48,6 +49,9 @@ class Route:
     registrations: tuple[Registration, ...]
     # Koordinator's pod validator admits a DELETE that carries no oldObject instead of refusing it.
     admits_empty_delete: bool = False
+    # How a mutating route copies the request object before its plugins change it: a deep copy
+    # unless the route knows exactly which parts its plugins write.
+    copy_for_mutation: Callable[[dict[str, Any]], dict[str, Any]] = field(default=json_copy, compare=False)
     plugins: tuple[MutatingPlugin, ...] | tuple[ValidatingPlugin, ...] = field(default=(), compare=False)
 
     @property
@@ -99,6 +103,7 @@ def pod_routes() -> Sequence[Route]:
                              {"matchExpressions": [{"key": LABEL_MUTATING_UPDATE, "operator": "In", "values": ["true"]}]}),
             ),
             plugins=tuple(pod_mutating_plugins()),
+            copy_for_mutation=copy_pod_for_mutation,
         ),
         Route(
             path="/validate-pod", mutating=False, **pods,

@@ -7,10 +7,11 @@ could be read, so the caller can answer with a proper AdmissionReview rather tha
 from __future__ import annotations
 
 import base64
-import json
 import re
 from collections.abc import Mapping
 from typing import Any, Final, NotRequired, TypedDict
+
+import orjson
 
 from policies.admission import AdmissionRequest, GroupVersionResource
 
@@ -62,8 +63,8 @@ def _string(raw: Mapping[str, Any], key: str) -> str:
 def parse_review(body: bytes) -> tuple[str, AdmissionRequest]:
     """(apiVersion, request) of an AdmissionReview body."""
     try:
-        review = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+        review = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
         raise MalformedReview(f"request body is not valid JSON: {exc}") from exc
     if not isinstance(review, dict):
         raise MalformedReview("request body must be a JSON object (an AdmissionReview)")
@@ -103,7 +104,7 @@ def parse_review(body: bytes) -> tuple[str, AdmissionRequest]:
 
 
 def encode_patch(operations: list[dict[str, Any]]) -> str:
-    return base64.b64encode(json.dumps(operations, separators=(",", ":")).encode()).decode()
+    return base64.b64encode(orjson.dumps(operations)).decode()
 
 
 def build_review(api_version: str, uid: str, allowed: bool, *, code: int = 200, message: str = "",

@@ -13,7 +13,6 @@ from policies.pod_mutation.device_resources import normalise_device_resources
 from policies.pod_mutation.extended_resource_spec import set_extended_resource_spec
 from policies.pod_mutation.resource_rewrite import rewrite_pod_resources
 from policies.profile_apply import apply_profiles
-from policies.profile_matching import matching_profiles
 from policies.strategic_merge import POD_SCHEMA
 
 
@@ -34,9 +33,7 @@ class ClusterColocationProfilePlugin:
         if ctx.request.operation != CREATE or not ctx.cluster.profiles:
             return
         namespace = namespace_of(obj) or ctx.request.namespace
-        matched = matching_profiles(
-            ctx.cluster.profiles, labels_of(obj), lambda: ctx.cluster.namespace_labels(namespace)
-        )
+        matched = ctx.cluster.profile_index.matching(labels_of(obj), lambda: ctx.cluster.namespace_labels(namespace))
         if not matched:
             return
         mutated, skip_rewrite = apply_profiles(obj, matched, ctx, _pod_spec, POD_SCHEMA)

@@ -14,7 +14,7 @@ from policies.admission import Denied
 from policies.constants import EXTENDED_RESOURCE_NAMES, RESOURCE_CPU
 from policies.objects import spec_of
 from policies.qos import defaulted_priority_class
-from policies.quantity import Quantity, QuantityError
+from policies.quantity import QuantityError, milli_integer
 
 
 def rewrite_pod_resources(pod: dict[str, Any]) -> None:
@@ -52,7 +52,7 @@ def _rename(resource_list: dict[str, Any], names: Mapping[str, str]) -> None:
         value = resource_list.pop(plain)
         if plain == RESOURCE_CPU:
             try:
-                value = Quantity.from_int(Quantity.parse(value).milli_value()).canonical()
+                value = milli_integer(value)
             except QuantityError as exc:
                 raise Denied(f"quantities must be valid: {exc}", code=500) from exc
         resource_list[extended] = value

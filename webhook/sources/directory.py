@@ -8,6 +8,7 @@ good objects, with the error logged once per change.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from dataclasses import dataclass, field
@@ -84,7 +85,7 @@ class DirectorySource:
         file_problems = tuple(LoadProblem(str(p), c.error) for p, c in sorted(self._files.items()) if c.error)
         for problem in snapshot.problems:
             log.warning("%s: %s", problem.source, problem.message)
-        return ClusterSnapshot(snapshot.objects, snapshot.profiles, file_problems + snapshot.problems, snapshot.quotas)
+        return dataclasses.replace(snapshot, problems=file_problems + snapshot.problems)
 
     async def run(self, state: StateHolder, on_reload: Any = None) -> None:
         """Poll forever, publishing a snapshot whenever the directory changes."""

@@ -1,0 +1,225 @@
+"""Admission throughput and latency: `colocate serve` against a bare aiohttp HTTPS server.
+
+Drives both with wrk (Debian package `wrk`) over keep-alive HTTPS connections, POSTing the same
+realistic ~4.5 KB pod AdmissionReview to /mutate-pod, and prints requests/s, p50 and p99 per
+scenario and the ratio to the bare server. Scenarios: 20 profiles, 1,000 profiles, and 20 profiles
+with --workers 2. Run: `.venv/bin/python benchmarks/admission_bench.py [--duration 10] [--connections 32]`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from certs.generate import ensure_serving_certs  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def realistic_pod() -> dict:
+    """A Deployment-owned pod with the usual clutter: env, mounts, probes, tolerations, affinity."""
+    container = {
+        "name": "executor", "image": "registry.example.com/analytics/spark-executor:3.5.1-r12",
+        "imagePullPolicy": "IfNotPresent", "args": ["--executor-id", "17", "--cores", "2", "--app-id", "app-20261123-0042"],
+        "env": [{"name": f"SPARK_ENV_{i}", "value": f"value-{i}-" + "x" * 24} for i in range(18)]
+               + [{"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}}],
+        "ports": [{"containerPort": 7079, "name": "blockmanager", "protocol": "TCP"}],
+        "resources": {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"cpu": "2", "memory": "8Gi"}},
+        "volumeMounts": [{"name": "spark-local-dir-1", "mountPath": "/var/data/spark-1"},
+                         {"name": "spark-conf-volume", "mountPath": "/opt/spark/conf"},
+                         {"name": "kube-api-access-7x2fz", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": True}],
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": 7079}, "periodSeconds": 10},
+        "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+    }
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "generateName": "spark-executor-7d9f8b6c5-", "namespace": "analytics",
+            "labels": {"app": "spark", "spark-role": "executor", "spark-app-selector": "app-20261123-0042",
+                       "pod-template-hash": "7d9f8b6c5", "koordinator.sh/enable-colocation": "true", "team": "data-platform"},
+            "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "7079",
+                            "kubectl.kubernetes.io/default-container": "executor"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "spark-executor-7d9f8b6c5",
+                                 "uid": "8f6c1a1e-52a4-4c1b-9d1e-2f0b6a5a9c3d", "controller": True, "blockOwnerDeletion": True}],
+        },
+        "spec": {
+            "containers": [container],
+            "volumes": [{"name": "spark-local-dir-1", "emptyDir": {}},
+                        {"name": "spark-conf-volume", "configMap": {"name": "spark-conf", "defaultMode": 420}},
+                        {"name": "kube-api-access-7x2fz", "projected": {"defaultMode": 420, "sources": [
+                            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}}]}}],
+            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "spark", "securityContext": {"runAsUser": 185, "fsGroup": 185},
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "node-pool", "operator": "In", "values": ["batch", "mixed"]}]}]}}},
+            "enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority",
+        },
+    }
+
+
+def review_body() -> bytes:
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+        "kind": {"group": "", "version": "v1", "kind": "Pod"}, "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+        "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+        "namespace": "analytics", "operation": "CREATE",
+        "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller",
+                     "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]},
+        "object": realistic_pod(), "oldObject": None, "dryRun": False,
+        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}}}
+    return json.dumps(review).encode()
+
+
+def write_state(directory: Path, profile_count: int) -> None:
+    """`profile_count` profiles of which three match the pod; the rest select other teams and namespaces."""
+    directory.mkdir(parents=True)
+    shutil.copy(REPO / "manifests" / "cluster" / "priorityclasses.yaml", directory)
+    namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "analytics", "labels": {"koordinator.sh/enable-colocation": "true"}}}]
+    profiles = [
+        {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile", "metadata": {"name": "colocation-profile-example"},
+         "spec": {"namespaceSelector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}},
+                  "selector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}}, "qosClass": "BE",
+                  "priorityClassName": "koord-batch", "koordinatorPriority": 1000, "schedulerName": "koord-scheduler",
+                  "labels": {"koordinator.sh/mutated": "true"}, "annotations": {"koordinator.sh/intercepted": "true"}}},
+        {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile", "metadata": {"name": "spark-executors"},
+         "spec": {"selector": {"matchExpressions": [{"key": "spark-role", "operator": "In", "values": ["executor"]}]},
+                  "labels": {"colocate.example.com/workload": "spark"}}},
+        {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile", "metadata": {"name": "team-data-platform"},
+         "spec": {"selector": {"matchLabels": {"team": "data-platform"}}, "annotations": {"cost-center": "dp-42"}}},
+    ]
+    for index in range(profile_count - len(profiles)):
+        profiles.append({"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
+                         "metadata": {"name": f"team-{index:04d}"},
+                         "spec": {"namespaceSelector": {"matchLabels": {"team": f"team-{index:04d}"}},
+                                  "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": [f"app-{index}"]}]},
+                                  "qosClass": "LS", "labels": {"team": f"team-{index:04d}"}}})
+        namespaces.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"team-{index:04d}", "labels": {"team": f"team-{index:04d}"}}})
+    (directory / "profiles.yaml").write_text(yaml.safe_dump_all(profiles))
+    (directory / "namespaces.yaml").write_text(yaml.safe_dump_all(namespaces))
+
+
+def wait_ready(port: int, ca: Path, path: str, deadline: float = 30) -> None:
+    context = ssl.create_default_context(cafile=str(ca))
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}", context=context, timeout=1) as response:
+                if response.status in (200, 405):
+                    return
+        except urllib.error.HTTPError as error:
+            if error.code == 405:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"server on port {port} did not become ready")
+
+
+WRK_LUA = """
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = io.open("{body}", "rb")
+wrk.body = f:read("*all")
+f:close()
+done = function(summary, latency, requests)
+  io.write(string.format("RESULT %f %f %f %d %d\\n", summary.requests / (summary.duration / 1e6),
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.requests,
+    summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
+end
+"""
+
+
+def run_wrk(port: int, lua: Path, duration: int, connections: int) -> dict:
+    output = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(lua),
+                             f"https://127.0.0.1:{port}/mutate-pod"], capture_output=True, text=True, check=True).stdout
+    match = re.search(r"RESULT (\S+) (\S+) (\S+) (\d+) (\d+)", output)
+    if not match:
+        raise RuntimeError(f"unexpected wrk output:\n{output}")
+    rps, p50, p99, count, errors = match.groups()
+    return {"rps": float(rps), "p50_ms": float(p50), "p99_ms": float(p99), "requests": int(count), "errors": int(errors)}
+
+
+def measure(command: list[str], port: int, ca: Path, ready_path: str, lua: Path, args: argparse.Namespace) -> dict:
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_ready(port, ca, ready_path)
+        run_wrk(port, lua, 2, args.connections)  # warm-up
+        return run_wrk(port, lua, args.duration, args.connections)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=int, default=10, help="seconds per measurement")
+    parser.add_argument("--connections", type=int, default=32)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        print("wrk is not installed: apt-get install wrk", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="colocate-bench-") as temporary:
+        root = Path(temporary)
+        certs, _ = ensure_serving_certs(root / "certs")
+        body = root / "review.json"
+        body.write_bytes(review_body())
+        lua = root / "post.lua"
+        lua.write_text(WRK_LUA.replace("{body}", str(body)))
+        print(f"pod AdmissionReview: {body.stat().st_size} bytes; {args.connections} keep-alive connections, "
+              f"{args.duration}s per run, {os.cpu_count()} cores")
+        for count in (20, 1000):
+            write_state(root / f"state-{count}", count)
+        colocate = [sys.executable, "-m", "webhook.cli", "serve", "--cert-dir", str(root / "certs"), "--host", "127.0.0.1",
+                    "--log-level", "warning"]
+        scenarios = {
+            "bare aiohttp (fixed response)": lambda port: [sys.executable, str(REPO / "benchmarks" / "bare_server.py"),
+                                                           "--port", str(port), "--cert-dir", str(root / "certs")],
+            "colocate, 20 profiles": lambda port: [*colocate, "--profiles", str(root / "state-20"), "--port", str(port)],
+            "colocate, 1000 profiles": lambda port: [*colocate, "--profiles", str(root / "state-1000"), "--port", str(port)],
+            "colocate, 20 profiles, --workers 2": lambda port: [*colocate, "--profiles", str(root / "state-20"),
+                                                                "--port", str(port), "--workers", "2"],
+        }
+        results = {}
+        for name, command in scenarios.items():
+            port = free_port()
+            ready = "/mutate-pod" if name.startswith("bare") else "/readyz"
+            results[name] = measure(command(port), port, certs.ca, ready, lua, args)
+            r = results[name]
+            print(f"{name:40s} {r['rps']:9.0f} req/s   p50 {r['p50_ms']:6.2f} ms   p99 {r['p99_ms']:6.2f} ms   errors {r['errors']}", flush=True)
+        bare = results["bare aiohttp (fixed response)"]["rps"]
+        twenty = results["colocate, 20 profiles"]["rps"]
+        print(f"colocate/bare (20 profiles):        {twenty / bare:.0%}")
+        print(f"1000 profiles / 20 profiles:        {results['colocate, 1000 profiles']['rps'] / twenty:.0%}")
+        print(f"--workers 2 / 1 worker:             {results['colocate, 20 profiles, --workers 2']['rps'] / twenty:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
