@@ -11,7 +11,7 @@ from typing import Any
 
 from policies.admission import CREATE, AdmissionContext, MutatingPlugin, ValidatingPlugin
 from policies.objects import labels_of
-from policies.profile_apply import apply_profiles
+from policies.profile_apply import apply_profiles_in_place
 from policies.profile_matching import matching_profiles
 from policies.strategic_merge import RESERVATION_SCHEMA
 
@@ -38,10 +38,7 @@ class ClusterReservationPlugin:
         matched = matching_profiles(ctx.cluster.profiles, labels_of(obj), None)
         if not matched:
             return
-        mutated, _ = apply_profiles(obj, matched, ctx, template_pod_spec, RESERVATION_SCHEMA)
-        if mutated is not obj:  # a strategic merge patch produced a new document
-            obj.clear()
-            obj.update(mutated)
+        apply_profiles_in_place(obj, matched, ctx, template_pod_spec, RESERVATION_SCHEMA)  # no resource rewrite
 
 
 def reservation_mutating_plugins() -> list[MutatingPlugin]:

@@ -20,7 +20,8 @@ from policies.constants import (
 )
 from policies.elastic_quota.checks import check_quota_itself, check_topology
 from policies.elastic_quota.defaulting import fill_quota_defaults
-from policies.elastic_quota.tree import QuotaInfo, QuotaTree, claimed_namespaces
+from policies.elastic_quota.tree import QuotaInfo, QuotaTree
+from policies.quota_index import claimed_namespaces
 from policies.objects import annotations_of, labels_of, name_of, spec_of
 
 

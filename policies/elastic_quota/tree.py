@@ -13,7 +13,6 @@ from typing import Any
 
 from policies.admission import Denied
 from policies.constants import (
-    ANNOTATION_QUOTA_NAMESPACES,
     LABEL_QUOTA_ALLOW_FORCE_UPDATE,
     LABEL_QUOTA_IS_PARENT,
     LABEL_QUOTA_IS_ROOT,
@@ -24,6 +23,7 @@ from policies.constants import (
 )
 from policies.objects import annotations_of, labels_of, name_of, namespace_of, spec_of
 from policies.quantity import Quantity, QuantityError
+from policies.quota_index import claimed_namespaces
 
 ResourceList = Mapping[str, Quantity]
 
@@ -52,18 +52,6 @@ def _lenient_resource_list(raw: Any) -> dict[str, Quantity]:
         except QuantityError:
             continue
     return parsed
-
-
-def claimed_namespaces(quota: Mapping[str, Any] | None) -> list[str]:
-    """The namespaces annotation (a JSON string array); unreadable text claims nothing."""
-    text = annotations_of(quota).get(ANNOTATION_QUOTA_NAMESPACES) if quota else None
-    if not text:
-        return []
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return []
-    return [ns for ns in value if isinstance(ns, str)] if isinstance(value, list) else []
 
 
 def parent_of(quota: Mapping[str, Any]) -> str:
