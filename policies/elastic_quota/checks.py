@@ -12,7 +12,7 @@ from typing import Any
 from policies.admission import Denied
 from policies.constants import ANNOTATION_QUOTA_MAX_STRICT_CHECK_KEYS, ANNOTATION_QUOTA_SHARED_WEIGHT, ROOT_QUOTA_NAME
 from policies.elastic_quota.tree import QuotaInfo, QuotaTree, ResourceList, resource_list
-from policies.objects import annotations_of, name_of
+from policies.objects import annotations_of
 from policies.quantity import Quantity
 
 

@@ -21,7 +21,7 @@ from policies.constants import (
     LABEL_QUOTA_TREE_ID,
     ROOT_QUOTA_NAME,
 )
-from policies.objects import annotations_of, labels_of, name_of, namespace_of, spec_of
+from policies.objects import labels_of, name_of, namespace_of, spec_of
 from policies.quantity import Quantity, QuantityError
 from policies.quota_index import claimed_namespaces
 

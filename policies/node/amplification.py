@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from policies.admission import Denied
 from policies.constants import ANNOTATION_AMPLIFICATION_RATIO, ANNOTATION_RAW_ALLOCATABLE, RESOURCE_CPU, RESOURCE_MEMORY
-from policies.objects import annotations_of, ensure_map
+from policies.objects import annotations_of, ensure_map, metadata_of
 from policies.quantity import Quantity, QuantityError
 
 AMPLIFIED_RESOURCES: Final = (RESOURCE_CPU, RESOURCE_MEMORY)
@@ -72,7 +72,7 @@ def amplify_node(node: dict[str, Any], old_node: Mapping[str, Any] | None) -> No
     """Amplify `node` (the new object of a status UPDATE) in place."""
     ratio_text = annotations_of(node).get(ANNOTATION_AMPLIFICATION_RATIO)
     if not ratio_text:
-        annotations = node.get("metadata", {}).get("annotations")
+        annotations = metadata_of(node).get("annotations")
         if isinstance(annotations, dict):
             annotations.pop(ANNOTATION_RAW_ALLOCATABLE, None)
         return
