@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from policies.constants import PROFILE_KIND
+from policies.constants import ELASTIC_QUOTA_KIND, PROFILE_KIND
 from policies.profile_matching import ProfileIndex
 from policies.profiles import ColocationProfile, ProfileError, parse_profile
 from policies.quota_index import QuotaIndex
+
+if TYPE_CHECKING:
+    from policies.elastic_quota.tree import QuotaTree
 
 ObjectKey = tuple[str, str]  # (namespace or "", name)
 
@@ -64,9 +68,16 @@ class ClusterSnapshot:
             objects=MappingProxyType({k: MappingProxyType(v) for k, v in by_kind.items()}),
             profiles=ordered,
             problems=tuple(problems),
-            quotas=QuotaIndex.build(by_kind.get("ElasticQuota", {}).values()),
+            quotas=QuotaIndex.build(by_kind.get(ELASTIC_QUOTA_KIND, {}).values()),
             profile_index=ProfileIndex.build(ordered),
         )
+
+    @cached_property
+    def quota_tree(self) -> QuotaTree:
+        """The ElasticQuota tree (spec 10.2), built on first use and then kept with this snapshot."""
+        from policies.elastic_quota.tree import QuotaTree  # here: the tree's module imports the admission types
+
+        return QuotaTree.build(self.list(ELASTIC_QUOTA_KIND), self.list("Pod"))
 
     def get(self, kind: str, name: str, namespace: str = "") -> Mapping[str, Any] | None:
         return self.objects.get(kind, {}).get((namespace, name))

@@ -69,9 +69,35 @@ LABEL_QUOTA_IS_PARENT: Final = "quota.scheduling.koordinator.sh/is-parent"
 LABEL_QUOTA_TREE_ID: Final = "quota.scheduling.koordinator.sh/tree-id"
 LABEL_QUOTA_IS_ROOT: Final = "quota.scheduling.koordinator.sh/is-root"
 ANNOTATION_QUOTA_NAMESPACES: Final = "quota.scheduling.koordinator.sh/namespaces"
+LABEL_QUOTA_ALLOW_FORCE_UPDATE: Final = "quota.scheduling.koordinator.sh/allow-force-update"
+ANNOTATION_QUOTA_SHARED_WEIGHT: Final = "quota.scheduling.koordinator.sh/shared-weight"
+ANNOTATION_QUOTA_MAX_STRICT_CHECK_KEYS: Final = "quota.scheduling.koordinator.sh/max-strict-check-resource-keys"
 ROOT_QUOTA_NAME: Final = "koordinator-root-quota"
 SYSTEM_QUOTA_NAME: Final = "koordinator-system-quota"
 DEFAULT_QUOTA_NAME: Final = "koordinator-default-quota"
+
+# ElasticQuota API (scheduling.sigs.k8s.io/v1alpha1).
+ELASTIC_QUOTA_GROUP: Final = "scheduling.sigs.k8s.io"
+ELASTIC_QUOTA_KIND: Final = "ElasticQuota"
+
+# Reservation API (scheduling.koordinator.sh/v1alpha1).
+RESERVATION_GROUP: Final = "scheduling.koordinator.sh"
+RESERVATION_KIND: Final = "Reservation"
+
+# Node annotations of resource amplification (apis/extension/node_resource_amplification.go).
+ANNOTATION_AMPLIFICATION_RATIO: Final = "node.koordinator.sh/resource-amplification-ratio"
+ANNOTATION_RAW_ALLOCATABLE: Final = "node.koordinator.sh/raw-allocatable"
+
+# The slo-controller-config ConfigMap and its strategy documents (apis/configuration).
+LABEL_CONFIGMAP_TYPE: Final = "koordinator.sh/configmap-type"
+SLO_CONFIG_TYPE: Final = "slo-controller-config"
+SLO_CONFIG_NAMESPACE: Final = "koordinator-system"
+SLO_CONFIG_NAME: Final = "slo-controller-config"
+COLOCATION_CONFIG_KEY: Final = "colocation-config"
+RESOURCE_THRESHOLD_CONFIG_KEY: Final = "resource-threshold-config"
+RESOURCE_QOS_CONFIG_KEY: Final = "resource-qos-config"
+SYSTEM_CONFIG_KEY: Final = "system-config"
+CPU_BURST_CONFIG_KEY: Final = "cpu-burst-config"
 
 # Resource names.
 RESOURCE_CPU: Final = "cpu"

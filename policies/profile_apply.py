@@ -54,6 +54,21 @@ def apply_profiles(
     return obj, skip_resource_rewrite
 
 
+def apply_profiles_in_place(
+    obj: dict[str, Any],
+    profiles: Sequence[ColocationProfile],
+    ctx: AdmissionContext,
+    pod_spec: PodSpecLocator,
+    schema: Schema,
+) -> bool:
+    """`apply_profiles`, leaving the result in `obj` (the runner diffs that dict); returns skip-rewrite."""
+    mutated, skip_resource_rewrite = apply_profiles(obj, profiles, ctx, pod_spec, schema)
+    if mutated is not obj:  # a strategic merge patch produced a new document
+        obj.clear()
+        obj.update(mutated)
+    return skip_resource_rewrite
+
+
 def apply_profile(
     obj: dict[str, Any],
     profile: ColocationProfile,

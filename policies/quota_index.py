@@ -31,7 +31,7 @@ class QuotaIndex:
             namespaced.add((namespace_of(quota), name))
             if labels_of(quota).get(LABEL_QUOTA_IS_PARENT) == "true":
                 parents.add(name)
-            for namespace in _claimed_namespaces(quota):
+            for namespace in claimed_namespaces(quota):
                 owners.setdefault(namespace, name)
         return cls(frozenset(parents), frozenset(names), frozenset(namespaced), owners)
 
@@ -49,8 +49,9 @@ class QuotaIndex:
         return name in self.parents
 
 
-def _claimed_namespaces(quota: Mapping[str, Any]) -> list[str]:
-    text = annotations_of(quota).get(ANNOTATION_QUOTA_NAMESPACES)
+def claimed_namespaces(quota: Mapping[str, Any] | None) -> list[str]:
+    """The namespaces annotation (a JSON string array); unreadable text claims nothing."""
+    text = annotations_of(quota).get(ANNOTATION_QUOTA_NAMESPACES) if quota else None
     if not text:
         return []
     try:

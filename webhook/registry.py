@@ -11,11 +11,23 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from policies.admission import CREATE, UPDATE, MutatingPlugin, ValidatingPlugin
-from policies.constants import LABEL_MUTATING_UPDATE
+from policies.admission import CREATE, DELETE, UPDATE, MutatingPlugin, ValidatingPlugin
+from policies.constants import (
+    ELASTIC_QUOTA_GROUP,
+    ELASTIC_QUOTA_KIND,
+    LABEL_CONFIGMAP_TYPE,
+    LABEL_MUTATING_UPDATE,
+    RESERVATION_GROUP,
+    RESERVATION_KIND,
+    SLO_CONFIG_TYPE,
+)
+from policies.elastic_quota import quota_mutating_plugins, quota_validating_plugins
+from policies.node import node_status_mutating_plugins, node_validating_plugins
 from policies.objects import copy_pod_for_mutation, json_copy
 from policies.pod_mutation import pod_mutating_plugins
 from policies.pod_validation import pod_validating_plugins
+from policies.reservation import reservation_mutating_plugins, reservation_validating_plugins
+from policies.slo_config import configmap_validating_plugins
 
 FailurePolicy = Literal["Fail", "Ignore"]
 
@@ -34,6 +46,7 @@ class Registration:
     failure_policy: FailurePolicy
     namespace_selector: Mapping[str, Any] | None = None
     object_selector: Mapping[str, Any] | None = None
+    admission_review_versions: tuple[str, ...] = ("v1", "v1beta1")
 
 
 @dataclass(frozen=True)
@@ -114,10 +127,65 @@ def pod_routes() -> Sequence[Route]:
     ]
 
 
+def node_routes() -> Sequence[Route]:
+    """Status updates are amplified; label changes are checked against the node strategies (spec 8)."""
+    nodes = dict(kind="Node", api_group="", api_version="v1", resource="nodes", object_type="node")
+    return [
+        Route(path="/mutate-node-status", mutating=True, sub_resource="status", **nodes,
+              registrations=(Registration("mnode-status.koordinator.sh", (CREATE, UPDATE), "Ignore"),),
+              plugins=tuple(node_status_mutating_plugins())),
+        Route(path="/validate-node", mutating=False, sub_resource="", **nodes,
+              registrations=(Registration("vnode.koordinator.sh", (CREATE, UPDATE), "Ignore"),),
+              plugins=tuple(node_validating_plugins())),
+    ]
+
+
+def reservation_routes() -> Sequence[Route]:
+    """Profiles applied to Reservations (spec 9); the validating route is colocate's and admits all."""
+    reservations = dict(kind=RESERVATION_KIND, api_group=RESERVATION_GROUP, api_version="v1alpha1",
+                        resource="reservations", sub_resource="", object_type="reservation")
+    return [
+        Route(path="/mutate-reservation", mutating=True, **reservations,
+              registrations=(Registration("mreservation-create.koordinator.sh", (CREATE,), "Fail"),),
+              plugins=tuple(reservation_mutating_plugins())),
+        Route(path="/validate-reservation", mutating=False, **reservations,
+              registrations=(Registration("vreservation.koordinator.sh", (CREATE, UPDATE), "Fail"),),
+              plugins=tuple(reservation_validating_plugins())),
+    ]
+
+
+def elastic_quota_routes() -> Sequence[Route]:
+    """Quota defaulting and the quota-tree checks (spec 10)."""
+    quotas = dict(kind=ELASTIC_QUOTA_KIND, api_group=ELASTIC_QUOTA_GROUP, api_version="v1alpha1",
+                  resource="elasticquotas", sub_resource="", object_type="elasticquota")
+    return [
+        Route(path="/mutate-scheduling-sigs-k8s-io-v1alpha1-elasticquota", mutating=True, **quotas,
+              registrations=(Registration("melasticquota.koordinator.sh", (CREATE,), "Fail"),),
+              plugins=tuple(quota_mutating_plugins())),
+        Route(path="/validate-scheduling-sigs-k8s-io-v1alpha1-elasticquota", mutating=False, **quotas,
+              registrations=(Registration("velasticquota.koordinator.sh", (CREATE, UPDATE, DELETE), "Fail"),),
+              plugins=tuple(quota_validating_plugins())),
+    ]
+
+
+def configmap_routes() -> Sequence[Route]:
+    """The slo-controller-config checks (spec 11); only ConfigMaps labelled as that config are sent."""
+    return [
+        Route(path="/validate-configmap", mutating=False, kind="ConfigMap", api_group="", api_version="v1",
+              resource="configmaps", sub_resource="", object_type="configmap",
+              registrations=(Registration(
+                  "vconfigmap.koordinator.sh", (CREATE, UPDATE, DELETE), "Fail",
+                  object_selector={"matchExpressions": [
+                      {"key": LABEL_CONFIGMAP_TYPE, "operator": "In", "values": [SLO_CONFIG_TYPE]}]},
+                  admission_review_versions=("v1beta1",)),),
+              plugins=tuple(configmap_validating_plugins())),
+    ]
+
+
 def default_routes() -> Registry:
     """Every route colocate serves. Add a resource's routes here and nowhere else."""
     routes: list[Route] = []
-    for group in (pod_routes,):
+    for group in (pod_routes, node_routes, reservation_routes, elastic_quota_routes, configmap_routes):
         routes.extend(group())
     return Registry(tuple(routes))
 

@@ -12,7 +12,7 @@ from policies.objects import json_copy, labels_of, namespace_of
 from policies.pod_mutation.device_resources import normalise_device_resources
 from policies.pod_mutation.extended_resource_spec import set_extended_resource_spec
 from policies.pod_mutation.resource_rewrite import rewrite_pod_resources
-from policies.profile_apply import apply_profiles
+from policies.profile_apply import apply_profiles_in_place
 from policies.strategic_merge import POD_SCHEMA
 
 
@@ -36,11 +36,7 @@ class ClusterColocationProfilePlugin:
         matched = ctx.cluster.profile_index.matching(labels_of(obj), lambda: ctx.cluster.namespace_labels(namespace))
         if not matched:
             return
-        mutated, skip_rewrite = apply_profiles(obj, matched, ctx, _pod_spec, POD_SCHEMA)
-        if mutated is not obj:  # a strategic merge patch produced a new document
-            obj.clear()
-            obj.update(mutated)
-        if not skip_rewrite:
+        if not apply_profiles_in_place(obj, matched, ctx, _pod_spec, POD_SCHEMA):
             before = json_copy(obj) if ctx.explaining else None
             rewrite_pod_resources(obj)
             ctx.record("batch/mid resource rewrite", True, before, obj)

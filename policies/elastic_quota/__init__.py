@@ -1,0 +1,106 @@
+"""`/mutate-...-elasticquota` and `/validate-...-elasticquota` (spec 10).
+
+The quota tree comes from the cluster snapshot (`ClusterSnapshot.quota_tree`, built once per
+snapshot); a request is judged against it and never changes it.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from policies.admission import CREATE, DELETE, UPDATE, AdmissionContext, Denied, MutatingPlugin, ValidatingPlugin
+from policies.constants import (
+    ANNOTATION_QUOTA_NAMESPACES,
+    DEFAULT_QUOTA_NAME,
+    LABEL_QUOTA_IS_PARENT,
+    LABEL_QUOTA_PARENT,
+    LABEL_QUOTA_TREE_ID,
+    ROOT_QUOTA_NAME,
+    SYSTEM_QUOTA_NAME,
+)
+from policies.elastic_quota.checks import check_quota_itself, check_topology
+from policies.elastic_quota.defaulting import fill_quota_defaults
+from policies.elastic_quota.tree import QuotaInfo, QuotaTree
+from policies.quota_index import claimed_namespaces
+from policies.objects import annotations_of, labels_of, name_of, spec_of
+
+
+def validate_create(tree: QuotaTree, quota: Mapping[str, Any]) -> None:
+    name = name_of(quota)
+    if name in tree.infos:
+        raise Denied(f"AddQuota quota already exist:{name}")
+    for namespace in claimed_namespaces(quota):
+        if (owner := tree.namespace_owner.get(namespace)) is not None:
+            raise Denied(f"AddQuota quota {name}'s annotation namespace {namespace} is already bound to quota {owner}")
+    info = QuotaInfo.of(quota)
+    check_quota_itself(quota, info)
+    check_topology(tree, None, info, [])
+
+
+def _tracked_fields(quota: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What an UPDATE must touch to be validated at all (Koordinator's `quotaFieldsCopy`, quirk 9)."""
+    labels = labels_of(quota)
+    return (labels.get(LABEL_QUOTA_PARENT, ""), labels.get(LABEL_QUOTA_IS_PARENT, ""), labels.get(LABEL_QUOTA_TREE_ID, ""),
+            annotations_of(quota).get(ANNOTATION_QUOTA_NAMESPACES, ""), dict(spec_of(quota)))
+
+
+def validate_update(tree: QuotaTree, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+    if _tracked_fields(old) == _tracked_fields(new):
+        return
+    name = name_of(new)
+    if name in (SYSTEM_QUOTA_NAME, ROOT_QUOTA_NAME):
+        raise Denied(f"invalid quota {name}")
+    for namespace in claimed_namespaces(new):
+        owner = tree.namespace_owner.get(namespace)
+        if owner is not None and owner != name:
+            raise Denied(f"UpdadteQuota, quota {name} update namespaces, but namespace {namespace} "
+                         f"is already bound to quota {owner}")
+    stored = tree.infos.get(name)
+    if stored is None:
+        raise Denied(f"UpdateQuota quota not exist in quotaInfoMap:{name}")
+    info = QuotaInfo.of(new)
+    check_quota_itself(new, info)
+    check_topology(tree, stored, info, claimed_namespaces(old))
+
+
+def validate_delete(tree: QuotaTree, quota: Mapping[str, Any]) -> None:
+    name = name_of(quota)
+    if name in (SYSTEM_QUOTA_NAME, ROOT_QUOTA_NAME, DEFAULT_QUOTA_NAME):
+        raise Denied(f"can not delete quotaGroup :{name}")
+    if name not in tree.infos:
+        raise Denied(f"not found quota:{name}")
+    if children := tree.children_of(name):
+        raise Denied(f"delete quota failed, quota {name} has {len(children)} child quotas")
+    if pods := tree.labelled_pods.get(name):
+        shown = list(pods) if len(pods) <= 2 else [pods[0], pods[1], "..."]
+        raise Denied(f"delete quota failed, quota {name} has {len(pods)} child pods: {', '.join(shown)}")
+
+
+class QuotaDefaultsPlugin:
+    name = "QuotaDefaults"
+    explains_itself = False
+
+    def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None:
+        if ctx.request.operation == CREATE:
+            fill_quota_defaults(obj, ctx.cluster.quota_tree)
+
+
+class QuotaMetaCheckerPlugin:
+    name = "QuotaMetaChecker"
+
+    def validate(self, obj: Mapping[str, Any], ctx: AdmissionContext) -> None:
+        operation, tree = ctx.request.operation, ctx.cluster.quota_tree
+        if operation == CREATE:
+            validate_create(tree, obj)
+        elif operation == UPDATE and ctx.request.old_object is not None:
+            validate_update(tree, ctx.request.old_object, obj)
+        elif operation == DELETE:
+            validate_delete(tree, obj)
+
+
+def quota_mutating_plugins() -> list[MutatingPlugin]:
+    return [QuotaDefaultsPlugin()]
+
+
+def quota_validating_plugins() -> list[ValidatingPlugin]:
+    return [QuotaMetaCheckerPlugin()]

@@ -1,0 +1,50 @@
+"""`/mutate-node-status` and `/validate-node` (spec 8): one plugin each, run by the shared loop."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from policies.admission import UPDATE, AdmissionContext, Denied, MutatingPlugin, ValidatingPlugin
+from policies.constants import SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
+from policies.node.amplification import amplify_node
+from policies.objects import labels_of, name_of
+from policies.slo_config import node_conflict_in_config
+
+
+class NodeResourceAmplificationPlugin:
+    """Amplify allocatable cpu/memory by the node's ratios on status UPDATE (CREATE passes)."""
+
+    name = "NodeResourceAmplificationPlugin"
+    explains_itself = False
+
+    def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None:
+        if ctx.request.operation == UPDATE:
+            amplify_node(obj, ctx.request.old_object)
+
+
+class SLOManagerConfigConflictForNodePlugin:
+    """A node whose new labels are selected by two node strategies of one key is refused (8.2).
+
+    Only UPDATE can be refused: on CREATE Koordinator merely logs a conflict.
+    """
+
+    name = "SLOManagerConfigConflictForNode"
+
+    def validate(self, obj: Mapping[str, Any], ctx: AdmissionContext) -> None:
+        old = ctx.request.old_object
+        if ctx.request.operation != UPDATE or old is None or dict(labels_of(old)) == dict(labels_of(obj)):
+            return
+        configmap = ctx.cluster.get("ConfigMap", SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE)
+        if configmap is None:
+            return
+        conflict = node_conflict_in_config(configmap, name_of(obj), labels_of(obj))
+        if conflict:
+            raise Denied(conflict)
+
+
+def node_status_mutating_plugins() -> list[MutatingPlugin]:
+    return [NodeResourceAmplificationPlugin()]
+
+
+def node_validating_plugins() -> list[ValidatingPlugin]:
+    return [SLOManagerConfigConflictForNodePlugin()]

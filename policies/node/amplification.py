@@ -1,0 +1,98 @@
+"""Node resource amplification on `nodes/status` UPDATE (spec 8.1).
+
+The kubelet reports the real allocatable; Koordinator keeps it in the raw-allocatable annotation and
+publishes cpu/memory multiplied by the node's amplification ratios, so the scheduler can overcommit a
+node without the kubelet knowing. Only a change of the reported cpu/memory refreshes the raw values.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+from policies.admission import Denied
+from policies.constants import ANNOTATION_AMPLIFICATION_RATIO, ANNOTATION_RAW_ALLOCATABLE, RESOURCE_CPU, RESOURCE_MEMORY
+from policies.objects import annotations_of, ensure_map, metadata_of
+from policies.quantity import Quantity, QuantityError
+
+AMPLIFIED_RESOURCES: Final = (RESOURCE_CPU, RESOURCE_MEMORY)
+
+
+def _allocatable(node: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    status = node.get("status") if isinstance(node, Mapping) else None
+    allocatable = status.get("allocatable") if isinstance(status, Mapping) else None
+    return allocatable if isinstance(allocatable, Mapping) else None
+
+
+def _amplified_quantities(allocatable: Mapping[str, Any] | None, where: str) -> dict[str, Quantity]:
+    """The cpu/memory entries of a ResourceList, parsed; a malformed quantity is a denial, not a crash."""
+    found: dict[str, Quantity] = {}
+    for name in AMPLIFIED_RESOURCES:
+        if allocatable is not None and name in allocatable:
+            try:
+                found[name] = Quantity.parse(allocatable[name])
+            except QuantityError as exc:
+                raise Denied(f"{where}[{name}]: {exc}", code=500) from exc
+    return found
+
+
+def _same_values(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> bool:
+    return a.keys() == b.keys() and all(a[k].same_value(b[k]) for k in a)
+
+
+def parse_ratios(text: str) -> dict[str, float]:
+    """The ratio annotation: a JSON object of resource name to number; anything else is refused."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise Denied(f"failed to parse annotation {ANNOTATION_AMPLIFICATION_RATIO}: {exc}", code=500) from exc
+    if not isinstance(value, dict):
+        raise Denied(f"failed to parse annotation {ANNOTATION_AMPLIFICATION_RATIO}: "
+                     f"expected a JSON object of resource name to ratio, got {text!r}", code=500)
+    ratios = {}
+    for name, ratio in value.items():
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)):
+            raise Denied(f"failed to parse annotation {ANNOTATION_AMPLIFICATION_RATIO}: "
+                         f"ratio of {name} must be a number, got {json.dumps(ratio)}", code=500)
+        ratios[name] = float(ratio)
+    return ratios
+
+
+def _raw_from_annotation(text: str) -> dict[str, Quantity]:
+    try:
+        value = json.loads(text)
+        if not isinstance(value, dict):
+            raise ValueError("expected a JSON object (a ResourceList)")
+        return _amplified_quantities(value, f"annotation {ANNOTATION_RAW_ALLOCATABLE}")
+    except ValueError as exc:
+        raise Denied(f"failed to parse annotation {ANNOTATION_RAW_ALLOCATABLE}: {exc}", code=500) from exc
+
+
+def amplify_node(node: dict[str, Any], old_node: Mapping[str, Any] | None) -> None:
+    """Amplify `node` (the new object of a status UPDATE) in place."""
+    ratio_text = annotations_of(node).get(ANNOTATION_AMPLIFICATION_RATIO)
+    if not ratio_text:
+        annotations = metadata_of(node).get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop(ANNOTATION_RAW_ALLOCATABLE, None)
+        return
+    allocatable = _allocatable(node)
+    if allocatable is None:
+        return
+    reported = _amplified_quantities(allocatable, "status.allocatable")
+    raw_text = annotations_of(node).get(ANNOTATION_RAW_ALLOCATABLE)
+    if not raw_text or not _same_values(reported, _amplified_quantities(_allocatable(old_node), "oldObject status.allocatable")):
+        raw = reported
+        if raw:
+            document = {name: raw[name].canonical() for name in sorted(raw)}
+            ensure_map(ensure_map(node, "metadata"), "annotations")[ANNOTATION_RAW_ALLOCATABLE] = \
+                json.dumps(document, separators=(",", ":"))
+    else:
+        raw = _raw_from_annotation(raw_text)
+    ratios = parse_ratios(ratio_text)
+    for name in AMPLIFIED_RESOURCES:
+        ratio = ratios.get(name)
+        if ratio is None or ratio <= 1 or name not in raw:
+            continue
+        amplified_milli = int(raw[name].milli_value() * ratio)  # Go's int64(float64) truncates
+        allocatable[name] = Quantity(amplified_milli * 10**6, raw[name].format).canonical()  # type: ignore[index]

@@ -1,0 +1,48 @@
+"""`/mutate-reservation` (spec 9): ClusterColocationProfiles applied to a Reservation on CREATE.
+
+Same machinery as pods, with Koordinator's differences: namespaceSelectors are ignored (reservations
+are cluster-scoped), scheduling fields go to `spec.template.spec` and only when a template exists, and
+there is no resource rewrite, extended-resource-spec or device step. `/validate-reservation` has no
+Koordinator counterpart and no plugins: it admits every well-formed request.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from policies.admission import CREATE, AdmissionContext, MutatingPlugin, ValidatingPlugin
+from policies.objects import labels_of
+from policies.profile_apply import apply_profiles_in_place
+from policies.strategic_merge import RESERVATION_SCHEMA
+
+
+def template_pod_spec(reservation: dict[str, Any]) -> dict[str, Any] | None:
+    """`spec.template.spec` (created under an existing template), or None without a template."""
+    spec = reservation.get("spec")
+    template = spec.get("template") if isinstance(spec, dict) else None
+    if not isinstance(template, dict):
+        return None
+    pod_spec = template.get("spec")
+    if not isinstance(pod_spec, dict):
+        pod_spec = template["spec"] = {}
+    return pod_spec
+
+
+class ClusterReservationPlugin:
+    name = "ClusterReservation"
+    explains_itself = True
+
+    def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None:
+        if ctx.request.operation != CREATE or not ctx.cluster.profiles:
+            return
+        matched = ctx.cluster.profile_index.matching(labels_of(obj), None)
+        if not matched:
+            return
+        apply_profiles_in_place(obj, matched, ctx, template_pod_spec, RESERVATION_SCHEMA)  # no resource rewrite
+
+
+def reservation_mutating_plugins() -> list[MutatingPlugin]:
+    return [ClusterReservationPlugin()]
+
+
+def reservation_validating_plugins() -> list[ValidatingPlugin]:
+    return []

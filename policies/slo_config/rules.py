@@ -1,0 +1,168 @@
+"""Field rules of the slo-controller-config strategies (Koordinator's `validate:` struct tags).
+
+Koordinator validates each decoded strategy with go-playground/validator: every field carrying a tag
+is checked, every failing field is reported (the first failing rule per field), and a pair of fields
+tied by `gtfield`/`ltfield` fails when the other one is missing. The table below is those tags, keyed
+by JSON field name so that the messages name what the user wrote.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Union
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One numeric field: `min`/`max` inclusive, `gt` exclusive, and an ordering against a sibling."""
+
+    integer: bool = True
+    min: float | None = None
+    max: float | None = None
+    gt: float | None = None
+    greater_than_field: str = ""
+    less_than_field: str = ""
+
+
+Schema = Mapping[str, Union[Rule, "Schema"]]
+
+
+def percent(**extra: Any) -> Rule:
+    return Rule(min=0, max=100, **extra)
+
+
+COLOCATION_STRATEGY: Schema = {
+    "metricAggregateDurationSeconds": Rule(min=1),
+    "metricReportIntervalSeconds": Rule(min=1),
+    "cpuReclaimThresholdPercent": Rule(min=0),
+    "memoryReclaimThresholdPercent": Rule(min=0),
+    "degradeTimeMinutes": Rule(min=1),
+    "updateTimeThresholdSeconds": Rule(min=1),
+    "resourceDiffThreshold": Rule(integer=False, gt=0, max=1),
+    "midCPUThresholdPercent": percent(),
+    "midMemoryThresholdPercent": percent(),
+    "midUnallocatedPercent": percent(),
+    "midStaticCPUReservedPercent": percent(),
+    "midStaticMemoryReservedPercent": percent(),
+    "batchCPUThresholdPercent": Rule(min=0),
+    "batchMemoryThresholdPercent": Rule(min=0),
+}
+
+RESOURCE_THRESHOLD_STRATEGY: Schema = {
+    "cpuSuppressThresholdPercent": percent(),
+    "cpuSuppressMinPercent": percent(),
+    "memoryEvictThresholdPercent": percent(greater_than_field="memoryEvictLowerPercent"),
+    "memoryEvictLowerPercent": percent(less_than_field="memoryEvictThresholdPercent"),
+    "cpuEvictBESatisfactionUpperPercent": percent(greater_than_field="cpuEvictBESatisfactionLowerPercent"),
+    "cpuEvictBESatisfactionLowerPercent": percent(less_than_field="cpuEvictBESatisfactionUpperPercent"),
+    "cpuEvictBEUsageThresholdPercent": percent(),
+    "cpuEvictTimeWindowSeconds": Rule(gt=0),
+}
+
+_RESOURCE_QOS: Schema = {
+    "cpuQOS": {"groupIdentity": Rule(min=-1, max=2), "schedIdle": Rule(min=0, max=1)},
+    "memoryQOS": {
+        "minLimitPercent": percent(),
+        "lowLimitPercent": percent(),
+        "throttlingPercent": percent(),
+        "wmarkRatio": percent(),
+        "wmarkScalePermill": Rule(min=1, max=1000),
+        "wmarkMinAdj": Rule(min=-25, max=50),
+        "pageCacheLimitEnable": Rule(min=0, max=1),
+        "pageCacheLimitSync": Rule(min=0, max=1),
+        "pageCacheLimitSize": Rule(min=0),
+        "priorityEnable": Rule(min=0, max=1),
+        "priority": Rule(min=0, max=12),
+        "oomKillGroup": Rule(min=0, max=1),
+    },
+    "resctrlQOS": {
+        "catRangeStartPercent": percent(less_than_field="catRangeEndPercent"),
+        "catRangeEndPercent": percent(greater_than_field="catRangeStartPercent"),
+        "mbaPercent": percent(),
+    },
+}
+
+RESOURCE_QOS_STRATEGY: Schema = {
+    qos_class: _RESOURCE_QOS for qos_class in ("lsrClass", "lsClass", "beClass", "systemClass", "cgroupRoot")
+}
+
+SYSTEM_STRATEGY: Schema = {
+    "minFreeKbytesFactor": Rule(gt=0),
+    "watermarkScaleFactor": Rule(gt=0, max=400),
+    "memcgReapBackGround": Rule(min=0, max=1),
+    "pageCacheLimitEnabled": Rule(min=0, max=1),
+}
+
+CPU_BURST_STRATEGY: Schema = {
+    "cpuBurstPercent": Rule(min=1, max=10000),
+    "cfsQuotaBurstPercent": Rule(min=100),
+    "cfsQuotaBurstPeriodSeconds": Rule(min=-1),
+    "sharePoolThresholdPercent": percent(),
+}
+
+
+class TypeMismatch(ValueError):
+    """A value Go's json.Unmarshal would refuse for the field's type (a parse failure, not a rule)."""
+
+
+def _number_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _check_type(value: Any, rule: Rule, path: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        kind = "int64" if rule.integer else "float64"
+        raise TypeMismatch(f"cannot unmarshal {json_type(value)} into field {path} of type {kind}")
+    if rule.integer and isinstance(value, float) and not value.is_integer():
+        raise TypeMismatch(f"cannot unmarshal number {value} into field {path} of type int64")
+
+
+def json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "number"
+
+
+def _first_failure(name: str, value: float, rule: Rule, siblings: Mapping[str, Any]) -> str | None:
+    if rule.gt is not None and not value > rule.gt:
+        return f"{name} must be greater than {_number_text(rule.gt)}"
+    if rule.min is not None and value < rule.min:
+        return f"{name} must be {_number_text(rule.min)} or greater"
+    if rule.max is not None and value > rule.max:
+        return f"{name} must be {_number_text(rule.max)} or less"
+    if rule.greater_than_field:
+        other = siblings.get(rule.greater_than_field)
+        if not isinstance(other, (int, float)) or not value > other:
+            return f"{name} must be greater than {rule.greater_than_field}"
+    if rule.less_than_field:
+        other = siblings.get(rule.less_than_field)
+        if not isinstance(other, (int, float)) or not value < other:
+            return f"{name} must be less than {rule.less_than_field}"
+    return None
+
+
+def check_fields(document: Mapping[str, Any], schema: Schema, path: str, failures: dict[str, str]) -> None:
+    """Add `path.field -> reason` for every field of `document` that breaks its rule.
+
+    Raises TypeMismatch for a value of the wrong JSON type (Koordinator fails to decode those).
+    """
+    for name, rule in schema.items():
+        value = document.get(name)
+        if value is None:
+            continue
+        where = f"{path}.{name}"
+        if isinstance(rule, Rule):
+            _check_type(value, rule, where)
+            failure = _first_failure(name, value, rule, document)
+            if failure:
+                failures[where] = failure
+        else:
+            if not isinstance(value, Mapping):
+                raise TypeMismatch(f"cannot unmarshal {json_type(value)} into field {where} of type object")
+            check_fields(value, rule, where, failures)
