@@ -61,6 +61,7 @@ class WebhookMetrics:
             "Reloads of the cluster state, by result.",
             ["result"], registry=registry)
         self._plugin_children: dict[tuple[str, str, str, bool], Any] = {}
+        self._profile_children: dict[str, Any] = {}
         if self.multiprocess_dir:
             from prometheus_client import multiprocess
 
@@ -73,6 +74,13 @@ class WebhookMetrics:
             child = self._plugin_children[key] = self.plugin_duration.labels(
                 route.webhook_type, route.object_type, operation, plugin, "allowed" if allowed else "rejected")
         child.observe(seconds * 1000)
+
+    def count_profile_matches(self, profiles: list[str]) -> None:
+        for profile in profiles:
+            child = self._profile_children.get(profile)
+            if child is None:
+                child = self._profile_children[profile] = self.profile_matches.labels(profile)
+            child.inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -62,8 +62,7 @@ def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics,
             in_flight.dec()
         (requests_ok if served.status == 200 else metrics.requests_total.labels(route.path, str(served.status))).inc()
         latency.observe(time.perf_counter() - started)
-        for profile in served.record.get("matchedProfiles", ()):
-            metrics.profile_matches.labels(profile).inc()
+        metrics.count_profile_matches(served.record.get("matchedProfiles", ()))
         log_admission(admission_log, served.record)
         response = web.Response(status=served.status, body=served.body, content_type="application/json")
         if close:
