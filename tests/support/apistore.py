@@ -93,6 +93,8 @@ class Store:
             raise Conflict(f'the object {key[1]} has been modified; please apply your changes to the latest version')
         obj.setdefault("apiVersion", resource.api_version)
         obj.setdefault("kind", resource.kind)
+        if resource.kind == "Namespace":  # kube-apiserver labels every namespace with its name
+            metadata.setdefault("labels", {})["kubernetes.io/metadata.name"] = metadata["name"]
         metadata["resourceVersion"] = str(self._bump())
         if existing is not None:
             metadata.setdefault("uid", existing["metadata"].get("uid"))
