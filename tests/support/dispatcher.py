@@ -6,8 +6,13 @@ JSONPatch), then every matching validating one. Like kube-apiserver it: turns a 
 reference into `https://<name>.<namespace>.svc:<port><path>` and resolves that name to the
 Service's endpoints (`endpoints(namespace, name)`, kube-proxy's job; tests pass loopback
 addresses), verifies the server against the caBundle and that DNS name, matches rules, namespace
-and object selectors, enforces timeoutSeconds and applies failurePolicy. Like Go's HTTP transport it
-retries a request once when the server closed a kept-alive connection before answering.
+and object selectors, enforces timeoutSeconds and applies failurePolicy.
+
+Like Go's HTTP transport under kube-apiserver, it retries a request once, on a new connection,
+when a kept-alive connection turned out to be closed by the server before any answer (Go's
+errServerClosedIdle/nothingWritten retry): servers close idle connections whenever they like,
+and a client that picked one up at that instant has lost nothing but the connection. A refused
+or failed new connection is not retried.
 """
 from __future__ import annotations
 
@@ -158,7 +163,9 @@ class Dispatcher:
                         raise RuntimeError(f"HTTP {response.status}: {(await response.text())[:200]}")
                     answer = await response.json()
                     break
-            except aiohttp.ServerDisconnectedError:
+            except aiohttp.ClientConnectorError:
+                raise
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
                 if attempt == 2:
                     raise
         result = answer.get("response") or {}
