@@ -70,10 +70,11 @@ def test_the_watched_kinds_follow_the_registry() -> None:
 
 async def test_not_ready_until_every_kind_was_listed(api: ApiServer, live: Callable[[], Live]) -> None:
     api.apply(namespace("a"))
-    api.fail_requests(6)  # the first lists fail: back off, retry
+    api.fail_requests(10_000)  # every list fails: back off, retry, stay unready
     state = live()
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
     assert not state.state.ready
+    api.fail_requests(0)
     await until(lambda: state.state.ready)
     assert state.snapshot.namespace_labels("a") is not None
 
