@@ -1,8 +1,10 @@
 """Admission throughput and latency: `colocate serve` against a bare aiohttp HTTPS server.
 
 Drives both with wrk (Debian package `wrk`) over keep-alive HTTPS connections, POSTing the same
-realistic ~4.5 KB pod AdmissionReview to /mutate-pod, and prints requests/s, p50 and p99 per
-scenario and the ratio to the bare server. Scenarios: 20 profiles, 1,000 profiles, and 20 profiles
+realistic ~4.7 KB pod AdmissionReview to /mutate-pod, and prints the maximum requests/s with p50 and
+p99 (closed loop: every connection sends its next request as soon as the last one is answered, so
+latency there is mostly queueing, connections / throughput), then p50 and p99 at a fixed rate over
+16 connections (open loop, the latency an API server sees at that load), and the ratios. Scenarios: 20 profiles, 1,000 profiles, and 20 profiles
 with --workers 2. Run: `.venv/bin/python benchmarks/admission_bench.py [--duration 10] [--connections 32]`.
 """
 from __future__ import annotations
@@ -163,12 +165,55 @@ def run_wrk(port: int, lua: Path, duration: int, connections: int) -> dict:
     return {"rps": float(rps), "p50_ms": float(p50), "p99_ms": float(p99), "requests": int(count), "errors": int(errors)}
 
 
-def measure(command: list[str], port: int, ca: Path, ready_path: str, lua: Path, args: argparse.Namespace) -> dict:
+async def _fixed_rate(port: int, ca: Path, body: bytes, rate: float, connections: int, duration: float) -> dict:
+    """Open-loop load: requests start on a fixed schedule whether or not earlier ones finished, so the
+    latency measured is the server's, not the queue a closed loop builds in front of it."""
+    import asyncio
+
+    import aiohttp
+
+    context = ssl.create_default_context(cafile=str(ca))
+    latencies: list[float] = []
+    errors = 0
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context, limit=connections)) as session:
+        async def one() -> None:
+            nonlocal errors
+            started = time.perf_counter()
+            try:
+                async with session.post(f"https://127.0.0.1:{port}/mutate-pod", data=body,
+                                        headers={"Content-Type": "application/json"}) as response:
+                    await response.read()
+                    if response.status != 200:
+                        errors += 1
+            except aiohttp.ClientError:
+                errors += 1
+            latencies.append(time.perf_counter() - started)
+
+        await asyncio.gather(*(one() for _ in range(connections)))  # open the connections
+        latencies.clear()
+        tasks, start, count = [], time.perf_counter(), int(rate * duration)
+        for index in range(count):
+            delay = start + index / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one()))
+        await asyncio.gather(*tasks)
+    latencies.sort()
+    return {"rate": rate, "p50_ms": latencies[len(latencies) // 2] * 1000,
+            "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000, "errors": errors}
+
+
+def measure(command: list[str], port: int, ca: Path, ready_path: str, lua: Path, args: argparse.Namespace,
+            body: bytes) -> dict:
+    import asyncio
+
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_ready(port, ca, ready_path)
         run_wrk(port, lua, 2, args.connections)  # warm-up
-        return run_wrk(port, lua, args.duration, args.connections)
+        result = run_wrk(port, lua, args.duration, args.connections)
+        result["fixed"] = asyncio.run(_fixed_rate(port, ca, body, args.rate, 16, args.duration))
+        return result
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -181,6 +226,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=int, default=10, help="seconds per measurement")
     parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--rate", type=float, default=500, help="requests/s of the fixed-rate latency run")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         print("wrk is not installed: apt-get install wrk", file=sys.stderr)
@@ -210,9 +256,11 @@ def main() -> int:
         for name, command in scenarios.items():
             port = free_port()
             ready = "/mutate-pod" if name.startswith("bare") else "/readyz"
-            results[name] = measure(command(port), port, certs.ca, ready, lua, args)
-            r = results[name]
-            print(f"{name:40s} {r['rps']:9.0f} req/s   p50 {r['p50_ms']:6.2f} ms   p99 {r['p99_ms']:6.2f} ms   errors {r['errors']}", flush=True)
+            results[name] = measure(command(port), port, certs.ca, ready, lua, args, body.read_bytes())
+            r, f = results[name], results[name]["fixed"]
+            print(f"{name:38s} max {r['rps']:6.0f} req/s  p50 {r['p50_ms']:6.2f} ms  p99 {r['p99_ms']:6.2f} ms  "
+                  f"| at {f['rate']:.0f} req/s: p50 {f['p50_ms']:5.2f} ms  p99 {f['p99_ms']:5.2f} ms  "
+                  f"| errors {r['errors'] + f['errors']}", flush=True)
         bare = results["bare aiohttp (fixed response)"]["rps"]
         twenty = results["colocate, 20 profiles"]["rps"]
         print(f"colocate/bare (20 profiles):        {twenty / bare:.0%}")

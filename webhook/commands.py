@@ -6,16 +6,30 @@ from pathlib import Path
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from webhook.serve import ServeConfig, run
+    from kubernetes.config import ConfigException
 
-    if not args.profiles.is_dir():
+    from webhook.serve import ServeConfig, run
+    from webhook.sources.kube import KubeSettings
+    from webhook.sources.reflector import ReflectorSettings
+
+    if args.profiles is not None and not args.profiles.is_dir():
         print(f"error: --profiles {args.profiles}: not a directory")
         return 2
-    return run(ServeConfig(
-        profiles=args.profiles, cert_dir=args.cert_dir, port=args.port, host=args.host,
-        dns_names=tuple(args.dns_name), workers=args.workers, max_body=args.max_body,
-        reload_interval=args.reload_interval, log_level=args.log_level,
-    ))
+    if args.kubeconfig is not None and not args.kubeconfig.is_file():
+        print(f"error: --kubeconfig {args.kubeconfig}: no such file")
+        return 2
+    kube = KubeSettings(reflector=ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max))
+    try:
+        return run(ServeConfig(
+            profiles=args.profiles, cert_dir=args.cert_dir, port=args.port, host=args.host,
+            dns_names=tuple(args.dns_name), workers=args.workers, max_body=args.max_body,
+            reload_interval=args.reload_interval, log_level=args.log_level,
+            kubeconfig=args.kubeconfig, context=args.context, kube=kube, reuse_port=args.reuse_port,
+            drain_delay=args.drain_delay, shutdown_timeout=args.shutdown_timeout,
+        ))
+    except ConfigException as exc:
+        print(f"error: no cluster to read: {exc} (give --profiles DIR or --kubeconfig FILE)")
+        return 2
 
 
 def _apply(args: argparse.Namespace) -> int:
@@ -30,10 +44,16 @@ def _apply(args: argparse.Namespace) -> int:
 def register_commands(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     serve = subparsers.add_parser("serve", help="run the HTTPS admission webhook",
                                   description="Serve Koordinator's webhook paths over HTTPS, reading the "
-                                              "cluster state from a directory of manifests.")
-    serve.add_argument("--profiles", type=Path, required=True, metavar="DIR",
-                       help="directory of ClusterColocationProfiles, Namespaces, PriorityClasses, ... "
+                                              "cluster state from a directory of manifests (--profiles) or "
+                                              "from the API server (--kubeconfig, or the pod's service account).")
+    state = serve.add_mutually_exclusive_group()
+    state.add_argument("--profiles", type=Path, metavar="DIR",
+                       help="embedded mode: directory of ClusterColocationProfiles, Namespaces, PriorityClasses, ... "
                             "(YAML/JSON; changes are picked up while running)")
+    state.add_argument("--kubeconfig", type=Path, metavar="FILE",
+                       help="list and watch the cluster through this kubeconfig (default without --profiles: "
+                            "the in-cluster service account)")
+    serve.add_argument("--context", metavar="C", help="kubeconfig context (default: its current context)")
     serve.add_argument("--cert-dir", type=Path, required=True, metavar="CERTDIR",
                        help="holds ca.crt, tls.crt, tls.key; generated when missing")
     serve.add_argument("--port", type=int, default=9443)
@@ -46,6 +66,16 @@ def register_commands(subparsers: "argparse._SubParsersAction[argparse.ArgumentP
                        help="largest AdmissionReview accepted (default 8 MiB)")
     serve.add_argument("--reload-interval", type=float, default=1.0, metavar="SECONDS",
                        help="how often the profiles directory is checked for changes")
+    serve.add_argument("--watch-timeout", type=int, default=300, metavar="SECONDS",
+                       help="how long one watch request stays open before it is renewed")
+    serve.add_argument("--backoff-max", type=float, default=30.0, metavar="SECONDS",
+                       help="longest wait between retries when the API server fails")
+    serve.add_argument("--drain-delay", type=float, default=5.0, metavar="SECONDS",
+                       help="after SIGTERM, keep serving (not ready, closing connections) this long")
+    serve.add_argument("--shutdown-timeout", type=float, default=20.0, metavar="SECONDS",
+                       help="then wait this long for in-flight requests")
+    serve.add_argument("--reuse-port", action="store_true",
+                       help="let several server processes bind the same port (SO_REUSEPORT)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.set_defaults(func=_serve)
 

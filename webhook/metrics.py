@@ -60,6 +60,14 @@ class WebhookMetrics:
             "colocate_cluster_state_reloads_total",
             "Reloads of the cluster state, by result.",
             ["result"], registry=registry)
+        self.state_stale = Gauge(
+            "colocate_cluster_state_stale_seconds",
+            "Seconds since the watch of a kind broke; 0 while it is healthy. The last good state is served.",
+            ["kind"], registry=registry, multiprocess_mode="max")
+        self.watch_failures = Counter(
+            "colocate_watch_failures_total",
+            "List/watch failures by kind and reason (gone = relist after 410, error = backoff and retry).",
+            ["kind", "reason"], registry=registry)
         self._plugin_children: dict[tuple[str, str, str, bool], Any] = {}
         self._profile_children: dict[str, Any] = {}
         if self.multiprocess_dir:

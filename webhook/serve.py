@@ -1,8 +1,17 @@
 """`colocate serve`: start the HTTPS webhook, in one process or several sharing the port.
 
+The cluster state comes from a directory (`--profiles`, the embedded mode) or from the API server
+(`--kubeconfig`, or the pod's service account): see `webhook.sources`.
+
 With `--workers N` the parent prepares certificates and the shared metrics directory, then starts N
 processes that each bind the same port with SO_REUSEPORT and load the cluster state themselves;
 the kernel spreads connections across them. SIGTERM/SIGINT stop every worker.
+
+Shutdown is graceful because rolling updates are where webhooks fail admissions: on SIGTERM a
+server fails readiness but keeps accepting for `drain_delay` (the Service needs that long to stop
+sending it new connections), closing every connection after its response; then it stops listening,
+finishes in-flight requests (up to `shutdown_timeout`) and closes idle keep-alive connections.
+`drain_delay + shutdown_timeout` must stay below the pod's terminationGracePeriodSeconds.
 """
 from __future__ import annotations
 
@@ -14,16 +23,19 @@ import shutil
 import signal
 import ssl
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from aiohttp import web
 
 from certs.generate import CertPaths, ensure_serving_certs
 from webhook.jsonlog import setup_logging
-from webhook.registry import default_routes
-from webhook.server import DEFAULT_MAX_BODY, build_app
+from webhook.registry import Registry, default_routes
+from webhook.server import DEFAULT_MAX_BODY, Lifecycle, build_app
 from webhook.sources.directory import DirectorySource
+from webhook.sources.kinds import watched_kinds
+from webhook.sources.kube import KubeSettings, KubeSource, api_client
 from webhook.sources.state import StateHolder
 
 log = logging.getLogger("colocate.serve")
@@ -31,7 +43,7 @@ log = logging.getLogger("colocate.serve")
 
 @dataclass(frozen=True)
 class ServeConfig:
-    profiles: Path
+    profiles: Path | None  # None: read the cluster from the API server
     cert_dir: Path
     port: int = 9443
     host: str = "0.0.0.0"
@@ -39,8 +51,33 @@ class ServeConfig:
     workers: int = 1
     max_body: int = DEFAULT_MAX_BODY
     reload_interval: float = 1.0
-    shutdown_timeout: float = 25.0
+    drain_delay: float = 5.0
+    shutdown_timeout: float = 20.0
     log_level: str = "info"
+    kubeconfig: Path | None = None  # None (and no profiles): the in-cluster service account
+    context: str | None = None
+    kube: KubeSettings = field(default_factory=KubeSettings)
+    reuse_port: bool = False  # let separate server processes share the port (SO_REUSEPORT)
+
+
+class Source(Protocol):
+    async def run(self, state: StateHolder, on_reload: Any = None) -> None: ...
+
+
+def make_source(config: ServeConfig, registry: Registry, metrics: Any) -> Source:
+    """The directory source in embedded mode, else list/watch of the kinds the routes read."""
+    if config.profiles is not None:
+        return DirectorySource(config.profiles, interval=config.reload_interval)
+    return KubeSource(api_client(config.kubeconfig, config.context), watched_kinds(registry), config.kube,
+                      on_failure=lambda kind, reason: metrics.watch_failures.labels(kind, reason).inc())
+
+
+async def _export_staleness(source: Source, metrics: Any, interval: float = 1.0) -> None:
+    stale_seconds = getattr(source, "stale_seconds", None)
+    while stale_seconds is not None:
+        for kind, seconds in stale_seconds().items():
+            metrics.state_stale.labels(kind).set(seconds)
+        await asyncio.sleep(interval)
 
 
 def tls_context(paths: CertPaths) -> ssl.SSLContext:
@@ -56,7 +93,9 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False) -> Non
 
     metrics = WebhookMetrics()
     state = StateHolder()
-    source = DirectorySource(config.profiles, interval=config.reload_interval)
+    registry = default_routes()
+    source = make_source(config, registry, metrics)
+    lifecycle = Lifecycle()
 
     def on_reload(snapshot: object) -> None:
         if snapshot is None:
@@ -67,25 +106,33 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False) -> Non
         for kind, objects in snapshot.objects.items():  # type: ignore[attr-defined]
             metrics.state_objects.labels(kind).set(len(objects))
 
-    app = build_app(default_routes(), state, metrics, max_body=config.max_body)
-    runner = web.AppRunner(app, access_log=None)
+    app = build_app(registry, state, metrics, max_body=config.max_body, lifecycle=lifecycle)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=config.shutdown_timeout)
     await runner.setup()
     site = web.TCPSite(runner, config.host, config.port, ssl_context=tls_context(CertPaths(config.cert_dir)),
-                       reuse_port=reuse_port or None, shutdown_timeout=config.shutdown_timeout, backlog=1024)
+                       reuse_port=reuse_port or config.reuse_port or None, backlog=1024)
     await site.start()
     log.info("serving admission webhooks on https://%s:%d (pid %d)", config.host, config.port, os.getpid())
-    stop = asyncio.Event()
+    signals = asyncio.Queue[int]()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    reloader = asyncio.create_task(source.run(state, on_reload))
+        loop.add_signal_handler(signum, signals.put_nowait, signum)
+    tasks = [asyncio.create_task(source.run(state, on_reload)), asyncio.create_task(_export_staleness(source, metrics))]
     try:
-        await stop.wait()
+        await signals.get()
+        lifecycle.draining = True
+        log.info("shutting down (pid %d): not ready, draining for %.1fs", os.getpid(), config.drain_delay)
+        try:  # a second signal cuts the drain short
+            await asyncio.wait_for(signals.get(), config.drain_delay)
+        except asyncio.TimeoutError:
+            pass
     finally:
-        log.info("shutting down (pid %d)", os.getpid())
-        state.ready = False
-        reloader.cancel()
-        await runner.cleanup()
+        lifecycle.draining = True
+        await runner.cleanup()  # stop listening, finish in-flight requests, close idle connections
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks, timeout=6.0)
+        log.info("stopped (pid %d)", os.getpid())
 
 
 def _worker(config: ServeConfig) -> None:
@@ -100,6 +147,8 @@ def run(config: ServeConfig) -> int:
     """Prepare certificates, then serve in this process or in `config.workers` processes."""
     listener = setup_logging(config.log_level)
     try:
+        if config.profiles is None:
+            api_client(config.kubeconfig, config.context).close()  # fail now on an unusable kubeconfig
         paths, created = ensure_serving_certs(config.cert_dir, config.dns_names)
         if created:
             log.info("generated a CA and serving certificate in %s (trust %s)", config.cert_dir, paths.ca)

@@ -1,14 +1,19 @@
 """The aiohttp adapter: moves bytes between HTTPS and `webhook.admission.serve_review`.
 
 Routes come from the handler registry; the app is built once and frozen at start-up. Besides the
-admission paths it serves `/healthz` (process alive), `/readyz` (cluster state loaded) and
-`/metrics` (Prometheus text) on the same listener.
+admission paths it serves `/healthz` (process alive), `/readyz` (cluster state loaded and not
+shutting down) and `/metrics` (Prometheus text) on the same listener.
+
+While draining (after SIGTERM) every response carries `Connection: close`: API servers keep
+reusing keep-alive connections to a terminating pod, so each one must be closed by us right after
+a complete response, never mid-request.
 """
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Final
 
 from aiohttp import web
@@ -24,7 +29,17 @@ from webhook.sources.state import StateHolder
 DEFAULT_MAX_BODY: Final = 8 * 1024 * 1024
 _UID_SCAN_BYTES: Final = 64 * 1024
 
+
+
+@dataclass
+class Lifecycle:
+    """Set `draining` on SIGTERM: readiness fails and connections are closed after each response."""
+
+    draining: bool = False
+
+
 STATE: Final = web.AppKey("state", StateHolder)
+LIFECYCLE: Final = web.AppKey("lifecycle", Lifecycle)
 METRICS: Final = web.AppKey("metrics", WebhookMetrics)
 
 admission_log = logging.getLogger(ADMISSION_LOGGER)
@@ -77,9 +92,16 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
+    if request.app[LIFECYCLE].draining:
+        return web.Response(status=503, text="shutting down")
     if request.app[STATE].ready:
         return web.Response(text="ok")
     return web.Response(status=503, text="cluster state not loaded yet")
+
+
+async def _close_when_draining(request: web.Request, response: web.StreamResponse) -> None:
+    if request.app[LIFECYCLE].draining:
+        response.force_close()
 
 
 async def metrics_endpoint(request: web.Request) -> web.Response:
@@ -87,11 +109,14 @@ async def metrics_endpoint(request: web.Request) -> web.Response:
 
 
 def build_app(registry: Registry, state: StateHolder, metrics: WebhookMetrics, *,
-              max_body: int = DEFAULT_MAX_BODY, rand_int: Callable[[int], int] = default_rand_int) -> web.Application:
+              max_body: int = DEFAULT_MAX_BODY, rand_int: Callable[[int], int] = default_rand_int,
+              lifecycle: Lifecycle | None = None) -> web.Application:
     # aiohttp's own limit sits above ours so that we, not aiohttp, answer an oversized body.
     app = web.Application(client_max_size=max_body + 1)
     app[STATE] = state
     app[METRICS] = metrics
+    app[LIFECYCLE] = lifecycle or Lifecycle()
+    app.on_response_prepare.append(_close_when_draining)
     for route in registry.routes:
         app.router.add_post(route.path, admission_handler(route, state, metrics, max_body, rand_int))
     app.router.add_get("/healthz", healthz)

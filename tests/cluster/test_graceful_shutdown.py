@@ -1,0 +1,42 @@
+"""Rolling a replica must not fail a single admission: SIGTERM one of two under steady load."""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from tests.support.apiserver import ApiServer
+from tests.cluster.test_end_to_end import make_pod, make_profile, qos_of
+
+
+async def test_sigterm_under_load_fails_no_admission(api: ApiServer, cluster: Any) -> None:
+    api.apply(make_profile("batch-be", priorityClassName="koord-batch"))
+    service, dispatcher = await cluster(replicas=2)
+    doomed, survivor = service.replicas
+    results: list[Any] = []
+    stop = asyncio.Event()
+
+    async def client(index: int) -> None:
+        count = 0
+        while not stop.is_set():
+            count += 1
+            results.append(await dispatcher.admit(make_pod(f"load-{index}-{count}", labels={"app": "batch"})))
+
+    clients = [asyncio.create_task(client(i)) for i in range(6)]
+    await asyncio.sleep(1.0)
+    before = len(results)
+    doomed.terminate()
+    started = time.monotonic()
+    code = await doomed.wait(timeout=10)
+    exited_after = time.monotonic() - started
+    await asyncio.sleep(0.5)  # and the survivor keeps serving alone
+    stop.set()
+    await asyncio.wait_for(asyncio.gather(*clients), 10)
+
+    failures = [r.message for r in results if not r.allowed]
+    assert failures == []
+    assert all(qos_of(r) == "BE" for r in results)
+    assert before > 0 and len(results) > before
+    assert code == 0 and exited_after < 1 + 5 + 2  # drain delay + shutdown timeout + slack
+    assert "draining" in doomed.log.read_text()
+    assert survivor.process.poll() is None

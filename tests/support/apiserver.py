@@ -1,0 +1,247 @@
+"""A stand-in for kube-apiserver on 127.0.0.1: the real REST list/watch wire protocol over HTTPS.
+
+No real API server runs on these machines, so tests point the official client at this one through
+a kubeconfig file. It serves, for every resource type it knows, list (paged with limit/continue),
+watch (`?watch=1&resourceVersion=..&allowWatchBookmarks=true`, a chunked stream of JSON events:
+ADDED, MODIFIED, DELETED, BOOKMARK, ERROR; an ERROR 410 for a compacted version), get, create
+(POST), replace (PUT), patch (merge and JSON patch) and delete. Faults are injected by the test:
+`drop_watches()`, `store.compact()`, `fail_requests(n)`.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from certs.generate import CertPaths, ensure_serving_certs
+from tests.support.apistore import Conflict, NotFound, ResourceType, Store, Watcher
+from webhook.serve import tls_context
+from webhook.sources.kinds import WATCHED_KINDS
+
+TOKEN = "stand-in-token"
+EXTRA_TYPES = (
+    ResourceType("", "v1", "secrets", "Secret", True),
+    ResourceType("", "v1", "services", "Service", True),
+    ResourceType("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+                 "MutatingWebhookConfiguration", False),
+    ResourceType("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+                 "ValidatingWebhookConfiguration", False),
+    ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False),
+)
+PATCH_TYPES = {"application/json-patch+json": "json", "application/merge-patch+json": "merge",
+               "application/strategic-merge-patch+json": "merge", "application/apply-patch+yaml": "merge"}
+
+
+def default_types() -> list[ResourceType]:
+    watched = [ResourceType(k.group, k.version, k.plural, k.kind, k.namespaced) for k in WATCHED_KINDS]
+    return watched + list(EXTRA_TYPES)
+
+
+def _status(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+
+
+def _error(code: int, reason: str, message: str) -> web.Response:
+    return web.json_response(_status(code, reason, message), status=code)
+
+
+class ApiServer:
+    def __init__(self, types: list[ResourceType] | None = None, bookmark_interval: float = 1.0) -> None:
+        self.store = Store()
+        self.types = {(t.group, t.version, t.plural): t for t in (types or default_types())}
+        self.by_kind = {t.kind: t for t in self.types.values()}
+        self.bookmark_interval = bookmark_interval
+        self.requests: Counter[str] = Counter()  # "GET list Namespace", "GET watch Namespace", ...
+        self._failures = 0
+        self._failure_status = 500
+        self._runner: web.AppRunner | None = None
+        self._dir = tempfile.TemporaryDirectory(prefix="apiserver-")
+        self.certs = CertPaths(Path(self._dir.name))
+        self.port = 0
+
+    # Test controls -----------------------------------------------------------------------------
+    def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create or replace `obj` (like `kubectl apply`, without the three-way merge)."""
+        obj = dict(obj)
+        obj.setdefault("metadata", {}).pop("resourceVersion", None)
+        return self.store.put(self.by_kind[obj["kind"]], obj)
+
+    def delete(self, kind: str, name: str, namespace: str = "") -> None:
+        self.store.delete(self.by_kind[kind], namespace, name)
+
+    def drop_watches(self) -> None:
+        """Cut every open watch connection, as an API server restart or a load balancer would."""
+        for watcher in list(self.store.watchers):
+            watcher.queue.put_nowait(None)
+
+    def fail_requests(self, count: int, status: int = 500) -> None:
+        self._failures, self._failure_status = count, status
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def write_kubeconfig(self, path: Path, context: str = "stand-in") -> Path:
+        ca = base64.b64encode(self.certs.ca.read_bytes()).decode()
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": context,
+            "clusters": [{"name": "stand-in", "cluster": {"server": self.url, "certificate-authority-data": ca}}],
+            "users": [{"name": "colocate", "user": {"token": TOKEN}}],
+            "contexts": [{"name": context, "context": {"cluster": "stand-in", "user": "colocate"}}],
+        }))
+        return path
+
+    # Lifecycle ---------------------------------------------------------------------------------
+    async def start(self, port: int = 0) -> ApiServer:
+        ensure_serving_certs(self.certs.directory, ())
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", port, ssl_context=tls_context(self.certs))
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def stop(self) -> None:
+        self.drop_watches()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        self._dir.cleanup()
+
+    async def __aenter__(self) -> ApiServer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # HTTP --------------------------------------------------------------------------------------
+    def _route(self, path: str) -> tuple[ResourceType, str, str] | None:
+        parts = [p for p in path.split("/") if p]
+        if parts[:2] == ["api", "v1"]:
+            group, version, rest = "", "v1", parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 3:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            return None
+        namespace = ""
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            namespace, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 2:
+            return None
+        resource = self.types.get((group, version, rest[0]))
+        return (resource, namespace, rest[1] if len(rest) == 2 else "") if resource else None
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        if request.headers.get("Authorization") != f"Bearer {TOKEN}":
+            return _error(401, "Unauthorized", "Unauthorized")
+        route = self._route(request.path)
+        if route is None:
+            return _error(404, "NotFound", f"the server could not find the requested resource {request.path}")
+        resource, namespace, name = route
+        watch = request.query.get("watch") in ("1", "true")
+        self.requests[f"{request.method} {'watch' if watch else 'list' if not name else 'get'} {resource.kind}"] += 1
+        if self._failures > 0:
+            self._failures -= 1
+            return _error(self._failure_status, "InternalError", "injected failure")
+        try:
+            if request.method == "GET" and watch:
+                return await self._watch(request, resource, namespace)
+            if request.method == "GET":
+                return self._list(request, resource, namespace) if not name else \
+                    web.json_response(self.store.get(resource, namespace, name))
+            if request.method in ("POST", "PUT"):
+                obj = await request.json()
+                if resource.namespaced:
+                    obj.setdefault("metadata", {}).setdefault("namespace", namespace)
+                return web.json_response(self.store.put(resource, obj, create_only=request.method == "POST"),
+                                         status=201 if request.method == "POST" else 200)
+            if request.method == "PATCH":
+                patch_type = PATCH_TYPES.get(request.content_type, "merge")
+                body = await request.text()
+                patch = yaml.safe_load(body) if request.content_type.endswith("yaml") else json.loads(body)
+                return web.json_response(self.store.patch(resource, namespace, name, patch, patch_type))
+            if request.method == "DELETE":
+                return web.json_response(self.store.delete(resource, namespace, name))
+        except NotFound as exc:
+            return _error(404, "NotFound", str(exc))
+        except Conflict as exc:
+            return _error(409, "Conflict", str(exc))
+        return _error(405, "MethodNotAllowed", request.method)
+
+    @staticmethod
+    def _selected(obj: dict[str, Any], field_selector: str) -> bool:
+        for term in filter(None, field_selector.split(",")):
+            key, _, value = term.partition("=")
+            field = key.removeprefix("metadata.")
+            if str(obj["metadata"].get(field, "")) != value.lstrip("="):
+                return False
+        return True
+
+    def _list(self, request: web.Request, resource: ResourceType, namespace: str) -> web.Response:
+        selector = request.query.get("fieldSelector", "")
+        items = [o for o in self.store.list(resource, namespace) if self._selected(o, selector)]
+        offset = int(request.query.get("continue") or 0)
+        limit = int(request.query.get("limit") or 0) or len(items) or 1
+        page, rest = items[offset:offset + limit], items[offset + limit:]
+        metadata = {"resourceVersion": str(self.store.version)}
+        if rest:
+            metadata["continue"] = str(offset + limit)
+        return web.json_response({"kind": f"{resource.kind}List", "apiVersion": resource.api_version,
+                                  "metadata": metadata, "items": page})
+
+    async def _watch(self, request: web.Request, resource: ResourceType, namespace: str) -> web.StreamResponse:
+        selector = request.query.get("fieldSelector", "")
+        timeout = float(request.query.get("timeoutSeconds") or 1800)
+        bookmarks = request.query.get("allowWatchBookmarks") == "true"
+        version = request.query.get("resourceVersion") or "0"
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+
+        async def send(type_: str, obj: dict[str, Any]) -> None:
+            await response.write(json.dumps({"type": type_, "object": obj}).encode() + b"\n")
+
+        watcher = Watcher(resource, namespace)
+        self.store.watchers.append(watcher)
+        try:
+            if version == "0":
+                backlog = [("ADDED", o) for o in self.store.list(resource, namespace)]
+            else:
+                try:
+                    backlog = [(e.type, e.obj) for e in self.store.events_since(resource, int(version), namespace)]
+                except Conflict:
+                    await send("ERROR", _status(410, "Expired", f"too old resource version: {version}"))
+                    return response
+            for type_, obj in backlog:
+                if self._selected(obj, selector):
+                    await send(type_, obj)
+            deadline = asyncio.get_running_loop().time() + timeout
+            while (left := deadline - asyncio.get_running_loop().time()) > 0:
+                try:
+                    event = await asyncio.wait_for(watcher.queue.get(), min(left, self.bookmark_interval))
+                except asyncio.TimeoutError:
+                    if bookmarks:
+                        await send("BOOKMARK", {"kind": resource.kind, "apiVersion": resource.api_version,
+                                                "metadata": {"resourceVersion": str(self.store.version)}})
+                    continue
+                if event is None:  # dropped by the test: cut the connection without ending the stream
+                    if request.transport is not None:
+                        request.transport.abort()
+                    return response
+                if event.version > int(version) and self._selected(event.obj, selector):
+                    await send(event.type, event.obj)
+            await response.write_eof()
+            return response
+        except ConnectionResetError:
+            return response
+        finally:
+            self.store.watchers.remove(watcher)

@@ -1,0 +1,147 @@
+"""A pretend cluster for end-to-end tests: the API-server stand-in, colocate server processes, and
+a Service whose endpoints follow the servers' readiness (the kubelet probe plus kube-proxy).
+
+`ColocateProcess` runs `colocate serve --kubeconfig` as a real child process, so tests can send it
+SIGTERM. `Service` probes `/readyz` of every replica every `period` seconds and hands the
+dispatcher only the ready ones, as the endpoints controller does.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from certs.generate import CertPaths, ensure_serving_certs
+from tests.support.apiserver import ApiServer
+from tests.support.webhook_manifests import MANIFESTS, NAMESPACE, SERVICE
+from webhook.sources.manifests import read_manifest_file
+
+SERVICE_DNS = f"{SERVICE}.{NAMESPACE}.svc"
+FAST_ARGS = ("--watch-timeout", "5", "--backoff-max", "0.5", "--drain-delay", "1", "--shutdown-timeout", "5")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def seed(api: ApiServer, files: Sequence[Path]) -> None:
+    """Apply manifest files to the stand-in, as `kubectl apply -f` would."""
+    for path in files:
+        for obj in read_manifest_file(path):
+            api.apply(obj)
+
+
+def inject_ca_bundle(api: ApiServer, ca: Path) -> None:
+    """Set caBundle on every webhook of both configurations (the certificate controller's job)."""
+    bundle = base64.b64encode(ca.read_bytes()).decode()
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        resource = api.by_kind[kind]
+        for config in api.store.list(resource):
+            patch = [{"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle}
+                     for i in range(len(config.get("webhooks") or ()))]
+            api.store.patch(resource, "", config["metadata"]["name"], patch, "json")
+
+
+def webhook_configurations(api: ApiServer) -> list[dict[str, Any]]:
+    return [c for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+            for c in api.store.list(api.by_kind[kind])]
+
+
+def namespace_labels(api: ApiServer, name: str) -> dict[str, str] | None:
+    try:
+        namespace = api.store.get(api.by_kind["Namespace"], "", name)
+    except Exception:
+        return None
+    return namespace["metadata"].get("labels") or {}
+
+
+def make_certs(directory: Path) -> CertPaths:
+    paths, _ = ensure_serving_certs(directory, (SERVICE_DNS,))
+    return paths
+
+
+class ColocateProcess:
+    def __init__(self, kubeconfig: Path, cert_dir: Path, log: Path, extra: Sequence[str] = FAST_ARGS) -> None:
+        self.port = free_port()
+        self.log = log
+        command = [sys.executable, "-m", "webhook.cli", "serve", "--kubeconfig", str(kubeconfig),
+                   "--cert-dir", str(cert_dir), "--host", "127.0.0.1", "--port", str(self.port), *extra]
+        self.process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+                                        cwd=Path(__file__).resolve().parents[2])
+
+    def terminate(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+
+    async def wait(self, timeout: float) -> int:
+        for _ in range(int(timeout / 0.05)):
+            if (code := self.process.poll()) is not None:
+                return code
+            await asyncio.sleep(0.05)
+        raise TimeoutError(f"colocate (pid {self.process.pid}) still running after {timeout}s")
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(5)
+
+
+class Service:
+    """Ready endpoints of a set of replicas, refreshed by probing `/readyz` like a kubelet."""
+
+    def __init__(self, replicas: Sequence[ColocateProcess], ca: Path, period: float = 0.1) -> None:
+        self.replicas, self.period = list(replicas), period
+        self.ready: set[int] = set()
+        self._context = ssl.create_default_context(cafile=str(ca))
+        self._task: asyncio.Task[None] | None = None
+
+    def endpoints(self, namespace: str, name: str) -> list[tuple[str, int]]:
+        return [("127.0.0.1", r.port) for r in self.replicas if r.port in self.ready]
+
+    async def _probe(self, session: aiohttp.ClientSession, replica: ColocateProcess) -> None:
+        try:
+            async with session.get(f"https://127.0.0.1:{replica.port}/readyz", ssl=self._context,
+                                   timeout=aiohttp.ClientTimeout(total=1)) as response:
+                ok = response.status == 200
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+            ok = False
+        (self.ready.add if ok else self.ready.discard)(replica.port)
+
+    async def _run(self) -> None:
+        async with aiohttp.ClientSession() as session:
+            while True:
+                await asyncio.gather(*(self._probe(session, r) for r in self.replicas))
+                await asyncio.sleep(self.period)
+
+    async def start(self, timeout: float = 20.0) -> Service:
+        self._task = asyncio.create_task(self._run())
+        for _ in range(int(timeout / 0.05)):
+            if len(self.ready) == len(self.replicas):
+                return self
+            await asyncio.sleep(0.05)
+        logs = "\n".join(r.log.read_text()[-2000:] for r in self.replicas)
+        raise TimeoutError(f"replicas not ready after {timeout}s:\n{logs}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+def cluster_files() -> list[Path]:
+    """The stand-in's starting state: the webhook configurations and the quick-start objects."""
+    return [MANIFESTS / "deploy" / "webhooks.yaml", MANIFESTS / "cluster" / "namespaces.yaml",
+            MANIFESTS / "cluster" / "priorityclasses.yaml", MANIFESTS / "deploy" / "namespace.yaml"]

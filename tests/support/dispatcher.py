@@ -1,0 +1,217 @@
+"""An admission dispatcher that calls webhooks the way kube-apiserver does, over real HTTPS.
+
+Given webhook configurations (as applied from `manifests/`, caBundle filled in), it sends an object
+through every matching mutating webhook (configurations by name, webhooks in order, applying each
+JSONPatch), then every matching validating one. Like kube-apiserver it: turns a `service`
+reference into `https://<name>.<namespace>.svc:<port><path>` and resolves that name to the
+Service's endpoints (`endpoints(namespace, name)`, kube-proxy's job; tests pass loopback
+addresses), verifies the server against the caBundle and that DNS name, matches rules, namespace
+and object selectors, enforces timeoutSeconds and applies failurePolicy.
+
+Like Go's HTTP transport under kube-apiserver, it retries a request once, on a new connection,
+when a kept-alive connection turned out to be closed by the server before any answer (Go's
+errServerClosedIdle/nothingWritten retry): servers close idle connections whenever they like,
+and a client that picked one up at that instant has lost nothing but the connection. A refused
+or failed new connection is not retried.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import itertools
+import json
+import socket
+import ssl
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import jsonpatch
+from aiohttp.abc import AbstractResolver, ResolveResult
+
+from policies.selectors import LabelSelector, compile_selector
+
+Endpoints = Callable[[str, str], Sequence[tuple[str, int]]]
+_uids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    version: str
+    resource: str
+    kind: str
+    namespaced: bool = True
+    sub_resource: str = ""
+
+
+POD = Resource("", "v1", "pods", "Pod")
+
+
+@dataclass
+class Admission:
+    allowed: bool
+    object: dict[str, Any] | None
+    message: str = ""
+    code: int = 200
+    called: list[str] = field(default_factory=list)  # webhook names, in call order
+
+
+class _ServiceResolver(AbstractResolver):
+    """`<name>.<namespace>.svc` → the Service's endpoints, each with its own port (kube-proxy)."""
+
+    def __init__(self, endpoints: Endpoints) -> None:
+        self.endpoints = endpoints
+
+    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_INET) -> list[ResolveResult]:
+        name, namespace, *_ = host.split(".") + ["", ""]
+        addresses = list(self.endpoints(namespace, name))
+        if not addresses:
+            raise OSError(f"service {namespace}/{name} has no ready endpoints")
+        return [ResolveResult(hostname=host, host=ip, port=p, family=socket.AF_INET, proto=0,
+                              flags=socket.AI_NUMERICHOST) for ip, p in addresses]
+
+    async def close(self) -> None:
+        pass
+
+
+def _selector(raw: Any) -> LabelSelector:
+    compiled = compile_selector(raw or {}, "selector")
+    assert isinstance(compiled, LabelSelector), f"invalid selector in a webhook configuration: {raw}"
+    return compiled
+
+
+def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
+    return ((obj or {}).get("metadata") or {}).get("labels") or {}
+
+
+def rule_matches(rule: Mapping[str, Any], resource: Resource, operation: str) -> bool:
+    def has(key: str, value: str) -> bool:
+        values = rule.get(key) or []
+        return "*" in values or value in values
+
+    wanted = f"{resource.resource}/{resource.sub_resource}" if resource.sub_resource else resource.resource
+    resources = rule.get("resources") or []
+    scope = rule.get("scope", "*")
+    return (has("apiGroups", resource.group) and has("apiVersions", resource.version)
+            and has("operations", operation)
+            and (wanted in resources or "*" in resources or (not resource.sub_resource and "*/*" in resources))
+            and (scope == "*" or scope == ("Namespaced" if resource.namespaced else "Cluster")))
+
+
+class Dispatcher:
+    def __init__(self, configurations: Callable[[], Sequence[Mapping[str, Any]]], endpoints: Endpoints,
+                 namespace_labels: Callable[[str], Mapping[str, str] | None]) -> None:
+        self.configurations, self.endpoints, self.namespace_labels = configurations, endpoints, namespace_labels
+        self._sessions: dict[str, aiohttp.ClientSession] = {}
+
+    async def close(self) -> None:
+        for session in self._sessions.values():
+            await session.close()
+        self._sessions.clear()
+
+    async def __aenter__(self) -> Dispatcher:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _session(self, ca_bundle: str) -> aiohttp.ClientSession:
+        if ca_bundle not in self._sessions:
+            context = ssl.create_default_context(cadata=base64.b64decode(ca_bundle).decode() if ca_bundle else None)
+            connector = aiohttp.TCPConnector(ssl=context, resolver=_ServiceResolver(self.endpoints), limit=0)
+            self._sessions[ca_bundle] = aiohttp.ClientSession(connector=connector)
+        return self._sessions[ca_bundle]
+
+    def _webhooks(self, kind: str) -> list[Mapping[str, Any]]:
+        configurations = sorted((c for c in self.configurations() if c.get("kind") == kind),
+                                key=lambda c: c["metadata"]["name"])
+        return [w for c in configurations for w in c.get("webhooks") or ()]
+
+    def _matches(self, webhook: Mapping[str, Any], resource: Resource, operation: str, namespace: str,
+                 obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None) -> bool:
+        if not any(rule_matches(r, resource, operation) for r in webhook.get("rules") or ()):
+            return False
+        object_selector = _selector(webhook.get("objectSelector"))
+        if not (object_selector.matches(_labels(obj)) or (old is not None and object_selector.matches(_labels(old)))):
+            return False
+        if resource.kind == "Namespace":
+            labels: Mapping[str, str] | None = _labels(obj or old)
+        elif not resource.namespaced:
+            return True
+        else:
+            labels = self.namespace_labels(namespace)
+            if labels is None:  # kube-apiserver would fail the request: the namespace must exist
+                labels = {"kubernetes.io/metadata.name": namespace}
+        return _selector(webhook.get("namespaceSelector")).matches(labels)
+
+    async def _call(self, webhook: Mapping[str, Any], review: dict[str, Any]) -> dict[str, Any]:
+        client = webhook.get("clientConfig") or {}
+        service = client.get("service")
+        if service:
+            url = f"https://{service['name']}.{service['namespace']}.svc:{service.get('port', 443)}{service.get('path', '')}"
+        else:
+            url = client["url"]
+        timeout = aiohttp.ClientTimeout(total=float(webhook.get("timeoutSeconds", 10)))
+        session = self._session(client.get("caBundle", ""))
+        for attempt in (1, 2):
+            try:
+                async with session.post(url, json=review, timeout=timeout) as response:
+                    if response.status != 200:
+                        raise RuntimeError(f"HTTP {response.status}: {(await response.text())[:200]}")
+                    answer = await response.json()
+                    break
+            except aiohttp.ClientConnectorError:
+                raise
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+                if attempt == 2:
+                    raise
+        result = answer.get("response") or {}
+        if result.get("uid") != review["request"]["uid"]:
+            raise RuntimeError(f"response uid {result.get('uid')!r} does not match the request")
+        return result
+
+    async def admit(self, obj: dict[str, Any] | None, *, operation: str = "CREATE", resource: Resource = POD,
+                    namespace: str = "", old: dict[str, Any] | None = None) -> Admission:
+        """Run `obj` through every matching webhook; the admitted object, or why it was refused."""
+        namespace = namespace or ((obj or old or {}).get("metadata") or {}).get("namespace", "")
+        current = copy.deepcopy(obj)
+        called: list[str] = []
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            for webhook in self._webhooks(kind):
+                if not self._matches(webhook, resource, operation, namespace, current, old):
+                    continue
+                called.append(webhook["name"])
+                review = self._review(resource, operation, namespace, current, old)
+                try:
+                    result = await self._call(webhook, review)
+                except (aiohttp.ClientError, asyncio.TimeoutError, OSError, RuntimeError, ValueError) as exc:
+                    if webhook.get("failurePolicy", "Fail") == "Ignore":
+                        continue
+                    message = f'failed calling webhook "{webhook["name"]}": {type(exc).__name__}: {exc}'
+                    return Admission(False, None, message, 500, called)
+                if not result.get("allowed"):
+                    status = result.get("status") or {}
+                    message = f'admission webhook "{webhook["name"]}" denied the request: {status.get("message", "")}'
+                    return Admission(False, None, message, int(status.get("code") or 403), called)
+                if result.get("patch") and kind.startswith("Mutating"):
+                    patch = json.loads(base64.b64decode(result["patch"]))
+                    current = jsonpatch.apply_patch(current, patch)
+        return Admission(True, current, called=called)
+
+    @staticmethod
+    def _review(resource: Resource, operation: str, namespace: str, obj: Any, old: Any) -> dict[str, Any]:
+        name = ((obj or old or {}).get("metadata") or {}).get("name", "")
+        gvk = {"group": resource.group, "version": resource.version, "kind": resource.kind}
+        gvr = {"group": resource.group, "version": resource.version, "resource": resource.resource}
+        request = {
+            "uid": f"dispatch-{next(_uids)}", "kind": gvk, "resource": gvr, "requestKind": gvk,
+            "requestResource": gvr, "name": name, "namespace": namespace if resource.namespaced else "",
+            "operation": operation, "userInfo": {"username": "system:admin", "groups": ["system:masters"]},
+            "object": obj, "oldObject": old, "dryRun": False, "options": None,
+        }
+        if resource.sub_resource:
+            request["subResource"] = request["requestSubResource"] = resource.sub_resource
+        return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
