@@ -30,7 +30,6 @@ DEFAULT_MAX_BODY: Final = 8 * 1024 * 1024
 _UID_SCAN_BYTES: Final = 64 * 1024
 
 
-
 @dataclass
 class Lifecycle:
     """Set `draining` on SIGTERM: readiness fails and connections are closed after each response."""
