@@ -203,6 +203,29 @@ async def _fixed_rate(port: int, ca: Path, body: bytes, rate: float, connections
             "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000, "errors": errors}
 
 
+def _process_tree_cpu_seconds(root: int) -> float:
+    """utime + stime of `root` and its descendants (the workers), from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    return sum(cpu.get(pid, 0.0) for pid in tree)
+
+
 def measure(command: list[str], port: int, ca: Path, ready_path: str, lua: Path, args: argparse.Namespace,
             body: bytes) -> dict:
     import asyncio
@@ -211,7 +234,11 @@ def measure(command: list[str], port: int, ca: Path, ready_path: str, lua: Path,
     try:
         wait_ready(port, ca, ready_path)
         run_wrk(port, lua, 2, args.connections)  # warm-up
+        cpu_before = _process_tree_cpu_seconds(process.pid)
         result = run_wrk(port, lua, args.duration, args.connections)
+        # CPU time per request is what the server costs, and unlike req/s it barely moves when other
+        # processes share the machine.
+        result["cpu_us"] = (_process_tree_cpu_seconds(process.pid) - cpu_before) / max(result["requests"], 1) * 1e6
         result["fixed"] = asyncio.run(_fixed_rate(port, ca, body, args.rate, 16, args.duration))
         return result
     finally:
@@ -259,11 +286,14 @@ def main() -> int:
             results[name] = measure(command(port), port, certs.ca, ready, lua, args, body.read_bytes())
             r, f = results[name], results[name]["fixed"]
             print(f"{name:38s} max {r['rps']:6.0f} req/s  p50 {r['p50_ms']:6.2f} ms  p99 {r['p99_ms']:6.2f} ms  "
+                  f"cpu {r['cpu_us']:5.0f} us/req  "
                   f"| at {f['rate']:.0f} req/s: p50 {f['p50_ms']:5.2f} ms  p99 {f['p99_ms']:5.2f} ms  "
                   f"| errors {r['errors'] + f['errors']}", flush=True)
         bare = results["bare aiohttp (fixed response)"]["rps"]
         twenty = results["colocate, 20 profiles"]["rps"]
-        print(f"colocate/bare (20 profiles):        {twenty / bare:.0%}")
+        print(f"colocate/bare (20 profiles):        {twenty / bare:.0%} of the throughput, "
+              f"{results['bare aiohttp (fixed response)']['cpu_us'] / results['colocate, 20 profiles']['cpu_us']:.0%} "
+              "by server CPU per request")
         print(f"1000 profiles / 20 profiles:        {results['colocate, 1000 profiles']['rps'] / twenty:.0%}")
         print(f"--workers 2 / 1 worker:             {results['colocate, 20 profiles, --workers 2']['rps'] / twenty:.2f}x")
     return 0
