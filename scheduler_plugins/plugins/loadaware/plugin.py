@@ -1,0 +1,224 @@
+"""LoadAwareScheduling (spec §3): rejects nodes whose estimated usage would pass a threshold and
+prefers the least loaded nodes, judged from NodeMetric reports plus estimates of pods the
+report does not reflect yet.
+
+Extension points: PreFilter (computes the pod's estimate once), Filter, Score (no
+normalisation), Reserve/Unreserve (the assign cache). It listens to the cluster state for bound
+and deleted pods and for NodeMetric changes, as the Go plugin's informer handlers do.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from scheduler_plugins import apis
+from scheduler_plugins.framework.cycle_state import CycleState
+from scheduler_plugins.framework.handle import Handle
+from scheduler_plugins.framework.interfaces import PreFilterResult
+from scheduler_plugins.framework.nodeinfo import NodeInfo
+from scheduler_plugins.framework.status import SUCCESS, Status, error, unschedulable
+from scheduler_plugins.plugins.loadaware import estimator
+from scheduler_plugins.plugins.loadaware.args import LoadAwareSchedulingArgs, resource_vector
+from scheduler_plugins.plugins.loadaware.cache import AssignCache, Vec
+from scheduler_plugins.podinfo import PodInfo
+from scheduler_plugins.quantity import parse_duration
+
+NAME = "LoadAwareScheduling"
+_STATE_KEY = NAME + "/estimate"
+REASON_EXPIRED = "node(s) nodeMetric expired"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The thresholds that apply on one node: args, possibly replaced by the node annotation."""
+
+    usage: Mapping[str, int]
+    prod: Mapping[str, int]
+    agg_usage: Mapping[str, int] = field(default_factory=dict)
+    agg_type: str = ""
+    agg_duration: float = 0.0
+
+    @property
+    def is_aggregated(self) -> bool:
+        return bool(self.agg_usage) and bool(self.agg_type)
+
+
+def _int_map(raw: Any) -> dict[str, int]:
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): int(v) for k, v in raw.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def node_thresholds(base: Thresholds, annotation: str | None) -> Thresholds:
+    """Apply `scheduling.koordinator.sh/usage-thresholds`; unparsable JSON is ignored and each part
+    replaces the args' part only when non-empty."""
+    if not annotation:
+        return base
+    try:
+        raw = json.loads(annotation)
+        usage, prod = _int_map(raw.get("usageThresholds")), _int_map(raw.get("prodUsageThresholds"))
+        agg = raw.get("aggregatedUsage") or {}
+        agg_usage, agg_type = _int_map(agg.get("usageThresholds")), agg.get("usageAggregationType") or ""
+        agg_duration = parse_duration(agg.get("usageAggregatedDuration"))
+    except (ValueError, TypeError, AttributeError):
+        return base
+    with_agg = bool(agg_usage) and bool(agg_type)
+    return Thresholds(
+        usage=usage or base.usage,
+        prod=prod or base.prod,
+        agg_usage=agg_usage if with_agg else base.agg_usage,
+        agg_type=agg_type if with_agg else base.agg_type,
+        agg_duration=agg_duration if with_agg else base.agg_duration,
+    )
+
+
+def least_used_score(used: int, capacity: int) -> int:
+    if capacity == 0 or used > capacity:
+        return 0
+    return (capacity - used) * 100 // capacity
+
+
+def load_aware_score(dominant_weight: int, weights: list[int], used: Vec, capacity: Vec) -> int:
+    """NOTE: the dominant term is the minimum over every resource of the vector, weight 0 included."""
+    node_score, weight_sum = 0, dominant_weight
+    dominant = 100 if dominant_weight != 0 else 0
+    for i, weight in enumerate(weights):
+        score = least_used_score(used[i], capacity[i])
+        node_score += score * weight
+        weight_sum += weight
+        dominant = min(dominant, score)
+    node_score += dominant * dominant_weight
+    return 0 if weight_sum <= 0 else node_score // weight_sum
+
+
+class LoadAwareScheduling:
+    name = NAME
+
+    def __init__(self, args: LoadAwareSchedulingArgs, handle: Handle) -> None:
+        self.args = args
+        self.handle = handle
+        self.clock = handle.clock
+        self.resources = resource_vector(args)
+        self.weights = [args.resource_weights.get(r, 0) for r in self.resources]
+        self.score_enabled = any(self.weights) or args.dominant_resource_weight != 0
+        agg = args.aggregated
+        self.thresholds = Thresholds(dict(args.usage_thresholds), dict(args.prod_usage_thresholds),
+                                     dict(agg.usage_thresholds), agg.usage_aggregation_type,
+                                     agg.usage_aggregated_duration)
+        self.cache = AssignCache(self.resources, self._estimate, self._windows,
+                                 args.prod_usage_include_sys, handle.clock)
+        self._node_thresholds: dict[str, tuple[str | None, Thresholds]] = {}
+        self._node_allocatable: dict[str, tuple[Any, Vec]] = {}
+
+    # --- estimation ------------------------------------------------------------------------------
+    def _estimate(self, pod: PodInfo) -> Vec:
+        factors = estimator.scaling_factors(pod, self.args.estimated_scaling_factors, self.args.allow_customize_estimation)
+        return estimator.estimate_pod(pod, self.resources, factors)
+
+    def _windows(self, pod: PodInfo) -> estimator.EstimationWindows:
+        a = self.args
+        return estimator.estimation_windows(pod, a.estimated_seconds_after_pod_scheduled,
+                                            a.estimated_seconds_after_initialized, a.allow_customize_estimation)
+
+    def _pod_estimate(self, state: CycleState, pod: PodInfo) -> Vec:
+        cached = state.read(_STATE_KEY)
+        if cached is None:
+            cached = self._estimate(pod)
+            state.write(_STATE_KEY, cached)
+        return cached
+
+    def _thresholds_of(self, node: NodeInfo) -> Thresholds:
+        annotation = node.annotations.get(apis.ANNOTATION_USAGE_THRESHOLDS)
+        cached = self._node_thresholds.get(node.name)
+        if cached is None or cached[0] != annotation:
+            cached = (annotation, node_thresholds(self.thresholds, annotation))
+            self._node_thresholds[node.name] = cached
+        return cached[1]
+
+    def _allocatable(self, node: NodeInfo) -> Vec:
+        """EstimateNode, cached per node object (allocatable does not change with pods)."""
+        cached = self._node_allocatable.get(node.name)
+        if cached is None or cached[0] is not node.node:
+            cached = (node.node, estimator.estimate_node(node.node, node.allocatable, self.resources))
+            self._node_allocatable[node.name] = cached
+        return cached[1]
+
+    def _expired(self, update_time: float | None) -> bool:
+        return update_time is None or self.clock() - update_time >= self.args.node_metric_expiration_seconds
+
+    # --- extension points ------------------------------------------------------------------------
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
+        self._pod_estimate(state, pod)
+        return None, SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if node.node is None:
+            return error("node not found")
+        if pod.is_daemonset_pod:
+            return SUCCESS
+        profile = self._thresholds_of(node)
+        prod_pod = bool(profile.prod) and pod.priority_class == apis.PRIORITY_PROD
+        aggregated = not prod_pod and profile.is_aggregated
+        thresholds = profile.prod if prod_pod else (profile.agg_usage if aggregated else profile.usage)
+        if not any(thresholds.values()):
+            return SUCCESS
+        load = self.cache.loads.get(node.name)
+        if load is None:
+            return SUCCESS  # nodes without koordlet are never rejected
+        if self.args.filter_expired_node_metrics and self._expired(load.update_time):
+            return SUCCESS if self.args.enable_schedule_when_node_metrics_expired else unschedulable(REASON_EXPIRED)
+        if not load.has_node_metric:
+            return SUCCESS
+        usage = self.cache.estimated_usage(node.name, prod_pod, profile.agg_type if aggregated else "",
+                                           profile.agg_duration if aggregated else 0.0)
+        pod_estimate = self._pod_estimate(state, pod)
+        allocatable = self._allocatable(node)
+        for i, name in enumerate(self.resources):
+            threshold = thresholds.get(name, 0)
+            if threshold == 0 or allocatable[i] == 0:
+                continue
+            used = (usage[i] if usage is not None else 0) + pod_estimate[i]
+            if estimator.go_round(used / allocatable[i] * 100) > threshold:
+                what = "aggregated usage" if aggregated else "usage"
+                return unschedulable(f"node(s) {name} {what} exceed threshold")
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        if not self.score_enabled:
+            return 0, SUCCESS
+        if node.node is None:
+            return 0, error("node not found")
+        load = self.cache.loads.get(node.name)
+        if load is None or self._expired(load.update_time) or not load.has_node_metric:
+            return 0, SUCCESS
+        prod_pod = self.args.score_according_prod_usage and pod.priority_class == apis.PRIORITY_PROD
+        agg = self.args.aggregated
+        agg_type = agg.score_aggregation_type if not prod_pod else ""
+        usage = self.cache.estimated_usage(node.name, prod_pod, agg_type,
+                                           agg.score_aggregated_duration if agg_type else 0.0)
+        pod_estimate = self._pod_estimate(state, pod)
+        used = [(usage[i] if usage is not None else 0) + e for i, e in enumerate(pod_estimate)]
+        allocatable = self._allocatable(node)
+        return load_aware_score(self.args.dominant_resource_weight, self.weights, used, allocatable), SUCCESS
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        self.cache.assign(node_name, pod)
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        self.cache.unassign(node_name, pod.key)
+
+    # --- cluster events --------------------------------------------------------------------------
+    def on_pod_assigned(self, pod: PodInfo, node_name: str) -> None:
+        self.cache.assign(node_name, pod)
+
+    def on_pod_deleted(self, pod: PodInfo, node_name: str) -> None:
+        self.cache.unassign(node_name, pod.key)
+
+    def on_node_metric(self, node_name: str, metric: dict[str, Any] | None) -> None:
+        self.cache.set_metric(node_name, metric)
+
+
+def new(args: LoadAwareSchedulingArgs, handle: Handle) -> LoadAwareScheduling:
+    return LoadAwareScheduling(args, handle)

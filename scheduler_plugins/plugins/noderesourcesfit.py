@@ -1,0 +1,116 @@
+"""NodeResourcesFit with the QoS-aware fit colocation needs.
+
+Filter: a pod fits when every resource it requests is free on the node, with the pod's requests
+taken in the band it consumes (`PodInfo.qos_requests`): a koord-batch (BE) pod's cpu/memory are
+checked against `kubernetes.io/batch-cpu`/`batch-memory` allocatable, a koord-mid pod's against
+`mid-*`, every other pod against the regular `cpu`/`memory`. Node usage is summed the same way.
+Reasons are upstream's: "Too many pods", "Insufficient <resource>" (all that apply).
+
+Score: upstream LeastAllocated over `scoringStrategy.resources` (default cpu and memory, weight 1),
+using non-zero requests (100m / 200Mi defaults) for cpu and memory; resources the node does not
+have are left out of the weighted mean.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from scheduler_plugins import apis
+from scheduler_plugins.errors import ConfigError
+from scheduler_plugins.framework.args import Fields, check_range
+from scheduler_plugins.framework.cycle_state import CycleState
+from scheduler_plugins.framework.handle import Handle
+from scheduler_plugins.framework.interfaces import PreFilterResult
+from scheduler_plugins.framework.nodeinfo import NodeInfo
+from scheduler_plugins.framework.status import SUCCESS, Status, unschedulable
+from scheduler_plugins.podinfo import PodInfo
+
+NAME = "NodeResourcesFit"
+LEAST_ALLOCATED = "LeastAllocated"
+DEFAULT_SCORING_RESOURCES = ((apis.CPU, 1), (apis.MEMORY, 1))
+_STATE_KEY = NAME + "/preFilter"
+_FIRST = (apis.CPU, apis.MEMORY, apis.EPHEMERAL_STORAGE)
+
+
+@dataclass(frozen=True)
+class NodeResourcesFitArgs:
+    scoring_resources: tuple[tuple[str, int], ...] = DEFAULT_SCORING_RESOURCES
+
+
+def parse_args(raw: Mapping[str, Any] | None, path: str) -> NodeResourcesFitArgs:
+    fields = Fields(raw, path)
+    strategy = fields.sub("scoringStrategy")
+    kind = strategy.str("type", LEAST_ALLOCATED)
+    if kind != LEAST_ALLOCATED:
+        raise ConfigError(strategy.at("type"), f"only {LEAST_ALLOCATED} is supported, got {kind!r}")
+    resources = []
+    for i, item in enumerate(strategy.raw.get("resources") or []):
+        entry = Fields(item, f"{strategy.at('resources')}[{i}]")
+        name, weight = entry.str("name"), entry.int("weight", 1)
+        if not name:
+            raise ConfigError(entry.at("name"), "is required")
+        check_range(entry.at("weight"), weight, 0, 100, open_low=True)
+        resources.append((name, weight))
+    return NodeResourcesFitArgs(tuple(resources) or DEFAULT_SCORING_RESOURCES)
+
+
+def _ordered(requests: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    """Positive requests, cpu/memory/ephemeral-storage first, then extended names sorted."""
+    first = [(r, requests[r]) for r in _FIRST if requests.get(r, 0) > 0]
+    rest = sorted((r, v) for r, v in requests.items() if r not in _FIRST and r != apis.PODS and v > 0)
+    return tuple(first + rest)
+
+
+def least_requested(requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * 100 // capacity
+
+
+class NodeResourcesFit:
+    name = NAME
+
+    def __init__(self, args: NodeResourcesFitArgs) -> None:
+        self.args = args
+
+    def _requests(self, state: CycleState, pod: PodInfo) -> tuple[tuple[str, int], ...]:
+        cached = state.read(_STATE_KEY)
+        if cached is None:
+            cached = _ordered(pod.qos_requests)
+            state.write(_STATE_KEY, cached)
+        return cached
+
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
+        self._requests(state, pod)
+        return None, SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        allocatable, used = node.allocatable, node.qos_requested
+        reasons = []
+        if len(node.pods) + 1 > allocatable.get(apis.PODS, 110):
+            reasons.append("Too many pods")
+        for name, amount in self._requests(state, pod):
+            if amount > allocatable.get(name, 0) - used.get(name, 0):
+                reasons.append(f"Insufficient {name}")
+        return unschedulable(*reasons) if reasons else SUCCESS
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        total = weights = 0
+        for name, weight in self.args.scoring_resources:
+            capacity = node.allocatable.get(name, 0)
+            if capacity == 0:
+                continue
+            if name in (apis.CPU, apis.MEMORY):
+                requested = node.non_zero_requested.get(name, 0) + pod.non_zero_requests.get(name, 0)
+            else:
+                requested = node.requested.get(name, 0) + pod.requests.get(name, 0)
+            total += least_requested(requested, capacity) * weight
+            weights += weight
+        return (total // weights if weights else 0), SUCCESS
+
+
+def new(args: NodeResourcesFitArgs, handle: Handle) -> NodeResourcesFit:
+    return NodeResourcesFit(args)
