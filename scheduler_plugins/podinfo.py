@@ -69,20 +69,25 @@ def kube_qos_class(pod: Mapping[str, Any]) -> str:
         return declared
     spec = pod.get("spec") or {}
     containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
-    any_set, guaranteed = False, True
+    requests: Vector = {}
+    limits: Vector = {}
+    guaranteed = True
     for container in containers:
         resources = container.get("resources") or {}
-        requests = resource_list(resources.get("requests"))
-        limits = resource_list(resources.get("limits"))
-        for name in (apis.CPU, apis.MEMORY):
-            req, lim = requests.get(name, 0), limits.get(name, 0)
-            if req or lim:
-                any_set = True
-            if not lim or (name in requests and req != lim):
-                guaranteed = False
-    if not any_set:
+        found_limits = set()
+        for field, into in (("requests", requests), ("limits", limits)):
+            for name, amount in resource_list(resources.get(field)).items():
+                if name in (apis.CPU, apis.MEMORY) and amount > 0:
+                    into[name] = into.get(name, 0) + amount
+                    if field == "limits":
+                        found_limits.add(name)
+        if found_limits != {apis.CPU, apis.MEMORY}:
+            guaranteed = False
+    if not requests and not limits:
         return apis.K8S_BEST_EFFORT
-    return apis.K8S_GUARANTEED if guaranteed else apis.K8S_BURSTABLE
+    if guaranteed and all(limits.get(n) == v for n, v in requests.items()) and len(requests) == len(limits):
+        return apis.K8S_GUARANTEED
+    return apis.K8S_BURSTABLE
 
 
 class PodInfo:
