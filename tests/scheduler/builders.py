@@ -104,9 +104,17 @@ def make_framework(objects: list[dict], config=None, now: str = NOW):
     return fwk, cluster
 
 
+SCORE_ONLY = ("NodeResourcesFitPlus", "ScarceResourceAvoidance", "NetworkTraffic")
+
+
 def plugin_of(objects: list[dict], name: str, args: dict | None = None, now: str = NOW):
     """The named plugin built inside a framework over `objects`, plus the cluster."""
-    config = make_config({name: args} if args is not None else None)
+    plugins = None
+    if name in SCORE_ONLY:
+        plugins = {"score": {"enabled": [{"name": name}]}}
+        if name != "NetworkTraffic":
+            plugins["preScore"] = {"enabled": [{"name": name}]}
+    config = make_config({name: args} if args is not None else None, plugins)
     fwk, cluster = make_framework(objects, config, now)
     return fwk.plugins[name], cluster
 
