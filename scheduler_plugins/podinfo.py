@@ -62,6 +62,16 @@ def _non_zero(amounts: Vector) -> Vector:
     return out
 
 
+def clone(obj: Any) -> Any:
+    """A deep copy of a JSON-shaped object (dicts, lists, scalars); several times faster than
+    `copy.deepcopy`, which matters once per scheduled pod."""
+    if isinstance(obj, dict):
+        return {k: clone(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [clone(v) for v in obj]
+    return obj
+
+
 def kube_qos_class(pod: Mapping[str, Any]) -> str:
     """`status.qosClass` when set, else computed from cpu/memory requests and limits."""
     declared = (pod.get("status") or {}).get("qosClass")

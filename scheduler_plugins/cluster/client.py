@@ -5,14 +5,12 @@ failure surface (`ClientError` with an HTTP code) so DefaultPreBind's retries ar
 """
 from __future__ import annotations
 
-import copy
-
 import jsonpatch
 
 from scheduler_plugins.clock import Clock, format_time, system_clock
 from scheduler_plugins.cluster.state import ClusterState
 from scheduler_plugins.framework.handle import ClientError
-from scheduler_plugins.podinfo import PodInfo
+from scheduler_plugins.podinfo import PodInfo, clone
 
 
 class InMemoryClient:
@@ -41,7 +39,7 @@ class InMemoryClient:
             raise ClientError(409, f"pods {namespace}/{name}: uid mismatch")
         if bound_to and bound_to != node_name:
             raise ClientError(409, f"pod {namespace}/{name} is already assigned to node {bound_to}")
-        obj = copy.deepcopy(pod.obj)
+        obj = clone(pod.obj)
         obj.setdefault("spec", {})["nodeName"] = node_name
         conditions = obj.setdefault("status", {}).setdefault("conditions", [])
         conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]

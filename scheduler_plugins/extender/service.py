@@ -65,20 +65,16 @@ class ExtenderService:
         if status.code is Code.Error:
             return {"Nodes": None, "NodeNames": None, "FailedNodes": {}, "FailedAndUnresolvableNodes": {},
                     "Error": f"{status.plugin}: {status.message}"}
-        for node in nodes:
-            if not status.is_success:
-                node_status = status
-            elif result is not None and result.node_names is not None and node.name not in result.node_names:
-                unresolvable[node.name] = REASON_PREFILTER_RESULT
-                continue
-            else:
-                node_status = self.framework.run_filter(state, pod, node)
-            if node_status.is_success:
-                passed.append(node)
-            elif node_status.code is Code.UnschedulableAndUnresolvable:
-                unresolvable[node.name] = node_status.message or node_status.code.name
-            else:
-                failed[node.name] = node_status.message or node_status.code.name
+        if not status.is_success:
+            rejected = {node.name: status for node in nodes}
+        else:
+            if result is not None and result.node_names is not None:
+                unresolvable.update({n.name: REASON_PREFILTER_RESULT for n in nodes if n.name not in result.node_names})
+                nodes = [n for n in nodes if n.name in result.node_names]
+            passed, rejected, _ = self.framework.find_feasible(state, pod, nodes)
+        for name, node_status in rejected.items():
+            target = unresolvable if node_status.code is Code.UnschedulableAndUnresolvable else failed
+            target[name] = node_status.message or node_status.code.name
         keep = {n.name for n in passed}
         return {
             "Nodes": None if names is not None else {"items": [i for i in items or [] if i["metadata"]["name"] in keep]},

@@ -6,7 +6,6 @@ profile order. Plugins that keep caches of cluster objects are subscribed to the
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Any
@@ -21,7 +20,7 @@ from scheduler_plugins.framework.nodeinfo import NodeInfo
 from scheduler_plugins.framework.registry import Registry
 from scheduler_plugins.framework.status import (MAX_NODE_SCORE, MIN_NODE_SCORE, SKIP, SUCCESS, Code,
                                                 Status, error)
-from scheduler_plugins.podinfo import PodInfo
+from scheduler_plugins.podinfo import PodInfo, clone
 
 
 @dataclass
@@ -58,6 +57,8 @@ class Framework:
                 chosen.append(plugin)
             self.points[point] = chosen
         self.score_weights = {ref.name: ref.weight for ref in profile.enabled("score")}
+        self._scorers = [(p, self.score_weights[p.name], p.normalize_score if isinstance(p, fi.ScoreExtensions) else None)
+                         for p in self.points["score"]]
         self.before_pre_filter = self._transformers("preFilter", fi.BeforePreFilterTransformer)
         self.after_pre_filter = self._transformers("preFilter", fi.AfterPreFilterTransformer)
         self.before_filter = self._transformers("filter", fi.BeforeFilterTransformer)
@@ -139,6 +140,45 @@ class Framework:
                 return status.with_plugin(plugin.name)
         return SUCCESS
 
+    def find_feasible(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], wanted: int | None = None,
+                      start: int = 0) -> tuple[list[NodeInfo], dict[str, Status], int]:
+        """Filter `nodes` from index `start` (wrapping) until `wanted` feasible nodes are found
+        (kube-scheduler's findNodesThatPassFilters). Returns (feasible, failed statuses, nodes
+        processed). This is `run_filter` over many nodes, with the plugin loop inlined: it is the
+        hottest loop of the scheduler."""
+        total = len(nodes)
+        wanted = total if wanted is None else wanted
+        feasible: list[NodeInfo] = []
+        failed: dict[str, Status] = {}
+        if self.before_filter:
+            ordered = [nodes[(start + i) % total] for i in range(total)]
+            for processed, node in enumerate(ordered, 1):
+                status = self.run_filter(state, pod, node)
+                if status.code is Code.Success:
+                    feasible.append(node)
+                    if len(feasible) >= wanted:
+                        return feasible, failed, processed
+                else:
+                    failed[node.name] = status
+            return feasible, failed, total
+        skip = state.skip_filter_plugins
+        plugins = [(p.name, p.filter) for p in self.points["filter"] if p.name not in skip]
+        success = Code.Success
+        processed = 0
+        for offset in range(total):
+            node = nodes[(start + offset) % total] if start else nodes[offset]
+            processed += 1
+            for name, filter_ in plugins:
+                status = filter_(state, pod, node)
+                if status.code is not success:
+                    failed[node.name] = status.with_plugin(name)
+                    break
+            else:
+                feasible.append(node)
+                if len(feasible) >= wanted:
+                    break
+        return feasible, failed, processed
+
     def explain_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[Status, list[Status]]:
         """Every Filter plugin's status for this node (Skip for plugins PreFilter skipped); the node's
         outcome is still the first failure. Later plugins run for information only."""
@@ -189,30 +229,30 @@ class Framework:
                 pod, nodes = new_pod, new_nodes
         rows: list[PluginScores] = []
         totals = [0] * len(nodes)
-        for plugin in self.points["score"]:
+        success = Code.Success
+        for plugin, weight, normalizer in self._scorers:
             if plugin.name in state.skip_score_plugins:
                 continue
+            score = plugin.score
             raw: list[int] = []
             for node in nodes:
-                value, status = plugin.score(state, pod, node)
-                if not status.is_success:
+                value, status = score(state, pod, node)
+                if status.code is not success:
                     return ScoreTable(nodes, rows, totals), status.with_plugin(plugin.name)
                 raw.append(value)
             normalized = raw
-            if isinstance(plugin, fi.ScoreExtensions):
+            if normalizer is not None:
                 scored = [fi.NodeScore(node.name, value) for node, value in zip(nodes, raw)]
-                status = plugin.normalize_score(state, pod, scored)
+                status = normalizer(state, pod, scored)
                 if not status.is_success:
                     return ScoreTable(nodes, rows, totals), status.with_plugin(plugin.name)
                 normalized = [s.score for s in scored]
-            for value in normalized:
-                if not MIN_NODE_SCORE <= value <= MAX_NODE_SCORE:
-                    return ScoreTable(nodes, rows, totals), error(
-                        f"plugin {plugin.name} returned an invalid score {value}").with_plugin(plugin.name)
-            weight = self.score_weights[plugin.name]
+            if min(normalized, default=0) < MIN_NODE_SCORE or max(normalized, default=0) > MAX_NODE_SCORE:
+                bad = next(v for v in normalized if not MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)
+                return ScoreTable(nodes, rows, totals), error(
+                    f"plugin {plugin.name} returned an invalid score {bad}").with_plugin(plugin.name)
             rows.append(PluginScores(plugin.name, weight, raw, normalized))
-            for i, value in enumerate(normalized):
-                totals[i] += value * weight
+            totals = [t + v * weight for t, v in zip(totals, normalized)]
         return ScoreTable(nodes, rows, totals), SUCCESS
 
     # --- reserve, permit, binding ----------------------------------------------------------------
@@ -242,7 +282,7 @@ class Framework:
 
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """PreBind plugins mutate a deep copy; PreBindExtensions turn the change into one patch."""
-        modified = PodInfo(copy.deepcopy(pod.obj))
+        modified = PodInfo(clone(pod.obj))
         for plugin in self.points["preBind"]:
             status = plugin.pre_bind(state, modified, node_name)
             if not status.is_success:

@@ -30,6 +30,8 @@ class DefaultPreBind:
         return SUCCESS
 
     def apply_patch(self, state: CycleState, original: dict, modified: dict) -> Status:
+        if original == modified:
+            return SUCCESS
         patch = jsonpatch.make_patch(original, modified).patch
         if not patch:
             return SUCCESS

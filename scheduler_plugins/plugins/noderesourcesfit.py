@@ -72,6 +72,7 @@ class NodeResourcesFit:
 
     def __init__(self, args: NodeResourcesFitArgs) -> None:
         self.args = args
+        self._last: tuple[CycleState, PodInfo, list] | None = None
 
     def _requests(self, state: CycleState, pod: PodInfo) -> tuple[tuple[str, int], ...]:
         cached = state.read(_STATE_KEY)
@@ -97,17 +98,28 @@ class NodeResourcesFit:
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
         return SUCCESS
 
+    def _pod_scoring(self, state: CycleState, pod: PodInfo) -> list[tuple[str, int, int, bool]]:
+        """Per cycle: (resource, weight, pod request, counted with non-zero defaults?)."""
+        last = self._last
+        if last is not None and last[0] is state and last[1] is pod:
+            return last[2]
+        rows = []
+        for name, weight in self.args.scoring_resources:
+            non_zero = name in (apis.CPU, apis.MEMORY)
+            request = (pod.non_zero_requests if non_zero else pod.requests).get(name, 0)
+            rows.append((name, weight, request, non_zero))
+        self._last = (state, pod, rows)  # holds the state, so its identity is not reused
+        return rows
+
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
         total = weights = 0
-        for name, weight in self.args.scoring_resources:
-            capacity = node.allocatable.get(name, 0)
+        allocatable, non_zero_requested, requested = node.allocatable, node.non_zero_requested, node.requested
+        for name, weight, request, non_zero in self._pod_scoring(state, pod):
+            capacity = allocatable.get(name, 0)
             if capacity == 0:
                 continue
-            if name in (apis.CPU, apis.MEMORY):
-                requested = node.non_zero_requested.get(name, 0) + pod.non_zero_requests.get(name, 0)
-            else:
-                requested = node.requested.get(name, 0) + pod.requests.get(name, 0)
-            total += least_requested(requested, capacity) * weight
+            used = (non_zero_requested if non_zero else requested).get(name, 0) + request
+            total += (0 if used > capacity else (capacity - used) * 100 // capacity) * weight
             weights += weight
         return (total // weights if weights else 0), SUCCESS
 

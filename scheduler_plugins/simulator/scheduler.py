@@ -92,24 +92,12 @@ class Scheduler:
     def _find_feasible(self, state: CycleState, pod: PodInfo,
                        nodes: list[NodeInfo]) -> tuple[list[NodeInfo], dict[str, Status]]:
         total = len(nodes)
-        wanted = num_feasible_nodes_to_find(self.percentage, total)
-        feasible: list[NodeInfo] = []
-        failed: dict[str, Status] = {}
-        run_filter = self.framework.run_filter
-        processed = 0
-        start = self.next_start_node_index % total if total else 0
-        for offset in range(total):
-            node = nodes[(start + offset) % total]
-            processed += 1
-            status = run_filter(state, pod, node)
-            if status.code is Code.Success:
-                feasible.append(node)
-                if len(feasible) >= wanted:
-                    break
-            else:
-                failed[node.name] = status
-        if total:
-            self.next_start_node_index = (start + processed) % total
+        if not total:
+            return [], {}
+        start = self.next_start_node_index % total
+        feasible, failed, processed = self.framework.find_feasible(
+            state, pod, nodes, num_feasible_nodes_to_find(self.percentage, total), start)
+        self.next_start_node_index = (start + processed) % total
         return feasible, failed
 
     def schedule_one(self, pod: PodInfo) -> Placement:

@@ -71,6 +71,11 @@ class AssignCache:
         self._clock = clock
         self.pods: dict[str, dict[str, AssignedPod]] = {}
         self.loads: dict[str, NodeLoad] = {}
+        #: bumped on every change to a node's pods or metric, so derived views know to rebuild
+        self.versions: dict[str, int] = {}
+
+    def _touch(self, node_name: str) -> None:
+        self.versions[node_name] = self.versions.get(node_name, 0) + 1
 
     def _vector(self, raw: Mapping[str, Any] | None) -> Vec:
         amounts = resource_list((raw or {}).get("resources"))
@@ -83,6 +88,7 @@ class AssignCache:
     def assign(self, node_name: str, pod: PodInfo) -> None:
         """Add (or refresh) a pod on a node; terminated pods are not cached."""
         self.unassign(node_name, pod.key)
+        self._touch(node_name)
         if pod.is_terminated:
             return
         now = self._clock()
@@ -103,6 +109,8 @@ class AssignCache:
 
     def unassign(self, node_name: str, key: str) -> None:
         entry = self.pods.get(node_name, {}).pop(key, None)
+        if entry is not None:
+            self._touch(node_name)
         load = self.loads.get(node_name)
         if entry is not None and load is not None:
             node_delta, prod_delta, prod_usage, estimated = load.contributions.pop(key)
@@ -141,6 +149,7 @@ class AssignCache:
     # --- NodeMetrics -----------------------------------------------------------------------------
     def set_metric(self, node_name: str, metric: Mapping[str, Any] | None) -> None:
         """Rebuild the node's aggregates from scratch from a (new) NodeMetric; None drops them."""
+        self._touch(node_name)
         if metric is None:
             self.loads.pop(node_name, None)
             return

@@ -21,12 +21,14 @@ from scheduler_plugins.framework.status import SUCCESS, Status, error, unschedul
 from scheduler_plugins.plugins.loadaware import estimator
 from scheduler_plugins.plugins.loadaware.args import LoadAwareSchedulingArgs, resource_vector
 from scheduler_plugins.plugins.loadaware.cache import AssignCache, Vec
+from scheduler_plugins.plugins.loadaware.view import Check, NodeView, threshold_checks
 from scheduler_plugins.podinfo import PodInfo
 from scheduler_plugins.quantity import parse_duration
 
 NAME = "LoadAwareScheduling"
 _STATE_KEY = NAME + "/estimate"
 REASON_EXPIRED = "node(s) nodeMetric expired"
+_MISSING: Any = object()
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,8 @@ class LoadAwareScheduling:
                                  args.prod_usage_include_sys, handle.clock)
         self._node_thresholds: dict[str, tuple[str | None, Thresholds]] = {}
         self._node_allocatable: dict[str, tuple[Any, Vec]] = {}
+        self._views: dict[str, NodeView] = {}
+        self._last_estimate: tuple[CycleState, PodInfo, Vec] | None = None
 
     # --- estimation ------------------------------------------------------------------------------
     def _estimate(self, pod: PodInfo) -> Vec:
@@ -122,10 +126,14 @@ class LoadAwareScheduling:
                                             a.estimated_seconds_after_initialized, a.allow_customize_estimation)
 
     def _pod_estimate(self, state: CycleState, pod: PodInfo) -> Vec:
+        last = self._last_estimate
+        if last is not None and last[0] is state and last[1] is pod:
+            return last[2]
         cached = state.read(_STATE_KEY)
         if cached is None:
             cached = self._estimate(pod)
             state.write(_STATE_KEY, cached)
+        self._last_estimate = (state, pod, cached)  # holds the state, so its identity is not reused
         return cached
 
     def _thresholds_of(self, node: NodeInfo) -> Thresholds:
@@ -152,36 +160,53 @@ class LoadAwareScheduling:
         self._pod_estimate(state, pod)
         return None, SUCCESS
 
+    def _view(self, node: NodeInfo) -> NodeView:
+        version = self.cache.versions.get(node.name, 0)
+        view = self._views.get(node.name)
+        if view is None or view.version != version or view.node is not node.node:
+            view = self._views[node.name] = NodeView(version, node.node, self._allocatable(node),
+                                                     bool(self._thresholds_of(node).prod))
+        return view
+
+    def _filter_checks(self, node: NodeInfo, prod_pod: bool) -> list[Check] | None:
+        """None when every applicable threshold is 0 (nothing to filter)."""
+        profile = self._thresholds_of(node)
+        aggregated = not prod_pod and profile.is_aggregated
+        thresholds = profile.prod if prod_pod else (profile.agg_usage if aggregated else profile.usage)
+        if not any(thresholds.values()):
+            return None
+        usage = self.cache.estimated_usage(node.name, prod_pod, profile.agg_type if aggregated else "",
+                                           profile.agg_duration if aggregated else 0.0)
+        return threshold_checks(self.resources, thresholds, self._allocatable(node), usage, aggregated)
+
+    def _score_usage(self, node: NodeInfo, prod_pod: bool) -> Vec | None:
+        agg = self.args.aggregated
+        agg_type = agg.score_aggregation_type if not prod_pod else ""
+        return self.cache.estimated_usage(node.name, prod_pod, agg_type, agg.score_aggregated_duration if agg_type else 0.0)
+
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         if node.node is None:
             return error("node not found")
         if pod.is_daemonset_pod:
             return SUCCESS
-        profile = self._thresholds_of(node)
-        prod_pod = bool(profile.prod) and pod.priority_class == apis.PRIORITY_PROD
-        aggregated = not prod_pod and profile.is_aggregated
-        thresholds = profile.prod if prod_pod else (profile.agg_usage if aggregated else profile.usage)
-        if not any(thresholds.values()):
-            return SUCCESS
         load = self.cache.loads.get(node.name)
         if load is None:
             return SUCCESS  # nodes without koordlet are never rejected
+        view = self._view(node)
+        prod_pod = view.has_prod_thresholds and pod.priority_class == apis.PRIORITY_PROD
+        checks = view.filter.get(prod_pod, _MISSING)
+        if checks is _MISSING:
+            checks = view.filter[prod_pod] = self._filter_checks(node, prod_pod)
+        if checks is None:
+            return SUCCESS
         if self.args.filter_expired_node_metrics and self._expired(load.update_time):
             return SUCCESS if self.args.enable_schedule_when_node_metrics_expired else unschedulable(REASON_EXPIRED)
         if not load.has_node_metric:
             return SUCCESS
-        usage = self.cache.estimated_usage(node.name, prod_pod, profile.agg_type if aggregated else "",
-                                           profile.agg_duration if aggregated else 0.0)
-        pod_estimate = self._pod_estimate(state, pod)
-        allocatable = self._allocatable(node)
-        for i, name in enumerate(self.resources):
-            threshold = thresholds.get(name, 0)
-            if threshold == 0 or allocatable[i] == 0:
-                continue
-            used = (usage[i] if usage is not None else 0) + pod_estimate[i]
-            if estimator.go_round(used / allocatable[i] * 100) > threshold:
-                what = "aggregated usage" if aggregated else "usage"
-                return unschedulable(f"node(s) {name} {what} exceed threshold")
+        estimate = self._pod_estimate(state, pod)
+        for i, limit, status in checks:
+            if estimate[i] >= limit:
+                return status
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
@@ -193,14 +218,13 @@ class LoadAwareScheduling:
         if load is None or self._expired(load.update_time) or not load.has_node_metric:
             return 0, SUCCESS
         prod_pod = self.args.score_according_prod_usage and pod.priority_class == apis.PRIORITY_PROD
-        agg = self.args.aggregated
-        agg_type = agg.score_aggregation_type if not prod_pod else ""
-        usage = self.cache.estimated_usage(node.name, prod_pod, agg_type,
-                                           agg.score_aggregated_duration if agg_type else 0.0)
-        pod_estimate = self._pod_estimate(state, pod)
-        used = [(usage[i] if usage is not None else 0) + e for i, e in enumerate(pod_estimate)]
-        allocatable = self._allocatable(node)
-        return load_aware_score(self.args.dominant_resource_weight, self.weights, used, allocatable), SUCCESS
+        view = self._view(node)
+        usage = view.score.get(prod_pod, _MISSING)
+        if usage is _MISSING:
+            usage = view.score[prod_pod] = self._score_usage(node, prod_pod)
+        estimate = self._pod_estimate(state, pod)
+        used = estimate if usage is None else [u + e for u, e in zip(usage, estimate)]
+        return load_aware_score(self.args.dominant_resource_weight, self.weights, used, view.allocatable), SUCCESS
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         self.cache.assign(node_name, pod)
