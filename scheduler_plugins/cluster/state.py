@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Protocol, runtime_checkable
 
+import numpy as np
+
 from scheduler_plugins.framework.nodeinfo import NodeInfo
 from scheduler_plugins.podinfo import PodInfo
 
@@ -32,16 +34,41 @@ class ClusterState:
         self.pending: dict[str, PodInfo] = {}
         self._listeners: list[ClusterListener] = []
         self._node_list: list[NodeInfo] | None = None
+        #: nodes by table index, and a per-index counter bumped on every change to that node (its
+        #: pods, its object, or a plugin's cache of it via `touch`): batch plugins compare it with
+        #: what they last saw to refresh only the rows that changed.
+        self.by_index: list[NodeInfo] = []
+        self.generations = np.zeros(64, dtype=np.int64)
+
+    def _bump(self, index: int) -> None:
+        self.generations[index] += 1
+
+    def touch(self, name: str) -> None:
+        """Something derived from this node changed (a NodeMetric, a plugin cache entry)."""
+        node = self.nodes.get(name)
+        if node is not None:
+            self._bump(node.index)
 
     # --- nodes and metrics -----------------------------------------------------------------------
     def add_node(self, obj: dict[str, Any]) -> NodeInfo:
         info = NodeInfo(obj)
         old = self.nodes.get(info.name)
         if old is not None:
+            info.index = old.index
+            self.by_index[info.index] = info
+            old.on_change = None
+        else:
+            info.index = len(self.by_index)
+            self.by_index.append(info)
+            if info.index >= len(self.generations):
+                self.generations = np.concatenate([self.generations, np.zeros(len(self.generations), np.int64)])
+        info.on_change = self._bump
+        if old is not None:
             for pod in old.pods.values():
                 info.add_pod(pod)
         self.nodes[info.name] = info
         self._node_list = None
+        self._bump(info.index)
         return info
 
     def node_list(self) -> list[NodeInfo]:
@@ -55,11 +82,13 @@ class ClusterState:
         self.node_metrics[name] = obj
         for listener in self._listeners:
             listener.on_node_metric(name, obj)
+        self.touch(name)
 
     def delete_node_metric(self, name: str) -> None:
         self.node_metrics.pop(name, None)
         for listener in self._listeners:
             listener.on_node_metric(name, None)
+        self.touch(name)
 
     # --- pods ------------------------------------------------------------------------------------
     def add_pod(self, obj: dict[str, Any]) -> PodInfo:

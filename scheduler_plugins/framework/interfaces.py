@@ -11,7 +11,7 @@ Every method returns a `Status` (or a tuple with one) instead of raising. Contra
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 from scheduler_plugins.framework.cycle_state import CycleState
 from scheduler_plugins.framework.nodeinfo import NodeInfo
@@ -88,6 +88,15 @@ class FilterPlugin(Protocol):
 
 
 @runtime_checkable
+class BatchFilterPlugin(Protocol):
+    """Optional: Filter for many nodes at once. Returns a boolean array (True = passes), aligned
+    with `nodes` (`index` holds their table indexes), or None to fall back to `filter`. Must agree
+    with `filter` node by node; the framework asks `filter` for the reason of each rejection."""
+
+    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: Any) -> Any: ...
+
+
+@runtime_checkable
 class PostFilterPlugin(Protocol):
     name: str
 
@@ -107,6 +116,14 @@ class ScorePlugin(Protocol):
     name: str
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]: ...
+
+
+@runtime_checkable
+class BatchScorePlugin(Protocol):
+    """Optional: Score for many nodes at once (an integer array aligned with `nodes`), or None to
+    fall back to `score`. Must agree with `score` node by node."""
+
+    def score_array(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: Any) -> Any: ...
 
 
 @runtime_checkable

@@ -8,7 +8,7 @@ against; `requested` and `non_zero_requested` are the upstream raw sums used by 
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from scheduler_plugins.podinfo import PodInfo, Vector
 from scheduler_plugins.quantity import resource_list
@@ -21,7 +21,7 @@ def _add(into: Vector, other: Mapping[str, int], sign: int) -> None:
 
 class NodeInfo:
     __slots__ = ("node", "pods", "requested", "non_zero_requested", "qos_requested",
-                 "generation", "__dict__")
+                 "generation", "index", "on_change", "__dict__")
 
     def __init__(self, node: dict[str, Any] | None) -> None:
         self.node = node
@@ -30,6 +30,10 @@ class NodeInfo:
         self.non_zero_requested: Vector = {}
         self.qos_requested: Vector = {}
         self.generation = 0
+        #: position in the cluster's node table (-1: not part of a cluster), and the hook the
+        #: cluster uses to learn that this node changed (see ClusterState.generations)
+        self.index = -1
+        self.on_change: Callable[[int], None] | None = None
 
     @cached_property
     def name(self) -> str:
@@ -65,6 +69,8 @@ class NodeInfo:
         _add(self.non_zero_requested, pod.non_zero_requests, sign)
         _add(self.qos_requested, pod.qos_requests, sign)
         self.generation += 1
+        if self.on_change is not None:
+            self.on_change(self.index)
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name}, pods={len(self.pods)})"

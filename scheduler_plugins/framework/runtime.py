@@ -10,10 +10,13 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Any
 
+import numpy as np
+
 from scheduler_plugins.cluster.state import ClusterListener
 from scheduler_plugins.config import Profile
 from scheduler_plugins.errors import ConfigError
 from scheduler_plugins.framework import interfaces as fi
+from scheduler_plugins.framework.columns import node_indexes
 from scheduler_plugins.framework.cycle_state import CycleState
 from scheduler_plugins.framework.handle import Handle
 from scheduler_plugins.framework.nodeinfo import NodeInfo
@@ -64,6 +67,7 @@ class Framework:
         self.before_filter = self._transformers("filter", fi.BeforeFilterTransformer)
         self.before_score = self._transformers("score", fi.BeforeScoreTransformer)
         self.after_post_filter = self._transformers("postFilter", fi.AfterPostFilterTransformer)
+        self._index_cache: tuple[list[NodeInfo], np.ndarray | None, int] | None = None
         self.pre_bind_extensions = [p for p in self.points["preBind"] if isinstance(p, fi.PreBindExtensions)]
         for plugin in self.plugins.values():
             if isinstance(plugin, ClusterListener):
@@ -162,7 +166,12 @@ class Framework:
                     failed[node.name] = status
             return feasible, failed, total
         skip = state.skip_filter_plugins
-        plugins = [(p.name, p.filter) for p in self.points["filter"] if p.name not in skip]
+        active = [p for p in self.points["filter"] if p.name not in skip]
+        if total and all(isinstance(p, fi.BatchFilterPlugin) for p in active):
+            found = self._find_feasible_batch(state, pod, nodes, active, wanted, start)
+            if found is not None:
+                return found
+        plugins = [(p.name, p.filter) for p in active]
         success = Code.Success
         processed = 0
         for offset in range(total):
@@ -178,6 +187,47 @@ class Framework:
                 if len(feasible) >= wanted:
                     break
         return feasible, failed, processed
+
+    def _find_feasible_batch(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], plugins: list[Any],
+                             wanted: int, start: int) -> tuple[list[NodeInfo], dict[str, Status], int] | None:
+        """`find_feasible` with every Filter plugin answering for all nodes at once; the walk in
+        rotation order and the rejection reasons (asked of each plugin's `filter`) are the same."""
+        index = self._node_indexes(nodes)
+        if index is None:
+            return None
+        mask = None
+        for plugin in plugins:
+            passed = plugin.filter_mask(state, pod, nodes, index)
+            if passed is None:
+                return None
+            mask = passed if mask is None else mask & passed
+        total = len(nodes)
+        order = np.roll(np.arange(total), -start) if start else np.arange(total)
+        rotated = mask[order]
+        passing = np.flatnonzero(rotated)
+        cut = int(passing[wanted - 1]) + 1 if len(passing) >= wanted else total
+        feasible = [nodes[i] for i in order[passing[:wanted]].tolist()]
+        failed: dict[str, Status] = {}
+        for i in order[np.flatnonzero(~rotated[:cut])].tolist():
+            node = nodes[i]
+            status = SUCCESS
+            for plugin in plugins:
+                status = plugin.filter(state, pod, node)
+                if not status.is_success:
+                    status = status.with_plugin(plugin.name)
+                    break
+            if status.is_success:  # the batch answer disagreed with the plugin's own filter
+                status = error("internal error: batch filter disagrees with filter")
+            failed[node.name] = status
+        return feasible, failed, cut
+
+    def _node_indexes(self, nodes: list[NodeInfo]) -> np.ndarray | None:
+        cached = self._index_cache
+        if cached is not None and cached[0] is nodes and len(nodes) == cached[2]:
+            return cached[1]
+        index = node_indexes(nodes)
+        self._index_cache = (nodes, index, len(nodes))  # holds the list, so its identity is not reused
+        return index
 
     def explain_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[Status, list[Status]]:
         """Every Filter plugin's status for this node (Skip for plugins PreFilter skipped); the node's
@@ -233,13 +283,20 @@ class Framework:
         for plugin, weight, normalizer in self._scorers:
             if plugin.name in state.skip_score_plugins:
                 continue
-            score = plugin.score
-            raw: list[int] = []
-            for node in nodes:
-                value, status = score(state, pod, node)
-                if status.code is not success:
-                    return ScoreTable(nodes, rows, totals), status.with_plugin(plugin.name)
-                raw.append(value)
+            batch = None
+            if isinstance(plugin, fi.BatchScorePlugin):
+                index = self._node_indexes(nodes)
+                batch = None if index is None else plugin.score_array(state, pod, nodes, index)
+            if batch is not None:
+                raw = batch.tolist()
+            else:
+                score = plugin.score
+                raw = []
+                for node in nodes:
+                    value, status = score(state, pod, node)
+                    if status.code is not success:
+                        return ScoreTable(nodes, rows, totals), status.with_plugin(plugin.name)
+                    raw.append(value)
             normalized = raw
             if normalizer is not None:
                 scored = [fi.NodeScore(node.name, value) for node, value in zip(nodes, raw)]

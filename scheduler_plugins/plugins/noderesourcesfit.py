@@ -15,9 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import numpy as np
+
 from scheduler_plugins import apis
 from scheduler_plugins.errors import ConfigError
 from scheduler_plugins.framework.args import Fields, check_range
+from scheduler_plugins.framework.columns import ColumnSet
 from scheduler_plugins.framework.cycle_state import CycleState
 from scheduler_plugins.framework.handle import Handle
 from scheduler_plugins.framework.interfaces import PreFilterResult
@@ -29,6 +32,8 @@ NAME = "NodeResourcesFit"
 LEAST_ALLOCATED = "LeastAllocated"
 DEFAULT_SCORING_RESOURCES = ((apis.CPU, 1), (apis.MEMORY, 1))
 _STATE_KEY = NAME + "/preFilter"
+#: pods allowed on a node whose allocatable does not say (kubelet's default maxPods)
+DEFAULT_MAX_PODS = 110
 _FIRST = (apis.CPU, apis.MEMORY, apis.EPHEMERAL_STORAGE)
 
 
@@ -61,18 +66,13 @@ def _ordered(requests: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     return tuple(first + rest)
 
 
-def least_requested(requested: int, capacity: int) -> int:
-    if capacity == 0 or requested > capacity:
-        return 0
-    return (capacity - requested) * 100 // capacity
-
-
 class NodeResourcesFit:
     name = NAME
 
-    def __init__(self, args: NodeResourcesFitArgs) -> None:
+    def __init__(self, args: NodeResourcesFitArgs, handle: Handle) -> None:
         self.args = args
         self._last: tuple[CycleState, PodInfo, list] | None = None
+        self.columns = ColumnSet(handle.cluster, _extract)
 
     def _requests(self, state: CycleState, pod: PodInfo) -> tuple[tuple[str, int], ...]:
         cached = state.read(_STATE_KEY)
@@ -88,7 +88,7 @@ class NodeResourcesFit:
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         allocatable, used = node.allocatable, node.qos_requested
         reasons = []
-        if len(node.pods) + 1 > allocatable.get(apis.PODS, 110):
+        if len(node.pods) + 1 > allocatable.get(apis.PODS, DEFAULT_MAX_PODS):
             reasons.append("Too many pods")
         for name, amount in self._requests(state, pod):
             if amount > allocatable.get(name, 0) - used.get(name, 0):
@@ -124,5 +124,39 @@ class NodeResourcesFit:
         return (total // weights if weights else 0), SUCCESS
 
 
+    # --- batch forms: the same decisions for many nodes at once (see framework/columns.py) -------
+    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], index: np.ndarray) -> np.ndarray:
+        cols = self.columns
+        cols.refresh()
+        ok = cols.get(("count", ""))[index] + 1 <= cols.get(("alloc", apis.PODS))[index]
+        for name, amount in self._requests(state, pod):
+            ok &= amount <= cols.get(("alloc", name))[index] - cols.get(("qos", name))[index]
+        return ok
+
+    def score_array(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], index: np.ndarray) -> np.ndarray:
+        cols = self.columns
+        cols.refresh()
+        total = np.zeros(len(index), dtype=np.int64)
+        weights = np.zeros(len(index), dtype=np.int64)
+        for name, weight, request, non_zero in self._pod_scoring(state, pod):
+            capacity = cols.get(("alloc", name))[index]
+            used = cols.get(("nz" if non_zero else "req", name))[index] + request
+            present = capacity > 0
+            score = np.where(present & (used <= capacity), (capacity - used) * 100 // np.maximum(capacity, 1), 0)
+            total += score * weight
+            weights += present * weight
+        return np.where(weights > 0, total // np.maximum(weights, 1), 0)
+
+
+def _extract(node: NodeInfo, key: tuple[str, str]) -> int:
+    kind, name = key
+    if kind == "count":
+        return len(node.pods)
+    if kind == "alloc":
+        return node.allocatable.get(name, DEFAULT_MAX_PODS if name == apis.PODS else 0)
+    table = {"qos": node.qos_requested, "nz": node.non_zero_requested, "req": node.requested}[kind]
+    return table.get(name, 0)
+
+
 def new(args: NodeResourcesFitArgs, handle: Handle) -> NodeResourcesFit:
-    return NodeResourcesFit(args)
+    return NodeResourcesFit(args, handle)

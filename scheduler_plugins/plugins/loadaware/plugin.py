@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+import numpy as np
+
 from scheduler_plugins import apis
 from scheduler_plugins.framework.cycle_state import CycleState
 from scheduler_plugins.framework.handle import Handle
@@ -20,6 +22,7 @@ from scheduler_plugins.framework.nodeinfo import NodeInfo
 from scheduler_plugins.framework.status import SUCCESS, Status, error, unschedulable
 from scheduler_plugins.plugins.loadaware import estimator
 from scheduler_plugins.plugins.loadaware.args import LoadAwareSchedulingArgs, resource_vector
+from scheduler_plugins.plugins.loadaware.batch import LoadColumns
 from scheduler_plugins.plugins.loadaware.cache import AssignCache, Vec
 from scheduler_plugins.plugins.loadaware.view import Check, NodeView, threshold_checks
 from scheduler_plugins.podinfo import PodInfo
@@ -114,6 +117,7 @@ class LoadAwareScheduling:
         self._node_allocatable: dict[str, tuple[Any, Vec]] = {}
         self._views: dict[str, NodeView] = {}
         self._last_estimate: tuple[CycleState, PodInfo, Vec] | None = None
+        self.columns = LoadColumns(self)
 
     # --- estimation ------------------------------------------------------------------------------
     def _estimate(self, pod: PodInfo) -> Vec:
@@ -226,19 +230,33 @@ class LoadAwareScheduling:
         used = estimate if usage is None else [u + e for u, e in zip(usage, estimate)]
         return load_aware_score(self.args.dominant_resource_weight, self.weights, used, view.allocatable), SUCCESS
 
+    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], index: np.ndarray) -> np.ndarray:
+        return self.columns.filter_mask(self._pod_estimate(state, pod), pod.priority_class == apis.PRIORITY_PROD,
+                                        pod.is_daemonset_pod, index)
+
+    def score_array(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], index: np.ndarray) -> np.ndarray | None:
+        if not self.score_enabled:
+            return np.zeros(len(index), dtype=np.int64)
+        prod_pod = self.args.score_according_prod_usage and pod.priority_class == apis.PRIORITY_PROD
+        return self.columns.score_array(self._pod_estimate(state, pod), prod_pod, index)
+
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         self.cache.assign(node_name, pod)
+        self.handle.cluster.touch(node_name)
         return SUCCESS
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         self.cache.unassign(node_name, pod.key)
+        self.handle.cluster.touch(node_name)
 
     # --- cluster events --------------------------------------------------------------------------
     def on_pod_assigned(self, pod: PodInfo, node_name: str) -> None:
         self.cache.assign(node_name, pod)
+        self.handle.cluster.touch(node_name)
 
     def on_pod_deleted(self, pod: PodInfo, node_name: str) -> None:
         self.cache.unassign(node_name, pod.key)
+        self.handle.cluster.touch(node_name)
 
     def on_node_metric(self, node_name: str, metric: dict[str, Any] | None) -> None:
         self.cache.set_metric(node_name, metric)
