@@ -198,6 +198,19 @@ class PodInfo:
     def is_terminated(self) -> bool:
         return (self.obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
+    #: derived values that depend only on the pod's spec and labels
+    SPEC_DERIVED = ("requests", "limits", "non_zero_requests", "kube_qos", "qos_class", "priority_class",
+                    "qos_requests", "priority", "sub_priority", "is_daemonset_pod")
+
+    def with_status_changes(self, obj: dict[str, Any]) -> "PodInfo":
+        """A PodInfo for `obj`, a copy of this pod that differs only in `spec.nodeName` and
+        `status` (a binding): the spec-derived values carry over instead of being recomputed."""
+        other = PodInfo(obj)
+        for name in self.SPEC_DERIVED:
+            if name in self.__dict__:
+                other.__dict__[name] = self.__dict__[name]
+        return other
+
     def condition_time(self, kind: str) -> str | None:
         """`lastTransitionTime` of condition `kind` when it is True, else None."""
         for cond in (self.obj.get("status") or {}).get("conditions") or []:

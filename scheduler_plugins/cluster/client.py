@@ -46,7 +46,7 @@ class InMemoryClient:
         conditions.append({"type": "PodScheduled", "status": "True",
                            "lastTransitionTime": format_time(self.clock())})
         self.bindings.append((f"{namespace}/{name}", node_name))
-        self.cluster.bind(PodInfo(obj), node_name)
+        self.cluster.bind(pod.with_status_changes(obj), node_name)
 
     def _replace(self, old: PodInfo, new: PodInfo, node_name: str) -> None:
         if node_name:

@@ -47,11 +47,14 @@ def grow(array: np.ndarray, size: int, fill: object = 0) -> np.ndarray:
     return np.concatenate([array, extra])
 
 
-def node_indexes(nodes: Sequence[NodeInfo]) -> np.ndarray | None:
-    """Table indexes of `nodes`, or None when one of them is not part of the cluster table."""
+def node_indexes(nodes: Sequence[NodeInfo]) -> np.ndarray | slice | None:
+    """Table indexes of `nodes` (None when one is not part of the cluster table). When the nodes
+    are exactly rows 0..n-1 in order, a slice: numpy then selects by view instead of by copy."""
     index = np.fromiter((n.index for n in nodes), dtype=np.int64, count=len(nodes))
     if len(index) and index.min() < 0:
         return None
+    if len(index) and index[0] == 0 and index[-1] == len(index) - 1 and (len(index) == 1 or np.all(np.diff(index) == 1)):
+        return slice(0, len(index))
     return index
 
 

@@ -26,6 +26,9 @@ from scheduler_plugins.framework.status import (MAX_NODE_SCORE, MIN_NODE_SCORE, 
 from scheduler_plugins.podinfo import PodInfo, clone
 
 
+INDEX_CACHE_SIZE = 4
+
+
 @dataclass
 class PluginScores:
     """One score plugin's row: raw (what Score returned), normalised, and its weight."""
@@ -67,7 +70,9 @@ class Framework:
         self.before_filter = self._transformers("filter", fi.BeforeFilterTransformer)
         self.before_score = self._transformers("score", fi.BeforeScoreTransformer)
         self.after_post_filter = self._transformers("postFilter", fi.AfterPostFilterTransformer)
-        self._index_cache: tuple[list[NodeInfo], np.ndarray | None, int] | None = None
+        self._index_cache: list[tuple[list[NodeInfo], np.ndarray | None, int]] = []
+        self._batch_filters = {p.name for p in self.points["filter"] if isinstance(p, fi.BatchFilterPlugin)}
+        self._batch_scorers = {p.name for p in self.points["score"] if isinstance(p, fi.BatchScorePlugin)}
         self.pre_bind_extensions = [p for p in self.points["preBind"] if isinstance(p, fi.PreBindExtensions)]
         for plugin in self.plugins.values():
             if isinstance(plugin, ClusterListener):
@@ -167,7 +172,7 @@ class Framework:
             return feasible, failed, total
         skip = state.skip_filter_plugins
         active = [p for p in self.points["filter"] if p.name not in skip]
-        if total and all(isinstance(p, fi.BatchFilterPlugin) for p in active):
+        if total and all(p.name in self._batch_filters for p in active):
             found = self._find_feasible_batch(state, pod, nodes, active, wanted, start)
             if found is not None:
                 return found
@@ -206,7 +211,9 @@ class Framework:
         rotated = mask[order]
         passing = np.flatnonzero(rotated)
         cut = int(passing[wanted - 1]) + 1 if len(passing) >= wanted else total
-        feasible = [nodes[i] for i in order[passing[:wanted]].tolist()]
+        chosen = order[passing[:wanted]]
+        feasible = [nodes[i] for i in chosen.tolist()]
+        self._remember_indexes(feasible, chosen if isinstance(index, slice) else index[chosen])
         failed: dict[str, Status] = {}
         for i in order[np.flatnonzero(~rotated[:cut])].tolist():
             node = nodes[i]
@@ -222,12 +229,17 @@ class Framework:
         return feasible, failed, cut
 
     def _node_indexes(self, nodes: list[NodeInfo]) -> np.ndarray | None:
-        cached = self._index_cache
-        if cached is not None and cached[0] is nodes and len(nodes) == cached[2]:
-            return cached[1]
+        """Table indexes of a node list, remembered for the last few lists seen (the cluster's node
+        list and the last feasible list recur). Entries hold the list, so identities are not reused."""
+        for cached, index, length in self._index_cache:
+            if cached is nodes and len(nodes) == length:
+                return index
         index = node_indexes(nodes)
-        self._index_cache = (nodes, index, len(nodes))  # holds the list, so its identity is not reused
+        self._remember_indexes(nodes, index)
         return index
+
+    def _remember_indexes(self, nodes: list[NodeInfo], index: np.ndarray | None) -> None:
+        self._index_cache = [(nodes, index, len(nodes))] + self._index_cache[:INDEX_CACHE_SIZE - 1]
 
     def explain_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[Status, list[Status]]:
         """Every Filter plugin's status for this node (Skip for plugins PreFilter skipped); the node's
@@ -278,39 +290,42 @@ class Framework:
             if transformed:
                 pod, nodes = new_pod, new_nodes
         rows: list[PluginScores] = []
-        totals = [0] * len(nodes)
+        totals = np.zeros(len(nodes), dtype=np.int64)
         success = Code.Success
         for plugin, weight, normalizer in self._scorers:
             if plugin.name in state.skip_score_plugins:
                 continue
-            batch = None
-            if isinstance(plugin, fi.BatchScorePlugin):
+            values = None
+            if plugin.name in self._batch_scorers:
                 index = self._node_indexes(nodes)
-                batch = None if index is None else plugin.score_array(state, pod, nodes, index)
-            if batch is not None:
-                raw = batch.tolist()
+                values = None if index is None else plugin.score_array(state, pod, nodes, index)
+            if values is not None:
+                raw = values.tolist()
             else:
                 score = plugin.score
                 raw = []
                 for node in nodes:
                     value, status = score(state, pod, node)
                     if status.code is not success:
-                        return ScoreTable(nodes, rows, totals), status.with_plugin(plugin.name)
+                        return ScoreTable(nodes, rows, totals.tolist()), status.with_plugin(plugin.name)
                     raw.append(value)
             normalized = raw
             if normalizer is not None:
                 scored = [fi.NodeScore(node.name, value) for node, value in zip(nodes, raw)]
                 status = normalizer(state, pod, scored)
                 if not status.is_success:
-                    return ScoreTable(nodes, rows, totals), status.with_plugin(plugin.name)
+                    return ScoreTable(nodes, rows, totals.tolist()), status.with_plugin(plugin.name)
                 normalized = [s.score for s in scored]
-            if min(normalized, default=0) < MIN_NODE_SCORE or max(normalized, default=0) > MAX_NODE_SCORE:
+                values = None
+            if values is None:
+                values = np.asarray(normalized, dtype=np.int64)
+            if len(values) and (values.min() < MIN_NODE_SCORE or values.max() > MAX_NODE_SCORE):
                 bad = next(v for v in normalized if not MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)
-                return ScoreTable(nodes, rows, totals), error(
+                return ScoreTable(nodes, rows, totals.tolist()), error(
                     f"plugin {plugin.name} returned an invalid score {bad}").with_plugin(plugin.name)
             rows.append(PluginScores(plugin.name, weight, raw, normalized))
-            totals = [t + v * weight for t, v in zip(totals, normalized)]
-        return ScoreTable(nodes, rows, totals), SUCCESS
+            totals += values * weight
+        return ScoreTable(nodes, rows, totals.tolist()), SUCCESS
 
     # --- reserve, permit, binding ----------------------------------------------------------------
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:

@@ -136,8 +136,8 @@ class NodeResourcesFit:
     def score_array(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], index: np.ndarray) -> np.ndarray:
         cols = self.columns
         cols.refresh()
-        total = np.zeros(len(index), dtype=np.int64)
-        weights = np.zeros(len(index), dtype=np.int64)
+        total = np.zeros(len(nodes), dtype=np.int64)
+        weights = np.zeros(len(nodes), dtype=np.int64)
         for name, weight, request, non_zero in self._pod_scoring(state, pod):
             capacity = cols.get(("alloc", name))[index]
             used = cols.get(("nz" if non_zero else "req", name))[index] + request

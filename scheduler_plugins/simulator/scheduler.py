@@ -52,11 +52,8 @@ def failure_message(total: int, statuses: dict[str, Status]) -> str:
 
 def select_host(nodes: list[NodeInfo], totals: list[int]) -> int:
     """Index of the highest total; equal totals go to the lowest node name."""
-    best = 0
-    for i in range(1, len(nodes)):
-        if totals[i] > totals[best] or (totals[i] == totals[best] and nodes[i].name < nodes[best].name):
-            best = i
-    return best
+    top = max(totals)
+    return min((i for i, total in enumerate(totals) if total == top), key=lambda i: nodes[i].name)
 
 
 @dataclass

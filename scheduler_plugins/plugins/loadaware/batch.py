@@ -78,13 +78,17 @@ class LoadColumns:
         if daemonset:
             return self.valid[index].copy()
         args = self.plugin.args
-        prod = self.has_prod[index] & pod_is_prod
-        limits = np.where(prod[:, None], self.limits[True][index], self.limits[False][index])
+        if pod_is_prod and self.has_prod[index].any():
+            prod = self.has_prod[index]
+            limits = np.where(prod[:, None], self.limits[True][index], self.limits[False][index])
+            all_zero = np.where(prod, self.all_zero[True][index], self.all_zero[False][index])
+        else:
+            limits, all_zero = self.limits[False][index], self.all_zero[False][index]
         passes = np.all(np.asarray(estimate, dtype=np.int64)[None, :] < limits, axis=1)
         passes |= ~self.has_node_metric[index]
         if args.filter_expired_node_metrics:
             passes = np.where(self.expired(index), args.enable_schedule_when_node_metrics_expired, passes)
-        passes |= np.where(prod, self.all_zero[True][index], self.all_zero[False][index])
+        passes |= all_zero
         passes |= ~self.has_load[index]
         return passes & self.valid[index]
 
@@ -103,6 +107,6 @@ class LoadColumns:
         node_score = scores @ weights
         if dominant_weight:
             node_score = node_score + scores.min(axis=1) * dominant_weight
-        result = node_score // weight_sum if weight_sum > 0 else np.zeros(len(index), dtype=np.int64)
+        result = node_score // weight_sum if weight_sum > 0 else np.zeros(len(node_score), dtype=np.int64)
         zero = ~self.has_load[index] | ~self.has_node_metric[index] | self.expired(index)
         return np.where(zero, 0, result)

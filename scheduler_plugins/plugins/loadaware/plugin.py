@@ -236,7 +236,7 @@ class LoadAwareScheduling:
 
     def score_array(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], index: np.ndarray) -> np.ndarray | None:
         if not self.score_enabled:
-            return np.zeros(len(index), dtype=np.int64)
+            return np.zeros(len(nodes), dtype=np.int64)
         prod_pod = self.args.score_according_prod_usage and pod.priority_class == apis.PRIORITY_PROD
         return self.columns.score_array(self._pod_estimate(state, pod), prod_pod, index)
 
