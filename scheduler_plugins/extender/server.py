@@ -5,6 +5,7 @@ built by `make_app` from a service passed in (no module globals) and frozen at s
 """
 from __future__ import annotations
 
+import gc
 import json
 import logging
 from typing import Any, Callable
@@ -76,6 +77,8 @@ def serve(config: SchedulerConfig, source: ClusterSource, host: str, port: int, 
           scheduler_name: str | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     service = build_service(config, source, scheduler_name)
+    gc.collect()
+    gc.freeze()  # the loaded cluster is long-lived: keep GC pauses off the request path
     log.info("serving %s under %s on %s:%d with %d nodes", ", ".join(VERBS), url_prefix, host, port,
              len(service.cluster.nodes))
     web.run_app(make_app(service, url_prefix), host=host, port=port, print=None)
