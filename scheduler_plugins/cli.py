@@ -42,6 +42,7 @@ def register_commands(subparsers: "argparse._SubParsersAction[argparse.ArgumentP
     ext.add_argument("--cluster", required=True, help="snapshot directory (Nodes, NodeMetrics, Pods)")
     ext.add_argument("--url-prefix", default="/scheduler", help="path prefix the verbs are served under")
     ext.add_argument("--scheduler-name", help="profile to use (default: the first)")
+    ext.add_argument("--now", help="fix the clock to this RFC 3339 time (replaying an old snapshot)")
     ext.set_defaults(func=run_extender)
 
     sim = commands.add_parser("simulate", help="schedule the pending pods of a snapshot and report placements")
@@ -88,7 +89,10 @@ def _settle() -> None:
 
 
 def _emit(report: dict[str, Any], output: str, as_table) -> None:
-    print(json.dumps(report, indent=2) if output == "json" else as_table(report))
+    try:
+        print(json.dumps(report, indent=2) if output == "json" else as_table(report), flush=True)
+    except BrokenPipeError:  # `... | head`: the reader left, which is not an error
+        sys.stdout = open("/dev/null", "w")
 
 
 def run_simulate(args: argparse.Namespace) -> int:
@@ -129,9 +133,9 @@ def run_extender(args: argparse.Namespace) -> int:
     from scheduler_plugins.extender.server import serve
 
     try:
-        config = _config(args.config)
+        clock, config = _clock(args.now), _config(args.config)
         source = SnapshotDirectorySource(args.cluster)
         return serve(config, source, host=args.host, port=args.port, url_prefix=args.url_prefix,
-                     scheduler_name=args.scheduler_name)
+                     scheduler_name=args.scheduler_name, clock=clock)
     except (ConfigError, SnapshotError) as exc:
         return _fail(str(exc))

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from aiohttp import web
 
-from scheduler_plugins.clock import system_clock
+from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.cluster.snapshot import ClusterSource
 from scheduler_plugins.config import SchedulerConfig
 from scheduler_plugins.extender.protocol import ArgsError
@@ -67,16 +67,17 @@ def make_app(service: ExtenderService, url_prefix: str = "/scheduler") -> web.Ap
     return app
 
 
-def build_service(config: SchedulerConfig, source: ClusterSource, scheduler_name: str | None = None) -> ExtenderService:
+def build_service(config: SchedulerConfig, source: ClusterSource, scheduler_name: str | None = None,
+                  clock: Clock = system_clock) -> ExtenderService:
     cluster = source.load()
-    framework = build_framework(config, in_tree_registry(), cluster, system_clock, scheduler_name=scheduler_name)
+    framework = build_framework(config, in_tree_registry(), cluster, clock, scheduler_name=scheduler_name)
     return ExtenderService(framework, cluster)
 
 
 def serve(config: SchedulerConfig, source: ClusterSource, host: str, port: int, url_prefix: str,
-          scheduler_name: str | None = None) -> int:
+          scheduler_name: str | None = None, clock: Clock = system_clock) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    service = build_service(config, source, scheduler_name)
+    service = build_service(config, source, scheduler_name, clock)
     gc.collect()
     gc.freeze()  # the loaded cluster is long-lived: keep GC pauses off the request path
     log.info("serving %s under %s on %s:%d with %d nodes", ", ".join(VERBS), url_prefix, host, port,
