@@ -107,20 +107,10 @@ class ExtenderService:
             namespace, name, uid, node_name = wire.parse_binding_args(body)
         except wire.ArgsError as exc:
             return {"Error": str(exc)}
-        pod, bound_to = self.cluster.find_pod(namespace, name)
+        pod, _ = self.cluster.find_pod(namespace, name)
         if pod is None:
             return {"Error": f"pod {namespace}/{name} is unknown to the extender (never seen in a filter call)"}
         if node_name not in self.cluster.nodes:
             return {"Error": f"node {node_name} is unknown to the extender"}
-        fwk, state = self.framework, CycleState()
-        status = fwk.run_reserve(state, pod, node_name)
-        if status.is_success:
-            status = fwk.run_pre_bind(state, pod, node_name)
-            if status.is_success:
-                status = fwk.run_bind(state, pod, node_name)
-            if not status.is_success:
-                fwk.run_unreserve(state, pod, node_name)
-        if not status.is_success:
-            return {"Error": f"{status.plugin}: {status.message}"}
-        fwk.run_post_bind(state, pod, node_name)
-        return {"Error": ""}
+        status = self.framework.run_reserve_to_bind(CycleState(), pod, node_name)
+        return {"Error": "" if status.is_success else f"{status.plugin}: {status.message}"}

@@ -377,3 +377,23 @@ class Framework:
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         for plugin in self.points["postBind"]:
             plugin.post_bind(state, pod, node_name)
+
+    def run_reserve_to_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Reserve, Permit, PreBind, Bind, then PostBind on success; a failure after Reserve
+        unreserves. Permit's Wait is a rejection: neither the simulator nor the extender can park
+        a pod until another pod's cycle allows it."""
+        status = self.run_reserve(state, pod, node_name)
+        if not status.is_success:
+            return status
+        status, _ = self.run_permit(state, pod, node_name)
+        if status.code is Code.Wait:
+            status = Status(Code.Unschedulable, ("waiting on permit is not supported here; rejected",), status.plugin)
+        if status.is_success:
+            status = self.run_pre_bind(state, pod, node_name)
+        if status.is_success:
+            status = self.run_bind(state, pod, node_name)
+        if not status.is_success:
+            self.run_unreserve(state, pod, node_name)
+            return status
+        self.run_post_bind(state, pod, node_name)
+        return SUCCESS

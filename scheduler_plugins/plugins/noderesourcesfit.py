@@ -25,6 +25,7 @@ from scheduler_plugins.framework.cycle_state import CycleState
 from scheduler_plugins.framework.handle import Handle
 from scheduler_plugins.framework.interfaces import PreFilterResult
 from scheduler_plugins.framework.nodeinfo import NodeInfo
+from scheduler_plugins.framework.scoring import least_requested
 from scheduler_plugins.framework.status import SUCCESS, Status, unschedulable
 from scheduler_plugins.podinfo import PodInfo
 
@@ -119,7 +120,7 @@ class NodeResourcesFit:
             if capacity == 0:
                 continue
             used = (non_zero_requested if non_zero else requested).get(name, 0) + request
-            total += (0 if used > capacity else (capacity - used) * 100 // capacity) * weight
+            total += least_requested(used, capacity) * weight
             weights += weight
         return (total // weights if weights else 0), SUCCESS
 

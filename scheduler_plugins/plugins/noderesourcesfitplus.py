@@ -12,6 +12,7 @@ from scheduler_plugins.framework.args import Fields
 from scheduler_plugins.framework.cycle_state import CycleState
 from scheduler_plugins.framework.handle import Handle
 from scheduler_plugins.framework.nodeinfo import NodeInfo
+from scheduler_plugins.framework.scoring import least_requested, most_requested
 from scheduler_plugins.framework.status import SUCCESS, Status
 from scheduler_plugins.podinfo import PodInfo
 
@@ -48,16 +49,6 @@ def parse_args(raw: Mapping[str, Any] | None, path: str) -> NodeResourcesFitPlus
     return NodeResourcesFitPlusArgs(out)
 
 
-def most_allocated(requested: int, capacity: int) -> int:
-    return 0 if capacity == 0 else min(requested, capacity) * 100 // capacity
-
-
-def least_allocated(requested: int, capacity: int) -> int:
-    if capacity == 0 or requested > capacity:
-        return 0
-    return (capacity - requested) * 100 // capacity
-
-
 def _node_requested(node: NodeInfo, resource: str) -> int:
     if resource in (apis.CPU, apis.MEMORY):
         return node.non_zero_requested.get(resource, 0)
@@ -86,7 +77,7 @@ class NodeResourcesFitPlus:
             pod_request = pod.non_zero_requests.get(name, 0)
             requested = _node_requested(node, name) + pod_request
             capacity = node.allocatable.get(name, 0)
-            scorer = most_allocated if policy.type == MOST_ALLOCATED else least_allocated
+            scorer = most_requested if policy.type == MOST_ALLOCATED else least_requested
             node_score += scorer(requested, capacity) * policy.weight
             weight_sum += policy.weight
         return (100 if weight_sum == 0 else node_score // weight_sum), SUCCESS

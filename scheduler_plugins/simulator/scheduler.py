@@ -19,7 +19,7 @@ from scheduler_plugins.framework.handle import ClusterClient, Handle
 from scheduler_plugins.framework.nodeinfo import NodeInfo
 from scheduler_plugins.framework.registry import Registry
 from scheduler_plugins.framework.runtime import Framework
-from scheduler_plugins.framework.status import SUCCESS, Code, Status, unschedulable
+from scheduler_plugins.framework.status import SUCCESS, Status, unschedulable
 from scheduler_plugins.podinfo import PodInfo
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -135,21 +135,9 @@ class Scheduler:
         return feasible[best].name, table.totals[best], SUCCESS
 
     def _reserve_and_bind(self, state: CycleState, pod: PodInfo, node_name: str, score: int | None) -> Placement:
-        fwk = self.framework
         self.cluster.assume(pod, node_name)
-        status = fwk.run_reserve(state, pod, node_name)
-        if status.is_success:
-            status, _ = fwk.run_permit(state, pod, node_name)
-            if status.code is Code.Wait:
-                status = unschedulable("waiting on permit is not supported offline; rejected")
-            if status.is_success:
-                status = fwk.run_pre_bind(state, pod, node_name)
-            if status.is_success:
-                status = fwk.run_bind(state, pod, node_name)
-            if not status.is_success:
-                fwk.run_unreserve(state, pod, node_name)
+        status = self.framework.run_reserve_to_bind(state, pod, node_name)
         if not status.is_success:
             self.cluster.forget(pod, node_name)
             return Placement(pod.key, status=status, message=f"{status.plugin}: {status.message}")
-        fwk.run_post_bind(state, pod, node_name)
         return Placement(pod.key, node=node_name, score=score)

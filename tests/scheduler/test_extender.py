@@ -6,7 +6,6 @@ import pytest
 import yaml
 from aiohttp.test_utils import TestClient, TestServer
 
-from scheduler_plugins.cluster.state import ClusterState
 from scheduler_plugins.extender.server import VERBS, make_app
 from scheduler_plugins.extender.service import ExtenderService
 from tests.scheduler.builders import make_framework, make_metric, make_node, make_pod

@@ -19,6 +19,7 @@ from scheduler_plugins.framework.cycle_state import CycleState
 from scheduler_plugins.framework.handle import Handle
 from scheduler_plugins.framework.interfaces import PreFilterResult
 from scheduler_plugins.framework.nodeinfo import NodeInfo
+from scheduler_plugins.framework.scoring import least_requested
 from scheduler_plugins.framework.status import SUCCESS, Status, error, unschedulable
 from scheduler_plugins.plugins.loadaware import estimator
 from scheduler_plugins.plugins.loadaware.args import LoadAwareSchedulingArgs, resource_vector
@@ -78,18 +79,12 @@ def node_thresholds(base: Thresholds, annotation: str | None) -> Thresholds:
     )
 
 
-def least_used_score(used: int, capacity: int) -> int:
-    if capacity == 0 or used > capacity:
-        return 0
-    return (capacity - used) * 100 // capacity
-
-
 def load_aware_score(dominant_weight: int, weights: list[int], used: Vec, capacity: Vec) -> int:
     """NOTE: the dominant term is the minimum over every resource of the vector, weight 0 included."""
     node_score, weight_sum = 0, dominant_weight
     dominant = 100 if dominant_weight != 0 else 0
     for i, weight in enumerate(weights):
-        score = least_used_score(used[i], capacity[i])
+        score = least_requested(used[i], capacity[i])
         node_score += score * weight
         weight_sum += weight
         dominant = min(dominant, score)
