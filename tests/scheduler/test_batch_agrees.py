@@ -79,3 +79,34 @@ def test_batch_filter_and_score_agree_with_per_node(seed):
         cluster.assume(pod, target)
         fwk.plugins["LoadAwareScheduling"].reserve(CycleState(), pod, target)
         cluster.forget(pod, target) if rng.random() < 0.3 else None
+
+
+def simulate_placements(objects, batch: bool, percentage: int = 0):
+    from scheduler_plugins.simulator.scheduler import Scheduler
+    from scheduler_plugins.simulator.simulate import simulate
+
+    fwk, cluster = make_framework(objects, make_config(percentageOfNodesToScore=percentage))
+    if not batch:
+        fwk._batch_filters, fwk._batch_scorers = set(), set()
+    report = simulate(Scheduler(fwk, cluster, percentage), cluster)
+    return [(p.pod, p.node, p.score, p.message, {n: s.as_dict() for n, s in p.failed_nodes.items()})
+            for p in report.placements]
+
+
+@pytest.mark.parametrize("seed, percentage", [(1, 0), (2, 0), (3, 30)])
+def test_simulation_is_the_same_with_and_without_batch_plugins(seed, percentage):
+    rng = random.Random(seed)
+    objects = []
+    for i in range(150):  # above 100 nodes, so node sampling and its rotation are exercised
+        objects.append(make_node(f"n{i:03d}", cpu=str(rng.randint(2, 16)), memory="64Gi",
+                                 extra={"kubernetes.io/batch-cpu": str(rng.randint(0, 8000))}))
+        if rng.random() < 0.9:
+            objects.append(make_metric(f"n{i:03d}", cpu=f"{rng.randint(0, 12000)}m", memory="8Gi",
+                                       update_time=rng.choice(TIMES[:2])))
+    for j in range(60):
+        pod = random_pod(rng)
+        pod["metadata"]["name"] = f"pod-{j}"
+        objects.append(pod)
+    with_batch = simulate_placements(objects, True, percentage)
+    assert with_batch == simulate_placements(objects, False, percentage)
+    assert any(node for _, node, *_ in with_batch) and any(not node for _, node, *_ in with_batch)
