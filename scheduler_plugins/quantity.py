@@ -50,10 +50,12 @@ def parse_quantity(text: str | int | float) -> Fraction:
     return base * _SUFFIXES[suffix]
 
 
+@lru_cache(maxsize=4096)
 def milli_value(text: str | int | float) -> int:
     return math.ceil(parse_quantity(text) * 1000)
 
 
+@lru_cache(maxsize=4096)
 def value(text: str | int | float) -> int:
     return math.ceil(parse_quantity(text))
 

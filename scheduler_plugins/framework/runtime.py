@@ -231,8 +231,10 @@ class Framework:
     def _node_indexes(self, nodes: list[NodeInfo]) -> np.ndarray | None:
         """Table indexes of a node list, remembered for the last few lists seen (the cluster's node
         list and the last feasible list recur). Entries hold the list, so identities are not reused."""
-        for cached, index, length in self._index_cache:
+        for position, (cached, index, length) in enumerate(self._index_cache):
             if cached is nodes and len(nodes) == length:
+                if position:  # most recently used first
+                    self._index_cache.insert(0, self._index_cache.pop(position))
                 return index
         index = node_indexes(nodes)
         self._remember_indexes(nodes, index)

@@ -137,16 +137,17 @@ class NodeResourcesFit:
     def score_array(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], index: np.ndarray) -> np.ndarray:
         cols = self.columns
         cols.refresh()
-        total = np.zeros(len(nodes), dtype=np.int64)
-        weights = np.zeros(len(nodes), dtype=np.int64)
+        rows = slice(0, cols.rows.size())  # whole table by view, then select: no gathering copies
+        total = np.zeros(cols.rows.size(), dtype=np.int64)
+        weights = np.zeros(cols.rows.size(), dtype=np.int64)
         for name, weight, request, non_zero in self._pod_scoring(state, pod):
-            capacity = cols.get(("alloc", name))[index]
-            used = cols.get(("nz" if non_zero else "req", name))[index] + request
+            capacity = cols.get(("alloc", name))[rows]
+            used = cols.get(("nz" if non_zero else "req", name))[rows] + request
             present = capacity > 0
             score = np.where(present & (used <= capacity), (capacity - used) * 100 // np.maximum(capacity, 1), 0)
             total += score * weight
             weights += present * weight
-        return np.where(weights > 0, total // np.maximum(weights, 1), 0)
+        return np.where(weights > 0, total // np.maximum(weights, 1), 0)[index]
 
 
 def _extract(node: NodeInfo, key: tuple[str, str]) -> int:

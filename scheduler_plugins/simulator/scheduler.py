@@ -8,6 +8,8 @@ where the previous cycle stopped. Ties between equal totals go to the lowest nod
 from __future__ import annotations
 
 from collections import Counter
+
+import numpy as np
 from dataclasses import dataclass, field
 
 from scheduler_plugins.clock import Clock, system_clock
@@ -52,8 +54,8 @@ def failure_message(total: int, statuses: dict[str, Status]) -> str:
 
 def select_host(nodes: list[NodeInfo], totals: list[int]) -> int:
     """Index of the highest total; equal totals go to the lowest node name."""
-    top = max(totals)
-    return min((i for i, total in enumerate(totals) if total == top), key=lambda i: nodes[i].name)
+    values = np.asarray(totals)
+    return min(np.flatnonzero(values == values.max()).tolist(), key=lambda i: nodes[i].name)
 
 
 @dataclass

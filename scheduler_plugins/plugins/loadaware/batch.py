@@ -93,13 +93,16 @@ class LoadColumns:
         return passes & self.valid[index]
 
     def score_array(self, estimate: list[int], prod_pod: bool, index: np.ndarray) -> np.ndarray | None:
+        """Computed over the whole table (views, no copies) and then selected: cheaper than
+        gathering every input column for a subset of rows."""
         self.refresh()
         if not self.valid[index].all():
             return None  # the per-node path reports the missing node as an error
         plugin = self.plugin
+        rows = slice(0, self.rows.size())
         est = np.asarray(estimate, dtype=np.int64)[None, :]
-        used = np.where(self.has_usage[prod_pod][index][:, None], self.usage[prod_pod][index] + est, est)
-        capacity = self.allocatable[index]
+        used = np.where(self.has_usage[prod_pod][rows][:, None], self.usage[prod_pod][rows] + est, est)
+        capacity = self.allocatable[rows]
         scores = np.where((capacity == 0) | (used > capacity), 0, (capacity - used) * 100 // np.maximum(capacity, 1))
         dominant_weight = plugin.args.dominant_resource_weight
         weights = np.asarray(plugin.weights, dtype=np.int64)
@@ -108,5 +111,5 @@ class LoadColumns:
         if dominant_weight:
             node_score = node_score + scores.min(axis=1) * dominant_weight
         result = node_score // weight_sum if weight_sum > 0 else np.zeros(len(node_score), dtype=np.int64)
-        zero = ~self.has_load[index] | ~self.has_node_metric[index] | self.expired(index)
-        return np.where(zero, 0, result)
+        zero = ~self.has_load[rows] | ~self.has_node_metric[rows] | self.expired(rows)
+        return np.where(zero, 0, result)[index]
