@@ -9,6 +9,7 @@ PreBind and Bind through the profile's plugins.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from scheduler_plugins.cluster.state import ClusterState
@@ -19,6 +20,7 @@ from scheduler_plugins.framework.runtime import Framework
 from scheduler_plugins.framework.status import Code
 from scheduler_plugins.podinfo import PodInfo
 
+MAX_REMEMBERED_PODS = 10_000
 REASON_UNKNOWN_NODE = "node not found in the extender's cache"
 REASON_PREFILTER_RESULT = "node(s) didn't satisfy plugin(s) PreFilter result"
 
@@ -27,6 +29,7 @@ class ExtenderService:
     def __init__(self, framework: Framework, cluster: ClusterState) -> None:
         self.framework = framework
         self.cluster = cluster
+        self._seen: OrderedDict[str, PodInfo] = OrderedDict()
 
     def _nodes(self, items: list[dict] | None, names: list[str] | None) -> tuple[list[NodeInfo], dict[str, str]]:
         unknown: dict[str, str] = {}
@@ -45,9 +48,12 @@ class ExtenderService:
         return nodes, unknown
 
     def _remember(self, pod: PodInfo) -> None:
-        """Keep the pod so a later bind call (which carries only names) can find it."""
-        if not pod.node_name and self.cluster.find_pod(pod.namespace, pod.name)[0] is None:
-            self.cluster.pending[pod.key] = pod
+        """Keep the pod so a later bind call (which carries only names) can find it; only the
+        most recent MAX_REMEMBERED_PODS are kept, so a long-running extender does not grow."""
+        self._seen.pop(pod.key, None)
+        self._seen[pod.key] = pod
+        while len(self._seen) > MAX_REMEMBERED_PODS:
+            self._seen.popitem(last=False)
 
     def filter(self, body: Any) -> wire.ExtenderFilterResult:
         try:
@@ -108,6 +114,9 @@ class ExtenderService:
         except wire.ArgsError as exc:
             return {"Error": str(exc)}
         pod, _ = self.cluster.find_pod(namespace, name)
+        if pod is None and f"{namespace}/{name}" in self._seen:
+            pod = self._seen.pop(f"{namespace}/{name}")
+            self.cluster.pending[pod.key] = pod
         if pod is None:
             return {"Error": f"pod {namespace}/{name} is unknown to the extender (never seen in a filter call)"}
         if node_name not in self.cluster.nodes:
