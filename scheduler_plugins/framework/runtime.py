@@ -159,24 +159,16 @@ class Framework:
         wanted = total if wanted is None else wanted
         feasible: list[NodeInfo] = []
         failed: dict[str, Status] = {}
-        if self.before_filter:
-            ordered = [nodes[(start + i) % total] for i in range(total)]
-            for processed, node in enumerate(ordered, 1):
-                status = self.run_filter(state, pod, node)
-                if status.code is Code.Success:
-                    feasible.append(node)
-                    if len(feasible) >= wanted:
-                        return feasible, failed, processed
-                else:
-                    failed[node.name] = status
-            return feasible, failed, total
-        skip = state.skip_filter_plugins
-        active = [p for p in self.points["filter"] if p.name not in skip]
-        if total and all(p.name in self._batch_filters for p in active):
-            found = self._find_feasible_batch(state, pod, nodes, active, wanted, start)
-            if found is not None:
-                return found
-        plugins = [(p.name, p.filter) for p in active]
+        if self.before_filter:  # transformers may swap the pod or node per node: no batch, no inlining
+            plugins: list[tuple[str, Any]] = [("", self.run_filter)]
+        else:
+            skip = state.skip_filter_plugins
+            active = [p for p in self.points["filter"] if p.name not in skip]
+            if total and all(p.name in self._batch_filters for p in active):
+                found = self._find_feasible_batch(state, pod, nodes, active, wanted, start)
+                if found is not None:
+                    return found
+            plugins = [(p.name, p.filter) for p in active]
         success = Code.Success
         processed = 0
         for offset in range(total):
@@ -185,7 +177,7 @@ class Framework:
             for name, filter_ in plugins:
                 status = filter_(state, pod, node)
                 if status.code is not success:
-                    failed[node.name] = status.with_plugin(name)
+                    failed[node.name] = status.with_plugin(name) if name else status
                     break
             else:
                 feasible.append(node)

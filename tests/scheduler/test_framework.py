@@ -122,3 +122,12 @@ def test_equal_totals_go_to_the_lowest_node_name():
     placement = Scheduler(fwk, cluster).schedule_one(PodInfo(make_pod()))
     # X is the only score plugin and gives 50 everywhere
     assert placement.node == "alpha"
+
+
+def test_a_before_filter_transformer_runs_for_every_node_the_scheduler_filters():
+    log = []
+    fwk, cluster = build({"T": Recorder("T", log)}, {"filter": ["T"]}, nodes=("n1", "n2", "n3"))
+    placement = Scheduler(fwk, cluster).schedule_one(PodInfo(make_pod()))
+    assert placement.scheduled
+    assert [e for e in log if e[0] == "before_filter"] == [("before_filter", "T")] * 3
+    assert [e[2] for e in log if e[0] == "filter"] == ["n1", "n2", "n3"]
