@@ -1,0 +1,1 @@
+"""LoadAwareScheduling (spec §3): NodeMetric-based filter and score."""

@@ -1,0 +1,222 @@
+"""A pod as the scheduler sees it: the untouched object plus values derived once.
+
+The object stays a plain dict (conventions: objects stay dicts); `PodInfo` only caches what the
+plugins derive from it on every node of every cycle (requests, classes), so the hot loops do no
+parsing. A transformer that changes a pod builds a new PodInfo from a deep copy.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any, Callable, Mapping
+
+from scheduler_plugins import apis
+from scheduler_plugins.quantity import resource_list
+
+#: Defaults kube-scheduler substitutes for a container with no cpu/memory request (scoring only).
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+Vector = dict[str, int]
+
+
+def _add(into: Vector, other: Mapping[str, int]) -> None:
+    for name, amount in other.items():
+        into[name] = into.get(name, 0) + amount
+
+
+def _max(into: Vector, other: Mapping[str, int]) -> None:
+    for name, amount in other.items():
+        if amount > into.get(name, 0):
+            into[name] = amount
+
+
+def aggregate_containers(
+    spec: Mapping[str, Any], field: str, transform: Callable[[Vector], Vector] = lambda v: v
+) -> Vector:
+    """k8s `PodRequests`/`PodLimits`: containers summed, sidecar init containers (restartPolicy
+    Always) added to the steady state, regular init containers taking the max, plus overhead."""
+    total: Vector = {}
+    for container in spec.get("containers") or []:
+        _add(total, transform(resource_list((container.get("resources") or {}).get(field))))
+    sidecars: Vector = {}
+    init_peak: Vector = {}
+    for container in spec.get("initContainers") or []:
+        amounts = transform(resource_list((container.get("resources") or {}).get(field)))
+        if container.get("restartPolicy") == "Always":
+            _add(total, amounts)
+            _add(sidecars, amounts)
+            _max(init_peak, sidecars)
+        else:
+            running = dict(sidecars)
+            _add(running, amounts)
+            _max(init_peak, running)
+    _max(total, init_peak)
+    _add(total, resource_list(spec.get("overhead")))
+    return total
+
+
+def _non_zero(amounts: Vector) -> Vector:
+    out = dict(amounts)
+    out.setdefault(apis.CPU, DEFAULT_MILLI_CPU_REQUEST)
+    out.setdefault(apis.MEMORY, DEFAULT_MEMORY_REQUEST)
+    return out
+
+
+def clone(obj: Any) -> Any:
+    """A deep copy of a JSON-shaped object (dicts, lists, scalars); several times faster than
+    `copy.deepcopy`, which matters once per scheduled pod."""
+    if isinstance(obj, dict):
+        return {k: clone(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [clone(v) for v in obj]
+    return obj
+
+
+def kube_qos_class(pod: Mapping[str, Any]) -> str:
+    """`status.qosClass` when set, else computed from cpu/memory requests and limits."""
+    declared = (pod.get("status") or {}).get("qosClass")
+    if declared:
+        return declared
+    spec = pod.get("spec") or {}
+    containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
+    requests: Vector = {}
+    limits: Vector = {}
+    guaranteed = True
+    for container in containers:
+        resources = container.get("resources") or {}
+        found_limits = set()
+        for field, into in (("requests", requests), ("limits", limits)):
+            for name, amount in resource_list(resources.get(field)).items():
+                if name in (apis.CPU, apis.MEMORY) and amount > 0:
+                    into[name] = into.get(name, 0) + amount
+                    if field == "limits":
+                        found_limits.add(name)
+        if found_limits != {apis.CPU, apis.MEMORY}:
+            guaranteed = False
+    if not requests and not limits:
+        return apis.K8S_BEST_EFFORT
+    if guaranteed and all(limits.get(n) == v for n, v in requests.items()) and len(requests) == len(limits):
+        return apis.K8S_GUARANTEED
+    return apis.K8S_BURSTABLE
+
+
+class PodInfo:
+    """Read-only view of one pod. Never mutate `obj`; derive a new PodInfo instead."""
+
+    __slots__ = ("obj", "__dict__")
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self.obj = obj
+
+    @cached_property
+    def metadata(self) -> Mapping[str, Any]:
+        return self.obj.get("metadata") or {}
+
+    @cached_property
+    def spec(self) -> Mapping[str, Any]:
+        return self.obj.get("spec") or {}
+
+    @cached_property
+    def namespace(self) -> str:
+        return self.metadata.get("namespace") or "default"
+
+    @cached_property
+    def name(self) -> str:
+        return self.metadata.get("name") or ""
+
+    @cached_property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @cached_property
+    def labels(self) -> Mapping[str, str]:
+        return self.metadata.get("labels") or {}
+
+    @cached_property
+    def annotations(self) -> Mapping[str, str]:
+        return self.metadata.get("annotations") or {}
+
+    @property
+    def node_name(self) -> str:
+        return self.spec.get("nodeName") or ""
+
+    @cached_property
+    def requests(self) -> Vector:
+        return aggregate_containers(self.spec, "requests")
+
+    @cached_property
+    def limits(self) -> Vector:
+        return aggregate_containers(self.spec, "limits")
+
+    @cached_property
+    def non_zero_requests(self) -> Vector:
+        """Requests with the 100m / 200Mi defaults per container (explicit 0 stays 0)."""
+        return aggregate_containers(self.spec, "requests", _non_zero)
+
+    @cached_property
+    def kube_qos(self) -> str:
+        return kube_qos_class(self.obj)
+
+    @cached_property
+    def qos_class(self) -> str:
+        return apis.qos_class_with_default(self.obj, self.kube_qos)
+
+    @cached_property
+    def priority_class(self) -> str:
+        return apis.priority_class_with_default(self.obj, self.qos_class)
+
+    @cached_property
+    def qos_requests(self) -> Vector:
+        """Requests in the band the pod consumes: a batch (mid) pod's cpu/memory are counted as
+        `kubernetes.io/batch-*` (`mid-*`); already-translated names are kept as they are."""
+        if self.priority_class not in (apis.PRIORITY_BATCH, apis.PRIORITY_MID):
+            return self.requests
+        out: Vector = {}
+        for name, amount in self.requests.items():
+            if name in (apis.CPU, apis.MEMORY):
+                name = apis.translate_resource_name(self.priority_class, name)
+            out[name] = out.get(name, 0) + amount
+        return out
+
+    @cached_property
+    def priority(self) -> int:
+        """`spec.priority`, else the default value of the labelled priority class, else 0."""
+        value = self.spec.get("priority")
+        if value is not None:
+            return int(value)
+        return apis.DEFAULT_PRIORITY_VALUE.get(apis.priority_class_raw(self.obj), 0)
+
+    @cached_property
+    def sub_priority(self) -> int:
+        return apis.sub_priority(self.obj)
+
+    @cached_property
+    def is_daemonset_pod(self) -> bool:
+        return any(ref.get("kind") == "DaemonSet" for ref in self.metadata.get("ownerReferences") or [])
+
+    @cached_property
+    def is_terminated(self) -> bool:
+        return (self.obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+    #: derived values that depend only on the pod's spec and labels
+    SPEC_DERIVED = ("requests", "limits", "non_zero_requests", "kube_qos", "qos_class", "priority_class",
+                    "qos_requests", "priority", "sub_priority", "is_daemonset_pod")
+
+    def with_status_changes(self, obj: dict[str, Any]) -> "PodInfo":
+        """A PodInfo for `obj`, a copy of this pod that differs only in `spec.nodeName` and
+        `status` (a binding): the spec-derived values carry over instead of being recomputed."""
+        other = PodInfo(obj)
+        for name in self.SPEC_DERIVED:
+            if name in self.__dict__:
+                other.__dict__[name] = self.__dict__[name]
+        return other
+
+    def condition_time(self, kind: str) -> str | None:
+        """`lastTransitionTime` of condition `kind` when it is True, else None."""
+        for cond in (self.obj.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == kind and cond.get("status") == "True":
+                return cond.get("lastTransitionTime") or None
+        return None
+
+    def __repr__(self) -> str:
+        return f"PodInfo({self.key})"

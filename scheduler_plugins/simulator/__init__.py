@@ -1,0 +1,1 @@
+"""Offline scheduling: the scheduling loop, `simulate` and `explain`."""

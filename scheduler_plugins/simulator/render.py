@@ -1,0 +1,49 @@
+"""Plain-text tables for `simulate -o table` and `explain -o table`."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    return "\n".join(lines)
+
+
+def _percentages(values: dict[str, float]) -> str:
+    return " ".join(f"{name.removeprefix('kubernetes.io/')}={v:g}%" for name, v in values.items()) or "-"
+
+
+def simulation_table(report: dict[str, Any]) -> str:
+    placements = table(
+        ["POD", "NODE", "RESULT"],
+        [[p["pod"], p["node"] or "-", f"score {p['score']}" if p["node"] and p.get("score") is not None
+          else ("scheduled" if p["node"] else f"{p['code']}: {p.get('message', '')}")]
+         for p in report["placements"]],
+    )
+    nodes = table(
+        ["NODE", "PODS", "BEFORE", "AFTER"],
+        [[n["name"], f"{n['podsBefore']}->{n['podsAfter']}", _percentages(n["before"]), _percentages(n["after"])]
+         for n in report["nodes"]],
+    )
+    s = report["summary"]
+    summary = (f"{s['scheduled']}/{s['pods']} pods scheduled, {s['unschedulable']} unschedulable, "
+               f"{s['seconds']}s ({s['podsPerSecond']} pods/s)")
+    return f"{placements}\n\n{nodes}\n\n{summary}"
+
+
+def explain_table(report: dict[str, Any]) -> str:
+    rows = []
+    for node in report["nodes"]:
+        failures = [f"{f['plugin']}: {f['code']}" + (f" ({'; '.join(f['reasons'])})" if f["reasons"] else "")
+                    for f in node["filters"] if f["code"] != "Success"]
+        scores = " ".join(f"{s['plugin']}={s['raw']}/{s['normalized']}x{s['weight']}" for s in node["scores"])
+        rows.append([node["name"], "yes" if node["feasible"] else "no", node["total"],
+                     scores or "-", "; ".join(failures) or "-"])
+    lines = [f"pod {report['pod']}",
+             table(["NODE", "FEASIBLE", "TOTAL", "SCORES (raw/normalized x weight)", "FILTER FAILURES"], rows)]
+    if report.get("error"):
+        lines.append(f"error: {report['error']}")
+    lines.append(f"selected: {report['selected'] or '-'}")
+    return "\n".join(lines)
