@@ -1,8 +1,8 @@
 """RFC 6902 patch between two JSON documents.
 
-Faster than a generic diff because it relies on C-level `==` (which short-circuits on shared,
-identical subtrees) to skip every equal part and only descends where the documents differ; lists of
-equal length are compared element by element, other list changes replace the list. Keys are escaped
+Faster than a generic diff because it skips shared subtrees by identity and only descends where the
+documents are distinct objects; lists of equal length are compared element by element, other list
+changes replace the list. Keys are escaped
 per RFC 6901 (`~` -> `~0`, `/` -> `~1`), which matters for label keys such as
 `koordinator.sh/qosClass`.
 """
@@ -22,25 +22,27 @@ def diff(before: Any, after: Any) -> list[dict[str, Any]]:
     return operations
 
 
-def _same(a: Any, b: Any) -> bool:
-    return a is b or (a == b and type(a) is type(b))
-
-
 def _diff(before: Any, after: Any, path: str, out: list[dict[str, Any]]) -> None:
-    if _same(before, after):
+    # Identity first: mutators work on a copy that shares every untouched subtree with the original,
+    # so `is` settles most of the document without comparing it; containers that are distinct
+    # objects are walked rather than compared with `==` (which would walk them again at every level).
+    if before is after:
         return
-    if isinstance(before, dict) and isinstance(after, dict):
+    if type(before) is dict and type(after) is dict:
         for key in before:
             if key not in after:
                 out.append({"op": "remove", "path": f"{path}/{escape_pointer_token(key)}"})
         for key, value in after.items():
             if key not in before:
                 out.append({"op": "add", "path": f"{path}/{escape_pointer_token(key)}", "value": value})
-            elif not _same(before[key], value):
+            elif before[key] is not value:
                 _diff(before[key], value, f"{path}/{escape_pointer_token(key)}", out)
         return
-    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+    if type(before) is list and type(after) is list and len(before) == len(after):
         for index, (old, new) in enumerate(zip(before, after)):
-            _diff(old, new, f"{path}/{index}", out)
+            if old is not new:
+                _diff(old, new, f"{path}/{index}", out)
+        return
+    if type(before) is type(after) and before == after:
         return
     out.append({"op": "replace", "path": path, "value": after})

@@ -17,9 +17,12 @@ from typing import IO, Any
 import orjson
 
 ADMISSION_LOGGER = "colocate.admission"
+BATCH_SECONDS = 0.05
 
 
 class JsonFormatter(logging.Formatter):
+    """A record as one JSON object: ts, level, logger, then the record's `fields` (or `msg`)."""
+
     def __init__(self) -> None:
         super().__init__()
         self._second = -1
@@ -74,21 +77,24 @@ class LogWriter:
 
     def _run(self) -> None:
         while True:
-            line = self.lines.get()
-            batch = []
-            while line is not None:
-                batch.append(line)
+            batch = [self.lines.get()]
+            # Collect for a moment before writing: waking this thread for every line would make it
+            # fight the event loop for the GIL on every admission.
+            time.sleep(BATCH_SECONDS)
+            while True:
                 try:
-                    line = self.lines.get_nowait()
+                    batch.append(self.lines.get_nowait())
                 except queue.Empty:
                     break
-            if batch:
+            done = None in batch
+            lines = [line for line in batch if line is not None]
+            if lines:
                 try:
-                    self.stream.write("\n".join(batch) + "\n")
+                    self.stream.write("\n".join(lines) + "\n")
                     self.stream.flush()
                 except (OSError, ValueError):
                     pass  # a closed or broken stderr must not kill the writer
-            if line is None:
+            if done:
                 return
 
     def stop(self) -> None:
@@ -100,15 +106,41 @@ def setup_logging(level: str = "info", stream: IO[str] | None = None) -> LogWrit
     """Route every colocate logger to JSON lines on stderr; returns the writer to `stop()` at exit."""
     lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
     root = logging.getLogger("colocate")
-    root.handlers[:] = [_LineQueueHandler(lines)]
+    handler = _LineQueueHandler(lines)
+    root.handlers[:] = [handler]
     root.setLevel(level.upper())
     root.propagate = False
     return LogWriter(lines, stream or sys.stderr)
 
 
 def log_admission(logger: logging.Logger, fields: dict[str, Any]) -> None:
-    """One line per admission; the fields become top-level JSON keys."""
-    if logger.isEnabledFor(logging.INFO):
-        # makeRecord + handle skips logger.info's caller lookup (a stack walk): this runs per request.
-        logger.handle(logger.makeRecord(logger.name, logging.INFO, "", 0, "admission", None, None,
-                                        extra={"fields": fields}))
+    """One line per admission; the fields become top-level JSON keys.
+
+    This runs for every request, so when the line goes to our own JSON handler it is serialised and
+    queued directly, without building a LogRecord; otherwise (a library user's or a test's logging
+    set-up) it goes through `logging` like any other record.
+    """
+    if not logger.isEnabledFor(logging.INFO):
+        return
+    handler = _direct_handler(logger)
+    if handler is not None:
+        now = time.time()
+        entry = {"ts": handler.formatter._timestamp(now), "level": "info", "logger": logger.name, **fields}  # type: ignore[union-attr]
+        handler.lines.put(orjson.dumps(entry, default=str).decode())
+        return
+    logger.handle(logger.makeRecord(logger.name, logging.INFO, "", 0, "admission", None, None,
+                                    extra={"fields": fields}))
+
+
+def _direct_handler(logger: logging.Logger) -> _LineQueueHandler | None:
+    """Our queue handler when it is the only place `logger`'s records go, else None."""
+    current: logging.Logger | None = logger
+    while current is not None:
+        if current.handlers:
+            only = current.handlers[0]
+            return only if len(current.handlers) == 1 and isinstance(only, _LineQueueHandler) \
+                and not current.propagate and not logger.filters else None
+        if not current.propagate:
+            return None
+        current = current.parent
+    return None
