@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tests.support.apiserver import ApiServer
-from tests.support.dispatcher import Admission, Dispatcher
+from tests.support.dispatcher import Admission
 
 QOS = "koordinator.sh/qosClass"
 

@@ -1,7 +1,6 @@
 """The embedded cluster state: a directory of manifests, reloaded when files change."""
 import json
 import os
-import time
 
 import yaml
 
