@@ -8,10 +8,16 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+# The Koordinator vocabulary shared with the webhook lives in `policies.constants` (one module for
+# every key, class and resource name); this module re-exports what the scheduler reads, under the
+# scheduler's names, and adds the scheduler-only keys.
+from policies import constants as _koord
+from policies import qos as _qos
+
 # --- labels and annotations ---------------------------------------------------------------------
-LABEL_QOS_CLASS = "koordinator.sh/qosClass"
-LABEL_PRIORITY_CLASS = "koordinator.sh/priority-class"
-LABEL_SUB_PRIORITY = "koordinator.sh/priority"
+LABEL_QOS_CLASS = _koord.LABEL_QOS_CLASS
+LABEL_PRIORITY_CLASS = _koord.LABEL_PRIORITY_CLASS
+LABEL_SUB_PRIORITY = _koord.LABEL_KOORDINATOR_PRIORITY
 ANNOTATION_RAW_ALLOCATABLE = "node.koordinator.sh/raw-allocatable"
 ANNOTATION_USAGE_THRESHOLDS = "scheduling.koordinator.sh/usage-thresholds"
 ANNOTATION_LOAD_SCALING_FACTORS = "scheduling.koordinator.sh/load-estimated-scaling-factors"
@@ -23,70 +29,51 @@ ANNOTATION_LOAD_SECONDS_AFTER_INITIALIZED = (
 )
 
 # --- resource names -----------------------------------------------------------------------------
-CPU = "cpu"
-MEMORY = "memory"
+CPU = _koord.RESOURCE_CPU
+MEMORY = _koord.RESOURCE_MEMORY
 EPHEMERAL_STORAGE = "ephemeral-storage"
 PODS = "pods"
-BATCH_CPU = "kubernetes.io/batch-cpu"
-BATCH_MEMORY = "kubernetes.io/batch-memory"
-MID_CPU = "kubernetes.io/mid-cpu"
-MID_MEMORY = "kubernetes.io/mid-memory"
+BATCH_CPU = _koord.BATCH_CPU
+BATCH_MEMORY = _koord.BATCH_MEMORY
+MID_CPU = _koord.MID_CPU
+MID_MEMORY = _koord.MID_MEMORY
 
 # --- QoS classes and priority classes -----------------------------------------------------------
-QOS_LSE, QOS_LSR, QOS_LS, QOS_BE, QOS_SYSTEM, QOS_NONE = "LSE", "LSR", "LS", "BE", "SYSTEM", ""
-KNOWN_QOS = frozenset({QOS_LSE, QOS_LSR, QOS_LS, QOS_BE, QOS_SYSTEM})
+QOS_LSE, QOS_LSR, QOS_LS, QOS_BE, QOS_SYSTEM, QOS_NONE = (
+    _koord.QoSClass.LSE.value, _koord.QoSClass.LSR.value, _koord.QoSClass.LS.value,
+    _koord.QoSClass.BE.value, _koord.QoSClass.SYSTEM.value, _koord.QoSClass.NONE.value)
+KNOWN_QOS = _koord.KNOWN_QOS_CLASSES
 
-PRIORITY_PROD = "koord-prod"
-PRIORITY_MID = "koord-mid"
-PRIORITY_BATCH = "koord-batch"
-PRIORITY_FREE = "koord-free"
-PRIORITY_NONE = ""
+PRIORITY_PROD = _koord.PriorityClass.PROD.value
+PRIORITY_MID = _koord.PriorityClass.MID.value
+PRIORITY_BATCH = _koord.PriorityClass.BATCH.value
+PRIORITY_FREE = _koord.PriorityClass.FREE.value
+PRIORITY_NONE = _koord.PriorityClass.NONE.value
 
 #: (class, lowest, highest, default value) for each band of `spec.priority`.
-PRIORITY_BANDS: tuple[tuple[str, int, int, int], ...] = (
-    (PRIORITY_PROD, 9000, 9999, 9500),
-    (PRIORITY_MID, 7000, 7999, 7500),
-    (PRIORITY_BATCH, 5000, 5999, 5500),
-    (PRIORITY_FREE, 3000, 3999, 3500),
+PRIORITY_BANDS: tuple[tuple[str, int, int, int], ...] = tuple(
+    (cls.value, low, high, _koord.PRIORITY_DEFAULT_VALUES[cls]) for cls, (low, high) in _koord.PRIORITY_BANDS.items()
 )
-KNOWN_PRIORITY_CLASSES = frozenset(band[0] for band in PRIORITY_BANDS)
+KNOWN_PRIORITY_CLASSES = _koord.KNOWN_PRIORITY_CLASSES
 DEFAULT_PRIORITY_VALUE = {band[0]: band[3] for band in PRIORITY_BANDS}
 
-_TRANSLATION = {
-    PRIORITY_BATCH: {CPU: BATCH_CPU, MEMORY: BATCH_MEMORY},
-    PRIORITY_MID: {CPU: MID_CPU, MEMORY: MID_MEMORY},
-}
+_TRANSLATION = {cls.value: names for cls, names in _koord.EXTENDED_RESOURCE_NAMES.items()}
 
 # Kubernetes QoS classes (status.qosClass)
 K8S_GUARANTEED, K8S_BURSTABLE, K8S_BEST_EFFORT = "Guaranteed", "Burstable", "BestEffort"
 
 
-def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    return (pod.get("metadata") or {}).get("labels") or {}
-
-
 def priority_class_raw(pod: Mapping[str, Any]) -> str:
     """Rule 1: the explicit label wins, then the numeric band of `spec.priority`."""
-    labels = _labels(pod)
-    if LABEL_PRIORITY_CLASS in labels:
-        value = labels[LABEL_PRIORITY_CLASS]
-        return value if value in KNOWN_PRIORITY_CLASSES else PRIORITY_NONE
-    priority = (pod.get("spec") or {}).get("priority")
-    if priority is None:
-        return PRIORITY_NONE
-    return priority_class_of_value(int(priority))
+    return _qos.raw_priority_class(pod).value
 
 
 def priority_class_of_value(priority: int) -> str:
-    for name, low, high, _ in PRIORITY_BANDS:
-        if low <= priority <= high:
-            return name
-    return PRIORITY_NONE
+    return _qos.priority_class_of_value(priority).value
 
 
 def qos_class_raw(pod: Mapping[str, Any]) -> str:
-    value = _labels(pod).get(LABEL_QOS_CLASS, "")
-    return value if value in KNOWN_QOS else QOS_NONE
+    return _qos.raw_qos_class(pod).value
 
 
 def qos_class_with_default(pod: Mapping[str, Any], kube_qos: str) -> str:
@@ -119,7 +106,4 @@ def translate_resource_name(priority_class: str, resource: str) -> str:
 
 def sub_priority(pod: Mapping[str, Any]) -> int:
     """The `koordinator.sh/priority` label; absent or unparsable counts as 0."""
-    try:
-        return int(_labels(pod).get(LABEL_SUB_PRIORITY, 0))
-    except (TypeError, ValueError):
-        return 0
+    return _qos.sub_priority(pod)

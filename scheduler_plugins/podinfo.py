@@ -9,6 +9,8 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any, Callable, Mapping
 
+from policies.objects import json_copy
+from policies.qos import kubernetes_qos_class
 from scheduler_plugins import apis
 from scheduler_plugins.quantity import resource_list
 
@@ -62,42 +64,12 @@ def _non_zero(amounts: Vector) -> Vector:
     return out
 
 
-def clone(obj: Any) -> Any:
-    """A deep copy of a JSON-shaped object (dicts, lists, scalars); several times faster than
-    `copy.deepcopy`, which matters once per scheduled pod."""
-    if isinstance(obj, dict):
-        return {k: clone(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [clone(v) for v in obj]
-    return obj
+clone = json_copy  # a deep copy of a JSON-shaped object, shared with the policy engine
 
 
 def kube_qos_class(pod: Mapping[str, Any]) -> str:
-    """`status.qosClass` when set, else computed from cpu/memory requests and limits."""
-    declared = (pod.get("status") or {}).get("qosClass")
-    if declared:
-        return declared
-    spec = pod.get("spec") or {}
-    containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
-    requests: Vector = {}
-    limits: Vector = {}
-    guaranteed = True
-    for container in containers:
-        resources = container.get("resources") or {}
-        found_limits = set()
-        for field, into in (("requests", requests), ("limits", limits)):
-            for name, amount in resource_list(resources.get(field)).items():
-                if name in (apis.CPU, apis.MEMORY) and amount > 0:
-                    into[name] = into.get(name, 0) + amount
-                    if field == "limits":
-                        found_limits.add(name)
-        if found_limits != {apis.CPU, apis.MEMORY}:
-            guaranteed = False
-    if not requests and not limits:
-        return apis.K8S_BEST_EFFORT
-    if guaranteed and all(limits.get(n) == v for n, v in requests.items()) and len(requests) == len(limits):
-        return apis.K8S_GUARANTEED
-    return apis.K8S_BURSTABLE
+    """`status.qosClass` when set, else Kubernetes' GetPodQOS over cpu/memory requests and limits."""
+    return kubernetes_qos_class(pod)
 
 
 class PodInfo:

@@ -6,58 +6,30 @@ handled in millicores and every other resource in base units (spec conventions),
 """
 from __future__ import annotations
 
-import math
 import re
 from fractions import Fraction
 from functools import lru_cache
 
+from policies.quantity import NANO, Quantity, QuantityError
 from scheduler_plugins.apis import CPU
 
-_SUFFIXES = {
-    "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1),
-    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
-    "P": Fraction(10**15), "E": Fraction(10**18),
-    "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50), "Ei": Fraction(2**60),
-}
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[A-Za-z]*)$")
-
-
-class QuantityError(ValueError):
-    """A string that is not a Kubernetes quantity."""
-
+__all__ = ["QuantityError", "parse_quantity", "milli_value", "value", "scalar_of", "resource_list",
+           "parse_duration", "format_duration"]
 
 @lru_cache(maxsize=4096)
 def parse_quantity(text: str | int | float) -> Fraction:
-    if isinstance(text, bool):
-        raise QuantityError(f"invalid quantity {text!r}")
-    if isinstance(text, int):
-        return Fraction(text)
-    if isinstance(text, float):
-        return Fraction(text).limit_denominator(10**9)
-    match = _QUANTITY.match(str(text).strip())
-    if not match:
-        raise QuantityError(f"invalid quantity {text!r}")
-    number, suffix = match.groups()
-    try:
-        base = Fraction(number)
-    except ValueError as exc:
-        raise QuantityError(f"invalid quantity {text!r}") from exc
-    if suffix[:1] in ("e", "E") and len(suffix) > 1:
-        return base * Fraction(10) ** int(suffix[1:])
-    if suffix not in _SUFFIXES:
-        raise QuantityError(f"invalid quantity suffix in {text!r}")
-    return base * _SUFFIXES[suffix]
+    """The exact value of a quantity (parsed by the one parser the code base has)."""
+    return Fraction(Quantity.parse(text.strip() if isinstance(text, str) else text).nanos, NANO)
 
 
 @lru_cache(maxsize=4096)
 def milli_value(text: str | int | float) -> int:
-    return math.ceil(parse_quantity(text) * 1000)
+    return Quantity.parse(text.strip() if isinstance(text, str) else text).milli_value()
 
 
 @lru_cache(maxsize=4096)
 def value(text: str | int | float) -> int:
-    return math.ceil(parse_quantity(text))
+    return Quantity.parse(text.strip() if isinstance(text, str) else text).value()
 
 
 def scalar_of(resource: str, text: str | int | float) -> int:
