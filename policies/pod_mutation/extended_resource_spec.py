@@ -9,6 +9,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from policies.admission import Denied
 from policies.constants import ANNOTATION_EXTENDED_RESOURCE_SPEC, BATCH_CPU, BATCH_MEMORY
 from policies.objects import annotations_of, ensure_map, spec_of
@@ -76,4 +78,5 @@ def set_extended_resource_spec(pod: dict[str, Any]) -> None:
         if current == wanted:
             return
     annotations = ensure_map(ensure_map(pod, "metadata"), "annotations")
-    annotations[ANNOTATION_EXTENDED_RESOURCE_SPEC] = json.dumps(wanted, sort_keys=True, separators=(",", ":"))
+    # Go's json.Marshal: compact, map keys sorted (orjson: same bytes, several times faster).
+    annotations[ANNOTATION_EXTENDED_RESOURCE_SPEC] = orjson.dumps(wanted, option=orjson.OPT_SORT_KEYS).decode()
