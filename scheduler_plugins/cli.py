@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from scheduler_plugins.clock import Clock, fixed_clock, parse_time, system_clock
-from scheduler_plugins.cluster.snapshot import SnapshotDirectorySource, read_objects
+from scheduler_plugins.cluster.snapshot import ClusterSource, SnapshotDirectorySource, read_objects
 from scheduler_plugins.config import SchedulerConfig, load_config
 from scheduler_plugins.errors import ConfigError, SnapshotError
 from scheduler_plugins.podinfo import PodInfo
@@ -39,7 +39,16 @@ def register_commands(subparsers: "argparse._SubParsersAction[argparse.ArgumentP
     ext.add_argument("--port", type=int, default=8888)
     ext.add_argument("--host", default="127.0.0.1")
     ext.add_argument("--config", help="KubeSchedulerConfiguration YAML (default: the built-in profile)")
-    ext.add_argument("--cluster", required=True, help="snapshot directory (Nodes, NodeMetrics, Pods)")
+    state = ext.add_mutually_exclusive_group()
+    state.add_argument("--cluster", metavar="DIR", help="snapshot directory (Nodes, NodeMetrics, Pods), read once")
+    state.add_argument("--kubeconfig", type=Path, metavar="FILE",
+                       help="list and watch Nodes, NodeMetrics and bound Pods through this kubeconfig, and bind "
+                            "through it (default without --cluster: the in-cluster service account)")
+    ext.add_argument("--context", metavar="C", help="kubeconfig context (default: its current context)")
+    ext.add_argument("--watch-timeout", type=int, default=300, metavar="SECONDS",
+                     help="how long one watch request stays open before it is renewed")
+    ext.add_argument("--backoff-max", type=float, default=30.0, metavar="SECONDS",
+                     help="longest wait between retries when the API server fails")
     ext.add_argument("--url-prefix", default="/scheduler", help="path prefix the verbs are served under")
     ext.add_argument("--scheduler-name", help="profile to use (default: the first)")
     ext.add_argument("--now", help="fix the clock to this RFC 3339 time (replaying an old snapshot)")
@@ -129,12 +138,31 @@ def run_explain(args: argparse.Namespace) -> int:
     return EXIT_OK if report["selected"] else EXIT_UNSCHEDULABLE
 
 
+def _extender_source(args: argparse.Namespace) -> ClusterSource:
+    """The snapshot directory, or the API server (kubeconfig, else the pod's service account)."""
+    if args.cluster is not None:
+        return SnapshotDirectorySource(args.cluster)
+    from kubernetes.config import ConfigException
+
+    from scheduler_plugins.cluster.kube import KubeClusterSource
+    from webhook.sources.kube import api_client
+    from webhook.sources.reflector import ReflectorSettings
+
+    if args.kubeconfig is not None and not args.kubeconfig.is_file():
+        raise ConfigError("--kubeconfig", f"{args.kubeconfig}: no such file")
+    try:
+        api = api_client(args.kubeconfig, args.context)
+    except ConfigException as exc:
+        raise ConfigError("", f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
+    return KubeClusterSource(api, ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max))
+
+
 def run_extender(args: argparse.Namespace) -> int:
     from scheduler_plugins.extender.server import serve
 
     try:
         clock, config = _clock(args.now), _config(args.config)
-        source = SnapshotDirectorySource(args.cluster)
+        source = _extender_source(args)
         return serve(config, source, host=args.host, port=args.port, url_prefix=args.url_prefix,
                      scheduler_name=args.scheduler_name, clock=clock)
     except (ConfigError, SnapshotError) as exc:

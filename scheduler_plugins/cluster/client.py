@@ -13,6 +13,17 @@ from scheduler_plugins.framework.handle import ClientError
 from scheduler_plugins.podinfo import PodInfo, clone
 
 
+def bound_copy(pod: PodInfo, node_name: str, clock: Clock) -> PodInfo:
+    """The pod as the API server stores it after a Binding: `spec.nodeName` set and a
+    `PodScheduled=True` condition (what LoadAwareScheduling's assign cache reads its time from)."""
+    obj = clone(pod.obj)
+    obj.setdefault("spec", {})["nodeName"] = node_name
+    conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+    conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
+    conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": format_time(clock())})
+    return pod.with_status_changes(obj)
+
+
 class InMemoryClient:
     def __init__(self, cluster: ClusterState, clock: Clock = system_clock) -> None:
         self.cluster = cluster
@@ -39,14 +50,8 @@ class InMemoryClient:
             raise ClientError(409, f"pods {namespace}/{name}: uid mismatch")
         if bound_to and bound_to != node_name:
             raise ClientError(409, f"pod {namespace}/{name} is already assigned to node {bound_to}")
-        obj = clone(pod.obj)
-        obj.setdefault("spec", {})["nodeName"] = node_name
-        conditions = obj.setdefault("status", {}).setdefault("conditions", [])
-        conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
-        conditions.append({"type": "PodScheduled", "status": "True",
-                           "lastTransitionTime": format_time(self.clock())})
         self.bindings.append((f"{namespace}/{name}", node_name))
-        self.cluster.bind(pod.with_status_changes(obj), node_name)
+        self.cluster.bind(bound_copy(pod, node_name, self.clock), node_name)
 
     def _replace(self, old: PodInfo, new: PodInfo, node_name: str) -> None:
         if node_name:

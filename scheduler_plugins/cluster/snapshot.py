@@ -3,18 +3,23 @@
 A snapshot directory holds YAML or JSON files (searched recursively, in sorted path order), each
 with one object, several YAML documents, or a `List`/`*List` with `items`. Objects of kind Node,
 NodeMetric and Pod are used; anything else is ignored. A Pod with `spec.nodeName` is bound,
-without one it is pending. An API-server source (watches) would implement `ClusterSource` too.
+without one it is pending. The API-server source (`cluster/kube.py`) is a `LiveClusterSource`:
+its state fills in while `run()` is awaited, and the framework's API client comes from it.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Iterator, Protocol, runtime_checkable
 
 import yaml
 
 from scheduler_plugins.cluster.state import ClusterState
 from scheduler_plugins.errors import SnapshotError
+
+if TYPE_CHECKING:
+    from scheduler_plugins.clock import Clock
+    from scheduler_plugins.framework.handle import ClusterClient
 
 SUFFIXES = (".yaml", ".yml", ".json")
 KINDS = ("Node", "NodeMetric", "Pod")
@@ -22,6 +27,17 @@ KINDS = ("Node", "NodeMetric", "Pod")
 
 class ClusterSource(Protocol):
     def load(self) -> ClusterState: ...
+
+
+@runtime_checkable
+class LiveClusterSource(ClusterSource, Protocol):
+    """A source that keeps its `ClusterState` current while `run()` is awaited on the event loop."""
+
+    def synced(self) -> bool: ...
+
+    async def run(self) -> None: ...
+
+    def client(self, clock: "Clock") -> "ClusterClient": ...
 
 
 def read_objects(path: Path) -> Iterator[dict[str, Any]]:

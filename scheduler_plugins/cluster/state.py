@@ -3,6 +3,10 @@
 Plugins that keep their own caches (LoadAwareScheduling's assign cache) subscribe as listeners and
 are told about every change, the way informer event handlers are; `subscribe` first replays the
 current state so a listener built late sees the same world as one built early.
+
+A live source applies watch events in whatever order the kinds arrive: a pod bound to a node the
+state does not know (yet, or any more) is kept aside and counted once its node is added, as
+kube-scheduler's cache keeps a node's pods across the node's deletion.
 """
 from __future__ import annotations
 
@@ -32,6 +36,8 @@ class ClusterState:
         self.nodes: dict[str, NodeInfo] = {}
         self.node_metrics: dict[str, dict[str, Any]] = {}
         self.pending: dict[str, PodInfo] = {}
+        #: pods bound to a node missing from `nodes`, by node name; adopted when the node is added
+        self.homeless: dict[str, dict[str, PodInfo]] = {}
         self._listeners: list[ClusterListener] = []
         self._node_list: list[NodeInfo] | None = None
         #: nodes by table index, and a per-index counter bumped on every change to that node (its
@@ -63,13 +69,27 @@ class ClusterState:
             if info.index >= len(self.generations):
                 self.generations = np.concatenate([self.generations, np.zeros(len(self.generations), np.int64)])
         info.on_change = self._bump
-        if old is not None:
-            for pod in old.pods.values():
-                info.add_pod(pod)
+        for pod in (old.pods if old is not None else self.homeless.pop(info.name, {})).values():
+            info.add_pod(pod)
         self.nodes[info.name] = info
         self._node_list = None
         self._bump(info.index)
         return info
+
+    def delete_node(self, name: str) -> None:
+        """Drop a node; its table row becomes an empty slot (indexes stay stable for batch
+        plugins) and its pods wait in `homeless` until they are deleted or the node returns."""
+        old = self.nodes.pop(name, None)
+        if old is None:
+            return
+        old.on_change = None
+        if old.pods:
+            self.homeless[name] = dict(old.pods)
+        slot = NodeInfo(None)
+        slot.index = old.index
+        self.by_index[old.index] = slot
+        self._node_list = None
+        self._bump(old.index)
 
     def node_list(self) -> list[NodeInfo]:
         """All nodes, sorted by name (the order the simulator walks them in)."""
@@ -117,16 +137,28 @@ class ClusterState:
         node = self.nodes.get(node_name)
         if node is not None:
             node.add_pod(pod)
+        else:
+            self.homeless.setdefault(node_name, {})[pod.key] = pod
         for listener in self._listeners:
             listener.on_pod_assigned(pod, node_name)
 
-    def delete_pod(self, key: str) -> None:
+    def delete_pod(self, key: str, node_name: str | None = None) -> None:
+        """Forget a pod; `node_name`, when known, spares a walk over every node."""
         self.pending.pop(key, None)
-        for node in self.nodes.values():
-            pod = node.remove_pod(key)
+        names = [node_name] if node_name else [*self.nodes, *self.homeless]
+        for name in names:
+            node = self.nodes.get(name)
+            pod = node.remove_pod(key) if node is not None else self._unhouse(name, key)
             if pod is not None:
                 for listener in self._listeners:
-                    listener.on_pod_deleted(pod, node.name)
+                    listener.on_pod_deleted(pod, name)
+
+    def _unhouse(self, node_name: str, key: str) -> PodInfo | None:
+        pods = self.homeless.get(node_name, {})
+        pod = pods.pop(key, None)
+        if not pods:
+            self.homeless.pop(node_name, None)
+        return pod
 
     def find_pod(self, namespace: str, name: str) -> tuple[PodInfo | None, str]:
         key = f"{namespace}/{name}"

@@ -1,22 +1,27 @@
 """The aiohttp adapter: moves bytes between HTTP and `ExtenderService`, nothing else.
 
-Routes (under the URL prefix): POST filter, prioritize, bind; GET healthz. The application is
-built by `make_app` from a service passed in (no module globals) and frozen at start-up.
+Routes (under the URL prefix): POST filter, prioritize, bind; GET healthz (liveness) and readyz
+(200 once the cluster state is loaded: at once from a snapshot, after the first list of every kind
+from the API server). The application is built by `make_app` from a service passed in (no module
+globals) and frozen at start-up; a live source runs as a background task of the application.
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import json
 import logging
+from collections.abc import AsyncIterator
 from typing import Any, Callable
 
 from aiohttp import web
 
 from scheduler_plugins.clock import Clock, system_clock
-from scheduler_plugins.cluster.snapshot import ClusterSource
+from scheduler_plugins.cluster.snapshot import ClusterSource, LiveClusterSource
 from scheduler_plugins.config import SchedulerConfig
 from scheduler_plugins.extender.protocol import ArgsError
-from scheduler_plugins.extender.service import ExtenderService
+from scheduler_plugins.extender.service import ExtenderService, NotSynced
 from scheduler_plugins.registry import in_tree_registry
 from scheduler_plugins.simulator.scheduler import build_framework
 
@@ -43,6 +48,8 @@ def _verb(call: Callable[[ExtenderService, Any], Any]):
             result = call(service, await _body(request))
         except ArgsError as exc:
             return web.json_response({"Error": str(exc)}, status=400, dumps=_dumps)
+        except NotSynced as exc:
+            return web.json_response({"Error": str(exc)}, status=503, dumps=_dumps)
         except Exception as exc:  # a plugin bug must not take the extender down
             log.exception("extender %s failed", request.path)
             return web.json_response({"Error": f"internal error: {exc}"}, status=500, dumps=_dumps)
@@ -61,6 +68,11 @@ def make_app(service: ExtenderService, url_prefix: str = "/scheduler") -> web.Ap
     async def healthz(request: web.Request) -> web.Response:
         return web.Response(text="ok")
 
+    @routes.get(f"{prefix}/readyz")
+    async def readyz(request: web.Request) -> web.Response:
+        ready = request.app[SERVICE_KEY].ready()
+        return web.Response(text="ok" if ready else "cluster state not synced", status=200 if ready else 503)
+
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app[SERVICE_KEY] = service
     app.add_routes(routes)
@@ -70,8 +82,23 @@ def make_app(service: ExtenderService, url_prefix: str = "/scheduler") -> web.Ap
 def build_service(config: SchedulerConfig, source: ClusterSource, scheduler_name: str | None = None,
                   clock: Clock = system_clock) -> ExtenderService:
     cluster = source.load()
+    if isinstance(source, LiveClusterSource):
+        framework = build_framework(config, in_tree_registry(), cluster, clock, client=source.client(clock),
+                                    scheduler_name=scheduler_name)
+        return ExtenderService(framework, cluster, ready=source.synced)
     framework = build_framework(config, in_tree_registry(), cluster, clock, scheduler_name=scheduler_name)
     return ExtenderService(framework, cluster)
+
+
+def run_source(source: LiveClusterSource) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A cleanup context that keeps `source` following the API server while the app runs."""
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(source.run(), name="extender-cluster-source")
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    return context
 
 
 def serve(config: SchedulerConfig, source: ClusterSource, host: str, port: int, url_prefix: str,
@@ -80,7 +107,13 @@ def serve(config: SchedulerConfig, source: ClusterSource, host: str, port: int, 
     service = build_service(config, source, scheduler_name, clock)
     gc.collect()
     gc.freeze()  # the loaded cluster is long-lived: keep GC pauses off the request path
-    log.info("serving %s under %s on %s:%d with %d nodes", ", ".join(VERBS), url_prefix, host, port,
-             len(service.cluster.nodes))
-    web.run_app(make_app(service, url_prefix), host=host, port=port, print=None)
+    app = make_app(service, url_prefix)
+    if isinstance(source, LiveClusterSource):
+        app.cleanup_ctx.append(run_source(source))
+        log.info("serving %s under %s on %s:%d; not ready until the cluster state is listed from the API server",
+                 ", ".join(VERBS), url_prefix, host, port)
+    else:
+        log.info("serving %s under %s on %s:%d with %d nodes", ", ".join(VERBS), url_prefix, host, port,
+                 len(service.cluster.nodes))
+    web.run_app(app, host=host, port=port, print=None)
     return 0

@@ -6,11 +6,16 @@ filter: PreFilter then Filter on each given node; a PreFilter rejection fails ev
 code. prioritize: PreScore, Score, NormalizeScore and weights; the weighted total is divided by the
 sum of weights (so it stays 0..100) and scaled to 0..10 with `score × 10 // 100`. bind: Reserve,
 PreBind and Bind through the profile's plugins.
+
+A third family: the cluster state is not there yet. An extender following the API server refuses
+every verb with `NotSynced` until each watched kind has been listed once (the adapter answers 503,
+which kube-scheduler counts as a failed extender call and retries the pod with backoff), rather
+than judge pods against an empty or half-loaded cluster.
 """
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable
 
 from scheduler_plugins.cluster.state import ClusterState
 from scheduler_plugins.extender import protocol as wire
@@ -25,11 +30,24 @@ REASON_UNKNOWN_NODE = "node not found in the extender's cache"
 REASON_PREFILTER_RESULT = "node(s) didn't satisfy plugin(s) PreFilter result"
 
 
+class NotSynced(Exception):
+    """The cluster state has not been loaded yet: no verb can be answered truthfully."""
+
+
+def _always() -> bool:
+    return True
+
+
 class ExtenderService:
-    def __init__(self, framework: Framework, cluster: ClusterState) -> None:
+    def __init__(self, framework: Framework, cluster: ClusterState, ready: Callable[[], bool] = _always) -> None:
         self.framework = framework
         self.cluster = cluster
+        self.ready = ready
         self._seen: OrderedDict[str, PodInfo] = OrderedDict()
+
+    def _require_sync(self) -> None:
+        if not self.ready():
+            raise NotSynced("the extender's cluster state is not synced with the API server yet")
 
     def _nodes(self, items: list[dict] | None, names: list[str] | None) -> tuple[list[NodeInfo], dict[str, str]]:
         unknown: dict[str, str] = {}
@@ -56,6 +74,7 @@ class ExtenderService:
             self._seen.popitem(last=False)
 
     def filter(self, body: Any) -> wire.ExtenderFilterResult:
+        self._require_sync()
         try:
             pod_obj, items, names = wire.parse_extender_args(body)
         except wire.ArgsError as exc:
@@ -92,6 +111,7 @@ class ExtenderService:
 
     def prioritize(self, body: Any) -> list[wire.HostPriority]:
         """Raises ArgsError on a malformed body (the adapter answers 400: the wire type has no Error)."""
+        self._require_sync()
         pod_obj, items, names = wire.parse_extender_args(body)
         pod = PodInfo(pod_obj)
         nodes, _ = self._nodes(items, names)
@@ -109,6 +129,7 @@ class ExtenderService:
                 for node, total in zip(nodes, table.totals)]
 
     def bind(self, body: Any) -> wire.ExtenderBindingResult:
+        self._require_sync()
         try:
             namespace, name, uid, node_name = wire.parse_binding_args(body)
         except wire.ArgsError as exc:

@@ -4,16 +4,22 @@ No real API server runs on these machines, so tests point the official client at
 a kubeconfig file. It serves, for every resource type it knows, list (paged with limit/continue),
 watch (`?watch=1&resourceVersion=..&allowWatchBookmarks=true`, a chunked stream of JSON events:
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR; an ERROR 410 for a compacted version), get, create
-(POST), replace (PUT), patch (merge and JSON patch) and delete. Faults are injected by the test:
-`drop_watches()`, `store.compact()`, `fail_requests(n)`.
+(POST), replace (PUT), patch (merge and JSON patch) and delete, and the `pods/binding` subresource
+(POST a v1 Binding: sets spec.nodeName and PodScheduled, 409 when already bound or the UID
+differs). Field selectors take `=`, `==` and `!=` on dotted fields (`spec.nodeName!=`); a watch
+with one sends ADDED when a modified object starts matching and DELETED when it stops, as
+kube-apiserver's watch cache does. Faults are injected by the test: `drop_watches()`,
+`store.compact()`, `fail_requests(n)`.
 """
 from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 import json
 import tempfile
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +27,7 @@ import yaml
 from aiohttp import web
 
 from certs.generate import CertPaths, ensure_serving_certs
-from tests.support.apistore import Conflict, NotFound, ResourceType, Store, Watcher
+from tests.support.apistore import Conflict, Event, NotFound, ResourceType, Store, Watcher
 from webhook.serve import tls_context
 from webhook.sources.kinds import WATCHED_KINDS
 
@@ -34,6 +40,7 @@ EXTRA_TYPES = (
     ResourceType("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
                  "ValidatingWebhookConfiguration", False),
     ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False),
+    ResourceType("slo.koordinator.sh", "v1alpha1", "nodemetrics", "NodeMetric", False),
 )
 PATCH_TYPES = {"application/json-patch+json": "json", "application/merge-patch+json": "merge",
                "application/strategic-merge-patch+json": "merge", "application/apply-patch+yaml": "merge"}
@@ -42,6 +49,10 @@ PATCH_TYPES = {"application/json-patch+json": "json", "application/merge-patch+j
 def default_types() -> list[ResourceType]:
     watched = [ResourceType(k.group, k.version, k.plural, k.kind, k.namespaced) for k in WATCHED_KINDS]
     return watched + list(EXTRA_TYPES)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
@@ -124,7 +135,8 @@ class ApiServer:
         await self.stop()
 
     # HTTP --------------------------------------------------------------------------------------
-    def _route(self, path: str) -> tuple[ResourceType, str, str] | None:
+    def _route(self, path: str) -> tuple[ResourceType, str, str, str] | None:
+        """(resource type, namespace, name, subresource) of a REST path."""
         parts = [p for p in path.split("/") if p]
         if parts[:2] == ["api", "v1"]:
             group, version, rest = "", "v1", parts[2:]
@@ -135,10 +147,11 @@ class ApiServer:
         namespace = ""
         if len(rest) >= 3 and rest[0] == "namespaces":
             namespace, rest = rest[1], rest[2:]
-        if not rest or len(rest) > 2:
+        if not rest or len(rest) > 3:
             return None
         resource = self.types.get((group, version, rest[0]))
-        return (resource, namespace, rest[1] if len(rest) == 2 else "") if resource else None
+        name, subresource = (rest[1:] + ["", ""])[:2]
+        return (resource, namespace, name, subresource) if resource else None
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         if request.headers.get("Authorization") != f"Bearer {TOKEN}":
@@ -146,13 +159,18 @@ class ApiServer:
         route = self._route(request.path)
         if route is None:
             return _error(404, "NotFound", f"the server could not find the requested resource {request.path}")
-        resource, namespace, name = route
+        resource, namespace, name, subresource = route
         watch = request.query.get("watch") in ("1", "true")
-        self.requests[f"{request.method} {'watch' if watch else 'list' if not name else 'get'} {resource.kind}"] += 1
+        verb = subresource or ('watch' if watch else 'list' if not name else 'get')
+        self.requests[f"{request.method} {verb} {resource.kind}"] += 1
         if self._failures > 0:
             self._failures -= 1
             return _error(self._failure_status, "InternalError", "injected failure")
         try:
+            if subresource:
+                if (resource.kind, subresource, request.method) != ("Pod", "binding", "POST"):
+                    return _error(404, "NotFound", f"the server could not find the requested resource {request.path}")
+                return self._bind(namespace, name, await request.json())
             if request.method == "GET" and watch:
                 return await self._watch(request, resource, namespace)
             if request.method == "GET":
@@ -177,14 +195,52 @@ class ApiServer:
             return _error(409, "Conflict", str(exc))
         return _error(405, "MethodNotAllowed", request.method)
 
+    def _bind(self, namespace: str, name: str, binding: dict[str, Any]) -> web.Response:
+        """kube-apiserver's BindingREST.Create: assign the pod to the target node, once."""
+        meta = binding.get("metadata") or {}
+        target = (binding.get("target") or {}).get("name")
+        if binding.get("kind") != "Binding" or meta.get("name") != name or not target:
+            return _error(400, "BadRequest", "a Binding with metadata.name matching the pod and a target node is required")
+        pod = copy.deepcopy(self.store.get(self.by_kind["Pod"], namespace, name))
+        uid = meta.get("uid")
+        if uid and uid != pod["metadata"].get("uid"):
+            return _error(409, "Conflict", f"Precondition failed: UID in precondition: {uid}, "
+                                           f"UID in object meta: {pod['metadata'].get('uid')}")
+        if (pod.get("spec") or {}).get("nodeName"):
+            return _error(409, "Conflict", f"pod {name} is already assigned to node \"{pod['spec']['nodeName']}\"")
+        pod.setdefault("spec", {})["nodeName"] = target
+        conditions = pod.setdefault("status", {}).setdefault("conditions", [])
+        conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
+        conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": _now()})
+        pod["metadata"].pop("resourceVersion", None)
+        self.store.put(self.by_kind["Pod"], pod)
+        return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                                  "code": 201}, status=201)
+
     @staticmethod
     def _selected(obj: dict[str, Any], field_selector: str) -> bool:
         for term in filter(None, field_selector.split(",")):
-            key, _, value = term.partition("=")
-            field = key.removeprefix("metadata.")
-            if str(obj["metadata"].get(field, "")) != value.lstrip("="):
+            negate = "!=" in term
+            key, _, value = term.partition("!=" if negate else "=")
+            value = value.removeprefix("=")
+            found: Any = obj
+            for part in key.split("."):
+                found = found.get(part) if isinstance(found, dict) else None
+            if (str(found or "") == value) == negate:
                 return False
         return True
+
+    def _visible(self, event: Event, selector: str) -> tuple[str, dict[str, Any]] | None:
+        """What a watch with `selector` sees of one change (kube-apiserver's cacheWatcher rules)."""
+        now = self._selected(event.obj, selector)
+        before = event.prev is not None and self._selected(event.prev, selector)
+        if event.type != "MODIFIED" or now == before:
+            return (event.type, event.obj) if now else None
+        if now:
+            return "ADDED", event.obj
+        gone = copy.deepcopy(event.prev)
+        gone["metadata"]["resourceVersion"] = event.obj["metadata"]["resourceVersion"]
+        return "DELETED", gone
 
     def _list(self, request: web.Request, resource: ResourceType, namespace: str) -> web.Response:
         selector = request.query.get("fieldSelector", "")
@@ -214,16 +270,16 @@ class ApiServer:
         self.store.watchers.append(watcher)
         try:
             if version == "0":
-                backlog = [("ADDED", o) for o in self.store.list(resource, namespace)]
+                backlog = [Event(0, "ADDED", o) for o in self.store.list(resource, namespace)]
             else:
                 try:
-                    backlog = [(e.type, e.obj) for e in self.store.events_since(resource, int(version), namespace)]
+                    backlog = self.store.events_since(resource, int(version), namespace)
                 except Conflict:
                     await send("ERROR", _status(410, "Expired", f"too old resource version: {version}"))
                     return response
-            for type_, obj in backlog:
-                if self._selected(obj, selector):
-                    await send(type_, obj)
+            for event in backlog:
+                if (seen := self._visible(event, selector)) is not None:
+                    await send(*seen)
             deadline = asyncio.get_running_loop().time() + timeout
             while (left := deadline - asyncio.get_running_loop().time()) > 0:
                 try:
@@ -237,8 +293,8 @@ class ApiServer:
                     if request.transport is not None:
                         request.transport.abort()
                     return response
-                if event.version > int(version) and self._selected(event.obj, selector):
-                    await send(event.type, event.obj)
+                if event.version > int(version) and (seen := self._visible(event, selector)) is not None:
+                    await send(*seen)
             await response.write_eof()
             return response
         except ConnectionResetError:

@@ -33,6 +33,7 @@ class Event:
     version: int
     type: str
     obj: dict[str, Any]
+    prev: dict[str, Any] | None = None  # the object before a MODIFIED (watch filters need it)
 
 
 @dataclass
@@ -63,8 +64,9 @@ class Store:
         self.version = next(self._versions)
         return self.version
 
-    def _record(self, resource: ResourceType, type_: str, obj: dict[str, Any]) -> None:
-        event = Event(int(obj["metadata"]["resourceVersion"]), type_, copy.deepcopy(obj))
+    def _record(self, resource: ResourceType, type_: str, obj: dict[str, Any],
+                prev: dict[str, Any] | None = None) -> None:
+        event = Event(int(obj["metadata"]["resourceVersion"]), type_, copy.deepcopy(obj), copy.deepcopy(prev))
         self.history.setdefault(resource, []).append(event)
         for watcher in self.watchers:
             if watcher.resource == resource and watcher.namespace in ("", obj["metadata"].get("namespace", "")):
@@ -101,7 +103,7 @@ class Store:
         else:
             metadata.setdefault("uid", f"uid-{self.version}")
         self.objects.setdefault(resource, {})[key] = obj
-        self._record(resource, "ADDED" if existing is None else "MODIFIED", obj)
+        self._record(resource, "ADDED" if existing is None else "MODIFIED", obj, existing)
         return obj
 
     def patch(self, resource: ResourceType, namespace: str, name: str, patch: Any, patch_type: str) -> dict[str, Any]:
