@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -27,7 +26,7 @@ from scheduler_plugins.clock import Clock
 from scheduler_plugins.cluster.apiclient import ApiServerClient
 from scheduler_plugins.cluster.state import ClusterState
 from webhook.sources.kinds import WatchedKind
-from webhook.sources.reflector import Reflector, ReflectorSettings
+from webhook.sources.reflector import Reflector, ReflectorSettings, run_threads, stop_all
 
 log = logging.getLogger("colocate.extender.source")
 
@@ -149,23 +148,8 @@ class KubeClusterSource:
     async def run(self) -> None:
         """List and watch until cancelled, applying everything on this event loop."""
         self._loop = asyncio.get_running_loop()
-        threads = [threading.Thread(target=r.run, name=f"extender-reflector-{r.kind.plural}", daemon=True)
-                   for r in self._reflectors]
-        for thread in threads:
-            thread.start()
-        try:
-            await asyncio.Event().wait()
-        finally:
-            self.close()
-            await self._loop.run_in_executor(None, _join, threads, 5.0)
+        await run_threads([threading.Thread(target=r.run, name=f"extender-reflector-{r.kind.plural}", daemon=True)
+                           for r in self._reflectors], self.close)
 
     def close(self) -> None:
-        self._stop.set()
-        for reflector in self._reflectors:
-            reflector.interrupt()
-
-
-def _join(threads: Sequence[threading.Thread], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
+        stop_all(self._stop, self._reflectors)

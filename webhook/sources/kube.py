@@ -22,7 +22,7 @@ from kubernetes import client, config
 
 from policies.cluster import ClusterSnapshot, SnapshotBuilder
 from webhook.sources.kinds import WatchedKind
-from webhook.sources.reflector import Reflector, ReflectorSettings
+from webhook.sources.reflector import Reflector, ReflectorSettings, run_threads, stop_all
 from webhook.sources.state import StateHolder
 
 log = logging.getLogger("colocate.informer")
@@ -168,21 +168,7 @@ class KubeSource:
         threads = [threading.Thread(target=r.run, name=f"reflector-{r.kind.plural}", daemon=True)
                    for r in self._reflectors]
         threads.append(threading.Thread(target=self._publisher, args=(loop, publish), name="publisher", daemon=True))
-        for thread in threads:
-            thread.start()
-        try:
-            await asyncio.Event().wait()
-        finally:
-            self.close()
-            await loop.run_in_executor(None, _join, threads, 5.0)
+        await run_threads(threads, self.close)
 
     def close(self) -> None:
-        self._stop.set()
-        for reflector in self._reflectors:
-            reflector.interrupt()
-
-
-def _join(threads: Sequence[threading.Thread], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
+        stop_all(self._stop, self._reflectors)

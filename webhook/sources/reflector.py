@@ -8,11 +8,13 @@ touches the event loop.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import socket
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -161,3 +163,28 @@ class Reflector:
         if kind in ("ADDED", "MODIFIED", "DELETED"):
             self.sink.changed(self.kind, kind, slim(obj, self.kind))
         return str(version) if version else None
+
+
+def stop_all(stop: threading.Event, reflectors: Sequence[Reflector]) -> None:
+    """Ask every reflector to end, unblocking any that waits on its watch socket."""
+    stop.set()
+    for reflector in reflectors:
+        reflector.interrupt()
+
+
+async def run_threads(threads: Sequence[threading.Thread], close: Callable[[], None], timeout: float = 5.0) -> None:
+    """Start `threads` and wait until cancelled; then `close()` them and give them `timeout`
+    seconds to end, off the event loop (a thread may be finishing a blocking read)."""
+    for thread in threads:
+        thread.start()
+    try:
+        await asyncio.Event().wait()
+    finally:
+        close()
+        await asyncio.get_running_loop().run_in_executor(None, _join, threads, timeout)
+
+
+def _join(threads: Sequence[threading.Thread], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
