@@ -2,7 +2,7 @@
 
 Every replica runs `manage_certificates`; the one holding the Lease runs `rotate` against the
 Secret and the webhook configurations every `check_interval`, which writes nothing until a rule of
-`plan_rotation` fails. The others only renew nothing and wait; all of them pick the new files up
+`plan_rotation` fails. The others keep trying for the lease; all of them pick the new files up
 through their mounted Secret and the TLS reloader. Blocking API calls run in a thread, and every
 failure is logged and retried: serving never depends on this loop.
 """
@@ -11,10 +11,13 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 
-from certs.generate import utcnow
+from kubernetes import client
+
+from certs.generate import service_names, utcnow
+from certs.kube import NAMESPACE, SECRET, SERVICE, Cluster
 from certs.leader import LeaseElector
 from certs.plan import Policy
 from certs.rotate import Rotation, Targets, rotate
@@ -24,9 +27,24 @@ log = logging.getLogger("colocate.certs")
 
 @dataclass(frozen=True)
 class ManagerSettings:
-    check_interval: float = 60.0  # how often the leader checks whether rotation is due
+    namespace: str = NAMESPACE  # of the Service, the Secret and the Lease
+    service: str = SERVICE
+    secret: str = SECRET
+    dns_names: tuple[str, ...] = ()
+    lease_duration: float = 15.0  # seconds a silent leader keeps the lease
     renew_interval: float = 5.0  # how often the lease is renewed (well under its duration)
+    check_interval: float = 60.0  # how often the leader checks whether rotation is due
     settle: float = 5.0  # seconds between trusting a new CA and serving from it
+
+
+def self_management(api: client.ApiClient, settings: ManagerSettings, identity: str,
+                    clock: Callable[[], dt.datetime] = utcnow) -> Coroutine[None, None, None]:
+    """The loop `serve --self-managed-certs` runs next to the server."""
+    elector = LeaseElector(api, settings.namespace, identity, duration=dt.timedelta(seconds=settings.lease_duration),
+                           clock=clock)
+    targets = Targets(cluster=Cluster(api, namespace=settings.namespace, secret=settings.secret))
+    policy = Policy(names=service_names(settings.service, settings.namespace, settings.dns_names))
+    return manage_certificates(elector, targets, policy, settings, clock)
 
 
 async def manage_certificates(elector: LeaseElector, targets: Targets, policy: Policy,
