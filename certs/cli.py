@@ -10,14 +10,16 @@ import argparse
 import datetime as dt
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from certs.generate import DEFAULT_VALIDITY, KEY_TYPES, generate_material, service_names, utcnow
-from certs.kube import NAMESPACE, SECRET, SERVICE, Cluster, api_client
+from certs.names import NAMESPACE, SECRET, SERVICE
 from certs.material import MaterialError, from_files, read_directory, secret_files, write_directory
 from certs.plan import CA_RENEW_BEFORE, SERVING_RENEW_BEFORE, Policy
-from certs.rotate import Targets, rotate
 
 Subparsers = "argparse._SubParsersAction[argparse.ArgumentParser]"
+if TYPE_CHECKING:
+    from certs.kube import Cluster
 
 
 def _days(value: str) -> dt.timedelta:
@@ -33,6 +35,8 @@ def _when(value: str) -> dt.datetime:
 
 
 def _cluster(args: argparse.Namespace) -> Cluster | None:
+    from certs.kube import Cluster, api_client
+
     if args.kubeconfig is None and not args.in_cluster:
         return None
     return Cluster(api_client(args.kubeconfig, args.context), namespace=args.namespace, secret=args.secret_name)
@@ -93,6 +97,8 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _rotate(args: argparse.Namespace) -> int:
+    from certs.rotate import Targets, rotate
+
     try:
         targets, policy = Targets(args.cert_dir, _cluster(args)), _policy(args)
     except ValueError as exc:

@@ -11,19 +11,14 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from certs.material import Material, secret_data
+from certs.names import MUTATING, NAMESPACE, SECRET, TLS_TYPE, VALIDATING
 
-MUTATING: Final = "koordinator-mutating-webhook-configuration"
-VALIDATING: Final = "koordinator-validating-webhook-configuration"
-NAMESPACE: Final = "koordinator-system"
-SERVICE: Final = "koordinator-webhook-service"
-SECRET: Final = "koordinator-webhook-certs"
-TLS_TYPE: Final = "kubernetes.io/tls"
 
 
 def api_client(kubeconfig: Path | None, context: str | None = None) -> client.ApiClient:

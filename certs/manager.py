@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from kubernetes import client
 
 from certs.generate import service_names, utcnow
-from certs.kube import NAMESPACE, SECRET, SERVICE, Cluster
+from certs.kube import Cluster
 from certs.leader import LeaseElector
+from certs.names import NAMESPACE, SECRET, SERVICE
 from certs.plan import Policy
 from certs.rotate import Rotation, Targets, rotate
 

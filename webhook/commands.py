@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from certs import kube as certs_kube
+from certs import names as certs_kube
 
 
 def _serve(args: argparse.Namespace) -> int:
