@@ -16,11 +16,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 
 from certs.kube import Cluster
-from certs.material import Material, MaterialError, from_files, parse_certs, pem_certs, read_directory, secret_files, write_directory
+from certs.material import (Material, MaterialError, from_files, parse_certs, pem_certs, read_directory,
+                            secret_files, write_directory)
 from certs.plan import Plan, Policy, plan_rotation
 
 
@@ -47,7 +49,7 @@ class Rotation:
         return bool(self.patched) or self.secret not in ("", "unchanged") or self.directory_written
 
 
-def load_current(targets: Targets, secret: dict | None) -> tuple[Material | None, str | None]:  # type: ignore[type-arg]
+def load_current(targets: Targets, secret: dict[str, Any] | None) -> tuple[Material | None, str | None]:
     """The stored material (the Secret wins over the directory), or None and why it is unusable."""
     try:
         if targets.cluster is not None and secret is not None:
@@ -59,7 +61,7 @@ def load_current(targets: Targets, secret: dict | None) -> tuple[Material | None
     return None, None
 
 
-def bundle_cas(configurations: list[dict]) -> list[x509.Certificate]:  # type: ignore[type-arg]
+def bundle_cas(configurations: list[dict[str, Any]]) -> list[x509.Certificate]:
     """Every CA certificate the webhooks trust today (unreadable bundles are ignored: they get replaced)."""
     found = []
     for configuration in configurations:
