@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from certs import names as certs_kube
+from certs import names as certs_names
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -95,10 +95,10 @@ def register_commands(subparsers: "argparse._SubParsersAction[argparse.ArgumentP
                                      "with --self-managed-certs the replicas elect a leader (a coordination.k8s.io "
                                      "Lease) that renews the Secret and both caBundles before expiry")
     certs.add_argument("--self-managed-certs", action="store_true", help="rotate certificates from inside the server")
-    certs.add_argument("--cert-namespace", default=certs_kube.NAMESPACE, metavar="NS",
+    certs.add_argument("--cert-namespace", default=certs_names.NAMESPACE, metavar="NS",
                        help="namespace of the Service, Secret and Lease")
-    certs.add_argument("--cert-service", default=certs_kube.SERVICE, metavar="NAME")
-    certs.add_argument("--cert-secret", default=certs_kube.SECRET, metavar="NAME")
+    certs.add_argument("--cert-service", default=certs_names.SERVICE, metavar="NAME")
+    certs.add_argument("--cert-secret", default=certs_names.SECRET, metavar="NAME")
     certs.add_argument("--cert-check-interval", type=float, default=60.0, metavar="SECONDS",
                        help="how often the leader checks whether rotation is due")
     certs.add_argument("--cert-settle", type=float, default=5.0, metavar="SECONDS",
