@@ -2,51 +2,48 @@
 
 The CA (CN `webhook-cert-ca`) signs a serving certificate for serverAuth whose SANs always include
 `localhost` and `127.0.0.1`, plus the names the operator asks for (IP addresses become IP SANs).
-Files are written atomically (temp file + rename), the private key with mode 0600.
+As in Koordinator the serving certificate starts when its CA starts, so a chain is never "not yet
+valid" on a node whose clock lags the one that generated it.
 """
 from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Final, Union
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-CA_FILE, CERT_FILE, KEY_FILE = "ca.crt", "tls.crt", "tls.key"
-CA_COMMON_NAME = "webhook-cert-ca"
-DEFAULT_VALIDITY = dt.timedelta(days=3650)
-LOCAL_NAMES = ("localhost", "127.0.0.1")
+from certs.material import CertPaths, Material, write_directory
+
+PrivateKey = Union[rsa.RSAPrivateKey, ec.EllipticCurvePrivateKey]
+CA_COMMON_NAME: Final = "webhook-cert-ca"
+DEFAULT_VALIDITY: Final = dt.timedelta(days=3650)
+LOCAL_NAMES: Final = ("localhost", "127.0.0.1")
+KEY_TYPES: Final = ("rsa2048", "rsa4096", "ecdsa-p256")
 
 
-@dataclass(frozen=True)
-class CertPaths:
-    directory: Path
-
-    @property
-    def ca(self) -> Path:
-        return self.directory / CA_FILE
-
-    @property
-    def cert(self) -> Path:
-        return self.directory / CERT_FILE
-
-    @property
-    def key(self) -> Path:
-        return self.directory / KEY_FILE
-
-    def complete(self) -> bool:
-        return self.ca.is_file() and self.cert.is_file() and self.key.is_file()
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
 
 
-def _new_key() -> rsa.RSAPrivateKey:
-    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+def service_names(service: str, namespace: str, extra: Iterable[str] = ()) -> tuple[str, ...]:
+    """Every name a client may use for `service` (kube-apiserver uses `svc.ns.svc`), then `extra`."""
+    names = (service, f"{service}.{namespace}", f"{service}.{namespace}.svc",
+             f"{service}.{namespace}.svc.cluster.local", *extra)
+    return tuple(dict.fromkeys(names))
+
+
+def new_key(key_type: str = "rsa2048") -> PrivateKey:
+    if key_type == "ecdsa-p256":
+        return ec.generate_private_key(ec.SECP256R1())
+    if key_type in ("rsa2048", "rsa4096"):
+        return rsa.generate_private_key(public_exponent=65537, key_size=int(key_type[3:]))
+    raise ValueError(f"key type {key_type!r}: must be one of {', '.join(KEY_TYPES)}")
 
 
 def _subject_alt_names(names: Iterable[str]) -> list[x509.GeneralName]:
@@ -59,8 +56,15 @@ def _subject_alt_names(names: Iterable[str]) -> list[x509.GeneralName]:
     return result
 
 
-def generate_ca(now: dt.datetime, validity: dt.timedelta = DEFAULT_VALIDITY) -> tuple[rsa.RSAPrivateKey, x509.Certificate]:
-    key = _new_key()
+def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
+    return x509.KeyUsage(digital_signature=True, key_encipherment=True, key_cert_sign=cert_sign,
+                         content_commitment=False, data_encipherment=False, key_agreement=False,
+                         crl_sign=False, encipher_only=False, decipher_only=False)
+
+
+def generate_ca(now: dt.datetime, validity: dt.timedelta = DEFAULT_VALIDITY,
+                key_type: str = "rsa2048") -> tuple[PrivateKey, x509.Certificate]:
+    key = new_key(key_type)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, CA_COMMON_NAME)])
     cert = (
         x509.CertificateBuilder()
@@ -70,18 +74,17 @@ def generate_ca(now: dt.datetime, validity: dt.timedelta = DEFAULT_VALIDITY) -> 
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + validity)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=True, key_cert_sign=True,
-                                     content_commitment=False, data_encipherment=False, key_agreement=False,
-                                     crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(_key_usage(cert_sign=True), critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
     return key, cert
 
 
-def generate_serving_cert(ca_key: rsa.RSAPrivateKey, ca_cert: x509.Certificate, names: Sequence[str],
-                          now: dt.datetime, validity: dt.timedelta = DEFAULT_VALIDITY) -> tuple[rsa.RSAPrivateKey, x509.Certificate]:
-    key = _new_key()
+def generate_serving_cert(ca_key: PrivateKey, ca_cert: x509.Certificate, names: Sequence[str],
+                          now: dt.datetime, validity: dt.timedelta = DEFAULT_VALIDITY,
+                          key_type: str = "rsa2048") -> tuple[PrivateKey, x509.Certificate]:
+    key = new_key(key_type)
     all_names = [*names, *LOCAL_NAMES]
     cert = (
         x509.CertificateBuilder()
@@ -90,50 +93,30 @@ def generate_serving_cert(ca_key: rsa.RSAPrivateKey, ca_cert: x509.Certificate, 
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(ca_cert.not_valid_before_utc)
-        .not_valid_after(now + validity)
+        .not_valid_after(min(now + validity, ca_cert.not_valid_after_utc))
         .add_extension(x509.SubjectAlternativeName(_subject_alt_names(all_names)), critical=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=True, key_cert_sign=False,
-                                     content_commitment=False, data_encipherment=False, key_agreement=False,
-                                     crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(_key_usage(cert_sign=False), critical=True)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)  # type: ignore[arg-type]
         .sign(ca_key, hashes.SHA256())
     )
     return key, cert
 
 
-def _pem_key(key: rsa.RSAPrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                             serialization.NoEncryption())
-
-
-def _pem_cert(cert: x509.Certificate) -> bytes:
-    return cert.public_bytes(serialization.Encoding.PEM)
-
-
-def write_atomically(path: Path, data: bytes, mode: int = 0o644) -> None:
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+def generate_material(names: Sequence[str], now: dt.datetime, *, ca_validity: dt.timedelta = DEFAULT_VALIDITY,
+                      validity: dt.timedelta = DEFAULT_VALIDITY, key_type: str = "rsa2048") -> Material:
+    """A new CA and a serving certificate it signed."""
+    ca_key, ca_cert = generate_ca(now, ca_validity, key_type)
+    key, cert = generate_serving_cert(ca_key, ca_cert, names, now, validity, key_type)
+    return Material(ca_key=ca_key, ca_certs=(ca_cert,), cert=cert, key=key)
 
 
 def ensure_serving_certs(directory: Path, dns_names: Sequence[str] = (), now: dt.datetime | None = None) -> tuple[CertPaths, bool]:
-    """Create `ca.crt`, `tls.crt`, `tls.key` in `directory` unless all three exist; True if created."""
+    """Create `ca.crt`, `tls.crt`, `tls.key` (and `ca.key`) in `directory` unless the first three exist;
+    True if created."""
     paths = CertPaths(directory)
     if paths.complete():
         return paths, False
-    directory.mkdir(parents=True, exist_ok=True)
-    now = now or dt.datetime.now(dt.timezone.utc)
-    ca_key, ca_cert = generate_ca(now)
-    key, cert = generate_serving_cert(ca_key, ca_cert, list(dns_names), now)
-    write_atomically(paths.key, _pem_key(key), 0o600)
-    write_atomically(paths.cert, _pem_cert(cert))
-    write_atomically(paths.ca, _pem_cert(ca_cert))
+    write_directory(directory, generate_material(list(dns_names), now or utcnow()))
     return paths, True

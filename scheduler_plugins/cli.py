@@ -145,7 +145,7 @@ def _extender_source(args: argparse.Namespace) -> ClusterSource:
     from kubernetes.config import ConfigException
 
     from scheduler_plugins.cluster.kube import KubeClusterSource
-    from webhook.sources.kube import api_client
+    from certs.kube import api_client
     from webhook.sources.reflector import ReflectorSettings
 
     if args.kubeconfig is not None and not args.kubeconfig.is_file():

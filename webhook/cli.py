@@ -18,9 +18,10 @@ CommandGroup = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"],
 
 def command_groups() -> list[CommandGroup]:
     """Every subcommand group, in the order `colocate --help` lists them."""
+    from certs import cli as certs_cli
     from scheduler_plugins import cli as scheduler_cli
 
-    return [webhook_commands.register_commands, scheduler_cli.register_commands]
+    return [webhook_commands.register_commands, certs_cli.register_commands, scheduler_cli.register_commands]
 
 
 def build_parser() -> argparse.ArgumentParser:

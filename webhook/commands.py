@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from certs import names as certs_names
+
 
 def _serve(args: argparse.Namespace) -> int:
     from kubernetes.config import ConfigException
@@ -18,6 +20,16 @@ def _serve(args: argparse.Namespace) -> int:
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
         print(f"error: --kubeconfig {args.kubeconfig}: no such file")
         return 2
+    self_managed = None
+    if args.self_managed_certs:
+        from certs.manager import ManagerSettings
+
+        if args.profiles is not None:
+            print("error: --self-managed-certs needs the API server (a Lease, the Secret): drop --profiles")
+            return 2
+        self_managed = ManagerSettings(namespace=args.cert_namespace, service=args.cert_service,
+                                       secret=args.cert_secret, dns_names=tuple(args.dns_name),
+                                       check_interval=args.cert_check_interval, settle=args.cert_settle)
     kube = KubeSettings(reflector=ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max))
     try:
         return run(ServeConfig(
@@ -26,6 +38,7 @@ def _serve(args: argparse.Namespace) -> int:
             reload_interval=args.reload_interval, log_level=args.log_level,
             kubeconfig=args.kubeconfig, context=args.context, kube=kube, reuse_port=args.reuse_port,
             drain_delay=args.drain_delay, shutdown_timeout=args.shutdown_timeout,
+            cert_reload_interval=args.cert_reload_interval, self_managed=self_managed,
         ))
     except ConfigException as exc:
         print(f"error: no cluster to read: {exc} (give --profiles DIR or --kubeconfig FILE)")
@@ -76,6 +89,20 @@ def register_commands(subparsers: "argparse._SubParsersAction[argparse.ArgumentP
                        help="then wait this long for in-flight requests")
     serve.add_argument("--reuse-port", action="store_true",
                        help="let several server processes bind the same port (SO_REUSEPORT)")
+    serve.add_argument("--cert-reload-interval", type=float, default=1.0, metavar="SECONDS",
+                       help="how often the certificate files are checked; a new pair is served without restart")
+    certs = serve.add_argument_group("self-managed certificates",
+                                     "with --self-managed-certs the replicas elect a leader (a coordination.k8s.io "
+                                     "Lease) that renews the Secret and both caBundles before expiry")
+    certs.add_argument("--self-managed-certs", action="store_true", help="rotate certificates from inside the server")
+    certs.add_argument("--cert-namespace", default=certs_names.NAMESPACE, metavar="NS",
+                       help="namespace of the Service, Secret and Lease")
+    certs.add_argument("--cert-service", default=certs_names.SERVICE, metavar="NAME")
+    certs.add_argument("--cert-secret", default=certs_names.SECRET, metavar="NAME")
+    certs.add_argument("--cert-check-interval", type=float, default=60.0, metavar="SECONDS",
+                       help="how often the leader checks whether rotation is due")
+    certs.add_argument("--cert-settle", type=float, default=5.0, metavar="SECONDS",
+                       help="after a new CA is trusted, wait this long before serving from it")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.set_defaults(func=_serve)
 

@@ -68,6 +68,14 @@ class WebhookMetrics:
             "colocate_watch_failures_total",
             "List/watch failures by kind and reason (gone = relist after 410, error = backoff and retry).",
             ["kind", "reason"], registry=registry)
+        self.cert_expiry = Gauge(
+            "colocate_certificate_expiry_timestamp_seconds",
+            "When the certificate being served (serving) and the CA that issued it (ca) expire, Unix time.",
+            ["certificate"], registry=registry, multiprocess_mode="livemin")
+        self.cert_reloads = Counter(
+            "colocate_certificate_reloads_total",
+            "Reloads of the serving certificate into the running TLS context, by result (ok or error).",
+            ["result"], registry=registry)
         self._plugin_children: dict[tuple[str, str, str, bool], Any] = {}
         self._profile_children: dict[str, Any] = {}
         if self.multiprocess_dir:

@@ -12,6 +12,10 @@ server fails readiness but keeps accepting for `drain_delay` (the Service needs 
 sending it new connections), closing every connection after its response; then it stops listening,
 finishes in-flight requests (up to `shutdown_timeout`) and closes idle keep-alive connections.
 `drain_delay + shutdown_timeout` must stay below the pod's terminationGracePeriodSeconds.
+
+Certificates are reloaded live (`webhook.tls_reload`): every process polls its files and loads a
+new pair into its running TLS context. With `self_managed` one process per replica also takes part
+in the Lease election and, while leader, rotates the Secret and caBundle (`certs.manager`).
 """
 from __future__ import annotations
 
@@ -21,15 +25,18 @@ import multiprocessing
 import os
 import shutil
 import signal
+import socket
 import ssl
 import tempfile
-from dataclasses import dataclass, field
+import uuid
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from aiohttp import web
 
 from certs.generate import CertPaths, ensure_serving_certs
+from certs.manager import ManagerSettings, self_management
 from webhook.jsonlog import setup_logging
 from webhook.registry import Registry, default_routes
 from webhook.server import DEFAULT_MAX_BODY, Lifecycle, build_app
@@ -37,6 +44,7 @@ from webhook.sources.directory import DirectorySource
 from webhook.sources.kinds import watched_kinds
 from webhook.sources.kube import KubeSettings, KubeSource, api_client
 from webhook.sources.state import StateHolder
+from webhook.tls_reload import CertReloader, LoadedChain, new_server_context
 
 log = logging.getLogger("colocate.serve")
 
@@ -58,6 +66,8 @@ class ServeConfig:
     context: str | None = None
     kube: KubeSettings = field(default_factory=KubeSettings)
     reuse_port: bool = False  # let separate server processes share the port (SO_REUSEPORT)
+    cert_reload_interval: float = 1.0
+    self_managed: ManagerSettings | None = None  # rotate certificates while holding the Lease
 
 
 class Source(Protocol):
@@ -81,10 +91,38 @@ async def _export_staleness(source: Source, metrics: Any, interval: float = 1.0)
 
 
 def tls_context(paths: CertPaths) -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    """A server context with the pair loaded once (no reload: for tools and tests)."""
+    context = new_server_context()
     context.load_cert_chain(paths.cert, paths.key)
     return context
+
+
+def cert_reloader(config: ServeConfig, metrics: Any) -> CertReloader:
+    """The reloader of `config.cert_dir`, exporting expiry and reload results as metrics."""
+    def export(chain: LoadedChain | None, error: str, *, initial: bool = False) -> None:
+        if chain is None:
+            metrics.cert_reloads.labels("error").inc()
+            return
+        if not initial:
+            metrics.cert_reloads.labels("ok").inc()
+        metrics.cert_expiry.labels("serving").set(chain.cert.not_valid_after_utc.timestamp())
+        if chain.ca is not None:
+            metrics.cert_expiry.labels("ca").set(chain.ca.not_valid_after_utc.timestamp())
+
+    reloader = CertReloader(CertPaths(config.cert_dir), interval=config.cert_reload_interval, on_reload=export)
+    reloader.load_initial()
+    if reloader.current is not None:
+        export(reloader.current, "", initial=True)
+    return reloader
+
+
+def _background(config: ServeConfig, source: Source, state: StateHolder, metrics: Any, on_reload: Any,
+                reloader: CertReloader) -> list[asyncio.Task[None]]:
+    coroutines = [source.run(state, on_reload), _export_staleness(source, metrics), reloader.run()]
+    if config.self_managed is not None:
+        identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+        coroutines.append(self_management(api_client(config.kubeconfig, config.context), config.self_managed, identity))
+    return [asyncio.create_task(c) for c in coroutines]
 
 
 async def serve_forever(config: ServeConfig, *, reuse_port: bool = False) -> None:
@@ -107,9 +145,10 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False) -> Non
             metrics.state_objects.labels(kind).set(len(objects))
 
     app = build_app(registry, state, metrics, max_body=config.max_body, lifecycle=lifecycle)
+    reloader = cert_reloader(config, metrics)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=config.shutdown_timeout)
     await runner.setup()
-    site = web.TCPSite(runner, config.host, config.port, ssl_context=tls_context(CertPaths(config.cert_dir)),
+    site = web.TCPSite(runner, config.host, config.port, ssl_context=reloader.context,
                        reuse_port=reuse_port or config.reuse_port or None, backlog=1024)
     await site.start()
     log.info("serving admission webhooks on https://%s:%d (pid %d)", config.host, config.port, os.getpid())
@@ -117,7 +156,7 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False) -> Non
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, signals.put_nowait, signum)
-    tasks = [asyncio.create_task(source.run(state, on_reload)), asyncio.create_task(_export_staleness(source, metrics))]
+    tasks = _background(config, source, state, metrics, on_reload, reloader)
     try:
         await signals.get()
         lifecycle.draining = True
@@ -165,7 +204,9 @@ def _run_workers(config: ServeConfig) -> int:
     metrics_dir = tempfile.mkdtemp(prefix="colocate-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_worker, args=(config,), name=f"colocate-worker-{i}") for i in range(config.workers)]
+    # One process per replica takes part in the certificate Lease election; every one reloads.
+    workers = [context.Process(target=_worker, args=(config if i == 0 else replace(config, self_managed=None),),
+                               name=f"colocate-worker-{i}") for i in range(config.workers)]
     for worker in workers:
         worker.start()
 

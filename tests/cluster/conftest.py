@@ -44,7 +44,7 @@ async def cluster(api: ApiServer, kubeconfig: Path, tmp_path: Path) -> AsyncIter
     async def start(replicas: int = 1) -> tuple[Service, Dispatcher]:
         for index in range(replicas):
             processes.append(ColocateProcess(kubeconfig, certs.directory, tmp_path / f"colocate-{len(processes)}.log"))
-        service = await Service(processes[-replicas:], certs.ca).start()
+        service = await Service(processes[-replicas:]).start()
         services.append(service)
         dispatcher = Dispatcher(lambda: webhook_configurations(api), service.endpoints,
                                 lambda name: namespace_labels(api, name))

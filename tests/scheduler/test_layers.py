@@ -19,8 +19,7 @@ def imports(path: pathlib.Path) -> set[str]:
 
 
 #: the webhook modules (and names) the scheduler side may use: its reflector, not its policies
-WATCH_MACHINERY = {"webhook.sources.reflector": None, "webhook.sources.kinds": {"WatchedKind"},
-                   "webhook.sources.kube": {"api_client"}}
+WATCH_MACHINERY = {"webhook.sources.reflector": None, "webhook.sources.kinds": {"WatchedKind"}}
 
 
 def webhook_imports(path: pathlib.Path) -> list[tuple[str, set[str] | None]]:

@@ -23,11 +23,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import jsonpatch
 import yaml
 from aiohttp import web
 
 from certs.generate import CertPaths, ensure_serving_certs
-from tests.support.apistore import Conflict, Event, NotFound, ResourceType, Store, Watcher
+from tests.support.apistore import Conflict, Event, Invalid, NotFound, ResourceType, Store, Watcher
 from webhook.serve import tls_context
 from webhook.sources.kinds import WATCHED_KINDS
 
@@ -35,6 +36,7 @@ TOKEN = "stand-in-token"
 EXTRA_TYPES = (
     ResourceType("", "v1", "secrets", "Secret", True),
     ResourceType("", "v1", "services", "Service", True),
+    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
     ResourceType("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
                  "MutatingWebhookConfiguration", False),
     ResourceType("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
@@ -95,6 +97,11 @@ class ApiServer:
 
     def fail_requests(self, count: int, status: int = 500) -> None:
         self._failures, self._failure_status = count, status
+
+    def writes(self, kind: str) -> int:
+        """Create, replace, patch and delete requests received for `kind` (idempotence checks count them)."""
+        return sum(count for key, count in self.requests.items()
+                   if key.split()[0] in ("POST", "PUT", "PATCH", "DELETE") and key.split()[-1] == kind)
 
     @property
     def url(self) -> str:
@@ -193,6 +200,10 @@ class ApiServer:
             return _error(404, "NotFound", str(exc))
         except Conflict as exc:
             return _error(409, "Conflict", str(exc))
+        except Invalid as exc:
+            return _error(422, "Invalid", str(exc))
+        except jsonpatch.JsonPatchTestFailed as exc:
+            return _error(422, "Invalid", f"the server rejected our request due to an error in our request: {exc}")
         return _error(405, "MethodNotAllowed", request.method)
 
     def _bind(self, namespace: str, name: str, binding: dict[str, Any]) -> web.Response:

@@ -51,6 +51,10 @@ class NotFound(Exception):
     pass
 
 
+class Invalid(Exception):
+    """422: the write breaks a rule of the resource (e.g. a Secret's type is immutable)."""
+
+
 class Store:
     def __init__(self) -> None:
         self.objects: dict[ResourceType, dict[tuple[str, str], dict[str, Any]]] = {}
@@ -95,6 +99,10 @@ class Store:
             raise Conflict(f'the object {key[1]} has been modified; please apply your changes to the latest version')
         obj.setdefault("apiVersion", resource.api_version)
         obj.setdefault("kind", resource.kind)
+        if resource.kind == "Secret":  # defaulted, then immutable, as kube-apiserver does
+            obj.setdefault("type", "Opaque")
+            if existing is not None and existing.get("type") != obj["type"]:
+                raise Invalid(f'Secret "{key[1]}" is invalid: type: Invalid value: "{obj["type"]}": field is immutable')
         if resource.kind == "Namespace":  # kube-apiserver labels every namespace with its name
             metadata.setdefault("labels", {})["kubernetes.io/metadata.name"] = metadata["name"]
         metadata["resourceVersion"] = str(self._bump())

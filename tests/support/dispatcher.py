@@ -103,8 +103,10 @@ def rule_matches(rule: Mapping[str, Any], resource: Resource, operation: str) ->
 
 class Dispatcher:
     def __init__(self, configurations: Callable[[], Sequence[Mapping[str, Any]]], endpoints: Endpoints,
-                 namespace_labels: Callable[[str], Mapping[str, str] | None]) -> None:
+                 namespace_labels: Callable[[str], Mapping[str, str] | None], *, keep_alive: bool = True) -> None:
+        """`keep_alive=False`: a new TCP and TLS connection for every call (a handshake each time)."""
         self.configurations, self.endpoints, self.namespace_labels = configurations, endpoints, namespace_labels
+        self.keep_alive = keep_alive
         self._sessions: dict[str, aiohttp.ClientSession] = {}
 
     async def close(self) -> None:
@@ -121,7 +123,8 @@ class Dispatcher:
     def _session(self, ca_bundle: str) -> aiohttp.ClientSession:
         if ca_bundle not in self._sessions:
             context = ssl.create_default_context(cadata=base64.b64decode(ca_bundle).decode() if ca_bundle else None)
-            connector = aiohttp.TCPConnector(ssl=context, resolver=_ServiceResolver(self.endpoints), limit=0)
+            connector = aiohttp.TCPConnector(ssl=context, resolver=_ServiceResolver(self.endpoints), limit=0,
+                                             force_close=not self.keep_alive)
             self._sessions[ca_bundle] = aiohttp.ClientSession(connector=connector)
         return self._sessions[ca_bundle]
 

@@ -15,11 +15,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 
+from certs.kube import api_client  # noqa: F401 - one kubeconfig/in-cluster loader, re-exported for serve
 from policies.cluster import ClusterSnapshot, SnapshotBuilder
 from webhook.sources.kinds import WatchedKind
 from webhook.sources.reflector import Reflector, ReflectorSettings, run_threads, stop_all
@@ -34,15 +34,6 @@ class KubeSettings:
     debounce: float = 0.05  # quiet time that ends a burst of events
     max_delay: float = 0.5  # a steady stream of events still publishes this often
     stale_log_interval: float = 30.0
-
-
-def api_client(kubeconfig: Path | None, context: str | None = None) -> client.ApiClient:
-    """A client from a kubeconfig file, or from the pod's service account when none is given."""
-    if kubeconfig is not None:
-        return config.new_client_from_config(str(kubeconfig), context=context, persist_config=False)
-    configuration = client.Configuration()
-    config.load_incluster_config(client_configuration=configuration)
-    return client.ApiClient(configuration)
 
 
 @dataclass

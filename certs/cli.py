@@ -1,0 +1,180 @@
+"""`colocate certs generate|inspect|rotate`: argument parsing and printing; the work is elsewhere.
+
+Targets: a certificate directory (`--cert-dir`), the cluster (`--kubeconfig`/`--context`, or
+`--in-cluster`: the Secret `--namespace/--secret-name` and both webhook configurations), or both.
+Exit codes: 0 ok, 1 a check failed (inspect) or the API refused a write, 2 bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from certs.generate import DEFAULT_VALIDITY, KEY_TYPES, generate_material, service_names, utcnow
+from certs.names import NAMESPACE, SECRET, SERVICE
+from certs.material import MaterialError, from_files, read_directory, secret_files, write_directory
+from certs.plan import CA_RENEW_BEFORE, SERVING_RENEW_BEFORE, Policy
+
+Subparsers = "argparse._SubParsersAction[argparse.ArgumentParser]"
+if TYPE_CHECKING:
+    from certs.kube import Cluster
+
+
+def _days(value: str) -> dt.timedelta:
+    days = float(value)
+    if days <= 0:
+        raise argparse.ArgumentTypeError("must be a positive number of days")
+    return dt.timedelta(days=days)
+
+
+def _when(value: str) -> dt.datetime:
+    parsed = dt.datetime.fromisoformat(value)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+
+
+def _cluster(args: argparse.Namespace) -> Cluster | None:
+    from certs.kube import Cluster, api_client
+
+    if args.kubeconfig is None and not args.in_cluster:
+        return None
+    return Cluster(api_client(args.kubeconfig, args.context), namespace=args.namespace, secret=args.secret_name)
+
+
+def _policy(args: argparse.Namespace) -> Policy:
+    return Policy(names=service_names(args.service, args.namespace, args.dns_name), validity=args.validity,
+                  ca_validity=args.ca_validity, key_type=args.key_type,
+                  renew_before=getattr(args, "renew_before", SERVING_RENEW_BEFORE),
+                  ca_renew_before=getattr(args, "ca_renew_before", CA_RENEW_BEFORE))
+
+
+def _generate(args: argparse.Namespace) -> int:
+    cluster = _cluster(args)
+    if args.cert_dir is None and cluster is None:
+        print("error: give --cert-dir DIR and/or a cluster (--kubeconfig FILE or --in-cluster)", file=sys.stderr)
+        return 2
+    material = generate_material(list(_policy(args).names), utcnow(), ca_validity=args.ca_validity,
+                                 validity=args.validity, key_type=args.key_type)
+    if args.cert_dir is not None:
+        if (args.cert_dir / "tls.crt").exists() and not args.force:
+            print(f"error: {args.cert_dir} already holds certificates; `certs rotate` renews them without "
+                  "breaking clients (or --force to overwrite)", file=sys.stderr)
+            return 2
+        write_directory(args.cert_dir, material)
+        print(f"wrote {args.cert_dir}/ca.crt, tls.crt, tls.key, ca.key")
+    if cluster is not None:
+        existing = cluster.read_secret()
+        if existing is not None and not args.force:
+            print(f"error: Secret {cluster.namespace}/{cluster.secret} exists; use `certs rotate` (or --force)",
+                  file=sys.stderr)
+            return 2
+        print(f"Secret {cluster.namespace}/{cluster.secret}: {cluster.write_secret(material, existing)}")
+    return 0
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from certs.inspect import inspect
+
+    cluster = _cluster(args)
+    try:
+        if cluster is not None and (secret := cluster.read_secret()) is not None:
+            material = from_files(secret_files(secret), f"Secret {cluster.namespace}/{cluster.secret}")
+        elif args.cert_dir is not None:
+            material = read_directory(args.cert_dir)
+        else:
+            print("error: nothing to inspect: give --cert-dir DIR or a cluster holding the Secret", file=sys.stderr)
+            return 2
+    except MaterialError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    report = inspect(material, args.at or utcnow(), name=f"{args.service}.{args.namespace}.svc",
+                     required_names=service_names(args.service, args.namespace, args.dns_name),
+                     configurations=cluster.webhook_configurations() if cluster is not None else (),
+                     threshold_days=args.threshold_days)
+    print(report.to_json() if args.output == "json" else report.to_text())
+    return 0 if report.ok else 1
+
+
+def _rotate(args: argparse.Namespace) -> int:
+    from certs.rotate import Targets, rotate
+
+    try:
+        targets, policy = Targets(args.cert_dir, _cluster(args)), _policy(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    rotation = rotate(targets, policy, args.at or utcnow(), force=args.force, force_ca=args.force_ca,
+                      settle=args.settle)
+    for note in rotation.notes:
+        print(f"note: {note}")
+    for reason in rotation.plan.reasons:
+        print(reason)
+    print(f"trust bundle: {len(rotation.plan.material.ca_certs)} CA(s)")
+    print(f"caBundle patched: {', '.join(rotation.patched) or 'none'}")
+    if rotation.secret:
+        print(f"Secret: {rotation.secret}")
+    if targets.directory is not None:
+        print(f"{targets.directory}: {'written' if rotation.directory_written else 'unchanged'}")
+    if not rotation.changed:
+        print("nothing to do: certificates are valid and trusted")
+    return 0
+
+
+def _common(parser: argparse.ArgumentParser, *, cert_options: bool = True) -> None:
+    parser.add_argument("--cert-dir", type=Path, metavar="DIR", help="directory with ca.crt, tls.crt, tls.key, ca.key")
+    parser.add_argument("--kubeconfig", type=Path, metavar="FILE", help="use the cluster through this kubeconfig")
+    parser.add_argument("--context", metavar="C", help="kubeconfig context (default: its current context)")
+    parser.add_argument("--in-cluster", action="store_true", help="use the cluster through the pod's service account")
+    parser.add_argument("--namespace", default=NAMESPACE, metavar="NS", help=f"of the Service and Secret ({NAMESPACE})")
+    parser.add_argument("--service", default=SERVICE, metavar="NAME", help=f"the webhook Service ({SERVICE})")
+    parser.add_argument("--secret-name", default=SECRET, metavar="NAME", help=f"the certificate Secret ({SECRET})")
+    parser.add_argument("--dns-name", action="append", default=[], metavar="NAME",
+                        help="extra SAN of the serving certificate (repeatable); localhost and 127.0.0.1 are always in")
+    if cert_options:
+        parser.add_argument("--validity", type=_days, default=DEFAULT_VALIDITY, metavar="DAYS",
+                            help="of the serving certificate (default 3650)")
+        parser.add_argument("--ca-validity", type=_days, default=DEFAULT_VALIDITY, metavar="DAYS",
+                            help="of the CA (default 3650)")
+        parser.add_argument("--key-type", choices=KEY_TYPES, default="rsa2048")
+
+
+def register_commands(subparsers: Subparsers) -> None:
+    certs = subparsers.add_parser("certs", help="generate, inspect and rotate the webhook certificates")
+    commands = certs.add_subparsers(dest="certs_command", metavar="COMMAND")
+    commands.required = True
+
+    generate = commands.add_parser("generate", help="a new CA and serving certificate for the Service",
+                                   description="Write a new CA and serving certificate to a directory and/or a "
+                                               "kubernetes.io/tls Secret. Refuses to overwrite without --force.")
+    _common(generate)
+    generate.add_argument("--force", action="store_true", help="overwrite existing certificates")
+    generate.set_defaults(func=_generate)
+
+    inspect = commands.add_parser("inspect", help="show the certificates and check chain, expiry and caBundle",
+                                  description="Exit 0 when everything verifies, 1 when a check fails "
+                                              "(including expiry within --threshold-days), 2 on bad input.")
+    _common(inspect, cert_options=False)
+    inspect.add_argument("--threshold-days", type=float, default=30.0, metavar="DAYS",
+                         help="fail when a certificate expires within this many days (default 30)")
+    inspect.add_argument("--at", type=_when, metavar="TIME", help="check as of this ISO time instead of now")
+    inspect.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    inspect.set_defaults(func=_inspect)
+
+    rotate_ = commands.add_parser("rotate", help="renew what is due; caBundle first, then the serving certificate",
+                                  description="Renew the serving certificate when it fails Koordinator's rules "
+                                              "(6 months left, wrong names, broken chain) and the CA when it has "
+                                              "under a year; trust the new CA in both webhook configurations "
+                                              "before serving from it; prune expired CAs. Writes nothing when "
+                                              "nothing is due.")
+    _common(rotate_)
+    rotate_.add_argument("--force", action="store_true", help="renew the serving certificate even if not due")
+    rotate_.add_argument("--force-ca", action="store_true", help="renew the CA (and serving certificate) even if not due")
+    rotate_.add_argument("--renew-before", type=_days, default=SERVING_RENEW_BEFORE, metavar="DAYS",
+                         help="renew the serving certificate this long before it expires (default 182)")
+    rotate_.add_argument("--ca-renew-before", type=_days, default=CA_RENEW_BEFORE, metavar="DAYS",
+                         help="renew the CA this long before it expires (default 365)")
+    rotate_.add_argument("--settle", type=float, default=5.0, metavar="SECONDS",
+                         help="after a new CA is trusted, wait this long before serving from it (default 5)")
+    rotate_.add_argument("--at", type=_when, metavar="TIME", help="decide as of this ISO time instead of now")
+    rotate_.set_defaults(func=_rotate)

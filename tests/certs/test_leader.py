@@ -1,0 +1,53 @@
+"""Lease election: one leader among contenders, take-over only after the lease expired (injected clock)."""
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from pathlib import Path
+
+from certs.kube import api_client
+from certs.leader import LeaseElector, decide
+from tests.certs.conftest import NOW
+from tests.support.apiserver import ApiServer
+
+DURATION = dt.timedelta(seconds=15)
+SECOND = dt.timedelta(seconds=1)
+
+
+def test_decide_acquires_a_missing_lease_and_keeps_off_a_live_one() -> None:
+    first = decide(None, "a", NOW, DURATION, namespace="ns")
+    assert first.leader and first.create and first.lease["spec"]["holderIdentity"] == "a"
+    held = first.lease
+    assert not decide(held, "b", NOW + 14 * SECOND, DURATION).leader
+    renewed = decide(held, "a", NOW + 14 * SECOND, DURATION)
+    assert renewed.leader and not renewed.create and renewed.lease["spec"]["leaseTransitions"] == 0
+    taken = decide(held, "b", NOW + 16 * SECOND, DURATION)
+    assert taken.leader and taken.lease["spec"]["holderIdentity"] == "b"
+    assert taken.lease["spec"]["leaseTransitions"] == 1
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> dt.datetime:
+        return self.now
+
+
+async def test_two_contenders_get_one_leader_and_the_other_takes_over_when_it_stops(api: ApiServer,
+                                                                                    kubeconfig: Path) -> None:
+    clock = Clock()
+    a, b = (LeaseElector(api_client(kubeconfig), "koordinator-system", name, duration=DURATION, clock=clock)
+            for name in ("replica-a", "replica-b"))
+    rounds = await asyncio.gather(*(asyncio.to_thread(e.try_acquire_or_renew) for e in (a, b)))
+    assert sorted(rounds) == [False, True]  # at the same instant, exactly one wins (the other's write conflicts)
+    leader, follower = (a, b) if rounds[0] else (b, a)
+    for _ in range(3):
+        clock.now += 5 * SECOND
+        assert await asyncio.to_thread(leader.try_acquire_or_renew)
+        assert not await asyncio.to_thread(follower.try_acquire_or_renew)
+    clock.now += 16 * SECOND  # the leader stopped renewing
+    assert await asyncio.to_thread(follower.try_acquire_or_renew)
+    assert not await asyncio.to_thread(leader.try_acquire_or_renew)
+    lease = api.store.get(api.by_kind["Lease"], "koordinator-system", "colocate-webhook-certs")
+    assert lease["spec"]["holderIdentity"] == follower.identity and lease["spec"]["leaseTransitions"] == 1
