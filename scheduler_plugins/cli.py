@@ -144,8 +144,8 @@ def _extender_source(args: argparse.Namespace) -> ClusterSource:
         return SnapshotDirectorySource(args.cluster)
     from kubernetes.config import ConfigException
 
-    from scheduler_plugins.cluster.kube import KubeClusterSource
     from certs.kube import api_client
+    from scheduler_plugins.cluster.kube import KubeClusterSource
     from webhook.sources.reflector import ReflectorSettings
 
     if args.kubeconfig is not None and not args.kubeconfig.is_file():

@@ -79,7 +79,10 @@ class KubeClusterSource:
         self._post(self._replace, kind.kind, objects)
 
     def changed(self, kind: WatchedKind, event: str, obj: dict[str, Any]) -> None:
-        self._post(self._remove if event == "DELETED" else self._put, kind.kind, _key(obj), obj)
+        if event == "DELETED":
+            self._post(self._remove, kind.kind, _key(obj))
+        else:
+            self._post(self._put, kind.kind, _key(obj), obj)
 
     def watching(self, kind: WatchedKind) -> None:
         log.debug("watching %s", kind.plural)
@@ -111,7 +114,7 @@ class KubeClusterSource:
             log.info("listed %d %s objects", len(objects), kind)
             if self.synced():
                 log.info("cluster state synced from the API server: %d nodes, %d NodeMetrics, %d bound pods",
-                         len(self.state.nodes), len(self.state.node_metrics), len(self._applied["Pod"]))
+                         len(self.state.nodes), len(self.state.node_metrics), len(self._applied.get("Pod", ())))
 
     def _put(self, kind: str, key: str, obj: dict[str, Any]) -> None:
         applied = self._applied[kind]
@@ -125,17 +128,19 @@ class KubeClusterSource:
             self.state.set_node_metric(obj)
         else:
             node = str((obj.get("spec") or {}).get("nodeName") or "")
+            if not node or (obj.get("status") or {}).get("phase") in TERMINATED_PHASES:
+                self._remove(kind, key)  # finished (or, defensively, unbound): no longer counts
+                return
             if previous is not None and previous[1] != node:
                 self.state.delete_pod(key, previous[1])
-            if not node or (obj.get("status") or {}).get("phase") in TERMINATED_PHASES:
-                self._remove(kind, key)
-                return
             self.state.add_pod(obj)
         applied[key] = (version, node)
 
-    def _remove(self, kind: str, key: str, obj: dict[str, Any] | None = None) -> None:
+    def _remove(self, kind: str, key: str) -> None:
         previous = self._applied[kind].pop(key, None)
         if previous is None:
+            if kind == "Pod":  # a pod this extender bound and assumed, deleted before its event came
+                self.state.delete_pod(key)
             return
         if kind == "Node":
             self.state.delete_node(key)

@@ -98,6 +98,7 @@ def test_explain_exits_1_when_no_node_fits(capsys, tmp_path):
     (["simulate", "--cluster", "/nonexistent"], "not a directory"),
     (["simulate", "--cluster", EXAMPLE, "--now", "yesterday"], "--now"),
     (["explain", "--cluster", EXAMPLE, "--pod", EXAMPLE + "/nodes.yaml"], "expected exactly one Pod"),
+    (["extender", "--kubeconfig", "/nonexistent"], "--kubeconfig: /nonexistent: no such file"),
 ])
 def test_bad_input_exits_2_with_a_message(capsys, argv, message):
     code, _, err = run(capsys, *argv)
@@ -111,3 +112,16 @@ def test_bad_config_names_the_field(capsys, tmp_path):
     code, _, err = run(capsys, "simulate", "--cluster", EXAMPLE, "--config", str(cfg))
     assert code == 2
     assert "profiles[0].pluginConfig[0].args.usageThresholds.cpu: must be in [0, 100]" in err
+
+
+def test_extender_without_cluster_or_kubeconfig_outside_a_pod_says_what_to_give(capsys, monkeypatch):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    code, _, err = run(capsys, "extender")
+    assert code == 2
+    assert "no cluster to read" in err and "--kubeconfig FILE" in err
+
+
+def test_extender_takes_a_snapshot_or_an_api_server_not_both(capsys):
+    code, _, err = run(capsys, "extender", "--cluster", EXAMPLE, "--kubeconfig", "/k")
+    assert code == 2
+    assert "not allowed with argument" in err
