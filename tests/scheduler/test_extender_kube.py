@@ -182,6 +182,8 @@ async def test_bind_posts_a_binding_and_the_pod_counts_at_once(api: ApiServer, e
     assert "quiet" in (await extender.filter(second, ["quiet"]))["FailedNodes"]
     again = await extender.post("bind", args)
     assert "already assigned" in again["Error"]
+    api.delete("Pod", "big", "shop")
+    await eventually(lambda: _passes_pod(extender, second, "quiet"), what="deleted pod no longer counted")
 
 
 async def _is(status: Awaitable[int], expected: int) -> bool:
@@ -189,7 +191,11 @@ async def _is(status: Awaitable[int], expected: int) -> bool:
 
 
 async def _passes(extender: Extender, node: str) -> bool:
-    return (await extender.filter(nodes=[node]))["NodeNames"] == [node]
+    return await _passes_pod(extender, LS_POD, node)
+
+
+async def _passes_pod(extender: Extender, pod: dict[str, Any], node: str) -> bool:
+    return (await extender.filter(pod, [node]))["NodeNames"] == [node]
 
 
 async def _fails(extender: Extender, node: str) -> bool:
