@@ -4,13 +4,18 @@ on a network interface over the last `timeRangeInMinutes`, as reported by Promet
 Score(node) is the instant query
 `sum_over_time(node_network_receive_bytes_total{kubernetes_node="<node>",device="<iface>"}[<range>])`
 evaluated at the framework clock's time, truncated to an integer; a node without samples scores 0.
-A failed query (Prometheus down, bad answer) is an Error status naming the node, never an
-exception. NormalizeScore inverts: `100 - raw * 100 // max`, so the busiest node gets 0; when every
-node is at zero traffic (max == 0) every node gets 100 — upstream divides by zero there.
+NormalizeScore inverts: `100 - raw * 100 // max`, so the busiest node gets 0; when every node is at
+zero traffic (max == 0) every node gets 100 — upstream divides by zero there.
+
+A failed query (Prometheus down, a bad answer) gives a defined score rather than an error (the
+issue asks for that, where upstream returns an Error status and so fails the pod's scheduling
+cycle): the failure is logged and noted in the cycle state, and NormalizeScore then gives every
+node the same score, `FAILED_SCORE` (0), so a plugin without data does not steer placement.
 """
 from __future__ import annotations
 
 import json
+import logging
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -23,7 +28,7 @@ from scheduler_plugins.framework.cycle_state import CycleState
 from scheduler_plugins.framework.handle import Handle
 from scheduler_plugins.framework.interfaces import NodeScore
 from scheduler_plugins.framework.nodeinfo import NodeInfo
-from scheduler_plugins.framework.status import MAX_NODE_SCORE, SUCCESS, Status, error
+from scheduler_plugins.framework.status import MAX_NODE_SCORE, SUCCESS, Status
 from scheduler_plugins.podinfo import PodInfo
 from scheduler_plugins.quantity import format_duration
 
@@ -91,6 +96,11 @@ class PrometheusClient:
             raise QueryError(f"unexpected prometheus answer: {result[0]!r}") from exc
 
 
+QUERY_FAILED_KEY = "NetworkTraffic/queryFailed"
+FAILED_SCORE = 0
+log = logging.getLogger("colocate.scheduler.networktraffic")
+
+
 class NetworkTraffic:
     name = NAME
 
@@ -107,10 +117,17 @@ class NetworkTraffic:
         try:
             value = self.querier.query(self.promql(node.name), self.clock())
         except QueryError as exc:
-            return 0, error(f"node {node.name}: {exc}")
+            if state.read(QUERY_FAILED_KEY) is None:  # one warning per cycle, not one per node
+                log.warning("NetworkTraffic: node %s: %s; every node gets the same score this cycle", node.name, exc)
+            state.write(QUERY_FAILED_KEY, str(exc))
+            return 0, SUCCESS
         return (int(value) if value is not None else 0), SUCCESS
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        if state.read(QUERY_FAILED_KEY) is not None:
+            for entry in scores:
+                entry.score = FAILED_SCORE
+            return SUCCESS
         highest = max((s.score for s in scores), default=0)
         for entry in scores:
             entry.score = MAX_NODE_SCORE if highest == 0 else MAX_NODE_SCORE - entry.score * MAX_NODE_SCORE // highest

@@ -6,7 +6,7 @@ import pytest
 from scheduler_plugins.framework.cycle_state import CycleState
 from scheduler_plugins.framework.interfaces import NodeScore
 from scheduler_plugins.framework.handle import Handle
-from scheduler_plugins.plugins.networktraffic import NetworkTraffic, parse_args
+from scheduler_plugins.plugins.networktraffic import QueryError, NetworkTraffic, parse_args
 from scheduler_plugins.podinfo import PodInfo
 from tests.scheduler.builders import make_node, make_pod
 from scheduler_plugins.framework.nodeinfo import NodeInfo
@@ -64,11 +64,28 @@ def test_scores(case, values, raw, normalized):
     assert scores(plugin(Table(values)), ["a", "b", "c"]) == (raw, normalized), case
 
 
-def test_prometheus_down_is_an_error_status_not_a_crash():
+def test_prometheus_down_gives_every_node_the_same_defined_score(caplog):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     p = plugin(args={"prometheusAddress": f"http://127.0.0.1:{port}"})
-    value, status = p.score(CycleState(), PodInfo(make_pod()), NodeInfo(make_node("n1")))
-    assert (value, status.code.name) == (0, "Error")
-    assert status.reasons[0].startswith("node n1: prometheus query failed")
+    with caplog.at_level("WARNING"):
+        assert scores(p, ["n1", "n2"]) == ([0, 0], [0, 0])
+    assert len([r for r in caplog.records if "prometheus query failed" in r.getMessage()]) == 1
+
+
+class FailingFor(Table):
+    """Answers for some nodes and fails for the others, like a Prometheus timing out mid-cycle."""
+
+    def __init__(self, values, failing):
+        super().__init__(values)
+        self.failing = failing
+
+    def query(self, promql, at):
+        if any(f'kubernetes_node="{node}"' in promql for node in self.failing):
+            raise QueryError("prometheus query failed: timed out")
+        return super().query(promql, at)
+
+
+def test_a_partial_failure_does_not_favour_the_node_without_an_answer():
+    assert scores(plugin(FailingFor({"a": 10.0, "b": 500.0}, {"c"})), ["a", "b", "c"]) == ([10, 500, 0], [0, 0, 0])
