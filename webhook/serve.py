@@ -125,8 +125,16 @@ def _background(config: ServeConfig, source: Source, state: StateHolder, metrics
     return [asyncio.create_task(c) for c in coroutines]
 
 
-async def serve_forever(config: ServeConfig, *, reuse_port: bool = False) -> None:
-    """Run one server process until SIGTERM or SIGINT."""
+async def _stop_when_orphaned(parent_pid: int, signals: "asyncio.Queue[int]", interval: float = 1.0) -> None:
+    """A worker whose parent died (SIGKILL, OOM) shuts down instead of serving on, unsupervised."""
+    while os.getppid() == parent_pid:
+        await asyncio.sleep(interval)
+    log.warning("parent process %d is gone; shutting down (pid %d)", parent_pid, os.getpid())
+    signals.put_nowait(signal.SIGTERM)
+
+
+async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent_pid: int | None = None) -> None:
+    """Run one server process until SIGTERM or SIGINT (or, for a worker, until its parent is gone)."""
     from webhook.metrics import WebhookMetrics  # imported here: multiprocess mode is chosen by env
 
     metrics = WebhookMetrics()
@@ -157,6 +165,8 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False) -> Non
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, signals.put_nowait, signum)
     tasks = _background(config, source, state, metrics, on_reload, reloader)
+    if parent_pid is not None:
+        tasks.append(asyncio.create_task(_stop_when_orphaned(parent_pid, signals)))
     try:
         await signals.get()
         lifecycle.draining = True
@@ -174,10 +184,10 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False) -> Non
         log.info("stopped (pid %d)", os.getpid())
 
 
-def _worker(config: ServeConfig) -> None:
+def _worker(config: ServeConfig, parent_pid: int) -> None:
     listener = setup_logging(config.log_level)
     try:
-        asyncio.run(serve_forever(config, reuse_port=True))
+        asyncio.run(serve_forever(config, reuse_port=True, parent_pid=parent_pid))
     finally:
         listener.stop()
 
@@ -205,7 +215,7 @@ def _run_workers(config: ServeConfig) -> int:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     context = multiprocessing.get_context("spawn")
     # One process per replica takes part in the certificate Lease election; every one reloads.
-    workers = [context.Process(target=_worker, args=(config if i == 0 else replace(config, self_managed=None),),
+    workers = [context.Process(target=_worker, args=(config if i == 0 else replace(config, self_managed=None), os.getpid()),
                                name=f"colocate-worker-{i}") for i in range(config.workers)]
     for worker in workers:
         worker.start()

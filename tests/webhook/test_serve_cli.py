@@ -147,3 +147,38 @@ def test_workers_share_the_port_and_metrics(served):
                 if l.startswith('controller_runtime_webhook_requests_total{code="200",webhook="/mutate-pod"}'))
     assert float(line.split()[-1]) == 20.0, "every worker's requests are counted in each scrape"
     assert server.stop() == 0
+
+
+def _running_children(parent: int, marker: bytes) -> list[int]:
+    """Live (not zombie) processes whose parent is `parent` and whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            state, ppid = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(ppid) == parent and state != "Z" and marker in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path(f"/proc/{pid}") / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_workers_stop_when_the_parent_is_killed(served):
+    server = served("--workers", "2", "--drain-delay", "0")
+    workers = _running_children(server.process.pid, b"spawn_main")
+    assert len(workers) == 2
+    server.process.kill()
+    server.process.wait()
+    deadline = time.monotonic() + 15
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [pid for pid in workers if _alive(pid)] == [], "orphaned workers must not keep serving"
