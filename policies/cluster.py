@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from policies.constants import ELASTIC_QUOTA_KIND, PROFILE_KIND
+from policies.objects import metadata_of
 from policies.profile_matching import ProfileIndex
 from policies.profiles import ColocationProfile, ProfileError, parse_profile
 from policies.quota_index import QuotaIndex
@@ -104,7 +105,7 @@ class IndexEntry:
 def index_entry(source: str, obj: Mapping[str, Any]) -> IndexEntry:
     """Check one object and parse it when it is a profile: the only per-object work a snapshot needs."""
     kind = obj.get("kind")
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    metadata = metadata_of(obj)
     name = metadata.get("name")
     if not isinstance(kind, str) or not kind or not isinstance(name, str) or not name:
         return IndexEntry(str(kind), None, None, (LoadProblem(source, "object without kind or metadata.name skipped"),))
@@ -194,7 +195,7 @@ class SnapshotBuilder:
 
     @staticmethod
     def _key_of(obj: Mapping[str, Any]) -> ObjectKey:
-        metadata = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+        metadata = metadata_of(obj)
         return (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
 
 

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from policies.constants import ANNOTATION_SKIP_UPDATE_RESOURCES, KNOWN_QOS_CLASSES, PROFILE_KIND
+from policies.objects import metadata_of
 from policies.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
 
 _PERCENT_RE: Final = re.compile(r"^(-?\d+)%$")
@@ -101,7 +102,7 @@ def _selector(spec: Mapping[str, Any], key: str, problems: list[str], warnings: 
 
 def parse_profile(obj: Mapping[str, Any]) -> ColocationProfile:
     """Validate and freeze one ClusterColocationProfile object."""
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    metadata = metadata_of(obj)
     name = metadata.get("name")
     problems: list[str] = []
     warnings: list[str] = []

@@ -24,7 +24,10 @@ class QuotaIndex:
 
     @classmethod
     def build(cls, quotas: Iterable[Mapping[str, Any]]) -> QuotaIndex:
-        parents, names, namespaced, owners = set(), set(), set(), {}
+        parents: set[str] = set()
+        names: set[str] = set()
+        namespaced: set[tuple[str, str]] = set()
+        owners: dict[str, str] = {}
         for quota in sorted(quotas, key=name_of):
             name = name_of(quota)
             names.add(name)

@@ -17,7 +17,7 @@ import orjson
 from policies.admission import DELETE, UPDATE, AdmissionContext, AdmissionRequest, Denied, Effect, default_rand_int
 from policies.cluster import ClusterSnapshot
 from policies.jsonpatch_diff import diff
-from policies.objects import json_copy
+from policies.objects import json_copy, metadata_of
 from webhook.registry import Route
 from webhook.review import MalformedReview, build_review, parse_review
 
@@ -70,7 +70,7 @@ def run_route(
 ) -> Outcome:
     """Admit `request` through `route`'s plugins in one loop, timing each plugin."""
     if request.resource.resource != route.resource or request.sub_resource != route.sub_resource:
-        return Outcome(True, object=request.object)  # not ours: Koordinator allows untouched
+        return Outcome(True, object=dict(request.object) if request.object else None)  # not ours: allowed untouched
     decoded = _decode(route, request)
     if isinstance(decoded, Outcome):
         return decoded
@@ -142,7 +142,7 @@ def serve_review(
     review = build_review(api_version, request.uid, outcome.allowed, code=outcome.code,
                           message=outcome.message, patch=outcome.patch)
     obj = request.object or request.old_object or {}
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    metadata = metadata_of(obj)
     record: dict[str, Any] = {
         "uid": request.uid,
         "path": route.path,

@@ -128,7 +128,7 @@ def log_admission(logger: logging.Logger, fields: dict[str, Any]) -> None:
         entry = {"ts": handler.formatter._timestamp(now), "level": "info", "logger": logger.name, **fields}  # type: ignore[union-attr]
         handler.lines.put(orjson.dumps(entry, default=str).decode())
         return
-    logger.handle(logger.makeRecord(logger.name, logging.INFO, "", 0, "admission", None, None,
+    logger.handle(logger.makeRecord(logger.name, logging.INFO, "", 0, "admission", (), None,
                                     extra={"fields": fields}))
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from policies.admission import CREATE, DELETE, UPDATE, MutatingPlugin, ValidatingPlugin
 from policies.constants import (
@@ -105,8 +105,19 @@ class Registry:
         return sorted({r.kind for r in self.routes})
 
 
+class Target(TypedDict, total=False):
+    """What a pair of routes admits; shared by a resource's mutating and validating route."""
+
+    kind: str
+    api_group: str
+    api_version: str
+    resource: str
+    sub_resource: str
+    object_type: str
+
+
 def pod_routes() -> Sequence[Route]:
-    pods = dict(kind="Pod", api_group="", api_version="v1", resource="pods", sub_resource="", object_type="pod")
+    pods = Target(kind="Pod", api_group="", api_version="v1", resource="pods", sub_resource="", object_type="pod")
     return [
         Route(
             path="/mutate-pod", mutating=True, **pods,
@@ -129,12 +140,14 @@ def pod_routes() -> Sequence[Route]:
 
 def node_routes() -> Sequence[Route]:
     """Status updates are amplified; label changes are checked against the node strategies (spec 8)."""
-    nodes = dict(kind="Node", api_group="", api_version="v1", resource="nodes", object_type="node")
+    node_status = Target(kind="Node", api_group="", api_version="v1", resource="nodes", sub_resource="status",
+                         object_type="node")
+    nodes = Target(kind="Node", api_group="", api_version="v1", resource="nodes", sub_resource="", object_type="node")
     return [
-        Route(path="/mutate-node-status", mutating=True, sub_resource="status", **nodes,
+        Route(path="/mutate-node-status", mutating=True, **node_status,
               registrations=(Registration("mnode-status.koordinator.sh", (CREATE, UPDATE), "Ignore"),),
               plugins=tuple(node_status_mutating_plugins())),
-        Route(path="/validate-node", mutating=False, sub_resource="", **nodes,
+        Route(path="/validate-node", mutating=False, **nodes,
               registrations=(Registration("vnode.koordinator.sh", (CREATE, UPDATE), "Ignore"),),
               plugins=tuple(node_validating_plugins())),
     ]
@@ -142,7 +155,7 @@ def node_routes() -> Sequence[Route]:
 
 def reservation_routes() -> Sequence[Route]:
     """Profiles applied to Reservations (spec 9); the validating route is colocate's and admits all."""
-    reservations = dict(kind=RESERVATION_KIND, api_group=RESERVATION_GROUP, api_version="v1alpha1",
+    reservations = Target(kind=RESERVATION_KIND, api_group=RESERVATION_GROUP, api_version="v1alpha1",
                         resource="reservations", sub_resource="", object_type="reservation")
     return [
         Route(path="/mutate-reservation", mutating=True, **reservations,
@@ -156,7 +169,7 @@ def reservation_routes() -> Sequence[Route]:
 
 def elastic_quota_routes() -> Sequence[Route]:
     """Quota defaulting and the quota-tree checks (spec 10)."""
-    quotas = dict(kind=ELASTIC_QUOTA_KIND, api_group=ELASTIC_QUOTA_GROUP, api_version="v1alpha1",
+    quotas = Target(kind=ELASTIC_QUOTA_KIND, api_group=ELASTIC_QUOTA_GROUP, api_version="v1alpha1",
                   resource="elasticquotas", sub_resource="", object_type="elasticquota")
     return [
         Route(path="/mutate-scheduling-sigs-k8s-io-v1alpha1-elasticquota", mutating=True, **quotas,

@@ -60,6 +60,11 @@ def _string(raw: Mapping[str, Any], key: str) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _object(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = raw.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def parse_review(body: bytes) -> tuple[str, AdmissionRequest]:
     """(apiVersion, request) of an AdmissionReview body."""
     try:
@@ -81,8 +86,8 @@ def parse_review(body: bytes) -> tuple[str, AdmissionRequest]:
         raise MalformedReview("AdmissionReview has no request", None, reply_version)
     if not uid:
         raise MalformedReview("AdmissionReview request has no uid", None, reply_version)
-    resource = request.get("resource") if isinstance(request.get("resource"), dict) else {}
-    kind = request.get("kind") if isinstance(request.get("kind"), dict) else {}
+    resource = _object(request, "resource")
+    kind = _object(request, "kind")
     operation = _string(request, "operation")
     if not operation:
         raise MalformedReview("AdmissionReview request has no operation", uid, reply_version)

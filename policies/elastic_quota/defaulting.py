@@ -7,7 +7,7 @@ from typing import Any
 from policies.admission import Denied
 from policies.constants import ANNOTATION_QUOTA_SHARED_WEIGHT, LABEL_QUOTA_PARENT, LABEL_QUOTA_TREE_ID, ROOT_QUOTA_NAME
 from policies.elastic_quota.tree import QuotaTree, resource_list
-from policies.objects import ensure_map, name_of
+from policies.objects import ensure_map, name_of, spec_of
 from policies.quantity import Quantity
 
 
@@ -32,8 +32,7 @@ def fill_quota_defaults(quota: dict[str, Any], tree: QuotaTree) -> None:
             raise Denied(f"fill quota {name} failed, parent not exist")
         if parent.tree_id:
             labels[LABEL_QUOTA_TREE_ID] = parent.tree_id
-    spec = quota.get("spec") if isinstance(quota.get("spec"), dict) else {}
-    raw_max = spec.get("max")
+    raw_max = spec_of(quota).get("max")
     max_quota = resource_list(raw_max, f"ElasticQuota {name}: spec.max")
     current = annotations.get(ANNOTATION_QUOTA_SHARED_WEIGHT)
     if not current:

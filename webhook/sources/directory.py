@@ -26,7 +26,7 @@ Signature = tuple[int, int]
 
 def manifest_files(root: Path) -> list[Path]:
     """Manifest files below `root`, skipping hidden entries (a mounted volume's `..data` dirs)."""
-    found = []
+    found: list[Path] = []
     for directory, subdirectories, files in os.walk(root, followlinks=True):
         subdirectories[:] = sorted(d for d in subdirectories if not d.startswith("."))
         found.extend(Path(directory, f) for f in sorted(files)
