@@ -33,14 +33,18 @@ def passes_probability(profile: ColocationProfile, rand_int: Callable[[int], int
     return rand_int(100) <= percent
 
 
-def apply_profiles(
+def apply_profiles_in_place(
     obj: dict[str, Any],
     profiles: Sequence[ColocationProfile],
     ctx: AdmissionContext,
     pod_spec: PodSpecLocator,
     schema: Schema,
-) -> tuple[dict[str, Any], bool]:
-    """Apply `profiles` in order; return the (possibly replaced) object and whether to skip the rewrite."""
+) -> bool:
+    """Apply `profiles` in order, leaving the result in `obj` (the runner diffs that dict).
+
+    Returns whether a matched profile asked to skip the batch/mid resource rewrite; that holds even
+    when the profile itself is skipped by its probability (spec 5.3 step 1).
+    """
     skip_resource_rewrite = False
     for profile in profiles:
         ctx.matched_profiles.append(profile.name)
@@ -49,23 +53,11 @@ def apply_profiles(
         applied = passes_probability(profile, ctx.rand_int)
         before = json_copy(obj) if ctx.explaining else None
         if applied:
-            obj = apply_profile(obj, profile, ctx, pod_spec, schema)
+            mutated = apply_profile(obj, profile, ctx, pod_spec, schema)
+            if mutated is not obj:  # a strategic merge patch produced a new document
+                obj.clear()
+                obj.update(mutated)
         ctx.record(f"profile/{profile.name}", applied, before, obj)
-    return obj, skip_resource_rewrite
-
-
-def apply_profiles_in_place(
-    obj: dict[str, Any],
-    profiles: Sequence[ColocationProfile],
-    ctx: AdmissionContext,
-    pod_spec: PodSpecLocator,
-    schema: Schema,
-) -> bool:
-    """`apply_profiles`, leaving the result in `obj` (the runner diffs that dict); returns skip-rewrite."""
-    mutated, skip_resource_rewrite = apply_profiles(obj, profiles, ctx, pod_spec, schema)
-    if mutated is not obj:  # a strategic merge patch produced a new document
-        obj.clear()
-        obj.update(mutated)
     return skip_resource_rewrite
 
 

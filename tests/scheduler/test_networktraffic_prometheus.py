@@ -2,7 +2,6 @@
 samples through `promtool tsdb create-blocks-from openmetrics`. Skipped only when the binaries
 are missing."""
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -16,6 +15,7 @@ from scheduler_plugins.framework.nodeinfo import NodeInfo
 from scheduler_plugins.plugins.networktraffic import NetworkTraffic, parse_args
 from scheduler_plugins.podinfo import PodInfo
 from tests.scheduler.builders import make_node, make_pod
+from tests.support.cluster import free_port
 
 PROMETHEUS, PROMTOOL = shutil.which("prometheus"), shutil.which("promtool")
 pytestmark = pytest.mark.skipif(not (PROMETHEUS and PROMTOOL),
@@ -24,11 +24,6 @@ STEP, SAMPLES = 15, 40  # 10 minutes of samples every 15 s
 READY_TIMEOUT_SECONDS = 60
 PER_SAMPLE = {("node-a", "ens192"): 1000, ("node-b", "ens192"): 3000, ("node-c", "eth0"): 999999}
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

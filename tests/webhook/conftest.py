@@ -1,7 +1,6 @@
 """A real HTTPS webhook server on 127.0.0.1, in-process, with certificates from `certs.generate`."""
 from __future__ import annotations
 
-import socket
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -17,12 +16,8 @@ from webhook.registry import default_routes
 from webhook.serve import tls_context
 from webhook.server import build_app
 from webhook.sources.state import StateHolder
+from tests.support.cluster import free_port
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

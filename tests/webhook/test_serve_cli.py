@@ -18,7 +18,7 @@ import yaml
 from cryptography import x509
 
 from tests.builders import admission_review
-from tests.webhook.conftest import free_port
+from tests.support.cluster import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 POD = yaml.safe_load((REPO / "manifests" / "samples" / "batch-pod.yaml").read_text())
