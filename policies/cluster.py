@@ -138,6 +138,7 @@ class SnapshotBuilder:
         self._objects: dict[str, dict[ObjectKey, Mapping[str, Any]]] = {}
         self._entries: dict[str, dict[ObjectKey, IndexEntry]] = {}
         self._frozen: dict[str, Mapping[ObjectKey, Mapping[str, Any]]] = {}
+        self._problems: dict[str, tuple[LoadProblem, ...]] = {}  # per kind, redone only for changed kinds
         self._dirty: set[str] = set()
         self._last: ClusterSnapshot = EMPTY_SNAPSHOT
 
@@ -178,6 +179,7 @@ class SnapshotBuilder:
             return self._last
         for kind in self._dirty:
             self._frozen[kind] = MappingProxyType(dict(self._objects.get(kind, {})))
+            self._problems[kind] = tuple(p for e in self._entries.get(kind, {}).values() for p in e.problems)
         last = self._last
         profiles, profile_index = last.profiles, last.profile_index
         if PROFILE_KIND in self._dirty:
@@ -186,7 +188,7 @@ class SnapshotBuilder:
         quotas = last.quotas
         if ELASTIC_QUOTA_KIND in self._dirty:
             quotas = QuotaIndex.build(self._objects.get(ELASTIC_QUOTA_KIND, {}).values())
-        problems = tuple(p for entries in self._entries.values() for e in entries.values() for p in e.problems)
+        problems = tuple(p for kind_problems in self._problems.values() for p in kind_problems)
         self._dirty.clear()
         self._last = ClusterSnapshot(
             objects=MappingProxyType({k: v for k, v in self._frozen.items() if v}),
