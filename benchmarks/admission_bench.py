@@ -269,7 +269,7 @@ def main() -> int:
               f"{args.duration}s per run, {os.cpu_count()} cores")
         for count in (20, 1000):
             write_state(root / f"state-{count}", count)
-        colocate = [sys.executable, "-m", "webhook.cli", "serve", "--cert-dir", str(root / "certs"), "--host", "127.0.0.1",
+        colocate = [sys.executable, "-m", "colocate.cli", "serve", "--cert-dir", str(root / "certs"), "--host", "127.0.0.1",
                     "--log-level", "warning"]
         scenarios = {
             "bare aiohttp (fixed response)": lambda port: [sys.executable, str(REPO / "benchmarks" / "bare_server.py"),

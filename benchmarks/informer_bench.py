@@ -25,9 +25,10 @@ import yaml
 from tests.support.apiserver import ApiServer
 from tests.support.cluster import ColocateProcess, make_certs
 from webhook.registry import default_routes
-from webhook.sources.kinds import watched_kinds
-from webhook.sources.kube import KubeSettings, KubeSource, api_client
-from webhook.sources.state import StateHolder
+from webhook.watched import watched_kinds
+from cluster.client import api_client
+from cluster.kube import KubeSettings, KubeSource
+from webhook.state import StateHolder
 
 
 def objects(namespaces: int, profiles: int) -> list[dict[str, Any]]:
@@ -149,7 +150,7 @@ def _embedded(cert_dir: Path, state_dir: Path, work: Path) -> ColocateProcess:
     from tests.support.cluster import free_port
     process.port, process.log = free_port(), work / "embedded.log"
     process.process = subprocess.Popen(
-        [sys.executable, "-m", "webhook.cli", "serve", "--profiles", str(state_dir), "--cert-dir", str(cert_dir),
+        [sys.executable, "-m", "colocate.cli", "serve", "--profiles", str(state_dir), "--cert-dir", str(cert_dir),
          "--host", "127.0.0.1", "--port", str(process.port), "--log-level", "warning"],
         stdout=process.log.open("wb"), stderr=subprocess.STDOUT)
     return process

@@ -21,13 +21,13 @@ import time
 from aiohttp.test_utils import TestClient, TestServer
 
 from scheduler_plugins.clock import fixed_clock, parse_time
-from scheduler_plugins.cluster.state import ClusterState
-from scheduler_plugins.config import load_config
-from scheduler_plugins.extender.server import make_app
-from scheduler_plugins.extender.service import ExtenderService
-from scheduler_plugins.registry import in_tree_registry
-from scheduler_plugins.simulator.scheduler import Scheduler, build_framework
-from scheduler_plugins.simulator.simulate import simulate
+from scheduler_plugins.scheduler.cluster.state import ClusterState
+from scheduler_plugins.scheduler.config import load_config
+from scheduler_plugins.scheduler.extender.server import make_app
+from scheduler_plugins.scheduler.extender.service import ExtenderService
+from scheduler_plugins.scheduler.registry import in_tree_registry
+from scheduler_plugins.scheduler.simulator.scheduler import Scheduler, build_framework
+from scheduler_plugins.scheduler.simulator.simulate import simulate
 
 NOW = "2024-05-01T10:01:00Z"
 

@@ -35,7 +35,8 @@ def _when(value: str) -> dt.datetime:
 
 
 def _cluster(args: argparse.Namespace) -> Cluster | None:
-    from certs.kube import Cluster, api_client
+    from certs.kube import Cluster
+    from cluster.client import api_client
 
     if args.kubeconfig is None and not args.in_cluster:
         return None

@@ -10,24 +10,14 @@ import base64
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from certs.material import Material, secret_data
 from certs.names import MUTATING, NAMESPACE, SECRET, TLS_TYPE, VALIDATING
 
-
-
-def api_client(kubeconfig: Path | None, context: str | None = None) -> client.ApiClient:
-    """A client from a kubeconfig file, or from the pod's service account when none is given."""
-    if kubeconfig is not None:
-        return config.new_client_from_config(str(kubeconfig), context=context, persist_config=False)
-    configuration = client.Configuration()
-    config.load_incluster_config(client_configuration=configuration)
-    return client.ApiClient(configuration)
 
 
 def read_object(call: Callable[..., Any], *args: Any) -> dict[str, Any] | None:

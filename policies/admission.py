@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from policies.cluster import ClusterSnapshot
+from policies.snapshot import ClusterSnapshot
 from policies.jsonpatch_diff import diff
 from policies.objects import json_copy
 

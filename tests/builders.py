@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from policies.admission import AdmissionContext, AdmissionRequest, GroupVersionResource
-from policies.cluster import ClusterSnapshot
+from policies.snapshot import ClusterSnapshot
 from policies.constants import LABEL_QOS_CLASS
 
 _uids = itertools.count(1)

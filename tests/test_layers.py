@@ -6,7 +6,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 FORBIDDEN = {
-    "policies": {"webhook", "certs", "scheduler_plugins", "aiohttp", "kubernetes", "prometheus_client", "yaml", "socket", "asyncio"},
+    "policies": {"webhook", "certs", "scheduler_plugins", "aiohttp", "kubernetes", "prometheus_client", "socket", "asyncio"},
     "certs": {"webhook", "scheduler_plugins"},
 }
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import orjson
 
 from policies.admission import DELETE, UPDATE, AdmissionContext, AdmissionRequest, Denied, Effect, default_rand_int
-from policies.cluster import ClusterSnapshot
+from policies.snapshot import ClusterSnapshot
 from policies.jsonpatch_diff import diff
 from policies.objects import json_copy, metadata_of
 from webhook.registry import Route

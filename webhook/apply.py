@@ -16,8 +16,8 @@ import yaml
 from policies.admission import Effect
 from webhook.chain import UnknownKind, request_for, run_chain
 from webhook.registry import default_routes
-from webhook.sources.directory import DirectorySource
-from webhook.sources.manifests import ManifestError, parse_manifest_text
+from cluster.files import DirectorySource
+from policies.manifests import ManifestError, parse_manifest_text
 
 EXIT_ADMITTED, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 OPERATIONS = ("CREATE", "UPDATE", "DELETE")

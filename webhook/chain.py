@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from policies.admission import AdmissionRequest, GroupVersionResource, Effect, default_rand_int
-from policies.cluster import ClusterSnapshot
+from policies.snapshot import ClusterSnapshot
 from webhook.admission import run_route
 from webhook.registry import Registry
 

@@ -11,8 +11,8 @@ def _serve(args: argparse.Namespace) -> int:
     from kubernetes.config import ConfigException
 
     from webhook.serve import ServeConfig, run
-    from webhook.sources.kube import KubeSettings
-    from webhook.sources.reflector import ReflectorSettings
+    from cluster.kube import KubeSettings
+    from cluster.reflector import ReflectorSettings
 
     if args.profiles is not None and not args.profiles.is_dir():
         print(f"error: --profiles {args.profiles}: not a directory")

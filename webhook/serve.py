@@ -40,10 +40,11 @@ from certs.manager import ManagerSettings, self_management
 from webhook.jsonlog import setup_logging
 from webhook.registry import Registry, default_routes
 from webhook.server import DEFAULT_MAX_BODY, Lifecycle, build_app
-from webhook.sources.directory import DirectorySource
-from webhook.sources.kinds import watched_kinds
-from webhook.sources.kube import KubeSettings, KubeSource, api_client
-from webhook.sources.state import StateHolder
+from cluster.files import DirectorySource
+from webhook.watched import watched_kinds
+from cluster.client import api_client
+from cluster.kube import KubeSettings, KubeSource
+from webhook.state import StateHolder
 from webhook.tls_reload import CertReloader, LoadedChain, new_server_context
 
 log = logging.getLogger("colocate.serve")

@@ -24,7 +24,7 @@ from webhook.jsonlog import ADMISSION_LOGGER, log_admission
 from webhook.metrics import CONTENT_TYPE, WebhookMetrics
 from webhook.registry import Registry, Route
 from webhook.review import MalformedReview, uid_from_prefix
-from webhook.sources.state import StateHolder
+from webhook.state import StateHolder
 
 DEFAULT_MAX_BODY: Final = 8 * 1024 * 1024
 _UID_SCAN_BYTES: Final = 64 * 1024

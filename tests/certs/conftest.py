@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from certs.kube import Cluster, api_client
+from certs.kube import Cluster
+from cluster.client import api_client
 from tests.support.apiserver import ApiServer
 from tests.support.webhook_manifests import WEBHOOKS_FILE
-from webhook.sources.manifests import read_manifest_file
+from policies.manifests import read_manifest_file
 
 NOW = dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc)
 DAY = dt.timedelta(days=1)

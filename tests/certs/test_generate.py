@@ -14,7 +14,7 @@ from certs.generate import generate_material, service_names
 from certs.material import read_directory, write_directory
 from tests.certs.conftest import NOW
 from tests.support.webhook_manifests import MANIFESTS
-from webhook.cli import main
+from colocate.cli import main
 
 
 def test_the_serving_certificate_names_the_service_every_way_plus_local_names() -> None:

@@ -16,7 +16,7 @@ from certs.plan import Policy
 from certs.rotate import Targets, rotate
 from tests.certs.conftest import DAY, NOW
 from tests.support.apiserver import ApiServer
-from webhook.cli import main
+from colocate.cli import main
 
 NAMES = service_names("koordinator-webhook-service", "koordinator-system")
 HOST = "koordinator-webhook-service.koordinator-system.svc"

@@ -5,7 +5,7 @@ import asyncio
 import datetime as dt
 from pathlib import Path
 
-from certs.kube import api_client
+from cluster.client import api_client
 from certs.leader import LeaseElector, decide
 from tests.certs.conftest import NOW
 from tests.support.apiserver import ApiServer

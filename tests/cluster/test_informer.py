@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
-from policies.cluster import ClusterSnapshot
+from policies.snapshot import ClusterSnapshot
 from tests.support.apiserver import ApiServer
 from webhook.registry import default_routes
-from webhook.sources.kinds import WATCHED_KINDS, watched_kinds
-from webhook.sources.kube import KubeSettings, KubeSource, api_client
-from webhook.sources.reflector import ReflectorSettings
-from webhook.sources.state import StateHolder
+from webhook.watched import WATCHED_KINDS, watched_kinds
+from cluster.client import api_client
+from cluster.kube import KubeSettings, KubeSource
+from cluster.reflector import ReflectorSettings
+from webhook.state import StateHolder
 
 FAST = KubeSettings(ReflectorSettings(watch_timeout=3, backoff_initial=0.05, backoff_max=0.2), debounce=0.05)
 

@@ -19,8 +19,8 @@ from tests.support.webhook_manifests import (
     expected_webhooks,
 )
 from webhook.registry import default_routes
-from webhook.sources.kinds import WATCHED_KINDS
-from webhook.sources.manifests import read_manifest_file
+from webhook.watched import WATCHED_KINDS
+from policies.manifests import read_manifest_file
 
 K8S_VERSION = "1.30"
 

@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from tests.builders import KOORD_PRIORITY_CLASSES
-from policies.cluster import ClusterSnapshot
+from policies.snapshot import ClusterSnapshot
 from webhook.chain import request_for, run_chain
 from webhook.registry import default_routes
 

@@ -1,6 +1,6 @@
 import pytest
 
-from policies.cluster import ClusterSnapshot
+from policies.snapshot import ClusterSnapshot
 from policies.profiles import ProfileError, parse_profile
 from policies.selectors import InvalidSelector
 from tests.builders import make_profile

@@ -1,7 +1,7 @@
 import pytest
 
 from scheduler_plugins import apis
-from scheduler_plugins.podinfo import PodInfo
+from scheduler_plugins.scheduler.podinfo import PodInfo
 from tests.scheduler.builders import make_pod
 
 

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from scheduler_plugins.framework.columns import node_indexes
-from scheduler_plugins.framework.cycle_state import CycleState
-from scheduler_plugins.podinfo import PodInfo
+from scheduler_plugins.scheduler.framework.columns import node_indexes
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.podinfo import PodInfo
 from tests.scheduler.builders import make_config, make_framework, make_metric, make_node, make_pod, pod_metric
 
 ARGS = [
@@ -82,8 +82,8 @@ def test_batch_filter_and_score_agree_with_per_node(seed):
 
 
 def simulate_placements(objects, batch: bool, percentage: int = 0):
-    from scheduler_plugins.simulator.scheduler import Scheduler
-    from scheduler_plugins.simulator.simulate import simulate
+    from scheduler_plugins.scheduler.simulator.scheduler import Scheduler
+    from scheduler_plugins.scheduler.simulator.simulate import simulate
 
     fwk, cluster = make_framework(objects, make_config(percentageOfNodesToScore=percentage))
     if not batch:

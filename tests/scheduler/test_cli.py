@@ -4,7 +4,7 @@ import pathlib
 
 import pytest
 
-from webhook.cli import main
+from colocate.cli import main
 
 EXAMPLE = str(pathlib.Path(__file__).resolve().parents[2] / "manifests" / "scheduler" / "example-cluster")
 NOW = "2024-05-01T10:01:00Z"

@@ -1,5 +1,5 @@
 """ClusterState under watch-event order: pods may arrive before their node, nodes may go away."""
-from scheduler_plugins.cluster.state import ClusterState
+from scheduler_plugins.scheduler.cluster.state import ClusterState
 from tests.scheduler.builders import make_node, make_pod
 
 

@@ -1,9 +1,9 @@
 """KubeSchedulerConfiguration loading: merging with defaults, weights, args defaults and errors."""
 import pytest
 
-from scheduler_plugins.config import load_config, parse_config
-from scheduler_plugins.errors import ConfigError
-from scheduler_plugins.registry import in_tree_registry
+from scheduler_plugins.scheduler.config import load_config, parse_config
+from scheduler_plugins.scheduler.errors import ConfigError
+from scheduler_plugins.scheduler.registry import in_tree_registry
 from tests.scheduler.builders import make_config
 
 

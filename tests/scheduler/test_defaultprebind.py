@@ -1,9 +1,9 @@
 """DefaultPreBind (spec §9): one patch for all PreBind changes, retried on conflicts."""
 import pytest
 
-from scheduler_plugins.framework.cycle_state import CycleState
-from scheduler_plugins.framework.handle import ClientError, Handle
-from scheduler_plugins.plugins.defaultprebind import MAX_ATTEMPTS, DefaultPreBind
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.handle import ClientError, Handle
+from scheduler_plugins.scheduler.plugins.defaultprebind import MAX_ATTEMPTS, DefaultPreBind
 from tests.scheduler.builders import make_pod
 
 

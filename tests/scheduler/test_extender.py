@@ -6,8 +6,8 @@ import pytest
 import yaml
 from aiohttp.test_utils import TestClient, TestServer
 
-from scheduler_plugins.extender.server import VERBS, make_app
-from scheduler_plugins.extender.service import ExtenderService
+from scheduler_plugins.scheduler.extender.server import VERBS, make_app
+from scheduler_plugins.scheduler.extender.service import ExtenderService
 from tests.scheduler.builders import make_framework, make_metric, make_node, make_pod
 
 LS_POD = make_pod("web", "shop", qos="LS", requests={"cpu": "4", "memory": "8Gi"})

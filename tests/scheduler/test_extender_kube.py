@@ -45,7 +45,7 @@ class Extender:
 
     def __init__(self, kubeconfig: Path, log: Path, session: aiohttp.ClientSession) -> None:
         self.port, self.log, self.session = free_port(), log, session
-        command = [sys.executable, "-m", "webhook.cli", "scheduler", "extender", "--kubeconfig", str(kubeconfig),
+        command = [sys.executable, "-m", "colocate.cli", "scheduler", "extender", "--kubeconfig", str(kubeconfig),
                    "--config", str(CONFIG), "--host", "127.0.0.1", "--port", str(self.port), "--now", NOW,
                    "--watch-timeout", "5", "--backoff-max", "0.3"]
         self.process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT, cwd=REPO)

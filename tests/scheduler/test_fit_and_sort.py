@@ -1,7 +1,7 @@
 """QoS-aware fit (BE pods against batch allocatable) and the priority queue order."""
 import pytest
 
-from scheduler_plugins.podinfo import PodInfo
+from scheduler_plugins.scheduler.podinfo import PodInfo
 from tests.scheduler.builders import filter_node, make_framework, make_node, make_pod, plugin_of, score_node
 
 FIT = "NodeResourcesFit"

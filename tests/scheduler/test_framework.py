@@ -3,18 +3,18 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from scheduler_plugins.cluster.state import ClusterState
-from scheduler_plugins.config import parse_config
-from scheduler_plugins.errors import ConfigError
-from scheduler_plugins.framework.cycle_state import CycleState
-from scheduler_plugins.framework.handle import Handle
-from scheduler_plugins.framework.registry import PluginSpec, Registry
-from scheduler_plugins.framework.runtime import Framework
-from scheduler_plugins.framework.status import SKIP, SUCCESS, Code, Status, unschedulable
-from scheduler_plugins.cluster.client import InMemoryClient
-from scheduler_plugins.podinfo import PodInfo
-from scheduler_plugins.registry import in_tree_registry
-from scheduler_plugins.simulator.scheduler import Scheduler, num_feasible_nodes_to_find
+from scheduler_plugins.scheduler.cluster.state import ClusterState
+from scheduler_plugins.scheduler.config import parse_config
+from scheduler_plugins.scheduler.errors import ConfigError
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.handle import Handle
+from scheduler_plugins.scheduler.framework.registry import PluginSpec, Registry
+from scheduler_plugins.scheduler.framework.runtime import Framework
+from scheduler_plugins.scheduler.framework.status import SKIP, SUCCESS, Code, Status, unschedulable
+from scheduler_plugins.scheduler.cluster.client import InMemoryClient
+from scheduler_plugins.scheduler.podinfo import PodInfo
+from scheduler_plugins.scheduler.registry import in_tree_registry
+from scheduler_plugins.scheduler.simulator.scheduler import Scheduler, num_feasible_nodes_to_find
 from tests.scheduler.builders import make_node, make_pod
 
 

@@ -19,7 +19,7 @@ def imports(path: pathlib.Path) -> set[str]:
 
 
 #: the webhook modules (and names) the scheduler side may use: its reflector, not its policies
-WATCH_MACHINERY = {"webhook.sources.reflector": None, "webhook.sources.kinds": {"WatchedKind"}}
+WATCH_MACHINERY = {"cluster.reflector": None, "cluster.kinds": {"WatchedKind"}}
 
 
 def webhook_imports(path: pathlib.Path) -> list[tuple[str, set[str] | None]]:
@@ -47,4 +47,4 @@ def test_scheduler_plugins_import_only_the_webhook_watch_machinery():
 
 def test_aiohttp_only_in_the_extender_adapter():
     users = sorted(str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py") if "aiohttp" in imports(p))
-    assert users == ["extender/server.py"]
+    assert users == ["scheduler/extender/server.py"]

@@ -1,7 +1,7 @@
 """The assign cache (spec §3.4–3.5): which placed pods the reported usage already reflects."""
 import pytest
 
-from scheduler_plugins.podinfo import PodInfo
+from scheduler_plugins.scheduler.podinfo import PodInfo
 from tests.scheduler.builders import make_metric, make_node, make_pod, plugin_of, pod_metric
 
 LA = "LoadAwareScheduling"

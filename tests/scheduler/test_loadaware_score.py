@@ -1,10 +1,10 @@
 """LoadAwareScheduling Score (spec §3.7) and the estimator (§3.3)."""
 import pytest
 
-from scheduler_plugins.framework.cycle_state import CycleState
-from scheduler_plugins.plugins.loadaware.estimator import estimate_resource
-from scheduler_plugins.plugins.loadaware.plugin import load_aware_score
-from scheduler_plugins.podinfo import PodInfo
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.plugins.loadaware.estimator import estimate_resource
+from scheduler_plugins.scheduler.plugins.loadaware.plugin import load_aware_score
+from scheduler_plugins.scheduler.podinfo import PodInfo
 from tests.scheduler.builders import make_metric, make_node, make_pod, plugin_of, score_node
 
 LA = "LoadAwareScheduling"

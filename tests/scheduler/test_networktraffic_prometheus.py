@@ -8,12 +8,12 @@ import urllib.request
 
 import pytest
 
-from scheduler_plugins.framework.cycle_state import CycleState
-from scheduler_plugins.framework.handle import Handle
-from scheduler_plugins.framework.interfaces import NodeScore
-from scheduler_plugins.framework.nodeinfo import NodeInfo
-from scheduler_plugins.plugins.networktraffic import NetworkTraffic, parse_args
-from scheduler_plugins.podinfo import PodInfo
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.handle import Handle
+from scheduler_plugins.scheduler.framework.interfaces import NodeScore
+from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.plugins.networktraffic import NetworkTraffic, parse_args
+from scheduler_plugins.scheduler.podinfo import PodInfo
 from tests.scheduler.builders import make_node, make_pod
 from tests.support.cluster import free_port
 

@@ -30,27 +30,15 @@ from aiohttp import web
 from certs.generate import CertPaths, ensure_serving_certs
 from tests.support.apistore import Conflict, Event, Invalid, NotFound, ResourceType, Store, Watcher
 from webhook.serve import tls_context
-from webhook.sources.kinds import WATCHED_KINDS
+from policies.kinds import KINDS
 
 TOKEN = "stand-in-token"
-EXTRA_TYPES = (
-    ResourceType("", "v1", "secrets", "Secret", True),
-    ResourceType("", "v1", "services", "Service", True),
-    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True),
-    ResourceType("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
-                 "MutatingWebhookConfiguration", False),
-    ResourceType("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
-                 "ValidatingWebhookConfiguration", False),
-    ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False),
-    ResourceType("slo.koordinator.sh", "v1alpha1", "nodemetrics", "NodeMetric", False),
-)
 PATCH_TYPES = {"application/json-patch+json": "json", "application/merge-patch+json": "merge",
                "application/strategic-merge-patch+json": "merge", "application/apply-patch+yaml": "merge"}
 
 
 def default_types() -> list[ResourceType]:
-    watched = [ResourceType(k.group, k.version, k.plural, k.kind, k.namespaced) for k in WATCHED_KINDS]
-    return watched + list(EXTRA_TYPES)
+    return [ResourceType(k.group, k.version, k.plural, k.kind, k.namespaced) for k in KINDS.values()]
 
 
 def _now() -> str:

@@ -24,7 +24,7 @@ import aiohttp
 from certs.generate import CertPaths, ensure_serving_certs
 from tests.support.apiserver import ApiServer
 from tests.support.webhook_manifests import MANIFESTS, NAMESPACE, SERVICE
-from webhook.sources.manifests import read_manifest_file
+from policies.manifests import read_manifest_file
 
 SERVICE_DNS = f"{SERVICE}.{NAMESPACE}.svc"
 FAST_ARGS = ("--watch-timeout", "5", "--backoff-max", "0.5", "--drain-delay", "1", "--shutdown-timeout", "5")
@@ -76,7 +76,7 @@ class ColocateProcess:
     def __init__(self, kubeconfig: Path, cert_dir: Path, log: Path, extra: Sequence[str] = FAST_ARGS) -> None:
         self.port = free_port()
         self.log = log
-        command = [sys.executable, "-m", "webhook.cli", "serve", "--kubeconfig", str(kubeconfig),
+        command = [sys.executable, "-m", "colocate.cli", "serve", "--kubeconfig", str(kubeconfig),
                    "--cert-dir", str(cert_dir), "--host", "127.0.0.1", "--port", str(self.port), *extra]
         self.process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT,
                                         cwd=Path(__file__).resolve().parents[2])

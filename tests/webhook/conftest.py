@@ -10,12 +10,12 @@ import pytest
 from aiohttp import web
 
 from certs.generate import CertPaths, ensure_serving_certs
-from policies.cluster import ClusterSnapshot
+from policies.snapshot import ClusterSnapshot
 from webhook.metrics import WebhookMetrics
 from webhook.registry import default_routes
 from webhook.serve import tls_context
 from webhook.server import build_app
-from webhook.sources.state import StateHolder
+from webhook.state import StateHolder
 from tests.support.cluster import free_port
 
 

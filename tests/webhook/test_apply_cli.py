@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from webhook.cli import main
+from colocate.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = REPO / "manifests" / "cluster"

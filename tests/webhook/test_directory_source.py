@@ -4,7 +4,7 @@ import os
 
 import yaml
 
-from webhook.sources.directory import DirectorySource
+from cluster.files import DirectorySource
 
 PROFILE = {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile", "metadata": {"name": "p1"},
            "spec": {"qosClass": "BE"}}

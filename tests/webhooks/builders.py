@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from policies.admission import AdmissionRequest, GroupVersionResource
-from policies.cluster import ClusterSnapshot
+from policies.snapshot import ClusterSnapshot
 from webhook.admission import Outcome, run_route
 from webhook.registry import default_routes
-from webhook.sources.manifests import read_manifest_file
+from policies.manifests import read_manifest_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROUTES = default_routes().by_path()

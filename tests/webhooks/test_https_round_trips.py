@@ -18,7 +18,7 @@ import pytest
 from aiohttp import web
 
 from certs.generate import ensure_serving_certs
-from policies.cluster import ClusterSnapshot
+from policies.snapshot import ClusterSnapshot
 from tests.webhooks.builders import (
     QUOTA_MUTATE,
     QUOTA_VALIDATE,
@@ -33,7 +33,7 @@ from webhook.metrics import WebhookMetrics
 from webhook.registry import default_routes
 from webhook.serve import tls_context
 from webhook.server import build_app
-from webhook.sources.state import StateHolder
+from webhook.state import StateHolder
 
 
 class Client:

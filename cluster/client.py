@@ -1,0 +1,15 @@
+"""The one way every component gets an API client: a kubeconfig file, or the pod's service account."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from kubernetes import client, config
+
+
+def api_client(kubeconfig: Path | None, context: str | None = None) -> client.ApiClient:
+    """A client from a kubeconfig file, or from the pod's service account when none is given."""
+    if kubeconfig is not None:
+        return config.new_client_from_config(str(kubeconfig), context=context, persist_config=False)
+    configuration = client.Configuration()
+    config.load_incluster_config(client_configuration=configuration)
+    return client.ApiClient(configuration)

@@ -1,0 +1,1 @@
+"""The `colocate` program: the composition root that puts the components' command groups together."""

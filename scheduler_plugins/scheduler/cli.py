@@ -1,0 +1,169 @@
+"""`colocate scheduler ...` subcommands (owned by scheduler_plugins).
+
+This is the edge: arguments and files are read here, errors become exit codes and one-line
+messages, and everything below receives parsed, typed values. Exit codes: 0 success (simulate:
+even when pods stay unschedulable), 1 the pod cannot be placed (explain), 2 bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler_plugins.clock import Clock, fixed_clock, parse_time, system_clock
+from scheduler_plugins.scheduler.cluster.snapshot import ClusterSource, SnapshotDirectorySource, read_objects
+from scheduler_plugins.scheduler.config import SchedulerConfig, load_config
+from scheduler_plugins.scheduler.errors import ConfigError, SnapshotError
+from scheduler_plugins.scheduler.podinfo import PodInfo
+from scheduler_plugins.scheduler.registry import in_tree_registry
+from scheduler_plugins.scheduler.simulator import render
+from scheduler_plugins.scheduler.simulator.explain import explain
+from scheduler_plugins.scheduler.simulator.scheduler import Scheduler, build_framework
+from scheduler_plugins.scheduler.simulator.simulate import simulate
+
+EXIT_OK, EXIT_UNSCHEDULABLE, EXIT_USAGE = 0, 1, 2
+
+
+def register_commands(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the `scheduler` command group and its subcommands."""
+    scheduler = subparsers.add_parser("scheduler", help="scheduling framework, extender and simulator")
+    commands = scheduler.add_subparsers(dest="scheduler_command", metavar="SUBCOMMAND")
+    commands.required = True
+
+    ext = commands.add_parser("extender", help="serve filter/prioritize/bind as a kube-scheduler HTTP extender")
+    ext.add_argument("--port", type=int, default=8888)
+    ext.add_argument("--host", default="127.0.0.1")
+    ext.add_argument("--config", help="KubeSchedulerConfiguration YAML (default: the built-in profile)")
+    state = ext.add_mutually_exclusive_group()
+    state.add_argument("--cluster", metavar="DIR", help="snapshot directory (Nodes, NodeMetrics, Pods), read once")
+    state.add_argument("--kubeconfig", type=Path, metavar="FILE",
+                       help="list and watch Nodes, NodeMetrics and bound Pods through this kubeconfig, and bind "
+                            "through it (default without --cluster: the in-cluster service account)")
+    ext.add_argument("--context", metavar="C", help="kubeconfig context (default: its current context)")
+    ext.add_argument("--watch-timeout", type=int, default=300, metavar="SECONDS",
+                     help="how long one watch request stays open before it is renewed")
+    ext.add_argument("--backoff-max", type=float, default=30.0, metavar="SECONDS",
+                     help="longest wait between retries when the API server fails")
+    ext.add_argument("--url-prefix", default="/scheduler", help="path prefix the verbs are served under")
+    ext.add_argument("--scheduler-name", help="profile to use (default: the first)")
+    ext.add_argument("--now", help="fix the clock to this RFC 3339 time (replaying an old snapshot)")
+    ext.set_defaults(func=run_extender)
+
+    sim = commands.add_parser("simulate", help="schedule the pending pods of a snapshot and report placements")
+    sim.add_argument("--cluster", required=True, help="snapshot directory")
+    sim.add_argument("--config", help="KubeSchedulerConfiguration YAML")
+    sim.add_argument("--now", help="RFC 3339 time metric expiry is judged against (default: now)")
+    sim.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    sim.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="progress bar on stderr (default: when stderr is a terminal)")
+    sim.set_defaults(func=run_simulate)
+
+    exp = commands.add_parser("explain", help="show every node's filter and score outcome for one pod")
+    exp.add_argument("--cluster", required=True, help="snapshot directory")
+    exp.add_argument("--pod", required=True, help="file with the Pod to explain")
+    exp.add_argument("--config", help="KubeSchedulerConfiguration YAML")
+    exp.add_argument("--now", help="RFC 3339 time metric expiry is judged against (default: now)")
+    exp.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    exp.set_defaults(func=run_explain)
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _clock(now: str | None) -> Clock:
+    if now is None:
+        return system_clock
+    at = parse_time(now)
+    if at is None:
+        raise ConfigError("--now", f"not an RFC 3339 time: {now!r}")
+    return fixed_clock(at)
+
+
+def _config(path: str | None) -> SchedulerConfig:
+    return load_config(path, in_tree_registry())
+
+
+def _settle() -> None:
+    """The snapshot is loaded and mostly static: keep it out of the cyclic GC's generations, so
+    collections during scheduling do not walk it (long pauses on big clusters)."""
+    gc.collect()
+    gc.freeze()
+
+
+def _emit(report: dict[str, Any], output: str, as_table) -> None:
+    try:
+        print(json.dumps(report, indent=2) if output == "json" else as_table(report), flush=True)
+    except BrokenPipeError:  # `... | head`: the reader left, which is not an error
+        sys.stdout = open("/dev/null", "w")
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    try:
+        clock, config = _clock(args.now), _config(args.config)
+        cluster = SnapshotDirectorySource(args.cluster).load()
+        framework = build_framework(config, in_tree_registry(), cluster, clock)
+    except (ConfigError, SnapshotError) as exc:
+        return _fail(str(exc))
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    _settle()
+    report = simulate(Scheduler(framework, cluster, config.percentage_of_nodes_to_score), cluster, progress)
+    _emit(report.as_dict(), args.output, render.simulation_table)
+    return EXIT_OK
+
+
+def _read_pod(path: str) -> PodInfo:
+    pods = [o for o in read_objects(Path(path)) if o.get("kind", "Pod") == "Pod"]
+    if len(pods) != 1:
+        raise SnapshotError(f"{path}: expected exactly one Pod, found {len(pods)}")
+    return PodInfo(pods[0])
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    try:
+        clock, config = _clock(args.now), _config(args.config)
+        cluster = SnapshotDirectorySource(args.cluster).load()
+        pod = _read_pod(args.pod)
+        framework = build_framework(config, in_tree_registry(), cluster, clock)
+    except (ConfigError, SnapshotError, yaml.YAMLError) as exc:
+        return _fail(str(exc))
+    report = explain(framework, cluster, pod)
+    _emit(report, args.output, render.explain_table)
+    return EXIT_OK if report["selected"] else EXIT_UNSCHEDULABLE
+
+
+def _extender_source(args: argparse.Namespace) -> ClusterSource:
+    """The snapshot directory, or the API server (kubeconfig, else the pod's service account)."""
+    if args.cluster is not None:
+        return SnapshotDirectorySource(args.cluster)
+    from kubernetes.config import ConfigException
+
+    from cluster.client import api_client
+    from scheduler_plugins.scheduler.cluster.kube import KubeClusterSource
+    from cluster.reflector import ReflectorSettings
+
+    if args.kubeconfig is not None and not args.kubeconfig.is_file():
+        raise ConfigError("--kubeconfig", f"{args.kubeconfig}: no such file")
+    try:
+        api = api_client(args.kubeconfig, args.context)
+    except ConfigException as exc:
+        raise ConfigError("", f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
+    return KubeClusterSource(api, ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max))
+
+
+def run_extender(args: argparse.Namespace) -> int:
+    from scheduler_plugins.scheduler.extender.server import serve
+
+    try:
+        clock, config = _clock(args.now), _config(args.config)
+        source = _extender_source(args)
+        return serve(config, source, host=args.host, port=args.port, url_prefix=args.url_prefix,
+                     scheduler_name=args.scheduler_name, clock=clock)
+    except (ConfigError, SnapshotError) as exc:
+        return _fail(str(exc))

@@ -1,0 +1,71 @@
+"""`ApiServerClient`: the framework's API client when the extender follows a real API server.
+
+PreBind's pod patch is a JSON patch on the pod, and Bind POSTs a v1 `Binding` to the pod's
+`binding` subresource, as kube-scheduler's DefaultBinder does. After a successful bind the pod is
+assumed in the `ClusterState` at once (kube-scheduler's AssumePod), so the very next filter counts
+it; the watch's event for the bound pod replaces the assumed copy when it arrives. Calls block the
+caller for at most the timeouts below: the framework is synchronous and the extender runs it on
+its event loop, the only thread allowed to touch the cluster state.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from scheduler_plugins.clock import Clock, system_clock
+from scheduler_plugins.scheduler.cluster.client import bound_copy
+from scheduler_plugins.scheduler.cluster.state import ClusterState
+from scheduler_plugins.scheduler.framework.handle import ClientError
+
+TIMEOUT = (5.0, 30.0)  # connect, read: kube-scheduler's binding calls are short; don't hang the loop
+
+
+def _pod_path(namespace: str, name: str) -> str:
+    return f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}"
+
+
+class ApiServerClient:
+    def __init__(self, api: ApiClient, cluster: ClusterState, clock: Clock = system_clock,
+                 timeout: tuple[float, float] = TIMEOUT) -> None:
+        self.api, self.cluster, self.clock, self.timeout = api, cluster, clock, timeout
+
+    def _call(self, method: str, path: str, body: Any, content_type: str = "application/json") -> dict[str, Any]:
+        """One API request; any failure is a `ClientError` with the HTTP code (0: no response)."""
+        request = self.api.param_serialize(method, path, body=body, auth_settings=["BearerToken"],
+                                           header_params={"Accept": "application/json", "Content-Type": content_type})
+        try:
+            response = self.api.call_api(*request, _request_timeout=self.timeout)
+            raw = response.read()
+        except ApiException as exc:
+            raise ClientError(exc.status or 0, f"{method} {path}: {exc.reason}") from exc
+        except (HTTPError, OSError) as exc:
+            raise ClientError(0, f"{method} {path}: {exc}") from exc
+        try:
+            data = json.loads(raw) if raw else {}
+        except ValueError:
+            data = {}
+        if not 200 <= response.status < 300:
+            message = data.get("message") if isinstance(data, dict) else None
+            raise ClientError(response.status, message or f"{method} {path}: HTTP {response.status}")
+        return data if isinstance(data, dict) else {}
+
+    def patch(self, kind: str, namespace: str, name: str, patch: list[dict]) -> dict:
+        if kind != "Pod":
+            raise ClientError(404, f"{kind} {namespace}/{name}: only pods are patched by the extender")
+        return self._call("PATCH", _pod_path(namespace, name), patch, "application/json-patch+json")
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+        if uid:
+            metadata["uid"] = uid
+        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": metadata,
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}}
+        self._call("POST", f"{_pod_path(namespace, name)}/binding", binding)
+        pod, _ = self.cluster.find_pod(namespace, name)
+        if pod is not None:
+            self.cluster.bind(bound_copy(pod, node_name, self.clock), node_name)

@@ -1,0 +1,119 @@
+"""The aiohttp adapter: moves bytes between HTTP and `ExtenderService`, nothing else.
+
+Routes (under the URL prefix): POST filter, prioritize, bind; GET healthz (liveness) and readyz
+(200 once the cluster state is loaded: at once from a snapshot, after the first list of every kind
+from the API server). The application is built by `make_app` from a service passed in (no module
+globals) and frozen at start-up; a live source runs as a background task of the application.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any, Callable
+
+from aiohttp import web
+
+from scheduler_plugins.clock import Clock, system_clock
+from scheduler_plugins.scheduler.cluster.snapshot import ClusterSource, LiveClusterSource
+from scheduler_plugins.scheduler.config import SchedulerConfig
+from scheduler_plugins.scheduler.extender.protocol import ArgsError
+from scheduler_plugins.scheduler.extender.service import ExtenderService, NotSynced
+from scheduler_plugins.scheduler.registry import in_tree_registry
+from scheduler_plugins.scheduler.simulator.scheduler import build_framework
+
+log = logging.getLogger(__name__)
+VERBS = ("filter", "prioritize", "bind")
+SERVICE_KEY = web.AppKey("service", ExtenderService)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+async def _body(request: web.Request) -> Any:
+    try:
+        return json.loads(await request.read())
+    except ValueError as exc:
+        raise ArgsError(f"request body is not JSON: {exc}") from exc
+
+
+def _verb(call: Callable[[ExtenderService, Any], Any]):
+    async def handler(request: web.Request) -> web.Response:
+        service = request.app[SERVICE_KEY]
+        try:
+            result = call(service, await _body(request))
+        except ArgsError as exc:
+            return web.json_response({"Error": str(exc)}, status=400, dumps=_dumps)
+        except NotSynced as exc:
+            return web.json_response({"Error": str(exc)}, status=503, dumps=_dumps)
+        except Exception as exc:  # a plugin bug must not take the extender down
+            log.exception("extender %s failed", request.path)
+            return web.json_response({"Error": f"internal error: {exc}"}, status=500, dumps=_dumps)
+        return web.json_response(result, dumps=_dumps)
+
+    return handler
+
+
+def make_app(service: ExtenderService, url_prefix: str = "/scheduler") -> web.Application:
+    prefix = "/" + url_prefix.strip("/") if url_prefix.strip("/") else ""
+    routes = web.RouteTableDef()
+    for verb in VERBS:  # filter and bind report a malformed body in their Error field
+        routes.post(f"{prefix}/{verb}")(_verb(getattr(ExtenderService, verb)))
+
+    @routes.get(f"{prefix}/healthz")
+    async def healthz(request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    @routes.get(f"{prefix}/readyz")
+    async def readyz(request: web.Request) -> web.Response:
+        ready = request.app[SERVICE_KEY].ready()
+        return web.Response(text="ok" if ready else "cluster state not synced", status=200 if ready else 503)
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app[SERVICE_KEY] = service
+    app.add_routes(routes)
+    return app
+
+
+def build_service(config: SchedulerConfig, source: ClusterSource, scheduler_name: str | None = None,
+                  clock: Clock = system_clock) -> ExtenderService:
+    cluster = source.load()
+    if isinstance(source, LiveClusterSource):
+        framework = build_framework(config, in_tree_registry(), cluster, clock, client=source.client(clock),
+                                    scheduler_name=scheduler_name)
+        return ExtenderService(framework, cluster, ready=source.synced)
+    framework = build_framework(config, in_tree_registry(), cluster, clock, scheduler_name=scheduler_name)
+    return ExtenderService(framework, cluster)
+
+
+def run_source(source: LiveClusterSource) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A cleanup context that keeps `source` following the API server while the app runs."""
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(source.run(), name="extender-cluster-source")
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    return context
+
+
+def serve(config: SchedulerConfig, source: ClusterSource, host: str, port: int, url_prefix: str,
+          scheduler_name: str | None = None, clock: Clock = system_clock) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    service = build_service(config, source, scheduler_name, clock)
+    gc.collect()
+    gc.freeze()  # the loaded cluster is long-lived: keep GC pauses off the request path
+    app = make_app(service, url_prefix)
+    if isinstance(source, LiveClusterSource):
+        app.cleanup_ctx.append(run_source(source))
+        log.info("serving %s under %s on %s:%d; not ready until the cluster state is listed from the API server",
+                 ", ".join(VERBS), url_prefix, host, port)
+    else:
+        log.info("serving %s under %s on %s:%d with %d nodes", ", ".join(VERBS), url_prefix, host, port,
+                 len(service.cluster.nodes))
+    web.run_app(app, host=host, port=port, print=None)
+    return 0

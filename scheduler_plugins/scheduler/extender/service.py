@@ -1,0 +1,146 @@
+"""ONE function per verb, over the framework and the cluster state; the aiohttp adapter only moves
+bytes. Two error families: a malformed request (`ArgsError`, answered in the response's Error
+field) and a pod the plugins reject (FailedNodes / FailedAndUnresolvableNodes).
+
+filter: PreFilter then Filter on each given node; a PreFilter rejection fails every node with its
+code. prioritize: PreScore, Score, NormalizeScore and weights; the weighted total is divided by the
+sum of weights (so it stays 0..100) and scaled to 0..10 with `score × 10 // 100`. bind: Reserve,
+PreBind and Bind through the profile's plugins.
+
+A third family: the cluster state is not there yet. An extender following the API server refuses
+every verb with `NotSynced` until each watched kind has been listed once (the adapter answers 503,
+which kube-scheduler counts as a failed extender call and retries the pod with backoff), rather
+than judge pods against an empty or half-loaded cluster.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Callable
+
+from scheduler_plugins.scheduler.cluster.state import ClusterState
+from scheduler_plugins.scheduler.extender import protocol as wire
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.runtime import Framework
+from scheduler_plugins.scheduler.framework.status import Code
+from scheduler_plugins.scheduler.podinfo import PodInfo
+
+MAX_REMEMBERED_PODS = 10_000
+REASON_UNKNOWN_NODE = "node not found in the extender's cache"
+REASON_PREFILTER_RESULT = "node(s) didn't satisfy plugin(s) PreFilter result"
+
+
+class NotSynced(Exception):
+    """The cluster state has not been loaded yet: no verb can be answered truthfully."""
+
+
+def _always() -> bool:
+    return True
+
+
+class ExtenderService:
+    def __init__(self, framework: Framework, cluster: ClusterState, ready: Callable[[], bool] = _always) -> None:
+        self.framework = framework
+        self.cluster = cluster
+        self.ready = ready
+        self._seen: OrderedDict[str, PodInfo] = OrderedDict()
+
+    def _require_sync(self) -> None:
+        if not self.ready():
+            raise NotSynced("the extender's cluster state is not synced with the API server yet")
+
+    def _nodes(self, items: list[dict] | None, names: list[str] | None) -> tuple[list[NodeInfo], dict[str, str]]:
+        unknown: dict[str, str] = {}
+        nodes: list[NodeInfo] = []
+        if names is not None:
+            for name in names:
+                node = self.cluster.nodes.get(name)
+                if node is None:
+                    unknown[name] = REASON_UNKNOWN_NODE
+                else:
+                    nodes.append(node)
+            return nodes, unknown
+        for item in items or []:
+            cached = self.cluster.nodes.get(item["metadata"]["name"])
+            nodes.append(cached if cached is not None else NodeInfo(item))
+        return nodes, unknown
+
+    def _remember(self, pod: PodInfo) -> None:
+        """Keep the pod so a later bind call (which carries only names) can find it; only the
+        most recent MAX_REMEMBERED_PODS are kept, so a long-running extender does not grow."""
+        self._seen.pop(pod.key, None)
+        self._seen[pod.key] = pod
+        while len(self._seen) > MAX_REMEMBERED_PODS:
+            self._seen.popitem(last=False)
+
+    def filter(self, body: Any) -> wire.ExtenderFilterResult:
+        self._require_sync()
+        try:
+            pod_obj, items, names = wire.parse_extender_args(body)
+        except wire.ArgsError as exc:
+            return {"Nodes": None, "NodeNames": None, "FailedNodes": {}, "FailedAndUnresolvableNodes": {},
+                    "Error": str(exc)}
+        pod = PodInfo(pod_obj)
+        self._remember(pod)
+        nodes, unresolvable = self._nodes(items, names)
+        failed: dict[str, str] = {}
+        passed: list[NodeInfo] = []
+        state = CycleState()
+        pod, result, status = self.framework.run_pre_filter(state, pod)
+        if status.code is Code.Error:
+            return {"Nodes": None, "NodeNames": None, "FailedNodes": {}, "FailedAndUnresolvableNodes": {},
+                    "Error": f"{status.plugin}: {status.message}"}
+        if not status.is_success:
+            rejected = {node.name: status for node in nodes}
+        else:
+            if result is not None and result.node_names is not None:
+                unresolvable.update({n.name: REASON_PREFILTER_RESULT for n in nodes if n.name not in result.node_names})
+                nodes = [n for n in nodes if n.name in result.node_names]
+            passed, rejected, _ = self.framework.find_feasible(state, pod, nodes)
+        for name, node_status in rejected.items():
+            target = unresolvable if node_status.code is Code.UnschedulableAndUnresolvable else failed
+            target[name] = node_status.message or node_status.code.name
+        keep = {n.name for n in passed}
+        return {
+            "Nodes": None if names is not None else {"items": [i for i in items or [] if i["metadata"]["name"] in keep]},
+            "NodeNames": [n.name for n in passed] if names is not None else None,
+            "FailedNodes": failed,
+            "FailedAndUnresolvableNodes": unresolvable,
+            "Error": "",
+        }
+
+    def prioritize(self, body: Any) -> list[wire.HostPriority]:
+        """Raises ArgsError on a malformed body (the adapter answers 400: the wire type has no Error)."""
+        self._require_sync()
+        pod_obj, items, names = wire.parse_extender_args(body)
+        pod = PodInfo(pod_obj)
+        nodes, _ = self._nodes(items, names)
+        if not nodes:
+            return []
+        state = CycleState()
+        status = self.framework.run_pre_score(state, pod, nodes)
+        if status.is_success:
+            table, status = self.framework.run_score(state, pod, nodes)
+        if not status.is_success:
+            raise RuntimeError(f"{status.plugin}: {status.code.name}: {status.message}")
+        weight_sum = sum(p.weight for p in table.plugins)
+        return [{"Host": node.name,
+                 "Score": (total // weight_sum if weight_sum else 0) * wire.MAX_EXTENDER_PRIORITY // 100}
+                for node, total in zip(nodes, table.totals)]
+
+    def bind(self, body: Any) -> wire.ExtenderBindingResult:
+        self._require_sync()
+        try:
+            namespace, name, uid, node_name = wire.parse_binding_args(body)
+        except wire.ArgsError as exc:
+            return {"Error": str(exc)}
+        pod, _ = self.cluster.find_pod(namespace, name)
+        if pod is None and f"{namespace}/{name}" in self._seen:
+            pod = self._seen.pop(f"{namespace}/{name}")
+            self.cluster.pending[pod.key] = pod
+        if pod is None:
+            return {"Error": f"pod {namespace}/{name} is unknown to the extender (never seen in a filter call)"}
+        if node_name not in self.cluster.nodes:
+            return {"Error": f"node {node_name} is unknown to the extender"}
+        status = self.framework.run_reserve_to_bind(CycleState(), pod, node_name)
+        return {"Error": "" if status.is_success else f"{status.plugin}: {status.message}"}

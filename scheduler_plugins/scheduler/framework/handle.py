@@ -1,0 +1,35 @@
+"""What the framework hands a plugin factory: the cluster view, the clock and the API client.
+
+The client is a seam: the simulator and the snapshot-backed extender use `InMemoryClient`
+(cluster/client.py); an API-server client would implement the same two calls.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from scheduler_plugins.clock import Clock, system_clock
+
+if TYPE_CHECKING:
+    from scheduler_plugins.scheduler.cluster.state import ClusterState
+
+
+class ClientError(Exception):
+    """An API call failed; `code` is the HTTP status (0 for a closed connection)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class ClusterClient(Protocol):
+    def patch(self, kind: str, namespace: str, name: str, patch: list[dict]) -> dict: ...
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None: ...
+
+
+@dataclass
+class Handle:
+    cluster: "ClusterState"
+    client: ClusterClient
+    clock: Clock = system_clock

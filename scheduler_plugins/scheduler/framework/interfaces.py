@@ -1,0 +1,262 @@
+"""One small Protocol per extension point (Kubernetes `framework/interface.go`).
+
+A plugin implements only the points it needs; the runtime discovers them with `isinstance`.
+Every method returns a `Status` (or a tuple with one) instead of raising. Contracts:
+
+* `Filter` is called once per node and must not mutate the NodeInfo it is given.
+* `Score` returns 0..100 unless the plugin also normalises (`ScoreExtensions`).
+* `Unreserve` must be idempotent and may be called for a pod that was never reserved.
+* A transformer (spec §2.2) runs only when its plugin is enabled at the matching point.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.status import Status
+from scheduler_plugins.scheduler.podinfo import PodInfo
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterResult:
+    """`node_names` None means every node; a set restricts the candidates."""
+
+    node_names: frozenset[str] | None = None
+
+
+@dataclass(slots=True)
+class NodeScore:
+    name: str
+    score: int
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterResult:
+    nominated_node: str = ""
+
+
+@dataclass(slots=True)
+class ReservationInfo:
+    """A Reservation the pod may consume; filled in by the Reservation plugin (a later issue)."""
+
+    name: str
+    node_name: str
+    obj: dict[str, Any] = field(default_factory=dict)
+
+
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Protocol):
+    name: str
+
+    def pre_enqueue(self, pod: PodInfo) -> Status: ...
+
+
+@runtime_checkable
+class QueueSortPlugin(Protocol):
+    name: str
+
+    def less(self, a: PodInfo, b: PodInfo) -> bool: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Protocol):
+    name: str
+
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]: ...
+
+
+@runtime_checkable
+class PreFilterExtensions(Protocol):
+    """AddPod/RemovePod: evaluate the pod as if another pod were added to / removed from a node."""
+
+    def add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status: ...
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status: ...
+
+
+@runtime_checkable
+class FilterPlugin(Protocol):
+    name: str
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status: ...
+
+
+@runtime_checkable
+class BatchFilterPlugin(Protocol):
+    """Optional: Filter for many nodes at once. Returns a boolean array (True = passes), aligned
+    with `nodes` (`index` holds their table indexes), or None to fall back to `filter`. Must agree
+    with `filter` node by node; the framework asks `filter` for the reason of each rejection."""
+
+    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: Any) -> Any: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Protocol):
+    name: str
+
+    def post_filter(self, state: CycleState, pod: PodInfo,
+                    statuses: dict[str, Status]) -> tuple[PostFilterResult | None, Status]: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Protocol):
+    name: str
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status: ...
+
+
+@runtime_checkable
+class ScorePlugin(Protocol):
+    name: str
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]: ...
+
+
+@runtime_checkable
+class BatchScorePlugin(Protocol):
+    """Optional: Score for many nodes at once (an integer array aligned with `nodes`), or None to
+    fall back to `score`. Must agree with `score` node by node."""
+
+    def score_array(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: Any) -> Any: ...
+
+
+@runtime_checkable
+class ScoreExtensions(Protocol):
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status: ...
+
+
+@runtime_checkable
+class ReservePlugin(Protocol):
+    name: str
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class PermitPlugin(Protocol):
+    name: str
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]: ...
+
+
+@runtime_checkable
+class PreBindPlugin(Protocol):
+    name: str
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+
+@runtime_checkable
+class PreBindExtensions(Protocol):
+    """Koordinator: turn every PreBind modification into one patch; first non-Skip ends the chain."""
+
+    name: str
+
+    def apply_patch(self, state: CycleState, original: dict, modified: dict) -> Status: ...
+
+
+@runtime_checkable
+class BindPlugin(Protocol):
+    name: str
+
+    def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+
+@runtime_checkable
+class PostBindPlugin(Protocol):
+    name: str
+
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
+
+
+# --- FrameworkExtender transformers (spec §2.2) --------------------------------------------------
+
+@runtime_checkable
+class BeforePreFilterTransformer(Protocol):
+    def before_pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PodInfo, bool, Status]: ...
+
+
+@runtime_checkable
+class AfterPreFilterTransformer(Protocol):
+    def after_pre_filter(self, state: CycleState, pod: PodInfo,
+                         result: PreFilterResult | None) -> Status: ...
+
+
+@runtime_checkable
+class BeforeFilterTransformer(Protocol):
+    def before_filter(self, state: CycleState, pod: PodInfo,
+                      node: NodeInfo) -> tuple[PodInfo, NodeInfo, bool, Status]: ...
+
+
+@runtime_checkable
+class BeforeScoreTransformer(Protocol):
+    def before_score(self, state: CycleState, pod: PodInfo,
+                     nodes: list[NodeInfo]) -> tuple[PodInfo, list[NodeInfo], bool, Status]: ...
+
+
+@runtime_checkable
+class AfterPostFilterTransformer(Protocol):
+    def after_post_filter(self, state: CycleState, pod: PodInfo, statuses: dict[str, Status],
+                          post_filter_status: Status) -> None: ...
+
+
+# --- reservation hooks, filled by the Reservation plugin of a later issue ------------------------
+
+@runtime_checkable
+class ReservationRestorePlugin(Protocol):
+    def pre_restore_reservation(self, state: CycleState, pod: PodInfo) -> Status: ...
+
+    def restore_reservation(self, state: CycleState, pod: PodInfo, matched: list[ReservationInfo],
+                            unmatched: list[ReservationInfo], node: NodeInfo) -> tuple[Any, Status]: ...
+
+
+@runtime_checkable
+class ReservationFilterPlugin(Protocol):
+    def filter_reservation(self, state: CycleState, pod: PodInfo, reservation: ReservationInfo,
+                           node: NodeInfo) -> Status: ...
+
+    def filter_nominate_reservation(self, state: CycleState, pod: PodInfo,
+                                    reservation: ReservationInfo, node_name: str) -> Status: ...
+
+
+@runtime_checkable
+class ReservationScorePlugin(Protocol):
+    def score_reservation(self, state: CycleState, pod: PodInfo, reservation: ReservationInfo,
+                          node_name: str) -> tuple[int, Status]: ...
+
+
+@runtime_checkable
+class ReservationNominator(Protocol):
+    def nominate_reservation(self, state: CycleState, pod: PodInfo,
+                             node_name: str) -> tuple[ReservationInfo | None, Status]: ...
+
+
+@runtime_checkable
+class ReservationPreBindPlugin(Protocol):
+    def pre_bind_reservation(self, state: CycleState, reservation: dict, node_name: str) -> Status: ...
+
+
+#: Every extension point a profile can enable, in KubeSchedulerConfiguration spelling, with the
+#: protocol a plugin enabled there must implement.
+EXTENSION_POINTS: dict[str, type] = {
+    "preEnqueue": PreEnqueuePlugin,
+    "queueSort": QueueSortPlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}

@@ -1,0 +1,393 @@
+"""The runtime of one profile: instantiates its plugins and runs each extension point in order.
+
+Every method returns Status values; the scheduling loop (simulator, extender) decides what a
+failure means. Transformers (spec §2.2) run only for plugins enabled at the matching point, in
+profile order. Plugins that keep caches of cluster objects are subscribed to the cluster state.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cmp_to_key
+from typing import Any
+
+import numpy as np
+
+from scheduler_plugins.scheduler.cluster.state import ClusterListener
+from scheduler_plugins.scheduler.config import Profile
+from scheduler_plugins.scheduler.errors import ConfigError
+from scheduler_plugins.scheduler.framework import interfaces as fi
+from scheduler_plugins.scheduler.framework.columns import node_indexes
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.handle import Handle
+from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.registry import Registry
+from scheduler_plugins.scheduler.framework.status import (MAX_NODE_SCORE, MIN_NODE_SCORE, SKIP, SUCCESS, Code,
+                                                Status, error)
+from scheduler_plugins.scheduler.podinfo import PodInfo, clone
+
+
+INDEX_CACHE_SIZE = 4
+
+
+@dataclass
+class PluginScores:
+    """One score plugin's row: raw (what Score returned), normalised, and its weight."""
+
+    plugin: str
+    weight: int
+    raw: list[int]
+    normalized: list[int]
+
+
+@dataclass
+class ScoreTable:
+    nodes: list[NodeInfo]
+    plugins: list[PluginScores]
+    totals: list[int]
+
+
+class Framework:
+    def __init__(self, profile: Profile, registry: Registry, handle: Handle) -> None:
+        self.profile = profile
+        self.handle = handle
+        self.plugins: dict[str, Any] = {}
+        for name in profile.plugin_names():
+            self.plugins[name] = registry[name].factory(profile.args.get(name), handle)
+        self.points: dict[str, list[Any]] = {}
+        for point, protocol in fi.EXTENSION_POINTS.items():
+            chosen = []
+            for ref in profile.enabled(point):
+                plugin = self.plugins[ref.name]
+                if not isinstance(plugin, protocol):
+                    raise ConfigError(f"{profile.path}.plugins.{point}", f"plugin {ref.name!r} does not implement {point}")
+                chosen.append(plugin)
+            self.points[point] = chosen
+        self.score_weights = {ref.name: ref.weight for ref in profile.enabled("score")}
+        self._scorers = [(p, self.score_weights[p.name], p.normalize_score if isinstance(p, fi.ScoreExtensions) else None)
+                         for p in self.points["score"]]
+        self.before_pre_filter = self._transformers("preFilter", fi.BeforePreFilterTransformer)
+        self.after_pre_filter = self._transformers("preFilter", fi.AfterPreFilterTransformer)
+        self.before_filter = self._transformers("filter", fi.BeforeFilterTransformer)
+        self.before_score = self._transformers("score", fi.BeforeScoreTransformer)
+        self.after_post_filter = self._transformers("postFilter", fi.AfterPostFilterTransformer)
+        self._index_cache: list[tuple[list[NodeInfo], np.ndarray | None, int]] = []
+        self._batch_filters = {p.name for p in self.points["filter"] if isinstance(p, fi.BatchFilterPlugin)}
+        self._batch_scorers = {p.name for p in self.points["score"] if isinstance(p, fi.BatchScorePlugin)}
+        self.pre_bind_extensions = [p for p in self.points["preBind"] if isinstance(p, fi.PreBindExtensions)]
+        for plugin in self.plugins.values():
+            if isinstance(plugin, ClusterListener):
+                handle.cluster.subscribe(plugin)
+
+    def _transformers(self, point: str, protocol: type) -> list[Any]:
+        return [p for p in self.points[point] if isinstance(p, protocol)]
+
+    def reservation_hooks(self, protocol: type) -> list[Any]:
+        """Implementations of a reservation hook, in registration order (spec §2.2)."""
+        return [p for p in self.plugins.values() if isinstance(p, protocol)]
+
+    # --- queueing --------------------------------------------------------------------------------
+    def run_pre_enqueue(self, pod: PodInfo) -> Status:
+        for plugin in self.points["preEnqueue"]:
+            status = plugin.pre_enqueue(pod)
+            if not status.is_success:
+                return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def sort_pods(self, pods: list[PodInfo]) -> list[PodInfo]:
+        """Queue order: the QueueSort plugin's `less`, ties kept in arrival order."""
+        if not self.points["queueSort"]:
+            return list(pods)
+        less = self.points["queueSort"][0].less
+        return sorted(pods, key=cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0)))
+
+    # --- filtering -------------------------------------------------------------------------------
+    def run_pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PodInfo, fi.PreFilterResult | None, Status]:
+        for plugin in self.before_pre_filter:
+            new_pod, transformed, status = plugin.before_pre_filter(state, pod)
+            if not status.is_success:
+                return pod, None, status.with_plugin(plugin.name)
+            if transformed:
+                pod = new_pod
+        names: frozenset[str] | None = None
+        for plugin in self.points["preFilter"]:
+            result, status = plugin.pre_filter(state, pod)
+            if status.is_skip:
+                state.skip_filter_plugins.add(plugin.name)
+                continue
+            if not status.is_success:
+                return pod, None, status.with_plugin(plugin.name)
+            if result is not None and result.node_names is not None:
+                names = result.node_names if names is None else names & result.node_names
+        merged = fi.PreFilterResult(names)
+        for plugin in self.after_pre_filter:
+            status = plugin.after_pre_filter(state, pod, merged)
+            if not status.is_success:
+                return pod, None, status.with_plugin(plugin.name)
+        return pod, merged, SUCCESS
+
+    def _transform_for_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[PodInfo, NodeInfo, Status]:
+        for plugin in self.before_filter:
+            new_pod, new_node, transformed, status = plugin.before_filter(state, pod, node)
+            if not status.is_success:
+                return pod, node, status.with_plugin(plugin.name)
+            if transformed:
+                pod, node = new_pod, new_node
+        return pod, node, SUCCESS
+
+    def run_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """The first failing Filter's status for this node, or Success."""
+        if self.before_filter:
+            pod, node, status = self._transform_for_filter(state, pod, node)
+            if not status.is_success:
+                return status
+        skip = state.skip_filter_plugins
+        for plugin in self.points["filter"]:
+            if skip and plugin.name in skip:
+                continue
+            status = plugin.filter(state, pod, node)
+            if status.code is not Code.Success:
+                return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def find_feasible(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], wanted: int | None = None,
+                      start: int = 0) -> tuple[list[NodeInfo], dict[str, Status], int]:
+        """Filter `nodes` from index `start` (wrapping) until `wanted` feasible nodes are found
+        (kube-scheduler's findNodesThatPassFilters). Returns (feasible, failed statuses, nodes
+        processed). This is `run_filter` over many nodes, with the plugin loop inlined: it is the
+        hottest loop of the scheduler."""
+        total = len(nodes)
+        wanted = total if wanted is None else wanted
+        feasible: list[NodeInfo] = []
+        failed: dict[str, Status] = {}
+        if self.before_filter:  # transformers may swap the pod or node per node: no batch, no inlining
+            plugins: list[tuple[str, Any]] = [("", self.run_filter)]
+        else:
+            skip = state.skip_filter_plugins
+            active = [p for p in self.points["filter"] if p.name not in skip]
+            if total and all(p.name in self._batch_filters for p in active):
+                found = self._find_feasible_batch(state, pod, nodes, active, wanted, start)
+                if found is not None:
+                    return found
+            plugins = [(p.name, p.filter) for p in active]
+        success = Code.Success
+        processed = 0
+        for offset in range(total):
+            node = nodes[(start + offset) % total] if start else nodes[offset]
+            processed += 1
+            for name, filter_ in plugins:
+                status = filter_(state, pod, node)
+                if status.code is not success:
+                    failed[node.name] = status.with_plugin(name) if name else status
+                    break
+            else:
+                feasible.append(node)
+                if len(feasible) >= wanted:
+                    break
+        return feasible, failed, processed
+
+    def _find_feasible_batch(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], plugins: list[Any],
+                             wanted: int, start: int) -> tuple[list[NodeInfo], dict[str, Status], int] | None:
+        """`find_feasible` with every Filter plugin answering for all nodes at once; the walk in
+        rotation order and the rejection reasons (asked of each plugin's `filter`) are the same."""
+        index = self._node_indexes(nodes)
+        if index is None:
+            return None
+        mask = None
+        for plugin in plugins:
+            passed = plugin.filter_mask(state, pod, nodes, index)
+            if passed is None:
+                return None
+            mask = passed if mask is None else mask & passed
+        total = len(nodes)
+        order = np.roll(np.arange(total), -start) if start else np.arange(total)
+        rotated = mask[order]
+        passing = np.flatnonzero(rotated)
+        cut = int(passing[wanted - 1]) + 1 if len(passing) >= wanted else total
+        chosen = order[passing[:wanted]]
+        feasible = [nodes[i] for i in chosen.tolist()]
+        self._remember_indexes(feasible, chosen if isinstance(index, slice) else index[chosen])
+        failed: dict[str, Status] = {}
+        for i in order[np.flatnonzero(~rotated[:cut])].tolist():
+            node = nodes[i]
+            status = SUCCESS
+            for plugin in plugins:
+                status = plugin.filter(state, pod, node)
+                if not status.is_success:
+                    status = status.with_plugin(plugin.name)
+                    break
+            if status.is_success:  # the batch answer disagreed with the plugin's own filter
+                status = error("internal error: batch filter disagrees with filter")
+            failed[node.name] = status
+        return feasible, failed, cut
+
+    def _node_indexes(self, nodes: list[NodeInfo]) -> np.ndarray | None:
+        """Table indexes of a node list, remembered for the last few lists seen (the cluster's node
+        list and the last feasible list recur). Entries hold the list, so identities are not reused."""
+        for position, (cached, index, length) in enumerate(self._index_cache):
+            if cached is nodes and len(nodes) == length:
+                if position:  # most recently used first
+                    self._index_cache.insert(0, self._index_cache.pop(position))
+                return index
+        index = node_indexes(nodes)
+        self._remember_indexes(nodes, index)
+        return index
+
+    def _remember_indexes(self, nodes: list[NodeInfo], index: np.ndarray | None) -> None:
+        self._index_cache = [(nodes, index, len(nodes))] + self._index_cache[:INDEX_CACHE_SIZE - 1]
+
+    def explain_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[Status, list[Status]]:
+        """Every Filter plugin's status for this node (Skip for plugins PreFilter skipped); the node's
+        outcome is still the first failure. Later plugins run for information only."""
+        pod, node, status = self._transform_for_filter(state, pod, node)
+        if not status.is_success:
+            return status, [status]
+        rows: list[Status] = []
+        first = SUCCESS
+        for plugin in self.points["filter"]:
+            if plugin.name in state.skip_filter_plugins:
+                rows.append(SKIP.with_plugin(plugin.name))
+                continue
+            status = plugin.filter(state, pod, node).with_plugin(plugin.name)
+            rows.append(status)
+            if first.is_success and not status.is_success:
+                first = status
+        return first, rows
+
+    def run_post_filter(self, state: CycleState, pod: PodInfo,
+                        statuses: dict[str, Status]) -> tuple[fi.PostFilterResult | None, Status]:
+        result, final = None, Status(Code.Unschedulable, ("no postFilter plugin made the pod schedulable",))
+        for plugin in self.points["postFilter"]:
+            result, status = plugin.post_filter(state, pod, statuses)
+            if status.is_success or status.code is Code.Error:
+                final = status.with_plugin(plugin.name)
+                break
+        for plugin in self.after_post_filter:
+            plugin.after_post_filter(state, pod, statuses, final)
+        return result, final
+
+    # --- scoring ---------------------------------------------------------------------------------
+    def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
+        for plugin in self.points["preScore"]:
+            status = plugin.pre_score(state, pod, nodes)
+            if status.is_skip:
+                state.skip_score_plugins.add(plugin.name)
+            elif not status.is_success:
+                return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def run_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> tuple[ScoreTable, Status]:
+        """Score, NormalizeScore and weights; `totals[i] = Σ weight × normalised score`."""
+        for plugin in self.before_score:
+            new_pod, new_nodes, transformed, status = plugin.before_score(state, pod, nodes)
+            if not status.is_success:
+                return ScoreTable(nodes, [], []), status.with_plugin(plugin.name)
+            if transformed:
+                pod, nodes = new_pod, new_nodes
+        rows: list[PluginScores] = []
+        totals = np.zeros(len(nodes), dtype=np.int64)
+        success = Code.Success
+        for plugin, weight, normalizer in self._scorers:
+            if plugin.name in state.skip_score_plugins:
+                continue
+            values = None
+            if plugin.name in self._batch_scorers:
+                index = self._node_indexes(nodes)
+                values = None if index is None else plugin.score_array(state, pod, nodes, index)
+            if values is not None:
+                raw = values.tolist()
+            else:
+                score = plugin.score
+                raw = []
+                for node in nodes:
+                    value, status = score(state, pod, node)
+                    if status.code is not success:
+                        return ScoreTable(nodes, rows, totals.tolist()), status.with_plugin(plugin.name)
+                    raw.append(value)
+            normalized = raw
+            if normalizer is not None:
+                scored = [fi.NodeScore(node.name, value) for node, value in zip(nodes, raw)]
+                status = normalizer(state, pod, scored)
+                if not status.is_success:
+                    return ScoreTable(nodes, rows, totals.tolist()), status.with_plugin(plugin.name)
+                normalized = [s.score for s in scored]
+                values = None
+            if values is None:
+                values = np.asarray(normalized, dtype=np.int64)
+            if len(values) and (values.min() < MIN_NODE_SCORE or values.max() > MAX_NODE_SCORE):
+                bad = next(v for v in normalized if not MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)
+                return ScoreTable(nodes, rows, totals.tolist()), error(
+                    f"plugin {plugin.name} returned an invalid score {bad}").with_plugin(plugin.name)
+            rows.append(PluginScores(plugin.name, weight, raw, normalized))
+            totals += values * weight
+        return ScoreTable(nodes, rows, totals.tolist()), SUCCESS
+
+    # --- reserve, permit, binding ----------------------------------------------------------------
+    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Reserve in order; on the first failure Unreserve every reserve plugin in reverse."""
+        for plugin in self.points["reserve"]:
+            status = plugin.reserve(state, pod, node_name)
+            if not status.is_success:
+                self.run_unreserve(state, pod, node_name)
+                return status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for plugin in reversed(self.points["reserve"]):
+            plugin.unreserve(state, pod, node_name)
+
+    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        """Success, a rejection, or Wait with the longest timeout any plugin asked for."""
+        wait = 0.0
+        for plugin in self.points["permit"]:
+            status, timeout = plugin.permit(state, pod, node_name)
+            if status.code is Code.Wait:
+                wait = max(wait, timeout)
+            elif not status.is_success:
+                return status.with_plugin(plugin.name), 0.0
+        return (Status(Code.Wait), wait) if wait else (SUCCESS, 0.0)
+
+    def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """PreBind plugins mutate a deep copy; PreBindExtensions turn the change into one patch."""
+        modified = PodInfo(clone(pod.obj))
+        for plugin in self.points["preBind"]:
+            status = plugin.pre_bind(state, modified, node_name)
+            if not status.is_success:
+                return status.with_plugin(plugin.name)
+        for plugin in self.pre_bind_extensions:
+            status = plugin.apply_patch(state, pod.obj, modified.obj)
+            if status.is_skip:
+                continue
+            return status if status.is_success else status.with_plugin(plugin.name)
+        return SUCCESS
+
+    def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for plugin in self.points["bind"]:
+            status = plugin.bind(state, pod, node_name)
+            if status.is_skip:
+                continue
+            return status if status.is_success else status.with_plugin(plugin.name)
+        return error("every bind plugin skipped the pod")
+
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for plugin in self.points["postBind"]:
+            plugin.post_bind(state, pod, node_name)
+
+    def run_reserve_to_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Reserve, Permit, PreBind, Bind, then PostBind on success; a failure after Reserve
+        unreserves. Permit's Wait is a rejection: neither the simulator nor the extender can park
+        a pod until another pod's cycle allows it."""
+        status = self.run_reserve(state, pod, node_name)
+        if not status.is_success:
+            return status
+        status, _ = self.run_permit(state, pod, node_name)
+        if status.code is Code.Wait:
+            status = Status(Code.Unschedulable, ("waiting on permit is not supported here; rejected",), status.plugin)
+        if status.is_success:
+            status = self.run_pre_bind(state, pod, node_name)
+        if status.is_success:
+            status = self.run_bind(state, pod, node_name)
+        if not status.is_success:
+            self.run_unreserve(state, pod, node_name)
+            return status
+        self.run_post_bind(state, pod, node_name)
+        return SUCCESS

@@ -1,0 +1,1 @@
+"""In-tree plugins; `scheduler_plugins.scheduler.registry.in_tree_registry()` lists them."""

@@ -1,0 +1,207 @@
+"""The per-node assign cache and the usage aggregates rebuilt from each NodeMetric (spec §3.4–3.5).
+
+`AssignCache` remembers every pod bound or assumed on a node with its estimate, and for nodes
+that have a NodeMetric keeps `NodeLoad`: the reported usage plus the deltas of pods the metric
+does not reflect yet. `deletePod` subtracts exactly what `addPod` added (contributions are stored
+per pod), so the aggregates never drift.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from scheduler_plugins import apis
+from scheduler_plugins.clock import Clock, parse_time
+from scheduler_plugins.scheduler.plugins.loadaware.estimator import EstimationWindows
+from scheduler_plugins.scheduler.podinfo import PodInfo
+from scheduler_plugins.quantity import parse_duration, resource_list
+
+DEFAULT_REPORT_INTERVAL_SECONDS = 60
+Vec = list[int]
+
+
+@dataclass
+class AssignedPod:
+    pod: PodInfo
+    timestamp: float
+    estimated: Vec | None
+    deadline: float | None
+
+
+@dataclass
+class NodeLoad:
+    update_time: float | None
+    report_interval: float
+    has_node_metric: bool
+    node_usage: Vec | None
+    pod_usage: dict[str, Vec]
+    prod_pods: set[str]
+    agg_usage: dict[tuple[str, float], Vec]
+    prod_usage: Vec
+    node_delta: Vec
+    prod_delta: Vec
+    node_estimated: Vec
+    contributions: dict[str, tuple[Vec, Vec, Vec, Vec]] = field(default_factory=dict)
+
+
+def _add(a: Vec, b: Sequence[int]) -> None:
+    for i, v in enumerate(b):
+        a[i] += v
+
+
+def _sub(a: Vec, b: Sequence[int]) -> None:
+    for i, v in enumerate(b):
+        a[i] -= v
+
+
+def _positive_delta(estimated: Sequence[int], usage: Sequence[int] | None) -> Vec:
+    if usage is None:
+        return [max(0, e) for e in estimated]
+    return [max(0, e - u) for e, u in zip(estimated, usage)]
+
+
+class AssignCache:
+    def __init__(self, resources: Sequence[str], estimate: Callable[[PodInfo], Vec],
+                 windows: Callable[[PodInfo], EstimationWindows], prod_usage_include_sys: bool,
+                 clock: Clock) -> None:
+        self.resources = tuple(resources)
+        self._estimate = estimate
+        self._windows = windows
+        self._include_sys = prod_usage_include_sys
+        self._clock = clock
+        self.pods: dict[str, dict[str, AssignedPod]] = {}
+        self.loads: dict[str, NodeLoad] = {}
+        #: bumped on every change to a node's pods or metric, so derived views know to rebuild
+        self.versions: dict[str, int] = {}
+
+    def _touch(self, node_name: str) -> None:
+        self.versions[node_name] = self.versions.get(node_name, 0) + 1
+
+    def _vector(self, raw: Mapping[str, Any] | None) -> Vec:
+        amounts = resource_list((raw or {}).get("resources"))
+        return [amounts.get(name, 0) for name in self.resources]
+
+    def _zero(self) -> Vec:
+        return [0] * len(self.resources)
+
+    # --- pods ------------------------------------------------------------------------------------
+    def assign(self, node_name: str, pod: PodInfo) -> None:
+        """Add (or refresh) a pod on a node; terminated pods are not cached."""
+        self.unassign(node_name, pod.key)
+        self._touch(node_name)
+        if pod.is_terminated:
+            return
+        now = self._clock()
+        timestamp = parse_time(pod.condition_time("PodScheduled")) or now
+        windows = self._windows(pod)
+        deadline = None
+        initialized = parse_time(pod.condition_time("Initialized"))
+        if windows.after_initialized > 0 and initialized is not None:
+            deadline = initialized + windows.after_initialized
+        elif windows.after_pod_scheduled > 0:
+            deadline = timestamp + windows.after_pod_scheduled
+        estimated = self._estimate(pod)
+        entry = AssignedPod(pod, timestamp, estimated if any(estimated) else None, deadline)
+        self.pods.setdefault(node_name, {})[pod.key] = entry
+        load = self.loads.get(node_name)
+        if load is not None:
+            self._add_pod(load, entry)
+
+    def unassign(self, node_name: str, key: str) -> None:
+        entry = self.pods.get(node_name, {}).pop(key, None)
+        if entry is not None:
+            self._touch(node_name)
+        load = self.loads.get(node_name)
+        if entry is not None and load is not None:
+            node_delta, prod_delta, prod_usage, estimated = load.contributions.pop(key)
+            _sub(load.node_delta, node_delta)
+            _sub(load.prod_delta, prod_delta)
+            _sub(load.prod_usage, prod_usage)
+            _sub(load.node_estimated, estimated)
+
+    def _add_pod(self, load: NodeLoad, entry: AssignedPod) -> None:
+        key = entry.pod.key
+        usage = load.pod_usage.get(key)
+        prod = entry.pod.priority_class == apis.PRIORITY_PROD
+        active_prod = prod and key in load.prod_pods
+        zero = self._zero()
+        prod_usage = usage if (active_prod and usage is not None) else zero
+        node_delta, prod_delta, estimated = zero, zero, zero
+        e = entry.estimated
+        if e is not None:
+            should = (usage is None or load.update_time is None
+                      or load.update_time - load.report_interval < entry.timestamp
+                      or (entry.deadline is not None and entry.deadline > load.update_time))
+            if should:
+                node_delta = _positive_delta(e, usage)
+            estimated = e
+            if prod:
+                if not active_prod and usage is not None:
+                    usage, should = None, True
+                if should:
+                    prod_delta = _positive_delta(e, usage)
+        _add(load.prod_usage, prod_usage)
+        _add(load.node_delta, node_delta)
+        _add(load.prod_delta, prod_delta)
+        _add(load.node_estimated, estimated)
+        load.contributions[key] = (node_delta, prod_delta, prod_usage, estimated)
+
+    # --- NodeMetrics -----------------------------------------------------------------------------
+    def set_metric(self, node_name: str, metric: Mapping[str, Any] | None) -> None:
+        """Rebuild the node's aggregates from scratch from a (new) NodeMetric; None drops them."""
+        self._touch(node_name)
+        if metric is None:
+            self.loads.pop(node_name, None)
+            return
+        spec, status = metric.get("spec") or {}, metric.get("status") or {}
+        interval = ((spec.get("metricCollectPolicy") or {}).get("reportIntervalSeconds")
+                    or DEFAULT_REPORT_INTERVAL_SECONDS)
+        node_metric = status.get("nodeMetric")
+        pod_usage: dict[str, Vec] = {}
+        prod_pods: set[str] = set()
+        for item in status.get("podsMetric") or []:
+            key = f"{item.get('namespace') or 'default'}/{item.get('name', '')}"
+            if ((item.get("podUsage") or {}).get("resources")):
+                pod_usage[key] = self._vector(item.get("podUsage"))
+            if item.get("priority") == apis.PRIORITY_PROD:
+                prod_pods.add(key)
+        agg_usage: dict[tuple[str, float], Vec] = {}
+        longest: dict[str, float] = {}
+        for entry in (node_metric or {}).get("aggregatedNodeUsages") or []:
+            duration = parse_duration(entry.get("duration"))
+            for kind, usage in (entry.get("usage") or {}).items():
+                agg_usage[(kind, duration)] = self._vector(usage)
+                if duration >= longest.get(kind, -1.0):
+                    longest[kind] = duration
+                    agg_usage[(kind, 0.0)] = agg_usage[(kind, duration)]
+        load = NodeLoad(
+            update_time=parse_time(status.get("updateTime")),
+            report_interval=float(interval),
+            has_node_metric=node_metric is not None,
+            node_usage=self._vector(node_metric.get("nodeUsage")) if node_metric is not None else None,
+            pod_usage=pod_usage,
+            prod_pods=prod_pods,
+            agg_usage=agg_usage,
+            prod_usage=(self._vector((node_metric or {}).get("systemUsage")) if self._include_sys else self._zero()),
+            node_delta=self._zero(), prod_delta=self._zero(), node_estimated=self._zero(),
+        )
+        self.loads[node_name] = load
+        for entry in self.pods.get(node_name, {}).values():
+            self._add_pod(load, entry)
+
+    def estimated_usage(self, node_name: str, prod_pod: bool, agg_type: str, agg_duration: float) -> Vec | None:
+        """Spec §3.5: usage of the node including pods the metric does not reflect yet; None when
+        the node has no NodeMetric."""
+        load = self.loads.get(node_name)
+        if load is None:
+            return None
+        if prod_pod:
+            return [u + d for u, d in zip(load.prod_usage, load.prod_delta)]
+        base = load.node_usage
+        if agg_type:
+            base = load.agg_usage.get((agg_type, agg_duration))
+            if base is None and agg_duration == 0:
+                base = load.node_usage
+        if base is None:
+            return list(load.node_estimated)
+        return [u + d for u, d in zip(base, load.node_delta)]

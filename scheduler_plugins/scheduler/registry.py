@@ -1,0 +1,21 @@
+"""The in-tree plugin table: every plugin this package ships, in one visible place."""
+from __future__ import annotations
+
+from scheduler_plugins.scheduler.framework.registry import PluginSpec, Registry
+from scheduler_plugins.scheduler.plugins import (defaultbinder, defaultprebind, networktraffic, noderesourcesfit,
+                                       noderesourcesfitplus, prioritysort, scarceresourceavoidance)
+from scheduler_plugins.scheduler.plugins.loadaware import args as loadaware_args
+from scheduler_plugins.scheduler.plugins.loadaware import plugin as loadaware
+
+
+def in_tree_registry() -> Registry:
+    return Registry([
+        PluginSpec(prioritysort.NAME, prioritysort.new),
+        PluginSpec(noderesourcesfit.NAME, noderesourcesfit.new, noderesourcesfit.parse_args),
+        PluginSpec(loadaware.NAME, loadaware.new, loadaware_args.parse_args),
+        PluginSpec(noderesourcesfitplus.NAME, noderesourcesfitplus.new, noderesourcesfitplus.parse_args),
+        PluginSpec(scarceresourceavoidance.NAME, scarceresourceavoidance.new, scarceresourceavoidance.parse_args),
+        PluginSpec(networktraffic.NAME, networktraffic.new, networktraffic.parse_args),
+        PluginSpec(defaultprebind.NAME, defaultprebind.new),
+        PluginSpec(defaultbinder.NAME, defaultbinder.new),
+    ])
