@@ -27,7 +27,7 @@ from tests.support.cluster import ColocateProcess, make_certs
 from webhook.registry import default_routes
 from webhook.watched import watched_kinds
 from cluster.client import api_client
-from cluster.kube import KubeSettings, KubeSource
+from webhook.snapshots import ApiServerSnapshots, KubeSettings
 from webhook.state import StateHolder
 
 
@@ -99,7 +99,7 @@ async def main(namespaces: int, profiles: int, seconds: float) -> None:
 
         # In process: time to ready, cache memory, cost of an event burst.
         tracemalloc.start()
-        source = KubeSource(api_client(kubeconfig), watched_kinds(default_routes()), KubeSettings())
+        source = ApiServerSnapshots(api_client(kubeconfig), watched_kinds(default_routes()), KubeSettings())
         state = StateHolder()
         started = time.perf_counter()
         task = asyncio.create_task(source.run(state))

@@ -7,17 +7,17 @@ good objects, with the error logged once per change.
 """
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import logging
 import os
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from policies.snapshot import ClusterSnapshot, LoadProblem
-from policies.manifests import MANIFEST_SUFFIXES, ManifestError, read_manifest_file
-from webhook.state import StateHolder
+from cluster.store import ClusterStore
+from policies.manifests import MANIFEST_SUFFIXES, ManifestError, parse_manifest_text
+from policies.objects import metadata_of
+from policies.snapshot import LoadProblem
 
 log = logging.getLogger("colocate.state")
 
@@ -34,6 +34,15 @@ def manifest_files(root: Path) -> list[Path]:
     return found
 
 
+def read_manifest_file(path: Path) -> list[dict[str, Any]]:
+    """Every object in one file; a file that cannot be read or parsed is a `ManifestError`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"{path}: {exc}") from exc
+    return parse_manifest_text(text, str(path))
+
+
 @dataclass
 class _CachedFile:
     signature: Signature
@@ -41,15 +50,20 @@ class _CachedFile:
     error: str | None = None
 
 
-@dataclass
 class DirectorySource:
-    root: Path
-    interval: float = 1.0
-    _files: dict[Path, _CachedFile] = field(default_factory=dict)
-    _scanned_once: bool = False
+    """Keeps `store` in step with the manifests below `root`: a changed file is parsed again, a
+    file that stops parsing keeps its last good objects, a removed file takes its objects along.
+    Every kind the store knows is replaced on each reload, so one that vanished from the files
+    empties; the first scan makes the store synced."""
 
-    def scan(self) -> ClusterSnapshot | None:
-        """Re-read changed files; a new snapshot when anything changed, else None. Blocking I/O."""
+    def __init__(self, root: Path, store: ClusterStore) -> None:
+        self.root, self.store = root, store
+        self._files: dict[Path, _CachedFile] = {}
+        self._scanned_once = False
+
+    def scan(self) -> bool:
+        """Re-read changed files into the store; True when anything changed (always the first
+        time). Blocking I/O: run it in a worker thread."""
         if not self.root.is_dir():
             raise ManifestError(f"{self.root}: not a directory")
         changed = False
@@ -75,33 +89,31 @@ class DirectorySource:
             del self._files[gone]
             changed = True
         if not changed and self._scanned_once:
-            return None
+            return False
         self._scanned_once = True
-        return self.snapshot()
+        self._apply()
+        return True
 
-    def snapshot(self) -> ClusterSnapshot:
-        pairs = [(str(path), obj) for path, cached in sorted(self._files.items()) for obj in cached.objects]
-        snapshot = ClusterSnapshot.from_objects(pairs)
-        file_problems = tuple(LoadProblem(str(p), c.error) for p, c in sorted(self._files.items()) if c.error)
-        for problem in snapshot.problems:
+    def _apply(self) -> None:
+        by_kind: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        problems = [LoadProblem(str(p), c.error) for p, c in sorted(self._files.items()) if c.error]
+        for path, cached in sorted(self._files.items()):
+            for obj in cached.objects:
+                kind, name = obj.get("kind"), metadata_of(obj).get("name")
+                if not isinstance(kind, str) or not kind or not isinstance(name, str) or not name:
+                    problems.append(LoadProblem(str(path), "object without kind or metadata.name skipped"))
+                    continue
+                by_kind.setdefault(kind, []).append((str(path), obj))
+        with self.store.lock:
+            self.store.set_problems(tuple(problems))
+            for kind in sorted(set(self.store.kinds()) | set(by_kind)):
+                self.store.replace_sourced(kind, by_kind.get(kind, ()))
+        for problem in problems:
             log.warning("%s: %s", problem.source, problem.message)
-        return dataclasses.replace(snapshot, problems=file_problems + snapshot.problems)
 
-    async def run(self, state: StateHolder, on_reload: Any = None) -> None:
-        """Poll forever, publishing a snapshot whenever the directory changes."""
-        loop = asyncio.get_running_loop()
-        while True:
-            try:
-                snapshot = await loop.run_in_executor(None, self.scan)
-            except Exception as exc:  # keep serving the last good state
-                log.error("reloading %s failed, keeping the last good state: %s", self.root, exc)
-                if on_reload:
-                    on_reload(None)
-            else:
-                if snapshot is not None:
-                    state.publish(snapshot)
-                    log.info("cluster state loaded from %s: %d profiles, %d problems",
-                             self.root, len(snapshot.profiles), len(snapshot.problems))
-                    if on_reload:
-                        on_reload(snapshot)
-            await asyncio.sleep(self.interval)
+
+def load_directory(root: Path, kinds: Iterable[str] = ()) -> ClusterStore:
+    """A store holding every object below `root`, read once (the offline commands)."""
+    store = ClusterStore(kinds)
+    DirectorySource(root, store).scan()
+    return store

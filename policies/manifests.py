@@ -1,9 +1,8 @@
-"""Reading Kubernetes objects from YAML and JSON files (multi-document YAML and `List` kinds)."""
+"""Kubernetes objects from YAML or JSON text (multi-document YAML, `List` and typed `*List` kinds)."""
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -25,8 +24,12 @@ def _expand(document: Any, where: str) -> Iterator[dict[str, Any]]:
         return
     if not isinstance(document, dict):
         raise ManifestError(f"{where}: expected a Kubernetes object, got {type(document).__name__}")
-    if str(document.get("kind", "")).endswith("List") and isinstance(document.get("items"), list):
+    kind = str(document.get("kind", ""))
+    if kind.endswith("List") and isinstance(document.get("items"), list):
+        item_kind = kind[: -len("List")]  # a typed list's items carry no kind (as the API server lists them)
         for index, item in enumerate(document["items"]):
+            if isinstance(item, dict) and "kind" not in item and item_kind:
+                item = {**item, "kind": item_kind}
             yield from _expand(item, f"{where} items[{index}]")
         return
     yield document
@@ -46,10 +49,3 @@ def parse_manifest_text(text: str, source: str) -> list[dict[str, Any]]:
         objects.extend(_expand(document, f"{source} document {index}"))
     return objects
 
-
-def read_manifest_file(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"{path}: {exc}") from exc
-    return parse_manifest_text(text, str(path))

@@ -16,7 +16,7 @@ import yaml
 from policies.admission import Effect
 from webhook.chain import UnknownKind, request_for, run_chain
 from webhook.registry import default_routes
-from cluster.files import DirectorySource
+from webhook.snapshots import DirectorySnapshots
 from policies.manifests import ManifestError, parse_manifest_text
 
 EXIT_ADMITTED, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
@@ -83,7 +83,7 @@ def run_apply(options: ApplyOptions, stdin: TextIO | None = None, stdout: TextIO
             raise BadInput("--operation UPDATE needs --old-object")
         if options.operation == "DELETE" and old is None:
             old = obj
-        snapshot = DirectorySource(options.profiles).scan()
+        snapshot = DirectorySnapshots(options.profiles).scan()
         assert snapshot is not None  # the first scan always builds one
         request = request_for(obj, registry, options.operation, old)
     except (BadInput, ManifestError, UnknownKind) as exc:

@@ -11,7 +11,7 @@ def _serve(args: argparse.Namespace) -> int:
     from kubernetes.config import ConfigException
 
     from webhook.serve import ServeConfig, run
-    from cluster.kube import KubeSettings
+    from webhook.snapshots import KubeSettings
     from cluster.reflector import ReflectorSettings
 
     if args.profiles is not None and not args.profiles.is_dir():

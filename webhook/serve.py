@@ -1,7 +1,7 @@
 """`colocate serve`: start the HTTPS webhook, in one process or several sharing the port.
 
 The cluster state comes from a directory (`--profiles`, the embedded mode) or from the API server
-(`--kubeconfig`, or the pod's service account): see `webhook.sources`.
+(`--kubeconfig`, or the pod's service account): see `webhook.snapshots`.
 
 With `--workers N` the parent prepares certificates and the shared metrics directory, then starts N
 processes that each bind the same port with SO_REUSEPORT and load the cluster state themselves;
@@ -40,11 +40,10 @@ from certs.manager import ManagerSettings, self_management
 from webhook.jsonlog import setup_logging
 from webhook.registry import Registry, default_routes
 from webhook.server import DEFAULT_MAX_BODY, Lifecycle, build_app
-from cluster.files import DirectorySource
-from webhook.watched import watched_kinds
 from cluster.client import api_client
-from cluster.kube import KubeSettings, KubeSource
+from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots, KubeSettings
 from webhook.state import StateHolder
+from webhook.watched import watched_kinds
 from webhook.tls_reload import CertReloader, LoadedChain, new_server_context
 
 log = logging.getLogger("colocate.serve")
@@ -74,19 +73,20 @@ class ServeConfig:
 class Source(Protocol):
     async def run(self, state: StateHolder, on_reload: Any = None) -> None: ...
 
+    def stale_seconds(self) -> dict[str, float]: ...
+
 
 def make_source(config: ServeConfig, registry: Registry, metrics: Any) -> Source:
     """The directory source in embedded mode, else list/watch of the kinds the routes read."""
     if config.profiles is not None:
-        return DirectorySource(config.profiles, interval=config.reload_interval)
-    return KubeSource(api_client(config.kubeconfig, config.context), watched_kinds(registry), config.kube,
-                      on_failure=lambda kind, reason: metrics.watch_failures.labels(kind, reason).inc())
+        return DirectorySnapshots(config.profiles, interval=config.reload_interval)
+    return ApiServerSnapshots(api_client(config.kubeconfig, config.context), watched_kinds(registry), config.kube,
+                              on_failure=lambda kind, reason: metrics.watch_failures.labels(kind, reason).inc())
 
 
 async def _export_staleness(source: Source, metrics: Any, interval: float = 1.0) -> None:
-    stale_seconds = getattr(source, "stale_seconds", None)
-    while stale_seconds is not None:
-        for kind, seconds in stale_seconds().items():
+    while True:
+        for kind, seconds in source.stale_seconds().items():
             metrics.state_stale.labels(kind).set(seconds)
         await asyncio.sleep(interval)
 

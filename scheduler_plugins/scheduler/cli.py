@@ -16,7 +16,9 @@ from typing import Any
 import yaml
 
 from scheduler_plugins.clock import Clock, fixed_clock, parse_time, system_clock
-from scheduler_plugins.scheduler.cluster.snapshot import ClusterSource, SnapshotDirectorySource, read_objects
+from cluster.files import read_manifest_file
+from policies.manifests import ManifestError
+from scheduler_plugins.scheduler.cluster.sources import ClusterSource, SnapshotDirectorySource
 from scheduler_plugins.scheduler.config import SchedulerConfig, load_config
 from scheduler_plugins.scheduler.errors import ConfigError, SnapshotError
 from scheduler_plugins.scheduler.podinfo import PodInfo
@@ -119,7 +121,11 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 
 def _read_pod(path: str) -> PodInfo:
-    pods = [o for o in read_objects(Path(path)) if o.get("kind", "Pod") == "Pod"]
+    try:
+        objects = read_manifest_file(Path(path))
+    except ManifestError as exc:
+        raise SnapshotError(str(exc)) from exc
+    pods = [o for o in objects if o.get("kind", "Pod") == "Pod"]
     if len(pods) != 1:
         raise SnapshotError(f"{path}: expected exactly one Pod, found {len(pods)}")
     return PodInfo(pods[0])
@@ -145,7 +151,7 @@ def _extender_source(args: argparse.Namespace) -> ClusterSource:
     from kubernetes.config import ConfigException
 
     from cluster.client import api_client
-    from scheduler_plugins.scheduler.cluster.kube import KubeClusterSource
+    from scheduler_plugins.scheduler.cluster.sources import ApiServerClusterSource
     from cluster.reflector import ReflectorSettings
 
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
@@ -154,7 +160,7 @@ def _extender_source(args: argparse.Namespace) -> ClusterSource:
         api = api_client(args.kubeconfig, args.context)
     except ConfigException as exc:
         raise ConfigError("", f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
-    return KubeClusterSource(api, ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max))
+    return ApiServerClusterSource(api, ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max))
 
 
 def run_extender(args: argparse.Namespace) -> int:

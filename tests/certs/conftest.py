@@ -19,7 +19,7 @@ from certs.kube import Cluster
 from cluster.client import api_client
 from tests.support.apiserver import ApiServer
 from tests.support.webhook_manifests import WEBHOOKS_FILE
-from policies.manifests import read_manifest_file
+from cluster.files import read_manifest_file
 
 NOW = dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc)
 DAY = dt.timedelta(days=1)

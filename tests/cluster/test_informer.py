@@ -14,7 +14,8 @@ from tests.support.apiserver import ApiServer
 from webhook.registry import default_routes
 from webhook.watched import WATCHED_KINDS, watched_kinds
 from cluster.client import api_client
-from cluster.kube import KubeSettings, KubeSource
+from webhook.snapshots import ApiServerSnapshots
+from webhook.snapshots import KubeSettings
 from cluster.reflector import ReflectorSettings
 from webhook.state import StateHolder
 
@@ -39,7 +40,7 @@ async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
 
 
 class Live:
-    def __init__(self, source: KubeSource, state: StateHolder, published: list[ClusterSnapshot]) -> None:
+    def __init__(self, source: ApiServerSnapshots, state: StateHolder, published: list[ClusterSnapshot]) -> None:
         self.source, self.state, self.published = source, state, published
 
     @property
@@ -52,7 +53,7 @@ async def live(api: ApiServer, kubeconfig: Path) -> AsyncIterator[Callable[[], L
     tasks: list[asyncio.Task[None]] = []
 
     def start() -> Live:
-        source = KubeSource(api_client(kubeconfig), watched_kinds(default_routes()), FAST)
+        source = ApiServerSnapshots(api_client(kubeconfig), watched_kinds(default_routes()), FAST)
         state, published = StateHolder(), []
         tasks.append(asyncio.create_task(source.run(state, published.append)))
         return Live(source, state, published)

@@ -20,7 +20,7 @@ from tests.support.webhook_manifests import (
 )
 from webhook.registry import default_routes
 from webhook.watched import WATCHED_KINDS
-from policies.manifests import read_manifest_file
+from cluster.files import read_manifest_file
 
 K8S_VERSION = "1.30"
 

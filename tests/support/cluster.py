@@ -24,7 +24,7 @@ import aiohttp
 from certs.generate import CertPaths, ensure_serving_certs
 from tests.support.apiserver import ApiServer
 from tests.support.webhook_manifests import MANIFESTS, NAMESPACE, SERVICE
-from policies.manifests import read_manifest_file
+from cluster.files import read_manifest_file
 
 SERVICE_DNS = f"{SERVICE}.{NAMESPACE}.svc"
 FAST_ARGS = ("--watch-timeout", "5", "--backoff-max", "0.5", "--drain-delay", "1", "--shutdown-timeout", "5")

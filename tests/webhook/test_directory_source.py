@@ -4,7 +4,7 @@ import os
 
 import yaml
 
-from cluster.files import DirectorySource
+from webhook.snapshots import DirectorySnapshots
 
 PROFILE = {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile", "metadata": {"name": "p1"},
            "spec": {"qosClass": "BE"}}
@@ -23,7 +23,7 @@ def test_yaml_multi_document_json_and_list_kinds_are_loaded(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "c.yml").write_text(yaml.safe_dump({**PROFILE, "metadata": {"name": "p2"}}))
     (tmp_path / "notes.txt").write_text("ignored")
-    snapshot = DirectorySource(tmp_path).scan()
+    snapshot = DirectorySnapshots(tmp_path).scan()
     assert [p.name for p in snapshot.profiles] == ["p1", "p2"]
     assert snapshot.namespace_labels("ns") == {} and snapshot.priority_class("koord-batch")["value"] == 5000
 
@@ -32,13 +32,13 @@ def test_hidden_entries_of_mounted_volumes_are_skipped(tmp_path):
     (tmp_path / "..data").mkdir()
     (tmp_path / "..data" / "p.yaml").write_text(yaml.safe_dump(PROFILE))
     (tmp_path / "p.yaml").symlink_to(tmp_path / "..data" / "p.yaml")
-    assert [p.name for p in DirectorySource(tmp_path).scan().profiles] == ["p1"]
+    assert [p.name for p in DirectorySnapshots(tmp_path).scan().profiles] == ["p1"]
 
 
 def test_unchanged_directory_gives_no_new_snapshot_and_changes_do(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(PROFILE))
-    source = DirectorySource(tmp_path)
+    source = DirectorySnapshots(tmp_path)
     assert source.scan() is not None
     assert source.scan() is None
     path.write_text(yaml.safe_dump({**PROFILE, "spec": {"qosClass": "LS"}}))
@@ -51,7 +51,7 @@ def test_unchanged_directory_gives_no_new_snapshot_and_changes_do(tmp_path):
 def test_a_broken_file_keeps_its_last_good_objects_and_is_reported(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(PROFILE))
-    source = DirectorySource(tmp_path)
+    source = DirectorySnapshots(tmp_path)
     source.scan()
     path.write_text("kind: [unclosed")
     bump(path)
@@ -63,5 +63,5 @@ def test_a_broken_file_keeps_its_last_good_objects_and_is_reported(tmp_path):
 def test_a_broken_file_never_loaded_before_contributes_nothing(tmp_path):
     (tmp_path / "good.yaml").write_text(yaml.safe_dump(PROFILE))
     (tmp_path / "bad.json").write_text("{")
-    snapshot = DirectorySource(tmp_path).scan()
+    snapshot = DirectorySnapshots(tmp_path).scan()
     assert [p.name for p in snapshot.profiles] == ["p1"] and len(snapshot.problems) == 1

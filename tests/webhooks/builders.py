@@ -9,7 +9,7 @@ from policies.admission import AdmissionRequest, GroupVersionResource
 from policies.snapshot import ClusterSnapshot
 from webhook.admission import Outcome, run_route
 from webhook.registry import default_routes
-from policies.manifests import read_manifest_file
+from cluster.files import read_manifest_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROUTES = default_routes().by_path()

@@ -4,16 +4,21 @@ Plugins that keep their own caches (LoadAwareScheduling's assign cache) subscrib
 are told about every change, the way informer event handlers are; `subscribe` first replays the
 current state so a listener built late sees the same world as one built early.
 
+The state is an index of the one `ClusterStore` (`cluster.store`): the store tells it of every
+Node, NodeMetric and Pod put or deleted, whether it reads a snapshot directory or the API server.
 A live source applies watch events in whatever order the kinds arrive: a pod bound to a node the
 state does not know (yet, or any more) is kept aside and counted once its node is added, as
 kube-scheduler's cache keeps a node's pods across the node's deletion.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Protocol, runtime_checkable
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from cluster.store import ClusterStore, ObjectKey
+from policies.kinds import NODE_METRIC_KIND
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
@@ -178,14 +183,59 @@ class ClusterState:
             for pod in node.pods.values():
                 listener.on_pod_assigned(pod, node.name)
 
+    # --- an index of the cluster store ------------------------------------------------------------
+    def object_put(self, kind: str, key: ObjectKey, obj: Mapping[str, Any], old: Mapping[str, Any] | None,
+                   source: str) -> None:
+        if kind == "Node":
+            self.add_node(dict(obj))
+        elif kind == NODE_METRIC_KIND:
+            self.set_node_metric(dict(obj))
+        elif kind == "Pod":
+            pod_key = _pod_key(key)
+            node, previous = _node_of(obj), _node_of(old)
+            if previous and previous != node:
+                self.delete_pod(pod_key, previous)
+            if (obj.get("status") or {}).get("phase") in TERMINATED_PHASES:
+                self.delete_pod(pod_key, node or None)  # finished: no longer counts
+                return
+            self.add_pod(dict(obj))
+
+    def object_deleted(self, kind: str, key: ObjectKey, old: Mapping[str, Any]) -> None:
+        if kind == "Node":
+            self.delete_node(key[1])
+        elif kind == NODE_METRIC_KIND:
+            self.delete_node_metric(key[1])
+        elif kind == "Pod":
+            self.delete_pod(_pod_key(key), _node_of(old) or None)
+
+    def changes_applied(self) -> None:
+        """Every change is applied as it comes: nothing to finish."""
+
     @classmethod
-    def from_objects(cls, objects: Iterable[dict[str, Any]]) -> "ClusterState":
-        """Nodes first, then NodeMetrics, then pods, whatever order the objects come in."""
+    def of_store(cls, store: ClusterStore) -> ClusterState:
+        """A state that follows `store` from now on (built from what it holds already)."""
         state = cls()
-        objects = list(objects)
-        for kind, handler in (("Node", state.add_node), ("NodeMetric", state.set_node_metric),
-                              ("Pod", state.add_pod)):
-            for obj in objects:
-                if obj.get("kind") == kind:
-                    handler(obj)
+        store.subscribe(state)
         return state
+
+    @classmethod
+    def from_objects(cls, objects: Iterable[dict[str, Any]]) -> ClusterState:
+        """The state of a fixed set of objects, whatever order they come in."""
+        objects = list(objects)
+        store = ClusterStore(SCHEDULER_KINDS)
+        for kind in SCHEDULER_KINDS:
+            store.replace(kind, [obj for obj in objects if obj.get("kind") == kind])
+        return cls.of_store(store)
+
+
+#: The kinds the scheduler reads, in the order a new state is built from (nodes before their pods).
+SCHEDULER_KINDS = ("Node", NODE_METRIC_KIND, "Pod")
+TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def _pod_key(key: ObjectKey) -> str:
+    return f"{key[0] or 'default'}/{key[1]}"  # as PodInfo.key spells it
+
+
+def _node_of(pod: Mapping[str, Any] | None) -> str:
+    return str(((pod or {}).get("spec") or {}).get("nodeName") or "")

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from aiohttp import web
 
 from scheduler_plugins.clock import Clock, system_clock
-from scheduler_plugins.scheduler.cluster.snapshot import ClusterSource, LiveClusterSource
+from scheduler_plugins.scheduler.cluster.sources import ClusterSource, LiveClusterSource
 from scheduler_plugins.scheduler.config import SchedulerConfig
 from scheduler_plugins.scheduler.extender.protocol import ArgsError
 from scheduler_plugins.scheduler.extender.service import ExtenderService, NotSynced

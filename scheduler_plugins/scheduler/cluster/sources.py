@@ -1,0 +1,134 @@
+"""Where the scheduler's `ClusterState` comes from: a snapshot directory or the API server.
+
+Both fill the one `ClusterStore` (`cluster.store`) and the state is an index of it. A snapshot
+directory holds YAML or JSON files (searched recursively, in sorted path order), each with one
+object, several YAML documents, or a `List`/`*List` with `items`; Nodes, NodeMetrics and Pods are
+used. A Pod with `spec.nodeName` is bound, without one it is pending.
+
+From the API server only bound, non-terminated pods are watched (the field selector below):
+kube-scheduler sends the pod being scheduled with every call, so pending pods are none of the
+extender's business. Every change is applied on the event loop, in arrival order, so the plugins'
+listeners only ever run there, between two extender requests. The source is ready once the store
+is synced (every kind listed once) *and* the loop has applied what was listed; it stays ready
+while a broken watch recovers.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+
+from kubernetes.client import ApiClient
+
+from cluster.files import load_directory
+from cluster.kinds import WatchedKind
+from cluster.kube import KubeSource
+from cluster.reflector import ReflectorSettings
+from cluster.store import ClusterStore, LoopIndex, ObjectKey
+from policies.kinds import NODE_METRIC_KIND
+from scheduler_plugins.scheduler.cluster.state import SCHEDULER_KINDS, ClusterState
+from scheduler_plugins.scheduler.errors import SnapshotError
+
+if TYPE_CHECKING:
+    from scheduler_plugins.clock import Clock
+    from scheduler_plugins.scheduler.framework.handle import ClusterClient
+
+log = logging.getLogger("colocate.extender.source")
+
+BOUND_PODS: Final = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+EXTENDER_KINDS: Final = (
+    WatchedKind.of("Node"),
+    WatchedKind.of(NODE_METRIC_KIND),
+    WatchedKind.of("Pod", field_selector=BOUND_PODS),
+)
+
+
+class ClusterSource(Protocol):
+    def load(self) -> ClusterState: ...
+
+
+@runtime_checkable
+class LiveClusterSource(ClusterSource, Protocol):
+    """A source that keeps its `ClusterState` current while `run()` is awaited on the event loop."""
+
+    def synced(self) -> bool: ...
+
+    async def run(self) -> None: ...
+
+    def client(self, clock: Clock) -> ClusterClient: ...
+
+
+def load_snapshot(directory: str | Path) -> ClusterState:
+    """The state of a snapshot directory, read once; anything unreadable is a `SnapshotError`."""
+    path = Path(directory)
+    if not path.is_dir():
+        raise SnapshotError(f"{path}: not a directory")
+    store = load_directory(path, SCHEDULER_KINDS)
+    if store.problems:
+        problem = store.problems[0]
+        raise SnapshotError(f"{problem.source}: {problem.message}")
+    return ClusterState.of_store(store)
+
+
+class SnapshotDirectorySource:
+    """A `ClusterSource` backed by files on disk, re-read on every `load()`."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+
+    def load(self) -> ClusterState:
+        return load_snapshot(self.directory)
+
+
+class _ReadyWhenApplied:
+    """The state's index on the loop; notes when what the store had synced is applied."""
+
+    def __init__(self, state: ClusterState, store: ClusterStore) -> None:
+        self.state, self.store, self.ready = state, store, False
+
+    def object_put(self, kind: str, key: ObjectKey, obj: Mapping[str, Any], old: Mapping[str, Any] | None,
+                   source: str) -> None:
+        self.state.object_put(kind, key, obj, old, source)
+
+    def object_deleted(self, kind: str, key: ObjectKey, old: Mapping[str, Any]) -> None:
+        self.state.object_deleted(kind, key, old)
+
+    def changes_applied(self) -> None:
+        if not self.ready and self.store.synced():
+            self.ready = True
+            log.info("cluster state synced from the API server: %d nodes, %d NodeMetrics",
+                     len(self.state.nodes), len(self.state.node_metrics))
+
+
+class ApiServerClusterSource:
+    """A `LiveClusterSource` whose state follows the API server while `run()` is awaited."""
+
+    def __init__(self, api: ApiClient, settings: ReflectorSettings = ReflectorSettings()) -> None:
+        self.api = api
+        self.store = ClusterStore([k.kind for k in EXTENDER_KINDS])
+        self.state = ClusterState()
+        self._applied = _ReadyWhenApplied(self.state, self.store)
+        self._source = KubeSource(api, EXTENDER_KINDS, self.store, settings)
+
+    def load(self) -> ClusterState:
+        """The live state: empty until `run()` has synced, then kept current by it."""
+        return self.state
+
+    def synced(self) -> bool:
+        return self._applied.ready
+
+    def client(self, clock: Clock) -> ClusterClient:
+        """Binds and patches go to the same API server the state is watched from."""
+        from scheduler_plugins.scheduler.cluster.apiclient import ApiServerClient
+
+        return ApiServerClient(self.api, self.state, clock)
+
+    async def run(self) -> None:
+        """List and watch until cancelled, applying everything on this event loop."""
+        self.store.subscribe(LoopIndex(self._applied, asyncio.get_running_loop()))
+        await self._source.run()
+
+    def close(self) -> None:
+        self._source.close()

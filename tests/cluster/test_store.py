@@ -1,0 +1,138 @@
+"""The one cluster store: relists as diffs, one meaning of synced, staleness, and its indexes."""
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cluster.files import DirectorySource, load_directory
+from cluster.kinds import WatchedKind
+from cluster.store import ClusterStore, LoopIndex, Object, ObjectKey
+from scheduler_plugins.scheduler.cluster.state import ClusterState
+from webhook.snapshots import SnapshotIndex
+
+NODE = WatchedKind.of("Node")
+
+
+def node(name: str, version: str = "1", **labels: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "resourceVersion": version, "labels": labels},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+
+
+def pod(name: str, node_name: str = "", version: str = "1") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ns", "resourceVersion": version},
+            "spec": {"nodeName": node_name, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, ...]] = []
+
+    def object_put(self, kind: str, key: ObjectKey, obj: Object, old: Object | None, source: str) -> None:
+        self.events.append(("put", kind, key[1], "old" if old is not None else "new"))
+
+    def object_deleted(self, kind: str, key: ObjectKey, old: Object) -> None:
+        self.events.append(("deleted", kind, key[1]))
+
+    def changes_applied(self) -> None:
+        self.events.append(("applied",))
+
+
+def test_a_relist_is_applied_as_a_diff_and_unchanged_objects_cost_nothing() -> None:
+    store, seen = ClusterStore(["Node"]), Recorder()
+    store.subscribe(seen)
+    store.replace("Node", [node("a"), node("b")])
+    seen.events.clear()
+    store.replace("Node", [node("a"), node("c")])  # b vanished while the watch was down, a is unchanged
+    assert seen.events == [("deleted", "Node", "b"), ("put", "Node", "c", "new"), ("applied",)]
+    store.put("Node", node("a", version="2", zone="z1"))
+    assert seen.events[-2] == ("put", "Node", "a", "old")
+    assert [n["metadata"]["name"] for n in store.objects("Node")] == ["a", "c"]
+
+
+def test_a_late_index_is_first_told_everything_already_stored() -> None:
+    store = ClusterStore(["Node", "Pod"])
+    store.replace("Node", [node("a")])
+    store.replace("Pod", [pod("p", "a")])
+    seen = Recorder()
+    store.subscribe(seen)
+    assert seen.events == [("put", "Node", "a", "new"), ("put", "Pod", "p", "new"), ("applied",)]
+
+
+def test_a_delete_reaches_the_indexes_even_for_an_object_never_stored() -> None:
+    store, seen = ClusterStore(["Pod"]), Recorder()
+    store.subscribe(seen)
+    seen.events.clear()
+    store.delete("Pod", pod("assumed", "a"))  # bound and assumed by the scheduler, deleted before its event
+    assert seen.events == [("deleted", "Pod", "assumed"), ("applied",)]
+
+
+def test_synced_means_every_kind_listed_once_and_survives_a_broken_watch() -> None:
+    now = [100.0]
+    store = ClusterStore(["Node", "Pod"], clock=lambda: now[0])
+    assert not store.synced()
+    store.replace("Node", [])
+    assert not store.synced()
+    store.replace("Pod", [])
+    assert store.synced() and store.stale_seconds() == {"Node": 0.0, "Pod": 0.0}
+    store.failed(NODE, "error", "connection refused")
+    now[0] = 107.5
+    assert store.synced() and store.stale_seconds()["Node"] == 7.5
+    store.watching(NODE)
+    assert store.stale_seconds()["Node"] == 0.0
+
+
+def test_a_store_of_no_kinds_is_never_synced() -> None:
+    assert not ClusterStore().synced()
+
+
+def test_the_webhook_snapshot_and_the_scheduler_state_are_views_of_one_store(tmp_path: Path) -> None:
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all([
+        node("n1"), pod("p", "n1"),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns", "labels": {"team": "a"}}}]))
+    store = ClusterStore()
+    source = DirectorySource(tmp_path, store)
+    source.scan()
+    snapshots, state = SnapshotIndex(store), ClusterState.of_store(store)
+    assert snapshots.build().namespace_labels("ns") == {"team": "a"}
+    assert list(state.nodes["n1"].pods) == ["ns/p"] and state.nodes["n1"].requested["cpu"] == 1000
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all([node("n1"), node("n2"), pod("p", "n2", version="2")]))
+    stat = path.stat()  # a rewrite is seen even on file systems with coarse timestamps
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert source.scan()
+    assert snapshots.build().namespace_labels("ns") is None  # the Namespace left the files
+    assert not state.nodes["n1"].pods and list(state.nodes["n2"].pods) == ["ns/p"]
+
+
+def test_an_unreadable_file_is_a_problem_of_the_store_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "good.yaml").write_text(yaml.safe_dump(node("n1")))
+    (tmp_path / "bad.yaml").write_text("kind: [unclosed")
+    store = load_directory(tmp_path, ["Node"])
+    assert store.synced() and [n["metadata"]["name"] for n in store.objects("Node")] == ["n1"]
+    assert [p.source for p in store.problems] == [str(tmp_path / "bad.yaml")]
+
+
+async def test_a_loop_index_applies_changes_on_the_loop_in_order() -> None:
+    store, seen = ClusterStore(["Node"]), Recorder()
+    threads: set[int] = set()
+    seen_put = seen.object_put
+
+    def on_put(*args: Any) -> None:
+        threads.add(threading.get_ident())
+        seen_put(*args)
+
+    seen.object_put = on_put  # type: ignore[method-assign]
+    store.subscribe(LoopIndex(seen, asyncio.get_running_loop()))
+    assert seen.events == []  # even the replay waits for the loop
+    # The relist runs on a worker thread, like a reflector; its changes are queued for the loop
+    # before the executor's own completion, so they have all run once the await returns.
+    await asyncio.get_running_loop().run_in_executor(None, store.replace, "Node", [node("a"), node("b")])
+    assert seen.events == [("applied",), ("put", "Node", "a", "new"), ("put", "Node", "b", "new"), ("applied",)]
+    assert threads == {threading.get_ident()}
