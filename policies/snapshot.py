@@ -7,11 +7,10 @@ started with.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar, cast
 
 from policies.constants import ELASTIC_QUOTA_KIND, PROFILE_KIND
 from policies.objects import metadata_of
@@ -19,9 +18,7 @@ from policies.profile_matching import ProfileIndex
 from policies.profiles import ColocationProfile, ProfileError, parse_profile
 from policies.quota_index import QuotaIndex
 
-if TYPE_CHECKING:
-    from policies.elastic_quota.tree import QuotaTree
-
+T = TypeVar("T")
 ObjectKey = tuple[str, str]  # (namespace or "", name)
 
 
@@ -40,6 +37,7 @@ class ClusterSnapshot:
     problems: tuple[LoadProblem, ...] = ()
     quotas: QuotaIndex = field(default_factory=QuotaIndex)
     profile_index: ProfileIndex = field(default_factory=ProfileIndex)
+    _derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_objects(cls, objects: Iterable[tuple[str, Mapping[str, Any]]]) -> ClusterSnapshot:
@@ -64,12 +62,16 @@ class ClusterSnapshot:
             profile_index=ProfileIndex.build(ordered),
         )
 
-    @cached_property
-    def quota_tree(self) -> QuotaTree:
-        """The ElasticQuota tree (spec 10.2), built on first use and then kept with this snapshot."""
-        from policies.elastic_quota.tree import QuotaTree  # here: the tree's module imports the admission types
-
-        return QuotaTree.build(self.list(ELASTIC_QUOTA_KIND), self.list("Pod"))
+    def derived(self, name: str, build: Callable[[ClusterSnapshot], T]) -> T:
+        """A view derived from this snapshot (the ElasticQuota tree), built on first use and then
+        kept with it: a new snapshot starts without, so the view is never older than its objects.
+        The snapshot knows no view's type, so the modules that define views depend on it, not
+        the other way round."""
+        try:
+            return cast(T, self._derived[name])
+        except KeyError:
+            value = self._derived[name] = build(self)
+            return value
 
     def get(self, kind: str, name: str, namespace: str = "") -> Mapping[str, Any] | None:
         return self.objects.get(kind, {}).get((namespace, name))

@@ -1,6 +1,6 @@
 """`/mutate-...-elasticquota` and `/validate-...-elasticquota` (spec 10).
 
-The quota tree comes from the cluster snapshot (`ClusterSnapshot.quota_tree`, built once per
+The quota tree comes from the cluster snapshot (`tree.quota_tree_of(snapshot)`, built once per
 snapshot); a request is judged against it and never changes it.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from policies.constants import (
 )
 from policies.elastic_quota.checks import check_quota_itself, check_topology
 from policies.elastic_quota.defaulting import fill_quota_defaults
-from policies.elastic_quota.tree import QuotaInfo, QuotaTree
+from policies.elastic_quota.tree import QuotaInfo, QuotaTree, quota_tree_of
 from policies.quota_index import claimed_namespaces
 from policies.objects import annotations_of, labels_of, name_of, spec_of
 
@@ -82,14 +82,14 @@ class QuotaDefaultsPlugin:
 
     def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None:
         if ctx.request.operation == CREATE:
-            fill_quota_defaults(obj, ctx.cluster.quota_tree)
+            fill_quota_defaults(obj, quota_tree_of(ctx.cluster))
 
 
 class QuotaMetaCheckerPlugin:
     name = "QuotaMetaChecker"
 
     def validate(self, obj: Mapping[str, Any], ctx: AdmissionContext) -> None:
-        operation, tree = ctx.request.operation, ctx.cluster.quota_tree
+        operation, tree = ctx.request.operation, quota_tree_of(ctx.cluster)
         if operation == CREATE:
             validate_create(tree, obj)
         elif operation == UPDATE and ctx.request.old_object is not None:

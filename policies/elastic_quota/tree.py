@@ -13,6 +13,7 @@ from typing import Any
 
 from policies.admission import Denied
 from policies.constants import (
+    ELASTIC_QUOTA_KIND,
     LABEL_QUOTA_ALLOW_FORCE_UPDATE,
     LABEL_QUOTA_IS_PARENT,
     LABEL_QUOTA_IS_ROOT,
@@ -24,6 +25,7 @@ from policies.constants import (
 from policies.objects import labels_of, name_of, namespace_of, spec_of
 from policies.quantity import Quantity, QuantityError
 from policies.quota_index import claimed_namespaces
+from policies.snapshot import ClusterSnapshot
 
 ResourceList = Mapping[str, Quantity]
 
@@ -127,3 +129,8 @@ class QuotaTree:
         """Pods labelled with the quota, in a namespace named like it, or in one it claimed."""
         return bool(self.labelled_pods.get(name)) or name in self.pod_namespaces \
             or any(ns in self.pod_namespaces for ns in namespaces)
+
+
+def quota_tree_of(snapshot: ClusterSnapshot) -> QuotaTree:
+    """The snapshot's ElasticQuota tree (spec 10.2), built on first use and kept with it."""
+    return snapshot.derived("quota_tree", lambda s: QuotaTree.build(s.list(ELASTIC_QUOTA_KIND), s.list("Pod")))

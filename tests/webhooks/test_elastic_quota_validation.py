@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from policies.elastic_quota.tree import quota_tree_of
 from tests.webhooks.builders import QUOTA_VALIDATE, admit, fixture, make_quota, snapshot
 
 TREE = snapshot(fixtures=("quota-tree.yaml",))
@@ -155,5 +156,5 @@ def test_malformed_quotas_get_a_clear_denial(quota, fragment):
 
 def test_the_tree_is_built_once_per_snapshot():
     cluster = snapshot(fixtures=("quota-tree.yaml",))
-    assert cluster.quota_tree is cluster.quota_tree
-    assert cluster.quota_tree.children_of("parent") == ["child-a", "child-b"]
+    assert quota_tree_of(cluster) is quota_tree_of(cluster)
+    assert quota_tree_of(cluster).children_of("parent") == ["child-a", "child-b"]

@@ -1,0 +1,1 @@
+"""Checks the project runs on itself (not shipped in the package)."""

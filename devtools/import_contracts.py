@@ -1,0 +1,37 @@
+"""An import-linter contract type the built-in ones lack: an allowlist of what a package imports.
+
+`forbidden` contracts list what may not be imported, so a new I/O library slips through until
+someone adds it to the list. `allowed_imports` names what a package may import beyond itself;
+anything else breaks the contract. It keeps `policies` pure: parsing and arithmetic, no I/O.
+"""
+from __future__ import annotations
+
+from grimp import ImportGraph
+from importlinter.application import output
+from importlinter.domain import fields
+from importlinter.domain.contract import Contract, ContractCheck
+
+
+class AllowedImportsContract(Contract):
+    """Configuration: `source_package` (a root package) and `allowed` (top-level module names)."""
+
+    type_name = "allowed_imports"
+    source_package = fields.StringField()
+    allowed = fields.ListField(subfield=fields.StringField())
+
+    def check(self, graph: ImportGraph, verbose: bool) -> ContractCheck:
+        package = str(self.source_package)
+        allowed = {package, *(str(a) for a in self.allowed)}  # type: ignore[attr-defined]
+        offenders: list[tuple[str, str, int]] = []
+        for module in sorted({package, *graph.find_descendants(package)}):
+            for imported in sorted(graph.find_modules_directly_imported_by(module)):
+                if imported.split(".")[0] in allowed:
+                    continue
+                details = graph.get_import_details(importer=module, imported=imported)
+                offenders.append((module, imported, details[0]["line_number"] if details else 0))
+        return ContractCheck(kept=not offenders, metadata={"offenders": offenders})
+
+    def render_broken_contract(self, check: ContractCheck) -> None:
+        for module, imported, line in check.metadata["offenders"]:
+            output.print_error(f"{module} imports {imported} (l.{line}), which is not on the allowlist")
+            output.new_line()
