@@ -13,6 +13,7 @@ from typing import Any, Final
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from cluster.metrics import StoreHealthMetrics
 from webhook.registry import Route
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
@@ -60,14 +61,7 @@ class WebhookMetrics:
             "colocate_cluster_state_reloads_total",
             "Reloads of the cluster state, by result.",
             ["result"], registry=registry)
-        self.state_stale = Gauge(
-            "colocate_cluster_state_stale_seconds",
-            "Seconds since the watch of a kind broke; 0 while it is healthy. The last good state is served.",
-            ["kind"], registry=registry, multiprocess_mode="max")
-        self.watch_failures = Counter(
-            "colocate_watch_failures_total",
-            "List/watch failures by kind and reason (gone = relist after 410, error = backoff and retry).",
-            ["kind", "reason"], registry=registry)
+        self.store_health = StoreHealthMetrics(registry)
         self.cert_expiry = Gauge(
             "colocate_certificate_expiry_timestamp_seconds",
             "When the certificate being served (serving) and the CA that issued it (ca) expire, Unix time.",

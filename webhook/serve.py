@@ -41,6 +41,7 @@ from webhook.jsonlog import setup_logging
 from webhook.registry import Registry, default_routes
 from webhook.server import DEFAULT_MAX_BODY, Lifecycle, build_app
 from cluster.client import api_client
+from cluster.store import ClusterStore
 from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots, KubeSettings
 from webhook.state import StateHolder
 from webhook.watched import watched_kinds
@@ -71,9 +72,9 @@ class ServeConfig:
 
 
 class Source(Protocol):
-    async def run(self, state: StateHolder, on_reload: Any = None) -> None: ...
+    store: ClusterStore
 
-    def stale_seconds(self) -> dict[str, float]: ...
+    async def run(self, state: StateHolder, on_reload: Any = None) -> None: ...
 
 
 def make_source(config: ServeConfig, registry: Registry, metrics: Any) -> Source:
@@ -81,14 +82,7 @@ def make_source(config: ServeConfig, registry: Registry, metrics: Any) -> Source
     if config.profiles is not None:
         return DirectorySnapshots(config.profiles, interval=config.reload_interval)
     return ApiServerSnapshots(api_client(config.kubeconfig, config.context), watched_kinds(registry), config.kube,
-                              on_failure=lambda kind, reason: metrics.watch_failures.labels(kind, reason).inc())
-
-
-async def _export_staleness(source: Source, metrics: Any, interval: float = 1.0) -> None:
-    while True:
-        for kind, seconds in source.stale_seconds().items():
-            metrics.state_stale.labels(kind).set(seconds)
-        await asyncio.sleep(interval)
+                              on_failure=metrics.store_health.watch_failed)
 
 
 def tls_context(paths: CertPaths) -> ssl.SSLContext:
@@ -119,7 +113,7 @@ def cert_reloader(config: ServeConfig, metrics: Any) -> CertReloader:
 
 def _background(config: ServeConfig, source: Source, state: StateHolder, metrics: Any, on_reload: Any,
                 reloader: CertReloader) -> list[asyncio.Task[None]]:
-    coroutines = [source.run(state, on_reload), _export_staleness(source, metrics), reloader.run()]
+    coroutines = [source.run(state, on_reload), metrics.store_health.export_forever(source.store), reloader.run()]
     if config.self_managed is not None:
         identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         coroutines.append(self_management(api_client(config.kubeconfig, config.context), config.self_managed, identity))

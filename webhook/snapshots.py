@@ -92,9 +92,6 @@ class DirectorySnapshots:
             log.warning("%s: %s", problem.source, problem.message)
         return snapshot
 
-    def stale_seconds(self) -> dict[str, float]:
-        return {}  # files are never stale: they are the state
-
     async def run(self, state: StateHolder, on_reload: OnReload | None = None) -> None:
         """Poll forever, publishing a snapshot whenever the directory changes."""
         loop = asyncio.get_running_loop()

@@ -124,6 +124,25 @@ async def test_not_ready_and_refusing_verbs_until_every_kind_is_listed(api: ApiS
     assert (await ext.filter())["NodeNames"] == ["quiet"]
 
 
+async def test_metrics_export_the_store_health_as_the_webhook_does(api: ApiServer, extender: Extender) -> None:
+    async def page() -> str:
+        async with extender.session.get(extender.url("metrics")) as response:
+            assert response.status == 200
+            return await response.text()
+
+    await eventually(lambda: _contains(page(), 'colocate_cluster_state_stale_seconds{kind="Node"} 0.0'),
+                     what="staleness exported")
+    api.fail_requests(10_000, status=503)
+    api.drop_watches()
+    await eventually(lambda: _contains(page(), 'colocate_watch_failures_total{kind="Node",reason="error"}'),
+                     what="watch failures counted")
+    api.fail_requests(0)
+
+
+async def _contains(text: Awaitable[str], wanted: str) -> bool:
+    return wanted in await text
+
+
 async def test_filter_and_prioritize_judge_the_nodes_and_metrics_listed_from_the_api(extender: Extender) -> None:
     result = await extender.filter(nodes=[*NODES, "ghost"])
     assert result["NodeNames"] == ["quiet"]

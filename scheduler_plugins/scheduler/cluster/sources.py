@@ -53,6 +53,8 @@ class ClusterSource(Protocol):
 class LiveClusterSource(ClusterSource, Protocol):
     """A source that keeps its `ClusterState` current while `run()` is awaited on the event loop."""
 
+    store: ClusterStore
+
     def synced(self) -> bool: ...
 
     async def run(self) -> None: ...

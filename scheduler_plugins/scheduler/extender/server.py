@@ -1,8 +1,9 @@
 """The aiohttp adapter: moves bytes between HTTP and `ExtenderService`, nothing else.
 
-Routes (under the URL prefix): POST filter, prioritize, bind; GET healthz (liveness) and readyz
+Routes (under the URL prefix): POST filter, prioritize, bind; GET healthz (liveness), readyz
 (200 once the cluster state is loaded: at once from a snapshot, after the first list of every kind
-from the API server). The application is built by `make_app` from a service passed in (no module
+from the API server) and metrics (Prometheus: the cluster store's health, the same series the
+webhook exports). The application is built by `make_app` from a service passed in (no module
 globals) and frozen at start-up; a live source runs as a background task of the application.
 """
 from __future__ import annotations
@@ -16,6 +17,10 @@ from collections.abc import AsyncIterator
 from typing import Any, Callable
 
 from aiohttp import web
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from cluster.metrics import StoreHealthMetrics
 
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.cluster.sources import ClusterSource, LiveClusterSource
@@ -28,6 +33,7 @@ from scheduler_plugins.scheduler.simulator.scheduler import build_framework
 log = logging.getLogger(__name__)
 VERBS = ("filter", "prioritize", "bind")
 SERVICE_KEY = web.AppKey("service", ExtenderService)
+METRICS_KEY = web.AppKey("metrics", CollectorRegistry)
 
 
 def _dumps(value: Any) -> str:
@@ -58,7 +64,8 @@ def _verb(call: Callable[[ExtenderService, Any], Any]):
     return handler
 
 
-def make_app(service: ExtenderService, url_prefix: str = "/scheduler") -> web.Application:
+def make_app(service: ExtenderService, url_prefix: str = "/scheduler",
+             metrics: CollectorRegistry | None = None) -> web.Application:
     prefix = "/" + url_prefix.strip("/") if url_prefix.strip("/") else ""
     routes = web.RouteTableDef()
     for verb in VERBS:  # filter and bind report a malformed body in their Error field
@@ -73,8 +80,14 @@ def make_app(service: ExtenderService, url_prefix: str = "/scheduler") -> web.Ap
         ready = request.app[SERVICE_KEY].ready()
         return web.Response(text="ok" if ready else "cluster state not synced", status=200 if ready else 503)
 
+    @routes.get(f"{prefix}/metrics")
+    async def metrics_page(request: web.Request) -> web.Response:
+        body = generate_latest(request.app[METRICS_KEY])
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app[SERVICE_KEY] = service
+    app[METRICS_KEY] = metrics if metrics is not None else CollectorRegistry()
     app.add_routes(routes)
     return app
 
@@ -90,14 +103,19 @@ def build_service(config: SchedulerConfig, source: ClusterSource, scheduler_name
     return ExtenderService(framework, cluster)
 
 
-def run_source(source: LiveClusterSource) -> Callable[[web.Application], AsyncIterator[None]]:
-    """A cleanup context that keeps `source` following the API server while the app runs."""
+def run_source(source: LiveClusterSource,
+               health: StoreHealthMetrics) -> Callable[[web.Application], AsyncIterator[None]]:
+    """A cleanup context that keeps `source` following the API server while the app runs, and
+    exports the store's health."""
     async def context(app: web.Application) -> AsyncIterator[None]:
-        task = asyncio.create_task(source.run(), name="extender-cluster-source")
+        tasks = [asyncio.create_task(source.run(), name="extender-cluster-source"),
+                 asyncio.create_task(health.export_forever(source.store), name="extender-store-health")]
         yield
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
     return context
 
 
@@ -107,9 +125,12 @@ def serve(config: SchedulerConfig, source: ClusterSource, host: str, port: int, 
     service = build_service(config, source, scheduler_name, clock)
     gc.collect()
     gc.freeze()  # the loaded cluster is long-lived: keep GC pauses off the request path
-    app = make_app(service, url_prefix)
+    registry = CollectorRegistry()
+    app = make_app(service, url_prefix, registry)
     if isinstance(source, LiveClusterSource):
-        app.cleanup_ctx.append(run_source(source))
+        health = StoreHealthMetrics(registry)
+        source.store.on_failure = health.watch_failed
+        app.cleanup_ctx.append(run_source(source, health))
         log.info("serving %s under %s on %s:%d; not ready until the cluster state is listed from the API server",
                  ", ".join(VERBS), url_prefix, host, port)
     else:
