@@ -54,7 +54,7 @@ def days_left(cert: x509.Certificate, now: dt.datetime) -> float:
     return (cert.not_valid_after_utc - now).total_seconds() / 86400
 
 
-def _subject(name: str) -> x509.verification.Subject:  # type: ignore[name-defined]
+def _subject(name: str) -> x509.verification.Subject:
     try:
         return x509.IPAddress(ipaddress.ip_address(name))
     except ValueError:

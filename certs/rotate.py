@@ -63,7 +63,7 @@ def load_current(targets: Targets, secret: dict[str, Any] | None) -> tuple[Mater
 
 def bundle_cas(configurations: list[dict[str, Any]]) -> list[x509.Certificate]:
     """Every CA certificate the webhooks trust today (unreadable bundles are ignored: they get replaced)."""
-    found = []
+    found: list[x509.Certificate] = []
     for configuration in configurations:
         for webhook in configuration.get("webhooks") or ():
             bundle = (webhook.get("clientConfig") or {}).get("caBundle")

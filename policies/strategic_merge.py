@@ -87,7 +87,8 @@ def strategic_merge(original: Mapping[str, Any], patch: Mapping[str, Any], schem
 def _merge_map(original: dict[str, Any], patch: Mapping[str, Any], schema: Schema) -> dict[str, Any]:
     directive = patch.get(PATCH_DIRECTIVE)
     if directive == "replace":
-        return _clean({k: v for k, v in patch.items() if k != PATCH_DIRECTIVE}, schema)
+        replaced: dict[str, Any] = _clean({k: v for k, v in patch.items() if k != PATCH_DIRECTIVE}, schema)
+        return replaced
     if directive == "delete":
         return {}
     if directive not in (None, "merge"):
@@ -130,7 +131,8 @@ def _merge_list(original: list[Any], patch: list[Any], schema: Schema) -> list[A
     if schema.merge_primitives:
         return original + [item for item in patch if item not in original]
     if schema.merge_key is None:
-        return _clean(patch, schema)
+        cleaned: list[Any] = _clean(patch, schema)
+        return cleaned
     key = schema.merge_key
     item_schema = schema.item or _PLAIN
     if any(isinstance(item, Mapping) and item.get(PATCH_DIRECTIVE) == "replace" for item in patch):

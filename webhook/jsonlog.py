@@ -55,7 +55,7 @@ class _LineQueueHandler(logging.Handler):
         self.lines = lines
         self.formatter = JsonFormatter()
 
-    def handle(self, record: logging.LogRecord) -> bool:  # type: ignore[override]
+    def handle(self, record: logging.LogRecord) -> bool:
         try:
             self.lines.put(self.formatter.format(record))  # type: ignore[union-attr]
         except Exception:

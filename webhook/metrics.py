@@ -75,7 +75,7 @@ class WebhookMetrics:
         if self.multiprocess_dir:
             from prometheus_client import multiprocess
 
-            multiprocess.MultiProcessCollector(self.registry, path=self.multiprocess_dir)
+            multiprocess.MultiProcessCollector(self.registry, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
 
     def observe_plugin(self, route: Route, plugin: str, operation: str, seconds: float, allowed: bool) -> None:
         key = (route.path, plugin, operation, allowed)

@@ -35,7 +35,8 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from certs.generate import CertPaths, ensure_serving_certs
+from certs.generate import ensure_serving_certs
+from certs.material import CertPaths
 from certs.manager import ManagerSettings, self_management
 from webhook.jsonlog import setup_logging
 from webhook.registry import Registry, default_routes

@@ -78,7 +78,9 @@ class QuotaInfo:
     def of(cls, quota: Mapping[str, Any], strict: bool = True) -> QuotaInfo:
         """The facts the checks read; `strict` refuses malformed quantities (a request's quota)."""
         labels, spec, name = labels_of(quota), spec_of(quota), name_of(quota)
-        parse = (lambda raw, where: resource_list(raw, where)) if strict else (lambda raw, where: _lenient_resource_list(raw))
+        def parse(raw: Any, where: str) -> dict[str, Quantity]:
+            return resource_list(raw, where) if strict else _lenient_resource_list(raw)
+
         return cls(
             name=name,
             parent=parent_of(quota),

@@ -27,7 +27,8 @@ import jsonpatch
 import yaml
 from aiohttp import web
 
-from certs.generate import CertPaths, ensure_serving_certs
+from certs.generate import ensure_serving_certs
+from certs.material import CertPaths
 from tests.support.apistore import Conflict, Event, Invalid, NotFound, ResourceType, Store, Watcher
 from webhook.serve import tls_context
 from policies.kinds import KINDS

@@ -21,7 +21,8 @@ from typing import Any
 
 import aiohttp
 
-from certs.generate import CertPaths, ensure_serving_certs
+from certs.generate import ensure_serving_certs
+from certs.material import CertPaths
 from tests.support.apiserver import ApiServer
 from tests.support.webhook_manifests import MANIFESTS, NAMESPACE, SERVICE
 from cluster.files import read_manifest_file

@@ -9,7 +9,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from certs.generate import CertPaths, ensure_serving_certs
+from certs.generate import ensure_serving_certs
+from certs.material import CertPaths
 from policies.snapshot import ClusterSnapshot
 from webhook.metrics import WebhookMetrics
 from webhook.registry import default_routes

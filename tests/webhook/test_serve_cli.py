@@ -105,7 +105,7 @@ def test_serve_generates_trusted_certificates_and_mutates(served):
 
 
 def test_tls_1_2_is_the_minimum_and_is_accepted(served):
-    from certs.generate import CertPaths
+    from certs.material import CertPaths
     from webhook.serve import tls_context
 
     server = served()
