@@ -8,6 +8,8 @@ REPO = Path(__file__).resolve().parents[1]
 FORBIDDEN = {
     "policies": {"webhook", "certs", "scheduler_plugins", "aiohttp", "kubernetes", "prometheus_client", "socket", "asyncio"},
     "certs": {"webhook", "scheduler_plugins"},
+    # the command-line conventions every component uses: they know none of them
+    "cli": {"colocate", "webhook", "scheduler_plugins", "certs", "cluster", "policies"},
 }
 
 
