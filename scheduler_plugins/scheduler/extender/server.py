@@ -25,7 +25,8 @@ from scheduler_plugins.scheduler.extender.service import ExtenderService, NotSyn
 from scheduler_plugins.scheduler.registry import in_tree_registry
 from scheduler_plugins.scheduler.simulator.scheduler import build_framework
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("colocate.extender")
+access_log = logging.getLogger("colocate.extender.access")
 VERBS = ("filter", "prioritize", "bind")
 SERVICE_KEY = web.AppKey("service", ExtenderService)
 
@@ -103,7 +104,7 @@ def run_source(source: LiveClusterSource) -> Callable[[web.Application], AsyncIt
 
 def serve(config: SchedulerConfig, source: ClusterSource, host: str, port: int, url_prefix: str,
           scheduler_name: str | None = None, clock: Clock = system_clock) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    """Serve until SIGTERM/SIGINT; logs go where the CLI edge configured them (JSON lines on stderr)."""
     service = build_service(config, source, scheduler_name, clock)
     gc.collect()
     gc.freeze()  # the loaded cluster is long-lived: keep GC pauses off the request path
@@ -115,5 +116,5 @@ def serve(config: SchedulerConfig, source: ClusterSource, host: str, port: int, 
     else:
         log.info("serving %s under %s on %s:%d with %d nodes", ", ".join(VERBS), url_prefix, host, port,
                  len(service.cluster.nodes))
-    web.run_app(app, host=host, port=port, print=None)
+    web.run_app(app, host=host, port=port, print=None, access_log=access_log)
     return 0
