@@ -5,10 +5,11 @@ one field and name it when it is wrong. Keys are matched exactly (the YAML spell
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
+from policies.durations import parse_duration
 from scheduler_plugins.scheduler.errors import ConfigError
-from scheduler_plugins.quantity import parse_duration
 
 _MISSING = object()
 
@@ -80,7 +81,7 @@ class Fields:
             raise ConfigError(self.at(key), "must be a list of strings")
         return list(value)
 
-    def sub(self, key: str) -> "Fields":
+    def sub(self, key: str) -> Fields:
         return Fields(self.raw.get(key), self.at(key))
 
 

@@ -12,12 +12,13 @@ have are left out of the weighted mean.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
-from scheduler_plugins import apis
+from policies.constants import RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, RESOURCE_PODS
 from scheduler_plugins.scheduler.errors import ConfigError
 from scheduler_plugins.scheduler.framework.args import Fields, check_range
 from scheduler_plugins.scheduler.framework.columns import ColumnSet
@@ -31,11 +32,11 @@ from scheduler_plugins.scheduler.podinfo import PodInfo
 
 NAME = "NodeResourcesFit"
 LEAST_ALLOCATED = "LeastAllocated"
-DEFAULT_SCORING_RESOURCES = ((apis.CPU, 1), (apis.MEMORY, 1))
+DEFAULT_SCORING_RESOURCES = ((RESOURCE_CPU, 1), (RESOURCE_MEMORY, 1))
 _STATE_KEY = NAME + "/preFilter"
 #: pods allowed on a node whose allocatable does not say (kubelet's default maxPods)
 DEFAULT_MAX_PODS = 110
-_FIRST = (apis.CPU, apis.MEMORY, apis.EPHEMERAL_STORAGE)
+_FIRST = (RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE)
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def parse_args(raw: Mapping[str, Any] | None, path: str) -> NodeResourcesFitArgs
 def _ordered(requests: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     """Positive requests, cpu/memory/ephemeral-storage first, then extended names sorted."""
     first = [(r, requests[r]) for r in _FIRST if requests.get(r, 0) > 0]
-    rest = sorted((r, v) for r, v in requests.items() if r not in _FIRST and r != apis.PODS and v > 0)
+    rest = sorted((r, v) for r, v in requests.items() if r not in _FIRST and r != RESOURCE_PODS and v > 0)
     return tuple(first + rest)
 
 
@@ -89,7 +90,7 @@ class NodeResourcesFit:
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         allocatable, used = node.allocatable, node.qos_requested
         reasons = []
-        if len(node.pods) + 1 > allocatable.get(apis.PODS, DEFAULT_MAX_PODS):
+        if len(node.pods) + 1 > allocatable.get(RESOURCE_PODS, DEFAULT_MAX_PODS):
             reasons.append("Too many pods")
         for name, amount in self._requests(state, pod):
             if amount > allocatable.get(name, 0) - used.get(name, 0):
@@ -106,7 +107,7 @@ class NodeResourcesFit:
             return last[2]
         rows = []
         for name, weight in self.args.scoring_resources:
-            non_zero = name in (apis.CPU, apis.MEMORY)
+            non_zero = name in (RESOURCE_CPU, RESOURCE_MEMORY)
             request = (pod.non_zero_requests if non_zero else pod.requests).get(name, 0)
             rows.append((name, weight, request, non_zero))
         self._last = (state, pod, rows)  # holds the state, so its identity is not reused
@@ -129,7 +130,7 @@ class NodeResourcesFit:
     def filter_mask(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], index: np.ndarray) -> np.ndarray:
         cols = self.columns
         cols.refresh()
-        ok = cols.get(("count", ""))[index] + 1 <= cols.get(("alloc", apis.PODS))[index]
+        ok = cols.get(("count", ""))[index] + 1 <= cols.get(("alloc", RESOURCE_PODS))[index]
         for name, amount in self._requests(state, pod):
             ok &= amount <= cols.get(("alloc", name))[index] - cols.get(("qos", name))[index]
         return ok
@@ -155,7 +156,7 @@ def _extract(node: NodeInfo, key: tuple[str, str]) -> int:
     if kind == "count":
         return len(node.pods)
     if kind == "alloc":
-        return node.allocatable.get(name, DEFAULT_MAX_PODS if name == apis.PODS else 0)
+        return node.allocatable.get(name, DEFAULT_MAX_PODS if name == RESOURCE_PODS else 0)
     table = {"qos": node.qos_requested, "nz": node.non_zero_requested, "req": node.requested}[kind]
     return table.get(name, 0)
 

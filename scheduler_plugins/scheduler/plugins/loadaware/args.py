@@ -9,19 +9,20 @@ and validation), with the quirks of spec §2.3 kept:
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
-from scheduler_plugins import apis
+from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
 from scheduler_plugins.scheduler.errors import ConfigError
 from scheduler_plugins.scheduler.framework.args import Fields, check_range
 
 DEFAULT_FILTER_EXPIRED_NODE_METRICS = True
 DEFAULT_NODE_METRIC_EXPIRATION_SECONDS = 180
 DEFAULT_ENABLE_SCHEDULE_WHEN_NODE_METRICS_EXPIRED = False
-DEFAULT_RESOURCE_WEIGHTS = {apis.CPU: 1, apis.MEMORY: 1}
-DEFAULT_USAGE_THRESHOLDS = {apis.CPU: 65, apis.MEMORY: 95}
-DEFAULT_ESTIMATED_SCALING_FACTORS = {apis.CPU: 85, apis.MEMORY: 70}
+DEFAULT_RESOURCE_WEIGHTS = {RESOURCE_CPU: 1, RESOURCE_MEMORY: 1}
+DEFAULT_USAGE_THRESHOLDS = {RESOURCE_CPU: 65, RESOURCE_MEMORY: 95}
+DEFAULT_ESTIMATED_SCALING_FACTORS = {RESOURCE_CPU: 85, RESOURCE_MEMORY: 70}
 DEFAULT_ESTIMATOR = "defaultEstimator"
 KNOWN_ESTIMATORS = ("", DEFAULT_ESTIMATOR)
 AGGREGATION_TYPES = ("avg", "p50", "p90", "p95", "p99")
@@ -134,7 +135,7 @@ def _validate(args: LoadAwareSchedulingArgs, f: Fields) -> None:
 
 def resource_vector(args: LoadAwareSchedulingArgs) -> tuple[str, ...]:
     """Spec §3.2: {cpu, memory} ∪ every resource named in the args, sorted."""
-    names = {apis.CPU, apis.MEMORY}
+    names = {RESOURCE_CPU, RESOURCE_MEMORY}
     for table in (args.usage_thresholds, args.prod_usage_thresholds, args.aggregated.usage_thresholds,
                   args.resource_weights, args.estimated_scaling_factors):
         names.update(table)

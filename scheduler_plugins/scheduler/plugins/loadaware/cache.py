@@ -7,14 +7,16 @@ per pod), so the aggregates never drift.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
-from scheduler_plugins import apis
+from policies.constants import PriorityClass
+from policies.durations import parse_duration
+from policies.quantity import resource_list
 from scheduler_plugins.clock import Clock, parse_time
 from scheduler_plugins.scheduler.plugins.loadaware.estimator import EstimationWindows
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from scheduler_plugins.quantity import parse_duration, resource_list
 
 DEFAULT_REPORT_INTERVAL_SECONDS = 60
 Vec = list[int]
@@ -122,7 +124,7 @@ class AssignCache:
     def _add_pod(self, load: NodeLoad, entry: AssignedPod) -> None:
         key = entry.pod.key
         usage = load.pod_usage.get(key)
-        prod = entry.pod.priority_class == apis.PRIORITY_PROD
+        prod = entry.pod.priority_class == PriorityClass.PROD
         active_prod = prod and key in load.prod_pods
         zero = self._zero()
         prod_usage = usage if (active_prod and usage is not None) else zero
@@ -163,7 +165,7 @@ class AssignCache:
             key = f"{item.get('namespace') or 'default'}/{item.get('name', '')}"
             if ((item.get("podUsage") or {}).get("resources")):
                 pod_usage[key] = self._vector(item.get("podUsage"))
-            if item.get("priority") == apis.PRIORITY_PROD:
+            if item.get("priority") == PriorityClass.PROD:
                 prod_pods.add(key)
         agg_usage: dict[tuple[str, float], Vec] = {}
         longest: dict[str, float] = {}
