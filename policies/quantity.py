@@ -181,6 +181,14 @@ def milli_integer(value: object) -> str:
     return Quantity.from_int(Quantity.parse(value).milli_value()).canonical()
 
 
+def quantity_list(raw: object) -> dict[str, Quantity]:
+    """A v1.ResourceList as exact quantities ({} for anything but a mapping); raises QuantityError
+    on a malformed quantity."""
+    if not isinstance(raw, Mapping):
+        return {}
+    return {name: Quantity.parse(value) for name, value in raw.items()}
+
+
 def _strip(text: str | int | float) -> str | int | float:
     return text.strip() if isinstance(text, str) else text
 

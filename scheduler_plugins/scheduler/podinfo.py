@@ -6,7 +6,7 @@ parsing. A transformer that changes a pod builds a new PodInfo from a deep copy.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
@@ -21,55 +21,17 @@ from policies.qos import (
     translate_resource_name,
 )
 from policies.quantity import resource_list
+from policies.resources import pod_resources
 
-#: Defaults kube-scheduler substitutes for a container with no cpu/memory request (scoring only).
+#: Defaults kube-scheduler substitutes for a container with no cpu/memory request (scoring only):
+#: its NonMissingContainerRequests for the non-zero requests.
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+NON_ZERO_DEFAULTS: Mapping[str, int] = {
+    RESOURCE_CPU: DEFAULT_MILLI_CPU_REQUEST, RESOURCE_MEMORY: DEFAULT_MEMORY_REQUEST,
+}
 
 Vector = dict[str, int]
-
-
-def _add(into: Vector, other: Mapping[str, int]) -> None:
-    for name, amount in other.items():
-        into[name] = into.get(name, 0) + amount
-
-
-def _max(into: Vector, other: Mapping[str, int]) -> None:
-    for name, amount in other.items():
-        if amount > into.get(name, 0):
-            into[name] = amount
-
-
-def aggregate_containers(
-    spec: Mapping[str, Any], field: str, transform: Callable[[Vector], Vector] = lambda v: v
-) -> Vector:
-    """k8s `PodRequests`/`PodLimits`: containers summed, sidecar init containers (restartPolicy
-    Always) added to the steady state, regular init containers taking the max, plus overhead."""
-    total: Vector = {}
-    for container in spec.get("containers") or []:
-        _add(total, transform(resource_list((container.get("resources") or {}).get(field))))
-    sidecars: Vector = {}
-    init_peak: Vector = {}
-    for container in spec.get("initContainers") or []:
-        amounts = transform(resource_list((container.get("resources") or {}).get(field)))
-        if container.get("restartPolicy") == "Always":
-            _add(total, amounts)
-            _add(sidecars, amounts)
-            _max(init_peak, sidecars)
-        else:
-            running = dict(sidecars)
-            _add(running, amounts)
-            _max(init_peak, running)
-    _max(total, init_peak)
-    _add(total, resource_list(spec.get("overhead")))
-    return total
-
-
-def _non_zero(amounts: Vector) -> Vector:
-    out = dict(amounts)
-    out.setdefault(RESOURCE_CPU, DEFAULT_MILLI_CPU_REQUEST)
-    out.setdefault(RESOURCE_MEMORY, DEFAULT_MEMORY_REQUEST)
-    return out
 
 
 clone = json_copy  # a deep copy of a JSON-shaped object, shared with the policy engine
@@ -117,16 +79,16 @@ class PodInfo:
 
     @cached_property
     def requests(self) -> Vector:
-        return aggregate_containers(self.spec, "requests")
+        return pod_resources(self.obj, "requests", resource_list)
 
     @cached_property
     def limits(self) -> Vector:
-        return aggregate_containers(self.spec, "limits")
+        return pod_resources(self.obj, "limits", resource_list)
 
     @cached_property
     def non_zero_requests(self) -> Vector:
         """Requests with the 100m / 200Mi defaults per container (explicit 0 stays 0)."""
-        return aggregate_containers(self.spec, "requests", _non_zero)
+        return pod_resources(self.obj, "requests", resource_list, NON_ZERO_DEFAULTS)
 
     @cached_property
     def kube_qos(self) -> str:
