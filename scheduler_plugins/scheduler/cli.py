@@ -15,10 +15,11 @@ from typing import Any
 
 import yaml
 
+from policies.field_errors import ConfigError
 from scheduler_plugins.clock import Clock, fixed_clock, parse_time, system_clock
 from scheduler_plugins.scheduler.cluster.snapshot import ClusterSource, SnapshotDirectorySource, read_objects
 from scheduler_plugins.scheduler.config import SchedulerConfig, load_config
-from scheduler_plugins.scheduler.errors import ConfigError, SnapshotError
+from scheduler_plugins.scheduler.errors import SnapshotError
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.registry import in_tree_registry
 from scheduler_plugins.scheduler.simulator import render
@@ -29,7 +30,7 @@ from scheduler_plugins.scheduler.simulator.simulate import simulate
 EXIT_OK, EXIT_UNSCHEDULABLE, EXIT_USAGE = 0, 1, 2
 
 
-def register_commands(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `scheduler` command group and its subcommands."""
     scheduler = subparsers.add_parser("scheduler", help="scheduling framework, extender and simulator")
     commands = scheduler.add_subparsers(dest="scheduler_command", metavar="SUBCOMMAND")
@@ -145,8 +146,8 @@ def _extender_source(args: argparse.Namespace) -> ClusterSource:
     from kubernetes.config import ConfigException
 
     from cluster.client import api_client
-    from scheduler_plugins.scheduler.cluster.kube import KubeClusterSource
     from cluster.reflector import ReflectorSettings
+    from scheduler_plugins.scheduler.cluster.kube import KubeClusterSource
 
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
         raise ConfigError("--kubeconfig", f"{args.kubeconfig}: no such file")

@@ -3,15 +3,15 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from policies.field_errors import ConfigError
+from scheduler_plugins.scheduler.cluster.client import InMemoryClient
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.config import parse_config
-from scheduler_plugins.scheduler.errors import ConfigError
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.registry import PluginSpec, Registry
 from scheduler_plugins.scheduler.framework.runtime import Framework
 from scheduler_plugins.scheduler.framework.status import SKIP, SUCCESS, Code, Status, unschedulable
-from scheduler_plugins.scheduler.cluster.client import InMemoryClient
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.registry import in_tree_registry
 from scheduler_plugins.scheduler.simulator.scheduler import Scheduler, num_feasible_nodes_to_find

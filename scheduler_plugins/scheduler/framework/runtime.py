@@ -12,19 +12,25 @@ from typing import Any
 
 import numpy as np
 
+from policies.field_errors import ConfigError
 from scheduler_plugins.scheduler.cluster.state import ClusterListener
 from scheduler_plugins.scheduler.config import Profile
-from scheduler_plugins.scheduler.errors import ConfigError
 from scheduler_plugins.scheduler.framework import interfaces as fi
 from scheduler_plugins.scheduler.framework.columns import node_indexes
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.registry import Registry
-from scheduler_plugins.scheduler.framework.status import (MAX_NODE_SCORE, MIN_NODE_SCORE, SKIP, SUCCESS, Code,
-                                                Status, error)
+from scheduler_plugins.scheduler.framework.status import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    Code,
+    Status,
+    error,
+)
 from scheduler_plugins.scheduler.podinfo import PodInfo, clone
-
 
 INDEX_CACHE_SIZE = 4
 

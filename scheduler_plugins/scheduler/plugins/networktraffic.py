@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from policies.durations import format_duration
-from scheduler_plugins.scheduler.errors import ConfigError
-from scheduler_plugins.scheduler.framework.args import Fields
+from policies.field_errors import ConfigError, Fields
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeScore

@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 
 from policies.constants import RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, RESOURCE_PODS
-from scheduler_plugins.scheduler.errors import ConfigError
-from scheduler_plugins.scheduler.framework.args import Fields, check_range
+from policies.field_errors import ConfigError, Fields, check_range
 from scheduler_plugins.scheduler.framework.columns import ColumnSet
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle

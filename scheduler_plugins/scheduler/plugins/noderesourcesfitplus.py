@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
-from scheduler_plugins.scheduler.errors import ConfigError
-from scheduler_plugins.scheduler.framework.args import Fields
+from policies.field_errors import ConfigError, Fields
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo

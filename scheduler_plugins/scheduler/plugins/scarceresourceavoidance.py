@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies.constants import RESOURCE_PODS
-from scheduler_plugins.scheduler.framework.args import Fields
+from policies.field_errors import Fields
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo

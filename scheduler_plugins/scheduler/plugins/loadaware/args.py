@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
-from scheduler_plugins.scheduler.errors import ConfigError
-from scheduler_plugins.scheduler.framework.args import Fields, check_range
+from policies.field_errors import ConfigError, Fields, check_range
 
 DEFAULT_FILTER_EXPIRED_NODE_METRICS = True
 DEFAULT_NODE_METRIC_EXPIRATION_SECONDS = 180
