@@ -2,26 +2,24 @@
 
 A batch plugin (`BatchFilterPlugin`, `BatchScorePlugin`) answers for many nodes at once with
 numpy; it keeps its per-node inputs in arrays indexed by `NodeInfo.index` and asks a
-`DirtyRows` which rows changed since it last looked (`ClusterState.generations`). Each batch
+`DirtyRows` which rows changed since it last looked (`ClusterView.generations`). Each batch
 method must agree exactly with the plugin's per-node method: the per-node method stays the
 reference (explain uses it, and so does the framework for the reasons of rejected nodes).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
+from scheduler_plugins.scheduler.framework.interfaces import ClusterView
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
-
-if TYPE_CHECKING:
-    from scheduler_plugins.scheduler.cluster.state import ClusterState
 
 
 class DirtyRows:
     """Tracks which node rows of a cluster changed since the last `take()`."""
 
-    def __init__(self, cluster: "ClusterState") -> None:
+    def __init__(self, cluster: ClusterView) -> None:
         self.cluster = cluster
         self.seen = np.full(0, -1, dtype=np.int64)
 
@@ -63,7 +61,7 @@ class ColumnSet:
     `refresh()` re-extracts only the rows that changed; a column asked for the first time is
     built for every node."""
 
-    def __init__(self, cluster: "ClusterState", extract) -> None:
+    def __init__(self, cluster: ClusterView, extract) -> None:
         self.cluster = cluster
         self.rows = DirtyRows(cluster)
         self.extract = extract

@@ -6,12 +6,10 @@ The client is a seam: the simulator and the snapshot-backed extender use `InMemo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from scheduler_plugins.clock import Clock, system_clock
-
-if TYPE_CHECKING:
-    from scheduler_plugins.scheduler.cluster.state import ClusterState
+from scheduler_plugins.scheduler.framework.interfaces import ClusterView
 
 
 class ClientError(Exception):
@@ -30,6 +28,6 @@ class ClusterClient(Protocol):
 
 @dataclass
 class Handle:
-    cluster: "ClusterState"
+    cluster: ClusterView
     client: ClusterClient
     clock: Clock = system_clock

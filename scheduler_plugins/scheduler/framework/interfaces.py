@@ -10,8 +10,12 @@ Every method returns a `Status` (or a tuple with one) instead of raising. Contra
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
 
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
@@ -242,6 +246,53 @@ class ReservationNominator(Protocol):
 @runtime_checkable
 class ReservationPreBindPlugin(Protocol):
     def pre_bind_reservation(self, state: CycleState, reservation: dict, node_name: str) -> Status: ...
+
+
+# --- what the framework needs of the cluster state ----------------------------------------------
+
+@runtime_checkable
+class ClusterListener(Protocol):
+    """A plugin that keeps its own cache of cluster objects (informer event handlers): subscribed to
+    the cluster state by the framework, told about every change after a replay of the current state."""
+
+    def on_pod_assigned(self, pod: PodInfo, node_name: str) -> None: ...
+
+    def on_pod_deleted(self, pod: PodInfo, node_name: str) -> None: ...
+
+    def on_node_metric(self, node_name: str, metric: dict[str, Any] | None) -> None: ...
+
+
+class ClusterView(Protocol):
+    """The scheduler's cluster state as the framework, its plugins and the scheduling loop use it
+    (kube-scheduler's cache and snapshot); `cluster.state.ClusterState` implements it.
+
+    `by_index` holds the nodes by table index (deleted nodes leave an empty slot) and `generations`
+    a counter per index bumped on every change to that node, for batch plugins to refresh only the
+    rows that changed."""
+
+    @property
+    def by_index(self) -> Sequence[NodeInfo]: ...
+
+    @property
+    def generations(self) -> npt.NDArray[np.int64]: ...
+
+    def node_list(self) -> list[NodeInfo]:
+        """Every node, sorted by name."""
+        ...
+
+    def touch(self, name: str) -> None:
+        """Something derived from this node changed (a plugin's cache entry): bump its generation."""
+        ...
+
+    def subscribe(self, listener: ClusterListener) -> None: ...
+
+    def assume(self, pod: PodInfo, node_name: str) -> None:
+        """Count the pod on the node before binding finishes (AssumePod)."""
+        ...
+
+    def forget(self, pod: PodInfo, node_name: str) -> None:
+        """Undo `assume` after a failure in the binding cycle (ForgetPod)."""
+        ...
 
 
 #: Every extension point a profile can enable, in KubeSchedulerConfiguration spelling, with the

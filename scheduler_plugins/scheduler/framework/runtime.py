@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from policies.field_errors import ConfigError
-from scheduler_plugins.scheduler.cluster.state import ClusterListener
 from scheduler_plugins.scheduler.config import Profile
 from scheduler_plugins.scheduler.framework import interfaces as fi
 from scheduler_plugins.scheduler.framework.columns import node_indexes
@@ -81,7 +80,7 @@ class Framework:
         self._batch_scorers = {p.name for p in self.points["score"] if isinstance(p, fi.BatchScorePlugin)}
         self.pre_bind_extensions = [p for p in self.points["preBind"] if isinstance(p, fi.PreBindExtensions)]
         for plugin in self.plugins.values():
-            if isinstance(plugin, ClusterListener):
+            if isinstance(plugin, fi.ClusterListener):
                 handle.cluster.subscribe(plugin)
 
     def _transformers(self, point: str, protocol: type) -> list[Any]:

@@ -40,7 +40,7 @@ class Status:
     def message(self) -> str:
         return ", ".join(self.reasons)
 
-    def with_plugin(self, plugin: str) -> "Status":
+    def with_plugin(self, plugin: str) -> Status:
         return self if self.plugin == plugin else replace(self, plugin=plugin)
 
     def as_dict(self) -> dict:
