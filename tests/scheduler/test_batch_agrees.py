@@ -82,7 +82,7 @@ def test_batch_filter_and_score_agree_with_per_node(seed):
 
 
 def simulate_placements(objects, batch: bool, percentage: int = 0):
-    from scheduler_plugins.scheduler.simulator.scheduler import Scheduler
+    from scheduler_plugins.scheduler.framework.scheduling import Scheduler
     from scheduler_plugins.scheduler.simulator.simulate import simulate
 
     fwk, cluster = make_framework(objects, make_config(percentageOfNodesToScore=percentage))

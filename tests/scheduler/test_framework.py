@@ -11,10 +11,10 @@ from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.registry import PluginSpec, Registry
 from scheduler_plugins.scheduler.framework.runtime import Framework
+from scheduler_plugins.scheduler.framework.scheduling import Scheduler, num_feasible_nodes_to_find
 from scheduler_plugins.scheduler.framework.status import SKIP, SUCCESS, Code, Status, unschedulable
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.registry import in_tree_registry
-from scheduler_plugins.scheduler.simulator.scheduler import Scheduler, num_feasible_nodes_to_find
 from tests.scheduler.builders import make_node, make_pod
 
 

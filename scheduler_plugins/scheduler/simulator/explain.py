@@ -12,8 +12,8 @@ from typing import Any
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.runtime import Framework
+from scheduler_plugins.scheduler.framework.scheduling import select_host
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from scheduler_plugins.scheduler.simulator.scheduler import select_host
 
 
 def explain(framework: Framework, cluster: ClusterState, pod: PodInfo) -> dict[str, Any]:
