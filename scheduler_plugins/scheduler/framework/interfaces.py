@@ -11,7 +11,7 @@ Every method returns a `Status` (or a tuple with one) instead of raising. Contra
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -39,15 +39,6 @@ class NodeScore:
 @dataclass(frozen=True, slots=True)
 class PostFilterResult:
     nominated_node: str = ""
-
-
-@dataclass(slots=True)
-class ReservationInfo:
-    """A Reservation the pod may consume; filled in by the Reservation plugin (a later issue)."""
-
-    name: str
-    node_name: str
-    obj: dict[str, Any] = field(default_factory=dict)
 
 
 class Plugin(Protocol):
@@ -210,42 +201,6 @@ class BeforeScoreTransformer(Protocol):
 class AfterPostFilterTransformer(Protocol):
     def after_post_filter(self, state: CycleState, pod: PodInfo, statuses: dict[str, Status],
                           post_filter_status: Status) -> None: ...
-
-
-# --- reservation hooks, filled by the Reservation plugin of a later issue ------------------------
-
-@runtime_checkable
-class ReservationRestorePlugin(Protocol):
-    def pre_restore_reservation(self, state: CycleState, pod: PodInfo) -> Status: ...
-
-    def restore_reservation(self, state: CycleState, pod: PodInfo, matched: list[ReservationInfo],
-                            unmatched: list[ReservationInfo], node: NodeInfo) -> tuple[Any, Status]: ...
-
-
-@runtime_checkable
-class ReservationFilterPlugin(Protocol):
-    def filter_reservation(self, state: CycleState, pod: PodInfo, reservation: ReservationInfo,
-                           node: NodeInfo) -> Status: ...
-
-    def filter_nominate_reservation(self, state: CycleState, pod: PodInfo,
-                                    reservation: ReservationInfo, node_name: str) -> Status: ...
-
-
-@runtime_checkable
-class ReservationScorePlugin(Protocol):
-    def score_reservation(self, state: CycleState, pod: PodInfo, reservation: ReservationInfo,
-                          node_name: str) -> tuple[int, Status]: ...
-
-
-@runtime_checkable
-class ReservationNominator(Protocol):
-    def nominate_reservation(self, state: CycleState, pod: PodInfo,
-                             node_name: str) -> tuple[ReservationInfo | None, Status]: ...
-
-
-@runtime_checkable
-class ReservationPreBindPlugin(Protocol):
-    def pre_bind_reservation(self, state: CycleState, reservation: dict, node_name: str) -> Status: ...
 
 
 # --- what the framework needs of the cluster state ----------------------------------------------

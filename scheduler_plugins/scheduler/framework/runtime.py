@@ -86,10 +86,6 @@ class Framework:
     def _transformers(self, point: str, protocol: type) -> list[Any]:
         return [p for p in self.points[point] if isinstance(p, protocol)]
 
-    def reservation_hooks(self, protocol: type) -> list[Any]:
-        """Implementations of a reservation hook, in registration order (spec §2.2)."""
-        return [p for p in self.plugins.values() if isinstance(p, protocol)]
-
     # --- queueing --------------------------------------------------------------------------------
     def run_pre_enqueue(self, pod: PodInfo) -> Status:
         for plugin in self.points["preEnqueue"]:
