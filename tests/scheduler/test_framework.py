@@ -131,3 +131,9 @@ def test_a_before_filter_transformer_runs_for_every_node_the_scheduler_filters()
     assert placement.scheduled
     assert [e for e in log if e[0] == "before_filter"] == [("before_filter", "T")] * 3
     assert [e[2] for e in log if e[0] == "filter"] == ["n1", "n2", "n3"]
+
+
+def test_a_profile_without_filter_plugins_finds_every_node_feasible():
+    fwk, cluster = build({}, {"filter": []}, nodes=("n1", "n2"))
+    feasible, failed, processed = fwk.find_feasible(CycleState(), PodInfo(make_pod()), cluster.node_list())
+    assert ([n.name for n in feasible], failed, processed) == (["n1", "n2"], {}, 2)

@@ -22,6 +22,9 @@ from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.status import Status
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
+#: Table indexes of a node list (`NodeInfo.index`): an array, or a slice when they are 0..n-1 in order.
+NodeIndex = npt.NDArray[np.int64] | slice
+
 
 @dataclass(frozen=True, slots=True)
 class PreFilterResult:
@@ -83,12 +86,13 @@ class FilterPlugin(Protocol):
 
 
 @runtime_checkable
-class BatchFilterPlugin(Protocol):
+class BatchFilterPlugin(FilterPlugin, Protocol):
     """Optional: Filter for many nodes at once. Returns a boolean array (True = passes), aligned
     with `nodes` (`index` holds their table indexes), or None to fall back to `filter`. Must agree
     with `filter` node by node; the framework asks `filter` for the reason of each rejection."""
 
-    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: Any) -> Any: ...
+    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+                    index: NodeIndex) -> npt.NDArray[np.bool_] | None: ...
 
 
 @runtime_checkable
@@ -114,11 +118,12 @@ class ScorePlugin(Protocol):
 
 
 @runtime_checkable
-class BatchScorePlugin(Protocol):
+class BatchScorePlugin(ScorePlugin, Protocol):
     """Optional: Score for many nodes at once (an integer array aligned with `nodes`), or None to
     fall back to `score`. Must agree with `score` node by node."""
 
-    def score_array(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: Any) -> Any: ...
+    def score_array(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+                    index: NodeIndex) -> npt.NDArray[np.int64] | None: ...
 
 
 @runtime_checkable
