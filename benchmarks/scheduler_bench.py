@@ -54,7 +54,8 @@ def pod(i: int) -> dict:
         labels, priority = {"koordinator.sh/qosClass": "BE"}, 5500
         requests = {"kubernetes.io/batch-cpu": "2000", "kubernetes.io/batch-memory": "4Gi"}
     return {"kind": "Pod", "metadata": {"name": f"pod-{i:05d}", "namespace": "bench", "labels": labels},
-            "spec": {"priority": priority, "containers": [{"name": "c", "resources": {"requests": requests, "limits": requests}}]}}
+            "spec": {"priority": priority,
+                     "containers": [{"name": "c", "resources": {"requests": requests, "limits": requests}}]}}
 
 
 def cluster(nodes: int, pods: int = 0, seed: int = 1) -> ClusterState:

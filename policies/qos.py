@@ -74,7 +74,8 @@ def kubernetes_qos_class(pod: Mapping[str, Any]) -> str:
             guaranteed = False
     if not requests and not limits:
         return KubernetesQoSClass.BEST_EFFORT
-    if guaranteed and all(limits.get(name) == value for name, value in requests.items()) and len(requests) == len(limits):
+    if guaranteed and len(requests) == len(limits) and all(
+            limits.get(name) == value for name, value in requests.items()):
         return KubernetesQoSClass.GUARANTEED
     return KubernetesQoSClass.BURSTABLE
 

@@ -134,7 +134,8 @@ def _profile(raw: Any, path: str, registry: Registry) -> Profile:
     fields = Fields(raw, path)
     plugins_block = fields.sub("plugins")
     if plugins_block.raw.get("multiPoint"):
-        raise ConfigError(plugins_block.at("multiPoint"), "multiPoint is not supported; list plugins per extension point")
+        raise ConfigError(plugins_block.at("multiPoint"),
+                          "multiPoint is not supported; list plugins per extension point")
     plugins: dict[str, tuple[PluginRef, ...]] = {}
     for point, defaults in DEFAULT_PLUGINS.items():
         plugins[point] = _merge(point, defaults, plugins_block.sub(point), registry)

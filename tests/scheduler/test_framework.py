@@ -53,9 +53,8 @@ def build(plugins: dict[str, Recorder], points: dict, nodes=("n1", "n2")):
     registry = in_tree_registry()
     for name, plugin in plugins.items():
         registry.register(PluginSpec(name, lambda args, handle, p=plugin: p))
-    config = parse_config({"profiles": [{"plugins": {k: {"enabled": [{"name": n} for n in v], "disabled": [{"name": "*"}]}
-                                                         for k, v in points.items()}}]},
-                          registry)
+    blocks = {k: {"enabled": [{"name": n} for n in v], "disabled": [{"name": "*"}]} for k, v in points.items()}
+    config = parse_config({"profiles": [{"plugins": blocks}]}, registry)
     cluster = ClusterState.from_objects([make_node(n) for n in nodes])
     return Framework(config.profile(), registry, Handle(cluster, InMemoryClient(cluster))), cluster
 
@@ -101,9 +100,11 @@ def test_out_of_range_score_is_an_error():
 
 def test_a_plugin_enabled_at_a_point_it_does_not_implement_is_rejected():
     registry = in_tree_registry()
-    config = parse_config({"profiles": [{"plugins": {"filter": {"enabled": [{"name": "ScarceResourceAvoidance"}]}}}]}, registry)
+    config = parse_config({"profiles": [{"plugins": {"filter": {"enabled": [{"name": "ScarceResourceAvoidance"}]}}}]},
+                          registry)
     cluster = ClusterState()
-    with pytest.raises(ConfigError, match="profiles\\[0\\].plugins.filter: plugin 'ScarceResourceAvoidance' does not implement filter"):
+    message = "profiles\\[0\\].plugins.filter: plugin 'ScarceResourceAvoidance' does not implement filter"
+    with pytest.raises(ConfigError, match=message):
         Framework(config.profile(), registry, Handle(cluster, InMemoryClient(cluster)))
 
 

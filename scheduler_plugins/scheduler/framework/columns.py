@@ -8,11 +8,12 @@ reference (explain uses it, and so does the framework for the reasons of rejecte
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from scheduler_plugins.scheduler.framework.interfaces import ClusterView
+from scheduler_plugins.scheduler.framework.interfaces import ClusterView, NodeIndex
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 
 
@@ -45,13 +46,14 @@ def grow(array: np.ndarray, size: int, fill: object = 0) -> np.ndarray:
     return np.concatenate([array, extra])
 
 
-def node_indexes(nodes: Sequence[NodeInfo]) -> np.ndarray | slice | None:
+def node_indexes(nodes: Sequence[NodeInfo]) -> NodeIndex | None:
     """Table indexes of `nodes` (None when one is not part of the cluster table). When the nodes
     are exactly rows 0..n-1 in order, a slice: numpy then selects by view instead of by copy."""
     index = np.fromiter((n.index for n in nodes), dtype=np.int64, count=len(nodes))
     if len(index) and index.min() < 0:
         return None
-    if len(index) and index[0] == 0 and index[-1] == len(index) - 1 and (len(index) == 1 or np.all(np.diff(index) == 1)):
+    if len(index) and index[0] == 0 and index[-1] == len(index) - 1 and (
+            len(index) == 1 or np.all(np.diff(index) == 1)):
         return slice(0, len(index))
     return index
 
@@ -61,7 +63,7 @@ class ColumnSet:
     `refresh()` re-extracts only the rows that changed; a column asked for the first time is
     built for every node."""
 
-    def __init__(self, cluster: ClusterView, extract) -> None:
+    def __init__(self, cluster: ClusterView, extract: Callable[[NodeInfo, Any], int]) -> None:
         self.cluster = cluster
         self.rows = DirtyRows(cluster)
         self.extract = extract

@@ -6,7 +6,7 @@ The client is a seam: the simulator and the snapshot-backed extender use `InMemo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
@@ -21,7 +21,7 @@ class ClientError(Exception):
 
 
 class ClusterClient(Protocol):
-    def patch(self, kind: str, namespace: str, name: str, patch: list[dict]) -> dict: ...
+    def patch(self, kind: str, namespace: str, name: str, patch: list[dict[str, Any]]) -> dict[str, Any]: ...
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None: ...
 

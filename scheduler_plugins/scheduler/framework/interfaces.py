@@ -160,7 +160,7 @@ class PreBindExtensions(Protocol):
 
     name: str
 
-    def apply_patch(self, state: CycleState, original: dict, modified: dict) -> Status: ...
+    def apply_patch(self, state: CycleState, original: dict[str, Any], modified: dict[str, Any]) -> Status: ...
 
 
 @runtime_checkable

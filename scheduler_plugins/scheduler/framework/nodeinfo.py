@@ -38,7 +38,7 @@ class NodeInfo:
 
     @cached_property
     def name(self) -> str:
-        return ((self.node or {}).get("metadata") or {}).get("name", "")
+        return str(((self.node or {}).get("metadata") or {}).get("name", ""))
 
     @cached_property
     def labels(self) -> Mapping[str, str]:

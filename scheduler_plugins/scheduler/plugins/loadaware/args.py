@@ -65,16 +65,16 @@ def _aggregated(fields: Fields) -> AggregatedArgs:
         score_aggregation_type=fields.str("scoreAggregationType"),
         score_aggregated_duration=fields.duration("scoreAggregatedDuration"),
     )
-    for key, value in (("usageAggregationType", agg.usage_aggregation_type),
-                       ("scoreAggregationType", agg.score_aggregation_type)):
-        if value and value not in AGGREGATION_TYPES:
-            raise ConfigError(fields.at(key), f"must be one of {', '.join(AGGREGATION_TYPES)}, got {value!r}")
-    for key, value in (("usageAggregatedDuration", agg.usage_aggregated_duration),
-                       ("scoreAggregatedDuration", agg.score_aggregated_duration)):
-        if value < 0:
+    for key, kind in (("usageAggregationType", agg.usage_aggregation_type),
+                      ("scoreAggregationType", agg.score_aggregation_type)):
+        if kind and kind not in AGGREGATION_TYPES:
+            raise ConfigError(fields.at(key), f"must be one of {', '.join(AGGREGATION_TYPES)}, got {kind!r}")
+    for key, seconds in (("usageAggregatedDuration", agg.usage_aggregated_duration),
+                         ("scoreAggregatedDuration", agg.score_aggregated_duration)):
+        if seconds < 0:
             raise ConfigError(fields.at(key), "must not be negative")
-    for name, value in agg.usage_thresholds.items():
-        check_range(f"{fields.at('usageThresholds')}.{name}", value, 0, 100)
+    for name, threshold in agg.usage_thresholds.items():
+        check_range(f"{fields.at('usageThresholds')}.{name}", threshold, 0, 100)
     return agg
 
 
@@ -113,7 +113,8 @@ def parse_args(raw: Mapping[str, Any] | None, path: str) -> LoadAwareSchedulingA
 
 def _validate(args: LoadAwareSchedulingArgs, f: Fields) -> None:
     if args.node_metric_expiration_seconds <= 0:
-        raise ConfigError(f.at("nodeMetricExpirationSeconds"), f"must be > 0, got {args.node_metric_expiration_seconds}")
+        raise ConfigError(f.at("nodeMetricExpirationSeconds"),
+                          f"must be > 0, got {args.node_metric_expiration_seconds}")
     for name, weight in args.resource_weights.items():
         check_range(f"{f.at('resourceWeights')}.{name}", weight, 0, 100, open_low=True)
         if name not in args.estimated_scaling_factors:
@@ -126,9 +127,9 @@ def _validate(args: LoadAwareSchedulingArgs, f: Fields) -> None:
         check_range(f"{f.at('estimatedScalingFactors')}.{name}", value, 0, 100, open_low=True)
     if args.estimator not in KNOWN_ESTIMATORS:
         raise ConfigError(f.at("estimator"), f"unknown estimator {args.estimator!r} (known: \"\", {DEFAULT_ESTIMATOR})")
-    for key, value in (("estimatedSecondsAfterPodScheduled", args.estimated_seconds_after_pod_scheduled),
-                       ("estimatedSecondsAfterInitialized", args.estimated_seconds_after_initialized)):
-        if value is not None and value < 0:
+    for key, seconds in (("estimatedSecondsAfterPodScheduled", args.estimated_seconds_after_pod_scheduled),
+                         ("estimatedSecondsAfterInitialized", args.estimated_seconds_after_initialized)):
+        if seconds is not None and seconds < 0:
             raise ConfigError(f.at(key), "must not be negative")
 
 

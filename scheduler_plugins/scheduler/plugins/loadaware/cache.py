@@ -59,7 +59,7 @@ def _sub(a: Vec, b: Sequence[int]) -> None:
 def _positive_delta(estimated: Sequence[int], usage: Sequence[int] | None) -> Vec:
     if usage is None:
         return [max(0, e) for e in estimated]
-    return [max(0, e - u) for e, u in zip(estimated, usage)]
+    return [max(0, e - u) for e, u in zip(estimated, usage, strict=False)]
 
 
 class AssignCache:
@@ -198,7 +198,7 @@ class AssignCache:
         if load is None:
             return None
         if prod_pod:
-            return [u + d for u, d in zip(load.prod_usage, load.prod_delta)]
+            return [u + d for u, d in zip(load.prod_usage, load.prod_delta, strict=False)]
         base = load.node_usage
         if agg_type:
             base = load.agg_usage.get((agg_type, agg_duration))
@@ -206,4 +206,4 @@ class AssignCache:
                 base = load.node_usage
         if base is None:
             return list(load.node_estimated)
-        return [u + d for u, d in zip(base, load.node_delta)]
+        return [u + d for u, d in zip(base, load.node_delta, strict=False)]

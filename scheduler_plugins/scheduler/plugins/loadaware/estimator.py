@@ -9,6 +9,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from policies.constants import (
     ANNOTATION_LOAD_SCALING_FACTORS,
@@ -71,7 +72,7 @@ def estimate_pod(pod: PodInfo, resources: Sequence[str], factors: Mapping[str, i
     return [estimate_resource(pod, name, factors[name]) if name in factors else 0 for name in resources]
 
 
-def estimate_node(node_obj: Mapping, allocatable: Mapping[str, int], resources: Sequence[str]) -> list[int]:
+def estimate_node(node_obj: Mapping[str, Any], allocatable: Mapping[str, int], resources: Sequence[str]) -> list[int]:
     """Allocatable, overlaid per resource by the raw-allocatable annotation when present."""
     raw = ((node_obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_RAW_ALLOCATABLE)
     overlay: Mapping[str, int] = {}
