@@ -8,14 +8,14 @@ A score weight of 0 (or none) means 1, as upstream.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
-from scheduler_plugins.scheduler.errors import ConfigError
-from scheduler_plugins.scheduler.framework.args import Fields, check_range
+from policies.field_errors import ConfigError, Fields, check_range
 from scheduler_plugins.scheduler.framework.interfaces import EXTENSION_POINTS
 from scheduler_plugins.scheduler.framework.registry import Registry
 
@@ -134,7 +134,8 @@ def _profile(raw: Any, path: str, registry: Registry) -> Profile:
     fields = Fields(raw, path)
     plugins_block = fields.sub("plugins")
     if plugins_block.raw.get("multiPoint"):
-        raise ConfigError(plugins_block.at("multiPoint"), "multiPoint is not supported; list plugins per extension point")
+        raise ConfigError(plugins_block.at("multiPoint"),
+                          "multiPoint is not supported; list plugins per extension point")
     plugins: dict[str, tuple[PluginRef, ...]] = {}
     for point, defaults in DEFAULT_PLUGINS.items():
         plugins[point] = _merge(point, defaults, plugins_block.sub(point), registry)

@@ -10,7 +10,7 @@ from scheduler_plugins.scheduler.config import parse_config
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.registry import in_tree_registry
-from scheduler_plugins.scheduler.simulator.scheduler import build_framework
+from scheduler_plugins.scheduler.wiring import build_framework
 
 NOW = "2024-05-01T10:01:00Z"
 METRIC_TIME = "2024-05-01T10:00:00Z"

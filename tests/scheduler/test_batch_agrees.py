@@ -28,7 +28,8 @@ def random_cluster(rng: random.Random):
         annotations = {}
         if rng.random() < 0.2:
             annotations["scheduling.koordinator.sh/usage-thresholds"] = json.dumps(
-                {"usageThresholds": {"cpu": rng.randint(0, 100)}, "prodUsageThresholds": {"memory": rng.randint(1, 100)}})
+                {"usageThresholds": {"cpu": rng.randint(0, 100)},
+                 "prodUsageThresholds": {"memory": rng.randint(1, 100)}})
         raw = {"cpu": str(rng.randint(1, 32))} if rng.random() < 0.2 else None
         extra = {"kubernetes.io/batch-cpu": str(rng.randint(0, 20000))} if rng.random() < 0.7 else {}
         node = make_node(name, cpu=str(rng.randint(0, 32)), memory=f"{rng.randint(1, 128)}Gi", extra=extra,
@@ -82,7 +83,7 @@ def test_batch_filter_and_score_agree_with_per_node(seed):
 
 
 def simulate_placements(objects, batch: bool, percentage: int = 0):
-    from scheduler_plugins.scheduler.simulator.scheduler import Scheduler
+    from scheduler_plugins.scheduler.framework.scheduling import Scheduler
     from scheduler_plugins.scheduler.simulator.simulate import simulate
 
     fwk, cluster = make_framework(objects, make_config(percentageOfNodesToScore=percentage))

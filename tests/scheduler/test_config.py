@@ -1,8 +1,8 @@
 """KubeSchedulerConfiguration loading: merging with defaults, weights, args defaults and errors."""
 import pytest
 
+from policies.field_errors import ConfigError
 from scheduler_plugins.scheduler.config import load_config, parse_config
-from scheduler_plugins.scheduler.errors import ConfigError
 from scheduler_plugins.scheduler.registry import in_tree_registry
 from tests.scheduler.builders import make_config
 
@@ -24,11 +24,13 @@ def test_enabled_plugins_merge_with_defaults_and_weight_zero_means_one():
                               {"name": "NodeResourcesFitPlus", "weight": 0}],
                   "disabled": [{"name": "LoadAwareScheduling"}]},
     }).profile()
-    assert names(profile, "score") == [("NodeResourcesFit", 3), ("ScarceResourceAvoidance", 1), ("NodeResourcesFitPlus", 1)]
+    assert names(profile, "score") == [("NodeResourcesFit", 3), ("ScarceResourceAvoidance", 1),
+                                       ("NodeResourcesFitPlus", 1)]
 
 
 def test_star_disables_every_default_of_a_point():
-    profile = make_config(plugins={"filter": {"disabled": [{"name": "*"}], "enabled": [{"name": "LoadAwareScheduling"}]}}).profile()
+    profile = make_config(plugins={"filter": {"disabled": [{"name": "*"}],
+                                              "enabled": [{"name": "LoadAwareScheduling"}]}}).profile()
     assert names(profile, "filter") == [("LoadAwareScheduling", 1)]
 
 
@@ -54,7 +56,8 @@ def test_args_may_carry_apiversion_and_kind():
      "profiles[0].pluginConfig[0].args.nodeMetricExpirationSeconds"),
     ({"profiles": [{"pluginConfig": [{"name": "LoadAwareScheduling", "args": {"resourceWeights": {"cpu": 0}}}]}]},
      "profiles[0].pluginConfig[0].args.resourceWeights.cpu"),
-    ({"profiles": [{"pluginConfig": [{"name": "LoadAwareScheduling", "args": {"resourceWeights": {"nvidia.com/gpu": 1}}}]}]},
+    ({"profiles": [{"pluginConfig": [{"name": "LoadAwareScheduling",
+                                      "args": {"resourceWeights": {"nvidia.com/gpu": 1}}}]}]},
      "profiles[0].pluginConfig[0].args.resourceWeights.nvidia.com/gpu"),
     ({"profiles": [{"pluginConfig": [{"name": "LoadAwareScheduling",
                                       "args": {"aggregated": {"usageAggregationType": "p42"}}}]}]},

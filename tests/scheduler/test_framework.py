@@ -3,18 +3,18 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from policies.field_errors import ConfigError
+from scheduler_plugins.scheduler.cluster.client import InMemoryClient
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.config import parse_config
-from scheduler_plugins.scheduler.errors import ConfigError
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.registry import PluginSpec, Registry
 from scheduler_plugins.scheduler.framework.runtime import Framework
+from scheduler_plugins.scheduler.framework.scheduling import Scheduler, num_feasible_nodes_to_find
 from scheduler_plugins.scheduler.framework.status import SKIP, SUCCESS, Code, Status, unschedulable
-from scheduler_plugins.scheduler.cluster.client import InMemoryClient
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.registry import in_tree_registry
-from scheduler_plugins.scheduler.simulator.scheduler import Scheduler, num_feasible_nodes_to_find
 from tests.scheduler.builders import make_node, make_pod
 
 
@@ -53,9 +53,8 @@ def build(plugins: dict[str, Recorder], points: dict, nodes=("n1", "n2")):
     registry = in_tree_registry()
     for name, plugin in plugins.items():
         registry.register(PluginSpec(name, lambda args, handle, p=plugin: p))
-    config = parse_config({"profiles": [{"plugins": {k: {"enabled": [{"name": n} for n in v], "disabled": [{"name": "*"}]}
-                                                         for k, v in points.items()}}]},
-                          registry)
+    blocks = {k: {"enabled": [{"name": n} for n in v], "disabled": [{"name": "*"}]} for k, v in points.items()}
+    config = parse_config({"profiles": [{"plugins": blocks}]}, registry)
     cluster = ClusterState.from_objects([make_node(n) for n in nodes])
     return Framework(config.profile(), registry, Handle(cluster, InMemoryClient(cluster))), cluster
 
@@ -101,9 +100,11 @@ def test_out_of_range_score_is_an_error():
 
 def test_a_plugin_enabled_at_a_point_it_does_not_implement_is_rejected():
     registry = in_tree_registry()
-    config = parse_config({"profiles": [{"plugins": {"filter": {"enabled": [{"name": "ScarceResourceAvoidance"}]}}}]}, registry)
+    config = parse_config({"profiles": [{"plugins": {"filter": {"enabled": [{"name": "ScarceResourceAvoidance"}]}}}]},
+                          registry)
     cluster = ClusterState()
-    with pytest.raises(ConfigError, match="profiles\\[0\\].plugins.filter: plugin 'ScarceResourceAvoidance' does not implement filter"):
+    message = "profiles\\[0\\].plugins.filter: plugin 'ScarceResourceAvoidance' does not implement filter"
+    with pytest.raises(ConfigError, match=message):
         Framework(config.profile(), registry, Handle(cluster, InMemoryClient(cluster)))
 
 
@@ -131,3 +132,9 @@ def test_a_before_filter_transformer_runs_for_every_node_the_scheduler_filters()
     assert placement.scheduled
     assert [e for e in log if e[0] == "before_filter"] == [("before_filter", "T")] * 3
     assert [e[2] for e in log if e[0] == "filter"] == ["n1", "n2", "n3"]
+
+
+def test_a_profile_without_filter_plugins_finds_every_node_feasible():
+    fwk, cluster = build({}, {"filter": []}, nodes=("n1", "n2"))
+    feasible, failed, processed = fwk.find_feasible(CycleState(), PodInfo(make_pod()), cluster.node_list())
+    assert ([n.name for n in feasible], failed, processed) == (["n1", "n2"], {}, 2)

@@ -28,7 +28,7 @@ from scheduler_plugins.scheduler.config import SchedulerConfig
 from scheduler_plugins.scheduler.extender.protocol import ArgsError
 from scheduler_plugins.scheduler.extender.service import ExtenderService, NotSynced
 from scheduler_plugins.scheduler.registry import in_tree_registry
-from scheduler_plugins.scheduler.simulator.scheduler import build_framework
+from scheduler_plugins.scheduler.wiring import build_framework
 
 log = logging.getLogger("colocate.extender")
 access_log = logging.getLogger("colocate.extender.access")

@@ -1,5 +1,5 @@
-"""The scheduling loop for one pod (kube-scheduler's `schedulingCycle` + `bindingCycle`), shared by
-`simulate` and the extender's bind verb.
+"""The scheduling loop for one pod (kube-scheduler's `schedulingCycle` + `bindingCycle`): the
+production loop of `colocate scheduler simulate`, and the node selection `explain` reports.
 
 Node sampling follows kube-scheduler's `percentageOfNodesToScore`: with 0 (adaptive) a cluster of
 n ≥ 100 nodes is searched for max(100, n × max(5, 50 − n/125) / 100) feasible nodes, starting
@@ -8,18 +8,14 @@ where the previous cycle stopped. Ties between equal totals go to the lowest nod
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-from dataclasses import dataclass, field
 
-from scheduler_plugins.clock import Clock, system_clock
-from scheduler_plugins.scheduler.cluster.client import InMemoryClient
-from scheduler_plugins.scheduler.cluster.state import ClusterState
-from scheduler_plugins.scheduler.config import SchedulerConfig
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
-from scheduler_plugins.scheduler.framework.handle import ClusterClient, Handle
+from scheduler_plugins.scheduler.framework.interfaces import ClusterView
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
-from scheduler_plugins.scheduler.framework.registry import Registry
 from scheduler_plugins.scheduler.framework.runtime import Framework
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, unschedulable
 from scheduler_plugins.scheduler.podinfo import PodInfo
@@ -28,13 +24,8 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 
-def build_framework(config: SchedulerConfig, registry: Registry, cluster: ClusterState, clock: Clock = system_clock,
-                    client: ClusterClient | None = None, scheduler_name: str | None = None) -> Framework:
-    handle = Handle(cluster=cluster, client=client or InMemoryClient(cluster, clock), clock=clock)
-    return Framework(config.profile(scheduler_name), registry, handle)
-
-
 def num_feasible_nodes_to_find(percentage: int, total: int) -> int:
+    """How many feasible nodes a cycle looks for before it stops filtering (numFeasibleNodesToFind)."""
     if total < MIN_FEASIBLE_NODES_TO_FIND or percentage >= 100:
         return total
     if percentage == 0:
@@ -71,8 +62,8 @@ class Placement:
     def scheduled(self) -> bool:
         return bool(self.node) and self.status.is_success
 
-    def as_dict(self) -> dict:
-        out: dict = {"pod": self.pod, "node": self.node or None, "code": self.status.code.name}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"pod": self.pod, "node": self.node or None, "code": self.status.code.name}
         if self.scheduled:
             out["score"] = self.score
         else:
@@ -82,7 +73,10 @@ class Placement:
 
 
 class Scheduler:
-    def __init__(self, framework: Framework, cluster: ClusterState, percentage_of_nodes_to_score: int = 0) -> None:
+    """Schedules one pod at a time with one profile's framework over the cluster state, walking the
+    nodes from where the previous cycle stopped."""
+
+    def __init__(self, framework: Framework, cluster: ClusterView, percentage_of_nodes_to_score: int = 0) -> None:
         self.framework = framework
         self.cluster = cluster
         self.percentage = percentage_of_nodes_to_score
@@ -110,7 +104,8 @@ class Scheduler:
         if not status.is_success:
             failed = {n.name: status for n in all_nodes}
             fwk.run_post_filter(state, pod, failed)
-            return Placement(pod.key, status=status, message=failure_message(len(all_nodes), failed), failed_nodes=failed)
+            return Placement(pod.key, status=status, message=failure_message(len(all_nodes), failed),
+                             failed_nodes=failed)
         nodes = all_nodes
         if result is not None and result.node_names is not None:
             nodes = [n for n in all_nodes if n.name in result.node_names]

@@ -1,6 +1,5 @@
 import pytest
 
-from scheduler_plugins import apis
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from tests.scheduler.builders import make_pod
 
@@ -20,16 +19,6 @@ from tests.scheduler.builders import make_pod
 def test_qos_and_priority_class_derivation(pod, qos, priority_class):
     info = PodInfo(pod)
     assert (info.qos_class, info.priority_class) == (qos, priority_class)
-
-
-@pytest.mark.parametrize("priority_class, name, expected", [
-    ("koord-prod", "cpu", "cpu"), ("", "memory", "memory"),
-    ("koord-batch", "cpu", "kubernetes.io/batch-cpu"), ("koord-batch", "memory", "kubernetes.io/batch-memory"),
-    ("koord-mid", "cpu", "kubernetes.io/mid-cpu"), ("koord-free", "cpu", ""),
-    ("koord-batch", "nvidia.com/gpu", ""),
-])
-def test_resource_name_translation(priority_class, name, expected):
-    assert apis.translate_resource_name(priority_class, name) == expected
 
 
 def test_pod_requests_follow_kubernetes_rules_for_init_and_sidecar_containers():
