@@ -22,9 +22,9 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from scheduler_plugins.clock import fixed_clock, parse_time
 from scheduler_plugins.scheduler.cluster.state import ClusterState
-from scheduler_plugins.scheduler.config import load_config
 from scheduler_plugins.scheduler.extender.server import make_app
 from scheduler_plugins.scheduler.extender.service import ExtenderService
+from scheduler_plugins.scheduler.framework.config import load_config
 from scheduler_plugins.scheduler.framework.scheduling import Scheduler
 from scheduler_plugins.scheduler.registry import in_tree_registry
 from scheduler_plugins.scheduler.simulator.simulate import simulate

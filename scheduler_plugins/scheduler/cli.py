@@ -24,8 +24,8 @@ from policies.field_errors import ConfigError
 from policies.manifests import ManifestError
 from scheduler_plugins.clock import Clock, fixed_clock, parse_time, system_clock
 from scheduler_plugins.scheduler.cluster.sources import ClusterSource, SnapshotDirectorySource
-from scheduler_plugins.scheduler.config import SchedulerConfig, load_config
 from scheduler_plugins.scheduler.errors import SnapshotError
+from scheduler_plugins.scheduler.framework.config import SchedulerConfig, load_config
 from scheduler_plugins.scheduler.framework.scheduling import Scheduler
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.registry import in_tree_registry

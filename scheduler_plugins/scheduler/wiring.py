@@ -9,7 +9,7 @@ from __future__ import annotations
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.cluster.client import InMemoryClient
 from scheduler_plugins.scheduler.cluster.state import ClusterState
-from scheduler_plugins.scheduler.config import SchedulerConfig
+from scheduler_plugins.scheduler.framework.config import SchedulerConfig
 from scheduler_plugins.scheduler.framework.handle import ClusterClient, Handle
 from scheduler_plugins.scheduler.framework.registry import Registry
 from scheduler_plugins.scheduler.framework.runtime import Framework

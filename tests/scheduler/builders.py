@@ -6,7 +6,7 @@ from typing import Any
 
 from scheduler_plugins.clock import fixed_clock, parse_time
 from scheduler_plugins.scheduler.cluster.state import ClusterState
-from scheduler_plugins.scheduler.config import parse_config
+from scheduler_plugins.scheduler.framework.config import parse_config
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.registry import in_tree_registry

@@ -9,11 +9,11 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from cluster.files import read_manifest_file
 from scheduler_plugins.scheduler.cli import register_commands
 from scheduler_plugins.scheduler.cluster.sources import EXTENDER_KINDS
-from scheduler_plugins.scheduler.config import load_config
+from scheduler_plugins.scheduler.framework.config import load_config
 from scheduler_plugins.scheduler.registry import in_tree_registry
-from cluster.files import read_manifest_file
 
 DIRECTORY = Path(__file__).resolve().parents[2] / "manifests" / "scheduler"
 K8S_VERSION = "1.30"

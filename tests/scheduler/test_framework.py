@@ -6,7 +6,7 @@ import pytest
 from policies.field_errors import ConfigError
 from scheduler_plugins.scheduler.cluster.client import InMemoryClient
 from scheduler_plugins.scheduler.cluster.state import ClusterState
-from scheduler_plugins.scheduler.config import parse_config
+from scheduler_plugins.scheduler.framework.config import parse_config
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.registry import PluginSpec, Registry

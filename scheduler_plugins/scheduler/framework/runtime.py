@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from scheduler_plugins.scheduler.config import Profile
 from scheduler_plugins.scheduler.framework import interfaces as fi
 from scheduler_plugins.scheduler.framework.columns import node_indexes
+from scheduler_plugins.scheduler.framework.config import Profile
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
