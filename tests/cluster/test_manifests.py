@@ -19,7 +19,7 @@ from tests.support.webhook_manifests import (
     expected_webhooks,
 )
 from webhook.registry import default_routes
-from webhook.watched import WATCHED_KINDS
+from webhook.watched import watched_kinds
 from policies.manifests import read_manifest_file
 
 K8S_VERSION = "1.30"
@@ -107,7 +107,7 @@ def test_the_crd_schema_refuses_a_malformed_profile(field: str, value: Any) -> N
 
 def test_rbac_lets_colocate_list_and_watch_everything_it_reads() -> None:
     rules = [r for role in by_kind("ClusterRole") + by_kind("Role") for r in role["rules"]]
-    for kind in WATCHED_KINDS:
+    for kind in watched_kinds(default_routes()):
         assert any(kind.group in r["apiGroups"] and kind.plural in r["resources"]
                    and {"list", "watch"} <= set(r["verbs"]) and "resourceNames" not in r for r in rules), kind.kind
     assert not any("*" in r["verbs"] or "*" in r["resources"] for r in rules)
