@@ -5,9 +5,10 @@ tests' HTTPS dispatcher (over webhook configuration objects as applied to a clus
 kube-apiserver (k8s.io/apiserver/pkg/admission/plugin/webhook/predicates):
 
 - rules (`rules/rules.go`): the operation, API group, version and `resource[/subresource]` each
-  match exactly or by `*` (`*` alone is every resource without a subresource, `*/*` every one,
-  `pods/*` every subresource of pods); scope `Cluster` is a cluster-scoped request or a Namespace,
-  `Namespaced` a request in a namespace that is not for a Namespace, `*` (the default) both;
+  match exactly or by `*` (`*` alone is every resource without a subresource; a `*` subresource
+  also matches none, so `pods/*` is pods and all its subresources); scope `Cluster` is a
+  cluster-scoped request or a Namespace, `Namespaced` a request in a namespace that is not for a
+  Namespace, `*` (the default) both;
 - objectSelector (`object/matcher.go`): the labels of the object OR of the old object match (so a
   DELETE, which has no object, is matched on the old one, and an UPDATE that removes the label is
   still sent); an empty selector matches every request;
