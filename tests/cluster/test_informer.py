@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from policies.snapshot import ClusterSnapshot
-from tests.support.apiserver import ApiServer
-from webhook.registry import Registry, default_routes, pod_routes
-from webhook.watched import watched_kinds
 from cluster.client import api_client
 from cluster.kube import KubeSettings, KubeSource
 from cluster.reflector import ReflectorSettings
+from policies.snapshot import ClusterSnapshot
+from tests.support.apiserver import ApiServer
+from webhook.registry import Registry, default_routes, pod_routes
 from webhook.state import StateHolder
+from webhook.watched import watched_kinds
 
 FAST = KubeSettings(ReflectorSettings(watch_timeout=3, backoff_initial=0.05, backoff_max=0.2), debounce=0.05)
 
