@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from policies.snapshot import ClusterSnapshot
-from tests.support.apiserver import ApiServer
-from webhook.registry import default_routes
-from webhook.watched import WATCHED_KINDS, watched_kinds
 from cluster.client import api_client
 from webhook.snapshots import ApiServerSnapshots
 from webhook.snapshots import KubeSettings
 from cluster.reflector import ReflectorSettings
+from policies.snapshot import ClusterSnapshot
+from tests.support.apiserver import ApiServer
+from webhook.registry import Registry, default_routes, pod_routes
 from webhook.state import StateHolder
+from webhook.watched import watched_kinds
 
 FAST = KubeSettings(ReflectorSettings(watch_timeout=3, backoff_initial=0.05, backoff_max=0.2), debounce=0.05)
 
@@ -67,7 +67,8 @@ async def live(api: ApiServer, kubeconfig: Path) -> AsyncIterator[Callable[[], L
 def test_the_watched_kinds_follow_the_registry() -> None:
     kinds = {k.kind for k in watched_kinds(default_routes())}
     assert {"ClusterColocationProfile", "Namespace", "PriorityClass"} <= kinds
-    assert kinds <= {k.kind for k in WATCHED_KINDS}
+    pods_only = {k.kind for k in watched_kinds(Registry(tuple(pod_routes())))}
+    assert pods_only == {"ClusterColocationProfile", "Namespace", "PriorityClass", "ElasticQuota"}
 
 
 async def test_not_ready_until_every_kind_was_listed(api: ApiServer, live: Callable[[], Live]) -> None:

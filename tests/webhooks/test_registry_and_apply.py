@@ -25,7 +25,8 @@ EXPECTED = {
     "/validate-scheduling-sigs-k8s-io-v1alpha1-elasticquota": ("ElasticQuota", "scheduling.sigs.k8s.io/elasticquotas",
                                                                ("CREATE", "UPDATE", "DELETE"), "Fail",
                                                                "velasticquota.koordinator.sh"),
-    "/validate-configmap": ("ConfigMap", "/configmaps", ("CREATE", "UPDATE", "DELETE"), "Fail", "vconfigmap.koordinator.sh"),
+    "/validate-configmap": ("ConfigMap", "/configmaps", ("CREATE", "UPDATE", "DELETE"), "Fail",
+                            "vconfigmap.koordinator.sh"),
 }
 
 
@@ -87,7 +88,8 @@ def test_apply_deletes_a_quota_only_without_pods(tmp_path):
 
 def test_apply_amplifies_a_node_status_update(tmp_path):
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n", "annotations": {
-        "node.koordinator.sh/resource-amplification-ratio": '{"memory": 2}'}}, "status": {"allocatable": {"memory": "1Gi"}}}
+        "node.koordinator.sh/resource-amplification-ratio": '{"memory": 2}'}},
+        "status": {"allocatable": {"memory": "1Gi"}}}
     old = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}, "status": {"allocatable": {"memory": "1Gi"}}}
     code, out, _ = apply(tmp_path, node, operation="UPDATE", old=old)
     assert code == 0
@@ -95,8 +97,11 @@ def test_apply_amplifies_a_node_status_update(tmp_path):
 
 
 def test_apply_refuses_a_broken_slo_config(tmp_path):
-    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "slo-controller-config",
-                                                                     "namespace": "koordinator-system"},
+    # Labelled as the slo-controller-config: the API server sends no other ConfigMap to the webhook.
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+                  "name": "slo-controller-config", "namespace": "koordinator-system",
+                  "labels": {"koordinator.sh/configmap-type": "slo-controller-config"}},
               "data": {"cpu-burst-config": '{"clusterStrategy": {"cpuBurstPercent": 0}}'}}
     code, _, err = apply(tmp_path, config)
-    assert code == 1 and '"cpu-burst-config.clusterStrategy.cpuBurstPercent":"cpuBurstPercent must be 1 or greater"' in err
+    assert code == 1
+    assert '"cpu-burst-config.clusterStrategy.cpuBurstPercent":"cpuBurstPercent must be 1 or greater"' in err
