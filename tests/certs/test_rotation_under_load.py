@@ -21,9 +21,20 @@ from certs.material import pem_certs
 from certs.plan import Policy
 from certs.rotate import Rotation, Targets, rotate
 from tests.certs.conftest import served_certificate
-from tests.cluster.test_end_to_end import make_pod
 from tests.support.apiserver import ApiServer
-from tests.support.cluster import FAST_ARGS, ColocateProcess, Service, cluster_files, namespace_labels, seed, webhook_configurations
+from tests.support.builders import make_pod
+from tests.support.cluster import (
+    BATCH_LABELS,
+    DEMO_NAMESPACE,
+    DEMO_REQUESTS,
+    FAST_ARGS,
+    ColocateProcess,
+    Service,
+    cluster_files,
+    namespace_labels,
+    seed,
+    webhook_configurations,
+)
 from tests.support.dispatcher import Dispatcher
 
 POLICY = Policy(names=service_names("koordinator-webhook-service", "koordinator-system"))
@@ -39,7 +50,8 @@ class Load:
         index = 0
         while not self.stop.is_set():
             index += 1
-            result = await dispatcher.admit(make_pod(f"load-{worker}-{index}", labels={"app": "batch"}))
+            pod = make_pod(f"load-{worker}-{index}", DEMO_NAMESPACE, labels=BATCH_LABELS, requests=DEMO_REQUESTS)
+            result = await dispatcher.admit(pod)
             if result.allowed:
                 self.ok += 1
             else:

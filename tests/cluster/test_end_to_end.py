@@ -6,22 +6,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tests.support.apiserver import ApiServer
+from tests.support.builders import make_namespace, make_pod, make_profile
+from tests.support.cluster import BATCH_LABELS, BATCH_SELECTOR, DEMO_NAMESPACE, DEMO_REQUESTS, qos_of
 from tests.support.dispatcher import Admission
 
 QOS = "koordinator.sh/qosClass"
-
-
-def make_pod(name: str, namespace: str = "colocation-demo", labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace,
-                                                            "labels": dict(labels or {})},
-            "spec": {"containers": [{"name": "main", "image": "busybox",
-                                     "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}
-
-
-def make_profile(name: str, qos: str = "BE", **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
-            "metadata": {"name": name},
-            "spec": {"selector": {"matchLabels": {"app": "batch"}}, "qosClass": qos, **spec}}
 
 
 async def eventually(admit: Callable[[], Awaitable[Admission]], check: Callable[[Admission], bool],
@@ -36,48 +25,49 @@ async def eventually(admit: Callable[[], Awaitable[Admission]], check: Callable[
     return result
 
 
-def qos_of(result: Admission) -> str | None:
-    return ((result.object or {}).get("metadata") or {}).get("labels", {}).get(QOS)
-
-
 async def test_a_profile_created_with_the_api_mutates_the_next_pods(api: ApiServer, cluster: Any) -> None:
     _, dispatcher = await cluster()
-    before = await dispatcher.admit(make_pod("before", labels={"app": "batch"}))
+    before = await dispatcher.admit(make_pod("before", DEMO_NAMESPACE, labels=BATCH_LABELS, requests=DEMO_REQUESTS))
     assert before.allowed and qos_of(before) is None
 
-    api.apply(make_profile("batch-be", priorityClassName="koord-batch"))
-    after = await eventually(lambda: dispatcher.admit(make_pod("after", labels={"app": "batch"})),
+    api.apply(make_profile("batch-be", selector=BATCH_SELECTOR, qosClass="BE", priorityClassName="koord-batch"))
+    after = await eventually(lambda: dispatcher.admit(make_pod("after", DEMO_NAMESPACE, labels=BATCH_LABELS,
+                                                               requests=DEMO_REQUESTS)),
                              lambda r: qos_of(r) == "BE")
     assert after.allowed and qos_of(after) == "BE"
     assert after.object["spec"]["priorityClassName"] == "koord-batch"
     assert after.called == ["mpod-create.koordinator.sh", "vpod.koordinator.sh"]
 
     api.delete("ClusterColocationProfile", "batch-be")
-    gone = await eventually(lambda: dispatcher.admit(make_pod("gone", labels={"app": "batch"})),
+    gone = await eventually(lambda: dispatcher.admit(make_pod("gone", DEMO_NAMESPACE, labels=BATCH_LABELS,
+                                                              requests=DEMO_REQUESTS)),
                             lambda r: qos_of(r) is None)
     assert gone.allowed and qos_of(gone) is None
 
 
 async def test_system_and_own_namespaces_never_reach_the_webhook(api: ApiServer, cluster: Any) -> None:
     _, dispatcher = await cluster()
-    api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}})
-    api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "etcd", "labels": {"control-plane": "x"}}})
-    api.apply(make_profile("everything-be"))
+    api.apply(make_namespace("kube-system"))
+    api.apply(make_namespace("etcd", {"control-plane": "x"}))
+    api.apply(make_profile("everything-be", selector=BATCH_SELECTOR, qosClass="BE"))
     for namespace in ("kube-system", "koordinator-system", "etcd"):
-        result = await dispatcher.admit(make_pod("system", namespace, {"app": "batch"}))
+        result = await dispatcher.admit(make_pod("system", namespace, labels=BATCH_LABELS, requests=DEMO_REQUESTS))
         assert result.allowed and result.called == [] and qos_of(result) is None, namespace
 
 
 async def test_after_the_api_server_drops_its_watches_no_update_is_lost(api: ApiServer, cluster: Any) -> None:
     _, dispatcher = await cluster()
-    api.apply(make_profile("first", qos="LS"))
-    await eventually(lambda: dispatcher.admit(make_pod("warm", labels={"app": "batch"})), lambda r: qos_of(r) == "LS")
+    api.apply(make_profile("first", selector=BATCH_SELECTOR, qosClass="LS"))
+    await eventually(lambda: dispatcher.admit(make_pod("warm", DEMO_NAMESPACE, labels=BATCH_LABELS,
+                                                       requests=DEMO_REQUESTS)),
+                     lambda r: qos_of(r) == "LS")
 
     api.drop_watches()
     api.store.compact()  # and the history is gone: the server must relist, not just re-watch
     api.delete("ClusterColocationProfile", "first")
-    api.apply(make_profile("second", qos="BE", priorityClassName="koord-batch"))
-    result = await eventually(lambda: dispatcher.admit(make_pod("after-drop", labels={"app": "batch"})),
+    api.apply(make_profile("second", selector=BATCH_SELECTOR, qosClass="BE", priorityClassName="koord-batch"))
+    result = await eventually(lambda: dispatcher.admit(make_pod("after-drop", DEMO_NAMESPACE, labels=BATCH_LABELS,
+                                                                requests=DEMO_REQUESTS)),
                               lambda r: qos_of(r) == "BE")
     assert qos_of(result) == "BE"
     assert api.requests["GET list ClusterColocationProfile"] >= 2
@@ -85,7 +75,7 @@ async def test_after_the_api_server_drops_its_watches_no_update_is_lost(api: Api
 
 async def test_a_denied_pod_carries_the_webhook_message(api: ApiServer, cluster: Any) -> None:
     _, dispatcher = await cluster()
-    pod = make_pod("lsr", labels={QOS: "LSR"})
+    pod = make_pod("lsr", DEMO_NAMESPACE, labels={QOS: "LSR"}, requests=DEMO_REQUESTS)
     pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "500m"}, "limits": {"cpu": "500m"}}
     result = await dispatcher.admit(pod)
     assert not result.allowed
@@ -96,5 +86,5 @@ async def test_with_no_ready_replica_failure_policy_fail_refuses_pods(api: ApiSe
     service, dispatcher = await cluster()
     await service.stop()
     service.ready.clear()
-    result = await dispatcher.admit(make_pod("orphan", labels={"app": "batch"}))
+    result = await dispatcher.admit(make_pod("orphan", DEMO_NAMESPACE, labels=BATCH_LABELS, requests=DEMO_REQUESTS))
     assert not result.allowed and 'failed calling webhook "mpod-create.koordinator.sh"' in result.message

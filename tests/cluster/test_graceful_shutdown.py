@@ -6,11 +6,12 @@ import time
 from typing import Any
 
 from tests.support.apiserver import ApiServer
-from tests.cluster.test_end_to_end import make_pod, make_profile, qos_of
+from tests.support.builders import make_pod, make_profile
+from tests.support.cluster import BATCH_LABELS, BATCH_SELECTOR, DEMO_NAMESPACE, DEMO_REQUESTS, qos_of
 
 
 async def test_sigterm_under_load_fails_no_admission(api: ApiServer, cluster: Any) -> None:
-    api.apply(make_profile("batch-be", priorityClassName="koord-batch"))
+    api.apply(make_profile("batch-be", selector=BATCH_SELECTOR, qosClass="BE", priorityClassName="koord-batch"))
     service, dispatcher = await cluster(replicas=2)
     doomed, survivor = service.replicas
     results: list[Any] = []
@@ -20,7 +21,8 @@ async def test_sigterm_under_load_fails_no_admission(api: ApiServer, cluster: An
         count = 0
         while not stop.is_set():
             count += 1
-            results.append(await dispatcher.admit(make_pod(f"load-{index}-{count}", labels={"app": "batch"})))
+            results.append(await dispatcher.admit(make_pod(f"load-{index}-{count}", DEMO_NAMESPACE, labels=BATCH_LABELS,
+                                                            requests=DEMO_REQUESTS)))
 
     clients = [asyncio.create_task(client(i)) for i in range(6)]
     await asyncio.sleep(1.0)

@@ -5,29 +5,20 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from policies.snapshot import ClusterSnapshot
-from tests.support.apiserver import ApiServer
-from webhook.registry import default_routes
-from webhook.watched import WATCHED_KINDS, watched_kinds
 from cluster.client import api_client
 from cluster.kube import KubeSettings, KubeSource
 from cluster.reflector import ReflectorSettings
+from policies.snapshot import ClusterSnapshot
+from tests.support.apiserver import ApiServer
+from tests.support.builders import make_namespace, make_profile
+from webhook.registry import default_routes
 from webhook.state import StateHolder
+from webhook.watched import WATCHED_KINDS, watched_kinds
 
 FAST = KubeSettings(ReflectorSettings(watch_timeout=3, backoff_initial=0.05, backoff_max=0.2), debounce=0.05)
-
-
-def namespace(name: str, **labels: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
-
-
-def profile(name: str, qos: str = "BE") -> dict[str, Any]:
-    return {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
-            "metadata": {"name": name}, "spec": {"qosClass": qos}}
 
 
 async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
@@ -70,7 +61,7 @@ def test_the_watched_kinds_follow_the_registry() -> None:
 
 
 async def test_not_ready_until_every_kind_was_listed(api: ApiServer, live: Callable[[], Live]) -> None:
-    api.apply(namespace("a"))
+    api.apply(make_namespace("a"))
     api.fail_requests(10_000)  # every list fails: back off, retry, stay unready
     state = live()
     await asyncio.sleep(0.3)
@@ -85,7 +76,7 @@ async def test_a_burst_of_events_is_published_as_few_snapshots(api: ApiServer, l
     await until(lambda: state.state.ready)
     published_before = len(state.published)
     for index in range(300):
-        api.apply(namespace(f"ns-{index}", team="t"))
+        api.apply(make_namespace(f"ns-{index}", {"team": "t"}))
     await until(lambda: state.snapshot.namespace_labels("ns-299") is not None)
     assert all(state.snapshot.namespace_labels(f"ns-{i}") == {"team": "t", "kubernetes.io/metadata.name": f"ns-{i}"}
                for i in range(300))
@@ -93,21 +84,21 @@ async def test_a_burst_of_events_is_published_as_few_snapshots(api: ApiServer, l
 
 
 async def test_an_unchanged_profile_is_not_parsed_again(api: ApiServer, live: Callable[[], Live]) -> None:
-    api.apply(profile("keep"))
+    api.apply(make_profile("keep", qosClass="BE"))
     state = live()
     await until(lambda: len(state.snapshot.profiles) == 1)
     kept = state.snapshot.profiles[0]
-    api.apply(namespace("other"))
+    api.apply(make_namespace("other"))
     api.drop_watches()
     api.store.compact()  # forces a relist of every kind
-    api.apply(profile("new", "LS"))
+    api.apply(make_profile("new", qosClass="LS"))
     await until(lambda: len(state.snapshot.profiles) == 2)
     assert state.snapshot.profiles[0] is kept
 
 
 async def test_a_broken_watch_keeps_the_last_state_and_says_how_stale(
         api: ApiServer, live: Callable[[], Live], caplog: pytest.LogCaptureFixture) -> None:
-    api.apply(profile("p"))
+    api.apply(make_profile("p", qosClass="BE"))
     state = live()
     await until(lambda: state.state.ready)
     caplog.set_level(logging.WARNING, logger="colocate.informer")
@@ -117,17 +108,17 @@ async def test_a_broken_watch_keeps_the_last_state_and_says_how_stale(
     assert [p.name for p in state.snapshot.profiles] == ["p"] and state.state.ready
     assert "serving the last good state" in caplog.text
     api.fail_requests(0)
-    api.apply(profile("q"))
+    api.apply(make_profile("q", qosClass="BE"))
     await until(lambda: len(state.snapshot.profiles) == 2)
     assert state.source.stale_seconds()["ClusterColocationProfile"] == 0.0
 
 
 async def test_deletes_and_updates_arrive_through_the_watch(api: ApiServer, live: Callable[[], Live]) -> None:
-    api.apply(namespace("a", tier="1"))
-    api.apply(profile("p"))
+    api.apply(make_namespace("a", {"tier": "1"}))
+    api.apply(make_profile("p", qosClass="BE"))
     state = live()
     await until(lambda: state.state.ready)
-    api.apply(namespace("a", tier="2"))
+    api.apply(make_namespace("a", {"tier": "2"}))
     api.delete("ClusterColocationProfile", "p")
     await until(lambda: not state.snapshot.profiles and state.snapshot.namespace_labels("a").get("tier") == "2")
     assert api.requests["GET list Namespace"] == 1

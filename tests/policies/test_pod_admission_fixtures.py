@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.builders import KOORD_PRIORITY_CLASSES
 from policies.snapshot import ClusterSnapshot
+from tests.support.builders import KOORD_PRIORITY_CLASSES
 from webhook.chain import request_for, run_chain
 from webhook.registry import default_routes
 

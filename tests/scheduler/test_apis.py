@@ -2,7 +2,7 @@ import pytest
 
 from scheduler_plugins import apis
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from tests.scheduler.builders import make_pod
+from tests.support.builders import make_pod
 
 
 @pytest.mark.parametrize("pod, qos, priority_class", [

@@ -9,7 +9,8 @@ import pytest
 from scheduler_plugins.scheduler.framework.columns import node_indexes
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from tests.scheduler.builders import make_config, make_framework, make_metric, make_node, make_pod, pod_metric
+from tests.support.builders import make_metric, make_node, make_pod, pod_metric
+from tests.support.scheduling import make_config, make_framework
 
 ARGS = [
     None,

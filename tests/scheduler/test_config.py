@@ -4,7 +4,7 @@ import pytest
 from scheduler_plugins.scheduler.config import load_config, parse_config
 from scheduler_plugins.scheduler.errors import ConfigError
 from scheduler_plugins.scheduler.registry import in_tree_registry
-from tests.scheduler.builders import make_config
+from tests.support.scheduling import make_config
 
 
 def names(profile, point):

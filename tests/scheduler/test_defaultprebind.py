@@ -4,7 +4,7 @@ import pytest
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import ClientError, Handle
 from scheduler_plugins.scheduler.plugins.defaultprebind import MAX_ATTEMPTS, DefaultPreBind
-from tests.scheduler.builders import make_pod
+from tests.support.builders import make_pod
 
 
 class FakeClient:
@@ -25,8 +25,8 @@ class FakeClient:
 
 def apply(client, modify=True):
     plugin = DefaultPreBind(Handle(cluster=None, client=client))
-    original = make_pod("p", "ns")
-    modified = make_pod("p", "ns", annotations={"scheduling.koordinator.sh/resource-status": "{}"} if modify else None)
+    original = make_pod("p", "ns", annotations={})
+    modified = make_pod("p", "ns", annotations={"scheduling.koordinator.sh/resource-status": "{}"} if modify else {})
     return plugin.apply_patch(CycleState(), original, modified)
 
 

@@ -8,13 +8,15 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from scheduler_plugins.scheduler.extender.server import VERBS, make_app
 from scheduler_plugins.scheduler.extender.service import ExtenderService
-from tests.scheduler.builders import make_framework, make_metric, make_node, make_pod
+from tests.support.builders import make_metric, make_node, make_pod
+from tests.support.scheduling import make_framework
 
 LS_POD = make_pod("web", "shop", qos="LS", requests={"cpu": "4", "memory": "8Gi"})
 
 
 def cluster_objects():
-    return [make_node("busy"), make_node("quiet"), make_node("small", cpu="2", memory="4Gi"),
+    return [make_node("busy", cpu="32", memory="128Gi"), make_node("quiet", cpu="32", memory="128Gi"),
+            make_node("small", cpu="2", memory="4Gi"),
             make_metric("busy", cpu="30", memory="10Gi"), make_metric("quiet", cpu="2", memory="10Gi")]
 
 
@@ -44,7 +46,7 @@ async def test_filter_with_node_names_reports_survivors_and_reasons(client):
 
 
 async def test_filter_without_node_cache_echoes_node_objects_and_accepts_any_key_casing(client):
-    nodes = [make_node("quiet"), make_node("busy")]
+    nodes = [make_node("quiet", cpu="32", memory="128Gi"), make_node("busy", cpu="32", memory="128Gi")]
     result = await post(client, "filter", {"pod": LS_POD, "nodes": {"items": nodes}})
     assert result["NodeNames"] is None
     assert result["Nodes"] == {"items": [nodes[0]]}

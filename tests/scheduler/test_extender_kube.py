@@ -15,8 +15,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.scheduler.builders import NOW, make_metric, make_node, make_pod
 from tests.support.apiserver import ApiServer
+from tests.support.builders import NOW, make_metric, make_node, make_pod
 from tests.support.cluster import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,7 +27,8 @@ TIMEOUT = 20.0
 
 
 def starting_objects() -> list[dict[str, Any]]:
-    return [make_node("busy"), make_node("quiet"), make_node("small", cpu="2", memory="4Gi"),
+    return [make_node("busy", cpu="32", memory="128Gi"), make_node("quiet", cpu="32", memory="128Gi"),
+            make_node("small", cpu="2", memory="4Gi"),
             make_metric("busy", cpu="30", memory="10Gi"), make_metric("quiet", cpu="2", memory="10Gi"),
             make_metric("small", cpu="0", memory="0")]
 
@@ -135,7 +136,7 @@ async def test_filter_and_prioritize_judge_the_nodes_and_metrics_listed_from_the
 
 
 async def test_nodes_added_and_deleted_later_are_reflected(api: ApiServer, extender: Extender) -> None:
-    api.apply(make_node("fresh"))
+    api.apply(make_node("fresh", cpu="32", memory="128Gi"))
     api.apply(make_metric("fresh", cpu="1", memory="1Gi"))
     await eventually(lambda: _passes(extender, "fresh"), what="new node usable")
     api.delete("Node", "quiet")
@@ -153,7 +154,7 @@ async def test_bound_pods_count_until_they_terminate(api: ApiServer, extender: E
     api.apply(make_pod("waiting", "shop", requests={"cpu": "30"}))  # pending: not the extender's business
     api.apply(hog)
     await eventually(lambda: _fails(extender, "quiet"), what="bound pod counted")
-    api.apply({**hog, "status": {**hog["status"], "phase": "Succeeded"}})
+    api.apply({**hog, "status": {"phase": "Succeeded"}})
     await eventually(lambda: _passes(extender, "quiet"), what="terminated pod released")
 
 

@@ -2,7 +2,8 @@
 import pytest
 
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from tests.scheduler.builders import filter_node, make_framework, make_node, make_pod, plugin_of, score_node
+from tests.support.builders import make_node, make_pod
+from tests.support.scheduling import filter_node, make_framework, plugin_of, score_node
 
 FIT = "NodeResourcesFit"
 BATCH = {"kubernetes.io/batch-cpu": "8000", "kubernetes.io/batch-memory": "16Gi"}

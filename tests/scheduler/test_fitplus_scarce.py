@@ -1,7 +1,8 @@
 """NodeResourcesFitPlus (spec §10) and ScarceResourceAvoidance (§11)."""
 import pytest
 
-from tests.scheduler.builders import make_node, make_pod, plugin_of, score_node
+from tests.support.builders import make_node, make_pod
+from tests.support.scheduling import plugin_of, score_node
 
 GPU_ARGS = {"resources": {"nvidia.com/gpu": {"type": "MostAllocated", "weight": 2},
                           "cpu": {"type": "LeastAllocated", "weight": 1},

@@ -15,7 +15,7 @@ from scheduler_plugins.scheduler.cluster.client import InMemoryClient
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.registry import in_tree_registry
 from scheduler_plugins.scheduler.simulator.scheduler import Scheduler, num_feasible_nodes_to_find
-from tests.scheduler.builders import make_node, make_pod
+from tests.support.builders import make_node, make_pod
 
 
 @dataclass
@@ -56,7 +56,7 @@ def build(plugins: dict[str, Recorder], points: dict, nodes=("n1", "n2")):
     config = parse_config({"profiles": [{"plugins": {k: {"enabled": [{"name": n} for n in v], "disabled": [{"name": "*"}]}
                                                          for k, v in points.items()}}]},
                           registry)
-    cluster = ClusterState.from_objects([make_node(n) for n in nodes])
+    cluster = ClusterState.from_objects([make_node(n, cpu="32", memory="128Gi") for n in nodes])
     return Framework(config.profile(), registry, Handle(cluster, InMemoryClient(cluster))), cluster
 
 

@@ -2,7 +2,8 @@
 import pytest
 
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from tests.scheduler.builders import make_metric, make_node, make_pod, plugin_of, pod_metric
+from tests.support.builders import make_metric, make_node, make_pod, pod_metric
+from tests.support.scheduling import plugin_of
 
 LA = "LoadAwareScheduling"
 REQ = {"cpu": "10", "memory": "10Gi"}  # estimate 8500m / 7Gi

@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from tests.scheduler.builders import filter_node, make_metric, make_node, make_pod, plugin_of
+from tests.support.builders import make_metric, make_node, make_pod
+from tests.support.scheduling import filter_node, plugin_of
 
 LA = "LoadAwareScheduling"
 SMALL = {"cpu": "1", "memory": "1Gi"}  # estimate: 850m cpu, ~717Mi memory

@@ -5,7 +5,8 @@ from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.plugins.loadaware.estimator import estimate_resource
 from scheduler_plugins.scheduler.plugins.loadaware.plugin import load_aware_score
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from tests.scheduler.builders import make_metric, make_node, make_pod, plugin_of, score_node
+from tests.support.builders import make_metric, make_node, make_pod
+from tests.support.scheduling import plugin_of, score_node
 
 LA = "LoadAwareScheduling"
 BIG = {"cpu": "16", "memory": "32Gi"}

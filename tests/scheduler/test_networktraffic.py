@@ -4,12 +4,12 @@ import socket
 import pytest
 
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
-from scheduler_plugins.scheduler.framework.interfaces import NodeScore
 from scheduler_plugins.scheduler.framework.handle import Handle
-from scheduler_plugins.scheduler.plugins.networktraffic import QueryError, NetworkTraffic, parse_args
-from scheduler_plugins.scheduler.podinfo import PodInfo
-from tests.scheduler.builders import make_node, make_pod
+from scheduler_plugins.scheduler.framework.interfaces import NodeScore
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.plugins.networktraffic import NetworkTraffic, QueryError, parse_args
+from scheduler_plugins.scheduler.podinfo import PodInfo
+from tests.support.builders import make_node, make_pod
 
 
 class Table:
@@ -35,7 +35,7 @@ def scores(p, nodes):
     pod, state = PodInfo(make_pod()), CycleState()
     raw = []
     for name in nodes:
-        value, status = p.score(state, pod, NodeInfo(make_node(name)))
+        value, status = p.score(state, pod, NodeInfo(make_node(name, cpu="32", memory="128Gi")))
         assert status.is_success, status
         raw.append(value)
     entries = [NodeScore(n, v) for n, v in zip(nodes, raw)]

@@ -14,7 +14,7 @@ from scheduler_plugins.scheduler.framework.interfaces import NodeScore
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.plugins.networktraffic import NetworkTraffic, parse_args
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from tests.scheduler.builders import make_node, make_pod
+from tests.support.builders import make_node, make_pod
 from tests.support.cluster import free_port
 
 PROMETHEUS, PROMTOOL = shutil.which("prometheus"), shutil.which("promtool")
@@ -76,7 +76,7 @@ def test_scores_from_real_prometheus(prometheus):
     pod, state = PodInfo(make_pod()), CycleState()
     raw = {}
     for name in ("node-a", "node-b", "node-c"):
-        value, status = plugin.score(state, pod, NodeInfo(make_node(name)))
+        value, status = plugin.score(state, pod, NodeInfo(make_node(name, cpu="32", memory="128Gi")))
         assert status.is_success, status
         raw[name] = value
     # a 3m window at a 15 s step holds 12 or 13 samples depending on range boundaries
@@ -95,7 +95,7 @@ def test_window_with_no_samples_scores_every_node_100(prometheus):
     pod, state = PodInfo(make_pod()), CycleState()
     entries = []
     for name in ("node-a", "node-b"):
-        value, status = plugin.score(state, pod, NodeInfo(make_node(name)))
+        value, status = plugin.score(state, pod, NodeInfo(make_node(name, cpu="32", memory="128Gi")))
         assert status.is_success and value == 0
         entries.append(NodeScore(name, value))
     plugin.normalize_score(state, pod, entries)

@@ -22,11 +22,17 @@ from typing import Any
 import aiohttp
 
 from certs.generate import CertPaths, ensure_serving_certs
-from tests.support.apiserver import ApiServer
-from tests.support.webhook_manifests import MANIFESTS, NAMESPACE, SERVICE
 from policies.manifests import read_manifest_file
+from tests.support.apiserver import ApiServer
+from tests.support.dispatcher import Admission
+from tests.support.webhook_manifests import MANIFESTS, NAMESPACE, SERVICE
 
 SERVICE_DNS = f"{SERVICE}.{NAMESPACE}.svc"
+#: the quick-start's workload: pods in its namespace labelled `app: batch`, one cpu and 1Gi each
+DEMO_NAMESPACE = "colocation-demo"
+DEMO_REQUESTS = {"cpu": "1", "memory": "1Gi"}
+BATCH_LABELS = {"app": "batch"}
+BATCH_SELECTOR = {"matchLabels": BATCH_LABELS}
 FAST_ARGS = ("--watch-timeout", "5", "--backoff-max", "0.5", "--drain-delay", "1", "--shutdown-timeout", "5")
 
 
@@ -65,6 +71,11 @@ def namespace_labels(api: ApiServer, name: str) -> dict[str, str] | None:
     except Exception:
         return None
     return namespace["metadata"].get("labels") or {}
+
+
+def qos_of(result: Admission) -> str | None:
+    """The Koordinator QoS label of the pod as admitted (after the mutating webhooks)."""
+    return ((result.object or {}).get("metadata") or {}).get("labels", {}).get("koordinator.sh/qosClass")
 
 
 def make_certs(directory: Path) -> CertPaths:

@@ -5,9 +5,9 @@ import os
 import yaml
 
 from cluster.files import DirectorySource
+from tests.support.builders import make_namespace, make_priority_class, make_profile
 
-PROFILE = {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile", "metadata": {"name": "p1"},
-           "spec": {"qosClass": "BE"}}
+PROFILE = make_profile("p1", qosClass="BE")
 
 
 def bump(path):
@@ -17,9 +17,9 @@ def bump(path):
 
 
 def test_yaml_multi_document_json_and_list_kinds_are_loaded(tmp_path):
-    (tmp_path / "a.yaml").write_text(yaml.safe_dump_all([PROFILE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns"}}]))
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump_all([PROFILE, make_namespace("ns")]))
     (tmp_path / "b.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "koord-batch"}, "value": 5000}]}))
+        make_priority_class("koord-batch", 5000, preemption_policy=None)]}))
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "c.yml").write_text(yaml.safe_dump({**PROFILE, "metadata": {"name": "p2"}}))
     (tmp_path / "notes.txt").write_text("ignored")

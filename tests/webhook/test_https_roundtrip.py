@@ -4,7 +4,8 @@ import json
 
 import jsonpatch
 
-from tests.builders import admission_review, make_namespace, make_pod, make_profile, make_snapshot
+from tests.support.admission import admission_review, make_snapshot
+from tests.support.builders import make_namespace, make_pod, make_profile
 
 PROFILE = make_profile("colocation-profile-example", namespaceSelector={"matchLabels": {"koordinator.sh/enable-colocation": "true"}},
                        selector={"matchLabels": {"koordinator.sh/enable-colocation": "true"}}, qosClass="BE",

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from cryptography import x509
 
-from tests.builders import admission_review
+from tests.support.admission import admission_review
 from tests.support.cluster import free_port
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,11 +1,15 @@
 """ElasticQuota defaulting on CREATE (spec 10.3)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tests.webhooks.builders import QUOTA_MUTATE, admit, make_quota, patched, snapshot
+from tests.support.admission import QUOTA_MUTATE, admit, make_snapshot, patched
+from tests.support.builders import make_quota
 
-TREE = snapshot(fixtures=("quota-tree.yaml",))
+FIXTURES = Path(__file__).parent / "fixtures"
+TREE = make_snapshot(fixtures=(FIXTURES / "quota-tree.yaml",), priority_classes=False)
 PARENT = "quota.scheduling.koordinator.sh/parent"
 TREE_ID = "quota.scheduling.koordinator.sh/tree-id"
 WEIGHT = "quota.scheduling.koordinator.sh/shared-weight"

@@ -1,13 +1,19 @@
 """ElasticQuota validation against the quota tree of the cluster state (spec 10.4-10.6)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tests.webhooks.builders import QUOTA_VALIDATE, admit, fixture, make_quota, snapshot
+from policies.manifests import read_manifest_file
+from tests.support.admission import QUOTA_VALIDATE, admit, make_snapshot
+from tests.support.builders import make_quota
 
-TREE = snapshot(fixtures=("quota-tree.yaml",))
+FIXTURES = Path(__file__).parent / "fixtures"
+TREE = make_snapshot(fixtures=(FIXTURES / "quota-tree.yaml",), priority_classes=False)
 FULL = {"cpu": "20", "memory": "20Gi"}
-STORED = {obj["metadata"]["name"]: obj for obj in fixture("quota-tree.yaml") if obj["kind"] == "ElasticQuota"}
+STORED = {obj["metadata"]["name"]: obj for obj in read_manifest_file(FIXTURES / "quota-tree.yaml")
+          if obj["kind"] == "ElasticQuota"}
 
 
 def create(quota: dict):
@@ -154,6 +160,6 @@ def test_malformed_quotas_get_a_clear_denial(quota, fragment):
 
 
 def test_the_tree_is_built_once_per_snapshot():
-    cluster = snapshot(fixtures=("quota-tree.yaml",))
+    cluster = make_snapshot(fixtures=(FIXTURES / "quota-tree.yaml",), priority_classes=False)
     assert cluster.quota_tree is cluster.quota_tree
     assert cluster.quota_tree.children_of("parent") == ["child-a", "child-b"]

@@ -10,6 +10,7 @@ import base64
 import json
 import ssl
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -18,22 +19,17 @@ import pytest
 from aiohttp import web
 
 from certs.generate import ensure_serving_certs
+from policies.manifests import read_manifest_file
 from policies.snapshot import ClusterSnapshot
-from tests.webhooks.builders import (
-    QUOTA_MUTATE,
-    QUOTA_VALIDATE,
-    ROUTES,
-    fixture,
-    make_node,
-    make_quota,
-    make_reservation,
-    make_slo_config,
-)
+from tests.support.admission import QUOTA_MUTATE, QUOTA_VALIDATE, ROUTES
+from tests.support.builders import make_node, make_quota, make_reservation, make_slo_config
 from webhook.metrics import WebhookMetrics
 from webhook.registry import default_routes
 from webhook.serve import tls_context
 from webhook.server import build_app
 from webhook.state import StateHolder
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 class Client:
@@ -68,7 +64,8 @@ class Client:
 
 @pytest.fixture
 async def client(tmp_path) -> AsyncIterator[Client]:
-    objects = [obj for name in ("quota-tree.yaml", "slo-config.yaml", "reservation-profiles.yaml") for obj in fixture(name)]
+    objects = [obj for name in ("quota-tree.yaml", "slo-config.yaml", "reservation-profiles.yaml")
+               for obj in read_manifest_file(FIXTURES / name)]
     state = StateHolder()
     state.publish(ClusterSnapshot.from_objects(("fixture", obj) for obj in objects))
     metrics = WebhookMetrics()
@@ -146,7 +143,7 @@ async def test_quota_round_trip_refuses_a_child_over_its_parents_min(client: Cli
 
 
 async def test_quota_delete_with_children_is_refused(client: Client):
-    stored = next(q for q in fixture("quota-tree.yaml") if q["metadata"]["name"] == "parent")
+    stored = next(q for q in read_manifest_file(FIXTURES / "quota-tree.yaml") if q["metadata"]["name"] == "parent")
     response = await client.review(QUOTA_VALIDATE, None, "DELETE", stored)
     assert response["status"]["message"] == "delete quota failed, quota parent has 2 child quotas"
 

@@ -5,11 +5,12 @@ import json
 
 import pytest
 
-from tests.webhooks.builders import admit, make_node, patched, snapshot
+from tests.support.admission import admit, make_snapshot, patched
+from tests.support.builders import make_node
 
 RATIO = "node.koordinator.sh/resource-amplification-ratio"
 RAW = "node.koordinator.sh/raw-allocatable"
-EMPTY = snapshot()
+EMPTY = make_snapshot(priority_classes=False)
 
 
 def status_update(new: dict, old: dict):

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from tests.webhooks.builders import admit, make_node, snapshot
+from tests.support.admission import admit, make_snapshot
+from tests.support.builders import make_node
 
-CLUSTER = snapshot(fixtures=("slo-config.yaml",))
+FIXTURES = Path(__file__).parent / "fixtures"
+CLUSTER = make_snapshot(fixtures=(FIXTURES / "slo-config.yaml",), priority_classes=False)
 
 
 def test_a_label_change_that_makes_two_strategies_select_the_node_is_refused():
@@ -31,7 +34,7 @@ def test_create_only_logs_a_conflict():
 
 def test_no_config_map_means_no_conflict():
     old, new = make_node("n", labels={}), make_node("n", labels={"pool": "a", "zone": "z1"})
-    assert admit("/validate-node", new, snapshot(), "UPDATE", old).allowed
+    assert admit("/validate-node", new, make_snapshot(priority_classes=False), "UPDATE", old).allowed
 
 
 def test_a_label_change_matching_one_strategy_is_allowed():

@@ -1,9 +1,13 @@
 """`/mutate-reservation` and `/validate-reservation` (spec 9)."""
 from __future__ import annotations
 
-from tests.webhooks.builders import admit, make_reservation, patched, snapshot
+from pathlib import Path
 
-CLUSTER = snapshot(fixtures=("reservation-profiles.yaml",))
+from tests.support.admission import admit, make_snapshot, patched
+from tests.support.builders import make_reservation
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CLUSTER = make_snapshot(fixtures=(FIXTURES / "reservation-profiles.yaml",), priority_classes=False)
 
 
 def test_matching_profiles_apply_in_name_order_to_metadata_and_the_template():
@@ -37,7 +41,7 @@ def test_without_a_template_scheduling_fields_are_not_set():
 
 
 def test_a_missing_priority_class_is_a_500_denial():
-    cluster = snapshot(*[o for o in CLUSTER.list("ClusterColocationProfile")])
+    cluster = make_snapshot(*[o for o in CLUSTER.list("ClusterColocationProfile")], priority_classes=False)
     outcome = admit("/mutate-reservation", make_reservation(labels={"app": "batch"}), cluster)
     assert (outcome.allowed, outcome.code) == (False, 500)
     assert outcome.message == 'priorityclasses.scheduling.k8s.io "koord-batch" not found'

@@ -5,9 +5,10 @@ import json
 
 import pytest
 
-from tests.webhooks.builders import admit, make_node, make_slo_config, snapshot
+from tests.support.admission import admit, make_snapshot
+from tests.support.builders import make_node, make_slo_config
 
-EMPTY = snapshot()
+EMPTY = make_snapshot(priority_classes=False)
 
 
 def reason_and_message(outcome) -> tuple[str, object]:
@@ -101,11 +102,13 @@ def test_a_cluster_node_selected_twice_is_a_conflict():
     config = make_slo_config({"colocation-config": {"nodeConfigs": [
         entry("pool-a", {"matchLabels": {"pool": "a"}}), entry("zone-1", {"matchLabels": {"zone": "z1"}}),
     ]}})
-    cluster = snapshot(make_node("fine", labels={"pool": "a"}), make_node("both", labels={"pool": "a", "zone": "z1"}))
+    cluster = make_snapshot(make_node("fine", labels={"pool": "a"}), make_node("both", labels={"pool": "a", "zone": "z1"}),
+                            priority_classes=False)
     reason, message = reason_and_message(admit("/validate-configmap", config, cluster))
     assert (reason, message) == ("ExistNodeConfict", {"config": "colocation-config", "strategies": ["pool-a", "zone-1"],
                                                        "exampleNodes": ["both"]})
-    assert admit("/validate-configmap", config, snapshot(make_node("fine", labels={"pool": "a"}))).allowed
+    assert admit("/validate-configmap", config,
+                 make_snapshot(make_node("fine", labels={"pool": "a"}), priority_classes=False)).allowed
 
 
 def test_update_checks_only_the_changed_keys():
