@@ -36,6 +36,7 @@ from tests.support.cluster import (
     webhook_configurations,
 )
 from tests.support.dispatcher import Dispatcher
+from tests.support.wait import wait_for
 
 POLICY = Policy(names=service_names("koordinator-webhook-service", "koordinator-system"))
 SERVE_ARGS = (*FAST_ARGS, "--workers", "2", "--cert-reload-interval", "0.1", "--log-level", "warning")
@@ -67,14 +68,18 @@ async def all_workers_serve(port: int, rotation: Rotation, timeout: float = 10.0
     started = time.monotonic()
     ca = pem_certs([rotation.plan.material.ca])
     streak = 0
-    while streak < 20:
-        assert time.monotonic() - started < timeout, "workers did not all reload"
+
+    async def handshakes_in_a_row() -> int:
+        nonlocal streak
         try:
             served = await asyncio.to_thread(served_certificate, port, ca)
             streak = streak + 1 if served == rotation.plan.material.cert else 0
         except ssl.SSLError:
             streak = 0
-        await asyncio.sleep(0.01)
+        return streak
+
+    await wait_for(handshakes_in_a_row, until=lambda n: n >= 20, timeout=timeout, interval=0.01,
+                   message="every worker to reload (20 handshakes in a row with the new certificate)")
     return time.monotonic() - started
 
 

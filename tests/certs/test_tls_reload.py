@@ -14,6 +14,7 @@ from certs.generate import generate_material, utcnow
 from certs.material import CERT_FILE, KEY_FILE, CertPaths, Material, pem_certs, pem_key, read_directory, write_directory
 from tests.certs.conftest import served_certificate
 from tests.support.cluster import free_port
+from tests.support.wait import wait_for
 from webhook.tls_reload import CertReloader, LoadedChain
 
 
@@ -73,7 +74,8 @@ async def test_a_mismatched_pair_is_refused_and_the_old_chain_keeps_serving(runn
     (tmp_path / CERT_FILE).write_bytes(pem_certs([stranger.cert]))  # a writer that swaps files one by one
     assert not await running.reloader.check_once()
     assert not await running.reloader.check_once()  # the same bad pair is reported once
-    assert [error for _, error in running.events] == ["the key does not match the certificate (files caught mid-update?)"]
+    assert [error for _, error in running.events] == [
+        "the key does not match the certificate (files caught mid-update?)"]
     assert await asyncio.to_thread(served_certificate, running.port, pem_certs([current.ca])) == current.cert
 
     (tmp_path / KEY_FILE).unlink()
@@ -87,10 +89,8 @@ async def test_the_reload_loop_picks_up_a_symlink_swap_by_itself(running: Runnin
     try:
         new = generate_material(["localhost"], utcnow())
         write_directory(tmp_path, new)
-        for _ in range(100):
-            if running.reloader.current is not None and running.reloader.current.cert == new.cert:
-                break
-            await asyncio.sleep(0.02)
+        await wait_for(lambda: running.reloader.current is not None and running.reloader.current.cert == new.cert,
+                       timeout=2, message="the reload loop to load the swapped certificate")
         assert await asyncio.to_thread(served_certificate, running.port, pem_certs([new.ca])) == new.cert
     finally:
         task.cancel()

@@ -18,6 +18,7 @@ import pytest
 from tests.support.apiserver import ApiServer
 from tests.support.builders import NOW, make_metric, make_node, make_pod
 from tests.support.cluster import free_port
+from tests.support.wait import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "manifests" / "scheduler" / "scheduler-config.yaml"
@@ -31,14 +32,6 @@ def starting_objects() -> list[dict[str, Any]]:
             make_node("small", cpu="2", memory="4Gi"),
             make_metric("busy", cpu="30", memory="10Gi"), make_metric("quiet", cpu="2", memory="10Gi"),
             make_metric("small", cpu="0", memory="0")]
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = TIMEOUT, what: str = "") -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"not within {timeout}s: {what}")
-        await asyncio.sleep(0.05)
 
 
 class Extender:
@@ -73,7 +66,7 @@ class Extender:
         async def ready() -> bool:
             assert self.process.poll() is None, self.log.read_text()
             return await self.status("readyz") == 200
-        await eventually(ready, what=f"extender ready; log:\n{self.log.read_text()}")
+        await wait_for(ready, timeout=TIMEOUT, message=lambda: f"extender ready; log:\n{self.log.read_text()}")
         return self
 
     def stop(self) -> None:
@@ -116,7 +109,7 @@ async def extender(start: Callable[[], Extender]) -> Extender:
 async def test_not_ready_and_refusing_verbs_until_every_kind_is_listed(api: ApiServer, start) -> None:
     api.fail_requests(10_000)
     ext = start()
-    await eventually(lambda: _is(ext.status("healthz"), 200), what="extender listening")
+    await wait_for(lambda: _is(ext.status("healthz"), 200), timeout=TIMEOUT, message="extender listening")
     assert await ext.status("readyz") == 503
     refused = await ext.post("filter", {"Pod": LS_POD, "NodeNames": NODES}, status=503)
     assert "not synced" in refused["Error"]
@@ -138,35 +131,36 @@ async def test_filter_and_prioritize_judge_the_nodes_and_metrics_listed_from_the
 async def test_nodes_added_and_deleted_later_are_reflected(api: ApiServer, extender: Extender) -> None:
     api.apply(make_node("fresh", cpu="32", memory="128Gi"))
     api.apply(make_metric("fresh", cpu="1", memory="1Gi"))
-    await eventually(lambda: _passes(extender, "fresh"), what="new node usable")
+    await wait_for(lambda: _passes(extender, "fresh"), timeout=TIMEOUT, message="new node usable")
     api.delete("Node", "quiet")
-    await eventually(lambda: _unknown(extender, "quiet"), what="deleted node gone")
+    await wait_for(lambda: _unknown(extender, "quiet"), timeout=TIMEOUT, message="deleted node gone")
 
 
 async def test_a_node_metric_updated_later_changes_the_verdict(api: ApiServer, extender: Extender) -> None:
     assert "busy" in (await extender.filter())["FailedNodes"]
     api.apply(make_metric("busy", cpu="1", memory="10Gi"))
-    await eventually(lambda: _passes(extender, "busy"), what="busy node relieved")
+    await wait_for(lambda: _passes(extender, "busy"), timeout=TIMEOUT, message="busy node relieved")
 
 
 async def test_bound_pods_count_until_they_terminate(api: ApiServer, extender: Extender) -> None:
     hog = make_pod("hog", "shop", requests={"cpu": "30", "memory": "8Gi"}, node="quiet")
     api.apply(make_pod("waiting", "shop", requests={"cpu": "30"}))  # pending: not the extender's business
     api.apply(hog)
-    await eventually(lambda: _fails(extender, "quiet"), what="bound pod counted")
+    await wait_for(lambda: _fails(extender, "quiet"), timeout=TIMEOUT, message="bound pod counted")
     api.apply({**hog, "status": {"phase": "Succeeded"}})
-    await eventually(lambda: _passes(extender, "quiet"), what="terminated pod released")
+    await wait_for(lambda: _passes(extender, "quiet"), timeout=TIMEOUT, message="terminated pod released")
 
 
 async def test_a_dropped_watch_is_resumed_and_a_compacted_one_relisted(api: ApiServer, extender: Extender) -> None:
     api.drop_watches()
     api.apply(make_metric("busy", cpu="1", memory="10Gi"))
-    await eventually(lambda: _passes(extender, "busy"), what="change made while the watch was down")
+    await wait_for(lambda: _passes(extender, "busy"), timeout=TIMEOUT, message="change made while the watch was down")
     before = api.requests["GET list Node"]
     api.drop_watches()
     api.delete("Node", "quiet")
     api.store.compact()
-    await eventually(lambda: _unknown(extender, "quiet"), what="deletion seen by a relist after 410 Gone")
+    await wait_for(lambda: _unknown(extender, "quiet"), timeout=TIMEOUT,
+                   message="deletion seen by a relist after 410 Gone")
     assert api.requests["GET list Node"] > before
 
 
@@ -184,7 +178,8 @@ async def test_bind_posts_a_binding_and_the_pod_counts_at_once(api: ApiServer, e
     again = await extender.post("bind", args)
     assert "already assigned" in again["Error"]
     api.delete("Pod", "big", "shop")
-    await eventually(lambda: _passes_pod(extender, second, "quiet"), what="deleted pod no longer counted")
+    await wait_for(lambda: _passes_pod(extender, second, "quiet"), timeout=TIMEOUT,
+                   message="deleted pod no longer counted")
 
 
 async def _is(status: Awaitable[int], expected: int) -> bool:

@@ -16,6 +16,7 @@ from scheduler_plugins.scheduler.plugins.networktraffic import NetworkTraffic, p
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from tests.support.builders import make_node, make_pod
 from tests.support.cluster import free_port
+from tests.support.wait import wait_for_sync
 
 PROMETHEUS, PROMTOOL = shutil.which("prometheus"), shutil.which("promtool")
 pytestmark = pytest.mark.skipif(not (PROMETHEUS and PROMTOOL),
@@ -46,18 +47,16 @@ def prometheus(tmp_path_factory):
                              f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=30d"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     address = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+
+    def ready() -> bool:
+        if proc.poll() is not None:
+            pytest.fail(f"prometheus did not become ready (exit code {proc.poll()})")
+        with urllib.request.urlopen(f"{address}/-/ready", timeout=2) as resp:
+            return bool(resp.status == 200)
+
     try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{address}/-/ready", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"prometheus did not become ready (exit code {proc.poll()})")
-            time.sleep(0.2)
+        wait_for_sync(ready, timeout=READY_TIMEOUT_SECONDS, interval=0.2, ignore=(OSError,),
+                      message="prometheus to become ready")
         yield address, start + (SAMPLES - 1) * STEP
     finally:
         proc.terminate()

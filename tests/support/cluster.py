@@ -25,6 +25,7 @@ from certs.generate import CertPaths, ensure_serving_certs
 from policies.manifests import read_manifest_file
 from tests.support.apiserver import ApiServer
 from tests.support.dispatcher import Admission
+from tests.support.wait import wait_for
 from tests.support.webhook_manifests import MANIFESTS, NAMESPACE, SERVICE
 
 SERVICE_DNS = f"{SERVICE}.{NAMESPACE}.svc"
@@ -97,11 +98,11 @@ class ColocateProcess:
             self.process.send_signal(signal.SIGTERM)
 
     async def wait(self, timeout: float) -> int:
-        for _ in range(int(timeout / 0.05)):
-            if (code := self.process.poll()) is not None:
-                return code
-            await asyncio.sleep(0.05)
-        raise TimeoutError(f"colocate (pid {self.process.pid}) still running after {timeout}s")
+        """The exit code, once the process has exited."""
+        code = await wait_for(self.process.poll, until=lambda code: code is not None, timeout=timeout,
+                              message=f"colocate (pid {self.process.pid}) to exit")
+        assert code is not None
+        return code
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -129,7 +130,7 @@ class Service:
             async with session.get(f"https://127.0.0.1:{replica.port}/readyz", ssl=self._context,
                                    timeout=aiohttp.ClientTimeout(total=1)) as response:
                 ok = response.status == 200
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+        except (TimeoutError, aiohttp.ClientError, OSError):
             ok = False
         (self.ready.add if ok else self.ready.discard)(replica.port)
 
@@ -137,16 +138,14 @@ class Service:
         async with aiohttp.ClientSession() as session:
             while True:
                 await asyncio.gather(*(self._probe(session, r) for r in self.replicas))
-                await asyncio.sleep(self.period)
+                await asyncio.sleep(self.period)  # the probe period is the behaviour: kubelet probes on a timer
 
     async def start(self, timeout: float = 20.0) -> Service:
         self._task = asyncio.create_task(self._run())
-        for _ in range(int(timeout / 0.05)):
-            if len(self.ready) == len(self.replicas):
-                return self
-            await asyncio.sleep(0.05)
-        logs = "\n".join(r.log.read_text()[-2000:] for r in self.replicas)
-        raise TimeoutError(f"replicas not ready after {timeout}s:\n{logs}")
+        await wait_for(lambda: len(self.ready) == len(self.replicas), timeout=timeout,
+                       message=lambda: "every replica ready:\n" + "\n".join(r.log.read_text()[-2000:]
+                                                                            for r in self.replicas))
+        return self
 
     async def stop(self) -> None:
         if self._task is not None:
