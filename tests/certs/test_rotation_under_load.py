@@ -105,7 +105,7 @@ async def test_rotating_the_ca_and_the_serving_certificate_under_load_fails_no_a
     load = Load(dispatchers)
     tasks = load.start()
     try:
-        await asyncio.sleep(1.0)
+        await wait_for(lambda: load.ok > 20, timeout=10, message="the load to flow before the rotation")
         before_rotation = load.ok
         new_ca = await asyncio.to_thread(rotate, targets, POLICY, utcnow(), force_ca=True, settle=0.3)
         assert new_ca.plan.new_ca and len(new_ca.patched) == 2 and len(new_ca.plan.material.ca_certs) == 2
@@ -113,7 +113,9 @@ async def test_rotating_the_ca_and_the_serving_certificate_under_load_fails_no_a
         new_cert = await asyncio.to_thread(rotate, targets, POLICY, utcnow(), force=True)
         assert new_cert.plan.new_cert and not new_cert.plan.new_ca and new_cert.patched == ()
         await all_workers_serve(process.port, new_cert)
-        await asyncio.sleep(0.5)
+        after_rotation = load.ok
+        await wait_for(lambda: load.ok > after_rotation + 20, timeout=10,
+                       message="admissions to go on after the rotation")
     finally:
         load.stop.set()
         await asyncio.wait(tasks, timeout=10)

@@ -39,6 +39,7 @@ async def test_the_leader_renews_a_certificate_due_for_rotation_and_every_replic
             return served if served != pem_certs([due.cert]) else None
 
         new_cert_pem = await wait_for(renewed, timeout=20, message="the leader to renew the Secret")
+        renewals = api.writes("Lease")  # the leader renews its Lease at the start of every round
         for replica in replicas:
             async def serves_new(port: int = replica.port) -> bool:
                 try:
@@ -48,7 +49,10 @@ async def test_the_leader_renews_a_certificate_due_for_rotation_and_every_replic
                 return pem_certs([cert]) == new_cert_pem
 
             await wait_for(serves_new, timeout=10, message=f"replica on port {replica.port} to reload")
-        await asyncio.sleep(0.6)  # a few more check rounds: the leader writes nothing more
+        # The leader writes nothing more: wait until the round after the renewal is over, i.e. the
+        # Lease was renewed twice since (a round every 5 s, ManagerSettings.renew_interval).
+        await wait_for(lambda: api.writes("Lease") >= renewals + 2, timeout=20,
+                       message="the leader to finish the round after the renewal")
         assert api.writes("Secret") == writes_before + 1
         lease = api.store.get(api.by_kind["Lease"], NAMESPACE, "colocate-webhook-certs")
         assert lease["spec"]["holderIdentity"]

@@ -8,6 +8,7 @@ from typing import Any
 from tests.support.apiserver import ApiServer
 from tests.support.builders import make_pod, make_profile
 from tests.support.cluster import BATCH_LABELS, BATCH_SELECTOR, DEMO_NAMESPACE, DEMO_REQUESTS, qos_of
+from tests.support.wait import wait_for
 
 
 async def test_sigterm_under_load_fails_no_admission(api: ApiServer, cluster: Any) -> None:
@@ -21,17 +22,18 @@ async def test_sigterm_under_load_fails_no_admission(api: ApiServer, cluster: An
         count = 0
         while not stop.is_set():
             count += 1
-            results.append(await dispatcher.admit(make_pod(f"load-{index}-{count}", DEMO_NAMESPACE, labels=BATCH_LABELS,
-                                                            requests=DEMO_REQUESTS)))
+            pod = make_pod(f"load-{index}-{count}", DEMO_NAMESPACE, labels=BATCH_LABELS, requests=DEMO_REQUESTS)
+            results.append(await dispatcher.admit(pod))
 
     clients = [asyncio.create_task(client(i)) for i in range(6)]
-    await asyncio.sleep(1.0)
+    await wait_for(lambda: len(results) > 20, timeout=10, message="the load to flow")
     before = len(results)
     doomed.terminate()
     started = time.monotonic()
     code = await doomed.wait(timeout=10)
     exited_after = time.monotonic() - started
-    await asyncio.sleep(0.5)  # and the survivor keeps serving alone
+    alone = len(results)  # and the survivor keeps serving alone
+    await wait_for(lambda: len(results) > alone + 20, timeout=10, message="the survivor to serve alone")
     stop.set()
     await asyncio.wait_for(asyncio.gather(*clients), 10)
 

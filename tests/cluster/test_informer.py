@@ -57,7 +57,9 @@ async def test_not_ready_until_every_kind_was_listed(api: ApiServer, live: Calla
     api.apply(make_namespace("a"))
     api.fail_requests(10_000)  # every list fails: back off, retry, stay unready
     state = live()
-    await asyncio.sleep(0.3)
+    kinds = [k.kind for k in watched_kinds(default_routes())]
+    await wait_for(lambda: all(api.requests[f"GET list {kind}"] >= 2 for kind in kinds),
+                   message="every kind's list to fail and be retried")
     assert not state.state.ready
     api.fail_requests(0)
     await wait_for(lambda: state.state.ready, message="the first list of every kind")

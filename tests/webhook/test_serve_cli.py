@@ -8,7 +8,6 @@ import signal
 import ssl
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -66,6 +65,12 @@ class Served:
         assert response["allowed"]
         return json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
 
+    def metric(self, name: str) -> float:
+        """The value of an unlabelled metric on /metrics."""
+        status, body = self.request("/metrics")
+        assert status == 200
+        return next(float(line.split()[-1]) for line in body.decode().splitlines() if line.split(" ")[0] == name)
+
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
         return self.process.wait(timeout=30)
@@ -116,8 +121,10 @@ def test_profile_changes_take_effect_without_restart_and_broken_files_keep_the_l
     assert server.mutate() != []
     profiles = server.state / "profiles.yaml"
     original = profiles.read_text()
+    problems = server.metric("colocate_cluster_state_problems")
     profiles.write_text("kind: [this is not yaml")
-    time.sleep(1.0)
+    wait_for_sync(lambda: server.metric("colocate_cluster_state_problems") > problems, timeout=10, interval=0.1,
+                  message="the server to read the broken file")
     assert server.mutate() != [], "a broken file must keep its last good profiles"
     profiles.unlink()
     wait_for_sync(server.mutate, until=lambda patch: patch == [], timeout=10, interval=0.1,
