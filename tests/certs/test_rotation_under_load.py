@@ -20,7 +20,6 @@ from certs.kube import Cluster
 from certs.material import pem_certs
 from certs.plan import Policy
 from certs.rotate import Rotation, Targets, rotate
-from tests.certs.conftest import served_certificate
 from tests.support.apiserver import ApiServer
 from tests.support.builders import make_pod
 from tests.support.cluster import (
@@ -36,6 +35,7 @@ from tests.support.cluster import (
     webhook_configurations,
 )
 from tests.support.dispatcher import Dispatcher
+from tests.support.tls import served_certificate
 from tests.support.wait import wait_for
 
 POLICY = Policy(names=service_names("koordinator-webhook-service", "koordinator-system"))

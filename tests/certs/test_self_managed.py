@@ -10,10 +10,10 @@ from pathlib import Path
 from certs.generate import generate_material, service_names, utcnow
 from certs.kube import Cluster
 from certs.material import pem_certs, secret_files
-from tests.certs.conftest import served_certificate
 from tests.support.apiserver import ApiServer
 from tests.support.cluster import FAST_ARGS, ColocateProcess, cluster_files, seed
 from tests.support.kubelet import sync_secret
+from tests.support.tls import served_certificate
 from tests.support.wait import wait_for
 
 NAMESPACE, SECRET = "koordinator-system", "koordinator-webhook-certs"

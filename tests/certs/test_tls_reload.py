@@ -12,8 +12,8 @@ from aiohttp import web
 
 from certs.generate import generate_material, utcnow
 from certs.material import CERT_FILE, KEY_FILE, CertPaths, Material, pem_certs, pem_key, read_directory, write_directory
-from tests.certs.conftest import served_certificate
 from tests.support.cluster import free_port
+from tests.support.tls import served_certificate
 from tests.support.wait import wait_for
 from webhook.tls_reload import CertReloader, LoadedChain
 

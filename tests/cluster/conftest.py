@@ -21,17 +21,6 @@ from tests.support.dispatcher import Dispatcher
 
 
 @pytest.fixture
-async def api() -> AsyncIterator[ApiServer]:
-    async with ApiServer(bookmark_interval=0.2) as server:
-        yield server
-
-
-@pytest.fixture
-def kubeconfig(api: ApiServer, tmp_path: Path) -> Path:
-    return api.write_kubeconfig(tmp_path / "kubeconfig")
-
-
-@pytest.fixture
 async def cluster(api: ApiServer, kubeconfig: Path, tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     """`await cluster(replicas=1)` → (service, dispatcher) with colocate processes behind them."""
     processes: list[ColocateProcess] = []

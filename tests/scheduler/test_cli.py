@@ -1,12 +1,12 @@
 """`colocate scheduler simulate|explain` as a user runs them, on the shipped example snapshot."""
 import json
-import pathlib
 
 import pytest
 
 from colocate.cli import main
+from tests.support.paths import REPO
 
-EXAMPLE = str(pathlib.Path(__file__).resolve().parents[2] / "manifests" / "scheduler" / "example-cluster")
+EXAMPLE = str(REPO / "manifests" / "scheduler" / "example-cluster")
 NOW = "2024-05-01T10:01:00Z"
 
 

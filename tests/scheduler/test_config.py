@@ -4,6 +4,7 @@ import pytest
 from scheduler_plugins.scheduler.config import load_config, parse_config
 from scheduler_plugins.scheduler.errors import ConfigError
 from scheduler_plugins.scheduler.registry import in_tree_registry
+from tests.support.paths import REPO
 from tests.support.scheduling import make_config
 
 
@@ -81,8 +82,7 @@ def test_errors_name_the_field(doc, path):
 
 
 def test_the_manifest_configurations_parse(tmp_path):
-    import pathlib
-    root = pathlib.Path(__file__).resolve().parents[2] / "manifests" / "scheduler"
+    root = REPO / "manifests" / "scheduler"
     configs = sorted(root.glob("*config*.yaml"))
     assert configs, "no scheduler configuration manifests found"
     for path in configs:

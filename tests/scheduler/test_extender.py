@@ -1,6 +1,5 @@
 """The extender over HTTP: upstream wire shapes in and out, malformed bodies answered, not crashed."""
 import json
-import pathlib
 
 import pytest
 import yaml
@@ -9,6 +8,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from scheduler_plugins.scheduler.extender.server import VERBS, make_app
 from scheduler_plugins.scheduler.extender.service import ExtenderService
 from tests.support.builders import make_metric, make_node, make_pod
+from tests.support.paths import REPO
 from tests.support.scheduling import make_framework
 
 LS_POD = make_pod("web", "shop", qos="LS", requests={"cpu": "4", "memory": "8Gi"})
@@ -92,7 +92,7 @@ async def test_bind_of_an_unknown_pod_is_an_error(client):
 
 
 def test_kube_scheduler_manifest_uses_the_verbs_the_server_serves():
-    path = pathlib.Path(__file__).resolve().parents[2] / "manifests" / "scheduler" / "kube-scheduler-extender-config.yaml"
+    path = REPO / "manifests" / "scheduler" / "kube-scheduler-extender-config.yaml"
     doc = yaml.safe_load(path.read_text())
     (ext,) = doc["extenders"]
     assert ext["urlPrefix"].endswith("/scheduler")

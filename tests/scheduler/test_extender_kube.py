@@ -18,9 +18,9 @@ import pytest
 from tests.support.apiserver import ApiServer
 from tests.support.builders import NOW, make_metric, make_node, make_pod
 from tests.support.cluster import free_port
+from tests.support.paths import REPO
 from tests.support.wait import wait_for
 
-REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "manifests" / "scheduler" / "scheduler-config.yaml"
 LS_POD = make_pod("web", "shop", qos="LS", requests={"cpu": "4", "memory": "8Gi"})
 NODES = ["busy", "quiet", "small"]

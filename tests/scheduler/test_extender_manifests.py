@@ -9,13 +9,14 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from policies.manifests import read_manifest_file
 from scheduler_plugins.scheduler.cli import register_commands
 from scheduler_plugins.scheduler.cluster.kube import EXTENDER_KINDS
 from scheduler_plugins.scheduler.config import load_config
 from scheduler_plugins.scheduler.registry import in_tree_registry
-from policies.manifests import read_manifest_file
+from tests.support.paths import REPO
 
-DIRECTORY = Path(__file__).resolve().parents[2] / "manifests" / "scheduler"
+DIRECTORY = REPO / "manifests" / "scheduler"
 K8S_VERSION = "1.30"
 
 

@@ -4,7 +4,9 @@ extender's HTTP adapter."""
 import ast
 import pathlib
 
-ROOT = pathlib.Path(__file__).resolve().parents[2] / "scheduler_plugins"
+from tests.support.paths import REPO
+
+ROOT = REPO / "scheduler_plugins"
 
 
 def imports(path: pathlib.Path) -> set[str]:

@@ -25,6 +25,7 @@ from certs.generate import CertPaths, ensure_serving_certs
 from policies.manifests import read_manifest_file
 from tests.support.apiserver import ApiServer
 from tests.support.dispatcher import Admission
+from tests.support.paths import REPO
 from tests.support.wait import wait_for
 from tests.support.webhook_manifests import MANIFESTS, NAMESPACE, SERVICE
 
@@ -91,7 +92,7 @@ class ColocateProcess:
         command = [sys.executable, "-m", "colocate.cli", "serve", "--kubeconfig", str(kubeconfig),
                    "--cert-dir", str(cert_dir), "--host", "127.0.0.1", "--port", str(self.port), *extra]
         self.process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                                        cwd=Path(__file__).resolve().parents[2])
+                                        cwd=REPO)
 
     def terminate(self) -> None:
         if self.process.poll() is None:

@@ -18,9 +18,9 @@ from cryptography import x509
 
 from tests.support.admission import admission_review
 from tests.support.cluster import free_port
+from tests.support.paths import REPO
 from tests.support.wait import wait_for_sync
 
-REPO = Path(__file__).resolve().parents[2]
 POD = yaml.safe_load((REPO / "manifests" / "samples" / "batch-pod.yaml").read_text())
 
 
