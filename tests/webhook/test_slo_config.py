@@ -102,8 +102,8 @@ def test_a_cluster_node_selected_twice_is_a_conflict():
     config = make_slo_config({"colocation-config": {"nodeConfigs": [
         entry("pool-a", {"matchLabels": {"pool": "a"}}), entry("zone-1", {"matchLabels": {"zone": "z1"}}),
     ]}})
-    cluster = make_snapshot(make_node("fine", labels={"pool": "a"}), make_node("both", labels={"pool": "a", "zone": "z1"}),
-                            priority_classes=False)
+    cluster = make_snapshot(make_node("fine", labels={"pool": "a"}),
+                            make_node("both", labels={"pool": "a", "zone": "z1"}), priority_classes=False)
     reason, message = reason_and_message(admit("/validate-configmap", config, cluster))
     assert (reason, message) == ("ExistNodeConfict", {"config": "colocation-config", "strategies": ["pool-a", "zone-1"],
                                                        "exampleNodes": ["both"]})
