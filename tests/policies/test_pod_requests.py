@@ -6,7 +6,8 @@ from policies.admission import Denied
 from policies.quantity import quantity_list, resource_list, scalar_of
 from policies.resources import pod_resources
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from tests.builders import make_container, make_pod, validate
+from tests.support.admission import validate
+from tests.support.builders import make_container, make_pod
 
 GI = 1024**3
 

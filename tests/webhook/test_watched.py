@@ -27,17 +27,19 @@ from policies.admission import (
 )
 from policies.constants import ELASTIC_QUOTA_KIND, PROFILE_KIND
 from policies.snapshot import ClusterSnapshot
+from tests.support.paths import REPO
 from webhook.registry import Registry, Route, default_routes, node_routes, pod_routes
 from webhook.watched import ReadRule, merged_reads, read_rules, watched_kinds
 
-REPO = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).parent / "fixtures"
 RBAC = REPO / "manifests" / "deploy" / "rbac.yaml"
 DEPLOYMENT = REPO / "manifests" / "deploy" / "deployment.yaml"
 CLUSTER_OBJECTS = [*sorted((REPO / "manifests" / "cluster").glob("*.yaml")),
-                   *sorted((REPO / "tests" / "webhooks" / "fixtures").glob("*.yaml")),
+                   *sorted(FIXTURES.glob("*.yaml")),
                    REPO / "manifests" / "samples" / "quota-tree" / "state" / "quotas.yaml"]
 SAMPLE_OBJECTS = [*CLUSTER_OBJECTS, *sorted((REPO / "manifests" / "samples").glob("*.yaml")),
                   *sorted((REPO / "manifests" / "samples" / "quota-tree").glob("*.yaml"))]
+assert len(CLUSTER_OBJECTS) > 4, "the sample paths moved: update them"
 # Granted to the certificate controller and its leader election (certs/), not to admission plugins.
 CERTIFICATE_READS = {("", "admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
                      ("", "admissionregistration.k8s.io", "validatingwebhookconfigurations"),
