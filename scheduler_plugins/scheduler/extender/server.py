@@ -13,8 +13,8 @@ import contextlib
 import gc
 import json
 import logging
-from collections.abc import AsyncIterator
-from typing import Any, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
@@ -47,7 +47,10 @@ async def _body(request: web.Request) -> Any:
         raise ArgsError(f"request body is not JSON: {exc}") from exc
 
 
-def _verb(call: Callable[[ExtenderService, Any], Any]):
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _verb(call: Callable[[ExtenderService, Any], Any]) -> Handler:
     async def handler(request: web.Request) -> web.Response:
         service = request.app[SERVICE_KEY]
         try:
