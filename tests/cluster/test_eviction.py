@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from cluster.client import api_client
-from cluster.eviction import EvictionClient, Outcome
 from cluster.events import EventRecorder
+from cluster.eviction import EvictionClient, Outcome
 from tests.support.apiserver import ApiServer
 from tests.support.builders import make_pod
 

@@ -7,8 +7,8 @@ ADDED, MODIFIED, DELETED, BOOKMARK, ERROR; an ERROR 410 for a compacted version)
 (POST), replace (PUT), patch (merge and JSON patch) and delete, and the `pods/binding` subresource
 (POST a v1 Binding: sets spec.nodeName and PodScheduled, 409 when already bound or the UID
 differs), and `pods/eviction` (POST a policy/v1 Eviction: 429 when a PodDisruptionBudget allows
-no disruption, else the pod is deleted). Field selectors take `=`, `==` and `!=` on dotted fields (`spec.nodeName!=`); a watch
-with one sends ADDED when a modified object starts matching and DELETED when it stops, as
+no disruption, else the pod is deleted). Field selectors take `=`, `==` and `!=` on dotted
+fields (`spec.nodeName!=`); a watch with one sends ADDED when a modified object starts matching and DELETED when it stops, as
 kube-apiserver's watch cache does. Faults are injected by the test: `drop_watches()`,
 `store.compact()`, `fail_requests(n)`.
 """
@@ -20,7 +20,7 @@ import copy
 import json
 import tempfile
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +71,7 @@ def _scaled(value: Any, total: int) -> int:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
@@ -346,7 +346,7 @@ class ApiServer:
             while (left := deadline - asyncio.get_running_loop().time()) > 0:
                 try:
                     event = await asyncio.wait_for(watcher.queue.get(), min(left, self.bookmark_interval))
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     if bookmarks:
                         await send("BOOKMARK", {"kind": resource.kind, "apiVersion": resource.api_version,
                                                 "metadata": {"resourceVersion": str(self.store.version)}})
