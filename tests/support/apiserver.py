@@ -8,8 +8,8 @@ ADDED, MODIFIED, DELETED, BOOKMARK, ERROR; an ERROR 410 for a compacted version)
 (POST a v1 Binding: sets spec.nodeName and PodScheduled, 409 when already bound or the UID
 differs), and `pods/eviction` (POST a policy/v1 Eviction: 429 when a PodDisruptionBudget allows
 no disruption, else the pod is deleted). Field selectors take `=`, `==` and `!=` on dotted
-fields (`spec.nodeName!=`); a watch with one sends ADDED when a modified object starts matching and DELETED when it stops, as
-kube-apiserver's watch cache does. Faults are injected by the test: `drop_watches()`,
+fields (`spec.nodeName!=`); a watch with one sends ADDED when a modified object starts matching
+and DELETED when it stops, as kube-apiserver's watch cache does. Faults are injected by the test: `drop_watches()`,
 `store.compact()`, `fail_requests(n)`.
 """
 from __future__ import annotations
