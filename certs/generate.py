@@ -28,7 +28,7 @@ KEY_TYPES: Final = ("rsa2048", "rsa4096", "ecdsa-p256")
 
 
 def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def service_names(service: str, namespace: str, extra: Iterable[str] = ()) -> tuple[str, ...]:
