@@ -22,13 +22,13 @@ from typing import Any
 import aiohttp
 import yaml
 
+from cluster.client import api_client
 from tests.support.apiserver import ApiServer
 from tests.support.cluster import ColocateProcess, make_certs
 from webhook.registry import default_routes
-from webhook.watched import watched_kinds
-from cluster.client import api_client
 from webhook.snapshots import ApiServerSnapshots, KubeSettings
 from webhook.state import StateHolder
+from webhook.watched import watched_kinds
 
 
 def objects(namespaces: int, profiles: int) -> list[dict[str, Any]]:

@@ -19,7 +19,6 @@ from certs.material import Material, secret_data
 from certs.names import MUTATING, NAMESPACE, SECRET, TLS_TYPE, VALIDATING
 
 
-
 def read_object(call: Callable[..., Any], *args: Any) -> dict[str, Any] | None:
     """The object as a dict, or None when it does not exist."""
     try:

@@ -22,7 +22,7 @@ LEASE_NAME = "colocate-webhook-certs"
 
 
 def micro_time(when: dt.datetime) -> str:
-    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_time(raw: str | None) -> dt.datetime | None:
@@ -50,7 +50,7 @@ def decide(lease: dict[str, Any] | None, identity: str, now: dt.datetime, durati
         return Decision(True, body, create=True)
     spec = lease.get("spec") or {}
     holder = spec.get("holderIdentity") or ""
-    renewed = parse_time(spec.get("renewTime")) or dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+    renewed = parse_time(spec.get("renewTime")) or dt.datetime.min.replace(tzinfo=dt.UTC)
     held_for = dt.timedelta(seconds=int(spec.get("leaseDurationSeconds") or duration.total_seconds()))
     if holder and holder != identity and now < renewed + held_for:
         return Decision(False, None)

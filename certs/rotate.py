@@ -21,8 +21,16 @@ from typing import Any
 from cryptography import x509
 
 from certs.kube import Cluster
-from certs.material import (Material, MaterialError, from_files, parse_certs, pem_certs, read_directory,
-                            secret_files, write_directory)
+from certs.material import (
+    Material,
+    MaterialError,
+    from_files,
+    parse_certs,
+    pem_certs,
+    read_directory,
+    secret_files,
+    write_directory,
+)
 from certs.plan import Plan, Policy, plan_rotation
 
 

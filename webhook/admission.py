@@ -15,9 +15,9 @@ from typing import Any, Protocol
 import orjson
 
 from policies.admission import DELETE, UPDATE, AdmissionContext, AdmissionRequest, Denied, Effect, default_rand_int
-from policies.snapshot import ClusterSnapshot
 from policies.jsonpatch_diff import diff
 from policies.objects import json_copy, metadata_of
+from policies.snapshot import ClusterSnapshot
 from webhook.registry import Route
 from webhook.review import MalformedReview, build_review, parse_review
 

@@ -133,7 +133,7 @@ def test_patch_touches_only_owned_paths_and_everything_else_survives(pod, profil
     for key in ("restartPolicy", "x-unknown-field"):
         assert result["spec"][key] == original["spec"][key]
     for section in ("containers", "initContainers"):
-        for before, after in zip(original["spec"].get(section, []), result["spec"].get(section, [])):
+        for before, after in zip(original["spec"].get(section, []), result["spec"].get(section, []), strict=False):
             assert {k: v for k, v in before.items() if k != "resources"} == {k: v for k, v in after.items() if k != "resources"}
 
 

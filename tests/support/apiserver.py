@@ -19,7 +19,7 @@ import copy
 import json
 import tempfile
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ def default_types() -> list[ResourceType]:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
@@ -284,7 +284,7 @@ class ApiServer:
             while (left := deadline - asyncio.get_running_loop().time()) > 0:
                 try:
                     event = await asyncio.wait_for(watcher.queue.get(), min(left, self.bookmark_interval))
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     if bookmarks:
                         await send("BOOKMARK", {"kind": resource.kind, "apiVersion": resource.api_version,
                                                 "metadata": {"resourceVersion": str(self.store.version)}})

@@ -143,8 +143,8 @@ def test_workers_share_the_port_and_metrics(served):
         server.mutate()
     status, text = server.request("/metrics")
     assert status == 200
-    line = next(l for l in text.decode().splitlines()
-                if l.startswith('controller_runtime_webhook_requests_total{code="200",webhook="/mutate-pod"}'))
+    line = next(candidate for candidate in text.decode().splitlines()
+                if candidate.startswith('controller_runtime_webhook_requests_total{code="200",webhook="/mutate-pod"}'))
     assert float(line.split()[-1]) == 20.0, "every worker's requests are counted in each scrape"
     assert server.stop() == 0
 

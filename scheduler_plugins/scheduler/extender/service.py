@@ -15,7 +15,8 @@ than judge pods against an empty or half-loaded cluster.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.extender import protocol as wire
@@ -126,7 +127,7 @@ class ExtenderService:
         weight_sum = sum(p.weight for p in table.plugins)
         return [{"Host": node.name,
                  "Score": (total // weight_sum if weight_sum else 0) * wire.MAX_EXTENDER_PRIORITY // 100}
-                for node, total in zip(nodes, table.totals)]
+                for node, total in zip(nodes, table.totals, strict=False)]
 
     def bind(self, body: Any) -> wire.ExtenderBindingResult:
         self._require_sync()

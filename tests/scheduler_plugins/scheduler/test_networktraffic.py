@@ -38,7 +38,7 @@ def scores(p, nodes):
         value, status = p.score(state, pod, NodeInfo(make_node(name, cpu="32", memory="128Gi")))
         assert status.is_success, status
         raw.append(value)
-    entries = [NodeScore(n, v) for n, v in zip(nodes, raw)]
+    entries = [NodeScore(n, v) for n, v in zip(nodes, raw, strict=True)]
     assert p.normalize_score(state, pod, entries).is_success
     return raw, [e.score for e in entries]
 
