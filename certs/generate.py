@@ -112,7 +112,8 @@ def generate_material(names: Sequence[str], now: dt.datetime, *, ca_validity: dt
     return Material(ca_key=ca_key, ca_certs=(ca_cert,), cert=cert, key=key)
 
 
-def ensure_serving_certs(directory: Path, dns_names: Sequence[str] = (), now: dt.datetime | None = None) -> tuple[CertPaths, bool]:
+def ensure_serving_certs(directory: Path, dns_names: Sequence[str] = (),
+                         now: dt.datetime | None = None) -> tuple[CertPaths, bool]:
     """Create `ca.crt`, `tls.crt`, `tls.key` (and `ca.key`) in `directory` unless the first three exist;
     True if created."""
     paths = CertPaths(directory)

@@ -205,7 +205,8 @@ def _run_workers(config: ServeConfig) -> int:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     context = multiprocessing.get_context("spawn")
     # One process per replica takes part in the certificate Lease election; every one reloads.
-    workers = [context.Process(target=_worker, args=(config if i == 0 else replace(config, self_managed=None), os.getpid()),
+    workers = [context.Process(target=_worker,
+                               args=(config if i == 0 else replace(config, self_managed=None), os.getpid()),
                                name=f"colocate-worker-{i}") for i in range(config.workers)]
     for worker in workers:
         worker.start()

@@ -32,7 +32,8 @@ class Served:
         self.port = free_port()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "colocate.cli", "serve", "--cluster", str(self.state), "--cert-dir", str(self.certs),
-             "--port", str(self.port), "--host", "127.0.0.1", "--reload-interval", "0.2", "--dns-name", "webhook.example", *extra],
+             "--port", str(self.port), "--host", "127.0.0.1", "--reload-interval", "0.2",
+             "--dns-name", "webhook.example", *extra],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.tls: ssl.SSLContext | None = None
 

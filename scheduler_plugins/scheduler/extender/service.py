@@ -103,7 +103,8 @@ class ExtenderService:
             target[name] = node_status.message or node_status.code.name
         keep = {n.name for n in passed}
         return {
-            "Nodes": None if names is not None else {"items": [i for i in items or [] if i["metadata"]["name"] in keep]},
+            "Nodes": (None if names is not None
+                      else {"items": [i for i in items or [] if i["metadata"]["name"] in keep]}),
             "NodeNames": [n.name for n in passed] if names is not None else None,
             "FailedNodes": failed,
             "FailedAndUnresolvableNodes": unresolvable,

@@ -45,14 +45,16 @@ def scores(p, nodes):
 
 def test_defaults():
     args = parse_args(None, "args")
-    assert (args.prometheus_address, args.network_interface, args.time_range_in_minutes) == ("http://127.0.0.1:9090", "ens192", 3)
+    assert ((args.prometheus_address, args.network_interface, args.time_range_in_minutes)
+            == ("http://127.0.0.1:9090", "ens192", 3))
 
 
 def test_query_names_node_interface_and_range_and_uses_the_clock():
     table = Table({})
     p = plugin(table, {"networkInterface": "eth1", "timeRangeInMinutes": 5})
     scores(p, ["n1"])
-    assert table.queries == [('sum_over_time(node_network_receive_bytes_total{kubernetes_node="n1",device="eth1"}[5m])', 1000.0)]
+    assert table.queries == [
+        ('sum_over_time(node_network_receive_bytes_total{kubernetes_node="n1",device="eth1"}[5m])', 1000.0)]
 
 
 @pytest.mark.parametrize("case, values, raw, normalized", [

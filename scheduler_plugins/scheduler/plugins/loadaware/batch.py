@@ -71,7 +71,8 @@ class LoadColumns:
     def expired(self, index: np.ndarray) -> np.ndarray:
         update_time = self.update_time[index]
         with np.errstate(invalid="ignore"):
-            return np.isnan(update_time) | (self.plugin.clock() - update_time >= self.plugin.args.node_metric_expiration_seconds)
+            return np.isnan(update_time) | (self.plugin.clock() - update_time
+                                            >= self.plugin.args.node_metric_expiration_seconds)
 
     def filter_mask(self, estimate: list[int], pod_is_prod: bool, daemonset: bool, index: np.ndarray) -> np.ndarray:
         self.refresh()
