@@ -231,7 +231,8 @@ class ApiServer:
         meta = binding.get("metadata") or {}
         target = (binding.get("target") or {}).get("name")
         if binding.get("kind") != "Binding" or meta.get("name") != name or not target:
-            return _error(400, "BadRequest", "a Binding with metadata.name matching the pod and a target node is required")
+            return _error(400, "BadRequest",
+                          "a Binding with metadata.name matching the pod and a target node is required")
         pod = copy.deepcopy(self.store.get(self.by_kind["Pod"], namespace, name))
         uid = meta.get("uid")
         if uid and uid != pod["metadata"].get("uid"):
