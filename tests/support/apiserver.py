@@ -30,8 +30,8 @@ from aiohttp import web
 
 from certs.generate import ensure_serving_certs
 from certs.material import CertPaths
-from policies.kinds import KINDS
-from tests.support.apistore import Conflict, Event, Invalid, NotFound, ResourceType, Store, Watcher
+from policies.kinds import KINDS, Kind
+from tests.support.apistore import Conflict, Event, Invalid, NotFound, Store, Watcher
 from webhook.serve import tls_context
 
 TOKEN = "stand-in-token"
@@ -39,8 +39,8 @@ PATCH_TYPES = {"application/json-patch+json": "json", "application/merge-patch+j
                "application/strategic-merge-patch+json": "merge", "application/apply-patch+yaml": "merge"}
 
 
-def default_types() -> list[ResourceType]:
-    return [ResourceType(k.group, k.version, k.plural, k.kind, k.namespaced) for k in KINDS.values()]
+def default_types() -> list[Kind]:
+    return list(KINDS.values())
 
 
 def _selects(selector: Any, obj: dict[str, Any]) -> bool:
@@ -84,7 +84,7 @@ def _error(code: int, reason: str, message: str) -> web.Response:
 
 
 class ApiServer:
-    def __init__(self, types: list[ResourceType] | None = None, bookmark_interval: float = 1.0) -> None:
+    def __init__(self, types: list[Kind] | None = None, bookmark_interval: float = 1.0) -> None:
         self.store = Store()
         self.types = {(t.group, t.version, t.plural): t for t in (types or default_types())}
         self.by_kind = {t.kind: t for t in self.types.values()}
@@ -160,7 +160,7 @@ class ApiServer:
         await self.stop()
 
     # HTTP --------------------------------------------------------------------------------------
-    def _route(self, path: str) -> tuple[ResourceType, str, str, str] | None:
+    def _route(self, path: str) -> tuple[Kind, str, str, str] | None:
         """(resource type, namespace, name, subresource) of a REST path."""
         parts = [p for p in path.split("/") if p]
         if parts[:2] == ["api", "v1"]:
@@ -305,7 +305,7 @@ class ApiServer:
         gone["metadata"]["resourceVersion"] = event.obj["metadata"]["resourceVersion"]
         return "DELETED", gone
 
-    def _list(self, request: web.Request, resource: ResourceType, namespace: str) -> web.Response:
+    def _list(self, request: web.Request, resource: Kind, namespace: str) -> web.Response:
         selector = request.query.get("fieldSelector", "")
         items = [o for o in self.store.list(resource, namespace) if self._selected(o, selector)]
         offset = int(request.query.get("continue") or 0)
@@ -317,7 +317,7 @@ class ApiServer:
         return web.json_response({"kind": f"{resource.kind}List", "apiVersion": resource.api_version,
                                   "metadata": metadata, "items": page})
 
-    async def _watch(self, request: web.Request, resource: ResourceType, namespace: str) -> web.StreamResponse:
+    async def _watch(self, request: web.Request, resource: Kind, namespace: str) -> web.StreamResponse:
         selector = request.query.get("fieldSelector", "")
         timeout = float(request.query.get("timeoutSeconds") or 1800)
         bookmarks = request.query.get("allowWatchBookmarks") == "true"

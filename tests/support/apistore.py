@@ -14,18 +14,7 @@ from typing import Any
 
 import jsonpatch
 
-
-@dataclass(frozen=True)
-class ResourceType:
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
+from policies.kinds import Kind
 
 
 @dataclass
@@ -38,7 +27,7 @@ class Event:
 
 @dataclass
 class Watcher:
-    resource: ResourceType
+    resource: Kind
     namespace: str
     queue: asyncio.Queue[Event | None] = field(default_factory=asyncio.Queue)
 
@@ -57,8 +46,8 @@ class Invalid(Exception):
 
 class Store:
     def __init__(self) -> None:
-        self.objects: dict[ResourceType, dict[tuple[str, str], dict[str, Any]]] = {}
-        self.history: dict[ResourceType, list[Event]] = {}
+        self.objects: dict[Kind, dict[tuple[str, str], dict[str, Any]]] = {}
+        self.history: dict[Kind, list[Event]] = {}
         self.compacted_to = 0  # versions at or below this are gone from the history
         self.watchers: list[Watcher] = []
         self._versions = itertools.count(1)
@@ -68,7 +57,7 @@ class Store:
         self.version = next(self._versions)
         return self.version
 
-    def _record(self, resource: ResourceType, type_: str, obj: dict[str, Any],
+    def _record(self, resource: Kind, type_: str, obj: dict[str, Any],
                 prev: dict[str, Any] | None = None) -> None:
         event = Event(int(obj["metadata"]["resourceVersion"]), type_, copy.deepcopy(obj), copy.deepcopy(prev))
         self.history.setdefault(resource, []).append(event)
@@ -76,17 +65,17 @@ class Store:
             if watcher.resource == resource and watcher.namespace in ("", obj["metadata"].get("namespace", "")):
                 watcher.queue.put_nowait(event)
 
-    def list(self, resource: ResourceType, namespace: str = "") -> list[dict[str, Any]]:
+    def list(self, resource: Kind, namespace: str = "") -> list[dict[str, Any]]:
         items = self.objects.get(resource, {})
         return [items[k] for k in sorted(items) if not namespace or k[0] == namespace]
 
-    def get(self, resource: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+    def get(self, resource: Kind, namespace: str, name: str) -> dict[str, Any]:
         try:
             return self.objects[resource][(namespace, name)]
         except KeyError:
             raise NotFound(f'{resource.plural} "{name}" not found') from None
 
-    def put(self, resource: ResourceType, obj: dict[str, Any], *, create_only: bool = False) -> dict[str, Any]:
+    def put(self, resource: Kind, obj: dict[str, Any], *, create_only: bool = False) -> dict[str, Any]:
         """Create or replace; the caller's resourceVersion, when given, must be current (optimistic lock)."""
         obj = copy.deepcopy(obj)
         metadata = obj.setdefault("metadata", {})
@@ -114,7 +103,7 @@ class Store:
         self._record(resource, "ADDED" if existing is None else "MODIFIED", obj, existing)
         return obj
 
-    def patch(self, resource: ResourceType, namespace: str, name: str, patch: Any, patch_type: str) -> dict[str, Any]:
+    def patch(self, resource: Kind, namespace: str, name: str, patch: Any, patch_type: str) -> dict[str, Any]:
         current = copy.deepcopy(self.get(resource, namespace, name))
         if patch_type == "json":
             patched = jsonpatch.apply_patch(current, patch)
@@ -123,7 +112,7 @@ class Store:
         patched["metadata"].pop("resourceVersion", None)
         return self.put(resource, patched)
 
-    def delete(self, resource: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+    def delete(self, resource: Kind, namespace: str, name: str) -> dict[str, Any]:
         obj = self.objects.get(resource, {}).pop((namespace, name), None)
         if obj is None:
             raise NotFound(f'{resource.plural} "{name}" not found')
@@ -132,7 +121,7 @@ class Store:
         self._record(resource, "DELETED", obj)
         return obj
 
-    def events_since(self, resource: ResourceType, version: int, namespace: str = "") -> list[Event]:
+    def events_since(self, resource: Kind, version: int, namespace: str = "") -> list[Event]:
         if version < self.compacted_to:
             raise Conflict("too old resource version")
         return [e for e in self.history.get(resource, ())
