@@ -163,18 +163,6 @@ class SnapshotBuilder:
         self._objects.get(kind, {}).pop(key, None)
         self._entries.get(kind, {}).pop(key, None)
 
-    def replace_kind(self, kind: str, objects: Iterable[Mapping[str, Any]], source: str = "") -> None:
-        """Make `objects` the whole of `kind` (a relist); unchanged profiles are not parsed again."""
-        keep = {self._key_of(obj) for obj in objects}
-        for key in [k for k in self._entries.get(kind, {}) if k not in keep]:
-            self.delete(kind, key)
-        self._dirty.add(kind)
-        for obj in objects:
-            self.put(obj, source)
-
-    def keys(self, kind: str) -> list[ObjectKey]:
-        return list(self._objects.get(kind, {}))
-
     def build(self) -> ClusterSnapshot:
         """A snapshot of the current objects; the previous one when nothing changed."""
         if not self._dirty:
