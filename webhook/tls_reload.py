@@ -12,8 +12,8 @@ reloader.
 from __future__ import annotations
 
 import asyncio
-import os
 import logging
+import os
 import shutil
 import ssl
 import tempfile
