@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import base64
 import json
-import os
 import ssl
 import statistics
 import tempfile
