@@ -202,7 +202,8 @@ async def main(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="colocate-soak-") as temporary:
         root = Path(temporary)
         async with ApiServer(bookmark_interval=1.0) as api:
-            api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "soak", "labels": {"soak": "true"}}})
+            api.apply({"apiVersion": "v1", "kind": "Namespace",
+                       "metadata": {"name": "soak", "labels": {"soak": "true"}}})
             api.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                        "metadata": {"name": "koord-batch"}, "value": 5000})
             soak.generation_times[0] = time.monotonic()
