@@ -21,6 +21,7 @@ import json
 import ssl
 import statistics
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,7 @@ class Soak:
     minutes: dict[int, Minute] = field(default_factory=dict)
     rss: list[tuple[float, int]] = field(default_factory=list)
     errors: dict[str, int] = field(default_factory=dict)
+    samples: list[str] = field(default_factory=list)  # the first few wrong answers, for the report
 
     def minute(self, elapsed: float) -> Minute:
         return self.minutes.setdefault(int(elapsed // 60), Minute())
@@ -103,7 +105,9 @@ def check(answer: dict[str, Any], index: int, soak: Soak, sent_at: float, stalen
     try:
         patched = jsonpatch.apply_patch(pod(index), json.loads(base64.b64decode(response["patch"])))
     except Exception as exc:  # noqa: BLE001 - any broken patch is a wrong answer
-        return f"patch does not apply: {type(exc).__name__}"
+        if len(soak.samples) < 3:
+            soak.samples.append(json.dumps(answer)[:3000])
+        return f"patch does not apply: {type(exc).__name__}: {exc}"
     labels = patched["metadata"].get("labels") or {}
     if labels.get("koordinator.sh/qosClass") != "BE" or patched["spec"].get("priorityClassName") != "koord-batch":
         return "profile not applied"
@@ -157,7 +161,8 @@ async def load(session: aiohttp.ClientSession, url: str, soak: Soak, args: argpa
     await asyncio.gather(*tasks)
 
 
-async def churn(api: ApiServer, soak: Soak, args: argparse.Namespace, started: float, pid: int) -> None:
+async def churn(api: ApiServer, soak: Soak, args: argparse.Namespace, started: float,
+                pid: int) -> None:
     """Rewrite the profile every second, drop watches every 30 s, sample memory every 5 s."""
     last_drop = last_sample = started
     while (now := time.monotonic()) < started + args.duration:
@@ -171,6 +176,41 @@ async def churn(api: ApiServer, soak: Soak, args: argparse.Namespace, started: f
             soak.rss.append((now - started, tree_rss_bytes(pid)))
             last_sample = now
         await asyncio.sleep(1.0)  # the period is the behaviour
+
+
+class ClusterThread(threading.Thread):
+    """The stand-in and the churn on an event loop of their own: a load generator that falls
+    behind must not delay the watch events the server is judged on."""
+
+    def __init__(self, root: Path, soak: Soak, args: argparse.Namespace) -> None:
+        super().__init__(name="stand-in", daemon=True)
+        self.root, self.soak, self.args = root, soak, args
+        self.kubeconfig: Path | None = None
+        self.listening = threading.Event()
+        self.go = threading.Event()
+        self.started_at = 0.0
+        self.pid = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as exc:  # handed to the main thread
+            self.error = exc
+            self.listening.set()
+
+    async def _serve(self) -> None:
+        async with ApiServer(bookmark_interval=1.0) as api:
+            api.apply({"apiVersion": "v1", "kind": "Namespace",
+                       "metadata": {"name": "soak", "labels": {"soak": "true"}}})
+            api.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                       "metadata": {"name": "koord-batch"}, "value": 5000})
+            self.soak.generation_times[0] = time.monotonic()
+            api.apply(profile(0))
+            self.kubeconfig = api.write_kubeconfig(self.root / "kubeconfig")
+            self.listening.set()
+            await asyncio.to_thread(self.go.wait)
+            await churn(api, self.soak, self.args, self.started_at, self.pid)
 
 
 def report(soak: Soak, args: argparse.Namespace) -> int:
@@ -194,6 +234,8 @@ def report(soak: Soak, args: argparse.Namespace) -> int:
           f"{soak.generation} profile generations")
     if soak.errors:
         print("problems:", ", ".join(f"{name}: {count}" for name, count in sorted(soak.errors.items())))
+    for sample in soak.samples:
+        print("wrong answer:", sample)
     return 0 if totals.failed == 0 and totals.wrong == 0 and growth < 0.10 else 1
 
 
@@ -201,36 +243,35 @@ async def main(args: argparse.Namespace) -> int:
     soak = Soak()
     with tempfile.TemporaryDirectory(prefix="colocate-soak-") as temporary:
         root = Path(temporary)
-        async with ApiServer(bookmark_interval=1.0) as api:
-            api.apply({"apiVersion": "v1", "kind": "Namespace",
-                       "metadata": {"name": "soak", "labels": {"soak": "true"}}})
-            api.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                       "metadata": {"name": "koord-batch"}, "value": 5000})
-            soak.generation_times[0] = time.monotonic()
-            api.apply(profile(0))
-            make_certs(root / "certs")
-            server = ColocateProcess(api.write_kubeconfig(root / "kubeconfig"), root / "certs", root / "serve.log",
-                                     extra=["--workers", "2", "--reuse-port"])
-            try:
-                context = ssl.create_default_context(cafile=str(root / "certs" / "ca.crt"))
-                connector = aiohttp.TCPConnector(ssl=context, limit=MAX_IN_FLIGHT)
-                async with aiohttp.ClientSession(connector=connector) as session:
-                    base = f"https://127.0.0.1:{server.port}"
+        cluster = ClusterThread(root, soak, args)
+        cluster.start()
+        await asyncio.to_thread(cluster.listening.wait)
+        if cluster.error is not None or cluster.kubeconfig is None:
+            raise RuntimeError(f"the stand-in did not start: {cluster.error}")
+        make_certs(root / "certs")
+        server = ColocateProcess(cluster.kubeconfig, root / "certs", root / "serve.log",
+                                 extra=["--workers", "2", "--reuse-port"])
+        try:
+            context = ssl.create_default_context(cafile=str(root / "certs" / "ca.crt"))
+            connector = aiohttp.TCPConnector(ssl=context, limit=MAX_IN_FLIGHT)
+            async with aiohttp.ClientSession(connector=connector) as session:
+                base = f"https://127.0.0.1:{server.port}"
 
-                    async def ready() -> bool:
-                        try:
-                            async with session.get(f"{base}/readyz") as answer:
-                                return answer.status == 200
-                        except aiohttp.ClientError:
-                            return False
+                async def ready() -> bool:
+                    try:
+                        async with session.get(f"{base}/readyz") as answer:
+                            return answer.status == 200
+                    except aiohttp.ClientError:
+                        return False
 
-                    await wait_for(ready, timeout=60, message="colocate ready")
-                    started = time.monotonic()
-                    await asyncio.gather(load(session, f"{base}/mutate-pod", soak, args, started),
-                                         churn(api, soak, args, started, server.process.pid))
-            finally:
-                server.terminate()
-                await server.wait(30)
+                await wait_for(ready, timeout=60, message="colocate ready")
+                cluster.started_at, cluster.pid = time.monotonic(), server.process.pid
+                cluster.go.set()
+                await load(session, f"{base}/mutate-pod", soak, args, cluster.started_at)
+        finally:
+            server.terminate()
+            await server.wait(30)
+        await asyncio.to_thread(cluster.join, 10)
     return report(soak, args)
 
 
