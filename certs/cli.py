@@ -14,6 +14,7 @@ import argparse
 import datetime as dt
 import functools
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from certs.generate import DEFAULT_VALIDITY, KEY_TYPES, generate_material, service_names, utcnow
@@ -58,6 +59,14 @@ def _talks_to_the_cluster(command: Callable[[argparse.Namespace], int]) -> Calla
     return run
 
 
+def _not_a_package(directory: Path) -> None:
+    """A CA key written into a Python package (`--cert-dir certs` in a colocate checkout is colocate's
+    own `certs/`) ends up in wheels and commits: refuse."""
+    if (directory / "__init__.py").exists():
+        raise UsageError(f"--cert-dir {directory} is a Python package, not a place for private keys: "
+                         "use a directory outside the source tree (or certs-local/, which git ignores)")
+
+
 def _cluster(args: argparse.Namespace) -> Cluster | None:
     from certs.kube import Cluster
     from cluster.client import api_client
@@ -89,6 +98,7 @@ def _generate(args: argparse.Namespace) -> int:
     material = generate_material(list(_policy(args).names), utcnow(), ca_validity=args.ca_validity,
                                  validity=args.validity, key_type=args.key_type)
     if args.cert_dir is not None:
+        _not_a_package(args.cert_dir)
         if (args.cert_dir / "tls.crt").exists() and not args.force:
             raise UsageError(f"{args.cert_dir} already holds certificates; `certs rotate` renews them without "
                              "breaking clients (or --force to overwrite)")
@@ -127,6 +137,8 @@ def _rotate(args: argparse.Namespace) -> int:
     from certs.rotate import Targets, rotate
 
     try:
+        if args.cert_dir is not None:
+            _not_a_package(args.cert_dir)
         targets, policy = Targets(args.cert_dir, _cluster(args)), _policy(args)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc

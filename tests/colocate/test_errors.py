@@ -94,3 +94,12 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(argv: list[str], tmp_p
     process.stdout.close()  # like `| head` that has read enough, before colocate writes a byte
     stderr = process.stderr.read()
     assert process.wait(timeout=60) == 141 and stderr == ""
+
+
+@pytest.mark.parametrize("command", ["generate", "rotate"])
+def test_certificates_are_not_written_into_a_python_package(command: str, tmp_path: Path) -> None:
+    package = tmp_path / "certs"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    error = one_line_error(colocate("certs", command, "--cert-dir", str(package)))
+    assert "is a Python package" in error and sorted(p.name for p in package.iterdir()) == ["__init__.py"]
