@@ -69,8 +69,8 @@ def machine_processors(sys_cpu: Path = Path("/sys/devices/system/cpu")) -> list[
 
 def select_cpus(processors: Sequence[CPUInfo], count: int) -> list[int]:
     """`count` processors: buckets per (NUMA node, socket), each sorted by (core, cpu), largest
-    bucket first; round-robin over the buckets taking a pair of sibling hyper-threads while two or
-    more are needed, then single CPUs. Fewer processors than asked: the empty list (no write)."""
+    bucket first; round-robin over the buckets, taking from each a pair of sibling hyper-threads
+    while two or more are needed (and its next two are siblings), else one CPU. Fewer processors than asked: the empty list (no write)."""
     if count <= 0 or len(processors) < count:
         return []
     grouped: dict[tuple[int, int], list[CPUInfo]] = {}
@@ -80,23 +80,17 @@ def select_cpus(processors: Sequence[CPUInfo], count: int) -> list[int]:
     buckets.sort(key=lambda b: (-len(b), b[0].cpu))
     chosen: list[int] = []
     need = count
-    while need >= 2:
-        taken = False
-        for bucket in buckets:
-            if need < 2:
-                break
-            if len(bucket) >= 2 and bucket[0].core == bucket[1].core:
-                chosen.extend((bucket[0].cpu, bucket[1].cpu))
-                del bucket[:2]
-                need -= 2
-                taken = True
-        if not taken:
-            break
     while need > 0:
         for bucket in buckets:
             if need == 0:
                 break
-            if bucket:
+            if not bucket:
+                continue
+            if need >= 2 and len(bucket) >= 2 and bucket[0].core == bucket[1].core:
+                chosen.extend((bucket[0].cpu, bucket[1].cpu))
+                del bucket[:2]
+                need -= 2
+            else:
                 chosen.append(bucket.pop(0).cpu)
                 need -= 1
     return sorted(chosen)

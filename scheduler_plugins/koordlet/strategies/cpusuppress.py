@@ -143,6 +143,7 @@ def cpuset_for(inp: RoundInput, suppress: int, pools: CPUPools) -> list[int]:
     total = len(pools.lsr) + len(pools.ls)
     if total == 0:
         return []
+    count = min(count, total)  # BE may have at most every candidate CPU
     n_lsr = count * len(pools.lsr) // total
     chosen = select_cpus(pools.lsr, n_lsr) if n_lsr else []
     rest = select_cpus(pools.ls, count - n_lsr)
