@@ -26,7 +26,7 @@ from scheduler_plugins.koordlet.usage import BECPU, ResourceUsage, Usage
 
 NODE_CPU, NODE_MEMORY = "node/cpu", "node/memory"
 BE_USAGE, BE_REQUEST, BE_LIMIT = "be/cpu_usage", "be/cpu_request", "be/cpu_limit"
-_POD_DIR: Final = re.compile(r"pod([0-9a-fA-F_-]+?)(?:\.slice)?$")
+_POD_DIR: Final = re.compile(r"(?:kubepods-(?:besteffort-|burstable-)?)?pod(.+?)(?:\.slice)?")
 _HOST_BASES: Final = {"KubepodsBesteffort": KubernetesQoSClass.BEST_EFFORT,
                       "KubepodsBurstable": KubernetesQoSClass.BURSTABLE,
                       "Kubepods": KubernetesQoSClass.GUARANTEED}
@@ -155,7 +155,7 @@ class Collector:
             except OSError:
                 continue
             for entry in entries:
-                match = _POD_DIR.search(entry.name)
+                match = _POD_DIR.fullmatch(entry.name)
                 if entry.is_dir() and match:
                     uid = match.group(1).replace("_", "-")
                     if uid not in known:
