@@ -70,7 +70,8 @@ def machine_processors(sys_cpu: Path = Path("/sys/devices/system/cpu")) -> list[
 def select_cpus(processors: Sequence[CPUInfo], count: int) -> list[int]:
     """`count` processors: buckets per (NUMA node, socket), each sorted by (core, cpu), largest
     bucket first; round-robin over the buckets, taking from each a pair of sibling hyper-threads
-    while two or more are needed (and its next two are siblings), else one CPU. Fewer processors than asked: the empty list (no write)."""
+    while two or more are needed (and its next two are siblings), else one CPU. Fewer processors
+    than asked: the empty list (no write)."""
     if count <= 0 or len(processors) < count:
         return []
     grouped: dict[tuple[int, int], list[CPUInfo]] = {}

@@ -10,7 +10,7 @@ import pytest
 from policies.field_errors import ConfigError
 from scheduler_plugins.koordlet.features import FeatureGates
 from scheduler_plugins.koordlet.framework import ExtensionRegistry, FeatureSpec, QOSManager, builtin_strategies
-from scheduler_plugins.koordlet.states import CallbackTarget, CallbackType, Callbacks, NodeState
+from scheduler_plugins.koordlet.states import Callbacks, CallbackTarget, CallbackType, NodeState
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from tests.support.builders import make_node
 

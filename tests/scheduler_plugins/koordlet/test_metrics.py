@@ -123,7 +123,8 @@ def test_the_node_metric_status_is_what_load_aware_reads() -> None:
                                     "aggregateDurationSeconds": 60,
                                     "nodeAggregatePolicy": {"durations": ["5m", "10m"]}}}}))
     assert status["updateTime"] == "2024-05-01T10:00:00Z"
-    assert status["nodeMetric"]["nodeUsage"] == {"resources": {"cpu": "3600m", "memory": str(2 * 1024**3)}}  # mean of 230..290 s
+    # the mean of the samples of 230..290 s
+    assert status["nodeMetric"]["nodeUsage"] == {"resources": {"cpu": "3600m", "memory": str(2 * 1024**3)}}
     first = status["nodeMetric"]["aggregatedNodeUsages"][0]
     assert first["duration"] == "5m0s" and set(first["usage"]) == {"p50", "p90", "p95", "p99"}
     assert status["podsMetric"] == [{"namespace": "default", "name": "p-u-1", "priority": "koord-batch",
