@@ -89,8 +89,8 @@ class ResourceExecutor:
 
     def read(self, cgroup: str, resource: Resource) -> int | str | None:
         try:
-            text = self.layout.path(cgroup, resource).read_text()
-            return resource.parse(self.layout.version, text)
+            with open(self.layout.path_text(cgroup, resource)) as handle:
+                return resource.parse(self.layout.version, handle.read())
         except (OSError, ValueError, IndexError):
             return None
 
@@ -98,35 +98,39 @@ class ResourceExecutor:
         return self.layout.dir(cgroup, subsystem).is_dir()
 
     def apply(self, writes: Iterable[CgroupWrite]) -> WriteStats:
-        """Apply `writes` (in the leveled order for hierarchical resources)."""
+        """Apply `writes`: those the cache knows are in place are skipped first, the rest go in
+        the leveled order (hierarchical resources) and are written."""
         stats = WriteStats()
-        for w in leveled_order(list(writes), self.read):
-            path = self.layout.path(w.cgroup, w.resource)
-            key = str(path)
+        now = self.clock()
+        pending: list[CgroupWrite] = []
+        for w in writes:
             try:
                 text = w.resource.render(self.layout.version, w.value)
             except ValueError as exc:
                 stats.failed += 1
                 stats.errors.append(str(exc))
                 continue
-            now = self.clock()
-            cached = self._cache.get(key)
+            cached = self._cache.get(self.layout.path_text(w.cgroup, w.resource))
             if cached is not None and cached[0] == text and now - cached[1] < self.cache_ttl:
                 stats.skipped += 1
-                continue
+            else:
+                pending.append(w)
+        for w in leveled_order(pending, self.read):
+            key = self.layout.path_text(w.cgroup, w.resource)
+            text = w.resource.render(self.layout.version, w.value)
+            cached = self._cache.get(key)
             if self.dry_run:
-                log.info("dry-run: write %s to %s", text, path)
-                self._cache[key] = (text, now)
-                stats.written += 1
-                if self.on_write is not None:
-                    self.on_write(w, text)
+                log.info("dry-run: write %s to %s", text, key)
+                self._written(w, key, text, now, stats)
                 continue
             try:
-                if cached is not None and path.read_text().strip() == text.strip():
-                    self._cache[key] = (text, now)
-                    stats.skipped += 1
-                    continue
-                fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+                if cached is not None:  # expired: compare with the file before writing again
+                    with open(key) as handle:
+                        if handle.read().strip() == text.strip():
+                            self._cache[key] = (text, now)
+                            stats.skipped += 1
+                            continue
+                fd = os.open(key, os.O_WRONLY | os.O_TRUNC)
                 try:
                     os.write(fd, text.encode())
                 finally:
@@ -134,11 +138,14 @@ class ResourceExecutor:
             except OSError as exc:
                 self._cache.pop(key, None)
                 stats.failed += 1
-                stats.errors.append(f"{path}: {exc.strerror or exc}")
-                log.debug("cannot write %s to %s: %s", text, path, exc)
+                stats.errors.append(f"{key}: {exc.strerror or exc}")
+                log.debug("cannot write %s to %s: %s", text, key, exc)
                 continue
-            self._cache[key] = (text, now)
-            stats.written += 1
-            if self.on_write is not None:
-                self.on_write(w, text)
+            self._written(w, key, text, now, stats)
         return stats
+
+    def _written(self, w: CgroupWrite, key: str, text: str, now: float, stats: WriteStats) -> None:
+        self._cache[key] = (text, now)
+        stats.written += 1
+        if self.on_write is not None:
+            self.on_write(w, text)

@@ -8,6 +8,8 @@ mount point (a test tree, a container's view of the host).
 from __future__ import annotations
 
 import enum
+import functools
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,9 +96,18 @@ class CgroupLayout:
 
     def path(self, cgroup: str, resource: Resource) -> Path:
         """The file of `resource` in the cgroup `cgroup` (relative) on this machine."""
-        base = self.root / resource.subsystem if self.version is CgroupVersion.V1 else self.root
-        return base / cgroup / resource.file(self.version) if cgroup else base / resource.file(self.version)
+        return Path(self.path_text(cgroup, resource))
+
+    def path_text(self, cgroup: str, resource: Resource) -> str:
+        """`path` as a string, cached: a reconcile round asks for thousands of them."""
+        subsystem = resource.subsystem if self.version is CgroupVersion.V1 else ""
+        return _join(str(self.root), subsystem, cgroup, resource.file(self.version))
 
     def dir(self, cgroup: str, subsystem: str) -> Path:
         base = self.root / subsystem if self.version is CgroupVersion.V1 else self.root
         return base / cgroup if cgroup else base
+
+
+@functools.lru_cache(maxsize=65536)
+def _join(root: str, subsystem: str, cgroup: str, file: str) -> str:
+    return os.path.join(root, *(part for part in (subsystem, cgroup) if part), file)
