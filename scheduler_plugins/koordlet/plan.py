@@ -68,19 +68,20 @@ def plan(directory: Path, options: StrategyOptions, settings: PlanSettings, now:
             "evictions": [e.as_dict() for e in report.evictions]}
 
 
+def _columns(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
+
+
 def plan_table(report: dict[str, Any]) -> str:
-    lines = [f"node {report['node']}", "", "STRATEGY         ENABLED  DETAIL"]
-    for name, status in report["strategies"].items():
-        detail = " ".join(f"{k}={v}" for k, v in status.items() if k != "enabled")
-        lines.append(f"{name:<16} {str(status['enabled']).lower():<8} {detail}".rstrip())
-    lines += ["", "STRATEGY         CGROUP                                   FILE                      VALUE"]
-    for a in report["actions"]:
-        lines.append(f"{a['strategy']:<16} {a['cgroup']:<40} {a['file']:<25} {a['value']}")
-    if not report["actions"]:
-        lines.append("(no cgroup writes)")
-    lines += ["", "STRATEGY         POD                                      REASON"]
-    for e in report["evictions"]:
-        lines.append(f"{e['strategy']:<16} {e['pod']:<40} {e['reason']}")
-    if not report["evictions"]:
-        lines.append("(no evictions)")
+    """The plan for people: strategies, cgroup writes, evictions."""
+    statuses = [(name, str(status["enabled"]).lower(),
+                 " ".join(f"{k}={v}" for k, v in status.items() if k != "enabled"))
+                for name, status in report["strategies"].items()]
+    lines = [f"node {report['node']}", "", *_columns(("STRATEGY", "ENABLED", "DETAIL"), statuses), ""]
+    actions = [(a["strategy"], a["cgroup"], a["file"], a["value"]) for a in report["actions"]]
+    lines += _columns(("STRATEGY", "CGROUP", "FILE", "VALUE"), actions) if actions else ["(no cgroup writes)"]
+    lines.append("")
+    evictions = [(e["strategy"], e["pod"], e["reason"]) for e in report["evictions"]]
+    lines += _columns(("STRATEGY", "POD", "REASON"), evictions) if evictions else ["(no evictions)"]
     return "\n".join(lines)
