@@ -134,7 +134,8 @@ class MemoryQOS:
     page_cache_enable: int = 0
 
 
-_MEMORY_KEYS: Final = {
+#: MemoryQOS attribute -> its NodeSLO field name
+MEMORY_QOS_KEYS: Final = {
     "min_limit_percent": "minLimitPercent", "low_limit_percent": "lowLimitPercent",
     "throttling_percent": "throttlingPercent", "wmark_ratio": "wmarkRatio",
     "wmark_scale_permill": "wmarkScalePermill", "wmark_min_adj": "wmarkMinAdj",
@@ -174,7 +175,7 @@ def _class_qos(spec: Mapping[str, Any], default: ClassQOS, path: str) -> ClassQO
                  _bool(cpu_spec, "coreExpeller", cpu_path, default.cpu.core_expeller))
     memory = replace(default.memory, enable=_bool(mem_spec, "enable", mem_path, False),
                      **{attr: _int(mem_spec, key, mem_path, getattr(default.memory, attr))
-                        for attr, key in _MEMORY_KEYS.items()})
+                        for attr, key in MEMORY_QOS_KEYS.items()})
     return ClassQOS(cpu, memory)
 
 

@@ -14,7 +14,7 @@ from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.cgroups import resources as r
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite
 from scheduler_plugins.koordlet.cgroups.layout import Level
-from scheduler_plugins.koordlet.nodeslo import _MEMORY_KEYS, ClassQOS, MemoryQOS
+from scheduler_plugins.koordlet.nodeslo import MEMORY_QOS_KEYS, ClassQOS, MemoryQOS
 from scheduler_plugins.koordlet.pods import PodView
 from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions, StrategyResult
 
@@ -46,11 +46,11 @@ def memory_config(pod: PodView, classes: Mapping[str, ClassQOS]) -> MemoryQOS:
         return base
     if override.get("enable") is False:
         return NONE_MEMORY_QOS
-    values = {attr: int(override[key]) for attr, key in _MEMORY_KEYS.items()
+    values = {attr: int(override[key]) for attr, key in MEMORY_QOS_KEYS.items()
               if isinstance(override.get(key), int) and not isinstance(override.get(key), bool)}
     if override.get("enable") is True and not config.enable:
-        return MemoryQOS(enable=True, **{**{a: getattr(config, a) for a in _MEMORY_KEYS}, **values})
-    return MemoryQOS(**{**{a: getattr(base, a) for a in _MEMORY_KEYS}, "enable": base.enable, **values})
+        return MemoryQOS(enable=True, **{**{a: getattr(config, a) for a in MEMORY_QOS_KEYS}, **values})
+    return MemoryQOS(**{**{a: getattr(base, a) for a in MEMORY_QOS_KEYS}, "enable": base.enable, **values})
 
 
 def min_low(request: int, config: MemoryQOS) -> tuple[int, int]:
