@@ -44,6 +44,7 @@ from scheduler_plugins.koordlet.metrics.cache import MetricCache
 from scheduler_plugins.koordlet.metrics.collector import Collector, usage_from_cache
 from scheduler_plugins.koordlet.metrics.reporter import CollectPolicy, node_metric_status, write_status
 from scheduler_plugins.koordlet.options import add_strategy_flags, strategy_options
+from scheduler_plugins.koordlet.pods import pod_view
 from scheduler_plugins.koordlet.prometheus import AgentMetrics
 from scheduler_plugins.koordlet.states import KOORDLET_KINDS, CallbackType, NodeStates, node_state
 from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, StrategyOptions
@@ -128,8 +129,6 @@ class Agent:
         return Evictor(client, recorder, self.settings.only_evict_by_api, self.settings.dry_run, self._procs_files)
 
     def _procs_files(self, eviction: Eviction) -> list[Path]:
-        from scheduler_plugins.koordlet.pods import pod_view
-
         view = pod_view(eviction.pod, self.layout)
         subsystem = "cpu" if self.layout.version is CgroupVersion.V1 else ""
         base = self.layout.dir(view.dir, subsystem)
