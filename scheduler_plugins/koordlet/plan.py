@@ -6,6 +6,7 @@ cpuset increase cap) act as on a fresh node.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,7 @@ def plan(directory: Path, options: StrategyOptions, settings: PlanSettings, now:
             "evictions": [e.as_dict() for e in report.evictions]}
 
 
-def _columns(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def _columns(header: tuple[str, ...], rows: Sequence[tuple[Any, ...]]) -> list[str]:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     return ["  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
 
