@@ -144,3 +144,12 @@ PROFILE_GROUP: Final = "config.koordinator.sh"
 PROFILE_VERSION: Final = "v1alpha1"
 PROFILE_API_VERSION: Final = f"{PROFILE_GROUP}/{PROFILE_VERSION}"
 PROFILE_KIND: Final = "ClusterColocationProfile"
+
+# Node agent (koordlet): what a node, a pod and a NodeResourceTopology say about CPUs and eviction.
+ANNOTATION_NODE_RESERVATION: Final = "node.koordinator.sh/reservation"  # {"resources": {...}, "cpus": "0-1"}
+ANNOTATION_CPU_TOPOLOGY: Final = "node.koordinator.sh/cpu-topology"  # {"detail": [{"id", "core", "socket", "node"}]}
+ANNOTATION_SYSTEM_QOS_RESOURCE: Final = "node.koordinator.sh/system-qos-resource"  # {"cpuset": "0-1"}
+ANNOTATION_RESOURCE_STATUS: Final = "scheduling.koordinator.sh/resource-status"  # {"cpuset": "2-3"}
+ANNOTATION_EVICTION_PRIORITY: Final = "koordinator.sh/eviction-priority"
+ANNOTATION_CPU_BURST: Final = "koordinator.sh/cpuBurst"  # {"policy": "cpuBurstOnly", ...}
+NODE_RESOURCE_TOPOLOGY_KIND: Final = "NodeResourceTopology"

@@ -45,6 +45,15 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
     "scheduler simulate": (["--cluster", "--config", "--now", "--progress/--no-progress",
                             "-o/--output {table,json}"], []),
     "scheduler explain": (["--cluster", "--config", "--now", "--pod", "-o/--output {table,json}"], []),
+    "koordlet": ([], []),
+    "koordlet plan": (["--cgroup-driver {cgroupfs,systemd}", "--cgroup-version {v1,v2}", "--feature-gates",
+                       "--node-dir", "--now", "-o/--output {json,table}"], []),
+    "koordlet run": (["--backoff-max", "--cgroup-driver {cgroupfs,systemd}", "--cgroup-root",
+                      "--collect-res-used-interval-seconds", "--context", "--cpu-evict-cool-time-seconds",
+                      "--cpu-evict-interval-seconds", "--cpu-suppress-interval-seconds", "--dry-run", "--feature-gates",
+                      "--host", "--kubeconfig", "--memory-evict-cool-time-seconds", "--memory-evict-interval-seconds",
+                      "--node-dir", "--node-name", "--only-evict-by-api", "--port", "--proc-root",
+                      "--qos-extension-plugins", "--reconcile-interval-seconds", "--watch-timeout"], []),
 }
 
 
@@ -83,6 +92,8 @@ def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[st
 @pytest.mark.parametrize("argv, level", [
     (["serve", "--cert-dir", "c"], "info"),
     (["scheduler", "extender"], "info"),
+    (["koordlet", "run", "--node-name", "n1"], "info"),
+    (["koordlet", "plan", "--node-dir", "d"], "warning"),
     (["apply", "--cluster", "d", "-f", "x"], "warning"),
     (["scheduler", "simulate", "--cluster", "d"], "warning"),
     (["--log-level", "debug", "serve", "--cert-dir", "c"], "debug"),
