@@ -144,3 +144,13 @@ PROFILE_GROUP: Final = "config.koordinator.sh"
 PROFILE_VERSION: Final = "v1alpha1"
 PROFILE_API_VERSION: Final = f"{PROFILE_GROUP}/{PROFILE_VERSION}"
 PROFILE_KIND: Final = "ClusterColocationProfile"
+
+# Descheduling (koord-descheduler / sigs.k8s.io/descheduler)
+ANNOTATION_DESCHEDULER_EVICT: Final = "descheduler.alpha.kubernetes.io/evict"
+LABEL_EVICTION_ENABLED: Final = "koordinator.sh/eviction-enabled"
+ANNOTATION_MIRROR_POD: Final = "kubernetes.io/config.mirror"
+ANNOTATION_CONFIG_SOURCE: Final = "kubernetes.io/config.source"
+ANNOTATION_POD_DELETION_COST: Final = "controller.kubernetes.io/pod-deletion-cost"
+ANNOTATION_EVICTION_COST: Final = "scheduling.koordinator.sh/eviction-cost"
+SYSTEM_CRITICAL_PRIORITY: Final = 2_000_000_000
+SYSTEM_CRITICAL_PRIORITY_CLASSES: Final = frozenset({"system-cluster-critical", "system-node-critical"})
