@@ -6,7 +6,7 @@ and cannot be evicted.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -45,6 +45,9 @@ class DeschedulerView:
 
     def __init__(self, store: ClusterStore) -> None:
         self.store = store
+        #: called (from the writing thread) once every kind has been listed or loaded
+        self.on_synced: Callable[[], None] | None = None
+        self._synced = False
         self._nodes: dict[str, Object] = {}
         self._metrics: dict[str, Object] = {}
         self._pods: dict[str, dict[ObjectKey, Object]] = {}
@@ -72,7 +75,14 @@ class DeschedulerView:
             self._drop_pod(key)
 
     def changes_applied(self) -> None:
-        pass
+        if not self._synced and self.store.synced():
+            self._synced = True
+            if self.on_synced is not None:
+                self.on_synced()
+
+    @property
+    def synced(self) -> bool:
+        return self._synced
 
     def _drop_pod(self, key: ObjectKey) -> None:
         node = self._pod_node.pop(key, None)

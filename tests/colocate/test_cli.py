@@ -45,6 +45,9 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
     "scheduler simulate": (["--cluster", "--config", "--now", "--progress/--no-progress",
                             "-o/--output {table,json}"], []),
     "scheduler explain": (["--cluster", "--config", "--now", "--pod", "-o/--output {table,json}"], []),
+    "descheduler": ([], []),
+    "descheduler run": (["--backoff-max", "--cluster", "--config", "--context", "--dry-run", "--kubeconfig", "--now",
+                         "--rounds", "--watch-timeout", "-o/--output {table,json}"], []),
 }
 
 

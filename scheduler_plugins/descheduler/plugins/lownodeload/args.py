@@ -79,7 +79,7 @@ def _thresholds(fields: Fields, key: str) -> dict[str, float]:
             raise ConfigError(path, f"must be a number, got {value!r}")
         if not 0 <= value <= 100:
             raise ConfigError(path, f"Invalid value: {value}: percentage must be in [0, 100]")
-        out[str(name)] = float(value)
+        out[str(name)] = value
     return out
 
 
