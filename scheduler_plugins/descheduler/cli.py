@@ -17,7 +17,7 @@ import logging
 import socket
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
 from cli import errors, flags
@@ -110,10 +110,8 @@ def run_command(args: argparse.Namespace) -> int:
             else:
                 reports.append(report)
 
-        if args.cluster is not None:
-            _run_directory(args, config, registry, clock, schedule, dry_run, emit)
-        else:
-            _run_kube(args, config, registry, clock, schedule, dry_run, emit)
+        prepare = directory_rounds if args.cluster is not None else kube_rounds
+        asyncio.run(prepare(args, config, registry, clock, schedule, dry_run, emit))
     except (ConfigError, errors.UsageError, ValueError) as exc:
         return errors.report(str(exc))
     if schedule.rounds is not None:
@@ -126,8 +124,9 @@ def _build(config: DeschedulerConfig, registry: Any, clock: Clock, backend: Evic
     return Descheduler(config, registry, clock, backend, events, dry_run=dry_run)
 
 
-def _run_directory(args: argparse.Namespace, config: DeschedulerConfig, registry: Any, clock: Clock,
-                   schedule: Schedule, dry_run: bool, emit: Callable[[RoundReport], None]) -> None:
+def directory_rounds(args: argparse.Namespace, config: DeschedulerConfig, registry: Any, clock: Clock,
+               schedule: Schedule, dry_run: bool, emit: Callable[[RoundReport], None]) -> Coroutine[Any, Any, None]:
+    """The rounds over a directory of manifests (re-read before each round when running forever)."""
     from scheduler_plugins.descheduler.backends import StoreEvictions
 
     if not args.cluster.is_dir():
@@ -142,12 +141,13 @@ def _run_directory(args: argparse.Namespace, config: DeschedulerConfig, registry
         raise errors.UsageError(f"{store.problems[0].source}: {store.problems[0].message}")
     view = DeschedulerView(store)
     descheduler = _build(config, registry, clock, StoreEvictions(store), None, dry_run)
-    asyncio.run(_serve(config, descheduler, view, store, schedule, emit, api=None,
-                       refresh=source.scan if schedule.rounds is None else None))
+    return serve(config, descheduler, view, store, schedule, emit, api=None,
+                 refresh=source.scan if schedule.rounds is None else None)
 
 
-def _run_kube(args: argparse.Namespace, config: DeschedulerConfig, registry: Any, clock: Clock,
-              schedule: Schedule, dry_run: bool, emit: Callable[[RoundReport], None]) -> None:
+def kube_rounds(args: argparse.Namespace, config: DeschedulerConfig, registry: Any, clock: Clock,
+          schedule: Schedule, dry_run: bool, emit: Callable[[RoundReport], None]) -> Coroutine[Any, Any, None]:
+    """The rounds against the API server: list/watch, evict through policy/v1, Events."""
     from kubernetes.config import ConfigException
 
     from cluster.client import api_client
@@ -164,11 +164,11 @@ def _run_kube(args: argparse.Namespace, config: DeschedulerConfig, registry: Any
     view = DeschedulerView(store)
     descheduler = _build(config, registry, clock, EvictionClient(api),
                          EventRecorder(api, COMPONENT, socket.gethostname()), dry_run)
-    asyncio.run(_serve(config, descheduler, view, store, schedule, emit, api=api,
-                       watch=(args.watch_timeout, args.backoff_max)))
+    return serve(config, descheduler, view, store, schedule, emit, api=api,
+                 watch=(args.watch_timeout, args.backoff_max))
 
 
-async def _serve(config: DeschedulerConfig, descheduler: Descheduler, view: DeschedulerView, store: ClusterStore,
+async def serve(config: DeschedulerConfig, descheduler: Descheduler, view: DeschedulerView, store: ClusterStore,
                  schedule: Schedule, emit: Callable[[RoundReport], None], *, api: Any,
                  refresh: Callable[[], object] | None = None, watch: tuple[int, float] = (300, 30.0)) -> None:
     from prometheus_client import CollectorRegistry
