@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from policies.constants import RESOURCE_PODS
-from policies.objects import labels_of, name_of, namespace_of
-from policies.placement import matches_node_selector_and_affinity, untolerated_taint
+from policies.objects import labels_of, name_of, namespace_of, spec_of
+from policies.placement import SCHEDULING_EFFECTS, matches_node_selector_and_affinity, untolerated_taint
 from policies.quantity import QuantityError, resource_list
 from policies.resources import pod_resources
 from scheduler_plugins.descheduler.framework.evictor import pod_key
@@ -55,15 +55,34 @@ def available(nodes: Sequence[NodeUsage], names: Sequence[str], prod: bool) -> A
     return out
 
 
-def _requested(node: NodeUsage) -> Amounts:
-    total: Amounts = {}
-    for pod in node.pods:
-        try:
-            for name, amount in pod_resources(pod, "requests", resource_list).items():
-                total[name] = total.get(name, 0) + amount
-        except QuantityError:
-            continue
-    return total
+class _Target:
+    """A cold node as nodeFit sees it during one balance: usage booked so far, its requests."""
+
+    def __init__(self, node: NodeUsage, prod: bool) -> None:
+        self.node = node
+        self.fit_usage = dict(node.prod_usage if prod else node.usage)
+        self.tainted = any(t.get("effect") in SCHEDULING_EFFECTS for t in spec_of(node.node).get("taints") or [])
+        self._requested: Amounts | None = None
+        self._allocatable: Amounts = {}
+
+    def fits_requests(self, requests: Mapping[str, int]) -> bool:
+        if self._requested is None:
+            self._requested = {}
+            for pod in self.node.pods:
+                try:
+                    for name, amount in pod_resources(pod, "requests", resource_list).items():
+                        self._requested[name] = self._requested.get(name, 0) + amount
+                except QuantityError:
+                    continue
+            try:
+                self._allocatable = resource_list((self.node.node.get("status") or {}).get("allocatable"))
+            except QuantityError:
+                self._allocatable = {}
+        booked, allocatable = self._requested, self._allocatable
+        if RESOURCE_PODS in allocatable and len(self.node.pods) + 1 > allocatable[RESOURCE_PODS]:
+            return False
+        return not any(amount > 0 and booked.get(r, 0) + amount > allocatable.get(r, 0)
+                       for r, amount in requests.items())
 
 
 class LowNodeLoad:
@@ -172,31 +191,31 @@ class LowNodeLoad:
         processed.update(n.name for n in high)
 
     # --- eviction ----------------------------------------------------------------------------------
-    def _fits_some_target(self, pod: Object, pod_usage: Mapping[str, int], targets: Sequence[NodeUsage],
-                          fit_usage: dict[str, Amounts], requested: dict[str, Amounts], prod: bool) -> bool:
-        """nodeFit: the pod fits a target by selector, affinity, taints and requests, and the
-        target's usage plus the pod's stays within its high thresholds; a fit books the usage."""
+    def _fits_some_target(self, pod: Object, pod_usage: Mapping[str, int], targets: Sequence[_Target],
+                          prod: bool) -> bool:
+        """nodeFit: the target's usage plus the pod's stays within its high thresholds, and the pod
+        fits it by selector, affinity, taints and requests; a fit books the usage on the target."""
         try:
             requests = pod_resources(pod, "requests", resource_list)
         except QuantityError:
             return False
+        spec = spec_of(pod)
+        constrained = bool(spec.get("nodeSelector") or (spec.get("affinity") or {}).get("nodeAffinity"))
         for target in targets:
-            if not matches_node_selector_and_affinity(pod, target.node) or untolerated_taint(pod, target.node):
-                continue
-            if target.name not in requested:
-                requested[target.name] = _requested(target)
-            allocatable = resource_list((target.node.get("status") or {}).get("allocatable"))
-            booked = requested[target.name]
-            if any(amount > 0 and booked.get(r, 0) + amount > allocatable.get(r, 0) for r, amount in requests.items()):
-                continue
-            if RESOURCE_PODS in allocatable and len(target.pods) + 1 > allocatable[RESOURCE_PODS]:
-                continue
-            usage, high = fit_usage[target.name], (target.prod_high if prod else target.high)
+            high = target.node.prod_high if prod else target.node.high
             adds = {r: 1 if r == RESOURCE_PODS else pod_usage.get(r, 0) for r in high}
-            if all(usage.get(r, 0) + adds[r] <= high[r] for r in high):
-                for r, amount in adds.items():
-                    usage[r] = usage.get(r, 0) + amount
-                return True
+            usage = target.fit_usage
+            if any(usage.get(r, 0) + adds[r] > high[r] for r in high):
+                continue
+            if constrained and not matches_node_selector_and_affinity(pod, target.node.node):
+                continue
+            if target.tainted and untolerated_taint(pod, target.node.node):
+                continue
+            if not target.fits_requests(requests):
+                continue
+            for r, amount in adds.items():
+                usage[r] = usage.get(r, 0) + amount
+            return True
         return False
 
     @staticmethod
@@ -214,16 +233,15 @@ class LowNodeLoad:
                  avail: Amounts, prod: bool, names: Sequence[str]) -> None:
         if not targets or not sources:
             return
-        fit_usage = {t.name: dict(t.prod_usage if prod else t.usage) for t in targets}
-        requested: dict[str, Amounts] = {}
+        candidates = [_Target(t, prod) for t in targets]
         detectors = self.prod_detectors if prod else self.node_detectors
         for source in sources:
             usage, high = (source.prod_usage, source.prod_high) if prod else (source.usage, source.high)
             removable = [p for p in (source.prod_pods if prod else source.pods) if self.pod_filter(p)]
             if self.args.node_fit:
-                others = [t for t in targets if t.name != source.name]
+                others = [t for t in candidates if t.node.name != source.name]
                 removable = [p for p in removable if pod_key(p) in source.pod_usage and self._fits_some_target(
-                    p, source.pod_usage[pod_key(p)], others, fit_usage, requested, prod)]
+                    p, source.pod_usage[pod_key(p)], others, prod)]
             weights = {r: (pool.resource_weights.get(r, 0) if usage.get(r, 0) > high.get(r, 0) else 0)
                        for r in names}
             for pod in sort_pods(removable, source.pod_usage, source.capacity, weights):
