@@ -94,3 +94,16 @@ def test_a_broken_cluster_file_is_bad_input(capsys: pytest.CaptureFixture[str], 
     (tmp_path / "state" / "broken.yaml").write_text("kind: [")
     code, _, err = run(capsys, "--cluster", str(tmp_path / "state"), "--config", str(CONFIG))
     assert code == 2 and "broken.yaml" in err
+
+
+def test_the_worked_example_in_the_docs_is_what_the_command_prints(capsys: pytest.CaptureFixture[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import shlex
+
+    from tests.docs.markdown import split
+
+    _, blocks = split((REPO / "docs" / "descheduler.md").read_text(encoding="utf-8"))
+    (block,) = [b for b in blocks if b.info == "console" and b.lines[0].startswith("$ colocate descheduler run")]
+    monkeypatch.chdir(REPO)
+    assert main(shlex.split(block.lines[0])[2:]) == 0
+    assert capsys.readouterr().out.splitlines() == list(block.lines[1:])
