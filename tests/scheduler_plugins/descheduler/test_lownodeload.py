@@ -154,3 +154,20 @@ def test_deviation_thresholds_compare_each_node_with_the_pool_average() -> None:
     assert {e.name: e.classification for e in report.nodes} == {"hot": "high", "warm": "prodLow", "cold": "bothLow"}
     # cold may take up to 43.3 % (1733m): `a` (2000m) fits nowhere, `b` (1000m) moves
     assert evicted([report]) == ["default/b"]
+
+
+def test_a_node_whose_prod_pods_are_over_the_prod_high_threshold_sheds_prod_pods() -> None:
+    hot, hot_metric = loaded_node("prod-hot", [("prod-1", "800m"), ("prod-2", "800m"), ("prod-3", "800m")])
+    batch = make_pod("batch", node="prod-hot", owner_kind="ReplicaSet", priority_class="koord-batch", qos="BE")
+    hot_metric["status"]["podsMetric"].append(pod_metric("batch", cpu="100m", priority="koord-batch"))
+    cold, cold_metric = loaded_node("cold", [("c-1", "200m")])
+    args = {"lowThresholds": {"cpu": 70}, "highThresholds": {"cpu": 90}, "prodLowThresholds": {"cpu": 20},
+            "prodHighThresholds": {"cpu": 50}, "anomalyCondition": IMMEDIATE}
+    backend = FakeEvictions()
+    [report] = run_rounds(config(args), [node("prod-hot", pods=110), node("cold", pods=110), *hot, batch, *cold,
+                                         hot_metric, cold_metric], backend=backend)
+    assert {e.name: e.classification for e in report.nodes} == {"prod-hot": "prodHigh", "cold": "bothLow"}
+    # only prod pods are candidates of the prod pass; one brings prod usage from 60 % to 40 %
+    assert backend.evicted == ["default/prod-1"]  # equal in every respect: the listed order
+    assert report.evictions[0].reason == "node is overutilized, prod cpu usage(60.00%)>threshold(50.00%)"
+    assert report.nodes[0].thresholds["prodHigh"] == {"cpu": 50}
