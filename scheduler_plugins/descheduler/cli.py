@@ -54,7 +54,8 @@ def register_commands(subparsers: Subparsers) -> None:
         description="Classify nodes by their NodeMetric usage and evict pods from hot nodes so that the "
                     "scheduler can place them on cold ones. Exit 0 when the rounds ran, 2 for bad input.")
     state = run.add_mutually_exclusive_group()
-    flags.add_cluster_dir(state, reads="Nodes, NodeMetrics and Pods; evictions only change the in-memory state")
+    flags.add_cluster_dir(state, reads="Nodes, NodeMetrics, Pods and PodDisruptionBudgets; evictions only change "
+                                       "the in-memory state")
     flags.add_kubeconfig(state, help="list and watch Nodes, NodeMetrics and Pods and evict through this kubeconfig "
                                      "(default without --cluster: the in-cluster service account)")
     flags.add_context(run)
@@ -127,11 +128,11 @@ def _build(config: DeschedulerConfig, registry: Any, clock: Clock, backend: Evic
 def directory_rounds(args: argparse.Namespace, config: DeschedulerConfig, registry: Any, clock: Clock,
                schedule: Schedule, dry_run: bool, emit: Callable[[RoundReport], None]) -> Coroutine[Any, Any, None]:
     """The rounds over a directory of manifests (re-read before each round when running forever)."""
-    from scheduler_plugins.descheduler.backends import StoreEvictions
+    from scheduler_plugins.descheduler.backends import PDB_KIND, StoreEvictions
 
     if not args.cluster.is_dir():
         raise errors.UsageError(f"--cluster {args.cluster}: not a directory")
-    store = ClusterStore(DESCHEDULER_KINDS)
+    store = ClusterStore((*DESCHEDULER_KINDS, PDB_KIND))  # offline, the budgets are ours to honour
     source = DirectorySource(args.cluster, store)
     try:
         source.scan()

@@ -107,3 +107,19 @@ def test_the_worked_example_in_the_docs_is_what_the_command_prints(capsys: pytes
     monkeypatch.chdir(REPO)
     assert main(shlex.split(block.lines[0])[2:]) == 0
     assert capsys.readouterr().out.splitlines() == list(block.lines[1:])
+
+
+def test_offline_evictions_honour_the_disruption_budgets_in_the_directory(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLE, tmp_path / "state")
+    (tmp_path / "state" / "pdb.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"minAvailable": 8, "selector": {"matchLabels": {"app": "web"}}}}))  # 9 healthy: one may go
+    code, doc, _ = run(capsys, "--cluster", str(tmp_path / "state"), "--config", str(CONFIG), "--now", NOW,
+                       "-o", "json")
+    assert code == 0
+    [round_] = doc["rounds"]
+    assert [e["pod"] for e in round_["evictions"]] == ["default/batch-1", "default/web-4"]
+    assert [(s["pod"], s["reason"]) for s in round_["skipped"]] == [
+        ("default/web-5", "blocked by a PodDisruptionBudget: Cannot evict pod as it would violate the pod's "
+                          "disruption budget.")]
