@@ -123,3 +123,12 @@ def test_offline_evictions_honour_the_disruption_budgets_in_the_directory(
     assert [(s["pod"], s["reason"]) for s in round_["skipped"]] == [
         ("default/web-5", "blocked by a PodDisruptionBudget: Cannot evict pod as it would violate the pod's "
                           "disruption budget.")]
+
+
+def test_without_a_cluster_to_read_it_says_how_to_give_one(capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    code, _, err = run(capsys, "--config", str(CONFIG))
+    assert code == 2 and err.startswith("error: no cluster to read") and "--kubeconfig FILE" in err
+    code, _, err = run(capsys, "--kubeconfig", "/nonexistent", "--config", str(CONFIG))
+    assert code == 2 and err == "error: --kubeconfig /nonexistent: no such file\n"

@@ -219,7 +219,7 @@ class LowNodeLoad:
         return False
 
     @staticmethod
-    def _reason(node: NodeUsage, prod: bool, names: Sequence[str]) -> str:
+    def _reason(node: NodeUsage, prod: bool) -> str:
         usage, high = (node.prod_usage, node.prod_high) if prod else (node.usage, node.high)
         parts = []
         for resource in sorted(high):
@@ -254,7 +254,7 @@ class LowNodeLoad:
                     break
                 if not self.handle.evictor.pre_eviction_filter(pod):
                     continue
-                reason = self._reason(source, prod, names)
+                reason = self._reason(source, prod)
                 if self.args.dry_run:
                     log.info("would evict %s from %s (LowNodeLoad dryRun): %s", pod_key(pod), source.name, reason)
                     self.handle.report.evictions.append(EvictionEntry(pod_key(pod), source.name, NAME, reason))
