@@ -37,12 +37,14 @@ log = logging.getLogger("colocate.cli")
 def command_groups() -> list[CommandGroup]:
     """Every subcommand group, in the order `colocate --help` lists them."""
     from certs import cli as certs_cli
+    from scheduler_plugins.descheduler import cli as descheduler_cli
     from scheduler_plugins.koordlet import cli as koordlet_cli
     from scheduler_plugins.scheduler import cli as scheduler_cli
     from webhook import configurations as webhook_configurations
 
     return [webhook_commands.register_commands, certs_cli.register_commands, scheduler_cli.register_commands,
-            koordlet_cli.register_commands, webhook_configurations.register_commands]
+            koordlet_cli.register_commands, descheduler_cli.register_commands,
+            webhook_configurations.register_commands]
 
 
 def version() -> str:

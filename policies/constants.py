@@ -153,3 +153,13 @@ ANNOTATION_RESOURCE_STATUS: Final = "scheduling.koordinator.sh/resource-status" 
 ANNOTATION_EVICTION_PRIORITY: Final = "koordinator.sh/eviction-priority"
 ANNOTATION_CPU_BURST: Final = "koordinator.sh/cpuBurst"  # {"policy": "cpuBurstOnly", ...}
 NODE_RESOURCE_TOPOLOGY_KIND: Final = "NodeResourceTopology"
+
+# Descheduling (koord-descheduler / sigs.k8s.io/descheduler)
+ANNOTATION_DESCHEDULER_EVICT: Final = "descheduler.alpha.kubernetes.io/evict"
+LABEL_EVICTION_ENABLED: Final = "koordinator.sh/eviction-enabled"
+ANNOTATION_MIRROR_POD: Final = "kubernetes.io/config.mirror"
+ANNOTATION_CONFIG_SOURCE: Final = "kubernetes.io/config.source"
+ANNOTATION_POD_DELETION_COST: Final = "controller.kubernetes.io/pod-deletion-cost"
+ANNOTATION_EVICTION_COST: Final = "scheduling.koordinator.sh/eviction-cost"
+SYSTEM_CRITICAL_PRIORITY: Final = 2_000_000_000
+SYSTEM_CRITICAL_PRIORITY_CLASSES: Final = frozenset({"system-cluster-critical", "system-node-critical"})
