@@ -13,6 +13,7 @@ from scheduler_plugins.scheduler.plugins import (
 )
 from scheduler_plugins.scheduler.plugins.loadaware import args as loadaware_args
 from scheduler_plugins.scheduler.plugins.loadaware import plugin as loadaware
+from scheduler_plugins.scheduler.plugins.reservation import plugin as reservation
 
 
 def in_tree_registry() -> Registry:
@@ -23,6 +24,7 @@ def in_tree_registry() -> Registry:
         PluginSpec(noderesourcesfitplus.NAME, noderesourcesfitplus.new, noderesourcesfitplus.parse_args),
         PluginSpec(scarceresourceavoidance.NAME, scarceresourceavoidance.new, scarceresourceavoidance.parse_args),
         PluginSpec(networktraffic.NAME, networktraffic.new, networktraffic.parse_args),
+        PluginSpec(reservation.NAME, reservation.new),
         PluginSpec(defaultprebind.NAME, defaultprebind.new),
         PluginSpec(defaultbinder.NAME, defaultbinder.new),
     ])

@@ -31,19 +31,23 @@ class PluginRef:
     weight: int = 1
 
 
+#: Koordinator's shipped weight: a node with a reservation the pod can use wins over balance.
+RESERVATION_SCORE_WEIGHT = 5000
+
 #: The profile used when no configuration file is given, and the base every profile merges with.
 DEFAULT_PLUGINS: Mapping[str, tuple[PluginRef, ...]] = {
     "preEnqueue": (),
     "queueSort": (PluginRef("PrioritySort"),),
-    "preFilter": (PluginRef("NodeResourcesFit"), PluginRef("LoadAwareScheduling")),
-    "filter": (PluginRef("NodeResourcesFit"), PluginRef("LoadAwareScheduling")),
+    "preFilter": (PluginRef("NodeResourcesFit"), PluginRef("LoadAwareScheduling"), PluginRef("Reservation")),
+    "filter": (PluginRef("NodeResourcesFit"), PluginRef("LoadAwareScheduling"), PluginRef("Reservation")),
     "postFilter": (),
-    "preScore": (PluginRef("NodeResourcesFit"),),
-    "score": (PluginRef("LoadAwareScheduling", 1), PluginRef("NodeResourcesFit", 1)),
-    "reserve": (PluginRef("LoadAwareScheduling"),),
+    "preScore": (PluginRef("NodeResourcesFit"), PluginRef("Reservation")),
+    "score": (PluginRef("LoadAwareScheduling", 1), PluginRef("NodeResourcesFit", 1),
+              PluginRef("Reservation", RESERVATION_SCORE_WEIGHT)),
+    "reserve": (PluginRef("LoadAwareScheduling"), PluginRef("Reservation")),
     "permit": (),
-    "preBind": (PluginRef("DefaultPreBind"),),
-    "bind": (PluginRef("DefaultBinder"),),
+    "preBind": (PluginRef("Reservation"), PluginRef("DefaultPreBind")),
+    "bind": (PluginRef("Reservation"), PluginRef("DefaultBinder")),
     "postBind": (),
 }
 

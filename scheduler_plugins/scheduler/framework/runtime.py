@@ -120,9 +120,14 @@ class Framework:
                 return pod, None, status.with_plugin(checker.name)
         return pod, merged, SUCCESS
 
+    def _before_filter(self, state: CycleState) -> list[Any]:
+        """The BeforeFilter transformers that have something to do for this cycle's pod."""
+        skip = state.skip_before_filter
+        return [p for p in self.before_filter if p.name not in skip] if skip else self.before_filter
+
     def _transform_for_filter(self, state: CycleState, pod: PodInfo,
                               node: NodeInfo) -> tuple[PodInfo, NodeInfo, Status]:
-        for plugin in self.before_filter:
+        for plugin in self._before_filter(state):
             new_pod, new_node, transformed, status = plugin.before_filter(state, pod, node)
             if not status.is_success:
                 return pod, node, status.with_plugin(plugin.name)
@@ -132,7 +137,7 @@ class Framework:
 
     def run_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """The first failing Filter's status for this node, or Success."""
-        if self.before_filter:
+        if self._before_filter(state):
             pod, node, status = self._transform_for_filter(state, pod, node)
             if not status.is_success:
                 return status
@@ -155,7 +160,7 @@ class Framework:
         wanted = total if wanted is None else wanted
         feasible: list[NodeInfo] = []
         failed: dict[str, Status] = {}
-        if self.before_filter:  # transformers may swap the pod or node per node: no batch, no inlining
+        if self._before_filter(state):  # transformers may swap the pod or node per node: no batch, no inlining
             plugins: list[tuple[str, Any]] = [("", self.run_filter)]
         else:
             skip = state.skip_filter_plugins

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import RESERVED_RESERVATION, CycleState
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.runtime import Framework
@@ -56,6 +56,8 @@ class Placement:
     status: Status = SUCCESS
     message: str = ""
     score: int | None = None
+    #: the reservation the pod consumed, if any
+    reservation: str = ""
     failed_nodes: dict[str, Status] = field(default_factory=dict)
 
     @property
@@ -66,6 +68,8 @@ class Placement:
         out: dict[str, Any] = {"pod": self.pod, "node": self.node or None, "code": self.status.code.name}
         if self.scheduled:
             out["score"] = self.score
+            if self.reservation:
+                out["reservation"] = self.reservation
         else:
             out["message"] = self.message
             out["reasons"] = {name: s.message or s.code.name for name, s in sorted(self.failed_nodes.items())}
@@ -137,4 +141,4 @@ class Scheduler:
         if not status.is_success:
             self.cluster.forget(pod, node_name)
             return Placement(pod.key, status=status, message=f"{status.plugin}: {status.message}")
-        return Placement(pod.key, node=node_name, score=score)
+        return Placement(pod.key, node=node_name, score=score, reservation=state.read(RESERVED_RESERVATION) or "")

@@ -69,6 +69,7 @@ def test_explain_json_shape(capsys, pod_file):
     assert nodes["node-3"]["filters"] == [
         {"plugin": "NodeResourcesFit", "code": "Success", "reasons": []},
         {"plugin": "LoadAwareScheduling", "code": "Unschedulable", "reasons": ["node(s) nodeMetric expired"]},
+        {"plugin": "Reservation", "code": "Skip", "reasons": []},  # no reservation in the example cluster
     ]
     assert nodes["node-3"]["scores"] == [] and nodes["node-3"]["total"] is None
     for name in ("node-1", "node-2"):
@@ -128,3 +129,18 @@ def test_extender_takes_a_snapshot_or_an_api_server_not_both(capsys):
     code, _, err = run(capsys, "extender", "--cluster", EXAMPLE, "--kubeconfig", "/k")
     assert code == 2
     assert "not allowed with argument" in err
+
+
+def test_simulate_shows_a_reservation_consumed_by_its_owner(capsys):
+    example = str(REPO / "manifests" / "scheduler" / "examples" / "reservation")
+    code, out, _ = run(capsys, "simulate", "--cluster", example, "--now", NOW, "-o", "json")
+    report = json.loads(out)
+    assert code == 0
+    placements = {p["pod"]: p for p in report["placements"]}
+    assert placements["Reservation/r-db"]["node"] == placements["shop/db-0"]["node"]
+    assert placements["shop/db-0"]["reservation"] == "r-db"
+    assert placements["shop/web-0"] == {**placements["shop/web-0"], "node": "node-2", "reservation": "r-web"}
+    assert placements["shop/other-0"]["node"] == "node-1" and "reservation" not in placements["shop/other-0"]
+    rows = {r["name"]: r for r in report["reservations"]}
+    assert rows["r-web"] == {"name": "r-web", "node": "node-2", "phase": "Succeeded", "holding": False,
+                             "owners": ["shop/web-0"]}
