@@ -3,9 +3,10 @@ bytes. Two error families: a malformed request (`ArgsError`, answered in the res
 field) and a pod the plugins reject (FailedNodes / FailedAndUnresolvableNodes).
 
 filter: PreFilter then Filter on each given node; a PreFilter rejection fails every node with its
-code. prioritize: PreScore, Score, NormalizeScore and weights; the weighted total is divided by the
-sum of weights (so it stays 0..100) and scaled to 0..10 with `score × 10 // 100`. bind: Reserve,
-PreBind and Bind through the profile's plugins.
+code. prioritize: PreFilter (for the cycle state it leaves, e.g. the reservations a pod matches; its
+verdict was filter's business), then PreScore, Score, NormalizeScore and weights; the weighted total is divided by the
+sum of weights (so it stays 0..100) and scaled to 0..10 with `score × 10 // 100`. bind: PreFilter
+(its cycle state again), Reserve, PreBind and Bind through the profile's plugins.
 
 A third family: the cluster state is not there yet. An extender following the API server refuses
 every verb with `NotSynced` until each watched kind has been listed once (the adapter answers 503,
@@ -121,7 +122,9 @@ class ExtenderService:
         if not nodes:
             return []
         state = CycleState()
-        status = self.framework.run_pre_score(state, pod, nodes)
+        pod, _, status = self.framework.run_pre_filter(state, pod)  # the state PreScore builds on
+        if status.code is not Code.Error:
+            status = self.framework.run_pre_score(state, pod, nodes)
         if status.is_success:
             table, status = self.framework.run_score(state, pod, nodes)
         if not status.is_success:
@@ -145,5 +148,8 @@ class ExtenderService:
             return {"Error": f"pod {namespace}/{name} is unknown to the extender (never seen in a filter call)"}
         if node_name not in self.cluster.nodes:
             return {"Error": f"node {node_name} is unknown to the extender"}
-        status = self.framework.run_reserve_to_bind(CycleState(), pod, node_name)
+        state = CycleState()
+        pod, _, status = self.framework.run_pre_filter(state, pod)  # the state Reserve builds on
+        if status.is_success:
+            status = self.framework.run_reserve_to_bind(state, pod, node_name)
         return {"Error": "" if status.is_success else f"{status.plugin}: {status.message}"}

@@ -161,3 +161,24 @@ def test_owner_matching(owner, matches):
     target = make_pod("owner", labels={"app": "web"})
     target["metadata"]["ownerReferences"] = [{"kind": "Job", "name": "j", "controller": True}]
     assert info.matches_owner(PodInfo(target)) is matches
+
+
+async def test_through_the_extender_the_owner_filters_onto_its_reservation_and_bind_annotates_it():
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from scheduler_plugins.scheduler.extender.server import make_app
+    from scheduler_plugins.scheduler.extender.service import ExtenderService
+    scheduler, cluster, _ = setup(available(cpu="3"), nodes=("n1", "n2"))
+    owner = make_pod("owner", requests={"cpu": "3"})
+    stranger = make_pod("stranger", requests={"cpu": "3"})
+    async with TestClient(TestServer(make_app(ExtenderService(scheduler.framework, cluster)))) as client:
+        for pod_obj, passing in ((stranger, ["n2"]), (owner, ["n1", "n2"])):
+            response = await client.post("/scheduler/filter", json={"Pod": pod_obj, "NodeNames": ["n1", "n2"]})
+            assert (await response.json())["NodeNames"] == passing
+        response = await client.post("/scheduler/prioritize", json={"Pod": owner, "NodeNames": ["n1", "n2"]})
+        scores = {h["Host"]: h["Score"] for h in await response.json()}
+        assert scores["n1"] > scores["n2"]
+        response = await client.post("/scheduler/bind", json={"PodName": "owner", "PodNamespace": "default",
+                                                              "PodUID": "", "Node": "n1"})
+        assert (await response.json()) == {"Error": ""}
+    assert json.loads(cluster.nodes["n1"].pods["default/owner"].annotations[ALLOCATED])["name"] == "r1"
