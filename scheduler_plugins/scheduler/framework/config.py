@@ -36,16 +36,17 @@ RESERVATION_SCORE_WEIGHT = 5000
 
 #: The profile used when no configuration file is given, and the base every profile merges with.
 DEFAULT_PLUGINS: Mapping[str, tuple[PluginRef, ...]] = {
-    "preEnqueue": (),
+    "preEnqueue": (PluginRef("Coscheduling"),),
     "queueSort": (PluginRef("PrioritySort"),),
-    "preFilter": (PluginRef("NodeResourcesFit"), PluginRef("LoadAwareScheduling"), PluginRef("Reservation")),
+    "preFilter": (PluginRef("NodeResourcesFit"), PluginRef("LoadAwareScheduling"), PluginRef("Reservation"),
+                  PluginRef("Coscheduling")),
     "filter": (PluginRef("NodeResourcesFit"), PluginRef("LoadAwareScheduling"), PluginRef("Reservation")),
-    "postFilter": (),
+    "postFilter": (PluginRef("Coscheduling"),),
     "preScore": (PluginRef("NodeResourcesFit"), PluginRef("Reservation")),
     "score": (PluginRef("LoadAwareScheduling", 1), PluginRef("NodeResourcesFit", 1),
               PluginRef("Reservation", RESERVATION_SCORE_WEIGHT)),
-    "reserve": (PluginRef("LoadAwareScheduling"), PluginRef("Reservation")),
-    "permit": (),
+    "reserve": (PluginRef("LoadAwareScheduling"), PluginRef("Reservation"), PluginRef("Coscheduling")),
+    "permit": (PluginRef("Coscheduling"),),
     "preBind": (PluginRef("Reservation"), PluginRef("DefaultPreBind")),
     "bind": (PluginRef("Reservation"), PluginRef("DefaultBinder")),
     "postBind": (),

@@ -10,7 +10,7 @@ Every method returns a `Status` (or a tuple with one) instead of raising. Contra
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -54,6 +54,17 @@ class PreEnqueuePlugin(Protocol):
     name: str
 
     def pre_enqueue(self, pod: PodInfo) -> Status: ...
+
+
+@runtime_checkable
+class NextPodPlugin(Protocol):
+    """FrameworkExtender NextPod (spec §6): consulted before the queue, it may name the pod to
+    schedule next (a gang's next member) among those still queued. Runs for plugins enabled at
+    preEnqueue; the first answer wins."""
+
+    name: str
+
+    def next_pod(self, queued: Mapping[str, PodInfo]) -> PodInfo | None: ...
 
 
 @runtime_checkable
@@ -267,6 +278,11 @@ class ClusterView(Protocol):
 
     @property
     def reservations(self) -> ReservationView: ...
+
+    @property
+    def pending(self) -> dict[str, PodInfo]:
+        """Pods (and reserve pods) not bound yet, by key."""
+        ...
 
     @property
     def pod_groups(self) -> dict[str, dict[str, Any]]:

@@ -7,6 +7,7 @@ profile order. Plugins that keep caches of cluster objects are subscribed to the
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Any
@@ -30,6 +31,7 @@ from scheduler_plugins.scheduler.framework.status import (
     Status,
     error,
 )
+from scheduler_plugins.scheduler.framework.waiting import WaitingPod
 from scheduler_plugins.scheduler.podinfo import PodInfo, clone
 
 INDEX_CACHE_SIZE = 4
@@ -72,6 +74,7 @@ class Framework:
         self.after_post_filter = [p for p in points.post_filter if isinstance(p, fi.AfterPostFilterTransformer)]
         self._index_cache: list[tuple[list[NodeInfo], fi.NodeIndex | None, int]] = []
         self._batch_filters = {p.name: p for p in points.filter if isinstance(p, fi.BatchFilterPlugin)}
+        self.next_pod_plugins = [p for p in points.pre_enqueue if isinstance(p, fi.NextPodPlugin)]
         self.pre_bind_extensions = [p for p in points.pre_bind if isinstance(p, fi.PreBindExtensions)]
         for plugin in self.plugins.values():
             if isinstance(plugin, fi.ClusterListener):
@@ -84,6 +87,14 @@ class Framework:
             if not status.is_success:
                 return status.with_plugin(plugin.name)
         return SUCCESS
+
+    def run_next_pod(self, queued: Mapping[str, PodInfo]) -> PodInfo | None:
+        """The pod a NextPod plugin wants scheduled next (one of `queued`), or None: take the queue's."""
+        for plugin in self.next_pod_plugins:
+            chosen = plugin.next_pod(queued)
+            if chosen is not None and chosen.key in queued:
+                return chosen
+        return None
 
     def sort_pods(self, pods: list[PodInfo]) -> list[PodInfo]:
         """Queue order: the QueueSort plugin's `less`, ties kept in arrival order."""
@@ -340,16 +351,21 @@ class Framework:
         for plugin in reversed(self.points.reserve):
             plugin.unreserve(state, pod, node_name)
 
-    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
-        """Success, a rejection, or Wait with the longest timeout any plugin asked for."""
-        wait = 0.0
+    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Success, a rejection, or Wait: then the pod is parked in `handle.waiting` until every
+        plugin that asked for Wait allows it, one rejects it, or the longest timeout passes."""
+        wait, pending = 0.0, set()
         for plugin in self.points.permit:
             status, timeout = plugin.permit(state, pod, node_name)
             if status.code is Code.Wait:
                 wait = max(wait, timeout)
+                pending.add(plugin.name)
             elif not status.is_success:
-                return status.with_plugin(plugin.name), 0.0
-        return (Status(Code.Wait), wait) if wait else (SUCCESS, 0.0)
+                return status.with_plugin(plugin.name)
+        if not pending:
+            return SUCCESS
+        self.handle.waiting.add(WaitingPod(pod, node_name, state, self.handle.clock() + wait, wait, pending))
+        return Status(Code.Wait, (f"waiting on permit of {', '.join(sorted(pending))}",), min(pending))
 
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """PreBind plugins mutate a deep copy; PreBindExtensions turn the change into one patch."""
@@ -377,18 +393,20 @@ class Framework:
         for plugin in self.points.post_bind:
             plugin.post_bind(state, pod, node_name)
 
-    def run_reserve_to_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        """Reserve, Permit, PreBind, Bind, then PostBind on success; a failure after Reserve
-        unreserves. Permit's Wait is a rejection: neither the simulator nor the extender can park
-        a pod until another pod's cycle allows it."""
+    def run_reserve_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """The end of the scheduling cycle: Reserve, then Permit; a rejection unreserves. Wait
+        means the pod is parked (see `run_permit`); its binding cycle runs once it is allowed."""
         status = self.run_reserve(state, pod, node_name)
         if not status.is_success:
             return status
-        status, _ = self.run_permit(state, pod, node_name)
-        if status.code is Code.Wait:
-            status = Status(Code.Unschedulable, ("waiting on permit is not supported here; rejected",), status.plugin)
-        if status.is_success:
-            status = self.run_pre_bind(state, pod, node_name)
+        status = self.run_permit(state, pod, node_name)
+        if status.is_rejected or status.code is Code.Error:
+            self.run_unreserve(state, pod, node_name)
+        return status
+
+    def run_binding_cycle(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """PreBind, Bind, then PostBind on success; a failure unreserves."""
+        status = self.run_pre_bind(state, pod, node_name)
         if status.is_success:
             status = self.run_bind(state, pod, node_name)
         if not status.is_success:
@@ -396,3 +414,18 @@ class Framework:
             return status
         self.run_post_bind(state, pod, node_name)
         return SUCCESS
+
+    def run_reserve_to_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Reserve, Permit and, unless the pod waits, the binding cycle. A Wait is returned as
+        is: the caller decides how to wait (`handle.waiting`)."""
+        status = self.run_reserve_permit(state, pod, node_name)
+        return self.run_binding_cycle(state, pod, node_name) if status.is_success else status
+
+    def finish_waiting(self, waiting: WaitingPod) -> Status:
+        """A settled waiting pod: its binding cycle if allowed, else Unreserve. Removes it."""
+        self.handle.waiting.remove(waiting.pod.key)
+        outcome = waiting.outcome
+        if outcome is None or not outcome.is_success:
+            self.run_unreserve(waiting.state, waiting.pod, waiting.node_name)
+            return outcome or Status(Code.Unschedulable, ("still waiting on permit",))
+        return self.run_binding_cycle(waiting.state, waiting.pod, waiting.node_name)

@@ -17,7 +17,7 @@ from scheduler_plugins.scheduler.framework.cycle_state import RESERVED_RESERVATI
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.runtime import Framework
-from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, unschedulable
+from scheduler_plugins.scheduler.framework.status import SUCCESS, Code, Status, unschedulable
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -85,6 +85,8 @@ class Scheduler:
         self.cluster = cluster
         self.percentage = percentage_of_nodes_to_score
         self.next_start_node_index = 0
+        #: placements of the pods parked by Permit, updated when they settle
+        self.waiting: dict[str, Placement] = {}
 
     def _find_feasible(self, state: CycleState, pod: PodInfo,
                        nodes: list[NodeInfo]) -> tuple[list[NodeInfo], dict[str, Status]]:
@@ -98,6 +100,16 @@ class Scheduler:
         return feasible, failed
 
     def schedule_one(self, pod: PodInfo) -> Placement:
+        """One scheduling cycle; a pod that waits on Permit gets a placement with code Wait that
+        is updated in place when it is allowed or rejected."""
+        if self.waiting:
+            self.expire_waiting()
+        placement = self._cycle(pod)
+        if self.waiting:
+            self.settle_waiting()
+        return placement
+
+    def _cycle(self, pod: PodInfo) -> Placement:
         fwk = self.framework
         state = CycleState()
         all_nodes = self.cluster.node_list()
@@ -137,8 +149,40 @@ class Scheduler:
 
     def _reserve_and_bind(self, state: CycleState, pod: PodInfo, node_name: str, score: int | None) -> Placement:
         self.cluster.assume(pod, node_name)
-        status = self.framework.run_reserve_to_bind(state, pod, node_name)
+        status = self.framework.run_reserve_permit(state, pod, node_name)
+        if status.code is Code.Wait:  # parked, assumed on the node; settled by a later cycle or its deadline
+            placement = Placement(pod.key, node=node_name, status=status, message=status.message, score=score)
+            self.waiting[pod.key] = placement
+            return placement
+        if status.is_success:
+            status = self.framework.run_binding_cycle(state, pod, node_name)
         if not status.is_success:
             self.cluster.forget(pod, node_name)
             return Placement(pod.key, status=status, message=f"{status.plugin}: {status.message}")
         return Placement(pod.key, node=node_name, score=score, reservation=state.read(RESERVED_RESERVATION) or "")
+
+    # --- pods waiting on Permit -------------------------------------------------------------------
+    def settle_waiting(self) -> None:
+        """Run the binding cycle of every waiting pod that was allowed, unreserve and forget every
+        one rejected, and update their placements. Rejections may settle more pods (a gang)."""
+        waiting = self.framework.handle.waiting
+        while True:
+            settled = [w for w in waiting if w.outcome is not None]
+            if not settled:
+                return
+            for item in settled:
+                status = self.framework.finish_waiting(item)
+                placement = self.waiting.pop(item.pod.key, None) or Placement(item.pod.key)
+                placement.status = status
+                if status.is_success:
+                    placement.message = ""
+                    placement.reservation = item.state.read(RESERVED_RESERVATION) or ""
+                else:
+                    self.cluster.forget(item.pod, item.node_name)
+                    placement.node, placement.score = "", None
+                    placement.message = f"{status.plugin}: {status.message}"
+
+    def expire_waiting(self, now: float | None = None) -> None:
+        """Apply the Permit deadlines at `now` (the handle's clock when None), then settle."""
+        self.framework.handle.waiting.expire(self.framework.handle.clock() if now is None else now)
+        self.settle_waiting()

@@ -67,9 +67,14 @@ def simulate(scheduler: Scheduler, cluster: ClusterState, progress: bool = False
     bar = Progress(len(queue), progress)
     placements = []
     started = time.perf_counter()
-    for pod in queue:
+    remaining = {pod.key: pod for pod in queue}
+    order = iter(queue)
+    while remaining:
+        pod = fwk.run_next_pod(remaining) or next(p for p in order if p.key in remaining)
+        del remaining[pod.key]
         placements.append(scheduler.schedule_one(pod))
         bar.advance()
+    scheduler.expire_waiting(float("inf"))  # the run is over: whoever still waits on Permit times out
     seconds = time.perf_counter() - started
     bar.close()
     after = {n.name: utilisation(n) for n in cluster.node_list()}
