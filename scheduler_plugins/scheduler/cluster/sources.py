@@ -116,6 +116,7 @@ class ApiServerClusterSource:
         self.api = api
         self.store = ClusterStore([k.kind for k in EXTENDER_KINDS])
         self.state = ClusterState()
+        self.state.tracks_pending = False  # BOUND_PODS: pending pods are not watched
         self._applied = _ReadyWhenApplied(self.state, self.store)
         self._source = KubeSource(api, EXTENDER_KINDS, self.store, settings)
 

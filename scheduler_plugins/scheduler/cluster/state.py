@@ -45,6 +45,9 @@ class ClusterState:
         self.by_index: list[NodeInfo] = []
         self.generations = np.zeros(64, dtype=np.int64)
         self.reservations = ReservationIndex(self)
+        #: whether `pending` holds every pending pod (a snapshot) or only what was handed to us
+        #: (the extender watches bound pods only)
+        self.tracks_pending = True
         #: PodGroups by `namespace/name` (gang definitions for Coscheduling)
         self.pod_groups: dict[str, dict[str, Any]] = {}
 

@@ -285,6 +285,11 @@ class ClusterView(Protocol):
         ...
 
     @property
+    def tracks_pending(self) -> bool:
+        """Whether `pending` holds every pending pod of the cluster (not so behind the extender)."""
+        ...
+
+    @property
     def pod_groups(self) -> dict[str, dict[str, Any]]:
         """PodGroup objects by `namespace/name`."""
         ...

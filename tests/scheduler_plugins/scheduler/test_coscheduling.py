@@ -154,3 +154,38 @@ def test_a_pod_reaching_permit_wait_is_reported_as_waiting_until_it_settles():
     scheduler.schedule_one(pods[2])
     assert first.scheduled and first.as_dict()["code"] == "Success"
     assert isinstance(pods[0], PodInfo)
+
+
+async def extender_binds(pods, bound, nodes=2):
+    """POST filter for every member, then bind `bound` of them concurrently; the Error answers."""
+    import asyncio
+
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from scheduler_plugins.scheduler.extender.server import make_app
+    from scheduler_plugins.scheduler.extender.service import ExtenderService
+    scheduler, cluster, _ = setup(pods, nodes=nodes)
+    service = ExtenderService(scheduler.framework, cluster)
+    async with TestClient(TestServer(make_app(service))) as client:
+        for pod in pods:
+            response = await client.post("/scheduler/filter", json={"Pod": pod, "NodeNames": ["n0", "n1"]})
+            assert (await response.json())["NodeNames"] == ["n0", "n1"]
+
+        async def bind(pod, node):
+            response = await client.post("/scheduler/bind", json={
+                "PodName": pod["metadata"]["name"], "PodNamespace": "default", "PodUID": "", "Node": node})
+            return (await response.json())["Error"]
+        errors = await asyncio.gather(*(bind(pod, f"n{i % nodes}") for i, pod in enumerate(pods[:bound])))
+    return errors, cluster
+
+
+async def test_through_the_extender_binds_are_held_until_the_gang_is_complete():
+    errors, cluster = await extender_binds([member(f"m{i}", wait="30s") for i in range(3)], bound=3)
+    assert errors == ["", "", ""]
+    assert sorted(k for n in cluster.nodes.values() for k in n.pods) == ["default/m0", "default/m1", "default/m2"]
+
+
+async def test_through_the_extender_every_held_bind_fails_when_the_gang_times_out():
+    errors, cluster = await extender_binds([member(f"m{i}", wait="200ms") for i in range(3)], bound=2)
+    assert len(errors) == 2 and all("timeout" in e or "rejected" in e for e in errors)
+    assert all(not n.pods for n in cluster.nodes.values())

@@ -1,6 +1,8 @@
 """Coscheduling (spec §6): all-or-nothing gangs.
 
-PreEnqueue holds back a member of a gang that is undefined or has fewer members than `minMember`.
+PreEnqueue holds back a member of a gang that is undefined or has fewer members than `minMember`
+(members are counted only where every pending pod is known: not behind the extender, which
+watches bound pods only; there Permit alone holds the gang).
 PreFilter refuses the same, and the members of a Strict gang rejected in this round (until each
 member was tried once). Permit parks each member (Wait, the gang's wait time) until `minMember`
 of every gang of its group are waiting, then allows them all (`handle.waiting`). Unreserve, a
@@ -90,6 +92,8 @@ class Coscheduling:
     def _incomplete(self, pod: PodInfo, gang: Gang | None) -> Status | None:
         if gang is None:
             return unresolvable(f"Gang {gang_id(pod)!r} is not defined (no PodGroup, no valid min-available)")
+        if not self.handle.cluster.tracks_pending:  # members are unknown until they come: Permit waits
+            return None
         for member in self._group(gang):
             if len(member.children) < member.spec.min_member and not member.once_satisfied:
                 return unresolvable(f"Gang {member.spec.id!r} child pod not collect enough "
