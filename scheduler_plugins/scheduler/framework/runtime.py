@@ -365,7 +365,7 @@ class Framework:
         if not pending:
             return SUCCESS
         self.handle.waiting.add(WaitingPod(pod, node_name, state, self.handle.clock() + wait, wait, pending))
-        return Status(Code.Wait, (f"waiting on permit of {', '.join(sorted(pending))}",), min(pending))
+        return Status(Code.Wait, (f"waiting on permit of {', '.join(sorted(pending))}",), ",".join(sorted(pending)))
 
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """PreBind plugins mutate a deep copy; PreBindExtensions turn the change into one patch."""

@@ -58,6 +58,8 @@ class Placement:
     score: int | None = None
     #: the reservation the pod consumed, if any
     reservation: str = ""
+    #: the Permit plugins the pod waited on (a gang member), "" if it did not wait
+    waited_on: str = ""
     failed_nodes: dict[str, Status] = field(default_factory=dict)
 
     @property
@@ -66,6 +68,8 @@ class Placement:
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"pod": self.pod, "node": self.node or None, "code": self.status.code.name}
+        if self.waited_on:
+            out["waitedOnPermit"] = self.waited_on
         if self.scheduled:
             out["score"] = self.score
             if self.reservation:
@@ -151,7 +155,8 @@ class Scheduler:
         self.cluster.assume(pod, node_name)
         status = self.framework.run_reserve_permit(state, pod, node_name)
         if status.code is Code.Wait:  # parked, assumed on the node; settled by a later cycle or its deadline
-            placement = Placement(pod.key, node=node_name, status=status, message=status.message, score=score)
+            placement = Placement(pod.key, node=node_name, status=status, message=status.message, score=score,
+                                  waited_on=status.plugin)
             self.waiting[pod.key] = placement
             return placement
         if status.is_success:

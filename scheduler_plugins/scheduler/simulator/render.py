@@ -21,7 +21,8 @@ def simulation_table(report: dict[str, Any]) -> str:
         ["POD", "NODE", "RESULT"],
         [[p["pod"], p["node"] or "-", (f"score {p['score']}" if p["node"] and p.get("score") is not None
           else ("scheduled" if p["node"] else f"{p['code']}: {p.get('message', '')}"))
-          + (f" (reservation {p['reservation']})" if p.get("reservation") else "")]
+          + (f" (reservation {p['reservation']})" if p.get("reservation") else "")
+          + (f" (waited on permit: {p['waitedOnPermit']})" if p.get("waitedOnPermit") else "")]
          for p in report["placements"]],
     )
     nodes = table(

@@ -144,3 +144,13 @@ def test_simulate_shows_a_reservation_consumed_by_its_owner(capsys):
     rows = {r["name"]: r for r in report["reservations"]}
     assert rows["r-web"] == {"name": "r-web", "node": "node-2", "phase": "Succeeded", "holding": False,
                              "owners": ["shop/web-0"]}
+
+
+@pytest.mark.parametrize("example, bound", [("gang-fits", 9), ("gang-does-not-fit", 0)])
+def test_simulate_places_a_gang_of_one_driver_and_eight_executors_whole_or_not_at_all(capsys, example, bound):
+    code, out, _ = run(capsys, "simulate", "--cluster", str(REPO / "manifests" / "scheduler" / "examples" / example),
+                       "--now", NOW, "-o", "json")
+    report = json.loads(out)
+    assert code == 0 and report["summary"]["scheduled"] == bound and report["summary"]["pods"] == 9
+    waited = [p for p in report["placements"] if p.get("waitedOnPermit") == "Coscheduling"]
+    assert len(waited) == 8  # every member but the one that completes (or breaks) the gang waited
