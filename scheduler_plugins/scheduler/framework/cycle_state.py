@@ -11,18 +11,23 @@ from typing import Any, Final
 #: nominated reservation): written by the Reservation plugin at Reserve, read by the scheduling
 #: loop to report which reservation a placement consumed.
 RESERVED_RESERVATION: Final = "frameworkext/reserved-reservation"
+#: Nodes the scheduling loop filters first, whatever its node sampling (Koordinator's PreferNodes):
+#: the Reservation plugin names the nodes of the reservations the pod matches, so sampling
+#: `percentageOfNodesToScore` of a large cluster never skips the node holding its reservation.
+PREFERRED_NODES: Final = "frameworkext/preferred-nodes"
 
 
 class CycleState:
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "skip_before_filter")
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "before_filter_nodes")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
-        #: BeforeFilter transformers with nothing to change for this pod (told by their
-        #: BeforePreFilter): the framework keeps its batch Filter path when all of them are here
-        self.skip_before_filter: set[str] = set()
+        #: BeforeFilter transformers that change only these nodes for this pod (none when the set
+        #: is empty), as their BeforePreFilter said: the framework keeps its batch Filter path for
+        #: the other nodes. A transformer not listed may change any node.
+        self.before_filter_nodes: dict[str, frozenset[str]] = {}
 
     def read(self, key: str, default: Any = None) -> Any:
         return self._data.get(key, default)
@@ -38,5 +43,5 @@ class CycleState:
         other._data = dict(self._data)
         other.skip_filter_plugins = set(self.skip_filter_plugins)
         other.skip_score_plugins = set(self.skip_score_plugins)
-        other.skip_before_filter = set(self.skip_before_filter)
+        other.before_filter_nodes = dict(self.before_filter_nodes)
         return other

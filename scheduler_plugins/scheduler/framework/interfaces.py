@@ -280,6 +280,11 @@ class ClusterView(Protocol):
     def reservations(self) -> ReservationView: ...
 
     @property
+    def nodes(self) -> Mapping[str, NodeInfo]:
+        """Every node by name."""
+        ...
+
+    @property
     def pending(self) -> dict[str, PodInfo]:
         """Pods (and reserve pods) not bound yet, by key."""
         ...

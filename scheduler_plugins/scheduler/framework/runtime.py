@@ -131,14 +131,24 @@ class Framework:
                 return pod, None, status.with_plugin(checker.name)
         return pod, merged, SUCCESS
 
-    def _before_filter(self, state: CycleState) -> list[Any]:
-        """The BeforeFilter transformers that have something to do for this cycle's pod."""
-        skip = state.skip_before_filter
-        return [p for p in self.before_filter if p.name not in skip] if skip else self.before_filter
+    def _before_filter_scope(self, state: CycleState) -> frozenset[str] | None:
+        """The nodes BeforeFilter transformers may change for this cycle's pod; None: any node."""
+        limits = state.before_filter_nodes
+        scope: frozenset[str] = frozenset()
+        for plugin in self.before_filter:
+            limit = limits.get(plugin.name)
+            if limit is None:
+                return None
+            scope = scope | limit
+        return scope
 
     def _transform_for_filter(self, state: CycleState, pod: PodInfo,
                               node: NodeInfo) -> tuple[PodInfo, NodeInfo, Status]:
-        for plugin in self._before_filter(state):
+        limits = state.before_filter_nodes
+        for plugin in self.before_filter:
+            limit = limits.get(plugin.name)
+            if limit is not None and node.name not in limit:
+                continue
             new_pod, new_node, transformed, status = plugin.before_filter(state, pod, node)
             if not status.is_success:
                 return pod, node, status.with_plugin(plugin.name)
@@ -148,7 +158,7 @@ class Framework:
 
     def run_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """The first failing Filter's status for this node, or Success."""
-        if self._before_filter(state):
+        if self.before_filter:
             pod, node, status = self._transform_for_filter(state, pod, node)
             if not status.is_success:
                 return status
@@ -171,17 +181,20 @@ class Framework:
         wanted = total if wanted is None else wanted
         feasible: list[NodeInfo] = []
         failed: dict[str, Status] = {}
-        if self._before_filter(state):  # transformers may swap the pod or node per node: no batch, no inlining
+        scope = self._before_filter_scope(state) if self.before_filter else frozenset()
+        if scope is None:  # transformers may swap the pod or node anywhere: no batch, no inlining
             plugins: list[tuple[str, Any]] = [("", self.run_filter)]
         else:
             skip = state.skip_filter_plugins
             active = [p for p in self.points.filter if p.name not in skip]
             if total and all(p.name in self._batch_filters for p in active):
                 batch = [self._batch_filters[p.name] for p in active]
-                found = self._find_feasible_batch(state, pod, nodes, batch, wanted, start)
+                # the few nodes a transformer changes are filtered one by one, the rest in batch
+                overrides = {n.name: self.run_filter(state, pod, n) for n in nodes if n.name in scope} if scope else {}
+                found = self._find_feasible_batch(state, pod, nodes, batch, wanted, start, overrides)
                 if found is not None:
                     return found
-            plugins = [(p.name, p.filter) for p in active]
+            plugins = [("", self.run_filter)] if scope else [(p.name, p.filter) for p in active]
         success = Code.Success
         processed = 0
         for offset in range(total):
@@ -199,8 +212,8 @@ class Framework:
         return feasible, failed, processed
 
     def _find_feasible_batch(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                             plugins: list[fi.BatchFilterPlugin], wanted: int,
-                             start: int) -> tuple[list[NodeInfo], dict[str, Status], int] | None:
+                             plugins: list[fi.BatchFilterPlugin], wanted: int, start: int,
+                             overrides: Mapping[str, Status]) -> tuple[list[NodeInfo], dict[str, Status], int] | None:
         """`find_feasible` with every Filter plugin answering for all nodes at once; the walk in
         rotation order and the rejection reasons (asked of each plugin's `filter`) are the same."""
         index = self._node_indexes(nodes)
@@ -214,6 +227,11 @@ class Framework:
             mask = passed if mask is None else mask & passed
         if mask is None:  # no Filter plugin left to ask: the per-node walk takes every node
             return None
+        if overrides:  # nodes a BeforeFilter transformer changed: their own per-node outcome
+            mask = mask.copy()
+            for i, node in enumerate(nodes):
+                if node.name in overrides:
+                    mask[i] = overrides[node.name].is_success
         total = len(nodes)
         order = np.roll(np.arange(total), -start) if start else np.arange(total)
         rotated = mask[order]
@@ -225,6 +243,9 @@ class Framework:
         failed: dict[str, Status] = {}
         for i in order[np.flatnonzero(~rotated[:cut])].tolist():
             node = nodes[i]
+            if node.name in overrides:
+                failed[node.name] = overrides[node.name]
+                continue
             status = SUCCESS
             for plugin in plugins:
                 status = plugin.filter(state, pod, node)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from scheduler_plugins.scheduler.framework.cycle_state import RESERVED_RESERVATION, CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, RESERVED_RESERVATION, CycleState
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.runtime import Framework
@@ -130,6 +130,9 @@ class Scheduler:
         if result is not None and result.node_names is not None:
             nodes = [n for n in all_nodes if n.name in result.node_names]
         feasible, failed = self._find_feasible(state, pod, nodes)
+        preferred = state.read(PREFERRED_NODES)
+        if preferred:
+            feasible, failed = self._add_preferred(state, pod, preferred, nodes, feasible, failed)
         if not feasible:
             fwk.run_post_filter(state, pod, failed)
             return Placement(pod.key, status=unschedulable(), message=failure_message(len(all_nodes), failed),
@@ -138,6 +141,18 @@ class Scheduler:
         if not status.is_success:
             return Placement(pod.key, status=status, message=status.message)
         return self._reserve_and_bind(state, pod, chosen, score)
+
+    def _add_preferred(self, state: CycleState, pod: PodInfo, names: tuple[str, ...], candidates: list[NodeInfo],
+                       feasible: list[NodeInfo], failed: dict[str, Status]) -> tuple[list[NodeInfo], dict[str, Status]]:
+        """The preferred nodes (PREFERRED_NODES) that sampling did not reach, filtered and added."""
+        seen = {n.name for n in feasible} | set(failed)
+        allowed = {n.name for n in candidates} if len(candidates) != len(self.cluster.nodes) else None
+        extra = [self.cluster.nodes[name] for name in names
+                 if name not in seen and name in self.cluster.nodes and (allowed is None or name in allowed)]
+        if not extra:
+            return feasible, failed
+        more, more_failed, _ = self.framework.find_feasible(state, pod, extra)
+        return feasible + more, {**failed, **more_failed}
 
     def _select(self, state: CycleState, pod: PodInfo, feasible: list[NodeInfo]) -> tuple[str, int | None, Status]:
         if len(feasible) == 1:

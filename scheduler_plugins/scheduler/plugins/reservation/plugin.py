@@ -28,7 +28,7 @@ from policies.constants import (
     RESERVATION_KIND,
 )
 from scheduler_plugins.clock import format_time
-from scheduler_plugins.scheduler.framework.cycle_state import RESERVED_RESERVATION, CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, RESERVED_RESERVATION, CycleState
 from scheduler_plugins.scheduler.framework.handle import ClientError, Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, NodeScore, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
@@ -80,17 +80,19 @@ class Reservation:
         cycle = _Cycle()
         if not is_reserve_pod(pod) and not matching.is_ignored(pod):
             cycle.affinity = matching.affinity_of(pod)
-            nodes = self.handle.cluster.node_list() if self.index.by_node else []
-            for node in nodes:
-                if node.name not in self.index.by_node:
+            nodes = self.handle.cluster.nodes
+            for name in sorted(self.index.by_node):
+                node = nodes.get(name)
+                if node is None:
                     continue
                 found = [r for r in self.index.on_node(node.name)
                          if self.index.matchable(r) and matching.matches(pod, r, cycle.affinity, node.labels)]
                 if found:
                     cycle.matched[node.name] = found
         state.write(STATE_KEY, cycle)
-        if not cycle.matched:
-            state.skip_before_filter.add(NAME)
+        state.before_filter_nodes[NAME] = frozenset(cycle.matched)  # only these nodes are restored
+        if cycle.matched:
+            state.write(PREFERRED_NODES, tuple(cycle.matched))
         return pod, False, SUCCESS
 
     def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
@@ -155,13 +157,21 @@ class Reservation:
 
     def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Any,
                     index: NodeIndex) -> npt.NDArray[np.bool_] | None:
-        """Every node passes when the pod has nothing to do with reservations; else per node."""
+        """`filter` for many nodes: only the pod's matched nodes (or a reserve pod's node) are
+        asked one by one; every other node passes, or fails an affinity pod."""
         cycle = self._cycle(state)
-        if is_reserve_pod(pod) and pod.annotations.get(ANNOTATION_RESERVATION_NODE):
-            return None
-        if cycle.matched or cycle.affinity is not None:
-            return None
-        return np.ones(len(nodes), dtype=np.bool_)
+        if is_reserve_pod(pod):
+            wanted = pod.annotations.get(ANNOTATION_RESERVATION_NODE)
+            if not wanted:
+                return np.ones(len(nodes), dtype=np.bool_)
+            return np.fromiter((n.name == wanted for n in nodes), dtype=np.bool_, count=len(nodes))
+        if not cycle.matched:
+            return np.full(len(nodes), cycle.affinity is None, dtype=np.bool_)
+        mask = np.full(len(nodes), cycle.affinity is None, dtype=np.bool_)
+        for i, node in enumerate(nodes):
+            if node.name in cycle.matched:
+                mask[i] = self.filter(state, pod, node).is_success
+        return mask
 
     # --- PreScore / Score ------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
