@@ -198,6 +198,20 @@ class ReservationInfo:
             terms.append(_OwnerTerm(owner.get("object"), owner.get("controller"), selector))
         return tuple(terms)
 
+    @cached_property
+    def owner_names(self) -> frozenset[str] | None:
+        """The pod names the owners can match when every term names one object; None when some
+        term could match a pod of any name (a controller, a selector, a wildcard object)."""
+        terms = self.owner_terms
+        if terms is None:
+            return frozenset()
+        names = set()
+        for term in terms:
+            if term.object is None or not term.object.get("name") or term.controller or term.selector:
+                return None
+            names.add(str(term.object["name"]))
+        return frozenset(names)
+
     def matches_owner(self, pod: PodInfo) -> bool:
         terms = self.owner_terms
         return terms is not None and any(term.matches(pod) for term in terms)

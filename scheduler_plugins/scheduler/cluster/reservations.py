@@ -51,6 +51,9 @@ class ReservationIndex:
         #: reservations an owner was bound to (an allocateOnce one is then used up)
         self.owner_bound: set[str] = set()
         self._next_expiry: float | None = None
+        #: holding reservations by the pod name their owners require, and those open to any name
+        self._by_owner_name: dict[str, set[str]] = {}
+        self._any_owner: set[str] = set()
 
     # --- objects ---------------------------------------------------------------------------------
     def put(self, obj: Mapping[str, Any]) -> None:
@@ -105,6 +108,13 @@ class ReservationIndex:
     def matchable(self, info: ReservationInfo) -> bool:
         """Usable by a pod: holding capacity, and not an allocateOnce reservation already used."""
         return self.holding(info) and not (info.allocate_once and self.allocations.get(info.name))
+
+    def candidates(self, pod: PodInfo) -> list[ReservationInfo]:
+        """The holding reservations whose owners might match `pod` (by name), sorted by name: the
+        owner check proper is still the caller's."""
+        names = self._by_owner_name.get(pod.name)
+        chosen = self._any_owner | names if names else self._any_owner
+        return [self.infos[name] for name in sorted(chosen)]
 
     def on_node(self, node_name: str) -> list[ReservationInfo]:
         return [self.infos[name] for name in sorted(self.by_node.get(node_name, ()))]
@@ -161,11 +171,23 @@ class ReservationIndex:
         if not self.holding(info):
             return
         self.by_node.setdefault(info.node_name, set()).add(info.name)
+        owners = info.owner_names
+        if owners is None:
+            self._any_owner.add(info.name)
+        for owner in owners or ():
+            self._by_owner_name.setdefault(owner, set()).add(info.name)
         node = self.state.nodes.get(info.node_name)
         if node is not None:
             node.add_pod(held_pod(info, self.remaining(info)))
 
     def _unhold(self, info: ReservationInfo) -> None:
+        self._any_owner.discard(info.name)
+        for owner in info.owner_names or ():
+            named = self._by_owner_name.get(owner)
+            if named is not None:
+                named.discard(info.name)
+                if not named:
+                    del self._by_owner_name[owner]
         names = self.by_node.get(info.node_name)
         if names is not None:
             names.discard(info.name)

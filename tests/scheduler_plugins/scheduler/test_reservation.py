@@ -182,3 +182,14 @@ async def test_through_the_extender_the_owner_filters_onto_its_reservation_and_b
                                                               "PodUID": "", "Node": "n1"})
         assert (await response.json()) == {"Error": ""}
     assert json.loads(cluster.nodes["n1"].pods["default/owner"].annotations[ALLOCATED])["name"] == "r1"
+
+
+def test_candidates_by_owner_name_never_miss_a_reservation_the_owner_matches():
+    by_name = available("by-name", owner={"object": {"name": "owner"}})
+    by_selector = available("by-selector", owner={"labelSelector": {"matchLabels": {"app": "web"}}})
+    _, cluster, _ = setup(by_name, by_selector)
+    names = lambda p: [r.name for r in cluster.reservations.candidates(p)]  # noqa: E731
+    assert names(pod("owner")) == ["by-name", "by-selector"]
+    assert names(pod("stranger")) == ["by-selector"]
+    cluster.object_deleted("Reservation", ("", "by-selector"), by_selector)
+    assert names(pod("stranger")) == []

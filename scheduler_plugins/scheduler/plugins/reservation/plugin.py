@@ -81,14 +81,12 @@ class Reservation:
         if not is_reserve_pod(pod) and not matching.is_ignored(pod):
             cycle.affinity = matching.affinity_of(pod)
             nodes = self.handle.cluster.nodes
-            for name in sorted(self.index.by_node):
-                node = nodes.get(name)
-                if node is None:
-                    continue
-                found = [r for r in self.index.on_node(node.name)
-                         if self.index.matchable(r) and matching.matches(pod, r, cycle.affinity, node.labels)]
-                if found:
-                    cycle.matched[node.name] = found
+            for info in self.index.candidates(pod):
+                node = nodes.get(info.node_name)
+                if node is not None and self.index.matchable(info) and matching.matches(
+                        pod, info, cycle.affinity, node.labels):
+                    cycle.matched.setdefault(node.name, []).append(info)
+            cycle.matched = dict(sorted(cycle.matched.items()))
         state.write(STATE_KEY, cycle)
         state.before_filter_nodes[NAME] = frozenset(cycle.matched)  # only these nodes are restored
         if cycle.matched:
