@@ -52,6 +52,8 @@ def explain_table(report: dict[str, Any]) -> str:
                      scores or "-", "; ".join(failures) or "-"])
     lines = [f"pod {report['pod']}",
              table(["NODE", "FEASIBLE", "TOTAL", "SCORES (raw/normalized x weight)", "FILTER FAILURES"], rows)]
+    if report.get("reservationNodes"):
+        lines.append(f"reservations usable on: {', '.join(report['reservationNodes'])}")
     if report.get("error"):
         lines.append(f"error: {report['error']}")
     lines.append(f"selected: {report['selected'] or '-'}")

@@ -154,3 +154,18 @@ def test_simulate_places_a_gang_of_one_driver_and_eight_executors_whole_or_not_a
     assert code == 0 and report["summary"]["scheduled"] == bound and report["summary"]["pods"] == 9
     waited = [p for p in report["placements"] if p.get("waitedOnPermit") == "Coscheduling"]
     assert len(waited) == 8  # every member but the one that completes (or breaks) the gang waited
+
+
+def test_explain_names_the_nodes_holding_a_reservation_the_pod_may_use(capsys, tmp_path):
+    path = tmp_path / "owner.yaml"
+    path.write_text("""
+apiVersion: v1
+kind: Pod
+metadata: {name: web-0, namespace: shop, labels: {app: web}}
+spec:
+  containers: [{name: main, resources: {requests: {cpu: "6", memory: 8Gi}}}]
+""")
+    example = str(REPO / "manifests" / "scheduler" / "examples" / "reservation")
+    code, out, _ = run(capsys, "explain", "--cluster", example, "--pod", str(path), "--now", NOW, "-o", "json")
+    report = json.loads(out)
+    assert code == 0 and report["reservationNodes"] == ["node-2"] and report["selected"] == "node-2"
