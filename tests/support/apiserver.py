@@ -4,7 +4,8 @@ No real API server runs on these machines, so tests point the official client at
 a kubeconfig file. It serves, for every resource type it knows, list (paged with limit/continue),
 watch (`?watch=1&resourceVersion=..&allowWatchBookmarks=true`, a chunked stream of JSON events:
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR; an ERROR 410 for a compacted version), get, create
-(POST), replace (PUT), patch (merge and JSON patch) and delete, and the `pods/binding` subresource
+(POST), replace (PUT), patch (merge and JSON patch; also through the `status` subresource) and
+delete, and the `pods/binding` subresource
 (POST a v1 Binding: sets spec.nodeName and PodScheduled, 409 when already bound or the UID
 differs), and `pods/eviction` (POST a policy/v1 Eviction: 429 when a PodDisruptionBudget allows
 no disruption, else the pod is deleted). Field selectors take `=`, `==` and `!=` on dotted
@@ -197,6 +198,10 @@ class ApiServer:
                     return self._bind(namespace, name, await request.json())
                 if (resource.kind, subresource, request.method) == ("Pod", "eviction", "POST"):
                     return self._evict(namespace, name, await request.json())
+                if (subresource, request.method) == ("status", "PATCH"):  # as a patch of the whole object
+                    patch = json.loads(await request.text())
+                    patch_type = PATCH_TYPES.get(request.content_type, "merge")
+                    return web.json_response(self.store.patch(resource, namespace, name, patch, patch_type))
                 return _error(404, "NotFound", f"the server could not find the requested resource {request.path}")
             if request.method == "GET" and watch:
                 return await self._watch(request, resource, namespace)
