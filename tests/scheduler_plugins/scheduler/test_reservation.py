@@ -193,3 +193,38 @@ def test_candidates_by_owner_name_never_miss_a_reservation_the_owner_matches():
     assert names(pod("stranger")) == ["by-selector"]
     cluster.object_deleted("Reservation", ("", "by-selector"), by_selector)
     assert names(pod("stranger")) == []
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_batch_filter_path_agrees_with_filtering_node_by_node(seed):
+    """With reservations, the framework filters a pod's matched nodes one by one (restored) and
+    the rest in batch: the feasible set must be what `run_filter` says node by node."""
+    import random
+    rng = random.Random(seed)
+    names = [f"n{i}" for i in range(rng.randint(1, 8))]
+    objects = []
+    for i in range(rng.randint(0, 6)):
+        owner = rng.choice([{"object": {"name": "owner"}}, {"labelSelector": {"matchLabels": {"app": "web"}}}, {}])
+        policy = rng.choice(["", "Aligned", "Restricted"])
+        objects.append(available(f"r{i}", node=rng.choice(names), cpu=str(rng.randint(1, 3)), owner=owner,
+                                 allocatePolicy=policy, allocateOnce=rng.random() < 0.5))
+    scheduler, cluster, _ = setup(*objects, nodes=names, cpu=str(rng.randint(2, 6)))
+    fwk = scheduler.framework
+    for name in ("owner", "web-1", "stranger"):
+        annotations = None
+        if rng.random() < 0.3:
+            wanted = json.dumps({"name": f"r{rng.randint(0, 5)}"})
+            annotations = {"scheduling.koordinator.sh/reservation-affinity": wanted}
+        target = pod(name, cpu=str(rng.randint(1, 4)), labels={"app": "web"} if name == "web-1" else None,
+                     annotations=annotations)
+        state = CycleState()
+        target, result, status = fwk.run_pre_filter(state, target)
+        if not status.is_success:
+            continue
+        nodes = cluster.node_list()
+        if result is not None and result.node_names is not None:
+            nodes = [n for n in nodes if n.name in result.node_names]
+        feasible, failed, _ = fwk.find_feasible(state, target, nodes, start=rng.randrange(len(nodes) or 1))
+        one_by_one = {n.name for n in nodes if fwk.run_filter(state, target, n).is_success}
+        assert {n.name for n in feasible} == one_by_one
+        assert set(failed) == {n.name for n in nodes} - one_by_one
