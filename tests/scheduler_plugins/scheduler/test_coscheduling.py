@@ -189,3 +189,32 @@ async def test_through_the_extender_every_held_bind_fails_when_the_gang_times_ou
     errors, cluster = await extender_binds([member(f"m{i}", wait="200ms") for i in range(3)], bound=2)
     assert len(errors) == 2 and all("timeout" in e or "rejected" in e for e in errors)
     assert all(not n.pods for n in cluster.nodes.values())
+
+
+def test_gangs_of_one_group_are_released_together():
+    groups = '["default/a", "default/b"]'
+    pods = []
+    for gang in ("a", "b"):
+        for i in range(2):
+            obj = member(f"{gang}{i}", gang=gang, min_available=2)
+            obj["metadata"]["annotations"][GANG + "groups"] = groups
+            pods.append(obj)
+    scheduler, cluster, _ = setup(pods, nodes=2)
+    by_name = {p.name: p for p in cluster.pending.values()}
+    a0, a1 = scheduler.schedule_one(by_name["a0"]), scheduler.schedule_one(by_name["a1"])
+    assert a1.status.code.name == "Wait"  # gang a is complete, but b is not yet
+    scheduler.schedule_one(by_name["b0"])
+    scheduler.schedule_one(by_name["b1"])
+    assert a0.scheduled and a1.scheduled
+
+
+def test_only_waiting_policy_does_not_let_a_late_member_through_on_past_success():
+    pods = [member(f"m{i}", min_available=2, total=3) for i in range(3)]
+    for obj in pods:
+        obj["metadata"]["annotations"][GANG + "match-policy"] = "only-waiting"
+    scheduler, cluster, _ = setup(pods, nodes=2)
+    by_name = {p.name: p for p in cluster.pending.values()}
+    first, second = scheduler.schedule_one(by_name["m0"]), scheduler.schedule_one(by_name["m1"])
+    assert first.scheduled and second.scheduled
+    late = scheduler.schedule_one(by_name["m2"])
+    assert late.status.code.name == "Wait"  # once-satisfied would have let it bind at once

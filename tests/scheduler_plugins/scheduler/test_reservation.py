@@ -228,3 +228,25 @@ def test_the_batch_filter_path_agrees_with_filtering_node_by_node(seed):
         one_by_one = {n.name for n in nodes if fwk.run_filter(state, target, n).is_success}
         assert {n.name for n in feasible} == one_by_one
         assert set(failed) == {n.name for n in nodes} - one_by_one
+
+
+def test_a_pod_labelled_reservation_ignored_does_not_use_its_reservation():
+    scheduler, cluster, _ = setup(available(cpu="3"), nodes=("n1",))
+    placement = scheduler.schedule_one(pod("owner", cpu="3",
+                                           labels={"scheduling.koordinator.sh/reservation-ignored": "true"}))
+    assert not placement.scheduled and cluster.reservations.allocated("r1") == {}
+
+
+def test_an_unschedulable_reservation_matches_nobody():
+    scheduler, cluster, _ = setup(available(cpu="3", unschedulable=True), nodes=("n1",))
+    assert not scheduler.schedule_one(pod("owner", cpu="3")).scheduled
+
+
+@pytest.mark.parametrize("cpu, scheduled", [("3", True), ("4", False)])
+def test_restricted_without_affinity_the_owner_may_still_fit_the_node_alone(cpu, scheduled):
+    # 4 cpu node, reservation of 1 (Restricted, too small for the owner): an owner of 3 fits beside
+    # it (3 free); one of 4 would need the reserved cpu, which Restricted forbids
+    scheduler, cluster, _ = setup(available(cpu="1", allocatePolicy="Restricted"), nodes=("n1",))
+    placement = scheduler.schedule_one(pod("owner", cpu=cpu))
+    assert placement.scheduled is scheduled and placement.reservation == ""
+    assert cluster.reservations.allocated("r1") == {}
