@@ -24,6 +24,8 @@ from policies.constants import (
     ANNOTATION_RESERVE_POD,
     LABEL_KOORDINATOR_PRIORITY,
     LABEL_RESERVATION_ORDER,
+    RESOURCE_CPU,
+    RESOURCE_MEMORY,
 )
 from policies.durations import parse_duration
 from policies.quantity import QuantityError, resource_list
@@ -255,14 +257,19 @@ def held_pod(info: ReservationInfo, remaining: Vector) -> ReservePodInfo:
     """The entry that holds `remaining` of an Available reservation on its node: the reserve pod
     with one container requesting exactly that (explicit zeros, so no non-zero defaults apply)."""
     obj = clone(reserve_pod_object(info.obj))
-    requests = {name: (f"{amount}m" if name == "cpu" else str(amount)) for name, amount in remaining.items()}
-    for name in ("cpu", "memory"):
+    requests = quantities(remaining)
+    for name in (RESOURCE_CPU, RESOURCE_MEMORY):
         requests.setdefault(name, "0")
     obj["spec"]["containers"] = [{"name": "reserved", "resources": {"requests": requests}}]
     obj["spec"].pop("initContainers", None)
     obj["spec"].pop("overhead", None)
     obj["spec"]["nodeName"] = info.node_name
     return ReservePodInfo(obj)
+
+
+def quantities(vector: Mapping[str, int]) -> dict[str, str]:
+    """Scheduler integers back to quantity strings (millicores for cpu), sorted by name."""
+    return {name: (f"{amount}m" if name == RESOURCE_CPU else str(amount)) for name, amount in sorted(vector.items())}
 
 
 def remaining(allocatable: Mapping[str, int], allocated: Mapping[str, int]) -> Vector:

@@ -45,8 +45,8 @@ from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.reservations import (
     PHASE_AVAILABLE,
     ReservationInfo,
-    ReservePodInfo,
     is_reserve_pod,
+    quantities,
 )
 
 NAME: Final = "Reservation"
@@ -253,10 +253,10 @@ class Reservation:
                   or o.get("namespace") != pod.namespace]
         owners.append({"namespace": pod.namespace, "name": pod.name, "uid": pod.metadata.get("uid", "")})
         allocated = self.index.allocated(chosen.name)
-        return self._patch_status(chosen.name, {"currentOwners": owners, "allocated": _quantities(allocated)})
+        return self._patch_status(chosen.name, {"currentOwners": owners, "allocated": quantities(allocated)})
 
     def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        if not isinstance(pod, ReservePodInfo) and not is_reserve_pod(pod):
+        if not is_reserve_pod(pod):
             return SKIP
         name = pod.annotations.get(ANNOTATION_RESERVATION_NAME, pod.name)
         info = self.index.infos.get(name)
@@ -264,7 +264,7 @@ class Reservation:
             return error(f"reservation {name!r} not found")
         now = format_time(self.handle.clock())
         return self._patch_status(name, {
-            "nodeName": node_name, "phase": PHASE_AVAILABLE, "allocatable": _quantities(info.allocatable),
+            "nodeName": node_name, "phase": PHASE_AVAILABLE, "allocatable": quantities(info.allocatable),
             "conditions": [
                 {"type": "Scheduled", "status": "True", "reason": "Scheduled", "lastTransitionTime": now},
                 {"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": now}]})
@@ -278,10 +278,6 @@ class Reservation:
         except ClientError as exc:
             return error(f"failed to update reservation {name}: {exc}")
         return SUCCESS
-
-
-def _quantities(vector: dict[str, int]) -> dict[str, str]:
-    return {name: (f"{amount}m" if name == "cpu" else str(amount)) for name, amount in sorted(vector.items())}
 
 
 def new(args: Any, handle: Handle) -> Reservation:
