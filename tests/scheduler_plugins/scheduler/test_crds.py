@@ -19,3 +19,10 @@ def test_the_crd_matches_the_kind_table_and_is_in_the_kustomization(kind, file):
     assert [v["name"] for v in crd["spec"]["versions"]] == [row.version]
     assert crd["metadata"]["name"] == f"{row.plural}.{row.group}"
     assert file in yaml.safe_load((CRDS / "kustomization.yaml").read_text())["resources"]
+
+
+@pytest.mark.parametrize("file", ["reservations.yaml", "podgroups.yaml"])
+def test_the_crd_validates_against_the_kubernetes_schema(file):
+    import kubernetes_validate
+    (crd,) = read_manifest_file(CRDS / file)
+    kubernetes_validate.validate(crd, "1.30", strict=True)
