@@ -218,3 +218,13 @@ def test_only_waiting_policy_does_not_let_a_late_member_through_on_past_success(
     assert first.scheduled and second.scheduled
     late = scheduler.schedule_one(by_name["m2"])
     assert late.status.code.name == "Wait"  # once-satisfied would have let it bind at once
+
+
+def test_a_rejected_gang_is_scheduled_again_in_the_next_round_once_room_appears():
+    scheduler, cluster, _ = setup([member(f"m{i}") for i in range(3)], nodes=1)  # room for 2
+    members = sorted(cluster.pending.values(), key=lambda p: p.name)
+    first_round = [scheduler.schedule_one(p) for p in members]
+    assert not any(p.scheduled for p in first_round)
+    cluster.add_node(make_node("n9", cpu="2", memory="8Gi"))
+    second_round = [scheduler.schedule_one(p) for p in members]
+    assert all(p.scheduled for p in second_round)

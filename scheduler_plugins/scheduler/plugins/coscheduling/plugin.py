@@ -143,9 +143,7 @@ class Coscheduling:
             return None, problem or unresolvable("no gang")
         self.current = gang.spec.id
         if gang.rejected:
-            gang.tried_since_rejection.add(pod.key)
-            if gang.tried_since_rejection >= gang.children:
-                gang.rejected, gang.tried_since_rejection = False, set()
+            _tried(gang, pod.key)
             return None, unschedulable(f"Gang {gang.spec.id!r} gets rejected in this round")
         return None, SUCCESS
 
@@ -154,6 +152,8 @@ class Coscheduling:
         gang = self.gangs.get(gang_id(pod))
         if gang is None:
             return None, Status(Code.Unschedulable)
+        if statuses and all(s.plugin == NAME for s in statuses.values()):  # our own PreFilter refusal
+            return None, unschedulable(f"Gang {gang.spec.id!r}: Pod {pod.name!r} is unschedulable")
         if gang.spec.strict and not gang.once_satisfied:
             self._reject_group(gang, f"Gang {gang.spec.id!r} gets rejected due to member Pod {pod.name!r} "
                                      "is unschedulable", pod.key)
@@ -187,7 +187,9 @@ class Coscheduling:
         gang.waiting.discard(pod.key)
         if gang.spec.match_policy == MATCH_ONCE_SATISFIED and gang.once_satisfied:
             return
-        if gang.spec.strict:
+        ids = {member.spec.id for member in self._group(gang)}
+        still_waiting = any(w.outcome is None and gang_id(w.pod) in ids for w in self.handle.waiting)
+        if gang.spec.strict and still_waiting:  # not when the group is being rejected already
             self._reject_group(gang, f"Gang {gang.spec.id!r} gets rejected due to Pod {pod.name!r} in Unreserve",
                                pod.key)
 
@@ -197,12 +199,23 @@ class Coscheduling:
         group = self._group(gang)
         ids = {member.spec.id for member in group}
         for member in group:
-            if not member.once_satisfied:
+            if not member.once_satisfied and not member.rejected:
                 member.rejected = True
-                member.tried_since_rejection = set(member.waiting | member.bound) | {tried}
+                member.tried_since_rejection = set(member.waiting | member.bound)
+        _tried(gang, tried)
         for waiting in self.handle.waiting:
             if gang_id(waiting.pod) in ids:
                 waiting.reject(NAME, message)
+
+
+def _tried(gang: Gang, key: str) -> None:
+    """Count a member as tried since the gang's rejection; once all were, the round is over and
+    the gang may be scheduled again."""
+    if not gang.rejected:
+        return
+    gang.tried_since_rejection.add(key)
+    if gang.tried_since_rejection >= gang.children:
+        gang.rejected, gang.tried_since_rejection = False, set()
 
 
 def new(args: CoschedulingArgs, handle: Handle) -> Coscheduling:
