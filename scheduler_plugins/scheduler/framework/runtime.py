@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from scheduler_plugins.scheduler.framework import interfaces as fi
-from scheduler_plugins.scheduler.framework.columns import node_indexes
+from scheduler_plugins.scheduler.framework.batch import BatchFilter
 from scheduler_plugins.scheduler.framework.config import Profile
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
@@ -33,8 +33,6 @@ from scheduler_plugins.scheduler.framework.status import (
 )
 from scheduler_plugins.scheduler.framework.waiting import WaitingPod
 from scheduler_plugins.scheduler.podinfo import PodInfo, clone
-
-INDEX_CACHE_SIZE = 4
 
 
 @dataclass
@@ -72,7 +70,7 @@ class Framework:
         self.before_filter = [p for p in points.filter if isinstance(p, fi.BeforeFilterTransformer)]
         self.before_score = [p for p in points.score if isinstance(p, fi.BeforeScoreTransformer)]
         self.after_post_filter = [p for p in points.post_filter if isinstance(p, fi.AfterPostFilterTransformer)]
-        self._index_cache: list[tuple[list[NodeInfo], fi.NodeIndex | None, int]] = []
+        self._batch = BatchFilter()
         self._batch_filters = {p.name: p for p in points.filter if isinstance(p, fi.BatchFilterPlugin)}
         self.next_pod_plugins = [p for p in points.pre_enqueue if isinstance(p, fi.NextPodPlugin)]
         self.pre_bind_extensions = [p for p in points.pre_bind if isinstance(p, fi.PreBindExtensions)]
@@ -191,7 +189,7 @@ class Framework:
                 batch = [self._batch_filters[p.name] for p in active]
                 # the few nodes a transformer changes are filtered one by one, the rest in batch
                 overrides = {n.name: self.run_filter(state, pod, n) for n in nodes if n.name in scope} if scope else {}
-                found = self._find_feasible_batch(state, pod, nodes, batch, wanted, start, overrides)
+                found = self._batch.find_feasible(state, pod, nodes, batch, wanted, start, overrides)
                 if found is not None:
                     return found
             plugins = [("", self.run_filter)] if scope else [(p.name, p.filter) for p in active]
@@ -210,67 +208,6 @@ class Framework:
                 if len(feasible) >= wanted:
                     break
         return feasible, failed, processed
-
-    def _find_feasible_batch(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                             plugins: list[fi.BatchFilterPlugin], wanted: int, start: int,
-                             overrides: Mapping[str, Status]) -> tuple[list[NodeInfo], dict[str, Status], int] | None:
-        """`find_feasible` with every Filter plugin answering for all nodes at once; the walk in
-        rotation order and the rejection reasons (asked of each plugin's `filter`) are the same."""
-        index = self._node_indexes(nodes)
-        if index is None:
-            return None
-        mask = None
-        for plugin in plugins:
-            passed = plugin.filter_mask(state, pod, nodes, index)
-            if passed is None:
-                return None
-            mask = passed if mask is None else mask & passed
-        if mask is None:  # no Filter plugin left to ask: the per-node walk takes every node
-            return None
-        if overrides:  # nodes a BeforeFilter transformer changed: their own per-node outcome
-            mask = mask.copy()
-            for i, node in enumerate(nodes):
-                if node.name in overrides:
-                    mask[i] = overrides[node.name].is_success
-        total = len(nodes)
-        order = np.roll(np.arange(total), -start) if start else np.arange(total)
-        rotated = mask[order]
-        passing = np.flatnonzero(rotated)
-        cut = int(passing[wanted - 1]) + 1 if len(passing) >= wanted else total
-        chosen = order[passing[:wanted]]
-        feasible = [nodes[i] for i in chosen.tolist()]
-        self._remember_indexes(feasible, chosen if isinstance(index, slice) else index[chosen])
-        failed: dict[str, Status] = {}
-        for i in order[np.flatnonzero(~rotated[:cut])].tolist():
-            node = nodes[i]
-            if node.name in overrides:
-                failed[node.name] = overrides[node.name]
-                continue
-            status = SUCCESS
-            for plugin in plugins:
-                status = plugin.filter(state, pod, node)
-                if not status.is_success:
-                    status = status.with_plugin(plugin.name)
-                    break
-            if status.is_success:  # the batch answer disagreed with the plugin's own filter
-                status = error("internal error: batch filter disagrees with filter")
-            failed[node.name] = status
-        return feasible, failed, cut
-
-    def _node_indexes(self, nodes: list[NodeInfo]) -> fi.NodeIndex | None:
-        """Table indexes of a node list, remembered for the last few lists seen (the cluster's node
-        list and the last feasible list recur). Entries hold the list, so identities are not reused."""
-        for position, (cached, index, length) in enumerate(self._index_cache):
-            if cached is nodes and len(nodes) == length:
-                if position:  # most recently used first
-                    self._index_cache.insert(0, self._index_cache.pop(position))
-                return index
-        index = node_indexes(nodes)
-        self._remember_indexes(nodes, index)
-        return index
-
-    def _remember_indexes(self, nodes: list[NodeInfo], index: fi.NodeIndex | None) -> None:
-        self._index_cache = [(nodes, index, len(nodes))] + self._index_cache[:INDEX_CACHE_SIZE - 1]
 
     def explain_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[Status, list[Status]]:
         """Every Filter plugin's status for this node (Skip for plugins PreFilter skipped); the node's
@@ -328,7 +265,7 @@ class Framework:
                 continue
             values = None
             if score_array is not None:
-                index = self._node_indexes(nodes)
+                index = self._batch.indexes(nodes)
                 values = None if index is None else score_array(state, pod, nodes, index)
             if values is not None:
                 raw = values.tolist()
