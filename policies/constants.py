@@ -91,6 +91,30 @@ ELASTIC_QUOTA_KIND: Final = "ElasticQuota"
 # Reservation API (scheduling.koordinator.sh/v1alpha1).
 RESERVATION_GROUP: Final = "scheduling.koordinator.sh"
 RESERVATION_KIND: Final = "Reservation"
+RESERVATION_VERSION: Final = "v1alpha1"
+# Keys of the Reservation plugin (apis/extension/reservation.go, spec scheduler §5).
+ANNOTATION_RESERVATION_NAME: Final = "scheduling.koordinator.sh/reservation-name"
+ANNOTATION_RESERVATION_NODE: Final = "scheduling.koordinator.sh/reservation-node"
+ANNOTATION_PRE_ALLOCATION: Final = "scheduling.koordinator.sh/is-pre-allocation"
+ANNOTATION_RESERVATION_AFFINITY: Final = "scheduling.koordinator.sh/reservation-affinity"
+ANNOTATION_RESERVATION_ALLOCATED: Final = "scheduling.koordinator.sh/reservation-allocated"
+LABEL_RESERVATION_IGNORED: Final = "scheduling.koordinator.sh/reservation-ignored"
+LABEL_RESERVATION_ORDER: Final = "scheduling.koordinator.sh/reservation-order"
+
+# Gang scheduling (apis/extension/coscheduling.go; PodGroup of scheduling.sigs.k8s.io/v1alpha1).
+POD_GROUP_KIND: Final = "PodGroup"
+POD_GROUP_GROUP: Final = ELASTIC_QUOTA_GROUP
+LABEL_POD_GROUP: Final = "pod-group.scheduling.sigs.k8s.io"
+LABEL_POD_GROUP_LEGACY: Final = "pod-group.scheduling.sigs.k8s.io/name"
+ANNOTATION_GANG_NAME: Final = "gang.scheduling.koordinator.sh/name"
+ANNOTATION_GANG_MIN_NUM: Final = "gang.scheduling.koordinator.sh/min-available"
+ANNOTATION_GANG_TOTAL_NUM: Final = "gang.scheduling.koordinator.sh/total-number"
+ANNOTATION_GANG_MODE: Final = "gang.scheduling.koordinator.sh/mode"
+ANNOTATION_GANG_WAIT_TIME: Final = "gang.scheduling.koordinator.sh/waiting-time"
+ANNOTATION_GANG_GROUPS: Final = "gang.scheduling.koordinator.sh/groups"
+ANNOTATION_GANG_TIMEOUT: Final = "gang.scheduling.koordinator.sh/timeout"
+GANG_MODE_STRICT: Final = "Strict"
+GANG_MODE_NON_STRICT: Final = "NonStrict"
 
 # Node annotations of resource amplification (apis/extension/node_resource_amplification.go).
 ANNOTATION_AMPLIFICATION_RATIO: Final = "node.koordinator.sh/resource-amplification-ratio"
