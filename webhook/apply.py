@@ -16,6 +16,7 @@ import yaml
 from policies.admission import Effect
 from webhook.chain import UnknownKind, request_for, run_chain
 from webhook.registry import default_routes
+from cluster.files import ScanError
 from webhook.snapshots import DirectorySnapshots
 from policies.manifests import ManifestError, parse_manifest_text
 
@@ -86,7 +87,7 @@ def run_apply(options: ApplyOptions, stdin: TextIO | None = None, stdout: TextIO
         snapshot = DirectorySnapshots(options.profiles).scan()
         assert snapshot is not None  # the first scan always builds one
         request = request_for(obj, registry, options.operation, old)
-    except (BadInput, ManifestError, UnknownKind) as exc:
+    except (BadInput, ManifestError, ScanError, UnknownKind) as exc:
         print(f"error: {exc}", file=stderr)
         return EXIT_BAD_INPUT
     for problem in snapshot.problems:

@@ -93,7 +93,13 @@ async def healthz(request: web.Request) -> web.Response:
 async def readyz(request: web.Request) -> web.Response:
     if request.app[LIFECYCLE].draining:
         return web.Response(status=503, text="shutting down")
-    if request.app[STATE].ready:
+    state = request.app[STATE]
+    if state.ready:
+        problems = state.snapshot.problems
+        if problems:  # still ready: the last good objects are served; but say so
+            return web.Response(text=f"ok, with {len(problems)} problem(s) in the cluster state "
+                                     f"(see colocate_cluster_state_problems and the log); first: "
+                                     f"{problems[0].source}: {problems[0].message}"[:1000])
         return web.Response(text="ok")
     return web.Response(status=503, text="cluster state not loaded yet")
 
