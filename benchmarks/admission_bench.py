@@ -269,14 +269,14 @@ def main() -> int:
               f"{args.duration}s per run, {os.cpu_count()} cores")
         for count in (20, 1000):
             write_state(root / f"state-{count}", count)
-        colocate = [sys.executable, "-m", "colocate.cli", "serve", "--cert-dir", str(root / "certs"), "--host", "127.0.0.1",
-                    "--log-level", "warning"]
+        colocate = [sys.executable, "-m", "colocate.cli", "--log-level", "warning", "serve", "--cert-dir", str(root / "certs"),
+                    "--host", "127.0.0.1"]
         scenarios = {
             "bare aiohttp (fixed response)": lambda port: [sys.executable, str(REPO / "benchmarks" / "bare_server.py"),
                                                            "--port", str(port), "--cert-dir", str(root / "certs")],
-            "colocate, 20 profiles": lambda port: [*colocate, "--profiles", str(root / "state-20"), "--port", str(port)],
-            "colocate, 1000 profiles": lambda port: [*colocate, "--profiles", str(root / "state-1000"), "--port", str(port)],
-            "colocate, 20 profiles, --workers 2": lambda port: [*colocate, "--profiles", str(root / "state-20"),
+            "colocate, 20 profiles": lambda port: [*colocate, "--cluster", str(root / "state-20"), "--port", str(port)],
+            "colocate, 1000 profiles": lambda port: [*colocate, "--cluster", str(root / "state-1000"), "--port", str(port)],
+            "colocate, 20 profiles, --workers 2": lambda port: [*colocate, "--cluster", str(root / "state-20"),
                                                                 "--port", str(port), "--workers", "2"],
         }
         results = {}

@@ -3,7 +3,7 @@
 Measures, for live mode: time from start to ready (every kind listed, first snapshot published),
 the cache's memory (tracemalloc of the in-process informer), the cost of one watch event burst,
 and admission throughput through `colocate serve --kubeconfig` compared with
-`colocate serve --profiles` (the embedded default) on the same objects.
+`colocate serve --cluster` (the embedded default) on the same objects.
 
     .venv/bin/python -m benchmarks.informer_bench [--namespaces N] [--profiles P] [--seconds S]
 """
@@ -125,7 +125,7 @@ async def main(namespaces: int, profiles: int, seconds: float) -> None:
         state_dir.mkdir()
         (state_dir / "objects.yaml").write_text(yaml.safe_dump_all(objects(namespaces, profiles)))
         results = {}
-        for mode, extra in (("live (--kubeconfig)", ()), ("embedded (--profiles)", ("--profiles", str(state_dir)))):
+        for mode, extra in (("live (--kubeconfig)", ()), ("embedded (--cluster)", ("--cluster", str(state_dir)))):
             process = ColocateProcess(kubeconfig, certs.directory, work / "serve.log", ("--log-level", "warning"))
             if extra:  # same command line, embedded state instead of the API server
                 process.kill()
@@ -150,8 +150,8 @@ def _embedded(cert_dir: Path, state_dir: Path, work: Path) -> ColocateProcess:
     from tests.support.cluster import free_port
     process.port, process.log = free_port(), work / "embedded.log"
     process.process = subprocess.Popen(
-        [sys.executable, "-m", "colocate.cli", "serve", "--profiles", str(state_dir), "--cert-dir", str(cert_dir),
-         "--host", "127.0.0.1", "--port", str(process.port), "--log-level", "warning"],
+        [sys.executable, "-m", "colocate.cli", "--log-level", "warning", "serve", "--cluster", str(state_dir),
+         "--cert-dir", str(cert_dir), "--host", "127.0.0.1", "--port", str(process.port)],
         stdout=process.log.open("wb"), stderr=subprocess.STDOUT)
     return process
 

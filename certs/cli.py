@@ -1,23 +1,28 @@
 """`colocate certs generate|inspect|rotate`: argument parsing and printing; the work is elsewhere.
 
 Targets: a certificate directory (`--cert-dir`), the cluster (`--kubeconfig`/`--context`, or
-`--in-cluster`: the Secret `--namespace/--secret-name` and both webhook configurations), or both.
+`--in-cluster`: the Secret `--cert-namespace/--cert-secret` and both webhook configurations), or both.
 Exit codes: 0 ok, 1 a check failed (inspect) or the API refused a write, 2 bad input.
+
+The names of the webhook in the cluster (`add_service_names`) are spelled the same here and in
+`colocate serve --self-managed-certs`; the older `--namespace`, `--service`, `--secret-name` and
+`rotate --settle` still work as hidden aliases.
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from certs.generate import DEFAULT_VALIDITY, KEY_TYPES, generate_material, service_names, utcnow
-from certs.names import NAMESPACE, SECRET, SERVICE
 from certs.material import MaterialError, from_files, read_directory, secret_files, write_directory
+from certs.names import NAMESPACE, SECRET, SERVICE
 from certs.plan import CA_RENEW_BEFORE, SERVING_RENEW_BEFORE, Policy
+from cli import flags
+from cli.errors import UsageError
+from cli.output import add_output
+from cli.parser import Container, Subparsers
 
-Subparsers = "argparse._SubParsersAction[argparse.ArgumentParser]"
 if TYPE_CHECKING:
     from certs.kube import Cluster
 
@@ -31,7 +36,7 @@ def _days(value: str) -> dt.timedelta:
 
 def _when(value: str) -> dt.datetime:
     parsed = dt.datetime.fromisoformat(value)
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
 
 
 def _cluster(args: argparse.Namespace) -> Cluster | None:
@@ -40,11 +45,12 @@ def _cluster(args: argparse.Namespace) -> Cluster | None:
 
     if args.kubeconfig is None and not args.in_cluster:
         return None
-    return Cluster(api_client(args.kubeconfig, args.context), namespace=args.namespace, secret=args.secret_name)
+    return Cluster(api_client(args.kubeconfig, args.context), namespace=args.cert_namespace,
+                   secret=args.cert_secret)
 
 
 def _policy(args: argparse.Namespace) -> Policy:
-    return Policy(names=service_names(args.service, args.namespace, args.dns_name), validity=args.validity,
+    return Policy(names=service_names(args.cert_service, args.cert_namespace, args.dns_name), validity=args.validity,
                   ca_validity=args.ca_validity, key_type=args.key_type,
                   renew_before=getattr(args, "renew_before", SERVING_RENEW_BEFORE),
                   ca_renew_before=getattr(args, "ca_renew_before", CA_RENEW_BEFORE))
@@ -53,23 +59,19 @@ def _policy(args: argparse.Namespace) -> Policy:
 def _generate(args: argparse.Namespace) -> int:
     cluster = _cluster(args)
     if args.cert_dir is None and cluster is None:
-        print("error: give --cert-dir DIR and/or a cluster (--kubeconfig FILE or --in-cluster)", file=sys.stderr)
-        return 2
+        raise UsageError("give --cert-dir DIR and/or a cluster (--kubeconfig FILE or --in-cluster)")
     material = generate_material(list(_policy(args).names), utcnow(), ca_validity=args.ca_validity,
                                  validity=args.validity, key_type=args.key_type)
     if args.cert_dir is not None:
         if (args.cert_dir / "tls.crt").exists() and not args.force:
-            print(f"error: {args.cert_dir} already holds certificates; `certs rotate` renews them without "
-                  "breaking clients (or --force to overwrite)", file=sys.stderr)
-            return 2
+            raise UsageError(f"{args.cert_dir} already holds certificates; `certs rotate` renews them without "
+                             "breaking clients (or --force to overwrite)")
         write_directory(args.cert_dir, material)
         print(f"wrote {args.cert_dir}/ca.crt, tls.crt, tls.key, ca.key")
     if cluster is not None:
         existing = cluster.read_secret()
         if existing is not None and not args.force:
-            print(f"error: Secret {cluster.namespace}/{cluster.secret} exists; use `certs rotate` (or --force)",
-                  file=sys.stderr)
-            return 2
+            raise UsageError(f"Secret {cluster.namespace}/{cluster.secret} exists; use `certs rotate` (or --force)")
         print(f"Secret {cluster.namespace}/{cluster.secret}: {cluster.write_secret(material, existing)}")
     return 0
 
@@ -84,13 +86,11 @@ def _inspect(args: argparse.Namespace) -> int:
         elif args.cert_dir is not None:
             material = read_directory(args.cert_dir)
         else:
-            print("error: nothing to inspect: give --cert-dir DIR or a cluster holding the Secret", file=sys.stderr)
-            return 2
+            raise UsageError("nothing to inspect: give --cert-dir DIR or a cluster holding the Secret")
     except MaterialError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    report = inspect(material, args.at or utcnow(), name=f"{args.service}.{args.namespace}.svc",
-                     required_names=service_names(args.service, args.namespace, args.dns_name),
+        raise UsageError(str(exc)) from exc
+    report = inspect(material, args.at or utcnow(), name=f"{args.cert_service}.{args.cert_namespace}.svc",
+                     required_names=service_names(args.cert_service, args.cert_namespace, args.dns_name),
                      configurations=cluster.webhook_configurations() if cluster is not None else (),
                      threshold_days=args.threshold_days)
     print(report.to_json() if args.output == "json" else report.to_text())
@@ -103,10 +103,9 @@ def _rotate(args: argparse.Namespace) -> int:
     try:
         targets, policy = Targets(args.cert_dir, _cluster(args)), _policy(args)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from exc
     rotation = rotate(targets, policy, args.at or utcnow(), force=args.force, force_ca=args.force_ca,
-                      settle=args.settle)
+                      settle=args.cert_settle)
     for note in rotation.notes:
         print(f"note: {note}")
     for reason in rotation.plan.reasons:
@@ -122,16 +121,27 @@ def _rotate(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_service_names(container: Container, *, old_spellings: bool = False) -> None:
+    """Where the webhook's certificate lives in the cluster: `serve` and `certs` spell these alike."""
+    namespace = container.add_argument("--cert-namespace", default=NAMESPACE, metavar="NS",
+                                       help=f"namespace of the webhook Service, its Secret and Lease ({NAMESPACE})")
+    service = container.add_argument("--cert-service", default=SERVICE, metavar="NAME",
+                                     help=f"the webhook Service, whose names the certificate carries ({SERVICE})")
+    secret = container.add_argument("--cert-secret", default=SECRET, metavar="NAME",
+                                    help=f"the kubernetes.io/tls Secret holding the certificates ({SECRET})")
+    if old_spellings:
+        flags.add_alias(container, "--namespace", of=namespace)
+        flags.add_alias(container, "--service", of=service)
+        flags.add_alias(container, "--secret-name", of=secret)
+
+
 def _common(parser: argparse.ArgumentParser, *, cert_options: bool = True) -> None:
-    parser.add_argument("--cert-dir", type=Path, metavar="DIR", help="directory with ca.crt, tls.crt, tls.key, ca.key")
-    parser.add_argument("--kubeconfig", type=Path, metavar="FILE", help="use the cluster through this kubeconfig")
-    parser.add_argument("--context", metavar="C", help="kubeconfig context (default: its current context)")
+    flags.add_cert_dir(parser, help="directory with ca.crt, tls.crt, tls.key, ca.key")
+    flags.add_kubeconfig(parser, help="use the cluster through this kubeconfig")
+    flags.add_context(parser)
     parser.add_argument("--in-cluster", action="store_true", help="use the cluster through the pod's service account")
-    parser.add_argument("--namespace", default=NAMESPACE, metavar="NS", help=f"of the Service and Secret ({NAMESPACE})")
-    parser.add_argument("--service", default=SERVICE, metavar="NAME", help=f"the webhook Service ({SERVICE})")
-    parser.add_argument("--secret-name", default=SECRET, metavar="NAME", help=f"the certificate Secret ({SECRET})")
-    parser.add_argument("--dns-name", action="append", default=[], metavar="NAME",
-                        help="extra SAN of the serving certificate (repeatable); localhost and 127.0.0.1 are always in")
+    add_service_names(parser, old_spellings=True)
+    flags.add_dns_names(parser)
     if cert_options:
         parser.add_argument("--validity", type=_days, default=DEFAULT_VALIDITY, metavar="DAYS",
                             help="of the serving certificate (default 3650)")
@@ -159,7 +169,7 @@ def register_commands(subparsers: Subparsers) -> None:
     inspect.add_argument("--threshold-days", type=float, default=30.0, metavar="DAYS",
                          help="fail when a certificate expires within this many days (default 30)")
     inspect.add_argument("--at", type=_when, metavar="TIME", help="check as of this ISO time instead of now")
-    inspect.add_argument("-o", "--output", choices=["text", "json"], default="text")
+    add_output(inspect, ("text", "json"), default="text")
     inspect.set_defaults(func=_inspect)
 
     rotate_ = commands.add_parser("rotate", help="renew what is due; caBundle first, then the serving certificate",
@@ -170,12 +180,14 @@ def register_commands(subparsers: Subparsers) -> None:
                                               "nothing is due.")
     _common(rotate_)
     rotate_.add_argument("--force", action="store_true", help="renew the serving certificate even if not due")
-    rotate_.add_argument("--force-ca", action="store_true", help="renew the CA (and serving certificate) even if not due")
+    rotate_.add_argument("--force-ca", action="store_true",
+                         help="renew the CA (and serving certificate) even if not due")
     rotate_.add_argument("--renew-before", type=_days, default=SERVING_RENEW_BEFORE, metavar="DAYS",
                          help="renew the serving certificate this long before it expires (default 182)")
     rotate_.add_argument("--ca-renew-before", type=_days, default=CA_RENEW_BEFORE, metavar="DAYS",
                          help="renew the CA this long before it expires (default 365)")
-    rotate_.add_argument("--settle", type=float, default=5.0, metavar="SECONDS",
-                         help="after a new CA is trusted, wait this long before serving from it (default 5)")
+    settle = rotate_.add_argument("--cert-settle", type=float, default=5.0, metavar="SECONDS",
+                                  help="after a new CA is trusted, wait this long before serving from it (default 5)")
+    flags.add_alias(rotate_, "--settle", of=settle)
     rotate_.add_argument("--at", type=_when, metavar="TIME", help="decide as of this ISO time instead of now")
     rotate_.set_defaults(func=_rotate)

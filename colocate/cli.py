@@ -4,16 +4,28 @@ This module only builds the argument parser and dispatches. Each subcommand grou
 package that implements it: the package exposes `register_commands(subparsers)`, which adds its
 parsers and sets `func` (args -> exit code) on each. Configuration is read here, at the edge, and
 passed down; nothing deeper reads the environment or argv.
+
+The conventions the groups share live in `cli` (flags, `-o` formats, errors, JSON logs). Here, once
+for every command: the global options (`--log-level`, `--version`), JSON logging for the duration
+of the command, and the error convention (a `UsageError` is one line on stderr and exit code 2).
 """
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Callable, Sequence
+from importlib import metadata
 
+from cli import errors, flags
+from cli.jsonlog import json_logging
+from cli.parser import Parser, Subparsers
 from webhook import commands as webhook_commands
 
-CommandGroup = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
+CommandGroup = Callable[[Subparsers], None]
+DISTRIBUTION = "colocate"
+
+log = logging.getLogger("colocate.cli")
 
 
 def command_groups() -> list[CommandGroup]:
@@ -24,11 +36,21 @@ def command_groups() -> list[CommandGroup]:
     return [webhook_commands.register_commands, certs_cli.register_commands, scheduler_cli.register_commands]
 
 
+def version() -> str:
+    """The installed distribution's version (what `pip` installed), not a constant to keep in step."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="colocate",
         description="Koordinator-compatible colocation admission webhook and scheduling plugins.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    flags.add_log_level(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for register in command_groups():
@@ -40,9 +62,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help and --version
         return int(exc.code or 0)
-    return int(args.func(args))
+    with json_logging(flags.log_level(args)):
+        for note in flags.deprecations(args):
+            log.warning(note)
+        try:
+            return int(args.func(args))
+        except errors.UsageError as exc:
+            return errors.report(exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,7 +4,7 @@ The contracts (run by `lint-imports`, and here so a plain `pytest` catches a vio
 the entry point composes independent components on the shared core (`colocate` > `webhook` |
 `scheduler_plugins` > `certs` > `cluster` > `policies`); no package has import cycles; `policies`
 imports only an allowlist (parsing and arithmetic, nothing with I/O); aiohttp stays in the two
-HTTP adapters.
+HTTP adapters; `cli` (the command-line conventions every component uses) knows none of them.
 """
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ from aiohttp import web
 from certs.generate import ensure_serving_certs
 from certs.material import CertPaths
 from certs.manager import ManagerSettings, self_management
-from webhook.jsonlog import setup_logging
+from cli.jsonlog import json_logging
 from webhook.registry import Registry, default_routes
 from webhook.server import DEFAULT_MAX_BODY, Lifecycle, build_app
 from cluster.client import api_client
@@ -181,17 +181,13 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
 
 
 def _worker(config: ServeConfig, parent_pid: int) -> None:
-    listener = setup_logging(config.log_level)
-    try:
+    with json_logging(config.log_level):  # a spawned process: the CLI's set-up is not inherited
         asyncio.run(serve_forever(config, reuse_port=True, parent_pid=parent_pid))
-    finally:
-        listener.stop()
 
 
 def run(config: ServeConfig) -> int:
     """Prepare certificates, then serve in this process or in `config.workers` processes."""
-    listener = setup_logging(config.log_level)
-    try:
+    with json_logging(config.log_level):  # a no-op under the CLI, which turned it on already
         if config.profiles is None:
             api_client(config.kubeconfig, config.context).close()  # fail now on an unusable kubeconfig
         paths, created = ensure_serving_certs(config.cert_dir, config.dns_names)
@@ -202,8 +198,6 @@ def run(config: ServeConfig) -> int:
             asyncio.run(serve_forever(config))
             return 0
         return _run_workers(config)
-    finally:
-        listener.stop()
 
 
 def _run_workers(config: ServeConfig) -> int:

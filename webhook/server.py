@@ -18,9 +18,9 @@ from typing import Final
 
 from aiohttp import web
 
+from cli.jsonlog import ADMISSION_LOGGER, log_admission
 from policies.admission import default_rand_int
 from webhook.admission import ServedReview, malformed_response, serve_review
-from webhook.jsonlog import ADMISSION_LOGGER, log_admission
 from webhook.metrics import CONTENT_TYPE, WebhookMetrics
 from webhook.registry import Registry, Route
 from webhook.review import MalformedReview, uid_from_prefix

@@ -10,11 +10,15 @@ import argparse
 import gc
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from cli import errors, flags
+from cli.output import add_output
+from cli.parser import Subparsers
 from scheduler_plugins.clock import Clock, fixed_clock, parse_time, system_clock
 from cluster.files import read_manifest_file
 from policies.manifests import ManifestError
@@ -28,55 +32,51 @@ from scheduler_plugins.scheduler.simulator.explain import explain
 from scheduler_plugins.scheduler.simulator.scheduler import Scheduler, build_framework
 from scheduler_plugins.scheduler.simulator.simulate import simulate
 
-EXIT_OK, EXIT_UNSCHEDULABLE, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_UNSCHEDULABLE = 0, 1
 
 
-def register_commands(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register_commands(subparsers: Subparsers) -> None:
     """Add the `scheduler` command group and its subcommands."""
     scheduler = subparsers.add_parser("scheduler", help="scheduling framework, extender and simulator")
     commands = scheduler.add_subparsers(dest="scheduler_command", metavar="SUBCOMMAND")
     commands.required = True
 
     ext = commands.add_parser("extender", help="serve filter/prioritize/bind as a kube-scheduler HTTP extender")
+    flags.long_running(ext)
     ext.add_argument("--port", type=int, default=8888)
     ext.add_argument("--host", default="127.0.0.1")
     ext.add_argument("--config", help="KubeSchedulerConfiguration YAML (default: the built-in profile)")
     state = ext.add_mutually_exclusive_group()
-    state.add_argument("--cluster", metavar="DIR", help="snapshot directory (Nodes, NodeMetrics, Pods), read once")
-    state.add_argument("--kubeconfig", type=Path, metavar="FILE",
-                       help="list and watch Nodes, NodeMetrics and bound Pods through this kubeconfig, and bind "
-                            "through it (default without --cluster: the in-cluster service account)")
-    ext.add_argument("--context", metavar="C", help="kubeconfig context (default: its current context)")
-    ext.add_argument("--watch-timeout", type=int, default=300, metavar="SECONDS",
-                     help="how long one watch request stays open before it is renewed")
-    ext.add_argument("--backoff-max", type=float, default=30.0, metavar="SECONDS",
-                     help="longest wait between retries when the API server fails")
+    flags.add_cluster_dir(state, reads="Nodes, NodeMetrics and Pods, read once")
+    flags.add_kubeconfig(state, help="list and watch Nodes, NodeMetrics and bound Pods through this kubeconfig, and "
+                                     "bind through it (default without --cluster: the in-cluster service account)")
+    flags.add_context(ext)
+    flags.add_watch(ext)
     ext.add_argument("--url-prefix", default="/scheduler", help="path prefix the verbs are served under")
     ext.add_argument("--scheduler-name", help="profile to use (default: the first)")
     ext.add_argument("--now", help="fix the clock to this RFC 3339 time (replaying an old snapshot)")
     ext.set_defaults(func=run_extender)
 
     sim = commands.add_parser("simulate", help="schedule the pending pods of a snapshot and report placements")
-    sim.add_argument("--cluster", required=True, help="snapshot directory")
+    flags.add_cluster_dir(sim, required=True, reads="Nodes, NodeMetrics and Pods; the pending Pods are scheduled")
     sim.add_argument("--config", help="KubeSchedulerConfiguration YAML")
     sim.add_argument("--now", help="RFC 3339 time metric expiry is judged against (default: now)")
-    sim.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    add_output(sim, ("table", "json"), default="table")
     sim.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="progress bar on stderr (default: when stderr is a terminal)")
     sim.set_defaults(func=run_simulate)
 
     exp = commands.add_parser("explain", help="show every node's filter and score outcome for one pod")
-    exp.add_argument("--cluster", required=True, help="snapshot directory")
+    flags.add_cluster_dir(exp, required=True, reads="Nodes, NodeMetrics and Pods")
     exp.add_argument("--pod", required=True, help="file with the Pod to explain")
     exp.add_argument("--config", help="KubeSchedulerConfiguration YAML")
     exp.add_argument("--now", help="RFC 3339 time metric expiry is judged against (default: now)")
-    exp.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    add_output(exp, ("table", "json"), default="table")
     exp.set_defaults(func=run_explain)
 
 
 def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_USAGE
+    return errors.report(message)
 
 
 def _clock(now: str | None) -> Clock:
@@ -99,7 +99,7 @@ def _settle() -> None:
     gc.freeze()
 
 
-def _emit(report: dict[str, Any], output: str, as_table) -> None:
+def _emit(report: dict[str, Any], output: str, as_table: Callable[[dict[str, Any]], str]) -> None:
     try:
         print(json.dumps(report, indent=2) if output == "json" else as_table(report), flush=True)
     except BrokenPipeError:  # `... | head`: the reader left, which is not an error
@@ -151,8 +151,8 @@ def _extender_source(args: argparse.Namespace) -> ClusterSource:
     from kubernetes.config import ConfigException
 
     from cluster.client import api_client
-    from scheduler_plugins.scheduler.cluster.sources import ApiServerClusterSource
     from cluster.reflector import ReflectorSettings
+    from scheduler_plugins.scheduler.cluster.sources import ApiServerClusterSource
 
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
         raise ConfigError("--kubeconfig", f"{args.kubeconfig}: no such file")

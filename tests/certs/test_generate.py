@@ -51,7 +51,7 @@ def test_a_directory_switches_all_files_at_once_through_a_symlink(tmp_path: Path
 
 
 def test_the_cli_writes_a_directory_and_refuses_to_overwrite_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["certs", "generate", "--cert-dir", str(tmp_path), "--service", "svc", "--namespace", "ns",
+    args = ["certs", "generate", "--cert-dir", str(tmp_path), "--cert-service", "svc", "--cert-namespace", "ns",
             "--validity", "365", "--key-type", "ecdsa-p256"]
     assert main(args) == 0
     cert = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())

@@ -31,7 +31,7 @@ class Served:
         self.certs = tmp_path / "certs"
         self.port = free_port()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "colocate.cli", "serve", "--profiles", str(self.state), "--cert-dir", str(self.certs),
+            [sys.executable, "-m", "colocate.cli", "serve", "--cluster", str(self.state), "--cert-dir", str(self.certs),
              "--port", str(self.port), "--host", "127.0.0.1", "--reload-interval", "0.2", "--dns-name", "webhook.example", *extra],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.tls: ssl.SSLContext | None = None

@@ -30,7 +30,8 @@ from scheduler_plugins.scheduler.extender.service import ExtenderService, NotSyn
 from scheduler_plugins.scheduler.registry import in_tree_registry
 from scheduler_plugins.scheduler.simulator.scheduler import build_framework
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("colocate.extender")
+access_log = logging.getLogger("colocate.extender.access")
 VERBS = ("filter", "prioritize", "bind")
 SERVICE_KEY = web.AppKey("service", ExtenderService)
 METRICS_KEY = web.AppKey("metrics", CollectorRegistry)
@@ -121,7 +122,7 @@ def run_source(source: LiveClusterSource,
 
 def serve(config: SchedulerConfig, source: ClusterSource, host: str, port: int, url_prefix: str,
           scheduler_name: str | None = None, clock: Clock = system_clock) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    """Serve until SIGTERM/SIGINT; logs go where the CLI edge configured them (JSON lines on stderr)."""
     service = build_service(config, source, scheduler_name, clock)
     gc.collect()
     gc.freeze()  # the loaded cluster is long-lived: keep GC pauses off the request path
@@ -136,5 +137,5 @@ def serve(config: SchedulerConfig, source: ClusterSource, host: str, port: int, 
     else:
         log.info("serving %s under %s on %s:%d with %d nodes", ", ".join(VERBS), url_prefix, host, port,
                  len(service.cluster.nodes))
-    web.run_app(app, host=host, port=port, print=None)
+    web.run_app(app, host=host, port=port, print=None, access_log=access_log)
     return 0

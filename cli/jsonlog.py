@@ -1,5 +1,9 @@
 """Structured logging: one JSON object per line, written to stderr by a background thread.
 
+Every colocate command logs this way; `json_logging(level)` is how the CLI edge turns it on, once
+per process, and puts the previous logging set-up back when the command returns (so `main()` can be
+called in-process, e.g. by tests, without leaking handlers).
+
 A record is turned into its JSON line where it is logged (orjson makes that a few microseconds) and
 the line is queued; a writer thread drains the queue and writes whole batches. Admissions pay
 neither for the write nor for the stdlib's record copying, and a slow log pipe never stalls the
@@ -12,11 +16,15 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 import orjson
 
+ROOT_LOGGER = "colocate"
 ADMISSION_LOGGER = "colocate.admission"
+LOG_LEVELS = ("debug", "info", "warning", "error")
 BATCH_SECONDS = 0.05
 
 
@@ -53,11 +61,12 @@ class _LineQueueHandler(logging.Handler):
     def __init__(self, lines: queue.SimpleQueue[str | None]) -> None:
         super().__init__()
         self.lines = lines
-        self.formatter = JsonFormatter()
+        self.json = JsonFormatter()
+        self.setFormatter(self.json)
 
     def handle(self, record: logging.LogRecord) -> bool:
         try:
-            self.lines.put(self.formatter.format(record))  # type: ignore[union-attr]
+            self.lines.put(self.json.format(record))
         except Exception:
             self.handleError(record)
         return True
@@ -78,6 +87,8 @@ class LogWriter:
     def _run(self) -> None:
         while True:
             batch = [self.lines.get()]
+            if batch[0] is None:  # stopped with nothing queued: no need to wait for company
+                return
             # Collect for a moment before writing: waking this thread for every line would make it
             # fight the event loop for the GIL on every admission.
             time.sleep(BATCH_SECONDS)
@@ -105,12 +116,37 @@ class LogWriter:
 def setup_logging(level: str = "info", stream: IO[str] | None = None) -> LogWriter:
     """Route every colocate logger to JSON lines on stderr; returns the writer to `stop()` at exit."""
     lines: queue.SimpleQueue[str | None] = queue.SimpleQueue()
-    root = logging.getLogger("colocate")
+    root = logging.getLogger(ROOT_LOGGER)
     handler = _LineQueueHandler(lines)
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     root.propagate = False
     return LogWriter(lines, stream or sys.stderr)
+
+
+def is_configured() -> bool:
+    """Whether JSON logging is already on in this process (the CLI edge turned it on)."""
+    return any(isinstance(handler, _LineQueueHandler) for handler in logging.getLogger(ROOT_LOGGER).handlers)
+
+
+@contextmanager
+def json_logging(level: str, stream: IO[str] | None = None) -> Iterator[None]:
+    """JSON lines at `level` for the duration of the block, then the previous set-up back.
+
+    A no-op when JSON logging is already on: the edge configured it once, and code below it (a
+    server that may also be started on its own, or in a spawned worker) asks for it again.
+    """
+    if is_configured():
+        yield
+        return
+    logger = logging.getLogger(ROOT_LOGGER)
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    writer = setup_logging(level, stream)
+    try:
+        yield
+    finally:
+        writer.stop()
+        logger.handlers[:], logger.level, logger.propagate = saved
 
 
 def log_admission(logger: logging.Logger, fields: dict[str, Any]) -> None:
@@ -125,7 +161,7 @@ def log_admission(logger: logging.Logger, fields: dict[str, Any]) -> None:
     handler = _direct_handler(logger)
     if handler is not None:
         now = time.time()
-        entry = {"ts": handler.formatter._timestamp(now), "level": "info", "logger": logger.name, **fields}  # type: ignore[union-attr]
+        entry = {"ts": handler.json._timestamp(now), "level": "info", "logger": logger.name, **fields}
         handler.lines.put(orjson.dumps(entry, default=str).decode())
         return
     logger.handle(logger.makeRecord(logger.name, logging.INFO, "", 0, "admission", (), None,

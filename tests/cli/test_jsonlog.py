@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from webhook.jsonlog import setup_logging, log_admission
+from cli.jsonlog import log_admission, setup_logging
 
 
 @pytest.fixture(autouse=True)
@@ -21,7 +21,8 @@ def test_admission_and_ordinary_lines_are_one_json_object_each():
     stream = io.StringIO()
     writer = setup_logging("info", stream)
     try:
-        log_admission(logging.getLogger("colocate.admission"), {"uid": "u1", "allowed": False, "matchedProfiles": ["a"]})
+        log_admission(logging.getLogger("colocate.admission"),
+                      {"uid": "u1", "allowed": False, "matchedProfiles": ["a"]})
         logging.getLogger("colocate.state").warning("cannot load %s", "x.yaml")
         logging.getLogger("colocate.state").debug("not shown at info")
     finally:

@@ -1,0 +1,25 @@
+"""The `-o/--output` vocabulary: one name for one kind of output, in every command.
+
+- `json`  the command's result as one JSON document (for programs; stable keys)
+- `yaml`  the same document as YAML (for objects a person will edit or `kubectl apply`)
+- `table` aligned columns, one row per item (for people)
+- `text`  prose: lines of findings (for people)
+
+A command offers the subset it can print, and its default is the first one a person would want.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cli.parser import Container
+
+FORMATS = ("json", "yaml", "table", "text")
+
+
+def add_output(container: Container, formats: Sequence[str], default: str) -> None:
+    """`-o/--output` with `formats` (a subset of `FORMATS`) and `default` (one of them)."""
+    unknown = [name for name in formats if name not in FORMATS]
+    if unknown or default not in formats:
+        raise ValueError(f"output formats {list(formats)} (default {default!r}) are not a subset of {FORMATS}")
+    container.add_argument("-o", "--output", choices=tuple(formats), default=default,
+                           help=f"output format: {'|'.join(formats)} (default {default})")

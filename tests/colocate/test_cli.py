@@ -1,0 +1,145 @@
+"""The `colocate` command line as a user meets it: its surface, its global options, its errors."""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from cli import flags
+from colocate.cli import build_parser, main
+
+REPO = Path(__file__).resolve().parents[2]
+CLUSTER = str(REPO / "manifests" / "cluster")
+POD = str(REPO / "manifests" / "samples" / "batch-pod.yaml")
+CERTS = ["--cert-dir", "--cert-namespace", "--cert-secret", "--cert-service", "--context", "--dns-name",
+         "--in-cluster", "--kubeconfig"]
+OLD_CERTS = ["--namespace", "--secret-name", "--service"]
+
+#: Every command's flags, visible and hidden (deprecated spellings). A rename, a new flag or a new
+#: `-o` format is a change of this table: deliberate, and seen in review.
+SURFACE: dict[str, tuple[list[str], list[str]]] = {
+    "": (["--log-level {debug,info,warning,error}", "--version"], []),
+    "serve": (["--backoff-max", "--cert-check-interval", "--cert-dir", "--cert-namespace", "--cert-reload-interval",
+               "--cert-secret", "--cert-service", "--cert-settle", "--cluster", "--context", "--dns-name",
+               "--drain-delay", "--host", "--kubeconfig", "--max-body", "--port", "--reload-interval", "--reuse-port",
+               "--self-managed-certs", "--shutdown-timeout", "--watch-timeout", "--workers"],
+              ["--log-level {debug,info,warning,error}", "--profiles"]),
+    "apply": (["--cluster", "--explain", "--old-object", "--operation {CREATE,UPDATE,DELETE}", "-f/--filename",
+               "-o/--output {json,yaml}"], ["--profiles"]),
+    "certs": ([], []),
+    "certs generate": (sorted([*CERTS, "--ca-validity", "--force", "--key-type {rsa2048,rsa4096,ecdsa-p256}",
+                               "--validity"]), OLD_CERTS),
+    "certs inspect": (sorted([*CERTS, "--at", "--threshold-days", "-o/--output {text,json}"]), OLD_CERTS),
+    "certs rotate": (sorted([*CERTS, "--at", "--ca-renew-before", "--ca-validity", "--cert-settle", "--force",
+                             "--force-ca", "--key-type {rsa2048,rsa4096,ecdsa-p256}", "--renew-before",
+                             "--validity"]), [*OLD_CERTS, "--settle"]),
+    "scheduler": ([], []),
+    "scheduler extender": (["--backoff-max", "--cluster", "--config", "--context", "--host", "--kubeconfig", "--now",
+                            "--port", "--scheduler-name", "--url-prefix", "--watch-timeout"], []),
+    "scheduler simulate": (["--cluster", "--config", "--now", "--progress/--no-progress",
+                            "-o/--output {table,json}"], []),
+    "scheduler explain": (["--cluster", "--config", "--now", "--pod", "-o/--output {table,json}"], []),
+}
+
+
+def surface(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[str, tuple[list[str], list[str]]]:
+    visible: list[str] = []
+    hidden: list[str] = []
+    found: dict[str, tuple[list[str], list[str]]] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, command in action.choices.items():
+                found.update(surface(command, (*path, name)))
+        elif action.option_strings and not isinstance(action, argparse._HelpAction):
+            spelled = "/".join(action.option_strings)
+            if action.choices is not None:
+                spelled += " {" + ",".join(action.choices) + "}"
+            (hidden if action.help is argparse.SUPPRESS else visible).append(spelled)
+    found[" ".join(path)] = (sorted(visible), sorted(hidden))
+    return found
+
+
+def test_the_command_line_surface_is_pinned() -> None:
+    assert surface(build_parser()) == SURFACE
+
+
+def test_every_output_flag_speaks_the_one_vocabulary() -> None:
+    formats = {f for visible, _ in SURFACE.values() for f in visible if f.startswith("-o/--output")}
+    choices = {name for spelled in formats for name in spelled.split("{")[1].rstrip("}").split(",")}
+    assert choices <= {"json", "yaml", "table", "text"}
+
+
+def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"colocate {metadata.version('colocate')}\n"
+
+
+@pytest.mark.parametrize("argv, level", [
+    (["serve", "--cert-dir", "c"], "info"),
+    (["scheduler", "extender"], "info"),
+    (["apply", "--cluster", "d", "-f", "x"], "warning"),
+    (["scheduler", "simulate", "--cluster", "d"], "warning"),
+    (["--log-level", "debug", "serve", "--cert-dir", "c"], "debug"),
+    (["--log-level", "ERROR", "apply", "--cluster", "d", "-f", "x"], "error"),
+    (["serve", "--cert-dir", "c", "--log-level", "warning"], "warning"),  # the old place, still accepted
+])
+def test_log_level_is_global_with_a_default_per_kind_of_command(argv: list[str], level: str) -> None:
+    assert flags.log_level(build_parser().parse_args(argv)) == level
+
+
+def test_the_global_log_level_reaches_the_command_as_json_lines(capsys: pytest.CaptureFixture[str],
+                                                                tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    shutil.copytree(CLUSTER, state)
+    (state / "broken.yaml").write_text(json.dumps({"apiVersion": "config.koordinator.sh/v1alpha1",
+                                                   "kind": "ClusterColocationProfile", "metadata": {"name": "broken"},
+                                                   "spec": {"qosClass": "Gold"}}))
+    assert main(["apply", "--cluster", str(state), "-f", POD]) == 0
+    logged = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    assert [(line["level"], line["logger"]) for line in logged] == [("warning", "colocate.state")]
+    assert main(["--log-level", "error", "apply", "--cluster", str(state), "-f", POD]) == 0
+    assert not [line for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize("argv, dest, value", [
+    (["serve", "--profiles", "d", "--cert-dir", "c"], "cluster", Path("d")),
+    (["apply", "--profiles", "d", "-f", "x"], "cluster", Path("d")),
+    (["certs", "generate", "--namespace", "ns"], "cert_namespace", "ns"),
+    (["certs", "inspect", "--service", "svc"], "cert_service", "svc"),
+    (["certs", "rotate", "--secret-name", "s"], "cert_secret", "s"),
+    (["certs", "rotate", "--settle", "0.5"], "cert_settle", 0.5),
+])
+def test_old_spellings_still_work_and_are_noted_as_deprecated(argv: list[str], dest: str, value: object) -> None:
+    args = build_parser().parse_args(argv)
+    assert getattr(args, dest) == value
+    assert len(flags.deprecations(args)) == 1 and "is deprecated: use --" in flags.deprecations(args)[0]
+
+
+def test_an_old_spelling_logs_one_warning_naming_the_new_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["apply", "--profiles", CLUSTER, "-f", POD]) == 0
+    (line,) = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert line["level"] == "warning" and line["msg"] == "--profiles is deprecated: use --cluster"
+
+
+@pytest.mark.parametrize("argv", [
+    ["no-such-command"],
+    ["apply", "-f", POD],  # no --cluster
+    ["apply", "--cluster", CLUSTER, "-f", POD, "-o", "table"],
+    ["apply", "--cluster", CLUSTER, "--profiles", CLUSTER, "-f", POD],
+    ["--log-level", "loud", "apply", "--cluster", CLUSTER, "-f", POD],
+    ["scheduler", "simulate", "--cluster", CLUSTER, "--no-such-flag"],
+    ["serve", "--cluster", "/nonexistent", "--cert-dir", "/nonexistent"],
+    ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--self-managed-certs"],
+    ["certs", "inspect", "--cert-dir", "/nonexistent"],
+    ["certs", "generate"],
+])
+def test_a_mistake_is_one_line_on_stderr_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    (line,) = [line for line in err.splitlines() if not line.startswith("{")]  # JSON lines are logs
+    assert line.startswith("error: ") and "Traceback" not in err
