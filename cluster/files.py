@@ -55,7 +55,7 @@ class Listing:
     """What one walk found: manifest files with their stat, and the directories it could not read."""
 
     files: dict[Path, os.stat_result] = field(default_factory=dict)
-    unreadable: list[Path] = field(default_factory=list)
+    unreadable: dict[Path, str] = field(default_factory=dict)  # directory -> why
     problems: list[LoadProblem] = field(default_factory=list)
 
 
@@ -78,11 +78,9 @@ def list_manifests(root: Path, limits: ScanLimits = ScanLimits(), clock: Any = t
             with os.scandir(directory) as scanner:
                 entries = sorted(scanner, key=lambda e: e.name)
         except OSError as exc:
-            if directory == root:
-                raise ScanError(f"{root}: cannot read the directory: {exc.strerror or exc}") from exc
-            listing.unreadable.append(directory)
-            listing.problems.append(LoadProblem(str(directory), f"cannot read the directory, keeping the objects "
-                                                                f"of its files: {exc.strerror or exc}"))
+            reason = listing.unreadable[directory] = str(exc.strerror or exc)
+            listing.problems.append(LoadProblem(str(directory), f"cannot read the directory ({reason}); the last "
+                                                                f"good objects of its files are kept"))
             continue
         subdirectories = []
         for entry in entries:
@@ -156,6 +154,8 @@ class DirectorySource:
         if not self.root.is_dir():
             raise ScanError(f"{self.root}: not a directory")
         listing = list_manifests(self.root, self.limits)
+        if self.root in listing.unreadable and not self._scanned_once:  # nothing to keep: not loaded, not ready
+            raise ScanError(f"{self.root}: cannot read the directory ({listing.unreadable[self.root]})")
         changed = [p.message for p in listing.problems] != [p.message for p in self._walk_problems]
         self._walk_problems = listing.problems
         for path, info in listing.files.items():
