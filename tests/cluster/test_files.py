@@ -77,7 +77,8 @@ def test_a_fifo_named_like_a_manifest_is_skipped_not_opened(tmp_path: Path) -> N
     threading.Thread(target=scan, daemon=True).start()
     assert done.wait(10), "the scan blocked on the FIFO"
     assert names(store) == ["good"]
-    assert [(p.source, p.message) for p in store.problems] == [(str(tmp_path / "trap.yaml"), "not a regular file, skipped")]
+    assert [(p.source, p.message) for p in store.problems] == [
+        (str(tmp_path / "trap.yaml"), "not a regular file, skipped")]
 
 
 def test_symlink_cycles_are_walked_once(tmp_path: Path) -> None:
