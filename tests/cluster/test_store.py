@@ -136,3 +136,14 @@ async def test_a_loop_index_applies_changes_on_the_loop_in_order() -> None:
     await asyncio.get_running_loop().run_in_executor(None, store.replace, "Node", [node("a"), node("b")])
     assert seen.events == [("applied",), ("put", "Node", "a", "new"), ("put", "Node", "b", "new"), ("applied",)]
     assert threads == {threading.get_ident()}
+
+
+def test_an_object_with_malformed_labels_is_a_problem_not_a_per_request_failure(tmp_path: Path) -> None:
+    (tmp_path / "ns.yaml").write_text(yaml.safe_dump_all([
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bad", "labels": {"team": ["a", "b"]}}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "good", "labels": {"team": "a"}}}]))
+    store = load_directory(tmp_path)
+    snapshot = SnapshotIndex(store).build()
+    assert snapshot.namespace_labels("bad") is None and snapshot.namespace_labels("good") == {"team": "a"}
+    assert [p.message for p in snapshot.problems] == [
+        "Namespace 'bad': metadata.labels: Invalid value: must map strings to strings; object skipped"]
