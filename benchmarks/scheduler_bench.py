@@ -22,12 +22,13 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from scheduler_plugins.clock import fixed_clock, parse_time
 from scheduler_plugins.scheduler.cluster.state import ClusterState
-from scheduler_plugins.scheduler.config import load_config
 from scheduler_plugins.scheduler.extender.server import make_app
 from scheduler_plugins.scheduler.extender.service import ExtenderService
+from scheduler_plugins.scheduler.framework.config import load_config
+from scheduler_plugins.scheduler.framework.scheduling import Scheduler
 from scheduler_plugins.scheduler.registry import in_tree_registry
-from scheduler_plugins.scheduler.simulator.scheduler import Scheduler, build_framework
 from scheduler_plugins.scheduler.simulator.simulate import simulate
+from scheduler_plugins.scheduler.wiring import build_framework
 
 NOW = "2024-05-01T10:01:00Z"
 
@@ -53,7 +54,8 @@ def pod(i: int) -> dict:
         labels, priority = {"koordinator.sh/qosClass": "BE"}, 5500
         requests = {"kubernetes.io/batch-cpu": "2000", "kubernetes.io/batch-memory": "4Gi"}
     return {"kind": "Pod", "metadata": {"name": f"pod-{i:05d}", "namespace": "bench", "labels": labels},
-            "spec": {"priority": priority, "containers": [{"name": "c", "resources": {"requests": requests, "limits": requests}}]}}
+            "spec": {"priority": priority,
+                     "containers": [{"name": "c", "resources": {"requests": requests, "limits": requests}}]}}
 
 
 def cluster(nodes: int, pods: int = 0, seed: int = 1) -> ClusterState:

@@ -32,8 +32,10 @@ def command_groups() -> list[CommandGroup]:
     """Every subcommand group, in the order `colocate --help` lists them."""
     from certs import cli as certs_cli
     from scheduler_plugins.scheduler import cli as scheduler_cli
+    from webhook import configurations as webhook_configurations
 
-    return [webhook_commands.register_commands, certs_cli.register_commands, scheduler_cli.register_commands]
+    return [webhook_commands.register_commands, certs_cli.register_commands, scheduler_cli.register_commands,
+            webhook_configurations.register_commands]
 
 
 def version() -> str:

@@ -9,13 +9,34 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
-from policies.snapshot import ClusterSnapshot
 from policies.jsonpatch_diff import diff
+from policies.kinds import kind_named
 from policies.objects import json_copy
+from policies.snapshot import ClusterSnapshot
 
 CREATE, UPDATE, DELETE, CONNECT = "CREATE", "UPDATE", "DELETE", "CONNECT"
+OPERATIONS: Final = frozenset({CREATE, UPDATE, DELETE, CONNECT})
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """A part of the cluster snapshot a plugin reads: a whole kind, or one namespace or one object of it.
+
+    Plugins declare what they read (`reads`) so that the webhook watches exactly that, and grants
+    itself exactly that in RBAC: `Read("Node")` is every Node, `Read("ConfigMap", "ns", "name")` the
+    one ConfigMap. The kind must be a row of the kinds table (`policies.kinds`).
+    """
+
+    kind: str
+    namespace: str = ""
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        kind = kind_named(self.kind)  # a KeyError names a kind nobody declared
+        if self.namespace and not kind.namespaced:
+            raise ValueError(f"{self.kind} is cluster-scoped: a read of it cannot name namespace {self.namespace!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,19 +112,28 @@ class AdmissionContext:
 class MutatingPlugin(Protocol):
     """Changes `obj` (a private copy of the request object) in place, or raises `Denied`.
 
-    A plugin that sets `explains_itself` records its own finer-grained effects with `ctx.record`;
-    for the others the runner records the plugin's whole change.
+    `operations` are the operations it acts on (on any other it must leave `obj` alone), `reads` the
+    parts of `ctx.cluster` it may read. A plugin that sets `explains_itself` records its own
+    finer-grained effects with `ctx.record`; for the others the runner records the plugin's whole
+    change.
     """
 
     name: str
+    operations: frozenset[str]
+    reads: frozenset[Read]
     explains_itself: bool
 
     def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None: ...
 
 
 class ValidatingPlugin(Protocol):
-    """Raises `Denied` when `obj` (the request object, or oldObject on DELETE) may not be admitted."""
+    """Raises `Denied` when `obj` (the request object, or oldObject on DELETE) may not be admitted.
+
+    `operations` and `reads` as for `MutatingPlugin`: it refuses nothing on another operation.
+    """
 
     name: str
+    operations: frozenset[str]
+    reads: frozenset[Read]
 
     def validate(self, obj: Mapping[str, Any], ctx: AdmissionContext) -> None: ...

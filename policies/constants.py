@@ -20,6 +20,14 @@ class QoSClass(StrEnum):
     NONE = ""
 
 
+class KubernetesQoSClass(StrEnum):
+    """Kubernetes QoS classes (`status.qosClass`, `GetPodQOS`)."""
+
+    GUARANTEED = "Guaranteed"
+    BURSTABLE = "Burstable"
+    BEST_EFFORT = "BestEffort"
+
+
 class PriorityClass(StrEnum):
     """Koordinator priority classes (bands of spec.priority); "" means none."""
 
@@ -88,6 +96,13 @@ RESERVATION_KIND: Final = "Reservation"
 ANNOTATION_AMPLIFICATION_RATIO: Final = "node.koordinator.sh/resource-amplification-ratio"
 ANNOTATION_RAW_ALLOCATABLE: Final = "node.koordinator.sh/raw-allocatable"
 
+# Keys only the scheduler reads: LoadAwareScheduling's per-node thresholds and per-pod estimation
+# overrides (apis/extension/load_aware.go).
+ANNOTATION_USAGE_THRESHOLDS: Final = "scheduling.koordinator.sh/usage-thresholds"
+ANNOTATION_LOAD_SCALING_FACTORS: Final = "scheduling.koordinator.sh/load-estimated-scaling-factors"
+ANNOTATION_LOAD_SECONDS_AFTER_SCHEDULED: Final = "scheduling.koordinator.sh/load-estimated-seconds-after-pod-scheduled"
+ANNOTATION_LOAD_SECONDS_AFTER_INITIALIZED: Final = "scheduling.koordinator.sh/load-estimated-seconds-after-initialized"
+
 # The slo-controller-config ConfigMap and its strategy documents (apis/configuration).
 LABEL_CONFIGMAP_TYPE: Final = "koordinator.sh/configmap-type"
 SLO_CONFIG_TYPE: Final = "slo-controller-config"
@@ -102,6 +117,8 @@ CPU_BURST_CONFIG_KEY: Final = "cpu-burst-config"
 # Resource names.
 RESOURCE_CPU: Final = "cpu"
 RESOURCE_MEMORY: Final = "memory"
+RESOURCE_EPHEMERAL_STORAGE: Final = "ephemeral-storage"
+RESOURCE_PODS: Final = "pods"
 BATCH_CPU: Final = "kubernetes.io/batch-cpu"
 BATCH_MEMORY: Final = "kubernetes.io/batch-memory"
 MID_CPU: Final = "kubernetes.io/mid-cpu"

@@ -7,15 +7,18 @@ whole object with the caller's patch schema.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
-from policies.admission import AdmissionContext, Denied
-from policies.constants import LABEL_KOORDINATOR_PRIORITY, LABEL_QOS_CLASS
+from policies.admission import AdmissionContext, Denied, Read
+from policies.constants import LABEL_KOORDINATOR_PRIORITY, LABEL_QOS_CLASS, PROFILE_KIND
 from policies.objects import ensure_map, json_copy
 from policies.profiles import ColocationProfile
 from policies.strategic_merge import Schema, StrategicMergeError, strategic_merge
 
 PodSpecLocator = Callable[[dict[str, Any]], dict[str, Any] | None]
+
+#: What applying profiles reads: the profiles, and the PriorityClass a profile names.
+PROFILE_READS: Final = frozenset({Read(PROFILE_KIND), Read("PriorityClass")})
 
 
 def priority_class_not_found(name: str) -> Denied:

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from policies.constants import ANNOTATION_SKIP_UPDATE_RESOURCES, KNOWN_QOS_CLASSES, PROFILE_KIND
+from policies.field_errors import ConfigError, FieldError, invalid, required, unsupported
 from policies.objects import metadata_of
 from policies.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
 
@@ -25,13 +26,14 @@ def _no_entries() -> Mapping[str, str]:
     return _EMPTY
 
 
-class ProfileError(ValueError):
-    """A ClusterColocationProfile that cannot be used; the message names the profile and the fields."""
+class ProfileError(ConfigError):
+    """A ClusterColocationProfile that cannot be used; the message names the profile and every wrong
+    field."""
 
-    def __init__(self, name: str, problems: list[str]) -> None:
+    def __init__(self, name: str, errors: list[FieldError]) -> None:
         self.name = name
-        self.problems = problems
-        super().__init__(f"ClusterColocationProfile {name!r} is invalid: " + "; ".join(problems))
+        self.errors = tuple(errors)
+        ValueError.__init__(self, f"ClusterColocationProfile {name!r} is invalid: " + "; ".join(map(str, errors)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,22 +56,22 @@ class ColocationProfile:
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
 
-def _string_map(spec: Mapping[str, Any], key: str, problems: list[str]) -> Mapping[str, str]:
+def _string_map(spec: Mapping[str, Any], key: str, problems: list[FieldError]) -> Mapping[str, str]:
     raw = spec.get(key)
     if raw is None:
         return _EMPTY
     if not isinstance(raw, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
-        problems.append(f"spec.{key}: Invalid value: must map strings to strings")
+        problems.append(invalid(f"spec.{key}", detail="must map strings to strings"))
         return _EMPTY
     return MappingProxyType(dict(raw))
 
 
-def _string(spec: Mapping[str, Any], key: str, problems: list[str]) -> str:
+def _string(spec: Mapping[str, Any], key: str, problems: list[FieldError]) -> str:
     raw = spec.get(key)
     if raw is None:
         return ""
     if not isinstance(raw, str):
-        problems.append(f"spec.{key}: Invalid value: {raw!r}: must be a string")
+        problems.append(invalid(f"spec.{key}", raw, "must be a string"))
         return ""
     return raw
 
@@ -77,23 +79,24 @@ def _string(spec: Mapping[str, Any], key: str, problems: list[str]) -> str:
 def parse_probability(raw: Any) -> int:
     """Percent from an int-or-string (`50` or `"50%"`), floored like `GetScaledValueFromIntOrPercent`."""
     if isinstance(raw, bool):
-        raise ValueError(f"{raw!r}: must be an integer or a percentage string")
+        raise ValueError("must be an integer or a percentage string")
     if isinstance(raw, int):
         value = raw
     elif isinstance(raw, str) and (match := _PERCENT_RE.match(raw)):
         value = int(match.group(1))
     else:
-        raise ValueError(f"{raw!r}: must be an integer or a percentage string such as \"50%\"")
+        raise ValueError("must be an integer or a percentage string such as \"50%\"")
     if not 0 <= value <= 100:
-        raise ValueError(f"{raw!r}: must be 0..100")
+        raise ValueError("must be 0..100")
     return value
 
 
-def _selector(spec: Mapping[str, Any], key: str, problems: list[str], warnings: list[str]) -> LabelSelector | InvalidSelector:
+def _selector(spec: Mapping[str, Any], key: str, problems: list[FieldError],
+              warnings: list[str]) -> LabelSelector | InvalidSelector:
     try:
         compiled = compile_selector(spec.get(key), f"spec.{key}")
     except SelectorShapeError as exc:
-        problems.append(str(exc))
+        problems.extend(exc.errors)
         return LabelSelector()
     if isinstance(compiled, InvalidSelector):
         warnings.append(f"{compiled.error} (Koordinator treats an unparseable selector as matching)")
@@ -104,39 +107,38 @@ def parse_profile(obj: Mapping[str, Any]) -> ColocationProfile:
     """Validate and freeze one ClusterColocationProfile object."""
     metadata = metadata_of(obj)
     name = metadata.get("name")
-    problems: list[str] = []
+    problems: list[FieldError] = []
     warnings: list[str] = []
     if obj.get("kind", PROFILE_KIND) != PROFILE_KIND:
-        problems.append(f"kind: Invalid value: {obj.get('kind')!r}: expected {PROFILE_KIND}")
+        problems.append(invalid("kind", obj.get("kind"), f"expected {PROFILE_KIND}"))
     if not isinstance(name, str) or not name:
-        problems.append("metadata.name: Required value")
+        problems.append(required("metadata.name"))
         name = str(name or "")
     spec = obj.get("spec")
     if spec is None:
         spec = {}
     if not isinstance(spec, Mapping):
-        raise ProfileError(name, problems + ["spec: Invalid value: must be an object"])
+        raise ProfileError(name, [*problems, invalid("spec", detail="must be an object")])
 
     probability = None
     if spec.get("probability") is not None:
         try:
             probability = parse_probability(spec["probability"])
         except ValueError as exc:
-            problems.append(f"spec.probability: Invalid value: {exc}")
+            problems.append(invalid("spec.probability", spec["probability"], str(exc)))
     qos_class = _string(spec, "qosClass", problems)
     if qos_class and qos_class not in KNOWN_QOS_CLASSES:
-        problems.append(f"spec.qosClass: Unsupported value: {qos_class!r}: supported values: "
-                        + ", ".join(f'"{q}"' for q in sorted(KNOWN_QOS_CLASSES)))
+        problems.append(unsupported("spec.qosClass", qos_class, sorted(KNOWN_QOS_CLASSES)))
     koordinator_priority = spec.get("koordinatorPriority")
     if koordinator_priority is not None and (
         isinstance(koordinator_priority, bool) or not isinstance(koordinator_priority, int)
         or not _INT32_MIN <= koordinator_priority <= _INT32_MAX
     ):
-        problems.append(f"spec.koordinatorPriority: Invalid value: {koordinator_priority!r}: must be a 32-bit integer")
+        problems.append(invalid("spec.koordinatorPriority", koordinator_priority, "must be a 32-bit integer"))
         koordinator_priority = None
     patch = spec.get("patch")
     if patch is not None and not isinstance(patch, Mapping):
-        problems.append("spec.patch: Invalid value: must be an object (a strategic merge patch)")
+        problems.append(invalid("spec.patch", detail="must be an object (a strategic merge patch)"))
         patch = None
 
     profile = ColocationProfile(

@@ -1,14 +1,17 @@
-"""A pod's Koordinator QoS class and priority class (spec section 6).
+"""A pod's Koordinator QoS class and priority class (spec section 6), and the resource names a
+priority class consumes.
 
 "Raw" values come only from what the pod says (label, spec.priority); "defaulted" values fall back
-the way Koordinator does, through the Kubernetes QoS class.
+the way Koordinator does (`apis/extension`), through the Kubernetes QoS class. The webhook and the
+scheduler both derive them here.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from policies.constants import (
+    EXTENDED_RESOURCE_NAMES,
     KNOWN_PRIORITY_CLASSES,
     KNOWN_QOS_CLASSES,
     LABEL_KOORDINATOR_PRIORITY,
@@ -17,6 +20,7 @@ from policies.constants import (
     PRIORITY_BANDS,
     RESOURCE_CPU,
     RESOURCE_MEMORY,
+    KubernetesQoSClass,
     PriorityClass,
     QoSClass,
 )
@@ -69,10 +73,11 @@ def kubernetes_qos_class(pod: Mapping[str, Any]) -> str:
         if not limits_found.issuperset(_QOS_COMPUTE_RESOURCES):
             guaranteed = False
     if not requests and not limits:
-        return "BestEffort"
-    if guaranteed and all(limits.get(name) == value for name, value in requests.items()) and len(requests) == len(limits):
-        return "Guaranteed"
-    return "Burstable"
+        return KubernetesQoSClass.BEST_EFFORT
+    if guaranteed and len(requests) == len(limits) and all(
+            limits.get(name) == value for name, value in requests.items()):
+        return KubernetesQoSClass.GUARANTEED
+    return KubernetesQoSClass.BURSTABLE
 
 
 def _positive_compute(resource_list: object) -> list[tuple[str, int]]:
@@ -90,26 +95,52 @@ def _positive_compute(resource_list: object) -> list[tuple[str, int]]:
     return found
 
 
-_QOS_BY_KUBERNETES_QOS = {"Guaranteed": QoSClass.LSR, "Burstable": QoSClass.LS, "BestEffort": QoSClass.BE}
+_QOS_BY_KUBERNETES_QOS: Final[Mapping[str, QoSClass]] = {
+    KubernetesQoSClass.GUARANTEED: QoSClass.LSR,
+    KubernetesQoSClass.BURSTABLE: QoSClass.LS,
+    KubernetesQoSClass.BEST_EFFORT: QoSClass.BE,
+}
 
 
-def defaulted_qos_class(pod: Mapping[str, Any]) -> QoSClass:
+def defaulted_qos_class(pod: Mapping[str, Any], kube_qos: str | None = None) -> QoSClass:
+    """The koordinator label, else mapped from the Kubernetes QoS class (`kube_qos` when the caller
+    has it already, else computed)."""
     raw = raw_qos_class(pod)
     if raw is not QoSClass.NONE:
         return raw
-    return _QOS_BY_KUBERNETES_QOS.get(kubernetes_qos_class(pod), QoSClass.NONE)
+    if kube_qos is None:
+        kube_qos = kubernetes_qos_class(pod)
+    return _QOS_BY_KUBERNETES_QOS.get(kube_qos, QoSClass.NONE)
 
 
-def defaulted_priority_class(pod: Mapping[str, Any]) -> PriorityClass:
+def defaulted_priority_class(pod: Mapping[str, Any], qos: QoSClass | None = None) -> PriorityClass:
+    """The raw priority class, else from the defaulted QoS class (`qos` when the caller has it
+    already). NOTE: an empty pod is BestEffort, hence BE, hence koord-batch."""
     raw = raw_priority_class(pod)
     if raw is not PriorityClass.NONE:
         return raw
-    qos = defaulted_qos_class(pod)
+    if qos is None:
+        qos = defaulted_qos_class(pod)
     if qos is QoSClass.BE:
         return PriorityClass.BATCH
     if qos is QoSClass.NONE:
         return PriorityClass.NONE
     return PriorityClass.PROD
+
+
+_EXTENDED_BY_CLASS: Final[Mapping[str, Mapping[str, str]]] = {
+    cls.value: names for cls, names in EXTENDED_RESOURCE_NAMES.items()
+}
+_NO_NAMES: Final[Mapping[str, str]] = {}
+
+
+def translate_resource_name(priority_class: str, resource: str) -> str:
+    """The name a pod of `priority_class` consumes `resource` under: koord-prod and none keep the
+    name; otherwise only cpu/memory of koord-batch and koord-mid have a mapping, and every other
+    (class, name) pair yields "" (nothing is found under it)."""
+    if priority_class in (PriorityClass.PROD, PriorityClass.NONE):
+        return resource
+    return _EXTENDED_BY_CLASS.get(priority_class, _NO_NAMES).get(resource, "")
 
 
 def sub_priority(pod: Mapping[str, Any]) -> int:

@@ -1,16 +1,24 @@
-"""Kubernetes `resource.Quantity`: parsing, arithmetic and canonical text.
+"""Kubernetes `resource.Quantity`: parsing, arithmetic and canonical text, and the integer scalars
+the scheduler compares.
 
 Values are kept as an exact integer count of nano-units (Kubernetes rounds anything finer up to
 1n), plus the format the text was written in, which decides how the canonical text is rendered:
 `1000` -> `1k`, `1.5` -> `1500m`, `1073741824` written in binary form -> `1Gi`.
+
+`milli_value` and `value` round up like `resource.Quantity.MilliValue()/Value()`. CPU is always
+handled in millicores and every other resource in base units, which `scalar_of` encodes: the one
+place that decides the unit of a resource.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
-from typing import Final
+from typing import Any, Final
+
+from policies.constants import RESOURCE_CPU
 
 NANO: Final = 10**9
 
@@ -171,3 +179,38 @@ def milli_integer(value: object) -> str:
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return _milli_integer_cached(value)
     return Quantity.from_int(Quantity.parse(value).milli_value()).canonical()
+
+
+def quantity_list(raw: object) -> dict[str, Quantity]:
+    """A v1.ResourceList as exact quantities ({} for anything but a mapping); raises QuantityError
+    on a malformed quantity."""
+    if not isinstance(raw, Mapping):
+        return {}
+    return {name: Quantity.parse(value) for name, value in raw.items()}
+
+
+def _strip(text: str | int | float) -> str | int | float:
+    return text.strip() if isinstance(text, str) else text
+
+
+@lru_cache(maxsize=4096)
+def milli_value(text: str | int | float) -> int:
+    """The quantity in thousandths, rounded up (cached: pods repeat a few values)."""
+    return Quantity.parse(_strip(text)).milli_value()
+
+
+@lru_cache(maxsize=4096)
+def value(text: str | int | float) -> int:
+    """The quantity in whole units, rounded up (cached: pods repeat a few values)."""
+    return Quantity.parse(_strip(text)).value()
+
+
+def scalar_of(resource: str, text: str | int | float) -> int:
+    """The integer the scheduler compares: millicores for `cpu`, base units for everything else."""
+    return milli_value(text) if resource == RESOURCE_CPU else value(text)
+
+
+def resource_list(raw: Mapping[str, Any] | None) -> dict[str, int]:
+    """A v1.ResourceList as {name: scalar}; zero entries are kept (explicit 0 differs from absent).
+    Raises QuantityError on a malformed quantity."""
+    return {name: scalar_of(name, q) for name, q in (raw or {}).items()}

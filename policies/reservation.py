@@ -11,7 +11,7 @@ from typing import Any
 
 from policies.admission import CREATE, AdmissionContext, MutatingPlugin, ValidatingPlugin
 from policies.objects import labels_of
-from policies.profile_apply import apply_profiles_in_place
+from policies.profile_apply import PROFILE_READS, apply_profiles_in_place
 from policies.strategic_merge import RESERVATION_SCHEMA
 
 
@@ -29,10 +29,12 @@ def template_pod_spec(reservation: dict[str, Any]) -> dict[str, Any] | None:
 
 class ClusterReservationPlugin:
     name = "ClusterReservation"
+    operations = frozenset({CREATE})
+    reads = PROFILE_READS  # no Namespace: a Reservation's profiles ignore namespaceSelector
     explains_itself = True
 
     def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None:
-        if ctx.request.operation != CREATE or not ctx.cluster.profiles:
+        if ctx.request.operation not in self.operations or not ctx.cluster.profiles:
             return
         matched = ctx.cluster.profile_index.matching(labels_of(obj), None)
         if not matched:

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from policies.field_errors import ConfigError, FieldError, forbidden, invalid, required
+
 _NAME_RE: Final = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
 _DNS1123_SUBDOMAIN_RE: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
@@ -85,7 +87,7 @@ class InvalidSelector:
     is_empty: bool = False
 
 
-class SelectorShapeError(ValueError):
+class SelectorShapeError(ConfigError):
     """The selector is not even shaped like a LabelSelector (wrong JSON types)."""
 
 
@@ -98,38 +100,39 @@ def compile_selector(raw: Any, path: str) -> LabelSelector | InvalidSelector:
     if raw is None:
         return LabelSelector()
     if not isinstance(raw, Mapping):
-        raise SelectorShapeError(f"{path}: Invalid value: must be an object")
+        raise SelectorShapeError.of(invalid(path, detail="must be an object"))
     match_labels = raw.get("matchLabels") or {}
     expressions = raw.get("matchExpressions") or []
     if not isinstance(match_labels, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in match_labels.items()
     ):
-        raise SelectorShapeError(f"{path}.matchLabels: Invalid value: must map strings to strings")
+        raise SelectorShapeError.of(invalid(f"{path}.matchLabels", detail="must map strings to strings"))
     if not isinstance(expressions, list):
-        raise SelectorShapeError(f"{path}.matchExpressions: Invalid value: must be a list")
-    problems: list[str] = []
+        raise SelectorShapeError.of(invalid(f"{path}.matchExpressions", detail="must be a list"))
+    problems: list[FieldError] = []
     for key, value in match_labels.items():
         if (error := label_key_error(key) or label_value_error(value)) is not None:
-            problems.append(f"{path}.matchLabels: Invalid value: {error}")
+            problems.append(invalid(f"{path}.matchLabels", detail=error))
     requirements: list[Requirement] = []
     for index, expression in enumerate(expressions):
         where = f"{path}.matchExpressions[{index}]"
         if not isinstance(expression, Mapping):
-            raise SelectorShapeError(f"{where}: Invalid value: must be an object")
+            raise SelectorShapeError.of(invalid(where, detail="must be an object"))
         key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
         if not isinstance(key, str) or not isinstance(operator, str) or not isinstance(values, list) or not all(
             isinstance(v, str) for v in values
         ):
-            raise SelectorShapeError(f"{where}: Invalid value: key and operator must be strings, values a list of strings")
+            raise SelectorShapeError.of(
+                invalid(where, detail="key and operator must be strings, values a list of strings"))
         if (error := label_key_error(key)) is not None:
-            problems.append(f"{where}.key: Invalid value: {error}")
+            problems.append(invalid(f"{where}.key", detail=error))
         if operator not in _OPERATORS:
-            problems.append(f"{where}.operator: Invalid value: {operator!r} is not a valid label selector operator")
+            problems.append(invalid(f"{where}.operator", detail=f"{operator!r} is not a valid label selector operator"))
         elif operator in ("In", "NotIn") and not values:
-            problems.append(f"{where}.values: Required value: for 'in', 'notin' operators, values set can't be empty")
+            problems.append(required(f"{where}.values", "for 'in', 'notin' operators, values set can't be empty"))
         elif operator in ("Exists", "DoesNotExist") and values:
-            problems.append(f"{where}.values: Forbidden: values set must be empty for exists and does not exist")
+            problems.append(forbidden(f"{where}.values", "values set must be empty for exists and does not exist"))
         requirements.append(Requirement(key, operator, frozenset(values)))
     if problems:
-        return InvalidSelector("; ".join(problems))
+        return InvalidSelector("; ".join(map(str, problems)))
     return LabelSelector(tuple(sorted(match_labels.items())), tuple(requirements))

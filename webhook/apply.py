@@ -13,12 +13,11 @@ from typing import Any, TextIO
 
 import yaml
 
-from policies.admission import Effect
-from webhook.chain import UnknownKind, request_for, run_chain
+from policies.manifests import ManifestError, parse_manifest_text
+from webhook.chain import ChainResult, UnknownKind, request_for, run_chain
 from webhook.registry import default_routes
 from cluster.files import ScanError
 from webhook.snapshots import DirectorySnapshots
-from policies.manifests import ManifestError, parse_manifest_text
 
 EXIT_ADMITTED, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 OPERATIONS = ("CREATE", "UPDATE", "DELETE")
@@ -56,15 +55,19 @@ def read_single_object(location: str, stdin: TextIO) -> dict[str, Any]:
     return objects[0]
 
 
-def format_explanation(matched: list[str], effects: list[Effect]) -> str:
-    lines = [f"matched profiles, in the order applied: {', '.join(matched) if matched else '(none)'}"]
+def format_explanation(result: ChainResult) -> str:
+    matched, effects = result.matched_profiles, result.effects
+    lines = [f"webhooks called, in order: {', '.join(result.called) if result.called else '(none)'}"]
+    lines.extend(f"not called: {name}: {why}" for name, why in result.not_called)
+    lines.append(f"matched profiles, in the order applied: {', '.join(matched) if matched else '(none)'}")
     for effect in effects:
         if not effect.applied:
             lines.append(f"{effect.step}: matched but skipped by its probability")
             continue
         if not effect.changes and not effect.step.startswith("profile/"):
             continue
-        lines.append(f"{effect.step}: {len(effect.changes)} change(s)" if effect.changes else f"{effect.step}: no change")
+        count = f"{len(effect.changes)} change(s)" if effect.changes else "no change"
+        lines.append(f"{effect.step}: {count}")
         for change in effect.changes:
             value = f" {json.dumps(change['value'])}" if "value" in change else ""
             lines.append(f"  {change['op']} {change['path']}{value}")
@@ -94,7 +97,7 @@ def run_apply(options: ApplyOptions, stdin: TextIO | None = None, stdout: TextIO
         print(f"warning: {problem.source}: {problem.message}", file=stderr)
     result = run_chain(request, registry, snapshot, explain=options.explain)
     if options.explain:
-        print(format_explanation(result.matched_profiles, result.effects), file=stderr)
+        print(format_explanation(result), file=stderr)
     if not result.allowed:
         print(f"denied by {result.denied_by} (code {result.code}): {result.message}", file=stderr)
         return EXIT_DENIED

@@ -33,7 +33,7 @@ def _serve(args: argparse.Namespace) -> int:
     kube = KubeSettings(reflector=ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max))
     try:
         return run(ServeConfig(
-            profiles=args.cluster, cert_dir=args.cert_dir, port=args.port, host=args.host,
+            cluster=args.cluster, cert_dir=args.cert_dir, port=args.port, host=args.host,
             dns_names=tuple(args.dns_name), workers=args.workers, max_body=args.max_body,
             reload_interval=args.reload_interval, log_level=flags.log_level(args),
             kubeconfig=args.kubeconfig, context=args.context, kube=kube, reuse_port=args.reuse_port,

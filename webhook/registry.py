@@ -2,16 +2,19 @@
 
 A route is what the server serves at a path; its registrations are what a
 MutatingWebhookConfiguration / ValidatingWebhookConfiguration entry says about it (Koordinator's
-webhook names, rules, failure policies and selectors, spec section 2). The manifests are checked
-against this table, and `colocate apply` picks the routes for an object's kind from it.
+webhook names, rules, failure policies and selectors, spec section 2). Everything else is derived
+from this table: the webhook configurations (`colocate manifests webhooks`), the routes and
+registrations `colocate apply` calls for an object, and, from what the routes' plugins declare they
+read, the kinds the server watches and the RBAC rules it needs (`webhook.watched`).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from functools import cached_property
+from typing import Any, Final, Literal, TypedDict
 
-from policies.admission import CREATE, DELETE, UPDATE, MutatingPlugin, ValidatingPlugin
+from policies.admission import CREATE, DELETE, OPERATIONS, UPDATE, MutatingPlugin, Read, ValidatingPlugin
 from policies.constants import (
     ELASTIC_QUOTA_GROUP,
     ELASTIC_QUOTA_KIND,
@@ -28,25 +31,51 @@ from policies.pod_mutation import pod_mutating_plugins
 from policies.pod_validation import pod_validating_plugins
 from policies.reservation import reservation_mutating_plugins, reservation_validating_plugins
 from policies.slo_config import configmap_validating_plugins
+from webhook.dispatch import Rule, Webhook, WebhookConfigurationError, compile_webhook_selector
 
 FailurePolicy = Literal["Fail", "Ignore"]
+SideEffects = Literal["None", "NoneOnDryRun"]  # what admissionregistration.k8s.io/v1 allows
+ReinvocationPolicy = Literal["Never", "IfNeeded"]
+
+# kube-apiserver's bounds for timeoutSeconds, and the AdmissionReview versions it can send.
+TIMEOUT_RANGE: Final = range(1, 31)
+REVIEW_VERSIONS: Final = ("v1", "v1beta1")
+# colocate's timeouts: a mutating webhook holds up every later one, so it gets less time.
+MUTATING_TIMEOUT_SECONDS: Final = 3
+VALIDATING_TIMEOUT_SECONDS: Final = 5
 
 # Namespaces labelled `control-plane` are never sent to the pod webhooks (patch_manifests.yaml).
 CONTROL_PLANE_EXCLUSION: Mapping[str, Any] = {
     "matchExpressions": [{"key": "control-plane", "operator": "DoesNotExist"}]
 }
 
+# Only pods that opt in are sent to the UPDATE registration of /mutate-pod (patch_manifests.yaml).
+MUTATING_UPDATE_OPT_IN: Mapping[str, Any] = {
+    "matchExpressions": [{"key": LABEL_MUTATING_UPDATE, "operator": "In", "values": ["true"]}]
+}
+
 
 @dataclass(frozen=True)
 class Registration:
-    """One webhook entry of a webhook configuration object."""
+    """One webhook entry of a webhook configuration object.
+
+    `admission_review_versions` in order of preference: kube-apiserver sends the first it speaks.
+    `timeout_seconds` None is the route's default (3 s mutating, 5 s validating).
+    `in_own_namespace`: the objects it admits live in the webhook's own namespace (the
+    slo-controller-config ConfigMap in koordinator-system), so a deployment must not exclude that
+    namespace from it; its objectSelector is what keeps it narrow.
+    """
 
     name: str
     operations: tuple[str, ...]
     failure_policy: FailurePolicy
     namespace_selector: Mapping[str, Any] | None = None
     object_selector: Mapping[str, Any] | None = None
-    admission_review_versions: tuple[str, ...] = ("v1", "v1beta1")
+    admission_review_versions: tuple[str, ...] = REVIEW_VERSIONS
+    timeout_seconds: int | None = None
+    side_effects: SideEffects = "None"
+    reinvocation_policy: ReinvocationPolicy = "Never"  # mutating registrations only
+    in_own_namespace: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,9 +105,52 @@ class Route:
         """The resource as written in a webhook rule (`nodes/status`)."""
         return f"{self.resource}/{self.sub_resource}" if self.sub_resource else self.resource
 
+    def timeout_seconds(self, registration: Registration) -> int:
+        if registration.timeout_seconds is not None:
+            return registration.timeout_seconds
+        return MUTATING_TIMEOUT_SECONDS if self.mutating else VALIDATING_TIMEOUT_SECONDS
+
+    @cached_property
+    def webhooks(self) -> tuple[Webhook, ...]:
+        """Each registration as kube-apiserver matches requests against it, in registration order."""
+        return tuple(
+            Webhook(registration.name,
+                    (Rule(registration.operations, (self.api_group,), (self.api_version,), (self.rule_resource,)),),
+                    compile_webhook_selector(registration.namespace_selector, f"{registration.name} namespaceSelector"),
+                    compile_webhook_selector(registration.object_selector, f"{registration.name} objectSelector"))
+            for registration in self.registrations)
+
+    def reads(self) -> frozenset[Read]:
+        """What the route's plugins read from the cluster snapshot."""
+        return frozenset(read for plugin in self.plugins for read in plugin.reads)
+
+    def problems(self) -> list[str]:
+        """Why kube-apiserver would refuse this route's registrations, or its plugins could never act."""
+        found: list[str] = []
+        registered = {operation for registration in self.registrations for operation in registration.operations}
+        for registration in self.registrations:
+            where = f"{self.path} {registration.name}"
+            if not registration.operations or not set(registration.operations) <= OPERATIONS:
+                found.append(f"{where}: operations must be some of {', '.join(sorted(OPERATIONS))}")
+            if not registration.admission_review_versions or not set(registration.admission_review_versions) <= set(
+                    REVIEW_VERSIONS):
+                found.append(f"{where}: admissionReviewVersions must be some of {', '.join(REVIEW_VERSIONS)}")
+            if self.timeout_seconds(registration) not in TIMEOUT_RANGE:
+                found.append(f"{where}: timeoutSeconds must be 1..30")
+        try:
+            self.webhooks  # noqa: B018 - compiles (and so checks) every selector
+        except WebhookConfigurationError as exc:
+            found.append(f"{self.path}: {exc}")
+        for plugin in self.plugins:
+            if unsent := plugin.operations - registered:
+                found.append(f"{self.path}: plugin {plugin.name} acts on {', '.join(sorted(unsent))}, "
+                             "which no registration of the route sends")
+        return found
+
 
 class RegistryError(ValueError):
-    """The route table is inconsistent (a duplicate path or webhook name)."""
+    """The route table is inconsistent: a duplicate path or webhook name, or a registration
+    kube-apiserver would refuse, or a plugin acting on an operation no registration sends."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +164,9 @@ class Registry:
             duplicates = sorted({v for v in values if values.count(v) > 1})
             if duplicates:
                 raise RegistryError(f"duplicate {label} in the handler registry: {', '.join(duplicates)}")
+        problems = [problem for route in self.routes for problem in route.problems()]
+        if problems:
+            raise RegistryError("; ".join(problems))
 
     def by_path(self) -> dict[str, Route]:
         return {route.path: route for route in self.routes}
@@ -103,6 +178,10 @@ class Registry:
 
     def kinds(self) -> list[str]:
         return sorted({r.kind for r in self.routes})
+
+    def reads(self) -> frozenset[Read]:
+        """What the plugins of every route read from the cluster snapshot."""
+        return frozenset(read for route in self.routes for read in route.reads())
 
 
 class Target(TypedDict, total=False):
@@ -124,7 +203,7 @@ def pod_routes() -> Sequence[Route]:
             registrations=(
                 Registration("mpod-create.koordinator.sh", (CREATE,), "Fail", CONTROL_PLANE_EXCLUSION),
                 Registration("mpod-update.koordinator.sh", (UPDATE,), "Fail", CONTROL_PLANE_EXCLUSION,
-                             {"matchExpressions": [{"key": LABEL_MUTATING_UPDATE, "operator": "In", "values": ["true"]}]}),
+                             MUTATING_UPDATE_OPT_IN),
             ),
             plugins=tuple(pod_mutating_plugins()),
             copy_for_mutation=copy_pod_for_mutation,
@@ -190,7 +269,7 @@ def configmap_routes() -> Sequence[Route]:
                   "vconfigmap.koordinator.sh", (CREATE, UPDATE, DELETE), "Fail",
                   object_selector={"matchExpressions": [
                       {"key": LABEL_CONFIGMAP_TYPE, "operator": "In", "values": [SLO_CONFIG_TYPE]}]},
-                  admission_review_versions=("v1beta1",)),),
+                  admission_review_versions=("v1beta1",), in_own_namespace=True),),
               plugins=tuple(configmap_validating_plugins())),
     ]
 

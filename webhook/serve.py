@@ -53,7 +53,7 @@ log = logging.getLogger("colocate.serve")
 
 @dataclass(frozen=True)
 class ServeConfig:
-    profiles: Path | None  # None: read the cluster from the API server
+    cluster: Path | None  # a directory of cluster objects; None: read the cluster from the API server
     cert_dir: Path
     port: int = 9443
     host: str = "0.0.0.0"
@@ -64,7 +64,7 @@ class ServeConfig:
     drain_delay: float = 5.0
     shutdown_timeout: float = 20.0
     log_level: str = "info"
-    kubeconfig: Path | None = None  # None (and no profiles): the in-cluster service account
+    kubeconfig: Path | None = None  # None (and no directory): the in-cluster service account
     context: str | None = None
     kube: KubeSettings = field(default_factory=KubeSettings)
     reuse_port: bool = False  # let separate server processes share the port (SO_REUSEPORT)
@@ -80,8 +80,8 @@ class Source(Protocol):
 
 def make_source(config: ServeConfig, registry: Registry, metrics: Any) -> Source:
     """The directory source in embedded mode, else list/watch of the kinds the routes read."""
-    if config.profiles is not None:
-        return DirectorySnapshots(config.profiles, interval=config.reload_interval)
+    if config.cluster is not None:
+        return DirectorySnapshots(config.cluster, interval=config.reload_interval)
     return ApiServerSnapshots(api_client(config.kubeconfig, config.context), watched_kinds(registry), config.kube,
                               on_failure=metrics.store_health.watch_failed)
 
@@ -188,7 +188,7 @@ def _worker(config: ServeConfig, parent_pid: int) -> None:
 def run(config: ServeConfig) -> int:
     """Prepare certificates, then serve in this process or in `config.workers` processes."""
     with json_logging(config.log_level):  # a no-op under the CLI, which turned it on already
-        if config.profiles is None:
+        if config.cluster is None:
             api_client(config.kubeconfig, config.context).close()  # fail now on an unusable kubeconfig
         paths, created = ensure_serving_certs(config.cert_dir, config.dns_names)
         if created:

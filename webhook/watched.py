@@ -1,37 +1,70 @@
-"""Which kinds the webhook's routes read, so live mode lists and watches exactly those.
+"""What the webhook lists and watches, and the RBAC rules for it: both derived from the plugins.
 
-A route's `object_type` picks its rows here; the RBAC manifest is checked against it.
+Each admission plugin declares what it reads from the cluster snapshot (`reads`, a set of
+`policies.admission.Read`); the routes of a registry read the union. A kind read whole is watched
+whole; a kind read only in one namespace, or as one named object, is watched that narrowly (the
+slo-controller-config ConfigMap: namespace koordinator-system, `metadata.name=slo-controller-config`).
+The same narrowing gives the RBAC rule: list and watch, cluster-wide or in that namespace, and for
+one named object only that name (RBAC authorises a list or watch by resourceNames when it selects
+`metadata.name`).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final
 
 from cluster.kinds import WatchedKind
-from policies.constants import PROFILE_KIND, SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
+from policies.admission import Read
+from policies.kinds import KINDS, kind_named
 from webhook.registry import Registry
 
-
-@dataclass(frozen=True)
-class RouteRead:
-    watch: WatchedKind
-    read_by: frozenset[str]  # Route.object_type values whose handlers read this kind
+READ_VERBS = ("list", "watch")
 
 
-ROUTE_READS: Final = (
-    RouteRead(WatchedKind.of(PROFILE_KIND), frozenset({"pod", "reservation"})),
-    RouteRead(WatchedKind.of("Namespace"), frozenset({"pod"})),
-    RouteRead(WatchedKind.of("PriorityClass"), frozenset({"pod", "reservation"})),
-    RouteRead(WatchedKind.of("ElasticQuota"), frozenset({"pod", "elasticquota"})),
-    RouteRead(WatchedKind.of("ConfigMap", namespace=SLO_CONFIG_NAMESPACE,
-                             field_selector=f"metadata.name={SLO_CONFIG_NAME}"), frozenset({"node", "configmap"})),
-    RouteRead(WatchedKind.of("Node"), frozenset({"configmap"})),
-    RouteRead(WatchedKind.of("Pod"), frozenset({"elasticquota"})),
-)
-WATCHED_KINDS: Final = tuple(r.watch for r in ROUTE_READS)
+def merged_reads(reads: Iterable[Read]) -> tuple[Read, ...]:
+    """One read per kind, wide enough for every plugin's, in the order of the kinds table.
+
+    Two reads of one kind that differ in name widen to their namespace; in namespace, to the kind.
+    """
+    by_kind: dict[str, Read] = {}
+    for read in reads:
+        seen = by_kind.get(read.kind)
+        if seen is None or seen == read:
+            by_kind[read.kind] = read
+        elif seen.namespace == read.namespace:
+            by_kind[read.kind] = Read(read.kind, read.namespace)
+        else:
+            by_kind[read.kind] = Read(read.kind)
+    order = {name: index for index, name in enumerate(KINDS)}
+    return tuple(sorted(by_kind.values(), key=lambda read: order[read.kind]))
+
+
+def watch_of(read: Read) -> WatchedKind:
+    return WatchedKind.of(read.kind, namespace=read.namespace,
+                          field_selector=f"metadata.name={read.name}" if read.name else "")
 
 
 def watched_kinds(registry: Registry) -> tuple[WatchedKind, ...]:
-    """The kinds the routes of `registry` read, in table order."""
-    object_types = {route.object_type for route in registry.routes}
-    return tuple(r.watch for r in ROUTE_READS if r.read_by & object_types)
+    """The kinds the routes of `registry` read, each narrowed as far as its readers allow."""
+    return tuple(watch_of(read) for read in merged_reads(registry.reads()))
+
+
+@dataclass(frozen=True, order=True)
+class ReadRule:
+    """One RBAC rule the webhook needs: a ClusterRole rule, or a Role rule in `namespace`."""
+
+    namespace: str  # "" = cluster-wide
+    api_group: str
+    resource: str
+    resource_names: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = READ_VERBS
+
+
+def read_rule(read: Read) -> ReadRule:
+    kind = kind_named(read.kind)
+    return ReadRule(read.namespace, kind.group, kind.plural, (read.name,) if read.name else ())
+
+
+def read_rules(registry: Registry) -> tuple[ReadRule, ...]:
+    """The list/watch grants the webhook's reflectors need for `registry`, no more."""
+    return tuple(read_rule(read) for read in merged_reads(registry.reads()))

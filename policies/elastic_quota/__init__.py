@@ -6,12 +6,13 @@ snapshot); a request is judged against it and never changes it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
-from policies.admission import CREATE, DELETE, UPDATE, AdmissionContext, Denied, MutatingPlugin, ValidatingPlugin
+from policies.admission import CREATE, DELETE, UPDATE, AdmissionContext, Denied, MutatingPlugin, Read, ValidatingPlugin
 from policies.constants import (
     ANNOTATION_QUOTA_NAMESPACES,
     DEFAULT_QUOTA_NAME,
+    ELASTIC_QUOTA_KIND,
     LABEL_QUOTA_IS_PARENT,
     LABEL_QUOTA_PARENT,
     LABEL_QUOTA_TREE_ID,
@@ -21,8 +22,8 @@ from policies.constants import (
 from policies.elastic_quota.checks import check_quota_itself, check_topology
 from policies.elastic_quota.defaulting import fill_quota_defaults
 from policies.elastic_quota.tree import QuotaInfo, QuotaTree, quota_tree_of
-from policies.quota_index import claimed_namespaces
 from policies.objects import annotations_of, labels_of, name_of, spec_of
+from policies.quota_index import claimed_namespaces
 
 
 def validate_create(tree: QuotaTree, quota: Mapping[str, Any]) -> None:
@@ -40,8 +41,9 @@ def validate_create(tree: QuotaTree, quota: Mapping[str, Any]) -> None:
 def _tracked_fields(quota: Mapping[str, Any]) -> tuple[Any, ...]:
     """What an UPDATE must touch to be validated at all (Koordinator's `quotaFieldsCopy`, quirk 9)."""
     labels = labels_of(quota)
-    return (labels.get(LABEL_QUOTA_PARENT, ""), labels.get(LABEL_QUOTA_IS_PARENT, ""), labels.get(LABEL_QUOTA_TREE_ID, ""),
-            annotations_of(quota).get(ANNOTATION_QUOTA_NAMESPACES, ""), dict(spec_of(quota)))
+    return (labels.get(LABEL_QUOTA_PARENT, ""), labels.get(LABEL_QUOTA_IS_PARENT, ""),
+            labels.get(LABEL_QUOTA_TREE_ID, ""), annotations_of(quota).get(ANNOTATION_QUOTA_NAMESPACES, ""),
+            dict(spec_of(quota)))
 
 
 def validate_update(tree: QuotaTree, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
@@ -76,17 +78,25 @@ def validate_delete(tree: QuotaTree, quota: Mapping[str, Any]) -> None:
         raise Denied(f"delete quota failed, quota {name} has {len(pods)} child pods: {', '.join(shown)}")
 
 
+#: What `quota_tree_of(snapshot)` is built from: the quotas, and the pods charged to them.
+QUOTA_TREE_READS: Final = frozenset({Read(ELASTIC_QUOTA_KIND), Read("Pod")})
+
+
 class QuotaDefaultsPlugin:
     name = "QuotaDefaults"
+    operations = frozenset({CREATE})
+    reads = QUOTA_TREE_READS
     explains_itself = False
 
     def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None:
-        if ctx.request.operation == CREATE:
+        if ctx.request.operation in self.operations:
             fill_quota_defaults(obj, quota_tree_of(ctx.cluster))
 
 
 class QuotaMetaCheckerPlugin:
     name = "QuotaMetaChecker"
+    operations = frozenset({CREATE, UPDATE, DELETE})
+    reads = QUOTA_TREE_READS
 
     def validate(self, obj: Mapping[str, Any], ctx: AdmissionContext) -> None:
         operation, tree = ctx.request.operation, quota_tree_of(ctx.cluster)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from policies.admission import UPDATE, AdmissionContext, Denied, MutatingPlugin, ValidatingPlugin
+from policies.admission import UPDATE, AdmissionContext, Denied, MutatingPlugin, Read, ValidatingPlugin
 from policies.constants import SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
 from policies.node.amplification import amplify_node
 from policies.objects import labels_of, name_of
@@ -15,10 +15,12 @@ class NodeResourceAmplificationPlugin:
     """Amplify allocatable cpu/memory by the node's ratios on status UPDATE (CREATE passes)."""
 
     name = "NodeResourceAmplificationPlugin"
+    operations = frozenset({UPDATE})
+    reads: frozenset[Read] = frozenset()
     explains_itself = False
 
     def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None:
-        if ctx.request.operation == UPDATE:
+        if ctx.request.operation in self.operations:
             amplify_node(obj, ctx.request.old_object)
 
 
@@ -29,10 +31,12 @@ class SLOManagerConfigConflictForNodePlugin:
     """
 
     name = "SLOManagerConfigConflictForNode"
+    operations = frozenset({UPDATE})
+    reads = frozenset({Read("ConfigMap", SLO_CONFIG_NAMESPACE, SLO_CONFIG_NAME)})
 
     def validate(self, obj: Mapping[str, Any], ctx: AdmissionContext) -> None:
         old = ctx.request.old_object
-        if ctx.request.operation != UPDATE or old is None or dict(labels_of(old)) == dict(labels_of(obj)):
+        if ctx.request.operation not in self.operations or old is None or dict(labels_of(old)) == dict(labels_of(obj)):
             return
         configmap = ctx.cluster.get("ConfigMap", SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE)
         if configmap is None:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies.admission import CREATE, AdmissionContext, MutatingPlugin
+from policies.admission import CREATE, AdmissionContext, MutatingPlugin, Read
 from policies.objects import json_copy, labels_of, namespace_of
 from policies.pod_mutation.device_resources import normalise_device_resources
 from policies.pod_mutation.extended_resource_spec import set_extended_resource_spec
 from policies.pod_mutation.resource_rewrite import rewrite_pod_resources
-from policies.profile_apply import apply_profiles_in_place
+from policies.profile_apply import PROFILE_READS, apply_profiles_in_place
 from policies.strategic_merge import POD_SCHEMA
 
 
@@ -27,10 +27,12 @@ class ClusterColocationProfilePlugin:
     """Matched profiles in name order, then the batch/mid resource rewrite once (spec 5.2-5.5)."""
 
     name = "ClusterColocationProfile"
+    operations = frozenset({CREATE})
+    reads = PROFILE_READS | {Read("Namespace")}  # namespaces for the profiles' namespaceSelectors
     explains_itself = True
 
     def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None:
-        if ctx.request.operation != CREATE or not ctx.cluster.profiles:
+        if ctx.request.operation not in self.operations or not ctx.cluster.profiles:
             return
         namespace = namespace_of(obj) or ctx.request.namespace
         matched = ctx.cluster.profile_index.matching(labels_of(obj), lambda: ctx.cluster.namespace_labels(namespace))
@@ -44,19 +46,23 @@ class ClusterColocationProfilePlugin:
 
 class ExtendedResourceSpecPlugin:
     name = "ExtendedResourceSpec"
+    operations = frozenset({CREATE})
+    reads: frozenset[Read] = frozenset()
     explains_itself = False
 
     def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None:
-        if ctx.request.operation == CREATE:
+        if ctx.request.operation in self.operations:
             set_extended_resource_spec(obj)
 
 
 class DeviceResourceSpecPlugin:
     name = "DeviceResourceSpec"
+    operations = frozenset({CREATE})
+    reads: frozenset[Read] = frozenset()
     explains_itself = False
 
     def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None:
-        if ctx.request.operation == CREATE:
+        if ctx.request.operation in self.operations:
             normalise_device_resources(obj)
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from policies.admission import CREATE, UPDATE, AdmissionContext, Denied, ValidatingPlugin
-from policies.constants import ANNOTATION_RESERVE_POD, LABEL_QUOTA_PREEMPTIBLE
+from policies.admission import CREATE, UPDATE, AdmissionContext, Denied, Read, ValidatingPlugin
+from policies.constants import ANNOTATION_RESERVE_POD, ELASTIC_QUOTA_KIND, LABEL_QUOTA_PREEMPTIBLE
 from policies.field_errors import aggregate, forbidden
 from policies.objects import annotations_of, labels_of, name_of, namespace_of
 from policies.pod_validation.colocation import colocation_errors
@@ -19,9 +19,11 @@ class ReservePodPlugin:
     """Users may not set the internal reservation-pod marker (spec 7.1)."""
 
     name = "ReservePod"
+    operations = frozenset({CREATE, UPDATE})
+    reads: frozenset[Read] = frozenset()
 
     def validate(self, obj: Mapping[str, Any], ctx: AdmissionContext) -> None:
-        if ctx.request.operation in (CREATE, UPDATE) and ANNOTATION_RESERVE_POD in annotations_of(obj):
+        if ctx.request.operation in self.operations and ANNOTATION_RESERVE_POD in annotations_of(obj):
             raise Denied(str(forbidden(f"annotations.{ANNOTATION_RESERVE_POD}", "cannot set in annotations")))
 
 
@@ -29,9 +31,11 @@ class ColocationRulesPlugin:
     """QoS and priority immutability, QoS x priority compatibility, batch resources, LSR CPUs (7.2)."""
 
     name = "ClusterColocationProfile"
+    operations = frozenset({CREATE, UPDATE})
+    reads: frozenset[Read] = frozenset()
 
     def validate(self, obj: Mapping[str, Any], ctx: AdmissionContext) -> None:
-        if ctx.request.operation not in (CREATE, UPDATE):
+        if ctx.request.operation not in self.operations:
             return
         old = ctx.request.old_object if ctx.request.operation == UPDATE else None
         errors = colocation_errors(obj, old)
@@ -43,13 +47,16 @@ class ElasticQuotaPodPlugin:
     """Pods may not be charged to a parent quota; the preemptible label is immutable (7.3)."""
 
     name = "QuotaMetaChecker"
+    operations = frozenset({CREATE, UPDATE})
+    reads = frozenset({Read(ELASTIC_QUOTA_KIND)})
 
     def validate(self, obj: Mapping[str, Any], ctx: AdmissionContext) -> None:
         operation = ctx.request.operation
-        if operation not in (CREATE, UPDATE):
+        if operation not in self.operations:
             return
-        if operation == UPDATE and ctx.request.old_object is not None:
-            if labels_of(ctx.request.old_object).get(LABEL_QUOTA_PREEMPTIBLE) != labels_of(obj).get(LABEL_QUOTA_PREEMPTIBLE):
+        old = ctx.request.old_object
+        if operation == UPDATE and old is not None:
+            if labels_of(old).get(LABEL_QUOTA_PREEMPTIBLE) != labels_of(obj).get(LABEL_QUOTA_PREEMPTIBLE):
                 raise Denied("Preemptible label is forbidden modify now.")
         quota = ctx.cluster.quotas.quota_of_pod(obj, namespace_of(obj) or ctx.request.namespace)
         if ctx.cluster.quotas.is_parent(quota):

@@ -5,12 +5,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from policies.admission import Denied
-from policies.constants import BATCH_CPU, BATCH_MEMORY, LABEL_KOORDINATOR_PRIORITY, LABEL_QOS_CLASS, RESOURCE_CPU, PriorityClass, QoSClass
+from policies.constants import (
+    BATCH_CPU,
+    BATCH_MEMORY,
+    LABEL_KOORDINATOR_PRIORITY,
+    LABEL_QOS_CLASS,
+    RESOURCE_CPU,
+    PriorityClass,
+    QoSClass,
+)
 from policies.field_errors import FieldError, forbidden, invalid, required
 from policies.objects import labels_of
 from policies.qos import raw_priority_class, raw_qos_class
-from policies.quantity import QuantityError
-from policies.resources import pod_requests
+from policies.quantity import QuantityError, quantity_list
+from policies.resources import pod_resources
 
 _FORBIDDEN_COMBINATIONS: dict[QoSClass, frozenset[PriorityClass]] = {
     QoSClass.BE: frozenset({PriorityClass.NONE, PriorityClass.PROD}),
@@ -35,7 +43,7 @@ def colocation_errors(pod: Mapping[str, Any], old: Mapping[str, Any] | None) -> 
     errors = immutability_errors(pod, old) if old is not None else []
     qos, priority = raw_qos_class(pod), raw_priority_class(pod)
     try:
-        requests = pod_requests(pod)
+        requests = pod_resources(pod, "requests", quantity_list)
     except QuantityError as exc:
         raise Denied(f"spec.containers[*].resources: Invalid value: {exc}") from exc
     uses_batch = any(name in requests and not requests[name].is_zero() for name in (BATCH_CPU, BATCH_MEMORY))

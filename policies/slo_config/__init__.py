@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from policies.admission import CREATE, UPDATE, AdmissionContext, Denied, ValidatingPlugin
+from policies.admission import CREATE, UPDATE, AdmissionContext, Denied, Read, ValidatingPlugin
 from policies.constants import SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
 from policies.objects import labels_of, name_of, namespace_of
 from policies.slo_config.documents import STRATEGY_KINDS, ConfigProblem, StrategyDocument, parse_all, parse_document
@@ -24,7 +24,8 @@ def _data(configmap: Mapping[str, Any] | None) -> Mapping[str, Any]:
 
 
 def is_slo_config(configmap: Mapping[str, Any], request_namespace: str) -> bool:
-    return (namespace_of(configmap) or request_namespace) == SLO_CONFIG_NAMESPACE and name_of(configmap) == SLO_CONFIG_NAME
+    namespace = namespace_of(configmap) or request_namespace
+    return namespace == SLO_CONFIG_NAMESPACE and name_of(configmap) == SLO_CONFIG_NAME
 
 
 def changed_documents(new: Mapping[str, Any], old: Mapping[str, Any] | None, configmap: str) -> list[StrategyDocument]:
@@ -51,10 +52,12 @@ def changed_documents(new: Mapping[str, Any], old: Mapping[str, Any] | None, con
 
 class SLOConfigPlugin:
     name = "SLOConfig"
+    operations = frozenset({CREATE, UPDATE})  # a DELETE is always admitted
+    reads = frozenset({Read("Node")})  # a changed strategy with several node entries is checked on every Node
 
     def validate(self, obj: Mapping[str, Any], ctx: AdmissionContext) -> None:
         request = ctx.request
-        if request.operation not in (CREATE, UPDATE) or not is_slo_config(obj, request.namespace):
+        if request.operation not in self.operations or not is_slo_config(obj, request.namespace):
             return
         configmap = f"{SLO_CONFIG_NAMESPACE}/{SLO_CONFIG_NAME}"
         old = request.old_object if request.operation == UPDATE else None

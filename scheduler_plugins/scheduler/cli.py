@@ -19,18 +19,20 @@ import yaml
 from cli import errors, flags
 from cli.output import add_output
 from cli.parser import Subparsers
-from scheduler_plugins.clock import Clock, fixed_clock, parse_time, system_clock
 from cluster.files import read_manifest_file
+from policies.field_errors import ConfigError
 from policies.manifests import ManifestError
+from scheduler_plugins.clock import Clock, fixed_clock, parse_time, system_clock
 from scheduler_plugins.scheduler.cluster.sources import ClusterSource, SnapshotDirectorySource
-from scheduler_plugins.scheduler.config import SchedulerConfig, load_config
-from scheduler_plugins.scheduler.errors import ConfigError, SnapshotError
+from scheduler_plugins.scheduler.errors import SnapshotError
+from scheduler_plugins.scheduler.framework.config import SchedulerConfig, load_config
+from scheduler_plugins.scheduler.framework.scheduling import Scheduler
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.registry import in_tree_registry
 from scheduler_plugins.scheduler.simulator import render
 from scheduler_plugins.scheduler.simulator.explain import explain
-from scheduler_plugins.scheduler.simulator.scheduler import Scheduler, build_framework
 from scheduler_plugins.scheduler.simulator.simulate import simulate
+from scheduler_plugins.scheduler.wiring import build_framework
 
 EXIT_OK, EXIT_UNSCHEDULABLE = 0, 1
 

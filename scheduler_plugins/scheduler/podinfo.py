@@ -6,70 +6,35 @@ parsing. A transformer that changes a pod builds a new PodInfo from a deep copy.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
-from typing import Any, Callable, Mapping
+from typing import Any
 
+from policies.constants import PRIORITY_DEFAULT_VALUES, RESOURCE_CPU, RESOURCE_MEMORY, PriorityClass, QoSClass
 from policies.objects import json_copy
-from policies.qos import kubernetes_qos_class
-from scheduler_plugins import apis
-from scheduler_plugins.quantity import resource_list
+from policies.qos import (
+    defaulted_priority_class,
+    defaulted_qos_class,
+    kubernetes_qos_class,
+    raw_priority_class,
+    sub_priority,
+    translate_resource_name,
+)
+from policies.quantity import resource_list
+from policies.resources import pod_resources
 
-#: Defaults kube-scheduler substitutes for a container with no cpu/memory request (scoring only).
+#: Defaults kube-scheduler substitutes for a container with no cpu/memory request (scoring only):
+#: its NonMissingContainerRequests for the non-zero requests.
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+NON_ZERO_DEFAULTS: Mapping[str, int] = {
+    RESOURCE_CPU: DEFAULT_MILLI_CPU_REQUEST, RESOURCE_MEMORY: DEFAULT_MEMORY_REQUEST,
+}
 
 Vector = dict[str, int]
 
 
-def _add(into: Vector, other: Mapping[str, int]) -> None:
-    for name, amount in other.items():
-        into[name] = into.get(name, 0) + amount
-
-
-def _max(into: Vector, other: Mapping[str, int]) -> None:
-    for name, amount in other.items():
-        if amount > into.get(name, 0):
-            into[name] = amount
-
-
-def aggregate_containers(
-    spec: Mapping[str, Any], field: str, transform: Callable[[Vector], Vector] = lambda v: v
-) -> Vector:
-    """k8s `PodRequests`/`PodLimits`: containers summed, sidecar init containers (restartPolicy
-    Always) added to the steady state, regular init containers taking the max, plus overhead."""
-    total: Vector = {}
-    for container in spec.get("containers") or []:
-        _add(total, transform(resource_list((container.get("resources") or {}).get(field))))
-    sidecars: Vector = {}
-    init_peak: Vector = {}
-    for container in spec.get("initContainers") or []:
-        amounts = transform(resource_list((container.get("resources") or {}).get(field)))
-        if container.get("restartPolicy") == "Always":
-            _add(total, amounts)
-            _add(sidecars, amounts)
-            _max(init_peak, sidecars)
-        else:
-            running = dict(sidecars)
-            _add(running, amounts)
-            _max(init_peak, running)
-    _max(total, init_peak)
-    _add(total, resource_list(spec.get("overhead")))
-    return total
-
-
-def _non_zero(amounts: Vector) -> Vector:
-    out = dict(amounts)
-    out.setdefault(apis.CPU, DEFAULT_MILLI_CPU_REQUEST)
-    out.setdefault(apis.MEMORY, DEFAULT_MEMORY_REQUEST)
-    return out
-
-
 clone = json_copy  # a deep copy of a JSON-shaped object, shared with the policy engine
-
-
-def kube_qos_class(pod: Mapping[str, Any]) -> str:
-    """`status.qosClass` when set, else Kubernetes' GetPodQOS over cpu/memory requests and limits."""
-    return kubernetes_qos_class(pod)
 
 
 class PodInfo:
@@ -114,39 +79,40 @@ class PodInfo:
 
     @cached_property
     def requests(self) -> Vector:
-        return aggregate_containers(self.spec, "requests")
+        return pod_resources(self.obj, "requests", resource_list)
 
     @cached_property
     def limits(self) -> Vector:
-        return aggregate_containers(self.spec, "limits")
+        return pod_resources(self.obj, "limits", resource_list)
 
     @cached_property
     def non_zero_requests(self) -> Vector:
         """Requests with the 100m / 200Mi defaults per container (explicit 0 stays 0)."""
-        return aggregate_containers(self.spec, "requests", _non_zero)
+        return pod_resources(self.obj, "requests", resource_list, NON_ZERO_DEFAULTS)
 
     @cached_property
     def kube_qos(self) -> str:
-        return kube_qos_class(self.obj)
+        """`status.qosClass` when set, else Kubernetes' GetPodQOS over cpu/memory requests and limits."""
+        return kubernetes_qos_class(self.obj)
 
     @cached_property
-    def qos_class(self) -> str:
-        return apis.qos_class_with_default(self.obj, self.kube_qos)
+    def qos_class(self) -> QoSClass:
+        return defaulted_qos_class(self.obj, self.kube_qos)
 
     @cached_property
-    def priority_class(self) -> str:
-        return apis.priority_class_with_default(self.obj, self.qos_class)
+    def priority_class(self) -> PriorityClass:
+        return defaulted_priority_class(self.obj, self.qos_class)
 
     @cached_property
     def qos_requests(self) -> Vector:
         """Requests in the band the pod consumes: a batch (mid) pod's cpu/memory are counted as
         `kubernetes.io/batch-*` (`mid-*`); already-translated names are kept as they are."""
-        if self.priority_class not in (apis.PRIORITY_BATCH, apis.PRIORITY_MID):
+        if self.priority_class not in (PriorityClass.BATCH, PriorityClass.MID):
             return self.requests
         out: Vector = {}
         for name, amount in self.requests.items():
-            if name in (apis.CPU, apis.MEMORY):
-                name = apis.translate_resource_name(self.priority_class, name)
+            if name in (RESOURCE_CPU, RESOURCE_MEMORY):
+                name = translate_resource_name(self.priority_class, name)
             out[name] = out.get(name, 0) + amount
         return out
 
@@ -156,11 +122,11 @@ class PodInfo:
         value = self.spec.get("priority")
         if value is not None:
             return int(value)
-        return apis.DEFAULT_PRIORITY_VALUE.get(apis.priority_class_raw(self.obj), 0)
+        return PRIORITY_DEFAULT_VALUES.get(raw_priority_class(self.obj), 0)
 
     @cached_property
     def sub_priority(self) -> int:
-        return apis.sub_priority(self.obj)
+        return sub_priority(self.obj)
 
     @cached_property
     def is_daemonset_pod(self) -> bool:
@@ -174,7 +140,7 @@ class PodInfo:
     SPEC_DERIVED = ("requests", "limits", "non_zero_requests", "kube_qos", "qos_class", "priority_class",
                     "qos_requests", "priority", "sub_priority", "is_daemonset_pod")
 
-    def with_status_changes(self, obj: dict[str, Any]) -> "PodInfo":
+    def with_status_changes(self, obj: dict[str, Any]) -> PodInfo:
         """A PodInfo for `obj`, a copy of this pod that differs only in `spec.nodeName` and
         `status` (a binding): the spec-derived values carry over instead of being recomputed."""
         other = PodInfo(obj)

@@ -12,9 +12,9 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from certs.checks import sans
 from certs.generate import generate_material, service_names
 from certs.material import read_directory, write_directory
+from colocate.cli import main
 from tests.certs.conftest import NOW
 from tests.support.webhook_manifests import MANIFESTS
-from colocate.cli import main
 
 
 def test_the_serving_certificate_names_the_service_every_way_plus_local_names() -> None:

@@ -14,9 +14,9 @@ from certs.kube import Cluster
 from certs.material import Material, pem_certs, write_directory
 from certs.plan import Policy
 from certs.rotate import Targets, rotate
+from colocate.cli import main
 from tests.certs.conftest import DAY, NOW
 from tests.support.apiserver import ApiServer
-from colocate.cli import main
 
 NAMES = service_names("koordinator-webhook-service", "koordinator-system")
 HOST = "koordinator-webhook-service.koordinator-system.svc"

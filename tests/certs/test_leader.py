@@ -5,8 +5,8 @@ import asyncio
 import datetime as dt
 from pathlib import Path
 
-from cluster.client import api_client
 from certs.leader import LeaseElector, decide
+from cluster.client import api_client
 from tests.certs.conftest import NOW
 from tests.support.apiserver import ApiServer
 

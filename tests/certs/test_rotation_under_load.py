@@ -20,11 +20,23 @@ from certs.kube import Cluster
 from certs.material import pem_certs
 from certs.plan import Policy
 from certs.rotate import Rotation, Targets, rotate
-from tests.certs.conftest import served_certificate
-from tests.cluster.test_end_to_end import make_pod
 from tests.support.apiserver import ApiServer
-from tests.support.cluster import FAST_ARGS, ColocateProcess, Service, cluster_files, namespace_labels, seed, webhook_configurations
+from tests.support.builders import make_pod
+from tests.support.cluster import (
+    BATCH_LABELS,
+    DEMO_NAMESPACE,
+    DEMO_REQUESTS,
+    FAST_ARGS,
+    ColocateProcess,
+    Service,
+    cluster_files,
+    namespace_labels,
+    seed,
+    webhook_configurations,
+)
 from tests.support.dispatcher import Dispatcher
+from tests.support.tls import served_certificate
+from tests.support.wait import wait_for
 
 POLICY = Policy(names=service_names("koordinator-webhook-service", "koordinator-system"))
 SERVE_ARGS = (*FAST_ARGS, "--workers", "2", "--cert-reload-interval", "0.1", "--log-level", "warning")
@@ -39,7 +51,8 @@ class Load:
         index = 0
         while not self.stop.is_set():
             index += 1
-            result = await dispatcher.admit(make_pod(f"load-{worker}-{index}", labels={"app": "batch"}))
+            pod = make_pod(f"load-{worker}-{index}", DEMO_NAMESPACE, labels=BATCH_LABELS, requests=DEMO_REQUESTS)
+            result = await dispatcher.admit(pod)
             if result.allowed:
                 self.ok += 1
             else:
@@ -55,14 +68,18 @@ async def all_workers_serve(port: int, rotation: Rotation, timeout: float = 10.0
     started = time.monotonic()
     ca = pem_certs([rotation.plan.material.ca])
     streak = 0
-    while streak < 20:
-        assert time.monotonic() - started < timeout, "workers did not all reload"
+
+    async def handshakes_in_a_row() -> int:
+        nonlocal streak
         try:
             served = await asyncio.to_thread(served_certificate, port, ca)
             streak = streak + 1 if served == rotation.plan.material.cert else 0
         except ssl.SSLError:
             streak = 0
-        await asyncio.sleep(0.01)
+        return streak
+
+    await wait_for(handshakes_in_a_row, until=lambda n: n >= 20, timeout=timeout, interval=0.01,
+                   message="every worker to reload (20 handshakes in a row with the new certificate)")
     return time.monotonic() - started
 
 
@@ -88,7 +105,7 @@ async def test_rotating_the_ca_and_the_serving_certificate_under_load_fails_no_a
     load = Load(dispatchers)
     tasks = load.start()
     try:
-        await asyncio.sleep(1.0)
+        await wait_for(lambda: load.ok > 20, timeout=10, message="the load to flow before the rotation")
         before_rotation = load.ok
         new_ca = await asyncio.to_thread(rotate, targets, POLICY, utcnow(), force_ca=True, settle=0.3)
         assert new_ca.plan.new_ca and len(new_ca.patched) == 2 and len(new_ca.plan.material.ca_certs) == 2
@@ -96,7 +113,9 @@ async def test_rotating_the_ca_and_the_serving_certificate_under_load_fails_no_a
         new_cert = await asyncio.to_thread(rotate, targets, POLICY, utcnow(), force=True)
         assert new_cert.plan.new_cert and not new_cert.plan.new_ca and new_cert.patched == ()
         await all_workers_serve(process.port, new_cert)
-        await asyncio.sleep(0.5)
+        after_rotation = load.ok
+        await wait_for(lambda: load.ok > after_rotation + 20, timeout=10,
+                       message="admissions to go on after the rotation")
     finally:
         load.stop.set()
         await asyncio.wait(tasks, timeout=10)

@@ -5,38 +5,21 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from cluster.client import api_client
+from cluster.reflector import ReflectorSettings
 from policies.snapshot import ClusterSnapshot
 from tests.support.apiserver import ApiServer
-from webhook.registry import default_routes
-from webhook.watched import WATCHED_KINDS, watched_kinds
-from cluster.client import api_client
-from webhook.snapshots import ApiServerSnapshots
-from webhook.snapshots import KubeSettings
-from cluster.reflector import ReflectorSettings
+from tests.support.builders import make_namespace, make_profile
+from tests.support.wait import wait_for
+from webhook.registry import Registry, default_routes, pod_routes
+from webhook.snapshots import ApiServerSnapshots, KubeSettings
 from webhook.state import StateHolder
+from webhook.watched import watched_kinds
 
 FAST = KubeSettings(ReflectorSettings(watch_timeout=3, backoff_initial=0.05, backoff_max=0.2), debounce=0.05)
-
-
-def namespace(name: str, **labels: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
-
-
-def profile(name: str, qos: str = "BE") -> dict[str, Any]:
-    return {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
-            "metadata": {"name": name}, "spec": {"qosClass": qos}}
-
-
-async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    for _ in range(int(timeout / 0.02)):
-        if condition():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("condition not met in time")
 
 
 class Live:
@@ -67,68 +50,73 @@ async def live(api: ApiServer, kubeconfig: Path) -> AsyncIterator[Callable[[], L
 def test_the_watched_kinds_follow_the_registry() -> None:
     kinds = {k.kind for k in watched_kinds(default_routes())}
     assert {"ClusterColocationProfile", "Namespace", "PriorityClass"} <= kinds
-    assert kinds <= {k.kind for k in WATCHED_KINDS}
+    pods_only = {k.kind for k in watched_kinds(Registry(tuple(pod_routes())))}
+    assert pods_only == {"ClusterColocationProfile", "Namespace", "PriorityClass", "ElasticQuota"}
 
 
 async def test_not_ready_until_every_kind_was_listed(api: ApiServer, live: Callable[[], Live]) -> None:
-    api.apply(namespace("a"))
+    api.apply(make_namespace("a"))
     api.fail_requests(10_000)  # every list fails: back off, retry, stay unready
     state = live()
-    await asyncio.sleep(0.3)
+    kinds = [k.kind for k in watched_kinds(default_routes())]
+    await wait_for(lambda: all(api.requests[f"GET list {kind}"] >= 2 for kind in kinds),
+                   message="every kind's list to fail and be retried")
     assert not state.state.ready
     api.fail_requests(0)
-    await until(lambda: state.state.ready)
+    await wait_for(lambda: state.state.ready, message="the first list of every kind")
     assert state.snapshot.namespace_labels("a") is not None
 
 
 async def test_a_burst_of_events_is_published_as_few_snapshots(api: ApiServer, live: Callable[[], Live]) -> None:
     state = live()
-    await until(lambda: state.state.ready)
+    await wait_for(lambda: state.state.ready, message="the first list of every kind")
     published_before = len(state.published)
     for index in range(300):
-        api.apply(namespace(f"ns-{index}", team="t"))
-    await until(lambda: state.snapshot.namespace_labels("ns-299") is not None)
+        api.apply(make_namespace(f"ns-{index}", {"team": "t"}))
+    await wait_for(lambda: state.snapshot.namespace_labels("ns-299") is not None, message="the burst")
     assert all(state.snapshot.namespace_labels(f"ns-{i}") == {"team": "t", "kubernetes.io/metadata.name": f"ns-{i}"}
                for i in range(300))
     assert len(state.published) - published_before < 30
 
 
 async def test_an_unchanged_profile_is_not_parsed_again(api: ApiServer, live: Callable[[], Live]) -> None:
-    api.apply(profile("keep"))
+    api.apply(make_profile("keep", qosClass="BE"))
     state = live()
-    await until(lambda: len(state.snapshot.profiles) == 1)
+    await wait_for(lambda: len(state.snapshot.profiles) == 1, message="the profile")
     kept = state.snapshot.profiles[0]
-    api.apply(namespace("other"))
+    api.apply(make_namespace("other"))
     api.drop_watches()
     api.store.compact()  # forces a relist of every kind
-    api.apply(profile("new", "LS"))
-    await until(lambda: len(state.snapshot.profiles) == 2)
+    api.apply(make_profile("new", qosClass="LS"))
+    await wait_for(lambda: len(state.snapshot.profiles) == 2, message="the second profile")
     assert state.snapshot.profiles[0] is kept
 
 
 async def test_a_broken_watch_keeps_the_last_state_and_says_how_stale(
         api: ApiServer, live: Callable[[], Live], caplog: pytest.LogCaptureFixture) -> None:
-    api.apply(profile("p"))
+    api.apply(make_profile("p", qosClass="BE"))
     state = live()
-    await until(lambda: state.state.ready)
+    await wait_for(lambda: state.state.ready, message="the first list of every kind")
     caplog.set_level(logging.WARNING, logger="colocate.informer")
     api.fail_requests(10_000, status=503)
     api.drop_watches()
-    await until(lambda: state.source.stale_seconds()["ClusterColocationProfile"] > 0.3)
+    await wait_for(lambda: state.source.stale_seconds()["ClusterColocationProfile"] > 0.3,
+                   message="the profiles to be stale for 0.3s")
     assert [p.name for p in state.snapshot.profiles] == ["p"] and state.state.ready
     assert "serving the last good state" in caplog.text
     api.fail_requests(0)
-    api.apply(profile("q"))
-    await until(lambda: len(state.snapshot.profiles) == 2)
+    api.apply(make_profile("q", qosClass="BE"))
+    await wait_for(lambda: len(state.snapshot.profiles) == 2, message="the second profile")
     assert state.source.stale_seconds()["ClusterColocationProfile"] == 0.0
 
 
 async def test_deletes_and_updates_arrive_through_the_watch(api: ApiServer, live: Callable[[], Live]) -> None:
-    api.apply(namespace("a", tier="1"))
-    api.apply(profile("p"))
+    api.apply(make_namespace("a", {"tier": "1"}))
+    api.apply(make_profile("p", qosClass="BE"))
     state = live()
-    await until(lambda: state.state.ready)
-    api.apply(namespace("a", tier="2"))
+    await wait_for(lambda: state.state.ready, message="the first list of every kind")
+    api.apply(make_namespace("a", {"tier": "2"}))
     api.delete("ClusterColocationProfile", "p")
-    await until(lambda: not state.snapshot.profiles and state.snapshot.namespace_labels("a").get("tier") == "2")
+    await wait_for(lambda: not state.snapshot.profiles and state.snapshot.namespace_labels("a").get("tier") == "2",
+                   message="the delete and the update")
     assert api.requests["GET list Namespace"] == 1

@@ -28,6 +28,8 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
                "--drain-delay", "--host", "--kubeconfig", "--max-body", "--port", "--reload-interval", "--reuse-port",
                "--self-managed-certs", "--shutdown-timeout", "--watch-timeout", "--workers"],
               ["--log-level {debug,info,warning,error}", "--profiles"]),
+    "manifests": ([], []),
+    "manifests webhooks": (["--cert-namespace", "--cert-service", "-o/--output {yaml,json}"], []),
     "apply": (["--cluster", "--explain", "--old-object", "--operation {CREATE,UPDATE,DELETE}", "-f/--filename",
                "-o/--output {json,yaml}"], ["--profiles"]),
     "certs": ([], []),

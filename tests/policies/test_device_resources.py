@@ -1,7 +1,8 @@
 """Spec 5.7: GPU normalisation."""
 import pytest
 
-from tests.builders import make_pod, make_snapshot, mutate
+from tests.support.admission import make_snapshot, mutate
+from tests.support.builders import make_pod
 
 
 def resources(requests, limits=None):

@@ -4,7 +4,8 @@ import json
 import pytest
 
 from policies.admission import Denied
-from tests.builders import make_container, make_pod, make_profile, make_snapshot, mutate
+from tests.support.admission import make_snapshot, mutate
+from tests.support.builders import make_container, make_pod, make_profile
 
 KEY = "node.koordinator.sh/extended-resource-spec"
 

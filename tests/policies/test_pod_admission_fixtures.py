@@ -4,12 +4,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.builders import KOORD_PRIORITY_CLASSES
 from policies.snapshot import ClusterSnapshot
+from tests.support.builders import KOORD_PRIORITY_CLASSES
 from webhook.chain import request_for, run_chain
 from webhook.registry import default_routes
 
-FIXTURES = sorted((Path(__file__).parents[1] / "fixtures" / "pod_admission").glob("*.yaml"))
+FIXTURES = sorted((Path(__file__).parent / "fixtures" / "pod_admission").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f.stem for f in FIXTURES])

@@ -2,7 +2,8 @@
 import pytest
 
 from policies.admission import Denied
-from tests.builders import make_container, make_pod, make_snapshot, validate
+from tests.support.admission import make_snapshot, validate
+from tests.support.builders import make_container, make_pod, make_quota
 
 
 def denial(pod, **kwargs):
@@ -107,24 +108,18 @@ class TestUpdate:
 
 
 class TestQuota:
-    def quota(self, name, namespace="default", parent=False, namespaces=None):
-        labels = {"quota.scheduling.koordinator.sh/is-parent": "true"} if parent else {}
-        annotations = {"quota.scheduling.koordinator.sh/namespaces": namespaces} if namespaces else {}
-        return {"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
-                "metadata": {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations}}
-
     def test_pod_may_not_be_charged_to_a_parent_quota(self):
-        snapshot = make_snapshot(self.quota("team", parent=True))
+        snapshot = make_snapshot(make_quota("team", is_parent=True))
         pod = make_pod("p1", labels={"quota.scheduling.koordinator.sh/name": "team"})
         assert denial(pod, snapshot=snapshot) == "pod can not be linked to a parentQuotaGroup,quota:team, pod:p1"
 
     def test_namespace_named_quota_and_namespaces_annotation_resolve_the_quota(self):
-        snapshot = make_snapshot(self.quota("ns-a", namespace="ns-a", parent=True),
-                                 self.quota("shared", parent=True, namespaces='["ns-b"]'))
+        snapshot = make_snapshot(make_quota("ns-a", "ns-a", is_parent=True),
+                                 make_quota("shared", is_parent=True, namespaces=["ns-b"]))
         assert "quota:ns-a" in denial(make_pod(namespace="ns-a"), snapshot=snapshot)
         assert "quota:shared" in denial(make_pod(namespace="ns-b"), snapshot=snapshot)
 
     def test_leaf_quota_and_unknown_quota_are_fine(self):
-        snapshot = make_snapshot(self.quota("leaf"))
+        snapshot = make_snapshot(make_quota("leaf"))
         validate(make_pod(labels={"quota.scheduling.koordinator.sh/name": "leaf"}), snapshot=snapshot)
         validate(make_pod(labels={"quota.scheduling.koordinator.sh/name": "nowhere"}), snapshot=snapshot)

@@ -4,7 +4,7 @@ from hypothesis import strategies as st
 
 from policies.profile_matching import ProfileIndex, _clear_non_match
 from policies.profiles import parse_profile
-from tests.builders import make_profile
+from tests.support.builders import make_profile
 
 KEYS, VALUES = ["app", "tier", "team"], ["a", "b", "c"]
 labels = st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=3)

@@ -3,7 +3,8 @@ import pytest
 
 from policies.admission import Denied
 from policies.constants import LABEL_KOORDINATOR_PRIORITY, LABEL_QOS_CLASS
-from tests.builders import make_namespace, make_pod, make_priority_class, make_profile, make_snapshot, mutate
+from tests.support.admission import make_snapshot, mutate
+from tests.support.builders import make_namespace, make_pod, make_priority_class, make_profile
 
 
 def labels(pod):

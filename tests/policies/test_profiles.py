@@ -1,9 +1,9 @@
 import pytest
 
-from policies.snapshot import ClusterSnapshot
 from policies.profiles import ProfileError, parse_profile
 from policies.selectors import InvalidSelector
-from tests.builders import make_profile
+from policies.snapshot import ClusterSnapshot
+from tests.support.builders import make_profile
 
 
 def test_a_complete_profile_parses_into_typed_fields():

@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policies.objects import json_copy
-from tests.builders import admission_review, make_namespace, make_profile, make_snapshot
+from tests.support.admission import admission_review, make_snapshot
+from tests.support.builders import make_namespace, make_profile
 from webhook.admission import serve_review
 from webhook.chain import request_for, run_chain
 from webhook.registry import default_routes

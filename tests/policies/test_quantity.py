@@ -1,6 +1,6 @@
 import pytest
 
-from policies.quantity import Quantity, QuantityError, canonical
+from policies.quantity import Quantity, QuantityError, canonical, milli_value, resource_list, scalar_of, value
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -27,3 +27,16 @@ def test_comparison_is_by_value_not_text():
     assert Quantity.parse("1Gi").same_value(Quantity.parse("1024Mi"))
     assert Quantity.parse("1").same_value(Quantity.parse("1000m"))
     assert Quantity.parse("999m") < Quantity.parse("1")
+
+
+@pytest.mark.parametrize("text, milli, plain", [
+    ("1", 1000, 1), ("250m", 250, 1), ("1.5", 1500, 2), ("2Ki", 2048000, 2048), ("1Gi", 1024**3 * 1000, 1024**3),
+    ("1e3", 1000000, 1000), ("100M", 10**11, 10**8), (4, 4000, 4), ("0.1m", 1, 1),
+])
+def test_scalars_round_up_like_kubernetes(text, milli, plain):
+    assert (milli_value(text), value(text)) == (milli, plain)
+
+
+def test_a_resource_list_is_in_millicores_for_cpu_and_base_units_otherwise():
+    assert resource_list({"cpu": "1500m", "memory": "1Gi", "pods": "0"}) == {"cpu": 1500, "memory": 1024**3, "pods": 0}
+    assert (scalar_of("cpu", "2"), scalar_of("nvidia.com/gpu", "2")) == (2000, 2)

@@ -1,7 +1,8 @@
 """Spec 5.5: batch / mid resource rewrite."""
 import pytest
 
-from tests.builders import make_container, make_pod, make_profile, make_snapshot, mutate
+from tests.support.admission import make_snapshot, mutate
+from tests.support.builders import make_container, make_pod, make_profile
 
 BATCH = make_snapshot(make_profile(qosClass="BE", priorityClassName="koord-batch"))
 MID = make_snapshot(make_profile(qosClass="LS", priorityClassName="koord-mid"))

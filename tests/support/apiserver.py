@@ -29,9 +29,9 @@ from aiohttp import web
 
 from certs.generate import ensure_serving_certs
 from certs.material import CertPaths
+from policies.kinds import KINDS
 from tests.support.apistore import Conflict, Event, Invalid, NotFound, ResourceType, Store, Watcher
 from webhook.serve import tls_context
-from policies.kinds import KINDS
 
 TOKEN = "stand-in-token"
 PATCH_TYPES = {"application/json-patch+json": "json", "application/merge-patch+json": "merge",

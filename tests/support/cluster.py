@@ -23,11 +23,19 @@ import aiohttp
 
 from certs.generate import ensure_serving_certs
 from certs.material import CertPaths
-from tests.support.apiserver import ApiServer
-from tests.support.webhook_manifests import MANIFESTS, NAMESPACE, SERVICE
 from cluster.files import read_manifest_file
+from tests.support.apiserver import ApiServer
+from tests.support.dispatcher import Admission
+from tests.support.paths import REPO
+from tests.support.wait import wait_for
+from tests.support.webhook_manifests import MANIFESTS, NAMESPACE, SERVICE
 
 SERVICE_DNS = f"{SERVICE}.{NAMESPACE}.svc"
+#: the quick-start's workload: pods in its namespace labelled `app: batch`, one cpu and 1Gi each
+DEMO_NAMESPACE = "colocation-demo"
+DEMO_REQUESTS = {"cpu": "1", "memory": "1Gi"}
+BATCH_LABELS = {"app": "batch"}
+BATCH_SELECTOR = {"matchLabels": BATCH_LABELS}
 FAST_ARGS = ("--watch-timeout", "5", "--backoff-max", "0.5", "--drain-delay", "1", "--shutdown-timeout", "5")
 
 
@@ -68,6 +76,11 @@ def namespace_labels(api: ApiServer, name: str) -> dict[str, str] | None:
     return namespace["metadata"].get("labels") or {}
 
 
+def qos_of(result: Admission) -> str | None:
+    """The Koordinator QoS label of the pod as admitted (after the mutating webhooks)."""
+    return ((result.object or {}).get("metadata") or {}).get("labels", {}).get("koordinator.sh/qosClass")
+
+
 def make_certs(directory: Path) -> CertPaths:
     paths, _ = ensure_serving_certs(directory, (SERVICE_DNS,))
     return paths
@@ -80,18 +93,18 @@ class ColocateProcess:
         command = [sys.executable, "-m", "colocate.cli", "serve", "--kubeconfig", str(kubeconfig),
                    "--cert-dir", str(cert_dir), "--host", "127.0.0.1", "--port", str(self.port), *extra]
         self.process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                                        cwd=Path(__file__).resolve().parents[2])
+                                        cwd=REPO)
 
     def terminate(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
 
     async def wait(self, timeout: float) -> int:
-        for _ in range(int(timeout / 0.05)):
-            if (code := self.process.poll()) is not None:
-                return code
-            await asyncio.sleep(0.05)
-        raise TimeoutError(f"colocate (pid {self.process.pid}) still running after {timeout}s")
+        """The exit code, once the process has exited."""
+        code = await wait_for(self.process.poll, until=lambda code: code is not None, timeout=timeout,
+                              message=f"colocate (pid {self.process.pid}) to exit")
+        assert code is not None
+        return code
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -119,7 +132,7 @@ class Service:
             async with session.get(f"https://127.0.0.1:{replica.port}/readyz", ssl=self._context,
                                    timeout=aiohttp.ClientTimeout(total=1)) as response:
                 ok = response.status == 200
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+        except (TimeoutError, aiohttp.ClientError, OSError):
             ok = False
         (self.ready.add if ok else self.ready.discard)(replica.port)
 
@@ -127,16 +140,14 @@ class Service:
         async with aiohttp.ClientSession() as session:
             while True:
                 await asyncio.gather(*(self._probe(session, r) for r in self.replicas))
-                await asyncio.sleep(self.period)
+                await asyncio.sleep(self.period)  # the probe period is the behaviour: kubelet probes on a timer
 
     async def start(self, timeout: float = 20.0) -> Service:
         self._task = asyncio.create_task(self._run())
-        for _ in range(int(timeout / 0.05)):
-            if len(self.ready) == len(self.replicas):
-                return self
-            await asyncio.sleep(0.05)
-        logs = "\n".join(r.log.read_text()[-2000:] for r in self.replicas)
-        raise TimeoutError(f"replicas not ready after {timeout}s:\n{logs}")
+        await wait_for(lambda: len(self.ready) == len(self.replicas), timeout=timeout,
+                       message=lambda: "every replica ready:\n" + "\n".join(r.log.read_text()[-2000:]
+                                                                            for r in self.replicas))
+        return self
 
     async def stop(self) -> None:
         if self._task is not None:

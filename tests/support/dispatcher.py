@@ -6,7 +6,9 @@ JSONPatch), then every matching validating one. Like kube-apiserver it: turns a 
 reference into `https://<name>.<namespace>.svc:<port><path>` and resolves that name to the
 Service's endpoints (`endpoints(namespace, name)`, kube-proxy's job; tests pass loopback
 addresses), verifies the server against the caBundle and that DNS name, matches rules, namespace
-and object selectors, enforces timeoutSeconds and applies failurePolicy.
+and object selectors (`webhook.dispatch`, the one implementation `colocate apply` uses too),
+sends the first AdmissionReview version of `admissionReviewVersions` it speaks, enforces
+timeoutSeconds and applies failurePolicy.
 
 Like Go's HTTP transport under kube-apiserver, it retries a request once, on a new connection,
 when a kept-alive connection turned out to be closed by the server before any answer (Go's
@@ -16,7 +18,6 @@ or failed new connection is not retried.
 """
 from __future__ import annotations
 
-import asyncio
 import base64
 import copy
 import itertools
@@ -31,10 +32,12 @@ import aiohttp
 import jsonpatch
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from policies.selectors import LabelSelector, compile_selector
+from policies.admission import AdmissionRequest, GroupVersionResource
+from webhook.dispatch import Rule, Webhook
 
 Endpoints = Callable[[str, str], Sequence[tuple[str, int]]]
 _uids = itertools.count(1)
+REVIEW_VERSIONS = ("v1", "v1beta1")  # what kube-apiserver can send
 
 
 @dataclass(frozen=True)
@@ -77,28 +80,17 @@ class _ServiceResolver(AbstractResolver):
         pass
 
 
-def _selector(raw: Any) -> LabelSelector:
-    compiled = compile_selector(raw or {}, "selector")
-    assert isinstance(compiled, LabelSelector), f"invalid selector in a webhook configuration: {raw}"
-    return compiled
-
-
-def _labels(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
-    return ((obj or {}).get("metadata") or {}).get("labels") or {}
+def _request(resource: Resource, operation: str, namespace: str, obj: Mapping[str, Any] | None,
+             old: Mapping[str, Any] | None) -> AdmissionRequest:
+    """The attributes kube-apiserver matches webhooks on; cluster-scoped requests have no namespace."""
+    gvr = GroupVersionResource(resource.group, resource.version, resource.resource)
+    return AdmissionRequest("match", operation, gvr, resource.sub_resource, resource.kind,
+                            namespace if resource.namespaced else "", object=obj, old_object=old)
 
 
 def rule_matches(rule: Mapping[str, Any], resource: Resource, operation: str) -> bool:
-    def has(key: str, value: str) -> bool:
-        values = rule.get(key) or []
-        return "*" in values or value in values
-
-    wanted = f"{resource.resource}/{resource.sub_resource}" if resource.sub_resource else resource.resource
-    resources = rule.get("resources") or []
-    scope = rule.get("scope", "*")
-    return (has("apiGroups", resource.group) and has("apiVersions", resource.version)
-            and has("operations", operation)
-            and (wanted in resources or "*" in resources or (not resource.sub_resource and "*/*" in resources))
-            and (scope == "*" or scope == ("Namespaced" if resource.namespaced else "Cluster")))
+    namespace = "default" if resource.namespaced else ""
+    return Rule.from_configuration(rule).matches(_request(resource, operation, namespace, None, None))
 
 
 class Dispatcher:
@@ -135,26 +127,15 @@ class Dispatcher:
 
     def _matches(self, webhook: Mapping[str, Any], resource: Resource, operation: str, namespace: str,
                  obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None) -> bool:
-        if not any(rule_matches(r, resource, operation) for r in webhook.get("rules") or ()):
-            return False
-        object_selector = _selector(webhook.get("objectSelector"))
-        if not (object_selector.matches(_labels(obj)) or (old is not None and object_selector.matches(_labels(old)))):
-            return False
-        if resource.kind == "Namespace":
-            labels: Mapping[str, str] | None = _labels(obj or old)
-        elif not resource.namespaced:
-            return True
-        else:
-            labels = self.namespace_labels(namespace)
-            if labels is None:  # kube-apiserver would fail the request: the namespace must exist
-                labels = {"kubernetes.io/metadata.name": namespace}
-        return _selector(webhook.get("namespaceSelector")).matches(labels)
+        request = _request(resource, operation, namespace, obj, old)
+        return Webhook.from_configuration(webhook).should_call(request, self.namespace_labels)
 
     async def _call(self, webhook: Mapping[str, Any], review: dict[str, Any]) -> dict[str, Any]:
         client = webhook.get("clientConfig") or {}
         service = client.get("service")
         if service:
-            url = f"https://{service['name']}.{service['namespace']}.svc:{service.get('port', 443)}{service.get('path', '')}"
+            host = f"{service['name']}.{service['namespace']}.svc"
+            url = f"https://{host}:{service.get('port', 443)}{service.get('path', '')}"
         else:
             url = client["url"]
         timeout = aiohttp.ClientTimeout(total=float(webhook.get("timeoutSeconds", 10)))
@@ -187,10 +168,10 @@ class Dispatcher:
                 if not self._matches(webhook, resource, operation, namespace, current, old):
                     continue
                 called.append(webhook["name"])
-                review = self._review(resource, operation, namespace, current, old)
+                review = self._review(resource, operation, namespace, current, old, _review_version(webhook))
                 try:
                     result = await self._call(webhook, review)
-                except (aiohttp.ClientError, asyncio.TimeoutError, OSError, RuntimeError, ValueError) as exc:
+                except (TimeoutError, aiohttp.ClientError, OSError, RuntimeError, ValueError) as exc:
                     if webhook.get("failurePolicy", "Fail") == "Ignore":
                         continue
                     message = f'failed calling webhook "{webhook["name"]}": {type(exc).__name__}: {exc}'
@@ -205,7 +186,8 @@ class Dispatcher:
         return Admission(True, current, called=called)
 
     @staticmethod
-    def _review(resource: Resource, operation: str, namespace: str, obj: Any, old: Any) -> dict[str, Any]:
+    def _review(resource: Resource, operation: str, namespace: str, obj: Any, old: Any,
+                version: str = "v1") -> dict[str, Any]:
         name = ((obj or old or {}).get("metadata") or {}).get("name", "")
         gvk = {"group": resource.group, "version": resource.version, "kind": resource.kind}
         gvr = {"group": resource.group, "version": resource.version, "resource": resource.resource}
@@ -217,4 +199,9 @@ class Dispatcher:
         }
         if resource.sub_resource:
             request["subResource"] = request["requestSubResource"] = resource.sub_resource
-        return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+        return {"apiVersion": f"admission.k8s.io/{version}", "kind": "AdmissionReview", "request": request}
+
+
+def _review_version(webhook: Mapping[str, Any]) -> str:
+    """The first version the webhook accepts that kube-apiserver speaks (it refuses configurations without one)."""
+    return next(str(v) for v in webhook.get("admissionReviewVersions") or () if v in REVIEW_VERSIONS)

@@ -46,4 +46,4 @@ async def sync_secret(api: ApiServer, namespace: str, name: str, directories: Se
         if data is not None:
             for directory in directories:
                 project(data, directory, keys)
-        await asyncio.sleep(period)
+        await asyncio.sleep(period)  # the sync period is the behaviour: kubelet re-projects on a timer

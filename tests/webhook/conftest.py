@@ -12,13 +12,12 @@ from aiohttp import web
 from certs.generate import ensure_serving_certs
 from certs.material import CertPaths
 from policies.snapshot import ClusterSnapshot
+from tests.support.cluster import free_port
 from webhook.metrics import WebhookMetrics
 from webhook.registry import default_routes
 from webhook.serve import tls_context
 from webhook.server import build_app
 from webhook.state import StateHolder
-from tests.support.cluster import free_port
-
 
 
 @pytest.fixture(scope="session")

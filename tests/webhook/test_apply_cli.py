@@ -2,14 +2,13 @@
 import io
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 import yaml
 
 from colocate.cli import main
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 CLUSTER = REPO / "manifests" / "cluster"
 BATCH_POD = REPO / "manifests" / "samples" / "batch-pod.yaml"
 

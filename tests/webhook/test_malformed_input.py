@@ -4,7 +4,8 @@ import logging
 
 import pytest
 
-from tests.builders import admission_review, make_pod, make_snapshot
+from tests.support.admission import admission_review, make_snapshot
+from tests.support.builders import make_pod
 
 
 async def assert_still_serving(server):
@@ -96,7 +97,7 @@ async def test_health_readiness_and_metrics(server):
 
 
 async def test_profile_matches_are_counted_and_logged(server, caplog):
-    from tests.builders import make_profile
+    from tests.support.builders import make_profile
 
     server.publish(make_snapshot(make_profile("tag-everything", labels={"x": "y"})))
     with caplog.at_level(logging.INFO, logger="colocate.admission"):

@@ -8,7 +8,6 @@ import signal
 import ssl
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,10 +16,11 @@ import pytest
 import yaml
 from cryptography import x509
 
-from tests.builders import admission_review
+from tests.support.admission import admission_review
 from tests.support.cluster import free_port
+from tests.support.paths import REPO
+from tests.support.wait import wait_for_sync
 
-REPO = Path(__file__).resolve().parents[2]
 POD = yaml.safe_load((REPO / "manifests" / "samples" / "batch-pod.yaml").read_text())
 
 
@@ -47,22 +47,16 @@ class Served:
             return error.code, error.read()
 
     def wait_ready(self, deadline: float = 20) -> None:
-        end = time.monotonic() + deadline
-        while time.monotonic() < end:
+        def ready() -> bool:
             assert self.process.poll() is None, self.process.stderr.read()
             if self.tls is None and (self.certs / "ca.crt").exists():
                 try:
                     self.tls = ssl.create_default_context(cafile=str(self.certs / "ca.crt"))
                 except ssl.SSLError:
                     pass  # still being written
-            if self.tls is not None:
-                try:
-                    if self.request("/readyz", timeout=1)[0] == 200:
-                        return
-                except OSError:
-                    pass
-            time.sleep(0.1)
-        raise AssertionError("server did not become ready")
+            return self.tls is not None and self.request("/readyz", timeout=1)[0] == 200
+
+        wait_for_sync(ready, timeout=deadline, interval=0.1, ignore=(OSError,), message="the server to become ready")
 
     def mutate(self) -> dict:
         status, body = self.request("/mutate-pod", admission_review(POD))
@@ -70,6 +64,12 @@ class Served:
         response = json.loads(body)["response"]
         assert response["allowed"]
         return json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
+
+    def metric(self, name: str) -> float:
+        """The value of an unlabelled metric on /metrics."""
+        status, body = self.request("/metrics")
+        assert status == 200
+        return next(float(line.split()[-1]) for line in body.decode().splitlines() if line.split(" ")[0] == name)
 
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)
@@ -121,18 +121,18 @@ def test_profile_changes_take_effect_without_restart_and_broken_files_keep_the_l
     assert server.mutate() != []
     profiles = server.state / "profiles.yaml"
     original = profiles.read_text()
+    problems = server.metric("colocate_cluster_state_problems")
     profiles.write_text("kind: [this is not yaml")
-    time.sleep(1.0)
+    wait_for_sync(lambda: server.metric("colocate_cluster_state_problems") > problems, timeout=10, interval=0.1,
+                  message="the server to read the broken file")
     assert server.mutate() != [], "a broken file must keep its last good profiles"
     profiles.unlink()
-    deadline = time.monotonic() + 10
-    while server.mutate() != [] and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_for_sync(server.mutate, until=lambda patch: patch == [], timeout=10, interval=0.1,
+                  message="the deleted profiles to stop applying")
     assert server.mutate() == []
     profiles.write_text(original)
-    deadline = time.monotonic() + 10
-    while server.mutate() == [] and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_for_sync(server.mutate, until=lambda patch: patch != [], timeout=10, interval=0.1,
+                  message="the restored profiles to apply")
     assert server.mutate() != []
     assert "cannot load" in (server.stop(), server.process.stderr.read())[1]
 
@@ -178,7 +178,6 @@ def test_workers_stop_when_the_parent_is_killed(served):
     assert len(workers) == 2
     server.process.kill()
     server.process.wait()
-    deadline = time.monotonic() + 15
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_for_sync(lambda: not any(_alive(pid) for pid in workers), timeout=15, interval=0.1,
+                  message="the orphaned workers to stop")
     assert [pid for pid in workers if _alive(pid)] == [], "orphaned workers must not keep serving"

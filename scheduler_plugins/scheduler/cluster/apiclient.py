@@ -54,7 +54,7 @@ class ApiServerClient:
             raise ClientError(response.status, message or f"{method} {path}: HTTP {response.status}")
         return data if isinstance(data, dict) else {}
 
-    def patch(self, kind: str, namespace: str, name: str, patch: list[dict]) -> dict:
+    def patch(self, kind: str, namespace: str, name: str, patch: list[dict[str, Any]]) -> dict[str, Any]:
         if kind != "Pod":
             raise ClientError(404, f"{kind} {namespace}/{name}: only pods are patched by the extender")
         return self._call("PATCH", _pod_path(namespace, name), patch, "application/json-patch+json")

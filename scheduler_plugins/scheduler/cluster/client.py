@@ -5,6 +5,8 @@ failure surface (`ClientError` with an HTTP code) so DefaultPreBind's retries ar
 """
 from __future__ import annotations
 
+from typing import Any
+
 import jsonpatch
 
 from scheduler_plugins.clock import Clock, format_time, system_clock
@@ -28,16 +30,16 @@ class InMemoryClient:
     def __init__(self, cluster: ClusterState, clock: Clock = system_clock) -> None:
         self.cluster = cluster
         self.clock = clock
-        self.patches: list[tuple[str, str, list[dict]]] = []
+        self.patches: list[tuple[str, str, list[dict[str, Any]]]] = []
         self.bindings: list[tuple[str, str]] = []
 
-    def patch(self, kind: str, namespace: str, name: str, patch: list[dict]) -> dict:
+    def patch(self, kind: str, namespace: str, name: str, patch: list[dict[str, Any]]) -> dict[str, Any]:
         if kind != "Pod":
             raise ClientError(404, f"{kind} {namespace}/{name} not found")
         pod, node_name = self.cluster.find_pod(namespace, name)
         if pod is None:
             raise ClientError(404, f"pods {namespace}/{name} not found")
-        patched = jsonpatch.apply_patch(pod.obj, patch)
+        patched: dict[str, Any] = jsonpatch.apply_patch(pod.obj, patch)
         self.patches.append((namespace, name, patch))
         self._replace(pod, PodInfo(patched), node_name)
         return patched

@@ -13,23 +13,15 @@ kube-scheduler's cache keeps a node's pods across the node's deletion.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
 from cluster.store import ClusterStore, ObjectKey
 from policies.kinds import NODE_METRIC_KIND
+from scheduler_plugins.scheduler.framework.interfaces import ClusterListener
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.podinfo import PodInfo
-
-
-@runtime_checkable
-class ClusterListener(Protocol):
-    def on_pod_assigned(self, pod: PodInfo, node_name: str) -> None: ...
-
-    def on_pod_deleted(self, pod: PodInfo, node_name: str) -> None: ...
-
-    def on_node_metric(self, node_name: str, metric: dict[str, Any] | None) -> None: ...
 
 
 def _name(obj: dict[str, Any]) -> str:

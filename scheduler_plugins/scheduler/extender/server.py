@@ -13,22 +13,21 @@ import contextlib
 import gc
 import json
 import logging
-from collections.abc import AsyncIterator
-from typing import Any, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from cluster.metrics import StoreHealthMetrics
-
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.cluster.sources import ClusterSource, LiveClusterSource
-from scheduler_plugins.scheduler.config import SchedulerConfig
 from scheduler_plugins.scheduler.extender.protocol import ArgsError
 from scheduler_plugins.scheduler.extender.service import ExtenderService, NotSynced
+from scheduler_plugins.scheduler.framework.config import SchedulerConfig
 from scheduler_plugins.scheduler.registry import in_tree_registry
-from scheduler_plugins.scheduler.simulator.scheduler import build_framework
+from scheduler_plugins.scheduler.wiring import build_framework
 
 log = logging.getLogger("colocate.extender")
 access_log = logging.getLogger("colocate.extender.access")
@@ -48,7 +47,10 @@ async def _body(request: web.Request) -> Any:
         raise ArgsError(f"request body is not JSON: {exc}") from exc
 
 
-def _verb(call: Callable[[ExtenderService, Any], Any]):
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _verb(call: Callable[[ExtenderService, Any], Any]) -> Handler:
     async def handler(request: web.Request) -> web.Response:
         service = request.app[SERVICE_KEY]
         try:

@@ -49,7 +49,7 @@ class ExtenderService:
         if not self.ready():
             raise NotSynced("the extender's cluster state is not synced with the API server yet")
 
-    def _nodes(self, items: list[dict] | None, names: list[str] | None) -> tuple[list[NodeInfo], dict[str, str]]:
+    def _nodes(self, items: list[dict[str, Any]] | None, names: list[str] | None) -> tuple[list[NodeInfo], dict[str, str]]:
         unknown: dict[str, str] = {}
         nodes: list[NodeInfo] = []
         if names is not None:

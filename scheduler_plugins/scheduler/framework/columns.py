@@ -2,26 +2,25 @@
 
 A batch plugin (`BatchFilterPlugin`, `BatchScorePlugin`) answers for many nodes at once with
 numpy; it keeps its per-node inputs in arrays indexed by `NodeInfo.index` and asks a
-`DirtyRows` which rows changed since it last looked (`ClusterState.generations`). Each batch
+`DirtyRows` which rows changed since it last looked (`ClusterView.generations`). Each batch
 method must agree exactly with the plugin's per-node method: the per-node method stays the
 reference (explain uses it, and so does the framework for the reasons of rejected nodes).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
+from scheduler_plugins.scheduler.framework.interfaces import ClusterView, NodeIndex
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
-
-if TYPE_CHECKING:
-    from scheduler_plugins.scheduler.cluster.state import ClusterState
 
 
 class DirtyRows:
     """Tracks which node rows of a cluster changed since the last `take()`."""
 
-    def __init__(self, cluster: "ClusterState") -> None:
+    def __init__(self, cluster: ClusterView) -> None:
         self.cluster = cluster
         self.seen = np.full(0, -1, dtype=np.int64)
 
@@ -47,13 +46,14 @@ def grow(array: np.ndarray, size: int, fill: object = 0) -> np.ndarray:
     return np.concatenate([array, extra])
 
 
-def node_indexes(nodes: Sequence[NodeInfo]) -> np.ndarray | slice | None:
+def node_indexes(nodes: Sequence[NodeInfo]) -> NodeIndex | None:
     """Table indexes of `nodes` (None when one is not part of the cluster table). When the nodes
     are exactly rows 0..n-1 in order, a slice: numpy then selects by view instead of by copy."""
     index = np.fromiter((n.index for n in nodes), dtype=np.int64, count=len(nodes))
     if len(index) and index.min() < 0:
         return None
-    if len(index) and index[0] == 0 and index[-1] == len(index) - 1 and (len(index) == 1 or np.all(np.diff(index) == 1)):
+    if len(index) and index[0] == 0 and index[-1] == len(index) - 1 and (
+            len(index) == 1 or np.all(np.diff(index) == 1)):
         return slice(0, len(index))
     return index
 
@@ -63,7 +63,7 @@ class ColumnSet:
     `refresh()` re-extracts only the rows that changed; a column asked for the first time is
     built for every node."""
 
-    def __init__(self, cluster: "ClusterState", extract) -> None:
+    def __init__(self, cluster: ClusterView, extract: Callable[[NodeInfo, Any], int]) -> None:
         self.cluster = cluster
         self.rows = DirtyRows(cluster)
         self.extract = extract

@@ -25,7 +25,7 @@ class CycleState:
     def delete(self, key: str) -> None:
         self._data.pop(key, None)
 
-    def clone(self) -> "CycleState":
+    def clone(self) -> CycleState:
         other = CycleState()
         other._data = dict(self._data)
         other.skip_filter_plugins = set(self.skip_filter_plugins)

@@ -6,12 +6,10 @@ The client is a seam: the simulator and the snapshot-backed extender use `InMemo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
 from scheduler_plugins.clock import Clock, system_clock
-
-if TYPE_CHECKING:
-    from scheduler_plugins.scheduler.cluster.state import ClusterState
+from scheduler_plugins.scheduler.framework.interfaces import ClusterView
 
 
 class ClientError(Exception):
@@ -23,13 +21,13 @@ class ClientError(Exception):
 
 
 class ClusterClient(Protocol):
-    def patch(self, kind: str, namespace: str, name: str, patch: list[dict]) -> dict: ...
+    def patch(self, kind: str, namespace: str, name: str, patch: list[dict[str, Any]]) -> dict[str, Any]: ...
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None: ...
 
 
 @dataclass
 class Handle:
-    cluster: "ClusterState"
+    cluster: ClusterView
     client: ClusterClient
     clock: Clock = system_clock

@@ -10,13 +10,20 @@ Every method returns a `Status` (or a tuple with one) instead of raising. Contra
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
 
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.status import Status
 from scheduler_plugins.scheduler.podinfo import PodInfo
+
+#: Table indexes of a node list (`NodeInfo.index`): an array, or a slice when they are 0..n-1 in order.
+NodeIndex = npt.NDArray[np.int64] | slice
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,15 +42,6 @@ class NodeScore:
 @dataclass(frozen=True, slots=True)
 class PostFilterResult:
     nominated_node: str = ""
-
-
-@dataclass(slots=True)
-class ReservationInfo:
-    """A Reservation the pod may consume; filled in by the Reservation plugin (a later issue)."""
-
-    name: str
-    node_name: str
-    obj: dict[str, Any] = field(default_factory=dict)
 
 
 class Plugin(Protocol):
@@ -88,12 +86,13 @@ class FilterPlugin(Protocol):
 
 
 @runtime_checkable
-class BatchFilterPlugin(Protocol):
+class BatchFilterPlugin(FilterPlugin, Protocol):
     """Optional: Filter for many nodes at once. Returns a boolean array (True = passes), aligned
     with `nodes` (`index` holds their table indexes), or None to fall back to `filter`. Must agree
     with `filter` node by node; the framework asks `filter` for the reason of each rejection."""
 
-    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: Any) -> Any: ...
+    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+                    index: NodeIndex) -> npt.NDArray[np.bool_] | None: ...
 
 
 @runtime_checkable
@@ -119,11 +118,12 @@ class ScorePlugin(Protocol):
 
 
 @runtime_checkable
-class BatchScorePlugin(Protocol):
+class BatchScorePlugin(ScorePlugin, Protocol):
     """Optional: Score for many nodes at once (an integer array aligned with `nodes`), or None to
     fall back to `score`. Must agree with `score` node by node."""
 
-    def score_array(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: Any) -> Any: ...
+    def score_array(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+                    index: NodeIndex) -> npt.NDArray[np.int64] | None: ...
 
 
 @runtime_checkable
@@ -160,7 +160,7 @@ class PreBindExtensions(Protocol):
 
     name: str
 
-    def apply_patch(self, state: CycleState, original: dict, modified: dict) -> Status: ...
+    def apply_patch(self, state: CycleState, original: dict[str, Any], modified: dict[str, Any]) -> Status: ...
 
 
 @runtime_checkable
@@ -208,40 +208,51 @@ class AfterPostFilterTransformer(Protocol):
                           post_filter_status: Status) -> None: ...
 
 
-# --- reservation hooks, filled by the Reservation plugin of a later issue ------------------------
+# --- what the framework needs of the cluster state ----------------------------------------------
 
 @runtime_checkable
-class ReservationRestorePlugin(Protocol):
-    def pre_restore_reservation(self, state: CycleState, pod: PodInfo) -> Status: ...
+class ClusterListener(Protocol):
+    """A plugin that keeps its own cache of cluster objects (informer event handlers): subscribed to
+    the cluster state by the framework, told about every change after a replay of the current state."""
 
-    def restore_reservation(self, state: CycleState, pod: PodInfo, matched: list[ReservationInfo],
-                            unmatched: list[ReservationInfo], node: NodeInfo) -> tuple[Any, Status]: ...
+    def on_pod_assigned(self, pod: PodInfo, node_name: str) -> None: ...
 
+    def on_pod_deleted(self, pod: PodInfo, node_name: str) -> None: ...
 
-@runtime_checkable
-class ReservationFilterPlugin(Protocol):
-    def filter_reservation(self, state: CycleState, pod: PodInfo, reservation: ReservationInfo,
-                           node: NodeInfo) -> Status: ...
-
-    def filter_nominate_reservation(self, state: CycleState, pod: PodInfo,
-                                    reservation: ReservationInfo, node_name: str) -> Status: ...
+    def on_node_metric(self, node_name: str, metric: dict[str, Any] | None) -> None: ...
 
 
-@runtime_checkable
-class ReservationScorePlugin(Protocol):
-    def score_reservation(self, state: CycleState, pod: PodInfo, reservation: ReservationInfo,
-                          node_name: str) -> tuple[int, Status]: ...
+class ClusterView(Protocol):
+    """The scheduler's cluster state as the framework, its plugins and the scheduling loop use it
+    (kube-scheduler's cache and snapshot); `cluster.state.ClusterState` implements it.
 
+    `by_index` holds the nodes by table index (deleted nodes leave an empty slot) and `generations`
+    a counter per index bumped on every change to that node, for batch plugins to refresh only the
+    rows that changed."""
 
-@runtime_checkable
-class ReservationNominator(Protocol):
-    def nominate_reservation(self, state: CycleState, pod: PodInfo,
-                             node_name: str) -> tuple[ReservationInfo | None, Status]: ...
+    @property
+    def by_index(self) -> Sequence[NodeInfo]: ...
 
+    @property
+    def generations(self) -> npt.NDArray[np.int64]: ...
 
-@runtime_checkable
-class ReservationPreBindPlugin(Protocol):
-    def pre_bind_reservation(self, state: CycleState, reservation: dict, node_name: str) -> Status: ...
+    def node_list(self) -> list[NodeInfo]:
+        """Every node, sorted by name."""
+        ...
+
+    def touch(self, name: str) -> None:
+        """Something derived from this node changed (a plugin's cache entry): bump its generation."""
+        ...
+
+    def subscribe(self, listener: ClusterListener) -> None: ...
+
+    def assume(self, pod: PodInfo, node_name: str) -> None:
+        """Count the pod on the node before binding finishes (AssumePod)."""
+        ...
+
+    def forget(self, pod: PodInfo, node_name: str) -> None:
+        """Undo `assume` after a failure in the binding cycle (ForgetPod)."""
+        ...
 
 
 #: Every extension point a profile can enable, in KubeSchedulerConfiguration spelling, with the

@@ -7,11 +7,12 @@ against; `requested` and `non_zero_requested` are the upstream raw sums used by 
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from functools import cached_property
-from typing import Any, Callable, Mapping
+from typing import Any
 
+from policies.quantity import resource_list
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
-from scheduler_plugins.quantity import resource_list
 
 
 def _add(into: Vector, other: Mapping[str, int], sign: int) -> None:
@@ -37,7 +38,7 @@ class NodeInfo:
 
     @cached_property
     def name(self) -> str:
-        return ((self.node or {}).get("metadata") or {}).get("name", "")
+        return str(((self.node or {}).get("metadata") or {}).get("name", ""))
 
     @cached_property
     def labels(self) -> Mapping[str, str]:

@@ -2,9 +2,11 @@
 a duplicate name is an error (conventions §4)."""
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
+from policies.field_errors import ConfigError
 from scheduler_plugins.scheduler.framework.handle import Handle
 
 ArgsParser = Callable[[Mapping[str, Any] | None, str], Any]
@@ -13,8 +15,6 @@ Factory = Callable[[Any, Handle], Any]
 
 def no_args(raw: Mapping[str, Any] | None, path: str) -> None:
     """Args parser for plugins that take none: any non-empty block is rejected."""
-    from scheduler_plugins.scheduler.errors import ConfigError
-
     if raw:
         raise ConfigError(path, "this plugin takes no args")
     return None

@@ -1,7 +1,8 @@
 """The runtime of one profile: instantiates its plugins and runs each extension point in order.
 
-Every method returns Status values; the scheduling loop (simulator, extender) decides what a
-failure means. Transformers (spec §2.2) run only for plugins enabled at the matching point, in
+Every method returns Status values; the scheduling loop (`framework/scheduling.py`, the extender's
+verbs) decides what a failure means. The plugins are held by extension point, typed
+(`ExtensionPoints`). Transformers (spec §2.2) run only for plugins enabled at the matching point, in
 profile order. Plugins that keep caches of cluster objects are subscribed to the cluster state.
 """
 from __future__ import annotations
@@ -12,19 +13,24 @@ from typing import Any
 
 import numpy as np
 
-from scheduler_plugins.scheduler.cluster.state import ClusterListener
-from scheduler_plugins.scheduler.config import Profile
-from scheduler_plugins.scheduler.errors import ConfigError
 from scheduler_plugins.scheduler.framework import interfaces as fi
 from scheduler_plugins.scheduler.framework.columns import node_indexes
+from scheduler_plugins.scheduler.framework.config import Profile
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.points import ExtensionPoints
 from scheduler_plugins.scheduler.framework.registry import Registry
-from scheduler_plugins.scheduler.framework.status import (MAX_NODE_SCORE, MIN_NODE_SCORE, SKIP, SUCCESS, Code,
-                                                Status, error)
+from scheduler_plugins.scheduler.framework.status import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    Code,
+    Status,
+    error,
+)
 from scheduler_plugins.scheduler.podinfo import PodInfo, clone
-
 
 INDEX_CACHE_SIZE = 4
 
@@ -50,44 +56,30 @@ class Framework:
     def __init__(self, profile: Profile, registry: Registry, handle: Handle) -> None:
         self.profile = profile
         self.handle = handle
-        self.plugins: dict[str, Any] = {}
+        self.plugins: dict[str, object] = {}
         for name in profile.plugin_names():
             self.plugins[name] = registry[name].factory(profile.args.get(name), handle)
-        self.points: dict[str, list[Any]] = {}
-        for point, protocol in fi.EXTENSION_POINTS.items():
-            chosen = []
-            for ref in profile.enabled(point):
-                plugin = self.plugins[ref.name]
-                if not isinstance(plugin, protocol):
-                    raise ConfigError(f"{profile.path}.plugins.{point}", f"plugin {ref.name!r} does not implement {point}")
-                chosen.append(plugin)
-            self.points[point] = chosen
+        self.points = points = ExtensionPoints.from_profile(profile, self.plugins)
         self.score_weights = {ref.name: ref.weight for ref in profile.enabled("score")}
-        self._scorers = [(p, self.score_weights[p.name], p.normalize_score if isinstance(p, fi.ScoreExtensions) else None)
-                         for p in self.points["score"]]
-        self.before_pre_filter = self._transformers("preFilter", fi.BeforePreFilterTransformer)
-        self.after_pre_filter = self._transformers("preFilter", fi.AfterPreFilterTransformer)
-        self.before_filter = self._transformers("filter", fi.BeforeFilterTransformer)
-        self.before_score = self._transformers("score", fi.BeforeScoreTransformer)
-        self.after_post_filter = self._transformers("postFilter", fi.AfterPostFilterTransformer)
-        self._index_cache: list[tuple[list[NodeInfo], np.ndarray | None, int]] = []
-        self._batch_filters = {p.name for p in self.points["filter"] if isinstance(p, fi.BatchFilterPlugin)}
-        self._batch_scorers = {p.name for p in self.points["score"] if isinstance(p, fi.BatchScorePlugin)}
-        self.pre_bind_extensions = [p for p in self.points["preBind"] if isinstance(p, fi.PreBindExtensions)]
+        self._scorers = [(p, self.score_weights[p.name],
+                          p.normalize_score if isinstance(p, fi.ScoreExtensions) else None,
+                          p.score_array if isinstance(p, fi.BatchScorePlugin) else None)
+                         for p in points.score]
+        self.before_pre_filter = [p for p in points.pre_filter if isinstance(p, fi.BeforePreFilterTransformer)]
+        self.after_pre_filter = [p for p in points.pre_filter if isinstance(p, fi.AfterPreFilterTransformer)]
+        self.before_filter = [p for p in points.filter if isinstance(p, fi.BeforeFilterTransformer)]
+        self.before_score = [p for p in points.score if isinstance(p, fi.BeforeScoreTransformer)]
+        self.after_post_filter = [p for p in points.post_filter if isinstance(p, fi.AfterPostFilterTransformer)]
+        self._index_cache: list[tuple[list[NodeInfo], fi.NodeIndex | None, int]] = []
+        self._batch_filters = {p.name: p for p in points.filter if isinstance(p, fi.BatchFilterPlugin)}
+        self.pre_bind_extensions = [p for p in points.pre_bind if isinstance(p, fi.PreBindExtensions)]
         for plugin in self.plugins.values():
-            if isinstance(plugin, ClusterListener):
+            if isinstance(plugin, fi.ClusterListener):
                 handle.cluster.subscribe(plugin)
-
-    def _transformers(self, point: str, protocol: type) -> list[Any]:
-        return [p for p in self.points[point] if isinstance(p, protocol)]
-
-    def reservation_hooks(self, protocol: type) -> list[Any]:
-        """Implementations of a reservation hook, in registration order (spec §2.2)."""
-        return [p for p in self.plugins.values() if isinstance(p, protocol)]
 
     # --- queueing --------------------------------------------------------------------------------
     def run_pre_enqueue(self, pod: PodInfo) -> Status:
-        for plugin in self.points["preEnqueue"]:
+        for plugin in self.points.pre_enqueue:
             status = plugin.pre_enqueue(pod)
             if not status.is_success:
                 return status.with_plugin(plugin.name)
@@ -95,21 +87,24 @@ class Framework:
 
     def sort_pods(self, pods: list[PodInfo]) -> list[PodInfo]:
         """Queue order: the QueueSort plugin's `less`, ties kept in arrival order."""
-        if not self.points["queueSort"]:
+        if not self.points.queue_sort:
             return list(pods)
-        less = self.points["queueSort"][0].less
-        return sorted(pods, key=cmp_to_key(lambda a, b: -1 if less(a, b) else (1 if less(b, a) else 0)))
+        less = self.points.queue_sort[0].less
+
+        def compare(a: PodInfo, b: PodInfo) -> int:
+            return -1 if less(a, b) else (1 if less(b, a) else 0)
+        return sorted(pods, key=cmp_to_key(compare))
 
     # --- filtering -------------------------------------------------------------------------------
     def run_pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PodInfo, fi.PreFilterResult | None, Status]:
-        for plugin in self.before_pre_filter:
-            new_pod, transformed, status = plugin.before_pre_filter(state, pod)
+        for transformer in self.before_pre_filter:
+            new_pod, transformed, status = transformer.before_pre_filter(state, pod)
             if not status.is_success:
-                return pod, None, status.with_plugin(plugin.name)
+                return pod, None, status.with_plugin(transformer.name)
             if transformed:
                 pod = new_pod
         names: frozenset[str] | None = None
-        for plugin in self.points["preFilter"]:
+        for plugin in self.points.pre_filter:
             result, status = plugin.pre_filter(state, pod)
             if status.is_skip:
                 state.skip_filter_plugins.add(plugin.name)
@@ -119,13 +114,14 @@ class Framework:
             if result is not None and result.node_names is not None:
                 names = result.node_names if names is None else names & result.node_names
         merged = fi.PreFilterResult(names)
-        for plugin in self.after_pre_filter:
-            status = plugin.after_pre_filter(state, pod, merged)
+        for checker in self.after_pre_filter:
+            status = checker.after_pre_filter(state, pod, merged)
             if not status.is_success:
-                return pod, None, status.with_plugin(plugin.name)
+                return pod, None, status.with_plugin(checker.name)
         return pod, merged, SUCCESS
 
-    def _transform_for_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[PodInfo, NodeInfo, Status]:
+    def _transform_for_filter(self, state: CycleState, pod: PodInfo,
+                              node: NodeInfo) -> tuple[PodInfo, NodeInfo, Status]:
         for plugin in self.before_filter:
             new_pod, new_node, transformed, status = plugin.before_filter(state, pod, node)
             if not status.is_success:
@@ -141,7 +137,7 @@ class Framework:
             if not status.is_success:
                 return status
         skip = state.skip_filter_plugins
-        for plugin in self.points["filter"]:
+        for plugin in self.points.filter:
             if skip and plugin.name in skip:
                 continue
             status = plugin.filter(state, pod, node)
@@ -163,9 +159,10 @@ class Framework:
             plugins: list[tuple[str, Any]] = [("", self.run_filter)]
         else:
             skip = state.skip_filter_plugins
-            active = [p for p in self.points["filter"] if p.name not in skip]
+            active = [p for p in self.points.filter if p.name not in skip]
             if total and all(p.name in self._batch_filters for p in active):
-                found = self._find_feasible_batch(state, pod, nodes, active, wanted, start)
+                batch = [self._batch_filters[p.name] for p in active]
+                found = self._find_feasible_batch(state, pod, nodes, batch, wanted, start)
                 if found is not None:
                     return found
             plugins = [(p.name, p.filter) for p in active]
@@ -185,8 +182,9 @@ class Framework:
                     break
         return feasible, failed, processed
 
-    def _find_feasible_batch(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], plugins: list[Any],
-                             wanted: int, start: int) -> tuple[list[NodeInfo], dict[str, Status], int] | None:
+    def _find_feasible_batch(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
+                             plugins: list[fi.BatchFilterPlugin], wanted: int,
+                             start: int) -> tuple[list[NodeInfo], dict[str, Status], int] | None:
         """`find_feasible` with every Filter plugin answering for all nodes at once; the walk in
         rotation order and the rejection reasons (asked of each plugin's `filter`) are the same."""
         index = self._node_indexes(nodes)
@@ -198,6 +196,8 @@ class Framework:
             if passed is None:
                 return None
             mask = passed if mask is None else mask & passed
+        if mask is None:  # no Filter plugin left to ask: the per-node walk takes every node
+            return None
         total = len(nodes)
         order = np.roll(np.arange(total), -start) if start else np.arange(total)
         rotated = mask[order]
@@ -220,7 +220,7 @@ class Framework:
             failed[node.name] = status
         return feasible, failed, cut
 
-    def _node_indexes(self, nodes: list[NodeInfo]) -> np.ndarray | None:
+    def _node_indexes(self, nodes: list[NodeInfo]) -> fi.NodeIndex | None:
         """Table indexes of a node list, remembered for the last few lists seen (the cluster's node
         list and the last feasible list recur). Entries hold the list, so identities are not reused."""
         for position, (cached, index, length) in enumerate(self._index_cache):
@@ -232,7 +232,7 @@ class Framework:
         self._remember_indexes(nodes, index)
         return index
 
-    def _remember_indexes(self, nodes: list[NodeInfo], index: np.ndarray | None) -> None:
+    def _remember_indexes(self, nodes: list[NodeInfo], index: fi.NodeIndex | None) -> None:
         self._index_cache = [(nodes, index, len(nodes))] + self._index_cache[:INDEX_CACHE_SIZE - 1]
 
     def explain_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[Status, list[Status]]:
@@ -243,7 +243,7 @@ class Framework:
             return status, [status]
         rows: list[Status] = []
         first = SUCCESS
-        for plugin in self.points["filter"]:
+        for plugin in self.points.filter:
             if plugin.name in state.skip_filter_plugins:
                 rows.append(SKIP.with_plugin(plugin.name))
                 continue
@@ -256,7 +256,7 @@ class Framework:
     def run_post_filter(self, state: CycleState, pod: PodInfo,
                         statuses: dict[str, Status]) -> tuple[fi.PostFilterResult | None, Status]:
         result, final = None, Status(Code.Unschedulable, ("no postFilter plugin made the pod schedulable",))
-        for plugin in self.points["postFilter"]:
+        for plugin in self.points.post_filter:
             result, status = plugin.post_filter(state, pod, statuses)
             if status.is_success or status.code is Code.Error:
                 final = status.with_plugin(plugin.name)
@@ -267,7 +267,7 @@ class Framework:
 
     # --- scoring ---------------------------------------------------------------------------------
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
-        for plugin in self.points["preScore"]:
+        for plugin in self.points.pre_score:
             status = plugin.pre_score(state, pod, nodes)
             if status.is_skip:
                 state.skip_score_plugins.add(plugin.name)
@@ -277,22 +277,22 @@ class Framework:
 
     def run_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> tuple[ScoreTable, Status]:
         """Score, NormalizeScore and weights; `totals[i] = Σ weight × normalised score`."""
-        for plugin in self.before_score:
-            new_pod, new_nodes, transformed, status = plugin.before_score(state, pod, nodes)
+        for transformer in self.before_score:
+            new_pod, new_nodes, transformed, status = transformer.before_score(state, pod, nodes)
             if not status.is_success:
-                return ScoreTable(nodes, [], []), status.with_plugin(plugin.name)
+                return ScoreTable(nodes, [], []), status.with_plugin(transformer.name)
             if transformed:
                 pod, nodes = new_pod, new_nodes
         rows: list[PluginScores] = []
         totals = np.zeros(len(nodes), dtype=np.int64)
         success = Code.Success
-        for plugin, weight, normalizer in self._scorers:
+        for plugin, weight, normalizer, score_array in self._scorers:
             if plugin.name in state.skip_score_plugins:
                 continue
             values = None
-            if plugin.name in self._batch_scorers:
+            if score_array is not None:
                 index = self._node_indexes(nodes)
-                values = None if index is None else plugin.score_array(state, pod, nodes, index)
+                values = None if index is None else score_array(state, pod, nodes, index)
             if values is not None:
                 raw = values.tolist()
             else:
@@ -305,7 +305,7 @@ class Framework:
                     raw.append(value)
             normalized = raw
             if normalizer is not None:
-                scored = [fi.NodeScore(node.name, value) for node, value in zip(nodes, raw)]
+                scored = [fi.NodeScore(node.name, value) for node, value in zip(nodes, raw, strict=True)]
                 status = normalizer(state, pod, scored)
                 if not status.is_success:
                     return ScoreTable(nodes, rows, totals.tolist()), status.with_plugin(plugin.name)
@@ -324,7 +324,7 @@ class Framework:
     # --- reserve, permit, binding ----------------------------------------------------------------
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Reserve in order; on the first failure Unreserve every reserve plugin in reverse."""
-        for plugin in self.points["reserve"]:
+        for plugin in self.points.reserve:
             status = plugin.reserve(state, pod, node_name)
             if not status.is_success:
                 self.run_unreserve(state, pod, node_name)
@@ -332,13 +332,13 @@ class Framework:
         return SUCCESS
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        for plugin in reversed(self.points["reserve"]):
+        for plugin in reversed(self.points.reserve):
             plugin.unreserve(state, pod, node_name)
 
     def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
         """Success, a rejection, or Wait with the longest timeout any plugin asked for."""
         wait = 0.0
-        for plugin in self.points["permit"]:
+        for plugin in self.points.permit:
             status, timeout = plugin.permit(state, pod, node_name)
             if status.code is Code.Wait:
                 wait = max(wait, timeout)
@@ -349,7 +349,7 @@ class Framework:
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """PreBind plugins mutate a deep copy; PreBindExtensions turn the change into one patch."""
         modified = PodInfo(clone(pod.obj))
-        for plugin in self.points["preBind"]:
+        for plugin in self.points.pre_bind:
             status = plugin.pre_bind(state, modified, node_name)
             if not status.is_success:
                 return status.with_plugin(plugin.name)
@@ -361,7 +361,7 @@ class Framework:
         return SUCCESS
 
     def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        for plugin in self.points["bind"]:
+        for plugin in self.points.bind:
             status = plugin.bind(state, pod, node_name)
             if status.is_skip:
                 continue
@@ -369,7 +369,7 @@ class Framework:
         return error("every bind plugin skipped the pod")
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        for plugin in self.points["postBind"]:
+        for plugin in self.points.post_bind:
             plugin.post_bind(state, pod, node_name)
 
     def run_reserve_to_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:

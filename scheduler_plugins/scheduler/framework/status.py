@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import IntEnum
+from typing import Any
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -40,10 +41,10 @@ class Status:
     def message(self) -> str:
         return ", ".join(self.reasons)
 
-    def with_plugin(self, plugin: str) -> "Status":
+    def with_plugin(self, plugin: str) -> Status:
         return self if self.plugin == plugin else replace(self, plugin=plugin)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"plugin": self.plugin, "code": self.code.name, "reasons": list(self.reasons)}
 
 

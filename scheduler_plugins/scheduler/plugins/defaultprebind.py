@@ -29,7 +29,7 @@ class DefaultPreBind:
     def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         return SUCCESS
 
-    def apply_patch(self, state: CycleState, original: dict, modified: dict) -> Status:
+    def apply_patch(self, state: CycleState, original: dict[str, Any], modified: dict[str, Any]) -> Status:
         if original == modified:
             return SUCCESS
         patch = jsonpatch.make_patch(original, modified).patch

@@ -19,18 +19,18 @@ import logging
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
-from scheduler_plugins.scheduler.errors import ConfigError
-from scheduler_plugins.scheduler.framework.args import Fields
+from policies.durations import format_duration
+from policies.field_errors import ConfigError, Fields
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeScore
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.status import MAX_NODE_SCORE, SUCCESS, Status
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from scheduler_plugins.quantity import format_duration
 
 NAME = "NetworkTraffic"
 DEFAULT_PROMETHEUS_ADDRESS = "http://127.0.0.1:9090"

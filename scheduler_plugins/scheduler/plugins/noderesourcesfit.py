@@ -12,18 +12,19 @@ have are left out of the weighted mean.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from scheduler_plugins import apis
-from scheduler_plugins.scheduler.errors import ConfigError
-from scheduler_plugins.scheduler.framework.args import Fields, check_range
+from policies.constants import RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, RESOURCE_PODS
+from policies.field_errors import ConfigError, Fields, check_range
 from scheduler_plugins.scheduler.framework.columns import ColumnSet
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
-from scheduler_plugins.scheduler.framework.interfaces import PreFilterResult
+from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.scoring import least_requested
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, unschedulable
@@ -31,11 +32,13 @@ from scheduler_plugins.scheduler.podinfo import PodInfo
 
 NAME = "NodeResourcesFit"
 LEAST_ALLOCATED = "LeastAllocated"
-DEFAULT_SCORING_RESOURCES = ((apis.CPU, 1), (apis.MEMORY, 1))
+DEFAULT_SCORING_RESOURCES = ((RESOURCE_CPU, 1), (RESOURCE_MEMORY, 1))
 _STATE_KEY = NAME + "/preFilter"
 #: pods allowed on a node whose allocatable does not say (kubelet's default maxPods)
 DEFAULT_MAX_PODS = 110
-_FIRST = (apis.CPU, apis.MEMORY, apis.EPHEMERAL_STORAGE)
+_FIRST = (RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE)
+#: (resource, weight, pod request, counted with non-zero defaults?)
+ScoringRow = tuple[str, int, int, bool]
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ def parse_args(raw: Mapping[str, Any] | None, path: str) -> NodeResourcesFitArgs
 def _ordered(requests: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     """Positive requests, cpu/memory/ephemeral-storage first, then extended names sorted."""
     first = [(r, requests[r]) for r in _FIRST if requests.get(r, 0) > 0]
-    rest = sorted((r, v) for r, v in requests.items() if r not in _FIRST and r != apis.PODS and v > 0)
+    rest = sorted((r, v) for r, v in requests.items() if r not in _FIRST and r != RESOURCE_PODS and v > 0)
     return tuple(first + rest)
 
 
@@ -72,11 +75,11 @@ class NodeResourcesFit:
 
     def __init__(self, args: NodeResourcesFitArgs, handle: Handle) -> None:
         self.args = args
-        self._last: tuple[CycleState, PodInfo, list] | None = None
+        self._last: tuple[CycleState, PodInfo, list[ScoringRow]] | None = None
         self.columns = ColumnSet(handle.cluster, _extract)
 
     def _requests(self, state: CycleState, pod: PodInfo) -> tuple[tuple[str, int], ...]:
-        cached = state.read(_STATE_KEY)
+        cached: tuple[tuple[str, int], ...] | None = state.read(_STATE_KEY)
         if cached is None:
             cached = _ordered(pod.qos_requests)
             state.write(_STATE_KEY, cached)
@@ -89,7 +92,7 @@ class NodeResourcesFit:
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         allocatable, used = node.allocatable, node.qos_requested
         reasons = []
-        if len(node.pods) + 1 > allocatable.get(apis.PODS, DEFAULT_MAX_PODS):
+        if len(node.pods) + 1 > allocatable.get(RESOURCE_PODS, DEFAULT_MAX_PODS):
             reasons.append("Too many pods")
         for name, amount in self._requests(state, pod):
             if amount > allocatable.get(name, 0) - used.get(name, 0):
@@ -99,14 +102,14 @@ class NodeResourcesFit:
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
         return SUCCESS
 
-    def _pod_scoring(self, state: CycleState, pod: PodInfo) -> list[tuple[str, int, int, bool]]:
+    def _pod_scoring(self, state: CycleState, pod: PodInfo) -> list[ScoringRow]:
         """Per cycle: (resource, weight, pod request, counted with non-zero defaults?)."""
         last = self._last
         if last is not None and last[0] is state and last[1] is pod:
             return last[2]
-        rows = []
+        rows: list[ScoringRow] = []
         for name, weight in self.args.scoring_resources:
-            non_zero = name in (apis.CPU, apis.MEMORY)
+            non_zero = name in (RESOURCE_CPU, RESOURCE_MEMORY)
             request = (pod.non_zero_requests if non_zero else pod.requests).get(name, 0)
             rows.append((name, weight, request, non_zero))
         self._last = (state, pod, rows)  # holds the state, so its identity is not reused
@@ -126,15 +129,17 @@ class NodeResourcesFit:
 
 
     # --- batch forms: the same decisions for many nodes at once (see framework/columns.py) -------
-    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], index: np.ndarray) -> np.ndarray:
+    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+                    index: NodeIndex) -> npt.NDArray[np.bool_]:
         cols = self.columns
         cols.refresh()
-        ok = cols.get(("count", ""))[index] + 1 <= cols.get(("alloc", apis.PODS))[index]
+        ok: npt.NDArray[np.bool_] = cols.get(("count", ""))[index] + 1 <= cols.get(("alloc", RESOURCE_PODS))[index]
         for name, amount in self._requests(state, pod):
             ok &= amount <= cols.get(("alloc", name))[index] - cols.get(("qos", name))[index]
         return ok
 
-    def score_array(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], index: np.ndarray) -> np.ndarray:
+    def score_array(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+                    index: NodeIndex) -> npt.NDArray[np.int64]:
         cols = self.columns
         cols.refresh()
         rows = slice(0, cols.rows.size())  # whole table by view, then select: no gathering copies
@@ -147,7 +152,8 @@ class NodeResourcesFit:
             score = np.where(present & (used <= capacity), (capacity - used) * 100 // np.maximum(capacity, 1), 0)
             total += score * weight
             weights += present * weight
-        return np.where(weights > 0, total // np.maximum(weights, 1), 0)[index]
+        scores: npt.NDArray[np.int64] = np.where(weights > 0, total // np.maximum(weights, 1), 0)[index]
+        return scores
 
 
 def _extract(node: NodeInfo, key: tuple[str, str]) -> int:
@@ -155,7 +161,7 @@ def _extract(node: NodeInfo, key: tuple[str, str]) -> int:
     if kind == "count":
         return len(node.pods)
     if kind == "alloc":
-        return node.allocatable.get(name, DEFAULT_MAX_PODS if name == apis.PODS else 0)
+        return node.allocatable.get(name, DEFAULT_MAX_PODS if name == RESOURCE_PODS else 0)
     table = {"qos": node.qos_requested, "nz": node.non_zero_requested, "req": node.requested}[kind]
     return table.get(name, 0)
 

@@ -3,12 +3,12 @@ the resources named in the args only. PreScore records which resources the pod r
 needs no normalisation."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from scheduler_plugins import apis
-from scheduler_plugins.scheduler.errors import ConfigError
-from scheduler_plugins.scheduler.framework.args import Fields
+from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.field_errors import ConfigError, Fields
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
@@ -50,7 +50,7 @@ def parse_args(raw: Mapping[str, Any] | None, path: str) -> NodeResourcesFitPlus
 
 
 def _node_requested(node: NodeInfo, resource: str) -> int:
-    if resource in (apis.CPU, apis.MEMORY):
+    if resource in (RESOURCE_CPU, RESOURCE_MEMORY):
         return node.non_zero_requested.get(resource, 0)
     return node.requested.get(resource, 0)
 

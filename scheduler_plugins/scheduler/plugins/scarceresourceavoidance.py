@@ -3,11 +3,12 @@ off the nodes that have it. Score = share of the node's unrequested resources th
 no normalisation."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from scheduler_plugins import apis
-from scheduler_plugins.scheduler.framework.args import Fields
+from policies.constants import RESOURCE_PODS
+from policies.field_errors import Fields
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
@@ -49,7 +50,7 @@ class ScarceResourceAvoidance:
         pod_names = state.read(_STATE_KEY)
         if pod_names is None:
             pod_names = frozenset(r for r, v in pod.requests.items() if v > 0)
-        node_names = {r for r, v in node.allocatable.items() if v > 0 and r != apis.PODS}
+        node_names = {r for r, v in node.allocatable.items() if v > 0 and r != RESOURCE_PODS}
         return scarce_score(pod_names, node_names, self.args.resources), SUCCESS
 
 

@@ -11,9 +11,10 @@ from typing import Any
 
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.runtime import Framework
+from scheduler_plugins.scheduler.framework.scheduling import select_host
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from scheduler_plugins.scheduler.simulator.scheduler import select_host
 
 
 def explain(framework: Framework, cluster: ClusterState, pod: PodInfo) -> dict[str, Any]:
@@ -21,7 +22,8 @@ def explain(framework: Framework, cluster: ClusterState, pod: PodInfo) -> dict[s
     state = CycleState()
     nodes = cluster.node_list()
     report: dict[str, Any] = {"pod": pod.key, "nodes": [], "selected": None}
-    rows = {n.name: {"name": n.name, "feasible": False, "filters": [], "scores": [], "total": None} for n in nodes}
+    rows: dict[str, dict[str, Any]] = {
+        n.name: {"name": n.name, "feasible": False, "filters": [], "scores": [], "total": None} for n in nodes}
     pod, result, status = framework.run_pre_filter(state, pod)
     if not status.is_success:
         for row in rows.values():
@@ -29,7 +31,7 @@ def explain(framework: Framework, cluster: ClusterState, pod: PodInfo) -> dict[s
         report["nodes"] = list(rows.values())
         report["error"] = f"preFilter {status.plugin}: {status.code.name}: {status.message}"
         return report
-    feasible = []
+    feasible: list[NodeInfo] = []
     for node in nodes:
         row = rows[node.name]
         if result is not None and result.node_names is not None and node.name not in result.node_names:
@@ -50,8 +52,9 @@ def explain(framework: Framework, cluster: ClusterState, pod: PodInfo) -> dict[s
         else:
             for i, node in enumerate(feasible):
                 row = rows[node.name]
-                row["scores"] = [{"plugin": p.plugin, "raw": p.raw[i], "normalized": p.normalized[i], "weight": p.weight}
-                                 for p in table.plugins]
+                row["scores"] = [
+                    {"plugin": p.plugin, "raw": p.raw[i], "normalized": p.normalized[i], "weight": p.weight}
+                    for p in table.plugins]
                 row["total"] = table.totals[i]
             report["selected"] = feasible[select_host(feasible, table.totals)].name
     report["nodes"] = list(rows.values())

@@ -6,14 +6,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler_plugins import apis
+from policies.constants import BATCH_CPU, BATCH_MEMORY, RESOURCE_CPU, RESOURCE_MEMORY
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.scheduling import Placement, Scheduler
 from scheduler_plugins.scheduler.simulator.progress import Progress
-from scheduler_plugins.scheduler.simulator.scheduler import Placement, Scheduler
 
 #: Resources the utilisation report shows, when the node has them.
-REPORTED_RESOURCES = (apis.CPU, apis.MEMORY, apis.BATCH_CPU, apis.BATCH_MEMORY)
+REPORTED_RESOURCES = (RESOURCE_CPU, RESOURCE_MEMORY, BATCH_CPU, BATCH_MEMORY)
 
 
 def utilisation(node: NodeInfo) -> dict[str, float]:

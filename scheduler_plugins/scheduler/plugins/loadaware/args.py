@@ -9,19 +9,19 @@ and validation), with the quirks of spec §2.3 kept:
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
-from scheduler_plugins import apis
-from scheduler_plugins.scheduler.errors import ConfigError
-from scheduler_plugins.scheduler.framework.args import Fields, check_range
+from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.field_errors import ConfigError, Fields, check_range
 
 DEFAULT_FILTER_EXPIRED_NODE_METRICS = True
 DEFAULT_NODE_METRIC_EXPIRATION_SECONDS = 180
 DEFAULT_ENABLE_SCHEDULE_WHEN_NODE_METRICS_EXPIRED = False
-DEFAULT_RESOURCE_WEIGHTS = {apis.CPU: 1, apis.MEMORY: 1}
-DEFAULT_USAGE_THRESHOLDS = {apis.CPU: 65, apis.MEMORY: 95}
-DEFAULT_ESTIMATED_SCALING_FACTORS = {apis.CPU: 85, apis.MEMORY: 70}
+DEFAULT_RESOURCE_WEIGHTS = {RESOURCE_CPU: 1, RESOURCE_MEMORY: 1}
+DEFAULT_USAGE_THRESHOLDS = {RESOURCE_CPU: 65, RESOURCE_MEMORY: 95}
+DEFAULT_ESTIMATED_SCALING_FACTORS = {RESOURCE_CPU: 85, RESOURCE_MEMORY: 70}
 DEFAULT_ESTIMATOR = "defaultEstimator"
 KNOWN_ESTIMATORS = ("", DEFAULT_ESTIMATOR)
 AGGREGATION_TYPES = ("avg", "p50", "p90", "p95", "p99")
@@ -65,16 +65,16 @@ def _aggregated(fields: Fields) -> AggregatedArgs:
         score_aggregation_type=fields.str("scoreAggregationType"),
         score_aggregated_duration=fields.duration("scoreAggregatedDuration"),
     )
-    for key, value in (("usageAggregationType", agg.usage_aggregation_type),
-                       ("scoreAggregationType", agg.score_aggregation_type)):
-        if value and value not in AGGREGATION_TYPES:
-            raise ConfigError(fields.at(key), f"must be one of {', '.join(AGGREGATION_TYPES)}, got {value!r}")
-    for key, value in (("usageAggregatedDuration", agg.usage_aggregated_duration),
-                       ("scoreAggregatedDuration", agg.score_aggregated_duration)):
-        if value < 0:
+    for key, kind in (("usageAggregationType", agg.usage_aggregation_type),
+                      ("scoreAggregationType", agg.score_aggregation_type)):
+        if kind and kind not in AGGREGATION_TYPES:
+            raise ConfigError(fields.at(key), f"must be one of {', '.join(AGGREGATION_TYPES)}, got {kind!r}")
+    for key, seconds in (("usageAggregatedDuration", agg.usage_aggregated_duration),
+                         ("scoreAggregatedDuration", agg.score_aggregated_duration)):
+        if seconds < 0:
             raise ConfigError(fields.at(key), "must not be negative")
-    for name, value in agg.usage_thresholds.items():
-        check_range(f"{fields.at('usageThresholds')}.{name}", value, 0, 100)
+    for name, threshold in agg.usage_thresholds.items():
+        check_range(f"{fields.at('usageThresholds')}.{name}", threshold, 0, 100)
     return agg
 
 
@@ -113,7 +113,8 @@ def parse_args(raw: Mapping[str, Any] | None, path: str) -> LoadAwareSchedulingA
 
 def _validate(args: LoadAwareSchedulingArgs, f: Fields) -> None:
     if args.node_metric_expiration_seconds <= 0:
-        raise ConfigError(f.at("nodeMetricExpirationSeconds"), f"must be > 0, got {args.node_metric_expiration_seconds}")
+        raise ConfigError(f.at("nodeMetricExpirationSeconds"),
+                          f"must be > 0, got {args.node_metric_expiration_seconds}")
     for name, weight in args.resource_weights.items():
         check_range(f"{f.at('resourceWeights')}.{name}", weight, 0, 100, open_low=True)
         if name not in args.estimated_scaling_factors:
@@ -126,15 +127,15 @@ def _validate(args: LoadAwareSchedulingArgs, f: Fields) -> None:
         check_range(f"{f.at('estimatedScalingFactors')}.{name}", value, 0, 100, open_low=True)
     if args.estimator not in KNOWN_ESTIMATORS:
         raise ConfigError(f.at("estimator"), f"unknown estimator {args.estimator!r} (known: \"\", {DEFAULT_ESTIMATOR})")
-    for key, value in (("estimatedSecondsAfterPodScheduled", args.estimated_seconds_after_pod_scheduled),
-                       ("estimatedSecondsAfterInitialized", args.estimated_seconds_after_initialized)):
-        if value is not None and value < 0:
+    for key, seconds in (("estimatedSecondsAfterPodScheduled", args.estimated_seconds_after_pod_scheduled),
+                         ("estimatedSecondsAfterInitialized", args.estimated_seconds_after_initialized)):
+        if seconds is not None and seconds < 0:
             raise ConfigError(f.at(key), "must not be negative")
 
 
 def resource_vector(args: LoadAwareSchedulingArgs) -> tuple[str, ...]:
     """Spec §3.2: {cpu, memory} ∪ every resource named in the args, sorted."""
-    names = {apis.CPU, apis.MEMORY}
+    names = {RESOURCE_CPU, RESOURCE_MEMORY}
     for table in (args.usage_thresholds, args.prod_usage_thresholds, args.aggregated.usage_thresholds,
                   args.resource_weights, args.estimated_scaling_factors):
         names.update(table)

@@ -68,15 +68,18 @@ class LoadColumns:
                 self.has_usage[v][i] = usage is not None
                 self.usage[v][i] = usage if usage is not None else 0
 
-    def expired(self, index: np.ndarray) -> np.ndarray:
+    def expired(self, index: np.ndarray | slice) -> np.ndarray:
         update_time = self.update_time[index]
         with np.errstate(invalid="ignore"):
-            return np.isnan(update_time) | (self.plugin.clock() - update_time >= self.plugin.args.node_metric_expiration_seconds)
+            expiry = self.plugin.args.node_metric_expiration_seconds
+            expired: np.ndarray = np.isnan(update_time) | (self.plugin.clock() - update_time >= expiry)
+            return expired
 
     def filter_mask(self, estimate: list[int], pod_is_prod: bool, daemonset: bool, index: np.ndarray) -> np.ndarray:
         self.refresh()
         if daemonset:
-            return self.valid[index].copy()
+            valid: np.ndarray = self.valid[index].copy()
+            return valid
         args = self.plugin.args
         if pod_is_prod and self.has_prod[index].any():
             prod = self.has_prod[index]
@@ -90,7 +93,8 @@ class LoadColumns:
             passes = np.where(self.expired(index), args.enable_schedule_when_node_metrics_expired, passes)
         passes |= all_zero
         passes |= ~self.has_load[index]
-        return passes & self.valid[index]
+        mask: np.ndarray = passes & self.valid[index]
+        return mask
 
     def score_array(self, estimate: list[int], prod_pod: bool, index: np.ndarray) -> np.ndarray | None:
         """Computed over the whole table (views, no copies) and then selected: cheaper than
@@ -112,4 +116,5 @@ class LoadColumns:
             node_score = node_score + scores.min(axis=1) * dominant_weight
         result = node_score // weight_sum if weight_sum > 0 else np.zeros(len(node_score), dtype=np.int64)
         zero = ~self.has_load[rows] | ~self.has_node_metric[rows] | self.expired(rows)
-        return np.where(zero, 0, result)[index]
+        selected: np.ndarray = np.where(zero, 0, result)[index]
+        return selected

@@ -7,14 +7,16 @@ per pod), so the aggregates never drift.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
-from scheduler_plugins import apis
+from policies.constants import PriorityClass
+from policies.durations import parse_duration
+from policies.quantity import resource_list
 from scheduler_plugins.clock import Clock, parse_time
 from scheduler_plugins.scheduler.plugins.loadaware.estimator import EstimationWindows
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from scheduler_plugins.quantity import parse_duration, resource_list
 
 DEFAULT_REPORT_INTERVAL_SECONDS = 60
 Vec = list[int]
@@ -57,7 +59,7 @@ def _sub(a: Vec, b: Sequence[int]) -> None:
 def _positive_delta(estimated: Sequence[int], usage: Sequence[int] | None) -> Vec:
     if usage is None:
         return [max(0, e) for e in estimated]
-    return [max(0, e - u) for e, u in zip(estimated, usage)]
+    return [max(0, e - u) for e, u in zip(estimated, usage, strict=False)]
 
 
 class AssignCache:
@@ -122,7 +124,7 @@ class AssignCache:
     def _add_pod(self, load: NodeLoad, entry: AssignedPod) -> None:
         key = entry.pod.key
         usage = load.pod_usage.get(key)
-        prod = entry.pod.priority_class == apis.PRIORITY_PROD
+        prod = entry.pod.priority_class == PriorityClass.PROD
         active_prod = prod and key in load.prod_pods
         zero = self._zero()
         prod_usage = usage if (active_prod and usage is not None) else zero
@@ -163,7 +165,7 @@ class AssignCache:
             key = f"{item.get('namespace') or 'default'}/{item.get('name', '')}"
             if ((item.get("podUsage") or {}).get("resources")):
                 pod_usage[key] = self._vector(item.get("podUsage"))
-            if item.get("priority") == apis.PRIORITY_PROD:
+            if item.get("priority") == PriorityClass.PROD:
                 prod_pods.add(key)
         agg_usage: dict[tuple[str, float], Vec] = {}
         longest: dict[str, float] = {}
@@ -196,7 +198,7 @@ class AssignCache:
         if load is None:
             return None
         if prod_pod:
-            return [u + d for u, d in zip(load.prod_usage, load.prod_delta)]
+            return [u + d for u, d in zip(load.prod_usage, load.prod_delta, strict=False)]
         base = load.node_usage
         if agg_type:
             base = load.agg_usage.get((agg_type, agg_duration))
@@ -204,4 +206,4 @@ class AssignCache:
                 base = load.node_usage
         if base is None:
             return list(load.node_estimated)
-        return [u + d for u, d in zip(base, load.node_delta)]
+        return [u + d for u, d in zip(base, load.node_delta, strict=False)]

@@ -7,12 +7,23 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any
 
-from scheduler_plugins import apis
+from policies.constants import (
+    ANNOTATION_LOAD_SCALING_FACTORS,
+    ANNOTATION_LOAD_SECONDS_AFTER_INITIALIZED,
+    ANNOTATION_LOAD_SECONDS_AFTER_SCHEDULED,
+    ANNOTATION_RAW_ALLOCATABLE,
+    BATCH_CPU,
+    BATCH_MEMORY,
+    RESOURCE_CPU,
+    RESOURCE_MEMORY,
+)
+from policies.qos import translate_resource_name
+from policies.quantity import resource_list
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from scheduler_plugins.quantity import resource_list
 
 DEFAULT_MILLI_CPU = 250
 DEFAULT_MEMORY = 200 * 1024 * 1024
@@ -24,14 +35,14 @@ def go_round(x: float) -> int:
 
 
 def estimate_resource(pod: PodInfo, resource: str, factor: int) -> int:
-    real = apis.translate_resource_name(pod.priority_class, resource)
+    real = translate_resource_name(pod.priority_class, resource)
     request = pod.requests.get(real, 0) if real else 0
     limit = pod.limits.get(real, 0) if real else 0
     quantity = limit if limit > request else request
     if quantity == 0:
-        if real in (apis.CPU, apis.BATCH_CPU):
+        if real in (RESOURCE_CPU, BATCH_CPU):
             return DEFAULT_MILLI_CPU
-        if real in (apis.MEMORY, apis.BATCH_MEMORY):
+        if real in (RESOURCE_MEMORY, BATCH_MEMORY):
             return DEFAULT_MEMORY
         return 0  # NOTE: mid-cpu / mid-memory get 0, not the defaults
     estimate = go_round(quantity * factor / 100)
@@ -43,7 +54,7 @@ def estimate_resource(pod: PodInfo, resource: str, factor: int) -> int:
 def scaling_factors(pod: PodInfo, defaults: Mapping[str, int], allow_customize: bool) -> Mapping[str, int]:
     if not allow_customize:
         return defaults
-    raw = pod.annotations.get(apis.ANNOTATION_LOAD_SCALING_FACTORS)
+    raw = pod.annotations.get(ANNOTATION_LOAD_SCALING_FACTORS)
     if not raw:
         return defaults
     try:
@@ -61,9 +72,9 @@ def estimate_pod(pod: PodInfo, resources: Sequence[str], factors: Mapping[str, i
     return [estimate_resource(pod, name, factors[name]) if name in factors else 0 for name in resources]
 
 
-def estimate_node(node_obj: Mapping, allocatable: Mapping[str, int], resources: Sequence[str]) -> list[int]:
+def estimate_node(node_obj: Mapping[str, Any], allocatable: Mapping[str, int], resources: Sequence[str]) -> list[int]:
     """Allocatable, overlaid per resource by the raw-allocatable annotation when present."""
-    raw = ((node_obj.get("metadata") or {}).get("annotations") or {}).get(apis.ANNOTATION_RAW_ALLOCATABLE)
+    raw = ((node_obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_RAW_ALLOCATABLE)
     overlay: Mapping[str, int] = {}
     if raw:
         try:
@@ -83,8 +94,8 @@ def estimation_windows(pod: PodInfo, after_scheduled: int | None, after_initiali
                        allow_customize: bool) -> EstimationWindows:
     scheduled, initialized = after_scheduled or 0, after_initialized or 0
     if allow_customize:
-        scheduled = _int_annotation(pod, apis.ANNOTATION_LOAD_SECONDS_AFTER_SCHEDULED, scheduled)
-        initialized = _int_annotation(pod, apis.ANNOTATION_LOAD_SECONDS_AFTER_INITIALIZED, initialized)
+        scheduled = _int_annotation(pod, ANNOTATION_LOAD_SECONDS_AFTER_SCHEDULED, scheduled)
+        initialized = _int_annotation(pod, ANNOTATION_LOAD_SECONDS_AFTER_INITIALIZED, initialized)
     return EstimationWindows(scheduled, initialized)
 
 

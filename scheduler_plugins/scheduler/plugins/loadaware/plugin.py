@@ -9,12 +9,14 @@ and deleted pods and for NodeMetric changes, as the Go plugin's informer handler
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
-from scheduler_plugins import apis
+from policies.constants import ANNOTATION_USAGE_THRESHOLDS, PriorityClass
+from policies.durations import parse_duration
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import PreFilterResult
@@ -27,7 +29,6 @@ from scheduler_plugins.scheduler.plugins.loadaware.batch import LoadColumns
 from scheduler_plugins.scheduler.plugins.loadaware.cache import AssignCache, Vec
 from scheduler_plugins.scheduler.plugins.loadaware.view import Check, NodeView, threshold_checks
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from scheduler_plugins.quantity import parse_duration
 
 NAME = "LoadAwareScheduling"
 _STATE_KEY = NAME + "/estimate"
@@ -116,7 +117,8 @@ class LoadAwareScheduling:
 
     # --- estimation ------------------------------------------------------------------------------
     def _estimate(self, pod: PodInfo) -> Vec:
-        factors = estimator.scaling_factors(pod, self.args.estimated_scaling_factors, self.args.allow_customize_estimation)
+        factors = estimator.scaling_factors(pod, self.args.estimated_scaling_factors,
+                                            self.args.allow_customize_estimation)
         return estimator.estimate_pod(pod, self.resources, factors)
 
     def _windows(self, pod: PodInfo) -> estimator.EstimationWindows:
@@ -128,7 +130,7 @@ class LoadAwareScheduling:
         last = self._last_estimate
         if last is not None and last[0] is state and last[1] is pod:
             return last[2]
-        cached = state.read(_STATE_KEY)
+        cached: Vec | None = state.read(_STATE_KEY)
         if cached is None:
             cached = self._estimate(pod)
             state.write(_STATE_KEY, cached)
@@ -136,7 +138,7 @@ class LoadAwareScheduling:
         return cached
 
     def _thresholds_of(self, node: NodeInfo) -> Thresholds:
-        annotation = node.annotations.get(apis.ANNOTATION_USAGE_THRESHOLDS)
+        annotation = node.annotations.get(ANNOTATION_USAGE_THRESHOLDS)
         cached = self._node_thresholds.get(node.name)
         if cached is None or cached[0] != annotation:
             cached = (annotation, node_thresholds(self.thresholds, annotation))
@@ -147,7 +149,7 @@ class LoadAwareScheduling:
         """EstimateNode, cached per node object (allocatable does not change with pods)."""
         cached = self._node_allocatable.get(node.name)
         if cached is None or cached[0] is not node.node:
-            cached = (node.node, estimator.estimate_node(node.node, node.allocatable, self.resources))
+            cached = (node.node, estimator.estimate_node(node.node or {}, node.allocatable, self.resources))
             self._node_allocatable[node.name] = cached
         return cached[1]
 
@@ -181,7 +183,8 @@ class LoadAwareScheduling:
     def _score_usage(self, node: NodeInfo, prod_pod: bool) -> Vec | None:
         agg = self.args.aggregated
         agg_type = agg.score_aggregation_type if not prod_pod else ""
-        return self.cache.estimated_usage(node.name, prod_pod, agg_type, agg.score_aggregated_duration if agg_type else 0.0)
+        return self.cache.estimated_usage(node.name, prod_pod, agg_type,
+                                          agg.score_aggregated_duration if agg_type else 0.0)
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         if node.node is None:
@@ -192,8 +195,8 @@ class LoadAwareScheduling:
         if load is None:
             return SUCCESS  # nodes without koordlet are never rejected
         view = self._view(node)
-        prod_pod = view.has_prod_thresholds and pod.priority_class == apis.PRIORITY_PROD
-        checks = view.filter.get(prod_pod, _MISSING)
+        prod_pod = view.has_prod_thresholds and pod.priority_class == PriorityClass.PROD
+        checks: list[Check] | None = view.filter.get(prod_pod, _MISSING)
         if checks is _MISSING:
             checks = view.filter[prod_pod] = self._filter_checks(node, prod_pod)
         if checks is None:
@@ -216,23 +219,24 @@ class LoadAwareScheduling:
         load = self.cache.loads.get(node.name)
         if load is None or self._expired(load.update_time) or not load.has_node_metric:
             return 0, SUCCESS
-        prod_pod = self.args.score_according_prod_usage and pod.priority_class == apis.PRIORITY_PROD
+        prod_pod = self.args.score_according_prod_usage and pod.priority_class == PriorityClass.PROD
         view = self._view(node)
-        usage = view.score.get(prod_pod, _MISSING)
+        usage: Vec | None = view.score.get(prod_pod, _MISSING)
         if usage is _MISSING:
             usage = view.score[prod_pod] = self._score_usage(node, prod_pod)
         estimate = self._pod_estimate(state, pod)
-        used = estimate if usage is None else [u + e for u, e in zip(usage, estimate)]
+        used = estimate if usage is None else [u + e for u, e in zip(usage, estimate, strict=False)]
         return load_aware_score(self.args.dominant_resource_weight, self.weights, used, view.allocatable), SUCCESS
 
     def filter_mask(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], index: np.ndarray) -> np.ndarray:
-        return self.columns.filter_mask(self._pod_estimate(state, pod), pod.priority_class == apis.PRIORITY_PROD,
+        return self.columns.filter_mask(self._pod_estimate(state, pod), pod.priority_class == PriorityClass.PROD,
                                         pod.is_daemonset_pod, index)
 
-    def score_array(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], index: np.ndarray) -> np.ndarray | None:
+    def score_array(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
+                    index: np.ndarray) -> np.ndarray | None:
         if not self.score_enabled:
             return np.zeros(len(nodes), dtype=np.int64)
-        prod_pod = self.args.score_according_prod_usage and pod.priority_class == apis.PRIORITY_PROD
+        prod_pod = self.args.score_according_prod_usage and pod.priority_class == PriorityClass.PROD
         return self.columns.score_array(self._pod_estimate(state, pod), prod_pod, index)
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:

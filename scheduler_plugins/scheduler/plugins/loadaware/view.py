@@ -8,7 +8,7 @@ found here exactly (integer arithmetic, then checked against the float formula i
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Mapping, Sequence
 
 from scheduler_plugins.scheduler.framework.status import Status, unschedulable
 from scheduler_plugins.scheduler.plugins.loadaware.estimator import go_round
@@ -46,7 +46,7 @@ def smallest_failing_estimate(usage: int, allocatable: int, threshold: int) -> i
 Check = tuple[int, int, Status]  # (resource index, smallest failing estimate, status)
 
 
-def threshold_checks(resources: Sequence[str], thresholds: dict[str, int], allocatable: Sequence[int],
+def threshold_checks(resources: Sequence[str], thresholds: Mapping[str, int], allocatable: Sequence[int],
                      usage: Sequence[int] | None, aggregated: bool) -> list[Check]:
     checks = []
     for i, name in enumerate(resources):

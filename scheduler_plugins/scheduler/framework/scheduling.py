@@ -1,0 +1,140 @@
+"""The scheduling loop for one pod (kube-scheduler's `schedulingCycle` + `bindingCycle`): the
+production loop of `colocate scheduler simulate`, and the node selection `explain` reports.
+
+Node sampling follows kube-scheduler's `percentageOfNodesToScore`: with 0 (adaptive) a cluster of
+n ≥ 100 nodes is searched for max(100, n × max(5, 50 − n/125) / 100) feasible nodes, starting
+where the previous cycle stopped. Ties between equal totals go to the lowest node name (spec §2.1).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.interfaces import ClusterView
+from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.runtime import Framework
+from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, unschedulable
+from scheduler_plugins.scheduler.podinfo import PodInfo
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+def num_feasible_nodes_to_find(percentage: int, total: int) -> int:
+    """How many feasible nodes a cycle looks for before it stops filtering (numFeasibleNodesToFind)."""
+    if total < MIN_FEASIBLE_NODES_TO_FIND or percentage >= 100:
+        return total
+    if percentage == 0:
+        percentage = max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND, 50 - total // 125)
+    return max(MIN_FEASIBLE_NODES_TO_FIND, total * percentage // 100)
+
+
+def failure_message(total: int, statuses: dict[str, Status]) -> str:
+    """kube-scheduler's FitError text: `0/3 nodes are available: 2 Insufficient cpu, 1 ...`."""
+    counts: Counter[str] = Counter()
+    for status in statuses.values():
+        for reason in status.reasons or (status.code.name,):
+            counts[reason] += 1
+    parts = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"0/{total} nodes are available: {parts}." if parts else f"0/{total} nodes are available."
+
+
+def select_host(nodes: list[NodeInfo], totals: list[int]) -> int:
+    """Index of the highest total; equal totals go to the lowest node name."""
+    values = np.asarray(totals)
+    return min(np.flatnonzero(values == values.max()).tolist(), key=lambda i: nodes[i].name)
+
+
+@dataclass
+class Placement:
+    pod: str
+    node: str = ""
+    status: Status = SUCCESS
+    message: str = ""
+    score: int | None = None
+    failed_nodes: dict[str, Status] = field(default_factory=dict)
+
+    @property
+    def scheduled(self) -> bool:
+        return bool(self.node) and self.status.is_success
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"pod": self.pod, "node": self.node or None, "code": self.status.code.name}
+        if self.scheduled:
+            out["score"] = self.score
+        else:
+            out["message"] = self.message
+            out["reasons"] = {name: s.message or s.code.name for name, s in sorted(self.failed_nodes.items())}
+        return out
+
+
+class Scheduler:
+    """Schedules one pod at a time with one profile's framework over the cluster state, walking the
+    nodes from where the previous cycle stopped."""
+
+    def __init__(self, framework: Framework, cluster: ClusterView, percentage_of_nodes_to_score: int = 0) -> None:
+        self.framework = framework
+        self.cluster = cluster
+        self.percentage = percentage_of_nodes_to_score
+        self.next_start_node_index = 0
+
+    def _find_feasible(self, state: CycleState, pod: PodInfo,
+                       nodes: list[NodeInfo]) -> tuple[list[NodeInfo], dict[str, Status]]:
+        total = len(nodes)
+        if not total:
+            return [], {}
+        start = self.next_start_node_index % total
+        feasible, failed, processed = self.framework.find_feasible(
+            state, pod, nodes, num_feasible_nodes_to_find(self.percentage, total), start)
+        self.next_start_node_index = (start + processed) % total
+        return feasible, failed
+
+    def schedule_one(self, pod: PodInfo) -> Placement:
+        fwk = self.framework
+        state = CycleState()
+        all_nodes = self.cluster.node_list()
+        status = fwk.run_pre_enqueue(pod)
+        if not status.is_success:
+            return Placement(pod.key, status=status, message=f"pre-enqueue: {status.message}")
+        pod, result, status = fwk.run_pre_filter(state, pod)
+        if not status.is_success:
+            failed = {n.name: status for n in all_nodes}
+            fwk.run_post_filter(state, pod, failed)
+            return Placement(pod.key, status=status, message=failure_message(len(all_nodes), failed),
+                             failed_nodes=failed)
+        nodes = all_nodes
+        if result is not None and result.node_names is not None:
+            nodes = [n for n in all_nodes if n.name in result.node_names]
+        feasible, failed = self._find_feasible(state, pod, nodes)
+        if not feasible:
+            fwk.run_post_filter(state, pod, failed)
+            return Placement(pod.key, status=unschedulable(), message=failure_message(len(all_nodes), failed),
+                             failed_nodes=failed)
+        chosen, score, status = self._select(state, pod, feasible)
+        if not status.is_success:
+            return Placement(pod.key, status=status, message=status.message)
+        return self._reserve_and_bind(state, pod, chosen, score)
+
+    def _select(self, state: CycleState, pod: PodInfo, feasible: list[NodeInfo]) -> tuple[str, int | None, Status]:
+        if len(feasible) == 1:
+            return feasible[0].name, None, SUCCESS
+        status = self.framework.run_pre_score(state, pod, feasible)
+        if not status.is_success:
+            return "", None, status
+        table, status = self.framework.run_score(state, pod, feasible)
+        if not status.is_success:
+            return "", None, status
+        best = select_host(feasible, table.totals)
+        return feasible[best].name, table.totals[best], SUCCESS
+
+    def _reserve_and_bind(self, state: CycleState, pod: PodInfo, node_name: str, score: int | None) -> Placement:
+        self.cluster.assume(pod, node_name)
+        status = self.framework.run_reserve_to_bind(state, pod, node_name)
+        if not status.is_success:
+            self.cluster.forget(pod, node_name)
+            return Placement(pod.key, status=status, message=f"{status.plugin}: {status.message}")
+        return Placement(pod.key, node=node_name, score=score)

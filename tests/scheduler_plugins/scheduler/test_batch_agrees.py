@@ -1,0 +1,114 @@
+"""The batch (numpy) forms of Filter and Score must give the per-node answers, node by node, on
+random clusters covering the edge cases: stale, missing and partial metrics, prod and aggregated
+thresholds, per-node annotations, raw allocatable, batch pods, DaemonSet pods, full nodes."""
+import json
+import random
+
+import pytest
+
+from scheduler_plugins.scheduler.framework.columns import node_indexes
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.podinfo import PodInfo
+from tests.support.builders import make_metric, make_node, make_pod, pod_metric
+from tests.support.scheduling import make_config, make_framework
+
+ARGS = [
+    None,
+    {"prodUsageThresholds": {"cpu": 50}, "scoreAccordingProdUsage": True},
+    {"aggregated": {"usageThresholds": {"cpu": 60}, "usageAggregationType": "p95", "scoreAggregationType": "avg"}},
+    {"filterExpiredNodeMetrics": False, "dominantResourceWeight": 2},
+    {"enableScheduleWhenNodeMetricsExpired": True, "usageThresholds": {"memory": 80}},
+]
+TIMES = ["2024-05-01T10:00:00Z", "2024-05-01T09:50:00Z", None]
+
+
+def random_cluster(rng: random.Random):
+    objects = []
+    for i in range(rng.randint(1, 25)):
+        name = f"n{i}"
+        annotations = {}
+        if rng.random() < 0.2:
+            annotations["scheduling.koordinator.sh/usage-thresholds"] = json.dumps(
+                {"usageThresholds": {"cpu": rng.randint(0, 100)},
+                 "prodUsageThresholds": {"memory": rng.randint(1, 100)}})
+        raw = {"cpu": str(rng.randint(1, 32))} if rng.random() < 0.2 else None
+        extra = {"kubernetes.io/batch-cpu": str(rng.randint(0, 20000))} if rng.random() < 0.7 else {}
+        node = make_node(name, cpu=str(rng.randint(0, 32)), memory=f"{rng.randint(1, 128)}Gi", extra=extra,
+                         annotations=annotations, raw_allocatable=raw)
+        node["status"]["allocatable"]["pods"] = str(rng.randint(1, 5))
+        objects.append(node)
+        if rng.random() < 0.8:
+            aggregated = [{"duration": "5m", "usage": {"p95": {"resources": {"cpu": f"{rng.randint(0, 32)}"}},
+                                                       "avg": {"resources": {"cpu": f"{rng.randint(0, 32)}"}}}}]
+            objects.append(make_metric(name, cpu=f"{rng.randint(0, 40000)}m" if rng.random() < 0.9 else None,
+                                       memory=f"{rng.randint(0, 130)}Gi", update_time=rng.choice(TIMES),
+                                       aggregated=aggregated if rng.random() < 0.5 else None,
+                                       no_node_metric=rng.random() < 0.1,
+                                       pods=[pod_metric(f"p{i}-0", cpu="1")] if rng.random() < 0.5 else None))
+        for j in range(rng.randint(0, 3)):
+            objects.append(make_pod(f"p{i}-{j}", qos=rng.choice(["LS", "BE"]), priority=rng.choice([9500, 5500]),
+                                    requests={"cpu": f"{rng.randint(0, 4000)}m"}, node=name,
+                                    scheduled_at=rng.choice([None, "2024-05-01T09:00:00Z"])))
+    return objects
+
+
+def random_pod(rng: random.Random):
+    if rng.random() < 0.5:
+        requests = {"cpu": f"{rng.randint(0, 8000)}m", "memory": f"{rng.randint(0, 16)}Gi"}
+        return make_pod("new", qos="LS", priority=9500, requests=requests, limits=requests,
+                        owner_kind="DaemonSet" if rng.random() < 0.1 else None)
+    return make_pod("new", qos="BE", priority=5500, requests={"kubernetes.io/batch-cpu": str(rng.randint(0, 9000))})
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_batch_filter_and_score_agree_with_per_node(seed):
+    rng = random.Random(seed)
+    config = make_config({"LoadAwareScheduling": rng.choice(ARGS)})
+    fwk, cluster = make_framework(random_cluster(rng), config)
+    nodes = cluster.node_list()
+    index = node_indexes(nodes)
+    for _ in range(3):
+        pod = PodInfo(random_pod(rng))
+        for name in ("NodeResourcesFit", "LoadAwareScheduling"):
+            plugin = fwk.plugins[name]
+            state = CycleState()
+            mask = plugin.filter_mask(state, pod, nodes, index).tolist()
+            assert mask == [plugin.filter(state, pod, n).is_success for n in nodes], name
+            scores = plugin.score_array(state, pod, nodes, index).tolist()
+            assert scores == [plugin.score(state, pod, n)[0] for n in nodes], name
+        # then place it somewhere, so the next round sees changed rows
+        target = rng.choice(nodes).name
+        cluster.assume(pod, target)
+        fwk.plugins["LoadAwareScheduling"].reserve(CycleState(), pod, target)
+        cluster.forget(pod, target) if rng.random() < 0.3 else None
+
+
+def simulate_placements(objects, batch: bool, percentage: int = 0):
+    from scheduler_plugins.scheduler.framework.scheduling import Scheduler
+    from scheduler_plugins.scheduler.simulator.simulate import simulate
+
+    fwk, cluster = make_framework(objects, make_config(percentageOfNodesToScore=percentage))
+    if not batch:
+        fwk._batch_filters, fwk._batch_scorers = set(), set()
+    report = simulate(Scheduler(fwk, cluster, percentage), cluster)
+    return [(p.pod, p.node, p.score, p.message, {n: s.as_dict() for n, s in p.failed_nodes.items()})
+            for p in report.placements]
+
+
+@pytest.mark.parametrize("seed, percentage", [(1, 0), (2, 0), (3, 30)])
+def test_simulation_is_the_same_with_and_without_batch_plugins(seed, percentage):
+    rng = random.Random(seed)
+    objects = []
+    for i in range(150):  # above 100 nodes, so node sampling and its rotation are exercised
+        objects.append(make_node(f"n{i:03d}", cpu=str(rng.randint(2, 16)), memory="64Gi",
+                                 extra={"kubernetes.io/batch-cpu": str(rng.randint(0, 8000))}))
+        if rng.random() < 0.9:
+            objects.append(make_metric(f"n{i:03d}", cpu=f"{rng.randint(0, 12000)}m", memory="8Gi",
+                                       update_time=rng.choice(TIMES[:2])))
+    for j in range(60):
+        pod = random_pod(rng)
+        pod["metadata"]["name"] = f"pod-{j}"
+        objects.append(pod)
+    with_batch = simulate_placements(objects, True, percentage)
+    assert with_batch == simulate_placements(objects, False, percentage)
+    assert any(node for _, node, *_ in with_batch) and any(not node for _, node, *_ in with_batch)

@@ -1,0 +1,127 @@
+"""`colocate scheduler simulate|explain` as a user runs them, on the shipped example snapshot."""
+import json
+
+import pytest
+
+from colocate.cli import main
+from tests.support.paths import REPO
+
+EXAMPLE = str(REPO / "manifests" / "scheduler" / "example-cluster")
+NOW = "2024-05-01T10:01:00Z"
+
+
+def run(capsys, *argv):
+    code = main(["scheduler", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def pod_file(tmp_path):
+    path = tmp_path / "pod.yaml"
+    path.write_text("""
+apiVersion: v1
+kind: Pod
+metadata: {name: api-0, namespace: shop, labels: {koordinator.sh/qosClass: LS}}
+spec:
+  priority: 9500
+  containers:
+  - name: api
+    resources: {requests: {cpu: "4", memory: 8Gi}, limits: {cpu: "4", memory: 8Gi}}
+""")
+    return str(path)
+
+
+def test_simulate_places_pods_in_queue_order_and_reports_utilisation(capsys):
+    code, out, _ = run(capsys, "simulate", "--cluster", EXAMPLE, "--now", NOW, "-o", "json")
+    report = json.loads(out)
+    assert code == 0
+    placements = {p["pod"]: p for p in report["placements"]}
+    assert [p["pod"] for p in report["placements"]] == ["shop/web-1", "batch/spark-0", "batch/spark-1"]
+    assert placements["shop/web-1"]["node"] == "node-1"
+    assert placements["batch/spark-0"]["node"] == "node-1"
+    assert placements["batch/spark-1"]["node"] is None
+    assert placements["batch/spark-1"]["reasons"] == {
+        "node-1": "node(s) cpu usage exceed threshold",
+        "node-2": "Insufficient kubernetes.io/batch-cpu",
+        "node-3": "node(s) nodeMetric expired",
+    }
+    node1 = next(n for n in report["nodes"] if n["name"] == "node-1")
+    assert node1["before"]["kubernetes.io/batch-cpu"] == 0
+    assert node1["after"]["kubernetes.io/batch-cpu"] == 30.0
+    assert report["summary"]["scheduled"] == 2
+
+
+def test_simulate_table_and_progress_bar(capsys):
+    code, out, err = run(capsys, "simulate", "--cluster", EXAMPLE, "--now", NOW, "--progress")
+    assert code == 0
+    assert "shop/web-1     node-1" in out
+    assert "3/3" in err
+
+
+def test_explain_json_shape(capsys, pod_file):
+    code, out, _ = run(capsys, "explain", "--cluster", EXAMPLE, "--pod", pod_file, "--now", NOW, "-o", "json")
+    report = json.loads(out)
+    assert code == 0
+    assert report["pod"] == "shop/api-0"
+    nodes = {n["name"]: n for n in report["nodes"]}
+    assert nodes["node-3"]["feasible"] is False
+    assert nodes["node-3"]["filters"] == [
+        {"plugin": "NodeResourcesFit", "code": "Success", "reasons": []},
+        {"plugin": "LoadAwareScheduling", "code": "Unschedulable", "reasons": ["node(s) nodeMetric expired"]},
+    ]
+    assert nodes["node-3"]["scores"] == [] and nodes["node-3"]["total"] is None
+    for name in ("node-1", "node-2"):
+        node = nodes[name]
+        assert node["feasible"] is True
+        assert [s["plugin"] for s in node["scores"]] == ["LoadAwareScheduling", "NodeResourcesFit"]
+        assert node["total"] == sum(s["normalized"] * s["weight"] for s in node["scores"])
+    best = max(("node-1", "node-2"), key=lambda n: (nodes[n]["total"], n[::-1]))
+    assert report["selected"] == best
+
+
+def test_explain_now_decides_metric_expiry(capsys, pod_file):
+    _, out, _ = run(capsys, "explain", "--cluster", EXAMPLE, "--pod", pod_file, "--now", "2024-05-01T09:51:00Z", "-o", "json")
+    nodes = {n["name"]: n for n in json.loads(out)["nodes"]}
+    assert nodes["node-3"]["feasible"] is True  # its metric is 60s old at this time
+
+
+def test_explain_exits_1_when_no_node_fits(capsys, tmp_path):
+    path = tmp_path / "huge.yaml"
+    path.write_text("kind: Pod\nmetadata: {name: huge}\nspec: {containers: [{name: c, resources: {requests: {cpu: '64'}}}]}\n")
+    code, out, _ = run(capsys, "explain", "--cluster", EXAMPLE, "--pod", str(path), "--now", NOW)
+    assert code == 1
+    assert "selected: -" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["simulate", "--cluster", "/nonexistent"], "not a directory"),
+    (["simulate", "--cluster", EXAMPLE, "--now", "yesterday"], "--now"),
+    (["explain", "--cluster", EXAMPLE, "--pod", EXAMPLE + "/nodes.yaml"], "expected exactly one Pod"),
+    (["extender", "--kubeconfig", "/nonexistent"], "--kubeconfig: /nonexistent: no such file"),
+])
+def test_bad_input_exits_2_with_a_message(capsys, argv, message):
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert message in err
+
+
+def test_bad_config_names_the_field(capsys, tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("profiles:\n- pluginConfig:\n  - name: LoadAwareScheduling\n    args: {usageThresholds: {cpu: 300}}\n")
+    code, _, err = run(capsys, "simulate", "--cluster", EXAMPLE, "--config", str(cfg))
+    assert code == 2
+    assert "profiles[0].pluginConfig[0].args.usageThresholds.cpu: must be in [0, 100]" in err
+
+
+def test_extender_without_cluster_or_kubeconfig_outside_a_pod_says_what_to_give(capsys, monkeypatch):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    code, _, err = run(capsys, "extender")
+    assert code == 2
+    assert "no cluster to read" in err and "--kubeconfig FILE" in err
+
+
+def test_extender_takes_a_snapshot_or_an_api_server_not_both(capsys):
+    code, _, err = run(capsys, "extender", "--cluster", EXAMPLE, "--kubeconfig", "/k")
+    assert code == 2
+    assert "not allowed with argument" in err
