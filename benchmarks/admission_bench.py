@@ -4,8 +4,9 @@ Drives both with wrk (Debian package `wrk`) over keep-alive HTTPS connections, P
 realistic ~4.7 KB pod AdmissionReview to /mutate-pod, and prints the maximum requests/s with p50 and
 p99 (closed loop: every connection sends its next request as soon as the last one is answered, so
 latency there is mostly queueing, connections / throughput), then p50 and p99 at a fixed rate over
-16 connections (open loop, the latency an API server sees at that load), and the ratios. Scenarios: 20 profiles, 1,000 profiles, and 20 profiles
-with --workers 2. Run: `.venv/bin/python benchmarks/admission_bench.py [--duration 10] [--connections 32]`.
+16 connections (open loop, the latency an API server sees at that load), and the ratios. Scenarios:
+20 profiles, 1,000 profiles, and 20 profiles with --workers 2.
+Run: `.venv/bin/python benchmarks/admission_bench.py [--duration 10] [--connections 32]`.
 """
 from __future__ import annotations
 
@@ -42,14 +43,16 @@ def realistic_pod() -> dict:
     """A Deployment-owned pod with the usual clutter: env, mounts, probes, tolerations, affinity."""
     container = {
         "name": "executor", "image": "registry.example.com/analytics/spark-executor:3.5.1-r12",
-        "imagePullPolicy": "IfNotPresent", "args": ["--executor-id", "17", "--cores", "2", "--app-id", "app-20261123-0042"],
+        "imagePullPolicy": "IfNotPresent",
+        "args": ["--executor-id", "17", "--cores", "2", "--app-id", "app-20261123-0042"],
         "env": [{"name": f"SPARK_ENV_{i}", "value": f"value-{i}-" + "x" * 24} for i in range(18)]
                + [{"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}}],
         "ports": [{"containerPort": 7079, "name": "blockmanager", "protocol": "TCP"}],
         "resources": {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"cpu": "2", "memory": "8Gi"}},
         "volumeMounts": [{"name": "spark-local-dir-1", "mountPath": "/var/data/spark-1"},
                          {"name": "spark-conf-volume", "mountPath": "/opt/spark/conf"},
-                         {"name": "kube-api-access-7x2fz", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": True}],
+                         {"name": "kube-api-access-7x2fz", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                          "readOnly": True}],
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": 7079}, "periodSeconds": 10},
         "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
     }
@@ -58,11 +61,13 @@ def realistic_pod() -> dict:
         "metadata": {
             "generateName": "spark-executor-7d9f8b6c5-", "namespace": "analytics",
             "labels": {"app": "spark", "spark-role": "executor", "spark-app-selector": "app-20261123-0042",
-                       "pod-template-hash": "7d9f8b6c5", "koordinator.sh/enable-colocation": "true", "team": "data-platform"},
+                       "pod-template-hash": "7d9f8b6c5", "koordinator.sh/enable-colocation": "true",
+                       "team": "data-platform"},
             "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "7079",
                             "kubectl.kubernetes.io/default-container": "executor"},
             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "spark-executor-7d9f8b6c5",
-                                 "uid": "8f6c1a1e-52a4-4c1b-9d1e-2f0b6a5a9c3d", "controller": True, "blockOwnerDeletion": True}],
+                                 "uid": "8f6c1a1e-52a4-4c1b-9d1e-2f0b6a5a9c3d", "controller": True,
+                                 "blockOwnerDeletion": True}],
         },
         "spec": {
             "containers": [container],
@@ -70,11 +75,14 @@ def realistic_pod() -> dict:
                         {"name": "spark-conf-volume", "configMap": {"name": "spark-conf", "defaultMode": 420}},
                         {"name": "kube-api-access-7x2fz", "projected": {"defaultMode": 420, "sources": [
                             {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}}]}}],
+                            {"configMap": {"name": "kube-root-ca.crt",
+                                           "items": [{"key": "ca.crt", "path": "ca.crt"}]}}]}}],
             "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
             "serviceAccountName": "spark", "securityContext": {"runAsUser": 185, "fsGroup": 185},
-            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-                            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                             "tolerationSeconds": 300},
+                            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+                             "tolerationSeconds": 300}],
             "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                 {"matchExpressions": [{"key": "node-pool", "operator": "In", "values": ["batch", "mixed"]}]}]}}},
             "enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority",
@@ -85,12 +93,14 @@ def realistic_pod() -> dict:
 def review_body() -> bytes:
     review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
         "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
-        "kind": {"group": "", "version": "v1", "kind": "Pod"}, "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
         "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
         "requestResource": {"group": "", "version": "v1", "resource": "pods"},
         "namespace": "analytics", "operation": "CREATE",
         "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller",
-                     "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]},
+                     "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system",
+                                "system:authenticated"]},
         "object": realistic_pod(), "oldObject": None, "dryRun": False,
         "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}}}
     return json.dumps(review).encode()
@@ -100,26 +110,32 @@ def write_state(directory: Path, profile_count: int) -> None:
     """`profile_count` profiles of which three match the pod; the rest select other teams and namespaces."""
     directory.mkdir(parents=True)
     shutil.copy(REPO / "manifests" / "cluster" / "priorityclasses.yaml", directory)
-    namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "analytics", "labels": {"koordinator.sh/enable-colocation": "true"}}}]
+    namespaces = [{"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": "analytics", "labels": {"koordinator.sh/enable-colocation": "true"}}}]
     profiles = [
-        {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile", "metadata": {"name": "colocation-profile-example"},
+        {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
+         "metadata": {"name": "colocation-profile-example"},
          "spec": {"namespaceSelector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}},
                   "selector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}}, "qosClass": "BE",
                   "priorityClassName": "koord-batch", "koordinatorPriority": 1000, "schedulerName": "koord-scheduler",
                   "labels": {"koordinator.sh/mutated": "true"}, "annotations": {"koordinator.sh/intercepted": "true"}}},
-        {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile", "metadata": {"name": "spark-executors"},
+        {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
+         "metadata": {"name": "spark-executors"},
          "spec": {"selector": {"matchExpressions": [{"key": "spark-role", "operator": "In", "values": ["executor"]}]},
                   "labels": {"colocate.example.com/workload": "spark"}}},
-        {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile", "metadata": {"name": "team-data-platform"},
+        {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
+         "metadata": {"name": "team-data-platform"},
          "spec": {"selector": {"matchLabels": {"team": "data-platform"}}, "annotations": {"cost-center": "dp-42"}}},
     ]
     for index in range(profile_count - len(profiles)):
         profiles.append({"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
                          "metadata": {"name": f"team-{index:04d}"},
                          "spec": {"namespaceSelector": {"matchLabels": {"team": f"team-{index:04d}"}},
-                                  "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": [f"app-{index}"]}]},
+                                  "selector": {"matchExpressions": [{"key": "app", "operator": "In",
+                                                                     "values": [f"app-{index}"]}]},
                                   "qosClass": "LS", "labels": {"team": f"team-{index:04d}"}}})
-        namespaces.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"team-{index:04d}", "labels": {"team": f"team-{index:04d}"}}})
+        namespaces.append({"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": f"team-{index:04d}", "labels": {"team": f"team-{index:04d}"}}})
     (directory / "profiles.yaml").write_text(yaml.safe_dump_all(profiles))
     (directory / "namespaces.yaml").write_text(yaml.safe_dump_all(namespaces))
 
@@ -152,7 +168,7 @@ done = function(summary, latency, requests)
     latency:percentile(50) / 1000, latency:percentile(99) / 1000, summary.requests,
     summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
 end
-"""
+"""  # noqa: E501 (Lua source run by wrk, kept byte for byte)
 
 
 def run_wrk(port: int, lua: Path, duration: int, connections: int) -> dict:
@@ -162,7 +178,8 @@ def run_wrk(port: int, lua: Path, duration: int, connections: int) -> dict:
     if not match:
         raise RuntimeError(f"unexpected wrk output:\n{output}")
     rps, p50, p99, count, errors = match.groups()
-    return {"rps": float(rps), "p50_ms": float(p50), "p99_ms": float(p99), "requests": int(count), "errors": int(errors)}
+    return {"rps": float(rps), "p50_ms": float(p50), "p99_ms": float(p99),
+            "requests": int(count), "errors": int(errors)}
 
 
 async def _fixed_rate(port: int, ca: Path, body: bytes, rate: float, connections: int, duration: float) -> dict:
@@ -269,13 +286,14 @@ def main() -> int:
               f"{args.duration}s per run, {os.cpu_count()} cores")
         for count in (20, 1000):
             write_state(root / f"state-{count}", count)
-        colocate = [sys.executable, "-m", "colocate.cli", "--log-level", "warning", "serve", "--cert-dir", str(root / "certs"),
-                    "--host", "127.0.0.1"]
+        colocate = [sys.executable, "-m", "colocate.cli", "--log-level", "warning", "serve",
+                    "--cert-dir", str(root / "certs"), "--host", "127.0.0.1"]
         scenarios = {
             "bare aiohttp (fixed response)": lambda port: [sys.executable, str(REPO / "benchmarks" / "bare_server.py"),
                                                            "--port", str(port), "--cert-dir", str(root / "certs")],
             "colocate, 20 profiles": lambda port: [*colocate, "--cluster", str(root / "state-20"), "--port", str(port)],
-            "colocate, 1000 profiles": lambda port: [*colocate, "--cluster", str(root / "state-1000"), "--port", str(port)],
+            "colocate, 1000 profiles": lambda port: [*colocate, "--cluster", str(root / "state-1000"),
+                                                     "--port", str(port)],
             "colocate, 20 profiles, --workers 2": lambda port: [*colocate, "--cluster", str(root / "state-20"),
                                                                 "--port", str(port), "--workers", "2"],
         }
@@ -295,7 +313,8 @@ def main() -> int:
               f"{results['bare aiohttp (fixed response)']['cpu_us'] / results['colocate, 20 profiles']['cpu_us']:.0%} "
               "by server CPU per request")
         print(f"1000 profiles / 20 profiles:        {results['colocate, 1000 profiles']['rps'] / twenty:.0%}")
-        print(f"--workers 2 / 1 worker:             {results['colocate, 20 profiles, --workers 2']['rps'] / twenty:.2f}x")
+        two_workers = results["colocate, 20 profiles, --workers 2"]["rps"]
+        print(f"--workers 2 / 1 worker:             {two_workers / twenty:.2f}x")
     return 0
 
 

@@ -22,18 +22,19 @@ from typing import Any
 import aiohttp
 import yaml
 
+from cluster.client import api_client
 from tests.support.apiserver import ApiServer
 from tests.support.cluster import ColocateProcess, make_certs
 from webhook.registry import default_routes
-from webhook.watched import watched_kinds
-from cluster.client import api_client
 from webhook.snapshots import ApiServerSnapshots, KubeSettings
 from webhook.state import StateHolder
+from webhook.watched import watched_kinds
 
 
 def objects(namespaces: int, profiles: int) -> list[dict[str, Any]]:
     result: list[dict[str, Any]] = [
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "koord-batch"}, "value": 5000}]
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "koord-batch"},
+         "value": 5000}]
     result += [{"apiVersion": "v1", "kind": "Namespace",
                 "metadata": {"name": f"ns-{i}", "labels": {"team": f"t{i % 50}", "colocate": str(i % 2 == 0).lower()}}}
                for i in range(namespaces)]
@@ -48,7 +49,8 @@ def objects(namespaces: int, profiles: int) -> list[dict[str, Any]]:
 
 def review(index: int) -> bytes:
     pod = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": f"p{index}", "namespace": f"ns-{index % 1000}", "labels": {"app": f"app-{index % 1000}"}},
+           "metadata": {"name": f"p{index}", "namespace": f"ns-{index % 1000}",
+                        "labels": {"app": f"app-{index % 1000}"}},
            "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}}
     return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
         "uid": f"u{index}", "kind": {"group": "", "version": "v1", "kind": "Pod"},
@@ -131,13 +133,15 @@ async def main(namespaces: int, profiles: int, seconds: float) -> None:
                 process.kill()
                 process = _embedded(certs.directory, state_dir, work)
             try:
-                results[mode] = (await wait_ready(process.port, certs.ca), await throughput(process.port, certs.ca, seconds))
+                results[mode] = (await wait_ready(process.port, certs.ca),
+                                 await throughput(process.port, certs.ca, seconds))
             finally:
                 process.kill()
 
     print(f"objects: {namespaces} namespaces, {profiles} profiles")
     print(f"live, in process: ready in {ready_in:.2f}s, cache {memory / 2**20:.1f} MiB (tracemalloc, whole process)")
-    print(f"live, 100 profile updates: visible in {burst * 1000:.0f} ms, {publishes - 1} snapshot publishes after the first")
+    print(f"live, 100 profile updates: visible in {burst * 1000:.0f} ms, "
+          f"{publishes - 1} snapshot publishes after the first")
     for mode, (ready, rate) in results.items():
         print(f"{mode:>22}: ready in {ready:.2f}s, {rate:.0f} admissions/s (/mutate-pod, 16 concurrent)")
 

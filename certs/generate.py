@@ -11,7 +11,7 @@ import datetime as dt
 import ipaddress
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Final, Union
+from typing import Final
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
@@ -20,7 +20,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from certs.material import CertPaths, Material, write_directory
 
-PrivateKey = Union[rsa.RSAPrivateKey, ec.EllipticCurvePrivateKey]
+PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
 CA_COMMON_NAME: Final = "webhook-cert-ca"
 DEFAULT_VALIDITY: Final = dt.timedelta(days=3650)
 LOCAL_NAMES: Final = ("localhost", "127.0.0.1")
@@ -28,7 +28,7 @@ KEY_TYPES: Final = ("rsa2048", "rsa4096", "ecdsa-p256")
 
 
 def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def service_names(service: str, namespace: str, extra: Iterable[str] = ()) -> tuple[str, ...]:
@@ -112,7 +112,8 @@ def generate_material(names: Sequence[str], now: dt.datetime, *, ca_validity: dt
     return Material(ca_key=ca_key, ca_certs=(ca_cert,), cert=cert, key=key)
 
 
-def ensure_serving_certs(directory: Path, dns_names: Sequence[str] = (), now: dt.datetime | None = None) -> tuple[CertPaths, bool]:
+def ensure_serving_certs(directory: Path, dns_names: Sequence[str] = (),
+                         now: dt.datetime | None = None) -> tuple[CertPaths, bool]:
     """Create `ca.crt`, `tls.crt`, `tls.key` (and `ca.key`) in `directory` unless the first three exist;
     True if created."""
     paths = CertPaths(directory)

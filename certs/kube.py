@@ -7,27 +7,15 @@ runs every minute costs reads only, and a repeated `certs rotate` is a no-op.
 from __future__ import annotations
 
 import base64
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from certs.material import Material, secret_data
 from certs.names import MUTATING, NAMESPACE, SECRET, TLS_TYPE, VALIDATING
-
-
-
-def read_object(call: Callable[..., Any], *args: Any) -> dict[str, Any] | None:
-    """The object as a dict, or None when it does not exist."""
-    try:
-        return json.loads(call(*args, _preload_content=False).data)  # type: ignore[no-any-return]
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
+from cluster.client import read_object
 
 
 def ca_bundle_patch(configuration: Mapping[str, Any], bundle: str) -> list[dict[str, Any]]:

@@ -18,12 +18,13 @@ from kubernetes import client
 
 from certs.generate import service_names, utcnow
 from certs.kube import Cluster
-from certs.leader import LeaseElector
 from certs.names import NAMESPACE, SECRET, SERVICE
 from certs.plan import Policy
 from certs.rotate import Rotation, Targets, rotate
+from cluster.leader import LeaseElector
 
 log = logging.getLogger("colocate.certs")
+LEASE_NAME = "colocate-webhook-certs"  # the Lease the replicas of one webhook elect a rotator with
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,8 @@ class ManagerSettings:
 def self_management(api: client.ApiClient, settings: ManagerSettings, identity: str,
                     clock: Callable[[], dt.datetime] = utcnow) -> Coroutine[None, None, None]:
     """The loop `serve --self-managed-certs` runs next to the server."""
-    elector = LeaseElector(api, settings.namespace, identity, duration=dt.timedelta(seconds=settings.lease_duration),
-                           clock=clock)
+    elector = LeaseElector(api, settings.namespace, identity, name=LEASE_NAME,
+                           duration=dt.timedelta(seconds=settings.lease_duration), clock=clock)
     targets = Targets(cluster=Cluster(api, namespace=settings.namespace, secret=settings.secret))
     policy = Policy(names=service_names(settings.service, settings.namespace, settings.dns_names))
     return manage_certificates(elector, targets, policy, settings, clock)

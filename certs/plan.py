@@ -82,7 +82,8 @@ def serving_problem(current: Material, policy: Policy, now: dt.datetime) -> str 
     return None
 
 
-def trust_bundle(signing: x509.Certificate, others: Iterable[x509.Certificate], now: dt.datetime) -> tuple[x509.Certificate, ...]:
+def trust_bundle(signing: x509.Certificate, others: Iterable[x509.Certificate],
+                 now: dt.datetime) -> tuple[x509.Certificate, ...]:
     """`signing` first, then each other CA not yet expired, without duplicates."""
     bundle = {fingerprint(signing): signing}
     for cert in others:
@@ -91,11 +92,12 @@ def trust_bundle(signing: x509.Certificate, others: Iterable[x509.Certificate], 
     return tuple(bundle.values())
 
 
-def plan_rotation(current: Material | None, policy: Policy, now: dt.datetime, *, also_trusted: Sequence[x509.Certificate] = (),
-                  force: bool = False, force_ca: bool = False) -> Plan:
+def plan_rotation(current: Material | None, policy: Policy, now: dt.datetime, *,
+                  also_trusted: Sequence[x509.Certificate] = (), force: bool = False, force_ca: bool = False) -> Plan:
     """The material to store after this run; `also_trusted` are CAs found in webhook caBundles."""
     reasons: list[str] = []
-    problem = "renewal of the CA was requested" if force_ca and current is not None else ca_problem(current, policy, now)
+    problem = ("renewal of the CA was requested" if force_ca and current is not None
+               else ca_problem(current, policy, now))
     if problem is None and current is not None:
         ca_key, ca_cert = current.ca_key, current.ca
     else:

@@ -21,8 +21,16 @@ from typing import Any
 from cryptography import x509
 
 from certs.kube import Cluster
-from certs.material import (Material, MaterialError, from_files, parse_certs, pem_certs, read_directory,
-                            secret_files, write_directory)
+from certs.material import (
+    Material,
+    MaterialError,
+    from_files,
+    parse_certs,
+    pem_certs,
+    read_directory,
+    secret_files,
+    write_directory,
+)
 from certs.plan import Plan, Policy, plan_rotation
 
 
@@ -53,7 +61,8 @@ def load_current(targets: Targets, secret: dict[str, Any] | None) -> tuple[Mater
     """The stored material (the Secret wins over the directory), or None and why it is unusable."""
     try:
         if targets.cluster is not None and secret is not None:
-            return from_files(secret_files(secret), f"Secret {targets.cluster.namespace}/{targets.cluster.secret}"), None
+            source = f"Secret {targets.cluster.namespace}/{targets.cluster.secret}"
+            return from_files(secret_files(secret), source), None
         if targets.directory is not None and targets.directory.exists():
             return read_directory(targets.directory), None
     except MaterialError as exc:

@@ -39,7 +39,7 @@ def _diff(before: Any, after: Any, path: str, out: list[dict[str, Any]]) -> None
                 _diff(before[key], value, f"{path}/{escape_pointer_token(key)}", out)
         return
     if type(before) is list and type(after) is list and len(before) == len(after):
-        for index, (old, new) in enumerate(zip(before, after)):
+        for index, (old, new) in enumerate(zip(before, after, strict=True)):
             if old is not new:
                 _diff(old, new, f"{path}/{index}", out)
         return

@@ -43,6 +43,7 @@ class Kind:
 
 
 NODE_METRIC_KIND: Final = "NodeMetric"
+NODE_SLO_KIND: Final = "NodeSLO"
 
 _ALL: Final = (
     Kind(PROFILE_KIND, PROFILE_GROUP, PROFILE_VERSION, "clustercolocationprofiles", False),
@@ -61,6 +62,9 @@ _ALL: Final = (
     Kind("ValidatingWebhookConfiguration", "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
          False),
     Kind("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", False),
+    Kind("Event", "", "v1", "events", True),
+    Kind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
+    Kind(NODE_SLO_KIND, "slo.koordinator.sh", "v1alpha1", "nodeslos", False),
 )
 
 #: Every kind by its name.

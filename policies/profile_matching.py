@@ -81,7 +81,8 @@ class ProfileIndex:
                 positions.update(self.by_namespace_label.get(pair, ()))
         return sorted(positions)
 
-    def matching(self, object_labels: Mapping[str, str], namespace_labels: NamespaceLabels | None) -> list[ColocationProfile]:
+    def matching(self, object_labels: Mapping[str, str],
+                 namespace_labels: NamespaceLabels | None) -> list[ColocationProfile]:
         """Profiles matching the object, in name order.
 
         `namespace_labels` returns the labels of the object's namespace, or None when the namespace is

@@ -3,8 +3,8 @@ so `--now` and tests can fix it. RFC 3339 parsing lives here too."""
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
 
 Clock = Callable[[], float]
 
@@ -29,11 +29,11 @@ def parse_time(text: str | None) -> float | None:
     except ValueError:
         return None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     if parsed.year <= 1:
         return None
     return parsed.timestamp()
 
 
 def format_time(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -15,9 +15,9 @@ from typing import Any, Protocol
 import orjson
 
 from policies.admission import DELETE, UPDATE, AdmissionContext, AdmissionRequest, Denied, Effect, default_rand_int
-from policies.snapshot import ClusterSnapshot
 from policies.jsonpatch_diff import diff
 from policies.objects import json_copy, metadata_of
+from policies.snapshot import ClusterSnapshot
 from webhook.registry import Route
 from webhook.review import MalformedReview, build_review, parse_review
 
@@ -87,7 +87,8 @@ def run_route(
                 plugin.validate(working, ctx)  # type: ignore[union-attr]
         except Denied as denial:
             observe(route, plugin.name, request.operation, time.perf_counter() - started, False)
-            return Outcome(False, denial.code, denial.message, matched_profiles=ctx.matched_profiles, effects=ctx.effects)
+            return Outcome(False, denial.code, denial.message, matched_profiles=ctx.matched_profiles,
+                           effects=ctx.effects)
         except Exception as exc:  # a bug must deny this request, not take the server down
             log.exception("plugin %s failed on %s", plugin.name, route.path)
             observe(route, plugin.name, request.operation, time.perf_counter() - started, False)
@@ -147,7 +148,8 @@ def serve_review(
         "uid": request.uid,
         "path": route.path,
         "operation": request.operation,
-        "object": f"{metadata.get('namespace') or request.namespace}/{metadata.get('name') or metadata.get('generateName') or request.name}",
+        "object": f"{metadata.get('namespace') or request.namespace}/"
+                  f"{metadata.get('name') or metadata.get('generateName') or request.name}",
         "allowed": outcome.allowed,
         "code": outcome.code,
         "matchedProfiles": outcome.matched_profiles,

@@ -97,7 +97,8 @@ def parse_review(body: bytes) -> tuple[str, AdmissionRequest]:
     return reply_version, AdmissionRequest(
         uid=uid,
         operation=operation,
-        resource=GroupVersionResource(_string(resource, "group"), _string(resource, "version"), _string(resource, "resource")),
+        resource=GroupVersionResource(_string(resource, "group"), _string(resource, "version"),
+                                      _string(resource, "resource")),
         sub_resource=_string(request, "subResource"),
         kind=_string(kind, "kind"),
         namespace=_string(request, "namespace"),

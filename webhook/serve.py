@@ -36,17 +36,17 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from certs.generate import ensure_serving_certs
-from certs.material import CertPaths
 from certs.manager import ManagerSettings, self_management
+from certs.material import CertPaths
 from cli.jsonlog import json_logging
-from webhook.registry import Registry, default_routes
-from webhook.server import DEFAULT_MAX_BODY, Lifecycle, build_app
 from cluster.client import api_client
 from cluster.store import ClusterStore
+from webhook.registry import Registry, default_routes
+from webhook.server import DEFAULT_MAX_BODY, Lifecycle, build_app
 from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots, KubeSettings
 from webhook.state import StateHolder
-from webhook.watched import watched_kinds
 from webhook.tls_reload import CertReloader, LoadedChain, new_server_context
+from webhook.watched import watched_kinds
 
 log = logging.getLogger("colocate.serve")
 
@@ -121,7 +121,7 @@ def _background(config: ServeConfig, source: Source, state: StateHolder, metrics
     return [asyncio.create_task(c) for c in coroutines]
 
 
-async def _stop_when_orphaned(parent_pid: int, signals: "asyncio.Queue[int]", interval: float = 1.0) -> None:
+async def _stop_when_orphaned(parent_pid: int, signals: asyncio.Queue[int], interval: float = 1.0) -> None:
     """A worker whose parent died (SIGKILL, OOM) shuts down instead of serving on, unsupervised."""
     while os.getppid() == parent_pid:
         await asyncio.sleep(interval)
@@ -169,7 +169,7 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
         log.info("shutting down (pid %d): not ready, draining for %.1fs", os.getpid(), config.drain_delay)
         try:  # a second signal cuts the drain short
             await asyncio.wait_for(signals.get(), config.drain_delay)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
     finally:
         lifecycle.draining = True
@@ -205,7 +205,8 @@ def _run_workers(config: ServeConfig) -> int:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     context = multiprocessing.get_context("spawn")
     # One process per replica takes part in the certificate Lease election; every one reloads.
-    workers = [context.Process(target=_worker, args=(config if i == 0 else replace(config, self_managed=None), os.getpid()),
+    workers = [context.Process(target=_worker,
+                               args=(config if i == 0 else replace(config, self_managed=None), os.getpid()),
                                name=f"colocate-worker-{i}") for i in range(config.workers)]
     for worker in workers:
         worker.start()

@@ -81,7 +81,8 @@ def amplify_node(node: dict[str, Any], old_node: Mapping[str, Any] | None) -> No
         return
     reported = _amplified_quantities(allocatable, "status.allocatable")
     raw_text = annotations_of(node).get(ANNOTATION_RAW_ALLOCATABLE)
-    if not raw_text or not _same_values(reported, _amplified_quantities(_allocatable(old_node), "oldObject status.allocatable")):
+    if not raw_text or not _same_values(reported, _amplified_quantities(_allocatable(old_node),
+                                                                        "oldObject status.allocatable")):
         raw = reported
         if raw:
             document = {name: raw[name].canonical() for name in sorted(raw)}

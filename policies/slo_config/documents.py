@@ -111,7 +111,8 @@ class StrategyDocument:
 
 
 def _parse_failure(kind: StrategyKind, configmap: str, error: str) -> ConfigProblem:
-    return ConfigProblem(REASON_PARSE_FAIL, f"Failed to parse {kind.title} config in configmap {configmap}, err: {error}")
+    return ConfigProblem(REASON_PARSE_FAIL,
+                         f"Failed to parse {kind.title} config in configmap {configmap}, err: {error}")
 
 
 def parse_document(kind: StrategyKind, text: str, configmap: str) -> StrategyDocument:
@@ -127,15 +128,18 @@ def parse_document(kind: StrategyKind, text: str, configmap: str) -> StrategyDoc
         cluster = document if kind.cluster_field is None else document.get(kind.cluster_field)
         if cluster is not None:
             if not isinstance(cluster, dict):
-                raise TypeMismatch(f"cannot unmarshal {json_type(cluster)} into field {kind.cluster_field} of type object")
-            check_fields(cluster, kind.schema, f"{kind.key}{'.' + kind.cluster_field if kind.cluster_field else ''}", failures)
+                raise TypeMismatch(f"cannot unmarshal {json_type(cluster)} into field {kind.cluster_field} "
+                                   "of type object")
+            prefix = f"{kind.key}{'.' + kind.cluster_field if kind.cluster_field else ''}"
+            check_fields(cluster, kind.schema, prefix, failures)
         raw_entries = document.get(kind.node_list) or []
         if not isinstance(raw_entries, list) or not all(isinstance(e, dict) for e in raw_entries):
             raise TypeMismatch(f"field {kind.node_list} must be an array of objects")
         for index, entry in enumerate(raw_entries):
             check_fields(entry, kind.schema, f"{kind.key}.{kind.node_list}[{index}]", failures)
             if not isinstance(entry.get("name", ""), str):
-                raise TypeMismatch(f"cannot unmarshal {json_type(entry['name'])} into field {kind.node_list}[{index}].name of type string")
+                raise TypeMismatch(f"cannot unmarshal {json_type(entry['name'])} into field "
+                                   f"{kind.node_list}[{index}].name of type string")
         entries = tuple(_node_entry(kind, entry) for entry in raw_entries)
     except TypeMismatch as exc:
         raise _parse_failure(kind, configmap, str(exc)) from exc
@@ -153,8 +157,9 @@ def _node_entry(kind: StrategyKind, entry: Mapping[str, Any]) -> NodeEntry:
     except SelectorShapeError as exc:
         raise TypeMismatch(str(exc)) from exc
     if isinstance(selector, InvalidSelector):
-        raise ConfigProblem(REASON_PARAM_INVALID, f"failed to parse node selector {json.dumps(raw, separators=(',', ':'))},"
-                                                  f"configType: {kind.key},nodeConfig name:{name}, err: {selector.error}")
+        raw_json = json.dumps(raw, separators=(",", ":"))
+        raise ConfigProblem(REASON_PARAM_INVALID, f"failed to parse node selector {raw_json},configType: {kind.key},"
+                                                  f"nodeConfig name:{name}, err: {selector.error}")
     return NodeEntry(name, raw, selector)
 
 

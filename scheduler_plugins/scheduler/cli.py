@@ -162,7 +162,8 @@ def _extender_source(args: argparse.Namespace) -> ClusterSource:
         api = api_client(args.kubeconfig, args.context)
     except ConfigException as exc:
         raise ConfigError("", f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
-    return ApiServerClusterSource(api, ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max))
+    return ApiServerClusterSource(api, ReflectorSettings(watch_timeout=args.watch_timeout,
+                                                         backoff_max=args.backoff_max))
 
 
 def run_extender(args: argparse.Namespace) -> int:

@@ -2,8 +2,15 @@
 from __future__ import annotations
 
 from scheduler_plugins.scheduler.framework.registry import PluginSpec, Registry
-from scheduler_plugins.scheduler.plugins import (defaultbinder, defaultprebind, networktraffic, noderesourcesfit,
-                                       noderesourcesfitplus, prioritysort, scarceresourceavoidance)
+from scheduler_plugins.scheduler.plugins import (
+    defaultbinder,
+    defaultprebind,
+    networktraffic,
+    noderesourcesfit,
+    noderesourcesfitplus,
+    prioritysort,
+    scarceresourceavoidance,
+)
 from scheduler_plugins.scheduler.plugins.loadaware import args as loadaware_args
 from scheduler_plugins.scheduler.plugins.loadaware import plugin as loadaware
 

@@ -19,7 +19,7 @@ from cluster.files import read_manifest_file
 from tests.support.apiserver import ApiServer
 from tests.support.webhook_manifests import WEBHOOKS_FILE
 
-NOW = dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
 DAY = dt.timedelta(days=1)
 
 

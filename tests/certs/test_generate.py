@@ -50,7 +50,8 @@ def test_a_directory_switches_all_files_at_once_through_a_symlink(tmp_path: Path
     assert oct((tmp_path / "tls.key").stat().st_mode & 0o777) == "0o600"
 
 
-def test_the_cli_writes_a_directory_and_refuses_to_overwrite_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_writes_a_directory_and_refuses_to_overwrite_it(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
     args = ["certs", "generate", "--cert-dir", str(tmp_path), "--cert-service", "svc", "--cert-namespace", "ns",
             "--validity", "365", "--key-type", "ecdsa-p256"]
     assert main(args) == 0
@@ -70,6 +71,7 @@ def test_rbac_grants_what_rotation_and_leader_election_use() -> None:
 
     needed = [("", "secrets", v, "koordinator-webhook-certs") for v in ("get", "create", "update", "delete")]
     needed += [("coordination.k8s.io", "leases", v, "colocate-webhook-certs") for v in ("get", "create", "update")]
-    needed += [("admissionregistration.k8s.io", f"{kind}webhookconfigurations", v, f"koordinator-{kind}-webhook-configuration")
+    needed += [("admissionregistration.k8s.io", f"{kind}webhookconfigurations", v,
+                f"koordinator-{kind}-webhook-configuration")
                for kind in ("mutating", "validating") for v in ("get", "patch")]
     assert [n for n in needed if not allowed(*n)] == []

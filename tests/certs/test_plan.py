@@ -67,7 +67,8 @@ def test_trust_bundle_keeps_the_signing_ca_first_and_drops_duplicates(current: M
     ("other CA", "does not verify against the CA"),
     ("missing name", "lacks extra.example"),
 ])
-def test_a_broken_serving_certificate_is_renewed_under_the_same_ca(current: Material, breakage: str, reason: str) -> None:
+def test_a_broken_serving_certificate_is_renewed_under_the_same_ca(current: Material, breakage: str,
+                                                                   reason: str) -> None:
     policy = POLICY
     stranger = generate_material(NAMES, NOW)
     if breakage == "swapped key":

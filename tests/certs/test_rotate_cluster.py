@@ -82,7 +82,8 @@ async def test_the_old_ca_is_pruned_from_the_caBundle_after_it_expires(api: ApiS
     assert bundles(api) == {base64.b64encode(pem_certs([rotation.plan.material.ca])).decode()}
 
 
-async def test_an_opaque_secret_from_koord_manager_is_replaced_and_its_ca_kept(api: ApiServer, cluster: Cluster) -> None:
+async def test_an_opaque_secret_from_koord_manager_is_replaced_and_its_ca_kept(api: ApiServer,
+                                                                                cluster: Cluster) -> None:
     koord = generate_material(NAMES, NOW)
     api.apply({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
                "metadata": {"name": "koordinator-webhook-certs", "namespace": "koordinator-system"},

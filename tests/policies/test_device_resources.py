@@ -11,7 +11,8 @@ def resources(requests, limits=None):
 
 
 @pytest.mark.parametrize("requests, shared", [
-    ({"koordinator.sh/gpu-core": "100", "koordinator.sh/gpu-memory": "4k", "koordinator.sh/gpu-memory-ratio": "50"}, "1"),
+    ({"koordinator.sh/gpu-core": "100", "koordinator.sh/gpu-memory": "4k", "koordinator.sh/gpu-memory-ratio": "50"},
+     "1"),
     ({"koordinator.sh/gpu-memory-ratio": "200"}, "2"),
     ({"koordinator.sh/gpu-memory-ratio": "150"}, "1"),
     ({"koordinator.sh/gpu-core": "300"}, "3"),

@@ -30,7 +30,8 @@ def test_user_written_batch_resources_get_the_annotation_without_profiles():
 
 
 def test_init_containers_do_not_feed_the_annotation():
-    pod = make_pod(requests={"cpu": "1"}, init_containers=[make_container("init", requests={"kubernetes.io/batch-cpu": "1"})])
+    pod = make_pod(requests={"cpu": "1"},
+                   init_containers=[make_container("init", requests={"kubernetes.io/batch-cpu": "1"})])
     assert annotation(mutate(pod, make_snapshot())) is None
 
 

@@ -13,7 +13,8 @@ expressions = st.lists(st.fixed_dictionaries({
     "operator": st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Bogus"]),
     "values": st.lists(st.sampled_from(VALUES), max_size=2),
 }), max_size=2)
-selectors = st.one_of(st.none(), st.fixed_dictionaries({}, optional={"matchLabels": labels, "matchExpressions": expressions}))
+selectors = st.one_of(st.none(),
+                      st.fixed_dictionaries({}, optional={"matchLabels": labels, "matchExpressions": expressions}))
 
 
 def scan_every_profile(profiles, object_labels, namespace_labels):

@@ -35,7 +35,8 @@ def containers(draw, prefix: str) -> list[dict]:
     count = draw(st.integers(0 if prefix == "init" else 1, 2))
     result = []
     for index in range(count):
-        container = {"name": f"{prefix}-{index}", "image": "busybox", "args": draw(st.lists(st.sampled_from(VALUES), max_size=2)),
+        container = {"name": f"{prefix}-{index}", "image": "busybox",
+                     "args": draw(st.lists(st.sampled_from(VALUES), max_size=2)),
                      "env": [{"name": "E", "value": draw(st.sampled_from(VALUES))}]}
         resources = {}
         for section in ("requests", "limits"):
@@ -51,7 +52,8 @@ def containers(draw, prefix: str) -> list[dict]:
 @st.composite
 def pods(draw) -> dict:
     metadata = {"name": "p", "namespace": draw(st.sampled_from(["ns-on", "ns-off", "ns-unknown"])),
-                "labels": draw(label_maps), "uid": "1234", "ownerReferences": [{"kind": "Job", "name": "j", "uid": "u"}]}
+                "labels": draw(label_maps), "uid": "1234",
+                "ownerReferences": [{"kind": "Job", "name": "j", "uid": "u"}]}
     if draw(st.booleans()):
         metadata["annotations"] = draw(label_maps)
     spec = {"containers": draw(containers("main")), "restartPolicy": "Never", "x-unknown-field": {"keep": [1, 2]}}
@@ -133,8 +135,9 @@ def test_patch_touches_only_owned_paths_and_everything_else_survives(pod, profil
     for key in ("restartPolicy", "x-unknown-field"):
         assert result["spec"][key] == original["spec"][key]
     for section in ("containers", "initContainers"):
-        for before, after in zip(original["spec"].get(section, []), result["spec"].get(section, [])):
-            assert {k: v for k, v in before.items() if k != "resources"} == {k: v for k, v in after.items() if k != "resources"}
+        for before, after in zip(original["spec"].get(section, []), result["spec"].get(section, []), strict=False):
+            assert ({k: v for k, v in before.items() if k != "resources"}
+                    == {k: v for k, v in after.items() if k != "resources"})
 
 
 @given(pods())

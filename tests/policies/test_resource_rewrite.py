@@ -12,7 +12,8 @@ def resources(pod, index=0, section="containers"):
     return pod["spec"][section][index].get("resources", {})
 
 
-@pytest.mark.parametrize("cpu, batch_cpu", [("1", "1k"), ("500m", "500"), ("1.5", "1500"), ("2", "2k"), ("100m", "100")])
+@pytest.mark.parametrize("cpu, batch_cpu", [("1", "1k"), ("500m", "500"), ("1.5", "1500"), ("2", "2k"),
+                                            ("100m", "100")])
 def test_cpu_becomes_integer_milli_cores(cpu, batch_cpu):
     out = mutate(make_pod(requests={"cpu": cpu}, limits={"cpu": cpu}), BATCH)
     assert resources(out) == {"requests": {"kubernetes.io/batch-cpu": batch_cpu},
@@ -31,16 +32,20 @@ def test_mid_priority_uses_mid_resources():
 
 
 def test_requests_are_back_filled_from_limits_but_limits_never_invented():
-    out = mutate(make_pod(containers=[make_container("a", limits={"cpu": "1"}), make_container("b", requests={"cpu": "1"})]), BATCH)
-    assert resources(out, 0) == {"limits": {"kubernetes.io/batch-cpu": "1k"}, "requests": {"kubernetes.io/batch-cpu": "1k"}}
+    out = mutate(make_pod(containers=[make_container("a", limits={"cpu": "1"}),
+                                      make_container("b", requests={"cpu": "1"})]), BATCH)
+    assert resources(out, 0) == {"limits": {"kubernetes.io/batch-cpu": "1k"},
+                                 "requests": {"kubernetes.io/batch-cpu": "1k"}}
     assert resources(out, 1) == {"requests": {"kubernetes.io/batch-cpu": "1k"}}
 
 
 def test_init_containers_and_overhead_are_rewritten():
-    pod = make_pod(requests={"cpu": "1"}, init_containers=[make_container("init", limits={"cpu": "2", "memory": "1Gi"})],
+    pod = make_pod(requests={"cpu": "1"},
+                   init_containers=[make_container("init", limits={"cpu": "2", "memory": "1Gi"})],
                    overhead={"cpu": "250m", "memory": "64Mi"})
     out = mutate(pod, BATCH)
-    assert resources(out, 0, "initContainers")["requests"] == {"kubernetes.io/batch-cpu": "2k", "kubernetes.io/batch-memory": "1Gi"}
+    assert resources(out, 0, "initContainers")["requests"] == {"kubernetes.io/batch-cpu": "2k",
+                                                               "kubernetes.io/batch-memory": "1Gi"}
     assert out["spec"]["overhead"] == {"kubernetes.io/batch-cpu": "250", "kubernetes.io/batch-memory": "64Mi"}
 
 

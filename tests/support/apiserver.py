@@ -6,9 +6,10 @@ watch (`?watch=1&resourceVersion=..&allowWatchBookmarks=true`, a chunked stream 
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR; an ERROR 410 for a compacted version), get, create
 (POST), replace (PUT), patch (merge and JSON patch) and delete, and the `pods/binding` subresource
 (POST a v1 Binding: sets spec.nodeName and PodScheduled, 409 when already bound or the UID
-differs). Field selectors take `=`, `==` and `!=` on dotted fields (`spec.nodeName!=`); a watch
-with one sends ADDED when a modified object starts matching and DELETED when it stops, as
-kube-apiserver's watch cache does. Faults are injected by the test: `drop_watches()`,
+differs), and `pods/eviction` (POST a policy/v1 Eviction: 429 when a PodDisruptionBudget allows
+no disruption, else the pod is deleted). Field selectors take `=`, `==` and `!=` on dotted
+fields (`spec.nodeName!=`); a watch with one sends ADDED when a modified object starts matching
+and DELETED when it stops, as kube-apiserver's watch cache does. Faults are injected by the test: `drop_watches()`,
 `store.compact()`, `fail_requests(n)`.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ import copy
 import json
 import tempfile
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,35 @@ def default_types() -> list[ResourceType]:
     return [ResourceType(k.group, k.version, k.plural, k.kind, k.namespaced) for k in KINDS.values()]
 
 
+def _selects(selector: Any, obj: dict[str, Any]) -> bool:
+    """A PodDisruptionBudget's label selector (matchLabels, matchExpressions); an empty one selects all."""
+    selector = selector or {}
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or ():
+        key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
+        if (operator == "In" and labels.get(key) not in values) or (operator == "NotIn" and labels.get(key) in values) \
+                or (operator == "Exists" and key not in labels) or (operator == "DoesNotExist" and key in labels):
+            return False
+    return True
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+
+
+def _scaled(value: Any, total: int) -> int:
+    """An int-or-percent of `total`, rounded up as the disruption controller does."""
+    if isinstance(value, str) and value.endswith("%"):
+        return -(-int(value[:-1]) * total // 100)
+    return int(value)
+
+
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
@@ -62,6 +90,7 @@ class ApiServer:
         self.by_kind = {t.kind: t for t in self.types.values()}
         self.bookmark_interval = bookmark_interval
         self.requests: Counter[str] = Counter()  # "GET list Namespace", "GET watch Namespace", ...
+        self.evictions: list[tuple[str, str]] = []  # (namespace, name) of every pod evicted
         self._failures = 0
         self._failure_status = 500
         self._runner: web.AppRunner | None = None
@@ -164,9 +193,11 @@ class ApiServer:
             return _error(self._failure_status, "InternalError", "injected failure")
         try:
             if subresource:
-                if (resource.kind, subresource, request.method) != ("Pod", "binding", "POST"):
-                    return _error(404, "NotFound", f"the server could not find the requested resource {request.path}")
-                return self._bind(namespace, name, await request.json())
+                if (resource.kind, subresource, request.method) == ("Pod", "binding", "POST"):
+                    return self._bind(namespace, name, await request.json())
+                if (resource.kind, subresource, request.method) == ("Pod", "eviction", "POST"):
+                    return self._evict(namespace, name, await request.json())
+                return _error(404, "NotFound", f"the server could not find the requested resource {request.path}")
             if request.method == "GET" and watch:
                 return await self._watch(request, resource, namespace)
             if request.method == "GET":
@@ -200,7 +231,8 @@ class ApiServer:
         meta = binding.get("metadata") or {}
         target = (binding.get("target") or {}).get("name")
         if binding.get("kind") != "Binding" or meta.get("name") != name or not target:
-            return _error(400, "BadRequest", "a Binding with metadata.name matching the pod and a target node is required")
+            return _error(400, "BadRequest",
+                          "a Binding with metadata.name matching the pod and a target node is required")
         pod = copy.deepcopy(self.store.get(self.by_kind["Pod"], namespace, name))
         uid = meta.get("uid")
         if uid and uid != pod["metadata"].get("uid"):
@@ -216,6 +248,37 @@ class ApiServer:
         self.store.put(self.by_kind["Pod"], pod)
         return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                   "code": 201}, status=201)
+
+    def _evict(self, namespace: str, name: str, eviction: dict[str, Any]) -> web.Response:
+        """kube-apiserver's EvictionREST.Create (policy/v1): refuse with 429 when a matching
+        PodDisruptionBudget allows no disruption, else delete the pod. The budget's allowance is
+        computed here from the healthy pods it selects, as the disruption controller would."""
+        meta = eviction.get("metadata") or {}
+        if eviction.get("kind") != "Eviction" or meta.get("name") != name:
+            return _error(400, "BadRequest", "an Eviction with metadata.name matching the pod is required")
+        pod = self.store.get(self.by_kind["Pod"], namespace, name)
+        phase = (pod.get("status") or {}).get("phase")
+        if phase not in ("Succeeded", "Failed"):  # terminal pods are evicted without a budget check
+            budgets = [b for b in self.store.list(self.by_kind["PodDisruptionBudget"], namespace)
+                       if _selects((b.get("spec") or {}).get("selector"), pod)]
+            if len(budgets) > 1:
+                return _error(500, "InternalError", "This pod has more than one PodDisruptionBudget, which the "
+                                                    "eviction subresource does not support.")
+            if budgets and self._disruptions_allowed(budgets[0], namespace) <= 0:
+                return _error(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption "
+                                                      "budget.")
+        self.store.delete(self.by_kind["Pod"], namespace, name)
+        self.evictions.append((namespace, name))
+        return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                                  "code": 201}, status=201)
+
+    def _disruptions_allowed(self, budget: dict[str, Any], namespace: str) -> int:
+        spec = budget.get("spec") or {}
+        pods = [p for p in self.store.list(self.by_kind["Pod"], namespace) if _selects(spec.get("selector"), p)]
+        healthy = sum(1 for p in pods if _ready(p))
+        if spec.get("maxUnavailable") is not None:
+            return healthy - (len(pods) - _scaled(spec["maxUnavailable"], len(pods)))
+        return healthy - _scaled(spec.get("minAvailable", 0), len(pods))
 
     @staticmethod
     def _selected(obj: dict[str, Any], field_selector: str) -> bool:
@@ -284,7 +347,7 @@ class ApiServer:
             while (left := deadline - asyncio.get_running_loop().time()) > 0:
                 try:
                     event = await asyncio.wait_for(watcher.queue.get(), min(left, self.bookmark_interval))
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     if bookmarks:
                         await send("BOOKMARK", {"kind": resource.kind, "apiVersion": resource.api_version,
                                                 "metadata": {"resourceVersion": str(self.store.version)}})

@@ -61,7 +61,8 @@ def test_only_create_is_defaulted():
 
 @pytest.mark.parametrize("quota, fragment", [
     (make_quota("q", max={"cpu": "lots"}), 'ElasticQuota q: spec.max.cpu: Invalid value: "lots"'),
-    (make_quota("q", max={"cpu": "1"}, annotations={WEIGHT: "{oops"}), "fillDefaultQuotaInfo unmarshal sharedWeight failed:"),
+    (make_quota("q", max={"cpu": "1"}, annotations={WEIGHT: "{oops"}),
+     "fillDefaultQuotaInfo unmarshal sharedWeight failed:"),
 ])
 def test_bad_input_is_a_400_denial(quota, fragment):
     outcome = admit(QUOTA_MUTATE, quota, TREE)

@@ -48,7 +48,8 @@ def test_a_child_that_fits_its_parent_is_admitted():
     (child(max={"cpu": "20", "memory": "20Gi", "pods": "10"}, used={"pods": "11"},
            annotations={"quota.scheduling.koordinator.sh/max-strict-check-resource-keys": '["pods"]'}),
      "resourceKey pods of quota new max 10 < used 11"),
-    (child(used={"pods": "1"}, annotations={"quota.scheduling.koordinator.sh/max-strict-check-resource-keys": '["pods"]'}),
+    (child(used={"pods": "1"},
+           annotations={"quota.scheduling.koordinator.sh/max-strict-check-resource-keys": '["pods"]'}),
      "resourceKey pods of quota new is included in used, which is not included in max but should check max >= used"),
 ])
 def test_self_checks(quota, message):
@@ -59,8 +60,9 @@ def test_self_checks(quota, message):
     (child(tree_id="tree-2"), "new tree id is different from parent parent, [tree-2] vs [tree-1]"),
     (child(parent="ghost"), "new has parentName ghost but not find parentInfo in quotaInfoMap"),
     (child(parent="child-b"), "new has parentName child-b but the parentQuotaInfo's IsParent is false"),
-    (child(min={"cpu": "1"}, max={"cpu": "20"}), "failed to check sub and parent group quotaKey, err: checkSubAndParentGroupQuotaKey "
-                               "failed: parent's max keys are not the same with new's"),
+    (child(min={"cpu": "1"}, max={"cpu": "20"}),
+     "failed to check sub and parent group quotaKey, err: checkSubAndParentGroupQuotaKey "
+     "failed: parent's max keys are not the same with new's"),
     (child(min={"cpu": "3", "memory": "5Gi"}),
      "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: parent"),
 ])
@@ -69,7 +71,8 @@ def test_topology_checks_on_create(quota, message):
 
 
 def test_allow_force_update_skips_the_min_sums():
-    quota = child(min={"cpu": "3", "memory": "5Gi"}, labels={"quota.scheduling.koordinator.sh/allow-force-update": "true"})
+    quota = child(min={"cpu": "3", "memory": "5Gi"},
+                  labels={"quota.scheduling.koordinator.sh/allow-force-update": "true"})
     assert create(quota).allowed
 
 

@@ -92,7 +92,8 @@ def plugin_observations(metrics: WebhookMetrics, object_type: str, plugin: str) 
 
 async def test_node_status_amplification_then_node_validation(client: Client):
     old = make_node("node-a", labels={"pool": "a"}, allocatable={"cpu": "4"})
-    new = make_node("node-a", labels={"pool": "a"}, annotations={"node.koordinator.sh/resource-amplification-ratio": '{"cpu": 2}'},
+    new = make_node("node-a", labels={"pool": "a"},
+                    annotations={"node.koordinator.sh/resource-amplification-ratio": '{"cpu": 2}'},
                     allocatable={"cpu": "4"})
     response, node = await client.chain("/mutate-node-status", "/validate-node", new, "UPDATE", old)
     assert response["allowed"]
@@ -138,8 +139,8 @@ async def test_quota_round_trip_admits_a_fitting_child_with_its_inherited_tree_i
 async def test_quota_round_trip_refuses_a_child_over_its_parents_min(client: Client):
     quota = make_quota("new", parent="parent", min={"cpu": "5", "memory": "1Gi"}, max={"cpu": "20", "memory": "20Gi"})
     response, _ = await client.chain(QUOTA_MUTATE, QUOTA_VALIDATE, quota)
-    assert response["status"] == {"code": 400,
-                                  "message": "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: parent"}
+    assert response["status"] == {
+        "code": 400, "message": "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: parent"}
 
 
 async def test_quota_delete_with_children_is_refused(client: Client):

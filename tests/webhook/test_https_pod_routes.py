@@ -7,7 +7,8 @@ import jsonpatch
 from tests.support.admission import admission_review, make_snapshot
 from tests.support.builders import make_namespace, make_pod, make_profile
 
-PROFILE = make_profile("colocation-profile-example", namespaceSelector={"matchLabels": {"koordinator.sh/enable-colocation": "true"}},
+PROFILE = make_profile("colocation-profile-example",
+                       namespaceSelector={"matchLabels": {"koordinator.sh/enable-colocation": "true"}},
                        selector={"matchLabels": {"koordinator.sh/enable-colocation": "true"}}, qosClass="BE",
                        priorityClassName="koord-batch", koordinatorPriority=1000, schedulerName="koord-scheduler",
                        labels={"koordinator.sh/mutated": "true"}, annotations={"koordinator.sh/intercepted": "true"},
@@ -64,13 +65,15 @@ async def test_validation_denial_carries_code_and_message(server):
     body = admission_review(make_pod(qos="BE"))
     response = (await review(server, "/validate-pod", body))["response"]
     assert response == {"uid": body["request"]["uid"], "allowed": False, "status": {
-        "code": 400, "message": "Pod: Forbidden: koordinator.sh/qosClass=BE and priorityClass= cannot be used in combination"}}
+        "code": 400,
+        "message": "Pod: Forbidden: koordinator.sh/qosClass=BE and priorityClass= cannot be used in combination"}}
 
 
 async def test_missing_priority_class_denies_with_500(server):
     server.publish(make_snapshot(make_profile(priorityClassName="nope"), priority_classes=False))
     response = (await review(server, "/mutate-pod", admission_review(make_pod())))["response"]
-    assert response["allowed"] is False and response["status"]["code"] == 500 and '"nope" not found' in response["status"]["message"]
+    assert (response["allowed"] is False and response["status"]["code"] == 500
+            and '"nope" not found' in response["status"]["message"])
 
 
 async def test_other_resources_and_subresources_are_allowed_untouched(server):

@@ -43,7 +43,8 @@ def with_request(**changes):
     (with_request(object={}), "there is no content to decode"),
     (with_request(object=[1]), "request.object must be a JSON object"),
     (with_request(operation=""), "no operation"),
-    (with_request(object={"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}), "admits Pod objects, got kind 'Node'"),
+    (with_request(object={"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}),
+     "admits Pod objects, got kind 'Node'"),
     (with_request(operation="UPDATE", oldObject=None), "oldObject"),
 ])
 @pytest.mark.parametrize("path", ["/mutate-pod", "/validate-pod"])

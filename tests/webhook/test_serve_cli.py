@@ -32,7 +32,8 @@ class Served:
         self.port = free_port()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "colocate.cli", "serve", "--cluster", str(self.state), "--cert-dir", str(self.certs),
-             "--port", str(self.port), "--host", "127.0.0.1", "--reload-interval", "0.2", "--dns-name", "webhook.example", *extra],
+             "--port", str(self.port), "--host", "127.0.0.1", "--reload-interval", "0.2",
+             "--dns-name", "webhook.example", *extra],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.tls: ssl.SSLContext | None = None
 
@@ -143,8 +144,8 @@ def test_workers_share_the_port_and_metrics(served):
         server.mutate()
     status, text = server.request("/metrics")
     assert status == 200
-    line = next(l for l in text.decode().splitlines()
-                if l.startswith('controller_runtime_webhook_requests_total{code="200",webhook="/mutate-pod"}'))
+    line = next(candidate for candidate in text.decode().splitlines()
+                if candidate.startswith('controller_runtime_webhook_requests_total{code="200",webhook="/mutate-pod"}'))
     assert float(line.split()[-1]) == 20.0, "every worker's requests are counted in each scrape"
     assert server.stop() == 0
 

@@ -34,9 +34,11 @@ def test_a_valid_config_is_admitted():
 
 
 def test_a_strategy_that_does_not_parse_is_refused_naming_the_configmap():
-    reason, message = reason_and_message(admit("/validate-configmap", make_slo_config({"colocation-config": "{oops"}), EMPTY))
+    reason, message = reason_and_message(admit("/validate-configmap", make_slo_config({"colocation-config": "{oops"}),
+                                               EMPTY))
     assert reason == "ParseConfigFail"
-    assert message.startswith("Failed to parse colocation config in configmap koordinator-system/slo-controller-config, err: ")
+    assert message.startswith("Failed to parse colocation config in configmap "
+                              "koordinator-system/slo-controller-config, err: ")
 
 
 def test_a_wrongly_typed_field_is_a_parse_failure():
@@ -51,7 +53,8 @@ def test_a_wrongly_typed_field_is_a_parse_failure():
      {"colocation-config.metricAggregateDurationSeconds": "metricAggregateDurationSeconds must be 1 or greater",
       "colocation-config.resourceDiffThreshold": "resourceDiffThreshold must be 1 or less"}),
     ("resource-threshold-config", {"clusterStrategy": {"cpuSuppressThresholdPercent": -1}},
-     {"resource-threshold-config.clusterStrategy.cpuSuppressThresholdPercent": "cpuSuppressThresholdPercent must be 0 or greater"}),
+     {"resource-threshold-config.clusterStrategy.cpuSuppressThresholdPercent":
+      "cpuSuppressThresholdPercent must be 0 or greater"}),
     ("resource-threshold-config", {"clusterStrategy": {"cpuEvictBESatisfactionLowerPercent": 35}},
      {"resource-threshold-config.clusterStrategy.cpuEvictBESatisfactionLowerPercent":
       "cpuEvictBESatisfactionLowerPercent must be less than cpuEvictBESatisfactionUpperPercent"}),
@@ -71,7 +74,8 @@ def test_a_node_strategy_without_selector_is_refused():
     config = make_slo_config({"colocation-config": {"nodeConfigs": [{"name": "bare"}]}})
     reason, message = reason_and_message(admit("/validate-configmap", config, EMPTY))
     assert reason == "ConfigParamInvalid"
-    assert message == "nodeConfigs NodeSelector must not empty error! configType: colocation-config,nodeConfig name:bare"
+    assert message == ("nodeConfigs NodeSelector must not empty error! "
+                       "configType: colocation-config,nodeConfig name:bare")
 
 
 def test_an_invalid_node_selector_is_refused():
@@ -87,7 +91,8 @@ def test_overlapping_node_selectors_are_refused():
         entry("pool-a-ssd", {"matchLabels": {"pool": "a", "disk": "ssd"}}),
     ]}})
     reason, message = reason_and_message(admit("/validate-configmap", config, EMPTY))
-    assert (reason, message) == ("NodeStrategiesOverlap", {"config": "colocation-config", "strategies": ["pool-a", "pool-a-ssd"]})
+    assert (reason, message) == ("NodeStrategiesOverlap",
+                                 {"config": "colocation-config", "strategies": ["pool-a", "pool-a-ssd"]})
 
 
 def test_expression_values_generate_one_synthetic_node_each():

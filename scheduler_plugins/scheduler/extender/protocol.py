@@ -5,7 +5,8 @@ them case-insensitively, and so does `field()`. Payloads stay plain dicts, typed
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, TypedDict
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 MAX_EXTENDER_PRIORITY = 10
 

@@ -15,7 +15,8 @@ than judge pods against an empty or half-loaded cluster.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.extender import protocol as wire
@@ -49,7 +50,8 @@ class ExtenderService:
         if not self.ready():
             raise NotSynced("the extender's cluster state is not synced with the API server yet")
 
-    def _nodes(self, items: list[dict[str, Any]] | None, names: list[str] | None) -> tuple[list[NodeInfo], dict[str, str]]:
+    def _nodes(self, items: list[dict[str, Any]] | None,
+               names: list[str] | None) -> tuple[list[NodeInfo], dict[str, str]]:
         unknown: dict[str, str] = {}
         nodes: list[NodeInfo] = []
         if names is not None:
@@ -102,7 +104,8 @@ class ExtenderService:
             target[name] = node_status.message or node_status.code.name
         keep = {n.name for n in passed}
         return {
-            "Nodes": None if names is not None else {"items": [i for i in items or [] if i["metadata"]["name"] in keep]},
+            "Nodes": (None if names is not None
+                      else {"items": [i for i in items or [] if i["metadata"]["name"] in keep]}),
             "NodeNames": [n.name for n in passed] if names is not None else None,
             "FailedNodes": failed,
             "FailedAndUnresolvableNodes": unresolvable,
@@ -126,7 +129,7 @@ class ExtenderService:
         weight_sum = sum(p.weight for p in table.plugins)
         return [{"Host": node.name,
                  "Score": (total // weight_sum if weight_sum else 0) * wire.MAX_EXTENDER_PRIORITY // 100}
-                for node, total in zip(nodes, table.totals)]
+                for node, total in zip(nodes, table.totals, strict=False)]
 
     def bind(self, body: Any) -> wire.ExtenderBindingResult:
         self._require_sync()

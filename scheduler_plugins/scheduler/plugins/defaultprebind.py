@@ -40,7 +40,8 @@ class DefaultPreBind:
         last: ClientError | None = None
         for _ in range(MAX_ATTEMPTS):
             try:
-                patched = self.handle.client.patch(kind, meta.get("namespace") or "default", meta.get("name", ""), patch)
+                patched = self.handle.client.patch(kind, meta.get("namespace") or "default", meta.get("name", ""),
+                                                   patch)
             except ClientError as exc:
                 last = exc
                 if exc.code in RETRIABLE_CODES:

@@ -81,14 +81,16 @@ def test_explain_json_shape(capsys, pod_file):
 
 
 def test_explain_now_decides_metric_expiry(capsys, pod_file):
-    _, out, _ = run(capsys, "explain", "--cluster", EXAMPLE, "--pod", pod_file, "--now", "2024-05-01T09:51:00Z", "-o", "json")
+    _, out, _ = run(capsys, "explain", "--cluster", EXAMPLE, "--pod", pod_file, "--now", "2024-05-01T09:51:00Z",
+                    "-o", "json")
     nodes = {n["name"]: n for n in json.loads(out)["nodes"]}
     assert nodes["node-3"]["feasible"] is True  # its metric is 60s old at this time
 
 
 def test_explain_exits_1_when_no_node_fits(capsys, tmp_path):
     path = tmp_path / "huge.yaml"
-    path.write_text("kind: Pod\nmetadata: {name: huge}\nspec: {containers: [{name: c, resources: {requests: {cpu: '64'}}}]}\n")
+    path.write_text("kind: Pod\nmetadata: {name: huge}\n"
+                    "spec: {containers: [{name: c, resources: {requests: {cpu: '64'}}}]}\n")
     code, out, _ = run(capsys, "explain", "--cluster", EXAMPLE, "--pod", str(path), "--now", NOW)
     assert code == 1
     assert "selected: -" in out
@@ -108,7 +110,8 @@ def test_bad_input_exits_2_with_a_message(capsys, argv, message):
 
 def test_bad_config_names_the_field(capsys, tmp_path):
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("profiles:\n- pluginConfig:\n  - name: LoadAwareScheduling\n    args: {usageThresholds: {cpu: 300}}\n")
+    cfg.write_text("profiles:\n- pluginConfig:\n  - name: LoadAwareScheduling\n"
+                   "    args: {usageThresholds: {cpu: 300}}\n")
     code, _, err = run(capsys, "simulate", "--cluster", EXAMPLE, "--config", str(cfg))
     assert code == 2
     assert "profiles[0].pluginConfig[0].args.usageThresholds.cpu: must be in [0, 100]" in err

@@ -35,7 +35,8 @@ def test_one_patch_with_the_difference():
     assert apply(client).is_success
     ((kind, ns, name, patch),) = client.calls
     assert (kind, ns, name) == ("Pod", "ns", "p")
-    assert patch == [{"op": "add", "path": "/metadata/annotations/scheduling.koordinator.sh~1resource-status", "value": "{}"}]
+    assert patch == [{"op": "add", "path": "/metadata/annotations/scheduling.koordinator.sh~1resource-status",
+                      "value": "{}"}]
 
 
 def test_no_difference_no_call():

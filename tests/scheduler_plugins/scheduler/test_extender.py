@@ -79,7 +79,8 @@ async def test_malformed_args_get_an_error_in_the_response(client, verb, body, s
 async def test_bind_places_the_pod_and_later_filters_see_it(client):
     big = make_pod("big", "shop", qos="LS", requests={"cpu": "20", "memory": "8Gi"})
     assert (await post(client, "filter", {"Pod": big, "NodeNames": ["quiet"]}))["NodeNames"] == ["quiet"]
-    assert await post(client, "bind", {"PodName": "big", "PodNamespace": "shop", "PodUID": "", "Node": "quiet"}) == {"Error": ""}
+    assert await post(client, "bind",
+                      {"PodName": "big", "PodNamespace": "shop", "PodUID": "", "Node": "quiet"}) == {"Error": ""}
     assert "shop/big" in client.cluster.nodes["quiet"].pods
     other = make_pod("other", "shop", qos="LS", requests={"cpu": "20", "memory": "8Gi"})
     result = await post(client, "filter", {"Pod": other, "NodeNames": ["quiet"]})

@@ -5,7 +5,6 @@ through list/watch, and bind goes back to the stand-in as a `pods/binding` POST.
 """
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -51,7 +50,7 @@ class Extender:
         try:
             async with self.session.get(self.url(path), timeout=aiohttp.ClientTimeout(total=1)) as response:
                 return response.status
-        except (aiohttp.ClientError, asyncio.TimeoutError):
+        except (TimeoutError, aiohttp.ClientError):
             return 0
 
     async def post(self, verb: str, body: dict[str, Any], status: int = 200) -> Any:

@@ -17,14 +17,16 @@ def fit(pod, placed=(), node=None):
 
 @pytest.mark.parametrize("case, pod, placed, expected", [
     ("LS pod fits against regular cpu", make_pod(qos="LS", requests={"cpu": "12"}), [], ("Success", [])),
-    ("LS pod too big for regular cpu", make_pod(qos="LS", requests={"cpu": "17"}), [], ("Unschedulable", ["Insufficient cpu"])),
+    ("LS pod too big for regular cpu", make_pod(qos="LS", requests={"cpu": "17"}), [],
+     ("Unschedulable", ["Insufficient cpu"])),
     ("BE pod requesting batch-cpu fits the batch allocatable",
      make_pod(qos="BE", priority=5500, requests={"kubernetes.io/batch-cpu": "8000"}), [], ("Success", [])),
     ("BE pod beyond batch allocatable though regular cpu is free",
      make_pod(qos="BE", priority=5500, requests={"kubernetes.io/batch-cpu": "9000"}), [],
      ("Unschedulable", ["Insufficient kubernetes.io/batch-cpu"])),
     ("un-rewritten BE pod's cpu is judged as batch-cpu",
-     make_pod(qos="BE", priority=5500, requests={"cpu": "9"}), [], ("Unschedulable", ["Insufficient kubernetes.io/batch-cpu"])),
+     make_pod(qos="BE", priority=5500, requests={"cpu": "9"}), [],
+     ("Unschedulable", ["Insufficient kubernetes.io/batch-cpu"])),
     ("batch usage of placed BE pods counts",
      make_pod(qos="BE", priority=5500, requests={"kubernetes.io/batch-memory": "10Gi"}),
      [make_pod("old", qos="BE", priority=5500, requests={"cpu": "1", "memory": "8Gi"}, node="node-1")],

@@ -31,7 +31,8 @@ def test_fitplus(case, pod, expected):
 
 
 @pytest.mark.parametrize("case, node_extra, pod_requests, scarce, expected", [
-    ("pod wastes the gpu node", {"nvidia.com/gpu": "8", "xx.xx/xx": "1"}, {"cpu": "1", "memory": "1Gi"}, ["nvidia.com/gpu"], 50),
+    ("pod wastes the gpu node", {"nvidia.com/gpu": "8", "xx.xx/xx": "1"}, {"cpu": "1", "memory": "1Gi"},
+     ["nvidia.com/gpu"], 50),
     ("plain node", {}, {"cpu": "1", "memory": "1Gi"}, ["nvidia.com/gpu"], 100),
     ("pod asks for the gpu", {"nvidia.com/gpu": "8"}, {"cpu": "1", "nvidia.com/gpu": "1"}, ["nvidia.com/gpu"], 100),
     ("only scarce resources left over", {"nvidia.com/gpu": "8"}, {"cpu": "1", "memory": "1Gi"}, ["nvidia.com/gpu"], 0),

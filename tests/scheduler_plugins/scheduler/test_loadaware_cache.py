@@ -18,13 +18,16 @@ def usage_cpu(objects, args=None):
 
 @pytest.mark.parametrize("case, placed, pods_metric, expected", [
     ("pod scheduled long before the metric, with usage: reflected, no delta",
-     make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:00:00Z"), [pod_metric("a", cpu="2")], 20000),
+     make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:00:00Z"),
+     [pod_metric("a", cpu="2")], 20000),
     ("pod newer than the metric window: estimate minus its usage is added",
-     make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:59:30Z"), [pod_metric("a", cpu="2")], 26500),
+     make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:59:30Z"),
+     [pod_metric("a", cpu="2")], 26500),
     ("pod without usage in the metric: full estimate added",
      make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:00:00Z"), [], 28500),
     ("usage above the estimate never makes the delta negative",
-     make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:59:30Z"), [pod_metric("a", cpu="9")], 20000),
+     make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:59:30Z"),
+     [pod_metric("a", cpu="9")], 20000),
     ("terminated pods are not cached",
      make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:59:30Z", phase="Succeeded"), [], 20000),
 ])

@@ -54,7 +54,8 @@ def test_daemonset_pods_are_never_rejected():
 def test_node_annotation_replaces_thresholds_and_bad_json_is_ignored():
     metric = make_metric(cpu="50")
     strict = make_node(cpu="100", memory="1000Gi",
-                       annotations={"scheduling.koordinator.sh/usage-thresholds": json.dumps({"usageThresholds": {"cpu": 40}})})
+                       annotations={"scheduling.koordinator.sh/usage-thresholds":
+                                    json.dumps({"usageThresholds": {"cpu": 40}})})
     broken = make_node(cpu="100", memory="1000Gi", annotations={"scheduling.koordinator.sh/usage-thresholds": "{nope"})
     assert run(metric, node=strict) == CPU_OVER
     assert run(metric, node=broken) == OK

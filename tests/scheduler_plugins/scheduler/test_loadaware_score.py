@@ -40,7 +40,8 @@ def test_expired_metric_scores_zero_even_when_not_filtered():
     ("default weights cpu 1 memory 1", None, 72),
     ("cpu only: memory weight 0 is left out of the mean", {"resourceWeights": {"cpu": 1}}, 52),
     ("dominant only: the minimum over every resource", {"dominantResourceWeight": 1}, 52),
-    ("dominant plus weights", {"dominantResourceWeight": 2, "resourceWeights": {"cpu": 1, "memory": 1}}, (52 + 93 + 104) // 4),
+    ("dominant plus weights", {"dominantResourceWeight": 2, "resourceWeights": {"cpu": 1, "memory": 1}},
+     (52 + 93 + 104) // 4),
 ])
 def test_weights(case, args, expected):
     assert score(make_metric(cpu="32", memory="10Gi"), args) == expected, case

@@ -38,21 +38,23 @@ def scores(p, nodes):
         value, status = p.score(state, pod, NodeInfo(make_node(name, cpu="32", memory="128Gi")))
         assert status.is_success, status
         raw.append(value)
-    entries = [NodeScore(n, v) for n, v in zip(nodes, raw)]
+    entries = [NodeScore(n, v) for n, v in zip(nodes, raw, strict=True)]
     assert p.normalize_score(state, pod, entries).is_success
     return raw, [e.score for e in entries]
 
 
 def test_defaults():
     args = parse_args(None, "args")
-    assert (args.prometheus_address, args.network_interface, args.time_range_in_minutes) == ("http://127.0.0.1:9090", "ens192", 3)
+    assert ((args.prometheus_address, args.network_interface, args.time_range_in_minutes)
+            == ("http://127.0.0.1:9090", "ens192", 3))
 
 
 def test_query_names_node_interface_and_range_and_uses_the_clock():
     table = Table({})
     p = plugin(table, {"networkInterface": "eth1", "timeRangeInMinutes": 5})
     scores(p, ["n1"])
-    assert table.queries == [('sum_over_time(node_network_receive_bytes_total{kubernetes_node="n1",device="eth1"}[5m])', 1000.0)]
+    assert table.queries == [
+        ('sum_over_time(node_network_receive_bytes_total{kubernetes_node="n1",device="eth1"}[5m])', 1000.0)]
 
 
 @pytest.mark.parametrize("case, values, raw, normalized", [

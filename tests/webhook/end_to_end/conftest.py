@@ -31,7 +31,7 @@ async def cluster(api: ApiServer, kubeconfig: Path, tmp_path: Path) -> AsyncIter
     inject_ca_bundle(api, certs.ca)
 
     async def start(replicas: int = 1) -> tuple[Service, Dispatcher]:
-        for index in range(replicas):
+        for _ in range(replicas):
             processes.append(ColocateProcess(kubeconfig, certs.directory, tmp_path / f"colocate-{len(processes)}.log"))
         service = await Service(processes[-replicas:]).start()
         services.append(service)

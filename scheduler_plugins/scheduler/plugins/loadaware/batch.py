@@ -17,7 +17,7 @@ VARIANTS = (False, True)  # is the pod judged as a prod pod on this node?
 
 
 class LoadColumns:
-    def __init__(self, plugin: "LoadAwareScheduling") -> None:
+    def __init__(self, plugin: LoadAwareScheduling) -> None:
         self.plugin = plugin
         self.cluster = plugin.handle.cluster
         self.rows = DirtyRows(self.cluster)

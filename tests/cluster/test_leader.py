@@ -5,8 +5,8 @@ import asyncio
 import datetime as dt
 from pathlib import Path
 
-from certs.leader import LeaseElector, decide
 from cluster.client import api_client
+from cluster.leader import LeaseElector, decide
 from tests.certs.conftest import NOW
 from tests.support.apiserver import ApiServer
 
@@ -15,13 +15,13 @@ SECOND = dt.timedelta(seconds=1)
 
 
 def test_decide_acquires_a_missing_lease_and_keeps_off_a_live_one() -> None:
-    first = decide(None, "a", NOW, DURATION, namespace="ns")
+    first = decide(None, "a", NOW, DURATION, "lease", namespace="ns")
     assert first.leader and first.create and first.lease["spec"]["holderIdentity"] == "a"
     held = first.lease
-    assert not decide(held, "b", NOW + 14 * SECOND, DURATION).leader
-    renewed = decide(held, "a", NOW + 14 * SECOND, DURATION)
+    assert not decide(held, "b", NOW + 14 * SECOND, DURATION, "lease").leader
+    renewed = decide(held, "a", NOW + 14 * SECOND, DURATION, "lease")
     assert renewed.leader and not renewed.create and renewed.lease["spec"]["leaseTransitions"] == 0
-    taken = decide(held, "b", NOW + 16 * SECOND, DURATION)
+    taken = decide(held, "b", NOW + 16 * SECOND, DURATION, "lease")
     assert taken.leader and taken.lease["spec"]["holderIdentity"] == "b"
     assert taken.lease["spec"]["leaseTransitions"] == 1
 
@@ -37,7 +37,8 @@ class Clock:
 async def test_two_contenders_get_one_leader_and_the_other_takes_over_when_it_stops(api: ApiServer,
                                                                                     kubeconfig: Path) -> None:
     clock = Clock()
-    a, b = (LeaseElector(api_client(kubeconfig), "koordinator-system", name, duration=DURATION, clock=clock)
+    a, b = (LeaseElector(api_client(kubeconfig), "koordinator-system", name, name="colocate-webhook-certs",
+                        duration=DURATION, clock=clock)
             for name in ("replica-a", "replica-b"))
     rounds = await asyncio.gather(*(asyncio.to_thread(e.try_acquire_or_renew) for e in (a, b)))
     assert sorted(rounds) == [False, True]  # at the same instant, exactly one wins (the other's write conflicts)

@@ -1,7 +1,7 @@
 """Leader election with a coordination.k8s.io/v1 Lease, as client-go's leaderelection does.
 
-Only the leader rotates certificates; every replica serves whatever is mounted, so losing or never
-winning the lease costs nothing but rotation. `decide` is pure (the lease as read, who we are, the
+Shared by every component that must act from one replica at a time (the webhook's certificate
+rotation, the descheduler). `decide` is pure (the lease as read, who we are, the
 time) and says what to write; `LeaseElector` reads and writes with optimistic concurrency, so two
 contenders that both decide to take an expired lease cannot both win: the second write conflicts.
 """
@@ -15,14 +15,16 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from certs.generate import utcnow
-from certs.kube import read_object
+from cluster.client import read_object
 
-LEASE_NAME = "colocate-webhook-certs"
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
 
 
 def micro_time(when: dt.datetime) -> str:
-    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_time(raw: str | None) -> dt.datetime | None:
@@ -39,7 +41,7 @@ class Decision:
 
 
 def decide(lease: dict[str, Any] | None, identity: str, now: dt.datetime, duration: dt.timedelta,
-           name: str = LEASE_NAME, namespace: str = "") -> Decision:
+           name: str, namespace: str = "") -> Decision:
     """Acquire a missing or expired lease, renew our own, keep off one another holds."""
     spec_now = micro_time(now)
     if lease is None:
@@ -50,7 +52,7 @@ def decide(lease: dict[str, Any] | None, identity: str, now: dt.datetime, durati
         return Decision(True, body, create=True)
     spec = lease.get("spec") or {}
     holder = spec.get("holderIdentity") or ""
-    renewed = parse_time(spec.get("renewTime")) or dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+    renewed = parse_time(spec.get("renewTime")) or dt.datetime.min.replace(tzinfo=dt.UTC)
     held_for = dt.timedelta(seconds=int(spec.get("leaseDurationSeconds") or duration.total_seconds()))
     if holder and holder != identity and now < renewed + held_for:
         return Decision(False, None)
@@ -62,7 +64,7 @@ def decide(lease: dict[str, Any] | None, identity: str, now: dt.datetime, durati
 
 
 class LeaseElector:
-    def __init__(self, api: client.ApiClient, namespace: str, identity: str, *, name: str = LEASE_NAME,
+    def __init__(self, api: client.ApiClient, namespace: str, identity: str, *, name: str,
                  duration: dt.timedelta = dt.timedelta(seconds=15), clock: Callable[[], dt.datetime] = utcnow) -> None:
         self.coordination = client.CoordinationV1Api(api)
         self.namespace, self.identity, self.name, self.duration, self.clock = namespace, identity, name, duration, clock
