@@ -13,10 +13,10 @@ from typing import Any, TextIO
 
 import yaml
 
+from cluster.files import ScanError
 from policies.manifests import ManifestError, parse_manifest_text
 from webhook.chain import ChainResult, UnknownKind, request_for, run_chain
 from webhook.registry import default_routes
-from cluster.files import ScanError
 from webhook.snapshots import DirectorySnapshots
 
 EXIT_ADMITTED, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2

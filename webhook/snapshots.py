@@ -102,7 +102,7 @@ class DirectorySnapshots:
                 scan = start_in_daemon_thread(self.scan, name="directory-scan")
             try:
                 snapshot = await asyncio.wait_for(asyncio.shield(scan), self.stuck_after)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.error("a scan of %s has not returned for %.0fs; serving the last good state", self.root,
                           self.stuck_after)
                 if on_reload:
