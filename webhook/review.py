@@ -13,7 +13,7 @@ from typing import Any, Final, NotRequired, TypedDict
 
 import orjson
 
-from policies.admission import AdmissionRequest, GroupVersionResource
+from policies.admission import OPERATIONS, AdmissionRequest, GroupVersionResource
 
 SUPPORTED_API_VERSIONS: Final = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 DEFAULT_API_VERSION: Final = SUPPORTED_API_VERSIONS[0]
@@ -91,6 +91,9 @@ def parse_review(body: bytes) -> tuple[str, AdmissionRequest]:
     operation = _string(request, "operation")
     if not operation:
         raise MalformedReview("AdmissionReview request has no operation", uid, reply_version)
+    if operation not in OPERATIONS:  # also what keeps metric labels a closed set
+        raise MalformedReview(f"request.operation must be one of {', '.join(sorted(OPERATIONS))}, "
+                              f"got {operation[:64]!r}", uid, reply_version)
     for key in ("object", "oldObject"):
         if request.get(key) is not None and not isinstance(request.get(key), dict):
             raise MalformedReview(f"request.{key} must be a JSON object", uid, reply_version)
