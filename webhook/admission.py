@@ -109,16 +109,17 @@ class ServedReview:
     outcome: Outcome | None = None
 
 
-def _http_error(message: str, started: float, path: str) -> ServedReview:
-    record = {"path": path, "allowed": False, "code": 400, "message": message,
+def http_error(message: str, started: float, path: str, status: int = 400) -> ServedReview:
+    """A plain HTTP error (no AdmissionReview): for requests whose uid we cannot or will not read."""
+    record = {"path": path, "allowed": False, "code": status, "message": message,
               "durationMs": round((time.perf_counter() - started) * 1000, 3)}
-    return ServedReview(400, orjson.dumps({"error": message}), record)
+    return ServedReview(status, orjson.dumps({"error": message}), record)
 
 
 def malformed_response(error: MalformedReview, path: str, started: float) -> ServedReview:
     """An AdmissionReview denial when the uid is known, else HTTP 400 with the message."""
     if error.uid is None:
-        return _http_error(error.message, started, path)
+        return http_error(error.message, started, path)
     body = orjson.dumps(build_review(error.api_version, error.uid, False, code=400, message=error.message))
     record = {"uid": error.uid, "path": path, "allowed": False, "code": 400, "message": error.message,
               "durationMs": round((time.perf_counter() - started) * 1000, 3)}

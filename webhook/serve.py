@@ -150,7 +150,8 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
 
     app = build_app(registry, state, metrics, max_body=config.max_body, lifecycle=lifecycle)
     reloader = cert_reloader(config, metrics)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=config.shutdown_timeout)
+    # auto_decompress=False: aiohttp must never inflate a body (the handler refuses any encoding).
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=config.shutdown_timeout, auto_decompress=False)
     await runner.setup()
     site = web.TCPSite(runner, config.host, config.port, ssl_context=reloader.context,
                        reuse_port=reuse_port or config.reuse_port or None, backlog=1024)

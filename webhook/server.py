@@ -16,17 +16,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
 
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from cli.jsonlog import ADMISSION_LOGGER, log_admission
 from policies.admission import default_rand_int
-from webhook.admission import ServedReview, malformed_response, serve_review
+from webhook.admission import ServedReview, http_error, malformed_response, serve_review
 from webhook.metrics import CONTENT_TYPE, WebhookMetrics
 from webhook.registry import Registry, Route
 from webhook.review import MalformedReview, uid_from_prefix
 from webhook.state import StateHolder
 
 DEFAULT_MAX_BODY: Final = 8 * 1024 * 1024
+SERVER_NAME: Final = "colocate"
 _UID_SCAN_BYTES: Final = 64 * 1024
 
 
@@ -43,6 +44,14 @@ METRICS: Final = web.AppKey("metrics", WebhookMetrics)
 
 admission_log = logging.getLogger(ADMISSION_LOGGER)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _refused_encoding(request: web.Request) -> str | None:
+    """Why the body must not be read: the API server never compresses, a gzip bomb inflates 1000x."""
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding in ("", "identity"):
+        return None
+    return f"Content-Encoding {encoding[:32]!r} is not accepted: send the AdmissionReview uncompressed"
 
 
 async def _too_large(request: web.Request, route: Route, limit: int, started: float) -> ServedReview:
@@ -62,7 +71,10 @@ def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics,
         in_flight.inc()
         close = False
         try:
-            if request.content_length is not None and request.content_length > max_body:
+            refused = _refused_encoding(request)
+            if refused is not None:  # answered before a byte of the body is read; the connection is closed
+                served, close = http_error(refused, started, route.path, 415), True
+            elif request.content_length is not None and request.content_length > max_body:
                 served, close = await _too_large(request, route, max_body, started), True
             else:
                 try:
@@ -104,7 +116,26 @@ async def readyz(request: web.Request) -> web.Response:
     return web.Response(status=503, text="cluster state not loaded yet")
 
 
-async def _close_when_draining(request: web.Request, response: web.StreamResponse) -> None:
+@web.middleware
+async def _response_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Decided before the response is prepared, where aiohttp chooses its Connection header.
+
+    While draining, the response that the server closes the connection after must say
+    `Connection: close`: a client that is not told may pick the connection up for its next request
+    at the instant it is closed, and a POST whose bytes were written is not retried (Go's transport).
+    The Server header names no versions.
+    """
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:
+        _finish_headers(request, exc)
+        raise
+    _finish_headers(request, response)
+    return response
+
+
+def _finish_headers(request: web.Request, response: web.StreamResponse) -> None:
+    response.headers[hdrs.SERVER] = SERVER_NAME
     if request.app[LIFECYCLE].draining:
         response.force_close()
 
@@ -117,11 +148,10 @@ def build_app(registry: Registry, state: StateHolder, metrics: WebhookMetrics, *
               max_body: int = DEFAULT_MAX_BODY, rand_int: Callable[[int], int] = default_rand_int,
               lifecycle: Lifecycle | None = None) -> web.Application:
     # aiohttp's own limit sits above ours so that we, not aiohttp, answer an oversized body.
-    app = web.Application(client_max_size=max_body + 1)
+    app = web.Application(client_max_size=max_body + 1, middlewares=[_response_headers])
     app[STATE] = state
     app[METRICS] = metrics
     app[LIFECYCLE] = lifecycle or Lifecycle()
-    app.on_response_prepare.append(_close_when_draining)
     for route in registry.routes:
         app.router.add_post(route.path, admission_handler(route, state, metrics, max_body, rand_int))
     app.router.add_get("/healthz", healthz)
