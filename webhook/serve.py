@@ -38,7 +38,7 @@ from aiohttp import web
 from certs.generate import ensure_serving_certs
 from certs.manager import ManagerSettings, self_management
 from certs.material import CertPaths
-from cli.jsonlog import json_logging
+from cli.jsonlog import dropped_lines, json_logging
 from cluster.client import api_client
 from cluster.store import ClusterStore
 from webhook.registry import Registry, default_routes
@@ -112,9 +112,20 @@ def cert_reloader(config: ServeConfig, metrics: Any) -> CertReloader:
     return reloader
 
 
+async def _export_dropped_log_lines(metrics: Any, interval: float = 1.0) -> None:
+    exported = 0
+    while True:
+        dropped = dropped_lines()
+        if dropped > exported:
+            metrics.log_lines_dropped.inc(dropped - exported)
+            exported = dropped
+        await asyncio.sleep(interval)
+
+
 def _background(config: ServeConfig, source: Source, state: StateHolder, metrics: Any, on_reload: Any,
                 reloader: CertReloader) -> list[asyncio.Task[None]]:
-    coroutines = [source.run(state, on_reload), metrics.store_health.export_forever(source.store), reloader.run()]
+    coroutines = [source.run(state, on_reload), metrics.store_health.export_forever(source.store), reloader.run(),
+                  _export_dropped_log_lines(metrics)]
     if config.self_managed is not None:
         identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         coroutines.append(self_management(api_client(config.kubeconfig, config.context), config.self_managed, identity))

@@ -57,7 +57,7 @@ def _refused_encoding(request: web.Request) -> str | None:
 async def _too_large(request: web.Request, route: Route, limit: int, started: float) -> ServedReview:
     prefix = await request.content.read(_UID_SCAN_BYTES)
     message = f"request body exceeds the {limit} byte limit"
-    return malformed_response(MalformedReview(message, uid_from_prefix(prefix)), route.path, started)
+    return malformed_response(MalformedReview(message, uid_from_prefix(prefix)), route.path, started, "too_large")
 
 
 def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics, max_body: int,
@@ -73,7 +73,7 @@ def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics,
         try:
             refused = _refused_encoding(request)
             if refused is not None:  # answered before a byte of the body is read; the connection is closed
-                served, close = http_error(refused, started, route.path, 415), True
+                served, close = http_error(refused, started, route.path, 415, "encoding"), True
             elif request.content_length is not None and request.content_length > max_body:
                 served, close = await _too_large(request, route, max_body, started), True
             else:
@@ -87,6 +87,8 @@ def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics,
         finally:
             in_flight.dec()
         (requests_ok if served.status == 200 else metrics.requests_total.labels(route.path, str(served.status))).inc()
+        if served.refused:
+            metrics.refused.labels(route.path, served.refused).inc()
         latency.observe(time.perf_counter() - started)
         metrics.count_profile_matches(served.record.get("matchedProfiles", ()))
         log_admission(admission_log, served.record)
