@@ -75,6 +75,15 @@ class WebhookMetrics:
             "Admission requests refused before or instead of the policies, by reason: bad_review, bad_object "
             "(too deep, wrong shape, bad quantity), too_large, encoding, internal_error.",
             ["webhook", "reason"], registry=registry)
+        self.connections = Gauge(
+            "colocate_webhook_connections",
+            "Open connections to the webhook port, from accept (TLS handshake included) to close.",
+            registry=registry, multiprocess_mode="livesum")
+        self.connections_closed = Counter(
+            "colocate_webhook_connections_closed_total",
+            "Connections the server closed itself, by reason: over_limit (--max-connections), "
+            "first_request_timeout, tls_handshake_failed.",
+            ["reason"], registry=registry)
         self.log_lines_dropped = Counter(
             "colocate_log_lines_dropped_total",
             "Log lines dropped because the log writer fell behind (its queue is bounded).",

@@ -41,6 +41,8 @@ from certs.material import CertPaths
 from cli.jsonlog import dropped_lines, json_logging
 from cluster.client import api_client
 from cluster.store import ClusterStore
+from webhook.connections import ConnectionLimits
+from webhook.gate import GatedSite
 from webhook.registry import Registry, default_routes
 from webhook.server import DEFAULT_MAX_BODY, Lifecycle, build_app
 from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots, KubeSettings
@@ -70,6 +72,9 @@ class ServeConfig:
     reuse_port: bool = False  # let separate server processes share the port (SO_REUSEPORT)
     cert_reload_interval: float = 1.0
     self_managed: ManagerSettings | None = None  # rotate certificates while holding the Lease
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
+    client_ca: Path | None = None  # admission paths need a client certificate issued by this CA
+    stuck_scan_after: float = 30.0  # warn when a --cluster directory scan runs longer than this
 
 
 class Source(Protocol):
@@ -81,7 +86,7 @@ class Source(Protocol):
 def make_source(config: ServeConfig, registry: Registry, metrics: Any) -> Source:
     """The directory source in embedded mode, else list/watch of the kinds the routes read."""
     if config.cluster is not None:
-        return DirectorySnapshots(config.cluster, interval=config.reload_interval)
+        return DirectorySnapshots(config.cluster, interval=config.reload_interval, stuck_after=config.stuck_scan_after)
     return ApiServerSnapshots(api_client(config.kubeconfig, config.context), watched_kinds(registry), config.kube,
                               on_failure=metrics.store_health.watch_failed)
 
@@ -91,6 +96,13 @@ def tls_context(paths: CertPaths) -> ssl.SSLContext:
     context = new_server_context()
     context.load_cert_chain(paths.cert, paths.key)
     return context
+
+
+def require_client_certs(context: ssl.SSLContext, client_ca: Path) -> None:
+    """Verify a client certificate against `client_ca` when one is sent (probes send none; the
+    admission paths then refuse a request without one)."""
+    context.load_verify_locations(cafile=str(client_ca))
+    context.verify_mode = ssl.CERT_OPTIONAL
 
 
 def cert_reloader(config: ServeConfig, metrics: Any) -> CertReloader:
@@ -159,13 +171,19 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
         for kind, objects in snapshot.objects.items():  # type: ignore[attr-defined]
             metrics.state_objects.labels(kind).set(len(objects))
 
-    app = build_app(registry, state, metrics, max_body=config.max_body, lifecycle=lifecycle)
+    limits = config.connections
+    app = build_app(registry, state, metrics, max_body=config.max_body, lifecycle=lifecycle,
+                    body_timeout=limits.first_request_timeout, client_certs=config.client_ca is not None)
     reloader = cert_reloader(config, metrics)
-    # auto_decompress=False: aiohttp must never inflate a body (the handler refuses any encoding).
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=config.shutdown_timeout, auto_decompress=False)
+    if config.client_ca is not None:
+        require_client_certs(reloader.context, config.client_ca)
+    # auto_decompress=False: aiohttp must never inflate a body (the handler refuses any encoding);
+    # keepalive_timeout: an idle kept-alive connection is closed after this long.
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=config.shutdown_timeout, auto_decompress=False,
+                           keepalive_timeout=limits.idle_timeout)
     await runner.setup()
-    site = web.TCPSite(runner, config.host, config.port, ssl_context=reloader.context,
-                       reuse_port=reuse_port or config.reuse_port or None, backlog=1024)
+    site = GatedSite(runner, config.host, config.port, tls_context=reloader.context, limits=limits, metrics=metrics,
+                     reuse_port=reuse_port or config.reuse_port or None)
     await site.start()
     log.info("serving admission webhooks on https://%s:%d (pid %d)", config.host, config.port, os.getpid())
     signals = asyncio.Queue[int]()

@@ -10,6 +10,7 @@ a complete response, never mid-request.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -21,6 +22,7 @@ from aiohttp import hdrs, web
 from cli.jsonlog import ADMISSION_LOGGER, log_admission
 from policies.admission import default_rand_int
 from webhook.admission import ServedReview, http_error, malformed_response, serve_review
+from webhook.gate import request_started
 from webhook.metrics import CONTENT_TYPE, WebhookMetrics
 from webhook.registry import Registry, Route
 from webhook.review import MalformedReview, uid_from_prefix
@@ -41,6 +43,9 @@ class Lifecycle:
 STATE: Final = web.AppKey("state", StateHolder)
 LIFECYCLE: Final = web.AppKey("lifecycle", Lifecycle)
 METRICS: Final = web.AppKey("metrics", WebhookMetrics)
+CLIENT_CERTS: Final = web.AppKey("client_certs", bool)
+#: what kubelet probes and Prometheus read, without a client certificate
+OPEN_PATHS: Final = frozenset({"/healthz", "/readyz", "/metrics"})
 
 admission_log = logging.getLogger(ADMISSION_LOGGER)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -61,7 +66,7 @@ async def _too_large(request: web.Request, route: Route, limit: int, started: fl
 
 
 def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics, max_body: int,
-                      rand_int: Callable[[int], int]) -> Handler:
+                      rand_int: Callable[[int], int], body_timeout: float | None = None) -> Handler:
     requests_ok = metrics.requests_total.labels(route.path, "200")
     latency = metrics.latency.labels(route.path)
     in_flight = metrics.in_flight.labels(route.path)
@@ -78,9 +83,13 @@ def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics,
                 served, close = await _too_large(request, route, max_body, started), True
             else:
                 try:
-                    body = await request.read()
+                    async with asyncio.timeout(body_timeout):
+                        body = await request.read()
                 except web.HTTPRequestEntityTooLarge:
                     served, close = await _too_large(request, route, max_body, started), True
+                except TimeoutError:
+                    message = f"request body not received within {body_timeout}s"
+                    served, close = http_error(message, started, route.path, 408, "slow_body"), True
                 else:
                     served = serve_review(route, body, state.snapshot, rand_int=rand_int,
                                           observe=metrics.observe_plugin)
@@ -127,6 +136,9 @@ async def _response_headers(request: web.Request, handler: Handler) -> web.Strea
     at the instant it is closed, and a POST whose bytes were written is not retried (Go's transport).
     The Server header names no versions.
     """
+    request_started(request)
+    if request.app[CLIENT_CERTS] and request.path not in OPEN_PATHS and not _has_client_cert(request):
+        raise web.HTTPForbidden(text="a client certificate issued by --client-ca is required")
     try:
         response = await handler(request)
     except web.HTTPException as exc:
@@ -134,6 +146,12 @@ async def _response_headers(request: web.Request, handler: Handler) -> web.Strea
         raise
     _finish_headers(request, response)
     return response
+
+
+def _has_client_cert(request: web.Request) -> bool:
+    """With --client-ca the TLS layer verifies a certificate when one is sent; here one must be."""
+    transport = request.transport
+    return transport is not None and bool(transport.get_extra_info("peercert"))
 
 
 def _finish_headers(request: web.Request, response: web.StreamResponse) -> None:
@@ -148,14 +166,18 @@ async def metrics_endpoint(request: web.Request) -> web.Response:
 
 def build_app(registry: Registry, state: StateHolder, metrics: WebhookMetrics, *,
               max_body: int = DEFAULT_MAX_BODY, rand_int: Callable[[int], int] = default_rand_int,
-              lifecycle: Lifecycle | None = None) -> web.Application:
+              lifecycle: Lifecycle | None = None, body_timeout: float | None = None,
+              client_certs: bool = False) -> web.Application:
+    """`body_timeout`: a request body must arrive within it; `client_certs`: admission paths need a
+    verified client certificate (the TLS context asks for one: `--client-ca`)."""
     # aiohttp's own limit sits above ours so that we, not aiohttp, answer an oversized body.
     app = web.Application(client_max_size=max_body + 1, middlewares=[_response_headers])
     app[STATE] = state
     app[METRICS] = metrics
     app[LIFECYCLE] = lifecycle or Lifecycle()
+    app[CLIENT_CERTS] = client_certs
     for route in registry.routes:
-        app.router.add_post(route.path, admission_handler(route, state, metrics, max_body, rand_int))
+        app.router.add_post(route.path, admission_handler(route, state, metrics, max_body, rand_int, body_timeout))
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_endpoint)

@@ -1,0 +1,89 @@
+"""Connections that cost memory and do nothing are closed: before TLS when over the cap, after
+--first-request-timeout when silent or slow, after --idle-timeout when kept alive and idle."""
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import time
+
+from tests.support.admission import admission_review
+from tests.support.builders import make_pod
+from tests.support.wait import wait_for_sync
+
+FAST = ("--first-request-timeout", "1", "--idle-timeout", "2")
+
+
+def _closed_by_server(sock: socket.socket, within: float) -> bool:
+    """Whether the server closes `sock` within `within` seconds (EOF or reset on read)."""
+    sock.settimeout(within)
+    try:
+        return sock.recv(1024) == b""
+    except (ConnectionResetError, ssl.SSLError, BrokenPipeError):
+        return True
+    except TimeoutError:
+        return False
+
+
+def _open_gauge(server) -> float:
+    return server.metric("colocate_webhook_connections") - 1  # minus the scrape's own connection
+
+
+def test_silent_connections_are_closed_after_the_first_request_timeout(served):
+    server = served(*FAST)
+    tls = [server.connect() for _ in range(20)]  # handshake done, nothing sent
+    plain = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(5)]  # not even TLS
+    assert _open_gauge(server) >= 25
+    started = time.monotonic()
+    assert all(_closed_by_server(sock, within=5) for sock in [*tls, *plain])
+    assert time.monotonic() - started < 4
+    assert server.metric("colocate_webhook_connections_closed_total", reason="first_request_timeout") == 25
+    wait_for_sync(lambda: _open_gauge(server), until=lambda n: n == 0, timeout=5, message="the gauge to drop")
+
+
+def test_half_sent_headers_and_bodies_do_not_hold_a_connection(served):
+    server = served(*FAST)
+    headers = server.connect()
+    headers.sendall(b"POST /mutate-pod HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n")
+    body = server.connect()
+    body.sendall(b"POST /mutate-pod HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"apiVersion\": ")
+    assert _closed_by_server(headers, within=5)
+    body.settimeout(5)
+    answer = body.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 408") and b"Connection: close" in answer
+    assert server.metric("colocate_webhook_refused_requests_total", reason="slow_body") == 1
+
+
+def test_kept_alive_connections_are_closed_after_the_idle_timeout(served):
+    server = served(*FAST)
+    sock = server.connect()
+    body = json.dumps(admission_review(make_pod("p"))).encode()
+    sock.sendall(b"POST /mutate-pod HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    sock.settimeout(5)
+    assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+    # a request arrived in time: the first-request deadline (1 s) no longer applies, idle (2 s) does
+    assert not _closed_by_server(sock, within=1.5)
+    assert _closed_by_server(sock, within=3)
+
+
+def test_connections_over_the_cap_are_closed_before_tls_and_counted(served):
+    server = served("--max-connections", "5", "--first-request-timeout", "30")
+    held = []
+    for _ in range(4):  # the readiness probe's connection is gone; 4 held + 1 scrape = the cap
+        held.append(server.connect())
+    wait_for_sync(lambda: _open_gauge(server), until=lambda n: n == 4, timeout=5, message="4 connections held")
+    held.append(server.connect())
+    refused = 0
+    for _ in range(10):
+        try:
+            server.connect().close()
+        except (ConnectionResetError, ssl.SSLError, OSError):
+            refused += 1
+    assert refused == 10
+    for sock in held:
+        sock.close()
+    wait_for_sync(lambda: server.request("/healthz", timeout=1)[0] == 200, ignore=(OSError,), timeout=5,
+                  message="the server to accept again")
+    assert server.metric("colocate_webhook_connections_closed_total", reason="over_limit") == 10
+    assert server.review("/mutate-pod", admission_review(make_pod("after")))["allowed"]

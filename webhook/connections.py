@@ -1,0 +1,22 @@
+"""How many connections the webhook port may hold, and how long one may take to be useful.
+
+The limits are read at the CLI edge (`colocate serve --max-connections --first-request-timeout
+--idle-timeout`) and enforced by `webhook.gate`; this module is light so the CLI can import it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+DEFAULT_MAX_CONNECTIONS: Final = 1000
+DEFAULT_FIRST_REQUEST_TIMEOUT: Final = 10.0
+DEFAULT_IDLE_TIMEOUT: Final = 30.0
+#: why the server closed a connection itself: the closed set of metric labels
+CLOSE_REASONS: Final = ("over_limit", "first_request_timeout", "tls_handshake_failed")
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    first_request_timeout: float = DEFAULT_FIRST_REQUEST_TIMEOUT
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
