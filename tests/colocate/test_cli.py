@@ -24,9 +24,10 @@ OLD_CERTS = ["--namespace", "--secret-name", "--service"]
 SURFACE: dict[str, tuple[list[str], list[str]]] = {
     "": (["--log-level {debug,info,warning,error}", "--version"], []),
     "serve": (["--backoff-max", "--cert-check-interval", "--cert-dir", "--cert-namespace", "--cert-reload-interval",
-               "--cert-secret", "--cert-service", "--cert-settle", "--cluster", "--context", "--dns-name",
-               "--drain-delay", "--host", "--kubeconfig", "--max-body", "--port", "--reload-interval", "--reuse-port",
-               "--self-managed-certs", "--shutdown-timeout", "--watch-timeout", "--workers"],
+               "--cert-secret", "--cert-service", "--cert-settle", "--client-ca", "--cluster", "--context",
+               "--dns-name", "--drain-delay", "--first-request-timeout", "--host", "--idle-timeout", "--kubeconfig",
+               "--max-body", "--max-connections", "--port", "--reload-interval", "--reuse-port",
+               "--self-managed-certs", "--shutdown-timeout", "--stuck-scan-after", "--watch-timeout", "--workers"],
               ["--log-level {debug,info,warning,error}", "--profiles"]),
     "manifests": ([], []),
     "manifests webhooks": (["--cert-namespace", "--cert-service", "-o/--output {yaml,json}"], []),
@@ -136,6 +137,9 @@ def test_an_old_spelling_logs_one_warning_naming_the_new_one(capsys: pytest.Capt
     ["scheduler", "simulate", "--cluster", CLUSTER, "--no-such-flag"],
     ["serve", "--cluster", "/nonexistent", "--cert-dir", "/nonexistent"],
     ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--self-managed-certs"],
+    ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--max-connections", "0"],
+    ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--idle-timeout", "-1"],
+    ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--client-ca", "/nonexistent"],
     ["certs", "inspect", "--cert-dir", "/nonexistent"],
     ["certs", "generate"],
 ])

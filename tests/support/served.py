@@ -13,44 +13,81 @@ import json
 import os
 import shutil
 import signal
+import site
 import socket
 import ssl
+import stat
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+import pytest
+
 from certs.generate import ensure_serving_certs
 from tests.support.cluster import free_port
 from tests.support.paths import REPO
 from tests.support.wait import wait_for_sync
 
+UNPRIVILEGED = 65534  # nobody
+
+
+def unprivileged_user() -> int | None:
+    """The uid to run a server as so that file permissions apply to it: nobody when the tests run
+    as root (root reads a `chmod 000` directory), else None (the tests' own user already is)."""
+    return UNPRIVILEGED if os.geteuid() == 0 else None
+
+
+def _python_for(user: int | None) -> tuple[str, dict[str, str] | None]:
+    """An interpreter `user` can run, with this one's packages: ours when every directory on its path
+    lets others through, else the system's of the same version (pyenv lives under a 0700 /root)."""
+    if user is None:
+        return sys.executable, None
+    executable = Path(sys.executable).resolve()
+    if all(os.stat(parent).st_mode & stat.S_IXOTH for parent in executable.parents):
+        return sys.executable, None
+    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    if not system.exists():
+        pytest.skip(f"no interpreter that uid {user} can run")
+    paths = [str(REPO), *site.getsitepackages()]
+    return str(system), {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "HOME": "/nonexistent"}
+
 
 class Served:
-    """One `colocate serve` process; `user` runs it as that uid (and its gid), e.g. 65534 (nobody)."""
+    """One `colocate serve` process; `user` runs it as that uid and gid (see `unprivileged_user`).
+
+    For another user the state and certificates live in a fresh directory everyone may traverse
+    (pytest's tmp_path is under a 0700 directory); `state` is then copied there."""
 
     def __init__(self, tmp_path: Path, *extra: str, state: Path | None = None, user: int | None = None,
                  stderr: IO[str] | int | None = None) -> None:
-        self.state = state or tmp_path / "state"
-        if state is None:
-            shutil.copytree(REPO / "manifests" / "cluster", self.state)
-        self.certs = tmp_path / "certs"
+        base = tmp_path
+        if user is not None:
+            base = Path(tempfile.mkdtemp(prefix="colocate-served-"))
+            base.chmod(0o755)
+            self.cleanup: Path | None = base
+        else:
+            self.cleanup = None
+        self.state = base / "state"
+        shutil.copytree(state or REPO / "manifests" / "cluster", self.state)
+        self.certs = base / "certs"
         self.port = free_port()
         self.log = tmp_path / f"serve-{self.port}.log"
-        if user is not None:  # generated as root, then readable by the server's user
+        if user is not None:  # generated here, then readable by the server's user
             ensure_serving_certs(self.certs, ("webhook.example",))
             for path in (self.certs, *self.certs.iterdir()):
                 os.chown(path, user, user)
+        python, env = _python_for(user)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "colocate.cli", "serve", "--cluster", str(self.state), "--cert-dir", str(self.certs),
+            [python, "-m", "colocate.cli", "serve", "--cluster", str(self.state), "--cert-dir", str(self.certs),
              "--port", str(self.port), "--host", "127.0.0.1", "--reload-interval", "0.2",
              "--dns-name", "webhook.example", *extra],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr if stderr is not None else self.log.open("w"),
-            text=True, user=user, group=user, extra_groups=[] if user is not None else None,
-            env={**os.environ, "HOME": str(tmp_path)} if user is not None else None)
+            text=True, user=user, group=user, extra_groups=[] if user is not None else None, env=env)
         self.tls: ssl.SSLContext | None = None
 
     # -- clients ---------------------------------------------------------------------------------
@@ -136,3 +173,7 @@ class Served:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        if self.cleanup is not None:
+            for directory, _, _ in os.walk(self.cleanup):
+                os.chmod(directory, 0o755)  # a test may have left one unreadable
+            shutil.rmtree(self.cleanup, ignore_errors=True)
