@@ -162,14 +162,20 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
     source = make_source(config, registry, metrics)
     lifecycle = Lifecycle()
 
+    exported_kinds: set[str] = set()
+
     def on_reload(snapshot: object) -> None:
         if snapshot is None:
             metrics.state_reloads.labels("error").inc()
             return
         metrics.state_reloads.labels("ok").inc()
         metrics.state_problems.set(len(snapshot.problems))  # type: ignore[attr-defined]
-        for kind, objects in snapshot.objects.items():  # type: ignore[attr-defined]
-            metrics.state_objects.labels(kind).set(len(objects))
+        counts = {kind: len(objects) for kind, objects in snapshot.objects.items()}  # type: ignore[attr-defined]
+        for kind in exported_kinds - counts.keys():  # every object of the kind is gone: say 0, not the old count
+            counts[kind] = 0
+        for kind, count in counts.items():
+            metrics.state_objects.labels(kind).set(count)
+        exported_kinds.update(counts)
 
     limits = config.connections
     app = build_app(registry, state, metrics, max_body=config.max_body, lifecycle=lifecycle,

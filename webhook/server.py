@@ -31,6 +31,7 @@ from webhook.state import StateHolder
 DEFAULT_MAX_BODY: Final = 8 * 1024 * 1024
 SERVER_NAME: Final = "colocate"
 _UID_SCAN_BYTES: Final = 64 * 1024
+_READ_CHUNK: Final = 256 * 1024
 
 
 @dataclass
@@ -59,10 +60,22 @@ def _refused_encoding(request: web.Request) -> str | None:
     return f"Content-Encoding {encoding[:32]!r} is not accepted: send the AdmissionReview uncompressed"
 
 
-async def _too_large(request: web.Request, route: Route, limit: int, started: float) -> ServedReview:
-    prefix = await request.content.read(_UID_SCAN_BYTES)
+def _too_large(route: Route, limit: int, started: float, prefix: bytes) -> ServedReview:
     message = f"request body exceeds the {limit} byte limit"
-    return malformed_response(MalformedReview(message, uid_from_prefix(prefix)), route.path, started, "too_large")
+    return malformed_response(MalformedReview(message, uid_from_prefix(prefix[:_UID_SCAN_BYTES])), route.path,
+                              started, "too_large")
+
+
+async def _read_body(request: web.Request, limit: int) -> tuple[bytes, bool]:
+    """(body, True) or, past `limit` bytes (a chunked body announces no length), (its start, False)."""
+    if request.content_length is not None and request.content_length > limit:
+        return await request.content.read(_UID_SCAN_BYTES), False
+    body = bytearray()
+    while chunk := await request.content.read(_READ_CHUNK):
+        body += chunk
+        if len(body) > limit:
+            return bytes(body[:_UID_SCAN_BYTES]), False
+    return bytes(body), True
 
 
 def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics, max_body: int,
@@ -79,20 +92,19 @@ def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics,
             refused = _refused_encoding(request)
             if refused is not None:  # answered before a byte of the body is read; the connection is closed
                 served, close = http_error(refused, started, route.path, 415, "encoding"), True
-            elif request.content_length is not None and request.content_length > max_body:
-                served, close = await _too_large(request, route, max_body, started), True
             else:
                 try:
                     async with asyncio.timeout(body_timeout):
-                        body = await request.read()
-                except web.HTTPRequestEntityTooLarge:
-                    served, close = await _too_large(request, route, max_body, started), True
+                        body, whole = await _read_body(request, max_body)
                 except TimeoutError:
                     message = f"request body not received within {body_timeout}s"
                     served, close = http_error(message, started, route.path, 408, "slow_body"), True
                 else:
-                    served = serve_review(route, body, state.snapshot, rand_int=rand_int,
-                                          observe=metrics.observe_plugin)
+                    if not whole:
+                        served, close = _too_large(route, max_body, started, body), True
+                    else:
+                        served = serve_review(route, body, state.snapshot, rand_int=rand_int,
+                                              observe=metrics.observe_plugin)
         finally:
             in_flight.dec()
         (requests_ok if served.status == 200 else metrics.requests_total.labels(route.path, str(served.status))).inc()

@@ -75,3 +75,14 @@ def test_rbac_grants_what_rotation_and_leader_election_use() -> None:
                 f"koordinator-{kind}-webhook-configuration")
                for kind in ("mutating", "validating") for v in ("get", "patch")]
     assert [n for n in needed if not allowed(*n)] == []
+
+
+def test_a_new_certificate_directory_is_not_world_writable_whatever_the_umask(tmp_path: Path) -> None:
+    import os
+
+    previous = os.umask(0)
+    try:
+        write_directory(tmp_path / "certs", generate_material(("svc",), NOW))
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "certs").stat().st_mode & 0o777 == 0o755

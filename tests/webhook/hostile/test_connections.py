@@ -87,3 +87,60 @@ def test_connections_over_the_cap_are_closed_before_tls_and_counted(served):
                   message="the server to accept again")
     assert server.metric("colocate_webhook_connections_closed_total", reason="over_limit") == 10
     assert server.review("/mutate-pod", admission_review(make_pod("after")))["allowed"]
+
+
+def test_tls_1_2_offers_only_forward_secret_aead_suites(served):
+    server = served()
+    cbc = ssl.create_default_context(cafile=str(server.certs / "ca.crt"))
+    cbc.maximum_version = ssl.TLSVersion.TLSv1_2
+    cbc.set_ciphers("ECDHE-ECDSA-AES128-SHA:ECDHE-RSA-AES128-SHA:ECDHE-RSA-AES256-SHA384:AES128-SHA:AES256-SHA256")
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw:
+        try:
+            cbc.wrap_socket(raw, server_hostname="localhost")
+            handshake = "accepted"
+        except ssl.SSLError as error:
+            handshake = f"refused: {error}"
+    assert handshake.startswith("refused")
+    aead = ssl.create_default_context(cafile=str(server.certs / "ca.crt"))
+    aead.maximum_version = ssl.TLSVersion.TLSv1_2
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw:
+        with aead.wrap_socket(raw, server_hostname="localhost") as tls:
+            assert "GCM" in tls.cipher()[0] or "CHACHA20" in tls.cipher()[0]
+
+
+def _client_pki(directory):
+    """A client CA, and a client certificate (clientAuth) issued by it, as PEM files."""
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    from certs.generate import generate_ca, new_key, utcnow
+    from certs.material import pem_certs, pem_key
+
+    now = utcnow()
+    ca_key, ca = generate_ca(now)
+    key = new_key()
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
+            .issuer_name(ca.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=1)).not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    directory.mkdir()
+    (directory / "ca.crt").write_bytes(pem_certs([ca]))
+    (directory / "client.crt").write_bytes(pem_certs([cert]))
+    (directory / "client.key").write_bytes(pem_key(key))
+    return directory
+
+
+def test_with_a_client_ca_admission_paths_need_its_certificate_and_probes_do_not(tmp_path, served):
+    client = _client_pki(tmp_path / "client")
+    server = served("--client-ca", str(client / "ca.crt"))  # ready: /readyz needs no certificate
+    review = admission_review(make_pod("p"))
+    status, body = server.request("/mutate-pod", review)
+    assert status == 403 and b"client certificate" in body
+    assert server.request("/metrics")[0] == 200
+    server.tls.load_cert_chain(client / "client.crt", client / "client.key")
+    assert server.review("/mutate-pod", review)["allowed"]

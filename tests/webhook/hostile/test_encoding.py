@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import http.client
 import io
 import json
 import time
@@ -44,3 +45,17 @@ def test_every_encoding_but_identity_is_refused(served):
         assert status == 415, encoding
     status, _ = server.request("/validate-pod", data=body, headers={"Content-Encoding": "identity"})
     assert status == 200
+
+
+def test_an_oversized_chunked_body_is_answered_with_its_uid(served):
+    server = served("--max-body", "4096")
+    pod = make_pod("big", annotations={"filler": "x" * 20_000})
+    body = json.dumps(admission_review(pod, uid="chunked-uid")).encode()
+    connection = http.client.HTTPSConnection("127.0.0.1", server.port, context=server.tls, timeout=5)
+    chunks = (body[i:i + 1024] for i in range(0, len(body), 1024))  # no Content-Length: chunked
+    connection.request("POST", "/mutate-pod", chunks, {"Content-Type": "application/json"}, encode_chunked=True)
+    answer = connection.getresponse()
+    response = json.loads(answer.read())["response"]
+    assert answer.status == 200 and response["uid"] == "chunked-uid"
+    assert response["status"]["code"] == 400 and "exceeds the 4096 byte limit" in response["status"]["message"]
+    assert server.metric("colocate_webhook_refused_requests_total", reason="too_large") == 1

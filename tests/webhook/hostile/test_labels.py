@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from tests.support.admission import admission_review
 from tests.support.builders import make_pod
+from tests.support.wait import wait_for_sync
 
 REQUESTS = 300  # bounded: enough that one series per request would be plain on /metrics
 
@@ -30,3 +31,11 @@ def test_known_operations_still_admit(served):
         response = server.review("/validate-pod", admission_review(pod, operation=operation,
                                                                    old=pod if operation == "UPDATE" else None))
         assert response["allowed"], response
+
+
+def test_a_kind_whose_objects_all_vanish_is_exported_as_zero(served):
+    server = served()
+    assert server.metric("colocate_cluster_state_objects", kind="PriorityClass") > 0
+    (server.state / "priorityclasses.yaml").unlink()
+    wait_for_sync(lambda: server.metric("colocate_cluster_state_objects", kind="PriorityClass"),
+                  until=lambda count: count == 0, timeout=10, message="the PriorityClass count to drop to 0")
