@@ -11,6 +11,10 @@ from typing import Final
 DEFAULT_MAX_CONNECTIONS: Final = 1000
 DEFAULT_FIRST_REQUEST_TIMEOUT: Final = 10.0
 DEFAULT_IDLE_TIMEOUT: Final = 30.0
+#: the sizing rule of docs/serve.md, measured by benchmarks/hostile_bench.py (idle): a server
+#: process at rest, and what each open connection adds (TLS and HTTP buffers)
+MEMORY_BASE_MIB: Final = 100
+MEMORY_PER_CONNECTION_KIB: Final = 64
 #: why the server closed a connection itself: the closed set of metric labels
 CLOSE_REASONS: Final = ("over_limit", "first_request_timeout", "tls_handshake_failed")
 
