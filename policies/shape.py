@@ -10,6 +10,7 @@ far from Python's recursion limit.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, Final
 
 from policies.quantity import Quantity, QuantityError
@@ -20,17 +21,31 @@ _RESOURCE_LISTS: Final = ("requests", "limits")
 
 
 def depth_error(document: Any, field: str, limit: int = MAX_DEPTH) -> str | None:
-    """`field: nested more than N levels deep`, found without recursion; None when within `limit`."""
-    stack: list[tuple[Any, int]] = [(document, 1)]
-    while stack:
-        value, depth = stack.pop()
+    """`field: nested more than N levels deep`, found level by level without recursion; None when
+    within `limit`. About 20 us for a typical pod: every request pays it."""
+    level = [document]
+    depth = 0
+    while level:
+        depth += 1
         if depth > limit:
             return f"{field}: nested more than {limit} levels deep"
-        if isinstance(value, dict):
-            stack.extend((child, depth + 1) for child in value.values() if isinstance(child, (dict, list)))
-        elif isinstance(value, list):
-            stack.extend((child, depth + 1) for child in value if isinstance(child, (dict, list)))
+        deeper = []
+        for value in level:
+            for child in value.values() if type(value) is dict else value:
+                kind = type(child)
+                if kind is dict or kind is list:
+                    deeper.append(child)
+        level = deeper
     return None
+
+
+@lru_cache(maxsize=4096)
+def _quantity_error(amount: str | int | float) -> str | None:
+    try:
+        quantity = Quantity.parse(amount)
+    except QuantityError as exc:
+        return str(exc)
+    return "must be greater than or equal to 0" if quantity.nanos < 0 else None
 
 
 def _string_map(value: Any, field: str) -> str | None:
@@ -50,12 +65,10 @@ def _resource_list(value: Any, field: str) -> str | None:
     if not isinstance(value, dict):
         return f"{field}: must be an object, got {type(value).__name__}"
     for name, amount in value.items():
-        try:
-            quantity = Quantity.parse(amount)
-        except QuantityError as exc:
-            return f"{field}.{name[:63]}: {exc}"
-        if quantity.nanos < 0:
-            return f"{field}.{name[:63]}: must be greater than or equal to 0"
+        error = _quantity_error(amount) if isinstance(amount, (str, int, float)) else \
+            f"quantities must be strings or numbers, got {type(amount).__name__}"
+        if error:
+            return f"{field}.{name[:63]}: {error}"
     return None
 
 
@@ -105,9 +118,7 @@ def pod_error(pod: Mapping[str, Any]) -> str | None:
 
 
 def object_error(kind: str, obj: Mapping[str, Any], field: str = "object") -> str | None:
-    """`field...: why` when `obj` (of `kind`) cannot be admitted as sent, else None."""
-    error = depth_error(obj, field)
-    if error:
-        return error
+    """`field...: why` when `obj` (of `kind`, already known to be within `MAX_DEPTH`) cannot be
+    admitted as sent, else None."""
     error = pod_error(obj) if kind == "Pod" else metadata_error(obj)
     return f"{field}.{error}" if error else None

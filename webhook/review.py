@@ -98,7 +98,7 @@ def parse_review(body: bytes) -> tuple[str, AdmissionRequest]:
     for key in ("object", "oldObject"):
         if request.get(key) is not None and not isinstance(request.get(key), dict):
             raise MalformedReview(f"request.{key} must be a JSON object", uid, reply_version)
-        too_deep = depth_error(request.get(key), f"request.{key}")
+        too_deep = depth_error(request[key], f"request.{key}") if request.get(key) else None
         if too_deep:  # before anything walks it recursively
             raise MalformedReview(too_deep, uid, reply_version)
     return reply_version, AdmissionRequest(

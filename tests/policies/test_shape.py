@@ -17,6 +17,8 @@ def test_depth_is_counted_without_recursion():
     assert depth_error(_nested(MAX_DEPTH), "object") is None
     assert depth_error(_nested(MAX_DEPTH + 1), "object") == f"object: nested more than {MAX_DEPTH} levels deep"
     assert depth_error(_nested(100_000), "object") is not None  # far past the recursion limit
+    assert depth_error({"a": [{"b": {}}]}, "object", limit=4) is None
+    assert depth_error({"a": [{"b": {}}]}, "object", limit=3) is not None
 
 
 @pytest.mark.parametrize("mangle, message", [
