@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+import time
 from asyncio import sslproto
 from typing import Any, Final
 
@@ -29,6 +30,7 @@ from webhook.connections import ConnectionLimits
 log = logging.getLogger("colocate.connections")
 
 TLS_READ_BUFFER: Final = 32 * 1024
+LIMIT_WARNING_PERIOD: Final = 10.0
 
 
 class _LeanTLS(sslproto.SSLProtocol):
@@ -160,6 +162,7 @@ class GatedSite(web.TCPSite):
         self.metrics = metrics
         self.open = 0
         self.gates: set[_Gate] = set()
+        self._next_limit_warning = 0.0
 
     def runner_server(self) -> Any:
         server = self._runner.server
@@ -181,6 +184,11 @@ class GatedSite(web.TCPSite):
     def closed(self, reason: str) -> None:
         if self.metrics is not None:
             self.metrics.connections_closed.labels(reason).inc()
+        if reason == "over_limit":
+            now = time.monotonic()
+            if now >= self._next_limit_warning:  # one line per period, however many are refused
+                self._next_limit_warning = now + LIMIT_WARNING_PERIOD
+                log.warning("%d connections open (--max-connections): closing new ones", self.limits.max_connections)
 
     async def start(self) -> None:
         self._runner._reg_site(self)

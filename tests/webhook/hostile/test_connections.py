@@ -86,6 +86,11 @@ def test_connections_over_the_cap_are_closed_before_tls_and_counted(served):
     wait_for_sync(lambda: server.request("/healthz", timeout=1)[0] == 200, ignore=(OSError,), timeout=5,
                   message="the server to accept again")
     assert server.metric("colocate_webhook_connections_closed_total", reason="over_limit") == 10
+    def warnings() -> list[dict]:
+        return [line for line in server.log_lines() if "--max-connections" in str(line.get("msg"))]
+
+    wait_for_sync(warnings, timeout=5, message="the warning to be written")
+    assert len(warnings()) == 1, "one warning per period, not one per refused connection"
     assert server.review("/mutate-pod", admission_review(make_pod("after")))["allowed"]
 
 
