@@ -9,6 +9,8 @@ measured the same way) and prints one line of numbers:
 - gzip: a gzip body that inflates to `--inflated-mib`; time until it is refused, and how long a
   normal admission sent 0.3 s later waits.
 - nesting: a 900-deep affinity and a 1,000-deep limits map; status, time, longest log line.
+- loops (not in the default set): two symlinks to the --cluster directory itself, then a FIFO
+  named *.yaml; RSS after `--hold` seconds, and whether a later profile deletion is still seen.
 
 Run: `.venv/bin/python benchmarks/hostile_bench.py [--repo DIR] [labels idle gzip nesting]`.
 Every loop is bounded; nothing leaves 127.0.0.1.
@@ -197,6 +199,26 @@ def nesting(server: Server) -> str:
     return "; ".join(out) + f"; longest log line {longest} bytes"
 
 
+def loops(server: Server, seconds: float) -> str:
+    """Two symlinks to the directory itself, then a FIFO named *.yaml: memory, and whether reloads go on."""
+    before = server.rss_mib()
+    (server.state / "loop-a").symlink_to(".")
+    (server.state / "loop-b").symlink_to(".")
+    time.sleep(seconds)
+    after_loops = server.rss_mib()
+    os.mkfifo(server.state / "trap.yaml")
+    time.sleep(1)
+    (server.state / "profiles.yaml").unlink()  # the sample pod stops being mutated once this is seen
+    body = json.dumps(review({**pod("loops"), "metadata": {"name": "loops", "namespace": "colocation-demo", "labels": {
+        "koordinator.sh/enable-colocation": "true"}}})).encode()
+    deadline, reloaded = time.monotonic() + 10, False
+    while time.monotonic() < deadline and not reloaded:
+        reloaded = b'"patch"' not in server.request("/mutate-pod", body, timeout=5)[1]
+        time.sleep(0.2)
+    return f"symlink loops: RSS {before:.0f} -> {after_loops:.0f} MiB after {seconds:.0f}s; then a FIFO: " \
+           f"a profile deletion {'took effect' if reloaded else 'was NOT seen within 10s'}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenarios", nargs="*", default=["labels", "idle", "gzip", "nesting"])
@@ -214,6 +236,8 @@ def main() -> None:
                     line = labels(server, args.operations)
                 elif scenario == "idle":
                     line = idle(server, args.connections, args.hold)
+                elif scenario == "loops":
+                    line = loops(server, args.hold)
                 elif scenario == "gzip":
                     line = gzip_bomb(server, args.inflated_mib)
                 else:
