@@ -48,7 +48,7 @@ class Outcome:
 
 
 #: why a request was refused before (or instead of) the policies: the closed set of metric labels
-REFUSALS: Final = ("bad_review", "bad_object", "too_large", "encoding", "slow_body", "internal_error")
+REFUSALS: Final = ("bad_review", "bad_object", "too_large", "encoding", "slow_body", "busy", "internal_error")
 
 
 def _decode(route: Route, request: AdmissionRequest) -> dict[str, Any] | Outcome:

@@ -9,7 +9,12 @@ from cli import flags
 from cli.errors import UsageError
 from cli.output import add_output
 from cli.parser import Subparsers
-from webhook.connections import DEFAULT_FIRST_REQUEST_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS
+from webhook.connections import (
+    DEFAULT_FIRST_REQUEST_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONNECTIONS,
+)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -40,8 +45,11 @@ def _serve(args: argparse.Namespace) -> int:
                         ("--stuck-scan-after", args.stuck_scan_after)):
         if value <= 0:
             raise UsageError(f"{flag}: must be greater than 0, got {value}")
+    if args.max_body_bytes < args.max_body:
+        raise UsageError(f"--max-body-bytes {args.max_body_bytes}: must hold at least one --max-body ({args.max_body})")
     connections = ConnectionLimits(max_connections=args.max_connections,
-                                   first_request_timeout=args.first_request_timeout, idle_timeout=args.idle_timeout)
+                                   first_request_timeout=args.first_request_timeout, idle_timeout=args.idle_timeout,
+                                   max_body_bytes=args.max_body_bytes)
     kube = KubeSettings(reflector=ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max))
     try:
         return run(ServeConfig(
@@ -98,6 +106,9 @@ def register_commands(subparsers: Subparsers) -> None:
     limits.add_argument("--first-request-timeout", type=float, default=DEFAULT_FIRST_REQUEST_TIMEOUT,
                         metavar="SECONDS", help="a new connection must finish TLS and send a request within this; "
                                                 "a request body must arrive within it too (default %(default)s)")
+    limits.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="BYTES",
+                        help="request bodies held at once over all connections; past it a request gets HTTP 503 "
+                             "(default 64 MiB)")
     limits.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT, metavar="SECONDS",
                         help="close a kept-alive connection idle this long (default %(default)s)")
     serve.add_argument("--drain-delay", type=float, default=5.0, metavar="SECONDS",

@@ -73,7 +73,7 @@ class WebhookMetrics:
         self.refused = Counter(
             "colocate_webhook_refused_requests_total",
             "Admission requests refused before or instead of the policies, by reason: bad_review, bad_object "
-            "(too deep, wrong shape, bad quantity), too_large, encoding, internal_error.",
+            "(too deep, wrong shape, bad quantity), too_large, encoding, slow_body, busy, internal_error.",
             ["webhook", "reason"], registry=registry)
         self.connections = Gauge(
             "colocate_webhook_connections",

@@ -179,7 +179,8 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
 
     limits = config.connections
     app = build_app(registry, state, metrics, max_body=config.max_body, lifecycle=lifecycle,
-                    body_timeout=limits.first_request_timeout, client_certs=config.client_ca is not None)
+                    body_timeout=limits.first_request_timeout, client_certs=config.client_ca is not None,
+                    max_body_bytes=limits.max_body_bytes)
     reloader = cert_reloader(config, metrics)
     if config.client_ca is not None:
         require_client_certs(reloader.context, config.client_ca)

@@ -66,20 +66,46 @@ def _too_large(route: Route, limit: int, started: float, prefix: bytes) -> Serve
                               started, "too_large")
 
 
-async def _read_body(request: web.Request, limit: int) -> tuple[bytes, bool]:
-    """(body, True) or, past `limit` bytes (a chunked body announces no length), (its start, False)."""
+class BodyBudget:
+    """Bytes of request bodies held at once, over every connection of this process.
+
+    The connection cap bounds sockets, not what they send: a thousand connections each sending
+    most of `--max-body` would hold gigabytes. Past `limit` a request is refused (HTTP 503, the
+    connection closed) instead; admission bodies are a few KiB, so only a flood meets it.
+    """
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit, self.used = limit, 0
+
+    def take(self, size: int) -> bool:
+        if self.limit is not None and self.used + size > self.limit:
+            return False
+        self.used += size
+        return True
+
+    def give(self, size: int) -> None:
+        self.used -= size
+
+
+async def _read_body(request: web.Request, limit: int, budget: BodyBudget, held: list[int]) -> tuple[bytes, str]:
+    """(body, "") or (its start, "too_large" or "busy"); `held[0]` is what was taken from `budget`."""
     if request.content_length is not None and request.content_length > limit:
-        return await request.content.read(_UID_SCAN_BYTES), False
+        return await request.content.read(_UID_SCAN_BYTES), "too_large"
     body = bytearray()
     while chunk := await request.content.read(_READ_CHUNK):
+        if not budget.take(len(chunk)):
+            return bytes(body[:_UID_SCAN_BYTES]), "busy"
+        held[0] += len(chunk)
         body += chunk
         if len(body) > limit:
-            return bytes(body[:_UID_SCAN_BYTES]), False
-    return bytes(body), True
+            return bytes(body[:_UID_SCAN_BYTES]), "too_large"
+    return bytes(body), ""
 
 
 def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics, max_body: int,
-                      rand_int: Callable[[int], int], body_timeout: float | None = None) -> Handler:
+                      rand_int: Callable[[int], int], body_timeout: float | None = None,
+                      budget: BodyBudget | None = None) -> Handler:
+    budget = budget or BodyBudget()
     requests_ok = metrics.requests_total.labels(route.path, "200")
     latency = metrics.latency.labels(route.path)
     in_flight = metrics.in_flight.labels(route.path)
@@ -93,18 +119,23 @@ def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics,
             if refused is not None:  # answered before a byte of the body is read; the connection is closed
                 served, close = http_error(refused, started, route.path, 415, "encoding"), True
             else:
+                held = [0]
                 try:
                     async with asyncio.timeout(body_timeout):
-                        body, whole = await _read_body(request, max_body)
-                except TimeoutError:
-                    message = f"request body not received within {body_timeout}s"
-                    served, close = http_error(message, started, route.path, 408, "slow_body"), True
-                else:
-                    if not whole:
+                        body, refused = await _read_body(request, max_body, budget, held)
+                    if refused == "too_large":
                         served, close = _too_large(route, max_body, started, body), True
+                    elif refused == "busy":
+                        message = f"request bodies being received exceed {budget.limit} bytes: try again"
+                        served, close = http_error(message, started, route.path, 503, "busy"), True
                     else:
                         served = serve_review(route, body, state.snapshot, rand_int=rand_int,
                                               observe=metrics.observe_plugin)
+                except TimeoutError:
+                    message = f"request body not received within {body_timeout}s"
+                    served, close = http_error(message, started, route.path, 408, "slow_body"), True
+                finally:
+                    budget.give(held[0])
         finally:
             in_flight.dec()
         (requests_ok if served.status == 200 else metrics.requests_total.labels(route.path, str(served.status))).inc()
@@ -179,9 +210,11 @@ async def metrics_endpoint(request: web.Request) -> web.Response:
 def build_app(registry: Registry, state: StateHolder, metrics: WebhookMetrics, *,
               max_body: int = DEFAULT_MAX_BODY, rand_int: Callable[[int], int] = default_rand_int,
               lifecycle: Lifecycle | None = None, body_timeout: float | None = None,
-              client_certs: bool = False) -> web.Application:
+              client_certs: bool = False, max_body_bytes: int | None = None) -> web.Application:
     """`body_timeout`: a request body must arrive within it; `client_certs`: admission paths need a
-    verified client certificate (the TLS context asks for one: `--client-ca`)."""
+    verified client certificate (the TLS context asks for one: `--client-ca`); `max_body_bytes`:
+    the request bodies all routes may hold at once (`BodyBudget`)."""
+    budget = BodyBudget(max_body_bytes)
     # aiohttp's own limit sits above ours so that we, not aiohttp, answer an oversized body.
     app = web.Application(client_max_size=max_body + 1, middlewares=[_response_headers])
     app[STATE] = state
@@ -189,7 +222,8 @@ def build_app(registry: Registry, state: StateHolder, metrics: WebhookMetrics, *
     app[LIFECYCLE] = lifecycle or Lifecycle()
     app[CLIENT_CERTS] = client_certs
     for route in registry.routes:
-        app.router.add_post(route.path, admission_handler(route, state, metrics, max_body, rand_int, body_timeout))
+        app.router.add_post(route.path, admission_handler(route, state, metrics, max_body, rand_int, body_timeout,
+                                                                budget))
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_endpoint)

@@ -26,7 +26,7 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
     "serve": (["--backoff-max", "--cert-check-interval", "--cert-dir", "--cert-namespace", "--cert-reload-interval",
                "--cert-secret", "--cert-service", "--cert-settle", "--client-ca", "--cluster", "--context",
                "--dns-name", "--drain-delay", "--first-request-timeout", "--host", "--idle-timeout", "--kubeconfig",
-               "--max-body", "--max-connections", "--port", "--reload-interval", "--reuse-port",
+               "--max-body", "--max-body-bytes", "--max-connections", "--port", "--reload-interval", "--reuse-port",
                "--self-managed-certs", "--shutdown-timeout", "--stuck-scan-after", "--watch-timeout", "--workers"],
               ["--log-level {debug,info,warning,error}", "--profiles"]),
     "manifests": ([], []),
@@ -140,6 +140,7 @@ def test_an_old_spelling_logs_one_warning_naming_the_new_one(capsys: pytest.Capt
     ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--max-connections", "0"],
     ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--idle-timeout", "-1"],
     ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--client-ca", "/nonexistent"],
+    ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--max-body", "2000", "--max-body-bytes", "1000"],
     ["certs", "inspect", "--cert-dir", "/nonexistent"],
     ["certs", "generate"],
 ])

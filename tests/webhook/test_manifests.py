@@ -151,9 +151,15 @@ def test_the_network_policy_admits_only_the_webhook_port_of_the_webhook_pods() -
 
 
 def test_the_memory_limit_covers_a_full_connection_table() -> None:
-    """docs/serve.md "Sizing": base + connections x per-connection cost + bodies in flight < limit."""
+    """docs/serve.md "Sizing": base + connections x their cost + bodies held + one body parsing < limit."""
     from policies.quantity import Quantity
-    from webhook.connections import DEFAULT_MAX_CONNECTIONS, MEMORY_BASE_MIB, MEMORY_PER_CONNECTION_KIB
+    from webhook.connections import (
+        DEFAULT_MAX_BODY_BYTES,
+        DEFAULT_MAX_CONNECTIONS,
+        MEMORY_BASE_MIB,
+        MEMORY_PER_CONNECTION_KIB,
+        PARSED_BODY_FACTOR,
+    )
 
     (deployment,) = by_kind("Deployment")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
@@ -161,6 +167,8 @@ def test_the_memory_limit_covers_a_full_connection_table() -> None:
     connections = int(args.get("max-connections", DEFAULT_MAX_CONNECTIONS))
     workers = int(args.get("workers", 1))
     max_body_mib = int(args.get("max-body", 8 * 1024 * 1024)) / 2**20
-    needed_mib = workers * (MEMORY_BASE_MIB + connections * MEMORY_PER_CONNECTION_KIB / 1024 + 16 * max_body_mib)
+    bodies_mib = int(args.get("max-body-bytes", DEFAULT_MAX_BODY_BYTES)) / 2**20
+    needed_mib = workers * (MEMORY_BASE_MIB + connections * MEMORY_PER_CONNECTION_KIB / 1024 + bodies_mib
+                            + PARSED_BODY_FACTOR * max_body_mib)
     limit_mib = Quantity.parse(container["resources"]["limits"]["memory"]).value() / 2**20
     assert needed_mib <= limit_mib, f"{needed_mib:.0f} MiB needed, {limit_mib:.0f} MiB limit"

@@ -149,3 +149,23 @@ def test_with_a_client_ca_admission_paths_need_its_certificate_and_probes_do_not
     assert server.request("/metrics")[0] == 200
     server.tls.load_cert_chain(client / "client.crt", client / "client.key")
     assert server.review("/mutate-pod", review)["allowed"]
+
+
+def test_bodies_held_at_once_are_bounded_over_all_connections(served):
+    server = served("--max-body", "100000", "--max-body-bytes", "200000", "--first-request-timeout", "5")
+    head = b"POST /mutate-pod HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 90000\r\n\r\n"
+    held = []
+    for _ in range(2):  # 2 x 80,000 bytes held, short of their announced length: waiting for the rest
+        sock = server.connect()
+        sock.sendall(head + b" " * 80_000)
+        held.append(sock)
+    time.sleep(0.5)  # let the server read them: nothing to observe from outside until it answers
+    third = server.connect()
+    third.sendall(head + b" " * 80_000)
+    third.settimeout(5)
+    answer = third.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 503") and b"exceed 200000 bytes" in answer
+    assert server.review("/mutate-pod", admission_review(make_pod("small")))["allowed"], "small bodies still fit"
+    for sock in held:
+        sock.close()
+    assert server.metric("colocate_webhook_refused_requests_total", reason="busy") == 1
