@@ -7,6 +7,12 @@ shutting down) and `/metrics` (Prometheus text) on the same listener.
 While draining (after SIGTERM) every response carries `Connection: close`: API servers keep
 reusing keep-alive connections to a terminating pod, so each one must be closed by us right after
 a complete response, never mid-request.
+
+Before a body is read: a `Content-Encoding` other than identity is refused (415), a body must
+arrive within the first-request timeout (408), stay within `--max-body` (an AdmissionReview
+answer, with the uid when its first 64 KiB hold it, chunked or not) and within the bytes all bodies
+may hold at once (`BodyBudget`, 503). Each such refusal is counted by reason
+(`colocate_webhook_refused_requests_total`) and closes the connection.
 """
 from __future__ import annotations
 
