@@ -47,14 +47,21 @@ def _python_for(user: int | None) -> tuple[str, dict[str, str] | None]:
     lets others through, else the system's of the same version (pyenv lives under a 0700 /root)."""
     if user is None:
         return sys.executable, None
-    executable = Path(sys.executable).resolve()
-    if all(os.stat(parent).st_mode & stat.S_IXOTH for parent in executable.parents):
+    code = [REPO, *map(Path, site.getsitepackages())]
+    if not all(_traversable(path) for path in code):
+        pytest.skip(f"uid {user} cannot read the code under test ({', '.join(map(str, code))})")
+    if _traversable(Path(sys.executable).resolve().parent):
         return sys.executable, None
     system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
     if not system.exists():
         pytest.skip(f"no interpreter that uid {user} can run")
     paths = [str(REPO), *site.getsitepackages()]
     return str(system), {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "HOME": "/nonexistent"}
+
+
+def _traversable(path: Path) -> bool:
+    """Whether any user may reach `path` (every directory on the way lets others through)."""
+    return all(os.stat(directory).st_mode & stat.S_IXOTH for directory in (path, *path.parents))
 
 
 class Served:
