@@ -2,12 +2,15 @@
 
 Both fill the one `ClusterStore` (`cluster.store`) and the state is an index of it. A snapshot
 directory holds YAML or JSON files (searched recursively, in sorted path order), each with one
-object, several YAML documents, or a `List`/`*List` with `items`; Nodes, NodeMetrics and Pods are
-used. A Pod with `spec.nodeName` is bound, without one it is pending.
+object, several YAML documents, or a `List`/`*List` with `items`; Nodes, NodeMetrics, Pods,
+ElasticQuotas, Devices and NodeResourceTopologies are used. A Pod with `spec.nodeName` is bound,
+without one it is pending.
 
 From the API server only bound, non-terminated pods are watched (the field selector below):
 kube-scheduler sends the pod being scheduled with every call, so pending pods are none of the
-extender's business. Every change is applied on the event loop, in arrival order, so the plugins'
+extender's business (ElasticQuota counts the pod being scheduled in its quota's request). The
+CRD kinds (ElasticQuota, Device, NodeResourceTopology) are watched only when a plugin reading them
+is enabled. Every change is applied on the event loop, in arrival order, so the plugins'
 listeners only ever run there, between two extender requests. The source is ready once the store
 is synced (every kind listed once) *and* the loop has applied what was listed; it stays ready
 while a broken watch recovers.
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
@@ -27,6 +30,7 @@ from cluster.kinds import WatchedKind
 from cluster.kube import KubeSource
 from cluster.reflector import ReflectorSettings
 from cluster.store import ClusterStore, LoopIndex, ObjectKey
+from policies.constants import DEVICE_KIND, ELASTIC_QUOTA_KIND, NODE_RESOURCE_TOPOLOGY_KIND
 from policies.kinds import NODE_METRIC_KIND
 from scheduler_plugins.scheduler.cluster.state import SCHEDULER_KINDS, ClusterState
 from scheduler_plugins.scheduler.errors import SnapshotError
@@ -43,6 +47,19 @@ EXTENDER_KINDS: Final = (
     WatchedKind.of(NODE_METRIC_KIND),
     WatchedKind.of("Pod", field_selector=BOUND_PODS),
 )
+#: Kinds watched only when a plugin that reads them is enabled: a cluster without that CRD would
+#: otherwise never sync (the reflector retries a 404 forever).
+PLUGIN_KINDS: Final[Mapping[str, str]] = {
+    "ElasticQuota": ELASTIC_QUOTA_KIND,
+    "DeviceShare": DEVICE_KIND,
+    "NodeNUMAResource": NODE_RESOURCE_TOPOLOGY_KIND,
+}
+
+
+def extender_kinds(plugins: Iterable[str] = ()) -> tuple[WatchedKind, ...]:
+    """What the extender watches: nodes, metrics and bound pods, and the kinds `plugins` read."""
+    wanted = dict.fromkeys(PLUGIN_KINDS[p] for p in plugins if p in PLUGIN_KINDS)
+    return (*EXTENDER_KINDS, *(WatchedKind.of(kind) for kind in wanted))
 
 
 class ClusterSource(Protocol):
@@ -107,12 +124,13 @@ class _ReadyWhenApplied:
 class ApiServerClusterSource:
     """A `LiveClusterSource` whose state follows the API server while `run()` is awaited."""
 
-    def __init__(self, api: ApiClient, settings: ReflectorSettings = ReflectorSettings()) -> None:
+    def __init__(self, api: ApiClient, settings: ReflectorSettings = ReflectorSettings(),
+                 kinds: tuple[WatchedKind, ...] = EXTENDER_KINDS) -> None:
         self.api = api
-        self.store = ClusterStore([k.kind for k in EXTENDER_KINDS])
+        self.store = ClusterStore([k.kind for k in kinds])
         self.state = ClusterState()
         self._applied = _ReadyWhenApplied(self.state, self.store)
-        self._source = KubeSource(api, EXTENDER_KINDS, self.store, settings)
+        self._source = KubeSource(api, kinds, self.store, settings)
 
     def load(self) -> ClusterState:
         """The live state: empty until `run()` has synced, then kept current by it."""

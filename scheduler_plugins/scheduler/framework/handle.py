@@ -1,14 +1,16 @@
-"""What the framework hands a plugin factory: the cluster view, the clock and the API client.
+"""What the framework hands a plugin factory: the cluster view, the clock, the API client and the
+feature gates.
 
 The client is a seam: the simulator and the snapshot-backed extender use `InMemoryClient`
 (cluster/client.py); an API-server client would implement the same two calls.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from scheduler_plugins.clock import Clock, system_clock
+from scheduler_plugins.scheduler.framework.features import FeatureGates
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
 
 
@@ -31,3 +33,4 @@ class Handle:
     cluster: ClusterView
     client: ClusterClient
     clock: Clock = system_clock
+    features: FeatureGates = field(default_factory=FeatureGates)

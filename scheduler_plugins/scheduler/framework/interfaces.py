@@ -10,7 +10,7 @@ Every method returns a `Status` (or a tuple with one) instead of raising. Contra
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -222,6 +222,27 @@ class ClusterListener(Protocol):
     def on_node_metric(self, node_name: str, metric: dict[str, Any] | None) -> None: ...
 
 
+@runtime_checkable
+class PodListener(Protocol):
+    """A plugin that follows every live pod, pending ones included (ElasticQuota's request counts
+    pods not scheduled yet). `on_pod_added` is called again when a pod changes (bound, patched);
+    `on_pod_removed` when it is deleted or finishes. Both are idempotent."""
+
+    def on_pod_added(self, pod: PodInfo) -> None: ...
+
+    def on_pod_removed(self, key: str) -> None: ...
+
+
+@runtime_checkable
+class ObjectListener(Protocol):
+    """A plugin that follows cluster objects of other kinds (ElasticQuota, Device,
+    NodeResourceTopology): `obj` is None when the object was deleted."""
+
+    listened_kinds: frozenset[str]
+
+    def on_object(self, kind: str, name: str, obj: Mapping[str, Any] | None) -> None: ...
+
+
 class ClusterView(Protocol):
     """The scheduler's cluster state as the framework, its plugins and the scheduling loop use it
     (kube-scheduler's cache and snapshot); `cluster.state.ClusterState` implements it.
@@ -244,7 +265,13 @@ class ClusterView(Protocol):
         """Something derived from this node changed (a plugin's cache entry): bump its generation."""
         ...
 
-    def subscribe(self, listener: ClusterListener) -> None: ...
+    def subscribe(self, listener: object) -> None:
+        """Subscribe a `ClusterListener`, `PodListener` or `ObjectListener` (or several in one)."""
+        ...
+
+    def allocatable_total(self) -> dict[str, int]:
+        """Σ allocatable of every node (what the top-level ElasticQuotas share)."""
+        ...
 
     def assume(self, pod: PodInfo, node_name: str) -> None:
         """Count the pod on the node before binding finishes (AssumePod)."""

@@ -74,7 +74,7 @@ class Framework:
         self._batch_filters = {p.name: p for p in points.filter if isinstance(p, fi.BatchFilterPlugin)}
         self.pre_bind_extensions = [p for p in points.pre_bind if isinstance(p, fi.PreBindExtensions)]
         for plugin in self.plugins.values():
-            if isinstance(plugin, fi.ClusterListener):
+            if isinstance(plugin, (fi.ClusterListener, fi.PodListener, fi.ObjectListener)):
                 handle.cluster.subscribe(plugin)
 
     # --- queueing --------------------------------------------------------------------------------
