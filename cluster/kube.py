@@ -36,3 +36,12 @@ class KubeSource:
     @property
     def stopping(self) -> threading.Event:
         return self._stop
+
+
+def list_once(api: client.ApiClient, kinds: Sequence[WatchedKind], store: ClusterStore,
+              settings: ReflectorSettings = ReflectorSettings()) -> None:
+    """Fill `store` with one list of each kind (the one-shot commands that read a live cluster);
+    the first failure (HTTP error, unreachable server) is raised."""
+    stop = threading.Event()
+    for kind in kinds:
+        Reflector(kind, api, store, settings, stop).list_once()

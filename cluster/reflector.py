@@ -112,6 +112,11 @@ class Reflector:
             raise RuntimeError(f"{self.kind.kind}: HTTP {response.status}: {body!r}")
         return response
 
+    def list_once(self) -> str:
+        """List the kind once into the sink (a one-shot command); raises on failure. Returns the
+        resourceVersion listed at."""
+        return self._list()
+
     def _list(self) -> str:
         objects: list[dict[str, Any]] = []
         token = ""

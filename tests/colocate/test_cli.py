@@ -40,11 +40,15 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
                              "--force-ca", "--key-type {rsa2048,rsa4096,ecdsa-p256}", "--renew-before",
                              "--validity"]), [*OLD_CERTS, "--settle"]),
     "scheduler": ([], []),
-    "scheduler extender": (["--backoff-max", "--cluster", "--config", "--context", "--host", "--kubeconfig", "--now",
-                            "--port", "--scheduler-name", "--url-prefix", "--watch-timeout"], []),
-    "scheduler simulate": (["--cluster", "--config", "--now", "--progress/--no-progress",
+    "scheduler extender": (["--backoff-max", "--cluster", "--config", "--context", "--feature-gates", "--host",
+                            "--kubeconfig", "--now", "--port", "--scheduler-name", "--url-prefix", "--watch-timeout"],
+                           []),
+    "scheduler simulate": (["--cluster", "--config", "--feature-gates", "--now", "--progress/--no-progress",
                             "-o/--output {table,json}"], []),
-    "scheduler explain": (["--cluster", "--config", "--now", "--pod", "-o/--output {table,json}"], []),
+    "scheduler explain": (["--cluster", "--config", "--feature-gates", "--now", "--pod", "-o/--output {table,json}"],
+                          []),
+    "scheduler quota": (["--cluster", "--config", "--context", "--feature-gates", "--kubeconfig",
+                         "-o/--output {table,json}"], []),
 }
 
 

@@ -27,7 +27,7 @@ from kubernetes.client import ApiClient
 
 from cluster.files import load_directory
 from cluster.kinds import WatchedKind
-from cluster.kube import KubeSource
+from cluster.kube import KubeSource, list_once
 from cluster.reflector import ReflectorSettings
 from cluster.store import ClusterStore, LoopIndex, ObjectKey
 from policies.constants import DEVICE_KIND, ELASTIC_QUOTA_KIND, NODE_RESOURCE_TOPOLOGY_KIND
@@ -89,6 +89,25 @@ def load_snapshot(directory: str | Path) -> ClusterState:
         problem = store.problems[0]
         raise SnapshotError(f"{problem.source}: {problem.message}")
     return ClusterState.of_store(store)
+
+
+#: Every live pod, pending ones included (what ElasticQuota's request counts).
+LIVE_PODS: Final = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+def load_live_once(api: ApiClient, plugins: Iterable[str] = (),
+                   settings: ReflectorSettings = ReflectorSettings()) -> ClusterState:
+    """The state of a live cluster, listed once (`colocate scheduler quota --kubeconfig`): nodes,
+    metrics, every live pod and the kinds `plugins` read. A failed list raises `SnapshotError`."""
+    kinds = [WatchedKind.of("Pod", field_selector=LIVE_PODS) if k.kind == "Pod" else k
+             for k in extender_kinds(plugins)]
+    store = ClusterStore([k.kind for k in kinds])
+    state = ClusterState.of_store(store)
+    try:
+        list_once(api, kinds, store, settings)
+    except Exception as exc:  # an unreachable server, an HTTP error, a bad body: one message
+        raise SnapshotError(f"cannot list the cluster: {type(exc).__name__}: {exc}") from exc
+    return state
 
 
 class SnapshotDirectorySource:

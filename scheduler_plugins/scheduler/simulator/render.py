@@ -1,8 +1,10 @@
-"""Plain-text tables for `simulate -o table` and `explain -o table`."""
+"""Plain-text tables for `simulate`, `explain` and `quota` with `-o table`."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from scheduler_plugins.scheduler.plugins.elasticquota.report import quota_rows
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -48,3 +50,7 @@ def explain_table(report: dict[str, Any]) -> str:
         lines.append(f"error: {report['error']}")
     lines.append(f"selected: {report['selected'] or '-'}")
     return "\n".join(lines)
+
+
+def quota_table(report: dict[str, Any]) -> str:
+    return table(["QUOTA", "PARENT", "MIN", "MAX", "REQUEST", "USED", "RUNTIME"], quota_rows(report))

@@ -1,0 +1,82 @@
+"""`colocate scheduler quota` as a user runs it: the tree of the example cluster, and bad input."""
+import json
+
+from colocate.cli import main
+from tests.support.builders import make_node, make_pod, make_quota
+from tests.support.paths import REPO
+
+EXAMPLE = str(REPO / "manifests" / "scheduler" / "example-cluster")
+CONFIG = str(REPO / "manifests" / "scheduler" / "scheduler-config.yaml")
+
+
+def run(capsys, *argv):
+    code = main(["scheduler", "quota", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_prints_every_quota_with_quantities_per_resource(capsys):
+    code, out, _ = run(capsys, "--cluster", EXAMPLE, "--config", CONFIG, "-o", "json")
+    assert code == 0
+    quotas = {q["name"]: q for q in json.loads(out)["quotas"]}
+    assert set(quotas) == {"koordinator-root-quota", "engineering", "shop", "batch",
+                           "koordinator-default-quota", "koordinator-system-quota"}
+    shop = quotas["shop"]
+    # shop does not lend: it asks for its min memory although its pods ask for 16Gi (= min) and 8 cpu
+    assert shop == {"name": "shop", "parent": "engineering", "min": {"cpu": "6", "memory": "16Gi"},
+                    "max": {"cpu": "48", "memory": "192Gi"}, "request": {"cpu": "8", "memory": "16Gi"},
+                    "used": {"cpu": "4", "memory": "8Gi"},
+                    "runtime": {"cpu": "8", "kubernetes.io/batch-cpu": "0", "kubernetes.io/batch-memory": "0",
+                                "memory": "16Gi"}}
+    assert quotas["koordinator-root-quota"]["runtime"]["cpu"] == "96"  # 3 nodes x 32
+    assert quotas["batch"]["runtime"]["kubernetes.io/batch-cpu"] == "10k"  # its max
+
+
+def test_the_table_has_one_row_per_quota(capsys):
+    code, out, _ = run(capsys, "--cluster", EXAMPLE)
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[0].split() == ["QUOTA", "PARENT", "MIN", "MAX", "REQUEST", "USED", "RUNTIME"]
+    assert len(lines) == 7
+
+
+def test_pending_pods_count_in_request_and_bound_ones_in_used(capsys, tmp_path):
+    objects = [make_node("n1", cpu="10", memory="10Gi"),
+               make_quota("team-a", min={"cpu": "2"}, max={"cpu": "40"}),
+               make_pod("p1", labels={"quota.scheduling.koordinator.sh/name": "team-a"}, requests={"cpu": "8"},
+                        node="n1"),
+               make_pod("p2", labels={"quota.scheduling.koordinator.sh/name": "team-a"}, requests={"cpu": "4"}),
+               make_pod("done", labels={"quota.scheduling.koordinator.sh/name": "team-a"}, requests={"cpu": "9"},
+                        node="n1", phase="Succeeded")]
+    (tmp_path / "all.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    code, out, _ = run(capsys, "--cluster", str(tmp_path), "-o", "json")
+    team = next(q for q in json.loads(out)["quotas"] if q["name"] == "team-a")
+    assert code == 0
+    assert (team["request"], team["used"], team["runtime"]) == ({"cpu": "12"}, {"cpu": "8"}, {"cpu": "10"})
+
+
+def test_an_unknown_feature_gate_is_a_usage_error(capsys):
+    code, _, err = run(capsys, "--cluster", EXAMPLE, "--feature-gates", "NoSuchGate=true")
+    assert code == 2 and "--feature-gates: unrecognized feature gate 'NoSuchGate'" in err
+    code, _, err = run(capsys, "--cluster", EXAMPLE, "--feature-gates", "ElasticQuotaGuaranteeUsage=yes")
+    assert code == 2 and "expected Name=true or Name=false" in err
+
+
+def test_simulate_and_explain_take_feature_gates(capsys, tmp_path):
+    code = main(["scheduler", "simulate", "--cluster", EXAMPLE, "--config", CONFIG, "-o", "json",
+                 "--feature-gates", "ElasticQuotaGuaranteeUsage=true"])
+    out, _ = capsys.readouterr()
+    placements = {p["pod"]: p for p in json.loads(out)["placements"]}
+    assert code == 0
+    assert "Insufficient quotas, quotaName: batch" in placements["batch/spark-1"]["message"]
+    pod = tmp_path / "pod.json"
+    pod.write_text(json.dumps(make_pod("x", "shop", requests={"cpu": "1"})))
+    code = main(["scheduler", "explain", "--cluster", EXAMPLE, "--pod", str(pod), "--feature-gates", "Bad"])
+    assert code == 2 and "expected Name=true or Name=false" in capsys.readouterr().err
+
+
+def test_the_extender_watches_a_crd_only_when_a_plugin_reads_it():
+    from scheduler_plugins.scheduler.cluster.sources import extender_kinds
+
+    assert [k.kind for k in extender_kinds(["LoadAwareScheduling"])] == ["Node", "NodeMetric", "Pod"]
+    assert [k.kind for k in extender_kinds(["ElasticQuota", "DeviceShare"])][-2:] == ["ElasticQuota", "Device"]
