@@ -15,6 +15,8 @@ from scheduler_plugins.scheduler.plugins.elasticquota import args as elasticquot
 from scheduler_plugins.scheduler.plugins.elasticquota import plugin as elasticquota
 from scheduler_plugins.scheduler.plugins.loadaware import args as loadaware_args
 from scheduler_plugins.scheduler.plugins.loadaware import plugin as loadaware
+from scheduler_plugins.scheduler.plugins.nodenumaresource import args as numa_args
+from scheduler_plugins.scheduler.plugins.nodenumaresource import plugin as nodenumaresource
 
 
 def in_tree_registry() -> Registry:
@@ -25,6 +27,7 @@ def in_tree_registry() -> Registry:
         PluginSpec(noderesourcesfitplus.NAME, noderesourcesfitplus.new, noderesourcesfitplus.parse_args),
         PluginSpec(scarceresourceavoidance.NAME, scarceresourceavoidance.new, scarceresourceavoidance.parse_args),
         PluginSpec(networktraffic.NAME, networktraffic.new, networktraffic.parse_args),
+        PluginSpec(nodenumaresource.NAME, nodenumaresource.new, numa_args.parse_args),
         PluginSpec(elasticquota.NAME, elasticquota.new, elasticquota_args.parse_args),
         PluginSpec(defaultprebind.NAME, defaultprebind.new),
         PluginSpec(defaultbinder.NAME, defaultbinder.new),

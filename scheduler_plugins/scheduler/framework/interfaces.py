@@ -177,6 +177,16 @@ class PostBindPlugin(Protocol):
     def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
 
 
+@runtime_checkable
+class NodeDetailPlugin(Protocol):
+    """Optional, for `explain`: what the plugin would allocate to the pod on a feasible node (the
+    CPUs, the devices), or None. Called after Filter passed; must not change anything."""
+
+    name: str
+
+    def explain_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> dict[str, Any] | None: ...
+
+
 # --- FrameworkExtender transformers (spec §2.2) --------------------------------------------------
 
 @runtime_checkable

@@ -1,5 +1,6 @@
 """`colocate scheduler explain`: for one pod, every node's outcome per Filter plugin and every
-Score plugin's raw, normalised and weighted score, and the node that would be chosen.
+Score plugin's raw, normalised and weighted score, what the allocating plugins would give the pod
+on each feasible node (`details`: its CPUs, its devices), and the node that would be chosen.
 
 All nodes are evaluated (no sampling) and every Filter plugin runs even after a failure, so the
 report shows all reasons; a node's `feasible` is still decided by the first failure. `raw` is what
@@ -11,6 +12,7 @@ from typing import Any
 
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.interfaces import NodeDetailPlugin
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.runtime import Framework
 from scheduler_plugins.scheduler.framework.scheduling import select_host
@@ -32,6 +34,7 @@ def explain(framework: Framework, cluster: ClusterState, pod: PodInfo) -> dict[s
         report["error"] = f"preFilter {status.plugin}: {status.code.name}: {status.message}"
         return report
     feasible: list[NodeInfo] = []
+    detailers = [p for p in framework.points.filter if isinstance(p, NodeDetailPlugin)]
     for node in nodes:
         row = rows[node.name]
         if result is not None and result.node_names is not None and node.name not in result.node_names:
@@ -43,6 +46,9 @@ def explain(framework: Framework, cluster: ClusterState, pod: PodInfo) -> dict[s
         if first.is_success:
             row["feasible"] = True
             feasible.append(node)
+            details = {p.name: d for p in detailers if (d := p.explain_node(state, pod, node)) is not None}
+            if details:
+                row["details"] = details
     if feasible:
         status = framework.run_pre_score(state, pod, feasible)
         if status.is_success:

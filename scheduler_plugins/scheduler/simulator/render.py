@@ -1,6 +1,7 @@
 """Plain-text tables for `simulate`, `explain` and `quota` with `-o table`."""
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,6 +47,9 @@ def explain_table(report: dict[str, Any]) -> str:
                      scores or "-", "; ".join(failures) or "-"])
     lines = [f"pod {report['pod']}",
              table(["NODE", "FEASIBLE", "TOTAL", "SCORES (raw/normalized x weight)", "FILTER FAILURES"], rows)]
+    for node in report["nodes"]:
+        for plugin, detail in (node.get("details") or {}).items():
+            lines.append(f"{node['name']} {plugin}: {json.dumps(detail, separators=(',', ':'))}")
     if report.get("error"):
         lines.append(f"error: {report['error']}")
     lines.append(f"selected: {report['selected'] or '-'}")
