@@ -94,7 +94,8 @@ def test_single_numa_node_policy_admits_what_fits_one_numa_node():
 
 def test_a_node_numa_policy_must_match_the_pods():
     spec = {"scheduling.koordinator.sh/numa-topology-spec": '{"numaTopologyPolicy":"Restricted"}'}
-    node = make_node("n1", cpu="16", memory="64Gi", labels={"node.koordinator.sh/numa-topology-policy": "SingleNUMANode"})
+    node = make_node("n1", cpu="16", memory="64Gi",
+                     labels={"node.koordinator.sh/numa-topology-policy": "SingleNUMANode"})
     cluster, sched = scheduler([node, make_nrt("n1"), lsr("p", annotations=spec)])
     assert "node(s) NUMA Topology policy not match" in sched.schedule_one(cluster.pending["prod/p"]).message
 
