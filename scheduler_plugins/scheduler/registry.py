@@ -11,6 +11,8 @@ from scheduler_plugins.scheduler.plugins import (
     prioritysort,
     scarceresourceavoidance,
 )
+from scheduler_plugins.scheduler.plugins.deviceshare import args as deviceshare_args
+from scheduler_plugins.scheduler.plugins.deviceshare import plugin as deviceshare
 from scheduler_plugins.scheduler.plugins.elasticquota import args as elasticquota_args
 from scheduler_plugins.scheduler.plugins.elasticquota import plugin as elasticquota
 from scheduler_plugins.scheduler.plugins.loadaware import args as loadaware_args
@@ -28,6 +30,7 @@ def in_tree_registry() -> Registry:
         PluginSpec(scarceresourceavoidance.NAME, scarceresourceavoidance.new, scarceresourceavoidance.parse_args),
         PluginSpec(networktraffic.NAME, networktraffic.new, networktraffic.parse_args),
         PluginSpec(nodenumaresource.NAME, nodenumaresource.new, numa_args.parse_args),
+        PluginSpec(deviceshare.NAME, deviceshare.new, deviceshare_args.parse_args),
         PluginSpec(elasticquota.NAME, elasticquota.new, elasticquota_args.parse_args),
         PluginSpec(defaultprebind.NAME, defaultprebind.new),
         PluginSpec(defaultbinder.NAME, defaultbinder.new),

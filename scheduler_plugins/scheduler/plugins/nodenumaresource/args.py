@@ -30,15 +30,16 @@ class NodeNUMAResourceArgs:
     numa_scoring_strategy: ScoringStrategy = ScoringStrategy()
 
 
-def _strategy(fields: Fields) -> ScoringStrategy:
+def parse_scoring_strategy(fields: Fields, default: ScoringStrategy = ScoringStrategy()) -> ScoringStrategy:
+    """`{type: LeastAllocated|MostAllocated, resources: [{name, weight}]}`, weights in (0, 100]."""
     if not fields.raw:
-        return ScoringStrategy()
+        return default
     kind = fields.str("type", LEAST_ALLOCATED)
     if kind not in (LEAST_ALLOCATED, MOST_ALLOCATED):
         raise ConfigError(fields.at("type"), f"must be {LEAST_ALLOCATED} or {MOST_ALLOCATED}, got {kind!r}")
     raw = fields.raw.get("resources")
     if raw is None:
-        return ScoringStrategy(kind)
+        return ScoringStrategy(kind, default.resources)
     if not isinstance(raw, list):
         raise ConfigError(fields.at("resources"), "must be a list of {name, weight}")
     resources = []
@@ -58,5 +59,5 @@ def parse_args(raw: Mapping[str, Any] | None, path: str) -> NodeNUMAResourceArgs
     if policy not in CPU_BIND_POLICIES:
         raise ConfigError(fields.at("defaultCPUBindPolicy"),
                           f"must be {FULL_PCPUS}, {SPREAD_BY_PCPUS} or empty, got {policy!r}")
-    return NodeNUMAResourceArgs(policy, _strategy(fields.sub("scoringStrategy")),
-                                _strategy(fields.sub("numaScoringStrategy")))
+    return NodeNUMAResourceArgs(policy, parse_scoring_strategy(fields.sub("scoringStrategy")),
+                                parse_scoring_strategy(fields.sub("numaScoringStrategy")))

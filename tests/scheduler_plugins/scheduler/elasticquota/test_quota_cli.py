@@ -22,13 +22,14 @@ def test_prints_every_quota_with_quantities_per_resource(capsys):
     assert set(quotas) == {"koordinator-root-quota", "engineering", "shop", "batch",
                            "koordinator-default-quota", "koordinator-system-quota"}
     shop = quotas["shop"]
-    # shop does not lend: it asks for its min memory although its pods ask for 16Gi (= min) and 8 cpu
+    # web-0 (bound), web-1 and db-0 (pending): 12 cpu and 32Gi, above shop's min, all granted
     assert shop == {"name": "shop", "parent": "engineering", "min": {"cpu": "6", "memory": "16Gi"},
-                    "max": {"cpu": "48", "memory": "192Gi"}, "request": {"cpu": "8", "memory": "16Gi"},
+                    "max": {"cpu": "48", "memory": "192Gi"}, "request": {"cpu": "12", "memory": "32Gi"},
                     "used": {"cpu": "4", "memory": "8Gi"},
-                    "runtime": {"cpu": "8", "kubernetes.io/batch-cpu": "0", "kubernetes.io/batch-memory": "0",
-                                "memory": "16Gi"}}
-    assert quotas["koordinator-root-quota"]["runtime"]["cpu"] == "96"  # 3 nodes x 32
+                    "runtime": {"cpu": "12", "kubernetes.io/batch-cpu": "0", "kubernetes.io/batch-memory": "0",
+                                "memory": "32Gi"}}
+    # 4 nodes x 32 cpu, less the default quota's used (ml/infer-0 has no quota)
+    assert quotas["koordinator-root-quota"]["runtime"]["cpu"] == "124"
     assert quotas["batch"]["runtime"]["kubernetes.io/batch-cpu"] == "10k"  # its max
 
 
