@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from policies.constants import ANNOTATION_NODE_CPU_TOPOLOGY, ANNOTATION_RESOURCE_STATUS
@@ -62,13 +63,15 @@ class CPUInfo:
 
 @dataclass(frozen=True)
 class CPUTopology:
+    """A node's logical CPUs; derived values are computed once (the topology is immutable)."""
+
     cpus: tuple[CPUInfo, ...] = ()
 
-    @property
+    @cached_property
     def valid(self) -> bool:
         return bool(self.cpus) and self.cpus_per_core > 0
 
-    @property
+    @cached_property
     def cpus_per_core(self) -> int:
         counts: dict[tuple[int, int], int] = {}
         for cpu in self.cpus:
@@ -76,7 +79,11 @@ class CPUTopology:
         return max(counts.values(), default=0)
 
     def numa_nodes(self) -> list[int]:
-        return sorted({c.node for c in self.cpus})
+        return list(self._numa_nodes)
+
+    @cached_property
+    def _numa_nodes(self) -> tuple[int, ...]:
+        return tuple(sorted({c.node for c in self.cpus}))
 
 
 def cpu_topology_of(obj: Mapping[str, Any] | None) -> CPUTopology:

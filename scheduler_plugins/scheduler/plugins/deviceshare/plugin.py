@@ -9,9 +9,12 @@ topology hints and NUMA alignment of devices, the reservation hooks, ResizePod.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from policies.constants import (
     ANNOTATION_DEVICE_ALLOCATED,
@@ -32,7 +35,7 @@ from policies.devices import (
 from policies.objects import ensure_map
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
-from scheduler_plugins.scheduler.framework.interfaces import NodeScore, PreFilterResult
+from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, NodeScore, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.scoring import least_requested, most_requested
 from scheduler_plugins.scheduler.framework.status import (
@@ -142,6 +145,11 @@ class DeviceShare:
         if not any(d.health for d in self.devices.get(node.name, [])):
             return unresolvable(ERR_INSUFFICIENT)
         return SUCCESS if self.allocate(node.name, request) is not None else unschedulable(ERR_INSUFFICIENT)
+
+    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+                    index: NodeIndex) -> npt.NDArray[np.bool_] | None:
+        """Filter for many nodes (a node without GPUs is a dictionary lookup)."""
+        return np.fromiter((self.filter(state, pod, n).is_success for n in nodes), np.bool_, len(nodes))
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
         return SUCCESS if state.read(_STATE_KEY) is not None else SKIP

@@ -2,13 +2,20 @@
 used from the pods, runtime computed top-down from the cluster total.
 
 The manager is fed events (quota put/deleted, pod added/removed, reserved/unreserved) and keeps
-per-quota sums of its own pods incrementally; the tree (requests, guarantees, runtimes) is
-recomputed as a whole, lazily, the first time it is read after something it depends on changed.
-`used` changing marks it stale only when a guarantee or the system/default quotas depend on it.
+per-quota sums of its own pods incrementally. Everything derived is recomputed lazily, as little
+as a read needs (Koordinator refreshes the runtime along the path root -> quota the same way):
+
+* sums (request, limited request, used, guarantee) only for the quotas whose pods changed and their
+  ancestors, when the tree is next read;
+* a parent's distribution among its children only when it is read and something any runtime
+  depends on (a limited request, a guarantee, a min, the total) changed since it was computed.
+
+A pod bound or reserved changes `used` but no limited request: no distribution is recomputed,
+unless the guarantee gate or the system/default quotas (whose use shrinks the total) make it count.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +83,7 @@ class QuotaState:
     guaranteed: Vector = field(default_factory=dict)
     runtime: Vector = field(default_factory=dict)
     children: list[str] = field(default_factory=list)
+    depth: int = 0
 
 
 @dataclass(slots=True)
@@ -96,10 +104,9 @@ class QuotaManager:
         self.args = args
         self.cluster_total = cluster_total
         self.guarantee_usage = guarantee_usage
-        #: whether a change of `used` changes any runtime (or a check that reads the tree's used)
-        self._used_matters = guarantee_usage or args.enable_check_parent_quota
         self._objects: dict[str, Mapping[str, Any]] = {}
         self._specs: dict[str, QuotaSpec] = {}
+        self._specs_stale = True
         self._index = QuotaIndex()
         self._pods: dict[str, _PodEntry] = {}
         #: per quota: Σ request of its live pods, Σ request of its used pods, and the same for
@@ -108,18 +115,26 @@ class QuotaManager:
         self.pod_used: dict[str, Vector] = {}
         self.np_used: dict[str, Vector] = {}
         self._states: dict[str, QuotaState] = {}
-        self._stale = True
+        self._keys: list[str] = []
+        self._dirty: set[str] = set()  # quotas whose own pod sums changed since the last refresh
+        self._version = 0  # bumped whenever something a distribution depends on changes
+        self._distributed: dict[str, int] = {}  # parent -> version its children's runtimes are of
         self._last_total: dict[str, int] | None = None
-        self._rebuild_specs()
 
     # --- quotas ----------------------------------------------------------------------------------
     def set_quota(self, name: str, obj: Mapping[str, Any] | None) -> None:
-        """An ElasticQuota was put (obj) or deleted (None); quota names are cluster-unique."""
+        """An ElasticQuota was put (obj) or deleted (None); quota names are cluster-unique. The
+        tree is rebuilt when next read (a burst of quota events costs one rebuild)."""
         if obj is None:
             self._objects.pop(name, None)
         else:
             self._objects[name] = obj
-        self._rebuild_specs()
+        self._specs_stale = True
+
+    def _ensure_specs(self) -> None:
+        if self._specs_stale:
+            self._specs_stale = False
+            self._rebuild_specs()
 
     def _rebuild_specs(self) -> None:
         specs = {}
@@ -141,18 +156,49 @@ class QuotaManager:
         self._index = QuotaIndex.build([*self._objects.values(),
                                         *({"metadata": {"name": n}} for n in SPECIAL_QUOTAS)])
         for key, entry in list(self._pods.items()):
-            quota = self.quota_of(entry.pod)
+            quota = self._index.quota_of_pod(entry.pod.obj, entry.pod.namespace)
             if quota != entry.quota:
                 self._account(entry, -1)
-                self._pods[key] = entry = _PodEntry(quota, entry.pod, entry.used)
+                self._pods[key] = entry = _PodEntry(quota, entry.pod, entry.used, entry.transient)
                 self._account(entry, +1)
-        self._stale = True
+        self._build_tree()
+
+    def _build_tree(self) -> None:
+        specs = self._specs
+        states = {ROOT_QUOTA_NAME: QuotaState(QuotaSpec(ROOT_QUOTA_NAME, "", {}, {}, {}))}
+        for name in sorted(specs):
+            states[name] = QuotaState(specs[name])
+        for name in sorted(specs):
+            states[specs[name].parent].children.append(name)
+        self._keys = sorted({r for n, s in specs.items() if n not in SPECIAL_QUOTAS for r in s.max})
+        for name in SPECIAL_QUOTAS:
+            states[name].runtime = dict(specs[name].max)
+        seen: set[str] = set()
+        stack = [(ROOT_QUOTA_NAME, 0)]
+        while stack:  # depths; a cycle in the parent labels leaves its quotas out of the tree
+            name, depth = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            states[name].depth = depth
+            stack.extend((c, depth + 1) for c in states[name].children)
+        for name in list(states):
+            if name not in seen:
+                del states[name]
+        for state in states.values():
+            state.children = [c for c in state.children if c in states]
+        self._states = states
+        self._dirty = set(states)
+        self._version += 1
+        self._distributed.clear()
 
     def quota_of(self, pod: PodInfo) -> str:
         """The pod's quota: its label, else its namespace's quota, else the default quota."""
+        self._ensure_specs()
         return self._index.quota_of_pod(pod.obj, pod.namespace)
 
     def spec(self, name: str) -> QuotaSpec | None:
+        self._ensure_specs()
         return self._specs.get(name)
 
     # --- pods ------------------------------------------------------------------------------------
@@ -164,21 +210,28 @@ class QuotaManager:
             return
         if request:
             _add(self.pod_request.setdefault(entry.quota, {}), requests, sign)
-            self._stale = True
         if entry.used:
             _add(self.pod_used.setdefault(entry.quota, {}), requests, sign)
             if entry.non_preemptible:
                 _add(self.np_used.setdefault(entry.quota, {}), requests, sign)
-            if self._used_matters or entry.quota in SPECIAL_QUOTAS:
-                self._stale = True
+        self._dirty.add(entry.quota)
 
     def add_pod(self, pod: PodInfo, used: bool | None = None) -> None:
-        """A live pod (pending or bound); re-adding replaces it. `used` defaults to "bound"."""
-        old = self._pods.pop(pod.key, None)
+        """A live pod (pending or bound); re-adding replaces it. `used` defaults to "bound" (or
+        reserved before)."""
+        quota = self.quota_of(pod)
+        old = self._pods.get(pod.key)
+        now_used = (bool(pod.node_name) or (old is not None and old.used)) if used is None else used
+        if old is not None and old.quota == quota and old.pod.requests == pod.requests:
+            old.pod, old.transient = pod, False  # the same pod bound or patched: only `used` may change
+            if old.used != now_used:
+                self._account(old, -1, request=False)
+                old.used = now_used
+                self._account(old, +1, request=False)
+            return
         if old is not None:
-            self._account(old, -1)
-        keep_used = old is not None and old.used
-        entry = _PodEntry(self.quota_of(pod), pod, bool(pod.node_name) or keep_used if used is None else used)
+            self._account(self._pods.pop(pod.key), -1)
+        entry = _PodEntry(quota, pod, now_used)
         self._pods[pod.key] = entry
         self._account(entry, +1)
 
@@ -208,61 +261,61 @@ class QuotaManager:
         self._account(entry, +1, request=False)
 
     # --- the tree --------------------------------------------------------------------------------
-    def states(self, fresh_used: bool = False) -> Mapping[str, QuotaState]:
-        """Every quota after a refresh, the root first, then by name. The `used` sums of the tree
-        follow pod changes only when something depends on them; `fresh_used` recomputes anyway."""
+    def _refresh_sums(self) -> None:
+        """Recompute the sums of the dirty quotas and their ancestors, deepest first; bump the
+        version when a limited request, a guarantee or the total changed."""
+        self._ensure_specs()
+        states = self._states
+        if self._dirty:
+            todo: set[str] = set()
+            for name in self._dirty:
+                while name and name in states and name not in todo:
+                    todo.add(name)
+                    name = states[name].spec.parent
+            self._dirty = set()
+            for name in sorted(todo, key=lambda n: -states[n].depth):
+                self._recompute(states[name])
         total = dict(self.cluster_total())
-        if self._stale or fresh_used or total != self._last_total:
-            self._states = self._compute(total)
-            self._last_total = total
-            self._stale = False
-        return self._states
-
-    def _compute(self, total: Mapping[str, int]) -> dict[str, QuotaState]:
-        specs = self._specs
-        root = QuotaState(QuotaSpec(ROOT_QUOTA_NAME, "", {}, {}, {}))
-        states = {ROOT_QUOTA_NAME: root}
-        for name in sorted(specs):
-            states[name] = QuotaState(specs[name], used=dict(self.pod_used.get(name, {})))
-        for name in sorted(specs):
-            states[specs[name].parent].children.append(name)
-        keys = sorted({r for n, s in specs.items() if n not in SPECIAL_QUOTAS for r in s.max})
-        order = self._post_order(states)
-        for name in order:  # children before their parent
-            state = states[name]
-            spec = state.spec
-            request = dict(self.pod_request.get(name, {}))
-            allocated = dict(self.pod_used.get(name, {}))
-            for child in state.children:
-                if child in SPECIAL_QUOTAS:
-                    continue
-                _add(request, states[child].limited_request)
-                _add(state.used, states[child].used)
-                _add(allocated, states[child].guaranteed)
-            if not spec.allow_lent:
-                for r, amount in spec.min.items():
-                    request[r] = max(request.get(r, 0), amount)
-            state.request = request
-            state.limited_request = {r: min(v, spec.max[r]) if r in spec.max else v for r, v in request.items()}
-            if self.guarantee_usage:
-                state.guaranteed = {r: max(allocated.get(r, 0), spec.min.get(r, 0))
-                                    for r in {*allocated, *spec.min}}
         special_used: Vector = {}
         for name in SPECIAL_QUOTAS:
             _add(special_used, states[name].used)
-            states[name].runtime = dict(specs[name].max)
-        root.runtime = {r: max(total.get(r, 0) - special_used.get(r, 0), 0) for r in keys}
-        root.request = {r: sum(states[c].limited_request.get(r, 0) for c in root.children if c not in SPECIAL_QUOTAS)
-                        for r in keys}
-        for name in reversed(order):  # parents before their children
-            children = [c for c in states[name].children if c not in SPECIAL_QUOTAS]
-            if children:
-                self._distribute(states[name].runtime, [states[c] for c in children], keys)
-        return states
+        root = states[ROOT_QUOTA_NAME]
+        runtime = {r: max(total.get(r, 0) - special_used.get(r, 0), 0) for r in self._keys}
+        if runtime != root.runtime:
+            root.runtime = runtime
+            self._version += 1
 
-    def _distribute(self, parent_runtime: Mapping[str, int], children: list[QuotaState], keys: Iterable[str]) -> None:
-        for r in keys:
-            total = parent_runtime.get(r, 0)
+    def _recompute(self, state: QuotaState) -> None:
+        spec, name = state.spec, state.spec.name
+        request = dict(self.pod_request.get(name, {}))
+        used = dict(self.pod_used.get(name, {}))
+        allocated = dict(used)
+        for child in state.children:
+            if child in SPECIAL_QUOTAS:
+                continue
+            other = self._states[child]
+            _add(request, other.limited_request)
+            _add(used, other.used)
+            _add(allocated, other.guaranteed)
+        if not spec.allow_lent:
+            for r, amount in spec.min.items():
+                request[r] = max(request.get(r, 0), amount)
+        limited = {r: min(v, spec.max[r]) if r in spec.max else v for r, v in request.items()}
+        guaranteed = state.guaranteed
+        if self.guarantee_usage:
+            guaranteed = {r: max(allocated.get(r, 0), spec.min.get(r, 0)) for r in {*allocated, *spec.min}}
+        if limited != state.limited_request or guaranteed != state.guaranteed:
+            self._version += 1
+        state.request, state.limited_request, state.used, state.guaranteed = request, limited, used, guaranteed
+
+    def _runtime_at(self, parent: str) -> None:
+        """Make the runtimes of `parent`'s children current (its own must be)."""
+        if self._distributed.get(parent) == self._version:
+            return
+        state = self._states[parent]
+        children = [self._states[c] for c in state.children if c not in SPECIAL_QUOTAS]
+        for r in self._keys:
+            total = state.runtime.get(r, 0)
             mins = {c.spec.name: c.spec.min.get(r, 0) for c in children}
             if self.args.enable_min_quota_scale:
                 mins = scaled_mins(total, mins)
@@ -272,23 +325,31 @@ class QuotaManager:
             runtime = distribute(total, shares)
             for child in children:
                 child.runtime[r] = runtime[child.spec.name]
+        self._distributed[parent] = self._version
 
-    @staticmethod
-    def _post_order(states: Mapping[str, QuotaState]) -> list[str]:
-        order: list[str] = []
-        stack = [(ROOT_QUOTA_NAME, False)]
-        seen = set()
-        while stack:
-            name, expanded = stack.pop()
-            if expanded:
-                order.append(name)
-                continue
-            if name in seen:  # a cycle in the parent labels: count each quota once
-                continue
-            seen.add(name)
-            stack.append((name, True))
-            stack.extend((c, False) for c in reversed(states[name].children))
-        return order
+    def state_of(self, name: str) -> QuotaState | None:
+        """One quota with its runtime current: the distributions along root -> quota only."""
+        self._refresh_sums()
+        state = self._states.get(name)
+        if state is None:
+            return None
+        path = []
+        parent = state.spec.parent
+        while parent and parent in self._states:
+            path.append(parent)
+            parent = self._states[parent].spec.parent
+        if name not in SPECIAL_QUOTAS:
+            for ancestor in reversed(path):
+                self._runtime_at(ancestor)
+        return state
+
+    def states(self) -> Mapping[str, QuotaState]:
+        """Every quota with its sums and runtime current (the whole tree: the report)."""
+        self._refresh_sums()
+        for name, state in sorted(self._states.items(), key=lambda kv: kv[1].depth):
+            if state.children:
+                self._runtime_at(name)
+        return self._states
 
     # --- admission -------------------------------------------------------------------------------
     def non_preemptible_used(self, name: str) -> Vector:

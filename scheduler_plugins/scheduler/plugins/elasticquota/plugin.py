@@ -53,8 +53,7 @@ class ElasticQuota:
     def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
         manager = self.manager
         quota = manager.quota_of(pod)
-        spec = manager.spec(quota)
-        if spec is None or quota == ROOT_QUOTA_NAME:
+        if manager.spec(quota) is None or quota == ROOT_QUOTA_NAME:
             return None, SKIP
         hypothetical = not manager.knows(pod.key)
         if hypothetical:
@@ -67,15 +66,12 @@ class ElasticQuota:
 
     def _check(self, quota: str, pod: PodInfo) -> Status:
         manager = self.manager
-        spec = manager.spec(quota)
-        assert spec is not None
+        state = manager.state_of(quota)
+        assert state is not None
+        spec = state.spec
         request = {r: v for r, v in pod.requests.items() if r in spec.max}
-        states = manager.states() if self.args.enable_runtime_quota or self.args.enable_check_parent_quota else {}
-        limit = states[quota].runtime if self.args.enable_runtime_quota else spec.max
-        used = manager.pod_used.get(quota, {})
-        if states and states[quota].children:
-            used = states[quota].used
-        status = _fits(quota, "Insufficient quotas", limit, used, request, "runtime")
+        limit = state.runtime if self.args.enable_runtime_quota else spec.max
+        status = _fits(quota, "Insufficient quotas", limit, state.used, request, "runtime")
         if status is not None:
             return status
         if pod.labels.get(LABEL_QUOTA_PREEMPTIBLE) == "false":
@@ -85,8 +81,10 @@ class ElasticQuota:
                 return status
         if self.args.enable_check_parent_quota:
             parent = spec.parent
-            while parent and parent != ROOT_QUOTA_NAME and parent in states:
-                ancestor = states[parent]
+            while parent and parent != ROOT_QUOTA_NAME:
+                ancestor = manager.state_of(parent)
+                if ancestor is None:
+                    break
                 masked = {r: v for r, v in pod.requests.items() if r in ancestor.spec.max}
                 status = _fits(parent, "Insufficient parent quotas", ancestor.runtime, ancestor.used, masked,
                                "runtime")

@@ -20,7 +20,7 @@ def _text(resources: Mapping[str, int]) -> dict[str, str]:
 
 
 def quota_report(manager: QuotaManager) -> dict[str, Any]:
-    states = manager.states(fresh_used=True)
+    states = manager.states()
     order = [ROOT_QUOTA_NAME, *sorted(n for n in states if n != ROOT_QUOTA_NAME)]
     quotas = []
     for name in order:

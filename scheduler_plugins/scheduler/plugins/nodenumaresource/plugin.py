@@ -11,9 +11,12 @@ checks, exclusive policies (PCPULevel/NUMANodeLevel), ConstrainedBurst, the rese
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
 
 from policies.constants import (
     ANNOTATION_NUMA_TOPOLOGY_SPEC,
@@ -34,7 +37,7 @@ from policies.qos import raw_qos_class
 from policies.quantity import scalar_of, scalar_text
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
-from scheduler_plugins.scheduler.framework.interfaces import PreFilterResult
+from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.scoring import least_requested, most_requested
 from scheduler_plugins.scheduler.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
@@ -223,6 +226,19 @@ class NodeNUMAResource:
             return SUCCESS
         return self._decide(st, node)[1]
 
+    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+                    index: NodeIndex) -> npt.NDArray[np.bool_] | None:
+        """Filter for many nodes: a pod that binds no CPU and has no NUMA policy is judged only on
+        the nodes whose labels could change that (the rest pass), so the common pod costs a label
+        lookup per node."""
+        st = state.read(_STATE_KEY)
+        if st is None:
+            return np.ones(len(nodes), dtype=np.bool_)
+        if st.bind or st.numa_policy:
+            return np.fromiter((self._decide(st, n)[1].is_success for n in nodes), np.bool_, len(nodes))
+        return np.fromiter((not _has_policy_labels(n) or self._decide(st, n)[1].is_success for n in nodes),
+                           np.bool_, len(nodes))
+
     # --- Score -----------------------------------------------------------------------------------
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
         strategy = self.args.scoring_strategy
@@ -300,6 +316,11 @@ class NodeNUMAResource:
             return None
         detail: dict[str, Any] = json.loads(resource_status(allocation).to_json())
         return detail
+
+
+def _has_policy_labels(node: NodeInfo) -> bool:
+    labels = node.labels
+    return LABEL_NODE_CPU_BIND_POLICY in labels or LABEL_NODE_NUMA_TOPOLOGY_POLICY in labels
 
 
 def resource_status(allocation: Allocation) -> ResourceStatus:

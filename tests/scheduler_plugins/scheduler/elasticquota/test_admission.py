@@ -55,17 +55,17 @@ def test_a_finished_pod_frees_its_quota_for_the_next_pod():
     quota = scheduler.framework.plugins["ElasticQuota"]
     late = quota_pod("a-late", "team-a")
     store.put("Pod", late)
-    assert quota.manager.states(fresh_used=True)["team-a"].request == {"cpu": 16000, "memory": 4 << 30}
+    assert quota.manager.states()["team-a"].request == {"cpu": 16000, "memory": 4 << 30}
     assert not scheduler.schedule_one(cluster.pending["work/a-late"]).scheduled
     finished = quota_pod("a-0", "team-a", node="n1", phase="Succeeded")
     store.put("Pod", finished)
     placement = scheduler.schedule_one(cluster.pending["work/a-late"])
     assert placement.scheduled
-    states = quota.manager.states(fresh_used=True)
+    states = quota.manager.states()
     assert states["team-a"].used["cpu"] == 12000 and states["team-a"].runtime["cpu"] == 12000
     store.delete("Pod", finished)
     store.delete("Pod", running[1])
-    assert quota.manager.states(fresh_used=True)["team-a"].used["cpu"] == 8000
+    assert quota.manager.states()["team-a"].used["cpu"] == 8000
 
 
 def test_a_pod_the_state_does_not_hold_counts_in_its_quotas_request_while_judged():
