@@ -61,8 +61,9 @@ def register_commands(subparsers: Subparsers) -> None:
     ext.add_argument("--host", default="127.0.0.1")
     ext.add_argument("--config", help="KubeSchedulerConfiguration YAML (default: the built-in profile)")
     state = ext.add_mutually_exclusive_group()
-    flags.add_cluster_dir(state, reads="Nodes, NodeMetrics and Pods, read once")
-    flags.add_kubeconfig(state, help="list and watch Nodes, NodeMetrics and bound Pods through this kubeconfig, and "
+    flags.add_cluster_dir(state, reads="Nodes, NodeMetrics, Pods and the CRD objects the plugins read, read once")
+    flags.add_kubeconfig(state, help="list and watch Nodes, NodeMetrics, bound Pods (and the CRD objects the "
+                                     "plugins read) through this kubeconfig, and "
                                      "bind through it (default without --cluster: the in-cluster service account)")
     flags.add_context(ext)
     flags.add_watch(ext)
@@ -73,7 +74,8 @@ def register_commands(subparsers: Subparsers) -> None:
     ext.set_defaults(func=run_extender)
 
     sim = commands.add_parser("simulate", help="schedule the pending pods of a snapshot and report placements")
-    flags.add_cluster_dir(sim, required=True, reads="Nodes, NodeMetrics and Pods; the pending Pods are scheduled")
+    flags.add_cluster_dir(sim, required=True, reads="Nodes, NodeMetrics, Pods, ElasticQuotas, Devices and "
+                                                    "NodeResourceTopologies; the pending Pods are scheduled")
     sim.add_argument("--config", help="KubeSchedulerConfiguration YAML")
     sim.add_argument("--now", help="RFC 3339 time metric expiry is judged against (default: now)")
     add_output(sim, ("table", "json"), default="table")
@@ -83,7 +85,8 @@ def register_commands(subparsers: Subparsers) -> None:
     sim.set_defaults(func=run_simulate)
 
     exp = commands.add_parser("explain", help="show every node's filter and score outcome for one pod")
-    flags.add_cluster_dir(exp, required=True, reads="Nodes, NodeMetrics and Pods")
+    flags.add_cluster_dir(exp, required=True, reads="Nodes, NodeMetrics, Pods, ElasticQuotas, Devices and "
+                                                    "NodeResourceTopologies")
     exp.add_argument("--pod", required=True, help="file with the Pod to explain")
     exp.add_argument("--config", help="KubeSchedulerConfiguration YAML")
     exp.add_argument("--now", help="RFC 3339 time metric expiry is judged against (default: now)")

@@ -81,3 +81,29 @@ def test_the_extender_watches_a_crd_only_when_a_plugin_reads_it():
 
     assert [k.kind for k in extender_kinds(["LoadAwareScheduling"])] == ["Node", "NodeMetric", "Pod"]
     assert [k.kind for k in extender_kinds(["ElasticQuota", "DeviceShare"])][-2:] == ["ElasticQuota", "Device"]
+
+
+async def test_quota_lists_a_live_cluster_once(api, kubeconfig, capsys):
+    import asyncio
+
+    labels = {"quota.scheduling.koordinator.sh/name": "team"}
+    api.apply(make_node("n1", cpu="10", memory="10Gi"))
+    api.apply(make_quota("team", "work", min={"cpu": "1"}, max={"cpu": "6"}))
+    api.apply(make_pod("bound", "work", labels=labels, requests={"cpu": "2"}, node="n1"))
+    api.apply(make_pod("pending", "work", labels=labels, requests={"cpu": "5"}))
+    api.apply(make_pod("done", "work", labels=labels, requests={"cpu": "3"}, node="n1", phase="Failed"))
+    code = await asyncio.to_thread(main, ["scheduler", "quota", "--kubeconfig", str(kubeconfig), "-o", "json"])
+    out, _ = capsys.readouterr()
+    team = next(q for q in json.loads(out)["quotas"] if q["name"] == "team")
+    assert code == 0
+    assert (team["request"], team["used"], team["runtime"]) == ({"cpu": "7"}, {"cpu": "2"}, {"cpu": "6"})
+
+
+def test_quota_against_an_unreachable_server_is_one_message(capsys, tmp_path):
+    config = tmp_path / "kubeconfig"
+    config.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}], "users": [{"name": "u", "user": {}}]}))
+    code, _, err = run(capsys, "--kubeconfig", str(config))
+    assert code == 2 and "cannot list the cluster" in err
