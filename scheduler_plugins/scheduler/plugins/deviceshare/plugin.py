@@ -86,8 +86,8 @@ class DeviceShare:
         held = self.held.setdefault(node_name, {})
         if gpus:
             held[pod.key] = _Held(tuple(gpus))
-        else:
-            held.pop(pod.key, None)
+        elif pod.key in held and not held[pod.key].assumed:
+            del held[pod.key]  # an assumed allocation waits for the annotated pod (or Unreserve)
 
     def on_pod_deleted(self, pod: PodInfo, node_name: str) -> None:
         self.held.get(node_name, {}).pop(pod.key, None)
@@ -184,6 +184,11 @@ class DeviceShare:
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         request: GPURequest | None = state.read(_STATE_KEY)
+        if request is None:  # no PreFilter in this cycle (the extender's bind verb): ask the pod
+            try:
+                request = gpu_request(pod.requests)
+            except InvalidRequest as exc:
+                return unresolvable(f"invalid GPU request: {exc}")
         if request is None:
             return SUCCESS
         chosen = self.allocate(node_name, request)

@@ -117,6 +117,8 @@ class NodeNUMAResource:
         self.cluster = handle.cluster
         self.topologies: dict[str, NodeTopology] = {}
         self.allocations: dict[str, dict[str, Allocation]] = {}
+        self._node_list: list[NodeInfo] | None = None
+        self._by_name: dict[str, NodeInfo] = {}
 
     # --- listeners -------------------------------------------------------------------------------
     def on_object(self, kind: str, name: str, obj: Mapping[str, Any] | None) -> None:
@@ -133,8 +135,8 @@ class NodeNUMAResource:
                 for r in status.numa_node_resources}
         if status.cpuset or numa:
             held[pod.key] = Allocation(status.cpus(), numa)
-        else:
-            held.pop(pod.key, None)
+        elif pod.key in held and not held[pod.key].assumed:
+            del held[pod.key]  # an assumed allocation waits for the annotated pod (or Unreserve)
 
     def on_pod_deleted(self, pod: PodInfo, node_name: str) -> None:
         self.allocations.get(node_name, {}).pop(pod.key, None)
@@ -151,6 +153,12 @@ class NodeNUMAResource:
 
     # --- PreFilter -------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
+        st, status = self._pod_state(pod)
+        if st is not None:
+            state.write(_STATE_KEY, st)
+        return None, status
+
+    def _pod_state(self, pod: PodInfo) -> tuple[_PodState | None, Status]:
         requests = pod.requests
         if not any(requests.values()):
             return None, SKIP
@@ -170,9 +178,17 @@ class NodeNUMAResource:
                 return None, unresolvable(ERR_NOT_INTEGER)
             bind = cpu > 0
         numa_policy = str(_json_annotation(pod, ANNOTATION_NUMA_TOPOLOGY_SPEC).get("numaTopologyPolicy") or "")
-        state.write(_STATE_KEY, _PodState(cpu, requests.get(RESOURCE_MEMORY, 0), allow, bind, policy, required,
-                                          numa_policy))
-        return None, SUCCESS
+        return _PodState(cpu, requests.get(RESOURCE_MEMORY, 0), allow, bind, policy, required, numa_policy), SUCCESS
+
+    def _state(self, state: CycleState, pod: PodInfo) -> _PodState | None:
+        """PreFilter's verdict, computed here when this cycle had no PreFilter (the extender's
+        bind verb runs Reserve and PreBind in a cycle of their own)."""
+        st: _PodState | None = state.read(_STATE_KEY)
+        if st is None:
+            st = self._pod_state(pod)[0]
+            if st is not None:
+                state.write(_STATE_KEY, st)
+        return st
 
     # --- Filter ----------------------------------------------------------------------------------
     def _decide(self, st: _PodState, node: NodeInfo) -> tuple[_Decision | None, Status]:
@@ -253,7 +269,7 @@ class NodeNUMAResource:
     # --- Reserve / PreBind -----------------------------------------------------------------------
     def plan(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[Allocation | None, Status]:
         """What the pod would hold on `node` (None: nothing NUMA-aware to hold)."""
-        st = state.read(_STATE_KEY)
+        st = self._state(state, pod)
         if st is None:
             return None, SUCCESS
         decision, status = self._decide(st, node)
@@ -286,10 +302,10 @@ class NodeNUMAResource:
         return SUCCESS
 
     def cluster_node(self, name: str) -> NodeInfo | None:
-        for node in self.cluster.node_list():
-            if node.name == name:
-                return node
-        return None
+        nodes = self.cluster.node_list()
+        if nodes is not self._node_list:  # the cluster's list is rebuilt when nodes come and go
+            self._node_list, self._by_name = nodes, {n.name: n for n in nodes}
+        return self._by_name.get(name)
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         held = self.allocations.get(node_name, {})

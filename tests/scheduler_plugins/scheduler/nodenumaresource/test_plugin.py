@@ -104,3 +104,24 @@ def test_explain_shows_the_cpus_each_feasible_node_would_give():
     cluster, sched = scheduler([NODE, make_nrt("n1")])
     report = explain(sched.framework, cluster, PodInfo(lsr("p", cpu="2")))
     assert report["nodes"][0]["details"] == {NUMA: {"cpuset": "0,8"}}
+
+
+def test_the_batch_filter_agrees_with_the_per_node_filter():
+    from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+
+    labelled = make_node("a-numa", cpu="16", memory="64Gi",
+                         labels={"node.koordinator.sh/numa-topology-policy": "SingleNUMANode"})
+    forced = make_node("b-forced", cpu="16", memory="64Gi",
+                       labels={"node.koordinator.sh/cpu-bind-policy": "FullPCPUsOnly"})
+    objects = [labelled, forced, make_node("c-plain", cpu="16", memory="64Gi"), make_nrt("c-plain")]
+    cluster, sched = scheduler(objects)
+    plugin = sched.framework.plugins[NUMA]
+    nodes = cluster.node_list()
+    for pod in (lsr("ls", qos="LS"), lsr("bound"), lsr("odd", cpu="1500m", qos="LS")):
+        state = CycleState()
+        plugin.pre_filter(state, PodInfo(pod))
+        mask = plugin.filter_mask(state, PodInfo(pod), nodes, slice(None))
+        assert mask.tolist() == [plugin.filter(state, PodInfo(pod), n).is_success for n in nodes]
+    state = CycleState()
+    plugin.pre_filter(state, PodInfo(lsr("bound")))
+    assert plugin.filter_mask(state, PodInfo(lsr("bound")), nodes, slice(None)).tolist() == [False, False, True]
