@@ -4,9 +4,10 @@ NUMA-aligned CPUs; pods and nodes with a NUMA topology policy are admitted by NU
 PreFilter decides whether the pod binds CPUs and by which policy; Filter checks each node's
 policies, topology and room; Reserve picks the CPUs (and NUMA nodes) and PreBind writes them in the
 `scheduling.koordinator.sh/resource-status` annotation, which is also how the CPUs of bound pods
-are read back. Score is the allocation scorer of `scoringStrategy` over the node (not enabled in
-the shipped profile: NodeResourcesFit scores the same resources). Not implemented: amplified-CPU
-checks, exclusive policies (PCPULevel/NUMANodeLevel), ConstrainedBurst, the reservation hooks.
+are read back. Score is the allocation scorer of `scoringStrategy` over the node, or of
+`numaScoringStrategy` over the admitted NUMA nodes (not enabled in the shipped profile:
+NodeResourcesFit scores the same resources). Not implemented: amplified-CPU checks, exclusive
+policies (PCPULevel/NUMANodeLevel), ConstrainedBurst, the reservation hooks.
 """
 from __future__ import annotations
 
@@ -257,12 +258,25 @@ class NodeNUMAResource:
 
     # --- Score -----------------------------------------------------------------------------------
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
-        strategy = self.args.scoring_strategy
+        """The allocation scorer of `scoringStrategy` over the node; for a pod placed by a NUMA
+        policy, `numaScoringStrategy` over the NUMA nodes it would get. A failure scores 0."""
+        st = state.read(_STATE_KEY)
+        decision = self._decide(st, node)[0] if st is not None else None
+        ns = self.node_state(node)
+        if decision is not None and decision.hint is not None and ns is not None:
+            capacity, free = ns.numa_capacity(), ns.numa_free()
+            strategy = self.args.numa_scoring_strategy
+            allocatable = {r: sum(capacity[n].get(r, 0) for n in decision.hint) for r, _ in strategy.resources}
+            requested = {r: allocatable[r] - sum(free[n].get(r, 0) for n in decision.hint) + pod.requests.get(r, 0)
+                         for r, _ in strategy.resources}
+        else:
+            strategy = self.args.scoring_strategy
+            allocatable = {r: node.allocatable.get(r, 0) for r, _ in strategy.resources}
+            requested = {r: node.requested.get(r, 0) + pod.requests.get(r, 0) for r, _ in strategy.resources}
         scorer = most_requested if strategy.type == MOST_ALLOCATED else least_requested
         total = weights = 0
         for name, weight in strategy.resources:
-            requested = node.requested.get(name, 0) + pod.requests.get(name, 0)
-            total += scorer(requested, node.allocatable.get(name, 0)) * weight
+            total += scorer(requested[name], allocatable[name]) * weight
             weights += weight
         return (total // weights if weights else 0), SUCCESS
 

@@ -125,3 +125,21 @@ def test_the_batch_filter_agrees_with_the_per_node_filter():
     state = CycleState()
     plugin.pre_filter(state, PodInfo(lsr("bound")))
     assert plugin.filter_mask(state, PodInfo(lsr("bound")), nodes, slice(None)).tolist() == [False, False, True]
+
+
+def test_score_uses_the_numa_nodes_a_numa_policy_would_use():
+    from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+
+    spec = {"scheduling.koordinator.sh/numa-topology-spec": '{"numaTopologyPolicy":"SingleNUMANode"}'}
+    held = lsr("held", cpu="4", node="n1", annotations={STATUS: json.dumps({"cpuset": "0-1,8-9", "numaNodeResources": [
+        {"node": 0, "resources": {"cpu": "4", "memory": "16Gi"}}]})})
+    cluster, sched = scheduler([NODE, make_nrt("n1", memory_per_numa="32Gi"), held])
+    plugin = sched.framework.plugins[NUMA]
+    node = cluster.node_list()[0]
+    # SingleNUMANode packs onto NUMA node 0 (4 of its 8 CPUs and 16 of its 32Gi held): with the pod
+    # 6 CPUs and 24Gi are used, 25 % free of each. Without a policy the whole node counts: cpu
+    # (16 - 4 - 2) / 16 = 62 %, memory (64 - 8 - 8) / 64 = 75 %.
+    for pod, expected in ((lsr("numa", cpu="2", annotations=spec), 25), (lsr("plain", cpu="2"), (62 + 75) // 2)):
+        state = CycleState()
+        plugin.pre_filter(state, PodInfo(pod))
+        assert plugin.score(state, PodInfo(pod), node)[0] == expected
