@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from kubernetes import client
 
+from cluster.client import ClusterUnavailable, api_errors
 from cluster.kinds import WatchedKind
 from cluster.reflector import Reflector, ReflectorSettings, run_threads, stop_all
 from cluster.store import ClusterStore
@@ -30,18 +31,20 @@ class KubeSource:
                    for r in self._reflectors]
         await run_threads([*threads, *extra], self.close)
 
+    def list_once(self) -> None:
+        """List every kind once into the store (the one-shot commands: `colocate apply --kubeconfig`,
+        `colocate scheduler quota --kubeconfig`).
+        An API server that cannot be reached or refuses a list is a `ClusterUnavailable`."""
+        for reflector in self._reflectors:
+            with api_errors(f"listing {reflector.kind.plural}"):
+                try:
+                    reflector.list_once()
+                except RuntimeError as exc:  # an HTTP error status, with the API server's reason
+                    raise ClusterUnavailable(f"listing {reflector.kind.plural}: {exc}") from exc
+
     def close(self) -> None:
         stop_all(self._stop, self._reflectors)
 
     @property
     def stopping(self) -> threading.Event:
         return self._stop
-
-
-def list_once(api: client.ApiClient, kinds: Sequence[WatchedKind], store: ClusterStore,
-              settings: ReflectorSettings = ReflectorSettings()) -> None:
-    """Fill `store` with one list of each kind (the one-shot commands that read a live cluster);
-    the first failure (HTTP error, unreachable server) is raised."""
-    stop = threading.Event()
-    for kind in kinds:
-        Reflector(kind, api, store, settings, stop).list_once()

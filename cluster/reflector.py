@@ -113,8 +113,8 @@ class Reflector:
         return response
 
     def list_once(self) -> str:
-        """List the kind once into the sink (a one-shot command); raises on failure. Returns the
-        resourceVersion listed at."""
+        """One paged list into the sink, for a command that reads the cluster once; errors
+        propagate. Returns the resourceVersion listed at."""
         return self._list()
 
     def _list(self) -> str:

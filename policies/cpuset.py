@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from policies.constants import ANNOTATION_NODE_CPU_TOPOLOGY, ANNOTATION_RESOURCE_STATUS
+from policies.constants import ANNOTATION_CPU_TOPOLOGY, ANNOTATION_RESOURCE_STATUS
 from policies.objects import annotations_of
 
 
@@ -89,7 +89,7 @@ class CPUTopology:
 def cpu_topology_of(obj: Mapping[str, Any] | None) -> CPUTopology:
     """The cpu-topology annotation of a NodeResourceTopology; missing or malformed is empty
     (an invalid topology: no CPU can be bound there)."""
-    text = annotations_of(obj).get(ANNOTATION_NODE_CPU_TOPOLOGY) if obj else None
+    text = annotations_of(obj).get(ANNOTATION_CPU_TOPOLOGY) if obj else None
     if not text:
         return CPUTopology()
     try:

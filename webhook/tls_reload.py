@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import shutil
 import ssl
 import tempfile
@@ -64,6 +65,7 @@ class CertReloader:
         self.context = new_server_context()
         self.current: LoadedChain | None = None
         self._rejected: str | None = None  # digest of a pair already found unusable
+        self._suspect: str | None = None  # a failure seen once: reported if the next poll sees it again
 
     def load_initial(self) -> ssl.SSLContext:
         """Load the files into the context (raising on unusable ones): the context to listen with."""
@@ -74,7 +76,13 @@ class CertReloader:
         return self.context
 
     def _read(self) -> tuple[bytes, bytes]:
-        return self.paths.cert.read_bytes(), self.paths.key.read_bytes()
+        """Both files from one version of the directory. A kubelet-projected Secret is swapped by
+        renaming its `..data` symlink: resolving each file on its own can straddle the swap and
+        pair a new certificate with an old key, so the key is read from the directory the
+        certificate resolved to."""
+        cert = Path(os.path.realpath(self.paths.cert))
+        key = cert.parent / Path(os.path.realpath(self.paths.key)).name
+        return cert.read_bytes(), key.read_bytes()
 
     def _prepare(self, cert_pem: bytes, key_pem: bytes) -> tuple[LoadedChain, Path] | str:
         """Validate a pair (in a worker thread); the chain and a private copy to load, or what is wrong."""
@@ -103,17 +111,32 @@ class CertReloader:
         self.current = chain
 
     def _poll(self) -> tuple[LoadedChain, Path] | str | None:
+        """A new chain to install, what is wrong with the files, or None. A failure is reported
+        only when the next poll finds it again: a writer caught between two files (or a swapped
+        directory removed under us) is a moment, not an error."""
         try:
             cert_pem, key_pem = self._read()
         except OSError as exc:
-            return f"cannot read {self.paths.directory}: {exc}"
+            return self._confirmed(f"read:{exc}", f"cannot read {self.paths.directory}: {exc}")
         new = digest(cert_pem + key_pem)
         if (self.current is not None and new == self.current.digest) or new == self._rejected:
+            self._suspect = None
             return None
         prepared = self._prepare(cert_pem, key_pem)
         if isinstance(prepared, str):
-            self._rejected = new
+            failure = self._confirmed(new, prepared)
+            if failure is not None:
+                self._rejected = new
+            return failure
+        self._suspect = None
         return prepared
+
+    def _confirmed(self, key: str, failure: str) -> str | None:
+        if self._suspect == key:
+            self._suspect = None
+            return failure
+        self._suspect = key
+        return None
 
     async def check_once(self) -> bool:
         """Reload if the files changed; True when a new chain was installed."""

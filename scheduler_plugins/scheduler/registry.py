@@ -11,6 +11,7 @@ from scheduler_plugins.scheduler.plugins import (
     prioritysort,
     scarceresourceavoidance,
 )
+from scheduler_plugins.scheduler.plugins.coscheduling import plugin as coscheduling
 from scheduler_plugins.scheduler.plugins.deviceshare import args as deviceshare_args
 from scheduler_plugins.scheduler.plugins.deviceshare import plugin as deviceshare
 from scheduler_plugins.scheduler.plugins.elasticquota import args as elasticquota_args
@@ -19,6 +20,7 @@ from scheduler_plugins.scheduler.plugins.loadaware import args as loadaware_args
 from scheduler_plugins.scheduler.plugins.loadaware import plugin as loadaware
 from scheduler_plugins.scheduler.plugins.nodenumaresource import args as numa_args
 from scheduler_plugins.scheduler.plugins.nodenumaresource import plugin as nodenumaresource
+from scheduler_plugins.scheduler.plugins.reservation import plugin as reservation
 
 
 def in_tree_registry() -> Registry:
@@ -32,6 +34,8 @@ def in_tree_registry() -> Registry:
         PluginSpec(nodenumaresource.NAME, nodenumaresource.new, numa_args.parse_args),
         PluginSpec(deviceshare.NAME, deviceshare.new, deviceshare_args.parse_args),
         PluginSpec(elasticquota.NAME, elasticquota.new, elasticquota_args.parse_args),
+        PluginSpec(reservation.NAME, reservation.new),
+        PluginSpec(coscheduling.NAME, coscheduling.new, coscheduling.parse_args),
         PluginSpec(defaultprebind.NAME, defaultprebind.new),
         PluginSpec(defaultbinder.NAME, defaultbinder.new),
     ])

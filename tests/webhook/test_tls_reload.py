@@ -73,6 +73,8 @@ async def test_a_mismatched_pair_is_refused_and_the_old_chain_keeps_serving(runn
     (tmp_path / CERT_FILE).unlink()
     (tmp_path / CERT_FILE).write_bytes(pem_certs([stranger.cert]))  # a writer that swaps files one by one
     assert not await running.reloader.check_once()
+    assert running.events == []  # once may be a writer caught between the two files
+    assert not await running.reloader.check_once()
     assert not await running.reloader.check_once()  # the same bad pair is reported once
     assert [error for _, error in running.events] == [
         "the key does not match the certificate (files caught mid-update?)"]
@@ -94,3 +96,37 @@ async def test_the_reload_loop_picks_up_a_symlink_swap_by_itself(running: Runnin
         assert await asyncio.to_thread(served_certificate, running.port, pem_certs([new.ca])) == new.cert
     finally:
         task.cancel()
+
+
+async def test_a_pair_caught_mid_update_is_not_an_error(running: Running, tmp_path: Path) -> None:
+    """A writer that replaces the certificate, then the key: the poll between the two sees a
+    mismatched pair; the next one sees the new pair and loads it, and no error is counted."""
+    new = generate_material(["localhost"], utcnow())
+    (tmp_path / CERT_FILE).write_bytes(pem_certs([new.cert]))
+    assert not await running.reloader.check_once()
+    (tmp_path / KEY_FILE).write_bytes(pem_key(new.key))
+    assert await running.reloader.check_once()
+    assert [(chain is not None, error) for chain, error in running.events] == [(True, "")]
+
+
+async def test_the_pair_is_read_through_one_version_of_a_projected_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kubelet's atomic writer: tls.crt -> ..data/tls.crt, ..data -> ..<timestamp>; the key is read
+    from the directory the certificate resolved to, even when `..data` moves between the reads."""
+    old, new = (generate_material(["localhost"], utcnow()) for _ in range(2))
+    for version, material in (("..v1", old), ("..v2", new)):
+        write_directory(tmp_path / version, material)
+    (tmp_path / "..data").symlink_to("..v1")
+    for name in (CERT_FILE, KEY_FILE):
+        (tmp_path / name).symlink_to(Path("..data") / name)
+    read_bytes = Path.read_bytes
+
+    def read_then_swap(path: Path) -> bytes:  # the swap lands right after the certificate is read
+        data = read_bytes(path)
+        if path.name == CERT_FILE and (tmp_path / "..data").readlink() == Path("..v1"):
+            (tmp_path / "..data").unlink()
+            (tmp_path / "..data").symlink_to("..v2")
+        return data
+
+    monkeypatch.setattr(Path, "read_bytes", read_then_swap)
+    assert CertReloader(CertPaths(tmp_path))._read() == (pem_certs([old.cert]), pem_key(old.key))

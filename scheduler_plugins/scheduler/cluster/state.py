@@ -18,8 +18,15 @@ from typing import Any
 import numpy as np
 
 from cluster.store import ClusterStore, ObjectKey
-from policies.constants import DEVICE_KIND, ELASTIC_QUOTA_KIND, NODE_RESOURCE_TOPOLOGY_KIND
-from policies.kinds import NODE_METRIC_KIND
+from policies.constants import (
+    DEVICE_KIND,
+    ELASTIC_QUOTA_KIND,
+    NODE_RESOURCE_TOPOLOGY_KIND,
+    POD_GROUP_KIND,
+    RESERVATION_KIND,
+)
+from policies.kinds import NODE_METRIC_KIND, kind_named
+from scheduler_plugins.scheduler.cluster.reservations import ReservationIndex
 from scheduler_plugins.scheduler.framework.interfaces import ClusterListener, ObjectListener, PodListener
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.podinfo import PodInfo
@@ -39,7 +46,8 @@ class ClusterState:
         self._listeners: list[ClusterListener] = []
         self._pod_listeners: list[PodListener] = []
         self._object_listeners: list[ObjectListener] = []
-        #: objects of the kinds only some plugins read (OBJECT_KINDS), by kind and "namespace/name"
+        #: objects of the kinds only some plugins read (OBJECT_KINDS), by kind and name
+        #: ("namespace/name" for a namespaced kind)
         self.objects: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in OBJECT_KINDS}
         self._node_list: list[NodeInfo] | None = None
         self._allocatable_total: dict[str, int] | None = None
@@ -48,6 +56,10 @@ class ClusterState:
         #: what they last saw to refresh only the rows that changed.
         self.by_index: list[NodeInfo] = []
         self.generations = np.zeros(64, dtype=np.int64)
+        self.reservations = ReservationIndex(self)
+        #: whether `pending` holds every pending pod (a snapshot) or only what was handed to us
+        #: (the extender watches bound pods only)
+        self.tracks_pending = True
 
     def _bump(self, index: int) -> None:
         self.generations[index] += 1
@@ -75,6 +87,7 @@ class ClusterState:
         for pod in (old.pods if old is not None else self.homeless.pop(info.name, {})).values():
             info.add_pod(pod)
         self.nodes[info.name] = info
+        self.reservations.node_added(info.name)
         self._node_list = None
         self._allocatable_total = None
         self._bump(info.index)
@@ -95,6 +108,11 @@ class ClusterState:
         self._node_list = None
         self._allocatable_total = None
         self._bump(old.index)
+
+    @property
+    def pod_groups(self) -> dict[str, dict[str, Any]]:
+        """PodGroup objects by `namespace/name` (gang definitions for Coscheduling)."""
+        return self.objects[POD_GROUP_KIND]
 
     def allocatable_total(self) -> dict[str, int]:
         """Σ allocatable of every node (what the top-level ElasticQuotas share)."""
@@ -158,6 +176,7 @@ class ClusterState:
             node.add_pod(pod)
         else:
             self.homeless.setdefault(node_name, {})[pod.key] = pod
+        self.reservations.pod_bound(pod)
         for listener in self._listeners:
             listener.on_pod_assigned(pod, node_name)
 
@@ -171,6 +190,7 @@ class ClusterState:
             node = self.nodes.get(name)
             pod = node.remove_pod(key) if node is not None else self._unhouse(name, key)
             if pod is not None:
+                self.reservations.pod_deleted(pod)
                 for listener in self._listeners:
                     listener.on_pod_deleted(pod, name)
 
@@ -214,7 +234,7 @@ class ClusterState:
                     listener.on_pod_assigned(pod, node.name)
 
     def _object_changed(self, kind: str, key: ObjectKey, obj: Mapping[str, Any] | None) -> None:
-        name = f"{key[0]}/{key[1]}" if key[0] else key[1]
+        name = f"{key[0] or 'default'}/{key[1]}" if kind_named(kind).namespaced else key[1]
         if obj is None:
             self.objects[kind].pop(name, None)
         else:
@@ -241,6 +261,8 @@ class ClusterState:
                 self.delete_pod(pod_key, node or None)  # finished: no longer counts
                 return
             self.add_pod(dict(obj))
+        elif kind == RESERVATION_KIND:
+            self.reservations.put(obj)
 
     def object_deleted(self, kind: str, key: ObjectKey, old: Mapping[str, Any]) -> None:
         if kind == "Node":
@@ -251,6 +273,8 @@ class ClusterState:
             self._object_changed(kind, key, None)
         elif kind == "Pod":
             self.delete_pod(_pod_key(key), _node_of(old) or None)
+        elif kind == RESERVATION_KIND:
+            self.reservations.delete(key[1])
 
     def changes_applied(self) -> None:
         """Every change is applied as it comes: nothing to finish."""
@@ -272,10 +296,13 @@ class ClusterState:
         return cls.of_store(store)
 
 
-#: Kinds only some plugins read (ElasticQuota, DeviceShare, NodeNUMAResource), kept as objects.
-OBJECT_KINDS = (ELASTIC_QUOTA_KIND, DEVICE_KIND, NODE_RESOURCE_TOPOLOGY_KIND)
-#: The kinds the scheduler reads, in the order a new state is built from (nodes before their pods).
-SCHEDULER_KINDS = ("Node", NODE_METRIC_KIND, *OBJECT_KINDS, "Pod")
+#: Kinds kept as plain objects (`ClusterState.objects`) for the plugins that read them
+#: (ElasticQuota, DeviceShare, NodeNUMAResource as `ObjectListener`s; Coscheduling's PodGroups).
+OBJECT_KINDS = (ELASTIC_QUOTA_KIND, DEVICE_KIND, NODE_RESOURCE_TOPOLOGY_KIND, POD_GROUP_KIND)
+#: The kinds the scheduler reads, in the order a new state is built from (nodes before their pods,
+#: quota objects before the pods they count, Reservations after the pods that use them, so a bound
+#: owner's allocation is known when they hold).
+SCHEDULER_KINDS = ("Node", NODE_METRIC_KIND, *OBJECT_KINDS, "Pod", RESERVATION_KIND)
 TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
 
 

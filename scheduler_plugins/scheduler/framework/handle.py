@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.framework.features import FeatureGates
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
+from scheduler_plugins.scheduler.framework.waiting import WaitingPods
 
 
 class ClientError(Exception):
@@ -34,3 +35,5 @@ class Handle:
     client: ClusterClient
     clock: Clock = system_clock
     features: FeatureGates = field(default_factory=FeatureGates)
+    #: pods parked by Permit; plugins allow or reject them from other pods' cycles
+    waiting: WaitingPods = field(default_factory=WaitingPods)

@@ -79,7 +79,8 @@ def test_simulate_and_explain_take_feature_gates(capsys, tmp_path):
 def test_the_extender_watches_a_crd_only_when_a_plugin_reads_it():
     from scheduler_plugins.scheduler.cluster.sources import extender_kinds
 
-    assert [k.kind for k in extender_kinds(["LoadAwareScheduling"])] == ["Node", "NodeMetric", "Pod"]
+    always = ["Node", "NodeMetric", "Pod", "Reservation", "PodGroup"]  # Reservations and gangs: main's issue 14
+    assert [k.kind for k in extender_kinds(["LoadAwareScheduling"])] == always
     assert [k.kind for k in extender_kinds(["ElasticQuota", "DeviceShare"])][-2:] == ["ElasticQuota", "Device"]
 
 
