@@ -36,6 +36,12 @@ from tests.support.wait import wait_for_sync
 UNPRIVILEGED = 65534  # nobody
 
 
+#: As root, the server runs without the two capabilities that let root ignore file permissions:
+#: a `chmod 000` directory is then unreadable to it, as to any non-root user, and the code under
+#: test stays readable wherever the checkout lives (a 0700 CI directory is no obstacle).
+WITHOUT_DAC = ("setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--")
+
+
 def unprivileged_user() -> int | None:
     """The uid to run a server as so that file permissions apply to it: nobody when the tests run
     as root (root reads a `chmod 000` directory), else None (the tests' own user already is)."""
@@ -72,6 +78,9 @@ class Served:
 
     def __init__(self, tmp_path: Path, *extra: str, state: Path | None = None, user: int | None = None,
                  stderr: IO[str] | int | None = None) -> None:
+        confine: tuple[str, ...] = ()
+        if user is not None and os.geteuid() == 0 and shutil.which(WITHOUT_DAC[0]):
+            confine, user = WITHOUT_DAC, None  # root, bound by file permissions like any user
         base = tmp_path
         if user is not None:
             base = Path(tempfile.mkdtemp(prefix="colocate-served-"))
@@ -90,7 +99,7 @@ class Served:
                 os.chown(path, user, user)
         python, env = _python_for(user)
         self.process = subprocess.Popen(
-            [python, "-m", "colocate.cli", "serve", "--cluster", str(self.state), "--cert-dir", str(self.certs),
+            [*confine, python, "-m", "colocate.cli", "serve", "--cluster", str(self.state), "--cert-dir", str(self.certs),
              "--port", str(self.port), "--host", "127.0.0.1", "--reload-interval", "0.2",
              "--dns-name", "webhook.example", *extra],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr if stderr is not None else self.log.open("w"),
