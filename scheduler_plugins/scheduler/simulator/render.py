@@ -1,15 +1,9 @@
 """Plain-text tables for `simulate -o table` and `explain -o table`."""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip() for row in cells]
-    return "\n".join(lines)
+from cli.output import table
 
 
 def _percentages(values: dict[str, float]) -> str:
