@@ -37,6 +37,7 @@ class ChainResult:
     effects: list[Effect] = field(default_factory=list)
     called: list[str] = field(default_factory=list)  # webhook names, in call order
     not_called: list[tuple[str, str]] = field(default_factory=list)  # (webhook name, why not)
+    warnings: list[str] = field(default_factory=list)  # what kubectl would print as "Warning: ..."
 
 
 def request_for(obj: dict[str, Any], registry: Registry, operation: str = "CREATE",

@@ -44,6 +44,7 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
                             "--port", "--scheduler-name", "--url-prefix", "--watch-timeout"], []),
     "scheduler simulate": (["--cluster", "--config", "--now", "--progress/--no-progress",
                             "-o/--output {table,json}"], []),
+    "test": (["-o/--output {table,json}"], []),
     "scheduler explain": (["--cluster", "--config", "--now", "--pod", "-o/--output {table,json}"], []),
 }
 
