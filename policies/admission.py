@@ -98,6 +98,10 @@ class AdmissionContext:
     rand_int: Callable[[int], int] = default_rand_int
     matched_profiles: list[str] = field(default_factory=list)
     effects: list[Effect] | None = None  # a list when the caller wants an explanation
+    #: Re-evaluating an object admitted earlier (the background audit) rather than admitting a new one:
+    #: a label that still holds the value the object came with, and ends with a profile's suffix,
+    #: counts as suffixed, because labelSuffixes is the one profile step that is not idempotent (5.4).
+    audit: bool = False
 
     @property
     def explaining(self) -> bool:

@@ -67,6 +67,7 @@ def run_route(
     rand_int: Callable[[int], int] = default_rand_int,
     explain: bool = False,
     observe: PluginObserver = _ignore,
+    audit: bool = False,
 ) -> Outcome:
     """Admit `request` through `route`'s plugins in one loop, timing each plugin."""
     if request.resource.resource != route.resource or request.sub_resource != route.sub_resource:
@@ -74,7 +75,7 @@ def run_route(
     decoded = _decode(route, request)
     if isinstance(decoded, Outcome):
         return decoded
-    ctx = AdmissionContext(request, cluster, rand_int, effects=[] if explain else None)
+    ctx = AdmissionContext(request, cluster, rand_int, effects=[] if explain else None, audit=audit)
     working = route.copy_for_mutation(decoded) if route.mutating else decoded
     for plugin in route.plugins:
         started = time.perf_counter()

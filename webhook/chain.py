@@ -64,8 +64,12 @@ def request_for(obj: dict[str, Any], registry: Registry, operation: str = "CREAT
 
 
 def run_chain(request: AdmissionRequest, registry: Registry, cluster: ClusterSnapshot, *,
-              rand_int: Callable[[int], int] = default_rand_int, explain: bool = False) -> ChainResult:
-    """Mutate through each mutating webhook that would be called, then validate the result."""
+              rand_int: Callable[[int], int] = default_rand_int, explain: bool = False,
+              audit: bool = False) -> ChainResult:
+    """Mutate through each mutating webhook that would be called, then validate the result.
+
+    `audit`: the object was admitted before and is evaluated again (`policies.admission.AdmissionContext`).
+    """
     current = request
     result = ChainResult(True, dict(request.object) if request.object else None)
     for route in registry.for_kind(request.kind):
@@ -79,7 +83,7 @@ def run_chain(request: AdmissionRequest, registry: Registry, cluster: ClusterSna
                 result.not_called.append((webhook.name, why_not))
                 continue
             result.called.append(webhook.name)
-            outcome = run_route(route, current, cluster, rand_int=rand_int, explain=explain)
+            outcome = run_route(route, current, cluster, rand_int=rand_int, explain=explain, audit=audit)
             result.matched_profiles.extend(outcome.matched_profiles)
             result.effects.extend(outcome.effects or [])
             if not outcome.allowed:

@@ -45,6 +45,7 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
     "scheduler simulate": (["--cluster", "--config", "--now", "--progress/--no-progress",
                             "-o/--output {table,json}"], []),
     "test": (["-o/--output {table,json}"], []),
+    "audit": (["--cluster", "--context", "--kubeconfig", "--timeout", "-o/--output {table,json}"], []),
     "scheduler explain": (["--cluster", "--config", "--now", "--pod", "-o/--output {table,json}"], []),
 }
 

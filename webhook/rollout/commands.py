@@ -4,11 +4,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from cli.errors import UsageError
 from cli.output import add_output, table
 from cli.parser import Subparsers
+
+if TYPE_CHECKING:
+    from webhook.rollout.audit import AuditReport
 
 EXIT_PASSED, EXIT_FAILED = 0, 1
 
@@ -44,3 +47,70 @@ def register_commands(subparsers: Subparsers) -> None:
                       help="a directory holding colocate-test.yaml files (or one such file)")
     add_output(test, ("table", "json"), default="table")
     test.set_defaults(func=_test)
+    register_audit(subparsers)
+
+
+def audit_table(report: AuditReport) -> str:
+    rows = [(pod.namespace, pod.name, result.profile, result.result.upper(), result.message)
+            for pod in report.drifted() for result in pod.results if result.result != "pass"]
+    lines = [table(["NAMESPACE", "POD", "PROFILE", "RESULT", "DIFFERENCE"], rows)] if rows else []
+    lines.append(f"{len(report.drifted())} of {report.audited} running pod(s) differ from what the current "
+                 f"{report.profiles} profile(s) would make of them ({len(report.pods)} matched by a profile)")
+    return "\n".join(lines)
+
+
+def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
+    import asyncio
+
+    from kubernetes.config import ConfigException
+
+    from cluster.client import api_client
+    from policies.manifests import ManifestError
+    from webhook.registry import default_routes
+    from webhook.rollout.audit import audit
+    from webhook.rollout.sources import api_snapshot, directory_snapshot
+
+    out = stdout or sys.stdout
+    registry = default_routes()
+    if args.cluster is not None:
+        try:
+            snapshot = directory_snapshot(args.cluster)
+        except ManifestError as exc:
+            raise UsageError(str(exc)) from exc
+    else:
+        if args.kubeconfig is not None and not args.kubeconfig.is_file():
+            raise UsageError(f"--kubeconfig {args.kubeconfig}: no such file")
+        try:
+            api = api_client(args.kubeconfig, args.context)
+        except ConfigException as exc:
+            raise UsageError(f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
+        try:
+            snapshot = asyncio.run(api_snapshot(api, registry, args.timeout))
+        except TimeoutError as exc:
+            raise UsageError(f"the cluster could not be listed within {args.timeout:g}s") from exc
+    for problem in snapshot.problems:
+        print(f"warning: {problem.source}: {problem.message}", file=sys.stderr)
+    report = audit(snapshot, registry)
+    if args.output == "json":
+        out.write(json.dumps(report.to_json(), indent=2) + "\n")
+    else:
+        out.write(audit_table(report) + "\n")
+    return EXIT_PASSED
+
+
+def register_audit(subparsers: Subparsers) -> None:
+    from cli import flags
+
+    audit = subparsers.add_parser(
+        "audit", help="list running pods that differ from what the current profiles would make of them",
+        description="Send every running pod through the admission chain again, over the current profiles, and "
+                    "list the pods it would change, per profile, with the difference (fail: an enforced profile, "
+                    "warn: a warn-only one, skip: a profile applied to a percentage of pods).")
+    state = audit.add_mutually_exclusive_group(required=True)
+    flags.add_cluster_dir(state, reads="Pods, ClusterColocationProfiles, Namespaces, PriorityClasses, ...")
+    flags.add_kubeconfig(state, help="list the cluster through this kubeconfig")
+    flags.add_context(audit)
+    audit.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                       help="how long listing the cluster may take (--kubeconfig)")
+    add_output(audit, ("table", "json"), default="table")
+    audit.set_defaults(func=_audit)
