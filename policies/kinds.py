@@ -44,6 +44,7 @@ class Kind:
 
 NODE_METRIC_KIND: Final = "NodeMetric"
 NODE_SLO_KIND: Final = "NodeSLO"
+POLICY_REPORT_KIND: Final = "PolicyReport"
 
 _ALL: Final = (
     Kind(PROFILE_KIND, PROFILE_GROUP, PROFILE_VERSION, "clustercolocationprofiles", False),
@@ -65,6 +66,7 @@ _ALL: Final = (
     Kind("Event", "", "v1", "events", True),
     Kind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
     Kind(NODE_SLO_KIND, "slo.koordinator.sh", "v1alpha1", "nodeslos", False),
+    Kind(POLICY_REPORT_KIND, "wgpolicyk8s.io", "v1alpha2", "policyreports", True),
 )
 
 #: Every kind by its name.

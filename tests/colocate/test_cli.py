@@ -45,7 +45,8 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
     "scheduler simulate": (["--cluster", "--config", "--now", "--progress/--no-progress",
                             "-o/--output {table,json}"], []),
     "test": (["-o/--output {table,json}"], []),
-    "audit": (["--cluster", "--context", "--kubeconfig", "--timeout", "-o/--output {table,json}"], []),
+    "audit": (["--cluster", "--context", "--kubeconfig", "--timeout", "--write-reports", "-o/--output {table,json}"],
+              []),
     "scheduler explain": (["--cluster", "--config", "--now", "--pod", "-o/--output {table,json}"], []),
 }
 

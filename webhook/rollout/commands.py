@@ -72,11 +72,14 @@ def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
 
     out = stdout or sys.stdout
     registry = default_routes()
+    api = None
     if args.cluster is not None:
         try:
             snapshot = directory_snapshot(args.cluster)
         except ManifestError as exc:
             raise UsageError(str(exc)) from exc
+        if args.write_reports:
+            raise UsageError("--write-reports writes PolicyReports through the API server: use --kubeconfig")
     else:
         if args.kubeconfig is not None and not args.kubeconfig.is_file():
             raise UsageError(f"--kubeconfig {args.kubeconfig}: no such file")
@@ -91,6 +94,11 @@ def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
     for problem in snapshot.problems:
         print(f"warning: {problem.source}: {problem.message}", file=sys.stderr)
     report = audit(snapshot, registry)
+    if api is not None and args.write_reports:
+        from webhook.rollout.reports import ReportWriter, policy_reports
+
+        written = ReportWriter(api).write(policy_reports(report))
+        print(f"policy reports: {written.summary()}", file=sys.stderr)
     if args.output == "json":
         out.write(json.dumps(report.to_json(), indent=2) + "\n")
     else:
@@ -112,5 +120,7 @@ def register_audit(subparsers: Subparsers) -> None:
     flags.add_context(audit)
     audit.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                        help="how long listing the cluster may take (--kubeconfig)")
+    audit.add_argument("--write-reports", action="store_true",
+                       help="write a wgpolicyk8s.io/v1alpha2 PolicyReport per namespace (--kubeconfig)")
     add_output(audit, ("table", "json"), default="table")
     audit.set_defaults(func=_audit)
