@@ -36,6 +36,20 @@ def passes_probability(profile: ColocationProfile, rand_int: Callable[[int], int
     return rand_int(100) <= percent
 
 
+def enforced_profiles(matched: Sequence[ColocationProfile], ctx: AdmissionContext) -> list[ColocationProfile]:
+    """The matched profiles to apply: all but the warn-only ones, which are noted in the context for
+    the WarnOnlyProfiles plugin (an audit, and that plugin's what-if runs, apply them too)."""
+    if ctx.audit:
+        return list(matched)
+    applied = []
+    for profile in matched:
+        if profile.warn_only and profile.name not in ctx.also_enforce:
+            ctx.warn_only_matched.append(profile.name)
+        else:
+            applied.append(profile)
+    return applied
+
+
 def apply_profiles_in_place(
     obj: dict[str, Any],
     profiles: Sequence[ColocationProfile],

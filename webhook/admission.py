@@ -14,10 +14,20 @@ from typing import Any, Protocol
 
 import orjson
 
-from policies.admission import DELETE, UPDATE, AdmissionContext, AdmissionRequest, Denied, Effect, default_rand_int
+from policies.admission import (
+    DELETE,
+    UPDATE,
+    AdmissionContext,
+    AdmissionRequest,
+    Denied,
+    Effect,
+    ProfileWarning,
+    default_rand_int,
+)
 from policies.jsonpatch_diff import diff
 from policies.objects import json_copy, metadata_of
 from policies.snapshot import ClusterSnapshot
+from policies.warn_only import audit_annotations, warning_lines
 from webhook.registry import Route
 from webhook.review import MalformedReview, build_review, parse_review
 
@@ -43,6 +53,7 @@ class Outcome:
     object: dict[str, Any] | None = None  # the object after this route (mutated, or as received)
     matched_profiles: list[str] = field(default_factory=list)
     effects: list[Effect] | None = None
+    warnings: list[ProfileWarning] = field(default_factory=list)  # what warn-only profiles would have done
 
 
 def _decode(route: Route, request: AdmissionRequest) -> dict[str, Any] | Outcome:
@@ -99,7 +110,8 @@ def run_route(
         if explain_plugin:
             ctx.record(f"plugin/{plugin.name}", True, before, working)
     patch = diff(decoded, working) if route.mutating else []
-    return Outcome(True, patch=patch, object=working, matched_profiles=ctx.matched_profiles, effects=ctx.effects)
+    return Outcome(True, patch=patch, object=working, matched_profiles=ctx.matched_profiles, effects=ctx.effects,
+                   warnings=ctx.warnings)
 
 
 @dataclass
@@ -142,7 +154,8 @@ def serve_review(
         return malformed_response(error, route.path, started)
     outcome = run_route(route, request, cluster, rand_int=rand_int, observe=observe)
     review = build_review(api_version, request.uid, outcome.allowed, code=outcome.code,
-                          message=outcome.message, patch=outcome.patch)
+                          message=outcome.message, patch=outcome.patch, warnings=warning_lines(outcome.warnings),
+                          audit_annotations=audit_annotations(outcome.warnings))
     obj = request.object or request.old_object or {}
     metadata = metadata_of(obj)
     record: dict[str, Any] = {
@@ -159,4 +172,6 @@ def serve_review(
     }
     if outcome.message:
         record["message"] = outcome.message
+    if outcome.warnings:
+        record["warnOnlyProfiles"] = [w.profile for w in outcome.warnings]
     return ServedReview(200, orjson.dumps(review), record, outcome)

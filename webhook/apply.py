@@ -97,6 +97,8 @@ def run_apply(options: ApplyOptions, stdin: TextIO | None = None, stdout: TextIO
     result = run_chain(request, registry, snapshot, explain=options.explain)
     if options.explain:
         print(format_explanation(result), file=stderr)
+    for warning in result.warnings:  # as kubectl prints an AdmissionResponse's warnings
+        print(f"Warning: {warning}", file=stderr)
     if not result.allowed:
         print(f"denied by {result.denied_by} (code {result.code}): {result.message}", file=stderr)
         return EXIT_DENIED

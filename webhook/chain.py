@@ -18,6 +18,7 @@ from typing import Any
 from policies.admission import AdmissionRequest, Effect, GroupVersionResource, default_rand_int
 from policies.kinds import KINDS
 from policies.snapshot import ClusterSnapshot
+from policies.warn_only import warning_lines
 from webhook.admission import run_route
 from webhook.registry import Registry
 
@@ -86,6 +87,7 @@ def run_chain(request: AdmissionRequest, registry: Registry, cluster: ClusterSna
             outcome = run_route(route, current, cluster, rand_int=rand_int, explain=explain, audit=audit)
             result.matched_profiles.extend(outcome.matched_profiles)
             result.effects.extend(outcome.effects or [])
+            result.warnings.extend(warning_lines(outcome.warnings))
             if not outcome.allowed:
                 result.allowed, result.code, result.message = False, outcome.code, outcome.message
                 result.denied_by = route.path

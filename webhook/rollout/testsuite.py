@@ -234,7 +234,8 @@ def run_case(suite: Suite, expectation: Expectation, snapshot: ClusterSnapshot, 
     if expectation.patched is not None and expectation.patched != outcome.object:
         differences = _differences(expectation.patched, outcome.object)
         return verdict(False, f"differs from {expectation.patched_file}: {differences}", warnings)
-    return verdict(True, "admitted" + (" as patched" if expectation.patched is not None else ""), warnings)
+    noted = f", with {len(warnings)} warning(s)" if warnings else ""
+    return verdict(True, "admitted" + (" as patched" if expectation.patched is not None else "") + noted, warnings)
 
 
 def run_suite(suite: Suite, registry: Registry | None = None) -> list[CaseResult]:

@@ -69,6 +69,14 @@ def test_a_wrong_patched_resource_fails_and_names_the_difference(capsys: pytest.
                                 "replace /metadata/labels/koordinator.sh~1qosClass \"BE\"")
 
 
+def test_a_missing_warning_fails(capsys: pytest.CaptureFixture[str], suite: Path) -> None:
+    edit(suite, {"warnings": ["checkout-priority-trial would set spec.priority"]}, case=1)
+    code, out, _ = run(capsys, suite, "-o", "json")
+    [failed] = [r for r in json.loads(out)["results"] if r["result"] == "fail"]
+    assert code == 1 and failed["resource"] == "checkout-1"
+    assert failed["reason"].startswith("no warning contains 'checkout-priority-trial would set spec.priority'")
+
+
 def test_a_denial_with_another_message_fails(capsys: pytest.CaptureFixture[str], suite: Path) -> None:
     edit(suite, {"message": "must have whole CPUs"}, case=3)
     code, out, _ = run(capsys, suite)
