@@ -10,6 +10,18 @@ from cli.output import add_output
 from cli.parser import Subparsers
 
 
+def _duration(text: str) -> float:
+    from policies.durations import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return seconds
+
+
 def _serve(args: argparse.Namespace) -> int:
     from kubernetes.config import ConfigException
 
@@ -39,6 +51,7 @@ def _serve(args: argparse.Namespace) -> int:
             kubeconfig=args.kubeconfig, context=args.context, kube=kube, reuse_port=args.reuse_port,
             drain_delay=args.drain_delay, shutdown_timeout=args.shutdown_timeout,
             cert_reload_interval=args.cert_reload_interval, self_managed=self_managed,
+            audit_interval=args.audit_interval,
         ))
     except ConfigException as exc:
         raise UsageError(f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
@@ -75,6 +88,9 @@ def register_commands(subparsers: Subparsers) -> None:
     serve.add_argument("--reload-interval", type=float, default=1.0, metavar="SECONDS",
                        help="how often the --cluster directory is checked for changes")
     flags.add_watch(serve)
+    serve.add_argument("--audit-interval", type=_duration, default=0.0, metavar="DURATION",
+                       help="audit the running pods against the profiles this often (e.g. 10m), export the counts "
+                            "as metrics and, reading the API server, write PolicyReports (default: never)")
     serve.add_argument("--drain-delay", type=float, default=5.0, metavar="SECONDS",
                        help="after SIGTERM, keep serving (not ready, closing connections) this long")
     serve.add_argument("--shutdown-timeout", type=float, default=20.0, metavar="SECONDS",

@@ -70,6 +70,7 @@ class ServeConfig:
     reuse_port: bool = False  # let separate server processes share the port (SO_REUSEPORT)
     cert_reload_interval: float = 1.0
     self_managed: ManagerSettings | None = None  # rotate certificates while holding the Lease
+    audit_interval: float = 0.0  # audit running pods (and write PolicyReports) this often; 0: never
 
 
 class Source(Protocol):
@@ -113,12 +114,24 @@ def cert_reloader(config: ServeConfig, metrics: Any) -> CertReloader:
 
 
 def _background(config: ServeConfig, source: Source, state: StateHolder, metrics: Any, on_reload: Any,
-                reloader: CertReloader) -> list[asyncio.Task[None]]:
+                reloader: CertReloader, published: asyncio.Event | None = None) -> list[asyncio.Task[None]]:
     coroutines = [source.run(state, on_reload), metrics.store_health.export_forever(source.store), reloader.run()]
+    if config.audit_interval > 0:
+        coroutines.append(_audit(config, state, metrics, published or asyncio.Event()))
     if config.self_managed is not None:
         identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         coroutines.append(self_management(api_client(config.kubeconfig, config.context), config.self_managed, identity))
     return [asyncio.create_task(c) for c in coroutines]
+
+
+def _audit(config: ServeConfig, state: StateHolder, metrics: Any, published: asyncio.Event) -> Any:
+    """The background audit on the served state; PolicyReports when the state comes from the API."""
+    from webhook.rollout.background import AuditMetrics, audit_forever
+    from webhook.rollout.reports import ReportWriter
+
+    writer = None if config.cluster is not None else ReportWriter(api_client(config.kubeconfig, config.context))
+    return audit_forever(state, default_routes(), config.audit_interval,
+                         AuditMetrics(None if metrics.multiprocess_dir else metrics.registry), writer, published)
 
 
 async def _stop_when_orphaned(parent_pid: int, signals: asyncio.Queue[int], interval: float = 1.0) -> None:
@@ -138,8 +151,10 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
     registry = default_routes()
     source = make_source(config, registry, metrics)
     lifecycle = Lifecycle()
+    published = asyncio.Event()  # set on every reload of the state (the audit waits for the first)
 
     def on_reload(snapshot: object) -> None:
+        published.set()
         if snapshot is None:
             metrics.state_reloads.labels("error").inc()
             return
@@ -160,7 +175,7 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, signals.put_nowait, signum)
-    tasks = _background(config, source, state, metrics, on_reload, reloader)
+    tasks = _background(config, source, state, metrics, on_reload, reloader, published)
     if parent_pid is not None:
         tasks.append(asyncio.create_task(_stop_when_orphaned(parent_pid, signals)))
     try:
@@ -206,7 +221,8 @@ def _run_workers(config: ServeConfig) -> int:
     context = multiprocessing.get_context("spawn")
     # One process per replica takes part in the certificate Lease election; every one reloads.
     workers = [context.Process(target=_worker,
-                               args=(config if i == 0 else replace(config, self_managed=None), os.getpid()),
+                               args=(config if i == 0 else replace(config, self_managed=None, audit_interval=0.0),
+                                     os.getpid()),
                                name=f"colocate-worker-{i}") for i in range(config.workers)]
     for worker in workers:
         worker.start()

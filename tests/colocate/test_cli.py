@@ -23,7 +23,8 @@ OLD_CERTS = ["--namespace", "--secret-name", "--service"]
 #: `-o` format is a change of this table: deliberate, and seen in review.
 SURFACE: dict[str, tuple[list[str], list[str]]] = {
     "": (["--log-level {debug,info,warning,error}", "--version"], []),
-    "serve": (["--backoff-max", "--cert-check-interval", "--cert-dir", "--cert-namespace", "--cert-reload-interval",
+    "serve": (["--audit-interval", "--backoff-max", "--cert-check-interval", "--cert-dir", "--cert-namespace",
+               "--cert-reload-interval",
                "--cert-secret", "--cert-service", "--cert-settle", "--cluster", "--context", "--dns-name",
                "--drain-delay", "--host", "--kubeconfig", "--max-body", "--port", "--reload-interval", "--reuse-port",
                "--self-managed-certs", "--shutdown-timeout", "--watch-timeout", "--workers"],
@@ -139,6 +140,7 @@ def test_an_old_spelling_logs_one_warning_naming_the_new_one(capsys: pytest.Capt
     ["scheduler", "simulate", "--cluster", CLUSTER, "--no-such-flag"],
     ["serve", "--cluster", "/nonexistent", "--cert-dir", "/nonexistent"],
     ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--self-managed-certs"],
+    ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--audit-interval", "often"],
     ["certs", "inspect", "--cert-dir", "/nonexistent"],
     ["certs", "generate"],
 ])

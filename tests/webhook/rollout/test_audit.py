@@ -175,3 +175,19 @@ async def test_the_command_lists_the_cluster_through_a_kubeconfig(capsys: pytest
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and (report["audited"], report["drifted"]) == (2, 1)
     assert [(r["pod"], r["profile"], r["result"]) for r in report["results"]] == [("w1", "web", "fail")]
+
+
+def test_audit_metrics_drop_a_deleted_profiles_series_to_zero() -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from webhook.rollout.background import AuditMetrics
+
+    registry = CollectorRegistry()
+    metrics = AuditMetrics(registry)
+    plain = {**batch_pod("b1"), "status": {"phase": "Running"}}
+    metrics.record(audit(cluster([BATCH, WEB], [plain])), 1000.0)
+    metrics.record(audit(cluster([WEB], [plain])), 2000.0)
+    text = generate_latest(registry).decode()
+    assert 'colocate_audit_pods{profile="batch",result="fail"} 0.0' in text
+    assert "colocate_audit_drifted_pods 0.0" in text and "colocate_audit_last_run_timestamp_seconds 2000.0" in text
+    assert 'colocate_audit_runs_total{result="ok"} 2.0' in text
