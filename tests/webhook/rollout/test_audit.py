@@ -191,3 +191,20 @@ def test_audit_metrics_drop_a_deleted_profiles_series_to_zero() -> None:
     assert 'colocate_audit_pods{profile="batch",result="fail"} 0.0' in text
     assert "colocate_audit_drifted_pods 0.0" in text and "colocate_audit_last_run_timestamp_seconds 2000.0" in text
     assert 'colocate_audit_runs_total{result="ok"} 2.0' in text
+
+
+def test_the_documented_sample_audit_finds_the_documented_pods(capsys: pytest.CaptureFixture[str],
+                                                                tmp_path: Path) -> None:
+    """docs/rollout.md: the example cluster, its running pods and the warn-only trial profile."""
+    import shutil
+
+    from tests.support.paths import REPO
+
+    state = tmp_path / "state"
+    shutil.copytree(REPO / "manifests" / "cluster", state)
+    shutil.copy(REPO / "manifests" / "samples" / "audit" / "running-pods.yaml", state)
+    shutil.copy(REPO / "manifests" / "samples" / "tests" / "warn-only-profile.yaml", state)
+    assert main(["audit", "--cluster", str(state), "-o", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(r["pod"], r["profile"], r["result"]) for r in report["results"]] == [
+        ("spark-executor-0", "colocation-profile-example", "fail"), ("checkout-1", "checkout-priority-trial", "warn")]
