@@ -16,7 +16,7 @@ from tests.support.admission import make_snapshot
 from tests.support.apiserver import ApiServer
 from tests.support.builders import KOORD_PRIORITY_CLASSES, make_profile
 from tests.support.paths import REPO
-from tests.webhook.rollout.test_audit import BATCH, NAMESPACES, WEB, admitted, batch_pod, cluster, web_pod
+from tests.support.rollout import BATCH, NAMESPACES, WEB, admitted, batch_pod, cluster, web_pod
 from webhook.rollout.audit import audit
 from webhook.rollout.reports import (
     ANNOTATION_OMITTED,
