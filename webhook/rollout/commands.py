@@ -4,8 +4,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from cli import flags
 from cli.errors import UsageError
 from cli.output import add_output, table
 from cli.parser import Subparsers
@@ -36,8 +38,6 @@ def _test(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
 
 
 def register_commands(subparsers: Subparsers) -> None:
-    from pathlib import Path
-
     test = subparsers.add_parser(
         "test", help="check expectations about what the admission chain makes of resources",
         description="Run every colocate-test.yaml below DIR: each names profiles, cluster objects, resources and "
@@ -107,8 +107,6 @@ def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
 
 
 def register_audit(subparsers: Subparsers) -> None:
-    from cli import flags
-
     audit = subparsers.add_parser(
         "audit", help="list running pods that differ from what the current profiles would make of them",
         description="Send every running pod through the admission chain again, over the current profiles, and "
