@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from certs.generate import DEFAULT_VALIDITY, KEY_TYPES, generate_material, service_names, utcnow
@@ -22,21 +25,46 @@ from cli import flags
 from cli.errors import UsageError
 from cli.output import add_output
 from cli.parser import Container, Subparsers
+from cluster.client import api_errors
 
 if TYPE_CHECKING:
     from certs.kube import Cluster
 
 
 def _days(value: str) -> dt.timedelta:
-    days = float(value)
-    if days <= 0:
-        raise argparse.ArgumentTypeError("must be a positive number of days")
+    try:
+        days = float(value)
+    except ValueError:
+        days = 0
+    if not 0 < days < 1e6:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of days")
     return dt.timedelta(days=days)
 
 
 def _when(value: str) -> dt.datetime:
-    parsed = dt.datetime.fromisoformat(value)
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an ISO 8601 time (2027-01-31, 2027-01-31T12:00:00Z)") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
+
+
+def _talks_to_the_cluster(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """An unreachable or refusing API server is one line and exit 2, not a traceback."""
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        with api_errors(f"certs {args.certs_command}"):
+            return command(args)
+    return run
+
+
+def _not_a_package(directory: Path) -> None:
+    """A CA key written into a Python package (`--cert-dir certs` in a colocate checkout is colocate's
+    own `certs/`) ends up in wheels and commits: refuse."""
+    if (directory / "__init__.py").exists():
+        raise UsageError(f"--cert-dir {directory} is a Python package, not a place for private keys: "
+                         "use a directory outside the source tree (or certs-local/, which git ignores)")
 
 
 def _cluster(args: argparse.Namespace) -> Cluster | None:
@@ -50,6 +78,13 @@ def _cluster(args: argparse.Namespace) -> Cluster | None:
 
 
 def _policy(args: argparse.Namespace) -> Policy:
+    try:
+        return _new_policy(args)
+    except ValueError as exc:  # validity within renew-before: every run would renew
+        raise UsageError(str(exc)) from exc
+
+
+def _new_policy(args: argparse.Namespace) -> Policy:
     return Policy(names=service_names(args.cert_service, args.cert_namespace, args.dns_name), validity=args.validity,
                   ca_validity=args.ca_validity, key_type=args.key_type,
                   renew_before=getattr(args, "renew_before", SERVING_RENEW_BEFORE),
@@ -63,6 +98,7 @@ def _generate(args: argparse.Namespace) -> int:
     material = generate_material(list(_policy(args).names), utcnow(), ca_validity=args.ca_validity,
                                  validity=args.validity, key_type=args.key_type)
     if args.cert_dir is not None:
+        _not_a_package(args.cert_dir)
         if (args.cert_dir / "tls.crt").exists() and not args.force:
             raise UsageError(f"{args.cert_dir} already holds certificates; `certs rotate` renews them without "
                              "breaking clients (or --force to overwrite)")
@@ -101,6 +137,8 @@ def _rotate(args: argparse.Namespace) -> int:
     from certs.rotate import Targets, rotate
 
     try:
+        if args.cert_dir is not None:
+            _not_a_package(args.cert_dir)
         targets, policy = Targets(args.cert_dir, _cluster(args)), _policy(args)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
@@ -160,7 +198,7 @@ def register_commands(subparsers: Subparsers) -> None:
                                                "kubernetes.io/tls Secret. Refuses to overwrite without --force.")
     _common(generate)
     generate.add_argument("--force", action="store_true", help="overwrite existing certificates")
-    generate.set_defaults(func=_generate)
+    generate.set_defaults(func=_talks_to_the_cluster(_generate))
 
     inspect = commands.add_parser("inspect", help="show the certificates and check chain, expiry and caBundle",
                                   description="Exit 0 when everything verifies, 1 when a check fails "
@@ -170,7 +208,7 @@ def register_commands(subparsers: Subparsers) -> None:
                          help="fail when a certificate expires within this many days (default 30)")
     inspect.add_argument("--at", type=_when, metavar="TIME", help="check as of this ISO time instead of now")
     add_output(inspect, ("text", "json"), default="text")
-    inspect.set_defaults(func=_inspect)
+    inspect.set_defaults(func=_talks_to_the_cluster(_inspect))
 
     rotate_ = commands.add_parser("rotate", help="renew what is due; caBundle first, then the serving certificate",
                                   description="Renew the serving certificate when it fails Koordinator's rules "
@@ -190,4 +228,4 @@ def register_commands(subparsers: Subparsers) -> None:
                                   help="after a new CA is trusted, wait this long before serving from it (default 5)")
     flags.add_alias(rotate_, "--settle", of=settle)
     rotate_.add_argument("--at", type=_when, metavar="TIME", help="decide as of this ISO time instead of now")
-    rotate_.set_defaults(func=_rotate)
+    rotate_.set_defaults(func=_talks_to_the_cluster(_rotate))

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from certs.material import CertPaths, Material, write_directory
+from certs.names import NAMESPACE, SERVICE
 
 PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
 CA_COMMON_NAME: Final = "webhook-cert-ca"
@@ -112,12 +113,13 @@ def generate_material(names: Sequence[str], now: dt.datetime, *, ca_validity: dt
     return Material(ca_key=ca_key, ca_certs=(ca_cert,), cert=cert, key=key)
 
 
-def ensure_serving_certs(directory: Path, dns_names: Sequence[str] = (),
-                         now: dt.datetime | None = None) -> tuple[CertPaths, bool]:
+def ensure_serving_certs(directory: Path, dns_names: Sequence[str] = (), now: dt.datetime | None = None, *,
+                         service: str = SERVICE, namespace: str = NAMESPACE) -> tuple[CertPaths, bool]:
     """Create `ca.crt`, `tls.crt`, `tls.key` (and `ca.key`) in `directory` unless the first three exist;
-    True if created."""
+    True if created. The certificate carries the webhook Service's names (what `certs generate` and
+    `certs inspect` use), `dns_names`, and localhost, so `certs inspect` and `rotate` accept it."""
     paths = CertPaths(directory)
     if paths.complete():
         return paths, False
-    write_directory(directory, generate_material(list(dns_names), now or utcnow()))
+    write_directory(directory, generate_material(list(service_names(service, namespace, dns_names)), now or utcnow()))
     return paths, True

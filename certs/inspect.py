@@ -58,12 +58,20 @@ class Report:
             lines += [f"{cert.role}:", f"  subject    {cert.subject}", f"  issuer     {cert.issuer}"]
             if cert.sans:
                 lines.append(f"  SANs       {', '.join(cert.sans)}")
-            lines += [f"  valid      {cert.not_before} .. {cert.not_after} ({cert.days_left:.0f} days left)",
+            lines += [f"  valid      {cert.not_before} .. {cert.not_after} ({time_left(cert.days_left)})",
                       f"  sha256     {cert.sha256[:32]}..."]
         lines.append("checks:")
         lines += [f"  {'ok  ' if c.ok else 'FAIL'} {c.name}{': ' + c.detail if c.detail else ''}" for c in self.checks]
         lines.append("result: " + ("ok" if self.ok else "FAILED"))
         return "\n".join(lines)
+
+
+def time_left(days: float) -> str:
+    """`12 days left`, or `expired 41 days ago` (never a negative number of days left)."""
+    if days < 0:
+        ago = -days
+        return f"expired {ago:.0f} days ago" if ago >= 1 else "expired today"
+    return f"{days:.0f} days left"
 
 
 def describe(cert: x509.Certificate, role: str, now: dt.datetime) -> CertInfo:
@@ -75,7 +83,8 @@ def describe(cert: x509.Certificate, role: str, now: dt.datetime) -> CertInfo:
 
 def _expiry(info: CertInfo, threshold_days: float) -> Check:
     ok = info.days_left >= threshold_days
-    detail = f"{info.days_left:.0f} days left" + ("" if ok else f", under the {threshold_days:g}-day threshold")
+    detail = time_left(info.days_left) + ("" if ok or info.days_left < 0 else
+                                          f", under the {threshold_days:g}-day threshold")
     return Check(f"{info.role} expiry", ok, detail)
 
 

@@ -1,24 +1,66 @@
-"""The one way every component gets an API client: a kubeconfig file, or the pod's service account."""
+"""The one way every component gets an API client: a kubeconfig file, or the pod's service account.
+
+A cluster that cannot be used (no kubeconfig, a context it does not have, an API server that does
+not answer or refuses us) is a `ClusterUnavailable` with one line saying so: `colocate` reports it
+as a usage error (exit 2), never as a traceback. `api_errors()` turns the client library's errors
+into it around a one-shot command's calls.
+"""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
+from kubernetes.config import ConfigException
+
+
+class ClusterUnavailable(Exception):
+    """The API server cannot be used; the message says why, on one line."""
 
 
 def api_client(kubeconfig: Path | None, context: str | None = None) -> client.ApiClient:
     """A client from a kubeconfig file, or from the pod's service account when none is given."""
-    if kubeconfig is not None:
-        loaded: client.ApiClient = config.new_client_from_config(str(kubeconfig), context=context,
-                                                                 persist_config=False)
-        return loaded
-    configuration = client.Configuration()
-    config.load_incluster_config(client_configuration=configuration)
-    return client.ApiClient(configuration)
+    try:
+        if kubeconfig is not None:
+            if not kubeconfig.is_file():
+                raise ClusterUnavailable(f"--kubeconfig {kubeconfig}: no such file")
+            loaded: client.ApiClient = config.new_client_from_config(str(kubeconfig), context=context,
+                                                                     persist_config=False)
+            return loaded
+        configuration = client.Configuration()
+        config.load_incluster_config(client_configuration=configuration)
+        return client.ApiClient(configuration)
+    except ConfigException as exc:
+        where = f"kubeconfig {kubeconfig}" if kubeconfig is not None else \
+            "no --kubeconfig, and not running in a pod (no service account)"
+        raise ClusterUnavailable(f"{where}: {exc}") from exc
+
+
+def describe_api_error(exc: BaseException) -> str | None:
+    """One line for an error of the client library, or None when `exc` is not one."""
+    if isinstance(exc, urllib3.exceptions.MaxRetryError):
+        return f"cannot reach the API server at {exc.pool.host}:{exc.pool.port}: {str(exc.reason).rsplit(': ', 1)[-1]}"
+    if isinstance(exc, urllib3.exceptions.HTTPError):
+        return f"cannot reach the API server: {exc}"
+    if isinstance(exc, ApiException):
+        return f"the API server answered {exc.status} {exc.reason}"
+    if isinstance(exc, ConfigException):
+        return str(exc)
+    return None
+
+
+@contextmanager
+def api_errors(doing: str) -> Iterator[None]:
+    """Turn the client library's errors inside the block into `ClusterUnavailable("<doing>: ...")`."""
+    try:
+        yield
+    except (urllib3.exceptions.HTTPError, ApiException, ConfigException) as exc:
+        raise ClusterUnavailable(f"{doing}: {describe_api_error(exc)}") from exc
 
 
 def read_object(call: Callable[..., Any], *args: Any) -> dict[str, Any] | None:

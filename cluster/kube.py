@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from kubernetes import client
 
+from cluster.client import ClusterUnavailable, api_errors
 from cluster.kinds import WatchedKind
 from cluster.reflector import Reflector, ReflectorSettings, run_threads, stop_all
 from cluster.store import ClusterStore
@@ -29,6 +30,16 @@ class KubeSource:
         threads = [threading.Thread(target=r.run, name=f"reflector-{r.kind.plural}", daemon=True)
                    for r in self._reflectors]
         await run_threads([*threads, *extra], self.close)
+
+    def list_once(self) -> None:
+        """List every kind once into the store (a one-shot command: `colocate apply --kubeconfig`).
+        An API server that cannot be reached or refuses a list is a `ClusterUnavailable`."""
+        for reflector in self._reflectors:
+            with api_errors(f"listing {reflector.kind.plural}"):
+                try:
+                    reflector.list_once()
+                except RuntimeError as exc:  # an HTTP error status, with the API server's reason
+                    raise ClusterUnavailable(f"listing {reflector.kind.plural}: {exc}") from exc
 
     def close(self) -> None:
         stop_all(self._stop, self._reflectors)

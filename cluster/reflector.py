@@ -87,6 +87,10 @@ class Reflector:
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, self.settings.backoff_max)
 
+    def list_once(self) -> None:
+        """One paged list into the sink, for a command that reads the cluster once; errors propagate."""
+        self._list()
+
     def interrupt(self) -> None:
         """Unblock a thread waiting on the watch socket (called from another thread at shutdown)."""
         response = self._response

@@ -212,10 +212,14 @@ class ClusterStore:
                    or health.last_logged < health.broken_since)
             if due and reason != "gone":
                 health.last_logged = now
+            listed = health.synced
         if self.on_failure is not None:
             self.on_failure(kind.kind, reason)
         if reason == "gone":
             log.info("watch of %s expired (%s); relisting", kind.plural, error)
+        elif due and not listed:  # there is no last good state to speak of
+            log.warning("cannot list %s yet (%s); not ready until it is listed, failing for %.1fs", kind.plural,
+                        error, stale)
         elif due:
             log.warning("watch of %s broke (%s); serving the last good state, %.1fs stale", kind.plural, error, stale)
 

@@ -7,12 +7,16 @@ passed down; nothing deeper reads the environment or argv.
 
 The conventions the groups share live in `cli` (flags, `-o` formats, errors, JSON logs). Here, once
 for every command: the global options (`--log-level`, `--version`), JSON logging for the duration
-of the command, and the error convention (a `UsageError` is one line on stderr and exit code 2).
+of the command, and the error convention (a `UsageError`, or a cluster that cannot be used, is one
+line on stderr and exit code 2). A reader that stops reading (`colocate ... | head`) ends the command
+quietly, with the exit status of a process killed by SIGPIPE, as other Unix tools do.
 """
 from __future__ import annotations
 
 import argparse
 import logging
+import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
@@ -20,10 +24,12 @@ from importlib import metadata
 from cli import errors, flags
 from cli.jsonlog import json_logging
 from cli.parser import Parser, Subparsers
+from cluster.client import ClusterUnavailable
 from webhook import commands as webhook_commands
 
 CommandGroup = Callable[[Subparsers], None]
 DISTRIBUTION = "colocate"
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 
 log = logging.getLogger("colocate.cli")
 
@@ -31,11 +37,14 @@ log = logging.getLogger("colocate.cli")
 def command_groups() -> list[CommandGroup]:
     """Every subcommand group, in the order `colocate --help` lists them."""
     from certs import cli as certs_cli
+    from scheduler_plugins.descheduler import cli as descheduler_cli
+    from scheduler_plugins.koordlet import cli as koordlet_cli
     from scheduler_plugins.scheduler import cli as scheduler_cli
     from webhook import configurations as webhook_configurations
     from webhook.rollout import commands as rollout_commands
 
     return [webhook_commands.register_commands, certs_cli.register_commands, scheduler_cli.register_commands,
+            koordlet_cli.register_commands, descheduler_cli.register_commands,
             webhook_configurations.register_commands, rollout_commands.register_commands]
 
 
@@ -71,9 +80,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         for note in flags.deprecations(args):
             log.warning(note)
         try:
-            return int(args.func(args))
-        except errors.UsageError as exc:
+            code = int(args.func(args))
+            sys.stdout.flush()  # here, not at exit, so that a closed pipe is handled like any other
+            return code
+        except (errors.UsageError, ClusterUnavailable) as exc:
             return errors.report(exc)
+        except BrokenPipeError:
+            return _stdout_closed()
+
+
+def _stdout_closed() -> int:
+    """stdout's reader went away: say nothing, and keep Python from complaining at exit when it
+    flushes stdout again (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (a test's StringIO)
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

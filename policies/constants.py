@@ -100,6 +100,30 @@ ELASTIC_QUOTA_KIND: Final = "ElasticQuota"
 # Reservation API (scheduling.koordinator.sh/v1alpha1).
 RESERVATION_GROUP: Final = "scheduling.koordinator.sh"
 RESERVATION_KIND: Final = "Reservation"
+RESERVATION_VERSION: Final = "v1alpha1"
+# Keys of the Reservation plugin (apis/extension/reservation.go, spec scheduler §5).
+ANNOTATION_RESERVATION_NAME: Final = "scheduling.koordinator.sh/reservation-name"
+ANNOTATION_RESERVATION_NODE: Final = "scheduling.koordinator.sh/reservation-node"
+ANNOTATION_PRE_ALLOCATION: Final = "scheduling.koordinator.sh/is-pre-allocation"
+ANNOTATION_RESERVATION_AFFINITY: Final = "scheduling.koordinator.sh/reservation-affinity"
+ANNOTATION_RESERVATION_ALLOCATED: Final = "scheduling.koordinator.sh/reservation-allocated"
+LABEL_RESERVATION_IGNORED: Final = "scheduling.koordinator.sh/reservation-ignored"
+LABEL_RESERVATION_ORDER: Final = "scheduling.koordinator.sh/reservation-order"
+
+# Gang scheduling (apis/extension/coscheduling.go; PodGroup of scheduling.sigs.k8s.io/v1alpha1).
+POD_GROUP_KIND: Final = "PodGroup"
+POD_GROUP_GROUP: Final = ELASTIC_QUOTA_GROUP
+LABEL_POD_GROUP: Final = "pod-group.scheduling.sigs.k8s.io"
+LABEL_POD_GROUP_LEGACY: Final = "pod-group.scheduling.sigs.k8s.io/name"
+ANNOTATION_GANG_NAME: Final = "gang.scheduling.koordinator.sh/name"
+ANNOTATION_GANG_MIN_NUM: Final = "gang.scheduling.koordinator.sh/min-available"
+ANNOTATION_GANG_TOTAL_NUM: Final = "gang.scheduling.koordinator.sh/total-number"
+ANNOTATION_GANG_MODE: Final = "gang.scheduling.koordinator.sh/mode"
+ANNOTATION_GANG_WAIT_TIME: Final = "gang.scheduling.koordinator.sh/waiting-time"
+ANNOTATION_GANG_GROUPS: Final = "gang.scheduling.koordinator.sh/groups"
+ANNOTATION_GANG_TIMEOUT: Final = "gang.scheduling.koordinator.sh/timeout"
+GANG_MODE_STRICT: Final = "Strict"
+GANG_MODE_NON_STRICT: Final = "NonStrict"
 
 # Node annotations of resource amplification (apis/extension/node_resource_amplification.go).
 ANNOTATION_AMPLIFICATION_RATIO: Final = "node.koordinator.sh/resource-amplification-ratio"
@@ -153,3 +177,22 @@ PROFILE_GROUP: Final = "config.koordinator.sh"
 PROFILE_VERSION: Final = "v1alpha1"
 PROFILE_API_VERSION: Final = f"{PROFILE_GROUP}/{PROFILE_VERSION}"
 PROFILE_KIND: Final = "ClusterColocationProfile"
+
+# Node agent (koordlet): what a node, a pod and a NodeResourceTopology say about CPUs and eviction.
+ANNOTATION_NODE_RESERVATION: Final = "node.koordinator.sh/reservation"  # {"resources": {...}, "cpus": "0-1"}
+ANNOTATION_CPU_TOPOLOGY: Final = "node.koordinator.sh/cpu-topology"  # {"detail": [{"id", "core", "socket", "node"}]}
+ANNOTATION_SYSTEM_QOS_RESOURCE: Final = "node.koordinator.sh/system-qos-resource"  # {"cpuset": "0-1"}
+ANNOTATION_RESOURCE_STATUS: Final = "scheduling.koordinator.sh/resource-status"  # {"cpuset": "2-3"}
+ANNOTATION_EVICTION_PRIORITY: Final = "koordinator.sh/eviction-priority"
+ANNOTATION_CPU_BURST: Final = "koordinator.sh/cpuBurst"  # {"policy": "cpuBurstOnly", ...}
+NODE_RESOURCE_TOPOLOGY_KIND: Final = "NodeResourceTopology"
+
+# Descheduling (koord-descheduler / sigs.k8s.io/descheduler)
+ANNOTATION_DESCHEDULER_EVICT: Final = "descheduler.alpha.kubernetes.io/evict"
+LABEL_EVICTION_ENABLED: Final = "koordinator.sh/eviction-enabled"
+ANNOTATION_MIRROR_POD: Final = "kubernetes.io/config.mirror"
+ANNOTATION_CONFIG_SOURCE: Final = "kubernetes.io/config.source"
+ANNOTATION_POD_DELETION_COST: Final = "controller.kubernetes.io/pod-deletion-cost"
+ANNOTATION_EVICTION_COST: Final = "scheduling.koordinator.sh/eviction-cost"
+SYSTEM_CRITICAL_PRIORITY: Final = 2_000_000_000
+SYSTEM_CRITICAL_PRIORITY_CLASSES: Final = frozenset({"system-cluster-critical", "system-node-critical"})

@@ -13,6 +13,9 @@ from typing import Final
 from policies.constants import (
     ELASTIC_QUOTA_GROUP,
     ELASTIC_QUOTA_KIND,
+    NODE_RESOURCE_TOPOLOGY_KIND,
+    POD_GROUP_GROUP,
+    POD_GROUP_KIND,
     PROFILE_GROUP,
     PROFILE_KIND,
     PROFILE_VERSION,
@@ -56,6 +59,7 @@ _ALL: Final = (
     Kind("Pod", "", "v1", "pods", True),
     Kind(NODE_METRIC_KIND, "slo.koordinator.sh", "v1alpha1", "nodemetrics", False),
     Kind(RESERVATION_KIND, RESERVATION_GROUP, "v1alpha1", "reservations", False),
+    Kind(POD_GROUP_KIND, POD_GROUP_GROUP, "v1alpha1", "podgroups", True),
     Kind("Secret", "", "v1", "secrets", True),
     Kind("Service", "", "v1", "services", True),
     Kind("Lease", "coordination.k8s.io", "v1", "leases", True),
@@ -66,6 +70,7 @@ _ALL: Final = (
     Kind("Event", "", "v1", "events", True),
     Kind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
     Kind(NODE_SLO_KIND, "slo.koordinator.sh", "v1alpha1", "nodeslos", False),
+    Kind(NODE_RESOURCE_TOPOLOGY_KIND, "topology.node.k8s.io", "v1alpha1", "noderesourcetopologies", False),
     Kind(POLICY_REPORT_KIND, "wgpolicyk8s.io", "v1alpha2", "policyreports", True),
 )
 

@@ -35,8 +35,9 @@ def _expand(document: Any, where: str) -> Iterator[dict[str, Any]]:
     yield document
 
 
-def parse_manifest_text(text: str, source: str) -> list[dict[str, Any]]:
-    """Every object in `text`; JSON when `source` ends in .json, YAML (several documents) otherwise."""
+def parse_documents(text: str, source: str) -> list[Any]:
+    """The documents of `text` as written (a `List` stays one document; empty documents dropped);
+    JSON when `source` ends in .json, YAML (several documents) otherwise."""
     try:
         if source.endswith(".json"):
             documents = [json.loads(text)]
@@ -44,8 +45,18 @@ def parse_manifest_text(text: str, source: str) -> list[dict[str, Any]]:
             documents = list(yaml.load_all(text, Loader=_Loader))
     except (ValueError, yaml.YAMLError) as exc:
         raise ManifestError(f"{source}: {exc}") from exc
+    return [d for d in documents if d is not None]
+
+
+def document_objects(document: Any, where: str) -> list[dict[str, Any]]:
+    """The objects of one document: itself, or the items of a `List` (recursively)."""
+    return list(_expand(document, where))
+
+
+def parse_manifest_text(text: str, source: str) -> list[dict[str, Any]]:
+    """Every object in `text`; JSON when `source` ends in .json, YAML (several documents) otherwise."""
     objects: list[dict[str, Any]] = []
-    for index, document in enumerate(documents):
+    for index, document in enumerate(parse_documents(text, source)):
         objects.extend(_expand(document, f"{source} document {index}"))
     return objects
 

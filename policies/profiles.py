@@ -3,6 +3,13 @@
 A profile that does not fit the schema is refused with its name and every wrong field, and only that
 profile is dropped: the others keep working. Selectors that are well-typed but invalid are kept
 (see `policies.selectors`), because Koordinator treats them as matching.
+
+`strict` is for profiles that no API server has checked (files, in `apply` and embedded `serve`):
+they are also held to the CRD's structural schema (`policies.profile_schema`), so a field the CRD
+does not know (`qosclass:`), a value outside an enum (`operator: Equals`) or a wrong type is refused
+here as `kubectl apply` would refuse it, instead of being dropped or matching every pod. Profiles
+listed from an API server passed whichever CRD is installed there (Koordinator's own has no enum on
+selector operators) and keep Koordinator's behaviour.
 """
 from __future__ import annotations
 
@@ -22,7 +29,9 @@ from policies.constants import (
 )
 from policies.field_errors import ConfigError, FieldError, invalid, required, unsupported
 from policies.objects import metadata_of
+from policies.profile_schema import PROFILE_SCHEMA
 from policies.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
+from policies.structural import validate
 
 _PERCENT_RE: Final = re.compile(r"^(-?\d+)%$")
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
@@ -40,7 +49,8 @@ class ProfileError(ConfigError):
     def __init__(self, name: str, errors: list[FieldError]) -> None:
         self.name = name
         self.errors = tuple(errors)
-        ValueError.__init__(self, f"ClusterColocationProfile {name!r} is invalid: " + "; ".join(map(str, errors)))
+        ValueError.__init__(self, f"ClusterColocationProfile {name!r} is invalid, not used: "
+                            + "; ".join(map(str, errors)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +122,12 @@ def _selector(spec: Mapping[str, Any], key: str, problems: list[FieldError],
     return compiled
 
 
-def parse_profile(obj: Mapping[str, Any]) -> ColocationProfile:
-    """Validate and freeze one ClusterColocationProfile object."""
+def _covered(path: str, reported: list[FieldError]) -> bool:
+    return any(path == e.path or path.startswith((e.path + ".", e.path + "[")) for e in reported)
+
+
+def parse_profile(obj: Mapping[str, Any], *, strict: bool = False) -> ColocationProfile:
+    """Validate and freeze one ClusterColocationProfile object; `strict` adds the CRD's schema."""
     metadata = metadata_of(obj)
     name = metadata.get("name")
     problems: list[FieldError] = []
@@ -173,6 +187,8 @@ def parse_profile(obj: Mapping[str, Any]) -> ColocationProfile:
         warnings=tuple(warnings),
         warn_only=enforcement == ENFORCEMENT_WARN,
     )
+    if strict:  # what the schema adds to the checks above, each field reported once
+        problems.extend(e for e in validate(obj, PROFILE_SCHEMA) if not _covered(e.path, problems))
     if problems:
         raise ProfileError(name, problems)
     return profile

@@ -40,13 +40,14 @@ class ClusterSnapshot:
     _derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def from_objects(cls, objects: Iterable[tuple[str, Mapping[str, Any]]]) -> ClusterSnapshot:
-        """Index `(source, object)` pairs; the source (a file path, say) only labels problems."""
+    def from_objects(cls, objects: Iterable[tuple[str, Mapping[str, Any]]], *, strict: bool = False) -> ClusterSnapshot:
+        """Index `(source, object)` pairs; the source (a file path, say) only labels problems.
+        `strict`: the objects never met an API server (see `policies.profiles`)."""
         by_kind: dict[str, dict[ObjectKey, Mapping[str, Any]]] = {}
         profiles: dict[str, ColocationProfile] = {}
         problems: list[LoadProblem] = []
         for source, obj in objects:
-            entry = index_entry(source, obj)
+            entry = index_entry(source, obj, strict=strict)
             problems.extend(entry.problems)
             if entry.key is None:
                 continue
@@ -104,7 +105,7 @@ class IndexEntry:
     problems: tuple[LoadProblem, ...] = ()
 
 
-def index_entry(source: str, obj: Mapping[str, Any]) -> IndexEntry:
+def index_entry(source: str, obj: Mapping[str, Any], *, strict: bool = False) -> IndexEntry:
     """Check one object and parse it when it is a profile: the only per-object work a snapshot needs."""
     kind = obj.get("kind")
     metadata = metadata_of(obj)
@@ -115,7 +116,7 @@ def index_entry(source: str, obj: Mapping[str, Any]) -> IndexEntry:
     if kind != PROFILE_KIND:
         return IndexEntry(kind, key)
     try:
-        profile = parse_profile(obj)
+        profile = parse_profile(obj, strict=strict)
     except ProfileError as exc:
         return IndexEntry(kind, None, None, (LoadProblem(source, str(exc)),))
     warnings = tuple(LoadProblem(source, f"ClusterColocationProfile {name!r}: {w}") for w in profile.warnings)
@@ -133,10 +134,12 @@ class SnapshotBuilder:
     A watch changes one object at a time; re-parsing 1,000 profiles and copying 10,000 namespaces
     for each event would make a burst of events quadratic. The builder keeps each object's parsed
     entry, and the frozen index of every kind that did not change since the last `build()`, and
-    reuses them. Not thread-safe: one owner puts, deletes and builds.
+    reuses them. Not thread-safe: one owner puts, deletes and builds. `strict`: the objects come from
+    files, not from an API server (see `policies.profiles`).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, strict: bool = False) -> None:
+        self.strict = strict
         self._objects: dict[str, dict[ObjectKey, Mapping[str, Any]]] = {}
         self._entries: dict[str, dict[ObjectKey, IndexEntry]] = {}
         self._frozen: dict[str, Mapping[ObjectKey, Mapping[str, Any]]] = {}
@@ -150,7 +153,7 @@ class SnapshotBuilder:
         kind = str(obj.get("kind"))
         old = self._entries.get(kind, {}).get(key)
         if old is None or not _same_version(self._objects.get(kind, {}).get(key), obj):
-            old = index_entry(source or kind, obj)
+            old = index_entry(source or kind, obj, strict=self.strict)
         self._dirty.add(kind)
         self._entries.setdefault(kind, {})[key] = old
         if old.key is None:  # unusable: remembered for its problem, not served

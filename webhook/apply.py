@@ -1,7 +1,12 @@
-"""`colocate apply`: the server's admission chain, offline, on one object.
+"""`colocate apply`: the server's admission chain, offline, on the objects of `-f`.
 
-Exit codes: 0 admitted (the resulting object on stdout), 1 denied (the reason on stderr, the same
-text the webhook would answer), 2 bad input or usage.
+`-f` reads like kubectl's (files, directories, `-`, multi-document YAML, `List`s); every object is
+admitted against the cluster state of `--cluster DIR` or, with `--kubeconfig/--context`, of the API
+server (the profiles, namespaces and priority classes the routes read, listed once, as `serve`
+lists them). The admitted objects are written back in the shape they came in.
+
+Exit codes: 0 all admitted (the resulting objects on stdout), 1 one or more denied (each reason on
+stderr, the same text the webhook would answer; the others are still printed), 2 bad input or usage.
 """
 from __future__ import annotations
 
@@ -11,12 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
-
-from policies.manifests import ManifestError, parse_manifest_text
+from cluster.inputs import STDIN, objects_of, read_documents, write_documents
+from policies.admission import AdmissionRequest
+from policies.manifests import ManifestError
+from policies.selectors import LabelSelector
+from policies.snapshot import ClusterSnapshot
 from webhook.chain import ChainResult, UnknownKind, request_for, run_chain
-from webhook.registry import default_routes
-from webhook.snapshots import DirectorySnapshots
+from webhook.registry import Registry, default_routes
+from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots
+from webhook.watched import watched_kinds
 
 EXIT_ADMITTED, EXIT_DENIED, EXIT_BAD_INPUT = 0, 1, 2
 OPERATIONS = ("CREATE", "UPDATE", "DELETE")
@@ -24,8 +32,10 @@ OPERATIONS = ("CREATE", "UPDATE", "DELETE")
 
 @dataclass(frozen=True)
 class ApplyOptions:
-    profiles: Path
-    file: str
+    files: tuple[str, ...]
+    cluster: Path | None = None
+    kubeconfig: Path | None = None
+    context: str | None = None
     operation: str = "CREATE"
     old_object: str | None = None
     output: str = "json"
@@ -37,21 +47,40 @@ class BadInput(ValueError):
 
 
 def read_single_object(location: str, stdin: TextIO) -> dict[str, Any]:
-    """The one Kubernetes object in a file (`-` = stdin), YAML or JSON."""
-    if location == "-":
-        text, source = stdin.read(), "<stdin>"
-    else:
-        try:
-            text, source = Path(location).read_text(encoding="utf-8"), location
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadInput(f"cannot read {location}: {exc}") from exc
-    try:
-        objects = parse_manifest_text(text, source if source.endswith(".json") else f"{source}.yaml")
-    except ManifestError as exc:
-        raise BadInput(str(exc)) from exc
+    """The one Kubernetes object at `location` (a file, `-` for stdin), YAML or JSON."""
+    objects = objects_of(read_documents([location], stdin))
     if len(objects) != 1:
-        raise BadInput(f"{source}: expected exactly one object, found {len(objects)}")
+        raise BadInput(f"{'<stdin>' if location == STDIN else location}: expected exactly one object, "
+                       f"found {len(objects)}")
     return objects[0]
+
+
+def load_snapshot(options: ApplyOptions, registry: Registry) -> ClusterSnapshot:
+    """The cluster the chain decides against: a directory (held to the CRDs' schemas, as an API server
+    would hold it), or one list of every kind the routes read from the API server."""
+    if options.cluster is not None:
+        if not options.cluster.is_dir():
+            raise BadInput(f"--cluster {options.cluster}: not a directory")
+        snapshot = DirectorySnapshots(options.cluster).scan()
+        assert snapshot is not None  # the first scan always builds one
+        return snapshot
+    from cluster.client import api_client
+
+    source = ApiServerSnapshots(api_client(options.kubeconfig, options.context), watched_kinds(registry))
+    try:
+        return source.list_once()
+    finally:
+        source.close()
+
+
+def missing_namespaces(requests: list[AdmissionRequest], snapshot: ClusterSnapshot) -> list[str]:
+    """Namespaces of the pods that the cluster state does not hold, when a profile selects namespaces
+    by label: those profiles see such a namespace without labels, which is rarely what was meant."""
+    if not any(not isinstance(p.namespace_selector, LabelSelector) or not p.namespace_selector.is_empty
+               for p in snapshot.profiles):
+        return []
+    names = dict.fromkeys(r.namespace for r in requests if r.namespace and r.kind == "Pod")
+    return [name for name in names if snapshot.namespace_labels(name) is None]
 
 
 def format_explanation(result: ChainResult) -> str:
@@ -75,36 +104,52 @@ def format_explanation(result: ChainResult) -> str:
 
 def run_apply(options: ApplyOptions, stdin: TextIO | None = None, stdout: TextIO | None = None,
               stderr: TextIO | None = None) -> int:
+    """Admit every object of `options.files`; write the admitted ones back in the shape they came in."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     registry = default_routes()
     try:
         if options.operation not in OPERATIONS:
             raise BadInput(f"--operation must be one of {', '.join(OPERATIONS)}")
-        obj = read_single_object(options.file, stdin)
+        if options.old_object == STDIN and STDIN in options.files:
+            raise BadInput("-f - and --old-object - cannot both read stdin")
+        documents = read_documents(options.files, stdin)
+        objects = objects_of(documents)
+        if not objects:
+            raise BadInput(f"{', '.join(options.files)}: no objects")
         old = read_single_object(options.old_object, stdin) if options.old_object else None
         if options.operation == "UPDATE" and old is None:
             raise BadInput("--operation UPDATE needs --old-object")
-        if options.operation == "DELETE" and old is None:
-            old = obj
-        snapshot = DirectorySnapshots(options.profiles).scan()
-        assert snapshot is not None  # the first scan always builds one
-        request = request_for(obj, registry, options.operation, old)
+        if old is not None and len(objects) > 1:
+            raise BadInput(f"--old-object is the previous version of one object; -f gave {len(objects)}")
+        requests = [request_for(obj, registry, options.operation,
+                                old if old is not None or options.operation != "DELETE" else obj)
+                    for obj in objects]
+        snapshot = load_snapshot(options, registry)
     except (BadInput, ManifestError, UnknownKind) as exc:
         print(f"error: {exc}", file=stderr)
         return EXIT_BAD_INPUT
     for problem in snapshot.problems:
         print(f"warning: {problem.source}: {problem.message}", file=stderr)
-    result = run_chain(request, registry, snapshot, explain=options.explain)
-    if options.explain:
-        print(format_explanation(result), file=stderr)
-    for warning in result.warnings:  # as kubectl prints an AdmissionResponse's warnings
-        print(f"Warning: {warning}", file=stderr)
-    if not result.allowed:
-        print(f"denied by {result.denied_by} (code {result.code}): {result.message}", file=stderr)
-        return EXIT_DENIED
-    final = result.object if options.operation != "DELETE" else old
-    if options.output == "yaml":
-        stdout.write(yaml.safe_dump(final, sort_keys=False))
-    else:
-        stdout.write(json.dumps(final, indent=2) + "\n")
-    return EXIT_ADMITTED
+    where = f"--cluster {options.cluster}" if options.cluster is not None else "the cluster"
+    for name in missing_namespaces(requests, snapshot):
+        print(f"warning: namespace {name!r} is not in {where}: namespaceSelectors see it without labels",
+              file=stderr)
+    admitted: dict[int, dict[str, Any] | None] = {}
+    denied = False
+    for obj, request in zip(objects, requests, strict=True):
+        result = run_chain(request, registry, snapshot, explain=options.explain)
+        label = f"{request.kind} {request.namespace + '/' if request.namespace else ''}{request.name}: " \
+            if len(objects) > 1 else ""
+        if options.explain:
+            text = format_explanation(result)
+            print("\n".join(f"{label}{line}" for line in text.splitlines()) if label else text, file=stderr)
+        for warning in result.warnings:  # as kubectl prints an AdmissionResponse's warnings
+            print(f"{label}Warning: {warning}", file=stderr)
+        if not result.allowed:
+            denied = True
+            print(f"{label}denied by {result.denied_by} (code {result.code}): {result.message}", file=stderr)
+            admitted[id(obj)] = None
+        else:
+            admitted[id(obj)] = result.object if options.operation != "DELETE" else dict(request.old_object or obj)
+    write_documents(documents, lambda obj: admitted[id(obj)], options.output, stdout)
+    return EXIT_DENIED if denied else EXIT_ADMITTED

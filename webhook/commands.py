@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 
 from certs.cli import add_service_names
 from cli import flags
@@ -23,8 +25,7 @@ def _duration(text: str) -> float:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from kubernetes.config import ConfigException
-
+    from cluster.client import ClusterUnavailable
     from cluster.reflector import ReflectorSettings
     from webhook.serve import ServeConfig, run
     from webhook.snapshots import KubeSettings
@@ -53,16 +54,20 @@ def _serve(args: argparse.Namespace) -> int:
             cert_reload_interval=args.cert_reload_interval, self_managed=self_managed,
             audit_interval=args.audit_interval,
         ))
-    except ConfigException as exc:
+    except ClusterUnavailable as exc:
         raise UsageError(f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
+    except OSError as exc:
+        if exc.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):  # the address to listen on
+            raise UsageError(f"cannot listen on {args.host}:{args.port}: {os.strerror(exc.errno)}") from exc
+        raise
 
 
 def _apply(args: argparse.Namespace) -> int:
     from webhook.apply import ApplyOptions, run_apply
 
     return run_apply(ApplyOptions(
-        profiles=args.cluster, file=args.file, operation=args.operation.upper(),
-        old_object=args.old_object, output=args.output, explain=args.explain,
+        files=tuple(args.file), cluster=args.cluster, kubeconfig=args.kubeconfig, context=args.context,
+        operation=args.operation.upper(), old_object=args.old_object, output=args.output, explain=args.explain,
     ))
 
 
@@ -114,14 +119,18 @@ def register_commands(subparsers: Subparsers) -> None:
     flags.add_log_level(serve, hidden=True)  # the global `colocate --log-level` is the documented one
     serve.set_defaults(func=_serve)
 
-    apply = subparsers.add_parser("apply", help="run the admission chain offline on one object",
-                                  description="Print the object as the webhooks would admit it. "
-                                              "Exit 0 admitted, 1 denied, 2 bad input.")
+    apply = subparsers.add_parser("apply", help="run the admission chain offline on objects",
+                                  description="Print the objects as the webhooks would admit them, in the shape "
+                                              "they came in. Exit 0 admitted, 1 denied, 2 bad input.")
     state = apply.add_mutually_exclusive_group(required=True)
     cluster = flags.add_cluster_dir(state, reads="ClusterColocationProfiles, Namespaces, PriorityClasses, ...")
     flags.add_alias(state, "--profiles", of=cluster)
-    apply.add_argument("-f", "--filename", dest="file", required=True, metavar="FILE",
-                       help="the object (YAML or JSON); - reads stdin")
+    flags.add_kubeconfig(state, help="read the profiles, namespaces and priority classes from the API server "
+                                     "(listed once) instead of --cluster")
+    flags.add_context(apply)
+    apply.add_argument("-f", "--filename", dest="file", required=True, action="append", metavar="FILE",
+                       help="objects: a file, a directory, or - for stdin; YAML (several documents) or JSON, "
+                            "Lists too (repeatable)")
     apply.add_argument("--operation", default="CREATE", type=str.upper, choices=["CREATE", "UPDATE", "DELETE"])
     apply.add_argument("--old-object", metavar="FILE", help="the object before the change (UPDATE)")
     add_output(apply, ("json", "yaml"), default="json")

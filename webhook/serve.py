@@ -29,6 +29,7 @@ import socket
 import ssl
 import tempfile
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -142,8 +143,23 @@ async def _stop_when_orphaned(parent_pid: int, signals: asyncio.Queue[int], inte
     signals.put_nowait(signal.SIGTERM)
 
 
-async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent_pid: int | None = None) -> None:
-    """Run one server process until SIGTERM or SIGINT (or, for a worker, until its parent is gone)."""
+async def _first(*awaitables: Awaitable[object]) -> int:
+    """The index of the awaitable that finished first; the others are cancelled."""
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    return next(i for i, task in enumerate(tasks) if task in done)
+
+
+async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent_pid: int | None = None,
+                        listen_when_ready: bool = False) -> None:
+    """Run one server process until SIGTERM or SIGINT (or, for a worker, until its parent is gone).
+
+    With `listen_when_ready` the port is bound only once the cluster state is loaded. Workers
+    after the first share the port with SO_REUSEPORT, and the kernel hands connections to any
+    socket bound to it: a worker still listing the cluster would answer admissions from an empty
+    state while the pod's readiness probe, answered by another worker, says ready."""
     from webhook.metrics import WebhookMetrics  # imported here: multiprocess mode is chosen by env
 
     metrics = WebhookMetrics()
@@ -153,11 +169,14 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
     lifecycle = Lifecycle()
     published = asyncio.Event()  # set on every reload of the state (the audit waits for the first)
 
+    loaded = asyncio.Event()
+
     def on_reload(snapshot: object) -> None:
         published.set()
         if snapshot is None:
             metrics.state_reloads.labels("error").inc()
             return
+        loaded.set()
         metrics.state_reloads.labels("ok").inc()
         metrics.state_problems.set(len(snapshot.problems))  # type: ignore[attr-defined]
         for kind, objects in snapshot.objects.items():  # type: ignore[attr-defined]
@@ -169,8 +188,6 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
     await runner.setup()
     site = web.TCPSite(runner, config.host, config.port, ssl_context=reloader.context,
                        reuse_port=reuse_port or config.reuse_port or None, backlog=1024)
-    await site.start()
-    log.info("serving admission webhooks on https://%s:%d (pid %d)", config.host, config.port, os.getpid())
     signals = asyncio.Queue[int]()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -179,6 +196,10 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
     if parent_pid is not None:
         tasks.append(asyncio.create_task(_stop_when_orphaned(parent_pid, signals)))
     try:
+        if listen_when_ready and await _first(signals.get(), loaded.wait()) == 0:
+            return  # stopped before the state was loaded: never listened, nothing to drain
+        await site.start()
+        log.info("serving admission webhooks on https://%s:%d (pid %d)", config.host, config.port, os.getpid())
         await signals.get()
         lifecycle.draining = True
         log.info("shutting down (pid %d): not ready, draining for %.1fs", os.getpid(), config.drain_delay)
@@ -195,9 +216,10 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
         log.info("stopped (pid %d)", os.getpid())
 
 
-def _worker(config: ServeConfig, parent_pid: int) -> None:
+def _worker(config: ServeConfig, parent_pid: int, index: int) -> None:
     with json_logging(config.log_level):  # a spawned process: the CLI's set-up is not inherited
-        asyncio.run(serve_forever(config, reuse_port=True, parent_pid=parent_pid))
+        # The first worker listens at once (it answers the probes); the others once they are ready.
+        asyncio.run(serve_forever(config, reuse_port=True, parent_pid=parent_pid, listen_when_ready=index > 0))
 
 
 def run(config: ServeConfig) -> int:
@@ -222,7 +244,7 @@ def _run_workers(config: ServeConfig) -> int:
     # One process per replica takes part in the certificate Lease election; every one reloads.
     workers = [context.Process(target=_worker,
                                args=(config if i == 0 else replace(config, self_managed=None, audit_interval=0.0),
-                                     os.getpid()),
+                                     os.getpid(), i),
                                name=f"colocate-worker-{i}") for i in range(config.workers)]
     for worker in workers:
         worker.start()

@@ -47,12 +47,13 @@ class KubeSettings:
 
 
 class SnapshotIndex:
-    """Keeps a `SnapshotBuilder` in step with a store; `build()` makes the next snapshot."""
+    """Keeps a `SnapshotBuilder` in step with a store; `build()` makes the next snapshot.
+    `strict` when the store is filled from files: profiles are held to the CRD's schema."""
 
-    def __init__(self, store: ClusterStore) -> None:
+    def __init__(self, store: ClusterStore, *, strict: bool = False) -> None:
         self.store = store
         self.dirty = threading.Event()
-        self._builder = SnapshotBuilder()
+        self._builder = SnapshotBuilder(strict=strict)
         store.subscribe(self)
 
     def object_put(self, kind: str, key: ObjectKey, obj: Object, old: Object | None, source: str) -> None:
@@ -81,16 +82,13 @@ class DirectorySnapshots:
         self.root, self.interval = root, interval
         self.store = ClusterStore()
         self._source = DirectorySource(root, self.store)
-        self._index = SnapshotIndex(self.store)
+        self._index = SnapshotIndex(self.store, strict=True)  # no API server checked these files
 
     def scan(self) -> ClusterSnapshot | None:
         """Re-read changed files; a new snapshot when anything changed, else None. Blocking I/O."""
         if not self._source.scan():
             return None
-        snapshot = self._index.build()
-        for problem in snapshot.problems:
-            log.warning("%s: %s", problem.source, problem.message)
-        return snapshot
+        return self._index.build()
 
     async def run(self, state: StateHolder, on_reload: OnReload | None = None) -> None:
         """Poll forever, publishing a snapshot whenever the directory changes."""
@@ -104,6 +102,8 @@ class DirectorySnapshots:
                     on_reload(None)
             else:
                 if snapshot is not None:
+                    for problem in snapshot.problems:
+                        log.warning("%s: %s", problem.source, problem.message)
                     state.publish(snapshot)
                     log.info("cluster state loaded from %s: %d profiles, %d problems",
                              self.root, len(snapshot.profiles), len(snapshot.problems))
@@ -126,6 +126,11 @@ class ApiServerSnapshots:
 
     def synced(self) -> bool:
         return self.store.synced()
+
+    def list_once(self) -> ClusterSnapshot:
+        """The snapshot of one list of every kind, without watching (`colocate apply --kubeconfig`)."""
+        self._source.list_once()
+        return self._index.build()
 
     def stale_seconds(self) -> dict[str, float]:
         """Per kind: how long since its watch broke (0 while healthy, and before the first list)."""

@@ -11,7 +11,6 @@ import gc
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -19,7 +18,7 @@ import yaml
 from cli import errors, flags
 from cli.output import add_output
 from cli.parser import Subparsers
-from cluster.files import read_manifest_file
+from cluster.inputs import objects_of, read_documents
 from policies.field_errors import ConfigError
 from policies.manifests import ManifestError
 from scheduler_plugins.clock import Clock, fixed_clock, parse_time, system_clock
@@ -70,7 +69,8 @@ def register_commands(subparsers: Subparsers) -> None:
 
     exp = commands.add_parser("explain", help="show every node's filter and score outcome for one pod")
     flags.add_cluster_dir(exp, required=True, reads="Nodes, NodeMetrics and Pods")
-    exp.add_argument("--pod", required=True, help="file with the Pod to explain")
+    exp.add_argument("--pod", required=True, metavar="FILE",
+                     help="the Pod to explain: a file, a directory, or - for stdin (YAML or JSON)")
     exp.add_argument("--config", help="KubeSchedulerConfiguration YAML")
     exp.add_argument("--now", help="RFC 3339 time metric expiry is judged against (default: now)")
     add_output(exp, ("table", "json"), default="table")
@@ -102,10 +102,8 @@ def _settle() -> None:
 
 
 def _emit(report: dict[str, Any], output: str, as_table: Callable[[dict[str, Any]], str]) -> None:
-    try:
-        print(json.dumps(report, indent=2) if output == "json" else as_table(report), flush=True)
-    except BrokenPipeError:  # `... | head`: the reader left, which is not an error
-        sys.stdout = open("/dev/null", "w")
+    # a reader that leaves (`... | head`) is handled once for every command, by `colocate`'s main
+    print(json.dumps(report, indent=2) if output == "json" else as_table(report), flush=True)
 
 
 def run_simulate(args: argparse.Namespace) -> int:
@@ -122,14 +120,17 @@ def run_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _read_pod(path: str) -> PodInfo:
+def _read_pod(location: str) -> PodInfo:
+    """The one Pod at `location`: a file, a directory or `-` (stdin), like `apply -f`, so that
+    `colocate apply ... | colocate scheduler explain --pod -` explains the pod as admitted."""
     try:
-        objects = read_manifest_file(Path(path))
+        objects = objects_of(read_documents([location], sys.stdin))
     except ManifestError as exc:
         raise SnapshotError(str(exc)) from exc
     pods = [o for o in objects if o.get("kind", "Pod") == "Pod"]
     if len(pods) != 1:
-        raise SnapshotError(f"{path}: expected exactly one Pod, found {len(pods)}")
+        raise SnapshotError(f"{'<stdin>' if location == '-' else location}: expected exactly one Pod, "
+                            f"found {len(pods)}")
     return PodInfo(pods[0])
 
 
@@ -150,9 +151,7 @@ def _extender_source(args: argparse.Namespace) -> ClusterSource:
     """The snapshot directory, or the API server (kubeconfig, else the pod's service account)."""
     if args.cluster is not None:
         return SnapshotDirectorySource(args.cluster)
-    from kubernetes.config import ConfigException
-
-    from cluster.client import api_client
+    from cluster.client import ClusterUnavailable, api_client
     from cluster.reflector import ReflectorSettings
     from scheduler_plugins.scheduler.cluster.sources import ApiServerClusterSource
 
@@ -160,7 +159,7 @@ def _extender_source(args: argparse.Namespace) -> ClusterSource:
         raise ConfigError("--kubeconfig", f"{args.kubeconfig}: no such file")
     try:
         api = api_client(args.kubeconfig, args.context)
-    except ConfigException as exc:
+    except ClusterUnavailable as exc:
         raise ConfigError("", f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
     return ApiServerClusterSource(api, ReflectorSettings(watch_timeout=args.watch_timeout,
                                                          backoff_max=args.backoff_max))

@@ -11,8 +11,10 @@ from scheduler_plugins.scheduler.plugins import (
     prioritysort,
     scarceresourceavoidance,
 )
+from scheduler_plugins.scheduler.plugins.coscheduling import plugin as coscheduling
 from scheduler_plugins.scheduler.plugins.loadaware import args as loadaware_args
 from scheduler_plugins.scheduler.plugins.loadaware import plugin as loadaware
+from scheduler_plugins.scheduler.plugins.reservation import plugin as reservation
 
 
 def in_tree_registry() -> Registry:
@@ -23,6 +25,8 @@ def in_tree_registry() -> Registry:
         PluginSpec(noderesourcesfitplus.NAME, noderesourcesfitplus.new, noderesourcesfitplus.parse_args),
         PluginSpec(scarceresourceavoidance.NAME, scarceresourceavoidance.new, scarceresourceavoidance.parse_args),
         PluginSpec(networktraffic.NAME, networktraffic.new, networktraffic.parse_args),
+        PluginSpec(reservation.NAME, reservation.new),
+        PluginSpec(coscheduling.NAME, coscheduling.new, coscheduling.parse_args),
         PluginSpec(defaultprebind.NAME, defaultprebind.new),
         PluginSpec(defaultbinder.NAME, defaultbinder.new),
     ])

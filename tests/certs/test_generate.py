@@ -75,3 +75,25 @@ def test_rbac_grants_what_rotation_and_leader_election_use() -> None:
                 f"koordinator-{kind}-webhook-configuration")
                for kind in ("mutating", "validating") for v in ("get", "patch")]
     assert [n for n in needed if not allowed(*n)] == []
+
+
+def test_the_certificates_serve_generates_pass_certs_inspect(tmp_path, capsys):
+    """`serve --cert-dir` generates them on first start; `certs inspect` and `rotate` then agree."""
+    from certs.generate import ensure_serving_certs
+    from colocate.cli import main
+
+    ensure_serving_certs(tmp_path / "certs")
+    assert main(["certs", "inspect", "--cert-dir", str(tmp_path / "certs")]) == 0
+    assert main(["certs", "rotate", "--cert-dir", str(tmp_path / "certs")]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+
+
+def test_an_expired_certificate_says_when_it_expired_not_negative_days_left(tmp_path, capsys):
+    from certs.generate import ensure_serving_certs
+    from colocate.cli import main
+
+    ensure_serving_certs(tmp_path / "certs")
+    assert main(["certs", "inspect", "--cert-dir", str(tmp_path / "certs"), "--at", "2050-01-01"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL serving expiry: expired " in out and " days ago" in out and "-" not in out.split("days")[0][-8:]
+    assert "days left" not in out

@@ -136,3 +136,12 @@ async def test_a_loop_index_applies_changes_on_the_loop_in_order() -> None:
     await asyncio.get_running_loop().run_in_executor(None, store.replace, "Node", [node("a"), node("b")])
     assert seen.events == [("applied",), ("put", "Node", "a", "new"), ("put", "Node", "b", "new"), ("applied",)]
     assert threads == {threading.get_ident()}
+
+
+def test_a_kind_never_listed_is_not_said_to_serve_a_last_good_state(caplog) -> None:
+    store = ClusterStore(["Node"], clock=lambda: 10.0)
+    with caplog.at_level("WARNING", logger="colocate"):
+        store.failed(NODE, "error", "connection refused")
+    (record,) = caplog.records
+    assert "cannot list nodes yet (connection refused)" in record.getMessage()
+    assert "last good state" not in record.getMessage()

@@ -55,7 +55,7 @@ def test_every_documented_command_parses(where: str, argv: list[str], capsys: py
 
 def test_the_documentation_shows_commands_of_every_group() -> None:
     groups = {argv[0] for _, argv in documented_commands()}
-    assert {"serve", "apply", "certs", "scheduler"} <= groups
+    assert {"serve", "apply", "certs", "scheduler", "koordlet", "descheduler"} <= groups
 
 
 def quick_start() -> list[Block]:

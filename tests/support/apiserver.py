@@ -4,7 +4,8 @@ No real API server runs on these machines, so tests point the official client at
 a kubeconfig file. It serves, for every resource type it knows, list (paged with limit/continue),
 watch (`?watch=1&resourceVersion=..&allowWatchBookmarks=true`, a chunked stream of JSON events:
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR; an ERROR 410 for a compacted version), get, create
-(POST), replace (PUT), patch (merge and JSON patch) and delete, and the `pods/binding` subresource
+(POST), replace (PUT), patch (merge and JSON patch) and delete, the `status` subresource (PUT, or
+a merge or JSON patch, of which only `status` is kept), and the `pods/binding` subresource
 (POST a v1 Binding: sets spec.nodeName and PodScheduled, 409 when already bound or the UID
 differs), and `pods/eviction` (POST a policy/v1 Eviction: 429 when a PodDisruptionBudget allows
 no disruption, else the pod is deleted). Field selectors take `=`, `==` and `!=` on dotted
@@ -31,7 +32,7 @@ from aiohttp import web
 from certs.generate import ensure_serving_certs
 from certs.material import CertPaths
 from policies.kinds import KINDS, Kind
-from tests.support.apistore import Conflict, Event, Invalid, NotFound, Store, Watcher
+from tests.support.apistore import Conflict, Event, Invalid, NotFound, Store, Watcher, merge_patch
 from webhook.serve import tls_context
 
 TOKEN = "stand-in-token"
@@ -197,6 +198,9 @@ class ApiServer:
                     return self._bind(namespace, name, await request.json())
                 if (resource.kind, subresource, request.method) == ("Pod", "eviction", "POST"):
                     return self._evict(namespace, name, await request.json())
+                if subresource == "status" and request.method in ("PUT", "PATCH"):  # only status changes
+                    return web.json_response(self._put_status(request.method, resource, namespace, name,
+                                                              request.content_type, await request.text()))
                 return _error(404, "NotFound", f"the server could not find the requested resource {request.path}")
             if request.method == "GET" and watch:
                 return await self._watch(request, resource, namespace)
@@ -248,6 +252,21 @@ class ApiServer:
         self.store.put(self.by_kind["Pod"], pod)
         return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                                   "code": 201}, status=201)
+
+    def _put_status(self, method: str, resource: Kind, namespace: str, name: str, content_type: str,
+                    body: str) -> dict[str, Any]:
+        """The `status` subresource: the request (a whole object, or a patch of one) decides the new
+        status; everything else it says is ignored, as kube-apiserver's status strategy does."""
+        if method == "PUT":
+            sent = json.loads(body)
+        else:
+            current = copy.deepcopy(self.store.get(resource, namespace, name))
+            patch = json.loads(body)
+            sent = jsonpatch.apply_patch(current, patch) if PATCH_TYPES.get(content_type) == "json" \
+                else merge_patch(current, patch)
+        status = sent.get("status") if isinstance(sent, dict) else None
+        return self.store.patch(resource, namespace, name, [{"op": "add", "path": "/status", "value": status or {}}],
+                                "json")
 
     def _evict(self, namespace: str, name: str, eviction: dict[str, Any]) -> web.Response:
         """kube-apiserver's EvictionREST.Create (policy/v1): refuse with 429 when a matching

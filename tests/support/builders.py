@@ -89,7 +89,8 @@ def make_pod(name: str = "pod-1", namespace: str = "default", *,
 def make_node(name: str = "node-1", *, labels: Mapping[str, str] | None = None,
               annotations: Mapping[str, str] | None = None, allocatable: Mapping[str, Any] | None = None,
               cpu: str | None = None, memory: str | None = None, extra: Mapping[str, Any] | None = None,
-              raw_allocatable: Mapping[str, Any] | None = None) -> dict[str, Any]:
+              raw_allocatable: Mapping[str, Any] | None = None,
+              capacity: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A Node. `allocatable` is written as given; or `cpu`, `memory` and `extra` resources make the
     allocatable of a schedulable node, with the kubelet's default `pods: 110`. `raw_allocatable` is
     Koordinator's raw-allocatable annotation (the allocatable before amplification)."""
@@ -106,6 +107,8 @@ def make_node(name: str = "node-1", *, labels: Mapping[str, str] | None = None,
     elif cpu is not None or memory is not None or extra is not None:
         sized = {key: value for key, value in (("cpu", cpu), ("memory", memory)) if value is not None}
         node["status"] = {"allocatable": {**sized, "pods": KUBELET_MAX_PODS, **(extra or {})}}
+    if capacity is not None:
+        node.setdefault("status", {})["capacity"] = dict(capacity)
     return node
 
 
@@ -138,6 +141,19 @@ def pod_metric(name: str, namespace: str = "default", *, cpu: str = "0", memory:
     """One entry of a NodeMetric's `podsMetric`."""
     return {"name": name, "namespace": namespace, "priority": priority,
             "podUsage": {"resources": {"cpu": cpu, "memory": memory}}}
+
+
+def make_node_slo(name: str = "node-1", *, threshold: Mapping[str, Any] | None = None,
+                  resource_qos: Mapping[str, Any] | None = None, cpu_burst: Mapping[str, Any] | None = None,
+                  host_applications: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A NodeSLO: `threshold` is spec.resourceUsedThresholdWithBE, `resource_qos` resourceQOSStrategy,
+    `cpu_burst` cpuBurstStrategy; fields left None are left out."""
+    spec: dict[str, Any] = {}
+    for key, value in (("resourceUsedThresholdWithBE", threshold), ("resourceQOSStrategy", resource_qos),
+                       ("cpuBurstStrategy", cpu_burst), ("hostApplications", host_applications)):
+        if value is not None:
+            spec[key] = value
+    return {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO", "metadata": {"name": name}, "spec": spec}
 
 
 # Cluster-scoped configuration ---------------------------------------------------------------------

@@ -103,7 +103,7 @@ def test_explain_says_which_webhooks_were_called_and_why_others_were_not(tmp_pat
     state = tmp_path / "state"
     state.mkdir()
     out, err = io.StringIO(), io.StringIO()
-    code = run_apply(ApplyOptions(profiles=state, file=str(new), operation="UPDATE", old_object=str(old),
+    code = run_apply(ApplyOptions(cluster=state, files=(str(new),), operation="UPDATE", old_object=str(old),
                                   explain=True), stdout=out, stderr=err)
     assert code == 0 and json.loads(out.getvalue())["metadata"]["labels"] == {"app": "x"}
     lines = err.getvalue().splitlines()

@@ -60,7 +60,7 @@ def apply(tmp_path: Path, obj: dict, state: Path = SAMPLE / "state", operation: 
         old_file = tmp_path / "old.yaml"
         old_file.write_text(yaml.safe_dump(old))
     out, err = io.StringIO(), io.StringIO()
-    code = run_apply(ApplyOptions(profiles=state, file=str(target), operation=operation,
+    code = run_apply(ApplyOptions(cluster=state, files=(str(target),), operation=operation,
                                   old_object=str(old_file) if old_file else None), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
 

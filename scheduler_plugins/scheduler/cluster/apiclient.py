@@ -17,6 +17,8 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from policies.constants import RESERVATION_KIND
+from policies.kinds import kind_named
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.cluster.client import bound_copy
 from scheduler_plugins.scheduler.cluster.state import ClusterState
@@ -55,9 +57,13 @@ class ApiServerClient:
         return data if isinstance(data, dict) else {}
 
     def patch(self, kind: str, namespace: str, name: str, patch: list[dict[str, Any]]) -> dict[str, Any]:
-        if kind != "Pod":
-            raise ClientError(404, f"{kind} {namespace}/{name}: only pods are patched by the extender")
-        return self._call("PATCH", _pod_path(namespace, name), patch, "application/json-patch+json")
+        """A JSON patch of a pod, or of a Reservation's status subresource (every op under /status)."""
+        if kind == "Pod":
+            return self._call("PATCH", _pod_path(namespace, name), patch, "application/json-patch+json")
+        if kind == RESERVATION_KIND and all(str(op.get("path", "")).startswith("/status") for op in patch):
+            path = f"{kind_named(kind).collection_path()}/{quote(name, safe='')}/status"
+            return self._call("PATCH", path, patch, "application/json-patch+json")
+        raise ClientError(404, f"{kind} {namespace}/{name}: the extender patches only pods and reservation status")
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
         metadata: dict[str, Any] = {"name": name, "namespace": namespace}

@@ -9,6 +9,7 @@ from typing import Any
 
 import jsonpatch
 
+from policies.constants import RESERVATION_KIND
 from scheduler_plugins.clock import Clock, format_time, system_clock
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.handle import ClientError
@@ -34,6 +35,8 @@ class InMemoryClient:
         self.bindings: list[tuple[str, str]] = []
 
     def patch(self, kind: str, namespace: str, name: str, patch: list[dict[str, Any]]) -> dict[str, Any]:
+        if kind == RESERVATION_KIND:
+            return self._patch_reservation(name, patch)
         if kind != "Pod":
             raise ClientError(404, f"{kind} {namespace}/{name} not found")
         pod, node_name = self.cluster.find_pod(namespace, name)
@@ -54,6 +57,16 @@ class InMemoryClient:
             raise ClientError(409, f"pod {namespace}/{name} is already assigned to node {bound_to}")
         self.bindings.append((f"{namespace}/{name}", node_name))
         self.cluster.bind(bound_copy(pod, node_name, self.clock), node_name)
+
+    def _patch_reservation(self, name: str, patch: list[dict[str, Any]]) -> dict[str, Any]:
+        info = self.cluster.reservations.infos.get(name)
+        if info is None:
+            raise ClientError(404, f"reservations {name} not found")
+        old = dict(info.obj)
+        patched: dict[str, Any] = jsonpatch.apply_patch(old, patch)
+        self.patches.append(("", name, patch))
+        self.cluster.object_put(RESERVATION_KIND, ("", name), patched, old, "client")
+        return patched
 
     def _replace(self, old: PodInfo, new: PodInfo, node_name: str) -> None:
         if node_name:

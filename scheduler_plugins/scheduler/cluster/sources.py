@@ -2,8 +2,10 @@
 
 Both fill the one `ClusterStore` (`cluster.store`) and the state is an index of it. A snapshot
 directory holds YAML or JSON files (searched recursively, in sorted path order), each with one
-object, several YAML documents, or a `List`/`*List` with `items`; Nodes, NodeMetrics and Pods are
-used. A Pod with `spec.nodeName` is bound, without one it is pending.
+object, several YAML documents, or a `List`/`*List` with `items`; Nodes, NodeMetrics, Pods,
+Reservations and PodGroups are used (an Available Reservation holds its capacity on its node from
+the start; a pending one is scheduled as its reserve pod). A Pod with `spec.nodeName` is bound,
+without one it is pending.
 
 From the API server only bound, non-terminated pods are watched (the field selector below):
 kube-scheduler sends the pod being scheduled with every call, so pending pods are none of the
@@ -27,6 +29,7 @@ from cluster.kinds import WatchedKind
 from cluster.kube import KubeSource
 from cluster.reflector import ReflectorSettings
 from cluster.store import ClusterStore, LoopIndex, ObjectKey
+from policies.constants import POD_GROUP_KIND, RESERVATION_KIND
 from policies.kinds import NODE_METRIC_KIND
 from scheduler_plugins.scheduler.cluster.state import SCHEDULER_KINDS, ClusterState
 from scheduler_plugins.scheduler.errors import SnapshotError
@@ -42,6 +45,8 @@ EXTENDER_KINDS: Final = (
     WatchedKind.of("Node"),
     WatchedKind.of(NODE_METRIC_KIND),
     WatchedKind.of("Pod", field_selector=BOUND_PODS),
+    WatchedKind.of(RESERVATION_KIND),
+    WatchedKind.of(POD_GROUP_KIND),
 )
 
 
@@ -111,6 +116,7 @@ class ApiServerClusterSource:
         self.api = api
         self.store = ClusterStore([k.kind for k in EXTENDER_KINDS])
         self.state = ClusterState()
+        self.state.tracks_pending = False  # BOUND_PODS: pending pods are not watched
         self._applied = _ReadyWhenApplied(self.state, self.store)
         self._source = KubeSource(api, EXTENDER_KINDS, self.store, settings)
 

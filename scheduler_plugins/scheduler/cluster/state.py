@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from cluster.store import ClusterStore, ObjectKey
+from policies.constants import POD_GROUP_KIND, RESERVATION_KIND
 from policies.kinds import NODE_METRIC_KIND
+from scheduler_plugins.scheduler.cluster.reservations import ReservationIndex
 from scheduler_plugins.scheduler.framework.interfaces import ClusterListener
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.podinfo import PodInfo
@@ -42,6 +44,12 @@ class ClusterState:
         #: what they last saw to refresh only the rows that changed.
         self.by_index: list[NodeInfo] = []
         self.generations = np.zeros(64, dtype=np.int64)
+        self.reservations = ReservationIndex(self)
+        #: whether `pending` holds every pending pod (a snapshot) or only what was handed to us
+        #: (the extender watches bound pods only)
+        self.tracks_pending = True
+        #: PodGroups by `namespace/name` (gang definitions for Coscheduling)
+        self.pod_groups: dict[str, dict[str, Any]] = {}
 
     def _bump(self, index: int) -> None:
         self.generations[index] += 1
@@ -69,6 +77,7 @@ class ClusterState:
         for pod in (old.pods if old is not None else self.homeless.pop(info.name, {})).values():
             info.add_pod(pod)
         self.nodes[info.name] = info
+        self.reservations.node_added(info.name)
         self._node_list = None
         self._bump(info.index)
         return info
@@ -136,6 +145,7 @@ class ClusterState:
             node.add_pod(pod)
         else:
             self.homeless.setdefault(node_name, {})[pod.key] = pod
+        self.reservations.pod_bound(pod)
         for listener in self._listeners:
             listener.on_pod_assigned(pod, node_name)
 
@@ -147,6 +157,7 @@ class ClusterState:
             node = self.nodes.get(name)
             pod = node.remove_pod(key) if node is not None else self._unhouse(name, key)
             if pod is not None:
+                self.reservations.pod_deleted(pod)
                 for listener in self._listeners:
                     listener.on_pod_deleted(pod, name)
 
@@ -191,6 +202,10 @@ class ClusterState:
                 self.delete_pod(pod_key, node or None)  # finished: no longer counts
                 return
             self.add_pod(dict(obj))
+        elif kind == RESERVATION_KIND:
+            self.reservations.put(obj)
+        elif kind == POD_GROUP_KIND:
+            self.pod_groups[f"{key[0] or 'default'}/{key[1]}"] = dict(obj)
 
     def object_deleted(self, kind: str, key: ObjectKey, old: Mapping[str, Any]) -> None:
         if kind == "Node":
@@ -199,6 +214,10 @@ class ClusterState:
             self.delete_node_metric(key[1])
         elif kind == "Pod":
             self.delete_pod(_pod_key(key), _node_of(old) or None)
+        elif kind == RESERVATION_KIND:
+            self.reservations.delete(key[1])
+        elif kind == POD_GROUP_KIND:
+            self.pod_groups.pop(f"{key[0] or 'default'}/{key[1]}", None)
 
     def changes_applied(self) -> None:
         """Every change is applied as it comes: nothing to finish."""
@@ -220,8 +239,9 @@ class ClusterState:
         return cls.of_store(store)
 
 
-#: The kinds the scheduler reads, in the order a new state is built from (nodes before their pods).
-SCHEDULER_KINDS = ("Node", NODE_METRIC_KIND, "Pod")
+#: The kinds the scheduler reads, in the order a new state is built from (nodes before their pods,
+#: Reservations after the pods that use them, so a bound owner's allocation is known when they hold).
+SCHEDULER_KINDS = ("Node", NODE_METRIC_KIND, "Pod", RESERVATION_KIND, POD_GROUP_KIND)
 TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import inspect
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -55,6 +56,8 @@ def _verb(call: Callable[[ExtenderService, Any], Any]) -> Handler:
         service = request.app[SERVICE_KEY]
         try:
             result = call(service, await _body(request))
+            if inspect.isawaitable(result):  # bind: held while a gang member waits on Permit
+                result = await result
         except ArgsError as exc:
             return web.json_response({"Error": str(exc)}, status=400, dumps=_dumps)
         except NotSynced as exc:

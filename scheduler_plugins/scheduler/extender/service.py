@@ -3,9 +3,10 @@ bytes. Two error families: a malformed request (`ArgsError`, answered in the res
 field) and a pod the plugins reject (FailedNodes / FailedAndUnresolvableNodes).
 
 filter: PreFilter then Filter on each given node; a PreFilter rejection fails every node with its
-code. prioritize: PreScore, Score, NormalizeScore and weights; the weighted total is divided by the
-sum of weights (so it stays 0..100) and scaled to 0..10 with `score × 10 // 100`. bind: Reserve,
-PreBind and Bind through the profile's plugins.
+code. prioritize: PreFilter (for the cycle state it leaves, e.g. the reservations a pod matches; its
+verdict was filter's business), then PreScore, Score, NormalizeScore and weights; the weighted total is divided by the
+sum of weights (so it stays 0..100) and scaled to 0..10 with `score × 10 // 100`. bind: PreFilter
+(its cycle state again), Reserve, PreBind and Bind through the profile's plugins.
 
 A third family: the cluster state is not there yet. An extender following the API server refuses
 every verb with `NotSynced` until each watched kind has been listed once (the adapter answers 503,
@@ -14,6 +15,7 @@ than judge pods against an empty or half-loaded cluster.
 """
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -23,7 +25,8 @@ from scheduler_plugins.scheduler.extender import protocol as wire
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.runtime import Framework
-from scheduler_plugins.scheduler.framework.status import Code
+from scheduler_plugins.scheduler.framework.status import Code, Status
+from scheduler_plugins.scheduler.framework.waiting import WaitingPod
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
 MAX_REMEMBERED_PODS = 10_000
@@ -121,7 +124,9 @@ class ExtenderService:
         if not nodes:
             return []
         state = CycleState()
-        status = self.framework.run_pre_score(state, pod, nodes)
+        pod, _, status = self.framework.run_pre_filter(state, pod)  # the state PreScore builds on
+        if status.code is not Code.Error:
+            status = self.framework.run_pre_score(state, pod, nodes)
         if status.is_success:
             table, status = self.framework.run_score(state, pod, nodes)
         if not status.is_success:
@@ -131,7 +136,11 @@ class ExtenderService:
                  "Score": (total // weight_sum if weight_sum else 0) * wire.MAX_EXTENDER_PRIORITY // 100}
                 for node, total in zip(nodes, table.totals, strict=False)]
 
-    def bind(self, body: Any) -> wire.ExtenderBindingResult:
+    async def bind(self, body: Any) -> wire.ExtenderBindingResult:
+        """Reserve and Permit, then the binding cycle. A pod that Permit parks (a gang member) is
+        assumed on its node and its answer is held until it is allowed (its gang is complete) or
+        rejected (its deadline passed, or its Strict gang was rejected): kube-scheduler runs each
+        binding cycle in the background, so a held bind does not stop it from scheduling others."""
         self._require_sync()
         try:
             namespace, name, uid, node_name = wire.parse_binding_args(body)
@@ -145,5 +154,33 @@ class ExtenderService:
             return {"Error": f"pod {namespace}/{name} is unknown to the extender (never seen in a filter call)"}
         if node_name not in self.cluster.nodes:
             return {"Error": f"node {node_name} is unknown to the extender"}
-        status = self.framework.run_reserve_to_bind(CycleState(), pod, node_name)
+        state = CycleState()
+        pod, _, status = self.framework.run_pre_filter(state, pod)  # the state Reserve builds on
+        if status.is_success:
+            status = self.framework.run_reserve_permit(state, pod, node_name)
+        if status.code is Code.Wait:
+            status = await self._wait_on_permit(pod, node_name)
+        elif status.is_success:
+            status = self.framework.run_binding_cycle(state, pod, node_name)
         return {"Error": "" if status.is_success else f"{status.plugin}: {status.message}"}
+
+    async def _wait_on_permit(self, pod: PodInfo, node_name: str) -> Status:
+        waiting = self.framework.handle.waiting.get(pod.key)
+        if waiting is None:
+            return Status(Code.Error, ("the pod waits on permit but is not parked",))
+        self.cluster.assume(pod, node_name)
+        settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def wake(_: WaitingPod) -> None:
+            if not settled.done():
+                settled.set_result(None)
+        waiting.on_settle.append(wake)
+        if waiting.outcome is None:
+            try:
+                await asyncio.wait_for(settled, max(0.0, waiting.deadline - self.framework.handle.clock()))
+            except TimeoutError:
+                self.framework.handle.waiting.expire(waiting.deadline)
+        status = self.framework.finish_waiting(waiting)
+        if not status.is_success:
+            self.cluster.forget(pod, node_name)
+        return status

@@ -31,19 +31,24 @@ class PluginRef:
     weight: int = 1
 
 
+#: Koordinator's shipped weight: a node with a reservation the pod can use wins over balance.
+RESERVATION_SCORE_WEIGHT = 5000
+
 #: The profile used when no configuration file is given, and the base every profile merges with.
 DEFAULT_PLUGINS: Mapping[str, tuple[PluginRef, ...]] = {
-    "preEnqueue": (),
+    "preEnqueue": (PluginRef("Coscheduling"),),
     "queueSort": (PluginRef("PrioritySort"),),
-    "preFilter": (PluginRef("NodeResourcesFit"), PluginRef("LoadAwareScheduling")),
-    "filter": (PluginRef("NodeResourcesFit"), PluginRef("LoadAwareScheduling")),
-    "postFilter": (),
-    "preScore": (PluginRef("NodeResourcesFit"),),
-    "score": (PluginRef("LoadAwareScheduling", 1), PluginRef("NodeResourcesFit", 1)),
-    "reserve": (PluginRef("LoadAwareScheduling"),),
-    "permit": (),
-    "preBind": (PluginRef("DefaultPreBind"),),
-    "bind": (PluginRef("DefaultBinder"),),
+    "preFilter": (PluginRef("NodeResourcesFit"), PluginRef("LoadAwareScheduling"), PluginRef("Reservation"),
+                  PluginRef("Coscheduling")),
+    "filter": (PluginRef("NodeResourcesFit"), PluginRef("LoadAwareScheduling"), PluginRef("Reservation")),
+    "postFilter": (PluginRef("Coscheduling"),),
+    "preScore": (PluginRef("NodeResourcesFit"), PluginRef("Reservation")),
+    "score": (PluginRef("LoadAwareScheduling", 1), PluginRef("NodeResourcesFit", 1),
+              PluginRef("Reservation", RESERVATION_SCORE_WEIGHT)),
+    "reserve": (PluginRef("LoadAwareScheduling"), PluginRef("Reservation"), PluginRef("Coscheduling")),
+    "permit": (PluginRef("Coscheduling"),),
+    "preBind": (PluginRef("Reservation"), PluginRef("DefaultPreBind")),
+    "bind": (PluginRef("Reservation"), PluginRef("DefaultBinder")),
     "postBind": (),
 }
 

@@ -5,16 +5,29 @@ Keys are namespaced by the writing plugin's name; values are whatever that plugi
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
+
+#: The name of the reservation the pod reserved in this cycle (Koordinator frameworkext's
+#: nominated reservation): written by the Reservation plugin at Reserve, read by the scheduling
+#: loop to report which reservation a placement consumed.
+RESERVED_RESERVATION: Final = "frameworkext/reserved-reservation"
+#: Nodes the scheduling loop filters first, whatever its node sampling (Koordinator's PreferNodes):
+#: the Reservation plugin names the nodes of the reservations the pod matches, so sampling
+#: `percentageOfNodesToScore` of a large cluster never skips the node holding its reservation.
+PREFERRED_NODES: Final = "frameworkext/preferred-nodes"
 
 
 class CycleState:
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "before_filter_nodes")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        #: BeforeFilter transformers that change only these nodes for this pod (none when the set
+        #: is empty), as their BeforePreFilter said: the framework keeps its batch Filter path for
+        #: the other nodes. A transformer not listed may change any node.
+        self.before_filter_nodes: dict[str, frozenset[str]] = {}
 
     def read(self, key: str, default: Any = None) -> Any:
         return self._data.get(key, default)
@@ -30,4 +43,5 @@ class CycleState:
         other._data = dict(self._data)
         other.skip_filter_plugins = set(self.skip_filter_plugins)
         other.skip_score_plugins = set(self.skip_score_plugins)
+        other.before_filter_nodes = dict(self.before_filter_nodes)
         return other

@@ -5,11 +5,12 @@ The client is a seam: the simulator and the snapshot-backed extender use `InMemo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
+from scheduler_plugins.scheduler.framework.waiting import WaitingPods
 
 
 class ClientError(Exception):
@@ -31,3 +32,5 @@ class Handle:
     cluster: ClusterView
     client: ClusterClient
     clock: Clock = system_clock
+    #: pods parked by Permit; plugins allow or reject them from other pods' cycles
+    waiting: WaitingPods = field(default_factory=WaitingPods)

@@ -10,7 +10,7 @@ Every method returns a `Status` (or a tuple with one) instead of raising. Contra
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,7 +20,8 @@ import numpy.typing as npt
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.status import Status
-from scheduler_plugins.scheduler.podinfo import PodInfo
+from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
+from scheduler_plugins.scheduler.reservations import ReservationInfo
 
 #: Table indexes of a node list (`NodeInfo.index`): an array, or a slice when they are 0..n-1 in order.
 NodeIndex = npt.NDArray[np.int64] | slice
@@ -53,6 +54,17 @@ class PreEnqueuePlugin(Protocol):
     name: str
 
     def pre_enqueue(self, pod: PodInfo) -> Status: ...
+
+
+@runtime_checkable
+class NextPodPlugin(Protocol):
+    """FrameworkExtender NextPod (spec §6): consulted before the queue, it may name the pod to
+    schedule next (a gang's next member) among those still queued. Runs for plugins enabled at
+    preEnqueue; the first answer wins."""
+
+    name: str
+
+    def next_pod(self, queued: Mapping[str, PodInfo]) -> PodInfo | None: ...
 
 
 @runtime_checkable
@@ -222,6 +234,38 @@ class ClusterListener(Protocol):
     def on_node_metric(self, node_name: str, metric: dict[str, Any] | None) -> None: ...
 
 
+class ReservationView(Protocol):
+    """The Reservations of the cluster state (`cluster.reservations.ReservationIndex`), as the
+    Reservation plugin reads and updates them."""
+
+    infos: dict[str, ReservationInfo]
+    by_node: dict[str, set[str]]
+
+    def on_node(self, node_name: str) -> list[ReservationInfo]: ...
+
+    def candidates(self, pod: PodInfo) -> list[ReservationInfo]:
+        """Holding reservations whose owners might match the pod (a superset), by name."""
+        ...
+
+    def matchable(self, info: ReservationInfo) -> bool: ...
+
+    def allocated(self, name: str) -> Vector: ...
+
+    def remaining(self, info: ReservationInfo) -> Vector: ...
+
+    def allocate(self, name: str, pod: PodInfo) -> None:
+        """Count the pod as using the reservation (Reserve); idempotent."""
+        ...
+
+    def release(self, name: str, pod_key: str) -> None:
+        """Undo `allocate` (Unreserve); a pod never allocated is a no-op."""
+        ...
+
+    def expire(self, now: float) -> list[str]:
+        """Stop holding the capacity of reservations expired at `now`; their names."""
+        ...
+
+
 class ClusterView(Protocol):
     """The scheduler's cluster state as the framework, its plugins and the scheduling loop use it
     (kube-scheduler's cache and snapshot); `cluster.state.ClusterState` implements it.
@@ -235,6 +279,29 @@ class ClusterView(Protocol):
 
     @property
     def generations(self) -> npt.NDArray[np.int64]: ...
+
+    @property
+    def reservations(self) -> ReservationView: ...
+
+    @property
+    def nodes(self) -> Mapping[str, NodeInfo]:
+        """Every node by name."""
+        ...
+
+    @property
+    def pending(self) -> dict[str, PodInfo]:
+        """Pods (and reserve pods) not bound yet, by key."""
+        ...
+
+    @property
+    def tracks_pending(self) -> bool:
+        """Whether `pending` holds every pending pod of the cluster (not so behind the extender)."""
+        ...
+
+    @property
+    def pod_groups(self) -> dict[str, dict[str, Any]]:
+        """PodGroup objects by `namespace/name`."""
+        ...
 
     def node_list(self) -> list[NodeInfo]:
         """Every node, sorted by name."""

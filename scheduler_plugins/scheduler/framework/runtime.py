@@ -7,6 +7,7 @@ profile order. Plugins that keep caches of cluster objects are subscribed to the
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from scheduler_plugins.scheduler.framework import interfaces as fi
-from scheduler_plugins.scheduler.framework.columns import node_indexes
+from scheduler_plugins.scheduler.framework.batch import BatchFilter
 from scheduler_plugins.scheduler.framework.config import Profile
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
@@ -30,9 +31,8 @@ from scheduler_plugins.scheduler.framework.status import (
     Status,
     error,
 )
+from scheduler_plugins.scheduler.framework.waiting import WaitingPod
 from scheduler_plugins.scheduler.podinfo import PodInfo, clone
-
-INDEX_CACHE_SIZE = 4
 
 
 @dataclass
@@ -70,8 +70,9 @@ class Framework:
         self.before_filter = [p for p in points.filter if isinstance(p, fi.BeforeFilterTransformer)]
         self.before_score = [p for p in points.score if isinstance(p, fi.BeforeScoreTransformer)]
         self.after_post_filter = [p for p in points.post_filter if isinstance(p, fi.AfterPostFilterTransformer)]
-        self._index_cache: list[tuple[list[NodeInfo], fi.NodeIndex | None, int]] = []
+        self._batch = BatchFilter()
         self._batch_filters = {p.name: p for p in points.filter if isinstance(p, fi.BatchFilterPlugin)}
+        self.next_pod_plugins = [p for p in points.pre_enqueue if isinstance(p, fi.NextPodPlugin)]
         self.pre_bind_extensions = [p for p in points.pre_bind if isinstance(p, fi.PreBindExtensions)]
         for plugin in self.plugins.values():
             if isinstance(plugin, fi.ClusterListener):
@@ -84,6 +85,14 @@ class Framework:
             if not status.is_success:
                 return status.with_plugin(plugin.name)
         return SUCCESS
+
+    def run_next_pod(self, queued: Mapping[str, PodInfo]) -> PodInfo | None:
+        """The pod a NextPod plugin wants scheduled next (one of `queued`), or None: take the queue's."""
+        for plugin in self.next_pod_plugins:
+            chosen = plugin.next_pod(queued)
+            if chosen is not None and chosen.key in queued:
+                return chosen
+        return None
 
     def sort_pods(self, pods: list[PodInfo]) -> list[PodInfo]:
         """Queue order: the QueueSort plugin's `less`, ties kept in arrival order."""
@@ -120,9 +129,24 @@ class Framework:
                 return pod, None, status.with_plugin(checker.name)
         return pod, merged, SUCCESS
 
+    def _before_filter_scope(self, state: CycleState) -> frozenset[str] | None:
+        """The nodes BeforeFilter transformers may change for this cycle's pod; None: any node."""
+        limits = state.before_filter_nodes
+        scope: frozenset[str] = frozenset()
+        for plugin in self.before_filter:
+            limit = limits.get(plugin.name)
+            if limit is None:
+                return None
+            scope = scope | limit
+        return scope
+
     def _transform_for_filter(self, state: CycleState, pod: PodInfo,
                               node: NodeInfo) -> tuple[PodInfo, NodeInfo, Status]:
+        limits = state.before_filter_nodes
         for plugin in self.before_filter:
+            limit = limits.get(plugin.name)
+            if limit is not None and node.name not in limit:
+                continue
             new_pod, new_node, transformed, status = plugin.before_filter(state, pod, node)
             if not status.is_success:
                 return pod, node, status.with_plugin(plugin.name)
@@ -155,17 +179,20 @@ class Framework:
         wanted = total if wanted is None else wanted
         feasible: list[NodeInfo] = []
         failed: dict[str, Status] = {}
-        if self.before_filter:  # transformers may swap the pod or node per node: no batch, no inlining
+        scope = self._before_filter_scope(state) if self.before_filter else frozenset()
+        if scope is None:  # transformers may swap the pod or node anywhere: no batch, no inlining
             plugins: list[tuple[str, Any]] = [("", self.run_filter)]
         else:
             skip = state.skip_filter_plugins
             active = [p for p in self.points.filter if p.name not in skip]
             if total and all(p.name in self._batch_filters for p in active):
                 batch = [self._batch_filters[p.name] for p in active]
-                found = self._find_feasible_batch(state, pod, nodes, batch, wanted, start)
+                # the few nodes a transformer changes are filtered one by one, the rest in batch
+                overrides = {n.name: self.run_filter(state, pod, n) for n in nodes if n.name in scope} if scope else {}
+                found = self._batch.find_feasible(state, pod, nodes, batch, wanted, start, overrides)
                 if found is not None:
                     return found
-            plugins = [(p.name, p.filter) for p in active]
+            plugins = [("", self.run_filter)] if scope else [(p.name, p.filter) for p in active]
         success = Code.Success
         processed = 0
         for offset in range(total):
@@ -181,59 +208,6 @@ class Framework:
                 if len(feasible) >= wanted:
                     break
         return feasible, failed, processed
-
-    def _find_feasible_batch(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                             plugins: list[fi.BatchFilterPlugin], wanted: int,
-                             start: int) -> tuple[list[NodeInfo], dict[str, Status], int] | None:
-        """`find_feasible` with every Filter plugin answering for all nodes at once; the walk in
-        rotation order and the rejection reasons (asked of each plugin's `filter`) are the same."""
-        index = self._node_indexes(nodes)
-        if index is None:
-            return None
-        mask = None
-        for plugin in plugins:
-            passed = plugin.filter_mask(state, pod, nodes, index)
-            if passed is None:
-                return None
-            mask = passed if mask is None else mask & passed
-        if mask is None:  # no Filter plugin left to ask: the per-node walk takes every node
-            return None
-        total = len(nodes)
-        order = np.roll(np.arange(total), -start) if start else np.arange(total)
-        rotated = mask[order]
-        passing = np.flatnonzero(rotated)
-        cut = int(passing[wanted - 1]) + 1 if len(passing) >= wanted else total
-        chosen = order[passing[:wanted]]
-        feasible = [nodes[i] for i in chosen.tolist()]
-        self._remember_indexes(feasible, chosen if isinstance(index, slice) else index[chosen])
-        failed: dict[str, Status] = {}
-        for i in order[np.flatnonzero(~rotated[:cut])].tolist():
-            node = nodes[i]
-            status = SUCCESS
-            for plugin in plugins:
-                status = plugin.filter(state, pod, node)
-                if not status.is_success:
-                    status = status.with_plugin(plugin.name)
-                    break
-            if status.is_success:  # the batch answer disagreed with the plugin's own filter
-                status = error("internal error: batch filter disagrees with filter")
-            failed[node.name] = status
-        return feasible, failed, cut
-
-    def _node_indexes(self, nodes: list[NodeInfo]) -> fi.NodeIndex | None:
-        """Table indexes of a node list, remembered for the last few lists seen (the cluster's node
-        list and the last feasible list recur). Entries hold the list, so identities are not reused."""
-        for position, (cached, index, length) in enumerate(self._index_cache):
-            if cached is nodes and len(nodes) == length:
-                if position:  # most recently used first
-                    self._index_cache.insert(0, self._index_cache.pop(position))
-                return index
-        index = node_indexes(nodes)
-        self._remember_indexes(nodes, index)
-        return index
-
-    def _remember_indexes(self, nodes: list[NodeInfo], index: fi.NodeIndex | None) -> None:
-        self._index_cache = [(nodes, index, len(nodes))] + self._index_cache[:INDEX_CACHE_SIZE - 1]
 
     def explain_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[Status, list[Status]]:
         """Every Filter plugin's status for this node (Skip for plugins PreFilter skipped); the node's
@@ -291,7 +265,7 @@ class Framework:
                 continue
             values = None
             if score_array is not None:
-                index = self._node_indexes(nodes)
+                index = self._batch.indexes(nodes)
                 values = None if index is None else score_array(state, pod, nodes, index)
             if values is not None:
                 raw = values.tolist()
@@ -335,16 +309,21 @@ class Framework:
         for plugin in reversed(self.points.reserve):
             plugin.unreserve(state, pod, node_name)
 
-    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
-        """Success, a rejection, or Wait with the longest timeout any plugin asked for."""
-        wait = 0.0
+    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Success, a rejection, or Wait: then the pod is parked in `handle.waiting` until every
+        plugin that asked for Wait allows it, one rejects it, or the longest timeout passes."""
+        wait, pending = 0.0, set()
         for plugin in self.points.permit:
             status, timeout = plugin.permit(state, pod, node_name)
             if status.code is Code.Wait:
                 wait = max(wait, timeout)
+                pending.add(plugin.name)
             elif not status.is_success:
-                return status.with_plugin(plugin.name), 0.0
-        return (Status(Code.Wait), wait) if wait else (SUCCESS, 0.0)
+                return status.with_plugin(plugin.name)
+        if not pending:
+            return SUCCESS
+        self.handle.waiting.add(WaitingPod(pod, node_name, state, self.handle.clock() + wait, wait, pending))
+        return Status(Code.Wait, (f"waiting on permit of {', '.join(sorted(pending))}",), ",".join(sorted(pending)))
 
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """PreBind plugins mutate a deep copy; PreBindExtensions turn the change into one patch."""
@@ -372,18 +351,20 @@ class Framework:
         for plugin in self.points.post_bind:
             plugin.post_bind(state, pod, node_name)
 
-    def run_reserve_to_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        """Reserve, Permit, PreBind, Bind, then PostBind on success; a failure after Reserve
-        unreserves. Permit's Wait is a rejection: neither the simulator nor the extender can park
-        a pod until another pod's cycle allows it."""
+    def run_reserve_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """The end of the scheduling cycle: Reserve, then Permit; a rejection unreserves. Wait
+        means the pod is parked (see `run_permit`); its binding cycle runs once it is allowed."""
         status = self.run_reserve(state, pod, node_name)
         if not status.is_success:
             return status
-        status, _ = self.run_permit(state, pod, node_name)
-        if status.code is Code.Wait:
-            status = Status(Code.Unschedulable, ("waiting on permit is not supported here; rejected",), status.plugin)
-        if status.is_success:
-            status = self.run_pre_bind(state, pod, node_name)
+        status = self.run_permit(state, pod, node_name)
+        if status.is_rejected or status.code is Code.Error:
+            self.run_unreserve(state, pod, node_name)
+        return status
+
+    def run_binding_cycle(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """PreBind, Bind, then PostBind on success; a failure unreserves."""
+        status = self.run_pre_bind(state, pod, node_name)
         if status.is_success:
             status = self.run_bind(state, pod, node_name)
         if not status.is_success:
@@ -391,3 +372,18 @@ class Framework:
             return status
         self.run_post_bind(state, pod, node_name)
         return SUCCESS
+
+    def run_reserve_to_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Reserve, Permit and, unless the pod waits, the binding cycle. A Wait is returned as
+        is: the caller decides how to wait (`handle.waiting`)."""
+        status = self.run_reserve_permit(state, pod, node_name)
+        return self.run_binding_cycle(state, pod, node_name) if status.is_success else status
+
+    def finish_waiting(self, waiting: WaitingPod) -> Status:
+        """A settled waiting pod: its binding cycle if allowed, else Unreserve. Removes it."""
+        self.handle.waiting.remove(waiting.pod.key)
+        outcome = waiting.outcome
+        if outcome is None or not outcome.is_success:
+            self.run_unreserve(waiting.state, waiting.pod, waiting.node_name)
+            return outcome or Status(Code.Unschedulable, ("still waiting on permit",))
+        return self.run_binding_cycle(waiting.state, waiting.pod, waiting.node_name)

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, RESERVED_RESERVATION, CycleState
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.runtime import Framework
-from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, unschedulable
+from scheduler_plugins.scheduler.framework.status import SUCCESS, Code, Status, unschedulable
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -56,6 +56,10 @@ class Placement:
     status: Status = SUCCESS
     message: str = ""
     score: int | None = None
+    #: the reservation the pod consumed, if any
+    reservation: str = ""
+    #: the Permit plugins the pod waited on (a gang member), "" if it did not wait
+    waited_on: str = ""
     failed_nodes: dict[str, Status] = field(default_factory=dict)
 
     @property
@@ -64,8 +68,12 @@ class Placement:
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"pod": self.pod, "node": self.node or None, "code": self.status.code.name}
+        if self.waited_on:
+            out["waitedOnPermit"] = self.waited_on
         if self.scheduled:
             out["score"] = self.score
+            if self.reservation:
+                out["reservation"] = self.reservation
         else:
             out["message"] = self.message
             out["reasons"] = {name: s.message or s.code.name for name, s in sorted(self.failed_nodes.items())}
@@ -81,6 +89,8 @@ class Scheduler:
         self.cluster = cluster
         self.percentage = percentage_of_nodes_to_score
         self.next_start_node_index = 0
+        #: placements of the pods parked by Permit, updated when they settle
+        self.waiting: dict[str, Placement] = {}
 
     def _find_feasible(self, state: CycleState, pod: PodInfo,
                        nodes: list[NodeInfo]) -> tuple[list[NodeInfo], dict[str, Status]]:
@@ -94,6 +104,16 @@ class Scheduler:
         return feasible, failed
 
     def schedule_one(self, pod: PodInfo) -> Placement:
+        """One scheduling cycle; a pod that waits on Permit gets a placement with code Wait that
+        is updated in place when it is allowed or rejected."""
+        if self.waiting:
+            self.expire_waiting()
+        placement = self._cycle(pod)
+        if self.waiting:
+            self.settle_waiting()
+        return placement
+
+    def _cycle(self, pod: PodInfo) -> Placement:
         fwk = self.framework
         state = CycleState()
         all_nodes = self.cluster.node_list()
@@ -110,6 +130,9 @@ class Scheduler:
         if result is not None and result.node_names is not None:
             nodes = [n for n in all_nodes if n.name in result.node_names]
         feasible, failed = self._find_feasible(state, pod, nodes)
+        preferred = state.read(PREFERRED_NODES)
+        if preferred:
+            feasible, failed = self._add_preferred(state, pod, preferred, nodes, feasible, failed)
         if not feasible:
             fwk.run_post_filter(state, pod, failed)
             return Placement(pod.key, status=unschedulable(), message=failure_message(len(all_nodes), failed),
@@ -118,6 +141,18 @@ class Scheduler:
         if not status.is_success:
             return Placement(pod.key, status=status, message=status.message)
         return self._reserve_and_bind(state, pod, chosen, score)
+
+    def _add_preferred(self, state: CycleState, pod: PodInfo, names: tuple[str, ...], candidates: list[NodeInfo],
+                       feasible: list[NodeInfo], failed: dict[str, Status]) -> tuple[list[NodeInfo], dict[str, Status]]:
+        """The preferred nodes (PREFERRED_NODES) that sampling did not reach, filtered and added."""
+        seen = {n.name for n in feasible} | set(failed)
+        allowed = {n.name for n in candidates} if len(candidates) != len(self.cluster.nodes) else None
+        extra = [self.cluster.nodes[name] for name in names
+                 if name not in seen and name in self.cluster.nodes and (allowed is None or name in allowed)]
+        if not extra:
+            return feasible, failed
+        more, more_failed, _ = self.framework.find_feasible(state, pod, extra)
+        return feasible + more, {**failed, **more_failed}
 
     def _select(self, state: CycleState, pod: PodInfo, feasible: list[NodeInfo]) -> tuple[str, int | None, Status]:
         if len(feasible) == 1:
@@ -133,8 +168,41 @@ class Scheduler:
 
     def _reserve_and_bind(self, state: CycleState, pod: PodInfo, node_name: str, score: int | None) -> Placement:
         self.cluster.assume(pod, node_name)
-        status = self.framework.run_reserve_to_bind(state, pod, node_name)
+        status = self.framework.run_reserve_permit(state, pod, node_name)
+        if status.code is Code.Wait:  # parked, assumed on the node; settled by a later cycle or its deadline
+            placement = Placement(pod.key, node=node_name, status=status, message=status.message, score=score,
+                                  waited_on=status.plugin)
+            self.waiting[pod.key] = placement
+            return placement
+        if status.is_success:
+            status = self.framework.run_binding_cycle(state, pod, node_name)
         if not status.is_success:
             self.cluster.forget(pod, node_name)
             return Placement(pod.key, status=status, message=f"{status.plugin}: {status.message}")
-        return Placement(pod.key, node=node_name, score=score)
+        return Placement(pod.key, node=node_name, score=score, reservation=state.read(RESERVED_RESERVATION) or "")
+
+    # --- pods waiting on Permit -------------------------------------------------------------------
+    def settle_waiting(self) -> None:
+        """Run the binding cycle of every waiting pod that was allowed, unreserve and forget every
+        one rejected, and update their placements. Rejections may settle more pods (a gang)."""
+        waiting = self.framework.handle.waiting
+        while True:
+            settled = [w for w in waiting if w.outcome is not None]
+            if not settled:
+                return
+            for item in settled:
+                status = self.framework.finish_waiting(item)
+                placement = self.waiting.pop(item.pod.key, None) or Placement(item.pod.key)
+                placement.status = status
+                if status.is_success:
+                    placement.message = ""
+                    placement.reservation = item.state.read(RESERVED_RESERVATION) or ""
+                else:
+                    self.cluster.forget(item.pod, item.node_name)
+                    placement.node, placement.score = "", None
+                    placement.message = f"{status.plugin}: {status.message}"
+
+    def expire_waiting(self, now: float | None = None) -> None:
+        """Apply the Permit deadlines at `now` (the handle's clock when None), then settle."""
+        self.framework.handle.waiting.expire(self.framework.handle.clock() if now is None else now)
+        self.settle_waiting()

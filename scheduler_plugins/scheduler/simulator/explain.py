@@ -2,7 +2,8 @@
 Score plugin's raw, normalised and weighted score, and the node that would be chosen.
 
 All nodes are evaluated (no sampling) and every Filter plugin runs even after a failure, so the
-report shows all reasons; a node's `feasible` is still decided by the first failure. `raw` is what
+report shows all reasons; a node's `feasible` is still decided by the first failure;
+`reservationNodes` lists the nodes holding a reservation the pod may use. `raw` is what
 Score returned before NormalizeScore; `total` is Σ weight × normalised.
 """
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler_plugins.scheduler.cluster.state import ClusterState
-from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, CycleState
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.runtime import Framework
 from scheduler_plugins.scheduler.framework.scheduling import select_host
@@ -31,6 +32,9 @@ def explain(framework: Framework, cluster: ClusterState, pod: PodInfo) -> dict[s
         report["nodes"] = list(rows.values())
         report["error"] = f"preFilter {status.plugin}: {status.code.name}: {status.message}"
         return report
+    preferred = state.read(PREFERRED_NODES)
+    if preferred:  # nodes holding a reservation this pod may use (Reservation plugin)
+        report["reservationNodes"] = list(preferred)
     feasible: list[NodeInfo] = []
     for node in nodes:
         row = rows[node.name]

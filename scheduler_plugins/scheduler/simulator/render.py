@@ -13,8 +13,10 @@ def _percentages(values: dict[str, float]) -> str:
 def simulation_table(report: dict[str, Any]) -> str:
     placements = table(
         ["POD", "NODE", "RESULT"],
-        [[p["pod"], p["node"] or "-", f"score {p['score']}" if p["node"] and p.get("score") is not None
-          else ("scheduled" if p["node"] else f"{p['code']}: {p.get('message', '')}")]
+        [[p["pod"], p["node"] or "-", (f"score {p['score']}" if p["node"] and p.get("score") is not None
+          else ("scheduled" if p["node"] else f"{p['code']}: {p.get('message', '')}"))
+          + (f" (reservation {p['reservation']})" if p.get("reservation") else "")
+          + (f" (waited on permit: {p['waitedOnPermit']})" if p.get("waitedOnPermit") else "")]
          for p in report["placements"]],
     )
     nodes = table(
@@ -22,10 +24,16 @@ def simulation_table(report: dict[str, Any]) -> str:
         [[n["name"], f"{n['podsBefore']}->{n['podsAfter']}", _percentages(n["before"]), _percentages(n["after"])]
          for n in report["nodes"]],
     )
+    reservations = ""
+    if report.get("reservations"):
+        reservations = "\n\n" + table(
+            ["RESERVATION", "NODE", "PHASE", "HOLDING", "CONSUMED BY"],
+            [[r["name"], r["node"] or "-", r["phase"], "yes" if r["holding"] else "no", ",".join(r["owners"]) or "-"]
+             for r in report["reservations"]])
     s = report["summary"]
     summary = (f"{s['scheduled']}/{s['pods']} pods scheduled, {s['unschedulable']} unschedulable, "
                f"{s['seconds']}s ({s['podsPerSecond']} pods/s)")
-    return f"{placements}\n\n{nodes}\n\n{summary}"
+    return f"{placements}\n\n{nodes}{reservations}\n\n{summary}"
 
 
 def explain_table(report: dict[str, Any]) -> str:
@@ -38,6 +46,8 @@ def explain_table(report: dict[str, Any]) -> str:
                      scores or "-", "; ".join(failures) or "-"])
     lines = [f"pod {report['pod']}",
              table(["NODE", "FEASIBLE", "TOTAL", "SCORES (raw/normalized x weight)", "FILTER FAILURES"], rows)]
+    if report.get("reservationNodes"):
+        lines.append(f"reservations usable on: {', '.join(report['reservationNodes'])}")
     if report.get("error"):
         lines.append(f"error: {report['error']}")
     lines.append(f"selected: {report['selected'] or '-'}")

@@ -10,6 +10,7 @@ from policies.constants import BATCH_CPU, BATCH_MEMORY, RESOURCE_CPU, RESOURCE_M
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.scheduling import Placement, Scheduler
+from scheduler_plugins.scheduler.reservations import RESERVE_POD_KEY_PREFIX
 from scheduler_plugins.scheduler.simulator.progress import Progress
 
 #: Resources the utilisation report shows, when the node has them.
@@ -35,6 +36,7 @@ class SimulationReport:
     pods_after: dict[str, int]
     seconds: float
     unqueued: list[Placement]
+    reservations: list[dict[str, Any]]
 
     def as_dict(self) -> dict[str, Any]:
         scheduled = sum(1 for p in self.placements if p.scheduled)
@@ -46,13 +48,14 @@ class SimulationReport:
                         "podsPerSecond": round(len(self.placements) / self.seconds, 1) if self.seconds else None},
             "nodes": [{"name": name, "podsBefore": self.pods_before[name], "podsAfter": self.pods_after[name],
                        "before": self.before[name], "after": self.after[name]} for name in sorted(self.before)],
+            "reservations": self.reservations,
         }
 
 
 def simulate(scheduler: Scheduler, cluster: ClusterState, progress: bool = False) -> SimulationReport:
     fwk = scheduler.framework
     before = {n.name: utilisation(n) for n in cluster.node_list()}
-    pods_before = {n.name: len(n.pods) for n in cluster.node_list()}
+    pods_before = {n.name: _pod_count(n) for n in cluster.node_list()}
     queued, unqueued = [], []
     for pod in cluster.pending.values():
         status = fwk.run_pre_enqueue(pod)
@@ -64,11 +67,36 @@ def simulate(scheduler: Scheduler, cluster: ClusterState, progress: bool = False
     bar = Progress(len(queue), progress)
     placements = []
     started = time.perf_counter()
-    for pod in queue:
+    remaining = {pod.key: pod for pod in queue}
+    order = iter(queue)
+    while remaining:
+        pod = fwk.run_next_pod(remaining) or next(p for p in order if p.key in remaining)
+        del remaining[pod.key]
         placements.append(scheduler.schedule_one(pod))
         bar.advance()
+    scheduler.expire_waiting(float("inf"))  # the run is over: whoever still waits on Permit times out
     seconds = time.perf_counter() - started
     bar.close()
     after = {n.name: utilisation(n) for n in cluster.node_list()}
-    pods_after = {n.name: len(n.pods) for n in cluster.node_list()}
-    return SimulationReport(placements, before, after, pods_before, pods_after, seconds, unqueued)
+    pods_after = {n.name: _pod_count(n) for n in cluster.node_list()}
+    return SimulationReport(placements, before, after, pods_before, pods_after, seconds, unqueued,
+                            reservation_rows(cluster))
+
+
+def _pod_count(node: NodeInfo) -> int:
+    """Pods on the node, not counting what reservations hold there."""
+    return sum(1 for key in node.pods if not key.startswith(RESERVE_POD_KEY_PREFIX))
+
+
+def reservation_rows(cluster: ClusterState) -> list[dict[str, Any]]:
+    """Every Reservation after the run: where it is, whether it still holds capacity, who used it."""
+    index = cluster.reservations
+    rows = []
+    for name in sorted(index.infos):
+        info = index.infos[name]
+        phase = info.phase or "Pending"
+        if name in index.released:  # what the reservation controller would write
+            phase = "Succeeded" if name in index.owner_bound and info.allocate_once else "Failed"
+        rows.append({"name": name, "node": info.node_name or None, "phase": phase,
+                     "holding": index.holding(info), "owners": sorted(index.allocations.get(name, {}))})
+    return rows

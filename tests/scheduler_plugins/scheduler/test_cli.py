@@ -69,6 +69,7 @@ def test_explain_json_shape(capsys, pod_file):
     assert nodes["node-3"]["filters"] == [
         {"plugin": "NodeResourcesFit", "code": "Success", "reasons": []},
         {"plugin": "LoadAwareScheduling", "code": "Unschedulable", "reasons": ["node(s) nodeMetric expired"]},
+        {"plugin": "Reservation", "code": "Skip", "reasons": []},  # no reservation in the example cluster
     ]
     assert nodes["node-3"]["scores"] == [] and nodes["node-3"]["total"] is None
     for name in ("node-1", "node-2"):
@@ -128,3 +129,43 @@ def test_extender_takes_a_snapshot_or_an_api_server_not_both(capsys):
     code, _, err = run(capsys, "extender", "--cluster", EXAMPLE, "--kubeconfig", "/k")
     assert code == 2
     assert "not allowed with argument" in err
+
+
+def test_simulate_shows_a_reservation_consumed_by_its_owner(capsys):
+    example = str(REPO / "manifests" / "scheduler" / "examples" / "reservation")
+    code, out, _ = run(capsys, "simulate", "--cluster", example, "--now", NOW, "-o", "json")
+    report = json.loads(out)
+    assert code == 0
+    placements = {p["pod"]: p for p in report["placements"]}
+    assert placements["Reservation/r-db"]["node"] == placements["shop/db-0"]["node"]
+    assert placements["shop/db-0"]["reservation"] == "r-db"
+    assert placements["shop/web-0"] == {**placements["shop/web-0"], "node": "node-2", "reservation": "r-web"}
+    assert placements["shop/other-0"]["node"] == "node-1" and "reservation" not in placements["shop/other-0"]
+    rows = {r["name"]: r for r in report["reservations"]}
+    assert rows["r-web"] == {"name": "r-web", "node": "node-2", "phase": "Succeeded", "holding": False,
+                             "owners": ["shop/web-0"]}
+
+
+@pytest.mark.parametrize("example, bound", [("gang-fits", 9), ("gang-does-not-fit", 0)])
+def test_simulate_places_a_gang_of_one_driver_and_eight_executors_whole_or_not_at_all(capsys, example, bound):
+    code, out, _ = run(capsys, "simulate", "--cluster", str(REPO / "manifests" / "scheduler" / "examples" / example),
+                       "--now", NOW, "-o", "json")
+    report = json.loads(out)
+    assert code == 0 and report["summary"]["scheduled"] == bound and report["summary"]["pods"] == 9
+    waited = [p for p in report["placements"] if p.get("waitedOnPermit") == "Coscheduling"]
+    assert len(waited) == 8  # every member but the one that completes (or breaks) the gang waited
+
+
+def test_explain_names_the_nodes_holding_a_reservation_the_pod_may_use(capsys, tmp_path):
+    path = tmp_path / "owner.yaml"
+    path.write_text("""
+apiVersion: v1
+kind: Pod
+metadata: {name: web-0, namespace: shop, labels: {app: web}}
+spec:
+  containers: [{name: main, resources: {requests: {cpu: "6", memory: 8Gi}}}]
+""")
+    example = str(REPO / "manifests" / "scheduler" / "examples" / "reservation")
+    code, out, _ = run(capsys, "explain", "--cluster", example, "--pod", str(path), "--now", NOW, "-o", "json")
+    report = json.loads(out)
+    assert code == 0 and report["reservationNodes"] == ["node-2"] and report["selected"] == "node-2"

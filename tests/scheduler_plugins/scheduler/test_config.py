@@ -15,7 +15,7 @@ def names(profile, point):
 def test_no_file_gives_the_default_profile():
     profile = load_config(None, in_tree_registry()).profile()
     assert profile.scheduler_name == "koord-scheduler"
-    assert names(profile, "score") == [("LoadAwareScheduling", 1), ("NodeResourcesFit", 1)]
+    assert names(profile, "score") == [("LoadAwareScheduling", 1), ("NodeResourcesFit", 1), ("Reservation", 5000)]
     assert names(profile, "queueSort") == [("PrioritySort", 1)]
 
 
@@ -25,8 +25,8 @@ def test_enabled_plugins_merge_with_defaults_and_weight_zero_means_one():
                               {"name": "NodeResourcesFitPlus", "weight": 0}],
                   "disabled": [{"name": "LoadAwareScheduling"}]},
     }).profile()
-    assert names(profile, "score") == [("NodeResourcesFit", 3), ("ScarceResourceAvoidance", 1),
-                                       ("NodeResourcesFitPlus", 1)]
+    assert names(profile, "score") == [("NodeResourcesFit", 3), ("Reservation", 5000),
+                                       ("ScarceResourceAvoidance", 1), ("NodeResourcesFitPlus", 1)]
 
 
 def test_star_disables_every_default_of_a_point():

@@ -5,6 +5,7 @@ through list/watch, and bind goes back to the stand-in as a `pods/binding` POST.
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -15,7 +16,7 @@ import aiohttp
 import pytest
 
 from tests.support.apiserver import ApiServer
-from tests.support.builders import NOW, make_metric, make_node, make_pod
+from tests.support.builders import NOW, make_metric, make_node, make_pod, make_reservation
 from tests.support.cluster import free_port
 from tests.support.paths import REPO
 from tests.support.wait import wait_for
@@ -214,3 +215,29 @@ async def _fails(extender: Extender, node: str) -> bool:
 
 async def _unknown(extender: Extender, node: str) -> bool:
     return node in (await extender.filter(nodes=[node]))["FailedAndUnresolvableNodes"]
+
+
+async def test_an_owner_bound_through_the_extender_consumes_its_reservation_in_the_api(
+        api: ApiServer, extender: Extender) -> None:
+    reservation = make_reservation("r-web")
+    reservation["spec"]["owners"] = [{"object": {"name": "owned", "namespace": "shop"}}]
+    reservation["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "20"}
+    reservation["status"] = {"phase": "Available", "nodeName": "quiet"}
+    api.apply(reservation)
+    owned = make_pod("owned", "shop", qos="LS", requests={"cpu": "4", "memory": "1Gi"})
+    stranger = make_pod("stranger", "shop", qos="LS", requests={"cpu": "14", "memory": "1Gi"})  # 12 free
+    await wait_for(lambda: _fails_pod(extender, stranger, "quiet"), timeout=TIMEOUT,
+                   message="the reservation holds its cpu on quiet")
+    uid = api.apply(owned)["metadata"]["uid"]
+    assert (await extender.filter(owned, ["quiet"]))["NodeNames"] == ["quiet"]
+    args = {"PodName": "owned", "PodNamespace": "shop", "PodUID": uid, "Node": "quiet"}
+    assert await extender.post("bind", args) == {"Error": ""}
+    stored = api.store.get(api.by_kind["Pod"], "shop", "owned")
+    assert json.loads(stored["metadata"]["annotations"]["scheduling.koordinator.sh/reservation-allocated"])[
+        "name"] == "r-web"
+    status = api.store.get(api.by_kind["Reservation"], "", "r-web")["status"]
+    assert status["currentOwners"][0]["name"] == "owned" and status["allocated"]["cpu"] == "4000m"
+
+
+async def _fails_pod(extender: Extender, pod: dict[str, Any], node: str) -> bool:
+    return node in (await extender.filter(pod, [node]))["FailedNodes"]

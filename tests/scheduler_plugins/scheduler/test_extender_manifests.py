@@ -49,7 +49,8 @@ def test_rbac_covers_the_watched_kinds_and_binding_and_nothing_more() -> None:
     assert any(r["resources"] == ["pods/binding"] and r["verbs"] == ["create"] for r in rules)
     granted = {(g, res, v) for r in rules for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
     watched = {(k.group, k.plural, v) for k in EXTENDER_KINDS for v in ("list", "watch")}
-    assert granted - watched == {("", "pods/binding", "create"), ("", "pods", "patch")}
+    assert granted - watched == {("", "pods/binding", "create"), ("", "pods", "patch"),
+                                 ("scheduling.koordinator.sh", "reservations/status", "patch")}
     binding = one("ClusterRoleBinding")
     account = one("ServiceAccount")
     assert binding["roleRef"]["name"] == one("ClusterRole")["metadata"]["name"]

@@ -138,3 +138,47 @@ def test_a_profile_without_filter_plugins_finds_every_node_feasible():
     fwk, cluster = build({}, {"filter": []}, nodes=("n1", "n2"))
     feasible, failed, processed = fwk.find_feasible(CycleState(), PodInfo(make_pod()), cluster.node_list())
     assert ([n.name for n in feasible], failed, processed) == (["n1", "n2"], {}, 2)
+
+
+@dataclass
+class Gate:
+    """A Permit plugin that parks every pod for `timeout` seconds."""
+
+    name: str
+    timeout: float = 30.0
+    log: list = field(default_factory=list)
+
+    def permit(self, state, pod, node_name):
+        return Status(Code.Wait), self.timeout
+
+    def reserve(self, state, pod, node_name):
+        return SUCCESS
+
+    def unreserve(self, state, pod, node_name):
+        self.log.append(("unreserve", pod.name))
+
+
+def test_permit_wait_parks_the_pod_until_allowed_then_binds_it():
+    gate = Gate("Gate")
+    fwk, cluster = build({"Gate": gate}, {"permit": ["Gate"], "reserve": ["Gate"], "bind": ["DefaultBinder"]})
+    scheduler = Scheduler(fwk, cluster)
+    placement = scheduler.schedule_one(PodInfo(make_pod("p", requests={"cpu": "1"})))
+    assert placement.status.code is Code.Wait and not placement.scheduled
+    (waiting,) = list(fwk.handle.waiting)
+    waiting.allow("Gate")
+    scheduler.settle_waiting()
+    assert placement.scheduled and not fwk.handle.waiting
+    assert "default/p" in cluster.nodes[placement.node].pods and not gate.log
+
+
+def test_permit_wait_past_its_deadline_is_a_rejection_that_unreserves_and_forgets():
+    gate = Gate("Gate", timeout=5)
+    fwk, cluster = build({"Gate": gate}, {"permit": ["Gate"], "reserve": ["Gate"], "bind": ["DefaultBinder"]})
+    scheduler = Scheduler(fwk, cluster)
+    placement = scheduler.schedule_one(PodInfo(make_pod("p", requests={"cpu": "1"})))
+    node = placement.node
+    scheduler.expire_waiting(fwk.handle.clock() + 4)
+    assert placement.status.code is Code.Wait
+    scheduler.expire_waiting(fwk.handle.clock() + 6)
+    assert not placement.scheduled and "timeout" in placement.message
+    assert gate.log == [("unreserve", "p")] and "default/p" not in cluster.nodes[node].pods

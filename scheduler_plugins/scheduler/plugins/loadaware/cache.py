@@ -12,13 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies.constants import PriorityClass
-from policies.durations import parse_duration
-from policies.quantity import resource_list
+from policies.nodemetric import read_node_metric
 from scheduler_plugins.clock import Clock, parse_time
 from scheduler_plugins.scheduler.plugins.loadaware.estimator import EstimationWindows
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
-DEFAULT_REPORT_INTERVAL_SECONDS = 60
 Vec = list[int]
 
 
@@ -79,8 +77,8 @@ class AssignCache:
     def _touch(self, node_name: str) -> None:
         self.versions[node_name] = self.versions.get(node_name, 0) + 1
 
-    def _vector(self, raw: Mapping[str, Any] | None) -> Vec:
-        amounts = resource_list((raw or {}).get("resources"))
+    def _vector(self, amounts: Mapping[str, int] | None) -> Vec:
+        amounts = amounts or {}
         return [amounts.get(name, 0) for name in self.resources]
 
     def _zero(self) -> Vec:
@@ -155,36 +153,26 @@ class AssignCache:
         if metric is None:
             self.loads.pop(node_name, None)
             return
-        spec, status = metric.get("spec") or {}, metric.get("status") or {}
-        interval = ((spec.get("metricCollectPolicy") or {}).get("reportIntervalSeconds")
-                    or DEFAULT_REPORT_INTERVAL_SECONDS)
-        node_metric = status.get("nodeMetric")
-        pod_usage: dict[str, Vec] = {}
-        prod_pods: set[str] = set()
-        for item in status.get("podsMetric") or []:
-            key = f"{item.get('namespace') or 'default'}/{item.get('name', '')}"
-            if ((item.get("podUsage") or {}).get("resources")):
-                pod_usage[key] = self._vector(item.get("podUsage"))
-            if item.get("priority") == PriorityClass.PROD:
-                prod_pods.add(key)
+        reading = read_node_metric(metric)
+        pod_usage = {pod.key: self._vector(pod.usage) for pod in reading.pods if pod.usage is not None}
+        prod_pods = {pod.key for pod in reading.pods if pod.priority == PriorityClass.PROD}
         agg_usage: dict[tuple[str, float], Vec] = {}
         longest: dict[str, float] = {}
-        for entry in (node_metric or {}).get("aggregatedNodeUsages") or []:
-            duration = parse_duration(entry.get("duration"))
-            for kind, usage in (entry.get("usage") or {}).items():
-                agg_usage[(kind, duration)] = self._vector(usage)
-                if duration >= longest.get(kind, -1.0):
-                    longest[kind] = duration
-                    agg_usage[(kind, 0.0)] = agg_usage[(kind, duration)]
+        for aggregated in reading.aggregated:
+            for kind, usage in aggregated.usage.items():
+                agg_usage[(kind, aggregated.duration)] = self._vector(usage)
+                if aggregated.duration >= longest.get(kind, -1.0):
+                    longest[kind] = aggregated.duration
+                    agg_usage[(kind, 0.0)] = agg_usage[(kind, aggregated.duration)]
         load = NodeLoad(
-            update_time=parse_time(status.get("updateTime")),
-            report_interval=float(interval),
-            has_node_metric=node_metric is not None,
-            node_usage=self._vector(node_metric.get("nodeUsage")) if node_metric is not None else None,
+            update_time=parse_time(reading.update_time),
+            report_interval=float(reading.report_interval_seconds),
+            has_node_metric=reading.has_node_metric,
+            node_usage=self._vector(reading.node_usage) if reading.node_usage is not None else None,
             pod_usage=pod_usage,
             prod_pods=prod_pods,
             agg_usage=agg_usage,
-            prod_usage=(self._vector((node_metric or {}).get("systemUsage")) if self._include_sys else self._zero()),
+            prod_usage=self._vector(reading.system_usage) if self._include_sys else self._zero(),
             node_delta=self._zero(), prod_delta=self._zero(), node_estimated=self._zero(),
         )
         self.loads[node_name] = load

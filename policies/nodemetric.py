@@ -1,0 +1,83 @@
+"""Reading a NodeMetric (`slo.koordinator.sh/v1alpha1`) as the koordlet reports it.
+
+The one reader of the schema: the scheduler's LoadAware cache and the descheduler's LowNodeLoad
+both take their usage from here, and the koordlet writes NodeMetrics in the same shape. Amounts are
+the scheduler's integer scalars (`policies.quantity.resource_list`: millicores for cpu, base units
+otherwise); a malformed quantity raises `QuantityError`. Times stay the RFC 3339 text the object
+carries (parsing a time is the caller's, who owns the clock).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from policies.durations import parse_duration
+from policies.quantity import resource_list
+
+#: koordlet's default `spec.metricCollectPolicy.reportIntervalSeconds`
+DEFAULT_REPORT_INTERVAL_SECONDS: Final = 60
+
+Amounts = dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class PodMetric:
+    """One `status.podsMetric` entry. `usage` is None when the entry reports no resources."""
+
+    key: str  # namespace/name
+    priority: str  # the priority class the koordlet saw ("koord-prod", ...), "" when absent
+    usage: Amounts | None
+
+
+@dataclass(frozen=True, slots=True)
+class AggregatedUsage:
+    """One `aggregatedNodeUsages` entry: percentile kind ("p95", ...) -> usage, over `duration` seconds."""
+
+    duration: float
+    usage: Mapping[str, Amounts]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMetricReading:
+    update_time: str | None
+    report_interval_seconds: int
+    #: whether `status.nodeMetric` is present at all
+    has_node_metric: bool
+    #: `status.nodeMetric.nodeUsage` (None without a nodeMetric)
+    node_usage: Amounts | None
+    #: `status.nodeMetric.systemUsage` (empty when absent)
+    system_usage: Amounts
+    aggregated: tuple[AggregatedUsage, ...]
+    pods: tuple[PodMetric, ...]
+
+
+def _amounts(raw: Mapping[str, Any] | None) -> Amounts:
+    """A ResourceMap (`{"resources": {...}}`) as scalars."""
+    return resource_list((raw or {}).get("resources"))
+
+
+def read_node_metric(metric: Mapping[str, Any]) -> NodeMetricReading:
+    spec, status = metric.get("spec") or {}, metric.get("status") or {}
+    interval = ((spec.get("metricCollectPolicy") or {}).get("reportIntervalSeconds")
+                or DEFAULT_REPORT_INTERVAL_SECONDS)
+    node_metric = status.get("nodeMetric")
+    pods = []
+    for item in status.get("podsMetric") or []:
+        key = f"{item.get('namespace') or 'default'}/{item.get('name', '')}"
+        pod_usage = item.get("podUsage")
+        usage = _amounts(pod_usage) if (pod_usage or {}).get("resources") else None
+        pods.append(PodMetric(key, str(item.get("priority") or ""), usage))
+    aggregated = []
+    for entry in (node_metric or {}).get("aggregatedNodeUsages") or []:
+        by_kind = {str(kind): _amounts(value) for kind, value in (entry.get("usage") or {}).items()}
+        aggregated.append(AggregatedUsage(parse_duration(entry.get("duration")), by_kind))
+    return NodeMetricReading(
+        update_time=status.get("updateTime") or None,
+        report_interval_seconds=int(interval),
+        has_node_metric=node_metric is not None,
+        node_usage=_amounts(node_metric.get("nodeUsage")) if node_metric is not None else None,
+        system_usage=_amounts((node_metric or {}).get("systemUsage")),
+        aggregated=tuple(aggregated),
+        pods=tuple(pods),
+    )

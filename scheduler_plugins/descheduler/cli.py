@@ -1,0 +1,224 @@
+"""`colocate descheduler run` (owned by scheduler_plugins.descheduler).
+
+The edge: flags and files are read here, errors become one line and exit code 2; everything
+below gets parsed values. Exit 0 when the rounds ran (evicting or not), 2 for bad input.
+
+`--rounds N` runs N rounds back to back over the same state (what anomaly detection needs);
+without it `deschedulingInterval` decides: 0 runs once, otherwise a round every interval for as
+long as the process lives — a cluster component, with leader election (API server only),
+`/healthz` and `/metrics`.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import socket
+import sys
+import uuid
+from collections.abc import Callable, Coroutine
+from typing import Any, Final
+
+from cli import errors, flags
+from cli.output import add_output
+from cli.parser import Subparsers
+from cluster.files import DirectorySource
+from cluster.store import ClusterStore
+from policies.field_errors import ConfigError
+from policies.manifests import ManifestError
+from scheduler_plugins.clock import Clock, fixed_clock, parse_time, system_clock
+from scheduler_plugins.descheduler.cluster import DESCHEDULER_KINDS, DeschedulerView
+from scheduler_plugins.descheduler.framework.config import DeschedulerConfig, load_config
+from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend
+from scheduler_plugins.descheduler.framework.report import RoundReport
+from scheduler_plugins.descheduler.framework.runtime import Descheduler
+from scheduler_plugins.descheduler.registry import in_tree_registry
+from scheduler_plugins.descheduler.render import rounds_table
+from scheduler_plugins.descheduler.service import Schedule
+
+log = logging.getLogger("colocate.descheduler")
+
+COMPONENT: Final = "koord-descheduler"
+#: how long a finite run waits for the API server's first listing before giving up
+SYNC_TIMEOUT_SECONDS: Final = 60.0
+
+
+def register_commands(subparsers: Subparsers) -> None:
+    """Add the `descheduler` command group."""
+    group = subparsers.add_parser("descheduler", help="relieve hot nodes (LowNodeLoad) through the Eviction API")
+    commands = group.add_subparsers(dest="descheduler_command", metavar="SUBCOMMAND")
+    commands.required = True
+    run = commands.add_parser(
+        "run", help="run descheduling rounds: N, once, or every deschedulingInterval",
+        description="Classify nodes by their NodeMetric usage and evict pods from hot nodes so that the "
+                    "scheduler can place them on cold ones. Exit 0 when the rounds ran, 2 for bad input.")
+    state = run.add_mutually_exclusive_group()
+    flags.add_cluster_dir(state, reads="Nodes, NodeMetrics, Pods and PodDisruptionBudgets; evictions only change "
+                                       "the in-memory state")
+    flags.add_kubeconfig(state, help="list and watch Nodes, NodeMetrics and Pods and evict through this kubeconfig "
+                                     "(default without --cluster: the in-cluster service account)")
+    flags.add_context(run)
+    flags.add_watch(run)
+    run.add_argument("--config", required=True, metavar="FILE",
+                     help="DeschedulerConfiguration (descheduler/v1alpha2) YAML")
+    run.add_argument("--dry-run", action="store_true",
+                     help="evict nothing; report what would be evicted (as `dryRun: true`)")
+    run.add_argument("--rounds", type=int, metavar="N",
+                     help="run N rounds back to back (default: deschedulingInterval decides; 0 means once)")
+    run.add_argument("--now", help="fix the clock of every round to this RFC 3339 time (NodeMetric expiry)")
+    add_output(run, ("table", "json"), default="table")
+    run.set_defaults(func=run_command)
+
+
+def _clock(now: str | None) -> Clock:
+    if now is None:
+        return system_clock
+    at = parse_time(now)
+    if at is None:
+        raise ConfigError("--now", f"not an RFC 3339 time: {now!r}")
+    return fixed_clock(at)
+
+
+def document(reports: list[RoundReport], dry_run: bool) -> dict[str, Any]:
+    return {"dryRun": dry_run, "rounds": [r.as_dict() for r in reports]}
+
+
+def _print(doc: dict[str, Any], output: str, *, compact: bool = False) -> None:
+    try:
+        text = (json.dumps(doc, separators=(",", ":")) if compact else json.dumps(doc, indent=2)) \
+            if output == "json" else rounds_table(doc)
+        print(text, flush=True)
+    except BrokenPipeError:  # `... | head`: the reader left, which is not an error
+        sys.stdout = open("/dev/null", "w")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    registry = in_tree_registry()
+    try:
+        clock = _clock(args.now)
+        config = load_config(args.config, registry)
+        if args.rounds is not None and args.rounds < 1:
+            raise ConfigError("--rounds", f"must be at least 1, got {args.rounds}")
+        rounds = args.rounds if args.rounds is not None else (1 if config.descheduling_interval == 0 else None)
+        schedule = Schedule(rounds, config.descheduling_interval)
+        dry_run = bool(args.dry_run or config.dry_run)
+        reports: list[RoundReport] = []
+
+        def emit(report: RoundReport) -> None:
+            if schedule.rounds is None:  # forever: one document per round, as it ends
+                _print(document([report], dry_run), args.output, compact=True)
+            else:
+                reports.append(report)
+
+        prepare = directory_rounds if args.cluster is not None else kube_rounds
+        asyncio.run(prepare(args, config, registry, clock, schedule, dry_run, emit))
+    except (ConfigError, errors.UsageError, ValueError) as exc:
+        return errors.report(str(exc))
+    if schedule.rounds is not None:
+        _print(document(reports, dry_run), args.output)
+    return errors.EXIT_OK
+
+
+def _build(config: DeschedulerConfig, registry: Any, clock: Clock, backend: EvictionBackend,
+           events: EventSink | None, dry_run: bool) -> Descheduler:
+    return Descheduler(config, registry, clock, backend, events, dry_run=dry_run)
+
+
+def directory_rounds(args: argparse.Namespace, config: DeschedulerConfig, registry: Any, clock: Clock,
+               schedule: Schedule, dry_run: bool, emit: Callable[[RoundReport], None]) -> Coroutine[Any, Any, None]:
+    """The rounds over a directory of manifests (re-read before each round when running forever)."""
+    from scheduler_plugins.descheduler.backends import PDB_KIND, StoreEvictions
+
+    if not args.cluster.is_dir():
+        raise errors.UsageError(f"--cluster {args.cluster}: not a directory")
+    store = ClusterStore((*DESCHEDULER_KINDS, PDB_KIND))  # offline, the budgets are ours to honour
+    source = DirectorySource(args.cluster, store)
+    try:
+        source.scan()
+    except ManifestError as exc:
+        raise errors.UsageError(str(exc)) from exc
+    if store.problems:
+        raise errors.UsageError(f"{store.problems[0].source}: {store.problems[0].message}")
+    view = DeschedulerView(store)
+    descheduler = _build(config, registry, clock, StoreEvictions(store), None, dry_run)
+    return serve(config, descheduler, view, store, schedule, emit, api=None,
+                 refresh=source.scan if schedule.rounds is None else None)
+
+
+def kube_rounds(args: argparse.Namespace, config: DeschedulerConfig, registry: Any, clock: Clock,
+          schedule: Schedule, dry_run: bool, emit: Callable[[RoundReport], None]) -> Coroutine[Any, Any, None]:
+    """The rounds against the API server: list/watch, evict through policy/v1, Events."""
+    from kubernetes.config import ConfigException
+
+    from cluster.client import api_client
+    from cluster.events import EventRecorder
+    from cluster.eviction import EvictionClient
+
+    if args.kubeconfig is not None and not args.kubeconfig.is_file():
+        raise errors.UsageError(f"--kubeconfig {args.kubeconfig}: no such file")
+    try:
+        api = api_client(args.kubeconfig, args.context)
+    except ConfigException as exc:
+        raise errors.UsageError(f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
+    store = ClusterStore(DESCHEDULER_KINDS)
+    view = DeschedulerView(store)
+    descheduler = _build(config, registry, clock, EvictionClient(api),
+                         EventRecorder(api, COMPONENT, socket.gethostname()), dry_run)
+    return serve(config, descheduler, view, store, schedule, emit, api=api,
+                 watch=(args.watch_timeout, args.backoff_max))
+
+
+async def serve(config: DeschedulerConfig, descheduler: Descheduler, view: DeschedulerView, store: ClusterStore,
+                 schedule: Schedule, emit: Callable[[RoundReport], None], *, api: Any,
+                 refresh: Callable[[], object] | None = None, watch: tuple[int, float] = (300, 30.0)) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from cluster.metrics import StoreHealthMetrics
+    from scheduler_plugins.descheduler.metrics import DeschedulerMetrics
+    from scheduler_plugins.descheduler.service import health_servers, keep_leading, run_rounds, wait_synced
+
+    registry = CollectorRegistry()
+    metrics = DeschedulerMetrics(registry)
+    store_metrics = StoreHealthMetrics(registry)
+    store.on_failure = store_metrics.watch_failed
+    tasks: list[asyncio.Task[None]] = []
+    servers = []
+    leading: asyncio.Event | None = None
+    try:
+        if api is not None:
+            from cluster.kube import KubeSource
+            from cluster.reflector import ReflectorSettings
+            from scheduler_plugins.descheduler.cluster import WATCHED_KINDS
+
+            source = KubeSource(api, WATCHED_KINDS, store, ReflectorSettings(watch_timeout=watch[0],
+                                                                              backoff_max=watch[1]))
+            tasks.append(asyncio.create_task(source.run()))
+        if schedule.rounds is None:
+            servers = health_servers(config.healthz_bind_address, config.metrics_bind_address,
+                                     lambda: store.synced(), registry)
+            for server in servers:
+                server.start()
+            tasks.append(asyncio.create_task(store_metrics.export_forever(store)))
+            if api is not None and config.leader_election.leader_elect:
+                from datetime import timedelta
+
+                from cluster.leader import LeaseElector
+
+                election = config.leader_election
+                elector = LeaseElector(api, election.resource_namespace, f"{socket.gethostname()}_{uuid.uuid4()}",
+                                       name=election.resource_name,
+                                       duration=timedelta(seconds=election.lease_duration))
+                leading = asyncio.Event()
+                tasks.append(asyncio.create_task(keep_leading(elector, election.retry_period, leading, metrics)))
+        try:
+            await asyncio.wait_for(wait_synced(view), None if schedule.rounds is None else SYNC_TIMEOUT_SECONDS)
+        except TimeoutError as exc:
+            raise errors.UsageError(f"the cluster state was not listed within {SYNC_TIMEOUT_SECONDS:g}s") from exc
+        await run_rounds(descheduler, view, schedule, emit, metrics, leading, refresh)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for server in servers:
+            server.close()

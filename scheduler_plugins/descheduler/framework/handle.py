@@ -1,0 +1,38 @@
+"""What a plugin is given (spec §1 `Handle`): the Evictor, the round's cluster snapshot, dry run,
+the clock, where evictions go (the Eviction API, or the store offline) and where Events go."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from cluster.eviction import EvictionResult
+from scheduler_plugins.clock import Clock
+from scheduler_plugins.descheduler.cluster import Snapshot
+from scheduler_plugins.descheduler.framework.evictor import Evictor
+from scheduler_plugins.descheduler.framework.report import RoundReport
+
+
+class EvictionBackend(Protocol):
+    """Evicts one pod: `cluster.eviction.EvictionClient` (policy/v1), or the store offline."""
+
+    def evict(self, namespace: str, name: str, grace_period_seconds: int | None = None) -> EvictionResult: ...
+
+
+class EventSink(Protocol):
+    def record(self, involved: Mapping[str, Any], type_: str, reason: str, message: str) -> None: ...
+
+
+@dataclass
+class Handle:
+    evictor: Evictor
+    dry_run: bool
+    clock: Clock
+    evictions: EvictionBackend
+    events: EventSink | None = None
+    snapshot: Snapshot = field(default_factory=lambda: Snapshot((), {}, {}))
+
+    @property
+    def report(self) -> RoundReport:
+        """The running round's report (evict plugins record their skips in it)."""
+        return self.evictor.report

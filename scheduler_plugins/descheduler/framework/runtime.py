@@ -1,0 +1,127 @@
+"""Profiles and the descheduling round (spec §1).
+
+A round: the ready nodes matching the global node selector (fewer than two: an error, the round is
+skipped); the limiter is reset; every profile's Deschedule plugins run, then every profile's
+Balance plugins, each profile on the nodes its own selector matches. Plugins run in configured
+order; their errors are collected, and an error aborts the remaining profiles of that phase.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from policies.field_errors import ConfigError
+from policies.objects import labels_of
+from policies.selectors import LabelSelector
+from scheduler_plugins.clock import Clock
+from scheduler_plugins.descheduler.cluster import Snapshot, is_ready
+from scheduler_plugins.descheduler.framework.config import DeschedulerConfig, Profile
+from scheduler_plugins.descheduler.framework.evictor import EvictionLimiter, EvictionLimits, Evictor, running
+from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend, Handle
+from scheduler_plugins.descheduler.framework.interfaces import (
+    BalancePlugin,
+    DeschedulePlugin,
+    EvictPlugin,
+    FilterPlugin,
+    Object,
+    Plugin,
+    Status,
+)
+from scheduler_plugins.descheduler.framework.registry import Registry
+from scheduler_plugins.descheduler.framework.report import RoundReport
+
+log = logging.getLogger("colocate.descheduler")
+
+_POINT_TYPES: dict[str, type] = {"deschedule": DeschedulePlugin, "balance": BalancePlugin,
+                                 "evict": EvictPlugin, "filter": FilterPlugin}
+
+
+def _matching(nodes: Sequence[Object], selector: LabelSelector | None) -> list[Object]:
+    if selector is None or selector.is_empty:
+        return list(nodes)
+    return [node for node in nodes if selector.matches(labels_of(node))]
+
+
+@dataclass
+class ProfileRuntime:
+    name: str
+    node_selector: LabelSelector | None
+    handle: Handle
+    deschedule: tuple[DeschedulePlugin, ...]
+    balance: tuple[BalancePlugin, ...]
+
+    def run_deschedule_plugins(self, nodes: Sequence[Object]) -> list[str]:
+        return self._run(self.deschedule, lambda p: p.deschedule(nodes))
+
+    def run_balance_plugins(self, nodes: Sequence[Object]) -> list[str]:
+        return self._run(self.balance, lambda p: p.balance(nodes))
+
+    @staticmethod
+    def _run(plugins: Sequence[Plugin], call: Callable[..., Status]) -> list[str]:
+        errors = []
+        for plugin in plugins:
+            with running(plugin.name):
+                status = call(plugin)
+            if not status.ok:
+                errors.append(f"{plugin.name}: {status.err}")
+        return errors
+
+
+def _build_profile(profile: Profile, index: int, registry: Registry, limiter: EvictionLimiter, dry_run: bool,
+                   clock: Clock, evictions: EvictionBackend, events: EventSink | None) -> ProfileRuntime:
+    evictor = Evictor((), (), limiter, dry_run)
+    handle = Handle(evictor, dry_run, clock, evictions, events)
+    instances: dict[str, Plugin] = {}
+    by_point: dict[str, list[Plugin]] = {point: [] for point in _POINT_TYPES}
+    for point, names in profile.plugins.items():
+        for position, name in enumerate(names):
+            if name not in instances:
+                instances[name] = registry[name].factory(profile.args.get(name), handle)
+            plugin = instances[name]
+            if not isinstance(plugin, _POINT_TYPES[point]):
+                raise ConfigError(f"profiles[{index}].plugins.{point}.enabled[{position}].name",
+                                  f'plugin "{name}" does not extend {point}')
+            by_point[point].append(plugin)
+    evictor.filters = tuple(p for p in by_point["filter"] if isinstance(p, FilterPlugin))
+    evictor.evicts = tuple(p for p in by_point["evict"] if isinstance(p, EvictPlugin))
+    return ProfileRuntime(profile.name, profile.node_selector, handle,
+                          tuple(p for p in by_point["deschedule"] if isinstance(p, DeschedulePlugin)),
+                          tuple(p for p in by_point["balance"] if isinstance(p, BalancePlugin)))
+
+
+class Descheduler:
+    """The profiles of one configuration, built once (plugins keep state across rounds: LowNodeLoad's
+    anomaly detectors); `run_round` runs one round over a snapshot."""
+
+    def __init__(self, config: DeschedulerConfig, registry: Registry, clock: Clock, evictions: EvictionBackend,
+                 events: EventSink | None = None, dry_run: bool | None = None) -> None:
+        self.config = config
+        self.dry_run = config.dry_run if dry_run is None else dry_run
+        self.limiter = EvictionLimiter(EvictionLimits(config.max_per_node, config.max_per_namespace,
+                                                      config.max_total))
+        self.profiles = [_build_profile(p, i, registry, self.limiter, self.dry_run, clock, evictions, events)
+                         for i, p in enumerate(config.profiles)]
+
+    def run_round(self, number: int, snapshot: Snapshot) -> RoundReport:
+        report = RoundReport(number, dry_run=self.dry_run)
+        nodes = [n for n in _matching(snapshot.nodes, self.config.node_selector) if is_ready(n)]
+        if len(nodes) <= 1:
+            message = "the cluster size is 0 or 1 meaning eviction causes service disruption or degradation"
+            log.error("%s; skipping the round", message)
+            report.errors.append(message)
+            return report
+        self.limiter.reset()
+        for profile in self.profiles:
+            profile.handle.snapshot = snapshot
+            profile.handle.evictor.report = report
+        for phase in ("deschedule", "balance"):
+            for profile in self.profiles:
+                candidates = _matching(nodes, profile.node_selector)
+                errors = (profile.run_deschedule_plugins(candidates) if phase == "deschedule"
+                          else profile.run_balance_plugins(candidates))
+                if errors:
+                    report.errors.extend(f"profile {profile.name}: {e}" for e in errors)
+                    log.error("%s plugins of profile %s failed: %s", phase, profile.name, "; ".join(errors))
+                    break
+        return report

@@ -1,0 +1,1 @@
+"""The in-tree descheduler plugins; `scheduler_plugins.descheduler.registry.in_tree_registry` lists them."""

@@ -1,0 +1,389 @@
+"""`colocate koordlet run`: the node agent's loops on one event loop.
+
+* states — the Node, its NodeSLO, its Pods (field selector `spec.nodeName=<node>`), its
+  NodeResourceTopology and NodeMetric, from the API server through the shared cluster store; or
+  from a node directory, re-read every few seconds. Usage always comes from the machine.
+* collector — every `--collect-res-used-interval-seconds`, `/proc` and the cgroup files into the
+  metric cache; below 1 s the QoS manager is disabled (as koordlet does).
+* strategies — each enabled strategy on its own interval: its round is computed on the loop (pure),
+  then the runner applies it in a worker thread (the executor's writes, the Evictor's evictions),
+  or only logs it with `--dry-run`. CgroupReconcile also runs at once when the NodeSLO or the pods
+  change (the states-informer callbacks).
+* reporter — with an API server, the NodeMetric status every `reportIntervalSeconds`.
+* HTTP — /healthz, /readyz, /metrics.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from cli import errors, flags
+from cli.parser import Subparsers
+from cluster.files import DirectorySource
+from cluster.kinds import WatchedKind
+from cluster.store import ClusterStore, Object, ObjectKey
+from policies.constants import NODE_RESOURCE_TOPOLOGY_KIND
+from policies.field_errors import ConfigError
+from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
+from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, ResourceExecutor, WriteStats
+from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout, LayoutError, detect_version
+from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
+from scheduler_plugins.koordlet.cpuset import parse_cpuset
+from scheduler_plugins.koordlet.evictor import Evictor, EvictOutcome
+from scheduler_plugins.koordlet.framework import ExtensionRegistry, QOSManager, RoundReport, default_extensions
+from scheduler_plugins.koordlet.metrics.cache import MetricCache
+from scheduler_plugins.koordlet.metrics.collector import Collector, usage_from_cache
+from scheduler_plugins.koordlet.metrics.reporter import CollectPolicy, node_metric_status, write_status
+from scheduler_plugins.koordlet.options import add_strategy_flags, strategy_options
+from scheduler_plugins.koordlet.pods import pod_view
+from scheduler_plugins.koordlet.prometheus import AgentMetrics
+from scheduler_plugins.koordlet.states import KOORDLET_KINDS, CallbackType, NodeStates, node_state
+from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, StrategyOptions
+from scheduler_plugins.koordlet.topology import CPUInfo, machine_processors
+
+log = logging.getLogger("colocate.koordlet")
+MIN_COLLECT_INTERVAL = 1.0
+SYNC_TIMEOUT = 120.0
+
+
+def watched_kinds(node_name: str) -> list[WatchedKind]:
+    by_name = f"metadata.name={node_name}"
+    return [WatchedKind.of("Node", field_selector=by_name), WatchedKind.of(NODE_SLO_KIND, field_selector=by_name),
+            WatchedKind.of("Pod", field_selector=f"spec.nodeName={node_name}"),
+            WatchedKind.of(NODE_RESOURCE_TOPOLOGY_KIND, field_selector=by_name),
+            WatchedKind.of(NODE_METRIC_KIND, field_selector=by_name)]
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    node_name: str
+    cgroup_root: Path
+    driver: CgroupDriver = CgroupDriver.CGROUPFS
+    dry_run: bool = False
+    only_evict_by_api: bool = False
+    proc: Path = Path("/proc")
+    node_dir: Path | None = None
+    reload_interval: float = 2.0
+    host: str = "0.0.0.0"
+    port: int = 9316
+    extension_gates: dict[str, bool] = field(default_factory=dict)
+
+
+class _SyncedIndex:
+    """Sets `event` (on the loop) once the store is synced."""
+
+    def __init__(self, store: ClusterStore, loop: asyncio.AbstractEventLoop, event: asyncio.Event) -> None:
+        self.store, self.loop, self.event = store, loop, event
+
+    def object_put(self, kind: str, key: ObjectKey, obj: Object, old: Object | None, source: str) -> None:
+        pass
+
+    def object_deleted(self, kind: str, key: ObjectKey, old: Object) -> None:
+        pass
+
+    def changes_applied(self) -> None:
+        if self.store.synced():
+            self.loop.call_soon_threadsafe(self.event.set)
+
+
+class Agent:
+    """The node agent; `api` None means no API server (node directory, no reports, no evictions)."""
+
+    def __init__(self, settings: AgentSettings, options: StrategyOptions, store: ClusterStore, api: Any = None,
+                 extensions: ExtensionRegistry | None = None, clock: Callable[[], float] = time.time,
+                 processors: Sequence[CPUInfo] | None = None, registry: CollectorRegistry | None = None) -> None:
+        self.settings, self.options, self.store, self.api = settings, options, store, api
+        self.clock = clock
+        self.layout = CgroupLayout(settings.cgroup_root, detect_version(settings.cgroup_root), settings.driver)
+        self.registry = registry or CollectorRegistry()
+        self.metrics = AgentMetrics(self.registry)
+        self.executor = ResourceExecutor(self.layout, clock, dry_run=settings.dry_run, on_write=self._written)
+        self.cache = MetricCache()
+        self.collector = Collector(self.layout, self.cache, settings.proc)
+        self.manager = QOSManager(options, timer=time.perf_counter)
+        self.extensions = extensions or default_extensions()
+        self.processors = tuple(processors if processors is not None else machine_processors())
+        self.evictor = self._evictor()
+        self.collected = False
+        self.synced = asyncio.Event()
+        self.reconcile_now = asyncio.Event()
+        self.last_reports: dict[str, RoundReport] = {}
+
+    def _evictor(self) -> Evictor:
+        client = recorder = None
+        if self.api is not None:
+            from cluster.events import EventRecorder
+            from cluster.eviction import EvictionClient
+
+            client = EvictionClient(self.api)
+            recorder = EventRecorder(self.api, "koordlet", self.settings.node_name)
+        return Evictor(client, recorder, self.settings.only_evict_by_api, self.settings.dry_run, self._procs_files)
+
+    def _procs_files(self, eviction: Eviction) -> list[Path]:
+        view = pod_view(eviction.pod, self.layout)
+        subsystem = "cpu" if self.layout.version is CgroupVersion.V1 else ""
+        base = self.layout.dir(view.dir, subsystem)
+        return sorted(base.rglob("cgroup.procs")) if base.is_dir() else []
+
+    def _written(self, write: CgroupWrite, text: str) -> None:
+        self.metrics.writes.labels(write.strategy, write.resource.file(self.layout.version)).inc()
+
+    def ready(self) -> bool:
+        return self.store.synced() and self.collected
+
+    # --- one step of each loop (synchronous: tests and the benchmark call them) ------------------
+    def collect_once(self) -> None:
+        started = time.perf_counter()
+        self.collector.collect(node_state(self.store, self.settings.node_name), self.clock())
+        self.metrics.collect_seconds.observe(time.perf_counter() - started)
+        self.collected = True
+
+    def round_input(self) -> RoundInput:
+        state = node_state(self.store, self.settings.node_name)
+        now = self.clock()
+        window = self.options.collect_interval
+        if state.node_slo is not None and state.node_slo.threshold.cpu_evict_time_window_seconds:
+            window = max(window, float(state.node_slo.threshold.cpu_evict_time_window_seconds))
+        usage = usage_from_cache(self.cache, state, now, max_age=2 * self.options.collect_interval + 1,
+                                 be_window=window)
+        return RoundInput.build(state, usage, self.layout, self.executor.read, now, self.processors)
+
+    def compute(self, names: Sequence[str]) -> RoundReport:
+        report = self.manager.run_round(self.round_input(), names)
+        for name, seconds in report.durations.items():
+            self.metrics.round_seconds.labels(name).observe(seconds)
+        suppress = report.strategies.get("CPUSuppress") or {}
+        if "suppressMilliCPU" in suppress:
+            cores: float | None = None
+            policy = str(suppress.get("policy"))
+            if policy == "cpuset":
+                cores = len(parse_cpuset(str(suppress.get("cpus") or "")))
+            else:
+                quota = suppress.get("cfsQuota")
+                cores = None if quota is None else round(int(quota) / 100_000, 3)
+            if cores is not None:
+                self.metrics.suppressed_cpus.labels(policy).set(cores)
+        for name in names:
+            self.last_reports[name] = report
+        return report
+
+    def apply(self, report: RoundReport) -> tuple[WriteStats, list[EvictOutcome]]:
+        """Blocking: the cgroup writes, then the evictions."""
+        stats = self.executor.apply(report.writes)
+        for error in stats.errors[:3]:
+            log.debug("cgroup write failed: %s", error)
+        outcomes = []
+        for eviction in report.evictions:
+            outcome = self.evictor.evict(eviction)
+            self.metrics.evictions.labels(eviction.strategy, outcome.outcome).inc()
+            outcomes.append(outcome)
+        return stats, outcomes
+
+    def report_once(self) -> bool:
+        state = node_state(self.store, self.settings.node_name)
+        policy = CollectPolicy.of(state.node_metric)
+        status = node_metric_status(self.cache, state, self.clock(), self.clock(), policy)
+        ok = write_status(self.api, self.settings.node_name, status)
+        self.metrics.reports.labels("ok" if ok else "failed").inc()
+        return ok
+
+    # --- the loops -------------------------------------------------------------------------------
+    async def _every(self, interval: float, step: Callable[[], Any], wake: asyncio.Event | None = None) -> None:
+        while True:
+            try:
+                await step()
+            except Exception:
+                log.exception("koordlet loop step failed")
+            if wake is None:
+                await asyncio.sleep(interval)
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), interval)
+            wake.clear()
+
+    async def _collect(self) -> None:
+        await asyncio.to_thread(self.collect_once)
+
+    def _strategy_step(self, name: str) -> Callable[[], Any]:
+        async def step() -> None:
+            report = self.compute([name])
+            if report.writes or report.evictions:
+                await asyncio.to_thread(self.apply, report)
+        return step
+
+    async def _report(self) -> None:
+        await asyncio.to_thread(self.report_once)
+
+    def _report_interval(self) -> float:
+        return CollectPolicy.of(node_state(self.store, self.settings.node_name).node_metric).report_interval
+
+    async def run(self, source: Callable[[], Any]) -> None:
+        """Run until cancelled; `source` is the coroutine that keeps the store current."""
+        loop = asyncio.get_running_loop()
+        states = NodeStates(self.store, self.settings.node_name, loop)
+        self.store.subscribe(states)
+        self.store.subscribe(_SyncedIndex(self.store, loop, self.synced))
+        for kind in (CallbackType.NODE_SLO_SPEC, CallbackType.ALL_PODS):
+            states.callbacks.register(kind, "CgroupReconcile", "reconcile cgroups when the NodeSLO or pods change",
+                                      lambda _t, _o, _target: self.reconcile_now.set())
+        tasks = [asyncio.create_task(source(), name="koordlet-source"),
+                 asyncio.create_task(states.callbacks.run(), name="koordlet-callbacks")]
+        try:
+            await asyncio.wait_for(self.synced.wait(), SYNC_TIMEOUT)
+            tasks.append(asyncio.create_task(self._every(self.options.collect_interval, self._collect)))
+            if self.options.collect_interval < MIN_COLLECT_INTERVAL:
+                log.warning("collect interval %.2fs < 1s: the QoS manager is disabled",
+                            self.options.collect_interval)
+            else:
+                self.manager.setup(self)
+                for strategy in self.manager.enabled():
+                    wake = self.reconcile_now if strategy.name == "CgroupReconcile" else None
+                    tasks.append(asyncio.create_task(self._every(strategy.interval, self._strategy_step(strategy.name),
+                                                                 wake), name=f"koordlet-{strategy.name}"))
+                self.extensions.setup_all(self.api, self.cache, states)
+                for name, plugin in self.extensions.enabled(self.settings.extension_gates):
+                    tasks.append(asyncio.create_task(plugin.run(), name=f"koordlet-ext-{name}"))
+            if self.api is not None:
+                tasks.append(asyncio.create_task(self._report_loop()))
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _report_loop(self) -> None:
+        await asyncio.sleep(min(self._report_interval(), 2 * self.options.collect_interval))
+        while True:
+            try:
+                await self._report()
+            except Exception:
+                log.exception("NodeMetric report failed")
+            await asyncio.sleep(self._report_interval())
+
+
+def directory_source(root: Path, store: ClusterStore, interval: float) -> Callable[[], Any]:
+    source = DirectorySource(root, store)
+
+    async def run() -> None:
+        while True:
+            try:
+                await asyncio.to_thread(source.scan)
+            except Exception as exc:
+                log.warning("node directory %s not loaded: %s", root, exc)
+            await asyncio.sleep(interval)
+    return run
+
+
+# --- the command -----------------------------------------------------------------------------------
+
+def add_run_command(commands: Subparsers) -> None:
+    run = commands.add_parser("run", help="run the node agent: enforce the QoS classes, report NodeMetrics")
+    flags.long_running(run)
+    run.add_argument("--node-name", required=True, help="the node this agent runs on (downward API spec.nodeName)")
+    state = run.add_mutually_exclusive_group()
+    flags.add_kubeconfig(state, help="watch the node's objects, evict and report through this kubeconfig "
+                                     "(default without --node-dir: the in-cluster service account)")
+    state.add_argument("--node-dir", type=Path, metavar="DIR",
+                       help="read the Node, its NodeSLO and Pods from this directory (no API server)")
+    flags.add_context(run)
+    flags.add_watch(run)
+    run.add_argument("--cgroup-root", type=Path, default=Path("/sys/fs/cgroup"), metavar="PATH",
+                     help="the cgroup root (v1: a directory per subsystem; v2: cgroup.controllers)")
+    add_strategy_flags(run)
+    run.add_argument("--qos-extension-plugins", default="", metavar="K=BOOL,...",
+                     help="gates of the QoS extension plugins")
+    run.add_argument("--dry-run", action="store_true", help="log the cgroup writes and evictions, do none")
+    run.add_argument("--only-evict-by-api", action="store_true",
+                     help="count a pod as evicted only when the Eviction API call succeeded (no process kill)")
+    run.add_argument("--proc-root", type=Path, default=Path("/proc"), metavar="PATH", help="the host's /proc")
+    run.add_argument("--host", default="0.0.0.0", help="address of /healthz, /readyz, /metrics")
+    run.add_argument("--port", type=int, default=9316)
+    for flag, default in (("cpu-suppress-interval-seconds", 1.0), ("cpu-evict-interval-seconds", 1.0),
+                          ("cpu-evict-cool-time-seconds", 20.0), ("memory-evict-interval-seconds", 1.0),
+                          ("memory-evict-cool-time-seconds", 4.0), ("reconcile-interval-seconds", 1.0),
+                          ("collect-res-used-interval-seconds", 1.0)):
+        dest = flag.removesuffix("-seconds").replace("-", "_").replace("collect_res_used", "collect")
+        run.add_argument(f"--{flag}", dest=dest, type=float, default=default, metavar="SECONDS")
+    run.set_defaults(func=run_agent)
+
+
+def run_agent(args: argparse.Namespace) -> int:
+    try:
+        options = strategy_options(args)
+        extensions = default_extensions()
+        gates = extensions.gates(args.qos_extension_plugins)
+        if not args.cgroup_root.is_dir():
+            raise ConfigError("--cgroup-root", f"{args.cgroup_root}: not a directory")
+        detect_version(args.cgroup_root)
+        settings = AgentSettings(args.node_name, args.cgroup_root, CgroupDriver(args.cgroup_driver), args.dry_run,
+                                 args.only_evict_by_api, args.proc_root, args.node_dir, host=args.host,
+                                 port=args.port, extension_gates=gates)
+        api = None
+        if args.node_dir is None:
+            api = _api(args)
+    except (ConfigError, LayoutError) as exc:
+        return errors.report(str(exc))
+    if args.node_dir is not None and not args.node_dir.is_dir():
+        return errors.report(f"--node-dir: {args.node_dir}: not a directory")
+    return asyncio.run(serve(settings, options, api, extensions, args))
+
+
+def _api(args: argparse.Namespace) -> Any:
+    from kubernetes.config import ConfigException
+
+    from cluster.client import api_client
+
+    if args.kubeconfig is not None and not args.kubeconfig.is_file():
+        raise ConfigError("--kubeconfig", f"{args.kubeconfig}: no such file")
+    try:
+        return api_client(args.kubeconfig, args.context)
+    except ConfigException as exc:
+        raise ConfigError("", f"no cluster to read: {exc} (give --node-dir DIR or --kubeconfig FILE)") from exc
+
+
+async def serve(settings: AgentSettings, options: StrategyOptions, api: Any, extensions: ExtensionRegistry,
+                args: argparse.Namespace | None = None) -> int:
+    import signal
+
+    from cluster.kube import KubeSource
+    from cluster.reflector import ReflectorSettings
+    from scheduler_plugins.koordlet import server
+
+    store = ClusterStore(KOORDLET_KINDS + (NODE_METRIC_KIND,))
+    agent = Agent(settings, options, store, api, extensions)
+    if api is None:
+        assert settings.node_dir is not None
+        source = directory_source(settings.node_dir, store, settings.reload_interval)
+    else:
+        reflector = ReflectorSettings(watch_timeout=getattr(args, "watch_timeout", 300),
+                                      backoff_max=getattr(args, "backoff_max", 30.0))
+        kube = KubeSource(api, watched_kinds(settings.node_name), store, reflector)
+        source = kube.run
+    runner = await server.start(server.make_app(agent.ready, agent.registry), settings.host, settings.port)
+    log.info("koordlet for node %s: cgroup %s (%s) at %s, serving on %s:%d%s", settings.node_name,
+             agent.layout.version, settings.driver, settings.cgroup_root, settings.host, server.bound_port(runner),
+             " (dry run)" if settings.dry_run else "")
+    main = asyncio.create_task(agent.run(source))
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, main.cancel)
+    try:
+        await main
+    except asyncio.CancelledError:
+        pass
+    except TimeoutError:
+        log.error("the node's objects were never listed (%ss)", SYNC_TIMEOUT)
+        return 1
+    finally:
+        await runner.cleanup()
+    return 0

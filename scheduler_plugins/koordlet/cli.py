@@ -1,0 +1,62 @@
+"""`colocate koordlet ...` subcommands (owned by scheduler_plugins.koordlet).
+
+The edge: flags are parsed and validated here into typed values; exit codes are 0 success and
+2 bad input (one line on stderr).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from cli import errors
+from cli.output import add_output
+from cli.parser import Subparsers
+from policies.field_errors import ConfigError
+from scheduler_plugins.clock import parse_time, system_clock
+from scheduler_plugins.koordlet.agent import add_run_command
+from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver
+from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
+from scheduler_plugins.koordlet.options import add_strategy_flags, strategy_options
+from scheduler_plugins.koordlet.plan import PlanError, PlanSettings, plan, plan_table
+
+
+def register_commands(subparsers: Subparsers) -> None:
+    """Add the `koordlet` command group."""
+    koordlet = subparsers.add_parser("koordlet", help="the node agent: QoS enforcement on cgroups, NodeMetrics")
+    commands = koordlet.add_subparsers(dest="koordlet_command", metavar="SUBCOMMAND")
+    commands.required = True
+
+    p = commands.add_parser("plan", help="one round of every enabled strategy over a node directory (writes nothing)")
+    p.add_argument("--node-dir", type=Path, required=True, metavar="DIR",
+                   help="the Node, its NodeSLO, its Pods, a NodeMetric (latest usage), optionally a "
+                        "NodeResourceTopology")
+    add_strategy_flags(p)
+    p.add_argument("--cgroup-version", choices=[v.value for v in CgroupVersion], default="v1",
+                   help="the cgroup version whose file names are printed (default v1)")
+    p.add_argument("--now", help="RFC 3339 time of the round (default: now)")
+    add_output(p, ("json", "table"), default="json")
+    p.set_defaults(func=run_plan)
+
+    add_run_command(commands)
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    try:
+        now = system_clock()
+        if args.now is not None:
+            parsed = parse_time(args.now)
+            if parsed is None:
+                raise ConfigError("--now", f"not an RFC 3339 time: {args.now!r}")
+            now = parsed
+        report = plan(args.node_dir, strategy_options(args),
+                      PlanSettings(CgroupDriver(args.cgroup_driver), CgroupVersion(args.cgroup_version)), now)
+    except (ConfigError, PlanError) as exc:
+        return errors.report(str(exc))
+    try:
+        print(json.dumps(report, indent=2) if args.output == "json" else plan_table(report), flush=True)
+    except BrokenPipeError:
+        sys.stdout = open("/dev/null", "w")
+    return errors.EXIT_OK
+

@@ -1,0 +1,154 @@
+"""The QoS manager's framework (spec §1): the one table of built-in strategies, the extension
+plugins, and one round of every enabled strategy.
+
+`builtin_strategies()` is the table — name, the gates that enable it, the interval flag, the
+factory — in one visible place; a duplicate name is an error. A strategy's `enabled()` is its
+gate (fixed at start-up); the NodeSLO switch (`resourceUsedThresholdWithBE.enable`) is read by
+the strategy every round, because a disabled CPUSuppress still has to recover the cgroups.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from scheduler_plugins.koordlet import features
+from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite
+from scheduler_plugins.koordlet.features import parse_gate_map
+from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, Strategy, StrategyOptions
+from scheduler_plugins.koordlet.strategies.cgroupreconcile import CgroupReconcile
+from scheduler_plugins.koordlet.strategies.cpuburst import CPUBurst
+from scheduler_plugins.koordlet.strategies.cpuevict import CPUEvict
+from scheduler_plugins.koordlet.strategies.cpusuppress import CPUSuppress
+from scheduler_plugins.koordlet.strategies.memoryevict import MemoryEvict
+
+log = logging.getLogger("colocate.koordlet")
+
+
+@dataclass(frozen=True)
+class StrategyEntry:
+    name: str  # without Koordinator's typo: CPUSuppress, not CPUSuppresss
+    koordinator_name: str
+    gates: tuple[str, ...]
+    interval_flag: str
+    factory: Callable[[StrategyOptions], Strategy]
+
+
+def builtin_strategies() -> list[StrategyEntry]:
+    """Every built-in strategy, in the order a round runs them."""
+    table = [
+        StrategyEntry("CPUSuppress", "CPUSuppresss", (features.BE_CPU_SUPPRESS,), "cpu-suppress-interval-seconds",
+                      CPUSuppress),
+        StrategyEntry("CPUEvict", "CPUEvict", (features.BE_CPU_EVICT, features.CPU_EVICT,
+                                               features.CPU_ALLOCATABLE_EVICT), "cpu-evict-interval-seconds",
+                      CPUEvict),
+        StrategyEntry("MemoryEvict", "memoryEvict", (features.BE_MEMORY_EVICT, features.MEMORY_EVICT,
+                                                     features.MEMORY_ALLOCATABLE_EVICT),
+                      "memory-evict-interval-seconds", MemoryEvict),
+        StrategyEntry("CgroupReconcile", "CgroupReconcile", (features.CGROUP_RECONCILE,),
+                      "reconcile-interval-seconds", CgroupReconcile),
+        StrategyEntry("CPUBurst", "CPUBurst", (features.CPU_BURST,), "reconcile-interval-seconds", CPUBurst),
+    ]
+    names = [e.name for e in table]
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate strategy names in {names}")
+    return table
+
+
+@dataclass
+class RoundReport:
+    """One round of every strategy: what `plan` prints and the runner applies."""
+
+    strategies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    writes: list[CgroupWrite] = field(default_factory=list)
+    evictions: list[Eviction] = field(default_factory=list)
+    durations: dict[str, float] = field(default_factory=dict)
+
+
+class QOSManager:
+    """The built-in strategies, instantiated once (they keep state: cool times, recovered policies)."""
+
+    def __init__(self, options: StrategyOptions, table: Sequence[StrategyEntry] | None = None,
+                 timer: Callable[[], float] | None = None) -> None:
+        self.options = options
+        self.entries = list(table if table is not None else builtin_strategies())
+        self.strategies: dict[str, Strategy] = {e.name: e.factory(options) for e in self.entries}
+        self._timer = timer
+
+    def setup(self, ctx: Any) -> None:
+        for strategy in self.strategies.values():
+            strategy.setup(ctx)
+
+    def enabled(self) -> list[Strategy]:
+        return [s for s in self.strategies.values() if s.enabled()]
+
+    def run_round(self, inp: RoundInput, names: Sequence[str] | None = None) -> RoundReport:
+        """One round of the enabled strategies (of `names` only, when given)."""
+        report = RoundReport()
+        for name, strategy in self.strategies.items():
+            if names is not None and name not in names:
+                continue
+            if not strategy.enabled():
+                report.strategies[name] = {"enabled": False}
+                continue
+            started = self._timer() if self._timer else 0.0
+            result = strategy.round(inp)
+            if self._timer:
+                report.durations[name] = self._timer() - started
+            report.strategies[name] = {"enabled": True, **result.status}
+            report.writes.extend(result.writes)
+            report.evictions.extend(result.evictions)
+        return report
+
+
+# --- extension plugins (spec §1.1) ---------------------------------------------------------------
+
+class ExtensionPlugin(Protocol):
+    def init_flags(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def setup(self, kube_client: Any, metric_cache: Any, states: Any) -> None: ...
+
+    async def run(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    default: bool
+    pre_release: str = "Alpha"
+
+
+class ExtensionRegistry:
+    """QoS extension plugins by feature name, each behind its own gate (`--qos-extension-plugins`)."""
+
+    def __init__(self) -> None:
+        self._plugins: dict[str, tuple[FeatureSpec, ExtensionPlugin]] = {}
+
+    def register(self, feature: str, spec: FeatureSpec, plugin: ExtensionPlugin) -> None:
+        """RegisterQOSExtPlugin: a taken name is an error."""
+        if feature in self._plugins:
+            raise ValueError(f"QoS extension plugin {feature!r} is already registered")
+        self._plugins[feature] = (spec, plugin)
+
+    def init_flags(self, parser: argparse.ArgumentParser) -> None:
+        for _, plugin in self._plugins.values():
+            plugin.init_flags(parser)
+
+    def gates(self, text: str) -> dict[str, bool]:
+        """The plugins' gates: their defaults with `--qos-extension-plugins`; unknown key ⇒ ConfigError."""
+        defaults = {name: spec.default for name, (spec, _) in self._plugins.items()}
+        return {**defaults, **parse_gate_map(text, defaults, "--qos-extension-plugins")}
+
+    def setup_all(self, kube_client: Any, metric_cache: Any, states: Any) -> None:
+        for _, plugin in self._plugins.values():
+            plugin.setup(kube_client, metric_cache, states)
+
+    def enabled(self, gates: Mapping[str, bool]) -> list[tuple[str, ExtensionPlugin]]:
+        return [(name, plugin) for name, (_, plugin) in self._plugins.items() if gates.get(name)]
+
+
+def default_extensions() -> ExtensionRegistry:
+    """The extension plugins colocate ships: none yet; a deployment registers its own here."""
+    return ExtensionRegistry()
+

@@ -1,0 +1,2 @@
+"""Usage from the machine: the collector (`/proc`, cgroup files), the metric cache (windows,
+percentiles) and the NodeMetric reporter."""

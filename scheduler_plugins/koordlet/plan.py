@@ -1,0 +1,88 @@
+"""`colocate koordlet plan`: one round of every enabled strategy over a node directory, nothing
+written. The directory holds the Node, its NodeSLO, its Pods, optionally a NodeResourceTopology,
+and a NodeMetric whose `status` stands for the latest usage. Current cgroup values are unknown to
+a plan (no machine is read), so the steps that compare with them (the cfsQuota step limit, the
+cpuset increase cap) act as on a fresh node.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cluster.files import load_directory
+from policies.kinds import NODE_METRIC_KIND
+from policies.objects import name_of, spec_of
+from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
+from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
+from scheduler_plugins.koordlet.framework import QOSManager
+from scheduler_plugins.koordlet.states import KOORDLET_KINDS, node_state
+from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions
+from scheduler_plugins.koordlet.topology import flat_processors, processors_of_topology
+from scheduler_plugins.koordlet.usage import usage_of_node_metric
+
+
+class PlanError(ValueError):
+    """The node directory cannot be planned (one line for the user)."""
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    driver: CgroupDriver = CgroupDriver.CGROUPFS
+    version: CgroupVersion = CgroupVersion.V1
+
+
+def _unknown(cgroup: str, resource: Resource) -> None:
+    return None
+
+
+def plan(directory: Path, options: StrategyOptions, settings: PlanSettings, now: float) -> dict[str, Any]:
+    if not directory.is_dir():
+        raise PlanError(f"{directory}: not a directory")
+    store = load_directory(directory, (*KOORDLET_KINDS, NODE_METRIC_KIND))
+    if store.problems:
+        problem = store.problems[0]
+        raise PlanError(f"{problem.source}: {problem.message}")
+    nodes = store.objects("Node")
+    if len(nodes) != 1:
+        raise PlanError(f"{directory}: expected exactly one Node, found {len(nodes)}")
+    node_name = name_of(nodes[0])
+    state = node_state(store, node_name)
+    # pods without spec.nodeName in a node directory are the node's too
+    extra = tuple(p for p in store.objects("Pod") if not spec_of(p).get("nodeName"))
+    if extra:
+        state = type(state)(state.node, state.node_slo, state.node_slo_error, state.pods + extra, state.topology,
+                            state.node_metric)
+    if state.node_slo_error:
+        raise PlanError(state.node_slo_error)
+    layout = CgroupLayout(Path("/"), settings.version, settings.driver)
+    processors = processors_of_topology(state.topology)
+    if processors is None:
+        capacity = RoundInput.build(state, usage_of_node_metric(None), layout, _unknown, now, ()).node_amount(
+            "capacity", "cpu")
+        processors = flat_processors(capacity // 1000)
+    inp = RoundInput.build(state, usage_of_node_metric(state.node_metric), layout, _unknown, now, processors)
+    report = QOSManager(options).run_round(inp)
+    return {"node": node_name, "strategies": report.strategies,
+            "actions": [w.as_dict(layout) for w in report.writes],
+            "evictions": [e.as_dict() for e in report.evictions]}
+
+
+def _columns(header: tuple[str, ...], rows: Sequence[tuple[Any, ...]]) -> list[str]:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return ["  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
+
+
+def plan_table(report: dict[str, Any]) -> str:
+    """The plan for people: strategies, cgroup writes, evictions."""
+    statuses = [(name, str(status["enabled"]).lower(),
+                 " ".join(f"{k}={v}" for k, v in status.items() if k != "enabled"))
+                for name, status in report["strategies"].items()]
+    lines = [f"node {report['node']}", "", *_columns(("STRATEGY", "ENABLED", "DETAIL"), statuses), ""]
+    actions = [(a["strategy"], a["cgroup"], a["file"], a["value"]) for a in report["actions"]]
+    lines += _columns(("STRATEGY", "CGROUP", "FILE", "VALUE"), actions) if actions else ["(no cgroup writes)"]
+    lines.append("")
+    evictions = [(e["strategy"], e["pod"], e["reason"]) for e in report["evictions"]]
+    lines += _columns(("STRATEGY", "POD", "REASON"), evictions) if evictions else ["(no evictions)"]
+    return "\n".join(lines)

@@ -1,0 +1,94 @@
+"""The strategy contract (spec §1): `enabled()`, `setup(ctx)`, and one `round(input)` that returns
+what to do — cgroup writes and evictions as values — instead of doing it. The framework's runner
+applies them (or prints them with `--dry-run`), so each decision is testable without mocks.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from policies.quantity import QuantityError, milli_value, value
+from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, Reader
+from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout
+from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.pods import PodView, is_active, pod_view
+from scheduler_plugins.koordlet.states import NodeState
+from scheduler_plugins.koordlet.topology import CPUInfo
+from scheduler_plugins.koordlet.usage import Usage
+
+
+@dataclass(frozen=True)
+class Eviction:
+    strategy: str
+    pod: Mapping[str, Any]
+    key: str
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "pod": self.key, "reason": self.reason}
+
+
+@dataclass
+class StrategyResult:
+    name: str
+    #: what `plan` prints under strategies.<name> (besides `enabled`)
+    status: dict[str, Any] = field(default_factory=dict)
+    writes: list[CgroupWrite] = field(default_factory=list)
+    evictions: list[Eviction] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RoundInput:
+    """Everything one round may read."""
+
+    state: NodeState
+    usage: Usage
+    layout: CgroupLayout
+    read: Reader  # the current value of a cgroup file (None: unknown)
+    now: float
+    processors: tuple[CPUInfo, ...]
+    pods: tuple[PodView, ...]
+
+    @classmethod
+    def build(cls, state: NodeState, usage: Usage, layout: CgroupLayout, read: Reader, now: float,
+              processors: Sequence[CPUInfo]) -> RoundInput:
+        views = tuple(pod_view(p, layout) for p in state.pods if is_active(p))
+        return cls(state, usage, layout, read, now, tuple(processors), views)
+
+    def node_amount(self, field_name: str, resource: str) -> int:
+        """The node's status.<capacity|allocatable>[resource] (cpu in millicores), 0 when absent."""
+        raw = ((self.state.node or {}).get("status") or {}).get(field_name) or {}
+        if resource not in raw:
+            return 0
+        try:
+            return milli_value(raw[resource]) if resource == "cpu" else value(raw[resource])
+        except QuantityError:
+            return 0
+
+
+@dataclass(frozen=True)
+class StrategyOptions:
+    gates: FeatureGates
+    cpu_suppress_interval: float = 1.0
+    cpu_evict_interval: float = 1.0
+    cpu_evict_cool_time: float = 20.0
+    memory_evict_interval: float = 1.0
+    memory_evict_cool_time: float = 4.0
+    reconcile_interval: float = 1.0
+    #: the collector's interval: the suppress and evict windows are at least this long
+    collect_interval: float = 1.0
+
+
+class Strategy(Protocol):
+    name: str
+    interval: float
+
+    def enabled(self) -> bool:
+        """The feature gate (and its interval > 0): fixed at start-up."""
+
+    def setup(self, ctx: Any) -> None:
+        """Grab what the strategy needs from the QoS manager's context before the first round."""
+
+    def round(self, inp: RoundInput) -> StrategyResult:
+        """One round: what to write and whom to evict. May keep state (cool times)."""

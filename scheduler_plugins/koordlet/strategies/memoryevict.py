@@ -1,0 +1,121 @@
+"""MemoryEvict (Koordinator's `memoryEvict`, spec §5): when the node's memory use passes a
+threshold, evict pods — BE first by priority and usage — until enough is released; then wait the
+cool time. Three tasks, in order, each with its gate and the NodeSLO switch: BEMemoryEvict,
+MemoryAllocatableEvict, MemoryEvict.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from policies.constants import BATCH_MEMORY, QoSClass
+from scheduler_plugins.koordlet import features
+from scheduler_plugins.koordlet.pods import PodView
+from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, StrategyOptions, StrategyResult
+from scheduler_plugins.koordlet.strategies.victims import by_priority_then_usage, take_until
+
+NAME = "MemoryEvict"
+MAX_ALLOCATABLE_EVICT_PRIORITY = 7999
+DEFAULT_ALLOCATABLE_THRESHOLD, DEFAULT_ALLOCATABLE_LOWER = 110, 100
+
+
+def release_for(used: int, capacity: int, threshold: int, lower: int | None) -> tuple[int, int] | None:
+    """(usage %, bytes to release) when `used` of `capacity` is at or over `threshold` %."""
+    low = threshold - 2 if lower is None else lower
+    if low >= threshold or capacity <= 0:
+        return None
+    pct = used * 100 // capacity
+    if pct < threshold:
+        return None
+    return pct, capacity * (pct - low) // 100
+
+
+class MemoryEvict:
+    name = NAME
+
+    def __init__(self, options: StrategyOptions) -> None:
+        self.options = options
+        self.interval = options.memory_evict_interval
+        self.last_evict_time: float | None = None
+
+    def enabled(self) -> bool:
+        return self.options.gates.any_enabled(features.BE_MEMORY_EVICT, features.MEMORY_EVICT,
+                                              features.MEMORY_ALLOCATABLE_EVICT) and self.interval > 0
+
+    def setup(self, ctx: object) -> None:
+        pass
+
+    def round(self, inp: RoundInput) -> StrategyResult:
+        result = StrategyResult(NAME)
+        if self.last_evict_time is not None and inp.now < self.last_evict_time + self.options.memory_evict_cool_time:
+            result.status["reason"] = "in cool time"
+            return result
+        slo = inp.state.node_slo
+        if slo is None or not slo.threshold.enable:
+            result.status["reason"] = inp.state.node_slo_error or "disabled by NodeSLO"
+            return result
+        capacity = inp.node_amount("capacity", "memory")
+        if capacity <= 0:
+            result.status["reason"] = "node memory capacity is 0"
+            return result
+        t = slo.threshold
+        gates = self.options.gates
+        usage = inp.usage
+        used = usage.node.memory if usage.node else 0
+        result.status["usagePercent"] = used * 100 // capacity
+
+        def mem(pod: PodView) -> int:
+            found = usage.pods.get(pod.key)
+            return found.memory if found else 0
+
+        chosen: set[str] = set()
+
+        def evict(victims: list[PodView], reason: str) -> None:
+            for pod in victims:
+                chosen.add(pod.key)
+                result.evictions.append(Eviction(NAME, pod.pod, pod.key, reason))
+
+        if gates.enabled(features.BE_MEMORY_EVICT) and t.memory_evict_threshold_percent is not None:
+            found = release_for(used, capacity, t.memory_evict_threshold_percent, t.memory_evict_lower_percent)
+            if found:
+                pct, release = found
+                be = [p for p in inp.pods if p.raw_qos is QoSClass.BE]
+                victims, _ = take_until(by_priority_then_usage(be, mem), mem, release, chosen)
+                evict(victims, f"node memory usage {pct}% >= threshold {t.memory_evict_threshold_percent}%, "
+                               f"releasing {release} bytes from BE pods")
+        if gates.enabled(features.MEMORY_ALLOCATABLE_EVICT):
+            self._allocatable(inp, chosen, evict)
+        if gates.enabled(features.MEMORY_EVICT) and t.memory_evict_threshold_percent is not None \
+                and t.evict_enabled_priority_threshold is not None:
+            found = release_for(used, capacity, t.memory_evict_threshold_percent, t.memory_evict_lower_percent)
+            if found:
+                pct, release = found
+                limit = t.evict_enabled_priority_threshold
+                candidates = [p for p in inp.pods if p.priority < limit]
+                victims, _ = take_until(by_priority_then_usage(candidates, mem, annotated=True), mem, release, chosen)
+                evict(victims, f"node memory usage {pct}% >= threshold {t.memory_evict_threshold_percent}%, "
+                               f"releasing {release} bytes from pods with priority < {limit}")
+        if result.evictions:
+            self.last_evict_time = inp.now
+        return result
+
+    def _allocatable(self, inp: RoundInput, chosen: set[str], evict: Callable[[list[PodView], str], None]) -> None:
+        t = inp.state.node_slo.threshold if inp.state.node_slo else None
+        allocatable = inp.node_amount("allocatable", BATCH_MEMORY)
+        if t is None or allocatable <= 0:
+            return
+        limit = t.allocatable_evict_priority_threshold
+        if limit is None or limit > MAX_ALLOCATABLE_EVICT_PRIORITY:
+            return
+        candidates = [p for p in inp.pods if p.priority < limit]
+        requested = sum(p.batch_memory_request() for p in candidates)
+        threshold = t.memory_allocatable_evict_threshold_percent or DEFAULT_ALLOCATABLE_THRESHOLD
+        lower = t.memory_allocatable_evict_lower_percent
+        found = release_for(requested, allocatable, threshold,
+                            DEFAULT_ALLOCATABLE_LOWER if lower is None and threshold > DEFAULT_ALLOCATABLE_LOWER
+                            else lower)
+        if not found:
+            return
+        pct, release = found
+        request = PodView.batch_memory_request
+        victims, _ = take_until(by_priority_then_usage(candidates, request), request, release, chosen)
+        evict(victims, f"batch memory requests {pct}% of allocatable >= {threshold}%, releasing {release} bytes")

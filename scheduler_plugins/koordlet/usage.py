@@ -1,0 +1,64 @@
+"""The usage a round reads: the node's, each pod's and each host application's latest CPU and
+memory, and BE's windowed CPU figures. In `run` it comes from the metric cache (the machine); in
+`plan` from a NodeMetric's `status` (`usage_of_node_metric`)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.quantity import QuantityError, resource_list
+
+
+@dataclass(frozen=True)
+class ResourceUsage:
+    cpu_milli: int = 0
+    memory: int = 0
+
+
+@dataclass(frozen=True)
+class BECPU:
+    """BE's CPU over the eviction window (averages, millicores): used, requested, really allowed."""
+
+    usage_milli: int
+    request_milli: int
+    limit_milli: int | None  # None: not known yet (the cgroup was not read)
+
+
+@dataclass(frozen=True)
+class Usage:
+    node: ResourceUsage | None = None
+    #: by pod "namespace/name"; a cgroup with no pod object is keyed "uid:<uid>" (counts as non-BE)
+    pods: Mapping[str, ResourceUsage] = field(default_factory=dict)
+    host_apps: Mapping[str, ResourceUsage] = field(default_factory=dict)
+    be_cpu: BECPU | None = None
+
+
+def _usage(raw: Any) -> ResourceUsage | None:
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        amounts = resource_list(raw.get("resources") if isinstance(raw.get("resources"), Mapping) else None)
+    except QuantityError:
+        return None
+    return ResourceUsage(amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0))
+
+
+def usage_of_node_metric(metric: Mapping[str, Any] | None) -> Usage:
+    """The latest usage a NodeMetric's status reports."""
+    status = (metric or {}).get("status") or {}
+    node = _usage((status.get("nodeMetric") or {}).get("nodeUsage"))
+    pods: dict[str, ResourceUsage] = {}
+    for item in status.get("podsMetric") or []:
+        if isinstance(item, Mapping) and item.get("name"):
+            found = _usage(item.get("podUsage"))
+            if found is not None:
+                pods[f"{item.get('namespace') or 'default'}/{item['name']}"] = found
+    apps: dict[str, ResourceUsage] = {}
+    for item in status.get("hostApplicationMetric") or []:
+        if isinstance(item, Mapping) and item.get("name"):
+            found = _usage(item.get("usage"))
+            if found is not None:
+                apps[str(item["name"])] = found
+    return Usage(node, pods, apps)

@@ -1,0 +1,1 @@
+"""Reservation (spec §5): the plugin in `plugin.py`, the pod-side matching in `matching.py`."""

@@ -1,0 +1,284 @@
+"""Reservation (spec §5): pods consume the resources Reservations hold; reserve pods are scheduled.
+
+BeforePreFilter expires due reservations (in the scheduler's view) and, for a normal pod,
+classifies the reservations of every node that holds some (matching.py). BeforeFilter hands the
+Filter plugins a copy of a node with the pod's matched reservations removed, so the capacity they
+hold is free *for this pod*; a pod with no match skips it (and keeps the batch Filter path).
+PreFilter restricts a pod with `reservation-affinity` to nodes with a match. Filter enforces a
+reserve pod's `reservation-node` and the Aligned/Restricted reservation fit. PreScore nominates
+one reservation per node; Score gives a node with the preferred (smallest `reservation-order`)
+reservation 1000 and others their ScoreReservation, then normalises to 0..100. Reserve counts the
+pod against the nominated reservation (re-checking `allocateOnce`), Unreserve undoes it, PreBind
+writes `reservation-allocated` and the Reservation's status, and Bind "binds" a reserve pod by
+making its Reservation Available on the node; a normal pod's Bind is skipped (DefaultBinder).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from policies.constants import (
+    ANNOTATION_RESERVATION_ALLOCATED,
+    ANNOTATION_RESERVATION_NAME,
+    ANNOTATION_RESERVATION_NODE,
+    RESERVATION_KIND,
+)
+from scheduler_plugins.clock import format_time
+from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, RESERVED_RESERVATION, CycleState
+from scheduler_plugins.scheduler.framework.handle import ClientError, Handle
+from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, NodeScore, PreFilterResult
+from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.status import (
+    SKIP,
+    SUCCESS,
+    Status,
+    error,
+    unresolvable,
+    unschedulable,
+)
+from scheduler_plugins.scheduler.plugins.reservation import matching
+from scheduler_plugins.scheduler.podinfo import PodInfo
+from scheduler_plugins.scheduler.reservations import (
+    PHASE_AVAILABLE,
+    ReservationInfo,
+    is_reserve_pod,
+    quantities,
+)
+
+NAME: Final = "Reservation"
+MOST_PREFERRED_SCORE: Final = 1000
+REASON_AFFINITY: Final = "node(s) no reservations match reservation affinity"
+REASON_NODE_NAME: Final = "node(s) didn't match the nodeName specified by reservation"
+REASON_ALLOCATE_ONCE: Final = "reservation has allocateOnce enabled and has already been allocated"
+#: the CycleState key of the plugin's per-cycle state, and of the reservation a pod reserved
+STATE_KEY: Final = NAME
+RESERVED_KEY: Final = NAME + "/reserved"
+
+
+@dataclass
+class _Cycle:
+    affinity: matching.Affinity | None = None
+    matched: dict[str, list[ReservationInfo]] = field(default_factory=dict)
+    nominated: dict[str, ReservationInfo] = field(default_factory=dict)
+    preferred: str = ""
+
+
+class Reservation:
+    name = NAME
+
+    def __init__(self, handle: Handle) -> None:
+        self.handle = handle
+        self.index = handle.cluster.reservations
+
+    # --- BeforePreFilter / PreFilter ---------------------------------------------------------------
+    def before_pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PodInfo, bool, Status]:
+        self.index.expire(self.handle.clock())
+        cycle = _Cycle()
+        if not is_reserve_pod(pod) and not matching.is_ignored(pod):
+            cycle.affinity = matching.affinity_of(pod)
+            nodes = self.handle.cluster.nodes
+            for info in self.index.candidates(pod):
+                node = nodes.get(info.node_name)
+                if node is not None and self.index.matchable(info) and matching.matches(
+                        pod, info, cycle.affinity, node.labels):
+                    cycle.matched.setdefault(node.name, []).append(info)
+            cycle.matched = dict(sorted(cycle.matched.items()))
+        state.write(STATE_KEY, cycle)
+        state.before_filter_nodes[NAME] = frozenset(cycle.matched)  # only these nodes are restored
+        if cycle.matched:
+            state.write(PREFERRED_NODES, tuple(cycle.matched))
+        return pod, False, SUCCESS
+
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
+        if is_reserve_pod(pod):
+            name = pod.annotations.get(ANNOTATION_RESERVATION_NAME, "")
+            if name not in self.index.infos:
+                return None, error(f"reservation {name!r} not found")
+            return None, SUCCESS
+        cycle = self._cycle(state)
+        if cycle.affinity is not None:
+            if not cycle.matched:
+                return None, unresolvable(REASON_AFFINITY)
+            return PreFilterResult(frozenset(cycle.matched)), SUCCESS
+        return (None, SKIP) if not cycle.matched else (None, SUCCESS)
+
+    def _cycle(self, state: CycleState) -> _Cycle:
+        cycle = state.read(STATE_KEY)
+        return cycle if isinstance(cycle, _Cycle) else _Cycle()
+
+    # --- BeforeFilter / Filter -------------------------------------------------------------------
+    def before_filter(self, state: CycleState, pod: PodInfo,
+                      node: NodeInfo) -> tuple[PodInfo, NodeInfo, bool, Status]:
+        matched = self._cycle(state).matched.get(node.name)
+        if not matched:
+            return pod, node, False, SUCCESS
+        held = {r.reserve_pod.key for r in matched}
+        restored = NodeInfo(node.node)
+        restored.index = node.index
+        for key, other in node.pods.items():
+            if key not in held:
+                restored.add_pod(other)
+        return pod, restored, True, SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if is_reserve_pod(pod):
+            wanted = pod.annotations.get(ANNOTATION_RESERVATION_NODE)
+            return unresolvable(REASON_NODE_NAME) if wanted and wanted != node.name else SUCCESS
+        cycle = self._cycle(state)
+        matched = cycle.matched.get(node.name)
+        if not matched:
+            return unresolvable(REASON_AFFINITY) if cycle.affinity is not None else SUCCESS
+        reasons: list[str] = []
+        for info in matched:
+            if cycle.affinity is None and not matching.shares_resources(pod, info):
+                continue
+            why = matching.fit_reasons(pod, info, self.index.remaining(info))
+            if not why:
+                return SUCCESS
+            reasons.extend(why)
+        if cycle.affinity is not None:
+            return unschedulable(*(sorted(set(reasons)) or ["node(s) no reservation(s) to meet the requirements"]))
+        return self._fits_without_reservations(pod, node)
+
+    def _fits_without_reservations(self, pod: PodInfo, restored: NodeInfo) -> Status:
+        """No matched reservation fits: the pod may still fit the node with every reservation held
+        (the cluster's own NodeInfo, not the restored copy)."""
+        table = self.handle.cluster.by_index
+        node = table[restored.index] if 0 <= restored.index < len(table) else restored
+        short = [f"Insufficient {name} by node" for name, amount in sorted(pod.qos_requests.items())
+                 if amount > node.allocatable.get(name, 0) - node.qos_requested.get(name, 0)]
+        return unschedulable(*short) if short else SUCCESS
+
+    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Any,
+                    index: NodeIndex) -> npt.NDArray[np.bool_] | None:
+        """`filter` for many nodes: only the pod's matched nodes (or a reserve pod's node) are
+        asked one by one; every other node passes, or fails an affinity pod."""
+        cycle = self._cycle(state)
+        if is_reserve_pod(pod):
+            wanted = pod.annotations.get(ANNOTATION_RESERVATION_NODE)
+            if not wanted:
+                return np.ones(len(nodes), dtype=np.bool_)
+            return np.fromiter((n.name == wanted for n in nodes), dtype=np.bool_, count=len(nodes))
+        if not cycle.matched:
+            return np.full(len(nodes), cycle.affinity is None, dtype=np.bool_)
+        mask = np.full(len(nodes), cycle.affinity is None, dtype=np.bool_)
+        for i, node in enumerate(nodes):
+            if node.name in cycle.matched:
+                mask[i] = self.filter(state, pod, node).is_success
+        return mask
+
+    # --- PreScore / Score ------------------------------------------------------------------------
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
+        cycle = self._cycle(state)
+        if is_reserve_pod(pod) or not cycle.matched:
+            return SKIP
+        best_order = 0
+        for node in nodes:
+            chosen = self._nominate(cycle, pod, node.name)
+            if chosen is None:
+                continue
+            cycle.nominated[node.name] = chosen
+            if chosen.order and (not best_order or chosen.order < best_order):
+                best_order, cycle.preferred = chosen.order, node.name
+        return SUCCESS
+
+    def _nominate(self, cycle: _Cycle, pod: PodInfo, node_name: str) -> ReservationInfo | None:
+        """§5.5 NominateReservation: the fitting matches; smallest order, else highest score."""
+        if node_name in cycle.nominated:
+            return cycle.nominated[node_name]
+        fitting = [r for r in cycle.matched.get(node_name, ())
+                   if self.index.matchable(r) and not matching.fit_reasons(pod, r, self.index.remaining(r))]
+        if not fitting:
+            return None
+        ordered = [r for r in fitting if r.order]
+        if ordered:
+            return min(ordered, key=lambda r: (r.order, r.name))
+        return max(fitting, key=lambda r: (matching.score(pod, r, self.index.allocated(r.name)), r.name))
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        cycle = self._cycle(state)
+        if node.name == cycle.preferred:
+            return MOST_PREFERRED_SCORE, SUCCESS
+        chosen = cycle.nominated.get(node.name)
+        if chosen is None:
+            return 0, SUCCESS
+        return matching.score(pod, chosen, self.index.allocated(chosen.name)), SUCCESS
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        highest = max((s.score for s in scores), default=0)
+        if highest > 0:
+            for s in scores:
+                s.score = s.score * 100 // highest
+        return SUCCESS
+
+    # --- Reserve / Unreserve ---------------------------------------------------------------------
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        if is_reserve_pod(pod):
+            return SUCCESS
+        cycle = self._cycle(state)
+        chosen = self._nominate(cycle, pod, node_name)
+        if chosen is None:
+            if cycle.affinity is not None:
+                return unschedulable(REASON_AFFINITY)
+            return SUCCESS
+        if chosen.allocate_once and self.index.allocated(chosen.name):
+            return unschedulable(REASON_ALLOCATE_ONCE)
+        self.index.allocate(chosen.name, pod)
+        state.write(RESERVED_KEY, chosen)
+        state.write(RESERVED_RESERVATION, chosen.name)
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        chosen = state.read(RESERVED_KEY)
+        if isinstance(chosen, ReservationInfo):
+            self.index.release(chosen.name, pod.key)
+            state.delete(RESERVED_KEY)
+            state.delete(RESERVED_RESERVATION)
+
+    # --- PreBind / Bind --------------------------------------------------------------------------
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """`pod` is the framework's copy: the annotation goes on it (DefaultPreBind patches it);
+        the Reservation's status gains the owner and the allocated total."""
+        chosen = state.read(RESERVED_KEY)
+        if not isinstance(chosen, ReservationInfo):
+            return SUCCESS
+        annotations = pod.obj.setdefault("metadata", {}).setdefault("annotations", {})
+        annotations[ANNOTATION_RESERVATION_ALLOCATED] = json.dumps({"name": chosen.name, "uid": chosen.uid},
+                                                                   separators=(",", ":"))
+        owners = [o for o in chosen.status.get("currentOwners") or [] if o.get("name") != pod.name
+                  or o.get("namespace") != pod.namespace]
+        owners.append({"namespace": pod.namespace, "name": pod.name, "uid": pod.metadata.get("uid", "")})
+        allocated = self.index.allocated(chosen.name)
+        return self._patch_status(chosen.name, {"currentOwners": owners, "allocated": quantities(allocated)})
+
+    def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        if not is_reserve_pod(pod):
+            return SKIP
+        name = pod.annotations.get(ANNOTATION_RESERVATION_NAME, pod.name)
+        info = self.index.infos.get(name)
+        if info is None:
+            return error(f"reservation {name!r} not found")
+        now = format_time(self.handle.clock())
+        return self._patch_status(name, {
+            "nodeName": node_name, "phase": PHASE_AVAILABLE, "allocatable": quantities(info.allocatable),
+            "conditions": [
+                {"type": "Scheduled", "status": "True", "reason": "Scheduled", "lastTransitionTime": now},
+                {"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": now}]})
+
+    def _patch_status(self, name: str, fields: dict[str, Any]) -> Status:
+        info = self.index.infos.get(name)
+        status = dict(info.status) if info is not None else {}
+        ops: list[dict[str, Any]] = [{"op": "add", "path": "/status", "value": {**status, **fields}}]
+        try:
+            self.handle.client.patch(RESERVATION_KIND, "", name, ops)
+        except ClientError as exc:
+            return error(f"failed to update reservation {name}: {exc}")
+        return SUCCESS
+
+
+def new(args: Any, handle: Handle) -> Reservation:
+    return Reservation(handle)

@@ -1,0 +1,277 @@
+"""A Reservation as the scheduler sees it (spec §5.1): the object, its reserve pod, whom it serves.
+
+A Reservation is scheduled as a fake *reserve pod* built from its template; once Available on a
+node it holds its resources there. `ReservationInfo` derives, once per object version, what the
+cluster state and the Reservation plugin ask on every cycle: the reserved vector (the template's
+requests, or `status.allocatable` once scheduled), the owner matcher, the expiry time and the
+allocate policy. The object stays a dict; nothing here mutates it.
+
+Owners are in disjunctive normal form: entries are ORed, the fields of one entry ANDed; a missing
+`owners` matches nothing and `[{}]` matches every pod. Empty fields of `object`/`controller` are
+wildcards.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Final
+
+from policies.constants import (
+    ANNOTATION_PRE_ALLOCATION,
+    ANNOTATION_RESERVATION_NAME,
+    ANNOTATION_RESERVATION_NODE,
+    ANNOTATION_RESERVE_POD,
+    LABEL_KOORDINATOR_PRIORITY,
+    LABEL_RESERVATION_ORDER,
+    RESOURCE_CPU,
+    RESOURCE_MEMORY,
+)
+from policies.durations import parse_duration
+from policies.quantity import QuantityError, resource_list
+from policies.selectors import LabelSelector, SelectorShapeError, compile_selector
+from scheduler_plugins.clock import parse_time
+from scheduler_plugins.scheduler.podinfo import PodInfo, Vector, clone
+
+MAX_INT32: Final = 2**31 - 1
+#: `PodInfo.key` of a reserve pod: never a real pod's `namespace/name`
+RESERVE_POD_KEY_PREFIX: Final = "Reservation/"
+PHASE_PENDING, PHASE_AVAILABLE, PHASE_SUCCEEDED, PHASE_FAILED, PHASE_WAITING = (
+    "Pending", "Available", "Succeeded", "Failed", "Waiting")
+POLICY_DEFAULT, POLICY_ALIGNED, POLICY_RESTRICTED = "", "Aligned", "Restricted"
+DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
+
+
+class ReservePodInfo(PodInfo):
+    """The reserve pod of a Reservation: keyed `Reservation/<name>` so it never collides with a pod."""
+
+    @cached_property
+    def key(self) -> str:
+        return RESERVE_POD_KEY_PREFIX + str(self.annotations.get(ANNOTATION_RESERVATION_NAME, self.name))
+
+
+def is_reserve_pod(pod: PodInfo) -> bool:
+    return pod.annotations.get(ANNOTATION_RESERVE_POD) == "true"
+
+
+@dataclass(frozen=True, slots=True)
+class _OwnerTerm:
+    object: Mapping[str, str] | None
+    controller: Mapping[str, Any] | None
+    selector: LabelSelector | None
+
+    def matches(self, pod: PodInfo) -> bool:
+        if self.object is not None:
+            meta = pod.metadata
+            wanted = {"uid": meta.get("uid"), "name": meta.get("name"), "namespace": pod.namespace}
+            for field, value in self.object.items():
+                if field in wanted and value and value != wanted[field]:
+                    return False
+        if self.controller is not None:
+            refs = [r for r in pod.metadata.get("ownerReferences") or [] if r.get("controller")]
+            if not refs:
+                return False
+            ref = refs[0]
+            for field in ("apiVersion", "kind", "name", "uid"):
+                if self.controller.get(field) and self.controller[field] != ref.get(field):
+                    return False
+            if self.controller.get("namespace") and self.controller["namespace"] != pod.namespace:
+                return False
+        return self.selector is None or self.selector.matches(pod.labels)
+
+
+class ReservationInfo:
+    """One Reservation object, read-only; `allocated` pods are tracked by the cluster state."""
+
+    __slots__ = ("obj", "__dict__")
+
+    def __init__(self, obj: Mapping[str, Any]) -> None:
+        self.obj = obj
+
+    @cached_property
+    def metadata(self) -> Mapping[str, Any]:
+        return self.obj.get("metadata") or {}
+
+    @cached_property
+    def spec(self) -> Mapping[str, Any]:
+        return self.obj.get("spec") or {}
+
+    @cached_property
+    def status(self) -> Mapping[str, Any]:
+        return self.obj.get("status") or {}
+
+    @cached_property
+    def name(self) -> str:
+        return str(self.metadata.get("name") or "")
+
+    @cached_property
+    def uid(self) -> str:
+        return str(self.metadata.get("uid") or "")
+
+    @cached_property
+    def labels(self) -> Mapping[str, str]:
+        return self.metadata.get("labels") or {}
+
+    @property
+    def node_name(self) -> str:
+        return str(self.status.get("nodeName") or "")
+
+    @property
+    def phase(self) -> str:
+        return str(self.status.get("phase") or "")
+
+    @property
+    def is_available(self) -> bool:
+        return bool(self.node_name) and self.phase == PHASE_AVAILABLE
+
+    @property
+    def is_pending(self) -> bool:
+        """Not scheduled yet and not terminal: the simulator schedules its reserve pod."""
+        return not self.node_name and self.phase in ("", PHASE_PENDING)
+
+    @cached_property
+    def allocate_once(self) -> bool:
+        return self.spec.get("allocateOnce", True) is not False  # DEFAULT TRUE when omitted
+
+    @cached_property
+    def allocate_policy(self) -> str:
+        return str(self.spec.get("allocatePolicy") or POLICY_DEFAULT)
+
+    @cached_property
+    def unschedulable(self) -> bool:
+        return bool(self.spec.get("unschedulable"))
+
+    @cached_property
+    def order(self) -> int:
+        """The `reservation-order` label: a positive integer, smaller preferred; 0 when unset."""
+        try:
+            value = int(self.labels.get(LABEL_RESERVATION_ORDER, "0"))
+        except ValueError:
+            return 0
+        return value if value > 0 else 0
+
+    @cached_property
+    def expires_at(self) -> float | None:
+        """`spec.expires`, else creation + `spec.ttl`; None when neither is set (or ttl is 0)."""
+        expires = parse_time(self.spec.get("expires"))
+        if expires is not None:
+            return expires
+        created = parse_time(self.metadata.get("creationTimestamp"))
+        try:
+            ttl = parse_duration(self.spec.get("ttl"))
+        except ValueError:
+            return None
+        return created + ttl if created is not None and ttl > 0 else None
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
+
+    @cached_property
+    def template(self) -> Mapping[str, Any]:
+        return self.spec.get("template") or {}
+
+    @cached_property
+    def allocatable(self) -> Vector:
+        """What the reservation holds: `status.allocatable` once scheduled, else the template's requests."""
+        try:
+            if self.status.get("allocatable"):
+                return resource_list(self.status["allocatable"])
+        except QuantityError:
+            pass
+        return dict(self.reserve_pod.requests)
+
+    @cached_property
+    def owner_terms(self) -> tuple[_OwnerTerm, ...] | None:
+        owners = self.spec.get("owners")
+        if owners is None:
+            return None
+        terms = []
+        for i, owner in enumerate(owners if isinstance(owners, list) else []):
+            owner = owner if isinstance(owner, Mapping) else {}
+            selector = None
+            if owner.get("labelSelector") is not None:
+                try:
+                    compiled = compile_selector(owner["labelSelector"], f"spec.owners[{i}].labelSelector")
+                except SelectorShapeError:
+                    continue
+                if not isinstance(compiled, LabelSelector):
+                    continue  # an invalid selector matches nothing
+                selector = compiled
+            terms.append(_OwnerTerm(owner.get("object"), owner.get("controller"), selector))
+        return tuple(terms)
+
+    @cached_property
+    def owner_names(self) -> frozenset[str] | None:
+        """The pod names the owners can match when every term names one object; None when some
+        term could match a pod of any name (a controller, a selector, a wildcard object)."""
+        terms = self.owner_terms
+        if terms is None:
+            return frozenset()
+        names = set()
+        for term in terms:
+            if term.object is None or not term.object.get("name") or term.controller or term.selector:
+                return None
+            names.add(str(term.object["name"]))
+        return frozenset(names)
+
+    def matches_owner(self, pod: PodInfo) -> bool:
+        terms = self.owner_terms
+        return terms is not None and any(term.matches(pod) for term in terms)
+
+    @cached_property
+    def reserve_pod(self) -> ReservePodInfo:
+        return ReservePodInfo(reserve_pod_object(self.obj))
+
+
+def reserve_pod_object(reservation: Mapping[str, Any]) -> dict[str, Any]:
+    """The fake pod a Reservation is scheduled as (spec §5.1): the template's pod with the
+    Reservation's name and UID, its labels and annotations over the template's, the reserve-pod
+    annotations, priority from `koordinator.sh/priority` else MaxInt32, `reservation-node` taking
+    the template's nodeName (which Filter then enforces)."""
+    meta = reservation.get("metadata") or {}
+    spec = reservation.get("spec") or {}
+    template = spec.get("template") or {}
+    tmeta = template.get("metadata") or {}
+    pod_spec = clone(dict(template.get("spec") or {}))
+    labels = {**(tmeta.get("labels") or {}), **(meta.get("labels") or {})}
+    annotations = {**(tmeta.get("annotations") or {}), **(meta.get("annotations") or {}),
+                   ANNOTATION_RESERVE_POD: "true", ANNOTATION_RESERVATION_NAME: str(meta.get("name") or "")}
+    if spec.get("preAllocation"):
+        annotations[ANNOTATION_PRE_ALLOCATION] = "true"
+    if pod_spec.get("nodeName"):
+        annotations[ANNOTATION_RESERVATION_NODE] = pod_spec.pop("nodeName")
+    try:
+        priority = int(labels.get(LABEL_KOORDINATOR_PRIORITY, ""))
+    except ValueError:
+        priority = MAX_INT32
+    pod_spec["priority"] = priority
+    pod_spec.setdefault("schedulerName", DEFAULT_SCHEDULER_NAME)
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": meta.get("name") or "", "namespace": tmeta.get("namespace") or "default",
+                         "uid": meta.get("uid") or "", "labels": labels, "annotations": annotations,
+                         "creationTimestamp": meta.get("creationTimestamp")},
+            "spec": pod_spec}
+
+
+def held_pod(info: ReservationInfo, remaining: Vector) -> ReservePodInfo:
+    """The entry that holds `remaining` of an Available reservation on its node: the reserve pod
+    with one container requesting exactly that (explicit zeros, so no non-zero defaults apply)."""
+    obj = clone(reserve_pod_object(info.obj))
+    requests = quantities(remaining)
+    for name in (RESOURCE_CPU, RESOURCE_MEMORY):
+        requests.setdefault(name, "0")
+    obj["spec"]["containers"] = [{"name": "reserved", "resources": {"requests": requests}}]
+    obj["spec"].pop("initContainers", None)
+    obj["spec"].pop("overhead", None)
+    obj["spec"]["nodeName"] = info.node_name
+    return ReservePodInfo(obj)
+
+
+def quantities(vector: Mapping[str, int]) -> dict[str, str]:
+    """Scheduler integers back to quantity strings (millicores for cpu), sorted by name."""
+    return {name: (f"{amount}m" if name == RESOURCE_CPU else str(amount)) for name, amount in sorted(vector.items())}
+
+
+def remaining(allocatable: Mapping[str, int], allocated: Mapping[str, int]) -> Vector:
+    """allocatable − allocated per reserved resource, never below zero."""
+    return {name: max(0, amount - allocated.get(name, 0)) for name, amount in allocatable.items()}

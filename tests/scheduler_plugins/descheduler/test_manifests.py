@@ -1,0 +1,77 @@
+"""`manifests/descheduler/` deploys what the descheduler runs and reads, with no more rights than that."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from cluster.files import read_manifest_file
+from colocate.cli import build_parser
+from scheduler_plugins.descheduler.cluster import WATCHED_KINDS
+from scheduler_plugins.descheduler.framework.config import load_config
+from scheduler_plugins.descheduler.registry import in_tree_registry
+from scheduler_plugins.descheduler.service import bind_address
+from tests.support.paths import REPO
+
+DIRECTORY = REPO / "manifests" / "descheduler"
+K8S_VERSION = "1.30"
+
+
+def kustomized() -> list[dict[str, Any]]:
+    """The objects `kubectl apply -k manifests/descheduler` creates (generated ConfigMaps unhashed)."""
+    kustomization = yaml.safe_load((DIRECTORY / "kustomization.yaml").read_text())
+    objects = [o for entry in kustomization["resources"] for o in read_manifest_file(DIRECTORY / entry)]
+    for generator in kustomization.get("configMapGenerator", ()):
+        objects.append({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": generator["name"], "namespace": kustomization["namespace"]},
+                        "data": {f: (DIRECTORY / f).read_text() for f in generator["files"]}})
+    return objects
+
+
+def one(kind: str) -> dict[str, Any]:
+    (found,) = [o for o in kustomized() if o["kind"] == kind]
+    return found
+
+
+@pytest.mark.parametrize("obj", kustomized(), ids=lambda o: f"{o['kind']}/{o['metadata']['name']}")
+def test_every_manifest_validates_against_the_kubernetes_schema(obj: dict[str, Any]) -> None:
+    kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
+def test_rbac_covers_the_watched_kinds_evictions_events_and_the_lease_and_nothing_more() -> None:
+    rules = one("ClusterRole")["rules"]
+    granted = {(g, res, v) for r in rules for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
+    watched = {(k.group, k.plural, v) for k in WATCHED_KINDS for v in ("list", "watch")}
+    assert granted - watched == {("", "pods/eviction", "create"), ("", "events", "create")}
+    assert watched <= granted
+    role = one("Role")
+    assert role["rules"] == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                              "verbs": ["get", "create", "update"]}]
+    account = one("ServiceAccount")["metadata"]
+    subject = [{"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}]
+    assert one("ClusterRoleBinding")["subjects"] == subject == one("RoleBinding")["subjects"]
+
+
+def test_the_deployment_runs_the_shipped_configuration_with_probes_on_its_health_port() -> None:
+    deployment = one("Deployment")
+    spec = deployment["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    args = build_parser().parse_args(container["args"])
+    assert args.cluster is None and args.kubeconfig is None  # the pod's service account
+    config = load_config(DIRECTORY / Path(args.config).name, in_tree_registry())
+    assert config.leader_election.leader_elect and config.descheduling_interval > 0
+    assert config.leader_election.resource_namespace == deployment["metadata"]["namespace"]
+    (mount,) = [m for m in container["volumeMounts"] if args.config.startswith(m["mountPath"] + "/")]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    assert volume["configMap"]["name"] == one("ConfigMap")["metadata"]["name"]
+    port = container["ports"][0]
+    assert port["containerPort"] == bind_address(config.healthz_bind_address)[1]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": port["name"]}
+    assert spec["serviceAccountName"] == one("ServiceAccount")["metadata"]["name"]
+
+
+def test_the_example_configuration_parses() -> None:
+    load_config(DIRECTORY / "example-config.yaml", in_tree_registry())

@@ -1,0 +1,55 @@
+"""`kubectl kustomize DIR` for the tests, in Python: the part of kustomize our manifests use.
+
+`resources` (files and directories), `namespace`, `configMapGenerator` (files; the name without
+kustomize's content hash) and `images`. tests/test_kustomize.py checks that this gives what
+`kubectl kustomize` gives where kubectl is installed, so the other tests may trust it everywhere.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cluster.files import read_manifest_file
+
+CLUSTER_SCOPED = frozenset({
+    "Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "PriorityClass",
+    "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ClusterColocationProfile",
+})
+
+
+def render(directory: Path, *, images: bool = True) -> list[dict[str, Any]]:
+    """The objects `kubectl kustomize directory` prints; `images=False` leaves the images as written."""
+    kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    objects: list[dict[str, Any]] = []
+    for entry in kustomization.get("resources", ()):
+        target = directory / entry
+        objects.extend(render(target, images=images) if target.is_dir() else read_manifest_file(target))
+    namespace = kustomization.get("namespace")
+    for generator in kustomization.get("configMapGenerator", ()):
+        metadata = {"name": generator["name"]}
+        if generator.get("namespace") or namespace:
+            metadata["namespace"] = generator.get("namespace") or namespace
+        objects.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,
+                        "data": {Path(f).name: (directory / f).read_text() for f in generator["files"]}})
+    if namespace:
+        for obj in objects:
+            if obj["kind"] not in CLUSTER_SCOPED:
+                obj["metadata"]["namespace"] = namespace
+    for image in kustomization.get("images", ()) if images else ():
+        for container in containers(objects):
+            name, _, tag = container["image"].partition(":")
+            if name == image["name"]:
+                container["image"] = f"{image.get('newName', name)}:{image.get('newTag', tag)}".rstrip(":")
+    return objects
+
+
+def containers(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every container and init container of the workloads among `objects`."""
+    found: list[dict[str, Any]] = []
+    for obj in objects:
+        spec = obj.get("spec", {}).get("template", {}).get("spec", {})
+        found.extend(spec.get("containers", ()))
+        found.extend(spec.get("initContainers", ()))
+    return found
