@@ -60,44 +60,43 @@ def audit_table(report: AuditReport) -> str:
 
 
 def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
-    import asyncio
+    import time
 
-    from kubernetes.config import ConfigException
-
-    from cluster.client import api_client
+    from cluster.client import api_client, api_errors
     from policies.manifests import ManifestError
     from webhook.registry import default_routes
     from webhook.rollout.audit import audit
-    from webhook.rollout.sources import api_snapshot, directory_snapshot
+    from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots
+    from webhook.watched import watched_kinds
 
     out = stdout or sys.stdout
     registry = default_routes()
     api = None
-    if args.cluster is not None:
-        try:
-            snapshot = directory_snapshot(args.cluster)
-        except ManifestError as exc:
-            raise UsageError(str(exc)) from exc
+    if args.cluster is not None:  # the same sources, kinds and parsing as `serve` and `apply`
         if args.write_reports:
             raise UsageError("--write-reports writes PolicyReports through the API server: use --kubeconfig")
+        if not args.cluster.is_dir():
+            raise UsageError(f"--cluster {args.cluster}: not a directory")
+        try:
+            snapshot = DirectorySnapshots(args.cluster).scan()
+        except ManifestError as exc:
+            raise UsageError(str(exc)) from exc
+        assert snapshot is not None  # the first scan always builds one
     else:
-        if args.kubeconfig is not None and not args.kubeconfig.is_file():
-            raise UsageError(f"--kubeconfig {args.kubeconfig}: no such file")
+        api = api_client(args.kubeconfig, args.context)  # ClusterUnavailable: exit 2 at the edge
+        source = ApiServerSnapshots(api, watched_kinds(registry))
         try:
-            api = api_client(args.kubeconfig, args.context)
-        except ConfigException as exc:
-            raise UsageError(f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
-        try:
-            snapshot = asyncio.run(api_snapshot(api, registry, args.timeout))
-        except TimeoutError as exc:
-            raise UsageError(f"the cluster could not be listed within {args.timeout:g}s") from exc
+            snapshot = source.list_once()
+        finally:
+            source.close()
     for problem in snapshot.problems:
         print(f"warning: {problem.source}: {problem.message}", file=sys.stderr)
     report = audit(snapshot, registry)
     if api is not None and args.write_reports:
         from webhook.rollout.reports import ReportWriter, policy_reports
 
-        written = ReportWriter(api).write(policy_reports(report))
+        with api_errors("writing PolicyReports"):
+            written = ReportWriter(api).write(policy_reports(report, int(time.time())))
         print(f"policy reports: {written.summary()}", file=sys.stderr)
     if args.output == "json":
         out.write(json.dumps(report.to_json(), indent=2) + "\n")
@@ -116,8 +115,6 @@ def register_audit(subparsers: Subparsers) -> None:
     flags.add_cluster_dir(state, reads="Pods, ClusterColocationProfiles, Namespaces, PriorityClasses, ...")
     flags.add_kubeconfig(state, help="list the cluster through this kubeconfig")
     flags.add_context(audit)
-    audit.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                       help="how long listing the cluster may take (--kubeconfig)")
     audit.add_argument("--write-reports", action="store_true",
                        help="write a wgpolicyk8s.io/v1alpha2 PolicyReport per namespace (--kubeconfig)")
     add_output(audit, ("table", "json"), default="table")

@@ -189,8 +189,9 @@ def _resource_for(expectation: Expectation, resources: Sequence[dict[str, Any]],
 
 
 def snapshot_of(suite: Suite) -> ClusterSnapshot:
-    """The suite's cluster; a profile or object the webhook could not use is an error of the suite."""
-    snapshot = ClusterSnapshot.from_objects(suite.objects)
+    """The suite's cluster; a profile or object the webhook could not use is an error of the suite.
+    Its files never met an API server, so profiles are held to the CRD's schema, as `apply` holds them."""
+    snapshot = ClusterSnapshot.from_objects(suite.objects, strict=True)
     if snapshot.problems:
         problem = snapshot.problems[0]
         raise SuiteError(f"{suite.path}: {problem.source}: {problem.message}")

@@ -180,3 +180,25 @@ def test_the_documented_sample_audit_finds_the_documented_pods(capsys: pytest.Ca
     report = json.loads(capsys.readouterr().out)
     assert [(r["pod"], r["profile"], r["result"]) for r in report["results"]] == [
         ("spark-executor-0", "colocation-profile-example", "fail"), ("checkout-1", "checkout-priority-trial", "warn")]
+
+
+@pytest.mark.parametrize("argv", [["--cluster", "/nonexistent"], ["--kubeconfig", "/nonexistent"],
+                                  ["--cluster", ".", "--write-reports"]])
+def test_a_cluster_that_cannot_be_read_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str],
+                                                              argv: list[str]) -> None:
+    assert main(["audit", *argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and [line for line in err.splitlines() if line.startswith("error: ")]
+
+
+def test_an_api_server_that_does_not_answer_is_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from tests.support.cluster import free_port
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{free_port()}"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    assert main(["audit", "--kubeconfig", str(kubeconfig)]) == 2
+    assert "cannot reach the API server" in capsys.readouterr().err

@@ -133,3 +133,11 @@ def test_suites_are_found_below_the_directory(capsys: pytest.CaptureFixture[str]
     assert code == 0 and out.splitlines()[-1] == "4 of 4 case(s) passed"
     code, _, err = run(capsys, suite / "expected")
     assert code == 2 and "no colocate-test.yaml found" in err
+
+
+def test_a_profile_field_the_crd_does_not_know_is_a_usage_error(capsys: pytest.CaptureFixture[str],
+                                                                suite: Path) -> None:
+    trial = suite / "warn-only-profile.yaml"
+    trial.write_text(trial.read_text().replace("koordinatorPriority: 1500", "koordinatorpriority: 1500"))
+    code, _, err = run(capsys, suite)
+    assert code == 2 and "checkout-priority-trial" in err and "koordinatorpriority" in err
