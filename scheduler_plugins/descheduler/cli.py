@@ -149,9 +149,7 @@ def directory_rounds(args: argparse.Namespace, config: DeschedulerConfig, regist
 def kube_rounds(args: argparse.Namespace, config: DeschedulerConfig, registry: Any, clock: Clock,
           schedule: Schedule, dry_run: bool, emit: Callable[[RoundReport], None]) -> Coroutine[Any, Any, None]:
     """The rounds against the API server: list/watch, evict through policy/v1, Events."""
-    from kubernetes.config import ConfigException
-
-    from cluster.client import api_client
+    from cluster.client import ClusterUnavailable, api_client
     from cluster.events import EventRecorder
     from cluster.eviction import EvictionClient
 
@@ -159,7 +157,7 @@ def kube_rounds(args: argparse.Namespace, config: DeschedulerConfig, registry: A
         raise errors.UsageError(f"--kubeconfig {args.kubeconfig}: no such file")
     try:
         api = api_client(args.kubeconfig, args.context)
-    except ConfigException as exc:
+    except ClusterUnavailable as exc:
         raise errors.UsageError(f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
     store = ClusterStore(DESCHEDULER_KINDS)
     view = DeschedulerView(store)

@@ -338,15 +338,13 @@ def run_agent(args: argparse.Namespace) -> int:
 
 
 def _api(args: argparse.Namespace) -> Any:
-    from kubernetes.config import ConfigException
-
-    from cluster.client import api_client
+    from cluster.client import ClusterUnavailable, api_client
 
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
         raise ConfigError("--kubeconfig", f"{args.kubeconfig}: no such file")
     try:
         return api_client(args.kubeconfig, args.context)
-    except ConfigException as exc:
+    except ClusterUnavailable as exc:
         raise ConfigError("", f"no cluster to read: {exc} (give --node-dir DIR or --kubeconfig FILE)") from exc
 
 
