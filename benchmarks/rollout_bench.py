@@ -19,7 +19,9 @@ import argparse
 import copy
 import resource
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +103,37 @@ def audit_benchmark(pod_count: int, profile_count: int) -> None:
     print(f"  policy reports {report_seconds:7.2f} s  {len(reports):,} reports, "
           f"{sum(len(r['results']) for r in reports):,} results")
     print(f"  peak memory growth while auditing: {grown:.0f} MiB (max RSS {max_rss_mib():.0f} MiB)")
+    admissions_during_audit(state)
+
+
+def _latencies(route: Any, body: bytes, state: ClusterSnapshot, keep_going: Callable[[int], bool]) -> list[float]:
+    latencies = []
+    while keep_going(len(latencies)):
+        started = time.perf_counter()
+        serve_review(route, body, state)
+        latencies.append(time.perf_counter() - started)
+    return sorted(latencies)
+
+
+def admissions_during_audit(state: ClusterSnapshot) -> None:
+    """`serve --audit-interval` audits in a thread of the serving process: what that does to admissions
+    (the GIL is shared) is their latency while an audit runs, against the same admissions alone."""
+    route = REGISTRY.by_path()["/mutate-pod"]
+    body = review_body()
+    alone = _latencies(route, body, state, lambda done: done < 5_000)
+    auditing = threading.Thread(target=audit, args=(state, REGISTRY))
+    auditing.start()
+    during = _latencies(route, body, state, lambda done: auditing.is_alive())
+    auditing.join()
+
+    def show(label: str, values: list[float]) -> str:
+        p50, p99, p999 = (values[min(len(values) - 1, int(len(values) * q))] for q in (0.5, 0.99, 0.999))
+        return (f"  {label:28s} {len(values):6,} admissions  p50 {p50 * 1e6:6.0f} µs  p99 {p99 * 1e6:7.0f} µs  "
+                f"p99.9 {p999 * 1e6:7.0f} µs  max {values[-1] * 1e3:6.1f} ms")
+
+    print("admissions on the same process, alone and while an audit runs in a thread:")
+    print(show("alone", alone))
+    print(show("during the audit", during))
 
 
 def hot_path_benchmark(requests: int) -> None:
