@@ -150,7 +150,9 @@ def write_directory(directory: Path, material: Material) -> bool:
     files = material.files()
     if read_directory_files(directory) == files:
         return False
-    directory.mkdir(parents=True, exist_ok=True)
+    if not directory.exists():  # whatever the umask: the key's directory is not world-writable
+        directory.mkdir(parents=True)
+        directory.chmod(0o755)
     previous = os.readlink(directory / DATA_LINK) if (directory / DATA_LINK).is_symlink() else None
     version = Path(tempfile.mkdtemp(dir=directory, prefix="..version-"))
     for name, content in files.items():

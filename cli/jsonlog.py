@@ -24,8 +24,36 @@ import orjson
 
 ROOT_LOGGER = "colocate"
 ADMISSION_LOGGER = "colocate.admission"
+#: libraries that log from inside the server (aiohttp's "Unhandled exception", asyncio's errors)
+LIBRARY_LOGGERS = ("aiohttp", "asyncio")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 BATCH_SECONDS = 0.05
+#: lines waiting for the writer beyond which new lines are dropped (and counted): a stalled stderr
+#: must cost a bounded amount of memory, never the pod
+MAX_QUEUED = 10_000
+#: longest text of one field (a message, a traceback's tail, an admission's object name)
+MAX_FIELD = 4096
+
+_dropped = 0
+
+
+def dropped_lines() -> int:
+    """Lines dropped in this process because the queue was full."""
+    return _dropped
+
+
+def _enqueue(lines: queue.SimpleQueue[str | None], line: str) -> None:
+    global _dropped
+    if lines.qsize() >= MAX_QUEUED:
+        _dropped += 1
+        return
+    lines.put(line)
+
+
+def _bounded(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_FIELD:
+        return value[:MAX_FIELD] + f"...({len(value) - MAX_FIELD} more)"
+    return value
 
 
 class JsonFormatter(logging.Formatter):
@@ -47,11 +75,12 @@ class JsonFormatter(logging.Formatter):
                                  "logger": record.name}
         fields = getattr(record, "fields", None)
         if fields:
-            entry.update(fields)
+            entry.update((key, _bounded(value)) for key, value in fields.items())
         else:
-            entry["msg"] = record.getMessage()
+            entry["msg"] = _bounded(record.getMessage())
         if record.exc_info:
-            entry["error"] = self.formatException(record.exc_info)
+            error = self.formatException(record.exc_info)  # the tail names the exception
+            entry["error"] = error if len(error) <= MAX_FIELD else f"...{error[-MAX_FIELD:]}"
         return orjson.dumps(entry, default=str).decode()
 
 
@@ -66,7 +95,7 @@ class _LineQueueHandler(logging.Handler):
 
     def handle(self, record: logging.LogRecord) -> bool:
         try:
-            self.lines.put(self.json.format(record))
+            _enqueue(self.lines, self.json.format(record))
         except Exception:
             self.handleError(record)
         return True
@@ -121,6 +150,10 @@ def setup_logging(level: str = "info", stream: IO[str] | None = None) -> LogWrit
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     root.propagate = False
+    for name in LIBRARY_LOGGERS:  # their tracebacks become JSON lines too, never plain text
+        library = logging.getLogger(name)
+        library.handlers[:] = [handler]
+        library.propagate = False
     return LogWriter(lines, stream or sys.stderr)
 
 
@@ -139,14 +172,15 @@ def json_logging(level: str, stream: IO[str] | None = None) -> Iterator[None]:
     if is_configured():
         yield
         return
-    logger = logging.getLogger(ROOT_LOGGER)
-    saved = (list(logger.handlers), logger.level, logger.propagate)
+    loggers = [logging.getLogger(name) for name in (ROOT_LOGGER, *LIBRARY_LOGGERS)]
+    saved = [(list(logger.handlers), logger.level, logger.propagate) for logger in loggers]
     writer = setup_logging(level, stream)
     try:
         yield
     finally:
         writer.stop()
-        logger.handlers[:], logger.level, logger.propagate = saved
+        for logger, (handlers, level_, propagate) in zip(loggers, saved, strict=True):
+            logger.handlers[:], logger.level, logger.propagate = handlers, level_, propagate
 
 
 def log_admission(logger: logging.Logger, fields: dict[str, Any]) -> None:
@@ -161,8 +195,9 @@ def log_admission(logger: logging.Logger, fields: dict[str, Any]) -> None:
     handler = _direct_handler(logger)
     if handler is not None:
         now = time.time()
-        entry = {"ts": handler.json._timestamp(now), "level": "info", "logger": logger.name, **fields}
-        handler.lines.put(orjson.dumps(entry, default=str).decode())
+        entry = {"ts": handler.json._timestamp(now), "level": "info", "logger": logger.name}
+        entry.update((key, _bounded(value)) for key, value in fields.items())
+        _enqueue(handler.lines, orjson.dumps(entry, default=str).decode())
         return
     logger.handle(logger.makeRecord(logger.name, logging.INFO, "", 0, "admission", (), None,
                                     extra={"fields": fields}))

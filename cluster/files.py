@@ -1,18 +1,30 @@
-"""The embedded cluster state: every object in a directory of manifests, reloaded on change.
+"""A directory of manifests as a cluster source, reloaded on change.
 
 Files are polled (a stat per file per interval; cheap, and it sees the symlink swaps of a mounted
-ConfigMap) in a worker thread, never on the event loop. Each file's objects are cached with its
-(mtime, size): only changed files are parsed again, and a file that stops parsing keeps its last
-good objects, with the error logged once per change.
+ConfigMap). A scan is blocking I/O: callers run it off the event loop. Each file's objects are
+cached with its signature (mtime, size, inode, ctime: `cp -p` and `rsync -a` keep the mtime and
+often the size, never the ctime): only changed files are parsed again.
+
+Whatever goes wrong keeps the last good objects and becomes a `LoadProblem` the operator sees
+(log line, `colocate_cluster_state_problems`, `/readyz` detail), never a silently emptier state:
+
+* a file that stops parsing, or cannot be read, keeps its last good objects;
+* a directory that cannot be listed keeps the objects of every file below it;
+* only regular files are read (a FIFO named `x.yaml` would block `open()` forever), directories
+  reached twice through symlinks are walked once, and a scan has limits on files, bytes and time.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cluster.store import ClusterStore
 from policies.manifests import MANIFEST_SUFFIXES, ManifestError, parse_manifest_text
@@ -20,27 +32,101 @@ from policies.objects import metadata_of
 from policies.snapshot import LoadProblem
 
 log = logging.getLogger("colocate.state")
+T = TypeVar("T")
 
-Signature = tuple[int, int]
+Signature = tuple[int, int, int, int]  # mtime ns, size, inode, ctime ns
+
+
+@dataclass(frozen=True)
+class ScanLimits:
+    """Bounds of one scan: a directory is operator input, but a wrong mount must not wedge us."""
+
+    max_files: int = 10_000
+    max_file_bytes: int = 8 * 1024 * 1024
+    deadline: float = 10.0  # seconds one scan may take before it gives up (keeping the last state)
+
+
+class ScanError(Exception):
+    """The directory could not be scanned at all (the last good state is kept)."""
+
+
+@dataclass
+class Listing:
+    """What one walk found: manifest files with their stat, and the directories it could not read."""
+
+    files: dict[Path, os.stat_result] = field(default_factory=dict)
+    unreadable: dict[Path, str] = field(default_factory=dict)  # directory -> why
+    problems: list[LoadProblem] = field(default_factory=list)
+
+
+def list_manifests(root: Path, limits: ScanLimits = ScanLimits(), clock: Any = time.monotonic) -> Listing:
+    """Manifest files below `root` (hidden entries such as a mounted volume's `..data` skipped),
+    following symlinks but walking each directory once."""
+    listing = Listing()
+    deadline = clock() + limits.deadline
+    seen_directories: set[tuple[int, int]] = set()
+    pending = [root]
+    while pending:
+        directory = pending.pop()
+        if clock() > deadline:
+            raise ScanError(f"{root}: scan took longer than {limits.deadline:g}s; keeping the last good state")
+        try:
+            info = directory.stat()
+            if (info.st_dev, info.st_ino) in seen_directories:
+                continue  # a symlink back to a directory already walked
+            seen_directories.add((info.st_dev, info.st_ino))
+            with os.scandir(directory) as scanner:
+                entries = sorted(scanner, key=lambda e: e.name)
+        except OSError as exc:
+            reason = listing.unreadable[directory] = str(exc.strerror or exc)
+            listing.problems.append(LoadProblem(str(directory), f"cannot read the directory ({reason}); the last "
+                                                                f"good objects of its files are kept"))
+            continue
+        subdirectories = []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            path = Path(entry.path)
+            try:
+                entry_stat = entry.stat()  # follows symlinks
+            except OSError:
+                continue  # a dangling symlink: nothing there
+            if stat.S_ISDIR(entry_stat.st_mode):
+                subdirectories.append(path)
+            elif entry.name.endswith(MANIFEST_SUFFIXES):
+                if not stat.S_ISREG(entry_stat.st_mode):
+                    listing.problems.append(LoadProblem(str(path), "not a regular file, skipped"))
+                    continue
+                if len(listing.files) >= limits.max_files:
+                    raise ScanError(f"{root}: more than {limits.max_files} manifest files")
+                listing.files[path] = entry_stat
+        pending.extend(reversed(subdirectories))
+    return listing
 
 
 def manifest_files(root: Path) -> list[Path]:
-    """Manifest files below `root`, skipping hidden entries (a mounted volume's `..data` dirs)."""
-    found: list[Path] = []
-    for directory, subdirectories, files in os.walk(root, followlinks=True):
-        subdirectories[:] = sorted(d for d in subdirectories if not d.startswith("."))
-        found.extend(Path(directory, f) for f in sorted(files)
-                     if not f.startswith(".") and f.endswith(MANIFEST_SUFFIXES))
-    return found
+    """The manifest files below `root`, in the order they are loaded."""
+    return sorted(list_manifests(root).files)
 
 
-def read_manifest_file(path: Path) -> list[dict[str, Any]]:
+def read_manifest_file(path: Path, max_bytes: int = ScanLimits.max_file_bytes) -> list[dict[str, Any]]:
     """Every object in one file; a file that cannot be read or parsed is a `ManifestError`."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        with path.open("rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise ManifestError(f"{path}: {exc.strerror or exc}") from exc
+    if len(raw) > max_bytes:
+        raise ManifestError(f"{path}: larger than {max_bytes} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ManifestError(f"{path}: {exc}") from exc
     return parse_manifest_text(text, str(path))
+
+
+def _signature(info: os.stat_result) -> Signature:
+    return (info.st_mtime_ns, info.st_size, info.st_ino, info.st_ctime_ns)
 
 
 @dataclass
@@ -56,36 +142,37 @@ class DirectorySource:
     Every kind the store knows is replaced on each reload, so one that vanished from the files
     empties; the first scan makes the store synced."""
 
-    def __init__(self, root: Path, store: ClusterStore) -> None:
-        self.root, self.store = root, store
+    def __init__(self, root: Path, store: ClusterStore, limits: ScanLimits = ScanLimits()) -> None:
+        self.root, self.store, self.limits = root, store, limits
         self._files: dict[Path, _CachedFile] = {}
+        self._walk_problems: list[LoadProblem] = []
         self._scanned_once = False
 
     def scan(self) -> bool:
         """Re-read changed files into the store; True when anything changed (always the first
-        time). Blocking I/O: run it in a worker thread."""
+        time). Raises `ScanError`, changing nothing, when the directory cannot be scanned."""
         if not self.root.is_dir():
-            raise ManifestError(f"{self.root}: not a directory")
-        changed = False
-        seen = set()
-        for path in manifest_files(self.root):
-            seen.add(path)
-            try:
-                stat = path.stat()
-            except OSError:
-                continue
-            signature = (stat.st_mtime_ns, stat.st_size)
+            raise ScanError(f"{self.root}: not a directory")
+        listing = list_manifests(self.root, self.limits)
+        if self.root in listing.unreadable and not self._scanned_once:  # nothing to keep: not loaded, not ready
+            raise ScanError(f"{self.root}: cannot read the directory ({listing.unreadable[self.root]})")
+        changed = [p.message for p in listing.problems] != [p.message for p in self._walk_problems]
+        self._walk_problems = listing.problems
+        for path, info in listing.files.items():
+            signature = _signature(info)
             cached = self._files.get(path)
             if cached is not None and cached.signature == signature:
                 continue
             changed = True
             try:
-                self._files[path] = _CachedFile(signature, read_manifest_file(path))
+                self._files[path] = _CachedFile(signature, read_manifest_file(path, self.limits.max_file_bytes))
             except ManifestError as exc:
                 kept = cached.objects if cached else []
                 self._files[path] = _CachedFile(signature, kept, str(exc))
                 log.error("cannot load %s, keeping its last good objects (%d): %s", path, len(kept), exc)
-        for gone in set(self._files) - seen:
+        for gone in set(self._files) - set(listing.files):
+            if any(gone.is_relative_to(d) for d in listing.unreadable):
+                continue  # not gone: hidden behind a directory we cannot read just now
             del self._files[gone]
             changed = True
         if not changed and self._scanned_once:
@@ -96,7 +183,8 @@ class DirectorySource:
 
     def _apply(self) -> None:
         by_kind: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-        problems = [LoadProblem(str(p), c.error) for p, c in sorted(self._files.items()) if c.error]
+        problems = [*self._walk_problems,
+                    *(LoadProblem(str(p), c.error) for p, c in sorted(self._files.items()) if c.error)]
         for path, cached in sorted(self._files.items()):
             for obj in cached.objects:
                 kind, name = obj.get("kind"), metadata_of(obj).get("name")
@@ -110,6 +198,34 @@ class DirectorySource:
                 self.store.replace_sourced(kind, by_kind.get(kind, ()))
         for problem in problems:
             log.warning("%s: %s", problem.source, problem.message)
+
+
+def start_in_daemon_thread(call: Callable[[], T], name: str) -> asyncio.Future[T]:
+    """Run a blocking call in a daemon thread and return a future for its result. Unlike the loop's
+    executor, a call stuck in the kernel (a hung network file system) never holds up exit."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)  # type: ignore[arg-type]
+
+    def target() -> None:
+        try:
+            result, error = call(), None
+        except BaseException as exc:  # handed to the awaiting task
+            result, error = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, result, error)
+        except RuntimeError:  # the loop closed while we were stuck: nobody waits any more
+            pass
+
+    threading.Thread(target=target, name=name, daemon=True).start()
+    return future
 
 
 def load_directory(root: Path, kinds: Iterable[str] = ()) -> ClusterStore:

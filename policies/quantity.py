@@ -30,6 +30,10 @@ _BINARY_SUFFIXES: Final[dict[str, int]] = {
 }
 _DECIMAL_EXPONENT_TO_SUFFIX: Final = {exp: suffix for suffix, exp in _DECIMAL_SUFFIXES.items()}
 _BINARY_EXPONENT_TO_SUFFIX: Final = {exp // 10: suffix for suffix, exp in _BINARY_SUFFIXES.items()}
+#: Kubernetes' quantities have at most ~19 significant digits and exponents of +-18; these bounds
+#: only keep a hostile value from costing seconds of big-integer arithmetic
+MAX_TEXT: Final = 64
+MAX_EXPONENT: Final = 64
 _QUANTITY_RE: Final = re.compile(r"^([+-]?)(\d*)(?:\.(\d*))?([a-zA-Z]*|[eE][+-]?\d+)$")
 
 
@@ -59,7 +63,11 @@ class Quantity:
             return value
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise QuantityError(f"quantities must be strings or numbers, got {value!r}")
+        if isinstance(value, int) and not -10**MAX_TEXT < value < 10**MAX_TEXT:
+            raise QuantityError(f"quantities must have at most {MAX_TEXT} digits")
         text = repr(value) if isinstance(value, float) else str(value)
+        if len(text) > MAX_TEXT:
+            raise QuantityError(f"quantities must be at most {MAX_TEXT} characters, got {len(text)}")
         match = _QUANTITY_RE.match(text)
         if match is None or not (match.group(2) or match.group(3)):
             raise QuantityError(f"quantities must match the regular expression "
@@ -77,6 +85,8 @@ class Quantity:
             numerator, denominator = (digits * 10**exponent, 1) if exponent >= 0 else (digits, 10**-exponent)
         elif suffix[:1] in ("e", "E"):
             fmt = QuantityFormat.DECIMAL_EXPONENT
+            if abs(int(suffix[1:])) > MAX_EXPONENT:
+                raise QuantityError(f"quantity exponents must be within +-{MAX_EXPONENT}, got {text!r}")
             exponent = int(suffix[1:]) - len(fraction) + 9
             numerator, denominator = (digits * 10**exponent, 1) if exponent >= 0 else (digits, 10**-exponent)
         else:

@@ -113,6 +113,15 @@ def index_entry(source: str, obj: Mapping[str, Any], *, strict: bool = False) ->
     if not isinstance(kind, str) or not kind or not isinstance(name, str) or not name:
         return IndexEntry(str(kind), None, None, (LoadProblem(source, "object without kind or metadata.name skipped"),))
     key = (str(metadata.get("namespace") or ""), name)
+    for field_name in ("labels", "annotations"):
+        values = metadata.get(field_name)
+        if values is not None and not (isinstance(values, Mapping) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in values.items())):
+            # Selectors and mutations read these on every request: a list where a string belongs
+            # would fail each admission; refuse the object once, here.
+            return IndexEntry(kind, None, None, (LoadProblem(
+                source, f"{kind} {name!r}: metadata.{field_name}: Invalid value: must map strings to strings; "
+                        f"object skipped"),))
     if kind != PROFILE_KIND:
         return IndexEntry(kind, key)
     try:

@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import orjson
 
@@ -26,6 +26,7 @@ from policies.admission import (
 )
 from policies.jsonpatch_diff import diff
 from policies.objects import json_copy, metadata_of
+from policies.shape import object_error
 from policies.snapshot import ClusterSnapshot
 from policies.warn_only import audit_annotations, warning_lines
 from webhook.registry import Route
@@ -54,6 +55,11 @@ class Outcome:
     matched_profiles: list[str] = field(default_factory=list)
     effects: list[Effect] | None = None
     warnings: list[ProfileWarning] = field(default_factory=list)  # what warn-only profiles would have done
+    refused: str = ""  # a REFUSALS reason when the request, not a policy, was at fault
+
+
+#: why a request was refused before (or instead of) the policies: the closed set of metric labels
+REFUSALS: Final = ("bad_review", "bad_object", "too_large", "encoding", "slow_body", "busy", "internal_error")
 
 
 def _decode(route: Route, request: AdmissionRequest) -> dict[str, Any] | Outcome:
@@ -67,6 +73,10 @@ def _decode(route: Route, request: AdmissionRequest) -> dict[str, Any] | Outcome
         return Outcome(False, 400, f"{route.path} admits {route.kind} objects, got kind {kind!r}")
     if request.operation == UPDATE and not request.old_object:
         return Outcome(False, 400, f"oldObject: {NO_CONTENT}")
+    malformed = object_error(route.kind, obj) or (
+        object_error(route.kind, request.old_object, "oldObject") if request.old_object else None)
+    if malformed:
+        return Outcome(False, 400, malformed, refused="bad_object")
     return obj  # type: ignore[return-value]
 
 
@@ -102,10 +112,10 @@ def run_route(
             return Outcome(False, denial.code, denial.message, matched_profiles=ctx.matched_profiles,
                            effects=ctx.effects)
         except Exception as exc:  # a bug must deny this request, not take the server down
-            log.exception("plugin %s failed on %s", plugin.name, route.path)
+            log.error("plugin %s failed on %s: %s", plugin.name, route.path, repr(exc)[:500], exc_info=exc)
             observe(route, plugin.name, request.operation, time.perf_counter() - started, False)
-            return Outcome(False, 500, f"internal error in plugin {plugin.name}: {exc!r}",
-                           matched_profiles=ctx.matched_profiles, effects=ctx.effects)
+            return Outcome(False, 500, f"internal error in plugin {plugin.name}: {repr(exc)[:500]}",
+                           matched_profiles=ctx.matched_profiles, effects=ctx.effects, refused="internal_error")
         observe(route, plugin.name, request.operation, time.perf_counter() - started, True)
         if explain_plugin:
             ctx.record(f"plugin/{plugin.name}", True, before, working)
@@ -120,22 +130,25 @@ class ServedReview:
     body: bytes
     record: dict[str, Any]  # the structured log line
     outcome: Outcome | None = None
+    refused: str = ""  # one of REFUSALS, or "" for a request the policies decided
 
 
-def _http_error(message: str, started: float, path: str) -> ServedReview:
-    record = {"path": path, "allowed": False, "code": 400, "message": message,
+def http_error(message: str, started: float, path: str, status: int = 400,
+               refused: str = "bad_review") -> ServedReview:
+    """A plain HTTP error (no AdmissionReview): for requests whose uid we cannot or will not read."""
+    record = {"path": path, "allowed": False, "code": status, "message": message,
               "durationMs": round((time.perf_counter() - started) * 1000, 3)}
-    return ServedReview(400, orjson.dumps({"error": message}), record)
+    return ServedReview(status, orjson.dumps({"error": message}), record, refused=refused)
 
 
-def malformed_response(error: MalformedReview, path: str, started: float) -> ServedReview:
+def malformed_response(error: MalformedReview, path: str, started: float, refused: str = "bad_review") -> ServedReview:
     """An AdmissionReview denial when the uid is known, else HTTP 400 with the message."""
     if error.uid is None:
-        return _http_error(error.message, started, path)
+        return http_error(error.message, started, path, refused=refused)
     body = orjson.dumps(build_review(error.api_version, error.uid, False, code=400, message=error.message))
     record = {"uid": error.uid, "path": path, "allowed": False, "code": 400, "message": error.message,
               "durationMs": round((time.perf_counter() - started) * 1000, 3)}
-    return ServedReview(200, body, record)
+    return ServedReview(200, body, record, refused=refused)
 
 
 def serve_review(
@@ -152,7 +165,11 @@ def serve_review(
         api_version, request = parse_review(body)
     except MalformedReview as error:
         return malformed_response(error, route.path, started)
-    outcome = run_route(route, request, cluster, rand_int=rand_int, observe=observe)
+    try:
+        outcome = run_route(route, request, cluster, rand_int=rand_int, observe=observe)
+    except Exception as exc:  # noqa: BLE001 - a bug outside the plugins: still one answer, one bounded line
+        log.error("admission %s on %s failed: %s", request.uid[:128], route.path, repr(exc)[:500])
+        outcome = Outcome(False, 500, f"internal error: {type(exc).__name__}", refused="internal_error")
     review = build_review(api_version, request.uid, outcome.allowed, code=outcome.code,
                           message=outcome.message, patch=outcome.patch, warnings=warning_lines(outcome.warnings),
                           audit_annotations=audit_annotations(outcome.warnings))
@@ -174,4 +191,4 @@ def serve_review(
         record["message"] = outcome.message
     if outcome.warnings:
         record["warnOnlyProfiles"] = [w.profile for w in outcome.warnings]
-    return ServedReview(200, orjson.dumps(review), record, outcome)
+    return ServedReview(200, orjson.dumps(review), record, outcome, refused=outcome.refused)

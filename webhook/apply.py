@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from cluster.files import ScanError
 from cluster.inputs import STDIN, objects_of, read_documents, write_documents
 from policies.admission import AdmissionRequest
 from policies.manifests import ManifestError
@@ -125,7 +126,7 @@ def run_apply(options: ApplyOptions, stdin: TextIO | None = None, stdout: TextIO
                                 old if old is not None or options.operation != "DELETE" else obj)
                     for obj in objects]
         snapshot = load_snapshot(options, registry)
-    except (BadInput, ManifestError, UnknownKind) as exc:
+    except (BadInput, ManifestError, ScanError, UnknownKind) as exc:
         print(f"error: {exc}", file=stderr)
         return EXIT_BAD_INPUT
     for problem in snapshot.problems:

@@ -4,12 +4,19 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+from pathlib import Path
 
 from certs.cli import add_service_names
 from cli import flags
 from cli.errors import UsageError
 from cli.output import add_output
 from cli.parser import Subparsers
+from webhook.connections import (
+    DEFAULT_FIRST_REQUEST_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONNECTIONS,
+)
 
 
 def _duration(text: str) -> float:
@@ -27,6 +34,7 @@ def _duration(text: str) -> float:
 def _serve(args: argparse.Namespace) -> int:
     from cluster.client import ClusterUnavailable
     from cluster.reflector import ReflectorSettings
+    from webhook.connections import ConnectionLimits
     from webhook.serve import ServeConfig, run
     from webhook.snapshots import KubeSettings
 
@@ -43,6 +51,18 @@ def _serve(args: argparse.Namespace) -> int:
         self_managed = ManagerSettings(namespace=args.cert_namespace, service=args.cert_service,
                                        secret=args.cert_secret, dns_names=tuple(args.dns_name),
                                        check_interval=args.cert_check_interval, settle=args.cert_settle)
+    if args.client_ca is not None and not args.client_ca.is_file():
+        raise UsageError(f"--client-ca {args.client_ca}: no such file")
+    for flag, value in (("--max-connections", args.max_connections), ("--first-request-timeout",
+                        args.first_request_timeout), ("--idle-timeout", args.idle_timeout),
+                        ("--stuck-scan-after", args.stuck_scan_after)):
+        if value <= 0:
+            raise UsageError(f"{flag}: must be greater than 0, got {value}")
+    if args.max_body_bytes < args.max_body:
+        raise UsageError(f"--max-body-bytes {args.max_body_bytes}: must hold at least one --max-body ({args.max_body})")
+    connections = ConnectionLimits(max_connections=args.max_connections,
+                                   first_request_timeout=args.first_request_timeout, idle_timeout=args.idle_timeout,
+                                   max_body_bytes=args.max_body_bytes)
     kube = KubeSettings(reflector=ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max))
     try:
         return run(ServeConfig(
@@ -52,6 +72,7 @@ def _serve(args: argparse.Namespace) -> int:
             kubeconfig=args.kubeconfig, context=args.context, kube=kube, reuse_port=args.reuse_port,
             drain_delay=args.drain_delay, shutdown_timeout=args.shutdown_timeout,
             cert_reload_interval=args.cert_reload_interval, self_managed=self_managed,
+            connections=connections, client_ca=args.client_ca, stuck_scan_after=args.stuck_scan_after,
             audit_interval=args.audit_interval,
         ))
     except ClusterUnavailable as exc:
@@ -92,10 +113,25 @@ def register_commands(subparsers: Subparsers) -> None:
                        help="largest AdmissionReview accepted (default 8 MiB)")
     serve.add_argument("--reload-interval", type=float, default=1.0, metavar="SECONDS",
                        help="how often the --cluster directory is checked for changes")
+    serve.add_argument("--stuck-scan-after", type=float, default=30.0, metavar="SECONDS",
+                       help="warn (and say so in the log every SECONDS) when a --cluster scan runs longer")
     flags.add_watch(serve)
     serve.add_argument("--audit-interval", type=_duration, default=0.0, metavar="DURATION",
                        help="audit the running pods against the profiles this often (e.g. 10m), export the counts "
                             "as metrics and, reading the API server, write PolicyReports (default: never)")
+    limits = serve.add_argument_group("connections", "what one client may hold: a few thousand idle sockets must "
+                                                     "not exhaust the memory limit (docs/serve.md: sizing)")
+    limits.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
+                        help=f"open connections per server process; more are closed at once "
+                             f"(default {DEFAULT_MAX_CONNECTIONS})")
+    limits.add_argument("--first-request-timeout", type=float, default=DEFAULT_FIRST_REQUEST_TIMEOUT,
+                        metavar="SECONDS", help="a new connection must finish TLS and send a request within this; "
+                                                "a request body must arrive within it too (default %(default)s)")
+    limits.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="BYTES",
+                        help="request bodies held at once over all connections; past it a request gets HTTP 503 "
+                             "(default 64 MiB)")
+    limits.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT, metavar="SECONDS",
+                        help="close a kept-alive connection idle this long (default %(default)s)")
     serve.add_argument("--drain-delay", type=float, default=5.0, metavar="SECONDS",
                        help="after SIGTERM, keep serving (not ready, closing connections) this long")
     serve.add_argument("--shutdown-timeout", type=float, default=20.0, metavar="SECONDS",
@@ -105,6 +141,9 @@ def register_commands(subparsers: Subparsers) -> None:
     certs = serve.add_argument_group("certificates")
     flags.add_cert_dir(certs, required=True, help="holds ca.crt, tls.crt, tls.key; generated when missing")
     flags.add_dns_names(certs)
+    certs.add_argument("--client-ca", type=Path, metavar="FILE",
+                       help="require a client certificate issued by this CA on the admission paths (the API "
+                            "server's admission kubeconfig presents one); probes and /metrics stay open")
     certs.add_argument("--cert-reload-interval", type=float, default=1.0, metavar="SECONDS",
                        help="how often the certificate files are checked; a new pair is served without restart")
     managed = serve.add_argument_group("self-managed certificates",

@@ -77,6 +77,24 @@ class WebhookMetrics:
             "colocate_certificate_reloads_total",
             "Reloads of the serving certificate into the running TLS context, by result (ok or error).",
             ["result"], registry=registry)
+        self.refused = Counter(
+            "colocate_webhook_refused_requests_total",
+            "Admission requests refused before or instead of the policies, by reason: bad_review, bad_object "
+            "(too deep, wrong shape, bad quantity), too_large, encoding, slow_body, busy, internal_error.",
+            ["webhook", "reason"], registry=registry)
+        self.connections = Gauge(
+            "colocate_webhook_connections",
+            "Open connections to the webhook port, from accept (TLS handshake included) to close.",
+            registry=registry, multiprocess_mode="livesum")
+        self.connections_closed = Counter(
+            "colocate_webhook_connections_closed_total",
+            "Connections the server closed itself, by reason: over_limit (--max-connections), "
+            "first_request_timeout, tls_handshake_failed.",
+            ["reason"], registry=registry)
+        self.log_lines_dropped = Counter(
+            "colocate_log_lines_dropped_total",
+            "Log lines dropped because the log writer fell behind (its queue is bounded).",
+            registry=registry)
         self._plugin_children: dict[tuple[str, str, str, bool], Any] = {}
         self._profile_children: dict[str, Any] = {}
         if self.multiprocess_dir:

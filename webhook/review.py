@@ -13,7 +13,8 @@ from typing import Any, Final, NotRequired, TypedDict
 
 import orjson
 
-from policies.admission import AdmissionRequest, GroupVersionResource
+from policies.admission import OPERATIONS, AdmissionRequest, GroupVersionResource
+from policies.shape import depth_error
 
 SUPPORTED_API_VERSIONS: Final = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 DEFAULT_API_VERSION: Final = SUPPORTED_API_VERSIONS[0]
@@ -72,7 +73,7 @@ def parse_review(body: bytes) -> tuple[str, AdmissionRequest]:
     try:
         review = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise MalformedReview(f"request body is not valid JSON: {exc}") from exc
+        raise MalformedReview(f"request body is not valid JSON: {exc}", uid_from_prefix(body[:65536])) from exc
     if not isinstance(review, dict):
         raise MalformedReview("request body must be a JSON object (an AdmissionReview)")
     request = review.get("request")
@@ -93,9 +94,15 @@ def parse_review(body: bytes) -> tuple[str, AdmissionRequest]:
     operation = _string(request, "operation")
     if not operation:
         raise MalformedReview("AdmissionReview request has no operation", uid, reply_version)
+    if operation not in OPERATIONS:  # also what keeps metric labels a closed set
+        raise MalformedReview(f"request.operation must be one of {', '.join(sorted(OPERATIONS))}, "
+                              f"got {operation[:64]!r}", uid, reply_version)
     for key in ("object", "oldObject"):
         if request.get(key) is not None and not isinstance(request.get(key), dict):
             raise MalformedReview(f"request.{key} must be a JSON object", uid, reply_version)
+        too_deep = depth_error(request[key], f"request.{key}") if request.get(key) else None
+        if too_deep:  # before anything walks it recursively
+            raise MalformedReview(too_deep, uid, reply_version)
     return reply_version, AdmissionRequest(
         uid=uid,
         operation=operation,

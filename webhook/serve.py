@@ -39,9 +39,11 @@ from aiohttp import web
 from certs.generate import ensure_serving_certs
 from certs.manager import ManagerSettings, self_management
 from certs.material import CertPaths
-from cli.jsonlog import json_logging
+from cli.jsonlog import dropped_lines, json_logging
 from cluster.client import api_client
 from cluster.store import ClusterStore
+from webhook.connections import ConnectionLimits
+from webhook.gate import GatedSite
 from webhook.registry import Registry, default_routes
 from webhook.server import DEFAULT_MAX_BODY, Lifecycle, build_app
 from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots, KubeSettings
@@ -71,6 +73,9 @@ class ServeConfig:
     reuse_port: bool = False  # let separate server processes share the port (SO_REUSEPORT)
     cert_reload_interval: float = 1.0
     self_managed: ManagerSettings | None = None  # rotate certificates while holding the Lease
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
+    client_ca: Path | None = None  # admission paths need a client certificate issued by this CA
+    stuck_scan_after: float = 30.0  # warn when a --cluster directory scan runs longer than this
     audit_interval: float = 0.0  # audit running pods (and write PolicyReports) this often; 0: never
 
 
@@ -83,7 +88,7 @@ class Source(Protocol):
 def make_source(config: ServeConfig, registry: Registry, metrics: Any) -> Source:
     """The directory source in embedded mode, else list/watch of the kinds the routes read."""
     if config.cluster is not None:
-        return DirectorySnapshots(config.cluster, interval=config.reload_interval)
+        return DirectorySnapshots(config.cluster, interval=config.reload_interval, stuck_after=config.stuck_scan_after)
     return ApiServerSnapshots(api_client(config.kubeconfig, config.context), watched_kinds(registry), config.kube,
                               on_failure=metrics.store_health.watch_failed)
 
@@ -93,6 +98,13 @@ def tls_context(paths: CertPaths) -> ssl.SSLContext:
     context = new_server_context()
     context.load_cert_chain(paths.cert, paths.key)
     return context
+
+
+def require_client_certs(context: ssl.SSLContext, client_ca: Path) -> None:
+    """Verify a client certificate against `client_ca` when one is sent (probes send none; the
+    admission paths then refuse a request without one)."""
+    context.load_verify_locations(cafile=str(client_ca))
+    context.verify_mode = ssl.CERT_OPTIONAL
 
 
 def cert_reloader(config: ServeConfig, metrics: Any) -> CertReloader:
@@ -114,9 +126,20 @@ def cert_reloader(config: ServeConfig, metrics: Any) -> CertReloader:
     return reloader
 
 
+async def _export_dropped_log_lines(metrics: Any, interval: float = 1.0) -> None:
+    exported = 0
+    while True:
+        dropped = dropped_lines()
+        if dropped > exported:
+            metrics.log_lines_dropped.inc(dropped - exported)
+            exported = dropped
+        await asyncio.sleep(interval)
+
+
 def _background(config: ServeConfig, source: Source, state: StateHolder, metrics: Any, on_reload: Any,
                 reloader: CertReloader, published: asyncio.Event | None = None) -> list[asyncio.Task[None]]:
-    coroutines = [source.run(state, on_reload), metrics.store_health.export_forever(source.store), reloader.run()]
+    coroutines = [source.run(state, on_reload), metrics.store_health.export_forever(source.store), reloader.run(),
+                  _export_dropped_log_lines(metrics)]
     if config.audit_interval > 0:
         coroutines.append(_audit(config, state, metrics, published or asyncio.Event()))
     if config.self_managed is not None:
@@ -170,6 +193,7 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
     published = asyncio.Event()  # set on every reload of the state (the audit waits for the first)
 
     loaded = asyncio.Event()
+    exported_kinds: set[str] = set()
 
     def on_reload(snapshot: object) -> None:
         published.set()
@@ -179,15 +203,27 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
         loaded.set()
         metrics.state_reloads.labels("ok").inc()
         metrics.state_problems.set(len(snapshot.problems))  # type: ignore[attr-defined]
-        for kind, objects in snapshot.objects.items():  # type: ignore[attr-defined]
-            metrics.state_objects.labels(kind).set(len(objects))
+        counts = {kind: len(objects) for kind, objects in snapshot.objects.items()}  # type: ignore[attr-defined]
+        for kind in exported_kinds - counts.keys():  # every object of the kind is gone: say 0, not the old count
+            counts[kind] = 0
+        for kind, count in counts.items():
+            metrics.state_objects.labels(kind).set(count)
+        exported_kinds.update(counts)
 
-    app = build_app(registry, state, metrics, max_body=config.max_body, lifecycle=lifecycle)
+    limits = config.connections
+    app = build_app(registry, state, metrics, max_body=config.max_body, lifecycle=lifecycle,
+                    body_timeout=limits.first_request_timeout, client_certs=config.client_ca is not None,
+                    max_body_bytes=limits.max_body_bytes)
     reloader = cert_reloader(config, metrics)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=config.shutdown_timeout)
+    if config.client_ca is not None:
+        require_client_certs(reloader.context, config.client_ca)
+    # auto_decompress=False: aiohttp must never inflate a body (the handler refuses any encoding);
+    # keepalive_timeout: an idle kept-alive connection is closed after this long.
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=config.shutdown_timeout, auto_decompress=False,
+                           keepalive_timeout=limits.idle_timeout)
     await runner.setup()
-    site = web.TCPSite(runner, config.host, config.port, ssl_context=reloader.context,
-                       reuse_port=reuse_port or config.reuse_port or None, backlog=1024)
+    site = GatedSite(runner, config.host, config.port, tls_context=reloader.context, limits=limits, metrics=metrics,
+                     reuse_port=reuse_port or config.reuse_port or None)
     signals = asyncio.Queue[int]()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

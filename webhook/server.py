@@ -7,27 +7,37 @@ shutting down) and `/metrics` (Prometheus text) on the same listener.
 While draining (after SIGTERM) every response carries `Connection: close`: API servers keep
 reusing keep-alive connections to a terminating pod, so each one must be closed by us right after
 a complete response, never mid-request.
+
+Before a body is read: a `Content-Encoding` other than identity is refused (415), a body must
+arrive within the first-request timeout (408), stay within `--max-body` (an AdmissionReview
+answer, with the uid when its first 64 KiB hold it, chunked or not) and within the bytes all bodies
+may hold at once (`BodyBudget`, 503). Each such refusal is counted by reason
+(`colocate_webhook_refused_requests_total`) and closes the connection.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
 
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from cli.jsonlog import ADMISSION_LOGGER, log_admission
 from policies.admission import default_rand_int
-from webhook.admission import ServedReview, malformed_response, serve_review
+from webhook.admission import ServedReview, http_error, malformed_response, serve_review
+from webhook.gate import request_started
 from webhook.metrics import CONTENT_TYPE, WebhookMetrics
 from webhook.registry import Registry, Route
 from webhook.review import MalformedReview, uid_from_prefix
 from webhook.state import StateHolder
 
 DEFAULT_MAX_BODY: Final = 8 * 1024 * 1024
+SERVER_NAME: Final = "colocate"
 _UID_SCAN_BYTES: Final = 64 * 1024
+_READ_CHUNK: Final = 256 * 1024
 
 
 @dataclass
@@ -40,19 +50,68 @@ class Lifecycle:
 STATE: Final = web.AppKey("state", StateHolder)
 LIFECYCLE: Final = web.AppKey("lifecycle", Lifecycle)
 METRICS: Final = web.AppKey("metrics", WebhookMetrics)
+CLIENT_CERTS: Final = web.AppKey("client_certs", bool)
+#: what kubelet probes and Prometheus read, without a client certificate
+OPEN_PATHS: Final = frozenset({"/healthz", "/readyz", "/metrics"})
 
 admission_log = logging.getLogger(ADMISSION_LOGGER)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-async def _too_large(request: web.Request, route: Route, limit: int, started: float) -> ServedReview:
-    prefix = await request.content.read(_UID_SCAN_BYTES)
+def _refused_encoding(request: web.Request) -> str | None:
+    """Why the body must not be read: the API server never compresses, a gzip bomb inflates 1000x."""
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding in ("", "identity"):
+        return None
+    return f"Content-Encoding {encoding[:32]!r} is not accepted: send the AdmissionReview uncompressed"
+
+
+def _too_large(route: Route, limit: int, started: float, prefix: bytes) -> ServedReview:
     message = f"request body exceeds the {limit} byte limit"
-    return malformed_response(MalformedReview(message, uid_from_prefix(prefix)), route.path, started)
+    return malformed_response(MalformedReview(message, uid_from_prefix(prefix[:_UID_SCAN_BYTES])), route.path,
+                              started, "too_large")
+
+
+class BodyBudget:
+    """Bytes of request bodies held at once, over every connection of this process.
+
+    The connection cap bounds sockets, not what they send: a thousand connections each sending
+    most of `--max-body` would hold gigabytes. Past `limit` a request is refused (HTTP 503, the
+    connection closed) instead; admission bodies are a few KiB, so only a flood meets it.
+    """
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit, self.used = limit, 0
+
+    def take(self, size: int) -> bool:
+        if self.limit is not None and self.used + size > self.limit:
+            return False
+        self.used += size
+        return True
+
+    def give(self, size: int) -> None:
+        self.used -= size
+
+
+async def _read_body(request: web.Request, limit: int, budget: BodyBudget, held: list[int]) -> tuple[bytes, str]:
+    """(body, "") or (its start, "too_large" or "busy"); `held[0]` is what was taken from `budget`."""
+    if request.content_length is not None and request.content_length > limit:
+        return await request.content.read(_UID_SCAN_BYTES), "too_large"
+    body = bytearray()
+    while chunk := await request.content.read(_READ_CHUNK):
+        if not budget.take(len(chunk)):
+            return bytes(body[:_UID_SCAN_BYTES]), "busy"
+        held[0] += len(chunk)
+        body += chunk
+        if len(body) > limit:
+            return bytes(body[:_UID_SCAN_BYTES]), "too_large"
+    return bytes(body), ""
 
 
 def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics, max_body: int,
-                      rand_int: Callable[[int], int]) -> Handler:
+                      rand_int: Callable[[int], int], body_timeout: float | None = None,
+                      budget: BodyBudget | None = None) -> Handler:
+    budget = budget or BodyBudget()
     requests_ok = metrics.requests_total.labels(route.path, "200")
     latency = metrics.latency.labels(route.path)
     in_flight = metrics.in_flight.labels(route.path)
@@ -62,19 +121,32 @@ def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics,
         in_flight.inc()
         close = False
         try:
-            if request.content_length is not None and request.content_length > max_body:
-                served, close = await _too_large(request, route, max_body, started), True
+            refused = _refused_encoding(request)
+            if refused is not None:  # answered before a byte of the body is read; the connection is closed
+                served, close = http_error(refused, started, route.path, 415, "encoding"), True
             else:
+                held = [0]
                 try:
-                    body = await request.read()
-                except web.HTTPRequestEntityTooLarge:
-                    served, close = await _too_large(request, route, max_body, started), True
-                else:
-                    served = serve_review(route, body, state.snapshot, rand_int=rand_int,
-                                          observe=metrics.observe_plugin)
+                    async with asyncio.timeout(body_timeout):
+                        body, refused = await _read_body(request, max_body, budget, held)
+                    if refused == "too_large":
+                        served, close = _too_large(route, max_body, started, body), True
+                    elif refused == "busy":
+                        message = f"request bodies being received exceed {budget.limit} bytes: try again"
+                        served, close = http_error(message, started, route.path, 503, "busy"), True
+                    else:
+                        served = serve_review(route, body, state.snapshot, rand_int=rand_int,
+                                              observe=metrics.observe_plugin)
+                except TimeoutError:
+                    message = f"request body not received within {body_timeout}s"
+                    served, close = http_error(message, started, route.path, 408, "slow_body"), True
+                finally:
+                    budget.give(held[0])
         finally:
             in_flight.dec()
         (requests_ok if served.status == 200 else metrics.requests_total.labels(route.path, str(served.status))).inc()
+        if served.refused:
+            metrics.refused.labels(route.path, served.refused).inc()
         latency.observe(time.perf_counter() - started)
         metrics.count_profile_matches(served.record.get("matchedProfiles", ()))
         if served.outcome is not None and served.outcome.warnings:
@@ -95,12 +167,46 @@ async def healthz(request: web.Request) -> web.Response:
 async def readyz(request: web.Request) -> web.Response:
     if request.app[LIFECYCLE].draining:
         return web.Response(status=503, text="shutting down")
-    if request.app[STATE].ready:
+    state = request.app[STATE]
+    if state.ready:
+        problems = state.snapshot.problems
+        if problems:  # still ready: the last good objects are served; but say so
+            return web.Response(text=f"ok, with {len(problems)} problem(s) in the cluster state "
+                                     f"(see colocate_cluster_state_problems and the log); first: "
+                                     f"{problems[0].source}: {problems[0].message}"[:1000])
         return web.Response(text="ok")
     return web.Response(status=503, text="cluster state not loaded yet")
 
 
-async def _close_when_draining(request: web.Request, response: web.StreamResponse) -> None:
+@web.middleware
+async def _response_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Decided before the response is prepared, where aiohttp chooses its Connection header.
+
+    While draining, the response that the server closes the connection after must say
+    `Connection: close`: a client that is not told may pick the connection up for its next request
+    at the instant it is closed, and a POST whose bytes were written is not retried (Go's transport).
+    The Server header names no versions.
+    """
+    request_started(request)
+    if request.app[CLIENT_CERTS] and request.path not in OPEN_PATHS and not _has_client_cert(request):
+        raise web.HTTPForbidden(text="a client certificate issued by --client-ca is required")
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:
+        _finish_headers(request, exc)
+        raise
+    _finish_headers(request, response)
+    return response
+
+
+def _has_client_cert(request: web.Request) -> bool:
+    """With --client-ca the TLS layer verifies a certificate when one is sent; here one must be."""
+    transport = request.transport
+    return transport is not None and bool(transport.get_extra_info("peercert"))
+
+
+def _finish_headers(request: web.Request, response: web.StreamResponse) -> None:
+    response.headers[hdrs.SERVER] = SERVER_NAME
     if request.app[LIFECYCLE].draining:
         response.force_close()
 
@@ -111,15 +217,21 @@ async def metrics_endpoint(request: web.Request) -> web.Response:
 
 def build_app(registry: Registry, state: StateHolder, metrics: WebhookMetrics, *,
               max_body: int = DEFAULT_MAX_BODY, rand_int: Callable[[int], int] = default_rand_int,
-              lifecycle: Lifecycle | None = None) -> web.Application:
+              lifecycle: Lifecycle | None = None, body_timeout: float | None = None,
+              client_certs: bool = False, max_body_bytes: int | None = None) -> web.Application:
+    """`body_timeout`: a request body must arrive within it; `client_certs`: admission paths need a
+    verified client certificate (the TLS context asks for one: `--client-ca`); `max_body_bytes`:
+    the request bodies all routes may hold at once (`BodyBudget`)."""
+    budget = BodyBudget(max_body_bytes)
     # aiohttp's own limit sits above ours so that we, not aiohttp, answer an oversized body.
-    app = web.Application(client_max_size=max_body + 1)
+    app = web.Application(client_max_size=max_body + 1, middlewares=[_response_headers])
     app[STATE] = state
     app[METRICS] = metrics
     app[LIFECYCLE] = lifecycle or Lifecycle()
-    app.on_response_prepare.append(_close_when_draining)
+    app[CLIENT_CERTS] = client_certs
     for route in registry.routes:
-        app.router.add_post(route.path, admission_handler(route, state, metrics, max_body, rand_int))
+        app.router.add_post(route.path, admission_handler(route, state, metrics, max_body, rand_int, body_timeout,
+                                                                budget))
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_endpoint)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from kubernetes import client
 
-from cluster.files import DirectorySource
+from cluster.files import DirectorySource, start_in_daemon_thread
 from cluster.kinds import WatchedKind
 from cluster.kube import KubeSource
 from cluster.reflector import ReflectorSettings
@@ -78,8 +78,8 @@ class SnapshotIndex:
 class DirectorySnapshots:
     """Embedded mode: the snapshots of a directory of manifests, re-read when files change."""
 
-    def __init__(self, root: Path, interval: float = 1.0) -> None:
-        self.root, self.interval = root, interval
+    def __init__(self, root: Path, interval: float = 1.0, stuck_after: float = 30.0) -> None:
+        self.root, self.interval, self.stuck_after = root, interval, stuck_after
         self.store = ClusterStore()
         self._source = DirectorySource(root, self.store)
         self._index = SnapshotIndex(self.store, strict=True)  # no API server checked these files
@@ -91,16 +91,28 @@ class DirectorySnapshots:
         return self._index.build()
 
     async def run(self, state: StateHolder, on_reload: OnReload | None = None) -> None:
-        """Poll forever, publishing a snapshot whenever the directory changes."""
-        loop = asyncio.get_running_loop()
+        """Poll forever, publishing a snapshot whenever the directory changes. A scan runs in a
+        daemon thread; one that does not return (a hung file system) is reported every
+        `stuck_after` seconds and waited for, never started twice, and never delays shutdown."""
+        scan: asyncio.Future[ClusterSnapshot | None] | None = None
         while True:
+            if scan is None:
+                scan = start_in_daemon_thread(self.scan, name="directory-scan")
             try:
-                snapshot = await loop.run_in_executor(None, self.scan)
+                snapshot = await asyncio.wait_for(asyncio.shield(scan), self.stuck_after)
+            except TimeoutError:
+                log.error("a scan of %s has not returned for %.0fs; serving the last good state", self.root,
+                          self.stuck_after)
+                if on_reload:
+                    on_reload(None)
+                continue
             except Exception as exc:  # keep serving the last good state
+                scan = None
                 log.error("reloading %s failed, keeping the last good state: %s", self.root, exc)
                 if on_reload:
                     on_reload(None)
             else:
+                scan = None
                 if snapshot is not None:
                     for problem in snapshot.problems:
                         log.warning("%s: %s", problem.source, problem.message)

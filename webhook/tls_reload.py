@@ -38,9 +38,14 @@ class LoadedChain:
     ca: x509.Certificate | None  # the CA in ca.crt that issued the serving certificate, if found
 
 
+#: TLS 1.2 suites offered: forward-secret AEAD only, as Gatekeeper and Go's defaults (TLS 1.3's are all AEAD)
+TLS12_CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
+
+
 def new_server_context() -> ssl.SSLContext:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_ciphers(TLS12_CIPHERS)
     return context
 
 

@@ -97,3 +97,14 @@ def test_an_expired_certificate_says_when_it_expired_not_negative_days_left(tmp_
     out = capsys.readouterr().out
     assert "FAIL serving expiry: expired " in out and " days ago" in out and "-" not in out.split("days")[0][-8:]
     assert "days left" not in out
+
+
+def test_a_new_certificate_directory_is_not_world_writable_whatever_the_umask(tmp_path: Path) -> None:
+    import os
+
+    previous = os.umask(0)
+    try:
+        write_directory(tmp_path / "certs", generate_material(("svc",), NOW))
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "certs").stat().st_mode & 0o777 == 0o755

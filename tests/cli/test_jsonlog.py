@@ -5,16 +5,51 @@ import logging
 
 import pytest
 
-from cli.jsonlog import log_admission, setup_logging
+import cli.jsonlog
+from cli.jsonlog import LIBRARY_LOGGERS, MAX_FIELD, dropped_lines, log_admission, setup_logging
 
 
 @pytest.fixture(autouse=True)
 def restore_logging():
-    """setup_logging reconfigures the process-wide `colocate` logger; put it back for other tests."""
-    logger = logging.getLogger("colocate")
-    saved = (list(logger.handlers), logger.level, logger.propagate)
+    """setup_logging reconfigures process-wide loggers (colocate, aiohttp, asyncio); put them back."""
+    loggers = [logging.getLogger(name) for name in ("colocate", *LIBRARY_LOGGERS)]
+    saved = [(list(logger.handlers), logger.level, logger.propagate) for logger in loggers]
     yield
-    logger.handlers[:], logger.level, logger.propagate = saved
+    for logger, (handlers, level, propagate) in zip(loggers, saved, strict=True):
+        logger.handlers[:], logger.level, logger.propagate = handlers, level, propagate
+
+
+def test_library_tracebacks_are_json_lines_with_a_bounded_tail():
+    stream = io.StringIO()
+    writer = setup_logging("info", stream)
+    try:
+        try:
+            raise RuntimeError("x" * (3 * MAX_FIELD))
+        except RuntimeError:
+            logging.getLogger("aiohttp.server").exception("Unhandled exception")
+        log_admission(logging.getLogger("colocate.admission"), {"uid": "u", "object": "n" * (3 * MAX_FIELD)})
+    finally:
+        writer.stop()
+    error, admission = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert error["logger"] == "aiohttp.server" and error["msg"] == "Unhandled exception"
+    assert error["error"].startswith("...") and len(error["error"]) <= MAX_FIELD + 3
+    assert len(admission["object"]) < MAX_FIELD + 32
+
+
+def test_lines_beyond_the_queue_bound_are_dropped_and_counted(monkeypatch):
+    monkeypatch.setattr(cli.jsonlog, "MAX_QUEUED", 5)
+    monkeypatch.setattr(cli.jsonlog, "BATCH_SECONDS", 1.0)  # the writer waits: the queue fills
+    stream = io.StringIO()
+    before = dropped_lines()
+    writer = setup_logging("info", stream)
+    try:
+        for i in range(50):
+            log_admission(logging.getLogger("colocate.admission"), {"uid": f"u{i}"})
+    finally:
+        writer.stop()
+    written = stream.getvalue().splitlines()
+    assert 5 <= len(written) <= 6  # the bound, give or take the one line the writer had taken
+    assert dropped_lines() - before == 50 - len(written)
 
 
 def test_admission_and_ordinary_lines_are_one_json_object_each():

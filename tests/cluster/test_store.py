@@ -145,3 +145,14 @@ def test_a_kind_never_listed_is_not_said_to_serve_a_last_good_state(caplog) -> N
     (record,) = caplog.records
     assert "cannot list nodes yet (connection refused)" in record.getMessage()
     assert "last good state" not in record.getMessage()
+
+
+def test_an_object_with_malformed_labels_is_a_problem_not_a_per_request_failure(tmp_path: Path) -> None:
+    (tmp_path / "ns.yaml").write_text(yaml.safe_dump_all([
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bad", "labels": {"team": ["a", "b"]}}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "good", "labels": {"team": "a"}}}]))
+    store = load_directory(tmp_path)
+    snapshot = SnapshotIndex(store).build()
+    assert snapshot.namespace_labels("bad") is None and snapshot.namespace_labels("good") == {"team": "a"}
+    assert [p.message for p in snapshot.problems] == [
+        "Namespace 'bad': metadata.labels: Invalid value: must map strings to strings; object skipped"]

@@ -10,11 +10,13 @@ and object selectors (`webhook.dispatch`, the one implementation `colocate apply
 sends the first AdmissionReview version of `admissionReviewVersions` it speaks, enforces
 timeoutSeconds and applies failurePolicy.
 
-Like Go's HTTP transport under kube-apiserver, it retries a request once, on a new connection,
-when a kept-alive connection turned out to be closed by the server before any answer (Go's
-errServerClosedIdle/nothingWritten retry): servers close idle connections whenever they like,
-and a client that picked one up at that instant has lost nothing but the connection. A refused
-or failed new connection is not retried.
+Like Go's HTTP transport under kube-apiserver, it retries a POST once, on a new connection, only
+when a kept-alive connection failed before a byte of the request was written to it (Go's
+`nothingWrittenError`: `shouldRetryRequest` retries a non-idempotent request for nothing else).
+A connection the server closed while idle is dropped from the pool unharmed; but one closed right
+after a response that did not say `Connection: close` can be picked up for the next request, which
+is then written and lost: that admission fails, as it would in a cluster. A refused or failed new
+connection is not retried.
 """
 from __future__ import annotations
 
@@ -62,6 +64,33 @@ class Admission:
     called: list[str] = field(default_factory=list)  # webhook names, in call order
     warnings: list[str] = field(default_factory=list)  # what kubectl prints as "Warning: ..."
     audit_annotations: dict[str, str] = field(default_factory=dict)  # "<webhook name>/<key>", as audit logs hold them
+
+
+class _Attempt:
+    """What one try of a request did on its connection (filled in by `_TRACE`'s callbacks)."""
+
+    def __init__(self) -> None:
+        self.reused = False
+        self.written = False
+
+    def retriable(self) -> bool:
+        """Go retries a POST only on a reused connection to which nothing was written."""
+        return self.reused and not self.written
+
+
+async def _on_reuse(session: aiohttp.ClientSession, context: Any, params: Any) -> None:
+    context.trace_request_ctx.reused = True
+
+
+async def _on_headers_sent(session: aiohttp.ClientSession, context: Any, params: Any) -> None:
+    context.trace_request_ctx.written = True
+
+
+def _trace() -> aiohttp.TraceConfig:
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_reuseconn.append(_on_reuse)
+    trace.on_request_headers_sent.append(_on_headers_sent)
+    return trace
 
 
 class _ServiceResolver(AbstractResolver):
@@ -119,7 +148,7 @@ class Dispatcher:
             context = ssl.create_default_context(cadata=base64.b64decode(ca_bundle).decode() if ca_bundle else None)
             connector = aiohttp.TCPConnector(ssl=context, resolver=_ServiceResolver(self.endpoints), limit=0,
                                              force_close=not self.keep_alive)
-            self._sessions[ca_bundle] = aiohttp.ClientSession(connector=connector)
+            self._sessions[ca_bundle] = aiohttp.ClientSession(connector=connector, trace_configs=[_trace()])
         return self._sessions[ca_bundle]
 
     def _webhooks(self, kind: str) -> list[Mapping[str, Any]]:
@@ -143,8 +172,9 @@ class Dispatcher:
         timeout = aiohttp.ClientTimeout(total=float(webhook.get("timeoutSeconds", 10)))
         session = self._session(client.get("caBundle", ""))
         for attempt in (1, 2):
+            tried = _Attempt()
             try:
-                async with session.post(url, json=review, timeout=timeout) as response:
+                async with session.post(url, json=review, timeout=timeout, trace_request_ctx=tried) as response:
                     if response.status != 200:
                         raise RuntimeError(f"HTTP {response.status}: {(await response.text())[:200]}")
                     answer = await response.json()
@@ -152,7 +182,7 @@ class Dispatcher:
             except aiohttp.ClientConnectorError:
                 raise
             except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
-                if attempt == 2:
+                if attempt == 2 or not tried.retriable():
                     raise
         result = answer.get("response") or {}
         if result.get("uid") != review["request"]["uid"]:

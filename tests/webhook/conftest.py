@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -13,6 +15,7 @@ from certs.generate import ensure_serving_certs
 from certs.material import CertPaths
 from policies.snapshot import ClusterSnapshot
 from tests.support.cluster import free_port
+from tests.support.served import Served
 from webhook.metrics import WebhookMetrics
 from webhook.registry import default_routes
 from webhook.serve import tls_context
@@ -70,3 +73,17 @@ async def small_body_server(cert_paths: CertPaths) -> AsyncIterator[RunningServe
     yield running
     await running.session.close()
     await runner.cleanup()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Callable[..., Served]]:
+    """`served(*flags, **options)`: a ready `colocate serve` process, killed at the end of the test."""
+    servers: list[Served] = []
+
+    def start(*extra: str, **options: Any) -> Served:
+        servers.append(Served(tmp_path, *extra, **options))
+        return servers[-1].wait_ready()
+
+    yield start
+    for server in servers:
+        server.kill()

@@ -136,3 +136,40 @@ def test_the_deployment_is_highly_available_and_locked_down() -> None:
     (service,) = by_kind("Service")
     paths = {w["clientConfig"]["service"]["name"] for c in load(WEBHOOKS_FILE) for w in c["webhooks"]}
     assert paths == {service["metadata"]["name"]}
+
+
+def test_the_network_policy_admits_only_the_webhook_port_of_the_webhook_pods() -> None:
+    (deployment,) = by_kind("Deployment")
+    (policy,) = by_kind("NetworkPolicy")
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    (webhook_port,) = [p["containerPort"] for p in container["ports"] if p["name"] == "webhook"]
+    ports = [port for rule in policy["spec"]["ingress"] for port in rule["ports"]]
+    assert ports == [{"port": webhook_port, "protocol": "TCP"}]
+    assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+
+
+def test_the_memory_limit_covers_a_full_connection_table() -> None:
+    """docs/serve.md "Sizing": base + connections x their cost + bodies held + one body parsing < limit."""
+    from policies.quantity import Quantity
+    from webhook.connections import (
+        DEFAULT_MAX_BODY_BYTES,
+        DEFAULT_MAX_CONNECTIONS,
+        MEMORY_BASE_MIB,
+        MEMORY_PER_CONNECTION_KIB,
+        PARSED_BODY_FACTOR,
+    )
+
+    (deployment,) = by_kind("Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    args = dict(a.removeprefix("--").split("=", 1) for a in container["args"] if "=" in a)
+    connections = int(args.get("max-connections", DEFAULT_MAX_CONNECTIONS))
+    workers = int(args.get("workers", 1))
+    max_body_mib = int(args.get("max-body", 8 * 1024 * 1024)) / 2**20
+    bodies_mib = int(args.get("max-body-bytes", DEFAULT_MAX_BODY_BYTES)) / 2**20
+    needed_mib = workers * (MEMORY_BASE_MIB + connections * MEMORY_PER_CONNECTION_KIB / 1024 + bodies_mib
+                            + PARSED_BODY_FACTOR * max_body_mib)
+    limit_mib = Quantity.parse(container["resources"]["limits"]["memory"]).value() / 2**20
+    assert needed_mib <= limit_mib, f"{needed_mib:.0f} MiB needed, {limit_mib:.0f} MiB limit"

@@ -3,94 +3,24 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
-import signal
 import ssl
-import subprocess
-import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-import pytest
 import yaml
 from cryptography import x509
 
 from tests.support.admission import admission_review
-from tests.support.cluster import free_port
 from tests.support.paths import REPO
+from tests.support.served import Served
 from tests.support.wait import wait_for_sync
 
 POD = yaml.safe_load((REPO / "manifests" / "samples" / "batch-pod.yaml").read_text())
 
 
-class Served:
-    def __init__(self, tmp_path: Path, *extra: str) -> None:
-        self.state = tmp_path / "state"
-        shutil.copytree(REPO / "manifests" / "cluster", self.state)
-        self.certs = tmp_path / "certs"
-        self.port = free_port()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "colocate.cli", "serve", "--cluster", str(self.state), "--cert-dir", str(self.certs),
-             "--port", str(self.port), "--host", "127.0.0.1", "--reload-interval", "0.2",
-             "--dns-name", "webhook.example", *extra],
-            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.tls: ssl.SSLContext | None = None
-
-    def request(self, path: str, body: object = None, timeout: float = 5) -> tuple[int, bytes]:
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(f"https://127.0.0.1:{self.port}{path}", data=data,
-                                         headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, context=self.tls, timeout=timeout) as response:
-                return response.status, response.read()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read()
-
-    def wait_ready(self, deadline: float = 20) -> None:
-        def ready() -> bool:
-            assert self.process.poll() is None, self.process.stderr.read()
-            if self.tls is None and (self.certs / "ca.crt").exists():
-                try:
-                    self.tls = ssl.create_default_context(cafile=str(self.certs / "ca.crt"))
-                except ssl.SSLError:
-                    pass  # still being written
-            return self.tls is not None and self.request("/readyz", timeout=1)[0] == 200
-
-        wait_for_sync(ready, timeout=deadline, interval=0.1, ignore=(OSError,), message="the server to become ready")
-
-    def mutate(self) -> dict:
-        status, body = self.request("/mutate-pod", admission_review(POD))
-        assert status == 200
-        response = json.loads(body)["response"]
-        assert response["allowed"]
-        return json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
-
-    def metric(self, name: str) -> float:
-        """The value of an unlabelled metric on /metrics."""
-        status, body = self.request("/metrics")
-        assert status == 200
-        return next(float(line.split()[-1]) for line in body.decode().splitlines() if line.split(" ")[0] == name)
-
-    def stop(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=30)
-
-
-@pytest.fixture
-def served(tmp_path):
-    servers = []
-
-    def start(*extra: str) -> Served:
-        servers.append(Served(tmp_path, *extra))
-        servers[-1].wait_ready()
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        if server.process.poll() is None:
-            server.process.kill()
-            server.process.wait()
+def mutate(server: Served) -> list:
+    response = server.review("/mutate-pod", admission_review(POD))
+    assert response["allowed"]
+    return json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
 
 
 def test_serve_generates_trusted_certificates_and_mutates(served):
@@ -100,7 +30,7 @@ def test_serve_generates_trusted_certificates_and_mutates(served):
     assert {"localhost", "webhook.example"} <= set(names.get_values_for_type(x509.DNSName))
     assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
     assert oct((server.certs / "tls.key").stat().st_mode & 0o777) == "0o600"
-    paths = {op["path"] for op in server.mutate()}
+    paths = {op["path"] for op in mutate(server)}
     assert "/metadata/labels/koordinator.sh~1qosClass" in paths
     assert server.stop() == 0
 
@@ -119,29 +49,30 @@ def test_tls_1_2_is_the_minimum_and_is_accepted(served):
 
 def test_profile_changes_take_effect_without_restart_and_broken_files_keep_the_last_state(served):
     server = served()
-    assert server.mutate() != []
+    assert mutate(server) != []
     profiles = server.state / "profiles.yaml"
     original = profiles.read_text()
     problems = server.metric("colocate_cluster_state_problems")
     profiles.write_text("kind: [this is not yaml")
     wait_for_sync(lambda: server.metric("colocate_cluster_state_problems") > problems, timeout=10, interval=0.1,
                   message="the server to read the broken file")
-    assert server.mutate() != [], "a broken file must keep its last good profiles"
+    assert mutate(server) != [], "a broken file must keep its last good profiles"
     profiles.unlink()
-    wait_for_sync(server.mutate, until=lambda patch: patch == [], timeout=10, interval=0.1,
+    wait_for_sync(lambda: mutate(server), until=lambda patch: patch == [], timeout=10, interval=0.1,
                   message="the deleted profiles to stop applying")
-    assert server.mutate() == []
+    assert mutate(server) == []
     profiles.write_text(original)
-    wait_for_sync(server.mutate, until=lambda patch: patch != [], timeout=10, interval=0.1,
+    wait_for_sync(lambda: mutate(server), until=lambda patch: patch != [], timeout=10, interval=0.1,
                   message="the restored profiles to apply")
-    assert server.mutate() != []
-    assert "cannot load" in (server.stop(), server.process.stderr.read())[1]
+    assert mutate(server) != []
+    server.stop()
+    assert "cannot load" in server.log_text()
 
 
 def test_workers_share_the_port_and_metrics(served):
     server = served("--workers", "2")
     for _ in range(20):
-        server.mutate()
+        mutate(server)
     status, text = server.request("/metrics")
     assert status == 200
     line = next(candidate for candidate in text.decode().splitlines()

@@ -1,0 +1,203 @@
+"""The listener's guard: every accepted connection is counted, capped and timed before it is TLS.
+
+A connection costs memory from the moment it is accepted (TLS buffers, the HTTP parser), so it is
+counted from then, not from its first request: past `max_connections` a new one is closed before
+its TLS handshake, and counted. A connection must finish its handshake and send the headers of a
+first request within `first_request_timeout` (a client that connects and says nothing is closed),
+and a kept-alive connection is closed after `idle_timeout` without a request (aiohttp's keep-alive
+timer, which also covers a request whose headers never finish). The body of a request must arrive
+within `first_request_timeout` of its headers (the admission handler's read deadline).
+
+TLS is started here, after the gate, rather than by the listening socket: asyncio's TLS server
+allocates a 256 KiB read buffer per connection before the handshake even starts, which made each
+idle connection cost about 280 KiB. `_LeanTLS` reads in `TLS_READ_BUFFER` chunks instead (a TLS
+record is at most 16 KiB). This leans on `asyncio.sslproto.SSLProtocol`, the class
+`loop.start_tls` itself uses; the connection tests pin the behaviour.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from asyncio import sslproto
+from typing import Any, Final
+
+from aiohttp import web
+
+from webhook.connections import ConnectionLimits
+
+log = logging.getLogger("colocate.connections")
+
+TLS_READ_BUFFER: Final = 32 * 1024
+LIMIT_WARNING_PERIOD: Final = 10.0
+
+
+class _LeanTLS(sslproto.SSLProtocol):
+    max_size = TLS_READ_BUFFER
+
+
+class _Gate(asyncio.Protocol):
+    """One accepted connection: counted, upgraded to TLS, then handed to aiohttp's handler."""
+
+    def __init__(self, site: GatedSite) -> None:
+        self.site = site
+        self.loop = asyncio.get_running_loop()
+        self.raw: asyncio.Transport | None = None
+        self.handler: Any = None  # aiohttp's RequestHandler, once TLS is up
+        self.pending: list[bytes] = []
+        self.eof = False
+        self.first_request = False
+        self.counted = False
+        self.deadline: asyncio.TimerHandle | None = None
+
+    # -- accepted ----------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        raw: asyncio.Transport = transport  # type: ignore[assignment]
+        self.raw = raw
+        if self.site.open >= self.site.limits.max_connections:
+            self.site.closed("over_limit")
+            raw.abort()
+            return
+        self.counted = True
+        self.site.opened(self)
+        timeout = self.site.limits.first_request_timeout
+        self.deadline = self.loop.call_later(timeout, self._first_request_overdue)
+        waiter = self.loop.create_future()
+        tls = _LeanTLS(self.loop, self, self.site.tls_context, waiter, server_side=True,
+                       ssl_handshake_timeout=timeout,  # type: ignore[arg-type]  # typeshed says int; float works
+                       call_connection_made=False)
+        raw.set_protocol(tls)
+        tls.connection_made(raw)
+        waiter.add_done_callback(lambda done: self._handshake_done(done, tls))
+
+    def _handshake_done(self, done: asyncio.Future[None], tls: _LeanTLS) -> None:
+        if done.cancelled() or done.exception() is not None:
+            if not self.first_request:
+                self.site.closed("tls_handshake_failed")
+            if self.raw is not None:
+                self.raw.close()
+            self._release()  # the TLS layer tells the application of no loss before its handshake
+            return
+        if self.raw is None or self.raw.is_closing():  # lost during the handshake (the waiter says "done")
+            self._release()
+            return
+        self.handler = self.site.runner_server()
+        self.handler.connection_made(tls._app_transport)
+        for data in self.pending:
+            self.handler.data_received(data)
+        self.pending.clear()
+        if self.eof:
+            self.handler.eof_received()
+
+    def _first_request_overdue(self) -> None:
+        self.deadline = None
+        if not self.first_request and self.raw is not None:
+            self.first_request = True  # counted once, as this reason only
+            self.site.closed("first_request_timeout")
+            self.raw.abort()
+
+    def request_started(self) -> None:
+        """The app saw a request's headers on this connection: the first-request deadline is met."""
+        if not self.first_request:
+            self.first_request = True
+            if self.deadline is not None:
+                self.deadline.cancel()
+                self.deadline = None
+
+    # -- the TLS layer's application protocol: forwarded to aiohttp ---------------------------
+    def data_received(self, data: bytes) -> None:
+        if self.handler is None:
+            self.pending.append(data)
+        else:
+            self.handler.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        if self.handler is None:
+            self.eof = True
+            return None
+        result: bool | None = self.handler.eof_received()
+        return result
+
+    def pause_writing(self) -> None:
+        if self.handler is not None:
+            self.handler.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self.handler is not None:
+            self.handler.resume_writing()
+
+    def _release(self) -> None:
+        if self.deadline is not None:
+            self.deadline.cancel()
+            self.deadline = None
+        if self.counted:
+            self.counted = False
+            self.site.lost(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._release()
+        if self.handler is not None:
+            handler, self.handler = self.handler, None
+            handler.connection_lost(exc)
+
+
+def request_started(request: web.BaseRequest) -> None:
+    """Tell the gate of `request`'s connection (if it has one) that a request arrived on it."""
+    transport = request.transport
+    protocol = transport.get_protocol() if transport is not None else None
+    if isinstance(protocol, _Gate):
+        protocol.request_started()
+
+
+class GatedSite(web.TCPSite):
+    """A TCP site whose connections pass `_Gate`: counted, capped, timed, then TLS."""
+
+    def __init__(self, runner: web.BaseRunner, host: str, port: int, *, tls_context: ssl.SSLContext,
+                 limits: ConnectionLimits, metrics: Any = None, backlog: int = 1024,
+                 reuse_port: bool | None = None) -> None:
+        super().__init__(runner, host, port, backlog=backlog, reuse_port=reuse_port)
+        self.tls_context = tls_context
+        self.limits = limits
+        self.metrics = metrics
+        self.open = 0
+        self.gates: set[_Gate] = set()
+        self._next_limit_warning = 0.0
+
+    def runner_server(self) -> Any:
+        server = self._runner.server
+        assert server is not None
+        return server()
+
+    def opened(self, gate: _Gate) -> None:
+        self.open += 1
+        self.gates.add(gate)
+        if self.metrics is not None:
+            self.metrics.connections.inc()
+
+    def lost(self, gate: _Gate) -> None:
+        self.open -= 1
+        self.gates.discard(gate)
+        if self.metrics is not None:
+            self.metrics.connections.dec()
+
+    def closed(self, reason: str) -> None:
+        if self.metrics is not None:
+            self.metrics.connections_closed.labels(reason).inc()
+        if reason == "over_limit":
+            now = time.monotonic()
+            if now >= self._next_limit_warning:  # one line per period, however many are refused
+                self._next_limit_warning = now + LIMIT_WARNING_PERIOD
+                log.warning("%d connections open (--max-connections): closing new ones", self.limits.max_connections)
+
+    async def start(self) -> None:
+        self._runner._reg_site(self)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _Gate(self), self._host, self._port, backlog=self._backlog,
+                                                reuse_address=self._reuse_address, reuse_port=self._reuse_port)
+
+    async def stop(self) -> None:
+        await super().stop()
+        for gate in list(self.gates):  # still in their handshake: aiohttp does not know them
+            if gate.handler is None and gate.raw is not None:
+                gate.raw.abort()
