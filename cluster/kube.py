@@ -32,7 +32,8 @@ class KubeSource:
         await run_threads([*threads, *extra], self.close)
 
     def list_once(self) -> None:
-        """List every kind once into the store (a one-shot command: `colocate apply --kubeconfig`).
+        """List every kind once into the store (the one-shot commands: `colocate apply --kubeconfig`,
+        `colocate scheduler quota --kubeconfig`).
         An API server that cannot be reached or refuses a list is a `ClusterUnavailable`."""
         for reflector in self._reflectors:
             with api_errors(f"listing {reflector.kind.plural}"):

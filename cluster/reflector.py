@@ -87,10 +87,6 @@ class Reflector:
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, self.settings.backoff_max)
 
-    def list_once(self) -> None:
-        """One paged list into the sink, for a command that reads the cluster once; errors propagate."""
-        self._list()
-
     def interrupt(self) -> None:
         """Unblock a thread waiting on the watch socket (called from another thread at shutdown)."""
         response = self._response
@@ -115,6 +111,11 @@ class Reflector:
             body = response.read()[:300]
             raise RuntimeError(f"{self.kind.kind}: HTTP {response.status}: {body!r}")
         return response
+
+    def list_once(self) -> str:
+        """One paged list into the sink, for a command that reads the cluster once; errors
+        propagate. Returns the resourceVersion listed at."""
+        return self._list()
 
     def _list(self) -> str:
         objects: list[dict[str, Any]] = []

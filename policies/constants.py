@@ -88,6 +88,7 @@ LABEL_QUOTA_IS_ROOT: Final = "quota.scheduling.koordinator.sh/is-root"
 ANNOTATION_QUOTA_NAMESPACES: Final = "quota.scheduling.koordinator.sh/namespaces"
 LABEL_QUOTA_ALLOW_FORCE_UPDATE: Final = "quota.scheduling.koordinator.sh/allow-force-update"
 ANNOTATION_QUOTA_SHARED_WEIGHT: Final = "quota.scheduling.koordinator.sh/shared-weight"
+LABEL_QUOTA_ALLOW_LENT_RESOURCE: Final = "quota.scheduling.koordinator.sh/allow-lent-resource"
 ANNOTATION_QUOTA_MAX_STRICT_CHECK_KEYS: Final = "quota.scheduling.koordinator.sh/max-strict-check-resource-keys"
 ROOT_QUOTA_NAME: Final = "koordinator-root-quota"
 SYSTEM_QUOTA_NAME: Final = "koordinator-system-quota"
@@ -171,6 +172,24 @@ GPU_MEMORY: Final = "koordinator.sh/gpu-memory"
 GPU_MEMORY_RATIO: Final = "koordinator.sh/gpu-memory-ratio"
 GPU_SHARED: Final = "koordinator.sh/gpu.shared"
 DEVICE_RESOURCES: Final = frozenset({GPU, GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO, GPU_SHARED})
+NVIDIA_GPU: Final = "nvidia.com/gpu"
+AMD_GPU: Final = "amd.com/gpu"
+DCU_GPU: Final = "dcu.com/gpu"
+#: whole-GPU resources of the device plugins: N means N whole cards (spec §7)
+WHOLE_GPU_RESOURCES: Final = (NVIDIA_GPU, AMD_GPU, DCU_GPU)
+
+# Device API (scheduling.koordinator.sh/v1alpha1 Device) and the pod annotation DeviceShare writes.
+DEVICE_KIND: Final = "Device"
+ANNOTATION_DEVICE_ALLOCATED: Final = "scheduling.koordinator.sh/device-allocated"
+
+# NodeNUMAResource keys (apis/extension/numa_aware.go) and NodeResourceTopology (topology.node.k8s.io);
+# the resource-status, cpu-topology and node reservation annotations are with the koordlet's below.
+NODE_RESOURCE_TOPOLOGY_KIND: Final = "NodeResourceTopology"
+ANNOTATION_RESOURCE_SPEC: Final = "scheduling.koordinator.sh/resource-spec"
+ANNOTATION_NUMA_TOPOLOGY_SPEC: Final = "scheduling.koordinator.sh/numa-topology-spec"
+LABEL_NODE_CPU_BIND_POLICY: Final = "node.koordinator.sh/cpu-bind-policy"
+LABEL_NODE_NUMA_TOPOLOGY_POLICY: Final = "node.koordinator.sh/numa-topology-policy"
+LABEL_NODE_NUMA_ALLOCATE_STRATEGY: Final = "node.koordinator.sh/numa-allocate-strategy"
 
 # ClusterColocationProfile API.
 PROFILE_GROUP: Final = "config.koordinator.sh"
@@ -185,7 +204,6 @@ ANNOTATION_SYSTEM_QOS_RESOURCE: Final = "node.koordinator.sh/system-qos-resource
 ANNOTATION_RESOURCE_STATUS: Final = "scheduling.koordinator.sh/resource-status"  # {"cpuset": "2-3"}
 ANNOTATION_EVICTION_PRIORITY: Final = "koordinator.sh/eviction-priority"
 ANNOTATION_CPU_BURST: Final = "koordinator.sh/cpuBurst"  # {"policy": "cpuBurstOnly", ...}
-NODE_RESOURCE_TOPOLOGY_KIND: Final = "NodeResourceTopology"
 
 # Descheduling (koord-descheduler / sigs.k8s.io/descheduler)
 ANNOTATION_DESCHEDULER_EVICT: Final = "descheduler.alpha.kubernetes.io/evict"

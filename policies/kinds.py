@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Final
 
 from policies.constants import (
+    DEVICE_KIND,
     ELASTIC_QUOTA_GROUP,
     ELASTIC_QUOTA_KIND,
     NODE_RESOURCE_TOPOLOGY_KIND,
@@ -70,6 +71,7 @@ _ALL: Final = (
     Kind("Event", "", "v1", "events", True),
     Kind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
     Kind(NODE_SLO_KIND, "slo.koordinator.sh", "v1alpha1", "nodeslos", False),
+    Kind(DEVICE_KIND, RESERVATION_GROUP, "v1alpha1", "devices", False),
     Kind(NODE_RESOURCE_TOPOLOGY_KIND, "topology.node.k8s.io", "v1alpha1", "noderesourcetopologies", False),
     Kind(POLICY_REPORT_KIND, "wgpolicyk8s.io", "v1alpha2", "policyreports", True),
 )

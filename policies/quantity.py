@@ -224,3 +224,17 @@ def resource_list(raw: Mapping[str, Any] | None) -> dict[str, int]:
     """A v1.ResourceList as {name: scalar}; zero entries are kept (explicit 0 differs from absent).
     Raises QuantityError on a malformed quantity."""
     return {name: scalar_of(name, q) for name, q in (raw or {}).items()}
+
+
+#: Resources whose amounts are bytes: printed in binary units (`1Gi`), as Kubernetes builds them.
+_BYTE_RESOURCES: Final = frozenset({"memory", "ephemeral-storage", "kubernetes.io/batch-memory",
+                                    "kubernetes.io/mid-memory", "koordinator.sh/gpu-memory"})
+
+
+def scalar_text(resource: str, amount: int) -> str:
+    """The quantity text of a scheduler scalar (the inverse of `scalar_of`): millicores for `cpu`
+    (`1500` -> `1500m`), binary units for byte amounts (`1073741824` -> `1Gi`), decimal otherwise."""
+    if resource == RESOURCE_CPU:
+        return Quantity(amount * 10**6).canonical()
+    binary = resource in _BYTE_RESOURCES or resource.startswith("hugepages-")
+    return Quantity.from_int(amount, QuantityFormat.BINARY_SI if binary else QuantityFormat.DECIMAL_SI).canonical()

@@ -13,8 +13,10 @@ from typing import Any
 
 from policies.admission import Denied
 from policies.constants import (
+    ANNOTATION_QUOTA_SHARED_WEIGHT,
     ELASTIC_QUOTA_KIND,
     LABEL_QUOTA_ALLOW_FORCE_UPDATE,
+    LABEL_QUOTA_ALLOW_LENT_RESOURCE,
     LABEL_QUOTA_IS_PARENT,
     LABEL_QUOTA_IS_ROOT,
     LABEL_QUOTA_NAME,
@@ -22,7 +24,7 @@ from policies.constants import (
     LABEL_QUOTA_TREE_ID,
     ROOT_QUOTA_NAME,
 )
-from policies.objects import labels_of, name_of, namespace_of, spec_of
+from policies.objects import annotations_of, labels_of, name_of, namespace_of, spec_of
 from policies.quantity import Quantity, QuantityError
 from policies.quota_index import claimed_namespaces
 from policies.snapshot import ClusterSnapshot
@@ -61,6 +63,23 @@ def parent_of(quota: Mapping[str, Any]) -> str:
     if name_of(quota) == ROOT_QUOTA_NAME:
         return ""
     return labels_of(quota).get(LABEL_QUOTA_PARENT) or ROOT_QUOTA_NAME
+
+
+def allow_lent_resource(quota: Mapping[str, Any]) -> bool:
+    """The allow-lent-resource label: anything but "false" (or no label) lends."""
+    return labels_of(quota).get(LABEL_QUOTA_ALLOW_LENT_RESOURCE) != "false"
+
+
+def shared_weight(quota: Mapping[str, Any], max_quota: Mapping[str, Quantity]) -> dict[str, Quantity]:
+    """The shared-weight annotation; missing, unparsable or all zero means `spec.max`."""
+    text = annotations_of(quota).get(ANNOTATION_QUOTA_SHARED_WEIGHT)
+    try:
+        weights = _lenient_resource_list(json.loads(text)) if text else {}
+    except ValueError:
+        weights = {}
+    if not weights or all(w.is_zero() for w in weights.values()):
+        return dict(max_quota)
+    return weights
 
 
 @dataclass(frozen=True)

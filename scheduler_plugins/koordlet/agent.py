@@ -32,12 +32,12 @@ from cluster.files import DirectorySource
 from cluster.kinds import WatchedKind
 from cluster.store import ClusterStore, Object, ObjectKey
 from policies.constants import NODE_RESOURCE_TOPOLOGY_KIND
+from policies.cpuset import parse_cpuset
 from policies.field_errors import ConfigError
 from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, ResourceExecutor, WriteStats
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout, LayoutError, detect_version
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
-from scheduler_plugins.koordlet.cpuset import parse_cpuset
 from scheduler_plugins.koordlet.evictor import Evictor, EvictOutcome
 from scheduler_plugins.koordlet.framework import ExtensionRegistry, QOSManager, RoundReport, default_extensions
 from scheduler_plugins.koordlet.metrics.cache import MetricCache

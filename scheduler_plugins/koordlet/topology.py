@@ -7,15 +7,13 @@ NodeResourceTopology's `node.koordinator.sh/cpu-topology` annotation; without ei
 """
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from policies.constants import ANNOTATION_CPU_TOPOLOGY
-from policies.objects import annotations_of
+from policies.cpuset import cpu_topology_of
 
 
 @dataclass(frozen=True, order=True)
@@ -27,17 +25,12 @@ class CPUInfo:
 
 
 def processors_of_topology(topology: Mapping[str, Any] | None) -> list[CPUInfo] | None:
-    if topology is None:
+    """The processors of a NodeResourceTopology's cpu-topology annotation (read by the one parser,
+    `policies.cpuset.cpu_topology_of`); None when it has none or it is malformed."""
+    cpus = cpu_topology_of(topology).cpus
+    if not cpus:
         return None
-    raw = annotations_of(topology).get(ANNOTATION_CPU_TOPOLOGY)
-    if not raw:
-        return None
-    try:
-        detail = json.loads(raw).get("detail") or []
-        return sorted(CPUInfo(int(d["id"]), int(d.get("core", d["id"])), int(d.get("socket", 0)),
-                              int(d.get("node", 0))) for d in detail)
-    except (ValueError, TypeError, KeyError, AttributeError):
-        return None
+    return sorted(CPUInfo(c.id, c.core, c.socket, c.node) for c in cpus)
 
 
 def flat_processors(count: int) -> list[CPUInfo]:

@@ -22,10 +22,17 @@ from cluster.inputs import objects_of, read_documents
 from policies.field_errors import ConfigError
 from policies.manifests import ManifestError
 from scheduler_plugins.clock import Clock, fixed_clock, parse_time, system_clock
-from scheduler_plugins.scheduler.cluster.sources import ClusterSource, SnapshotDirectorySource
+from scheduler_plugins.scheduler.cluster.client import InMemoryClient
+from scheduler_plugins.scheduler.cluster.sources import ClusterSource, SnapshotDirectorySource, extender_kinds
+from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.errors import SnapshotError
 from scheduler_plugins.scheduler.framework.config import SchedulerConfig, load_config
+from scheduler_plugins.scheduler.framework.features import KNOWN_GATES, FeatureGates, parse_feature_gates
+from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.scheduling import Scheduler
+from scheduler_plugins.scheduler.plugins.elasticquota import args as elasticquota_args
+from scheduler_plugins.scheduler.plugins.elasticquota import plugin as elasticquota
+from scheduler_plugins.scheduler.plugins.elasticquota.report import quota_report
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.registry import in_tree_registry
 from scheduler_plugins.scheduler.simulator import render
@@ -34,6 +41,11 @@ from scheduler_plugins.scheduler.simulator.simulate import simulate
 from scheduler_plugins.scheduler.wiring import build_framework
 
 EXIT_OK, EXIT_UNSCHEDULABLE = 0, 1
+
+
+def _add_feature_gates(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--feature-gates", metavar="NAME=BOOL,...",
+                        help=f"scheduler feature gates (known: {', '.join(sorted(KNOWN_GATES))})")
 
 
 def register_commands(subparsers: Subparsers) -> None:
@@ -48,33 +60,50 @@ def register_commands(subparsers: Subparsers) -> None:
     ext.add_argument("--host", default="127.0.0.1")
     ext.add_argument("--config", help="KubeSchedulerConfiguration YAML (default: the built-in profile)")
     state = ext.add_mutually_exclusive_group()
-    flags.add_cluster_dir(state, reads="Nodes, NodeMetrics and Pods, read once")
-    flags.add_kubeconfig(state, help="list and watch Nodes, NodeMetrics and bound Pods through this kubeconfig, and "
+    flags.add_cluster_dir(state, reads="Nodes, NodeMetrics, Pods and the CRD objects the plugins read, read once")
+    flags.add_kubeconfig(state, help="list and watch Nodes, NodeMetrics, bound Pods (and the CRD objects the "
+                                     "plugins read) through this kubeconfig, and "
                                      "bind through it (default without --cluster: the in-cluster service account)")
     flags.add_context(ext)
     flags.add_watch(ext)
     ext.add_argument("--url-prefix", default="/scheduler", help="path prefix the verbs are served under")
     ext.add_argument("--scheduler-name", help="profile to use (default: the first)")
     ext.add_argument("--now", help="fix the clock to this RFC 3339 time (replaying an old snapshot)")
+    _add_feature_gates(ext)
     ext.set_defaults(func=run_extender)
 
     sim = commands.add_parser("simulate", help="schedule the pending pods of a snapshot and report placements")
-    flags.add_cluster_dir(sim, required=True, reads="Nodes, NodeMetrics and Pods; the pending Pods are scheduled")
+    flags.add_cluster_dir(sim, required=True, reads="Nodes, NodeMetrics, Pods, Reservations, PodGroups, "
+                                                    "ElasticQuotas, Devices and NodeResourceTopologies; the "
+                                                    "pending Pods are scheduled")
     sim.add_argument("--config", help="KubeSchedulerConfiguration YAML")
     sim.add_argument("--now", help="RFC 3339 time metric expiry is judged against (default: now)")
     add_output(sim, ("table", "json"), default="table")
     sim.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                      help="progress bar on stderr (default: when stderr is a terminal)")
+    _add_feature_gates(sim)
     sim.set_defaults(func=run_simulate)
 
     exp = commands.add_parser("explain", help="show every node's filter and score outcome for one pod")
-    flags.add_cluster_dir(exp, required=True, reads="Nodes, NodeMetrics and Pods")
+    flags.add_cluster_dir(exp, required=True, reads="Nodes, NodeMetrics, Pods, Reservations, PodGroups, "
+                                                    "ElasticQuotas, Devices and NodeResourceTopologies")
     exp.add_argument("--pod", required=True, metavar="FILE",
                      help="the Pod to explain: a file, a directory, or - for stdin (YAML or JSON)")
     exp.add_argument("--config", help="KubeSchedulerConfiguration YAML")
     exp.add_argument("--now", help="RFC 3339 time metric expiry is judged against (default: now)")
     add_output(exp, ("table", "json"), default="table")
+    _add_feature_gates(exp)
     exp.set_defaults(func=run_explain)
+
+    quota = commands.add_parser("quota", help="print the ElasticQuota tree: min, max, request, used and runtime")
+    state = quota.add_mutually_exclusive_group(required=True)
+    flags.add_cluster_dir(state, reads="Nodes, Pods and ElasticQuotas")
+    flags.add_kubeconfig(state, help="list Nodes, live Pods and ElasticQuotas once through this kubeconfig")
+    flags.add_context(quota)
+    quota.add_argument("--config", help="KubeSchedulerConfiguration YAML (the ElasticQuota args are read from it)")
+    add_output(quota, ("table", "json"), default="table")
+    _add_feature_gates(quota)
+    quota.set_defaults(func=run_quota)
 
 
 def _fail(message: str) -> int:
@@ -106,11 +135,15 @@ def _emit(report: dict[str, Any], output: str, as_table: Callable[[dict[str, Any
     print(json.dumps(report, indent=2) if output == "json" else as_table(report), flush=True)
 
 
+def _features(args: argparse.Namespace) -> FeatureGates:
+    return parse_feature_gates(args.feature_gates)
+
+
 def run_simulate(args: argparse.Namespace) -> int:
     try:
-        clock, config = _clock(args.now), _config(args.config)
+        clock, config, features = _clock(args.now), _config(args.config), _features(args)
         cluster = SnapshotDirectorySource(args.cluster).load()
-        framework = build_framework(config, in_tree_registry(), cluster, clock)
+        framework = build_framework(config, in_tree_registry(), cluster, clock, features=features)
     except (ConfigError, SnapshotError) as exc:
         return _fail(str(exc))
     progress = sys.stderr.isatty() if args.progress is None else args.progress
@@ -136,10 +169,10 @@ def _read_pod(location: str) -> PodInfo:
 
 def run_explain(args: argparse.Namespace) -> int:
     try:
-        clock, config = _clock(args.now), _config(args.config)
+        clock, config, features = _clock(args.now), _config(args.config), _features(args)
         cluster = SnapshotDirectorySource(args.cluster).load()
         pod = _read_pod(args.pod)
-        framework = build_framework(config, in_tree_registry(), cluster, clock)
+        framework = build_framework(config, in_tree_registry(), cluster, clock, features=features)
     except (ConfigError, SnapshotError, yaml.YAMLError) as exc:
         return _fail(str(exc))
     report = explain(framework, cluster, pod)
@@ -147,31 +180,64 @@ def run_explain(args: argparse.Namespace) -> int:
     return EXIT_OK if report["selected"] else EXIT_UNSCHEDULABLE
 
 
-def _extender_source(args: argparse.Namespace) -> ClusterSource:
-    """The snapshot directory, or the API server (kubeconfig, else the pod's service account)."""
-    if args.cluster is not None:
-        return SnapshotDirectorySource(args.cluster)
+def _api(args: argparse.Namespace) -> Any:
+    """The API client of `--kubeconfig` (else the pod's service account)."""
     from cluster.client import ClusterUnavailable, api_client
-    from cluster.reflector import ReflectorSettings
-    from scheduler_plugins.scheduler.cluster.sources import ApiServerClusterSource
 
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
         raise ConfigError("--kubeconfig", f"{args.kubeconfig}: no such file")
     try:
-        api = api_client(args.kubeconfig, args.context)
+        return api_client(args.kubeconfig, args.context)
     except ClusterUnavailable as exc:
         raise ConfigError("", f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
-    return ApiServerClusterSource(api, ReflectorSettings(watch_timeout=args.watch_timeout,
-                                                         backoff_max=args.backoff_max))
+
+
+def _extender_source(args: argparse.Namespace, config: SchedulerConfig) -> ClusterSource:
+    """The snapshot directory, or the API server (kubeconfig, else the pod's service account),
+    watching the kinds the enabled plugins read."""
+    if args.cluster is not None:
+        return SnapshotDirectorySource(args.cluster)
+    from cluster.reflector import ReflectorSettings
+    from scheduler_plugins.scheduler.cluster.sources import ApiServerClusterSource
+
+    try:
+        plugins = config.profile(args.scheduler_name).plugin_names()
+    except KeyError as exc:
+        raise ConfigError("--scheduler-name", str(exc.args[0])) from exc
+    return ApiServerClusterSource(_api(args), ReflectorSettings(watch_timeout=args.watch_timeout,
+                                                                backoff_max=args.backoff_max),
+                                  kinds=extender_kinds(plugins))
+
+
+def _quota_cluster(args: argparse.Namespace) -> ClusterState:
+    if args.cluster is not None:
+        return SnapshotDirectorySource(args.cluster).load()
+    from scheduler_plugins.scheduler.cluster.sources import load_live_once
+
+    return load_live_once(_api(args), [elasticquota.NAME])
+
+
+def run_quota(args: argparse.Namespace) -> int:
+    """The quota tree of the configuration's ElasticQuota args (defaults when it has none)."""
+    try:
+        config, features = _config(args.config), _features(args)
+        quota_args = config.profile().args.get(elasticquota.NAME) or elasticquota_args.parse_args(None, "")
+        cluster = _quota_cluster(args)
+        plugin = elasticquota.ElasticQuota(quota_args, Handle(cluster, InMemoryClient(cluster), features=features))
+        cluster.subscribe(plugin)
+    except (ConfigError, SnapshotError) as exc:
+        return _fail(str(exc))
+    _emit(quota_report(plugin.manager), args.output, render.quota_table)
+    return EXIT_OK
 
 
 def run_extender(args: argparse.Namespace) -> int:
     from scheduler_plugins.scheduler.extender.server import serve
 
     try:
-        clock, config = _clock(args.now), _config(args.config)
-        source = _extender_source(args)
+        clock, config, features = _clock(args.now), _config(args.config), _features(args)
+        source = _extender_source(args, config)
         return serve(config, source, host=args.host, port=args.port, url_prefix=args.url_prefix,
-                     scheduler_name=args.scheduler_name, clock=clock)
+                     scheduler_name=args.scheduler_name, clock=clock, features=features)
     except (ConfigError, SnapshotError) as exc:
         return _fail(str(exc))

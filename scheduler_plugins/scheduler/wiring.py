@@ -10,13 +10,16 @@ from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.cluster.client import InMemoryClient
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.config import SchedulerConfig
+from scheduler_plugins.scheduler.framework.features import FeatureGates
 from scheduler_plugins.scheduler.framework.handle import ClusterClient, Handle
 from scheduler_plugins.scheduler.framework.registry import Registry
 from scheduler_plugins.scheduler.framework.runtime import Framework
 
 
 def build_framework(config: SchedulerConfig, registry: Registry, cluster: ClusterState, clock: Clock = system_clock,
-                    client: ClusterClient | None = None, scheduler_name: str | None = None) -> Framework:
+                    client: ClusterClient | None = None, scheduler_name: str | None = None,
+                  features: FeatureGates | None = None) -> Framework:
     """The framework of the profile for `scheduler_name` (the first profile when None)."""
-    handle = Handle(cluster=cluster, client=client or InMemoryClient(cluster, clock), clock=clock)
+    handle = Handle(cluster=cluster, client=client or InMemoryClient(cluster, clock), clock=clock,
+                    features=features or FeatureGates())
     return Framework(config.profile(scheduler_name), registry, handle)

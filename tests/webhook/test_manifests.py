@@ -46,6 +46,13 @@ def by_kind(kind: str) -> list[dict[str, Any]]:
     return [o for o in kustomized() if o["kind"] == kind]
 
 
+def webhook_deployment() -> dict[str, Any]:
+    """The webhook's Deployment (the koord-scheduler, koordlet and descheduler have their own tests)."""
+    (deployment,) = [d for d in by_kind("Deployment")
+                     if d["metadata"]["labels"].get("app.kubernetes.io/component") == "webhook"]
+    return deployment
+
+
 def test_webhook_configurations_match_the_handler_registry() -> None:
     registry = default_routes()
     configurations = {c["kind"]: c for c in load(WEBHOOKS_FILE)}
@@ -121,8 +128,7 @@ def test_rbac_lets_colocate_list_and_watch_everything_it_reads() -> None:
 
 
 def test_the_deployment_is_highly_available_and_locked_down() -> None:
-    (deployment,) = [d for d in by_kind("Deployment")  # the koord-scheduler has its own tests
-                     if d["metadata"]["labels"]["app.kubernetes.io/component"] == "webhook"]
+    deployment = webhook_deployment()
     spec = deployment["spec"]["template"]["spec"]
     (container,) = spec["containers"]
     assert deployment["spec"]["replicas"] == 3 and by_kind("PodDisruptionBudget")
@@ -139,8 +145,8 @@ def test_the_deployment_is_highly_available_and_locked_down() -> None:
 
 
 def test_the_network_policy_admits_only_the_webhook_port_of_the_webhook_pods() -> None:
-    (deployment,) = by_kind("Deployment")
-    (policy,) = by_kind("NetworkPolicy")
+    deployment = webhook_deployment()
+    (policy,) = [p for p in by_kind("NetworkPolicy") if p["metadata"]["name"] == "colocate-webhook"]
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
     assert policy["metadata"]["namespace"] == deployment["metadata"]["namespace"]
@@ -162,7 +168,7 @@ def test_the_memory_limit_covers_a_full_connection_table() -> None:
         PARSED_BODY_FACTOR,
     )
 
-    (deployment,) = by_kind("Deployment")
+    deployment = webhook_deployment()
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     args = dict(a.removeprefix("--").split("=", 1) for a in container["args"] if "=" in a)
     connections = int(args.get("max-connections", DEFAULT_MAX_CONNECTIONS))

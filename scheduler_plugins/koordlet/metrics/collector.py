@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Final
 
 from policies.constants import KubernetesQoSClass, QoSClass
+from policies.cpuset import parse_cpuset
 from scheduler_plugins.koordlet.cgroups import resources as r
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout
-from scheduler_plugins.koordlet.cpuset import parse_cpuset
 from scheduler_plugins.koordlet.metrics.cache import MetricCache
 from scheduler_plugins.koordlet.nodeslo import HostApplication
 from scheduler_plugins.koordlet.pods import PodView, is_active, pod_view

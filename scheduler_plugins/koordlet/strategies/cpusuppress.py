@@ -15,13 +15,13 @@ from policies.constants import (
     KubernetesQoSClass,
     QoSClass,
 )
+from policies.cpuset import format_cpuset, parse_cpuset
 from policies.objects import annotations_of
 from policies.quantity import QuantityError, milli_value
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite
 from scheduler_plugins.koordlet.cgroups.layout import Level
 from scheduler_plugins.koordlet.cgroups.resources import CPU_CFS_QUOTA, CPUSET_CPUS, DEFAULT_CFS_PERIOD
-from scheduler_plugins.koordlet.cpuset import format_cpuset, parse_cpuset
 from scheduler_plugins.koordlet.nodeslo import CPU_SUPPRESS_POLICY_CFS_QUOTA, ThresholdStrategy
 from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions, StrategyResult
 from scheduler_plugins.koordlet.topology import CPUInfo, select_cpus

@@ -3,13 +3,15 @@
 Both fill the one `ClusterStore` (`cluster.store`) and the state is an index of it. A snapshot
 directory holds YAML or JSON files (searched recursively, in sorted path order), each with one
 object, several YAML documents, or a `List`/`*List` with `items`; Nodes, NodeMetrics, Pods,
-Reservations and PodGroups are used (an Available Reservation holds its capacity on its node from
-the start; a pending one is scheduled as its reserve pod). A Pod with `spec.nodeName` is bound,
-without one it is pending.
+Reservations, PodGroups, ElasticQuotas, Devices and NodeResourceTopologies are used (an Available
+Reservation holds its capacity on its node from the start; a pending one is scheduled as its
+reserve pod). A Pod with `spec.nodeName` is bound, without one it is pending.
 
 From the API server only bound, non-terminated pods are watched (the field selector below):
 kube-scheduler sends the pod being scheduled with every call, so pending pods are none of the
-extender's business. Every change is applied on the event loop, in arrival order, so the plugins'
+extender's business (ElasticQuota counts the pod being scheduled in its quota's request). Reservations
+and PodGroups are always watched; the CRD kinds ElasticQuota, Device and NodeResourceTopology only
+when a plugin reading them is enabled. Every change is applied on the event loop, in arrival order, so the plugins'
 listeners only ever run there, between two extender requests. The source is ready once the store
 is synced (every kind listed once) *and* the loop has applied what was listed; it stays ready
 while a broken watch recovers.
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
@@ -29,7 +31,13 @@ from cluster.kinds import WatchedKind
 from cluster.kube import KubeSource
 from cluster.reflector import ReflectorSettings
 from cluster.store import ClusterStore, LoopIndex, ObjectKey
-from policies.constants import POD_GROUP_KIND, RESERVATION_KIND
+from policies.constants import (
+    DEVICE_KIND,
+    ELASTIC_QUOTA_KIND,
+    NODE_RESOURCE_TOPOLOGY_KIND,
+    POD_GROUP_KIND,
+    RESERVATION_KIND,
+)
 from policies.kinds import NODE_METRIC_KIND
 from scheduler_plugins.scheduler.cluster.state import SCHEDULER_KINDS, ClusterState
 from scheduler_plugins.scheduler.errors import SnapshotError
@@ -48,6 +56,23 @@ EXTENDER_KINDS: Final = (
     WatchedKind.of(RESERVATION_KIND),
     WatchedKind.of(POD_GROUP_KIND),
 )
+#: Kinds watched only when a plugin that reads them is enabled: a cluster without that CRD would
+#: otherwise never sync (the reflector retries a 404 forever).
+PLUGIN_KINDS: Final[Mapping[str, str]] = {
+    "ElasticQuota": ELASTIC_QUOTA_KIND,
+    "DeviceShare": DEVICE_KIND,
+    "NodeNUMAResource": NODE_RESOURCE_TOPOLOGY_KIND,
+}
+
+
+def _plugin_kinds(plugins: Iterable[str]) -> list[WatchedKind]:
+    return [WatchedKind.of(kind) for kind in dict.fromkeys(PLUGIN_KINDS[p] for p in plugins if p in PLUGIN_KINDS)]
+
+
+def extender_kinds(plugins: Iterable[str] = ()) -> tuple[WatchedKind, ...]:
+    """What the extender watches: nodes, metrics, bound pods, Reservations and PodGroups, and the
+    kinds `plugins` read."""
+    return (*EXTENDER_KINDS, *_plugin_kinds(plugins))
 
 
 class ClusterSource(Protocol):
@@ -77,6 +102,25 @@ def load_snapshot(directory: str | Path) -> ClusterState:
         problem = store.problems[0]
         raise SnapshotError(f"{problem.source}: {problem.message}")
     return ClusterState.of_store(store)
+
+
+#: Every live pod, pending ones included (what ElasticQuota's request counts).
+LIVE_PODS: Final = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+def load_live_once(api: ApiClient, plugins: Iterable[str] = (),
+                   settings: ReflectorSettings = ReflectorSettings()) -> ClusterState:
+    """The state of a live cluster, listed once (`colocate scheduler quota --kubeconfig`): nodes,
+    metrics, every live pod and the kinds `plugins` read. A failed list raises `SnapshotError`."""
+    kinds = [WatchedKind.of("Node"), WatchedKind.of(NODE_METRIC_KIND), WatchedKind.of("Pod", field_selector=LIVE_PODS),
+             *_plugin_kinds(plugins)]
+    store = ClusterStore([k.kind for k in kinds])
+    state = ClusterState.of_store(store)
+    try:
+        KubeSource(api, kinds, store, settings).list_once()
+    except Exception as exc:  # an unreachable server, an HTTP error, a bad body: one message
+        raise SnapshotError(f"cannot list the cluster: {type(exc).__name__}: {exc}") from exc
+    return state
 
 
 class SnapshotDirectorySource:
@@ -112,13 +156,14 @@ class _ReadyWhenApplied:
 class ApiServerClusterSource:
     """A `LiveClusterSource` whose state follows the API server while `run()` is awaited."""
 
-    def __init__(self, api: ApiClient, settings: ReflectorSettings = ReflectorSettings()) -> None:
+    def __init__(self, api: ApiClient, settings: ReflectorSettings = ReflectorSettings(),
+                 kinds: tuple[WatchedKind, ...] = EXTENDER_KINDS) -> None:
         self.api = api
-        self.store = ClusterStore([k.kind for k in EXTENDER_KINDS])
+        self.store = ClusterStore([k.kind for k in kinds])
         self.state = ClusterState()
         self.state.tracks_pending = False  # BOUND_PODS: pending pods are not watched
         self._applied = _ReadyWhenApplied(self.state, self.store)
-        self._source = KubeSource(api, EXTENDER_KINDS, self.store, settings)
+        self._source = KubeSource(api, kinds, self.store, settings)
 
     def load(self) -> ClusterState:
         """The live state: empty until `run()` has synced, then kept current by it."""

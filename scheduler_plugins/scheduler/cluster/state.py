@@ -18,10 +18,16 @@ from typing import Any
 import numpy as np
 
 from cluster.store import ClusterStore, ObjectKey
-from policies.constants import POD_GROUP_KIND, RESERVATION_KIND
-from policies.kinds import NODE_METRIC_KIND
+from policies.constants import (
+    DEVICE_KIND,
+    ELASTIC_QUOTA_KIND,
+    NODE_RESOURCE_TOPOLOGY_KIND,
+    POD_GROUP_KIND,
+    RESERVATION_KIND,
+)
+from policies.kinds import NODE_METRIC_KIND, kind_named
 from scheduler_plugins.scheduler.cluster.reservations import ReservationIndex
-from scheduler_plugins.scheduler.framework.interfaces import ClusterListener
+from scheduler_plugins.scheduler.framework.interfaces import ClusterListener, ObjectListener, PodListener
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
@@ -38,7 +44,13 @@ class ClusterState:
         #: pods bound to a node missing from `nodes`, by node name; adopted when the node is added
         self.homeless: dict[str, dict[str, PodInfo]] = {}
         self._listeners: list[ClusterListener] = []
+        self._pod_listeners: list[PodListener] = []
+        self._object_listeners: list[ObjectListener] = []
+        #: objects of the kinds only some plugins read (OBJECT_KINDS), by kind and name
+        #: ("namespace/name" for a namespaced kind)
+        self.objects: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in OBJECT_KINDS}
         self._node_list: list[NodeInfo] | None = None
+        self._allocatable_total: dict[str, int] | None = None
         #: nodes by table index, and a per-index counter bumped on every change to that node (its
         #: pods, its object, or a plugin's cache of it via `touch`): batch plugins compare it with
         #: what they last saw to refresh only the rows that changed.
@@ -48,8 +60,6 @@ class ClusterState:
         #: whether `pending` holds every pending pod (a snapshot) or only what was handed to us
         #: (the extender watches bound pods only)
         self.tracks_pending = True
-        #: PodGroups by `namespace/name` (gang definitions for Coscheduling)
-        self.pod_groups: dict[str, dict[str, Any]] = {}
 
     def _bump(self, index: int) -> None:
         self.generations[index] += 1
@@ -79,6 +89,7 @@ class ClusterState:
         self.nodes[info.name] = info
         self.reservations.node_added(info.name)
         self._node_list = None
+        self._allocatable_total = None
         self._bump(info.index)
         return info
 
@@ -95,7 +106,23 @@ class ClusterState:
         slot.index = old.index
         self.by_index[old.index] = slot
         self._node_list = None
+        self._allocatable_total = None
         self._bump(old.index)
+
+    @property
+    def pod_groups(self) -> dict[str, dict[str, Any]]:
+        """PodGroup objects by `namespace/name` (gang definitions for Coscheduling)."""
+        return self.objects[POD_GROUP_KIND]
+
+    def allocatable_total(self) -> dict[str, int]:
+        """Σ allocatable of every node (what the top-level ElasticQuotas share)."""
+        if self._allocatable_total is None:
+            total: dict[str, int] = {}
+            for node in self.nodes.values():
+                for name, amount in node.allocatable.items():
+                    total[name] = total.get(name, 0) + amount
+            self._allocatable_total = total
+        return self._allocatable_total
 
     def node_list(self) -> list[NodeInfo]:
         """All nodes, sorted by name (the order the simulator walks them in)."""
@@ -124,6 +151,8 @@ class ClusterState:
             self.bind(pod, pod.node_name)
         else:
             self.pending[pod.key] = pod
+            for pod_listener in self._pod_listeners:
+                pod_listener.on_pod_added(pod)
         return pod
 
     def assume(self, pod: PodInfo, node_name: str) -> None:
@@ -140,6 +169,8 @@ class ClusterState:
         self.pending.pop(pod.key, None)
         if pod.is_terminated:
             return
+        for pod_listener in self._pod_listeners:
+            pod_listener.on_pod_added(pod)
         node = self.nodes.get(node_name)
         if node is not None:
             node.add_pod(pod)
@@ -152,6 +183,8 @@ class ClusterState:
     def delete_pod(self, key: str, node_name: str | None = None) -> None:
         """Forget a pod; `node_name`, when known, spares a walk over every node."""
         self.pending.pop(key, None)
+        for pod_listener in self._pod_listeners:
+            pod_listener.on_pod_removed(key)
         names = [node_name] if node_name else [*self.nodes, *self.homeless]
         for name in names:
             node = self.nodes.get(name)
@@ -178,13 +211,37 @@ class ClusterState:
         return None, ""
 
     # --- listeners -------------------------------------------------------------------------------
-    def subscribe(self, listener: ClusterListener) -> None:
-        self._listeners.append(listener)
-        for name, metric in self.node_metrics.items():
-            listener.on_node_metric(name, metric)
-        for node in self.nodes.values():
-            for pod in node.pods.values():
-                listener.on_pod_assigned(pod, node.name)
+    def subscribe(self, listener: object) -> None:
+        """Subscribe a listener of any of the three kinds (or several in one), replaying first."""
+        if isinstance(listener, ObjectListener):
+            self._object_listeners.append(listener)
+            for kind in sorted(listener.listened_kinds & self.objects.keys()):
+                for name, obj in sorted(self.objects[kind].items()):
+                    listener.on_object(kind, name, obj)
+        if isinstance(listener, PodListener):
+            self._pod_listeners.append(listener)
+            for pod in self.pending.values():
+                listener.on_pod_added(pod)
+            for pods in [*(n.pods for n in self.nodes.values()), *self.homeless.values()]:
+                for pod in pods.values():
+                    listener.on_pod_added(pod)
+        if isinstance(listener, ClusterListener):
+            self._listeners.append(listener)
+            for name, metric in self.node_metrics.items():
+                listener.on_node_metric(name, metric)
+            for node in self.nodes.values():
+                for pod in node.pods.values():
+                    listener.on_pod_assigned(pod, node.name)
+
+    def _object_changed(self, kind: str, key: ObjectKey, obj: Mapping[str, Any] | None) -> None:
+        name = f"{key[0] or 'default'}/{key[1]}" if kind_named(kind).namespaced else key[1]
+        if obj is None:
+            self.objects[kind].pop(name, None)
+        else:
+            self.objects[kind][name] = dict(obj)
+        for listener in self._object_listeners:
+            if kind in listener.listened_kinds:
+                listener.on_object(kind, name, obj)
 
     # --- an index of the cluster store ------------------------------------------------------------
     def object_put(self, kind: str, key: ObjectKey, obj: Mapping[str, Any], old: Mapping[str, Any] | None,
@@ -193,6 +250,8 @@ class ClusterState:
             self.add_node(dict(obj))
         elif kind == NODE_METRIC_KIND:
             self.set_node_metric(dict(obj))
+        elif kind in self.objects:
+            self._object_changed(kind, key, obj)
         elif kind == "Pod":
             pod_key = _pod_key(key)
             node, previous = _node_of(obj), _node_of(old)
@@ -204,20 +263,18 @@ class ClusterState:
             self.add_pod(dict(obj))
         elif kind == RESERVATION_KIND:
             self.reservations.put(obj)
-        elif kind == POD_GROUP_KIND:
-            self.pod_groups[f"{key[0] or 'default'}/{key[1]}"] = dict(obj)
 
     def object_deleted(self, kind: str, key: ObjectKey, old: Mapping[str, Any]) -> None:
         if kind == "Node":
             self.delete_node(key[1])
         elif kind == NODE_METRIC_KIND:
             self.delete_node_metric(key[1])
+        elif kind in self.objects:
+            self._object_changed(kind, key, None)
         elif kind == "Pod":
             self.delete_pod(_pod_key(key), _node_of(old) or None)
         elif kind == RESERVATION_KIND:
             self.reservations.delete(key[1])
-        elif kind == POD_GROUP_KIND:
-            self.pod_groups.pop(f"{key[0] or 'default'}/{key[1]}", None)
 
     def changes_applied(self) -> None:
         """Every change is applied as it comes: nothing to finish."""
@@ -239,9 +296,13 @@ class ClusterState:
         return cls.of_store(store)
 
 
+#: Kinds kept as plain objects (`ClusterState.objects`) for the plugins that read them
+#: (ElasticQuota, DeviceShare, NodeNUMAResource as `ObjectListener`s; Coscheduling's PodGroups).
+OBJECT_KINDS = (ELASTIC_QUOTA_KIND, DEVICE_KIND, NODE_RESOURCE_TOPOLOGY_KIND, POD_GROUP_KIND)
 #: The kinds the scheduler reads, in the order a new state is built from (nodes before their pods,
-#: Reservations after the pods that use them, so a bound owner's allocation is known when they hold).
-SCHEDULER_KINDS = ("Node", NODE_METRIC_KIND, "Pod", RESERVATION_KIND, POD_GROUP_KIND)
+#: quota objects before the pods they count, Reservations after the pods that use them, so a bound
+#: owner's allocation is known when they hold).
+SCHEDULER_KINDS = ("Node", NODE_METRIC_KIND, *OBJECT_KINDS, "Pod", RESERVATION_KIND)
 TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
 
 

@@ -27,6 +27,7 @@ from scheduler_plugins.scheduler.cluster.sources import ClusterSource, LiveClust
 from scheduler_plugins.scheduler.extender.protocol import ArgsError
 from scheduler_plugins.scheduler.extender.service import ExtenderService, NotSynced
 from scheduler_plugins.scheduler.framework.config import SchedulerConfig
+from scheduler_plugins.scheduler.framework.features import FeatureGates
 from scheduler_plugins.scheduler.registry import in_tree_registry
 from scheduler_plugins.scheduler.wiring import build_framework
 
@@ -99,13 +100,14 @@ def make_app(service: ExtenderService, url_prefix: str = "/scheduler",
 
 
 def build_service(config: SchedulerConfig, source: ClusterSource, scheduler_name: str | None = None,
-                  clock: Clock = system_clock) -> ExtenderService:
+                  clock: Clock = system_clock, features: FeatureGates | None = None) -> ExtenderService:
     cluster = source.load()
     if isinstance(source, LiveClusterSource):
         framework = build_framework(config, in_tree_registry(), cluster, clock, client=source.client(clock),
-                                    scheduler_name=scheduler_name)
+                                    scheduler_name=scheduler_name, features=features)
         return ExtenderService(framework, cluster, ready=source.synced)
-    framework = build_framework(config, in_tree_registry(), cluster, clock, scheduler_name=scheduler_name)
+    framework = build_framework(config, in_tree_registry(), cluster, clock, scheduler_name=scheduler_name,
+                                features=features)
     return ExtenderService(framework, cluster)
 
 
@@ -126,9 +128,10 @@ def run_source(source: LiveClusterSource,
 
 
 def serve(config: SchedulerConfig, source: ClusterSource, host: str, port: int, url_prefix: str,
-          scheduler_name: str | None = None, clock: Clock = system_clock) -> int:
+          scheduler_name: str | None = None, clock: Clock = system_clock,
+          features: FeatureGates | None = None) -> int:
     """Serve until SIGTERM/SIGINT; logs go where the CLI edge configured them (JSON lines on stderr)."""
-    service = build_service(config, source, scheduler_name, clock)
+    service = build_service(config, source, scheduler_name, clock, features)
     gc.collect()
     gc.freeze()  # the loaded cluster is long-lived: keep GC pauses off the request path
     registry = CollectorRegistry()

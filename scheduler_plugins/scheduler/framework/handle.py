@@ -1,4 +1,5 @@
-"""What the framework hands a plugin factory: the cluster view, the clock and the API client.
+"""What the framework hands a plugin factory: the cluster view, the clock, the API client and the
+feature gates.
 
 The client is a seam: the simulator and the snapshot-backed extender use `InMemoryClient`
 (cluster/client.py); an API-server client would implement the same two calls.
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from scheduler_plugins.clock import Clock, system_clock
+from scheduler_plugins.scheduler.framework.features import FeatureGates
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
 from scheduler_plugins.scheduler.framework.waiting import WaitingPods
 
@@ -32,5 +34,6 @@ class Handle:
     cluster: ClusterView
     client: ClusterClient
     clock: Clock = system_clock
+    features: FeatureGates = field(default_factory=FeatureGates)
     #: pods parked by Permit; plugins allow or reject them from other pods' cycles
     waiting: WaitingPods = field(default_factory=WaitingPods)

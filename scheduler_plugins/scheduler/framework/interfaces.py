@@ -189,6 +189,16 @@ class PostBindPlugin(Protocol):
     def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
 
 
+@runtime_checkable
+class NodeDetailPlugin(Protocol):
+    """Optional, for `explain`: what the plugin would allocate to the pod on a feasible node (the
+    CPUs, the devices), or None. Called after Filter passed; must not change anything."""
+
+    name: str
+
+    def explain_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> dict[str, Any] | None: ...
+
+
 # --- FrameworkExtender transformers (spec §2.2) --------------------------------------------------
 
 @runtime_checkable
@@ -232,6 +242,27 @@ class ClusterListener(Protocol):
     def on_pod_deleted(self, pod: PodInfo, node_name: str) -> None: ...
 
     def on_node_metric(self, node_name: str, metric: dict[str, Any] | None) -> None: ...
+
+
+@runtime_checkable
+class PodListener(Protocol):
+    """A plugin that follows every live pod, pending ones included (ElasticQuota's request counts
+    pods not scheduled yet). `on_pod_added` is called again when a pod changes (bound, patched);
+    `on_pod_removed` when it is deleted or finishes. Both are idempotent."""
+
+    def on_pod_added(self, pod: PodInfo) -> None: ...
+
+    def on_pod_removed(self, key: str) -> None: ...
+
+
+@runtime_checkable
+class ObjectListener(Protocol):
+    """A plugin that follows cluster objects of other kinds (ElasticQuota, Device,
+    NodeResourceTopology): `obj` is None when the object was deleted."""
+
+    listened_kinds: frozenset[str]
+
+    def on_object(self, kind: str, name: str, obj: Mapping[str, Any] | None) -> None: ...
 
 
 class ReservationView(Protocol):
@@ -311,7 +342,13 @@ class ClusterView(Protocol):
         """Something derived from this node changed (a plugin's cache entry): bump its generation."""
         ...
 
-    def subscribe(self, listener: ClusterListener) -> None: ...
+    def subscribe(self, listener: object) -> None:
+        """Subscribe a `ClusterListener`, `PodListener` or `ObjectListener` (or several in one)."""
+        ...
+
+    def allocatable_total(self) -> dict[str, int]:
+        """Σ allocatable of every node (what the top-level ElasticQuotas share)."""
+        ...
 
     def assume(self, pod: PodInfo, node_name: str) -> None:
         """Count the pod on the node before binding finishes (AssumePod)."""

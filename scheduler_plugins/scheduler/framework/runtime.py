@@ -75,7 +75,7 @@ class Framework:
         self.next_pod_plugins = [p for p in points.pre_enqueue if isinstance(p, fi.NextPodPlugin)]
         self.pre_bind_extensions = [p for p in points.pre_bind if isinstance(p, fi.PreBindExtensions)]
         for plugin in self.plugins.values():
-            if isinstance(plugin, fi.ClusterListener):
+            if isinstance(plugin, (fi.ClusterListener, fi.PodListener, fi.ObjectListener)):
                 handle.cluster.subscribe(plugin)
 
     # --- queueing --------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """`colocate scheduler explain`: for one pod, every node's outcome per Filter plugin and every
-Score plugin's raw, normalised and weighted score, and the node that would be chosen.
+Score plugin's raw, normalised and weighted score, what the allocating plugins would give the pod
+on each feasible node (`details`: its CPUs, its devices), and the node that would be chosen.
 
 All nodes are evaluated (no sampling) and every Filter plugin runs even after a failure, so the
 report shows all reasons; a node's `feasible` is still decided by the first failure;
@@ -12,6 +13,7 @@ from typing import Any
 
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, CycleState
+from scheduler_plugins.scheduler.framework.interfaces import NodeDetailPlugin
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.runtime import Framework
 from scheduler_plugins.scheduler.framework.scheduling import select_host
@@ -36,6 +38,7 @@ def explain(framework: Framework, cluster: ClusterState, pod: PodInfo) -> dict[s
     if preferred:  # nodes holding a reservation this pod may use (Reservation plugin)
         report["reservationNodes"] = list(preferred)
     feasible: list[NodeInfo] = []
+    detailers = [p for p in framework.points.filter if isinstance(p, NodeDetailPlugin)]
     for node in nodes:
         row = rows[node.name]
         if result is not None and result.node_names is not None and node.name not in result.node_names:
@@ -47,6 +50,9 @@ def explain(framework: Framework, cluster: ClusterState, pod: PodInfo) -> dict[s
         if first.is_success:
             row["feasible"] = True
             feasible.append(node)
+            details = {p.name: d for p in detailers if (d := p.explain_node(state, pod, node)) is not None}
+            if details:
+                row["details"] = details
     if feasible:
         status = framework.run_pre_score(state, pod, feasible)
         if status.is_success:

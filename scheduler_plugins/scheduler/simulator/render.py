@@ -1,9 +1,11 @@
-"""Plain-text tables for `simulate -o table` and `explain -o table`."""
+"""Plain-text tables for `simulate`, `explain` and `quota` with `-o table`."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from cli.output import table
+from scheduler_plugins.scheduler.plugins.elasticquota.report import quota_rows
 
 
 def _percentages(values: dict[str, float]) -> str:
@@ -46,9 +48,16 @@ def explain_table(report: dict[str, Any]) -> str:
                      scores or "-", "; ".join(failures) or "-"])
     lines = [f"pod {report['pod']}",
              table(["NODE", "FEASIBLE", "TOTAL", "SCORES (raw/normalized x weight)", "FILTER FAILURES"], rows)]
+    for node in report["nodes"]:
+        for plugin, detail in (node.get("details") or {}).items():
+            lines.append(f"{node['name']} {plugin}: {json.dumps(detail, separators=(',', ':'))}")
     if report.get("reservationNodes"):
         lines.append(f"reservations usable on: {', '.join(report['reservationNodes'])}")
     if report.get("error"):
         lines.append(f"error: {report['error']}")
     lines.append(f"selected: {report['selected'] or '-'}")
     return "\n".join(lines)
+
+
+def quota_table(report: dict[str, Any]) -> str:
+    return table(["QUOTA", "PARENT", "MIN", "MAX", "REQUEST", "USED", "RUNTIME"], quota_rows(report))

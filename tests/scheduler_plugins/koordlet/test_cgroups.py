@@ -169,7 +169,7 @@ cpusets = st.frozensets(st.integers(min_value=0, max_value=15), min_size=1)
 @given(st.lists(cpusets, min_size=3, max_size=3), st.lists(cpusets, min_size=3, max_size=3))
 def test_leveled_cpuset_updates_keep_every_child_inside_its_parent(old_sets: list[frozenset[int]],
                                                                     new_sets: list[frozenset[int]]) -> None:
-    from scheduler_plugins.koordlet.cpuset import format_cpuset, parse_cpuset
+    from policies.cpuset import format_cpuset, parse_cpuset
 
     def nested(sets: list[frozenset[int]]) -> list[frozenset[int]]:  # make the chain valid: child ⊆ parent
         out = [sets[0]]

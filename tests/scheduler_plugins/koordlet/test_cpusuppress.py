@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from policies.cpuset import parse_cpuset
 from scheduler_plugins.koordlet.cgroups import resources as r
-from scheduler_plugins.koordlet.cpuset import parse_cpuset
 from scheduler_plugins.koordlet.features import FeatureGates
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from scheduler_plugins.koordlet.strategies.cpusuppress import CPUSuppress, suppress_milli

@@ -37,11 +37,14 @@ def test_simulate_places_pods_in_queue_order_and_reports_utilisation(capsys):
     report = json.loads(out)
     assert code == 0
     placements = {p["pod"]: p for p in report["placements"]}
-    assert [p["pod"] for p in report["placements"]] == ["shop/web-1", "batch/spark-0", "batch/spark-1"]
+    assert [p["pod"] for p in report["placements"]] == ["shop/web-1", "ml/infer-1", "shop/db-0", "batch/spark-0",
+                                                        "batch/spark-1"]
     assert placements["shop/web-1"]["node"] == "node-1"
     assert placements["batch/spark-0"]["node"] == "node-1"
     assert placements["batch/spark-1"]["node"] is None
+    assert placements["ml/infer-1"]["node"] == "gpu-1"  # the only node with GPUs
     assert placements["batch/spark-1"]["reasons"] == {
+        "gpu-1": "Insufficient kubernetes.io/batch-cpu, Insufficient kubernetes.io/batch-memory",
         "node-1": "node(s) cpu usage exceed threshold",
         "node-2": "Insufficient kubernetes.io/batch-cpu",
         "node-3": "node(s) nodeMetric expired",
@@ -49,14 +52,14 @@ def test_simulate_places_pods_in_queue_order_and_reports_utilisation(capsys):
     node1 = next(n for n in report["nodes"] if n["name"] == "node-1")
     assert node1["before"]["kubernetes.io/batch-cpu"] == 0
     assert node1["after"]["kubernetes.io/batch-cpu"] == 30.0
-    assert report["summary"]["scheduled"] == 2
+    assert report["summary"]["scheduled"] == 4
 
 
 def test_simulate_table_and_progress_bar(capsys):
     code, out, err = run(capsys, "simulate", "--cluster", EXAMPLE, "--now", NOW, "--progress")
     assert code == 0
     assert "shop/web-1     node-1" in out
-    assert "3/3" in err
+    assert "5/5" in err
 
 
 def test_explain_json_shape(capsys, pod_file):

@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 
 from tests.support.apiserver import ApiServer
-from tests.support.builders import NOW, make_metric, make_node, make_pod, make_reservation
+from tests.support.builders import NOW, make_metric, make_node, make_pod, make_quota, make_reservation
 from tests.support.cluster import free_port
 from tests.support.paths import REPO
 from tests.support.wait import wait_for
@@ -195,6 +195,22 @@ async def test_bind_posts_a_binding_and_the_pod_counts_at_once(api: ApiServer, e
     api.delete("Pod", "big", "shop")
     await wait_for(lambda: _passes_pod(extender, second, "quiet"), timeout=TIMEOUT,
                    message="deleted pod no longer counted")
+
+
+async def test_elastic_quota_follows_the_quotas_and_pods_watched_from_the_api(api: ApiServer,
+                                                                            extender: Extender) -> None:
+    labels = {"quota.scheduling.koordinator.sh/name": "team"}
+    asking = make_pod("asking", "shop", qos="LS", labels=labels, requests={"cpu": "6", "memory": "1Gi"})
+    running = make_pod("running", "shop", labels=labels, requests={"cpu": "6", "memory": "1Gi"}, node="busy")
+    api.apply(make_quota("team", "shop", min={"cpu": "0"}, max={"cpu": "10"}))
+    api.apply(running)
+
+    async def refused() -> bool:
+        status = (await extender.filter(asking, ["quiet"]))["FailedNodes"].get("quiet", "")
+        return "Insufficient quotas, quotaName: team, runtime: cpu=10, used: cpu=6" in status
+    await wait_for(refused, timeout=TIMEOUT, message="quota and its running pod seen")
+    api.apply({**running, "status": {"phase": "Succeeded"}})
+    await wait_for(lambda: _passes_pod(extender, asking, "quiet"), timeout=TIMEOUT, message="finished pod freed quota")
 
 
 async def _is(status: Awaitable[int], expected: int) -> bool:

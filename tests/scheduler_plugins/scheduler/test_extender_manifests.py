@@ -11,7 +11,7 @@ import yaml
 
 from cluster.files import read_manifest_file
 from scheduler_plugins.scheduler.cli import register_commands
-from scheduler_plugins.scheduler.cluster.sources import EXTENDER_KINDS
+from scheduler_plugins.scheduler.cluster.sources import extender_kinds
 from scheduler_plugins.scheduler.framework.config import load_config
 from scheduler_plugins.scheduler.registry import in_tree_registry
 from tests.support.paths import REPO
@@ -43,12 +43,15 @@ def test_every_extender_manifest_validates_against_the_kubernetes_schema(obj: di
 
 def test_rbac_covers_the_watched_kinds_and_binding_and_nothing_more() -> None:
     rules = one("ClusterRole")["rules"]
-    for kind in EXTENDER_KINDS:
+    shipped = load_config(DIRECTORY / "scheduler-config.yaml", in_tree_registry()).profile()
+    watched_kinds = extender_kinds(shipped.plugin_names())
+    assert {k.kind for k in watched_kinds} >= {"ElasticQuota", "Device", "NodeResourceTopology"}
+    for kind in watched_kinds:
         assert any(kind.group in r["apiGroups"] and kind.plural in r["resources"]
                    and set(r["verbs"]) == {"list", "watch"} for r in rules), kind.kind
     assert any(r["resources"] == ["pods/binding"] and r["verbs"] == ["create"] for r in rules)
     granted = {(g, res, v) for r in rules for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
-    watched = {(k.group, k.plural, v) for k in EXTENDER_KINDS for v in ("list", "watch")}
+    watched = {(k.group, k.plural, v) for k in watched_kinds for v in ("list", "watch")}
     assert granted - watched == {("", "pods/binding", "create"), ("", "pods", "patch"),
                                  ("scheduling.koordinator.sh", "reservations/status", "patch")}
     binding = one("ClusterRoleBinding")

@@ -9,8 +9,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from cluster.files import read_manifest_file
 from scheduler_plugins.scheduler.cli import register_commands
-from scheduler_plugins.scheduler.cluster.sources import EXTENDER_KINDS
+from scheduler_plugins.scheduler.cluster.sources import extender_kinds
 from scheduler_plugins.scheduler.extender.server import VERBS
 from scheduler_plugins.scheduler.framework.config import load_config
 from scheduler_plugins.scheduler.registry import in_tree_registry
@@ -116,10 +117,21 @@ def test_the_extender_runs_colocates_scheduler_profile() -> None:
 
 def test_the_service_account_may_read_and_bind_what_the_extender_needs() -> None:
     rules = one("ClusterRole", "koord-scheduler-extender")["rules"]
-    for kind in EXTENDER_KINDS:
+    shipped = load_config(DIRECTORY / "colocate-scheduler-config.yaml", in_tree_registry()).profile()
+    watched = extender_kinds(shipped.plugin_names())
+    assert {k.kind for k in watched} >= {"Reservation", "PodGroup", "ElasticQuota", "Device", "NodeResourceTopology"}
+    for kind in watched:
         assert any(kind.group in r["apiGroups"] and kind.plural in r["resources"]
                    and {"list", "watch"} <= set(r["verbs"]) for r in rules), kind.kind
     assert any(r["resources"] == ["pods/binding"] and r["verbs"] == ["create"] for r in rules)
+
+
+def test_the_extender_rights_equal_the_standalone_extenders() -> None:
+    """The sidecar's ClusterRole grants exactly what manifests/scheduler/extender-rbac.yaml grants
+    the standalone extender (that file's test pins it to the watched kinds), so neither drifts."""
+    (standalone,) = [o for o in read_manifest_file(REPO / "manifests/scheduler/extender-rbac.yaml")
+                     if o["kind"] == "ClusterRole"]
+    assert one("ClusterRole", "koord-scheduler-extender")["rules"] == standalone["rules"]
 
 
 def test_both_containers_are_locked_down() -> None:

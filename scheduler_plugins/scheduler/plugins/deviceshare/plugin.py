@@ -1,0 +1,226 @@
+"""DeviceShare (spec §7): GPUs for pods that ask for them, whole or shared, from the node's Device
+object; what each pod holds is read back from its device-allocated annotation.
+
+Cards are chosen by the scoring strategy: LeastAllocated (the default) puts a shared request on the
+card with the most free memory ratio, MostAllocated packs it onto the busiest card that fits
+(ties: lower minor). A whole card must be untouched. Not implemented: RDMA/FPGA/NPU devices,
+topology hints and NUMA alignment of devices, the reservation hooks, ResizePod.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from policies.constants import (
+    ANNOTATION_DEVICE_ALLOCATED,
+    DEVICE_KIND,
+    GPU_CORE,
+    GPU_MEMORY,
+    GPU_MEMORY_RATIO,
+)
+from policies.devices import (
+    DEVICE_TYPE_GPU,
+    FULL,
+    DeviceAllocation,
+    DeviceInfo,
+    allocations_json,
+    allocations_of,
+    devices_of,
+)
+from policies.objects import ensure_map
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.handle import Handle
+from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, NodeScore, PreFilterResult
+from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.scoring import least_requested, most_requested
+from scheduler_plugins.scheduler.framework.status import (
+    MAX_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    Status,
+    unresolvable,
+    unschedulable,
+)
+from scheduler_plugins.scheduler.plugins.deviceshare.args import DeviceShareArgs
+from scheduler_plugins.scheduler.plugins.deviceshare.request import GPURequest, InvalidRequest, gpu_request
+from scheduler_plugins.scheduler.plugins.nodenumaresource.args import MOST_ALLOCATED
+from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
+
+NAME = "DeviceShare"
+_STATE_KEY = NAME + "/request"
+_RESERVED_KEY = NAME + "/reserved"
+ERR_INSUFFICIENT = "Insufficient gpu devices"
+
+
+@dataclass(frozen=True)
+class _Held:
+    gpus: tuple[DeviceAllocation, ...]
+    assumed: bool = False
+
+
+class DeviceShare:
+    name = NAME
+    listened_kinds = frozenset({DEVICE_KIND})
+
+    def __init__(self, args: DeviceShareArgs, handle: Handle) -> None:
+        self.args = args
+        self.cluster = handle.cluster
+        self.devices: dict[str, list[DeviceInfo]] = {}
+        self.held: dict[str, dict[str, _Held]] = {}
+
+    # --- listeners -------------------------------------------------------------------------------
+    def on_object(self, kind: str, name: str, obj: Mapping[str, Any] | None) -> None:
+        if obj is None:
+            self.devices.pop(name, None)
+        else:
+            self.devices[name] = [d for d in devices_of(obj) if d.type == DEVICE_TYPE_GPU]
+        self.cluster.touch(name)
+
+    def on_pod_assigned(self, pod: PodInfo, node_name: str) -> None:
+        gpus = allocations_of(pod.obj).get(DEVICE_TYPE_GPU)
+        held = self.held.setdefault(node_name, {})
+        if gpus:
+            held[pod.key] = _Held(tuple(gpus))
+        elif pod.key in held and not held[pod.key].assumed:
+            del held[pod.key]  # an assumed allocation waits for the annotated pod (or Unreserve)
+
+    def on_pod_deleted(self, pod: PodInfo, node_name: str) -> None:
+        self.held.get(node_name, {}).pop(pod.key, None)
+
+    def on_node_metric(self, node_name: str, metric: dict[str, Any] | None) -> None:
+        """NodeMetrics are none of this plugin's business."""
+
+    # --- the allocator ---------------------------------------------------------------------------
+    def free(self, node_name: str) -> dict[int, Vector]:
+        """Free gpu-core, gpu-memory-ratio and gpu-memory of each healthy card of the node."""
+        free = {d.minor: {GPU_CORE: d.resources.get(GPU_CORE, FULL), GPU_MEMORY_RATIO: d.resources.get(
+            GPU_MEMORY_RATIO, FULL), GPU_MEMORY: d.memory} for d in self.devices.get(node_name, []) if d.health}
+        for held in self.held.get(node_name, {}).values():
+            for gpu in held.gpus:
+                if gpu.minor in free:
+                    for name, amount in gpu.resources.items():
+                        if name in free[gpu.minor]:
+                            free[gpu.minor][name] -= amount
+        return free
+
+    def allocate(self, node_name: str, request: GPURequest) -> tuple[DeviceAllocation, ...] | None:
+        cards = {d.minor: d for d in self.devices.get(node_name, []) if d.health}
+        fitting = []
+        for minor, room in self.free(node_name).items():
+            card = cards[minor]
+            core, ratio, memory = request.on_card(card.memory)
+            if not request.shared:
+                fits = room[GPU_CORE] >= FULL and room[GPU_MEMORY_RATIO] >= FULL and room[GPU_MEMORY] >= card.memory
+            else:
+                fits = room[GPU_CORE] >= core and room[GPU_MEMORY_RATIO] >= ratio and room[GPU_MEMORY] >= memory
+            if fits:
+                fitting.append((room[GPU_MEMORY_RATIO], minor, core, ratio, memory))
+        sign = 1 if self.args.scoring_strategy.type == MOST_ALLOCATED else -1
+        fitting.sort(key=lambda f: (sign * f[0], f[1]))
+        if len(fitting) < request.count:
+            return None
+        return tuple(DeviceAllocation(minor, {GPU_CORE: core, GPU_MEMORY_RATIO: ratio, GPU_MEMORY: memory})
+                     for _, minor, core, ratio, memory in fitting[:request.count])
+
+    # --- extension points ------------------------------------------------------------------------
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
+        try:
+            request = gpu_request(pod.requests)
+        except InvalidRequest as exc:
+            return None, unresolvable(f"invalid GPU request: {exc}")
+        if request is None:
+            return None, SKIP
+        state.write(_STATE_KEY, request)
+        return None, SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        request: GPURequest | None = state.read(_STATE_KEY)
+        if request is None:
+            return SUCCESS
+        if not any(d.health for d in self.devices.get(node.name, [])):
+            return unresolvable(ERR_INSUFFICIENT)
+        return SUCCESS if self.allocate(node.name, request) is not None else unschedulable(ERR_INSUFFICIENT)
+
+    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+                    index: NodeIndex) -> npt.NDArray[np.bool_] | None:
+        """Filter for many nodes (a node without GPUs is a dictionary lookup)."""
+        return np.fromiter((self.filter(state, pod, n).is_success for n in nodes), np.bool_, len(nodes))
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
+        return SUCCESS if state.read(_STATE_KEY) is not None else SKIP
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        request: GPURequest | None = state.read(_STATE_KEY)
+        chosen = self.allocate(node.name, request) if request is not None else None
+        if chosen is None:
+            return 0, SUCCESS
+        cards = [d for d in self.devices.get(node.name, []) if d.health]
+        free = self.free(node.name)
+        strategy = self.args.scoring_strategy
+        scorer = most_requested if strategy.type == MOST_ALLOCATED else least_requested
+        total = weights = 0
+        for name, weight in strategy.resources:
+            capacity = sum(d.resources.get(name, 0) for d in cards)
+            if not capacity:
+                continue
+            requested = capacity - sum(room.get(name, 0) for room in free.values())
+            requested += sum(g.resources.get(name, 0) for g in chosen)
+            total += scorer(requested, capacity) * weight
+            weights += weight
+        return (total // weights if weights else 0), SUCCESS
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        """Scale so the best node gets 100 (kube-scheduler's DefaultNormalizeScore)."""
+        highest = max((s.score for s in scores), default=0)
+        if highest:
+            for s in scores:
+                s.score = s.score * MAX_NODE_SCORE // highest
+        return SUCCESS
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        request: GPURequest | None = state.read(_STATE_KEY)
+        if request is None:  # no PreFilter in this cycle (the extender's bind verb): ask the pod
+            try:
+                request = gpu_request(pod.requests)
+            except InvalidRequest as exc:
+                return unresolvable(f"invalid GPU request: {exc}")
+        if request is None:
+            return SUCCESS
+        chosen = self.allocate(node_name, request)
+        if chosen is None:
+            return unschedulable(ERR_INSUFFICIENT)
+        self.held.setdefault(node_name, {})[pod.key] = _Held(chosen, assumed=True)
+        state.write(_RESERVED_KEY, chosen)
+        self.cluster.touch(node_name)
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        held = self.held.get(node_name, {})
+        if pod.key in held and held[pod.key].assumed:
+            del held[pod.key]
+        state.delete(_RESERVED_KEY)
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        chosen = state.read(_RESERVED_KEY)
+        if chosen:
+            annotations = ensure_map(ensure_map(pod.obj, "metadata"), "annotations")
+            annotations[ANNOTATION_DEVICE_ALLOCATED] = allocations_json({DEVICE_TYPE_GPU: list(chosen)})
+        return SUCCESS
+
+    def explain_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> dict[str, Any] | None:
+        """The cards the pod would get on this node, for `explain`."""
+        request: GPURequest | None = state.read(_STATE_KEY)
+        chosen = self.allocate(node.name, request) if request is not None else None
+        if not chosen:
+            return None
+        detail: dict[str, Any] = json.loads(allocations_json({DEVICE_TYPE_GPU: list(chosen)}))
+        return detail
+
+
+def new(args: DeviceShareArgs, handle: Handle) -> DeviceShare:
+    return DeviceShare(args, handle)

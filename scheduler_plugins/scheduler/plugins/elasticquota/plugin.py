@@ -1,0 +1,118 @@
+"""The ElasticQuota plugin (spec §8.6): PreFilter refuses a pod whose quota would pass its runtime
+(or its max), Reserve/Unreserve count the pod in its quota's used.
+
+The plugin follows the quota objects and every live pod (pending ones count in their quota's
+request). A pod the cluster state does not hold (the extender is sent the pod being scheduled;
+pending pods are not watched) is judged as if it were pending in its quota. PostFilter (preemption
+within a quota) and the over-quota eviction monitor are not implemented.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from policies.constants import ELASTIC_QUOTA_KIND, LABEL_QUOTA_PREEMPTIBLE, ROOT_QUOTA_NAME
+from policies.quantity import scalar_text
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.features import ELASTIC_QUOTA_GUARANTEE_USAGE
+from scheduler_plugins.scheduler.framework.handle import Handle
+from scheduler_plugins.scheduler.framework.interfaces import PreFilterResult
+from scheduler_plugins.scheduler.framework.status import SKIP, SUCCESS, Code, Status
+from scheduler_plugins.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
+from scheduler_plugins.scheduler.plugins.elasticquota.manager import QuotaManager
+from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
+
+NAME = "ElasticQuota"
+
+
+def format_resources(resources: Mapping[str, int]) -> str:
+    """`cpu=12, memory=8Gi` in name order, as quantities."""
+    return ", ".join(f"{name}={scalar_text(name, resources[name])}" for name in sorted(resources)) or "<none>"
+
+
+class ElasticQuota:
+    name = NAME
+    listened_kinds = frozenset({ELASTIC_QUOTA_KIND})
+
+    def __init__(self, args: ElasticQuotaArgs, handle: Handle) -> None:
+        self.args = args
+        self.manager = QuotaManager(args, handle.cluster.allocatable_total,
+                                    handle.features.enabled(ELASTIC_QUOTA_GUARANTEE_USAGE))
+
+    # --- listeners -------------------------------------------------------------------------------
+    def on_object(self, kind: str, name: str, obj: Mapping[str, Any] | None) -> None:
+        self.manager.set_quota(name.rpartition("/")[2], obj)
+
+    def on_pod_added(self, pod: PodInfo) -> None:
+        self.manager.add_pod(pod)
+
+    def on_pod_removed(self, key: str) -> None:
+        self.manager.remove_pod(key)
+
+    # --- extension points ------------------------------------------------------------------------
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
+        manager = self.manager
+        quota = manager.quota_of(pod)
+        if manager.spec(quota) is None or quota == ROOT_QUOTA_NAME:
+            return None, SKIP
+        hypothetical = not manager.knows(pod.key)
+        if hypothetical:
+            manager.add_pod(pod, used=False)
+        try:
+            return None, self._check(quota, pod)
+        finally:
+            if hypothetical:
+                manager.remove_pod(pod.key)
+
+    def _check(self, quota: str, pod: PodInfo) -> Status:
+        manager = self.manager
+        state = manager.state_of(quota)
+        assert state is not None
+        spec = state.spec
+        request = {r: v for r, v in pod.requests.items() if r in spec.max}
+        limit = state.runtime if self.args.enable_runtime_quota else spec.max
+        status = _fits(quota, "Insufficient quotas", limit, state.used, request, "runtime")
+        if status is not None:
+            return status
+        if pod.labels.get(LABEL_QUOTA_PREEMPTIBLE) == "false":
+            status = _fits(quota, "Insufficient non-preemptible quotas", spec.min,
+                           manager.non_preemptible_used(quota), request, "min")
+            if status is not None:
+                return status
+        if self.args.enable_check_parent_quota:
+            parent = spec.parent
+            while parent and parent != ROOT_QUOTA_NAME:
+                ancestor = manager.state_of(parent)
+                if ancestor is None:
+                    break
+                masked = {r: v for r, v in pod.requests.items() if r in ancestor.spec.max}
+                status = _fits(parent, "Insufficient parent quotas", ancestor.runtime, ancestor.used, masked,
+                               "runtime")
+                if status is not None:
+                    return status
+                parent = ancestor.spec.parent
+        return SUCCESS
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        self.manager.set_used(pod, True)
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        self.manager.set_used(pod, False)
+
+
+def _fits(quota: str, what: str, limit: Mapping[str, int], used: Mapping[str, int], request: Vector,
+          limit_name: str) -> Status | None:
+    exceed = [r for r in sorted(request) if used.get(r, 0) + request[r] > limit.get(r, 0)]
+    if not exceed:
+        return None
+    shown = {r: limit.get(r, 0) for r in request}
+    return Status(Code.Unschedulable, (
+        f"{what}, quotaName: {quota}, {limit_name}: {format_resources(shown)}, "
+        f"used: {format_resources({r: used.get(r, 0) for r in request})}, "
+        f"pod's request: {format_resources(request)}, exceedDimensions: [{', '.join(exceed)}]",))
+
+
+def new(args: ElasticQuotaArgs, handle: Handle) -> ElasticQuota:
+    return ElasticQuota(args, handle)
+

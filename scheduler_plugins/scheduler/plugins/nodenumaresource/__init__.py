@@ -1,0 +1,1 @@
+"""NodeNUMAResource (spec §4): CPU binding (FullPCPUs, SpreadByPCPUs) and NUMA topology policies."""

@@ -1,0 +1,385 @@
+"""NodeNUMAResource (spec §4): LSR/LSE pods of the prod band with integer CPUs get whole,
+NUMA-aligned CPUs; pods and nodes with a NUMA topology policy are admitted by NUMA node.
+
+PreFilter decides whether the pod binds CPUs and by which policy; Filter checks each node's
+policies, topology and room; Reserve picks the CPUs (and NUMA nodes) and PreBind writes them in the
+`scheduling.koordinator.sh/resource-status` annotation, which is also how the CPUs of bound pods
+are read back. Score is the allocation scorer of `scoringStrategy` over the node, or of
+`numaScoringStrategy` over the admitted NUMA nodes (not enabled in the shipped profile:
+NodeResourcesFit scores the same resources). Not implemented: amplified-CPU checks, exclusive
+policies (PCPULevel/NUMANodeLevel), ConstrainedBurst, the reservation hooks.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from policies.constants import (
+    ANNOTATION_NUMA_TOPOLOGY_SPEC,
+    ANNOTATION_RESOURCE_SPEC,
+    ANNOTATION_RESOURCE_STATUS,
+    LABEL_NODE_CPU_BIND_POLICY,
+    LABEL_NODE_NUMA_ALLOCATE_STRATEGY,
+    LABEL_NODE_NUMA_TOPOLOGY_POLICY,
+    NODE_RESOURCE_TOPOLOGY_KIND,
+    RESOURCE_CPU,
+    RESOURCE_MEMORY,
+    PriorityClass,
+    QoSClass,
+)
+from policies.cpuset import NUMANodeResource, ResourceStatus, format_cpuset, resource_status_of
+from policies.objects import ensure_map
+from policies.qos import raw_qos_class
+from policies.quantity import scalar_of, scalar_text
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.handle import Handle
+from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, PreFilterResult
+from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.scoring import least_requested, most_requested
+from scheduler_plugins.scheduler.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
+from scheduler_plugins.scheduler.plugins.nodenumaresource.allocator import allocate, numa_order
+from scheduler_plugins.scheduler.plugins.nodenumaresource.args import (
+    FULL_PCPUS,
+    MOST_ALLOCATED,
+    SPREAD_BY_PCPUS,
+    NodeNUMAResourceArgs,
+)
+from scheduler_plugins.scheduler.plugins.nodenumaresource.topology import (
+    Allocation,
+    NodeState,
+    NodeTopology,
+    numa_hint,
+    reserved_cpus,
+)
+from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
+
+NAME = "NodeNUMAResource"
+_STATE_KEY = NAME + "/preFilter"
+_RESERVED_KEY = NAME + "/reserved"
+NODE_FULL_PCPUS_ONLY: Final = "FullPCPUsOnly"
+NODE_SPREAD_BY_PCPUS: Final = "SpreadByPCPUs"
+NUMA_RESTRICTED: Final = "Restricted"
+NUMA_SINGLE_NODE: Final = "SingleNUMANode"
+DEFAULT_POLICY: Final = "Default"
+
+ERR_NOT_INTEGER = "the requested CPUs must be integer"
+ERR_NUMA_POLICY = "node(s) NUMA Topology policy not match"
+ERR_INVALID_TOPOLOGY = "node(s) invalid CPU Topology"
+ERR_POLICY_CONFLICT = "node(s) cpu bind policy conflicts with pod's required cpu bind policy"
+ERR_NOT_MULTIPLE = "node(s) requested cpus not multiple cpus per core"
+ERR_NOT_ENOUGH = "not enough cpus available to satisfy request"
+ERR_NUMA_AFFINITY = "node(s) NUMA Topology affinity error"
+
+
+def _json_annotation(pod: PodInfo, key: str) -> Mapping[str, Any]:
+    try:
+        value = json.loads(pod.annotations.get(key) or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class _PodState:
+    cpu: int  # millicores requested
+    memory: int
+    allow_cpuset: bool
+    bind: bool  # the pod itself asks for bound CPUs
+    policy: str  # FullPCPUs | SpreadByPCPUs | ""
+    required: bool
+    numa_policy: str
+
+    @property
+    def num_cpus(self) -> int:
+        return self.cpu // 1000
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """A node's verdict for the pod: binding policy and the NUMA nodes admitted (or none)."""
+
+    bind: bool
+    policy: str
+    numa_policy: str
+    hint: list[int] | None
+
+
+class NodeNUMAResource:
+    name = NAME
+    listened_kinds = frozenset({NODE_RESOURCE_TOPOLOGY_KIND})
+
+    def __init__(self, args: NodeNUMAResourceArgs, handle: Handle) -> None:
+        self.args = args
+        self.cluster = handle.cluster
+        self.topologies: dict[str, NodeTopology] = {}
+        self.allocations: dict[str, dict[str, Allocation]] = {}
+        self._node_list: list[NodeInfo] | None = None
+        self._by_name: dict[str, NodeInfo] = {}
+
+    # --- listeners -------------------------------------------------------------------------------
+    def on_object(self, kind: str, name: str, obj: Mapping[str, Any] | None) -> None:
+        if obj is None:
+            self.topologies.pop(name, None)
+        else:
+            self.topologies[name] = NodeTopology.of(obj)
+        self.cluster.touch(name)
+
+    def on_pod_assigned(self, pod: PodInfo, node_name: str) -> None:
+        status = resource_status_of(pod.obj)
+        held = self.allocations.setdefault(node_name, {})
+        numa = {r.node: {name: scalar_of(name, value) for name, value in r.resources.items()}
+                for r in status.numa_node_resources}
+        if status.cpuset or numa:
+            held[pod.key] = Allocation(status.cpus(), numa)
+        elif pod.key in held and not held[pod.key].assumed:
+            del held[pod.key]  # an assumed allocation waits for the annotated pod (or Unreserve)
+
+    def on_pod_deleted(self, pod: PodInfo, node_name: str) -> None:
+        self.allocations.get(node_name, {}).pop(pod.key, None)
+
+    def on_node_metric(self, node_name: str, metric: dict[str, Any] | None) -> None:
+        """NodeMetrics are none of this plugin's business."""
+
+    def node_state(self, node: NodeInfo) -> NodeState | None:
+        topo = self.topologies.get(node.name)
+        if topo is None:
+            return None
+        return NodeState(topo, reserved_cpus(node.annotations), node.allocatable.get(RESOURCE_MEMORY, 0),
+                         self.allocations.get(node.name, {}))
+
+    # --- PreFilter -------------------------------------------------------------------------------
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
+        st, status = self._pod_state(pod)
+        if st is not None:
+            state.write(_STATE_KEY, st)
+        return None, status
+
+    def _pod_state(self, pod: PodInfo) -> tuple[_PodState | None, Status]:
+        requests = pod.requests
+        if not any(requests.values()):
+            return None, SKIP
+        cpu = requests.get(RESOURCE_CPU, 0)
+        spec = _json_annotation(pod, ANNOTATION_RESOURCE_SPEC)
+        allow = raw_qos_class(pod.obj) in (QoSClass.LSE, QoSClass.LSR) and pod.priority_class is PriorityClass.PROD
+        policy, required = "", False
+        if allow:
+            preferred = str(spec.get("preferredCPUBindPolicy") or "")
+            policy = self.args.default_cpu_bind_policy if preferred in ("", DEFAULT_POLICY) else preferred
+            wanted = str(spec.get("requiredCPUBindPolicy") or "")
+            if wanted:
+                policy, required = (self.args.default_cpu_bind_policy if wanted == DEFAULT_POLICY else wanted), True
+        bind = False
+        if policy in (FULL_PCPUS, SPREAD_BY_PCPUS):
+            if cpu % 1000:
+                return None, unresolvable(ERR_NOT_INTEGER)
+            bind = cpu > 0
+        numa_policy = str(_json_annotation(pod, ANNOTATION_NUMA_TOPOLOGY_SPEC).get("numaTopologyPolicy") or "")
+        return _PodState(cpu, requests.get(RESOURCE_MEMORY, 0), allow, bind, policy, required, numa_policy), SUCCESS
+
+    def _state(self, state: CycleState, pod: PodInfo) -> _PodState | None:
+        """PreFilter's verdict, computed here when this cycle had no PreFilter (the extender's
+        bind verb runs Reserve and PreBind in a cycle of their own)."""
+        st: _PodState | None = state.read(_STATE_KEY)
+        if st is None:
+            st = self._pod_state(pod)[0]
+            if st is not None:
+                state.write(_STATE_KEY, st)
+        return st
+
+    # --- Filter ----------------------------------------------------------------------------------
+    def _decide(self, st: _PodState, node: NodeInfo) -> tuple[_Decision | None, Status]:
+        node_numa = node.labels.get(LABEL_NODE_NUMA_TOPOLOGY_POLICY, "")
+        if st.numa_policy and node_numa and st.numa_policy != node_numa:
+            return None, unresolvable(ERR_NUMA_POLICY)
+        numa_policy = st.numa_policy or node_numa
+        node_bind = node.labels.get(LABEL_NODE_CPU_BIND_POLICY, "")
+        forced = {NODE_FULL_PCPUS_ONLY: FULL_PCPUS, NODE_SPREAD_BY_PCPUS: SPREAD_BY_PCPUS}.get(node_bind, "")
+        bind, policy = st.bind, st.policy
+        if forced and st.allow_cpuset and st.cpu > 0 and not bind:
+            if st.cpu % 1000:
+                return None, unresolvable(ERR_NOT_INTEGER)
+            bind = True
+        if not bind and numa_policy not in (NUMA_RESTRICTED, NUMA_SINGLE_NODE):
+            return _Decision(False, "", numa_policy, None), SUCCESS
+        ns = self.node_state(node)
+        if bind:
+            if ns is None or not ns.topo.topology.valid:
+                return None, unresolvable(ERR_INVALID_TOPOLOGY)
+            if forced:
+                if st.required and st.policy != forced:
+                    return None, unresolvable(ERR_POLICY_CONFLICT)
+                policy = forced
+            required = st.required or bool(forced)
+            if required and policy == FULL_PCPUS and st.num_cpus % ns.topo.topology.cpus_per_core:
+                return None, unresolvable(ERR_NOT_MULTIPLE)
+            if required and numa_policy not in (NUMA_RESTRICTED, NUMA_SINGLE_NODE):
+                if allocate(ns.topo.topology, ns.free_cpus(), st.num_cpus, policy, self._strategy(node)) is None:
+                    return None, unschedulable(ERR_NOT_ENOUGH)
+        hint = None
+        if numa_policy in (NUMA_RESTRICTED, NUMA_SINGLE_NODE):
+            if ns is None or not ns.topo.topology.valid:
+                return None, unresolvable(ERR_INVALID_TOPOLOGY)
+            order = numa_order(ns.topo.topology, ns.free_cpus(), self._strategy(node))
+            hint = numa_hint(ns, {RESOURCE_CPU: st.cpu, RESOURCE_MEMORY: st.memory}, numa_policy, order)
+            if hint is None:
+                return None, unschedulable(ERR_NUMA_AFFINITY)
+            if bind and allocate(ns.topo.topology, ns.free_cpus(), st.num_cpus, policy, self._strategy(node),
+                                 hint) is None:
+                return None, unschedulable(ERR_NUMA_AFFINITY)
+        return _Decision(bind, policy, numa_policy, hint), SUCCESS
+
+    @staticmethod
+    def _strategy(node: NodeInfo) -> str:
+        return node.labels.get(LABEL_NODE_NUMA_ALLOCATE_STRATEGY, MOST_ALLOCATED)
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        st = state.read(_STATE_KEY)
+        if st is None:
+            return SUCCESS
+        return self._decide(st, node)[1]
+
+    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+                    index: NodeIndex) -> npt.NDArray[np.bool_] | None:
+        """Filter for many nodes: a pod that binds no CPU and has no NUMA policy is judged only on
+        the nodes whose labels could change that (the rest pass), so the common pod costs a label
+        lookup per node."""
+        st = state.read(_STATE_KEY)
+        if st is None:
+            return np.ones(len(nodes), dtype=np.bool_)
+        if st.bind or st.numa_policy:
+            return np.fromiter((self._decide(st, n)[1].is_success for n in nodes), np.bool_, len(nodes))
+        return np.fromiter((not _has_policy_labels(n) or self._decide(st, n)[1].is_success for n in nodes),
+                           np.bool_, len(nodes))
+
+    # --- Score -----------------------------------------------------------------------------------
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        """The allocation scorer of `scoringStrategy` over the node; for a pod placed by a NUMA
+        policy, `numaScoringStrategy` over the NUMA nodes it would get. A failure scores 0."""
+        st = state.read(_STATE_KEY)
+        decision = self._decide(st, node)[0] if st is not None else None
+        ns = self.node_state(node)
+        if decision is not None and decision.hint is not None and ns is not None:
+            capacity, free = ns.numa_capacity(), ns.numa_free()
+            strategy = self.args.numa_scoring_strategy
+            allocatable = {r: sum(capacity[n].get(r, 0) for n in decision.hint) for r, _ in strategy.resources}
+            requested = {r: allocatable[r] - sum(free[n].get(r, 0) for n in decision.hint) + pod.requests.get(r, 0)
+                         for r, _ in strategy.resources}
+        else:
+            strategy = self.args.scoring_strategy
+            allocatable = {r: node.allocatable.get(r, 0) for r, _ in strategy.resources}
+            requested = {r: node.requested.get(r, 0) + pod.requests.get(r, 0) for r, _ in strategy.resources}
+        scorer = most_requested if strategy.type == MOST_ALLOCATED else least_requested
+        total = weights = 0
+        for name, weight in strategy.resources:
+            total += scorer(requested[name], allocatable[name]) * weight
+            weights += weight
+        return (total // weights if weights else 0), SUCCESS
+
+    # --- Reserve / PreBind -----------------------------------------------------------------------
+    def plan(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[Allocation | None, Status]:
+        """What the pod would hold on `node` (None: nothing NUMA-aware to hold)."""
+        st = self._state(state, pod)
+        if st is None:
+            return None, SUCCESS
+        decision, status = self._decide(st, node)
+        if decision is None or not (decision.bind or decision.hint is not None):
+            return None, status
+        ns = self.node_state(node)
+        assert ns is not None
+        cpus: frozenset[int] = frozenset()
+        if decision.bind:
+            chosen = allocate(ns.topo.topology, ns.free_cpus(), st.num_cpus, decision.policy, self._strategy(node),
+                              decision.hint)
+            if chosen is None:
+                return None, unschedulable(ERR_NOT_ENOUGH)
+            cpus = chosen
+        numa: dict[int, Vector] = {}
+        if decision.hint is not None:
+            numa = _split(ns, cpus, decision.hint, st.cpu, st.memory)
+        return Allocation(cpus, numa, assumed=True), SUCCESS
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        node = self.cluster_node(node_name)
+        if node is None:
+            return SUCCESS
+        allocation, status = self.plan(state, pod, node)
+        if not status.is_success or allocation is None:
+            return status
+        self.allocations.setdefault(node_name, {})[pod.key] = allocation
+        state.write(_RESERVED_KEY, allocation)
+        self.cluster.touch(node_name)
+        return SUCCESS
+
+    def cluster_node(self, name: str) -> NodeInfo | None:
+        nodes = self.cluster.node_list()
+        if nodes is not self._node_list:  # the cluster's list is rebuilt when nodes come and go
+            self._node_list, self._by_name = nodes, {n.name: n for n in nodes}
+        return self._by_name.get(name)
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        held = self.allocations.get(node_name, {})
+        if pod.key in held and held[pod.key].assumed:
+            del held[pod.key]
+        state.delete(_RESERVED_KEY)
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        allocation: Allocation | None = state.read(_RESERVED_KEY)
+        if allocation is None:
+            return SUCCESS
+        annotations = ensure_map(ensure_map(pod.obj, "metadata"), "annotations")
+        annotations[ANNOTATION_RESOURCE_STATUS] = resource_status(allocation).to_json()
+        st = state.read(_STATE_KEY)
+        if ANNOTATION_RESOURCE_SPEC not in annotations and st is not None and allocation.cpus:
+            annotations[ANNOTATION_RESOURCE_SPEC] = json.dumps({"preferredCPUBindPolicy": st.policy or FULL_PCPUS},
+                                                               separators=(",", ":"))
+        return SUCCESS
+
+    def explain_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> dict[str, Any] | None:
+        """The CPUs and NUMA nodes the pod would get on this node, for `explain`."""
+        allocation, status = self.plan(state, pod, node)
+        if allocation is None or not status.is_success:
+            return None
+        detail: dict[str, Any] = json.loads(resource_status(allocation).to_json())
+        return detail
+
+
+def _has_policy_labels(node: NodeInfo) -> bool:
+    labels = node.labels
+    return LABEL_NODE_CPU_BIND_POLICY in labels or LABEL_NODE_NUMA_TOPOLOGY_POLICY in labels
+
+
+def resource_status(allocation: Allocation) -> ResourceStatus:
+    return ResourceStatus(format_cpuset(allocation.cpus), tuple(
+        NUMANodeResource(n, {name: scalar_text(name, amount) for name, amount in sorted(res.items()) if amount})
+        for n, res in sorted(allocation.numa.items())))
+
+
+def _split(ns: NodeState, cpus: frozenset[int], hint: list[int], cpu: int, memory: int) -> dict[int, Vector]:
+    """The pod's cpu and memory per admitted NUMA node: bound CPUs where they are, the rest filled
+    into the NUMA nodes' free room in hint order."""
+    free = ns.numa_free()
+    out: dict[int, Vector] = {n: {} for n in hint}
+    cpu_node = {c.id: c.node for c in ns.topo.topology.cpus}
+    if cpus:
+        for cpu_id in cpus:
+            node = cpu_node[cpu_id]
+            out.setdefault(node, {})[RESOURCE_CPU] = out.get(node, {}).get(RESOURCE_CPU, 0) + 1000
+        cpu = 0
+    for name, left in ((RESOURCE_CPU, cpu), (RESOURCE_MEMORY, memory)):
+        for n in hint:
+            if left <= 0:
+                break
+            take = min(left, max(free[n].get(name, 0), 0)) if n != hint[-1] else left
+            if take:
+                out[n][name] = out[n].get(name, 0) + take
+                left -= take
+    return {n: res for n, res in out.items() if res}
+
+
+def new(args: NodeNUMAResourceArgs, handle: Handle) -> NodeNUMAResource:
+    return NodeNUMAResource(args, handle)
