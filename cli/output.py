@@ -10,6 +10,7 @@ A command offers the subset it can print, and its default is the first one a per
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from cli.parser import Container
 
@@ -23,3 +24,11 @@ def add_output(container: Container, formats: Sequence[str], default: str) -> No
         raise ValueError(f"output formats {list(formats)} (default {default!r}) are not a subset of {FORMATS}")
     container.add_argument("-o", "--output", choices=tuple(formats), default=default,
                            help=f"output format: {'|'.join(formats)} (default {default})")
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """`-o table`: left-aligned columns two spaces apart, a header row first, no trailing blanks."""
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip() for row in cells]
+    return "\n".join(lines)

@@ -41,10 +41,11 @@ def command_groups() -> list[CommandGroup]:
     from scheduler_plugins.koordlet import cli as koordlet_cli
     from scheduler_plugins.scheduler import cli as scheduler_cli
     from webhook import configurations as webhook_configurations
+    from webhook.rollout import commands as rollout_commands
 
     return [webhook_commands.register_commands, certs_cli.register_commands, scheduler_cli.register_commands,
             koordlet_cli.register_commands, descheduler_cli.register_commands,
-            webhook_configurations.register_commands]
+            webhook_configurations.register_commands, rollout_commands.register_commands]
 
 
 def version() -> str:

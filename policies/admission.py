@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from policies.changes import Change, summary
 from policies.jsonpatch_diff import diff
 from policies.kinds import kind_named
 from policies.objects import json_copy
@@ -84,6 +85,26 @@ class Effect:
     changes: list[dict[str, Any]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ProfileWarning:
+    """What a warn-only profile would have done to an object had it been enforced: its changes, or
+    the denial it would have caused (by the mutating chain, or by a validating rule)."""
+
+    profile: str
+    changes: tuple[Change, ...] = ()
+    denial: str = ""
+
+    @property
+    def outcome(self) -> str:
+        return "deny" if self.denial else "change"
+
+    def text(self, limit: int = 256) -> str:
+        """The line kubectl prints after `Warning: `."""
+        detail = f"would deny the request: {self.denial}" if self.denial else f"would set {summary(self.changes, 3)}"
+        line = f"warn-only ClusterColocationProfile {self.profile} {detail}"
+        return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 def default_rand_int(n: int) -> int:
     """Uniform integer in [0, n): Koordinator's `rand.Intn`."""
     return random.randrange(n)
@@ -98,6 +119,16 @@ class AdmissionContext:
     rand_int: Callable[[int], int] = default_rand_int
     matched_profiles: list[str] = field(default_factory=list)
     effects: list[Effect] | None = None  # a list when the caller wants an explanation
+    #: Re-evaluating an object admitted earlier (the background audit) rather than admitting a new one:
+    #: a label that still holds the value the object came with, and ends with a profile's suffix,
+    #: counts as suffixed, because labelSuffixes is the one profile step that is not idempotent (5.4).
+    audit: bool = False
+    #: Warn-only profiles to apply anyway: the one whose effect the WarnOnlyProfiles plugin measures.
+    also_enforce: frozenset[str] = frozenset()
+    #: Warn-only profiles that matched and were not applied, in name order.
+    warn_only_matched: list[str] = field(default_factory=list)
+    #: What those would have done (the WarnOnlyProfiles plugin fills it).
+    warnings: list[ProfileWarning] = field(default_factory=list)
 
     @property
     def explaining(self) -> bool:

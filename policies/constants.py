@@ -69,6 +69,15 @@ ANNOTATION_REPLACE_RESOURCES: Final = "pod.koordinator.sh/replace-resources"
 ANNOTATION_SKIP_UPDATE_RESOURCES: Final = "config.koordinator.sh/skip-update-resources"
 LABEL_CONTROLLER_MANAGED: Final = "config.koordinator.sh/controller-managed"
 
+# colocate's own keys (Koordinator ignores annotations it does not know, so a profile carrying one
+# stays a valid Koordinator object). `colocate.io/enforcement: warn` on a profile's metadata makes it
+# warn-only: evaluated and reported, never applied (docs/rollout.md).
+COLOCATE_PREFIX: Final = "colocate.io"
+ANNOTATION_ENFORCEMENT: Final = f"{COLOCATE_PREFIX}/enforcement"
+ENFORCEMENT_ENFORCE: Final = "enforce"
+ENFORCEMENT_WARN: Final = "warn"
+ENFORCEMENT_MODES: Final = (ENFORCEMENT_ENFORCE, ENFORCEMENT_WARN)
+
 # ElasticQuota keys read by the pod validator.
 LABEL_QUOTA_NAME: Final = "quota.scheduling.koordinator.sh/name"
 LABEL_QUOTA_PREEMPTIBLE: Final = "quota.scheduling.koordinator.sh/preemptible"

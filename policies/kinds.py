@@ -48,6 +48,7 @@ class Kind:
 
 NODE_METRIC_KIND: Final = "NodeMetric"
 NODE_SLO_KIND: Final = "NodeSLO"
+POLICY_REPORT_KIND: Final = "PolicyReport"
 
 _ALL: Final = (
     Kind(PROFILE_KIND, PROFILE_GROUP, PROFILE_VERSION, "clustercolocationprofiles", False),
@@ -72,6 +73,7 @@ _ALL: Final = (
     Kind(NODE_SLO_KIND, "slo.koordinator.sh", "v1alpha1", "nodeslos", False),
     Kind(DEVICE_KIND, RESERVATION_GROUP, "v1alpha1", "devices", False),
     Kind(NODE_RESOURCE_TOPOLOGY_KIND, "topology.node.k8s.io", "v1alpha1", "noderesourcetopologies", False),
+    Kind(POLICY_REPORT_KIND, "wgpolicyk8s.io", "v1alpha2", "policyreports", True),
 )
 
 #: Every kind by its name.

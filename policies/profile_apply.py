@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from policies.admission import AdmissionContext, Denied, Read
 from policies.constants import LABEL_KOORDINATOR_PRIORITY, LABEL_QOS_CLASS, PROFILE_KIND
-from policies.objects import ensure_map, json_copy
+from policies.objects import ensure_map, json_copy, labels_of
 from policies.profiles import ColocationProfile
 from policies.strategic_merge import Schema, StrategicMergeError, strategic_merge
 
@@ -34,6 +34,20 @@ def passes_probability(profile: ColocationProfile, rand_int: Callable[[int], int
     if percent == 0:
         return False
     return rand_int(100) <= percent
+
+
+def enforced_profiles(matched: Sequence[ColocationProfile], ctx: AdmissionContext) -> list[ColocationProfile]:
+    """The matched profiles to apply: all but the warn-only ones, which are noted in the context for
+    the WarnOnlyProfiles plugin (an audit, and that plugin's what-if runs, apply them too)."""
+    if ctx.audit:
+        return list(matched)
+    applied = []
+    for profile in matched:
+        if profile.warn_only and profile.name not in ctx.also_enforce:
+            ctx.warn_only_matched.append(profile.name)
+        else:
+            applied.append(profile)
+    return applied
 
 
 def apply_profiles_in_place(
@@ -81,8 +95,9 @@ def apply_profile(
     _map_keys(metadata, "annotations", profile.annotation_keys_mapping)
     if profile.label_suffixes and isinstance(metadata.get("labels"), dict):
         labels = metadata["labels"]
+        arrived_with = labels_of(ctx.request.object or {}) if ctx.audit else {}
         for key, suffix in profile.label_suffixes.items():
-            if key in labels:
+            if key in labels and not _suffixed_before(labels[key], suffix, arrived_with.get(key)):
                 labels[key] = f"{labels[key]}{suffix}"
     spec = pod_spec(obj) if profile.scheduler_name or profile.priority_class_name else None
     if profile.scheduler_name and spec is not None:
@@ -99,6 +114,12 @@ def apply_profile(
         except StrategicMergeError as exc:
             raise Denied(f"ClusterColocationProfile {profile.name}: spec.patch: {exc}", code=500) from exc
     return obj
+
+
+def _suffixed_before(value: str, suffix: str, arrived_with: str | None) -> bool:
+    """In an audit: the label still holds the value the pod came with, and that ends with the
+    suffix, so the suffix was appended when the pod was admitted (spec 5.4: suffixes append again)."""
+    return value == arrived_with and value.endswith(suffix)
 
 
 def _map_keys(metadata: dict[str, Any], section: str, mapping: Mapping[str, str]) -> None:

@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
-from policies.constants import ANNOTATION_SKIP_UPDATE_RESOURCES, KNOWN_QOS_CLASSES, PROFILE_KIND
+from policies.constants import (
+    ANNOTATION_ENFORCEMENT,
+    ANNOTATION_SKIP_UPDATE_RESOURCES,
+    ENFORCEMENT_MODES,
+    ENFORCEMENT_WARN,
+    KNOWN_QOS_CLASSES,
+    PROFILE_KIND,
+)
 from policies.field_errors import ConfigError, FieldError, invalid, required, unsupported
 from policies.objects import metadata_of
 from policies.profile_schema import PROFILE_SCHEMA
@@ -64,6 +71,8 @@ class ColocationProfile:
     patch: Mapping[str, Any] | None = None
     skip_update_resources: bool = False
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    #: `colocate.io/enforcement: warn`: evaluated, reported in warnings and audits, never applied
+    warn_only: bool = False
 
 
 def _string_map(spec: Mapping[str, Any], key: str, problems: list[FieldError]) -> Mapping[str, str]:
@@ -155,6 +164,10 @@ def parse_profile(obj: Mapping[str, Any], *, strict: bool = False) -> Colocation
         problems.append(invalid("spec.patch", detail="must be an object (a strategic merge patch)"))
         patch = None
 
+    enforcement = (metadata.get("annotations") or {}).get(ANNOTATION_ENFORCEMENT, ENFORCEMENT_MODES[0])
+    if enforcement not in ENFORCEMENT_MODES:
+        problems.append(unsupported(f"metadata.annotations[{ANNOTATION_ENFORCEMENT}]", enforcement, ENFORCEMENT_MODES))
+
     profile = ColocationProfile(
         name=name,
         namespace_selector=_selector(spec, "namespaceSelector", problems, warnings),
@@ -172,6 +185,7 @@ def parse_profile(obj: Mapping[str, Any], *, strict: bool = False) -> Colocation
         patch=patch,
         skip_update_resources=ANNOTATION_SKIP_UPDATE_RESOURCES in (metadata.get("annotations") or {}),
         warnings=tuple(warnings),
+        warn_only=enforcement == ENFORCEMENT_WARN,
     )
     if strict:  # what the schema adds to the checks above, each field reported once
         problems.extend(e for e in validate(obj, PROFILE_SCHEMA) if not _covered(e.path, problems))

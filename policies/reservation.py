@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from policies.admission import CREATE, AdmissionContext, MutatingPlugin, ValidatingPlugin
-from policies.objects import labels_of
-from policies.profile_apply import PROFILE_READS, apply_profiles_in_place
+from policies.objects import json_copy, labels_of
+from policies.profile_apply import PROFILE_READS, apply_profiles_in_place, enforced_profiles
 from policies.strategic_merge import RESERVATION_SCHEMA
+from policies.warn_only import WarnOnlyProfilesPlugin
 
 
 def template_pod_spec(reservation: dict[str, Any]) -> dict[str, Any] | None:
@@ -36,14 +37,15 @@ class ClusterReservationPlugin:
     def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None:
         if ctx.request.operation not in self.operations or not ctx.cluster.profiles:
             return
-        matched = ctx.cluster.profile_index.matching(labels_of(obj), None)
+        matched = enforced_profiles(ctx.cluster.profile_index.matching(labels_of(obj), None), ctx)
         if not matched:
             return
         apply_profiles_in_place(obj, matched, ctx, template_pod_spec, RESERVATION_SCHEMA)  # no resource rewrite
 
 
 def reservation_mutating_plugins() -> list[MutatingPlugin]:
-    return [ClusterReservationPlugin()]
+    profiles: list[MutatingPlugin] = [ClusterReservationPlugin()]
+    return [*profiles, WarnOnlyProfilesPlugin(profiles, json_copy, [])]
 
 
 def reservation_validating_plugins() -> list[ValidatingPlugin]:

@@ -14,11 +14,21 @@ from typing import Any, Final, Protocol
 
 import orjson
 
-from policies.admission import DELETE, UPDATE, AdmissionContext, AdmissionRequest, Denied, Effect, default_rand_int
+from policies.admission import (
+    DELETE,
+    UPDATE,
+    AdmissionContext,
+    AdmissionRequest,
+    Denied,
+    Effect,
+    ProfileWarning,
+    default_rand_int,
+)
 from policies.jsonpatch_diff import diff
 from policies.objects import json_copy, metadata_of
 from policies.shape import object_error
 from policies.snapshot import ClusterSnapshot
+from policies.warn_only import audit_annotations, warning_lines
 from webhook.registry import Route
 from webhook.review import MalformedReview, build_review, parse_review
 
@@ -44,6 +54,7 @@ class Outcome:
     object: dict[str, Any] | None = None  # the object after this route (mutated, or as received)
     matched_profiles: list[str] = field(default_factory=list)
     effects: list[Effect] | None = None
+    warnings: list[ProfileWarning] = field(default_factory=list)  # what warn-only profiles would have done
     refused: str = ""  # a REFUSALS reason when the request, not a policy, was at fault
 
 
@@ -77,6 +88,7 @@ def run_route(
     rand_int: Callable[[int], int] = default_rand_int,
     explain: bool = False,
     observe: PluginObserver = _ignore,
+    audit: bool = False,
 ) -> Outcome:
     """Admit `request` through `route`'s plugins in one loop, timing each plugin."""
     if request.resource.resource != route.resource or request.sub_resource != route.sub_resource:
@@ -84,7 +96,7 @@ def run_route(
     decoded = _decode(route, request)
     if isinstance(decoded, Outcome):
         return decoded
-    ctx = AdmissionContext(request, cluster, rand_int, effects=[] if explain else None)
+    ctx = AdmissionContext(request, cluster, rand_int, effects=[] if explain else None, audit=audit)
     working = route.copy_for_mutation(decoded) if route.mutating else decoded
     for plugin in route.plugins:
         started = time.perf_counter()
@@ -108,7 +120,8 @@ def run_route(
         if explain_plugin:
             ctx.record(f"plugin/{plugin.name}", True, before, working)
     patch = diff(decoded, working) if route.mutating else []
-    return Outcome(True, patch=patch, object=working, matched_profiles=ctx.matched_profiles, effects=ctx.effects)
+    return Outcome(True, patch=patch, object=working, matched_profiles=ctx.matched_profiles, effects=ctx.effects,
+                   warnings=ctx.warnings)
 
 
 @dataclass
@@ -158,7 +171,8 @@ def serve_review(
         log.error("admission %s on %s failed: %s", request.uid[:128], route.path, repr(exc)[:500])
         outcome = Outcome(False, 500, f"internal error: {type(exc).__name__}", refused="internal_error")
     review = build_review(api_version, request.uid, outcome.allowed, code=outcome.code,
-                          message=outcome.message, patch=outcome.patch)
+                          message=outcome.message, patch=outcome.patch, warnings=warning_lines(outcome.warnings),
+                          audit_annotations=audit_annotations(outcome.warnings))
     obj = request.object or request.old_object or {}
     metadata = metadata_of(obj)
     record: dict[str, Any] = {
@@ -175,4 +189,6 @@ def serve_review(
     }
     if outcome.message:
         record["message"] = outcome.message
+    if outcome.warnings:
+        record["warnOnlyProfiles"] = [w.profile for w in outcome.warnings]
     return ServedReview(200, orjson.dumps(review), record, outcome, refused=outcome.refused)

@@ -144,6 +144,8 @@ def run_apply(options: ApplyOptions, stdin: TextIO | None = None, stdout: TextIO
         if options.explain:
             text = format_explanation(result)
             print("\n".join(f"{label}{line}" for line in text.splitlines()) if label else text, file=stderr)
+        for warning in result.warnings:  # as kubectl prints an AdmissionResponse's warnings
+            print(f"{label}Warning: {warning}", file=stderr)
         if not result.allowed:
             denied = True
             print(f"{label}denied by {result.denied_by} (code {result.code}): {result.message}", file=stderr)

@@ -18,6 +18,7 @@ from typing import Any
 from policies.admission import AdmissionRequest, Effect, GroupVersionResource, default_rand_int
 from policies.kinds import KINDS
 from policies.snapshot import ClusterSnapshot
+from policies.warn_only import warning_lines
 from webhook.admission import run_route
 from webhook.registry import Registry
 
@@ -37,6 +38,7 @@ class ChainResult:
     effects: list[Effect] = field(default_factory=list)
     called: list[str] = field(default_factory=list)  # webhook names, in call order
     not_called: list[tuple[str, str]] = field(default_factory=list)  # (webhook name, why not)
+    warnings: list[str] = field(default_factory=list)  # what kubectl would print as "Warning: ..."
 
 
 def request_for(obj: dict[str, Any], registry: Registry, operation: str = "CREATE",
@@ -63,8 +65,12 @@ def request_for(obj: dict[str, Any], registry: Registry, operation: str = "CREAT
 
 
 def run_chain(request: AdmissionRequest, registry: Registry, cluster: ClusterSnapshot, *,
-              rand_int: Callable[[int], int] = default_rand_int, explain: bool = False) -> ChainResult:
-    """Mutate through each mutating webhook that would be called, then validate the result."""
+              rand_int: Callable[[int], int] = default_rand_int, explain: bool = False,
+              audit: bool = False) -> ChainResult:
+    """Mutate through each mutating webhook that would be called, then validate the result.
+
+    `audit`: the object was admitted before and is evaluated again (`policies.admission.AdmissionContext`).
+    """
     current = request
     result = ChainResult(True, dict(request.object) if request.object else None)
     for route in registry.for_kind(request.kind):
@@ -78,9 +84,10 @@ def run_chain(request: AdmissionRequest, registry: Registry, cluster: ClusterSna
                 result.not_called.append((webhook.name, why_not))
                 continue
             result.called.append(webhook.name)
-            outcome = run_route(route, current, cluster, rand_int=rand_int, explain=explain)
+            outcome = run_route(route, current, cluster, rand_int=rand_int, explain=explain, audit=audit)
             result.matched_profiles.extend(outcome.matched_profiles)
             result.effects.extend(outcome.effects or [])
+            result.warnings.extend(warning_lines(outcome.warnings))
             if not outcome.allowed:
                 result.allowed, result.code, result.message = False, outcome.code, outcome.message
                 result.denied_by = route.path

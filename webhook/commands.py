@@ -19,6 +19,18 @@ from webhook.connections import (
 )
 
 
+def _duration(text: str) -> float:
+    from policies.durations import parse_duration
+
+    try:
+        seconds = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return seconds
+
+
 def _serve(args: argparse.Namespace) -> int:
     from cluster.client import ClusterUnavailable
     from cluster.reflector import ReflectorSettings
@@ -61,6 +73,7 @@ def _serve(args: argparse.Namespace) -> int:
             drain_delay=args.drain_delay, shutdown_timeout=args.shutdown_timeout,
             cert_reload_interval=args.cert_reload_interval, self_managed=self_managed,
             connections=connections, client_ca=args.client_ca, stuck_scan_after=args.stuck_scan_after,
+            audit_interval=args.audit_interval,
         ))
     except ClusterUnavailable as exc:
         raise UsageError(f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
@@ -103,6 +116,9 @@ def register_commands(subparsers: Subparsers) -> None:
     serve.add_argument("--stuck-scan-after", type=float, default=30.0, metavar="SECONDS",
                        help="warn (and say so in the log every SECONDS) when a --cluster scan runs longer")
     flags.add_watch(serve)
+    serve.add_argument("--audit-interval", type=_duration, default=0.0, metavar="DURATION",
+                       help="audit the running pods against the profiles this often (e.g. 10m), export the counts "
+                            "as metrics and, reading the API server, write PolicyReports (default: never)")
     limits = serve.add_argument_group("connections", "what one client may hold: a few thousand idle sockets must "
                                                      "not exhaust the memory limit (docs/serve.md: sizing)")
     limits.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N",

@@ -8,12 +8,14 @@ multiprocess mode aggregates every worker's values into each scrape.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from cluster.metrics import StoreHealthMetrics
+from policies.admission import ProfileWarning
 from webhook.registry import Route
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
@@ -49,6 +51,11 @@ class WebhookMetrics:
             "colocate_profile_matches_total",
             "Admission requests each ClusterColocationProfile matched.",
             ["profile"], registry=registry)
+        self.warn_only = Counter(
+            "colocate_warn_only_profile_effects_total",
+            "Admissions a warn-only ClusterColocationProfile would have changed (outcome=change) or denied "
+            "(outcome=deny), had it been enforced.",
+            ["profile", "outcome"], registry=registry)
         self.state_objects = Gauge(
             "colocate_cluster_state_objects",
             "Objects in the cluster state the handlers read, by kind.",
@@ -109,6 +116,10 @@ class WebhookMetrics:
             if child is None:
                 child = self._profile_children[profile] = self.profile_matches.labels(profile)
             child.inc()
+
+    def count_warn_only(self, warnings: Sequence[ProfileWarning]) -> None:
+        for warning in warnings:
+            self.warn_only.labels(warning.profile, warning.outcome).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, NotRequired, TypedDict
 
 import orjson
@@ -32,6 +32,8 @@ class ResponseDict(TypedDict):
     status: NotRequired[StatusDict]
     patchType: NotRequired[str]
     patch: NotRequired[str]
+    warnings: NotRequired[list[str]]  # kubectl prints each as "Warning: ..."
+    auditAnnotations: NotRequired[dict[str, str]]  # the API server adds them to its audit event
 
 
 class ReviewDict(TypedDict):
@@ -121,11 +123,16 @@ def encode_patch(operations: list[dict[str, Any]]) -> str:
 
 
 def build_review(api_version: str, uid: str, allowed: bool, *, code: int = 200, message: str = "",
-                 patch: list[dict[str, Any]] | None = None) -> ReviewDict:
+                 patch: list[dict[str, Any]] | None = None, warnings: Sequence[str] = (),
+                 audit_annotations: Mapping[str, str] | None = None) -> ReviewDict:
     response: ResponseDict = {"uid": uid, "allowed": allowed}
     if not allowed or message:
         response["status"] = {"code": code, "message": message}
     if patch:
         response["patchType"] = "JSONPatch"
         response["patch"] = encode_patch(patch)
+    if warnings:
+        response["warnings"] = list(warnings)
+    if audit_annotations:
+        response["auditAnnotations"] = dict(audit_annotations)
     return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}

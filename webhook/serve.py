@@ -76,6 +76,7 @@ class ServeConfig:
     connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     client_ca: Path | None = None  # admission paths need a client certificate issued by this CA
     stuck_scan_after: float = 30.0  # warn when a --cluster directory scan runs longer than this
+    audit_interval: float = 0.0  # audit running pods (and write PolicyReports) this often; 0: never
 
 
 class Source(Protocol):
@@ -136,13 +137,25 @@ async def _export_dropped_log_lines(metrics: Any, interval: float = 1.0) -> None
 
 
 def _background(config: ServeConfig, source: Source, state: StateHolder, metrics: Any, on_reload: Any,
-                reloader: CertReloader) -> list[asyncio.Task[None]]:
+                reloader: CertReloader, published: asyncio.Event | None = None) -> list[asyncio.Task[None]]:
     coroutines = [source.run(state, on_reload), metrics.store_health.export_forever(source.store), reloader.run(),
                   _export_dropped_log_lines(metrics)]
+    if config.audit_interval > 0:
+        coroutines.append(_audit(config, state, metrics, published or asyncio.Event()))
     if config.self_managed is not None:
         identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         coroutines.append(self_management(api_client(config.kubeconfig, config.context), config.self_managed, identity))
     return [asyncio.create_task(c) for c in coroutines]
+
+
+def _audit(config: ServeConfig, state: StateHolder, metrics: Any, published: asyncio.Event) -> Any:
+    """The background audit on the served state; PolicyReports when the state comes from the API."""
+    from webhook.rollout.background import AuditMetrics, audit_forever
+    from webhook.rollout.reports import ReportWriter
+
+    writer = None if config.cluster is not None else ReportWriter(api_client(config.kubeconfig, config.context))
+    return audit_forever(state, default_routes(), config.audit_interval,
+                         AuditMetrics(None if metrics.multiprocess_dir else metrics.registry), writer, published)
 
 
 async def _stop_when_orphaned(parent_pid: int, signals: asyncio.Queue[int], interval: float = 1.0) -> None:
@@ -177,11 +190,13 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
     registry = default_routes()
     source = make_source(config, registry, metrics)
     lifecycle = Lifecycle()
+    published = asyncio.Event()  # set on every reload of the state (the audit waits for the first)
 
     loaded = asyncio.Event()
     exported_kinds: set[str] = set()
 
     def on_reload(snapshot: object) -> None:
+        published.set()
         if snapshot is None:
             metrics.state_reloads.labels("error").inc()
             return
@@ -213,7 +228,7 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, signals.put_nowait, signum)
-    tasks = _background(config, source, state, metrics, on_reload, reloader)
+    tasks = _background(config, source, state, metrics, on_reload, reloader, published)
     if parent_pid is not None:
         tasks.append(asyncio.create_task(_stop_when_orphaned(parent_pid, signals)))
     try:
@@ -264,7 +279,8 @@ def _run_workers(config: ServeConfig) -> int:
     context = multiprocessing.get_context("spawn")
     # One process per replica takes part in the certificate Lease election; every one reloads.
     workers = [context.Process(target=_worker,
-                               args=(config if i == 0 else replace(config, self_managed=None), os.getpid(), i),
+                               args=(config if i == 0 else replace(config, self_managed=None, audit_interval=0.0),
+                                     os.getpid(), i),
                                name=f"colocate-worker-{i}") for i in range(config.workers)]
     for worker in workers:
         worker.start()

@@ -149,6 +149,8 @@ def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics,
             metrics.refused.labels(route.path, served.refused).inc()
         latency.observe(time.perf_counter() - started)
         metrics.count_profile_matches(served.record.get("matchedProfiles", ()))
+        if served.outcome is not None and served.outcome.warnings:
+            metrics.count_warn_only(served.outcome.warnings)
         log_admission(admission_log, served.record)
         response = web.Response(status=served.status, body=served.body, content_type="application/json")
         if close:

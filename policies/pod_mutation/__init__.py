@@ -8,12 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from policies.admission import CREATE, AdmissionContext, MutatingPlugin, Read
-from policies.objects import json_copy, labels_of, namespace_of
+from policies.objects import copy_pod_for_mutation, json_copy, labels_of, namespace_of
 from policies.pod_mutation.device_resources import normalise_device_resources
 from policies.pod_mutation.extended_resource_spec import set_extended_resource_spec
 from policies.pod_mutation.resource_rewrite import rewrite_pod_resources
-from policies.profile_apply import PROFILE_READS, apply_profiles_in_place
+from policies.pod_validation import pod_validating_plugins
+from policies.profile_apply import PROFILE_READS, apply_profiles_in_place, enforced_profiles
 from policies.strategic_merge import POD_SCHEMA
+from policies.warn_only import WarnOnlyProfilesPlugin
 
 
 def _pod_spec(pod: dict[str, Any]) -> dict[str, Any]:
@@ -36,6 +38,7 @@ class ClusterColocationProfilePlugin:
             return
         namespace = namespace_of(obj) or ctx.request.namespace
         matched = ctx.cluster.profile_index.matching(labels_of(obj), lambda: ctx.cluster.namespace_labels(namespace))
+        matched = enforced_profiles(matched, ctx)
         if not matched:
             return
         if not apply_profiles_in_place(obj, matched, ctx, _pod_spec, POD_SCHEMA):
@@ -67,5 +70,9 @@ class DeviceResourceSpecPlugin:
 
 
 def pod_mutating_plugins() -> list[MutatingPlugin]:
-    """The `/mutate-pod` plugin list, run in this order in one loop."""
-    return [ClusterColocationProfilePlugin(), ExtendedResourceSpecPlugin(), DeviceResourceSpecPlugin()]
+    """The `/mutate-pod` plugin list, run in this order in one loop; the last one only reports what
+    the warn-only profiles would have done, by running the others again with each one enforced and
+    validating the result as `/validate-pod` would."""
+    plugins: list[MutatingPlugin] = [ClusterColocationProfilePlugin(), ExtendedResourceSpecPlugin(),
+                                     DeviceResourceSpecPlugin()]
+    return [*plugins, WarnOnlyProfilesPlugin(plugins, copy_pod_for_mutation, pod_validating_plugins())]

@@ -62,6 +62,8 @@ class Admission:
     message: str = ""
     code: int = 200
     called: list[str] = field(default_factory=list)  # webhook names, in call order
+    warnings: list[str] = field(default_factory=list)  # what kubectl prints as "Warning: ..."
+    audit_annotations: dict[str, str] = field(default_factory=dict)  # "<webhook name>/<key>", as audit logs hold them
 
 
 class _Attempt:
@@ -193,6 +195,8 @@ class Dispatcher:
         namespace = namespace or ((obj or old or {}).get("metadata") or {}).get("namespace", "")
         current = copy.deepcopy(obj)
         called: list[str] = []
+        warnings: list[str] = []
+        annotations: dict[str, str] = {}
         for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
             for webhook in self._webhooks(kind):
                 if not self._matches(webhook, resource, operation, namespace, current, old):
@@ -206,6 +210,9 @@ class Dispatcher:
                         continue
                     message = f'failed calling webhook "{webhook["name"]}": {type(exc).__name__}: {exc}'
                     return Admission(False, None, message, 500, called)
+                warnings.extend(result.get("warnings") or ())
+                annotations.update({f"{webhook['name']}/{key}": value
+                                    for key, value in (result.get("auditAnnotations") or {}).items()})
                 if not result.get("allowed"):
                     status = result.get("status") or {}
                     message = f'admission webhook "{webhook["name"]}" denied the request: {status.get("message", "")}'
@@ -213,7 +220,7 @@ class Dispatcher:
                 if result.get("patch") and kind.startswith("Mutating"):
                     patch = json.loads(base64.b64decode(result["patch"]))
                     current = jsonpatch.apply_patch(current, patch)
-        return Admission(True, current, called=called)
+        return Admission(True, current, called=called, warnings=warnings, audit_annotations=annotations)
 
     @staticmethod
     def _review(resource: Resource, operation: str, namespace: str, obj: Any, old: Any,

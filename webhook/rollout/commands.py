@@ -1,0 +1,121 @@
+"""`colocate test` and `colocate audit`: argument parsing and printing; the work is done elsewhere."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from cli import flags
+from cli.errors import UsageError
+from cli.output import add_output, table
+from cli.parser import Subparsers
+
+if TYPE_CHECKING:
+    from webhook.rollout.audit import AuditReport
+
+EXIT_PASSED, EXIT_FAILED = 0, 1
+
+
+def _test(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
+    from webhook.rollout.testsuite import PASS, SuiteError, run_suites
+
+    out = stdout or sys.stdout
+    try:
+        results = run_suites(args.dir)
+    except SuiteError as exc:
+        raise UsageError(str(exc)) from exc
+    failed = sum(1 for r in results if r.result != PASS)
+    if args.output == "json":
+        out.write(json.dumps({"passed": len(results) - failed, "failed": failed,
+                              "results": [r.to_json() for r in results]}, indent=2) + "\n")
+    else:
+        rows = [(i, r.suite, r.resource, r.expected, r.result.upper(), r.reason) for i, r in enumerate(results, 1)]
+        out.write(table(["#", "TEST", "RESOURCE", "EXPECTED", "RESULT", "REASON"], rows) + "\n")
+        out.write(f"\n{len(results) - failed} of {len(results)} case(s) passed\n")
+    return EXIT_FAILED if failed else EXIT_PASSED
+
+
+def register_commands(subparsers: Subparsers) -> None:
+    test = subparsers.add_parser(
+        "test", help="check expectations about what the admission chain makes of resources",
+        description="Run every colocate-test.yaml below DIR: each names profiles, cluster objects, resources and "
+                    "the expected result per resource (a patched resource, or denied with a message). "
+                    "Exit 0 all cases pass, 1 a case fails, 2 a suite cannot be read.")
+    test.add_argument("dir", type=Path, metavar="DIR",
+                      help="a directory holding colocate-test.yaml files (or one such file)")
+    add_output(test, ("table", "json"), default="table")
+    test.set_defaults(func=_test)
+    register_audit(subparsers)
+
+
+def audit_table(report: AuditReport) -> str:
+    rows = [(pod.namespace, pod.name, result.profile, result.result.upper(), result.message)
+            for pod in report.drifted() for result in pod.results if result.result != "pass"]
+    lines = [table(["NAMESPACE", "POD", "PROFILE", "RESULT", "DIFFERENCE"], rows)] if rows else []
+    lines.append(f"{len(report.drifted())} of {report.audited} running pod(s) differ from what the current "
+                 f"{report.profiles} profile(s) would make of them ({len(report.pods)} matched by a profile)")
+    return "\n".join(lines)
+
+
+def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
+    import time
+
+    from cluster.client import api_client, api_errors
+    from policies.manifests import ManifestError
+    from webhook.registry import default_routes
+    from webhook.rollout.audit import audit
+    from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots
+    from webhook.watched import watched_kinds
+
+    out = stdout or sys.stdout
+    registry = default_routes()
+    api = None
+    if args.cluster is not None:  # the same sources, kinds and parsing as `serve` and `apply`
+        if args.write_reports:
+            raise UsageError("--write-reports writes PolicyReports through the API server: use --kubeconfig")
+        if not args.cluster.is_dir():
+            raise UsageError(f"--cluster {args.cluster}: not a directory")
+        try:
+            snapshot = DirectorySnapshots(args.cluster).scan()
+        except ManifestError as exc:
+            raise UsageError(str(exc)) from exc
+        assert snapshot is not None  # the first scan always builds one
+    else:
+        api = api_client(args.kubeconfig, args.context)  # ClusterUnavailable: exit 2 at the edge
+        source = ApiServerSnapshots(api, watched_kinds(registry))
+        try:
+            snapshot = source.list_once()
+        finally:
+            source.close()
+    for problem in snapshot.problems:
+        print(f"warning: {problem.source}: {problem.message}", file=sys.stderr)
+    report = audit(snapshot, registry)
+    if api is not None and args.write_reports:
+        from webhook.rollout.reports import ReportWriter, policy_reports
+
+        with api_errors("writing PolicyReports"):
+            written = ReportWriter(api).write(policy_reports(report, int(time.time())))
+        print(f"policy reports: {written.summary()}", file=sys.stderr)
+    if args.output == "json":
+        out.write(json.dumps(report.to_json(), indent=2) + "\n")
+    else:
+        out.write(audit_table(report) + "\n")
+    return EXIT_PASSED
+
+
+def register_audit(subparsers: Subparsers) -> None:
+    audit = subparsers.add_parser(
+        "audit", help="list running pods that differ from what the current profiles would make of them",
+        description="Send every running pod through the admission chain again, over the current profiles, and "
+                    "list the pods it would change, per profile, with the difference (fail: an enforced profile, "
+                    "warn: a warn-only one, skip: a profile applied to a percentage of pods).")
+    state = audit.add_mutually_exclusive_group(required=True)
+    flags.add_cluster_dir(state, reads="Pods, ClusterColocationProfiles, Namespaces, PriorityClasses, ...")
+    flags.add_kubeconfig(state, help="list the cluster through this kubeconfig")
+    flags.add_context(audit)
+    audit.add_argument("--write-reports", action="store_true",
+                       help="write a wgpolicyk8s.io/v1alpha2 PolicyReport per namespace (--kubeconfig)")
+    add_output(audit, ("table", "json"), default="table")
+    audit.set_defaults(func=_audit)
