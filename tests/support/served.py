@@ -99,8 +99,8 @@ class Served:
                 os.chown(path, user, user)
         python, env = _python_for(user)
         self.process = subprocess.Popen(
-            [*confine, python, "-m", "colocate.cli", "serve", "--cluster", str(self.state), "--cert-dir", str(self.certs),
-             "--port", str(self.port), "--host", "127.0.0.1", "--reload-interval", "0.2",
+            [*confine, python, "-m", "colocate.cli", "serve", "--cluster", str(self.state),
+             "--cert-dir", str(self.certs), "--port", str(self.port), "--host", "127.0.0.1", "--reload-interval", "0.2",
              "--dns-name", "webhook.example", *extra],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr if stderr is not None else self.log.open("w"),
             text=True, user=user, group=user, extra_groups=[] if user is not None else None, env=env)
