@@ -3,11 +3,12 @@
 missing one is an error."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from policies.field_errors import ConfigError, Fields
+from scheduler_plugins.plugin_table import PluginTable
 
 if TYPE_CHECKING:
     from scheduler_plugins.descheduler.framework.handle import Handle
@@ -34,32 +35,5 @@ class PluginSpec:
     has_args: bool = False
 
 
-class Registry:
-    def __init__(self, specs: Iterable[PluginSpec] = ()) -> None:
-        self._specs: dict[str, PluginSpec] = {}
-        for spec in specs:
-            self.register(spec)
-
-    def register(self, spec: PluginSpec) -> None:
-        if spec.name in self._specs:
-            raise ValueError(f"a plugin named {spec.name!r} already exists")
-        self._specs[spec.name] = spec
-
-    def unregister(self, name: str) -> None:
-        if name not in self._specs:
-            raise ValueError(f"no plugin named {name!r} exists")
-        del self._specs[name]
-
-    def merge(self, other: Registry) -> None:
-        """Register every plugin of `other` (a name both have is an error)."""
-        for spec in other._specs.values():
-            self.register(spec)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._specs
-
-    def __getitem__(self, name: str) -> PluginSpec:
-        return self._specs[name]
-
-    def names(self) -> list[str]:
-        return list(self._specs)
+class Registry(PluginTable[PluginSpec]):
+    """The plugin table (`scheduler_plugins.plugin_table`) of this component's specs."""

@@ -2,11 +2,12 @@
 a duplicate name is an error (conventions §4)."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from policies.field_errors import ConfigError
+from scheduler_plugins.plugin_table import PluginTable
 from scheduler_plugins.scheduler.framework.handle import Handle
 
 ArgsParser = Callable[[Mapping[str, Any] | None, str], Any]
@@ -27,22 +28,5 @@ class PluginSpec:
     parse_args: ArgsParser = no_args
 
 
-class Registry:
-    def __init__(self, specs: Iterable[PluginSpec] = ()) -> None:
-        self._specs: dict[str, PluginSpec] = {}
-        for spec in specs:
-            self.register(spec)
-
-    def register(self, spec: PluginSpec) -> None:
-        if spec.name in self._specs:
-            raise ValueError(f"plugin {spec.name!r} registered twice")
-        self._specs[spec.name] = spec
-
-    def __contains__(self, name: str) -> bool:
-        return name in self._specs
-
-    def __getitem__(self, name: str) -> PluginSpec:
-        return self._specs[name]
-
-    def names(self) -> list[str]:
-        return list(self._specs)
+class Registry(PluginTable[PluginSpec]):
+    """The plugin table (`scheduler_plugins.plugin_table`) of this component's specs."""
