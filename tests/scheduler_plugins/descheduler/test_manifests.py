@@ -6,14 +6,13 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-import yaml
 
-from cluster.files import read_manifest_file
 from colocate.cli import build_parser
 from scheduler_plugins.descheduler.cluster import WATCHED_KINDS
 from scheduler_plugins.descheduler.framework.config import load_config
 from scheduler_plugins.descheduler.registry import in_tree_registry
 from scheduler_plugins.descheduler.service import bind_address
+from tests.support.kustomize import render
 from tests.support.paths import REPO
 
 DIRECTORY = REPO / "manifests" / "descheduler"
@@ -22,13 +21,7 @@ K8S_VERSION = "1.30"
 
 def kustomized() -> list[dict[str, Any]]:
     """The objects `kubectl apply -k manifests/descheduler` creates (generated ConfigMaps unhashed)."""
-    kustomization = yaml.safe_load((DIRECTORY / "kustomization.yaml").read_text())
-    objects = [o for entry in kustomization["resources"] for o in read_manifest_file(DIRECTORY / entry)]
-    for generator in kustomization.get("configMapGenerator", ()):
-        objects.append({"apiVersion": "v1", "kind": "ConfigMap",
-                        "metadata": {"name": generator["name"], "namespace": kustomization["namespace"]},
-                        "data": {f: (DIRECTORY / f).read_text() for f in generator["files"]}})
-    return objects
+    return render(DIRECTORY)
 
 
 def one(kind: str) -> dict[str, Any]:

@@ -7,13 +7,12 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-import yaml
 
-from cluster.files import read_manifest_file
 from scheduler_plugins.scheduler.cli import register_commands
 from scheduler_plugins.scheduler.cluster.sources import extender_kinds
 from scheduler_plugins.scheduler.framework.config import load_config
 from scheduler_plugins.scheduler.registry import in_tree_registry
+from tests.support.kustomize import render
 from tests.support.paths import REPO
 
 DIRECTORY = REPO / "manifests" / "scheduler"
@@ -22,13 +21,7 @@ K8S_VERSION = "1.30"
 
 def kustomized() -> list[dict[str, Any]]:
     """The objects `kubectl apply -k manifests/scheduler` creates (generated ConfigMaps unhashed)."""
-    kustomization = yaml.safe_load((DIRECTORY / "kustomization.yaml").read_text())
-    objects = [o for entry in kustomization["resources"] for o in read_manifest_file(DIRECTORY / entry)]
-    for generator in kustomization.get("configMapGenerator", ()):
-        objects.append({"apiVersion": "v1", "kind": "ConfigMap",
-                        "metadata": {"name": generator["name"], "namespace": kustomization["namespace"]},
-                        "data": {f: (DIRECTORY / f).read_text() for f in generator["files"]}})
-    return objects
+    return render(DIRECTORY)
 
 
 def one(kind: str) -> dict[str, Any]:
