@@ -41,6 +41,17 @@ def api_client(kubeconfig: Path | None, context: str | None = None) -> client.Ap
         raise ClusterUnavailable(f"{where}: {exc}") from exc
 
 
+def api_client_or_else(kubeconfig: Path | None, context: str | None, *, instead: str) -> client.ApiClient:
+    """`api_client` for a command that can also read the cluster another way (`instead`, e.g.
+    "--cluster DIR"): when no cluster can be had, the one-line error says how to give one."""
+    if kubeconfig is not None and not kubeconfig.is_file():
+        raise ClusterUnavailable(f"--kubeconfig {kubeconfig}: no such file")
+    try:
+        return api_client(kubeconfig, context)
+    except ClusterUnavailable as exc:
+        raise ClusterUnavailable(f"no cluster to read: {exc} (give {instead} or --kubeconfig FILE)") from exc
+
+
 def describe_api_error(exc: BaseException) -> str | None:
     """One line for an error of the client library, or None when `exc` is not one."""
     if isinstance(exc, urllib3.exceptions.MaxRetryError):

@@ -6,6 +6,8 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from policies.field_errors import ConfigError
+
 Clock = Callable[[], float]
 
 
@@ -37,3 +39,13 @@ def parse_time(text: str | None) -> float | None:
 
 def format_time(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def clock_at(now: str | None, flag: str = "--now") -> Clock:
+    """The clock a command's `--now` asks for: fixed at that RFC 3339 time, else the system's."""
+    if now is None:
+        return system_clock
+    at = parse_time(now)
+    if at is None:
+        raise ConfigError(flag, f"not an RFC 3339 time: {now!r}")
+    return fixed_clock(at)

@@ -27,7 +27,7 @@ from cluster.files import DirectorySource
 from cluster.store import ClusterStore
 from policies.field_errors import ConfigError
 from policies.manifests import ManifestError
-from scheduler_plugins.clock import Clock, fixed_clock, parse_time, system_clock
+from scheduler_plugins.clock import Clock, clock_at
 from scheduler_plugins.descheduler.cluster import DESCHEDULER_KINDS, DeschedulerView
 from scheduler_plugins.descheduler.framework.config import DeschedulerConfig, load_config
 from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend
@@ -71,15 +71,6 @@ def register_commands(subparsers: Subparsers) -> None:
     run.set_defaults(func=run_command)
 
 
-def _clock(now: str | None) -> Clock:
-    if now is None:
-        return system_clock
-    at = parse_time(now)
-    if at is None:
-        raise ConfigError("--now", f"not an RFC 3339 time: {now!r}")
-    return fixed_clock(at)
-
-
 def document(reports: list[RoundReport], dry_run: bool) -> dict[str, Any]:
     return {"dryRun": dry_run, "rounds": [r.as_dict() for r in reports]}
 
@@ -96,7 +87,7 @@ def _print(doc: dict[str, Any], output: str, *, compact: bool = False) -> None:
 def run_command(args: argparse.Namespace) -> int:
     registry = in_tree_registry()
     try:
-        clock = _clock(args.now)
+        clock = clock_at(args.now)
         config = load_config(args.config, registry)
         if args.rounds is not None and args.rounds < 1:
             raise ConfigError("--rounds", f"must be at least 1, got {args.rounds}")
@@ -149,16 +140,11 @@ def directory_rounds(args: argparse.Namespace, config: DeschedulerConfig, regist
 def kube_rounds(args: argparse.Namespace, config: DeschedulerConfig, registry: Any, clock: Clock,
           schedule: Schedule, dry_run: bool, emit: Callable[[RoundReport], None]) -> Coroutine[Any, Any, None]:
     """The rounds against the API server: list/watch, evict through policy/v1, Events."""
-    from cluster.client import ClusterUnavailable, api_client
+    from cluster.client import api_client_or_else
     from cluster.events import EventRecorder
     from cluster.eviction import EvictionClient
 
-    if args.kubeconfig is not None and not args.kubeconfig.is_file():
-        raise errors.UsageError(f"--kubeconfig {args.kubeconfig}: no such file")
-    try:
-        api = api_client(args.kubeconfig, args.context)
-    except ClusterUnavailable as exc:
-        raise errors.UsageError(f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
+    api = api_client_or_else(args.kubeconfig, args.context, instead="--cluster DIR")
     store = ClusterStore(DESCHEDULER_KINDS)
     view = DeschedulerView(store)
     descheduler = _build(config, registry, clock, EvictionClient(api),

@@ -338,14 +338,9 @@ def run_agent(args: argparse.Namespace) -> int:
 
 
 def _api(args: argparse.Namespace) -> Any:
-    from cluster.client import ClusterUnavailable, api_client
+    from cluster.client import api_client_or_else
 
-    if args.kubeconfig is not None and not args.kubeconfig.is_file():
-        raise ConfigError("--kubeconfig", f"{args.kubeconfig}: no such file")
-    try:
-        return api_client(args.kubeconfig, args.context)
-    except ClusterUnavailable as exc:
-        raise ConfigError("", f"no cluster to read: {exc} (give --node-dir DIR or --kubeconfig FILE)") from exc
+    return api_client_or_else(args.kubeconfig, args.context, instead="--node-dir DIR")
 
 
 async def serve(settings: AgentSettings, options: StrategyOptions, api: Any, extensions: ExtensionRegistry,

@@ -21,7 +21,7 @@ from cli.parser import Subparsers
 from cluster.inputs import objects_of, read_documents
 from policies.field_errors import ConfigError
 from policies.manifests import ManifestError
-from scheduler_plugins.clock import Clock, fixed_clock, parse_time, system_clock
+from scheduler_plugins.clock import clock_at
 from scheduler_plugins.scheduler.cluster.client import InMemoryClient
 from scheduler_plugins.scheduler.cluster.sources import ClusterSource, SnapshotDirectorySource, extender_kinds
 from scheduler_plugins.scheduler.cluster.state import ClusterState
@@ -110,15 +110,6 @@ def _fail(message: str) -> int:
     return errors.report(message)
 
 
-def _clock(now: str | None) -> Clock:
-    if now is None:
-        return system_clock
-    at = parse_time(now)
-    if at is None:
-        raise ConfigError("--now", f"not an RFC 3339 time: {now!r}")
-    return fixed_clock(at)
-
-
 def _config(path: str | None) -> SchedulerConfig:
     return load_config(path, in_tree_registry())
 
@@ -141,7 +132,7 @@ def _features(args: argparse.Namespace) -> FeatureGates:
 
 def run_simulate(args: argparse.Namespace) -> int:
     try:
-        clock, config, features = _clock(args.now), _config(args.config), _features(args)
+        clock, config, features = clock_at(args.now), _config(args.config), _features(args)
         cluster = SnapshotDirectorySource(args.cluster).load()
         framework = build_framework(config, in_tree_registry(), cluster, clock, features=features)
     except (ConfigError, SnapshotError) as exc:
@@ -169,7 +160,7 @@ def _read_pod(location: str) -> PodInfo:
 
 def run_explain(args: argparse.Namespace) -> int:
     try:
-        clock, config, features = _clock(args.now), _config(args.config), _features(args)
+        clock, config, features = clock_at(args.now), _config(args.config), _features(args)
         cluster = SnapshotDirectorySource(args.cluster).load()
         pod = _read_pod(args.pod)
         framework = build_framework(config, in_tree_registry(), cluster, clock, features=features)
@@ -182,14 +173,9 @@ def run_explain(args: argparse.Namespace) -> int:
 
 def _api(args: argparse.Namespace) -> Any:
     """The API client of `--kubeconfig` (else the pod's service account)."""
-    from cluster.client import ClusterUnavailable, api_client
+    from cluster.client import api_client_or_else
 
-    if args.kubeconfig is not None and not args.kubeconfig.is_file():
-        raise ConfigError("--kubeconfig", f"{args.kubeconfig}: no such file")
-    try:
-        return api_client(args.kubeconfig, args.context)
-    except ClusterUnavailable as exc:
-        raise ConfigError("", f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
+    return api_client_or_else(args.kubeconfig, args.context, instead="--cluster DIR")
 
 
 def _extender_source(args: argparse.Namespace, config: SchedulerConfig) -> ClusterSource:
@@ -235,7 +221,7 @@ def run_extender(args: argparse.Namespace) -> int:
     from scheduler_plugins.scheduler.extender.server import serve
 
     try:
-        clock, config, features = _clock(args.now), _config(args.config), _features(args)
+        clock, config, features = clock_at(args.now), _config(args.config), _features(args)
         source = _extender_source(args, config)
         return serve(config, source, host=args.host, port=args.port, url_prefix=args.url_prefix,
                      scheduler_name=args.scheduler_name, clock=clock, features=features)

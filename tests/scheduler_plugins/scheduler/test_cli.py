@@ -104,7 +104,7 @@ def test_explain_exits_1_when_no_node_fits(capsys, tmp_path):
     (["simulate", "--cluster", "/nonexistent"], "not a directory"),
     (["simulate", "--cluster", EXAMPLE, "--now", "yesterday"], "--now"),
     (["explain", "--cluster", EXAMPLE, "--pod", EXAMPLE + "/nodes.yaml"], "expected exactly one Pod"),
-    (["extender", "--kubeconfig", "/nonexistent"], "--kubeconfig: /nonexistent: no such file"),
+    (["extender", "--kubeconfig", "/nonexistent"], "--kubeconfig /nonexistent: no such file"),
 ])
 def test_bad_input_exits_2_with_a_message(capsys, argv, message):
     code, _, err = run(capsys, *argv)
