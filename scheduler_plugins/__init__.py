@@ -2,12 +2,11 @@
 
 * `scheduler_plugins.scheduler` — koord-scheduler's framework and plugins, the kube-scheduler HTTP
   extender and the offline simulator.
-
 * `scheduler_plugins.koordlet` — the node agent: koordlet's QoS manager on cgroups and the
   NodeMetric reporter.
 * `scheduler_plugins.descheduler` — koord-descheduler's framework and LowNodeLoad.
 
-What the components share sits beside them (`clock.py`, `plugin_table.py`). Each component reads the cluster
-through the neutral `cluster` package and decides with the pure `policies` core; no component
-imports another (see docs/architecture.md).
+What the components share sits beside them (`clock.py`, `plugin_table.py`). Each component reads
+the cluster through the neutral `cluster` package and decides with the pure `policies` core; no
+component imports another (see docs/architecture.md).
 """
