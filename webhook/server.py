@@ -108,6 +108,22 @@ async def _read_body(request: web.Request, limit: int, budget: BodyBudget, held:
     return bytes(body), ""
 
 
+def _arrived(request: web.Request, limit: int) -> bool:
+    """Whether the whole body, of a declared length within `limit`, is already buffered (the usual
+    case: an AdmissionReview of a few KiB arrives with its headers)."""
+    length = request.content_length
+    return length is not None and length <= limit and request.content.is_eof()
+
+
+def _take_arrived(request: web.Request, budget: BodyBudget, held: list[int]) -> tuple[bytes, str]:
+    """`_read_body` for a body `_arrived` says is all here: the same budget, without awaiting."""
+    body = request.content.read_nowait()
+    if not budget.take(len(body)):
+        return body[:_UID_SCAN_BYTES], "busy"
+    held[0] += len(body)
+    return body, ""
+
+
 def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics, max_body: int,
                       rand_int: Callable[[int], int], body_timeout: float | None = None,
                       budget: BodyBudget | None = None) -> Handler:
@@ -127,8 +143,11 @@ def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics,
             else:
                 held = [0]
                 try:
-                    async with asyncio.timeout(body_timeout):
-                        body, refused = await _read_body(request, max_body, budget, held)
+                    if _arrived(request, max_body):  # nothing to wait for: no timer to arm and cancel
+                        body, refused = _take_arrived(request, budget, held)
+                    else:
+                        async with asyncio.timeout(body_timeout):
+                            body, refused = await _read_body(request, max_body, budget, held)
                     if refused == "too_large":
                         served, close = _too_large(route, max_body, started, body), True
                     elif refused == "busy":
