@@ -66,6 +66,7 @@ class Reflector:
                  stop: threading.Event) -> None:
         self.kind, self.api, self.sink, self.settings, self.stop = kind, api, sink, settings, stop
         self._response: Any = None
+        self._watch_was_open = False  # the current attempt reached an open watch stream
 
     def run(self) -> None:
         """Until `stop` is set: list, watch, recover. Never raises."""
@@ -73,6 +74,7 @@ class Reflector:
         backoff = self.settings.backoff_initial
         while not self.stop.is_set():
             try:
+                self._watch_was_open = False
                 if version is None:
                     version = self._list()
                 version = self._watch(version)
@@ -84,6 +86,10 @@ class Reflector:
                 if self.stop.is_set():
                     break
                 self.sink.failed(self.kind, "error", f"{type(exc).__name__}: {exc}")
+                if self._watch_was_open:
+                    # A watch the server accepted and later cut (a restart, a load balancer's idle
+                    # close) is no reason to wait longer each time: only failures in a row back off.
+                    backoff = self.settings.backoff_initial
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, self.settings.backoff_max)
 
@@ -137,7 +143,9 @@ class Reflector:
     def _watch(self, version: str) -> str:
         query = [("watch", "true"), ("resourceVersion", version), ("allowWatchBookmarks", "true"),
                  ("timeoutSeconds", self.settings.watch_timeout)]
+        self._watch_was_open = False
         response = self._get(query, self.settings.watch_timeout + self.settings.read_timeout)
+        self._watch_was_open = True
         self._response = response.response
         try:
             self.sink.watching(self.kind)

@@ -13,6 +13,9 @@ from cluster.files import DirectorySource, load_directory
 from cluster.kinds import WatchedKind
 from cluster.store import ClusterStore, LoopIndex, Object, ObjectKey
 from scheduler_plugins.scheduler.cluster.state import ClusterState
+from tests.support.apiserver import ApiServer
+from tests.support.builders import make_profile
+from tests.support.wait import wait_for
 from webhook.snapshots import SnapshotIndex
 
 NODE = WatchedKind.of("Node")
@@ -156,3 +159,29 @@ def test_an_object_with_malformed_labels_is_a_problem_not_a_per_request_failure(
     assert snapshot.namespace_labels("bad") is None and snapshot.namespace_labels("good") == {"team": "a"}
     assert [p.message for p in snapshot.problems] == [
         "Namespace 'bad': metadata.labels: Invalid value: must map strings to strings; object skipped"]
+
+
+async def test_a_watch_cut_again_and_again_is_resumed_at_once_not_after_a_growing_backoff(
+        api: ApiServer, kubeconfig: Path) -> None:
+    """Found by benchmarks/soak.py: every cut of an open watch doubled the wait before the next
+    one, so after a few cuts a worker stayed up to `backoff_max` behind the API server."""
+    from cluster.client import api_client
+    from cluster.reflector import ReflectorSettings
+    from policies.constants import PROFILE_KIND
+    from webhook.snapshots import ApiServerSnapshots, KubeSettings
+    from webhook.state import StateHolder
+
+    settings = KubeSettings(ReflectorSettings(backoff_initial=0.05, backoff_max=30.0))
+    source = ApiServerSnapshots(api_client(kubeconfig), [WatchedKind.of(PROFILE_KIND)], settings)
+    state = StateHolder()
+    task = asyncio.create_task(source.run(state))
+    try:
+        await wait_for(lambda: state.ready, message="synced")
+        for cut in range(10):  # without the reset the 10th wait would be 0.05 s x 2^9 = 25.6 s
+            api.drop_watches()
+            api.apply(make_profile(f"p{cut}", qosClass="BE"))
+            await wait_for(lambda n=cut + 1: len(state.snapshot.profiles) == n, timeout=3.0,
+                           message=f"profile {cut} seen after cut {cut}")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
