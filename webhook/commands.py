@@ -9,6 +9,7 @@ from pathlib import Path
 from certs.cli import add_service_names
 from cli import flags
 from cli.errors import UsageError
+from cli.eventloop import EVENT_LOOPS
 from cli.output import add_output
 from cli.parser import Subparsers
 from webhook.connections import (
@@ -73,7 +74,7 @@ def _serve(args: argparse.Namespace) -> int:
             drain_delay=args.drain_delay, shutdown_timeout=args.shutdown_timeout,
             cert_reload_interval=args.cert_reload_interval, self_managed=self_managed,
             connections=connections, client_ca=args.client_ca, stuck_scan_after=args.stuck_scan_after,
-            audit_interval=args.audit_interval,
+            audit_interval=args.audit_interval, event_loop=args.event_loop,
         ))
     except ClusterUnavailable as exc:
         raise UsageError(f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
@@ -109,6 +110,8 @@ def register_commands(subparsers: Subparsers) -> None:
     serve.add_argument("--host", default="0.0.0.0", metavar="H", help="address to bind (default 0.0.0.0)")
     serve.add_argument("--workers", type=int, default=1, metavar="N",
                        help="server processes sharing the port (SO_REUSEPORT)")
+    serve.add_argument("--event-loop", choices=EVENT_LOOPS, default="auto",
+                       help="auto (default): uvloop where installed, else asyncio's own loop")
     serve.add_argument("--max-body", type=int, default=8 * 1024 * 1024, metavar="BYTES",
                        help="largest AdmissionReview accepted (default 8 MiB)")
     serve.add_argument("--reload-interval", type=float, default=1.0, metavar="SECONDS",

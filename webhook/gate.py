@@ -8,11 +8,13 @@ and a kept-alive connection is closed after `idle_timeout` without a request (ai
 timer, which also covers a request whose headers never finish). The body of a request must arrive
 within `first_request_timeout` of its headers (the admission handler's read deadline).
 
-TLS is started here, after the gate, rather than by the listening socket: asyncio's TLS server
-allocates a 256 KiB read buffer per connection before the handshake even starts, which made each
-idle connection cost about 280 KiB. `_LeanTLS` reads in `TLS_READ_BUFFER` chunks instead (a TLS
-record is at most 16 KiB). This leans on `asyncio.sslproto.SSLProtocol`, the class
-`loop.start_tls` itself uses; the connection tests pin the behaviour.
+TLS is started here, after the gate, rather than by the listening socket, with the TLS protocol
+class the running loop's own `start_tls` uses (`_tls_protocol`). On the stdlib loop that is
+`asyncio.sslproto.SSLProtocol`, whose server allocates and zero-fills a 256 KiB read buffer per
+connection before the handshake even starts (about 280 KiB per idle connection): `_LeanTLS` reads
+in `TLS_READ_BUFFER` chunks instead (a TLS record is at most 16 KiB). uvloop's `SSLProtocol` (in
+Cython, the faster of the two) mallocs its buffer without touching it, so an idle connection only
+makes resident the pages a read fills. The connection tests pin the behaviour on both loops.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
+from cli.eventloop import is_uvloop
 from webhook.connections import ConnectionLimits
 
 log = logging.getLogger("colocate.connections")
@@ -35,6 +38,15 @@ LIMIT_WARNING_PERIOD: Final = 10.0
 
 class _LeanTLS(sslproto.SSLProtocol):
     max_size = TLS_READ_BUFFER
+
+
+def _tls_protocol(loop: asyncio.AbstractEventLoop) -> Any:
+    """The class `loop.start_tls` would use on `loop` (uvloop's transports only take uvloop's)."""
+    if is_uvloop(loop):
+        import uvloop.loop
+
+        return uvloop.loop.SSLProtocol  # type: ignore[attr-defined]
+    return _LeanTLS
 
 
 class _Gate(asyncio.Protocol):
@@ -64,14 +76,13 @@ class _Gate(asyncio.Protocol):
         timeout = self.site.limits.first_request_timeout
         self.deadline = self.loop.call_later(timeout, self._first_request_overdue)
         waiter = self.loop.create_future()
-        tls = _LeanTLS(self.loop, self, self.site.tls_context, waiter, server_side=True,
-                       ssl_handshake_timeout=timeout,  # type: ignore[arg-type]  # typeshed says int; float works
-                       call_connection_made=False)
+        tls = _tls_protocol(self.loop)(self.loop, self, self.site.tls_context, waiter, server_side=True,
+                                       ssl_handshake_timeout=timeout, call_connection_made=False)
         raw.set_protocol(tls)
         tls.connection_made(raw)
         waiter.add_done_callback(lambda done: self._handshake_done(done, tls))
 
-    def _handshake_done(self, done: asyncio.Future[None], tls: _LeanTLS) -> None:
+    def _handshake_done(self, done: asyncio.Future[None], tls: Any) -> None:
         if done.cancelled() or done.exception() is not None:
             if not self.first_request:
                 self.site.closed("tls_handshake_failed")
@@ -83,7 +94,7 @@ class _Gate(asyncio.Protocol):
             self._release()
             return
         self.handler = self.site.runner_server()
-        self.handler.connection_made(tls._app_transport)
+        self.handler.connection_made(tls._get_app_transport())
         for data in self.pending:
             self.handler.data_received(data)
         self.pending.clear()

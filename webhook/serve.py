@@ -39,6 +39,7 @@ from aiohttp import web
 from certs.generate import ensure_serving_certs
 from certs.manager import ManagerSettings, self_management
 from certs.material import CertPaths
+from cli import eventloop
 from cli.jsonlog import dropped_lines, json_logging
 from cluster.client import api_client
 from cluster.store import ClusterStore
@@ -77,6 +78,7 @@ class ServeConfig:
     client_ca: Path | None = None  # admission paths need a client certificate issued by this CA
     stuck_scan_after: float = 30.0  # warn when a --cluster directory scan runs longer than this
     audit_interval: float = 0.0  # audit running pods (and write PolicyReports) this often; 0: never
+    event_loop: str = "auto"  # cli.eventloop.EVENT_LOOPS: uvloop where installed
 
 
 class Source(Protocol):
@@ -255,7 +257,8 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
 def _worker(config: ServeConfig, parent_pid: int, index: int) -> None:
     with json_logging(config.log_level):  # a spawned process: the CLI's set-up is not inherited
         # The first worker listens at once (it answers the probes); the others once they are ready.
-        asyncio.run(serve_forever(config, reuse_port=True, parent_pid=parent_pid, listen_when_ready=index > 0))
+        eventloop.run(serve_forever(config, reuse_port=True, parent_pid=parent_pid, listen_when_ready=index > 0),
+                      config.event_loop)
 
 
 def run(config: ServeConfig) -> int:
@@ -267,8 +270,9 @@ def run(config: ServeConfig) -> int:
         if created:
             log.info("generated a CA and serving certificate in %s (trust %s)", config.cert_dir, paths.ca)
         tls_context(paths)  # fail now, with a clear error, on unusable certificates
+        eventloop.loop_factory(config.event_loop)  # and on an event loop that is not installed
         if config.workers <= 1:
-            asyncio.run(serve_forever(config))
+            eventloop.run(serve_forever(config), config.event_loop)
             return 0
         return _run_workers(config)
 
