@@ -4,10 +4,20 @@ controller-runtime's webhook metric names (so existing dashboards work), Koordin
 duration histogram, and colocate's own profile-match counter. Metrics live in a registry owned by
 the app, not in prometheus_client's global one. With several worker processes, prometheus_client's
 multiprocess mode aggregates every worker's values into each scrape.
+
+The series every admission touches are tallied first (`CounterTally`, `HistogramTally`,
+`GaugeTally`): plain numbers the event loop adds to, handed to prometheus_client in one batch by
+`flush()`. prometheus_client takes a lock per call and walks a histogram's buckets in Python, about
+a microsecond a call and a dozen calls an admission. Only the event loop writes the tallies and
+flushes them, so they need no lock. `render()` flushes first, so a single process's scrape is exact;
+with several workers each flushes every `FLUSH_INTERVAL` (`flush_periodically`), so a scrape may
+lag another worker's last second.
 """
 from __future__ import annotations
 
+import asyncio
 import os
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -23,6 +33,77 @@ MULTIPROCESS_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"
 # Koordinator: exponential buckets from 0.001 ms, factor 2, 20 buckets.
 PLUGIN_BUCKETS_MS: Final = tuple(0.001 * 2**i for i in range(20))
 LATENCY_BUCKETS_S: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+FLUSH_INTERVAL: Final = 1.0
+
+
+class CounterTally:
+    """Increments of one counter series, added to it on `flush()`."""
+
+    __slots__ = ("child", "pending")
+
+    def __init__(self, child: Any) -> None:
+        self.child, self.pending = child, 0
+
+    def inc(self, amount: int = 1) -> None:
+        self.pending += amount
+
+    def flush(self) -> None:
+        if self.pending:
+            self.child.inc(self.pending)
+            self.pending = 0
+
+
+class GaugeTally(CounterTally):
+    """Ups and downs of one gauge series (a net change, possibly negative), applied on `flush()`."""
+
+    __slots__ = ()
+
+    def dec(self, amount: int = 1) -> None:
+        self.pending -= amount
+
+
+class HistogramTally:
+    """Observations of one histogram series, bucketed here (a C bisection) and added on `flush()`.
+
+    prometheus_client's own `observe` counts an observation in the first bucket whose upper bound
+    holds it (cumulated at exposition), which is what `bisect_left` finds; the flush adds to the
+    same bucket values, so a scrape shows what per-call observes would have shown.
+    """
+
+    __slots__ = ("child", "bounds", "counts", "total", "observed")
+
+    def __init__(self, child: Any) -> None:
+        self.child = child
+        self.bounds = tuple(child._upper_bounds)  # ends with +Inf: every value has a bucket
+        self.counts = [0] * len(self.bounds)
+        self.total = 0.0
+        self.observed = False
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1
+        self.total += value
+        self.observed = True
+
+    def flush(self) -> None:
+        if not self.observed:
+            return
+        for index, count in enumerate(self.counts):
+            if count:
+                self.child._buckets[index].inc(count)
+                self.counts[index] = 0
+        self.child._sum.inc(self.total)
+        self.total, self.observed = 0.0, False
+
+
+
+class RouteSeries:
+    """The series one admission route touches on every request."""
+
+    def __init__(self, metrics: WebhookMetrics, route: Route) -> None:
+        self.path = route.path
+        self.requests_ok = metrics.tally(metrics.requests_total, route.path, "200")
+        self.latency = metrics.histogram_tally(metrics.latency, route.path)
+        self.in_flight = metrics.gauge_tally(metrics.in_flight, route.path)
 
 
 class WebhookMetrics:
@@ -95,31 +176,64 @@ class WebhookMetrics:
             "colocate_log_lines_dropped_total",
             "Log lines dropped because the log writer fell behind (its queue is bounded).",
             registry=registry)
-        self._plugin_children: dict[tuple[str, str, str, bool], Any] = {}
-        self._profile_children: dict[str, Any] = {}
+        self._tallies: dict[tuple[object, ...], Any] = {}  # one per series; only the event loop adds
         if self.multiprocess_dir:
             from prometheus_client import multiprocess
 
             multiprocess.MultiProcessCollector(self.registry, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
 
+    # -- the tallies of the series admissions touch ------------------------------------------------
+    def tally(self, counter: Counter, *labels: str) -> CounterTally:
+        key = (id(counter), *labels)
+        found = self._tallies.get(key)
+        if found is None:  # resolving labels takes a lock and a few dict lookups: once per series
+            found = self._tallies[key] = CounterTally(counter.labels(*labels))
+        return found
+
+    def gauge_tally(self, gauge: Gauge, *labels: str) -> GaugeTally:
+        key = (id(gauge), *labels)
+        found = self._tallies.get(key)
+        if found is None:
+            found = self._tallies[key] = GaugeTally(gauge.labels(*labels))
+        return found
+
+    def histogram_tally(self, histogram: Histogram, *labels: str) -> HistogramTally:
+        key = (id(histogram), *labels)
+        found = self._tallies.get(key)
+        if found is None:
+            found = self._tallies[key] = HistogramTally(histogram.labels(*labels))
+        return found
+
+    def route_series(self, route: Route) -> RouteSeries:
+        return RouteSeries(self, route)
+
     def observe_plugin(self, route: Route, plugin: str, operation: str, seconds: float, allowed: bool) -> None:
         key = (route.path, plugin, operation, allowed)
-        child = self._plugin_children.get(key)
-        if child is None:  # resolving labels takes a lock and a few dict lookups: do it once per series
-            child = self._plugin_children[key] = self.plugin_duration.labels(
-                route.webhook_type, route.object_type, operation, plugin, "allowed" if allowed else "rejected")
-        child.observe(seconds * 1000)
+        found = self._tallies.get(key)
+        if found is None:
+            found = self._tallies[key] = HistogramTally(self.plugin_duration.labels(
+                route.webhook_type, route.object_type, operation, plugin, "allowed" if allowed else "rejected"))
+        found.observe(seconds * 1000)
 
-    def count_profile_matches(self, profiles: list[str]) -> None:
+    def count_profile_matches(self, profiles: Sequence[str]) -> None:
         for profile in profiles:
-            child = self._profile_children.get(profile)
-            if child is None:
-                child = self._profile_children[profile] = self.profile_matches.labels(profile)
-            child.inc()
+            self.tally(self.profile_matches, profile).inc()
+
+    def flush(self) -> None:
+        """Hand every tally to prometheus_client (on the event loop, like every write to them)."""
+        for tally in self._tallies.values():
+            tally.flush()
+
+    async def flush_periodically(self, interval: float = FLUSH_INTERVAL) -> None:
+        """For multiprocess mode: other workers' scrapes read our files, not our tallies."""
+        while True:
+            await asyncio.sleep(interval)
+            self.flush()
 
     def count_warn_only(self, warnings: Sequence[ProfileWarning]) -> None:
         for warning in warnings:
             self.warn_only.labels(warning.profile, warning.outcome).inc()
 
     def render(self) -> bytes:
+        self.flush()
         return generate_latest(self.registry)

@@ -231,6 +231,8 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, signals.put_nowait, signum)
     tasks = _background(config, source, state, metrics, on_reload, reloader, published)
+    if metrics.multiprocess_dir:  # the other workers' scrapes read our files, not our tallies
+        tasks.append(asyncio.create_task(metrics.flush_periodically()))
     if parent_pid is not None:
         tasks.append(asyncio.create_task(_stop_when_orphaned(parent_pid, signals)))
     try:

@@ -128,9 +128,8 @@ def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics,
                       rand_int: Callable[[int], int], body_timeout: float | None = None,
                       budget: BodyBudget | None = None) -> Handler:
     budget = budget or BodyBudget()
-    requests_ok = metrics.requests_total.labels(route.path, "200")
-    latency = metrics.latency.labels(route.path)
-    in_flight = metrics.in_flight.labels(route.path)
+    series = metrics.route_series(route)
+    in_flight = series.in_flight
 
     async def handle(request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
@@ -163,11 +162,16 @@ def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics,
                     budget.give(held[0])
         finally:
             in_flight.dec()
-        (requests_ok if served.status == 200 else metrics.requests_total.labels(route.path, str(served.status))).inc()
-        if served.refused:
-            metrics.refused.labels(route.path, served.refused).inc()
-        latency.observe(time.perf_counter() - started)
-        metrics.count_profile_matches(served.record.get("matchedProfiles", ()))
+        if served.status == 200:
+            series.requests_ok.inc()
+        else:  # statuses are the handler's own closed set
+            metrics.tally(metrics.requests_total, route.path, str(served.status)).inc()
+        if served.refused:  # one of admission.REFUSALS
+            metrics.tally(metrics.refused, route.path, served.refused).inc()
+        series.latency.observe(time.perf_counter() - started)
+        matched = served.record.get("matchedProfiles")
+        if matched:
+            metrics.count_profile_matches(matched)
         if served.outcome is not None and served.outcome.warnings:
             metrics.count_warn_only(served.outcome.warnings)
         log_admission(admission_log, served.record)

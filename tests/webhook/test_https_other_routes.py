@@ -82,6 +82,7 @@ async def client(tmp_path) -> AsyncIterator[Client]:
 
 
 def plugin_observations(metrics: WebhookMetrics, object_type: str, plugin: str) -> float:
+    metrics.flush()  # what a scrape does first
     value = metrics.registry.get_sample_value(
         "koord_manager_webhook_webhook_duration_milliseconds_count",
         {"object_type": object_type, "plugin_name": plugin, "webhook_type": "mutate" if plugin in
