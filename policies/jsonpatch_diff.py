@@ -11,8 +11,20 @@ from __future__ import annotations
 from typing import Any
 
 
+#: escaped tokens seen before: the same label and resource keys recur in every patch. Bounded, since
+#: requests choose keys: past `_ESCAPED_MAX` entries, or for a long key, the token is escaped anew.
+_ESCAPED: dict[str, str] = {}
+_ESCAPED_MAX = 4096
+_ESCAPED_LONGEST = 128
+
+
 def escape_pointer_token(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
+    escaped = _ESCAPED.get(token)
+    if escaped is None:
+        escaped = token.replace("~", "~0").replace("/", "~1")
+        if len(_ESCAPED) < _ESCAPED_MAX and len(token) <= _ESCAPED_LONGEST:
+            _ESCAPED[token] = escaped
+    return escaped
 
 
 def diff(before: Any, after: Any) -> list[dict[str, Any]]:
