@@ -38,6 +38,7 @@ DEFAULT_MAX_BODY: Final = 8 * 1024 * 1024
 SERVER_NAME: Final = "colocate"
 _UID_SCAN_BYTES: Final = 64 * 1024
 _READ_CHUNK: Final = 256 * 1024
+_JSON: Final = {hdrs.CONTENT_TYPE: "application/json", hdrs.SERVER: SERVER_NAME}  # copied by each Response
 
 
 @dataclass
@@ -50,7 +51,6 @@ class Lifecycle:
 STATE: Final = web.AppKey("state", StateHolder)
 LIFECYCLE: Final = web.AppKey("lifecycle", Lifecycle)
 METRICS: Final = web.AppKey("metrics", WebhookMetrics)
-CLIENT_CERTS: Final = web.AppKey("client_certs", bool)
 #: what kubelet probes and Prometheus read, without a client certificate
 OPEN_PATHS: Final = frozenset({"/healthz", "/readyz", "/metrics"})
 
@@ -126,13 +126,20 @@ def _take_arrived(request: web.Request, budget: BodyBudget, held: list[int]) -> 
 
 def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics, max_body: int,
                       rand_int: Callable[[int], int], body_timeout: float | None = None,
-                      budget: BodyBudget | None = None) -> Handler:
+                      budget: BodyBudget | None = None, lifecycle: Lifecycle | None = None,
+                      client_certs: bool = False) -> Handler:
+    """The handler of one admission path: what `_guarded` does for the other paths, inline (this
+    one runs for every admission), then the body, `serve_review`, metrics and the log line."""
     budget = budget or BodyBudget()
+    lifecycle = lifecycle or Lifecycle()
     series = metrics.route_series(route)
     in_flight = series.in_flight
 
     async def handle(request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
+        request_started(request)
+        if client_certs and not _has_client_cert(request):
+            return _finish(lifecycle, _no_client_cert())
         in_flight.inc()
         close = False
         try:
@@ -175,8 +182,8 @@ def admission_handler(route: Route, state: StateHolder, metrics: WebhookMetrics,
         if served.outcome is not None and served.outcome.warnings:
             metrics.count_warn_only(served.outcome.warnings)
         log_admission(admission_log, served.record)
-        response = web.Response(status=served.status, body=served.body, content_type="application/json")
-        if close:
+        response = web.Response(status=served.status, body=served.body, headers=_JSON)
+        if close or lifecycle.draining:
             response.force_close()
         return response
 
@@ -201,25 +208,29 @@ async def readyz(request: web.Request) -> web.Response:
     return web.Response(status=503, text="cluster state not loaded yet")
 
 
-@web.middleware
-async def _response_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Decided before the response is prepared, where aiohttp chooses its Connection header.
+def _guarded(handler: Handler, lifecycle: Lifecycle, client_certs: bool) -> Handler:
+    """What every response of this server needs, around a handler of a path other than an admission
+    path (those do it inline: no middleware, whose extra coroutine every admission would pay).
 
-    While draining, the response that the server closes the connection after must say
-    `Connection: close`: a client that is not told may pick the connection up for its next request
-    at the instant it is closed, and a POST whose bytes were written is not retried (Go's transport).
-    The Server header names no versions.
+    The connection's gate learns that a request arrived (its first-request deadline is met). With
+    `client_certs`, any path but the probes and /metrics needs a verified client certificate. And,
+    decided before the response is prepared, where aiohttp chooses its Connection header: while
+    draining, the response after which the server closes the connection must say
+    `Connection: close`, or a client may pick the connection up for its next request at the instant
+    it is closed, and a POST whose bytes were written is not retried (Go's transport).
     """
-    request_started(request)
-    if request.app[CLIENT_CERTS] and request.path not in OPEN_PATHS and not _has_client_cert(request):
-        raise web.HTTPForbidden(text="a client certificate issued by --client-ca is required")
-    try:
-        response = await handler(request)
-    except web.HTTPException as exc:
-        _finish_headers(request, exc)
-        raise
-    _finish_headers(request, response)
-    return response
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        request_started(request)
+        if client_certs and request.path not in OPEN_PATHS and not _has_client_cert(request):
+            return _finish(lifecycle, _no_client_cert())
+        try:
+            response = await handler(request)
+        except web.HTTPException as exc:
+            _finish(lifecycle, exc)
+            raise
+        return _finish(lifecycle, response)
+
+    return guarded
 
 
 def _has_client_cert(request: web.Request) -> bool:
@@ -228,10 +239,28 @@ def _has_client_cert(request: web.Request) -> bool:
     return transport is not None and bool(transport.get_extra_info("peercert"))
 
 
-def _finish_headers(request: web.Request, response: web.StreamResponse) -> None:
+def _no_client_cert() -> web.Response:
+    return web.Response(status=403, text="a client certificate issued by --client-ca is required")
+
+
+def _finish(lifecycle: Lifecycle, response: web.StreamResponse) -> web.StreamResponse:
+    """The Server header names no versions; while draining the connection closes after this response."""
     response.headers[hdrs.SERVER] = SERVER_NAME
-    if request.app[LIFECYCLE].draining:
+    if lifecycle.draining:
         response.force_close()
+    return response
+
+
+def _unrouted(known: dict[str, tuple[str, ...]]) -> Handler:
+    """404 for a path no route serves, 405 (with Allow) for a known path asked with another method:
+    aiohttp's own answers, here so that they too pass `_guarded`."""
+    async def unrouted(request: web.Request) -> web.StreamResponse:
+        methods = known.get(request.path)
+        if methods is None:
+            raise web.HTTPNotFound()
+        raise web.HTTPMethodNotAllowed(request.method, methods)
+
+    return unrouted
 
 
 async def metrics_endpoint(request: web.Request) -> web.Response:
@@ -246,16 +275,20 @@ def build_app(registry: Registry, state: StateHolder, metrics: WebhookMetrics, *
     verified client certificate (the TLS context asks for one: `--client-ca`); `max_body_bytes`:
     the request bodies all routes may hold at once (`BodyBudget`)."""
     budget = BodyBudget(max_body_bytes)
+    lifecycle = lifecycle or Lifecycle()
     # aiohttp's own limit sits above ours so that we, not aiohttp, answer an oversized body.
-    app = web.Application(client_max_size=max_body + 1, middlewares=[_response_headers])
+    app = web.Application(client_max_size=max_body + 1)
     app[STATE] = state
     app[METRICS] = metrics
-    app[LIFECYCLE] = lifecycle or Lifecycle()
-    app[CLIENT_CERTS] = client_certs
+    app[LIFECYCLE] = lifecycle
+    known: dict[str, tuple[str, ...]] = {}
     for route in registry.routes:
         app.router.add_post(route.path, admission_handler(route, state, metrics, max_body, rand_int, body_timeout,
-                                                                budget))
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics_endpoint)
+                                                          budget, lifecycle, client_certs))
+        known[route.path] = ("POST",)
+    for path, handler in (("/healthz", healthz), ("/readyz", readyz), ("/metrics", metrics_endpoint)):
+        app.router.add_get(path, _guarded(handler, lifecycle, client_certs))
+        known[path] = ("GET", "HEAD")
+    # Last: whatever the routes above do not answer (another path, another method).
+    app.router.add_route("*", "/{path:.*}", _guarded(_unrouted(known), lifecycle, client_certs))
     return app

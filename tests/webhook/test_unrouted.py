@@ -1,0 +1,47 @@
+"""Every answer, routed or not, names no versions in its Server header, and says Connection: close
+while the server drains; an unknown path is a 404 and a known one asked with another method a 405."""
+from __future__ import annotations
+
+import aiohttp
+from aiohttp import web
+
+from tests.support.admission import admission_review
+from tests.support.builders import make_pod
+from tests.support.cluster import free_port
+from webhook.metrics import WebhookMetrics
+from webhook.registry import default_routes
+from webhook.server import Lifecycle, build_app
+from webhook.state import StateHolder
+
+
+async def test_unknown_paths_and_methods_get_aiohttps_answers_with_our_headers():
+    lifecycle = Lifecycle()
+    app = build_app(default_routes(), StateHolder(), WebhookMetrics(), lifecycle=lifecycle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        async with aiohttp.ClientSession() as session:
+            async def answer(method: str, path: str, **kwargs: object) -> tuple[int, dict[str, str]]:
+                async with session.request(method, base + path, **kwargs) as response:  # type: ignore[arg-type]
+                    await response.read()
+                    return response.status, dict(response.headers)
+
+            status, headers = await answer("GET", "/no-such-path")
+            assert status == 404 and headers["Server"] == "colocate"
+            status, headers = await answer("GET", "/mutate-pod")
+            assert status == 405 and headers["Allow"] == "POST" and headers["Server"] == "colocate"
+            status, headers = await answer("POST", "/healthz")
+            assert status == 405 and set(headers["Allow"].split(",")) == {"GET", "HEAD"}
+            status, headers = await answer("GET", "/healthz")
+            assert status == 200 and headers["Server"] == "colocate" and headers.get("Connection") != "close"
+
+            lifecycle.draining = True
+            for method, path, kwargs in (("GET", "/healthz", {}), ("GET", "/no-such-path", {}),
+                                         ("POST", "/mutate-pod", {"json": admission_review(make_pod("p"))})):
+                status, headers = await answer(method, path, **kwargs)
+                assert headers["Connection"] == "close" and headers["Server"] == "colocate", (method, path)
+    finally:
+        await runner.cleanup()
