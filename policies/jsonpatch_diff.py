@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 #: escaped tokens seen before: the same label and resource keys recur in every patch. Bounded, since
 #: requests choose keys: past `_ESCAPED_MAX` entries, or for a long key, the token is escaped anew.
 _ESCAPED: dict[str, str] = {}

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import logging
 import os
 from pathlib import Path
 
@@ -18,6 +19,9 @@ from webhook.connections import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONNECTIONS,
 )
+from webhook.workers import parse_workers
+
+log = logging.getLogger("colocate.serve")
 
 
 def _duration(text: str) -> float:
@@ -65,10 +69,11 @@ def _serve(args: argparse.Namespace) -> int:
                                    first_request_timeout=args.first_request_timeout, idle_timeout=args.idle_timeout,
                                    max_body_bytes=args.max_body_bytes)
     kube = KubeSettings(reflector=ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max))
+    workers = _workers(args.workers)
     try:
         return run(ServeConfig(
             cluster=args.cluster, cert_dir=args.cert_dir, port=args.port, host=args.host,
-            dns_names=tuple(args.dns_name), workers=args.workers, max_body=args.max_body,
+            dns_names=tuple(args.dns_name), workers=workers, max_body=args.max_body,
             reload_interval=args.reload_interval, log_level=flags.log_level(args),
             kubeconfig=args.kubeconfig, context=args.context, kube=kube, reuse_port=args.reuse_port,
             drain_delay=args.drain_delay, shutdown_timeout=args.shutdown_timeout,
@@ -82,6 +87,17 @@ def _serve(args: argparse.Namespace) -> int:
         if exc.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):  # the address to listen on
             raise UsageError(f"cannot listen on {args.host}:{args.port}: {os.strerror(exc.errno)}") from exc
         raise
+
+
+def _workers(value: int | str) -> int:
+    """`--workers` as a count: `auto` is resolved here, once, from the CPUs this process may use."""
+    from webhook.workers import AUTO, detect_cpus
+
+    if value != AUTO:
+        return int(value)
+    cpus = detect_cpus()
+    log.info("--workers auto: %d server process(es) (%s)", cpus.workers, cpus.describe())
+    return cpus.workers
 
 
 def _apply(args: argparse.Namespace) -> int:
@@ -108,8 +124,10 @@ def register_commands(subparsers: Subparsers) -> None:
     flags.add_context(serve)
     serve.add_argument("--port", type=int, default=9443)
     serve.add_argument("--host", default="0.0.0.0", metavar="H", help="address to bind (default 0.0.0.0)")
-    serve.add_argument("--workers", type=int, default=1, metavar="N",
-                       help="server processes sharing the port (SO_REUSEPORT)")
+    serve.add_argument("--workers", type=parse_workers, default=1, metavar="N|auto",
+                       help="server processes sharing the port (SO_REUSEPORT); auto: one per CPU this process may "
+                            "use (affinity mask, lowered to the cgroup CPU limit rounded down). Default 1; the "
+                            "Deployment uses auto (docs/sizing.md)")
     serve.add_argument("--event-loop", choices=EVENT_LOOPS, default="auto",
                        help="auto (default): uvloop where installed, else asyncio's own loop")
     serve.add_argument("--max-body", type=int, default=8 * 1024 * 1024, metavar="BYTES",

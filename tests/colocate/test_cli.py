@@ -170,6 +170,8 @@ def test_an_old_spelling_logs_one_warning_naming_the_new_one(capsys: pytest.Capt
     ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--client-ca", "/nonexistent"],
     ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--max-body", "2000", "--max-body-bytes", "1000"],
     ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--audit-interval", "often"],
+    ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--workers", "0"],
+    ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--workers", "many"],
     ["certs", "inspect", "--cert-dir", "/nonexistent"],
     ["certs", "generate"],
 ])

@@ -157,6 +157,25 @@ def test_the_network_policy_admits_only_the_webhook_port_of_the_webhook_pods() -
     assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
 
 
+def workers_of(container: dict[str, Any]) -> int:
+    """The server processes the container runs: `--workers`, with `auto` resolved against its CPU limit
+    on a node with more CPUs than that (the case the limit is for)."""
+    from policies.quantity import Quantity
+    from webhook.workers import Cpus, parse_workers, resolve_workers
+
+    args = dict(a.removeprefix("--").split("=", 1) for a in container["args"] if "=" in a)
+    limit = Quantity.parse(container["resources"]["limits"]["cpu"]).value()
+    return resolve_workers(parse_workers(args.get("workers", "1")), Cpus(usable=1024, limit=float(limit)))
+
+
+def test_the_deployment_runs_one_worker_per_cpu_of_its_limit() -> None:
+    """docs/sizing.md: `--workers auto` is the replica's default; it needs a CPU limit (without one it
+    would start a worker per CPU of the node, each holding the whole cluster state)."""
+    (container,) = webhook_deployment()["spec"]["template"]["spec"]["containers"]
+    assert "--workers=auto" in container["args"]
+    assert workers_of(container) == 2
+
+
 def test_the_memory_limit_covers_a_full_connection_table() -> None:
     """docs/serve.md "Sizing": base + connections x their cost + bodies held + one body parsing < limit."""
     from policies.quantity import Quantity
@@ -172,10 +191,11 @@ def test_the_memory_limit_covers_a_full_connection_table() -> None:
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     args = dict(a.removeprefix("--").split("=", 1) for a in container["args"] if "=" in a)
     connections = int(args.get("max-connections", DEFAULT_MAX_CONNECTIONS))
-    workers = int(args.get("workers", 1))
+    workers = workers_of(container)
     max_body_mib = int(args.get("max-body", 8 * 1024 * 1024)) / 2**20
     bodies_mib = int(args.get("max-body-bytes", DEFAULT_MAX_BODY_BYTES)) / 2**20
-    needed_mib = workers * (MEMORY_BASE_MIB + connections * MEMORY_PER_CONNECTION_KIB / 1024 + bodies_mib
-                            + PARSED_BODY_FACTOR * max_body_mib)
+    parent_mib = MEMORY_BASE_MIB if workers > 1 else 0  # the process that started the workers
+    needed_mib = parent_mib + workers * (MEMORY_BASE_MIB + connections * MEMORY_PER_CONNECTION_KIB / 1024
+                                         + bodies_mib + PARSED_BODY_FACTOR * max_body_mib)
     limit_mib = Quantity.parse(container["resources"]["limits"]["memory"]).value() / 2**20
     assert needed_mib <= limit_mib, f"{needed_mib:.0f} MiB needed, {limit_mib:.0f} MiB limit"
