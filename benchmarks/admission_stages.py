@@ -56,17 +56,15 @@ def stages(route: Route, body: bytes, snapshot: Any, metrics: WebhookMetrics, nu
                 plugin.validate(working, ctx)  # type: ignore[union-attr]
 
     working = outcome.object
-    requests_ok = metrics.requests_total.labels(route.path, "200")
-    latency = metrics.latency.labels(route.path)
-    in_flight = metrics.in_flight.labels(route.path)
+    series = metrics.route_series(route)
 
-    def server_metrics() -> None:
-        in_flight.inc()
-        in_flight.dec()
+    def server_metrics() -> None:  # what webhook.server's handler does per request (tallies; flushed per scrape)
+        series.in_flight.inc()
+        series.in_flight.dec()
         for plugin in route.plugins:
             metrics.observe_plugin(route, plugin.name, "CREATE", 0.00001, True)
-        requests_ok.inc()
-        latency.observe(0.0002)
+        series.requests_ok.inc()
+        series.latency.observe(0.0002)
         metrics.count_profile_matches(served.record.get("matchedProfiles", ()))
 
     admission_log = logging.getLogger(ADMISSION_LOGGER)

@@ -43,9 +43,9 @@ def _quantity(value: object) -> dict[str, Any]:
 
 
 CASES = [
-    ("/mutate-pod", _deep_affinity(900), "nested more than 64 levels deep"),
-    ("/validate-pod", _deep_affinity(900), "nested more than 64 levels deep"),
-    ("/mutate-pod", _deep_limits(1000), "nested more than 64 levels deep"),
+    ("/mutate-pod", _deep_affinity(900), "nested more than 254 levels deep"),
+    ("/validate-pod", _deep_affinity(900), "nested more than 254 levels deep"),
+    ("/mutate-pod", _deep_limits(1000), "nested more than 254 levels deep"),
     ("/mutate-pod", _string_containers(), "object.spec.containers: must be a list, got str"),
     ("/validate-pod", _string_containers(), "object.spec.containers: must be a list, got str"),
     ("/mutate-pod", _quantity("-2"), "requests.cpu: must be greater than or equal to 0"),
@@ -81,3 +81,36 @@ def test_a_body_nested_past_the_json_parser_limit_keeps_its_uid(served):
     body = _body(admission_review(_deep_affinity(2000), uid="too-deep-to-parse"))
     response = server.review("/mutate-pod", None, data=body)
     assert response["uid"] == "too-deep-to-parse" and response["status"]["code"] == 400
+
+
+def test_an_object_as_deep_as_allowed_passes_every_recursive_walk():
+    """MAX_DEPTH is what keeps recursion away from Python's limit: an object at the limit goes
+    through the copy, the diff, a profile's strategic merge patch, a warn-only what-if, an
+    explanation and an audit without a RecursionError (which would be a 500)."""
+    import json as json_module
+
+    from policies.constants import ANNOTATION_ENFORCEMENT, ENFORCEMENT_WARN
+    from policies.shape import MAX_DEPTH
+    from tests.support.admission import make_snapshot
+    from tests.support.builders import make_profile
+    from webhook.chain import request_for, run_chain
+    from webhook.registry import default_routes
+
+    pod = make_pod("deep", labels={"app": "deep"})
+    deep: object = "x"
+    for _ in range(MAX_DEPTH - 3):  # the pod, its spec and the affinity are three levels
+        deep = {"a": deep}
+    pod["spec"]["affinity"] = deep
+    assert json_module.loads(json_module.dumps(pod)) == pod
+    cluster = make_snapshot(
+        make_profile("enforced", selector={"matchLabels": {"app": "deep"}}, qosClass="BE",
+                     priorityClassName="koord-batch",
+                     patch={"spec": {"affinity": {"b": "y"}}, "metadata": {"labels": {"patched": "yes"}}}),
+        make_profile("warn-only", metadata_annotations={ANNOTATION_ENFORCEMENT: ENFORCEMENT_WARN},
+                     selector={"matchLabels": {"app": "deep"}}, labels={"would": "add"}))
+    registry = default_routes()
+    for audit in (False, True):
+        result = run_chain(request_for(pod, registry), registry, cluster, explain=True, audit=audit)
+        assert result.allowed, (audit, result.message)
+        assert result.object is not None and result.object["metadata"]["labels"]["patched"] == "yes"
+        assert result.object["spec"]["affinity"]["b"] == "y"
