@@ -5,8 +5,9 @@ realistic ~4.7 KB pod AdmissionReview to /mutate-pod, and prints the maximum req
 p99 (closed loop: every connection sends its next request as soon as the last one is answered, so
 latency there is mostly queueing, connections / throughput), then p50 and p99 at a fixed rate over
 16 connections (open loop, the latency an API server sees at that load), and the ratios. Scenarios:
-the floor (a bare aiohttp server on the stdlib loop, as issue 17 measures it, and the same on
-uvloop for reference), colocate with 20 and with 1,000 profiles, and 20 profiles with --workers 2.
+the floor (a bare aiohttp server on the stdlib loop, as issue 17 measures it, the same on uvloop,
+and on uvloop parsing the review and answering with a patch of colocate's size: what no webhook
+can skip), colocate with 20 and with 1,000 profiles, and 20 profiles with --workers 2.
 colocate runs with its defaults: the JSON admission log line on (to /dev/null) and metrics on.
 As in issue 17's harness, each single-process server is pinned to core 0 and wrk to core 1 (when
 the machine has two cores and `taskset`); `--workers 2` is not pinned.
@@ -303,6 +304,7 @@ def main() -> int:
         scenarios = {
             "bare aiohttp (fixed response)": lambda port: [*bare, "--port", str(port)],
             "bare aiohttp on uvloop": lambda port: [*bare, "--port", str(port), "--uvloop"],
+            "bare on uvloop + parse + sized answer": lambda port: [*bare, "--port", str(port), "--uvloop", "--parse"],
             "colocate, 20 profiles": lambda port: [*colocate, "--cluster", str(root / "state-20"), "--port", str(port)],
             "colocate, 1000 profiles": lambda port: [*colocate, "--cluster", str(root / "state-1000"),
                                                      "--port", str(port)],
