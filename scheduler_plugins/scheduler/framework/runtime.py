@@ -71,6 +71,9 @@ class Framework:
         self.before_score = [p for p in points.score if isinstance(p, fi.BeforeScoreTransformer)]
         self.after_post_filter = [p for p in points.post_filter if isinstance(p, fi.AfterPostFilterTransformer)]
         self._batch = BatchFilter()
+        #: whether Filter and Score may use the plugins' batch forms; off, every node is asked one
+        #: by one (the reference the batch forms must agree with)
+        self.batch = True
         self._batch_filters = {p.name: p for p in points.filter if isinstance(p, fi.BatchFilterPlugin)}
         self.next_pod_plugins = [p for p in points.pre_enqueue if isinstance(p, fi.NextPodPlugin)]
         self.pre_bind_extensions = [p for p in points.pre_bind if isinstance(p, fi.PreBindExtensions)]
@@ -185,7 +188,7 @@ class Framework:
         else:
             skip = state.skip_filter_plugins
             active = [p for p in self.points.filter if p.name not in skip]
-            if total and all(p.name in self._batch_filters for p in active):
+            if self.batch and total and all(p.name in self._batch_filters for p in active):
                 batch = [self._batch_filters[p.name] for p in active]
                 # the few nodes a transformer changes are filtered one by one, the rest in batch
                 overrides = {n.name: self.run_filter(state, pod, n) for n in nodes if n.name in scope} if scope else {}
@@ -264,7 +267,7 @@ class Framework:
             if plugin.name in state.skip_score_plugins:
                 continue
             values = None
-            if score_array is not None:
+            if score_array is not None and self.batch:
                 index = self._batch.indexes(nodes)
                 values = None if index is None else score_array(state, pod, nodes, index)
             if values is not None:

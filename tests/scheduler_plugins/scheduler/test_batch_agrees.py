@@ -89,7 +89,7 @@ def simulate_placements(objects, batch: bool, percentage: int = 0):
 
     fwk, cluster = make_framework(objects, make_config(percentageOfNodesToScore=percentage))
     if not batch:
-        fwk._batch_filters, fwk._batch_scorers = set(), set()
+        fwk.batch = False
     report = simulate(Scheduler(fwk, cluster, percentage), cluster)
     return [(p.pod, p.node, p.score, p.message, {n: s.as_dict() for n, s in p.failed_nodes.items()})
             for p in report.placements]
@@ -112,3 +112,110 @@ def test_simulation_is_the_same_with_and_without_batch_plugins(seed, percentage)
     with_batch = simulate_placements(objects, True, percentage)
     assert with_batch == simulate_placements(objects, False, percentage)
     assert any(node for _, node, *_ in with_batch) and any(not node for _, node, *_ in with_batch)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_batch_forms_agree_on_any_subset_of_nodes_in_any_order(seed):
+    """The framework hands batch plugins windows of the node list and the feasible subset: table
+    indexes that are a slice, an array in any order, or rows past a deleted node's empty slot."""
+    rng = random.Random(1000 + seed)
+    config = make_config({"LoadAwareScheduling": rng.choice(ARGS)})
+    objects = random_cluster(rng)
+    rng.shuffle(objects)  # table order is insertion order, not name order
+    fwk, cluster = make_framework(objects, config)
+    if len(cluster.nodes) > 2 and rng.random() < 0.5:
+        cluster.delete_node(rng.choice(sorted(cluster.nodes)))
+    nodes = cluster.node_list()
+    for _ in range(3):
+        subset = rng.sample(nodes, rng.randint(1, len(nodes)))
+        index = node_indexes(subset)
+        pod = PodInfo(random_pod(rng))
+        for name in ("NodeResourcesFit", "LoadAwareScheduling"):
+            plugin = fwk.plugins[name]
+            state = CycleState()
+            mask = plugin.filter_mask(state, pod, subset, index).tolist()
+            assert mask == [plugin.filter(state, pod, n).is_success for n in subset], name
+            scores = plugin.score_array(state, pod, subset, index).tolist()
+            assert scores == [plugin.score(state, pod, n)[0] for n in subset], name
+
+
+def sampling_cluster(rng: random.Random, nodes: int, pods: int, shuffle: bool) -> list[dict]:
+    """Nodes of very different sizes (so big pods fit few of them and the filter walks far past
+    its first window), most with fresh metrics; pods of every size; one reservation owner."""
+    objects = []
+    for i in range(nodes):
+        objects.append(make_node(f"n{i:03d}", cpu=str(rng.choice([1, 2, 4, 16, 64])), memory="64Gi",
+                                 extra={"kubernetes.io/batch-cpu": str(rng.randint(0, 8000))}))
+        if rng.random() < 0.9:
+            objects.append(make_metric(f"n{i:03d}", cpu=f"{rng.randint(0, 12000)}m", memory="8Gi",
+                                       update_time=rng.choice(TIMES[:2])))
+    if shuffle:
+        rng.shuffle(objects)
+    for j in range(pods):
+        pod = random_pod(rng)
+        if rng.random() < 0.3:  # a big pod: few nodes fit it
+            pod["spec"]["containers"][0]["resources"]["requests"] = {"cpu": str(rng.choice([8, 24, 48]))}
+        pod["metadata"]["name"] = f"pod-{j}"
+        objects.append(pod)
+    objects.append({"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Reservation",
+                    "metadata": {"name": "r-1", "uid": "r-1"},
+                    "spec": {"owners": [{"object": {"name": "pod-3", "namespace": "default"}}],
+                             "template": {"spec": {"containers": [{"name": "c",
+                                                                   "resources": {"requests": {"cpu": "1"}}}]}}},
+                    "status": {"phase": "Available", "nodeName": "n007"}})
+    return objects
+
+
+@pytest.mark.parametrize("seed, nodes, percentage, shuffle", [
+    (4, 300, 0, False), (5, 300, 0, True), (6, 400, 10, True), (7, 250, 50, False), (8, 120, 0, True)])
+def test_windowed_batch_filter_walks_and_stops_as_the_per_node_walk(seed, nodes, percentage, shuffle):
+    """Same placements, scores, failure messages and rejected nodes (which also pins where each
+    cycle stopped and so where the next one starts) with the batch forms and node by node."""
+    objects = sampling_cluster(random.Random(seed), nodes, 80, shuffle)
+    with_batch = simulate_placements(objects, True, percentage)
+    assert with_batch == simulate_placements(objects, False, percentage)
+    assert any(node for _, node, *_ in with_batch) and any(not node for _, node, *_ in with_batch)
+
+
+def drive(objects, batch: bool, percentage: int) -> list[tuple]:
+    """Schedule every pending pod in queue order; after each cycle, where the next one starts."""
+    from scheduler_plugins.scheduler.framework.scheduling import Scheduler
+
+    fwk, cluster = make_framework(objects, make_config(percentageOfNodesToScore=percentage))
+    fwk.batch = batch
+    scheduler = Scheduler(fwk, cluster, percentage)
+    out = []
+    for pod in fwk.sort_pods(list(cluster.pending.values())):
+        placement = scheduler.schedule_one(pod)
+        out.append((placement.pod, placement.node, placement.score, scheduler.next_start_node_index))
+    return out
+
+
+@pytest.mark.parametrize("seed, nodes, percentage", [(11, 300, 0), (12, 260, 20), (13, 500, 0)])
+def test_each_cycle_stops_where_the_per_node_walk_stops(seed, nodes, percentage):
+    objects = sampling_cluster(random.Random(seed), nodes, 60, shuffle=True)
+    assert drive(objects, True, percentage) == drive(objects, False, percentage)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_find_feasible_batch_and_per_node_give_the_same_walk(seed):
+    """Any start, any number wanted: the same feasible nodes in the same order, the same rejected
+    nodes with the same statuses, the same count of nodes processed."""
+    rng = random.Random(2000 + seed)
+    fwk, cluster = make_framework(sampling_cluster(rng, rng.randint(1, 400), 0, shuffle=rng.random() < 0.5))
+    nodes = cluster.node_list()
+    for _ in range(5):
+        pod = PodInfo(random_pod(rng))
+        if rng.random() < 0.4:
+            pod = PodInfo(make_pod("big", qos="LS", priority=9500, requests={"cpu": str(rng.choice([8, 24, 48]))}))
+        wanted, start = rng.randint(1, len(nodes)), rng.randrange(len(nodes))
+        walks = []
+        for batch in (True, False):
+            fwk.batch = batch
+            state = CycleState()
+            pod_, _, status = fwk.run_pre_filter(state, pod)
+            assert status.is_success
+            feasible, failed, processed = fwk.find_feasible(state, pod_, nodes, wanted, start)
+            walks.append(([n.name for n in feasible], {k: v.as_dict() for k, v in failed.items()},
+                          list(failed), processed))
+        assert walks[0] == walks[1]
