@@ -12,11 +12,11 @@ import asyncio
 import contextlib
 import gc
 import inspect
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import orjson
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -24,7 +24,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from cluster.metrics import StoreHealthMetrics
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.cluster.sources import ClusterSource, LiveClusterSource
-from scheduler_plugins.scheduler.extender.protocol import ArgsError
+from scheduler_plugins.scheduler.extender.protocol import ArgsError, HostPriorities
 from scheduler_plugins.scheduler.extender.service import ExtenderService, NotSynced
 from scheduler_plugins.scheduler.framework.config import SchedulerConfig
 from scheduler_plugins.scheduler.framework.features import FeatureGates
@@ -38,14 +38,17 @@ SERVICE_KEY = web.AppKey("service", ExtenderService)
 METRICS_KEY = web.AppKey("metrics", CollectorRegistry)
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
+def _json(value: Any, status: int = 200) -> web.Response:
+    """orjson: a filter answer for 5,000 nodes encodes in a tenth of the time `json` takes;
+    a prioritize answer encodes itself (`HostPriorities.encode`)."""
+    body = value.encode() if isinstance(value, HostPriorities) else orjson.dumps(value)
+    return web.Response(body=body, status=status, content_type="application/json")
 
 
 async def _body(request: web.Request) -> Any:
     try:
-        return json.loads(await request.read())
-    except ValueError as exc:
+        return orjson.loads(await request.read())
+    except orjson.JSONDecodeError as exc:
         raise ArgsError(f"request body is not JSON: {exc}") from exc
 
 
@@ -60,13 +63,13 @@ def _verb(call: Callable[[ExtenderService, Any], Any]) -> Handler:
             if inspect.isawaitable(result):  # bind: held while a gang member waits on Permit
                 result = await result
         except ArgsError as exc:
-            return web.json_response({"Error": str(exc)}, status=400, dumps=_dumps)
+            return _json({"Error": str(exc)}, status=400)
         except NotSynced as exc:
-            return web.json_response({"Error": str(exc)}, status=503, dumps=_dumps)
+            return _json({"Error": str(exc)}, status=503)
         except Exception as exc:  # a plugin bug must not take the extender down
             log.exception("extender %s failed", request.path)
-            return web.json_response({"Error": f"internal error: {exc}"}, status=500, dumps=_dumps)
-        return web.json_response(result, dumps=_dumps)
+            return _json({"Error": f"internal error: {exc}"}, status=500)
+        return _json(result)
 
     return handler
 

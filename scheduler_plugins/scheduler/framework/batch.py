@@ -81,7 +81,7 @@ class BatchFilter:
             needed = wanted - len(feasible)
             cut = int(passing[needed - 1]) + 1 if len(passing) >= needed else high - low
             taken = passing[:needed]
-            feasible.extend(part[i] for i in taken.tolist())
+            feasible.extend(part if len(taken) == len(part) else [part[i] for i in taken.tolist()])
             chosen.append(taken + low)
             for i in np.flatnonzero(~mask[:cut]).tolist():
                 node = part[i]
