@@ -105,14 +105,12 @@ def bench_simulate(nodes: int, pods: int, extras: bool = False) -> tuple[float, 
     fwk = build_framework(config, in_tree_registry(), state, fixed_clock(parse_time(NOW)))
     gc.collect()
     gc.freeze()  # as `colocate scheduler simulate` does after loading the snapshot
-    cpu = time.process_time()
     report = simulate(Scheduler(fwk, state, config.percentage_of_nodes_to_score), state)
-    cpu = time.process_time() - cpu
     gc.unfreeze()
     scheduled = sum(1 for p in report.placements if p.scheduled)
     consumed = sum(1 for p in report.placements if p.reservation)
     placed = f"scheduled={scheduled:5d}" + (f" reservations consumed={consumed}" if extras else "")
-    return len(report.placements) / report.seconds, len(report.placements) / cpu, placed
+    return len(report.placements) / report.seconds, len(report.placements) / report.cpu_seconds, placed
 
 
 def spread(values: list[float], fmt: str = "{:8.1f}") -> str:

@@ -51,7 +51,9 @@ class BatchFilter:
         `filter`) are the same. Windows are contiguous runs of `nodes` (so a window of the
         cluster's own node list is a slice of the table: numpy reads it by view), the first one
         a little larger than `wanted`, each next one twice the last: kube-scheduler too stops
-        filtering once it has found enough feasible nodes."""
+        filtering once it has found enough feasible nodes. A rejected node's reason is asked of
+        the first plugin whose mask rejects it: the plugins before it pass it (their masks agree
+        with their `filter`), so that is the first failing status of the per-node walk."""
         index = self.indexes(nodes)
         if index is None:
             return None
@@ -65,10 +67,12 @@ class BatchFilter:
             mask = None
             part = nodes[low:high]
             rows = _sub_index(index, low, high)
+            masks = []
             for plugin in plugins:
                 passed = plugin.filter_mask(state, pod, part, rows)
                 if passed is None:
                     return None
+                masks.append(passed)
                 mask = passed if mask is None else mask & passed
             if mask is None:  # no Filter plugin left to ask: the per-node walk takes every node
                 return None
@@ -83,10 +87,16 @@ class BatchFilter:
             taken = passing[:needed]
             feasible.extend(part if len(taken) == len(part) else [part[i] for i in taken.tolist()])
             chosen.append(taken + low)
-            for i in np.flatnonzero(~mask[:cut]).tolist():
+            rejected = np.flatnonzero(~mask[:cut]).tolist()
+            if rejected:
+                verdicts = [m[:cut].tolist() for m in masks]
+            for i in rejected:
                 node = part[i]
-                failed[node.name] = overrides[node.name] if node.name in overrides else self._reason(
-                    state, pod, node, plugins)
+                if node.name in overrides:
+                    failed[node.name] = overrides[node.name]
+                    continue
+                first = next((k for k, verdict in enumerate(verdicts) if not verdict[i]), len(plugins))
+                failed[node.name] = self._reason(state, pod, node, plugins[first:])
             processed += cut
             if len(feasible) >= wanted:
                 break

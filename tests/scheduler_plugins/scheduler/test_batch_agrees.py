@@ -219,3 +219,68 @@ def test_find_feasible_batch_and_per_node_give_the_same_walk(seed):
             walks.append(([n.name for n in feasible], {k: v.as_dict() for k, v in failed.items()},
                           list(failed), processed))
         assert walks[0] == walks[1]
+
+
+QUOTA_DEVICE_NUMA = {"profiles": [{"plugins": {
+    "preFilter": {"enabled": [{"name": p} for p in ("NodeNUMAResource", "DeviceShare", "ElasticQuota")]},
+    "filter": {"enabled": [{"name": "NodeNUMAResource"}, {"name": "DeviceShare"}]},
+    "preScore": {"enabled": [{"name": "DeviceShare"}]},
+    "score": {"enabled": [{"name": "DeviceShare", "weight": 1}]},
+    "reserve": {"enabled": [{"name": p} for p in ("NodeNUMAResource", "DeviceShare", "ElasticQuota")]},
+    "preBind": {"enabled": [{"name": "NodeNUMAResource"}, {"name": "DeviceShare"}]}}}]}
+
+
+def quota_device_numa_cluster(rng: random.Random, nodes: int, pods: int) -> list[dict]:
+    """GPU nodes (a fifth), CPU topologies, a small quota tree, and LSR / shared-GPU / LS pods."""
+    topology = json.dumps({"detail": [{"id": t * 8 + s * 4 + c, "core": s * 4 + c, "socket": s, "node": s}
+                                      for t in range(2) for s in range(2) for c in range(4)]})
+    gpu = {"nvidia.com/gpu": "2", "koordinator.sh/gpu-core": "200", "koordinator.sh/gpu-memory-ratio": "200",
+           "koordinator.sh/gpu-memory": "160Gi"}
+    objects: list[dict] = []
+    for i in range(nodes):
+        name = f"n{i:03d}"
+        allocatable = {"cpu": str(rng.choice([4, 16])), "memory": "64Gi", "pods": "110",
+                       **(gpu if i % 5 == 0 else {})}
+        objects.append({"kind": "Node", "metadata": {"name": name}, "status": {"allocatable": allocatable}})
+        objects.append(make_metric(name, cpu=f"{rng.randint(0, 4000)}m", memory="8Gi"))
+        objects.append({"kind": "NodeResourceTopology",
+                        "metadata": {"name": name, "annotations": {"node.koordinator.sh/cpu-topology": topology}}})
+        if i % 5 == 0:
+            objects.append({"kind": "Device", "metadata": {"name": name}, "spec": {"devices": [
+                {"type": "gpu", "minor": m, "health": True, "resources": {"koordinator.sh/gpu-memory": "80Gi"}}
+                for m in range(2)]}})
+    objects.append({"kind": "ElasticQuota", "metadata": {"name": "leaf", "namespace": "quotas"},
+                    "spec": {"min": {"cpu": "10", "memory": "40Gi"}, "max": {"cpu": "60", "memory": "400Gi"}}})
+    for j in range(pods):
+        labels = {"quota.scheduling.koordinator.sh/name": "leaf", "koordinator.sh/qosClass": "LS"}
+        requests = {"cpu": str(rng.choice([1, 2, 6])), "memory": "4Gi"}
+        kind = rng.randrange(3)
+        if kind == 0:
+            labels["koordinator.sh/qosClass"] = "LSR"
+        elif kind == 1:
+            requests.update({"koordinator.sh/gpu-core": str(rng.choice([50, 100])),
+                             "koordinator.sh/gpu-memory-ratio": "50"})
+        objects.append({"kind": "Pod", "metadata": {"name": f"pod-{j:03d}", "namespace": "bench", "labels": labels},
+                        "spec": {"priority": 9500, "containers": [
+                            {"name": "c", "resources": {"requests": requests, "limits": requests}}]}})
+    return objects
+
+
+def test_quota_device_numa_walk_is_the_same_with_and_without_batch_forms():
+    """Per-node batch forms (DeviceShare, NodeNUMAResource) in windows, and each rejected node's
+    reason asked of the first plugin that rejects it: the same as asking every plugin in order."""
+    objects = quota_device_numa_cluster(random.Random(21), 160, 50)
+    runs = []
+    for batch in (True, False):
+        from scheduler_plugins.scheduler.framework.config import parse_config
+        from scheduler_plugins.scheduler.framework.scheduling import Scheduler
+        from scheduler_plugins.scheduler.registry import in_tree_registry
+
+        fwk, cluster = make_framework(objects, parse_config(QUOTA_DEVICE_NUMA, in_tree_registry()))
+        fwk.batch = batch
+        scheduler = Scheduler(fwk, cluster, 0)
+        runs.append([(p.pod, p.node, p.score, p.message, scheduler.next_start_node_index,
+                      {n: s.as_dict() for n, s in p.failed_nodes.items()})
+                     for p in (scheduler.schedule_one(pod) for pod in fwk.sort_pods(list(cluster.pending.values())))])
+    assert runs[0] == runs[1]
+    assert any(node for _, node, *_ in runs[0]) and any(not node for _, node, *_ in runs[0])
