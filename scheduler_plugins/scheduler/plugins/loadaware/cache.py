@@ -16,6 +16,7 @@ from policies.nodemetric import read_node_metric
 from scheduler_plugins.clock import Clock, parse_time
 from scheduler_plugins.scheduler.plugins.loadaware.estimator import EstimationWindows
 from scheduler_plugins.scheduler.podinfo import PodInfo
+from scheduler_plugins.scheduler.reservations import is_reserve_pod
 
 Vec = list[int]
 
@@ -86,10 +87,11 @@ class AssignCache:
 
     # --- pods ------------------------------------------------------------------------------------
     def assign(self, node_name: str, pod: PodInfo) -> None:
-        """Add (or refresh) a pod on a node; terminated pods are not cached."""
+        """Add (or refresh) a pod on a node; terminated pods and reserve pods (a Reservation being
+        scheduled: what it holds is not load a workload puts on the node) are not cached (spec §3.4)."""
         self.unassign(node_name, pod.key)
         self._touch(node_name)
-        if pod.is_terminated:
+        if pod.is_terminated or is_reserve_pod(pod):
             return
         now = self._clock()
         timestamp = parse_time(pod.condition_time("PodScheduled")) or now
