@@ -21,14 +21,19 @@ WINDOW_SLACK = 16
 
 
 def windows(start: int, total: int, size: int) -> Iterator[tuple[int, int]]:
-    """Contiguous [low, high) runs of positions 0..total-1 in rotation order from `start`, the
-    first `size` long (or up to the end of the list), each next one twice the last."""
+    """Contiguous [low, high) runs of positions 0..total-1 in rotation order from `start`: the
+    first `size` nodes, then twice as many as so far, and so on; a run that reaches the end of the
+    list is cut there and continued from position 0 within the same budget."""
+    target, done = size, 0
     for begin, end in ((start, total), (0, start)):
         low = begin
         while low < end:
-            high = min(end, low + size)
+            high = min(end, low + target - done)
             yield low, high
-            low, size = high, size * 2
+            done += high - low
+            low = high
+            if done >= target:
+                target = done * 3  # the next window is twice what was walked so far
 
 
 def _sub_index(index: fi.NodeIndex, low: int, high: int) -> fi.NodeIndex:

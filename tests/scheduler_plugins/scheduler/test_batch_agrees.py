@@ -5,6 +5,8 @@ import json
 import random
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scheduler_plugins.scheduler.framework.columns import node_indexes
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
@@ -284,3 +286,15 @@ def test_quota_device_numa_walk_is_the_same_with_and_without_batch_forms():
                      for p in (scheduler.schedule_one(pod) for pod in fwk.sort_pods(list(cluster.pending.values())))])
     assert runs[0] == runs[1]
     assert any(node for _, node, *_ in runs[0]) and any(not node for _, node, *_ in runs[0])
+
+
+@given(st.integers(1, 3000), st.data())
+def test_filter_windows_cover_every_position_once_in_rotation_order(total, data):
+    from scheduler_plugins.scheduler.framework.batch import windows
+
+    start, size = data.draw(st.integers(0, total - 1)), data.draw(st.integers(1, total + 10))
+    runs = list(windows(start, total, size))
+    walked = [i for low, high in runs for i in range(low, high)]
+    assert walked == [(start + k) % total for k in range(total)]
+    assert all(high > low for low, high in runs)
+    assert runs[0][1] - runs[0][0] == min(size, total - start)
