@@ -135,10 +135,11 @@ async def bench_extender(nodes: int, rounds: int) -> tuple[float, float, float, 
     fwk = build_framework(config, in_tree_registry(), state, fixed_clock(parse_time(NOW)))
     names = [f"node-{i:05d}" for i in range(nodes)]
     timings = []
+    service = ExtenderService(fwk, state)
     gc.collect()
-    gc.freeze()  # as `colocate scheduler extender` does after loading the snapshot
+    gc.freeze()  # as `colocate scheduler extender` does after loading the snapshot and building the service
     cpu = 0.0
-    async with TestClient(TestServer(make_app(ExtenderService(fwk, state)), host="127.0.0.1")) as client:
+    async with TestClient(TestServer(make_app(service), host="127.0.0.1")) as client:
         for i in range(rounds + 5):
             cpu_started = time.process_time()
             started = time.perf_counter()

@@ -136,7 +136,7 @@ def serve(config: SchedulerConfig, source: ClusterSource, host: str, port: int, 
     """Serve until SIGTERM/SIGINT; logs go where the CLI edge configured them (JSON lines on stderr)."""
     service = build_service(config, source, scheduler_name, clock, features)
     gc.collect()
-    gc.freeze()  # the loaded cluster is long-lived: keep GC pauses off the request path
+    gc.freeze()  # the loaded cluster and the plugins' warmed-up rows are long-lived: no GC pauses over them
     registry = CollectorRegistry()
     app = make_app(service, url_prefix, registry)
     if isinstance(source, LiveClusterSource):

@@ -65,6 +65,7 @@ class ExtenderService:
         self.cluster = cluster
         self.ready = ready
         self._seen: OrderedDict[str, PodInfo] = OrderedDict()
+        framework.warm_up()  # before the server freezes the loaded state (see server.serve)
         #: the last few NodeNames lists resolved, most recent first
         self._resolved: list[_Resolved] = []
 

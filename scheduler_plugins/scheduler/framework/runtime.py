@@ -81,6 +81,12 @@ class Framework:
             if isinstance(plugin, (fi.ClusterListener, fi.PodListener, fi.ObjectListener)):
                 handle.cluster.subscribe(plugin)
 
+    def warm_up(self) -> None:
+        """Let every plugin that can build its per-node state now (`WarmUpPlugin`)."""
+        for plugin in self.plugins.values():
+            if isinstance(plugin, fi.WarmUpPlugin):
+                plugin.warm_up()
+
     # --- queueing --------------------------------------------------------------------------------
     def run_pre_enqueue(self, pod: PodInfo) -> Status:
         for plugin in self.points.pre_enqueue:

@@ -76,3 +76,12 @@ async def test_filter_answers_every_name_when_every_node_passes():
         filtered, scored = await round_trip(client, names, LS_POD)
     assert filtered["NodeNames"] == names and not filtered["FailedNodes"]
     assert [h["Host"] for h in scored] == names
+
+
+def test_the_service_warms_the_plugins_up_before_the_first_request():
+    """Built from a loaded snapshot, the extender has LoadAwareScheduling's per-node rows ready, so
+    the first filter does not build them (and `serve` freezes them with the snapshot)."""
+    fwk, cluster = make_framework(random_objects(random.Random(5), 12))
+    ExtenderService(fwk, cluster)
+    columns = fwk.plugins["LoadAwareScheduling"].columns
+    assert len(columns.valid) == len(cluster.by_index) and not len(columns.rows.take())
