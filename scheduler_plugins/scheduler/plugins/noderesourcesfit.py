@@ -163,8 +163,9 @@ def _extract(node: NodeInfo, key: tuple[str, str]) -> int:
         return len(node.pods)
     if kind == "alloc":
         return node.allocatable.get(name, DEFAULT_MAX_PODS if name == RESOURCE_PODS else 0)
-    table = {"qos": node.qos_requested, "nz": node.non_zero_requested, "req": node.requested}[kind]
-    return table.get(name, 0)
+    if kind == "qos":
+        return node.qos_requested.get(name, 0)
+    return (node.non_zero_requested if kind == "nz" else node.requested).get(name, 0)
 
 
 def new(args: NodeResourcesFitArgs, handle: Handle) -> NodeResourcesFit:

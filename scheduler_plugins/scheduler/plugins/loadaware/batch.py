@@ -79,13 +79,15 @@ class LoadColumns:
             self.has_prod[i] = view.has_prod_thresholds
             self.allocatable[:, i] = view.allocatable
             for v in VARIANTS:
-                checks = plugin._filter_checks(node, v)
+                # the prod variant is read only where it applies: Filter on nodes with prod
+                # thresholds, Score when scoreAccordingProdUsage is set
+                checks = plugin._filter_checks(node, v) if not v or view.has_prod_thresholds else None
                 self.all_zero[v][i] = checks is None
                 limits = self.limits[v]
                 limits[:, i] = NO_LIMIT
                 for r, limit, _ in checks or ():
                     limits[r, i] = limit
-                usage = plugin._score_usage(node, v)
+                usage = plugin._score_usage(node, v) if not v or plugin.args.score_according_prod_usage else None
                 self.has_usage[v][i] = usage is not None
                 self.usage[v][:, i] = usage if usage is not None else 0
 
