@@ -1,9 +1,11 @@
 """The scheduling loop for one pod (kube-scheduler's `schedulingCycle` + `bindingCycle`): the
 production loop of `colocate scheduler simulate`, and the node selection `explain` reports.
 
-Node sampling follows kube-scheduler's `percentageOfNodesToScore`: with 0 (adaptive) a cluster of
-n ≥ 100 nodes is searched for max(100, n × max(5, 50 − n/125) / 100) feasible nodes, starting
-where the previous cycle stopped. Ties between equal totals go to the lowest node name (spec §2.1).
+Node sampling follows kube-scheduler's `percentageOfNodesToScore` (pkg/scheduler/schedule_one.go,
+numFeasibleNodesToFind): the profile's value when it sets one, else the configuration's; with 0
+(adaptive, the default) a cluster of n ≥ 100 nodes is searched for max(100, n × max(5, 50 − n/125)
+/ 100) feasible nodes, starting where the previous cycle stopped (nextStartNodeIndex). Ties between
+equal totals go to the lowest node name (spec §2.1).
 """
 from __future__ import annotations
 
@@ -87,7 +89,8 @@ class Scheduler:
     def __init__(self, framework: Framework, cluster: ClusterView, percentage_of_nodes_to_score: int = 0) -> None:
         self.framework = framework
         self.cluster = cluster
-        self.percentage = percentage_of_nodes_to_score
+        own = framework.profile.percentage_of_nodes_to_score
+        self.percentage = percentage_of_nodes_to_score if own is None else own
         self.next_start_node_index = 0
         #: placements of the pods parked by Permit, updated when they settle
         self.waiting: dict[str, Placement] = {}

@@ -298,3 +298,21 @@ def test_filter_windows_cover_every_position_once_in_rotation_order(total, data)
     assert walked == [(start + k) % total for k in range(total)]
     assert all(high > low for low, high in runs)
     assert runs[0][1] - runs[0][0] == min(size, total - start)
+
+
+@pytest.mark.parametrize("top, own, expected", [(None, None, 0), (30, None, 30), (30, 70, 70), (None, 0, 0),
+                                                (80, 0, 0)])
+def test_a_profile_percentage_of_nodes_to_score_wins_over_the_top_level_one(top, own, expected):
+    """As KubeSchedulerProfile.percentageOfNodesToScore in kube-scheduler (schedule_one.go)."""
+    from scheduler_plugins.scheduler.framework.config import parse_config
+    from scheduler_plugins.scheduler.framework.scheduling import Scheduler, num_feasible_nodes_to_find
+    from scheduler_plugins.scheduler.registry import in_tree_registry
+
+    doc: dict = {"profiles": [{} if own is None else {"percentageOfNodesToScore": own}]}
+    if top is not None:
+        doc["percentageOfNodesToScore"] = top
+    config = parse_config(doc, in_tree_registry())
+    fwk, cluster = make_framework([make_node("n1", cpu="1", memory="1Gi")], config)
+    scheduler = Scheduler(fwk, cluster, config.percentage_of_nodes_to_score)
+    assert scheduler.percentage == expected
+    assert num_feasible_nodes_to_find(scheduler.percentage, 5000) == {0: 500, 30: 1500, 70: 3500}[expected]
