@@ -92,16 +92,13 @@ class BatchFilter:
             taken = passing[:needed]
             feasible.extend(part if len(taken) == len(part) else [part[i] for i in taken.tolist()])
             chosen.append(taken + low)
-            rejected = np.flatnonzero(~mask[:cut]).tolist()
-            if rejected:
-                verdicts = [m[:cut].tolist() for m in masks]
-            for i in rejected:
+            rejected = np.flatnonzero(~mask[:cut])
+            if len(rejected):  # which plugin rejects each first: its mask's first False
+                firsts = np.argmin(np.vstack([m[:cut][rejected] for m in masks]), axis=0).tolist()
+            for i, first in zip(rejected.tolist(), firsts if len(rejected) else (), strict=True):
                 node = part[i]
-                if node.name in overrides:
-                    failed[node.name] = overrides[node.name]
-                    continue
-                first = next((k for k, verdict in enumerate(verdicts) if not verdict[i]), len(plugins))
-                failed[node.name] = self._reason(state, pod, node, plugins[first:])
+                failed[node.name] = (overrides[node.name] if node.name in overrides
+                                     else self._reason(state, pod, node, plugins, first))
             processed += cut
             if len(feasible) >= wanted:
                 break
@@ -110,9 +107,11 @@ class BatchFilter:
         return feasible, failed, processed
 
     @staticmethod
-    def _reason(state: CycleState, pod: PodInfo, node: NodeInfo, plugins: list[fi.BatchFilterPlugin]) -> Status:
-        """The rejection of a node the batch masks failed, from each plugin's own `filter`."""
-        for plugin in plugins:
+    def _reason(state: CycleState, pod: PodInfo, node: NodeInfo, plugins: list[fi.BatchFilterPlugin],
+                first: int) -> Status:
+        """The rejection of a node the batch masks failed: `filter` of the first plugin whose mask
+        rejects it (the ones before pass it: their masks agree with their `filter`)."""
+        for plugin in plugins[first:] if first else plugins:
             status = plugin.filter(state, pod, node)
             if not status.is_success:
                 return status.with_plugin(plugin.name)
