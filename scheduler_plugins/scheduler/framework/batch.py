@@ -1,7 +1,9 @@
-"""The batch Filter path: every Filter plugin answers for all nodes at once (`filter_mask`), and
-the table indexes of recent node lists are remembered, since the cluster's node list and the last
-feasible list recur from cycle to cycle. `Framework.find_feasible` uses it when every active Filter
-plugin has a batch form; the per-node walk stays the reference it must agree with."""
+"""The batch Filter path: every Filter plugin answers for a window of nodes at once
+(`filter_mask`), window after window until enough feasible nodes are found (kube-scheduler's
+percentageOfNodesToScore), and the table indexes of recent node lists are remembered, since the
+cluster's node list and the last feasible list recur from cycle to cycle. `Framework.find_feasible`
+uses it when every active Filter plugin has a batch form; the per-node walk stays the reference it
+must agree with (`Framework.batch = False` forces it)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
