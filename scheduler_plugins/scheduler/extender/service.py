@@ -21,8 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-import numpy as np
-
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.extender import protocol as wire
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
@@ -187,7 +185,7 @@ class ExtenderService:
         hosts, fragments = self._names_of(nodes), self._fragments_of(nodes)
         if not weight_sum:
             return wire.HostPriorities(hosts, [0] * len(hosts), fragments)
-        scores = (np.asarray(table.totals, dtype=np.int64) // weight_sum * wire.MAX_EXTENDER_PRIORITY // 100).tolist()
+        scores = (table.total_array // weight_sum * wire.MAX_EXTENDER_PRIORITY // 100).tolist()
         return wire.HostPriorities(hosts, scores, fragments)
 
     async def bind(self, body: Any) -> wire.ExtenderBindingResult:

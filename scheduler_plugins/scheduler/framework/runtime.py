@@ -8,11 +8,12 @@ profile order. Plugins that keep caches of cluster objects are subscribed to the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cmp_to_key
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler_plugins.scheduler.framework import interfaces as fi
 from scheduler_plugins.scheduler.framework.batch import BatchFilter
@@ -50,6 +51,8 @@ class ScoreTable:
     nodes: list[NodeInfo]
     plugins: list[PluginScores]
     totals: list[int]
+    #: `totals` as an int64 array (what the scheduling loop and the extender compute with)
+    total_array: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 class Framework:
@@ -302,7 +305,7 @@ class Framework:
                     f"plugin {plugin.name} returned an invalid score {bad}").with_plugin(plugin.name)
             rows.append(PluginScores(plugin.name, weight, raw, normalized))
             totals += values * weight
-        return ScoreTable(nodes, rows, totals.tolist()), SUCCESS
+        return ScoreTable(nodes, rows, totals.tolist(), totals), SUCCESS
 
     # --- reserve, permit, binding ----------------------------------------------------------------
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:

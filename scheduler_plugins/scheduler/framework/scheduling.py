@@ -10,10 +10,12 @@ equal totals go to the lowest node name (spec §2.1).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, RESERVED_RESERVATION, CycleState
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
@@ -45,7 +47,7 @@ def failure_message(total: int, statuses: dict[str, Status]) -> str:
     return f"0/{total} nodes are available: {parts}." if parts else f"0/{total} nodes are available."
 
 
-def select_host(nodes: list[NodeInfo], totals: list[int]) -> int:
+def select_host(nodes: list[NodeInfo], totals: Sequence[int] | npt.NDArray[np.int64]) -> int:
     """Index of the highest total; equal totals go to the lowest node name."""
     values = np.asarray(totals)
     return min(np.flatnonzero(values == values.max()).tolist(), key=lambda i: nodes[i].name)
@@ -166,7 +168,7 @@ class Scheduler:
         table, status = self.framework.run_score(state, pod, feasible)
         if not status.is_success:
             return "", None, status
-        best = select_host(feasible, table.totals)
+        best = select_host(feasible, table.total_array if len(table.total_array) else table.totals)
         return feasible[best].name, table.totals[best], SUCCESS
 
     def _reserve_and_bind(self, state: CycleState, pod: PodInfo, node_name: str, score: int | None) -> Placement:

@@ -86,7 +86,7 @@ class AssignCache:
         return [0] * len(self.resources)
 
     # --- pods ------------------------------------------------------------------------------------
-    def assign(self, node_name: str, pod: PodInfo) -> None:
+    def assign(self, node_name: str, pod: PodInfo, estimated: Vec | None = None) -> None:
         """Add (or refresh) a pod on a node; terminated pods and reserve pods (a Reservation being
         scheduled: what it holds is not load a workload puts on the node) are not cached (spec §3.4)."""
         self.unassign(node_name, pod.key)
@@ -102,7 +102,8 @@ class AssignCache:
             deadline = initialized + windows.after_initialized
         elif windows.after_pod_scheduled > 0:
             deadline = timestamp + windows.after_pod_scheduled
-        estimated = self._estimate(pod)
+        if estimated is None:  # else the caller's estimate of this very pod (Reserve: the cycle's)
+            estimated = self._estimate(pod)
         entry = AssignedPod(pod, timestamp, estimated if any(estimated) else None, deadline)
         self.pods.setdefault(node_name, {})[pod.key] = entry
         load = self.loads.get(node_name)

@@ -243,7 +243,7 @@ class LoadAwareScheduling:
         self.columns.refresh()
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        self.cache.assign(node_name, pod)
+        self.cache.assign(node_name, pod, self._pod_estimate(state, pod))
         self.handle.cluster.touch(node_name)
         return SUCCESS
 
