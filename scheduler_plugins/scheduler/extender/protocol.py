@@ -5,12 +5,9 @@ them case-insensitively, and so does `field()`. Payloads stay plain dicts, typed
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from itertools import repeat
 from typing import Any, TypedDict
-
-import orjson
 
 MAX_EXTENDER_PRIORITY = 10
 
@@ -36,35 +33,6 @@ class ExtenderFilterResult(TypedDict):
 class HostPriority(TypedDict):
     Host: str
     Score: int
-
-
-#: `,"Score":N}` for every score an extender may give
-_SCORE_TAILS = [b'"Score":%d}' % score for score in range(MAX_EXTENDER_PRIORITY + 1)]
-
-
-def host_fragment(name: str) -> bytes:
-    """The start of one HostPriority's JSON, up to its score: `{"Host":"<name>",`."""
-    return orjson.dumps({"Host": name})[:-1] + b","
-
-
-@dataclass(frozen=True)
-class HostPriorities:
-    """A prioritize answer (a HostPriorityList) kept as hosts and scores: for thousands of nodes,
-    `encode` writes the JSON from per-host fragments (remembered by the caller across requests)
-    instead of building and encoding a dict per host."""
-
-    hosts: Sequence[str]
-    scores: Sequence[int]
-    fragments: Sequence[bytes] | None = None
-
-    def as_list(self) -> list[HostPriority]:
-        return [{"Host": host, "Score": score} for host, score in zip(self.hosts, self.scores, strict=True)]
-
-    def encode(self) -> bytes:
-        if self.fragments is None or not all(0 <= s <= MAX_EXTENDER_PRIORITY for s in self.scores):
-            return orjson.dumps(self.as_list())
-        tails = map(_SCORE_TAILS.__getitem__, self.scores)
-        return b"[" + b",".join(map(bytes.__add__, self.fragments, tails)) + b"]"
 
 
 class ExtenderBindingArgs(TypedDict, total=False):

@@ -24,7 +24,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from cluster.metrics import StoreHealthMetrics
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.cluster.sources import ClusterSource, LiveClusterSource
-from scheduler_plugins.scheduler.extender.protocol import ArgsError, HostPriorities
+from scheduler_plugins.scheduler.extender.protocol import ArgsError
 from scheduler_plugins.scheduler.extender.service import ExtenderService, NotSynced
 from scheduler_plugins.scheduler.framework.config import SchedulerConfig
 from scheduler_plugins.scheduler.framework.features import FeatureGates
@@ -39,10 +39,8 @@ METRICS_KEY = web.AppKey("metrics", CollectorRegistry)
 
 
 def _json(value: Any, status: int = 200) -> web.Response:
-    """orjson: a filter answer for 5,000 nodes encodes in a tenth of the time `json` takes;
-    a prioritize answer encodes itself (`HostPriorities.encode`)."""
-    body = value.encode() if isinstance(value, HostPriorities) else orjson.dumps(value)
-    return web.Response(body=body, status=status, content_type="application/json")
+    """orjson: a prioritize answer for 5,000 nodes encodes in a tenth of the time `json` takes."""
+    return web.Response(body=orjson.dumps(value), status=status, content_type="application/json")
 
 
 async def _body(request: web.Request) -> Any:

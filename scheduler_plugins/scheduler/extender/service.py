@@ -48,9 +48,8 @@ class _Resolved:
     version: int
     nodes: list[NodeInfo]
     unknown: dict[str, str]
-    #: names of `nodes` (`names` itself when every name was known), and their prioritize fragments
+    #: names of `nodes` (`names` itself when every name was known)
     hosts: list[str]
-    fragments: list[bytes] | None = None
 
 
 def _always() -> bool:
@@ -108,15 +107,6 @@ class ExtenderService:
         entry = self._resolved_entry(nodes)
         return entry.hosts if entry is not None else [node.name for node in nodes]
 
-    def _fragments_of(self, nodes: list[NodeInfo]) -> list[bytes] | None:
-        """Per-host JSON fragments of a list `_nodes` resolved (made once per list), else None."""
-        entry = self._resolved_entry(nodes)
-        if entry is None:
-            return None
-        if entry.fragments is None:
-            entry.fragments = [wire.host_fragment(host) for host in entry.hosts]
-        return entry.fragments
-
     def _remember(self, pod: PodInfo) -> None:
         """Keep the pod so a later bind call (which carries only names) can find it; only the
         most recent MAX_REMEMBERED_PODS are kept, so a long-running extender does not grow."""
@@ -165,14 +155,14 @@ class ExtenderService:
             "Error": "",
         }
 
-    def prioritize(self, body: Any) -> wire.HostPriorities:
+    def prioritize(self, body: Any) -> list[wire.HostPriority]:
         """Raises ArgsError on a malformed body (the adapter answers 400: the wire type has no Error)."""
         self._require_sync()
         pod_obj, items, names = wire.parse_extender_args(body)
         pod = PodInfo(pod_obj)
         nodes, _ = self._nodes(items, names)
         if not nodes:
-            return wire.HostPriorities([], [])
+            return []
         state = CycleState()
         pod, _, status = self.framework.run_pre_filter(state, pod)  # the state PreScore builds on
         if status.code is not Code.Error:
@@ -182,11 +172,11 @@ class ExtenderService:
         if not status.is_success:
             raise RuntimeError(f"{status.plugin}: {status.code.name}: {status.message}")
         weight_sum = sum(p.weight for p in table.plugins)
-        hosts, fragments = self._names_of(nodes), self._fragments_of(nodes)
+        hosts = self._names_of(nodes)
         if not weight_sum:
-            return wire.HostPriorities(hosts, [0] * len(hosts), fragments)
+            return [{"Host": host, "Score": 0} for host in hosts]
         scores = (table.total_array // weight_sum * wire.MAX_EXTENDER_PRIORITY // 100).tolist()
-        return wire.HostPriorities(hosts, scores, fragments)
+        return [{"Host": host, "Score": score} for host, score in zip(hosts, scores, strict=True)]
 
     async def bind(self, body: Any) -> wire.ExtenderBindingResult:
         """Reserve and Permit, then the binding cycle. A pod that Permit parks (a gang member) is

@@ -1,33 +1,16 @@
 """The extender's shortcuts answer exactly as the plain path: a NodeNames list resolved once and
-reused (until a node is added or deleted), and prioritize's answer written from per-host JSON
-fragments."""
+reused (until a node is added or deleted), its names reused in the answers."""
 import json
 import random
 
-import orjson
 from aiohttp.test_utils import TestClient, TestServer
-from hypothesis import given
-from hypothesis import strategies as st
 
-from scheduler_plugins.scheduler.extender.protocol import MAX_EXTENDER_PRIORITY, HostPriorities, host_fragment
 from scheduler_plugins.scheduler.extender.server import make_app
 from scheduler_plugins.scheduler.extender.service import ExtenderService
 from tests.support.builders import make_metric, make_node, make_pod
 from tests.support.scheduling import make_framework
 
 LS_POD = make_pod("web", "shop", qos="LS", requests={"cpu": "4", "memory": "8Gi"})
-
-
-@given(st.lists(st.tuples(st.text(), st.integers(0, MAX_EXTENDER_PRIORITY)), max_size=20))
-def test_fragments_encode_the_same_json_as_the_dicts(rows):
-    hosts, scores = [h for h, _ in rows], [s for _, s in rows]
-    answer = HostPriorities(hosts, scores, [host_fragment(h) for h in hosts])
-    assert orjson.loads(answer.encode()) == answer.as_list() == [{"Host": h, "Score": s} for h, s in rows]
-
-
-def test_a_score_out_of_range_is_still_encoded_faithfully():
-    answer = HostPriorities(["a", "b"], [3, 11], [host_fragment("a"), host_fragment("b")])
-    assert orjson.loads(answer.encode()) == [{"Host": "a", "Score": 3}, {"Host": "b", "Score": 11}]
 
 
 def random_objects(rng: random.Random, count: int) -> list[dict]:
