@@ -57,7 +57,7 @@ class BatchFilter:
         walk in rotation order, where it stops and the rejection reasons (asked of each plugin's
         `filter`) are the same. Windows are contiguous runs of `nodes` (so a window of the
         cluster's own node list is a slice of the table: numpy reads it by view), the first one
-        a little larger than `wanted`, each next one twice the last: kube-scheduler too stops
+        a little larger than `wanted`, each next one twice what was walked: kube-scheduler too stops
         filtering once it has found enough feasible nodes. A rejected node's reason is asked of
         the first plugin whose mask rejects it: the plugins before it pass it (their masks agree
         with their `filter`), so that is the first failing status of the per-node walk."""
