@@ -50,6 +50,8 @@ class ClusterState:
         #: ("namespace/name" for a namespaced kind)
         self.objects: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in OBJECT_KINDS}
         self._node_list: list[NodeInfo] | None = None
+        #: bumped whenever a node is added, replaced or deleted (what a node name resolves to changes)
+        self.node_version = 0
         self._allocatable_total: dict[str, int] | None = None
         #: nodes by table index, and a per-index counter bumped on every change to that node (its
         #: pods, its object, or a plugin's cache of it via `touch`): batch plugins compare it with
@@ -89,6 +91,7 @@ class ClusterState:
         self.nodes[info.name] = info
         self.reservations.node_added(info.name)
         self._node_list = None
+        self.node_version += 1
         self._allocatable_total = None
         self._bump(info.index)
         return info
@@ -106,6 +109,7 @@ class ClusterState:
         slot.index = old.index
         self.by_index[old.index] = slot
         self._node_list = None
+        self.node_version += 1
         self._allocatable_total = None
         self._bump(old.index)
 

@@ -6,6 +6,7 @@ them case-insensitively, and so does `field()`. Payloads stay plain dicts, typed
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import repeat
 from typing import Any, TypedDict
 
 MAX_EXTENDER_PRIORITY = 10
@@ -70,7 +71,7 @@ def parse_extender_args(body: Any) -> tuple[dict[str, Any], list[dict[str, Any]]
     names = field(body, "NodeNames")
     nodes = field(body, "Nodes")
     if names is not None:
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        if not isinstance(names, list) or not all(map(isinstance, names, repeat(str))):
             raise ArgsError("ExtenderArgs.NodeNames must be a list of strings")
         return pod, None, names
     if nodes is not None:

@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.extender import protocol as wire
@@ -30,12 +31,25 @@ from scheduler_plugins.scheduler.framework.waiting import WaitingPod
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
 MAX_REMEMBERED_PODS = 10_000
+RESOLVED_LISTS = 4
 REASON_UNKNOWN_NODE = "node not found in the extender's cache"
 REASON_PREFILTER_RESULT = "node(s) didn't satisfy plugin(s) PreFilter result"
 
 
 class NotSynced(Exception):
     """The cluster state has not been loaded yet: no verb can be answered truthfully."""
+
+
+@dataclass
+class _Resolved:
+    """A NodeNames list resolved against `cluster.nodes` at `version` (`ClusterState.node_version`)."""
+
+    names: list[str]
+    version: int
+    nodes: list[NodeInfo]
+    unknown: dict[str, str]
+    #: names of `nodes` (`names` itself when every name was known)
+    hosts: list[str]
 
 
 def _always() -> bool:
@@ -48,6 +62,9 @@ class ExtenderService:
         self.cluster = cluster
         self.ready = ready
         self._seen: OrderedDict[str, PodInfo] = OrderedDict()
+        framework.warm_up()  # before the server freezes the loaded state (see server.serve)
+        #: the last few NodeNames lists resolved, most recent first
+        self._resolved: list[_Resolved] = []
 
     def _require_sync(self) -> None:
         if not self.ready():
@@ -55,20 +72,40 @@ class ExtenderService:
 
     def _nodes(self, items: list[dict[str, Any]] | None,
                names: list[str] | None) -> tuple[list[NodeInfo], dict[str, str]]:
-        unknown: dict[str, str] = {}
-        nodes: list[NodeInfo] = []
-        if names is not None:
-            for name in names:
-                node = self.cluster.nodes.get(name)
-                if node is None:
-                    unknown[name] = REASON_UNKNOWN_NODE
-                else:
-                    nodes.append(node)
-            return nodes, unknown
-        for item in items or []:
-            cached = self.cluster.nodes.get(item["metadata"]["name"])
-            nodes.append(cached if cached is not None else NodeInfo(item))
-        return nodes, unknown
+        """The NodeInfos the request names (unknown names apart, with their reason). A name list
+        equal to one of the last few resolved, with no node added or deleted since, resolves to the
+        same list object: kube-scheduler sends the same feasible list for pod after pod, and the
+        framework then also reuses that list's table indexes."""
+        if names is None:
+            nodes = []
+            for item in items or []:
+                cached = self.cluster.nodes.get(item["metadata"]["name"])
+                nodes.append(cached if cached is not None else NodeInfo(item))
+            return nodes, {}
+        version = self.cluster.node_version
+        for position, entry in enumerate(self._resolved):
+            if entry.version == version and len(entry.names) == len(names) and entry.names == names:
+                if position:
+                    self._resolved.insert(0, self._resolved.pop(position))
+                return entry.nodes, dict(entry.unknown)
+        table = self.cluster.nodes
+        found = [table.get(name) for name in names]
+        if None in found:
+            resolved = [node for node in found if node is not None]
+            unknown = {name: REASON_UNKNOWN_NODE for name, node in zip(names, found, strict=True) if node is None}
+        else:
+            resolved, unknown = cast(list[NodeInfo], found), {}
+        hosts = names if not unknown else [node.name for node in resolved]
+        self._resolved = [_Resolved(names, version, resolved, unknown, hosts)] + self._resolved[:RESOLVED_LISTS - 1]
+        return resolved, dict(unknown)
+
+    def _resolved_entry(self, nodes: list[NodeInfo]) -> _Resolved | None:
+        return next((entry for entry in self._resolved if entry.nodes is nodes), None)
+
+    def _names_of(self, nodes: list[NodeInfo]) -> list[str]:
+        """The names of `nodes`; for a list `_nodes` resolved, the ones it was resolved from."""
+        entry = self._resolved_entry(nodes)
+        return entry.hosts if entry is not None else [node.name for node in nodes]
 
     def _remember(self, pod: PodInfo) -> None:
         """Keep the pod so a later bind call (which carries only names) can find it; only the
@@ -105,11 +142,14 @@ class ExtenderService:
         for name, node_status in rejected.items():
             target = unresolvable if node_status.code is Code.UnschedulableAndUnresolvable else failed
             target[name] = node_status.message or node_status.code.name
-        keep = {n.name for n in passed}
+        if names is None:
+            keep = {n.name for n in passed}
         return {
             "Nodes": (None if names is not None
                       else {"items": [i for i in items or [] if i["metadata"]["name"] in keep]}),
-            "NodeNames": [n.name for n in passed] if names is not None else None,
+            # every node passed (in order: the walk starts at the first): the names asked about
+            "NodeNames": (None if names is None
+                          else self._names_of(nodes) if len(passed) == len(nodes) else [n.name for n in passed]),
             "FailedNodes": failed,
             "FailedAndUnresolvableNodes": unresolvable,
             "Error": "",
@@ -132,9 +172,11 @@ class ExtenderService:
         if not status.is_success:
             raise RuntimeError(f"{status.plugin}: {status.code.name}: {status.message}")
         weight_sum = sum(p.weight for p in table.plugins)
-        return [{"Host": node.name,
-                 "Score": (total // weight_sum if weight_sum else 0) * wire.MAX_EXTENDER_PRIORITY // 100}
-                for node, total in zip(nodes, table.totals, strict=False)]
+        hosts = self._names_of(nodes)
+        if not weight_sum:
+            return [{"Host": host, "Score": 0} for host in hosts]
+        scores = (table.total_array // weight_sum * wire.MAX_EXTENDER_PRIORITY // 100).tolist()
+        return [{"Host": host, "Score": score} for host, score in zip(hosts, scores, strict=True)]
 
     async def bind(self, body: Any) -> wire.ExtenderBindingResult:
         """Reserve and Permit, then the binding cycle. A pod that Permit parks (a gang member) is

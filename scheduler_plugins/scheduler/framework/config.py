@@ -59,6 +59,9 @@ class Profile:
     plugins: Mapping[str, tuple[PluginRef, ...]]
     args: Mapping[str, Any]
     path: str = "profiles[0]"
+    #: the profile's own percentageOfNodesToScore (KubeSchedulerProfile, kube-scheduler ≥ 1.27):
+    #: when set it wins over the top-level one; None: use the top-level one
+    percentage_of_nodes_to_score: int | None = None
 
     def enabled(self, point: str) -> tuple[PluginRef, ...]:
         return self.plugins.get(point, ())
@@ -151,9 +154,13 @@ def _profile(raw: Any, path: str, registry: Registry) -> Profile:
         raise ConfigError(plugins_block.at("queueSort"), "only one queue sort plugin may be enabled")
     if not plugins["bind"]:
         raise ConfigError(plugins_block.at("bind"), "at least one bind plugin must be enabled")
+    percentage = None
+    if fields.raw.get("percentageOfNodesToScore") is not None:
+        percentage = fields.int("percentageOfNodesToScore", DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE)
+        check_range(fields.at("percentageOfNodesToScore"), percentage, 0, 100)
     profile = Profile(fields.str("schedulerName", DEFAULT_SCHEDULER_NAME), plugins, {}, path)
     args = _plugin_args(fields, profile.plugin_names(), registry)
-    return Profile(profile.scheduler_name, plugins, args, path)
+    return Profile(profile.scheduler_name, plugins, args, path, percentage)
 
 
 def parse_config(doc: Any, registry: Registry, source: str = "<document>") -> SchedulerConfig:

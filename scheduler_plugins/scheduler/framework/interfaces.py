@@ -230,6 +230,16 @@ class AfterPostFilterTransformer(Protocol):
                           post_filter_status: Status) -> None: ...
 
 
+@runtime_checkable
+class WarmUpPlugin(Protocol):
+    """Optional: build what the plugin would otherwise build on its first cycle (the per-node rows
+    of its batch forms) from the cluster as it is now. A long-running server calls it once the
+    cluster is loaded, so the first request does not pay for it and what it builds is long-lived
+    from the start (frozen out of the garbage collector's sweeps with the rest of the snapshot)."""
+
+    def warm_up(self) -> None: ...
+
+
 # --- what the framework needs of the cluster state ----------------------------------------------
 
 @runtime_checkable

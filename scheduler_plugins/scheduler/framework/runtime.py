@@ -8,11 +8,12 @@ profile order. Plugins that keep caches of cluster objects are subscribed to the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cmp_to_key
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler_plugins.scheduler.framework import interfaces as fi
 from scheduler_plugins.scheduler.framework.batch import BatchFilter
@@ -50,6 +51,8 @@ class ScoreTable:
     nodes: list[NodeInfo]
     plugins: list[PluginScores]
     totals: list[int]
+    #: `totals` as an int64 array (what the scheduling loop and the extender compute with)
+    total_array: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 class Framework:
@@ -71,12 +74,21 @@ class Framework:
         self.before_score = [p for p in points.score if isinstance(p, fi.BeforeScoreTransformer)]
         self.after_post_filter = [p for p in points.post_filter if isinstance(p, fi.AfterPostFilterTransformer)]
         self._batch = BatchFilter()
+        #: whether Filter and Score may use the plugins' batch forms; off, every node is asked one
+        #: by one (the reference the batch forms must agree with)
+        self.batch = True
         self._batch_filters = {p.name: p for p in points.filter if isinstance(p, fi.BatchFilterPlugin)}
         self.next_pod_plugins = [p for p in points.pre_enqueue if isinstance(p, fi.NextPodPlugin)]
         self.pre_bind_extensions = [p for p in points.pre_bind if isinstance(p, fi.PreBindExtensions)]
         for plugin in self.plugins.values():
             if isinstance(plugin, (fi.ClusterListener, fi.PodListener, fi.ObjectListener)):
                 handle.cluster.subscribe(plugin)
+
+    def warm_up(self) -> None:
+        """Let every plugin that can build its per-node state now (`WarmUpPlugin`)."""
+        for plugin in self.plugins.values():
+            if isinstance(plugin, fi.WarmUpPlugin):
+                plugin.warm_up()
 
     # --- queueing --------------------------------------------------------------------------------
     def run_pre_enqueue(self, pod: PodInfo) -> Status:
@@ -185,7 +197,7 @@ class Framework:
         else:
             skip = state.skip_filter_plugins
             active = [p for p in self.points.filter if p.name not in skip]
-            if total and all(p.name in self._batch_filters for p in active):
+            if self.batch and total and all(p.name in self._batch_filters for p in active):
                 batch = [self._batch_filters[p.name] for p in active]
                 # the few nodes a transformer changes are filtered one by one, the rest in batch
                 overrides = {n.name: self.run_filter(state, pod, n) for n in nodes if n.name in scope} if scope else {}
@@ -264,7 +276,7 @@ class Framework:
             if plugin.name in state.skip_score_plugins:
                 continue
             values = None
-            if score_array is not None:
+            if score_array is not None and self.batch:
                 index = self._batch.indexes(nodes)
                 values = None if index is None else score_array(state, pod, nodes, index)
             if values is not None:
@@ -293,7 +305,7 @@ class Framework:
                     f"plugin {plugin.name} returned an invalid score {bad}").with_plugin(plugin.name)
             rows.append(PluginScores(plugin.name, weight, raw, normalized))
             totals += values * weight
-        return ScoreTable(nodes, rows, totals.tolist()), SUCCESS
+        return ScoreTable(nodes, rows, totals.tolist(), totals), SUCCESS
 
     # --- reserve, permit, binding ----------------------------------------------------------------
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:

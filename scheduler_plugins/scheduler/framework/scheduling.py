@@ -1,17 +1,21 @@
 """The scheduling loop for one pod (kube-scheduler's `schedulingCycle` + `bindingCycle`): the
 production loop of `colocate scheduler simulate`, and the node selection `explain` reports.
 
-Node sampling follows kube-scheduler's `percentageOfNodesToScore`: with 0 (adaptive) a cluster of
-n ≥ 100 nodes is searched for max(100, n × max(5, 50 − n/125) / 100) feasible nodes, starting
-where the previous cycle stopped. Ties between equal totals go to the lowest node name (spec §2.1).
+Node sampling follows kube-scheduler's `percentageOfNodesToScore` (pkg/scheduler/schedule_one.go,
+numFeasibleNodesToFind): the profile's value when it sets one, else the configuration's; with 0
+(adaptive, the default) a cluster of n ≥ 100 nodes is searched for max(100, n × max(5, 50 − n/125)
+/ 100) feasible nodes, starting where the previous cycle stopped (nextStartNodeIndex). Ties between
+equal totals go to the lowest node name (spec §2.1).
 """
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, RESERVED_RESERVATION, CycleState
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
@@ -43,7 +47,7 @@ def failure_message(total: int, statuses: dict[str, Status]) -> str:
     return f"0/{total} nodes are available: {parts}." if parts else f"0/{total} nodes are available."
 
 
-def select_host(nodes: list[NodeInfo], totals: list[int]) -> int:
+def select_host(nodes: list[NodeInfo], totals: Sequence[int] | npt.NDArray[np.int64]) -> int:
     """Index of the highest total; equal totals go to the lowest node name."""
     values = np.asarray(totals)
     return min(np.flatnonzero(values == values.max()).tolist(), key=lambda i: nodes[i].name)
@@ -87,7 +91,8 @@ class Scheduler:
     def __init__(self, framework: Framework, cluster: ClusterView, percentage_of_nodes_to_score: int = 0) -> None:
         self.framework = framework
         self.cluster = cluster
-        self.percentage = percentage_of_nodes_to_score
+        own = framework.profile.percentage_of_nodes_to_score
+        self.percentage = percentage_of_nodes_to_score if own is None else own
         self.next_start_node_index = 0
         #: placements of the pods parked by Permit, updated when they settle
         self.waiting: dict[str, Placement] = {}
@@ -163,7 +168,7 @@ class Scheduler:
         table, status = self.framework.run_score(state, pod, feasible)
         if not status.is_success:
             return "", None, status
-        best = select_host(feasible, table.totals)
+        best = select_host(feasible, table.total_array if len(table.total_array) else table.totals)
         return feasible[best].name, table.totals[best], SUCCESS
 
     def _reserve_and_bind(self, state: CycleState, pod: PodInfo, node_name: str, score: int | None) -> Placement:

@@ -2,7 +2,7 @@
 produced it (Kubernetes `framework.Status`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
@@ -42,7 +42,7 @@ class Status:
         return ", ".join(self.reasons)
 
     def with_plugin(self, plugin: str) -> Status:
-        return self if self.plugin == plugin else replace(self, plugin=plugin)
+        return self if self.plugin == plugin else Status(self.code, self.reasons, plugin)
 
     def as_dict(self) -> dict[str, Any]:
         return {"plugin": self.plugin, "code": self.code.name, "reasons": list(self.reasons)}

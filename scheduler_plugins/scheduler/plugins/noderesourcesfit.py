@@ -142,17 +142,18 @@ class NodeResourcesFit:
                     index: NodeIndex) -> npt.NDArray[np.int64]:
         cols = self.columns
         cols.refresh()
-        rows = slice(0, cols.rows.size())  # whole table by view, then select: no gathering copies
-        total = np.zeros(cols.rows.size(), dtype=np.int64)
-        weights = np.zeros(cols.rows.size(), dtype=np.int64)
+        total: npt.NDArray[np.int64] | None = None
+        weights: npt.NDArray[np.int64] | None = None
         for name, weight, request, non_zero in self._pod_scoring(state, pod):
-            capacity = cols.get(("alloc", name))[rows]
-            used = cols.get(("nz" if non_zero else "req", name))[rows] + request
+            capacity = cols.get(("alloc", name))[index]
+            used = cols.get(("nz" if non_zero else "req", name))[index] + request
             present = capacity > 0
             score = np.where(present & (used <= capacity), (capacity - used) * 100 // np.maximum(capacity, 1), 0)
-            total += score * weight
-            weights += present * weight
-        scores: npt.NDArray[np.int64] = np.where(weights > 0, total // np.maximum(weights, 1), 0)[index]
+            total = score * weight if total is None else total + score * weight
+            weights = present * weight if weights is None else weights + present * weight
+        if total is None or weights is None:
+            return np.zeros(len(nodes), dtype=np.int64)
+        scores: npt.NDArray[np.int64] = np.where(weights > 0, total // np.maximum(weights, 1), 0)
         return scores
 
 
@@ -162,8 +163,9 @@ def _extract(node: NodeInfo, key: tuple[str, str]) -> int:
         return len(node.pods)
     if kind == "alloc":
         return node.allocatable.get(name, DEFAULT_MAX_PODS if name == RESOURCE_PODS else 0)
-    table = {"qos": node.qos_requested, "nz": node.non_zero_requested, "req": node.requested}[kind]
-    return table.get(name, 0)
+    if kind == "qos":
+        return node.qos_requested.get(name, 0)
+    return (node.non_zero_requested if kind == "nz" else node.requested).get(name, 0)
 
 
 def new(args: NodeResourcesFitArgs, handle: Handle) -> NodeResourcesFit:

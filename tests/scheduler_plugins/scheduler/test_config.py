@@ -85,6 +85,7 @@ def test_args_may_carry_apiversion_and_kind():
      "profiles[0].pluginConfig[0].args.resources.cpu.type"),
     ({"kind": "Nope"}, "kind"),
     ({"percentageOfNodesToScore": 200}, "percentageOfNodesToScore"),
+    ({"profiles": [{"percentageOfNodesToScore": -1}]}, "profiles[0].percentageOfNodesToScore"),
 ])
 def test_errors_name_the_field(doc, path):
     with pytest.raises(ConfigError) as info:

@@ -75,3 +75,21 @@ def test_a_new_metric_rebuilds_the_aggregates():
     assert plugin.cache.estimated_usage("node-1", False, "", 0.0)[idx] == 30000
     cluster.delete_node_metric("node-1")
     assert plugin.cache.estimated_usage("node-1", False, "", 0.0) is None
+
+
+def test_a_reserve_pod_reserved_on_a_node_adds_no_estimate():
+    """Spec §3.4: the cache holds bound or assumed pods, not reserve pods: scheduling a Reservation
+    holds capacity for its owners, it puts no load on the node (the owner is counted once bound)."""
+    from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+    from scheduler_plugins.scheduler.reservations import reserve_pod_object
+
+    reservation = {"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Reservation",
+                   "metadata": {"name": "r1", "uid": "u1"},
+                   "spec": {"owners": [{"object": {"name": "owner", "namespace": "default"}}],
+                            "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": REQ}}]}}}}
+    plugin, _ = plugin_of([NODE, make_metric(cpu="20")], LA)
+    cpu = plugin.resources.index("cpu")
+    plugin.reserve(CycleState(), PodInfo(reserve_pod_object(reservation)), "node-1")
+    assert plugin.cache.estimated_usage("node-1", False, "", 0.0)[cpu] == 20000
+    plugin.reserve(CycleState(), PodInfo(make_pod("a", requests=REQ)), "node-1")
+    assert plugin.cache.estimated_usage("node-1", False, "", 0.0)[cpu] == 28500

@@ -1,6 +1,10 @@
 """LoadAwareScheduling for many nodes at once: the per-node inputs of Filter and Score (§3.6–3.7)
 kept as numpy rows, refreshed from the plugin's own per-node helpers whenever a node changes, so
-the batch answers are the per-node answers by construction (and a test checks they agree)."""
+the batch answers are the per-node answers by construction (and a test checks they agree).
+
+Per-resource tables are stored resource-major (`[resource, node]`): a window of nodes is then a
+view of each resource's row, and a reduction over resources is an elementwise operation on whole
+rows instead of a reduction along a short axis (which numpy does slowly)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -8,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scheduler_plugins.scheduler.framework.columns import DirtyRows, grow
+from scheduler_plugins.scheduler.framework.interfaces import NodeIndex
 
 if TYPE_CHECKING:
     from scheduler_plugins.scheduler.plugins.loadaware.plugin import LoadAwareScheduling
@@ -16,29 +21,44 @@ NO_LIMIT = np.iinfo(np.int64).max
 VARIANTS = (False, True)  # is the pod judged as a prod pod on this node?
 
 
+def grow_columns(table: np.ndarray, size: int, fill: object = 0) -> np.ndarray:
+    """A resource-major table extended to `size` node columns with `fill`."""
+    if table.shape[1] >= size:
+        return table
+    extra = np.full((table.shape[0], size - table.shape[1]), fill, dtype=table.dtype)
+    return np.concatenate([table, extra], axis=1)
+
+
 class LoadColumns:
     def __init__(self, plugin: LoadAwareScheduling) -> None:
         self.plugin = plugin
         self.cluster = plugin.handle.cluster
         self.rows = DirtyRows(self.cluster)
         width = len(plugin.resources)
+        self.width = width
         self.valid = np.zeros(0, dtype=bool)
         self.has_load = np.zeros(0, dtype=bool)
         self.has_node_metric = np.zeros(0, dtype=bool)
         self.update_time = np.zeros(0, dtype=np.float64)
         self.has_prod = np.zeros(0, dtype=bool)
-        self.allocatable = np.zeros((0, width), dtype=np.int64)
+        self.allocatable = np.zeros((width, 0), dtype=np.int64)
         self.all_zero = {v: np.zeros(0, dtype=bool) for v in VARIANTS}
-        self.limits = {v: np.zeros((0, width), dtype=np.int64) for v in VARIANTS}
+        self.limits = {v: np.zeros((width, 0), dtype=np.int64) for v in VARIANTS}
         self.has_usage = {v: np.zeros(0, dtype=bool) for v in VARIANTS}
-        self.usage = {v: np.zeros((0, width), dtype=np.int64) for v in VARIANTS}
+        self.usage = {v: np.zeros((width, 0), dtype=np.int64) for v in VARIANTS}
 
     def _grow(self, size: int) -> None:
-        for name in ("valid", "has_load", "has_node_metric", "update_time", "has_prod", "allocatable"):
+        if len(self.valid) >= size:
+            return
+        for name in ("valid", "has_load", "has_node_metric", "update_time", "has_prod"):
             setattr(self, name, grow(getattr(self, name), size))
-        for table in (self.all_zero, self.limits, self.has_usage, self.usage):
+        self.allocatable = grow_columns(self.allocatable, size)
+        for flags in (self.all_zero, self.has_usage):
             for v in VARIANTS:
-                table[v] = grow(table[v], size)
+                flags[v] = grow(flags[v], size)
+        for table in (self.limits, self.usage):
+            for v in VARIANTS:
+                table[v] = grow_columns(table[v], size)
 
     def refresh(self) -> None:
         dirty = self.rows.take().tolist()
@@ -57,38 +77,49 @@ class LoadColumns:
             self.update_time[i] = np.nan if load is None or load.update_time is None else load.update_time
             view = plugin._view(node)
             self.has_prod[i] = view.has_prod_thresholds
-            self.allocatable[i] = view.allocatable
+            self.allocatable[:, i] = view.allocatable
             for v in VARIANTS:
-                checks = plugin._filter_checks(node, v)
+                # the prod variant is read only where it applies: Filter on nodes with prod
+                # thresholds, Score when scoreAccordingProdUsage is set
+                checks = plugin._filter_checks(node, v) if not v or view.has_prod_thresholds else None
                 self.all_zero[v][i] = checks is None
-                self.limits[v][i] = NO_LIMIT
+                limits = self.limits[v]
+                limits[:, i] = NO_LIMIT
                 for r, limit, _ in checks or ():
-                    self.limits[v][i, r] = limit
-                usage = plugin._score_usage(node, v)
+                    limits[r, i] = limit
+                usage = plugin._score_usage(node, v) if not v or plugin.args.score_according_prod_usage else None
                 self.has_usage[v][i] = usage is not None
-                self.usage[v][i] = usage if usage is not None else 0
+                self.usage[v][:, i] = usage if usage is not None else 0
 
-    def expired(self, index: np.ndarray | slice) -> np.ndarray:
+    def expired(self, index: NodeIndex) -> np.ndarray:
         update_time = self.update_time[index]
         with np.errstate(invalid="ignore"):
             expiry = self.plugin.args.node_metric_expiration_seconds
             expired: np.ndarray = np.isnan(update_time) | (self.plugin.clock() - update_time >= expiry)
             return expired
 
-    def filter_mask(self, estimate: list[int], pod_is_prod: bool, daemonset: bool, index: np.ndarray) -> np.ndarray:
+    def filter_mask(self, estimate: list[int], pod_is_prod: bool, daemonset: bool, index: NodeIndex) -> np.ndarray:
         self.refresh()
         if daemonset:
             valid: np.ndarray = self.valid[index].copy()
             return valid
         args = self.plugin.args
-        if pod_is_prod and self.has_prod[index].any():
-            prod = self.has_prod[index]
-            limits = np.where(prod[:, None], self.limits[True][index], self.limits[False][index])
+        prod = self.has_prod[index] if pod_is_prod else None
+        if prod is not None and prod.any():
             all_zero = np.where(prod, self.all_zero[True][index], self.all_zero[False][index])
+            limit_rows = [np.where(prod, self.limits[True][r, index], self.limits[False][r, index])
+                          for r in range(self.width)]
         else:
-            limits, all_zero = self.limits[False][index], self.all_zero[False][index]
-        passes = np.all(np.asarray(estimate, dtype=np.int64)[None, :] < limits, axis=1)
-        passes |= ~self.has_node_metric[index]
+            all_zero = self.all_zero[False][index]
+            limit_rows = [self.limits[False][r, index] for r in range(self.width)]
+        passes = ~self.has_node_metric[index]
+        if limit_rows:  # the node passes every check: the estimate is below each limit
+            below = estimate[0] < limit_rows[0]
+            for r in range(1, self.width):
+                below &= estimate[r] < limit_rows[r]
+            passes |= below
+        else:
+            passes[:] = True
         if args.filter_expired_node_metrics:
             passes = np.where(self.expired(index), args.enable_schedule_when_node_metrics_expired, passes)
         passes |= all_zero
@@ -96,25 +127,32 @@ class LoadColumns:
         mask: np.ndarray = passes & self.valid[index]
         return mask
 
-    def score_array(self, estimate: list[int], prod_pod: bool, index: np.ndarray) -> np.ndarray | None:
-        """Computed over the whole table (views, no copies) and then selected: cheaper than
-        gathering every input column for a subset of rows."""
+    def score_array(self, estimate: list[int], prod_pod: bool, index: NodeIndex) -> np.ndarray | None:
+        """Computed on the given rows only (a view for a window of the table, else a gather)."""
         self.refresh()
-        if not self.valid[index].all():
+        valid = self.valid[index]
+        if not valid.all():
             return None  # the per-node path reports the missing node as an error
         plugin = self.plugin
-        rows = slice(0, self.rows.size())
-        est = np.asarray(estimate, dtype=np.int64)[None, :]
-        used = np.where(self.has_usage[prod_pod][rows][:, None], self.usage[prod_pod][rows] + est, est)
-        capacity = self.allocatable[rows]
-        scores = np.where((capacity == 0) | (used > capacity), 0, (capacity - used) * 100 // np.maximum(capacity, 1))
         dominant_weight = plugin.args.dominant_resource_weight
-        weights = np.asarray(plugin.weights, dtype=np.int64)
-        weight_sum = dominant_weight + int(weights.sum())
-        node_score = scores @ weights
+        has_usage = self.has_usage[prod_pod][index]
+        usage = self.usage[prod_pod]
+        node_score = np.zeros(len(valid), dtype=np.int64)
+        dominant = np.full(len(valid), 100 if dominant_weight else 0, dtype=np.int64)
+        weight_sum = dominant_weight
+        for r, weight in enumerate(plugin.weights):
+            capacity = self.allocatable[r, index]
+            used = np.where(has_usage, usage[r, index] + estimate[r], estimate[r])
+            score = np.where((capacity == 0) | (used > capacity), 0,
+                             (capacity - used) * 100 // np.maximum(capacity, 1))
+            if weight:
+                node_score += score * weight
+            weight_sum += weight
+            if dominant_weight:
+                np.minimum(dominant, score, out=dominant)
         if dominant_weight:
-            node_score = node_score + scores.min(axis=1) * dominant_weight
-        result = node_score // weight_sum if weight_sum > 0 else np.zeros(len(node_score), dtype=np.int64)
-        zero = ~self.has_load[rows] | ~self.has_node_metric[rows] | self.expired(rows)
-        selected: np.ndarray = np.where(zero, 0, result)[index]
-        return selected
+            node_score += dominant * dominant_weight
+        result = node_score // weight_sum if weight_sum > 0 else np.zeros(len(valid), dtype=np.int64)
+        zero = ~self.has_load[index] | ~self.has_node_metric[index] | self.expired(index)
+        result[zero] = 0
+        return result

@@ -16,6 +16,7 @@ from policies.nodemetric import read_node_metric
 from scheduler_plugins.clock import Clock, parse_time
 from scheduler_plugins.scheduler.plugins.loadaware.estimator import EstimationWindows
 from scheduler_plugins.scheduler.podinfo import PodInfo
+from scheduler_plugins.scheduler.reservations import is_reserve_pod
 
 Vec = list[int]
 
@@ -85,11 +86,12 @@ class AssignCache:
         return [0] * len(self.resources)
 
     # --- pods ------------------------------------------------------------------------------------
-    def assign(self, node_name: str, pod: PodInfo) -> None:
-        """Add (or refresh) a pod on a node; terminated pods are not cached."""
+    def assign(self, node_name: str, pod: PodInfo, estimated: Vec | None = None) -> None:
+        """Add (or refresh) a pod on a node; terminated pods and reserve pods (a Reservation being
+        scheduled: what it holds is not load a workload puts on the node) are not cached (spec §3.4)."""
         self.unassign(node_name, pod.key)
         self._touch(node_name)
-        if pod.is_terminated:
+        if pod.is_terminated or is_reserve_pod(pod):
             return
         now = self._clock()
         timestamp = parse_time(pod.condition_time("PodScheduled")) or now
@@ -100,7 +102,8 @@ class AssignCache:
             deadline = initialized + windows.after_initialized
         elif windows.after_pod_scheduled > 0:
             deadline = timestamp + windows.after_pod_scheduled
-        estimated = self._estimate(pod)
+        if estimated is None:  # else the caller's estimate of this very pod (Reserve: the cycle's)
+            estimated = self._estimate(pod)
         entry = AssignedPod(pod, timestamp, estimated if any(estimated) else None, deadline)
         self.pods.setdefault(node_name, {})[pod.key] = entry
         load = self.loads.get(node_name)

@@ -239,8 +239,11 @@ class LoadAwareScheduling:
         prod_pod = self.args.score_according_prod_usage and pod.priority_class == PriorityClass.PROD
         return self.columns.score_array(self._pod_estimate(state, pod), prod_pod, index)
 
+    def warm_up(self) -> None:
+        self.columns.refresh()
+
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        self.cache.assign(node_name, pod)
+        self.cache.assign(node_name, pod, self._pod_estimate(state, pod))
         self.handle.cluster.touch(node_name)
         return SUCCESS
 
