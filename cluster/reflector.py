@@ -26,6 +26,11 @@ from cluster.kinds import WatchedKind
 log = logging.getLogger("colocate.informer")
 
 GONE = 410
+JSON = "application/json"
+#: What a metadata-only kind asks for, as client-go's metadata client does: PartialObjectMetadata
+#: (kube-apiserver sends each object's metadata only), or, from a server that cannot, whole objects.
+METADATA_LIST = f"{JSON};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,{JSON}"
+METADATA_WATCH = f"{JSON};as=PartialObjectMetadata;g=meta.k8s.io;v=v1,{JSON}"
 
 
 @dataclass(frozen=True)
@@ -52,12 +57,16 @@ class ReflectorSink(Protocol):
 
 
 def slim(obj: dict[str, Any], kind: WatchedKind) -> dict[str, Any]:
-    """Drop what no handler reads and costs memory (managedFields), and fill in kind/apiVersion."""
+    """Drop what no handler reads and costs memory (managedFields), and fill in kind/apiVersion
+    (a PartialObjectMetadata of a metadata-only watch is named as the kind it is the metadata of)."""
     metadata = obj.get("metadata")
     if isinstance(metadata, dict):
         metadata.pop("managedFields", None)
-    obj.setdefault("kind", kind.kind)
-    obj.setdefault("apiVersion", kind.api_version)
+    if kind.metadata_only:
+        obj["kind"], obj["apiVersion"] = kind.kind, kind.api_version
+    else:
+        obj.setdefault("kind", kind.kind)
+        obj.setdefault("apiVersion", kind.api_version)
     return obj
 
 
@@ -103,11 +112,11 @@ class Reflector:
             except OSError:
                 pass
 
-    def _get(self, query: list[tuple[str, Any]], read_timeout: float) -> Any:
+    def _get(self, query: list[tuple[str, Any]], read_timeout: float, accept: str = JSON) -> Any:
         if self.kind.field_selector:
             query.append(("fieldSelector", self.kind.field_selector))
         request = self.api.param_serialize("GET", self.kind.collection_path(), query_params=query,
-                                           header_params={"Accept": "application/json"},
+                                           header_params={"Accept": accept},
                                            auth_settings=["BearerToken"])
         response = self.api.call_api(*request, _request_timeout=(self.settings.connect_timeout, read_timeout))
         if response.status == GONE:
@@ -130,7 +139,8 @@ class Reflector:
             query: list[tuple[str, Any]] = [("limit", self.settings.page_size)]
             if token:
                 query.append(("continue", token))
-            page = json.loads(self._get(query, self.settings.read_timeout).read())
+            accept = METADATA_LIST if self.kind.metadata_only else JSON
+            page = json.loads(self._get(query, self.settings.read_timeout, accept).read())
             objects.extend(slim(item, self.kind) for item in page.get("items") or ())
             metadata = page.get("metadata") or {}
             token = metadata.get("continue") or ""
@@ -144,7 +154,8 @@ class Reflector:
         query = [("watch", "true"), ("resourceVersion", version), ("allowWatchBookmarks", "true"),
                  ("timeoutSeconds", self.settings.watch_timeout)]
         self._watch_was_open = False
-        response = self._get(query, self.settings.watch_timeout + self.settings.read_timeout)
+        response = self._get(query, self.settings.watch_timeout + self.settings.read_timeout,
+                             METADATA_WATCH if self.kind.metadata_only else JSON)
         self._watch_was_open = True
         self._response = response.response
         try:

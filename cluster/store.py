@@ -9,6 +9,10 @@ The store is where the questions every component asks have their one answer:
   recovers: the last good state keeps being served, as client-go's informers do.
 * **stale seconds** — per kind, how long its watch has been broken (0 while healthy).
 
+A kind may carry a *transform* (`cluster.kinds.Transform`, e.g. `keep_metadata`): the store
+applies it to every object of that kind as it enters, whichever source sent it, and keeps and
+passes on only the result, as client-go's informer transforms do.
+
 Writes come from source threads; the store serialises them under one lock and calls the indexes
 under it, so an index sees a consistent sequence of changes. An index must be quick: one that
 must do its work on an event loop hands each change over (see `LoopIndex`).
@@ -23,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cluster.kinds import WatchedKind
+from cluster.kinds import Transform, WatchedKind
 from policies.objects import metadata_of
 from policies.snapshot import LoadProblem
 
@@ -79,8 +83,11 @@ class ClusterStore:
 
     def __init__(self, kinds: Iterable[str] = (), settings: StoreSettings = StoreSettings(),
                  clock: Callable[[], float] = time.monotonic,
-                 on_failure: Callable[[str, str], None] | None = None) -> None:
+                 on_failure: Callable[[str, str], None] | None = None,
+                 transforms: Mapping[str, Transform] | None = None) -> None:
         self.settings, self.clock, self.on_failure = settings, clock, on_failure
+        #: per kind, what is kept of each object (`cluster.kinds.transforms_of`); other kinds whole
+        self.transforms: Mapping[str, Transform] = dict(transforms or {})
         self.lock = threading.RLock()
         self._objects: dict[str, dict[ObjectKey, Object]] = {kind: {} for kind in kinds}
         self._sources: dict[str, dict[ObjectKey, str]] = {kind: {} for kind in kinds}
@@ -159,10 +166,16 @@ class ClusterStore:
         (the scheduler's assumed pods)."""
         with self.lock:
             key = key_of(obj)
-            self._delete(kind, key, self._objects.get(kind, {}).get(key) or obj)
+            old = self._objects.get(kind, {}).get(key)
+            if old is None and (transform := self.transforms.get(kind)) is not None:
+                old = transform(obj)
+            self._delete(kind, key, old or obj)
             self._applied()
 
     def _put(self, kind: str, key: ObjectKey, obj: Object, source: str) -> None:
+        transform = self.transforms.get(kind)
+        if transform is not None:
+            obj = transform(obj)
         old = self._objects[kind].get(key)
         if _unchanged(old, obj):
             return

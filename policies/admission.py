@@ -28,11 +28,17 @@ class Read:
     Plugins declare what they read (`reads`) so that the webhook watches exactly that, and grants
     itself exactly that in RBAC: `Read("Node")` is every Node, `Read("ConfigMap", "ns", "name")` the
     one ConfigMap. The kind must be a row of the kinds table (`policies.kinds`).
+
+    `metadata_only`: the plugin reads nothing of these objects but `apiVersion`, `kind` and
+    `metadata` (what the API server's PartialObjectMetadata carries), so that when no reader of the
+    kind needs more, the webhook keeps only that of each object (`webhook.watched`), as
+    controller-runtime's metadata-only watches do: a pod's spec and status are most of its size.
     """
 
     kind: str
     namespace: str = ""
     name: str = ""
+    metadata_only: bool = False
 
     def __post_init__(self) -> None:
         kind = kind_named(self.kind)  # a KeyError names a kind nobody declared

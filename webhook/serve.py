@@ -43,6 +43,7 @@ from certs.material import CertPaths
 from cli import eventloop
 from cli.jsonlog import dropped_lines, json_logging
 from cluster.client import api_client
+from cluster.kinds import WatchedKind, transforms_of
 from cluster.store import ClusterStore
 from webhook.connections import ConnectionLimits
 from webhook.gate import GatedSite
@@ -88,11 +89,23 @@ class Source(Protocol):
     async def run(self, state: StateHolder, on_reload: Any = None) -> None: ...
 
 
+def served_kinds(config: ServeConfig, registry: Registry) -> tuple[WatchedKind, ...]:
+    """What the routes read, and, when this process runs the background audit, what it reads:
+    whole Pods. Without the audit, Pods are kept as metadata only (the quota tree's reads)."""
+    if config.audit_interval <= 0:
+        return watched_kinds(registry)
+    from webhook.rollout.audit import AUDIT_READS
+
+    return watched_kinds(registry, AUDIT_READS)
+
+
 def make_source(config: ServeConfig, registry: Registry, metrics: Any) -> Source:
     """The directory source in embedded mode, else list/watch of the kinds the routes read."""
+    kinds = served_kinds(config, registry)
     if config.cluster is not None:
-        return DirectorySnapshots(config.cluster, interval=config.reload_interval, stuck_after=config.stuck_scan_after)
-    return ApiServerSnapshots(api_client(config.kubeconfig, config.context), watched_kinds(registry), config.kube,
+        return DirectorySnapshots(config.cluster, interval=config.reload_interval, stuck_after=config.stuck_scan_after,
+                                  transforms=transforms_of(kinds))
+    return ApiServerSnapshots(api_client(config.kubeconfig, config.context), kinds, config.kube,
                               on_failure=metrics.store_health.watch_failed)
 
 

@@ -19,14 +19,14 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from kubernetes import client
 
 from cluster.files import DirectorySource, start_in_daemon_thread
-from cluster.kinds import WatchedKind
+from cluster.kinds import Transform, WatchedKind, transforms_of
 from cluster.kube import KubeSource
 from cluster.reflector import ReflectorSettings
 from cluster.store import ClusterStore, Object, ObjectKey, StoreSettings
@@ -76,11 +76,14 @@ class SnapshotIndex:
 
 
 class DirectorySnapshots:
-    """Embedded mode: the snapshots of a directory of manifests, re-read when files change."""
+    """Embedded mode: the snapshots of a directory of manifests, re-read when files change.
+    `transforms`: what is kept of each object of a kind (`cluster.kinds.transforms_of` of the
+    watched kinds, as in live mode); other kinds are kept whole."""
 
-    def __init__(self, root: Path, interval: float = 1.0, stuck_after: float = 30.0) -> None:
+    def __init__(self, root: Path, interval: float = 1.0, stuck_after: float = 30.0,
+                 transforms: Mapping[str, Transform] | None = None) -> None:
         self.root, self.interval, self.stuck_after = root, interval, stuck_after
-        self.store = ClusterStore()
+        self.store = ClusterStore(transforms=transforms)
         self._source = DirectorySource(root, self.store)
         self._index = SnapshotIndex(self.store, strict=True)  # no API server checked these files
 
@@ -125,14 +128,15 @@ class DirectorySnapshots:
 
 
 class ApiServerSnapshots:
-    """Live mode: the snapshots of the kinds the routes read, listed and watched from the API server."""
+    """Live mode: the snapshots of the kinds the routes read, listed and watched from the API server;
+    of a metadata-only kind the store keeps only the metadata (`cluster.kinds.keep_metadata`)."""
 
     def __init__(self, api: client.ApiClient, kinds: Sequence[WatchedKind], settings: KubeSettings = KubeSettings(),
                  clock: Callable[[], float] = time.monotonic,
                  on_failure: Callable[[str, str], None] | None = None) -> None:
         self.settings, self.clock = settings, clock
         self.store = ClusterStore([k.kind for k in kinds], StoreSettings(settings.stale_log_interval), clock,
-                                  on_failure)
+                                  on_failure, transforms_of(kinds))
         self._source = KubeSource(api, kinds, self.store, settings.reflector)
         self._index = SnapshotIndex(self.store)
 

@@ -7,6 +7,11 @@ slo-controller-config ConfigMap: namespace koordinator-system, `metadata.name=sl
 The same narrowing gives the RBAC rule: list and watch, cluster-wide or in that namespace, and for
 one named object only that name (RBAC authorises a list or watch by resourceNames when it selects
 `metadata.name`).
+
+A kind every reader of which reads only metadata (`Read(..., metadata_only=True)`: the quota tree's
+Pods) is watched metadata-only: the store keeps apiVersion, kind and metadata of each object
+(`cluster.kinds.keep_metadata`). One reader of the whole object (the background audit's
+`AUDIT_READS`, passed as `also` when the audit runs) keeps the kind whole.
 """
 from __future__ import annotations
 
@@ -25,28 +30,35 @@ def merged_reads(reads: Iterable[Read]) -> tuple[Read, ...]:
     """One read per kind, wide enough for every plugin's, in the order of the kinds table.
 
     Two reads of one kind that differ in name widen to their namespace; in namespace, to the kind.
+    The merged read is metadata-only when every read of the kind is.
     """
     by_kind: dict[str, Read] = {}
     for read in reads:
         seen = by_kind.get(read.kind)
-        if seen is None or seen == read:
+        if seen is None:
             by_kind[read.kind] = read
+            continue
+        metadata_only = seen.metadata_only and read.metadata_only
+        if (seen.namespace, seen.name) == (read.namespace, read.name):
+            by_kind[read.kind] = Read(read.kind, read.namespace, read.name, metadata_only)
         elif seen.namespace == read.namespace:
-            by_kind[read.kind] = Read(read.kind, read.namespace)
+            by_kind[read.kind] = Read(read.kind, read.namespace, metadata_only=metadata_only)
         else:
-            by_kind[read.kind] = Read(read.kind)
+            by_kind[read.kind] = Read(read.kind, metadata_only=metadata_only)
     order = {name: index for index, name in enumerate(KINDS)}
     return tuple(sorted(by_kind.values(), key=lambda read: order[read.kind]))
 
 
 def watch_of(read: Read) -> WatchedKind:
     return WatchedKind.of(read.kind, namespace=read.namespace,
-                          field_selector=f"metadata.name={read.name}" if read.name else "")
+                          field_selector=f"metadata.name={read.name}" if read.name else "",
+                          metadata_only=read.metadata_only)
 
 
-def watched_kinds(registry: Registry) -> tuple[WatchedKind, ...]:
-    """The kinds the routes of `registry` read, each narrowed as far as its readers allow."""
-    return tuple(watch_of(read) for read in merged_reads(registry.reads()))
+def watched_kinds(registry: Registry, also: Iterable[Read] = ()) -> tuple[WatchedKind, ...]:
+    """The kinds the routes of `registry` read, and those of `also` (another reader of the same
+    state: the background audit), each narrowed and slimmed as far as all its readers allow."""
+    return tuple(watch_of(read) for read in merged_reads([*registry.reads(), *also]))
 
 
 @dataclass(frozen=True, order=True)

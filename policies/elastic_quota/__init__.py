@@ -78,8 +78,9 @@ def validate_delete(tree: QuotaTree, quota: Mapping[str, Any]) -> None:
         raise Denied(f"delete quota failed, quota {name} has {len(pods)} child pods: {', '.join(shown)}")
 
 
-#: What `quota_tree_of(snapshot)` is built from: the quotas, and the pods charged to them.
-QUOTA_TREE_READS: Final = frozenset({Read(ELASTIC_QUOTA_KIND), Read("Pod")})
+#: What `quota_tree_of(snapshot)` is built from: the quotas, and the pods charged to them (of a pod
+#: only its namespace, name and quota label: `QuotaTree.build`).
+QUOTA_TREE_READS: Final = frozenset({Read(ELASTIC_QUOTA_KIND), Read("Pod", metadata_only=True)})
 
 
 class QuotaDefaultsPlugin:

@@ -12,7 +12,7 @@ from cluster.client import api_client
 from cluster.reflector import ReflectorSettings
 from policies.snapshot import ClusterSnapshot
 from tests.support.apiserver import ApiServer
-from tests.support.builders import make_namespace, make_profile
+from tests.support.builders import make_namespace, make_pod, make_profile
 from tests.support.wait import wait_for
 from webhook.registry import Registry, default_routes, pod_routes
 from webhook.snapshots import ApiServerSnapshots, KubeSettings
@@ -120,3 +120,21 @@ async def test_deletes_and_updates_arrive_through_the_watch(api: ApiServer, live
     await wait_for(lambda: not state.snapshot.profiles and state.snapshot.namespace_labels("a").get("tier") == "2",
                    message="the delete and the update")
     assert api.requests["GET list Namespace"] == 1
+
+
+async def test_pods_are_held_as_metadata_only_from_the_list_and_the_watch(api: ApiServer,
+                                                                         live: Callable[[], Live]) -> None:
+    """The quota tree reads a pod's metadata only: the store keeps no spec or status of what the API
+    server sends, listed or watched (`Read("Pod", metadata_only=True)`)."""
+    listed = {**make_pod("listed", "ns-a", labels={"quota.scheduling.koordinator.sh/name": "q"}, node="n1"),
+              "status": {"phase": "Running"}}
+    api.apply(listed)
+    state = live()
+    await wait_for(lambda: state.state.ready, message="the first list of every kind")
+    api.apply({**make_pod("watched", "ns-a"), "status": {"phase": "Pending"}})
+    await wait_for(lambda: state.snapshot.get("Pod", "watched", "ns-a") is not None, message="the watched pod")
+    for name in ("listed", "watched"):
+        pod = state.snapshot.get("Pod", name, "ns-a")
+        assert pod is not None and set(pod) == {"apiVersion", "kind", "metadata"}, pod
+        assert pod["metadata"]["resourceVersion"] and pod["metadata"]["uid"]
+    assert state.snapshot.get("Pod", "listed", "ns-a")["metadata"]["labels"] == listed["metadata"]["labels"]  # type: ignore[index]

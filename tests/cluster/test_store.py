@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from cluster.files import DirectorySource, load_directory
-from cluster.kinds import WatchedKind
+from cluster.kinds import WatchedKind, keep_metadata, transforms_of
 from cluster.store import ClusterStore, LoopIndex, Object, ObjectKey
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from tests.support.apiserver import ApiServer
@@ -185,3 +185,45 @@ async def test_a_watch_cut_again_and_again_is_resumed_at_once_not_after_a_growin
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+def test_a_kind_with_a_transform_is_kept_as_the_transform_makes_it_from_every_source(tmp_path: Path) -> None:
+    """Reflector and directory alike: the store applies the kind's transform as objects enter, and
+    its indexes see only what it keeps; other kinds stay whole."""
+    slim = {"Pod": keep_metadata}
+    whole_pod = pod("p", "n1")
+    store, seen = ClusterStore(["Node", "Pod"], transforms=slim), Recorder()
+    store.subscribe(seen)
+    store.replaced(WatchedKind.of("Pod", metadata_only=True), [whole_pod])
+    store.changed(NODE, "ADDED", node("n1"))
+    assert store.objects("Pod") == [{"apiVersion": "v1", "kind": "Pod", "metadata": whole_pod["metadata"]}]
+    assert store.objects("Node") == [node("n1")]
+    store.changed(WatchedKind.of("Pod", metadata_only=True), "MODIFIED", pod("p", "n2", version="2"))
+    assert store.objects("Pod")[0]["metadata"]["resourceVersion"] == "2" and "spec" not in store.objects("Pod")[0]
+    seen.events.clear()
+    store.replace("Pod", [pod("p", "n2", version="2")])  # a relist of the same version: nothing changed
+    assert seen.events == [("applied",)]
+
+    files = ClusterStore(transforms=slim)
+    (tmp_path / "objects.yaml").write_text(yaml.safe_dump_all([whole_pod, node("n1")]))
+    DirectorySource(tmp_path, files).scan()
+    assert files.objects("Pod") == [{"apiVersion": "v1", "kind": "Pod", "metadata": whole_pod["metadata"]}]
+    assert files.objects("Node") == [node("n1")]
+
+
+def test_a_deletion_of_an_object_never_held_reaches_the_indexes_transformed() -> None:
+    deleted: list[Object] = []
+
+    class Deletions(Recorder):
+        def object_deleted(self, kind: str, key: ObjectKey, old: Object) -> None:
+            deleted.append(old)
+
+    store = ClusterStore(["Pod"], transforms={"Pod": keep_metadata})
+    store.subscribe(Deletions())
+    store.delete("Pod", pod("never-seen", "n1"))
+    assert deleted == [{"apiVersion": "v1", "kind": "Pod", "metadata": pod("never-seen")["metadata"]}]
+
+
+def test_a_kind_is_slimmed_only_when_every_watch_of_it_is_metadata_only() -> None:
+    assert transforms_of([WatchedKind.of("Pod", metadata_only=True), NODE]) == {"Pod": keep_metadata}
+    assert transforms_of([WatchedKind.of("Pod", "a", metadata_only=True), WatchedKind.of("Pod", "b")]) == {}

@@ -10,7 +10,11 @@ a merge or JSON patch, of which only `status` is kept), and the `pods/binding` s
 differs), and `pods/eviction` (POST a policy/v1 Eviction: 429 when a PodDisruptionBudget allows
 no disruption, else the pod is deleted). Field selectors take `=`, `==` and `!=` on dotted
 fields (`spec.nodeName!=`); a watch with one sends ADDED when a modified object starts matching
-and DELETED when it stops, as kube-apiserver's watch cache does. Faults are injected by the test: `drop_watches()`,
+and DELETED when it stops, as kube-apiserver's watch cache does. A list or watch asked for
+`Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1` (a watch:
+`as=PartialObjectMetadata`) answers with metadata only, as kube-apiserver's response transform does
+(the first JSON clause of Accept decides; a list asked for `PartialObjectMetadata`, or a watch for the
+`List`, is a 406 NotAcceptable). Faults are injected by the test: `drop_watches()`,
 `store.compact()`, `fail_requests(n)`.
 """
 from __future__ import annotations
@@ -82,6 +86,30 @@ def _status(code: int, reason: str, message: str) -> dict[str, Any]:
 
 def _error(code: int, reason: str, message: str) -> web.Response:
     return web.json_response(_status(code, reason, message), status=code)
+
+
+PARTIAL, PARTIAL_LIST = "PartialObjectMetadata", "PartialObjectMetadataList"
+
+
+def metadata_target(accept: str) -> str:
+    """`PartialObjectMetadata(List)` when the first JSON clause of `accept` asks for it in
+    meta.k8s.io/v1, else "" (whole objects). Media types not served here (protobuf) are skipped, as
+    kube-apiserver's negotiation skips what it cannot serve."""
+    for clause in accept.split(","):
+        media, *params = (part.strip() for part in clause.split(";"))
+        if media not in ("application/json", "application/*", "*/*"):
+            continue
+        options = dict(param.partition("=")[::2] for param in params)
+        if "as" not in options:
+            return ""
+        if options["as"] in (PARTIAL, PARTIAL_LIST) and (options.get("g"), options.get("v")) == ("meta.k8s.io", "v1"):
+            return options["as"]
+    return ""
+
+
+def partial_metadata(obj: dict[str, Any]) -> dict[str, Any]:
+    """What kube-apiserver's `asPartialObjectMetadata` makes of an object: its metadata, whole."""
+    return {"kind": PARTIAL, "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata") or {}}
 
 
 class ApiServer:
@@ -325,6 +353,10 @@ class ApiServer:
         return "DELETED", gone
 
     def _list(self, request: web.Request, resource: Kind, namespace: str) -> web.Response:
+        target = metadata_target(request.headers.get("Accept", ""))
+        if target == PARTIAL:
+            return _error(406, "NotAcceptable", f"you requested {PARTIAL}, but the requested object is a list "
+                                                f"(*v1.{resource.kind}List)")
         selector = request.query.get("fieldSelector", "")
         items = [o for o in self.store.list(resource, namespace) if self._selected(o, selector)]
         offset = int(request.query.get("continue") or 0)
@@ -333,6 +365,9 @@ class ApiServer:
         metadata = {"resourceVersion": str(self.store.version)}
         if rest:
             metadata["continue"] = str(offset + limit)
+        if target == PARTIAL_LIST:
+            return web.json_response({"kind": PARTIAL_LIST, "apiVersion": "meta.k8s.io/v1", "metadata": metadata,
+                                      "items": [partial_metadata(o) for o in page]})
         return web.json_response({"kind": f"{resource.kind}List", "apiVersion": resource.api_version,
                                   "metadata": metadata, "items": page})
 
@@ -341,11 +376,17 @@ class ApiServer:
         timeout = float(request.query.get("timeoutSeconds") or 1800)
         bookmarks = request.query.get("allowWatchBookmarks") == "true"
         version = request.query.get("resourceVersion") or "0"
+        target = metadata_target(request.headers.get("Accept", ""))
+        if target == PARTIAL_LIST:
+            return _error(406, "NotAcceptable", f"you requested {PARTIAL_LIST}, but the requested object is not "
+                                                f"a list (*v1.{resource.kind})")
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         response.enable_chunked_encoding()
         await response.prepare(request)
 
         async def send(type_: str, obj: dict[str, Any]) -> None:
+            if target and type_ != "ERROR":
+                obj = partial_metadata(obj)
             await response.write(json.dumps({"type": type_, "object": obj}).encode() + b"\n")
 
         watcher = Watcher(resource, namespace)

@@ -71,6 +71,10 @@ def test_a_registry_watches_only_what_its_own_routes_read() -> None:
     ([Read("ConfigMap", "a", "x"), Read("ConfigMap", "b", "x")], Read("ConfigMap")),
     ([Read("ConfigMap", "a"), Read("ConfigMap")], Read("ConfigMap")),
     ([Read("Node", name="n1"), Read("Node", name="n2")], Read("Node")),
+    ([Read("Pod", metadata_only=True), Read("Pod", metadata_only=True)], Read("Pod", metadata_only=True)),
+    ([Read("Pod", metadata_only=True), Read("Pod")], Read("Pod")),  # one reader of whole pods keeps them whole
+    ([Read("Pod", "a", metadata_only=True), Read("Pod", "a")], Read("Pod", "a")),
+    ([Read("Pod", "a", metadata_only=True), Read("Pod", "b", metadata_only=True)], Read("Pod", metadata_only=True)),
 ])
 def test_two_reads_of_one_kind_widen_to_cover_both(reads: list[Read], merged: Read) -> None:
     assert merged_reads(reads) == (merged,)

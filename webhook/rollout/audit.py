@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from policies.admission import Effect
+from policies.admission import Effect, Read
 from policies.changes import Change, changes_of, overlaps, summary
 from policies.jsonpatch_diff import diff
 from policies.objects import metadata_of, name_of, namespace_of
@@ -45,6 +45,10 @@ RESULTS: Final = (PASS, FAIL, WARN, ERROR, SKIP)
 DRIFTED: Final = frozenset({FAIL, WARN})
 TERMINATED_PHASES: Final = frozenset({"Succeeded", "Failed"})
 PROFILE_STEP: Final = "profile/"
+#: What the audit reads of the cluster beyond what the registry's plugins read: every Pod, whole (its
+#: spec and status are what it re-admits and compares). A state the audit runs on is watched with
+#: these too (`webhook.watched.watched_kinds(registry, AUDIT_READS)`), or pods would be metadata only.
+AUDIT_READS: Final = frozenset({Read("Pod")})
 
 
 def _apply_every_profile(n: int) -> int:

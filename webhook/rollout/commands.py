@@ -65,7 +65,7 @@ def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
     from cluster.client import api_client, api_errors
     from policies.manifests import ManifestError
     from webhook.registry import default_routes
-    from webhook.rollout.audit import audit
+    from webhook.rollout.audit import AUDIT_READS, audit
     from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots
     from webhook.watched import watched_kinds
 
@@ -84,7 +84,7 @@ def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
         assert snapshot is not None  # the first scan always builds one
     else:
         api = api_client(args.kubeconfig, args.context)  # ClusterUnavailable: exit 2 at the edge
-        source = ApiServerSnapshots(api, watched_kinds(registry))
+        source = ApiServerSnapshots(api, watched_kinds(registry, AUDIT_READS))
         try:
             snapshot = source.list_once()
         finally:
