@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import os
 from bisect import bisect_left
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -34,6 +34,7 @@ MULTIPROCESS_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"
 PLUGIN_BUCKETS_MS: Final = tuple(0.001 * 2**i for i in range(20))
 LATENCY_BUCKETS_S: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 FLUSH_INTERVAL: Final = 1.0
+T = TypeVar("T")
 
 
 class CounterTally:
@@ -183,26 +184,21 @@ class WebhookMetrics:
             multiprocess.MultiProcessCollector(self.registry, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
 
     # -- the tallies of the series admissions touch ------------------------------------------------
-    def tally(self, counter: Counter, *labels: str) -> CounterTally:
-        key = (id(counter), *labels)
+    def _tally(self, metric: Any, make: Callable[[Any], T], labels: tuple[str, ...]) -> T:
+        key = (id(metric), *labels)
         found = self._tallies.get(key)
         if found is None:  # resolving labels takes a lock and a few dict lookups: once per series
-            found = self._tallies[key] = CounterTally(counter.labels(*labels))
+            found = self._tallies[key] = make(metric.labels(*labels))
         return found
+
+    def tally(self, counter: Counter, *labels: str) -> CounterTally:
+        return self._tally(counter, CounterTally, labels)
 
     def gauge_tally(self, gauge: Gauge, *labels: str) -> GaugeTally:
-        key = (id(gauge), *labels)
-        found = self._tallies.get(key)
-        if found is None:
-            found = self._tallies[key] = GaugeTally(gauge.labels(*labels))
-        return found
+        return self._tally(gauge, GaugeTally, labels)
 
     def histogram_tally(self, histogram: Histogram, *labels: str) -> HistogramTally:
-        key = (id(histogram), *labels)
-        found = self._tallies.get(key)
-        if found is None:
-            found = self._tallies[key] = HistogramTally(histogram.labels(*labels))
-        return found
+        return self._tally(histogram, HistogramTally, labels)
 
     def route_series(self, route: Route) -> RouteSeries:
         return RouteSeries(self, route)
