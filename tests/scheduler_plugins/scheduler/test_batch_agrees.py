@@ -62,6 +62,17 @@ def random_pod(rng: random.Random):
     return make_pod("new", qos="BE", priority=5500, requests={"kubernetes.io/batch-cpu": str(rng.randint(0, 9000))})
 
 
+def assert_batch_agrees(fwk, pod, nodes, index) -> None:
+    """Each batch plugin's Filter mask and Score array equal its per-node answers on `nodes`."""
+    for name in ("NodeResourcesFit", "LoadAwareScheduling"):
+        plugin = fwk.plugins[name]
+        state = CycleState()
+        mask = plugin.filter_mask(state, pod, nodes, index).tolist()
+        assert mask == [plugin.filter(state, pod, n).is_success for n in nodes], name
+        scores = plugin.score_array(state, pod, nodes, index).tolist()
+        assert scores == [plugin.score(state, pod, n)[0] for n in nodes], name
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_batch_filter_and_score_agree_with_per_node(seed):
     rng = random.Random(seed)
@@ -71,13 +82,7 @@ def test_batch_filter_and_score_agree_with_per_node(seed):
     index = node_indexes(nodes)
     for _ in range(3):
         pod = PodInfo(random_pod(rng))
-        for name in ("NodeResourcesFit", "LoadAwareScheduling"):
-            plugin = fwk.plugins[name]
-            state = CycleState()
-            mask = plugin.filter_mask(state, pod, nodes, index).tolist()
-            assert mask == [plugin.filter(state, pod, n).is_success for n in nodes], name
-            scores = plugin.score_array(state, pod, nodes, index).tolist()
-            assert scores == [plugin.score(state, pod, n)[0] for n in nodes], name
+        assert_batch_agrees(fwk, pod, nodes, index)
         # then place it somewhere, so the next round sees changed rows
         target = rng.choice(nodes).name
         cluster.assume(pod, target)
@@ -132,13 +137,7 @@ def test_batch_forms_agree_on_any_subset_of_nodes_in_any_order(seed):
         subset = rng.sample(nodes, rng.randint(1, len(nodes)))
         index = node_indexes(subset)
         pod = PodInfo(random_pod(rng))
-        for name in ("NodeResourcesFit", "LoadAwareScheduling"):
-            plugin = fwk.plugins[name]
-            state = CycleState()
-            mask = plugin.filter_mask(state, pod, subset, index).tolist()
-            assert mask == [plugin.filter(state, pod, n).is_success for n in subset], name
-            scores = plugin.score_array(state, pod, subset, index).tolist()
-            assert scores == [plugin.score(state, pod, n)[0] for n in subset], name
+        assert_batch_agrees(fwk, pod, subset, index)
 
 
 def sampling_cluster(rng: random.Random, nodes: int, pods: int, shuffle: bool) -> list[dict]:
