@@ -13,13 +13,12 @@ from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.nodeslo import CPU_EVICT_POLICY_ALLOCATABLE
 from scheduler_plugins.koordlet.pods import PodView
 from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, StrategyOptions, StrategyResult
-from scheduler_plugins.koordlet.strategies.memoryevict import (
-    DEFAULT_ALLOCATABLE_LOWER,
-    DEFAULT_ALLOCATABLE_THRESHOLD,
-    MAX_ALLOCATABLE_EVICT_PRIORITY,
+from scheduler_plugins.koordlet.strategies.victims import (
+    allocatable_victims,
+    by_priority_then_usage,
     release_for,
+    take_until,
 )
-from scheduler_plugins.koordlet.strategies.victims import by_priority_then_usage, take_until
 
 NAME = "CPUEvict"
 
@@ -112,22 +111,11 @@ class CPUEvict:
 
     def _allocatable(self, inp: RoundInput, chosen: set[str], evict: Callable[[list[PodView], str], None]) -> None:
         t = inp.state.node_slo.threshold if inp.state.node_slo else None
-        allocatable = inp.node_amount("allocatable", BATCH_CPU)
-        if t is None or allocatable <= 0:
+        if t is None:
             return
-        limit = t.allocatable_evict_priority_threshold
-        if limit is None or limit > MAX_ALLOCATABLE_EVICT_PRIORITY:
-            return
-        candidates = [p for p in inp.pods if p.priority < limit]
-        requested = sum(p.batch_cpu_request() for p in candidates)
-        threshold = t.cpu_allocatable_evict_threshold_percent or DEFAULT_ALLOCATABLE_THRESHOLD
-        lower = t.cpu_allocatable_evict_lower_percent
-        if lower is None and threshold > DEFAULT_ALLOCATABLE_LOWER:
-            lower = DEFAULT_ALLOCATABLE_LOWER
-        found = release_for(requested, allocatable, threshold, lower)
-        if not found:
-            return
-        pct, release = found
-        request = PodView.batch_cpu_request
-        victims, _ = take_until(by_priority_then_usage(candidates, request), request, release, chosen)
-        evict(victims, f"batch-cpu requests {pct}% of allocatable >= {threshold}%, releasing {release}m")
+        found = allocatable_victims(inp.pods, PodView.batch_cpu_request, inp.node_amount("allocatable", BATCH_CPU),
+                                    t.allocatable_evict_priority_threshold, t.cpu_allocatable_evict_threshold_percent,
+                                    t.cpu_allocatable_evict_lower_percent, chosen)
+        if found:
+            victims, pct, threshold, release = found
+            evict(victims, f"batch-cpu requests {pct}% of allocatable >= {threshold}%, releasing {release}m")

@@ -11,22 +11,14 @@ from policies.constants import BATCH_MEMORY, QoSClass
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.pods import PodView
 from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, StrategyOptions, StrategyResult
-from scheduler_plugins.koordlet.strategies.victims import by_priority_then_usage, take_until
+from scheduler_plugins.koordlet.strategies.victims import (
+    allocatable_victims,
+    by_priority_then_usage,
+    release_for,
+    take_until,
+)
 
 NAME = "MemoryEvict"
-MAX_ALLOCATABLE_EVICT_PRIORITY = 7999
-DEFAULT_ALLOCATABLE_THRESHOLD, DEFAULT_ALLOCATABLE_LOWER = 110, 100
-
-
-def release_for(used: int, capacity: int, threshold: int, lower: int | None) -> tuple[int, int] | None:
-    """(usage %, bytes to release) when `used` of `capacity` is at or over `threshold` %."""
-    low = threshold - 2 if lower is None else lower
-    if low >= threshold or capacity <= 0:
-        return None
-    pct = used * 100 // capacity
-    if pct < threshold:
-        return None
-    return pct, capacity * (pct - low) // 100
 
 
 class MemoryEvict:
@@ -100,22 +92,12 @@ class MemoryEvict:
 
     def _allocatable(self, inp: RoundInput, chosen: set[str], evict: Callable[[list[PodView], str], None]) -> None:
         t = inp.state.node_slo.threshold if inp.state.node_slo else None
-        allocatable = inp.node_amount("allocatable", BATCH_MEMORY)
-        if t is None or allocatable <= 0:
+        if t is None:
             return
-        limit = t.allocatable_evict_priority_threshold
-        if limit is None or limit > MAX_ALLOCATABLE_EVICT_PRIORITY:
-            return
-        candidates = [p for p in inp.pods if p.priority < limit]
-        requested = sum(p.batch_memory_request() for p in candidates)
-        threshold = t.memory_allocatable_evict_threshold_percent or DEFAULT_ALLOCATABLE_THRESHOLD
-        lower = t.memory_allocatable_evict_lower_percent
-        found = release_for(requested, allocatable, threshold,
-                            DEFAULT_ALLOCATABLE_LOWER if lower is None and threshold > DEFAULT_ALLOCATABLE_LOWER
-                            else lower)
-        if not found:
-            return
-        pct, release = found
-        request = PodView.batch_memory_request
-        victims, _ = take_until(by_priority_then_usage(candidates, request), request, release, chosen)
-        evict(victims, f"batch memory requests {pct}% of allocatable >= {threshold}%, releasing {release} bytes")
+        found = allocatable_victims(
+            inp.pods, PodView.batch_memory_request, inp.node_amount("allocatable", BATCH_MEMORY),
+            t.allocatable_evict_priority_threshold, t.memory_allocatable_evict_threshold_percent,
+            t.memory_allocatable_evict_lower_percent, chosen)
+        if found:
+            victims, pct, threshold, release = found
+            evict(victims, f"batch memory requests {pct}% of allocatable >= {threshold}%, releasing {release} bytes")

@@ -1,9 +1,13 @@
-"""Victim order shared by the eviction strategies (spec §5–6)."""
+"""Victim order and release amounts shared by the eviction strategies (spec §5–6)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
 from scheduler_plugins.koordlet.pods import PodView
+
+#: the allocatable tasks (CPUAllocatableEvict, MemoryAllocatableEvict) only evict below this priority
+MAX_ALLOCATABLE_EVICT_PRIORITY = 7999
+DEFAULT_ALLOCATABLE_THRESHOLD, DEFAULT_ALLOCATABLE_LOWER = 110, 100
 
 
 def by_priority_then_usage(pods: Iterable[PodView], usage: Callable[[PodView], int],
@@ -31,3 +35,35 @@ def take_until(ordered: Iterable[PodView], amount: Callable[[PodView], int], nee
         chosen.append(pod)
         released += amount(pod)
     return chosen, released
+
+
+def release_for(used: int, capacity: int, threshold: int, lower: int | None) -> tuple[int, int] | None:
+    """(usage %, amount to release) when `used` of `capacity` is at or over `threshold` %."""
+    low = threshold - 2 if lower is None else lower
+    if low >= threshold or capacity <= 0:
+        return None
+    pct = used * 100 // capacity
+    if pct < threshold:
+        return None
+    return pct, capacity * (pct - low) // 100
+
+
+def allocatable_victims(pods: Iterable[PodView], request: Callable[[PodView], int], allocatable: int,
+                        priority_limit: int | None, threshold: int | None, lower: int | None,
+                        already: set[str]) -> tuple[list[PodView], int, int, int] | None:
+    """The allocatable task of CPUEvict and MemoryEvict, for one batch resource: when the `request`s
+    of pods below `priority_limit` pass `threshold` % of `allocatable`, victims (lowest priority,
+    largest request first) until they fall to `lower` %. (victims, request %, threshold, release)."""
+    if allocatable <= 0 or priority_limit is None or priority_limit > MAX_ALLOCATABLE_EVICT_PRIORITY:
+        return None
+    candidates = [p for p in pods if p.priority < priority_limit]
+    requested = sum(request(p) for p in candidates)
+    threshold = threshold or DEFAULT_ALLOCATABLE_THRESHOLD
+    if lower is None and threshold > DEFAULT_ALLOCATABLE_LOWER:
+        lower = DEFAULT_ALLOCATABLE_LOWER
+    found = release_for(requested, allocatable, threshold, lower)
+    if not found:
+        return None
+    pct, release = found
+    victims, _ = take_until(by_priority_then_usage(candidates, request), request, release, already)
+    return victims, pct, threshold, release

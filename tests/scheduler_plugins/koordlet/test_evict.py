@@ -6,7 +6,8 @@ from typing import Any
 from scheduler_plugins.koordlet.features import FeatureGates
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from scheduler_plugins.koordlet.strategies.cpuevict import CPUEvict, be_release_milli
-from scheduler_plugins.koordlet.strategies.memoryevict import MemoryEvict, release_for
+from scheduler_plugins.koordlet.strategies.memoryevict import MemoryEvict
+from scheduler_plugins.koordlet.strategies.victims import release_for
 from scheduler_plugins.koordlet.usage import BECPU, Usage
 from tests.scheduler_plugins.koordlet.rounds import round_input, usage
 from tests.support.builders import make_node, make_node_slo, make_pod
@@ -78,6 +79,15 @@ def test_memory_allocatable_evict_compares_batch_requests_with_allocatable() -> 
         round_input(NODE, slo(allocatableEvictPriorityThreshold=5999, memoryAllocatableEvictThresholdPercent=110),
                     pods, usage()))
     assert len(result.evictions) == 1  # 120 % → release 20 % of 20 Gi = 4 Gi: one 6 Gi pod
+
+
+def test_cpu_allocatable_evict_compares_batch_cpu_requests_with_allocatable() -> None:
+    pods = [be(f"b{i}", requests={"kubernetes.io/batch-cpu": "1200"}) for i in range(4)]  # 4,800 of 4,000
+    result = CPUEvict(options("CPUAllocatableEvict=true")).round(
+        round_input(NODE, slo(allocatableEvictPriorityThreshold=5999), pods, usage()))
+    # 120 % ≥ the default 110 % → release down to the default 100 %: 800 of batch-cpu, one 1,200 pod
+    assert [e.reason for e in result.evictions] == [
+        "batch-cpu requests 120% of allocatable >= 110%, releasing 800m"]
 
 
 def test_allocatable_evict_never_reaches_prod_priorities() -> None:
