@@ -15,11 +15,10 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.support.kustomize import containers, render
+from tests.support.kustomize import K8S_VERSION, containers, render
 from tests.support.paths import REPO
 
 MANIFESTS = REPO / "manifests"
-K8S_VERSION = "1.30"
 
 
 def rendered() -> list[dict[str, Any]]:

@@ -13,6 +13,9 @@ import yaml
 
 from cluster.files import read_manifest_file
 
+#: the Kubernetes version whose OpenAPI schema every shipped manifest is validated against
+K8S_VERSION = "1.30"
+
 CLUSTER_SCOPED = frozenset({
     "Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "PriorityClass",
     "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ClusterColocationProfile",
@@ -52,4 +55,10 @@ def containers(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
         spec = obj.get("spec", {}).get("template", {}).get("spec", {})
         found.extend(spec.get("containers", ()))
         found.extend(spec.get("initContainers", ()))
+    return found
+
+
+def only(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    """The one object of `kind` among `objects` (an error when there is none, or more than one)."""
+    (found,) = [o for o in objects if o["kind"] == kind]
     return found

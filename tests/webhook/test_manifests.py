@@ -8,10 +8,10 @@ from typing import Any
 import jsonschema
 import kubernetes_validate
 import pytest
-import yaml
 
 from cluster.files import read_manifest_file
 from tests.support.dispatcher import POD, rule_matches
+from tests.support.kustomize import K8S_VERSION, render
 from tests.support.webhook_manifests import (
     MANIFESTS,
     MUTATING_TIMEOUT,
@@ -23,23 +23,14 @@ from webhook.registry import default_routes
 from webhook.review import SUPPORTED_API_VERSIONS
 from webhook.watched import watched_kinds
 
-K8S_VERSION = "1.30"
-
 
 def load(path: Path) -> list[dict[str, Any]]:
     return read_manifest_file(path)
 
 
 def kustomized() -> list[dict[str, Any]]:
-    """Every object `kubectl apply -k manifests/` creates (kustomize resources, files or dirs)."""
-    def expand(directory: Path) -> list[dict[str, Any]]:
-        kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text())
-        objects: list[dict[str, Any]] = []
-        for entry in kustomization["resources"]:
-            target = directory / entry
-            objects.extend(expand(target) if target.is_dir() else load(target))
-        return objects
-    return expand(MANIFESTS)
+    """Every object `kubectl apply -k manifests/` creates."""
+    return render(MANIFESTS)
 
 
 def by_kind(kind: str) -> list[dict[str, Any]]:

@@ -12,11 +12,10 @@ from scheduler_plugins.descheduler.cluster import WATCHED_KINDS
 from scheduler_plugins.descheduler.framework.config import load_config
 from scheduler_plugins.descheduler.registry import in_tree_registry
 from scheduler_plugins.descheduler.service import bind_address
-from tests.support.kustomize import render
+from tests.support.kustomize import K8S_VERSION, only, render
 from tests.support.paths import REPO
 
 DIRECTORY = REPO / "manifests" / "descheduler"
-K8S_VERSION = "1.30"
 
 
 def kustomized() -> list[dict[str, Any]]:
@@ -25,8 +24,7 @@ def kustomized() -> list[dict[str, Any]]:
 
 
 def one(kind: str) -> dict[str, Any]:
-    (found,) = [o for o in kustomized() if o["kind"] == kind]
-    return found
+    return only(kustomized(), kind)
 
 
 @pytest.mark.parametrize("obj", kustomized(), ids=lambda o: f"{o['kind']}/{o['metadata']['name']}")

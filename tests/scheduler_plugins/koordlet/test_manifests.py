@@ -13,20 +13,19 @@ from cli.parser import Parser
 from cluster.files import read_manifest_file
 from scheduler_plugins.koordlet.agent import watched_kinds
 from scheduler_plugins.koordlet.cli import register_commands
+from tests.support.kustomize import K8S_VERSION, only, render
 from tests.support.paths import REPO
 
 DIRECTORY = REPO / "manifests" / "koordlet"
-K8S_VERSION = "1.30"
 
 
 def kustomized() -> list[dict[str, Any]]:
-    kustomization = yaml.safe_load((DIRECTORY / "kustomization.yaml").read_text())
-    return [o for entry in kustomization["resources"] for o in read_manifest_file(DIRECTORY / entry)]
+    """The objects `kubectl apply -k manifests/koordlet` creates."""
+    return render(DIRECTORY)
 
 
 def one(kind: str) -> dict[str, Any]:
-    (found,) = [o for o in kustomized() if o["kind"] == kind]
-    return found
+    return only(kustomized(), kind)
 
 
 @pytest.mark.parametrize("obj", kustomized(), ids=lambda o: f"{o['kind']}/{o['metadata']['name']}")

@@ -12,11 +12,10 @@ from scheduler_plugins.scheduler.cli import register_commands
 from scheduler_plugins.scheduler.cluster.sources import extender_kinds
 from scheduler_plugins.scheduler.framework.config import load_config
 from scheduler_plugins.scheduler.registry import in_tree_registry
-from tests.support.kustomize import render
+from tests.support.kustomize import K8S_VERSION, only, render
 from tests.support.paths import REPO
 
 DIRECTORY = REPO / "manifests" / "scheduler"
-K8S_VERSION = "1.30"
 
 
 def kustomized() -> list[dict[str, Any]]:
@@ -25,8 +24,7 @@ def kustomized() -> list[dict[str, Any]]:
 
 
 def one(kind: str) -> dict[str, Any]:
-    (found,) = [o for o in kustomized() if o["kind"] == kind]
-    return found
+    return only(kustomized(), kind)
 
 
 @pytest.mark.parametrize("obj", kustomized(), ids=lambda o: f"{o['kind']}/{o['metadata']['name']}")
