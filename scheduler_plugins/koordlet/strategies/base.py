@@ -12,6 +12,7 @@ from policies.quantity import QuantityError, milli_value, value
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, Reader
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout
 from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.nodeslo import ThresholdStrategy
 from scheduler_plugins.koordlet.pods import PodView, is_active, pod_view
 from scheduler_plugins.koordlet.states import NodeState
 from scheduler_plugins.koordlet.topology import CPUInfo
@@ -65,6 +66,20 @@ class RoundInput:
             return milli_value(raw[resource]) if resource == "cpu" else value(raw[resource])
         except QuantityError:
             return 0
+
+    def eviction_thresholds(self, result: StrategyResult, last_evict_time: float | None,
+                            cool_time: float) -> ThresholdStrategy | None:
+        """The NodeSLO thresholds an eviction strategy (CPUEvict, MemoryEvict) acts on this round, or
+        None, with the reason in `result.status`: it evicted less than `cool_time` ago, or the
+        NodeSLO is missing or switches eviction off."""
+        if last_evict_time is not None and self.now < last_evict_time + cool_time:
+            result.status["reason"] = "in cool time"
+            return None
+        slo = self.state.node_slo
+        if slo is None or not slo.threshold.enable:
+            result.status["reason"] = self.state.node_slo_error or "disabled by NodeSLO"
+            return None
+        return slo.threshold
 
 
 @dataclass(frozen=True)

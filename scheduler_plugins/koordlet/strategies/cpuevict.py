@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from policies.constants import BATCH_CPU, QoSClass
 from scheduler_plugins.koordlet import features
-from scheduler_plugins.koordlet.nodeslo import CPU_EVICT_POLICY_ALLOCATABLE
+from scheduler_plugins.koordlet.nodeslo import CPU_EVICT_POLICY_ALLOCATABLE, ThresholdStrategy
 from scheduler_plugins.koordlet.pods import PodView
 from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, StrategyOptions, StrategyResult
 from scheduler_plugins.koordlet.strategies.victims import (
@@ -52,14 +52,10 @@ class CPUEvict:
 
     def round(self, inp: RoundInput) -> StrategyResult:
         result = StrategyResult(NAME)
-        if self.last_evict_time is not None and inp.now < self.last_evict_time + self.options.cpu_evict_cool_time:
-            result.status["reason"] = "in cool time"
+        t = inp.eviction_thresholds(result, self.last_evict_time, self.options.cpu_evict_cool_time)
+        if t is None:
             return result
-        slo = inp.state.node_slo
-        if slo is None or not slo.threshold.enable:
-            result.status["reason"] = inp.state.node_slo_error or "disabled by NodeSLO"
-            return result
-        t, gates, usage = slo.threshold, self.options.gates, inp.usage
+        gates, usage = self.options.gates, inp.usage
 
         def cpu(pod: PodView) -> int:
             found = usage.pods.get(pod.key)
@@ -104,15 +100,13 @@ class CPUEvict:
                 evict(victims, f"node CPU usage {pct}% >= threshold {t.cpu_evict_threshold_percent}%, "
                                f"releasing {release}m")
         if gates.enabled(features.CPU_ALLOCATABLE_EVICT):
-            self._allocatable(inp, chosen, evict)
+            self._allocatable(inp, t, chosen, evict)
         if result.evictions:
             self.last_evict_time = inp.now
         return result
 
-    def _allocatable(self, inp: RoundInput, chosen: set[str], evict: Callable[[list[PodView], str], None]) -> None:
-        t = inp.state.node_slo.threshold if inp.state.node_slo else None
-        if t is None:
-            return
+    def _allocatable(self, inp: RoundInput, t: ThresholdStrategy, chosen: set[str],
+                     evict: Callable[[list[PodView], str], None]) -> None:
         found = allocatable_victims(inp.pods, PodView.batch_cpu_request, inp.node_amount("allocatable", BATCH_CPU),
                                     t.allocatable_evict_priority_threshold, t.cpu_allocatable_evict_threshold_percent,
                                     t.cpu_allocatable_evict_lower_percent, chosen)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from policies.constants import BATCH_MEMORY, QoSClass
 from scheduler_plugins.koordlet import features
+from scheduler_plugins.koordlet.nodeslo import ThresholdStrategy
 from scheduler_plugins.koordlet.pods import PodView
 from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, StrategyOptions, StrategyResult
 from scheduler_plugins.koordlet.strategies.victims import (
@@ -38,18 +39,13 @@ class MemoryEvict:
 
     def round(self, inp: RoundInput) -> StrategyResult:
         result = StrategyResult(NAME)
-        if self.last_evict_time is not None and inp.now < self.last_evict_time + self.options.memory_evict_cool_time:
-            result.status["reason"] = "in cool time"
-            return result
-        slo = inp.state.node_slo
-        if slo is None or not slo.threshold.enable:
-            result.status["reason"] = inp.state.node_slo_error or "disabled by NodeSLO"
+        t = inp.eviction_thresholds(result, self.last_evict_time, self.options.memory_evict_cool_time)
+        if t is None:
             return result
         capacity = inp.node_amount("capacity", "memory")
         if capacity <= 0:
             result.status["reason"] = "node memory capacity is 0"
             return result
-        t = slo.threshold
         gates = self.options.gates
         usage = inp.usage
         used = usage.node.memory if usage.node else 0
@@ -75,7 +71,7 @@ class MemoryEvict:
                 evict(victims, f"node memory usage {pct}% >= threshold {t.memory_evict_threshold_percent}%, "
                                f"releasing {release} bytes from BE pods")
         if gates.enabled(features.MEMORY_ALLOCATABLE_EVICT):
-            self._allocatable(inp, chosen, evict)
+            self._allocatable(inp, t, chosen, evict)
         if gates.enabled(features.MEMORY_EVICT) and t.memory_evict_threshold_percent is not None \
                 and t.evict_enabled_priority_threshold is not None:
             found = release_for(used, capacity, t.memory_evict_threshold_percent, t.memory_evict_lower_percent)
@@ -90,10 +86,8 @@ class MemoryEvict:
             self.last_evict_time = inp.now
         return result
 
-    def _allocatable(self, inp: RoundInput, chosen: set[str], evict: Callable[[list[PodView], str], None]) -> None:
-        t = inp.state.node_slo.threshold if inp.state.node_slo else None
-        if t is None:
-            return
+    def _allocatable(self, inp: RoundInput, t: ThresholdStrategy, chosen: set[str],
+                     evict: Callable[[list[PodView], str], None]) -> None:
         found = allocatable_victims(
             inp.pods, PodView.batch_memory_request, inp.node_amount("allocatable", BATCH_MEMORY),
             t.allocatable_evict_priority_threshold, t.memory_allocatable_evict_threshold_percent,
