@@ -76,8 +76,8 @@ class _Gate(asyncio.Protocol):
         timeout = self.site.limits.first_request_timeout
         self.deadline = self.loop.call_later(timeout, self._first_request_overdue)
         waiter = self.loop.create_future()
-        tls = _tls_protocol(self.loop)(self.loop, self, self.site.tls_context, waiter, server_side=True,
-                                       ssl_handshake_timeout=timeout, call_connection_made=False)
+        tls = self.site.tls_protocol(self.loop, self, self.site.tls_context, waiter, server_side=True,
+                                     ssl_handshake_timeout=timeout, call_connection_made=False)
         raw.set_protocol(tls)
         tls.connection_made(raw)
         waiter.add_done_callback(lambda done: self._handshake_done(done, tls))
@@ -169,6 +169,7 @@ class GatedSite(web.TCPSite):
                  reuse_port: bool | None = None) -> None:
         super().__init__(runner, host, port, backlog=backlog, reuse_port=reuse_port)
         self.tls_context = tls_context
+        self.tls_protocol: Any = _LeanTLS  # the running loop's, chosen in start()
         self.limits = limits
         self.metrics = metrics
         self.open = 0
@@ -204,6 +205,7 @@ class GatedSite(web.TCPSite):
     async def start(self) -> None:
         self._runner._reg_site(self)
         loop = asyncio.get_running_loop()
+        self.tls_protocol = _tls_protocol(loop)
         self._server = await loop.create_server(lambda: _Gate(self), self._host, self._port, backlog=self._backlog,
                                                 reuse_address=self._reuse_address, reuse_port=self._reuse_port)
 
