@@ -25,7 +25,7 @@ import orjson
 ROOT_LOGGER = "colocate"
 ADMISSION_LOGGER = "colocate.admission"
 #: libraries that log from inside the server (aiohttp's "Unhandled exception", asyncio's errors)
-LIBRARY_LOGGERS = ("aiohttp", "asyncio")
+LIBRARY_LOGGERS = ("aiohttp", "asyncio")  # aiohttp: the extender's server and the API clients
 LOG_LEVELS = ("debug", "info", "warning", "error")
 BATCH_SECONDS = 0.05
 #: lines waiting for the writer beyond which new lines are dropped (and counted): a stalled stderr

@@ -3,8 +3,9 @@
 The contracts (run by `lint-imports`, and here so a plain `pytest` catches a violation too):
 the entry point composes independent components on the shared core (`colocate` > `webhook` |
 `scheduler_plugins` > `certs` > `cluster` > `policies`); no package has import cycles; `policies`
-imports only an allowlist (parsing and arithmetic, nothing with I/O); aiohttp stays in the two
-HTTP adapters; `cli` (the command-line conventions every component uses) knows none of them.
+imports only an allowlist (parsing and arithmetic, nothing with I/O); aiohttp stays in the
+extender's and the koordlet's HTTP adapters, and llhttp (`httptools`) in the webhook port's;
+`cli` (the command-line conventions every component uses) knows none of them.
 """
 from __future__ import annotations
 

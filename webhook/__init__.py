@@ -1,1 +1,1 @@
-"""The admission webhook: aiohttp server, handler registry, AdmissionReview codec, cluster-state sources, metrics."""
+"""The admission webhook: HTTPS server, handler registry, AdmissionReview codec, cluster-state sources, metrics."""

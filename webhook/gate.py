@@ -4,9 +4,9 @@ A connection costs memory from the moment it is accepted (TLS buffers, the HTTP 
 counted from then, not from its first request: past `max_connections` a new one is closed before
 its TLS handshake, and counted. A connection must finish its handshake and send the headers of a
 first request within `first_request_timeout` (a client that connects and says nothing is closed),
-and a kept-alive connection is closed after `idle_timeout` without a request (aiohttp's keep-alive
-timer, which also covers a request whose headers never finish). The body of a request must arrive
-within `first_request_timeout` of its headers (the admission handler's read deadline).
+and a kept-alive connection is closed after `idle_timeout` without a request, or with a request
+whose headers never finish (`webhook.http1`'s deadline). The body of a request must arrive within
+`first_request_timeout` of its headers (the same deadline, for the body).
 
 TLS is started here, after the gate, rather than by the listening socket, with the TLS protocol
 class the running loop's own `start_tls` uses (`_tls_protocol`). On the stdlib loop that is
@@ -23,9 +23,8 @@ import logging
 import ssl
 import time
 from asyncio import sslproto
+from collections.abc import Callable
 from typing import Any, Final
-
-from aiohttp import web
 
 from cli.eventloop import is_uvloop
 from webhook.connections import ConnectionLimits
@@ -50,13 +49,13 @@ def _tls_protocol(loop: asyncio.AbstractEventLoop) -> Any:
 
 
 class _Gate(asyncio.Protocol):
-    """One accepted connection: counted, upgraded to TLS, then handed to aiohttp's handler."""
+    """One accepted connection: counted, upgraded to TLS, then handed to the HTTP protocol."""
 
     def __init__(self, site: GatedSite) -> None:
         self.site = site
         self.loop = asyncio.get_running_loop()
         self.raw: asyncio.Transport | None = None
-        self.handler: Any = None  # aiohttp's RequestHandler, once TLS is up
+        self.handler: asyncio.Protocol | None = None  # the HTTP protocol, once TLS is up
         self.pending: list[bytes] = []
         self.eof = False
         self.first_request = False
@@ -93,7 +92,7 @@ class _Gate(asyncio.Protocol):
         if self.raw is None or self.raw.is_closing():  # lost during the handshake (the waiter says "done")
             self._release()
             return
-        self.handler = self.site.runner_server()
+        self.handler = self.site.connection(self.request_started)
         self.handler.connection_made(tls._get_app_transport())
         for data in self.pending:
             self.handler.data_received(data)
@@ -109,14 +108,14 @@ class _Gate(asyncio.Protocol):
             self.raw.abort()
 
     def request_started(self) -> None:
-        """The app saw a request's headers on this connection: the first-request deadline is met."""
+        """The HTTP protocol read a request's headers: the first-request deadline is met."""
         if not self.first_request:
             self.first_request = True
             if self.deadline is not None:
                 self.deadline.cancel()
                 self.deadline = None
 
-    # -- the TLS layer's application protocol: forwarded to aiohttp ---------------------------
+    # -- the TLS layer's application protocol: forwarded to the HTTP protocol -----------------
     def data_received(self, data: bytes) -> None:
         if self.handler is None:
             self.pending.append(data)
@@ -153,21 +152,15 @@ class _Gate(asyncio.Protocol):
             handler.connection_lost(exc)
 
 
-def request_started(request: web.BaseRequest) -> None:
-    """Tell the gate of `request`'s connection (if it has one) that a request arrived on it."""
-    transport = request.transport
-    protocol = transport.get_protocol() if transport is not None else None
-    if isinstance(protocol, _Gate):
-        protocol.request_started()
+class GatedSite:
+    """A listener whose connections pass `_Gate`: counted, capped, timed, then TLS, then
+    `connection(on_first_request)`'s protocol (`webhook.http1.HttpServer.connection`)."""
 
-
-class GatedSite(web.TCPSite):
-    """A TCP site whose connections pass `_Gate`: counted, capped, timed, then TLS."""
-
-    def __init__(self, runner: web.BaseRunner, host: str, port: int, *, tls_context: ssl.SSLContext,
-                 limits: ConnectionLimits, metrics: Any = None, backlog: int = 1024,
+    def __init__(self, connection: Callable[[Callable[[], None]], asyncio.Protocol], host: str, port: int, *,
+                 tls_context: ssl.SSLContext, limits: ConnectionLimits, metrics: Any = None, backlog: int = 1024,
                  reuse_port: bool | None = None) -> None:
-        super().__init__(runner, host, port, backlog=backlog, reuse_port=reuse_port)
+        self.connection = connection
+        self.host, self.port, self.backlog, self.reuse_port = host, port, backlog, reuse_port
         self.tls_context = tls_context
         self.tls_protocol: Any = _LeanTLS  # the running loop's, chosen in start()
         self.limits = limits
@@ -175,12 +168,7 @@ class GatedSite(web.TCPSite):
         self.open = 0
         self.gates: set[_Gate] = set()
         self._next_limit_warning = 0.0
-
-    def runner_server(self) -> Any:
-        server = self._runner.server
-        assert server is not None
-        return server()
-
+        self._server: asyncio.Server | None = None
     def opened(self, gate: _Gate) -> None:
         self.open += 1
         self.gates.add(gate)
@@ -203,14 +191,17 @@ class GatedSite(web.TCPSite):
                 log.warning("%d connections open (--max-connections): closing new ones", self.limits.max_connections)
 
     async def start(self) -> None:
-        self._runner._reg_site(self)
         loop = asyncio.get_running_loop()
         self.tls_protocol = _tls_protocol(loop)
-        self._server = await loop.create_server(lambda: _Gate(self), self._host, self._port, backlog=self._backlog,
-                                                reuse_address=self._reuse_address, reuse_port=self._reuse_port)
+        self._server = await loop.create_server(lambda: _Gate(self), self.host, self.port, backlog=self.backlog,
+                                                reuse_port=self.reuse_port)
 
     async def stop(self) -> None:
-        await super().stop()
-        for gate in list(self.gates):  # still in their handshake: aiohttp does not know them
+        """Stop listening; connections still in their TLS handshake are closed (the HTTP server
+        closes the others: `HttpServer.shutdown`)."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for gate in list(self.gates):
             if gate.handler is None and gate.raw is not None:
                 gate.raw.abort()

@@ -35,8 +35,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from aiohttp import web
-
 from certs.generate import ensure_serving_certs
 from certs.manager import ManagerSettings, self_management
 from certs.material import CertPaths
@@ -48,7 +46,7 @@ from cluster.store import ClusterStore
 from webhook.connections import ConnectionLimits
 from webhook.gate import GatedSite
 from webhook.registry import Registry, default_routes
-from webhook.server import DEFAULT_MAX_BODY, Lifecycle, build_app
+from webhook.server import DEFAULT_MAX_BODY, Lifecycle, build_server
 from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots, KubeSettings
 from webhook.state import StateHolder
 from webhook.tls_reload import CertReloader, LoadedChain, new_server_context
@@ -242,19 +240,14 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
         exported_kinds.update(counts)
 
     limits = config.connections
-    app = build_app(registry, state, metrics, max_body=config.max_body, lifecycle=lifecycle,
-                    body_timeout=limits.first_request_timeout, client_certs=config.client_ca is not None,
-                    max_body_bytes=limits.max_body_bytes)
+    server = build_server(registry, state, metrics, max_body=config.max_body, lifecycle=lifecycle,
+                          body_timeout=limits.first_request_timeout, client_certs=config.client_ca is not None,
+                          max_body_bytes=limits.max_body_bytes, idle_timeout=limits.idle_timeout)
     reloader = cert_reloader(config, metrics)
     if config.client_ca is not None:
         require_client_certs(reloader.context, config.client_ca)
-    # auto_decompress=False: aiohttp must never inflate a body (the handler refuses any encoding);
-    # keepalive_timeout: an idle kept-alive connection is closed after this long.
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=config.shutdown_timeout, auto_decompress=False,
-                           keepalive_timeout=limits.idle_timeout)
-    await runner.setup()
-    site = GatedSite(runner, config.host, config.port, tls_context=reloader.context, limits=limits, metrics=metrics,
-                     reuse_port=reuse_port or config.reuse_port or None)
+    site = GatedSite(server.connection, config.host, config.port, tls_context=reloader.context, limits=limits,
+                     metrics=metrics, reuse_port=reuse_port or config.reuse_port or None)
     signals = asyncio.Queue[int]()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -278,7 +271,8 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
             pass
     finally:
         lifecycle.draining = True
-        await runner.cleanup()  # stop listening, finish in-flight requests, close idle connections
+        await site.stop()  # stop listening
+        await server.shutdown(config.shutdown_timeout)  # finish in-flight requests, close the connections
         for task in tasks:
             task.cancel()
         await asyncio.wait(tasks, timeout=6.0)

@@ -3,23 +3,23 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from certs.generate import ensure_serving_certs
 from certs.material import CertPaths
 from policies.snapshot import ClusterSnapshot
-from tests.support.cluster import free_port
+from tests.support.listener import listening
 from tests.support.served import Served
 from webhook.metrics import WebhookMetrics
 from webhook.registry import default_routes
 from webhook.serve import tls_context
-from webhook.server import build_app
+from webhook.server import build_server
 from webhook.state import StateHolder
 
 
@@ -45,34 +45,28 @@ class RunningServer:
         return await self.session.post(self.url + path, data=data, headers={"Content-Type": "application/json"})
 
 
-async def start_server(cert_paths: CertPaths, max_body: int = 8 * 1024 * 1024, rand: int | None = None):
+@asynccontextmanager
+async def start_server(cert_paths: CertPaths, max_body: int = 8 * 1024 * 1024,
+                       rand: int | None = None) -> AsyncIterator[RunningServer]:
     state, metrics = StateHolder(), WebhookMetrics()
     kwargs = {"rand_int": (lambda n: rand)} if rand is not None else {}
-    app = build_app(default_routes(), state, metrics, max_body=max_body, **kwargs)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    port = free_port()
-    site = web.TCPSite(runner, "127.0.0.1", port, ssl_context=tls_context(cert_paths))
-    await site.start()
-    client_tls = ssl.create_default_context(cafile=str(cert_paths.ca))
-    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_tls))
-    return runner, RunningServer(f"https://127.0.0.1:{port}", state, metrics, session)
+    server = build_server(default_routes(), state, metrics, max_body=max_body, **kwargs)  # type: ignore[arg-type]
+    async with listening(server, tls_context(cert_paths)) as url:
+        client_tls = ssl.create_default_context(cafile=str(cert_paths.ca))
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_tls)) as session:
+            yield RunningServer(url, state, metrics, session)
 
 
 @pytest.fixture
 async def server(cert_paths: CertPaths) -> AsyncIterator[RunningServer]:
-    runner, running = await start_server(cert_paths)
-    yield running
-    await running.session.close()
-    await runner.cleanup()
+    async with start_server(cert_paths) as running:
+        yield running
 
 
 @pytest.fixture
 async def small_body_server(cert_paths: CertPaths) -> AsyncIterator[RunningServer]:
-    runner, running = await start_server(cert_paths, max_body=4096)
-    yield running
-    await running.session.close()
-    await runner.cleanup()
+    async with start_server(cert_paths, max_body=4096) as running:
+        yield running
 
 
 @pytest.fixture

@@ -16,17 +16,17 @@ from typing import Any
 import aiohttp
 import jsonpatch
 import pytest
-from aiohttp import web
 
 from certs.generate import ensure_serving_certs
 from cluster.files import read_manifest_file
 from policies.snapshot import ClusterSnapshot
 from tests.support.admission import QUOTA_MUTATE, QUOTA_VALIDATE, ROUTES
 from tests.support.builders import make_node, make_quota, make_reservation, make_slo_config
+from tests.support.listener import listening
 from webhook.metrics import WebhookMetrics
 from webhook.registry import default_routes
 from webhook.serve import tls_context
-from webhook.server import build_app
+from webhook.server import build_server
 from webhook.state import StateHolder
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -70,15 +70,10 @@ async def client(tmp_path) -> AsyncIterator[Client]:
     state.publish(ClusterSnapshot.from_objects(("fixture", obj) for obj in objects))
     metrics = WebhookMetrics()
     paths, _ = ensure_serving_certs(tmp_path / "certs")
-    runner = web.AppRunner(build_app(default_routes(), state, metrics))
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls_context(paths))
-    await site.start()
-    port = runner.addresses[0][1]
     trust = ssl.create_default_context(cafile=str(paths.ca))
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=trust)) as session:
-        yield Client(session, f"https://127.0.0.1:{port}", metrics)
-    await runner.cleanup()
+    async with listening(build_server(default_routes(), state, metrics), tls_context(paths)) as base:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=trust)) as session:
+            yield Client(session, base, metrics)
 
 
 def plugin_observations(metrics: WebhookMetrics, object_type: str, plugin: str) -> float:

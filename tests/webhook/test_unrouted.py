@@ -2,28 +2,27 @@
 while the server drains; an unknown path is a 404 and a known one asked with another method a 405."""
 from __future__ import annotations
 
-import aiohttp
-from aiohttp import web
+import ssl
 
+import aiohttp
+
+from certs.material import CertPaths
 from tests.support.admission import admission_review
 from tests.support.builders import make_pod
-from tests.support.cluster import free_port
+from tests.support.listener import listening
 from webhook.metrics import WebhookMetrics
 from webhook.registry import default_routes
-from webhook.server import Lifecycle, build_app
+from webhook.serve import tls_context
+from webhook.server import Lifecycle, build_server
 from webhook.state import StateHolder
 
 
-async def test_unknown_paths_and_methods_get_aiohttps_answers_with_our_headers():
+async def test_unknown_paths_and_methods_get_our_headers(cert_paths: CertPaths):
     lifecycle = Lifecycle()
-    app = build_app(default_routes(), StateHolder(), WebhookMetrics(), lifecycle=lifecycle)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    base = f"http://127.0.0.1:{port}"
-    try:
-        async with aiohttp.ClientSession() as session:
+    server = build_server(default_routes(), StateHolder(), WebhookMetrics(), lifecycle=lifecycle)
+    trust = ssl.create_default_context(cafile=str(cert_paths.ca))
+    async with listening(server, tls_context(cert_paths)) as base:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=trust)) as session:
             async def answer(method: str, path: str, **kwargs: object) -> tuple[int, dict[str, str]]:
                 async with session.request(method, base + path, **kwargs) as response:  # type: ignore[arg-type]
                     await response.read()
@@ -43,5 +42,3 @@ async def test_unknown_paths_and_methods_get_aiohttps_answers_with_our_headers()
                                          ("POST", "/mutate-pod", {"json": admission_review(make_pod("p"))})):
                 status, headers = await answer(method, path, **kwargs)
                 assert headers["Connection"] == "close" and headers["Server"] == "colocate", (method, path)
-    finally:
-        await runner.cleanup()
