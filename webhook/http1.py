@@ -42,6 +42,9 @@ import httptools
 log = logging.getLogger("colocate.http")
 
 UID_SCAN_BYTES: Final = 64 * 1024  # what a too-large body is read of, for the uid it may carry
+#: requests of one connection read whole and not yet answered, past which it is not read from
+#: (only a pipelining client queues more than one; the API server sends one at a time)
+MAX_QUEUED: Final = 16
 CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 #: why the application is asked to refuse a body (`Application.refused`)
 BODY_REFUSALS: Final = ("too_large", "busy", "slow_body")
@@ -190,14 +193,46 @@ class HttpServer:
         self.server_header = b"Server: %s\r\n" % server_name.encode("ascii")
         self.stopping = False
         self._quiet = asyncio.Event()
+        self.queue: list[tuple[HttpConnection, Request, bytes, Answer | None]] = []
 
     def connection(self, on_first_request: Any = None) -> HttpConnection:
         """A connection's protocol; `on_first_request()` is called once, when its first head is read."""
         return HttpConnection(self, on_first_request)
 
+    def enqueue(self, connection: HttpConnection, request: Request, body: bytes, answer: Answer | None) -> None:
+        """`request` is complete: it is answered (with `answer`, or what the application says of
+        `body`) when the loop has read what else arrived, in the order requests were queued."""
+        queue = self.queue
+        if not queue:
+            connection.loop.call_soon(self._answer_queued)
+        queue.append((connection, request, body, answer))
+
+    def _answer_queued(self) -> None:
+        """Answer every request that arrived in one turn of the loop, one after the other.
+
+        Admissions that arrive together (from many connections, under load) run back to back
+        instead of each between TLS and socket work for other connections, so the policies' code
+        and data stay in the CPU's caches: measured, ~10 % less CPU per admission at 32
+        connections. A request alone waits for nothing but the rest of the loop's turn."""
+        queue, self.queue = self.queue, []
+        app = self.app
+        for connection, request, body, answer in queue:
+            connection.queued -= 1
+            transport = connection.transport
+            if transport is None or transport.is_closing():  # gone, or closed by an earlier answer
+                connection._release(request)
+                if answer is None:
+                    connection._call(app.abandoned, request)
+                continue
+            if answer is None:
+                answer = connection._call(app.complete, request, body) or _internal_error()
+            connection._write(request, answer)
+        if self.stopping:
+            self.request_ended()
+
     def request_ended(self) -> None:
         """While stopping: a request was answered or abandoned; is any still in progress?"""
-        if not any(c.request is not None and c.request.started for c in self.connections):
+        if not any(c.busy() for c in self.connections):
             self._quiet.set()
 
     async def shutdown(self, timeout: float) -> None:
@@ -205,7 +240,7 @@ class HttpServer:
         after its answer: the application is draining) for up to `timeout`, then close the rest."""
         self.stopping = True
         for connection in list(self.connections):
-            if connection.request is None or not connection.request.started:
+            if not connection.busy():
                 connection.close()
         self.request_ended()
         try:
@@ -227,6 +262,9 @@ class HttpConnection(asyncio.Protocol):
         self.parser = httptools.HttpRequestParser(self)
         self.transport: asyncio.Transport | None = None
         self.request: Request | None = None  # the request being read (None between requests)
+        self.queued = 0  # requests read whole and not answered yet (`HttpServer.enqueue`)
+        self.writing_paused = False  # the transport holds more answers than it wants
+        self.reading_paused = False
         self.url = b""
         self.head_bytes = 0  # bytes of data received while a head was incomplete
         self.field_bytes = 0  # bytes of the head's complete fields
@@ -276,12 +314,23 @@ class HttpConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         """The client reads no answers: read none of its requests until it does."""
-        if self.transport is not None and not self.closing:
-            self.transport.pause_reading()
+        self.writing_paused = True
+        self._control_reading()
 
     def resume_writing(self) -> None:
-        if self.transport is not None and not self.closing:
-            self.transport.resume_reading()
+        self.writing_paused = False
+        self._control_reading()
+
+    def _control_reading(self) -> None:
+        """Read while the client takes its answers and few of its requests wait for theirs: what
+        a pipelining client that reads nothing makes us hold is bounded by one read."""
+        paused = self.writing_paused or self.queued >= MAX_QUEUED
+        if paused != self.reading_paused and self.transport is not None and not self.closing:
+            self.reading_paused = paused
+            if paused:
+                self.transport.pause_reading()
+            else:
+                self.transport.resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
@@ -297,6 +346,10 @@ class HttpConnection(asyncio.Protocol):
         self.server.connections.discard(self)
         if self.server.stopping:
             self.server.request_ended()
+
+    def busy(self) -> bool:
+        """Whether a request of this connection is being received or waits for its answer."""
+        return self.queued > 0 or (self.request is not None and bool(self.request.started))
 
     def close(self) -> None:
         self.closing = True
@@ -359,7 +412,9 @@ class HttpConnection(asyncio.Protocol):
         if early is not None:
             request.early = early
             if early.close:  # written before the body: what follows the head is not read
-                self._answer(request, early)
+                self.request = None
+                self.closing = True
+                self._send(request, early)
                 raise _Stop
         self._wait_for(self.limits.body_timeout)
 
@@ -380,20 +435,32 @@ class HttpConnection(asyncio.Protocol):
     def on_message_complete(self) -> None:
         request = self.request
         assert request is not None
-        if request.early is not None:
-            answer = request.early
+        self.request = None
+        if not request.keep_alive or request.upgrade:
+            self.closing = True  # its answer closes the connection: nothing after it is read
+        early = request.early
+        if early is not None:
+            self._send(request, early)
         else:
             parts = request.parts
-            body = parts[0] if len(parts) == 1 else b"".join(parts)
-            answer = self._call(self.app.complete, request, body) or _internal_error()
-        self._answer(request, answer)
+            self.queued += 1
+            self.server.enqueue(self, request, parts[0] if len(parts) == 1 else b"".join(parts), None)
+            if self.queued >= MAX_QUEUED:
+                self._control_reading()
         if self.closing:
             raise _Stop
 
     # -- answering -------------------------------------------------------------------------
-    def _answer(self, request: Request, answer: Answer) -> None:
+    def _send(self, request: Request, answer: Answer) -> None:
+        """Answer `request` now, or after the requests of this connection still queued."""
+        if self.queued:
+            self.queued += 1
+            self.server.enqueue(self, request, b"", answer)
+        else:
+            self._write(request, answer)
+
+    def _write(self, request: Request, answer: Answer) -> None:
         """Write `answer` to `request`, release the request, and close or wait for the next one."""
-        self.request = None
         self._release(request)
         transport = self.transport
         if transport is None:
@@ -408,7 +475,10 @@ class HttpConnection(asyncio.Protocol):
         if close:
             self.close()
         else:
-            self._wait_for(self.limits.idle_timeout)
+            if self.reading_paused:
+                self._control_reading()
+            if not self.busy():
+                self._wait_for(self.limits.idle_timeout)
         if server.stopping:
             server.request_ended()
 
@@ -416,17 +486,18 @@ class HttpConnection(asyncio.Protocol):
         prefix = b"".join(request.parts)[:UID_SCAN_BYTES]
         answer = self._call(self.app.refused, request, reason, prefix) or _internal_error()
         answer.close = True
-        self._answer(request, answer)
+        self.request = None
+        self.closing = True
+        self._send(request, answer)
         raise _Stop
 
     def _reject(self, status: int, message: str) -> None:
         """A request the parser or a limit refused: its answer, then the connection closes."""
-        request = self.request
+        request, self.request = self.request, None
         if request is not None and request.started:
             self._call(self.app.abandoned, request)
-        answer = Answer(status, message.encode("utf-8", "replace"), close=True)
-        self._answer(request or Request(self), answer)
-        self.close()
+        self.closing = True
+        self._send(request or Request(self), Answer(status, message.encode("utf-8", "replace"), close=True))
 
     def _release(self, request: Request) -> None:
         if request.held:
@@ -463,7 +534,8 @@ class HttpConnection(asyncio.Protocol):
             return
         request = self.request
         if request is None or not request.started:  # idle, or a head never completed
-            self.abort()
+            if not self.queued:  # (a queued request is answered within this turn of the loop)
+                self.abort()
             return
         try:
             self._refuse_body(request, "slow_body")
