@@ -21,12 +21,17 @@ NamespaceLabels = Callable[[], Mapping[str, str] | None]
 Anchor = tuple[str, str]  # a (key, value) a selector requires
 
 
+def _decisive(selector: object) -> LabelSelector | None:
+    """The selector when it can rule an object out: invalid selectors keep the profile, empty ones
+    match everything."""
+    return selector if isinstance(selector, LabelSelector) and not selector.is_empty else None
+
+
 def _clear_non_match(selector: object, labels: Mapping[str, str] | None) -> bool:
-    if not isinstance(selector, LabelSelector) or selector.is_empty:
-        return False  # invalid selectors keep the profile; empty ones match everything
-    if labels is None:
-        return False  # the labels could not be read: keep the profile
-    return not selector.matches(labels)
+    decisive = _decisive(selector)
+    if decisive is None or labels is None:  # None labels could not be read: keep the profile
+        return False
+    return not decisive.matches(labels)
 
 
 def _anchors(selector: object) -> list[Anchor] | None:
@@ -48,6 +53,8 @@ class ProfileIndex:
     by_namespace_label: Mapping[Anchor, tuple[int, ...]] = field(default_factory=dict)
     unanchored: tuple[int, ...] = ()  # positions that must always be checked
     namespace_anchored: tuple[int, ...] = ()  # checked when the namespace's labels are unknown
+    #: per position: the profile, and its namespace selector and selector when decisive (else None)
+    checks: tuple[tuple[ColocationProfile, LabelSelector | None, LabelSelector | None], ...] = ()
 
     @classmethod
     def build(cls, profiles: Sequence[ColocationProfile]) -> ProfileIndex:
@@ -67,7 +74,8 @@ class ProfileIndex:
             else:
                 unanchored.append(position)
         return cls(tuple(profiles), {k: tuple(v) for k, v in by_object.items()},
-                   {k: tuple(v) for k, v in by_namespace.items()}, tuple(unanchored), tuple(namespace_anchored))
+                   {k: tuple(v) for k, v in by_namespace.items()}, tuple(unanchored), tuple(namespace_anchored),
+                   tuple((p, _decisive(p.namespace_selector), _decisive(p.selector)) for p in profiles))
 
     def candidates(self, object_labels: Mapping[str, str], namespace_labels: Mapping[str, str] | None,
                    use_namespace: bool) -> list[int]:
@@ -90,12 +98,14 @@ class ProfileIndex:
         """
         use_namespace = namespace_labels is not None
         ns_labels = namespace_labels() if namespace_labels is not None else None
+        checks = self.checks
         matched = []
         for position in self.candidates(object_labels, ns_labels, use_namespace):
-            profile = self.profiles[position]
-            if use_namespace and _clear_non_match(profile.namespace_selector, ns_labels):
+            profile, namespace_selector, selector = checks[position]
+            # unknown namespace labels never rule a profile out
+            if namespace_selector is not None and ns_labels is not None and not namespace_selector.matches(ns_labels):
                 continue
-            if _clear_non_match(profile.selector, object_labels):
+            if selector is not None and not selector.matches(object_labels):
                 continue
             matched.append(profile)
         return matched
