@@ -139,7 +139,14 @@ POD = st.fixed_dictionaries({}, optional={
 })
 
 
-@given(POD)
+WELL_SHAPED_BUT_FOR_RESOURCES = st.fixed_dictionaries({
+    "metadata": st.just({"labels": {"a": "v"}}),
+    "spec": st.fixed_dictionaries({"containers": st.lists(CONTAINER, max_size=3)}, optional={
+        "overhead": RESOURCE_LIST, "initContainers": st.lists(CONTAINER, max_size=2)}),
+})
+
+
+@given(st.one_of(POD, WELL_SHAPED_BUT_FOR_RESOURCES))
 def test_the_shape_check_agrees_with_the_reference(pod):
     expected = reference_pod_error(pod)
     assert object_error("Pod", pod) == (f"object.{expected}" if expected else None)
