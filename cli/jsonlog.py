@@ -194,10 +194,15 @@ def log_admission(logger: logging.Logger, fields: dict[str, Any]) -> None:
         return
     handler = _direct_handler(logger)
     if handler is not None:
-        now = time.time()
-        entry = {"ts": handler.json._timestamp(now), "level": "info", "logger": logger.name}
-        entry.update((key, _bounded(value)) for key, value in fields.items())
-        _enqueue(handler.lines, orjson.dumps(entry, default=str).decode())
+        entry = {"ts": handler.json._timestamp(time.time()), "level": "info", "logger": logger.name}
+        entry.update(fields)
+        line = orjson.dumps(entry, default=str)
+        # A string longer than MAX_FIELD characters takes more than MAX_FIELD bytes of the line, so a
+        # short line (every admission's) has nothing to bound and is already the bounded line.
+        if len(line) > MAX_FIELD:
+            entry.update((key, _bounded(value)) for key, value in fields.items())
+            line = orjson.dumps(entry, default=str)
+        _enqueue(handler.lines, line.decode())
         return
     logger.handle(logger.makeRecord(logger.name, logging.INFO, "", 0, "admission", (), None,
                                     extra={"fields": fields}))
