@@ -95,7 +95,7 @@ def parse_review(body: bytes) -> tuple[str, AdmissionRequest]:
         raise MalformedReview(f"request body is not valid JSON: {exc}", uid_from_prefix(body[:65536])) from exc
     if type(review) is not dict:
         raise MalformedReview("request body must be a JSON object (an AdmissionReview)")
-    request = review.get("request")
+    request: Any = review.get("request")
     is_object = type(request) is dict
     uid = request.get("uid") if is_object else None
     if type(uid) is not str:
