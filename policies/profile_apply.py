@@ -63,18 +63,20 @@ def apply_profiles_in_place(
     when the profile itself is skipped by its probability (spec 5.3 step 1).
     """
     skip_resource_rewrite = False
+    explaining = ctx.explaining
     for profile in profiles:
         ctx.matched_profiles.append(profile.name)
         if profile.skip_update_resources:
             skip_resource_rewrite = True
         applied = passes_probability(profile, ctx.rand_int)
-        before = json_copy(obj) if ctx.explaining else None
+        before = json_copy(obj) if explaining else None
         if applied:
             mutated = apply_profile(obj, profile, ctx, pod_spec, schema)
             if mutated is not obj:  # a strategic merge patch produced a new document
                 obj.clear()
                 obj.update(mutated)
-        ctx.record(f"profile/{profile.name}", applied, before, obj)
+        if explaining:
+            ctx.record(f"profile/{profile.name}", applied, before, obj)
     return skip_resource_rewrite
 
 
@@ -91,8 +93,10 @@ def apply_profile(
         ensure_map(metadata, "labels").update(profile.labels)
     if profile.annotations:
         ensure_map(metadata, "annotations").update(profile.annotations)
-    _map_keys(metadata, "labels", profile.label_keys_mapping)
-    _map_keys(metadata, "annotations", profile.annotation_keys_mapping)
+    if profile.label_keys_mapping:
+        _map_keys(metadata, "labels", profile.label_keys_mapping)
+    if profile.annotation_keys_mapping:
+        _map_keys(metadata, "annotations", profile.annotation_keys_mapping)
     if profile.label_suffixes and isinstance(metadata.get("labels"), dict):
         labels = metadata["labels"]
         arrived_with = labels_of(ctx.request.object or {}) if ctx.audit else {}
@@ -124,8 +128,6 @@ def _suffixed_before(value: str, suffix: str, arrived_with: str | None) -> bool:
 
 def _map_keys(metadata: dict[str, Any], section: str, mapping: Mapping[str, str]) -> None:
     """`section[new] = section[old]`, "" when old is absent (the key is created either way)."""
-    if not mapping:
-        return
     values = ensure_map(metadata, section)
     for old, new in mapping.items():
         values[new] = values.get(old, "")
