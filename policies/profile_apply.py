@@ -7,6 +7,7 @@ whole object with the caller's patch schema.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Final
 
 from policies.admission import AdmissionContext, Denied, Read
@@ -90,9 +91,9 @@ def apply_profile(
     """One profile, in Koordinator's exact order (spec 5.4); returns the object (replaced by a patch)."""
     metadata = ensure_map(obj, "metadata")
     if profile.labels:
-        ensure_map(metadata, "labels").update(profile.labels)
+        _update(ensure_map(metadata, "labels"), profile.labels)
     if profile.annotations:
-        ensure_map(metadata, "annotations").update(profile.annotations)
+        _update(ensure_map(metadata, "annotations"), profile.annotations)
     if profile.label_keys_mapping:
         _map_keys(metadata, "labels", profile.label_keys_mapping)
     if profile.annotation_keys_mapping:
@@ -118,6 +119,13 @@ def apply_profile(
         except StrategicMergeError as exc:
             raise Denied(f"ClusterColocationProfile {profile.name}: spec.patch: {exc}", code=500) from exc
     return obj
+
+
+def _update(values: dict[str, Any], entries: Mapping[str, str]) -> None:
+    """`values.update(entries)`. A profile keeps its maps as read-only proxies, which `dict.update`
+    reads key by key through the mapping protocol; the dict a proxy wraps (its `copy()`) is merged
+    in C, with the same entries in the same order, several times faster."""
+    values.update(entries.copy() if type(entries) is MappingProxyType else entries)
 
 
 def _suffixed_before(value: str, suffix: str, arrived_with: str | None) -> bool:

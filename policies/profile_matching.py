@@ -80,13 +80,17 @@ class ProfileIndex:
     def candidates(self, object_labels: Mapping[str, str], namespace_labels: Mapping[str, str] | None,
                    use_namespace: bool) -> list[int]:
         positions = set(self.unanchored)
+        by_object = self.by_object_label
         for pair in object_labels.items():
-            positions.update(self.by_object_label.get(pair, ()))
+            if (found := by_object.get(pair)) is not None:
+                positions.update(found)
         if not use_namespace or namespace_labels is None:
             positions.update(self.namespace_anchored)  # the namespace selector cannot rule them out
         else:
+            by_namespace = self.by_namespace_label
             for pair in namespace_labels.items():
-                positions.update(self.by_namespace_label.get(pair, ()))
+                if (found := by_namespace.get(pair)) is not None:
+                    positions.update(found)
         return sorted(positions)
 
     def matching(self, object_labels: Mapping[str, str],
