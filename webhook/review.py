@@ -6,8 +6,8 @@ could be read, so the caller can answer with a proper AdmissionReview rather tha
 """
 from __future__ import annotations
 
-import base64
 import re
+from binascii import b2a_base64
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, NotRequired, TypedDict
@@ -135,7 +135,7 @@ def parse_review(body: bytes) -> tuple[str, AdmissionRequest]:
 
 
 def encode_patch(operations: list[dict[str, Any]]) -> str:
-    return base64.b64encode(orjson.dumps(operations)).decode()
+    return b2a_base64(orjson.dumps(operations), newline=False).decode()  # what base64.b64encode calls
 
 
 def build_review(api_version: str, uid: str, allowed: bool, *, code: int = 200, message: str = "",

@@ -1,12 +1,14 @@
 """What `parse_review` makes of a review's request fields: strings or "", objects or nothing, in the
 order the checks are made (the uid is known to every error after the request is found)."""
+import base64
+
 import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from policies.admission import AdmissionRequest, GroupVersionResource
-from webhook.review import MalformedReview, parse_review
+from webhook.review import MalformedReview, encode_patch, parse_review
 
 ODD = st.sampled_from([None, 1, True, [], {}, "", "x"])
 
@@ -51,3 +53,9 @@ def test_request_errors_in_check_order(request_, message, uid):
 def test_objects_are_the_decoded_dicts():
     _, request = parse_review(review(uid="u", operation="UPDATE", object={"a": 1}, oldObject={"a": 2}))
     assert request.object == {"a": 1} and request.old_object == {"a": 2}
+
+
+@given(st.lists(st.fixed_dictionaries({"op": st.just("add"), "path": st.text(max_size=8), "value": st.text()}),
+                max_size=4))
+def test_a_patch_is_the_standard_base64_of_its_compact_json(operations):
+    assert encode_patch(operations) == base64.b64encode(orjson.dumps(operations)).decode()
