@@ -35,6 +35,8 @@ MAX_QUEUED = 10_000
 MAX_FIELD = 4096
 
 _dropped = 0
+#: a timestamp's tail for each millisecond of a second: one lookup per line instead of a format
+_MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))
 
 
 def dropped_lines() -> int:
@@ -68,7 +70,8 @@ class JsonFormatter(logging.Formatter):
         second = int(created)
         if second != self._second:  # strftime once per second, not once per line
             self._second, self._second_text = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        return f"{self._second_text}.{int((created - second) * 1000):03d}Z"
+        millis = int((created - second) * 1000)
+        return self._second_text + (_MILLIS[millis] if millis >= 0 else f".{millis:03d}Z")  # < 0: before 1970
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {"ts": self._timestamp(record.created), "level": record.levelname.lower(),
