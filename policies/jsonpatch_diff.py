@@ -44,10 +44,9 @@ def _diff(before: Any, after: Any, path: str, out: list[dict[str, Any]]) -> None
     if kind is not type(after):
         out.append({"op": "replace", "path": path, "value": after})
     elif kind is dict:
-        if not before.keys() <= after.keys():  # a C subset test settles the usual "nothing removed"
-            for key in before:
-                if key not in after:
-                    out.append({"op": "remove", "path": f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}"})
+        for key in before:
+            if key not in after:
+                out.append({"op": "remove", "path": f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}"})
         for key, value in after.items():
             old = before.get(key, _MISSING)
             if old is value:
