@@ -27,13 +27,6 @@ def _decisive(selector: object) -> LabelSelector | None:
     return selector if isinstance(selector, LabelSelector) and not selector.is_empty else None
 
 
-def _clear_non_match(selector: object, labels: Mapping[str, str] | None) -> bool:
-    decisive = _decisive(selector)
-    if decisive is None or labels is None:  # None labels could not be read: keep the profile
-        return False
-    return not decisive.matches(labels)
-
-
 def _anchors(selector: object) -> list[Anchor] | None:
     """Label pairs of which an object must carry at least one to match, or None when unknown."""
     if not isinstance(selector, LabelSelector) or selector.is_empty:

@@ -117,7 +117,6 @@ class Quantity:
         return self.canonical()
 
 
-
 @lru_cache(maxsize=4096, typed=True)
 def _parse(value: str | int | float) -> Quantity:
     """`Quantity.parse` of a string or number (cached: a Quantity is immutable, and pods and the
