@@ -35,6 +35,8 @@ MAX_QUEUED = 10_000
 MAX_FIELD = 4096
 
 _dropped = 0
+#: a timestamp's tail for each millisecond of a second: one lookup per line instead of a format
+_MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))
 
 
 def dropped_lines() -> int:
@@ -68,7 +70,8 @@ class JsonFormatter(logging.Formatter):
         second = int(created)
         if second != self._second:  # strftime once per second, not once per line
             self._second, self._second_text = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        return f"{self._second_text}.{int((created - second) * 1000):03d}Z"
+        millis = int((created - second) * 1000)
+        return self._second_text + (_MILLIS[millis] if millis >= 0 else f".{millis:03d}Z")  # < 0: before 1970
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {"ts": self._timestamp(record.created), "level": record.levelname.lower(),
@@ -194,10 +197,15 @@ def log_admission(logger: logging.Logger, fields: dict[str, Any]) -> None:
         return
     handler = _direct_handler(logger)
     if handler is not None:
-        now = time.time()
-        entry = {"ts": handler.json._timestamp(now), "level": "info", "logger": logger.name}
-        entry.update((key, _bounded(value)) for key, value in fields.items())
-        _enqueue(handler.lines, orjson.dumps(entry, default=str).decode())
+        entry = {"ts": handler.json._timestamp(time.time()), "level": "info", "logger": logger.name}
+        entry.update(fields)
+        line = orjson.dumps(entry, default=str)
+        # A string longer than MAX_FIELD characters takes more than MAX_FIELD bytes of the line, so a
+        # short line (every admission's) has nothing to bound and is already the bounded line.
+        if len(line) > MAX_FIELD:
+            entry.update((key, _bounded(value)) for key, value in fields.items())
+            line = orjson.dumps(entry, default=str)
+        _enqueue(handler.lines, line.decode())
         return
     logger.handle(logger.makeRecord(logger.name, logging.INFO, "", 0, "admission", (), None,
                                     extra={"fields": fields}))

@@ -15,6 +15,7 @@ from typing import Any
 _ESCAPED: dict[str, str] = {}
 _ESCAPED_MAX = 4096
 _ESCAPED_LONGEST = 128
+_MISSING: Any = object()
 
 
 def escape_pointer_token(token: str) -> str:
@@ -29,7 +30,8 @@ def escape_pointer_token(token: str) -> str:
 def diff(before: Any, after: Any) -> list[dict[str, Any]]:
     """Operations that turn `before` into `after` (empty when they are equal)."""
     operations: list[dict[str, Any]] = []
-    _diff(before, after, "", operations)
+    if before is not after:
+        _diff(before, after, "", operations)
     return operations
 
 
@@ -37,23 +39,37 @@ def _diff(before: Any, after: Any, path: str, out: list[dict[str, Any]]) -> None
     # Identity first: mutators work on a copy that shares every untouched subtree with the original,
     # so `is` settles most of the document without comparing it; containers that are distinct
     # objects are walked rather than compared with `==` (which would walk them again at every level).
-    if before is after:
-        return
-    if type(before) is dict and type(after) is dict:
+    # Callers never pass identical values; scalars are compared in place rather than by a call.
+    kind = type(before)
+    if kind is not type(after):
+        out.append({"op": "replace", "path": path, "value": after})
+    elif kind is dict:
         for key in before:
             if key not in after:
-                out.append({"op": "remove", "path": f"{path}/{escape_pointer_token(key)}"})
+                out.append({"op": "remove", "path": f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}"})
         for key, value in after.items():
-            if key not in before:
-                out.append({"op": "add", "path": f"{path}/{escape_pointer_token(key)}", "value": value})
-            elif before[key] is not value:
-                _diff(before[key], value, f"{path}/{escape_pointer_token(key)}", out)
-        return
-    if type(before) is list and type(after) is list and len(before) == len(after):
-        for index, (old, new) in enumerate(zip(before, after, strict=True)):
-            if old is not new:
-                _diff(old, new, f"{path}/{index}", out)
-        return
-    if type(before) is type(after) and before == after:
-        return
-    out.append({"op": "replace", "path": path, "value": after})
+            old = before.get(key, _MISSING)
+            if old is value:
+                continue
+            if old is _MISSING:
+                out.append({"op": "add", "path": f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}",
+                            "value": value})
+                continue
+            leaf = type(old)
+            if leaf is dict or leaf is list or leaf is not type(value):
+                _diff(old, value, f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}", out)
+            elif old != value:
+                out.append({"op": "replace", "path": f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}",
+                            "value": value})
+    elif kind is list and len(before) == len(after):
+        for index, old in enumerate(before):
+            value = after[index]
+            if old is value:
+                continue
+            leaf = type(old)
+            if leaf is dict or leaf is list or leaf is not type(value):
+                _diff(old, value, f"{path}/{index}", out)
+            elif old != value:
+                out.append({"op": "replace", "path": f"{path}/{index}", "value": value})
+    elif before != after:
+        out.append({"op": "replace", "path": path, "value": after})

@@ -7,6 +7,7 @@ whole object with the caller's patch schema.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Final
 
 from policies.admission import AdmissionContext, Denied, Read
@@ -63,18 +64,20 @@ def apply_profiles_in_place(
     when the profile itself is skipped by its probability (spec 5.3 step 1).
     """
     skip_resource_rewrite = False
+    explaining = ctx.explaining
     for profile in profiles:
         ctx.matched_profiles.append(profile.name)
         if profile.skip_update_resources:
             skip_resource_rewrite = True
         applied = passes_probability(profile, ctx.rand_int)
-        before = json_copy(obj) if ctx.explaining else None
+        before = json_copy(obj) if explaining else None
         if applied:
             mutated = apply_profile(obj, profile, ctx, pod_spec, schema)
             if mutated is not obj:  # a strategic merge patch produced a new document
                 obj.clear()
                 obj.update(mutated)
-        ctx.record(f"profile/{profile.name}", applied, before, obj)
+        if explaining:
+            ctx.record(f"profile/{profile.name}", applied, before, obj)
     return skip_resource_rewrite
 
 
@@ -88,11 +91,13 @@ def apply_profile(
     """One profile, in Koordinator's exact order (spec 5.4); returns the object (replaced by a patch)."""
     metadata = ensure_map(obj, "metadata")
     if profile.labels:
-        ensure_map(metadata, "labels").update(profile.labels)
+        _update(ensure_map(metadata, "labels"), profile.labels)
     if profile.annotations:
-        ensure_map(metadata, "annotations").update(profile.annotations)
-    _map_keys(metadata, "labels", profile.label_keys_mapping)
-    _map_keys(metadata, "annotations", profile.annotation_keys_mapping)
+        _update(ensure_map(metadata, "annotations"), profile.annotations)
+    if profile.label_keys_mapping:
+        _map_keys(metadata, "labels", profile.label_keys_mapping)
+    if profile.annotation_keys_mapping:
+        _map_keys(metadata, "annotations", profile.annotation_keys_mapping)
     if profile.label_suffixes and isinstance(metadata.get("labels"), dict):
         labels = metadata["labels"]
         arrived_with = labels_of(ctx.request.object or {}) if ctx.audit else {}
@@ -116,6 +121,13 @@ def apply_profile(
     return obj
 
 
+def _update(values: dict[str, Any], entries: Mapping[str, str]) -> None:
+    """`values.update(entries)`. A profile keeps its maps as read-only proxies, which `dict.update`
+    reads key by key through the mapping protocol; the dict a proxy wraps (its `copy()`) is merged
+    in C, with the same entries in the same order, several times faster."""
+    values.update(entries.copy() if type(entries) is MappingProxyType else entries)
+
+
 def _suffixed_before(value: str, suffix: str, arrived_with: str | None) -> bool:
     """In an audit: the label still holds the value the pod came with, and that ends with the
     suffix, so the suffix was appended when the pod was admitted (spec 5.4: suffixes append again)."""
@@ -124,8 +136,6 @@ def _suffixed_before(value: str, suffix: str, arrived_with: str | None) -> bool:
 
 def _map_keys(metadata: dict[str, Any], section: str, mapping: Mapping[str, str]) -> None:
     """`section[new] = section[old]`, "" when old is absent (the key is created either way)."""
-    if not mapping:
-        return
     values = ensure_map(metadata, section)
     for old, new in mapping.items():
         values[new] = values.get(old, "")

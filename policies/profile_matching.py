@@ -21,12 +21,10 @@ NamespaceLabels = Callable[[], Mapping[str, str] | None]
 Anchor = tuple[str, str]  # a (key, value) a selector requires
 
 
-def _clear_non_match(selector: object, labels: Mapping[str, str] | None) -> bool:
-    if not isinstance(selector, LabelSelector) or selector.is_empty:
-        return False  # invalid selectors keep the profile; empty ones match everything
-    if labels is None:
-        return False  # the labels could not be read: keep the profile
-    return not selector.matches(labels)
+def _decisive(selector: object) -> LabelSelector | None:
+    """The selector when it can rule an object out: invalid selectors keep the profile, empty ones
+    match everything."""
+    return selector if isinstance(selector, LabelSelector) and not selector.is_empty else None
 
 
 def _anchors(selector: object) -> list[Anchor] | None:
@@ -48,6 +46,8 @@ class ProfileIndex:
     by_namespace_label: Mapping[Anchor, tuple[int, ...]] = field(default_factory=dict)
     unanchored: tuple[int, ...] = ()  # positions that must always be checked
     namespace_anchored: tuple[int, ...] = ()  # checked when the namespace's labels are unknown
+    #: per position: the profile, and its namespace selector and selector when decisive (else None)
+    checks: tuple[tuple[ColocationProfile, LabelSelector | None, LabelSelector | None], ...] = ()
 
     @classmethod
     def build(cls, profiles: Sequence[ColocationProfile]) -> ProfileIndex:
@@ -67,18 +67,23 @@ class ProfileIndex:
             else:
                 unanchored.append(position)
         return cls(tuple(profiles), {k: tuple(v) for k, v in by_object.items()},
-                   {k: tuple(v) for k, v in by_namespace.items()}, tuple(unanchored), tuple(namespace_anchored))
+                   {k: tuple(v) for k, v in by_namespace.items()}, tuple(unanchored), tuple(namespace_anchored),
+                   tuple((p, _decisive(p.namespace_selector), _decisive(p.selector)) for p in profiles))
 
     def candidates(self, object_labels: Mapping[str, str], namespace_labels: Mapping[str, str] | None,
                    use_namespace: bool) -> list[int]:
         positions = set(self.unanchored)
+        by_object = self.by_object_label
         for pair in object_labels.items():
-            positions.update(self.by_object_label.get(pair, ()))
+            if (found := by_object.get(pair)) is not None:
+                positions.update(found)
         if not use_namespace or namespace_labels is None:
             positions.update(self.namespace_anchored)  # the namespace selector cannot rule them out
         else:
+            by_namespace = self.by_namespace_label
             for pair in namespace_labels.items():
-                positions.update(self.by_namespace_label.get(pair, ()))
+                if (found := by_namespace.get(pair)) is not None:
+                    positions.update(found)
         return sorted(positions)
 
     def matching(self, object_labels: Mapping[str, str],
@@ -90,12 +95,14 @@ class ProfileIndex:
         """
         use_namespace = namespace_labels is not None
         ns_labels = namespace_labels() if namespace_labels is not None else None
+        checks = self.checks
         matched = []
         for position in self.candidates(object_labels, ns_labels, use_namespace):
-            profile = self.profiles[position]
-            if use_namespace and _clear_non_match(profile.namespace_selector, ns_labels):
+            profile, namespace_selector, selector = checks[position]
+            # unknown namespace labels never rule a profile out
+            if namespace_selector is not None and ns_labels is not None and not namespace_selector.matches(ns_labels):
                 continue
-            if _clear_non_match(profile.selector, object_labels):
+            if selector is not None and not selector.matches(object_labels):
                 continue
             matched.append(profile)
         return matched

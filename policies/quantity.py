@@ -63,36 +63,7 @@ class Quantity:
             return value
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise QuantityError(f"quantities must be strings or numbers, got {value!r}")
-        if isinstance(value, int) and not -10**MAX_TEXT < value < 10**MAX_TEXT:
-            raise QuantityError(f"quantities must have at most {MAX_TEXT} digits")
-        text = repr(value) if isinstance(value, float) else str(value)
-        if len(text) > MAX_TEXT:
-            raise QuantityError(f"quantities must be at most {MAX_TEXT} characters, got {len(text)}")
-        match = _QUANTITY_RE.match(text)
-        if match is None or not (match.group(2) or match.group(3)):
-            raise QuantityError(f"quantities must match the regular expression "
-                                f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {text!r}")
-        sign, whole, fraction, suffix = match.groups()
-        fraction = fraction or ""
-        digits = int((whole or "0") + fraction)
-        # value = digits * 10^-len(fraction) * multiplier; computed exactly, rounded up to nanos.
-        if suffix in _BINARY_SUFFIXES:
-            fmt = QuantityFormat.BINARY_SI
-            numerator, denominator = digits * 2 ** _BINARY_SUFFIXES[suffix] * NANO, 10 ** len(fraction)
-        elif suffix in _DECIMAL_SUFFIXES:
-            fmt = QuantityFormat.DECIMAL_SI
-            exponent = _DECIMAL_SUFFIXES[suffix] - len(fraction) + 9
-            numerator, denominator = (digits * 10**exponent, 1) if exponent >= 0 else (digits, 10**-exponent)
-        elif suffix[:1] in ("e", "E"):
-            fmt = QuantityFormat.DECIMAL_EXPONENT
-            if abs(int(suffix[1:])) > MAX_EXPONENT:
-                raise QuantityError(f"quantity exponents must be within +-{MAX_EXPONENT}, got {text!r}")
-            exponent = int(suffix[1:]) - len(fraction) + 9
-            numerator, denominator = (digits * 10**exponent, 1) if exponent >= 0 else (digits, 10**-exponent)
-        else:
-            raise QuantityError(f"unable to parse quantity's suffix in {text!r}")
-        nanos = _ceil_div(numerator, denominator)
-        return cls(-nanos if sign == "-" else nanos, fmt)
+        return _parse(value)
 
     @classmethod
     def from_int(cls, value: int, fmt: QuantityFormat = QuantityFormat.DECIMAL_SI) -> Quantity:
@@ -144,6 +115,42 @@ class Quantity:
 
     def __str__(self) -> str:
         return self.canonical()
+
+
+@lru_cache(maxsize=4096, typed=True)
+def _parse(value: str | int | float) -> Quantity:
+    """`Quantity.parse` of a string or number (cached: a Quantity is immutable, and pods and the
+    cluster repeat a few values; an error is raised again on every call, never cached)."""
+    if isinstance(value, int) and not -10**MAX_TEXT < value < 10**MAX_TEXT:
+        raise QuantityError(f"quantities must have at most {MAX_TEXT} digits")
+    text = repr(value) if isinstance(value, float) else str(value)
+    if len(text) > MAX_TEXT:
+        raise QuantityError(f"quantities must be at most {MAX_TEXT} characters, got {len(text)}")
+    match = _QUANTITY_RE.match(text)
+    if match is None or not (match.group(2) or match.group(3)):
+        raise QuantityError(f"quantities must match the regular expression "
+                            f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {text!r}")
+    sign, whole, fraction, suffix = match.groups()
+    fraction = fraction or ""
+    digits = int((whole or "0") + fraction)
+    # value = digits * 10^-len(fraction) * multiplier; computed exactly, rounded up to nanos.
+    if suffix in _BINARY_SUFFIXES:
+        fmt = QuantityFormat.BINARY_SI
+        numerator, denominator = digits * 2 ** _BINARY_SUFFIXES[suffix] * NANO, 10 ** len(fraction)
+    elif suffix in _DECIMAL_SUFFIXES:
+        fmt = QuantityFormat.DECIMAL_SI
+        exponent = _DECIMAL_SUFFIXES[suffix] - len(fraction) + 9
+        numerator, denominator = (digits * 10**exponent, 1) if exponent >= 0 else (digits, 10**-exponent)
+    elif suffix[:1] in ("e", "E"):
+        fmt = QuantityFormat.DECIMAL_EXPONENT
+        if abs(int(suffix[1:])) > MAX_EXPONENT:
+            raise QuantityError(f"quantity exponents must be within +-{MAX_EXPONENT}, got {text!r}")
+        exponent = int(suffix[1:]) - len(fraction) + 9
+        numerator, denominator = (digits * 10**exponent, 1) if exponent >= 0 else (digits, 10**-exponent)
+    else:
+        raise QuantityError(f"unable to parse quantity's suffix in {text!r}")
+    nanos = _ceil_div(numerator, denominator)
+    return Quantity(-nanos if sign == "-" else nanos, fmt)
 
 
 def _canonical_binary(value: int) -> str:

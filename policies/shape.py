@@ -21,6 +21,7 @@ from policies.quantity import Quantity, QuantityError
 #: below Python's recursion limit (1000 frames), and the deepest orjson serialises
 MAX_DEPTH: Final = 254
 _RESOURCE_LISTS: Final = ("requests", "limits")
+_CONTAINER_SECTIONS: Final = ("containers", "initContainers")
 
 
 def depth_error(document: Any, field: str, limit: int = MAX_DEPTH) -> str | None:
@@ -73,16 +74,16 @@ def _string_map(value: Any, field: str) -> str | None:
     return None
 
 
-def _resource_list(value: Any, field: str) -> str | None:
-    if value is None:
-        return None
+def _resource_list(value: Any) -> str | None:
+    """What follows the field's name in the error (`: ...` or `.<name>: ...`), or None; the caller
+    names the field only when there is an error, since every container of every pod passes here."""
     if not isinstance(value, dict):
-        return f"{field}: must be an object, got {type(value).__name__}"
+        return f": must be an object, got {type(value).__name__}"
     for name, amount in value.items():
         error = _quantity_error(amount) if isinstance(amount, (str, int, float)) else \
             f"quantities must be strings or numbers, got {type(amount).__name__}"
         if error:
-            return f"{field}.{name[:63]}: {error}"
+            return f".{name[:63]}: {error}"
     return None
 
 
@@ -96,6 +97,24 @@ def metadata_error(obj: Mapping[str, Any]) -> str | None:
         _string_map(metadata.get("annotations"), "metadata.annotations")
 
 
+def _containers_error(section: str, containers: Any) -> str | None:
+    if not isinstance(containers, list):
+        return f"spec.{section}: must be a list, got {type(containers).__name__}"
+    for index, container in enumerate(containers):
+        if not isinstance(container, dict):
+            return f"spec.{section}[{index}]: must be an object, got {type(container).__name__}"
+        resources = container.get("resources")
+        if resources is None:
+            continue
+        if not isinstance(resources, dict):
+            return f"spec.{section}[{index}].resources: must be an object, got {type(resources).__name__}"
+        for key in _RESOURCE_LISTS:
+            value = resources.get(key)
+            if value is not None and (error := _resource_list(value)):
+                return f"spec.{section}[{index}].resources.{key}{error}"
+    return None
+
+
 def pod_error(pod: Mapping[str, Any]) -> str | None:
     """What of a Pod the plugins read is not shaped as in `core/v1`, or None."""
     error = metadata_error(pod)
@@ -106,28 +125,13 @@ def pod_error(pod: Mapping[str, Any]) -> str | None:
         return None
     if not isinstance(spec, dict):
         return f"spec: must be an object, got {type(spec).__name__}"
-    error = _resource_list(spec.get("overhead"), "spec.overhead")
-    if error:
-        return error
-    for section in ("containers", "initContainers"):
+    overhead = spec.get("overhead")
+    if overhead is not None and (error := _resource_list(overhead)):
+        return f"spec.overhead{error}"
+    for section in _CONTAINER_SECTIONS:
         containers = spec.get(section)
-        if containers is None:
-            continue
-        if not isinstance(containers, list):
-            return f"spec.{section}: must be a list, got {type(containers).__name__}"
-        for index, container in enumerate(containers):
-            field = f"spec.{section}[{index}]"
-            if not isinstance(container, dict):
-                return f"{field}: must be an object, got {type(container).__name__}"
-            resources = container.get("resources")
-            if resources is None:
-                continue
-            if not isinstance(resources, dict):
-                return f"{field}.resources: must be an object, got {type(resources).__name__}"
-            for key in _RESOURCE_LISTS:
-                error = _resource_list(resources.get(key), f"{field}.resources.{key}")
-                if error:
-                    return error
+        if containers is not None and (error := _containers_error(section, containers)):
+            return error
     return None
 
 

@@ -18,6 +18,8 @@ from policies.profile_matching import ProfileIndex
 from policies.profiles import ColocationProfile, ProfileError, parse_profile
 from policies.quota_index import QuotaIndex
 
+_NO_OBJECTS: Mapping[Any, Any] = MappingProxyType({})
+
 T = TypeVar("T")
 ObjectKey = tuple[str, str]  # (namespace or "", name)
 
@@ -75,7 +77,7 @@ class ClusterSnapshot:
             return value
 
     def get(self, kind: str, name: str, namespace: str = "") -> Mapping[str, Any] | None:
-        return self.objects.get(kind, {}).get((namespace, name))
+        return self.objects.get(kind, _NO_OBJECTS).get((namespace, name))
 
     def list(self, kind: str) -> Iterable[Mapping[str, Any]]:
         return self.objects.get(kind, {}).values()
@@ -85,8 +87,9 @@ class ClusterSnapshot:
         namespace = self.get("Namespace", name)
         if namespace is None:
             return None
-        labels = (namespace.get("metadata") or {}).get("labels")
-        return labels if isinstance(labels, Mapping) else {}
+        labels = (namespace.get("metadata") or _NO_OBJECTS).get("labels")
+        # `dict` first: the check against the Mapping ABC costs far more, and this runs per admission.
+        return labels if isinstance(labels, dict) or isinstance(labels, Mapping) else {}
 
     def priority_class(self, name: str) -> Mapping[str, Any] | None:
         return self.get("PriorityClass", name)

@@ -35,6 +35,7 @@ from webhook.review import MalformedReview, build_review, parse_review
 log = logging.getLogger("colocate.admission")
 
 NO_CONTENT = "there is no content to decode"
+_NOTHING: Final[dict[str, Any]] = {}
 
 
 class PluginObserver(Protocol):
@@ -97,29 +98,30 @@ def run_route(
     if isinstance(decoded, Outcome):
         return decoded
     ctx = AdmissionContext(request, cluster, rand_int, effects=[] if explain else None, audit=audit)
-    working = route.copy_for_mutation(decoded) if route.mutating else decoded
+    mutating, operation, clock = route.mutating, request.operation, time.perf_counter
+    working = route.copy_for_mutation(decoded) if mutating else decoded
     for plugin in route.plugins:
-        started = time.perf_counter()
-        explain_plugin = explain and route.mutating and not plugin.explains_itself  # type: ignore[union-attr]
+        started = clock()
+        explain_plugin = explain and mutating and not plugin.explains_itself  # type: ignore[union-attr]
         before = json_copy(working) if explain_plugin else None
         try:
-            if route.mutating:
+            if mutating:
                 plugin.mutate(working, ctx)  # type: ignore[union-attr]
             else:
                 plugin.validate(working, ctx)  # type: ignore[union-attr]
         except Denied as denial:
-            observe(route, plugin.name, request.operation, time.perf_counter() - started, False)
+            observe(route, plugin.name, operation, clock() - started, False)
             return Outcome(False, denial.code, denial.message, matched_profiles=ctx.matched_profiles,
                            effects=ctx.effects)
         except Exception as exc:  # a bug must deny this request, not take the server down
             log.error("plugin %s failed on %s: %s", plugin.name, route.path, repr(exc)[:500], exc_info=exc)
-            observe(route, plugin.name, request.operation, time.perf_counter() - started, False)
+            observe(route, plugin.name, operation, clock() - started, False)
             return Outcome(False, 500, f"internal error in plugin {plugin.name}: {repr(exc)[:500]}",
                            matched_profiles=ctx.matched_profiles, effects=ctx.effects, refused="internal_error")
-        observe(route, plugin.name, request.operation, time.perf_counter() - started, True)
+        observe(route, plugin.name, operation, clock() - started, True)
         if explain_plugin:
             ctx.record(f"plugin/{plugin.name}", True, before, working)
-    patch = diff(decoded, working) if route.mutating else []
+    patch = diff(decoded, working) if mutating else []
     return Outcome(True, patch=patch, object=working, matched_profiles=ctx.matched_profiles, effects=ctx.effects,
                    warnings=ctx.warnings)
 
@@ -170,11 +172,11 @@ def serve_review(
     except Exception as exc:  # noqa: BLE001 - a bug outside the plugins: still one answer, one bounded line
         log.error("admission %s on %s failed: %s", request.uid[:128], route.path, repr(exc)[:500])
         outcome = Outcome(False, 500, f"internal error: {type(exc).__name__}", refused="internal_error")
-    review = build_review(api_version, request.uid, outcome.allowed, code=outcome.code,
-                          message=outcome.message, patch=outcome.patch, warnings=warning_lines(outcome.warnings),
-                          audit_annotations=audit_annotations(outcome.warnings))
-    obj = request.object or request.old_object or {}
-    metadata = metadata_of(obj)
+    warnings = outcome.warnings
+    review = build_review(api_version, request.uid, outcome.allowed, code=outcome.code, message=outcome.message,
+                          patch=outcome.patch, warnings=warning_lines(warnings) if warnings else (),
+                          audit_annotations=audit_annotations(warnings) if warnings else None)
+    metadata = metadata_of(request.object or request.old_object or _NOTHING)
     record: dict[str, Any] = {
         "uid": request.uid,
         "path": route.path,
@@ -189,6 +191,6 @@ def serve_review(
     }
     if outcome.message:
         record["message"] = outcome.message
-    if outcome.warnings:
-        record["warnOnlyProfiles"] = [w.profile for w in outcome.warnings]
+    if warnings:
+        record["warnOnlyProfiles"] = [w.profile for w in warnings]
     return ServedReview(200, orjson.dumps(review), record, outcome, refused=outcome.refused)

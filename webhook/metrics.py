@@ -178,6 +178,7 @@ class WebhookMetrics:
             "Log lines dropped because the log writer fell behind (its queue is bounded).",
             registry=registry)
         self._tallies: dict[tuple[object, ...], Any] = {}  # one per series; only the event loop adds
+        self._profile_tallies: dict[str, CounterTally] = {}  # profile -> its series' tally in `_tallies`
         if self.multiprocess_dir:
             from prometheus_client import multiprocess
 
@@ -212,8 +213,12 @@ class WebhookMetrics:
         found.observe(seconds * 1000)
 
     def count_profile_matches(self, profiles: Sequence[str]) -> None:
+        by_profile = self._profile_tallies
         for profile in profiles:
-            self.tally(self.profile_matches, profile).inc()
+            tally = by_profile.get(profile)
+            if tally is None:
+                tally = by_profile[profile] = self.tally(self.profile_matches, profile)
+            tally.pending += 1
 
     def flush(self) -> None:
         """Hand every tally to prometheus_client (on the event loop, like every write to them)."""

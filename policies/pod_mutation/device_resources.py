@@ -20,7 +20,7 @@ def normalise_device_resources(pod: dict[str, Any]) -> None:
         if not isinstance(resources, dict):
             continue
         requests, limits = _resource_list(resources, "requests"), _resource_list(resources, "limits")
-        if not (requests.keys() | limits.keys()) & DEVICE_RESOURCES:
+        if DEVICE_RESOURCES.isdisjoint(requests) and DEVICE_RESOURCES.isdisjoint(limits):
             continue
         asked_for_shared = GPU_SHARED in requests
         try:

@@ -2,8 +2,13 @@
 import io
 import json
 import logging
+import queue
+import time
 
+import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cli.jsonlog
 from cli.jsonlog import LIBRARY_LOGGERS, MAX_FIELD, dropped_lines, log_admission, setup_logging
@@ -77,3 +82,40 @@ def test_admission_lines_are_dropped_below_info():
     log_admission(logging.getLogger("colocate.admission"), {"uid": "u1"})
     writer.stop()
     assert stream.getvalue() == ""
+
+
+class Tag(str):
+    pass
+
+
+FIELD_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1),
+                         st.lists(st.text(max_size=3), max_size=2),
+                         st.builds(lambda n, c: c * n, st.integers(0, 2 * MAX_FIELD), st.sampled_from("aé\n\"")),
+                         st.builds(Tag, st.text(max_size=3)), st.builds(lambda n: ["x" * 1500] * n, st.integers(0, 4)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.sampled_from(["uid", "object", "message", "ts", "level", "code", "matchedProfiles"]),
+                       FIELD_VALUES, max_size=5))
+def test_an_admission_line_is_the_formatters_line_with_every_string_bounded(monkeypatch_fields):
+    fields = monkeypatch_fields
+    lines = queue.SimpleQueue()
+    handler = cli.jsonlog._LineQueueHandler(lines)
+    logger = logging.getLogger("colocate.admission.agreement")
+    logger.handlers[:], logger.propagate, logger.level = [handler], False, logging.INFO
+    try:
+        log_admission(logger, fields)
+    finally:
+        logger.handlers[:] = []
+    line = lines.get_nowait()
+    entry = json.loads(line)
+    expected = {"ts": entry["ts"], "level": "info", "logger": logger.name}
+    expected.update((key, cli.jsonlog._bounded(value)) for key, value in fields.items())
+    assert line == orjson.dumps(expected, default=str).decode()
+
+
+@given(st.floats(min_value=0, max_value=4e9, allow_nan=False) | st.integers(0, 4 * 10**9).map(lambda s: s + 0.9999))
+def test_timestamps_are_utc_to_the_millisecond(created):
+    second = int(created)
+    expected = f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(second))}.{int((created - second) * 1000):03d}Z"
+    assert cli.jsonlog.JsonFormatter()._timestamp(created) == expected

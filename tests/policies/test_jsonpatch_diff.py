@@ -37,3 +37,63 @@ def test_the_token_cache_is_bounded_whatever_keys_requests_bring(monkeypatch):
     assert escape_pointer_token(long_key) == "k~1" * 200
     assert len(jsonpatch_diff._ESCAPED) == jsonpatch_diff._ESCAPED_MAX
     assert long_key not in jsonpatch_diff._ESCAPED
+
+
+def reference_diff(before, after):
+    """The diff as it was before the scalar fast paths: the same operations, in the same order."""
+    out = []
+
+    def walk(before, after, path):
+        if before is after:
+            return
+        if type(before) is dict and type(after) is dict:
+            for key in before:
+                if key not in after:
+                    out.append({"op": "remove", "path": f"{path}/{escape_pointer_token(key)}"})
+            for key, value in after.items():
+                if key not in before:
+                    out.append({"op": "add", "path": f"{path}/{escape_pointer_token(key)}", "value": value})
+                elif before[key] is not value:
+                    walk(before[key], value, f"{path}/{escape_pointer_token(key)}")
+            return
+        if type(before) is list and type(after) is list and len(before) == len(after):
+            for index, (old, new) in enumerate(zip(before, after, strict=True)):
+                if old is not new:
+                    walk(old, new, f"{path}/{index}")
+            return
+        if type(before) is type(after) and before == after:
+            return
+        out.append({"op": "replace", "path": path, "value": after})
+
+    walk(before, after, "")
+    return out
+
+
+SCALARS = st.none() | st.booleans() | st.integers(-2, 2) | st.floats(allow_nan=True) | st.text(max_size=2)
+LOOSE_JSON = st.recursive(SCALARS, lambda children: st.lists(children, max_size=3)
+                          | st.dictionaries(KEYS, children, max_size=4), max_leaves=12)
+
+
+def edited(data, document):
+    """A copy of `document` as a mutator leaves it: some subtrees shared, some copied and edited."""
+    choice = data.draw(st.sampled_from(["share", "copy", "replace"]))
+    if choice == "share" or (choice == "copy" and type(document) not in (dict, list)):
+        return document
+    if choice == "replace":
+        return data.draw(LOOSE_JSON)
+    if type(document) is list:
+        copy_ = [edited(data, item) for item in document]
+        if data.draw(st.booleans()):
+            copy_.append(data.draw(LOOSE_JSON))
+        return copy_
+    copy_ = {key: edited(data, value) for key, value in document.items() if data.draw(st.booleans()) or not key}
+    for key in data.draw(st.lists(KEYS, max_size=2)):
+        copy_[key] = data.draw(LOOSE_JSON)
+    return copy_
+
+
+@given(LOOSE_JSON, st.data())
+def test_the_diff_agrees_with_the_reference_on_shared_and_edited_documents(before, data):
+    after = edited(data, before)
+    assert diff(before, after) == reference_diff(before, after)
+    assert diff(before, before) == []

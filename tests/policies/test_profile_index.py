@@ -2,8 +2,9 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policies.profile_matching import ProfileIndex, _clear_non_match
+from policies.profile_matching import ProfileIndex
 from policies.profiles import parse_profile
+from policies.selectors import LabelSelector
 from tests.support.builders import make_profile
 
 KEYS, VALUES = ["app", "tier", "team"], ["a", "b", "c"]
@@ -15,6 +16,13 @@ expressions = st.lists(st.fixed_dictionaries({
 }), max_size=2)
 selectors = st.one_of(st.none(),
                       st.fixed_dictionaries({}, optional={"matchLabels": labels, "matchExpressions": expressions}))
+
+
+def _clear_non_match(selector, labels):
+    """Only a valid, non-empty selector over readable labels rules a profile out (spec 5.2, quirk 3)."""
+    if not isinstance(selector, LabelSelector) or selector.is_empty or labels is None:
+        return False
+    return not selector.matches(labels)
 
 
 def scan_every_profile(profiles, object_labels, namespace_labels):

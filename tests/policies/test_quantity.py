@@ -1,5 +1,8 @@
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from policies import quantity
 from policies.quantity import Quantity, QuantityError, canonical, milli_value, resource_list, scalar_of, value
 
 
@@ -40,3 +43,21 @@ def test_scalars_round_up_like_kubernetes(text, milli, plain):
 def test_a_resource_list_is_in_millicores_for_cpu_and_base_units_otherwise():
     assert resource_list({"cpu": "1500m", "memory": "1Gi", "pods": "0"}) == {"cpu": 1500, "memory": 1024**3, "pods": 0}
     assert (scalar_of("cpu", "2"), scalar_of("nvidia.com/gpu", "2")) == (2000, 2)
+
+
+
+NUMBERS_AND_TEXT = st.one_of(st.integers(-(10**70), 10**70), st.floats(), st.sampled_from([0, 1, 0.0, -0.0, 1.0]),
+                             st.text(alphabet="0123456789.+-eEinumkKMGTP", max_size=8),
+                             st.sampled_from(["1", "1.0", "-0", "0.0", "1Ki", "1e3", "5e-999999", " 1"]))
+
+
+@given(st.lists(NUMBERS_AND_TEXT, max_size=6))
+def test_a_cached_parse_is_the_parse_of_that_very_value(values):
+    """Equal values of other types (1, 1.0; 0.0, -0.0) share no wrong cache entry."""
+    def outcome(parse, amount):
+        try:
+            return parse(amount)
+        except ValueError as exc:  # QuantityError; a suffix such as "EE" still escapes as a bare ValueError
+            return f"{type(exc).__name__}: {exc}"
+    for amount in values:
+        assert outcome(Quantity.parse, amount) == outcome(quantity._parse.__wrapped__, amount)
