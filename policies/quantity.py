@@ -35,6 +35,7 @@ _BINARY_EXPONENT_TO_SUFFIX: Final = {exp // 10: suffix for suffix, exp in _BINAR
 MAX_TEXT: Final = 64
 MAX_EXPONENT: Final = 64
 _QUANTITY_RE: Final = re.compile(r"^([+-]?)(\d*)(?:\.(\d*))?([a-zA-Z]*|[eE][+-]?\d+)$")
+_EXPONENT_RE: Final = re.compile(r"[+-]?\d+")  # what follows the e of a suffix such as e3 (not "EE", "e")
 
 
 class QuantityFormat(Enum):
@@ -141,7 +142,7 @@ def _parse(value: str | int | float) -> Quantity:
         fmt = QuantityFormat.DECIMAL_SI
         exponent = _DECIMAL_SUFFIXES[suffix] - len(fraction) + 9
         numerator, denominator = (digits * 10**exponent, 1) if exponent >= 0 else (digits, 10**-exponent)
-    elif suffix[:1] in ("e", "E"):
+    elif suffix[:1] in ("e", "E") and _EXPONENT_RE.fullmatch(suffix, 1):
         fmt = QuantityFormat.DECIMAL_EXPONENT
         if abs(int(suffix[1:])) > MAX_EXPONENT:
             raise QuantityError(f"quantity exponents must be within +-{MAX_EXPONENT}, got {text!r}")

@@ -51,6 +51,8 @@ CASES = [
     ("/mutate-pod", _quantity("-2"), "requests.cpu: must be greater than or equal to 0"),
     ("/mutate-pod", _quantity("9" * 5000), "quantities must be at most 64 characters"),
     ("/mutate-pod", _quantity("1e999999999"), "quantity exponents must be within"),
+    ("/mutate-pod", _quantity("1EE"), "unable to parse quantity's suffix"),  # was a 500
+    ("/validate-pod", _quantity("2e"), "unable to parse quantity's suffix"),
 ]
 
 
