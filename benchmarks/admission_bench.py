@@ -7,8 +7,11 @@ latency there is mostly queueing, connections / throughput), then p50 and p99 at
 16 connections (open loop, the latency an API server sees at that load), and the ratios. Scenarios:
 the floor (a bare aiohttp server on the stdlib loop, as issue 17 measures it, the same on uvloop,
 and on uvloop parsing the review and answering with a patch of colocate's size: what no webhook
-can skip), colocate with 20 and with 1,000 profiles, and 20 profiles with --workers 2.
-colocate runs with its defaults: the JSON admission log line on (to /dev/null) and metrics on.
+can skip), colocate with 20 and with 1,000 profiles, 20 profiles with --workers 2, and 20 profiles
+in plain Python. colocate runs as users run it, its hot path compiled with mypyc (`pip install .`,
+the image; built here in a copy of the tree, `devtools.compiled_copy`, about 20 s), except in the
+plain-Python scenario (the checkout, as `pip install -e .` runs it), and with its defaults: the
+JSON admission log line on (to /dev/null) and metrics on.
 As in issue 17's harness, each single-process server is pinned to core 0 and wrk to core 1 (when
 the machine has two cores and `taskset`); `--workers 2` is not pinned.
 Run: `.venv/bin/python benchmarks/admission_bench.py [--duration 10] [--connections 32]`.
@@ -36,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from certs.generate import ensure_serving_certs  # noqa: E402
+from devtools.compiled_copy import compiled_copy  # noqa: E402
 
 
 def free_port() -> int:
@@ -255,10 +259,10 @@ def _process_tree_cpu_seconds(root: int) -> float:
 
 
 def measure(command: list[str], port: int, ca: Path, ready_path: str, lua: Path, args: argparse.Namespace,
-            body: bytes, pin: bool = True) -> dict:
+            body: bytes, pin: bool = True, cwd: Path = REPO) -> dict:
     import asyncio
 
-    process = subprocess.Popen([*(_pinned(0) if pin else []), *command], cwd=REPO, stdout=subprocess.DEVNULL,
+    process = subprocess.Popen([*(_pinned(0) if pin else []), *command], cwd=cwd, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     try:
         wait_ready(port, ca, ready_path)
@@ -298,6 +302,9 @@ def main() -> int:
               f"{args.duration}s per run, {os.cpu_count()} cores")
         for count in (20, 1000):
             write_state(root / f"state-{count}", count)
+        # what users run (`pip install .`, the image): the hot path compiled, in a copy of the tree
+        compiled = compiled_copy(root / "compiled")
+        print(f"colocate's hot path compiled with mypyc in {compiled} (plain Python: the checkout)", flush=True)
         colocate = [sys.executable, "-m", "colocate.cli", "serve", "--cert-dir", str(root / "certs"),
                     "--host", "127.0.0.1"]
         bare = [sys.executable, str(REPO / "benchmarks" / "bare_server.py"), "--cert-dir", str(root / "certs")]
@@ -308,6 +315,8 @@ def main() -> int:
             "colocate, 20 profiles": lambda port: [*colocate, "--cluster", str(root / "state-20"), "--port", str(port)],
             "colocate, 1000 profiles": lambda port: [*colocate, "--cluster", str(root / "state-1000"),
                                                      "--port", str(port)],
+            "colocate, 20 profiles, plain Python": lambda port: [*colocate, "--cluster", str(root / "state-20"),
+                                                                 "--port", str(port)],
             "colocate, 20 profiles, --workers 2": lambda port: [*colocate, "--cluster", str(root / "state-20"),
                                                                 "--port", str(port), "--workers", "2"],
         }
@@ -316,7 +325,8 @@ def main() -> int:
             port = free_port()
             ready = "/mutate-pod" if name.startswith("bare") else "/readyz"
             results[name] = measure(command(port), port, certs.ca, ready, lua, args, body.read_bytes(),
-                                    pin="--workers" not in name)
+                                    pin="--workers" not in name,
+                                    cwd=REPO if name.startswith("bare") or "plain" in name else compiled)
             r, f = results[name], results[name]["fixed"]
             print(f"{name:38s} max {r['rps']:6.0f} req/s  p50 {r['p50_ms']:6.2f} ms  p99 {r['p99_ms']:6.2f} ms  "
                   f"cpu {r['cpu_us']:5.0f} us/req  "

@@ -43,6 +43,7 @@ from cli.jsonlog import dropped_lines, json_logging
 from cluster.client import api_client
 from cluster.kinds import WatchedKind, transforms_of
 from cluster.store import ClusterStore
+from webhook.compiled import HOT_PATH, compiled_modules
 from webhook.connections import ConnectionLimits
 from webhook.gate import GatedSite
 from webhook.registry import Registry, default_routes
@@ -261,7 +262,8 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
         if listen_when_ready and await _first(signals.get(), loaded.wait()) == 0:
             return  # stopped before the state was loaded: never listened, nothing to drain
         await site.start()
-        log.info("serving admission webhooks on https://%s:%d (pid %d)", config.host, config.port, os.getpid())
+        log.info("serving admission webhooks on https://%s:%d (pid %d; hot path compiled: %d of %d modules)",
+                 config.host, config.port, os.getpid(), len(compiled_modules()), len(HOT_PATH))
         await signals.get()
         lifecycle.draining = True
         log.info("shutting down (pid %d): not ready, draining for %.1fs", os.getpid(), config.drain_delay)

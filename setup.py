@@ -1,0 +1,43 @@
+"""Builds colocate; compiles the admission hot path (`webhook/compiled.py`'s HOT_PATH) with mypyc.
+
+Everything else is in pyproject.toml. The compiled modules are optional extensions: without a C
+compiler (or Python's headers) the build warns and installs the plain modules. Editable installs are
+not compiled unless COLOCATE_COMPILE=1 (an edit must take effect); COLOCATE_COMPILE=0 never compiles.
+"""
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from pathlib import Path
+
+from setuptools import setup
+
+ROOT = Path(__file__).resolve().parent
+
+
+def _wanted() -> bool:
+    choice = os.environ.get("COLOCATE_COMPILE", "auto")
+    if choice in ("0", "1"):
+        return choice == "1"
+    return not any(command in sys.argv for command in ("editable_wheel", "develop"))
+
+
+def hot_path_extensions() -> list:
+    if not _wanted():
+        return []
+    try:
+        from mypyc.build import mypycify
+    except ImportError:
+        print("colocate: mypyc is not installed; the hot path stays plain Python", file=sys.stderr)
+        return []
+    hot_path = runpy.run_path(str(ROOT / "webhook" / "compiled.py"))["HOT_PATH"]
+    paths = [str(Path(*name.split("."))) + ("/__init__.py" if (ROOT / Path(*name.split("."))).is_dir() else ".py")
+             for name in hot_path]
+    extensions = mypycify(paths, opt_level="3")
+    for extension in extensions:
+        extension.optional = True  # no compiler: warn and install the plain modules
+    return extensions
+
+
+setup(ext_modules=hot_path_extensions())
