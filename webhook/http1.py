@@ -288,7 +288,8 @@ class HttpConnection(asyncio.Protocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:  # answered as a plain request; what follows is not ours
-            self.close()
+            if not self.queued:  # else its answer, queued, closes the connection once written
+                self.close()
             return
         except httptools.HttpParserCallbackError as error:
             cause = error.__context__

@@ -154,3 +154,15 @@ async def test_a_header_sent_in_small_pieces_is_refused_at_the_head_limit(cert_p
         assert (status, headers["Connection"]) == (431, "close")
         assert app.calls == []
         writer.close()
+
+
+async def test_an_upgrade_request_with_a_body_is_answered_then_the_connection_closed(cert_paths: CertPaths):
+    """llhttp stops at an upgrade; the request's answer, computed after the read, is still written."""
+    app = Recorder()
+    async with serving(cert_paths, app) as (_, port):
+        reader, writer = await connect(cert_paths, port)
+        writer.write(b"POST /a HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 0\r\n\r\n")
+        status, headers, _ = await read_answer(reader)
+        assert (status, headers["Connection"]) == (200, "close")
+        assert await reader.read() == b""
+        writer.close()
