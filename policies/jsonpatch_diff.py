@@ -44,32 +44,42 @@ def _diff(before: Any, after: Any, path: str, out: list[dict[str, Any]]) -> None
     if kind is not type(after):
         out.append({"op": "replace", "path": path, "value": after})
     elif kind is dict:
-        for key in before:
-            if key not in after:
-                out.append({"op": "remove", "path": f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}"})
-        for key, value in after.items():
-            old = before.get(key, _MISSING)
-            if old is value:
-                continue
-            if old is _MISSING:
-                out.append({"op": "add", "path": f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}",
-                            "value": value})
-                continue
-            leaf = type(old)
-            if leaf is dict or leaf is list or leaf is not type(value):
-                _diff(old, value, f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}", out)
-            elif old != value:
-                out.append({"op": "replace", "path": f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}",
-                            "value": value})
+        _diff_dict(before, after, path, out)
     elif kind is list and len(before) == len(after):
-        for index, old in enumerate(before):
-            value = after[index]
-            if old is value:
-                continue
-            leaf = type(old)
-            if leaf is dict or leaf is list or leaf is not type(value):
-                _diff(old, value, f"{path}/{index}", out)
-            elif old != value:
-                out.append({"op": "replace", "path": f"{path}/{index}", "value": value})
+        _diff_list(before, after, path, out)
     elif before != after:
         out.append({"op": "replace", "path": path, "value": after})
+
+
+# The two walks take typed containers: compiled (webhook/compiled.py), they then use the dict and
+# list C API directly instead of the generic object protocol.
+def _diff_dict(before: dict[str, Any], after: dict[str, Any], path: str, out: list[dict[str, Any]]) -> None:
+    for key in before:
+        if key not in after:
+            out.append({"op": "remove", "path": f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}"})
+    for key, value in after.items():
+        old = before.get(key, _MISSING)
+        if old is value:
+            continue
+        if old is _MISSING:
+            out.append({"op": "add", "path": f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}",
+                        "value": value})
+            continue
+        leaf = type(old)
+        if leaf is dict or leaf is list or leaf is not type(value):
+            _diff(old, value, f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}", out)
+        elif old != value:
+            out.append({"op": "replace", "path": f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}",
+                        "value": value})
+
+
+def _diff_list(before: list[Any], after: list[Any], path: str, out: list[dict[str, Any]]) -> None:
+    for index, old in enumerate(before):
+        value = after[index]
+        if old is value:
+            continue
+        leaf = type(old)
+        if leaf is dict or leaf is list or leaf is not type(value):
+            _diff(old, value, f"{path}/{index}", out)
+        elif old != value:
+            out.append({"op": "replace", "path": f"{path}/{index}", "value": value})

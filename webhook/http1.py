@@ -6,8 +6,9 @@ response object, a router lookup and a stream writer. Measured on one core with 
 (`benchmarks/README.md`), that machinery costs ~23 µs of the ~33 µs a bare HTTPS request costs,
 and an admission's whole budget is ~75 µs. Here a request is parsed by llhttp (the parser of
 Node.js and uvicorn, strict by default: no smuggling through Content-Length and Transfer-Encoding
-together, no obsolete line folding) and answered from the parser's completion callback, in order,
-on the connection's own transport. The other HTTP adapter (the scheduler extender) stays on aiohttp.
+together, no obsolete line folding) and answered, in order, on the connection's own transport, once
+the loop has handled the reads at hand (`HttpServer.enqueue`: the admissions that arrive together
+run back to back). The other HTTP adapter (the scheduler extender) stays on aiohttp.
 
 What one connection may cost, at most:
 - headers: a request line of `max_url` bytes (414), `max_headers` fields and `max_header_bytes`
@@ -15,12 +16,12 @@ What one connection may cost, at most:
   TLS handshake), else the connection is closed without an answer, as aiohttp's keep-alive timer
   did;
 - a body: `max_body` bytes (the application answers with its `too_large` refusal, from the first
-  `uid_scan` bytes), complete within `body_timeout` of its headers (`slow_body`), and within the
+  `UID_SCAN_BYTES`), complete within `body_timeout` of its headers (`slow_body`), and within the
   bytes every connection's bodies may hold together (`BodyBudget`: `busy`); each refusal closes
   the connection;
 - answers: a client that pipelines requests and reads no answers is not read from while the
-  transport's write buffer is full (`pause_writing`), so what it makes us hold is one read's worth
-  of answers.
+  transport's write buffer is full (`pause_writing`) or `MAX_QUEUED` of its requests wait for
+  their answers, so what it makes us hold is one read's worth of requests and answers.
 
 Whatever a request carries, the parser error or the refusal is one answer with `Connection: close`,
 never a traceback; an exception in the application is a 500, logged, and the connection closed.
