@@ -32,6 +32,7 @@ import asyncio
 import logging
 import socket
 import time
+from collections import deque
 from dataclasses import dataclass
 from email.utils import formatdate
 from http import HTTPStatus
@@ -46,6 +47,8 @@ UID_SCAN_BYTES: Final = 64 * 1024  # what a too-large body is read of, for the u
 #: requests of one connection read whole and not yet answered, past which it is not read from
 #: (only a pipelining client queues more than one; the API server sends one at a time)
 MAX_QUEUED: Final = 16
+#: requests answered in one turn of the loop before it reads again (`HttpServer._answer_queued`)
+ANSWER_BATCH: Final = 8
 CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 #: why the application is asked to refuse a body (`Application.refused`)
 BODY_REFUSALS: Final = ("too_large", "busy", "slow_body")
@@ -194,7 +197,8 @@ class HttpServer:
         self.server_header = b"Server: %s\r\n" % server_name.encode("ascii")
         self.stopping = False
         self._quiet = asyncio.Event()
-        self.queue: list[tuple[HttpConnection, Request, bytes, Answer | None]] = []
+        self.queue: deque[tuple[HttpConnection, Request, bytes, Answer | None]] = deque()
+        self._scheduled = False  # _answer_queued is due to run
 
     def connection(self, on_first_request: Any = None) -> HttpConnection:
         """A connection's protocol; `on_first_request()` is called once, when its first head is read."""
@@ -202,22 +206,25 @@ class HttpServer:
 
     def enqueue(self, connection: HttpConnection, request: Request, body: bytes, answer: Answer | None) -> None:
         """`request` is complete: it is answered (with `answer`, or what the application says of
-        `body`) when the loop has read what else arrived, in the order requests were queued."""
-        queue = self.queue
-        if not queue:
+        `body`) once the loop has read what else arrived, in the order requests were queued."""
+        self.queue.append((connection, request, body, answer))
+        if not self._scheduled:
+            self._scheduled = True
             connection.loop.call_soon(self._answer_queued)
-        queue.append((connection, request, body, answer))
 
     def _answer_queued(self) -> None:
-        """Answer every request that arrived in one turn of the loop, one after the other.
+        """Answer the queued requests in order, `ANSWER_BATCH` at a time, reading between batches.
 
         Admissions that arrive together (from many connections, under load) run back to back
         instead of each between TLS and socket work for other connections, so the policies' code
-        and data stay in the CPU's caches: measured, ~10 % less CPU per admission at 32
-        connections. A request alone waits for nothing but the rest of the loop's turn."""
-        queue, self.queue = self.queue, []
-        app = self.app
-        for connection, request, body, answer in queue:
+        and data stay in the CPU's caches: ~10 % less CPU per admission at 32 connections. Between
+        two batches the loop reads again, and what arrived meanwhile queues behind what waits: with
+        every queued request answered in one go, a request that arrived just after a turn began
+        waited for that whole turn and then for its place in the next one (its p99 twice its p50 at
+        32 connections). A request alone waits for nothing but the rest of the loop's turn."""
+        queue, app = self.queue, self.app
+        for _ in range(min(len(queue), ANSWER_BATCH)):
+            connection, request, body, answer = queue.popleft()
             connection.queued -= 1
             transport = connection.transport
             if transport is None or transport.is_closing():  # gone, or closed by an earlier answer
@@ -228,6 +235,10 @@ class HttpServer:
             if answer is None:
                 answer = connection._call(app.complete, request, body) or _internal_error()
             connection._write(request, answer)
+        if queue:
+            asyncio.get_running_loop().call_soon(self._answer_queued)
+        else:
+            self._scheduled = False
         if self.stopping:
             self.request_ended()
 

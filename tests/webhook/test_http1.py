@@ -166,3 +166,48 @@ async def test_an_upgrade_request_with_a_body_is_answered_then_the_connection_cl
         assert (status, headers["Connection"]) == (200, "close")
         assert await reader.read() == b""
         writer.close()
+
+
+class RecordingTransport(asyncio.Transport):
+    """What a connection writes, in the order of every connection's writes (`log`)."""
+
+    def __init__(self, name: str, log: list[tuple[str, bytes]]) -> None:
+        super().__init__()
+        self.name, self.log, self.closed = name, log, False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.log.append((self.name, bytes(data)))
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return default
+
+    def pause_reading(self) -> None: ...
+
+    def resume_reading(self) -> None: ...
+
+
+async def test_requests_read_together_are_answered_in_their_order_a_few_per_turn_of_the_loop():
+    """More requests than one turn answers: the first ANSWER_BATCH go out, then the loop reads
+    again before the rest (which keep their order); none is lost or answered twice."""
+    from webhook.http1 import ANSWER_BATCH
+
+    app, log = Recorder(), list[tuple[str, bytes]]()
+    server = HttpServer(app, HttpLimits())
+    names = [f"c{i}" for i in range(ANSWER_BATCH * 2 + 3)]
+    for name in names:
+        connection = server.connection()
+        connection.connection_made(RecordingTransport(name, log))
+        connection.data_received(post(f"/{name}", name.encode()))
+    assert log == [] and len(server.queue) == len(names)  # nothing answered while reading
+    await asyncio.sleep(0)  # one turn of the loop
+    assert [name for name, _ in log] == names[:ANSWER_BATCH]
+    while server.queue:
+        await asyncio.sleep(0)
+    assert [name for name, _ in log] == names
+    assert all(data.endswith(name.encode()) for name, data in log)
