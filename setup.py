@@ -16,11 +16,24 @@ from setuptools import setup
 ROOT = Path(__file__).resolve().parent
 
 
+#: the commands that build the extensions; the others (egg_info, dist_info, sdist, ...) only
+#: describe the project, and pip runs them before any build: they must not run mypyc
+_BUILDS = ("bdist_wheel", "build", "build_ext", "install")
+
+
 def _wanted() -> bool:
     choice = os.environ.get("COLOCATE_COMPILE", "auto")
-    if choice in ("0", "1"):
-        return choice == "1"
-    return not any(command in sys.argv for command in ("editable_wheel", "develop"))
+    if choice == "0":
+        return False
+    if choice == "1":
+        return any(command in sys.argv for command in (*_BUILDS, "editable_wheel", "develop"))
+    return any(command in sys.argv for command in _BUILDS)
+
+
+#: mypy's options for the compilation: not the project's configuration (strict, for `mypy` in CI),
+#: and dependencies that are not installed where the wheel is built (pip's isolated build
+#: environment holds setuptools and mypy only) typed as Any: calls into them stay calls
+_MYPY_OPTIONS = ["--config-file=", "--ignore-missing-imports", "--follow-imports=silent"]
 
 
 def hot_path_extensions() -> list:
@@ -34,7 +47,7 @@ def hot_path_extensions() -> list:
     hot_path = runpy.run_path(str(ROOT / "webhook" / "compiled.py"))["HOT_PATH"]
     paths = [str(Path(*name.split("."))) + ("/__init__.py" if (ROOT / Path(*name.split("."))).is_dir() else ".py")
              for name in hot_path]
-    extensions = mypycify(paths, opt_level="3")
+    extensions = mypycify([*_MYPY_OPTIONS, *paths], opt_level="3")
     for extension in extensions:
         extension.optional = True  # no compiler: warn and install the plain modules
     return extensions
