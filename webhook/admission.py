@@ -1,8 +1,8 @@
 """Serving one admission request: the single chain both front doors use.
 
-`run_route` runs a route's plugins over a request and a cluster snapshot (no I/O, no aiohttp);
+`run_route` runs a route's plugins over a request and a cluster snapshot (no I/O, no HTTP);
 `serve_review` wraps it for the wire: bytes in, status and bytes out, metrics and one log record.
-The aiohttp adapter (`webhook.server`) and `colocate apply` (`webhook.chain`) only call these.
+The webhook port (`webhook.server`) and `colocate apply` (`webhook.chain`) only call these.
 """
 from __future__ import annotations
 

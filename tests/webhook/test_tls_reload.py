@@ -8,13 +8,18 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from aiohttp import web
 
 from certs.generate import generate_material, utcnow
 from certs.material import CERT_FILE, KEY_FILE, CertPaths, Material, pem_certs, pem_key, read_directory, write_directory
 from tests.support.cluster import free_port
 from tests.support.tls import served_certificate
 from tests.support.wait import wait_for
+from webhook.connections import ConnectionLimits
+from webhook.gate import GatedSite
+from webhook.metrics import WebhookMetrics
+from webhook.registry import default_routes
+from webhook.server import build_server
+from webhook.state import StateHolder
 from webhook.tls_reload import CertReloader, LoadedChain
 
 
@@ -36,29 +41,27 @@ async def running(tmp_path: Path) -> AsyncIterator[Running]:
     write_directory(tmp_path, generate_material(["localhost"], utcnow()))
     served = Running(tmp_path)
 
-    async def hello(request: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    app = web.Application()
-    app.router.add_get("/", hello)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", served.port, ssl_context=served.reloader.load_initial()).start()
+    # the webhook port as `colocate serve` runs it: the gate starts TLS with the live context
+    server = build_server(default_routes(), StateHolder(), WebhookMetrics())
+    site = GatedSite(server.connection, "127.0.0.1", served.port, tls_context=served.reloader.load_initial(),
+                     limits=ConnectionLimits())
+    await site.start()
     yield served
-    await runner.cleanup()
+    await site.stop()
+    await server.shutdown(1.0)
 
 
 async def test_new_handshakes_get_the_new_chain_while_open_connections_keep_working(running: Running,
                                                                                      tmp_path: Path) -> None:
     before = read_directory(tmp_path)
     async with client(before) as kept:  # trusts only the old CA: it can only succeed on its open connection
-        assert (await (await kept.get(f"https://localhost:{running.port}/")).text()) == "ok"
+        assert (await (await kept.get(f"https://localhost:{running.port}/healthz")).text()) == "ok"
         new = generate_material(["localhost"], utcnow())
         write_directory(tmp_path, Material(new.ca_key, (new.ca, before.ca), new.cert, new.key))
         assert await running.reloader.check_once()
         assert not await running.reloader.check_once()  # no change, no reload
         for _ in range(3):
-            async with kept.get(f"https://localhost:{running.port}/") as response:
+            async with kept.get(f"https://localhost:{running.port}/healthz") as response:
                 assert await response.text() == "ok"
     served = await asyncio.to_thread(served_certificate, running.port, pem_certs([new.ca]))
     assert served == new.cert
