@@ -16,6 +16,7 @@ from cli.parser import Subparsers
 from webhook.connections import (
     DEFAULT_FIRST_REQUEST_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_BODY,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONNECTIONS,
 )
@@ -130,7 +131,7 @@ def register_commands(subparsers: Subparsers) -> None:
                             "Deployment uses auto (docs/sizing.md)")
     serve.add_argument("--event-loop", choices=EVENT_LOOPS, default="auto",
                        help="auto (default): uvloop where installed, else asyncio's own loop")
-    serve.add_argument("--max-body", type=int, default=8 * 1024 * 1024, metavar="BYTES",
+    serve.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
                        help="largest AdmissionReview accepted (default 8 MiB)")
     serve.add_argument("--reload-interval", type=float, default=1.0, metavar="SECONDS",
                        help="how often the --cluster directory is checked for changes")

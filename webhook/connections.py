@@ -11,7 +11,8 @@ from typing import Final
 DEFAULT_MAX_CONNECTIONS: Final = 1000
 DEFAULT_FIRST_REQUEST_TIMEOUT: Final = 10.0
 DEFAULT_IDLE_TIMEOUT: Final = 30.0
-DEFAULT_MAX_BODY_BYTES: Final = 64 * 1024 * 1024  # request bodies held at once (webhook.server.BodyBudget)
+DEFAULT_MAX_BODY: Final = 8 * 1024 * 1024  # one request body (--max-body)
+DEFAULT_MAX_BODY_BYTES: Final = 64 * 1024 * 1024  # request bodies held at once (webhook.http1.BodyBudget)
 #: the sizing rule of docs/serve.md, measured by benchmarks/hostile_bench.py (idle): a server
 #: process at rest, and what each open connection adds (TLS and HTTP buffers)
 MEMORY_BASE_MIB: Final = 100

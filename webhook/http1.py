@@ -41,6 +41,8 @@ from urllib.parse import unquote
 
 import httptools
 
+from webhook.connections import DEFAULT_FIRST_REQUEST_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY
+
 log = logging.getLogger("colocate.http")
 
 UID_SCAN_BYTES: Final = 64 * 1024  # what a too-large body is read of, for the uid it may carry
@@ -56,9 +58,9 @@ BODY_REFUSALS: Final = ("too_large", "busy", "slow_body")
 
 @dataclass(frozen=True)
 class HttpLimits:
-    max_body: int = 8 * 1024 * 1024
-    body_timeout: float | None = 10.0
-    idle_timeout: float = 30.0
+    max_body: int = DEFAULT_MAX_BODY
+    body_timeout: float | None = DEFAULT_FIRST_REQUEST_TIMEOUT
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
     max_url: int = 8 * 1024
     max_header_bytes: int = 64 * 1024
     max_headers: int = 128
@@ -136,7 +138,8 @@ class Application(Protocol):
         """The whole body arrived (within every limit)."""
 
     def refused(self, request: Request, reason: str, prefix: bytes) -> Answer:
-        """The body broke a limit (one of `BODY_REFUSALS`); `prefix` is what was read of it."""
+        """The body broke a limit (one of `BODY_REFUSALS`); `prefix` is the first `UID_SCAN_BYTES`
+        of what was read of it."""
 
     def abandoned(self, request: Request) -> None:
         """The connection ended before `request` was answered."""
@@ -233,7 +236,7 @@ class HttpServer:
                     connection._call(app.abandoned, request)
                 continue
             if answer is None:
-                answer = connection._call(app.complete, request, body) or _internal_error()
+                answer = connection._call(app.complete, request, body)
             connection._write(request, answer)
         if queue:
             asyncio.get_running_loop().call_soon(self._answer_queued)
@@ -497,7 +500,7 @@ class HttpConnection(asyncio.Protocol):
 
     def _refuse_body(self, request: Request, reason: str) -> None:
         prefix = b"".join(request.parts)[:UID_SCAN_BYTES]
-        answer = self._call(self.app.refused, request, reason, prefix) or _internal_error()
+        answer = self._call(self.app.refused, request, reason, prefix)
         answer.close = True
         self.request = None
         self.closing = True
@@ -524,7 +527,7 @@ class HttpConnection(asyncio.Protocol):
             return method(*args)
         except Exception as exc:  # noqa: BLE001 - logged, answered, and the connection closed
             log.error("HTTP application failed in %s: %r", getattr(method, "__name__", method), exc, exc_info=exc)
-            return _internal_error() if method is not self.app.abandoned else None
+            return _internal_error()  # (what `abandoned` returns is not used)
 
     # -- deadlines ---------------------------------------------------------------------------
     def _wait_for(self, seconds: float | None) -> None:

@@ -44,10 +44,10 @@ from cluster.client import api_client
 from cluster.kinds import WatchedKind, transforms_of
 from cluster.store import ClusterStore
 from webhook.compiled import HOT_PATH, compiled_modules
-from webhook.connections import ConnectionLimits
+from webhook.connections import DEFAULT_MAX_BODY, ConnectionLimits
 from webhook.gate import GatedSite
 from webhook.registry import Registry, default_routes
-from webhook.server import DEFAULT_MAX_BODY, Lifecycle, build_server
+from webhook.server import Lifecycle, build_server
 from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots, KubeSettings
 from webhook.state import StateHolder
 from webhook.tls_reload import CertReloader, LoadedChain, new_server_context

@@ -27,16 +27,15 @@ from typing import Final
 from cli.jsonlog import ADMISSION_LOGGER, log_admission
 from policies.admission import default_rand_int
 from webhook.admission import ServedReview, http_error, malformed_response, serve_review
-from webhook.http1 import UID_SCAN_BYTES, Answer, BodyBudget, HttpLimits, HttpServer, Request
+from webhook.connections import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY
+from webhook.http1 import Answer, BodyBudget, HttpLimits, HttpServer, Request
 from webhook.metrics import CONTENT_TYPE, RouteSeries, WebhookMetrics
 from webhook.registry import Registry, Route
 from webhook.review import MalformedReview, uid_from_prefix
 from webhook.state import StateHolder
 
-DEFAULT_MAX_BODY: Final = 8 * 1024 * 1024
 SERVER_NAME: Final = "colocate"
 _JSON: Final = b"application/json"
-_TEXT: Final = b"text/plain; charset=utf-8"
 _ADMISSION_METHODS: Final = b"Allow: POST\r\n"
 _PROBE_METHODS: Final = b"Allow: GET,HEAD\r\n"
 #: what kubelet probes and Prometheus read, without a client certificate
@@ -62,7 +61,7 @@ def _refused_encoding(request: Request) -> str | None:
 
 def _too_large(route: Route, limit: int, started: float, prefix: bytes) -> ServedReview:
     message = f"request body exceeds the {limit} byte limit"
-    return malformed_response(MalformedReview(message, uid_from_prefix(prefix[:UID_SCAN_BYTES])), route.path,
+    return malformed_response(MalformedReview(message, uid_from_prefix(prefix)), route.path,
                               started, "too_large")
 
 
@@ -205,7 +204,7 @@ def build_server(registry: Registry, state: StateHolder, metrics: WebhookMetrics
                  max_body: int = DEFAULT_MAX_BODY, rand_int: Callable[[int], int] = default_rand_int,
                  lifecycle: Lifecycle | None = None, body_timeout: float | None = None,
                  client_certs: bool = False, max_body_bytes: int | None = None,
-                 idle_timeout: float = 30.0) -> HttpServer:
+                 idle_timeout: float = DEFAULT_IDLE_TIMEOUT) -> HttpServer:
     """`body_timeout`: a request body must arrive within it; `client_certs`: admission paths need a
     verified client certificate (the TLS context asks for one: `--client-ca`); `max_body_bytes`:
     the request bodies all routes may hold at once (`BodyBudget`); `idle_timeout`: a kept-alive
