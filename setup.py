@@ -4,6 +4,7 @@ Everything else is in pyproject.toml. The compiled modules are optional extensio
 compiler (or Python's headers) the build warns and installs the plain modules. Editable installs are
 not compiled unless COLOCATE_COMPILE=1 (an edit must take effect); COLOCATE_COMPILE=0 never compiles.
 """
+
 from __future__ import annotations
 
 import os
@@ -45,8 +46,10 @@ def hot_path_extensions() -> list:
         print("colocate: mypyc is not installed; the hot path stays plain Python", file=sys.stderr)
         return []
     hot_path = runpy.run_path(str(ROOT / "webhook" / "compiled.py"))["HOT_PATH"]
-    paths = [str(Path(*name.split("."))) + ("/__init__.py" if (ROOT / Path(*name.split("."))).is_dir() else ".py")
-             for name in hot_path]
+    paths = [
+        str(Path(*name.split("."))) + ("/__init__.py" if (ROOT / Path(*name.split("."))).is_dir() else ".py")
+        for name in hot_path
+    ]
     extensions = mypycify([*_MYPY_OPTIONS, *paths], opt_level="3")
     for extension in extensions:
         extension.optional = True  # no compiler: warn and install the plain modules

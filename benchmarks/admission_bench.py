@@ -16,6 +16,7 @@ As in issue 17's harness, each single-process server is pinned to core 0 and wrk
 the machine has two cores and `taskset`); `--workers 2` is not pinned.
 Run: `.venv/bin/python benchmarks/admission_bench.py [--duration 10] [--connections 32]`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,67 +52,129 @@ def free_port() -> int:
 def realistic_pod() -> dict:
     """A Deployment-owned pod with the usual clutter: env, mounts, probes, tolerations, affinity."""
     container = {
-        "name": "executor", "image": "registry.example.com/analytics/spark-executor:3.5.1-r12",
+        "name": "executor",
+        "image": "registry.example.com/analytics/spark-executor:3.5.1-r12",
         "imagePullPolicy": "IfNotPresent",
         "args": ["--executor-id", "17", "--cores", "2", "--app-id", "app-20261123-0042"],
         "env": [{"name": f"SPARK_ENV_{i}", "value": f"value-{i}-" + "x" * 24} for i in range(18)]
-               + [{"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}}],
+        + [{"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}}],
         "ports": [{"containerPort": 7079, "name": "blockmanager", "protocol": "TCP"}],
         "resources": {"requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"cpu": "2", "memory": "8Gi"}},
-        "volumeMounts": [{"name": "spark-local-dir-1", "mountPath": "/var/data/spark-1"},
-                         {"name": "spark-conf-volume", "mountPath": "/opt/spark/conf"},
-                         {"name": "kube-api-access-7x2fz", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
-                          "readOnly": True}],
+        "volumeMounts": [
+            {"name": "spark-local-dir-1", "mountPath": "/var/data/spark-1"},
+            {"name": "spark-conf-volume", "mountPath": "/opt/spark/conf"},
+            {
+                "name": "kube-api-access-7x2fz",
+                "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                "readOnly": True,
+            },
+        ],
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": 7079}, "periodSeconds": 10},
-        "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
     }
     return {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": {
-            "generateName": "spark-executor-7d9f8b6c5-", "namespace": "analytics",
-            "labels": {"app": "spark", "spark-role": "executor", "spark-app-selector": "app-20261123-0042",
-                       "pod-template-hash": "7d9f8b6c5", "koordinator.sh/enable-colocation": "true",
-                       "team": "data-platform"},
-            "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "7079",
-                            "kubectl.kubernetes.io/default-container": "executor"},
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "spark-executor-7d9f8b6c5",
-                                 "uid": "8f6c1a1e-52a4-4c1b-9d1e-2f0b6a5a9c3d", "controller": True,
-                                 "blockOwnerDeletion": True}],
+            "generateName": "spark-executor-7d9f8b6c5-",
+            "namespace": "analytics",
+            "labels": {
+                "app": "spark",
+                "spark-role": "executor",
+                "spark-app-selector": "app-20261123-0042",
+                "pod-template-hash": "7d9f8b6c5",
+                "koordinator.sh/enable-colocation": "true",
+                "team": "data-platform",
+            },
+            "annotations": {
+                "prometheus.io/scrape": "true",
+                "prometheus.io/port": "7079",
+                "kubectl.kubernetes.io/default-container": "executor",
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "spark-executor-7d9f8b6c5",
+                    "uid": "8f6c1a1e-52a4-4c1b-9d1e-2f0b6a5a9c3d",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
         },
         "spec": {
             "containers": [container],
-            "volumes": [{"name": "spark-local-dir-1", "emptyDir": {}},
-                        {"name": "spark-conf-volume", "configMap": {"name": "spark-conf", "defaultMode": 420}},
-                        {"name": "kube-api-access-7x2fz", "projected": {"defaultMode": 420, "sources": [
+            "volumes": [
+                {"name": "spark-local-dir-1", "emptyDir": {}},
+                {"name": "spark-conf-volume", "configMap": {"name": "spark-conf", "defaultMode": 420}},
+                {
+                    "name": "kube-api-access-7x2fz",
+                    "projected": {
+                        "defaultMode": 420,
+                        "sources": [
                             {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                            {"configMap": {"name": "kube-root-ca.crt",
-                                           "items": [{"key": "ca.crt", "path": "ca.crt"}]}}]}}],
-            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
-            "serviceAccountName": "spark", "securityContext": {"runAsUser": 185, "fsGroup": 185},
-            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-                             "tolerationSeconds": 300},
-                            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
-                             "tolerationSeconds": 300}],
-            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": "node-pool", "operator": "In", "values": ["batch", "mixed"]}]}]}}},
-            "enableServiceLinks": True, "preemptionPolicy": "PreemptLowerPriority",
+                            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                        ],
+                    },
+                },
+            ],
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "spark",
+            "securityContext": {"runAsUser": 185, "fsGroup": 185},
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+                {
+                    "key": "node.kubernetes.io/unreachable",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+            ],
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "node-pool", "operator": "In", "values": ["batch", "mixed"]}]}
+                        ]
+                    }
+                }
+            },
+            "enableServiceLinks": True,
+            "preemptionPolicy": "PreemptLowerPriority",
         },
     }
 
 
 def review_body() -> bytes:
-    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
-        "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"},
-        "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
-        "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-        "namespace": "analytics", "operation": "CREATE",
-        "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller",
-                     "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system",
-                                "system:authenticated"]},
-        "object": realistic_pod(), "oldObject": None, "dryRun": False,
-        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}}}
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "analytics",
+            "operation": "CREATE",
+            "userInfo": {
+                "username": "system:serviceaccount:kube-system:replicaset-controller",
+                "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
+            },
+            "object": realistic_pod(),
+            "oldObject": None,
+            "dryRun": False,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+        },
+    }
     return json.dumps(review).encode()
 
 
@@ -119,32 +182,66 @@ def write_state(directory: Path, profile_count: int) -> None:
     """`profile_count` profiles of which three match the pod; the rest select other teams and namespaces."""
     directory.mkdir(parents=True)
     shutil.copy(REPO / "manifests" / "cluster" / "priorityclasses.yaml", directory)
-    namespaces = [{"apiVersion": "v1", "kind": "Namespace",
-                   "metadata": {"name": "analytics", "labels": {"koordinator.sh/enable-colocation": "true"}}}]
+    namespaces = [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": "analytics", "labels": {"koordinator.sh/enable-colocation": "true"}},
+        }
+    ]
     profiles = [
-        {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
-         "metadata": {"name": "colocation-profile-example"},
-         "spec": {"namespaceSelector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}},
-                  "selector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}}, "qosClass": "BE",
-                  "priorityClassName": "koord-batch", "koordinatorPriority": 1000, "schedulerName": "koord-scheduler",
-                  "labels": {"koordinator.sh/mutated": "true"}, "annotations": {"koordinator.sh/intercepted": "true"}}},
-        {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
-         "metadata": {"name": "spark-executors"},
-         "spec": {"selector": {"matchExpressions": [{"key": "spark-role", "operator": "In", "values": ["executor"]}]},
-                  "labels": {"colocate.example.com/workload": "spark"}}},
-        {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
-         "metadata": {"name": "team-data-platform"},
-         "spec": {"selector": {"matchLabels": {"team": "data-platform"}}, "annotations": {"cost-center": "dp-42"}}},
+        {
+            "apiVersion": "config.koordinator.sh/v1alpha1",
+            "kind": "ClusterColocationProfile",
+            "metadata": {"name": "colocation-profile-example"},
+            "spec": {
+                "namespaceSelector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}},
+                "selector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}},
+                "qosClass": "BE",
+                "priorityClassName": "koord-batch",
+                "koordinatorPriority": 1000,
+                "schedulerName": "koord-scheduler",
+                "labels": {"koordinator.sh/mutated": "true"},
+                "annotations": {"koordinator.sh/intercepted": "true"},
+            },
+        },
+        {
+            "apiVersion": "config.koordinator.sh/v1alpha1",
+            "kind": "ClusterColocationProfile",
+            "metadata": {"name": "spark-executors"},
+            "spec": {
+                "selector": {"matchExpressions": [{"key": "spark-role", "operator": "In", "values": ["executor"]}]},
+                "labels": {"colocate.example.com/workload": "spark"},
+            },
+        },
+        {
+            "apiVersion": "config.koordinator.sh/v1alpha1",
+            "kind": "ClusterColocationProfile",
+            "metadata": {"name": "team-data-platform"},
+            "spec": {"selector": {"matchLabels": {"team": "data-platform"}}, "annotations": {"cost-center": "dp-42"}},
+        },
     ]
     for index in range(profile_count - len(profiles)):
-        profiles.append({"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
-                         "metadata": {"name": f"team-{index:04d}"},
-                         "spec": {"namespaceSelector": {"matchLabels": {"team": f"team-{index:04d}"}},
-                                  "selector": {"matchExpressions": [{"key": "app", "operator": "In",
-                                                                     "values": [f"app-{index}"]}]},
-                                  "qosClass": "LS", "labels": {"team": f"team-{index:04d}"}}})
-        namespaces.append({"apiVersion": "v1", "kind": "Namespace",
-                           "metadata": {"name": f"team-{index:04d}", "labels": {"team": f"team-{index:04d}"}}})
+        profiles.append(
+            {
+                "apiVersion": "config.koordinator.sh/v1alpha1",
+                "kind": "ClusterColocationProfile",
+                "metadata": {"name": f"team-{index:04d}"},
+                "spec": {
+                    "namespaceSelector": {"matchLabels": {"team": f"team-{index:04d}"}},
+                    "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": [f"app-{index}"]}]},
+                    "qosClass": "LS",
+                    "labels": {"team": f"team-{index:04d}"},
+                },
+            }
+        )
+        namespaces.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": f"team-{index:04d}", "labels": {"team": f"team-{index:04d}"}},
+            }
+        )
     (directory / "profiles.yaml").write_text(yaml.safe_dump_all(profiles))
     (directory / "namespaces.yaml").write_text(yaml.safe_dump_all(namespaces))
 
@@ -186,15 +283,29 @@ def _pinned(core: int) -> list[str]:
 
 
 def run_wrk(port: int, lua: Path, duration: int, connections: int) -> dict:
-    command = [*_pinned(1), "wrk", "-t1", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(lua),
-               f"https://127.0.0.1:{port}/mutate-pod"]
+    command = [
+        *_pinned(1),
+        "wrk",
+        "-t1",
+        f"-c{connections}",
+        f"-d{duration}s",
+        "--latency",
+        "-s",
+        str(lua),
+        f"https://127.0.0.1:{port}/mutate-pod",
+    ]
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     match = re.search(r"RESULT (\S+) (\S+) (\S+) (\d+) (\d+)", output)
     if not match:
         raise RuntimeError(f"unexpected wrk output:\n{output}")
     rps, p50, p99, count, errors = match.groups()
-    return {"rps": float(rps), "p50_ms": float(p50), "p99_ms": float(p99),
-            "requests": int(count), "errors": int(errors)}
+    return {
+        "rps": float(rps),
+        "p50_ms": float(p50),
+        "p99_ms": float(p99),
+        "requests": int(count),
+        "errors": int(errors),
+    }
 
 
 async def _fixed_rate(port: int, ca: Path, body: bytes, rate: float, connections: int, duration: float) -> dict:
@@ -208,12 +319,14 @@ async def _fixed_rate(port: int, ca: Path, body: bytes, rate: float, connections
     latencies: list[float] = []
     errors = 0
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context, limit=connections)) as session:
+
         async def one() -> None:
             nonlocal errors
             started = time.perf_counter()
             try:
-                async with session.post(f"https://127.0.0.1:{port}/mutate-pod", data=body,
-                                        headers={"Content-Type": "application/json"}) as response:
+                async with session.post(
+                    f"https://127.0.0.1:{port}/mutate-pod", data=body, headers={"Content-Type": "application/json"}
+                ) as response:
                     await response.read()
                     if response.status != 200:
                         errors += 1
@@ -231,8 +344,12 @@ async def _fixed_rate(port: int, ca: Path, body: bytes, rate: float, connections
             tasks.append(asyncio.create_task(one()))
         await asyncio.gather(*tasks)
     latencies.sort()
-    return {"rate": rate, "p50_ms": latencies[len(latencies) // 2] * 1000,
-            "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000, "errors": errors}
+    return {
+        "rate": rate,
+        "p50_ms": latencies[len(latencies) // 2] * 1000,
+        "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000,
+        "errors": errors,
+    }
 
 
 def _process_tree_cpu_seconds(root: int) -> float:
@@ -258,12 +375,22 @@ def _process_tree_cpu_seconds(root: int) -> float:
     return sum(cpu.get(pid, 0.0) for pid in tree)
 
 
-def measure(command: list[str], port: int, ca: Path, ready_path: str, lua: Path, args: argparse.Namespace,
-            body: bytes, pin: bool = True, cwd: Path = REPO) -> dict:
+def measure(
+    command: list[str],
+    port: int,
+    ca: Path,
+    ready_path: str,
+    lua: Path,
+    args: argparse.Namespace,
+    body: bytes,
+    pin: bool = True,
+    cwd: Path = REPO,
+) -> dict:
     import asyncio
 
-    process = subprocess.Popen([*(_pinned(0) if pin else []), *command], cwd=cwd, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [*(_pinned(0) if pin else []), *command], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         wait_ready(port, ca, ready_path)
         run_wrk(port, lua, 2, args.connections)  # warm-up
@@ -298,46 +425,86 @@ def main() -> int:
         body.write_bytes(review_body())
         lua = root / "post.lua"
         lua.write_text(WRK_LUA.replace("{body}", str(body)))
-        print(f"pod AdmissionReview: {body.stat().st_size} bytes; {args.connections} keep-alive connections, "
-              f"{args.duration}s per run, {os.cpu_count()} cores")
+        print(
+            f"pod AdmissionReview: {body.stat().st_size} bytes; {args.connections} keep-alive connections, "
+            f"{args.duration}s per run, {os.cpu_count()} cores"
+        )
         for count in (20, 1000):
             write_state(root / f"state-{count}", count)
         # what users run (`pip install .`, the image): the hot path compiled, in a copy of the tree
         compiled = compiled_copy(root / "compiled")
         print(f"colocate's hot path compiled with mypyc in {compiled} (plain Python: the checkout)", flush=True)
-        colocate = [sys.executable, "-m", "colocate.cli", "serve", "--cert-dir", str(root / "certs"),
-                    "--host", "127.0.0.1"]
+        colocate = [
+            sys.executable,
+            "-m",
+            "colocate.cli",
+            "serve",
+            "--cert-dir",
+            str(root / "certs"),
+            "--host",
+            "127.0.0.1",
+        ]
         bare = [sys.executable, str(REPO / "benchmarks" / "bare_server.py"), "--cert-dir", str(root / "certs")]
         scenarios = {
             "bare aiohttp (fixed response)": lambda port: [*bare, "--port", str(port)],
             "bare aiohttp on uvloop": lambda port: [*bare, "--port", str(port), "--uvloop"],
             "bare on uvloop + parse + sized answer": lambda port: [*bare, "--port", str(port), "--uvloop", "--parse"],
             "colocate, 20 profiles": lambda port: [*colocate, "--cluster", str(root / "state-20"), "--port", str(port)],
-            "colocate, 1000 profiles": lambda port: [*colocate, "--cluster", str(root / "state-1000"),
-                                                     "--port", str(port)],
-            "colocate, 20 profiles, plain Python": lambda port: [*colocate, "--cluster", str(root / "state-20"),
-                                                                 "--port", str(port)],
-            "colocate, 20 profiles, --workers 2": lambda port: [*colocate, "--cluster", str(root / "state-20"),
-                                                                "--port", str(port), "--workers", "2"],
+            "colocate, 1000 profiles": lambda port: [
+                *colocate,
+                "--cluster",
+                str(root / "state-1000"),
+                "--port",
+                str(port),
+            ],
+            "colocate, 20 profiles, plain Python": lambda port: [
+                *colocate,
+                "--cluster",
+                str(root / "state-20"),
+                "--port",
+                str(port),
+            ],
+            "colocate, 20 profiles, --workers 2": lambda port: [
+                *colocate,
+                "--cluster",
+                str(root / "state-20"),
+                "--port",
+                str(port),
+                "--workers",
+                "2",
+            ],
         }
         results = {}
         for name, command in scenarios.items():
             port = free_port()
             ready = "/mutate-pod" if name.startswith("bare") else "/readyz"
-            results[name] = measure(command(port), port, certs.ca, ready, lua, args, body.read_bytes(),
-                                    pin="--workers" not in name,
-                                    cwd=REPO if name.startswith("bare") or "plain" in name else compiled)
+            results[name] = measure(
+                command(port),
+                port,
+                certs.ca,
+                ready,
+                lua,
+                args,
+                body.read_bytes(),
+                pin="--workers" not in name,
+                cwd=REPO if name.startswith("bare") or "plain" in name else compiled,
+            )
             r, f = results[name], results[name]["fixed"]
-            print(f"{name:38s} max {r['rps']:6.0f} req/s  p50 {r['p50_ms']:6.2f} ms  p99 {r['p99_ms']:6.2f} ms  "
-                  f"cpu {r['cpu_us']:5.0f} us/req  "
-                  f"| at {f['rate']:.0f} req/s: p50 {f['p50_ms']:5.2f} ms  p99 {f['p99_ms']:5.2f} ms  "
-                  f"| errors {r['errors'] + f['errors']}", flush=True)
+            print(
+                f"{name:38s} max {r['rps']:6.0f} req/s  p50 {r['p50_ms']:6.2f} ms  p99 {r['p99_ms']:6.2f} ms  "
+                f"cpu {r['cpu_us']:5.0f} us/req  "
+                f"| at {f['rate']:.0f} req/s: p50 {f['p50_ms']:5.2f} ms  p99 {f['p99_ms']:5.2f} ms  "
+                f"| errors {r['errors'] + f['errors']}",
+                flush=True,
+            )
         floor = results["bare aiohttp (fixed response)"]
         for count in (20, 1000):
             mine = results[f"colocate, {count} profiles"]
-            print(f"colocate/floor, {count:4d} profiles: {mine['rps'] / floor['rps']:.2f} of the req/s (goal >= 0.6), "
-                  f"p99 {mine['p99_ms'] / floor['p99_ms']:.1f}x the floor's (goal <= 2), "
-                  f"{mine['cpu_us'] - floor['cpu_us']:.0f} us/req of colocate's own CPU")
+            print(
+                f"colocate/floor, {count:4d} profiles: {mine['rps'] / floor['rps']:.2f} of the req/s (goal >= 0.6), "
+                f"p99 {mine['p99_ms'] / floor['p99_ms']:.1f}x the floor's (goal <= 2), "
+                f"{mine['cpu_us'] - floor['cpu_us']:.0f} us/req of colocate's own CPU"
+            )
         twenty = results["colocate, 20 profiles"]["rps"]
         two_workers = results["colocate, 20 profiles, --workers 2"]["rps"]
         print(f"--workers 2 / 1 worker:             {two_workers / twenty:.2f}x")

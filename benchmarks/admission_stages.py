@@ -7,6 +7,7 @@ copy, the plugins (match + mutate, or validate), the JSONPatch diff, response en
 line (to a discarding stream), the server's metrics updates, and the whole `serve_review`.
 Run: `.venv/bin/python benchmarks/admission_stages.py [--profiles 20] [--number 2000]`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,9 @@ def best_us(call: Any, number: int, repeat: int) -> float:
     return min(timeit.repeat(call, number=number, repeat=repeat)) / number * 1e6
 
 
-def stages(route: Route, body: bytes, snapshot: Any, metrics: WebhookMetrics, number: int,
-           repeat: int) -> dict[str, float]:
+def stages(
+    route: Route, body: bytes, snapshot: Any, metrics: WebhookMetrics, number: int, repeat: int
+) -> dict[str, float]:
     rand = lambda n: 0  # noqa: E731
     api_version, request = parse_review(body)
     obj = cast(dict[str, Any], request.object)
@@ -76,7 +78,8 @@ def stages(route: Route, body: bytes, snapshot: Any, metrics: WebhookMetrics, nu
         "plugins (match + mutate / validate, incl. copy)": best_us(plugins, number, repeat),
         "patch (diff)": best_us(lambda: diff(obj, working), number, repeat) if route.mutating else 0.0,
         "encode (build_review + orjson)": best_us(
-            lambda: build_review(api_version, request.uid, True, patch=outcome.patch), number, repeat),
+            lambda: build_review(api_version, request.uid, True, patch=outcome.patch), number, repeat
+        ),
         "log line (log_admission)": best_us(lambda: log_admission(admission_log, served.record), number, repeat),
         "metrics (server + per-plugin)": best_us(server_metrics, number, repeat),
         "whole serve_review": best_us(lambda: serve_review(route, body, snapshot, rand_int=rand), number, repeat),

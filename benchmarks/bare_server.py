@@ -8,6 +8,7 @@ review, and an answer with the request's uid and a patch the size of colocate's 
 benchmark pod (18 operations, about 1.7 KB base64), encoded with `orjson.dumps`. The difference
 between that and `colocate serve` is what colocate's policies, checks, log line and metrics cost.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,11 @@ FIXED = b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response
 
 
 #: the size of colocate's patch for the benchmark pod (18 JSON Patch operations)
-PATCH = base64.b64encode(orjson.dumps([{"op": "add", "path": f"/metadata/labels/example.com~1label-{i}",
-                                        "value": "x" * 32} for i in range(18)])).decode()
+PATCH = base64.b64encode(
+    orjson.dumps(
+        [{"op": "add", "path": f"/metadata/labels/example.com~1label-{i}", "value": "x" * 32} for i in range(18)]
+    )
+).decode()
 
 
 async def handle(request: web.Request) -> web.Response:
@@ -33,8 +37,11 @@ async def handle(request: web.Request) -> web.Response:
 
 async def handle_parsed(request: web.Request) -> web.Response:
     review = orjson.loads(await request.read())
-    answer = {"apiVersion": review["apiVersion"], "kind": "AdmissionReview",
-              "response": {"uid": review["request"]["uid"], "allowed": True, "patchType": "JSONPatch", "patch": PATCH}}
+    answer = {
+        "apiVersion": review["apiVersion"],
+        "kind": "AdmissionReview",
+        "response": {"uid": review["request"]["uid"], "allowed": True, "patchType": "JSONPatch", "patch": PATCH},
+    }
     return web.Response(body=orjson.dumps(answer), content_type="application/json")
 
 
@@ -54,8 +61,15 @@ def main() -> None:
     context.load_cert_chain(f"{args.cert_dir}/tls.crt", f"{args.cert_dir}/tls.key")
     app = web.Application(client_max_size=8 * 1024 * 1024 + 1)
     app.router.add_post("/mutate-pod", handle_parsed if args.parse else handle)
-    web.run_app(app, host="127.0.0.1", port=args.port, ssl_context=context, access_log=None, print=None,
-                loop=new_event_loop() if args.uvloop else None)
+    web.run_app(
+        app,
+        host="127.0.0.1",
+        port=args.port,
+        ssl_context=context,
+        access_log=None,
+        print=None,
+        loop=new_event_loop() if args.uvloop else None,
+    )
 
 
 if __name__ == "__main__":

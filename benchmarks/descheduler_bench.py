@@ -10,6 +10,7 @@ every repeat starts from a fresh copy. Prints the round's wall time (best and me
 `--repeat`), how many nodes were classified and pods evicted, the peak Python memory the round
 allocated (tracemalloc, a separate run) and the process's peak RSS.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,11 +31,27 @@ from scheduler_plugins.descheduler.framework.runtime import Descheduler
 from scheduler_plugins.descheduler.registry import in_tree_registry
 
 NOW = "2024-05-01T10:01:00Z"
-CONFIG = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration", "deschedulingInterval": "0s",
-          "profiles": [{"name": "bench", "plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}]}},
-                        "pluginConfig": [{"name": "LowNodeLoad", "args": {
-                            "lowThresholds": {"cpu": 30, "memory": 40}, "highThresholds": {"cpu": 70, "memory": 80},
-                            "anomalyCondition": {"consecutiveAbnormalities": 1}}}]}]}
+CONFIG = {
+    "apiVersion": "descheduler/v1alpha2",
+    "kind": "DeschedulerConfiguration",
+    "deschedulingInterval": "0s",
+    "profiles": [
+        {
+            "name": "bench",
+            "plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}]}},
+            "pluginConfig": [
+                {
+                    "name": "LowNodeLoad",
+                    "args": {
+                        "lowThresholds": {"cpu": 30, "memory": 40},
+                        "highThresholds": {"cpu": 70, "memory": 80},
+                        "anomalyCondition": {"consecutiveAbnormalities": 1},
+                    },
+                }
+            ],
+        }
+    ],
+}
 
 
 def cluster(nodes: int, pods: int) -> dict[str, list[dict[str, Any]]]:
@@ -42,30 +59,66 @@ def cluster(nodes: int, pods: int) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {"Node": [], "Pod": [], "NodeMetric": []}
     for i in range(nodes):
         name = f"node-{i:05d}"
-        out["Node"].append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-                            "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}}})
+        out["Node"].append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name},
+                "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}},
+            }
+        )
         share = 0.85 if i % 10 == 0 else 0.15 if i % 10 < 5 else 0.5  # of 64 cores
         usage_m = int(64000 * share / per_node)
         metrics = []
         for j in range(per_node):
             pod = f"web-{i:05d}-{j:03d}"
-            out["Pod"].append({
-                "apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": pod, "namespace": "default", "labels": {"app": f"web-{j % 20}"},
-                             "ownerReferences": [{"kind": "ReplicaSet", "name": f"web-{j % 20}"}],
-                             "creationTimestamp": f"2024-04-{1 + j % 28:02d}T00:00:00Z"},
-                "spec": {"nodeName": name, "containers": [{"name": "main", "image": "app",
-                                                           "resources": {"requests": {"cpu": "500m",
-                                                                                      "memory": "2Gi"}}}]},
-                "status": {"phase": "Running"}})
-            metrics.append({"namespace": "default", "name": pod, "priority": "koord-prod",
-                            "podUsage": {"resources": {"cpu": f"{usage_m}m", "memory": "3Gi"}}})
-        out["NodeMetric"].append({
-            "apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": name},
-            "status": {"updateTime": "2024-05-01T10:00:00Z",
-                       "nodeMetric": {"nodeUsage": {"resources": {"cpu": f"{int(64000 * share)}m"}},
-                                      "systemUsage": {"resources": {"cpu": "500m", "memory": "4Gi"}}},
-                       "podsMetric": metrics}})
+            out["Pod"].append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": pod,
+                        "namespace": "default",
+                        "labels": {"app": f"web-{j % 20}"},
+                        "ownerReferences": [{"kind": "ReplicaSet", "name": f"web-{j % 20}"}],
+                        "creationTimestamp": f"2024-04-{1 + j % 28:02d}T00:00:00Z",
+                    },
+                    "spec": {
+                        "nodeName": name,
+                        "containers": [
+                            {
+                                "name": "main",
+                                "image": "app",
+                                "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}},
+                            }
+                        ],
+                    },
+                    "status": {"phase": "Running"},
+                }
+            )
+            metrics.append(
+                {
+                    "namespace": "default",
+                    "name": pod,
+                    "priority": "koord-prod",
+                    "podUsage": {"resources": {"cpu": f"{usage_m}m", "memory": "3Gi"}},
+                }
+            )
+        out["NodeMetric"].append(
+            {
+                "apiVersion": "slo.koordinator.sh/v1alpha1",
+                "kind": "NodeMetric",
+                "metadata": {"name": name},
+                "status": {
+                    "updateTime": "2024-05-01T10:00:00Z",
+                    "nodeMetric": {
+                        "nodeUsage": {"resources": {"cpu": f"{int(64000 * share)}m"}},
+                        "systemUsage": {"resources": {"cpu": "500m", "memory": "4Gi"}},
+                    },
+                    "podsMetric": metrics,
+                },
+            }
+        )
     return out
 
 
@@ -109,16 +162,22 @@ def main() -> None:
     for kind, items in objects.items():
         store.replace(kind, items)
     view = DeschedulerView(store)
-    descheduler = Descheduler(parse_config(CONFIG, in_tree_registry()), in_tree_registry(),
-                              fixed_clock(parse_time(NOW) or 0.0), StoreEvictions(store))
+    descheduler = Descheduler(
+        parse_config(CONFIG, in_tree_registry()),
+        in_tree_registry(),
+        fixed_clock(parse_time(NOW) or 0.0),
+        StoreEvictions(store),
+    )
     snapshot = view.snapshot()
     tracemalloc.start()
     descheduler.run_round(1, snapshot)
     _, peak_round = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak memory: the round {peak_round / 2**20:.1f} MiB, store + view + round {peak_all / 2**20:.1f} MiB "
-          f"(tracemalloc); process peak RSS {rss:.0f} MiB (the objects themselves included)")
+    print(
+        f"peak memory: the round {peak_round / 2**20:.1f} MiB, store + view + round {peak_all / 2**20:.1f} MiB "
+        f"(tracemalloc); process peak RSS {rss:.0f} MiB (the objects themselves included)"
+    )
 
 
 if __name__ == "__main__":

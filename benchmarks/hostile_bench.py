@@ -15,6 +15,7 @@ measured the same way) and prints one line of numbers:
 Run: `.venv/bin/python benchmarks/hostile_bench.py [--repo DIR] [labels idle gzip nesting]`.
 Every loop is bounded; nothing leaves 127.0.0.1.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,9 +54,25 @@ class Server:
         self.port = free_port()
         self.log = work / "serve.log"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "colocate.cli", "serve", "--cluster", str(self.state), "--cert-dir",
-             str(self.certs), "--port", str(self.port), "--host", "127.0.0.1", *extra],
-            cwd=repo, stdout=subprocess.DEVNULL, stderr=self.log.open("w"))
+            [
+                sys.executable,
+                "-m",
+                "colocate.cli",
+                "serve",
+                "--cluster",
+                str(self.state),
+                "--cert-dir",
+                str(self.certs),
+                "--port",
+                str(self.port),
+                "--host",
+                "127.0.0.1",
+                *extra,
+            ],
+            cwd=repo,
+            stdout=subprocess.DEVNULL,
+            stderr=self.log.open("w"),
+        )
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -68,10 +85,14 @@ class Server:
                 raise SystemExit(f"server did not start: {self.log.read_text()[-2000:]}")
             time.sleep(0.1)
 
-    def request(self, path: str, data: bytes | None = None, headers: dict[str, str] | None = None,
-                timeout: float = 60) -> tuple[int, bytes]:
-        request = urllib.request.Request(f"https://127.0.0.1:{self.port}{path}", data=data,
-                                         headers={"Content-Type": "application/json", **(headers or {})})
+    def request(
+        self, path: str, data: bytes | None = None, headers: dict[str, str] | None = None, timeout: float = 60
+    ) -> tuple[int, bytes]:
+        request = urllib.request.Request(
+            f"https://127.0.0.1:{self.port}{path}",
+            data=data,
+            headers={"Content-Type": "application/json", **(headers or {})},
+        )
         try:
             with urllib.request.urlopen(request, context=self.tls, timeout=timeout) as response:
                 return response.status, response.read()
@@ -101,15 +122,27 @@ class Server:
 
 
 def review(pod: dict[str, Any], uid: str = "bench", operation: str = "CREATE") -> dict[str, Any]:
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": uid, "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": "default",
-        "operation": operation, "object": pod}}
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "default",
+            "operation": operation,
+            "object": pod,
+        },
+    }
 
 
 def pod(name: str = "bench") -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
-            "spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}]},
+    }
 
 
 def labels(server: Server, count: int) -> str:
@@ -118,8 +151,10 @@ def labels(server: Server, count: int) -> str:
     started = time.monotonic()
     _, body = server.request("/metrics")
     render = time.monotonic() - started
-    return f"{count} made-up operations: /metrics {len(body) / 1e6:.2f} MB in {render:.2f}s, peak RSS " \
-           f"{server.peak_mib():.0f} MiB"
+    return (
+        f"{count} made-up operations: /metrics {len(body) / 1e6:.2f} MB in {render:.2f}s, peak RSS "
+        f"{server.peak_mib():.0f} MiB"
+    )
 
 
 def idle(server: Server, count: int, hold: float) -> str:
@@ -146,8 +181,10 @@ def idle(server: Server, count: int, hold: float) -> str:
             pass
         sock.close()
     per = (during - before) * 1024 / max(len(held), 1)
-    return f"{len(held)}/{count} idle TLS connections: RSS {before:.0f} -> {during:.0f} MiB ({per:.0f} KiB each); " \
-           f"{still_open} still open after {hold:.0f}s"
+    return (
+        f"{len(held)}/{count} idle TLS connections: RSS {before:.0f} -> {during:.0f} MiB ({per:.0f} KiB each); "
+        f"{still_open} still open after {hold:.0f}s"
+    )
 
 
 def gzip_bomb(server: Server, inflated_mib: int) -> str:
@@ -173,8 +210,10 @@ def gzip_bomb(server: Server, inflated_mib: int) -> str:
     server.request("/mutate-pod", json.dumps(review(pod())).encode())
     normal = time.monotonic() - started
     thread.join(120)
-    return f"{len(bomb) / 1e6:.1f} MB gzip ({inflated_mib} MiB inflated): HTTP {result.get('status')} after " \
-           f"{result.get('refused', -1):.2f}s; a normal admission 0.3s later waited {normal:.2f}s"
+    return (
+        f"{len(bomb) / 1e6:.1f} MB gzip ({inflated_mib} MiB inflated): HTTP {result.get('status')} after "
+        f"{result.get('refused', -1):.2f}s; a normal admission 0.3s later waited {normal:.2f}s"
+    )
 
 
 def nesting(server: Server) -> str:
@@ -209,14 +248,26 @@ def loops(server: Server, seconds: float) -> str:
     os.mkfifo(server.state / "trap.yaml")
     time.sleep(1)
     (server.state / "profiles.yaml").unlink()  # the sample pod stops being mutated once this is seen
-    body = json.dumps(review({**pod("loops"), "metadata": {"name": "loops", "namespace": "colocation-demo", "labels": {
-        "koordinator.sh/enable-colocation": "true"}}})).encode()
+    body = json.dumps(
+        review(
+            {
+                **pod("loops"),
+                "metadata": {
+                    "name": "loops",
+                    "namespace": "colocation-demo",
+                    "labels": {"koordinator.sh/enable-colocation": "true"},
+                },
+            }
+        )
+    ).encode()
     deadline, reloaded = time.monotonic() + 10, False
     while time.monotonic() < deadline and not reloaded:
         reloaded = b'"patch"' not in server.request("/mutate-pod", body, timeout=5)[1]
         time.sleep(0.2)
-    return f"symlink loops: RSS {before:.0f} -> {after_loops:.0f} MiB after {seconds:.0f}s; then a FIFO: " \
-           f"a profile deletion {'took effect' if reloaded else 'was NOT seen within 10s'}"
+    return (
+        f"symlink loops: RSS {before:.0f} -> {after_loops:.0f} MiB after {seconds:.0f}s; then a FIFO: "
+        f"a profile deletion {'took effect' if reloaded else 'was NOT seen within 10s'}"
+    )
 
 
 def main() -> None:

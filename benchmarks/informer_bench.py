@@ -7,6 +7,7 @@ and admission throughput through `colocate serve --kubeconfig` compared with
 
     .venv/bin/python -m benchmarks.informer_bench [--namespaces N] [--profiles P] [--seconds S]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,29 +34,61 @@ from webhook.watched import watched_kinds
 
 def objects(namespaces: int, profiles: int) -> list[dict[str, Any]]:
     result: list[dict[str, Any]] = [
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "koord-batch"},
-         "value": 5000}]
-    result += [{"apiVersion": "v1", "kind": "Namespace",
-                "metadata": {"name": f"ns-{i}", "labels": {"team": f"t{i % 50}", "colocate": str(i % 2 == 0).lower()}}}
-               for i in range(namespaces)]
-    result += [{"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
-                "metadata": {"name": f"profile-{i:04d}"},
-                "spec": {"namespaceSelector": {"matchLabels": {"team": f"t{i % 50}"}},
-                         "selector": {"matchLabels": {"app": f"app-{i}"}}, "qosClass": "BE",
-                         "priorityClassName": "koord-batch", "labels": {"profile": str(i)}}}
-               for i in range(profiles)]
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "koord-batch"},
+            "value": 5000,
+        }
+    ]
+    result += [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": f"ns-{i}", "labels": {"team": f"t{i % 50}", "colocate": str(i % 2 == 0).lower()}},
+        }
+        for i in range(namespaces)
+    ]
+    result += [
+        {
+            "apiVersion": "config.koordinator.sh/v1alpha1",
+            "kind": "ClusterColocationProfile",
+            "metadata": {"name": f"profile-{i:04d}"},
+            "spec": {
+                "namespaceSelector": {"matchLabels": {"team": f"t{i % 50}"}},
+                "selector": {"matchLabels": {"app": f"app-{i}"}},
+                "qosClass": "BE",
+                "priorityClassName": "koord-batch",
+                "labels": {"profile": str(i)},
+            },
+        }
+        for i in range(profiles)
+    ]
     return result
 
 
 def review(index: int) -> bytes:
-    pod = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": f"p{index}", "namespace": f"ns-{index % 1000}",
-                        "labels": {"app": f"app-{index % 1000}"}},
-           "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}}
-    return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": f"u{index}", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": f"ns-{index % 1000}",
-        "operation": "CREATE", "userInfo": {}, "object": pod}}).encode()
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"p{index}", "namespace": f"ns-{index % 1000}", "labels": {"app": f"app-{index % 1000}"}},
+        "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]},
+    }
+    return json.dumps(
+        {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": f"u{index}",
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "namespace": f"ns-{index % 1000}",
+                "operation": "CREATE",
+                "userInfo": {},
+                "object": pod,
+            },
+        }
+    ).encode()
 
 
 async def throughput(port: int, ca: Path, seconds: float, concurrency: int = 16) -> float:
@@ -64,6 +97,7 @@ async def throughput(port: int, ca: Path, seconds: float, concurrency: int = 16)
     done = 0
     deadline = time.perf_counter() + seconds
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context, limit=concurrency)) as session:
+
         async def worker(offset: int) -> None:
             nonlocal done
             index = offset
@@ -73,6 +107,7 @@ async def throughput(port: int, ca: Path, seconds: float, concurrency: int = 16)
                     await r.read()
                 done += 1
                 index += concurrency
+
         await asyncio.gather(*(worker(i) for i in range(concurrency)))
     return done / seconds
 
@@ -112,8 +147,14 @@ async def main(namespaces: int, profiles: int, seconds: float) -> None:
         tracemalloc.stop()
         burst_started = time.perf_counter()
         for i in range(100):
-            api.apply({"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
-                       "metadata": {"name": f"profile-{i:04d}"}, "spec": {"qosClass": "LS"}})
+            api.apply(
+                {
+                    "apiVersion": "config.koordinator.sh/v1alpha1",
+                    "kind": "ClusterColocationProfile",
+                    "metadata": {"name": f"profile-{i:04d}"},
+                    "spec": {"qosClass": "LS"},
+                }
+            )
         while sum(p.qos_class == "LS" for p in state.snapshot.profiles) < 100:
             await asyncio.sleep(0.005)
         burst = time.perf_counter() - burst_started
@@ -133,15 +174,19 @@ async def main(namespaces: int, profiles: int, seconds: float) -> None:
                 process.kill()
                 process = _embedded(certs.directory, state_dir, work)
             try:
-                results[mode] = (await wait_ready(process.port, certs.ca),
-                                 await throughput(process.port, certs.ca, seconds))
+                results[mode] = (
+                    await wait_ready(process.port, certs.ca),
+                    await throughput(process.port, certs.ca, seconds),
+                )
             finally:
                 process.kill()
 
     print(f"objects: {namespaces} namespaces, {profiles} profiles")
     print(f"live, in process: ready in {ready_in:.2f}s, cache {memory / 2**20:.1f} MiB (tracemalloc, whole process)")
-    print(f"live, 100 profile updates: visible in {burst * 1000:.0f} ms, "
-          f"{publishes - 1} snapshot publishes after the first")
+    print(
+        f"live, 100 profile updates: visible in {burst * 1000:.0f} ms, "
+        f"{publishes - 1} snapshot publishes after the first"
+    )
     for mode, (ready, rate) in results.items():
         print(f"{mode:>22}: ready in {ready:.2f}s, {rate:.0f} admissions/s (/mutate-pod, 16 concurrent)")
 
@@ -152,11 +197,28 @@ def _embedded(cert_dir: Path, state_dir: Path, work: Path) -> ColocateProcess:
     import sys
 
     from tests.support.cluster import free_port
+
     process.port, process.log = free_port(), work / "embedded.log"
     process.process = subprocess.Popen(
-        [sys.executable, "-m", "colocate.cli", "--log-level", "warning", "serve", "--cluster", str(state_dir),
-         "--cert-dir", str(cert_dir), "--host", "127.0.0.1", "--port", str(process.port)],
-        stdout=process.log.open("wb"), stderr=subprocess.STDOUT)
+        [
+            sys.executable,
+            "-m",
+            "colocate.cli",
+            "--log-level",
+            "warning",
+            "serve",
+            "--cluster",
+            str(state_dir),
+            "--cert-dir",
+            str(cert_dir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(process.port),
+        ],
+        stdout=process.log.open("wb"),
+        stderr=subprocess.STDOUT,
+    )
     return process
 
 

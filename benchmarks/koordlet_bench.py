@@ -10,6 +10,7 @@
 2. One collection round on this machine: the real /proc plus the cgroup files of the same 110
    pods (cpuacct.usage, memory.usage_in_bytes, memory.stat): the CPU time (process time) per round.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,42 +37,106 @@ from scheduler_plugins.koordlet.usage import ResourceUsage, Usage
 
 PODS, CONTAINERS = 110, 3
 GATES = "BECPUEvict=true,CPUEvict=true,BEMemoryEvict=true,MemoryEvict=true,CgroupReconcile=true"
-FILES = [r.CPU_SHARES, r.CPU_CFS_QUOTA, r.CPU_BURST, r.CPU_BVT_WARP_NS, r.CPU_IDLE, r.CPUSET_CPUS, r.MEMORY_MIN,
-         r.MEMORY_LOW, r.MEMORY_HIGH, r.MEMORY_WMARK_RATIO, r.MEMORY_WMARK_SCALE_FACTOR, r.MEMORY_WMARK_MIN_ADJ,
-         r.MEMORY_PRIORITY, r.MEMORY_USE_PRIORITY_OOM, r.MEMORY_OOM_GROUP, r.PAGECACHE_ENABLE, r.PAGECACHE_SIZE,
-         r.CPUACCT_USAGE, r.MEMORY_USAGE, r.MEMORY_STAT]
+FILES = [
+    r.CPU_SHARES,
+    r.CPU_CFS_QUOTA,
+    r.CPU_BURST,
+    r.CPU_BVT_WARP_NS,
+    r.CPU_IDLE,
+    r.CPUSET_CPUS,
+    r.MEMORY_MIN,
+    r.MEMORY_LOW,
+    r.MEMORY_HIGH,
+    r.MEMORY_WMARK_RATIO,
+    r.MEMORY_WMARK_SCALE_FACTOR,
+    r.MEMORY_WMARK_MIN_ADJ,
+    r.MEMORY_PRIORITY,
+    r.MEMORY_USE_PRIORITY_OOM,
+    r.MEMORY_OOM_GROUP,
+    r.PAGECACHE_ENABLE,
+    r.PAGECACHE_SIZE,
+    r.CPUACCT_USAGE,
+    r.MEMORY_USAGE,
+    r.MEMORY_STAT,
+]
 
 
 def pod(i: int) -> dict[str, Any]:
     be = i % 2 == 0
     name = f"pod-{i:03d}"
     if be:
-        resources = {"requests": {"kubernetes.io/batch-cpu": "500", "kubernetes.io/batch-memory": "512Mi"},
-                     "limits": {"kubernetes.io/batch-cpu": "1000", "kubernetes.io/batch-memory": "1Gi"}}
+        resources = {
+            "requests": {"kubernetes.io/batch-cpu": "500", "kubernetes.io/batch-memory": "512Mi"},
+            "limits": {"kubernetes.io/batch-cpu": "1000", "kubernetes.io/batch-memory": "1Gi"},
+        }
     else:
         resources = {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "bench", "uid": f"uid-{i:03d}",
-                         "labels": {"koordinator.sh/qosClass": "BE" if be else "LS"}},
-            "spec": {"nodeName": "bench-node", "priority": 5500 if be else 9000,
-                     "containers": [{"name": f"c{j}", "resources": resources} for j in range(CONTAINERS)]},
-            "status": {"phase": "Running", "containerStatuses": [
-                {"name": f"c{j}", "containerID": f"containerd://{name}-c{j}"} for j in range(CONTAINERS)]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "bench",
+            "uid": f"uid-{i:03d}",
+            "labels": {"koordinator.sh/qosClass": "BE" if be else "LS"},
+        },
+        "spec": {
+            "nodeName": "bench-node",
+            "priority": 5500 if be else 9000,
+            "containers": [{"name": f"c{j}", "resources": resources} for j in range(CONTAINERS)],
+        },
+        "status": {
+            "phase": "Running",
+            "containerStatuses": [
+                {"name": f"c{j}", "containerID": f"containerd://{name}-c{j}"} for j in range(CONTAINERS)
+            ],
+        },
+    }
 
 
 def cluster() -> ClusterStore:
     store = ClusterStore(["Node", "NodeSLO", "Pod"])
-    store.replace("Node", [{"kind": "Node", "metadata": {"name": "bench-node"}, "status": {
-        "capacity": {"cpu": "64", "memory": "256Gi"},
-        "allocatable": {"cpu": "64", "memory": "256Gi", "kubernetes.io/batch-cpu": "30000",
-                        "kubernetes.io/batch-memory": "100Gi"}}}])
+    store.replace(
+        "Node",
+        [
+            {
+                "kind": "Node",
+                "metadata": {"name": "bench-node"},
+                "status": {
+                    "capacity": {"cpu": "64", "memory": "256Gi"},
+                    "allocatable": {
+                        "cpu": "64",
+                        "memory": "256Gi",
+                        "kubernetes.io/batch-cpu": "30000",
+                        "kubernetes.io/batch-memory": "100Gi",
+                    },
+                },
+            }
+        ],
+    )
     enabled = {"enable": True, "minLimitPercent": 100, "lowLimitPercent": 100, "throttlingPercent": 80}
-    store.replace("NodeSLO", [{"kind": "NodeSLO", "metadata": {"name": "bench-node"}, "spec": {
-        "resourceUsedThresholdWithBE": {"enable": True, "cpuSuppressPolicy": "cfsQuota",
-                                        "cpuEvictThresholdPercent": 95, "evictEnabledPriorityThreshold": 6000},
-        "resourceQOSStrategy": {"lsClass": {"memoryQOS": enabled, "cpuQOS": {"enable": True}},
-                                "beClass": {"memoryQOS": enabled, "cpuQOS": {"enable": True}}},
-        "cpuBurstStrategy": {"policy": "auto"}}}])
+    store.replace(
+        "NodeSLO",
+        [
+            {
+                "kind": "NodeSLO",
+                "metadata": {"name": "bench-node"},
+                "spec": {
+                    "resourceUsedThresholdWithBE": {
+                        "enable": True,
+                        "cpuSuppressPolicy": "cfsQuota",
+                        "cpuEvictThresholdPercent": 95,
+                        "evictEnabledPriorityThreshold": 6000,
+                    },
+                    "resourceQOSStrategy": {
+                        "lsClass": {"memoryQOS": enabled, "cpuQOS": {"enable": True}},
+                        "beClass": {"memoryQOS": enabled, "cpuQOS": {"enable": True}},
+                    },
+                    "cpuBurstStrategy": {"policy": "auto"},
+                },
+            }
+        ],
+    )
     store.replace("Pod", [pod(i) for i in range(PODS)])
     return store
 
@@ -99,8 +164,10 @@ def reconcile(root: Path, rounds: int) -> dict[str, Any]:
     executor = ResourceExecutor(layout, clock=time.monotonic)
     manager = QOSManager(StrategyOptions(FeatureGates.parse(GATES)))
     state = node_state(store, "bench-node")
-    usage = Usage(ResourceUsage(20_000, 64 * 1024**3),
-                  {f"bench/pod-{i:03d}": ResourceUsage(100, 256 * 1024**2) for i in range(PODS)})
+    usage = Usage(
+        ResourceUsage(20_000, 64 * 1024**3),
+        {f"bench/pod-{i:03d}": ResourceUsage(100, 256 * 1024**2) for i in range(PODS)},
+    )
     computes, applies, writes = [], [], []
     for _ in range(rounds):
         started = time.perf_counter()
@@ -111,12 +178,22 @@ def reconcile(root: Path, rounds: int) -> dict[str, Any]:
         applies.append(time.perf_counter() - computed)
         computes.append(computed - started)
         writes.append((len(report.writes), stats.written, stats.skipped, stats.failed))
-    return {"pods": PODS, "containers": PODS * CONTAINERS, "actions_per_round": writes[0][0],
-            "first_round": {"compute_ms": round(computes[0] * 1e3, 2), "apply_ms": round(applies[0] * 1e3, 2),
-                            "written": writes[0][1], "failed": writes[0][3]},
-            "second_round_written": writes[1][1],
-            "steady_round_ms_p50": {"compute": round(statistics.median(computes[1:]) * 1e3, 2),
-                                    "apply": round(statistics.median(applies[1:]) * 1e3, 2)}}
+    return {
+        "pods": PODS,
+        "containers": PODS * CONTAINERS,
+        "actions_per_round": writes[0][0],
+        "first_round": {
+            "compute_ms": round(computes[0] * 1e3, 2),
+            "apply_ms": round(applies[0] * 1e3, 2),
+            "written": writes[0][1],
+            "failed": writes[0][3],
+        },
+        "second_round_written": writes[1][1],
+        "steady_round_ms_p50": {
+            "compute": round(statistics.median(computes[1:]) * 1e3, 2),
+            "apply": round(statistics.median(applies[1:]) * 1e3, 2),
+        },
+    }
 
 
 def collect(root: Path, rounds: int) -> dict[str, Any]:
@@ -130,10 +207,13 @@ def collect(root: Path, rounds: int) -> dict[str, Any]:
         collector.collect(state, float(i))
         cpu.append(time.process_time() - started_cpu)
         wall.append(time.perf_counter() - started)
-    return {"pods": PODS, "files_read_per_round": collector.reads + 2,
-            "cpu_ms_per_round_p50": round(statistics.median(cpu) * 1e3, 2),
-            "wall_ms_per_round_p50": round(statistics.median(wall) * 1e3, 2),
-            "cpu_percent_of_one_core_at_1s_interval": round(statistics.median(cpu) * 100, 2)}
+    return {
+        "pods": PODS,
+        "files_read_per_round": collector.reads + 2,
+        "cpu_ms_per_round_p50": round(statistics.median(cpu) * 1e3, 2),
+        "wall_ms_per_round_p50": round(statistics.median(wall) * 1e3, 2),
+        "cpu_percent_of_one_core_at_1s_interval": round(statistics.median(cpu) * 100, 2),
+    }
 
 
 def main() -> None:
@@ -144,8 +224,15 @@ def main() -> None:
     shm = "/dev/shm" if Path("/dev/shm").is_dir() else None
     with tempfile.TemporaryDirectory(dir=shm) as tmp:
         root = Path(tmp) / "cgroup"
-        print(json.dumps({"reconcile_round": reconcile(root, max(args.rounds, 2)),
-                          "collection_round": collect(root, max(args.rounds, 2))}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "reconcile_round": reconcile(root, max(args.rounds, 2)),
+                    "collection_round": collect(root, max(args.rounds, 2)),
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
    from a leaf quota, then the runtime read (as the next PreFilter does), mean and p99.
 Every loop is bounded by a count.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,20 +35,39 @@ from scheduler_plugins.scheduler.wiring import build_framework
 NOW = "2024-05-01T10:01:00Z"
 QUOTA_LABEL = "quota.scheduling.koordinator.sh/name"
 PLUGINS = ("NodeNUMAResource", "DeviceShare", "ElasticQuota")
-WITH_PLUGINS = {"profiles": [{"plugins": {
-    "preFilter": {"enabled": [{"name": p} for p in PLUGINS]},
-    "filter": {"enabled": [{"name": "NodeNUMAResource"}, {"name": "DeviceShare"}]},
-    "preScore": {"enabled": [{"name": "DeviceShare"}]},
-    "score": {"enabled": [{"name": "DeviceShare", "weight": 1}]},
-    "reserve": {"enabled": [{"name": p} for p in PLUGINS]},
-    "preBind": {"enabled": [{"name": "NodeNUMAResource"}, {"name": "DeviceShare"}]}}}]}
-GPU_RESOURCES = {"nvidia.com/gpu": "4", "koordinator.sh/gpu-core": "400", "koordinator.sh/gpu-memory-ratio": "400",
-                 "koordinator.sh/gpu-memory": "320Gi"}
+WITH_PLUGINS = {
+    "profiles": [
+        {
+            "plugins": {
+                "preFilter": {"enabled": [{"name": p} for p in PLUGINS]},
+                "filter": {"enabled": [{"name": "NodeNUMAResource"}, {"name": "DeviceShare"}]},
+                "preScore": {"enabled": [{"name": "DeviceShare"}]},
+                "score": {"enabled": [{"name": "DeviceShare", "weight": 1}]},
+                "reserve": {"enabled": [{"name": p} for p in PLUGINS]},
+                "preBind": {"enabled": [{"name": "NodeNUMAResource"}, {"name": "DeviceShare"}]},
+            }
+        }
+    ]
+}
+GPU_RESOURCES = {
+    "nvidia.com/gpu": "4",
+    "koordinator.sh/gpu-core": "400",
+    "koordinator.sh/gpu-memory-ratio": "400",
+    "koordinator.sh/gpu-memory": "320Gi",
+}
 
 
 def cpu_topology() -> str:
-    return json.dumps({"detail": [{"id": t * 32 + s * 16 + c, "core": s * 16 + c, "socket": s, "node": s}
-                                  for t in range(2) for s in range(2) for c in range(16)]})
+    return json.dumps(
+        {
+            "detail": [
+                {"id": t * 32 + s * 16 + c, "core": s * 16 + c, "socket": s, "node": s}
+                for t in range(2)
+                for s in range(2)
+                for c in range(16)
+            ]
+        }
+    )
 
 
 def nodes(count: int, gpu_share: float) -> list[dict[str, Any]]:
@@ -57,30 +77,69 @@ def nodes(count: int, gpu_share: float) -> list[dict[str, Any]]:
         name = f"node-{i:05d}"
         allocatable = {"cpu": "64", "memory": "256Gi", "pods": "110", **(GPU_RESOURCES if i < gpus else {})}
         out.append({"kind": "Node", "metadata": {"name": name}, "status": {"allocatable": allocatable}})
-        out.append({"kind": "NodeMetric", "metadata": {"name": name}, "status": {
-            "updateTime": "2024-05-01T10:00:00Z",
-            "nodeMetric": {"nodeUsage": {"resources": {"cpu": "8", "memory": "32Gi"}}}}})
-        out.append({"kind": "NodeResourceTopology", "metadata": {
-            "name": name, "annotations": {"node.koordinator.sh/cpu-topology": cpu_topology()}}})
+        out.append(
+            {
+                "kind": "NodeMetric",
+                "metadata": {"name": name},
+                "status": {
+                    "updateTime": "2024-05-01T10:00:00Z",
+                    "nodeMetric": {"nodeUsage": {"resources": {"cpu": "8", "memory": "32Gi"}}},
+                },
+            }
+        )
+        out.append(
+            {
+                "kind": "NodeResourceTopology",
+                "metadata": {"name": name, "annotations": {"node.koordinator.sh/cpu-topology": cpu_topology()}},
+            }
+        )
         if i < gpus:
-            out.append({"kind": "Device", "metadata": {"name": name}, "spec": {"devices": [
-                {"type": "gpu", "minor": m, "health": True, "resources": {"koordinator.sh/gpu-memory": "80Gi"}}
-                for m in range(4)]}})
+            out.append(
+                {
+                    "kind": "Device",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "devices": [
+                            {
+                                "type": "gpu",
+                                "minor": m,
+                                "health": True,
+                                "resources": {"koordinator.sh/gpu-memory": "80Gi"},
+                            }
+                            for m in range(4)
+                        ]
+                    },
+                }
+            )
     return out
 
 
 def quotas(parents: int, leaves_per_parent: int) -> list[dict[str, Any]]:
     out = []
     for p in range(parents):
-        out.append({"kind": "ElasticQuota", "metadata": {
-            "name": f"parent-{p}", "namespace": "quotas",
-            "labels": {"quota.scheduling.koordinator.sh/is-parent": "true"}},
-            "spec": {"min": {"cpu": "100", "memory": "400Gi"}, "max": {"cpu": "4000", "memory": "16Ti"}}})
+        out.append(
+            {
+                "kind": "ElasticQuota",
+                "metadata": {
+                    "name": f"parent-{p}",
+                    "namespace": "quotas",
+                    "labels": {"quota.scheduling.koordinator.sh/is-parent": "true"},
+                },
+                "spec": {"min": {"cpu": "100", "memory": "400Gi"}, "max": {"cpu": "4000", "memory": "16Ti"}},
+            }
+        )
         for leaf in range(leaves_per_parent):
-            out.append({"kind": "ElasticQuota", "metadata": {
-                "name": f"leaf-{p}-{leaf}", "namespace": "quotas",
-                "labels": {"quota.scheduling.koordinator.sh/parent": f"parent-{p}"}},
-                "spec": {"min": {"cpu": "10", "memory": "40Gi"}, "max": {"cpu": "400", "memory": "1600Gi"}}})
+            out.append(
+                {
+                    "kind": "ElasticQuota",
+                    "metadata": {
+                        "name": f"leaf-{p}-{leaf}",
+                        "namespace": "quotas",
+                        "labels": {"quota.scheduling.koordinator.sh/parent": f"parent-{p}"},
+                    },
+                    "spec": {"min": {"cpu": "10", "memory": "40Gi"}, "max": {"cpu": "400", "memory": "1600Gi"}},
+                }
+            )
     return out
 
 
@@ -92,13 +151,22 @@ def pod(i: int, leaves: list[str], rng: random.Random) -> dict[str, Any]:
         labels["koordinator.sh/qosClass"] = "LSR"
         requests = {"cpu": "4", "memory": "8Gi"}
     elif kind == 1:  # a shared GPU
-        requests = {"cpu": "2", "memory": "8Gi", "koordinator.sh/gpu-core": "50",
-                    "koordinator.sh/gpu-memory-ratio": "50"}
+        requests = {
+            "cpu": "2",
+            "memory": "8Gi",
+            "koordinator.sh/gpu-core": "50",
+            "koordinator.sh/gpu-memory-ratio": "50",
+        }
     else:
         labels["koordinator.sh/qosClass"] = "LS"
-    return {"kind": "Pod", "metadata": {"name": f"pod-{i:05d}", "namespace": "bench", "labels": labels},
-            "spec": {"priority": 9500,
-                     "containers": [{"name": "c", "resources": {"requests": requests, "limits": requests}}]}}
+    return {
+        "kind": "Pod",
+        "metadata": {"name": f"pod-{i:05d}", "namespace": "bench", "labels": labels},
+        "spec": {
+            "priority": 9500,
+            "containers": [{"name": "c", "resources": {"requests": requests, "limits": requests}}],
+        },
+    }
 
 
 def bench_simulate(node_count: int, pods: int, with_plugins: bool) -> float:
@@ -114,8 +182,10 @@ def bench_simulate(node_count: int, pods: int, with_plugins: bool) -> float:
     scheduled = sum(1 for p in report.placements if p.scheduled)
     rate = len(report.placements) / report.seconds
     label = "with quota+device+numa" if with_plugins else "without them          "
-    print(f"simulate  {label} nodes={node_count} quotas={len(tree)} pods={pods} scheduled={scheduled} "
-          f"seconds={report.seconds:6.2f} pods/s={rate:7.1f}")
+    print(
+        f"simulate  {label} nodes={node_count} quotas={len(tree)} pods={pods} scheduled={scheduled} "
+        f"seconds={report.seconds:6.2f} pods/s={rate:7.1f}"
+    )
     return rate
 
 
@@ -144,12 +214,16 @@ def bench_quota_events(quota_count: int, events: int) -> None:
     for p in pods[events:]:
         manager.add_pod(p)
     manager.states()
-    for label, read in (("path root->quota (PreFilter)", lambda p: manager.state_of(manager.quota_of(p))),
-                        ("whole tree (quota command)", lambda p: manager.states())):
+    for label, read in (
+        ("path root->quota (PreFilter)", lambda p: manager.state_of(manager.quota_of(p))),
+        ("whole tree (quota command)", lambda p: manager.states()),
+    ):
         timings = _timed(pods[:events], manager, read)
         p99 = timings[min(len(timings) - 1, int(len(timings) * 0.99))]
-        print(f"quota tree  quotas={len(manager.states()) - 1} events={events} pod event + {label}: "
-              f"mean={statistics.fmean(timings):6.3f} ms p99={p99:6.3f} ms")
+        print(
+            f"quota tree  quotas={len(manager.states()) - 1} events={events} pod event + {label}: "
+            f"mean={statistics.fmean(timings):6.3f} ms p99={p99:6.3f} ms"
+        )
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ admission hot path.
 
 Run: `.venv/bin/python benchmarks/rollout_bench.py [--pods 30000] [--profiles 1000]`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,12 @@ ROUNDS = 3
 
 def profile(name: str, spec: dict[str, Any], annotations: dict[str, str] | None = None) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": name, **({"annotations": annotations} if annotations else {})}
-    return {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
-            "metadata": metadata, "spec": spec}
+    return {
+        "apiVersion": "config.koordinator.sh/v1alpha1",
+        "kind": "ClusterColocationProfile",
+        "metadata": metadata,
+        "spec": spec,
+    }
 
 
 def namespace(name: str, labels: dict[str, str]) -> dict[str, Any]:
@@ -64,10 +69,18 @@ def max_rss_mib() -> float:
 def audit_benchmark(pod_count: int, profile_count: int) -> None:
     teams = [f"team-{i:04d}" for i in range(profile_count)]
     cluster = [namespace(t, {"team": t}) for t in teams] + [
-        profile(t, {"namespaceSelector": {"matchLabels": {"team": t}},
-                    "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": [f"app-{t}"]}]},
-                    "qosClass": "LS", "priorityClassName": "koord-prod", "labels": {"owner": t}})
-        for t in teams]
+        profile(
+            t,
+            {
+                "namespaceSelector": {"matchLabels": {"team": t}},
+                "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": [f"app-{t}"]}]},
+                "qosClass": "LS",
+                "priorityClassName": "koord-prod",
+                "labels": {"owner": t},
+            },
+        )
+        for t in teams
+    ]
     state = snapshot(cluster)
     template = realistic_pod()
     started = time.perf_counter()
@@ -75,15 +88,15 @@ def audit_benchmark(pod_count: int, profile_count: int) -> None:
     for index in range(pod_count):
         team = teams[index % profile_count]
         pod = copy.deepcopy(template)
-        pod["metadata"].update(name=f"pod-{index}", namespace=team, uid=f"uid-{index}",
-                               labels={"app": f"app-{team}"})
+        pod["metadata"].update(name=f"pod-{index}", namespace=team, uid=f"uid-{index}", labels={"app": f"app-{team}"})
         result = run_chain(request_for(pod, REGISTRY), REGISTRY, state)
         assert result.allowed and result.object is not None, result.message
         admitted = {**result.object, "status": {"phase": "Running"}}
         if index % 10 == 0:  # drifted: a label the profile writes is gone
-            admitted["metadata"] = {**admitted["metadata"],
-                                    "labels": {k: v for k, v in admitted["metadata"]["labels"].items()
-                                               if k != "owner"}}
+            admitted["metadata"] = {
+                **admitted["metadata"],
+                "labels": {k: v for k, v in admitted["metadata"]["labels"].items() if k != "owner"},
+            }
         pods.append(admitted)
     admitted_seconds = time.perf_counter() - started
     state = snapshot([*cluster, *pods])
@@ -96,12 +109,18 @@ def audit_benchmark(pod_count: int, profile_count: int) -> None:
     started = time.perf_counter()
     reports = policy_reports(report, int(time.time()))
     report_seconds = time.perf_counter() - started
-    print(f"audit: {pod_count:,} running pods, {profile_count:,} profiles "
-          f"(pods admitted through the chain in {admitted_seconds:.1f}s)")
-    print(f"  audit          {audit_seconds:7.2f} s  {pod_count / audit_seconds:9,.0f} pods/s  "
-          f"drifted {len(report.drifted()):,} (expected {len(range(0, pod_count, 10)):,})")
-    print(f"  policy reports {report_seconds:7.2f} s  {len(reports):,} reports, "
-          f"{sum(len(r['results']) for r in reports):,} results")
+    print(
+        f"audit: {pod_count:,} running pods, {profile_count:,} profiles "
+        f"(pods admitted through the chain in {admitted_seconds:.1f}s)"
+    )
+    print(
+        f"  audit          {audit_seconds:7.2f} s  {pod_count / audit_seconds:9,.0f} pods/s  "
+        f"drifted {len(report.drifted()):,} (expected {len(range(0, pod_count, 10)):,})"
+    )
+    print(
+        f"  policy reports {report_seconds:7.2f} s  {len(reports):,} reports, "
+        f"{sum(len(r['results']) for r in reports):,} results"
+    )
     print(f"  peak memory growth while auditing: {grown:.0f} MiB (max RSS {max_rss_mib():.0f} MiB)")
     admissions_during_audit(state)
 
@@ -128,8 +147,10 @@ def admissions_during_audit(state: ClusterSnapshot) -> None:
 
     def show(label: str, values: list[float]) -> str:
         p50, p99, p999 = (values[min(len(values) - 1, int(len(values) * q))] for q in (0.5, 0.99, 0.999))
-        return (f"  {label:28s} {len(values):6,} admissions  p50 {p50 * 1e6:6.0f} µs  p99 {p99 * 1e6:7.0f} µs  "
-                f"p99.9 {p999 * 1e6:7.0f} µs  max {values[-1] * 1e3:6.1f} ms")
+        return (
+            f"  {label:28s} {len(values):6,} admissions  p50 {p50 * 1e6:6.0f} µs  p99 {p99 * 1e6:7.0f} µs  "
+            f"p99.9 {p999 * 1e6:7.0f} µs  max {values[-1] * 1e3:6.1f} ms"
+        )
 
     print("admissions on the same process, alone and while an audit runs in a thread:")
     print(show("alone", alone))
@@ -139,25 +160,49 @@ def admissions_during_audit(state: ClusterSnapshot) -> None:
 def hot_path_benchmark(requests: int) -> None:
     route = REGISTRY.by_path()["/mutate-pod"]
     body = review_body()
-    base = [namespace("analytics", {"koordinator.sh/enable-colocation": "true"}),
-            profile("colocation-profile-example",
-                    {"namespaceSelector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}},
-                     "selector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}},
-                     "qosClass": "BE", "priorityClassName": "koord-batch",
-                     "labels": {"koordinator.sh/mutated": "true"}}),
-            *[profile(f"other-{i:02d}", {"selector": {"matchLabels": {"app": f"other-{i}"}}, "qosClass": "LS"})
-              for i in range(19)]]
-    not_matching = [profile(f"trial-other-{i:02d}", {"selector": {"matchLabels": {"app": f"trial-{i}"}},
-                                                     "qosClass": "LS"}, WARN) for i in range(20)]
-    matching = [profile(f"trial-{i}", {"selector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}},
-                                       "koordinatorPriority": 1000 + i, "labels": {f"trial-{i}": "yes"}}, WARN)
-                for i in range(3)]
-    scenarios = [("20 enforced profiles, no warn-only", base),
-                 ("+ 20 warn-only profiles, none matching", [*base, *not_matching]),
-                 ("+ 1 warn-only profile matching", [*base, *not_matching, *matching[:1]]),
-                 ("+ 3 warn-only profiles matching", [*base, *not_matching, *matching])]
-    print(f"warn-only profiles on the hot path: serve_review on /mutate-pod, best of {ROUNDS} rounds of "
-          f"{requests:,} requests, one core")
+    base = [
+        namespace("analytics", {"koordinator.sh/enable-colocation": "true"}),
+        profile(
+            "colocation-profile-example",
+            {
+                "namespaceSelector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}},
+                "selector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}},
+                "qosClass": "BE",
+                "priorityClassName": "koord-batch",
+                "labels": {"koordinator.sh/mutated": "true"},
+            },
+        ),
+        *[
+            profile(f"other-{i:02d}", {"selector": {"matchLabels": {"app": f"other-{i}"}}, "qosClass": "LS"})
+            for i in range(19)
+        ],
+    ]
+    not_matching = [
+        profile(f"trial-other-{i:02d}", {"selector": {"matchLabels": {"app": f"trial-{i}"}}, "qosClass": "LS"}, WARN)
+        for i in range(20)
+    ]
+    matching = [
+        profile(
+            f"trial-{i}",
+            {
+                "selector": {"matchLabels": {"koordinator.sh/enable-colocation": "true"}},
+                "koordinatorPriority": 1000 + i,
+                "labels": {f"trial-{i}": "yes"},
+            },
+            WARN,
+        )
+        for i in range(3)
+    ]
+    scenarios = [
+        ("20 enforced profiles, no warn-only", base),
+        ("+ 20 warn-only profiles, none matching", [*base, *not_matching]),
+        ("+ 1 warn-only profile matching", [*base, *not_matching, *matching[:1]]),
+        ("+ 3 warn-only profiles matching", [*base, *not_matching, *matching]),
+    ]
+    print(
+        f"warn-only profiles on the hot path: serve_review on /mutate-pod, best of {ROUNDS} rounds of "
+        f"{requests:,} requests, one core"
+    )
     states = [snapshot(objects) for _, objects in scenarios]
     best = [float("inf")] * len(scenarios)
     warnings = [0] * len(scenarios)
@@ -172,8 +217,10 @@ def hot_path_benchmark(requests: int) -> None:
             warnings[index] = len(served.outcome.warnings) if served.outcome else 0
     for index, (label, _) in enumerate(scenarios):
         rate = requests / best[index]
-        print(f"  {label:42s} {rate:8,.0f} req/s  {best[index] / requests * 1e6:6.0f} µs/req  "
-              f"({rate * best[0] / requests:5.1%} of the first; {warnings[index]} warning(s))")
+        print(
+            f"  {label:42s} {rate:8,.0f} req/s  {best[index] / requests * 1e6:6.0f} µs/req  "
+            f"({rate * best[0] / requests:5.1%} of the first; {warnings[index]} warning(s))"
+        )
 
 
 def main() -> int:

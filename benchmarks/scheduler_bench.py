@@ -15,6 +15,7 @@ with the range. The extender's client stands in for kube-scheduler (which decode
 Go): it uses orjson, so the Python client costs the round trip as little as it can.
 Every loop is bounded by a count; the whole run takes about half a minute on 2 cores.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,16 +42,32 @@ NOW = "2024-05-01T10:01:00Z"
 
 
 def node(i: int) -> dict:
-    return {"kind": "Node", "metadata": {"name": f"node-{i:05d}"},
-            "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110",
-                                       "kubernetes.io/batch-cpu": "32000", "kubernetes.io/batch-memory": "128Gi"}}}
+    return {
+        "kind": "Node",
+        "metadata": {"name": f"node-{i:05d}"},
+        "status": {
+            "allocatable": {
+                "cpu": "64",
+                "memory": "256Gi",
+                "pods": "110",
+                "kubernetes.io/batch-cpu": "32000",
+                "kubernetes.io/batch-memory": "128Gi",
+            }
+        },
+    }
 
 
 def metric(i: int, rng: random.Random) -> dict:
-    return {"kind": "NodeMetric", "metadata": {"name": f"node-{i:05d}"},
-            "status": {"updateTime": "2024-05-01T10:00:00Z",
-                       "nodeMetric": {"nodeUsage": {"resources": {"cpu": f"{rng.randint(2, 40)}",
-                                                                  "memory": f"{rng.randint(8, 200)}Gi"}}}}}
+    return {
+        "kind": "NodeMetric",
+        "metadata": {"name": f"node-{i:05d}"},
+        "status": {
+            "updateTime": "2024-05-01T10:00:00Z",
+            "nodeMetric": {
+                "nodeUsage": {"resources": {"cpu": f"{rng.randint(2, 40)}", "memory": f"{rng.randint(8, 200)}Gi"}}
+            },
+        },
+    }
 
 
 def pod(i: int) -> dict:
@@ -60,9 +77,14 @@ def pod(i: int) -> dict:
     else:
         labels, priority = {"koordinator.sh/qosClass": "BE"}, 5500
         requests = {"kubernetes.io/batch-cpu": "2000", "kubernetes.io/batch-memory": "4Gi"}
-    return {"kind": "Pod", "metadata": {"name": f"pod-{i:05d}", "namespace": "bench", "labels": labels},
-            "spec": {"priority": priority,
-                     "containers": [{"name": "c", "resources": {"requests": requests, "limits": requests}}]}}
+    return {
+        "kind": "Pod",
+        "metadata": {"name": f"pod-{i:05d}", "namespace": "bench", "labels": labels},
+        "spec": {
+            "priority": priority,
+            "containers": [{"name": "c", "resources": {"requests": requests, "limits": requests}}],
+        },
+    }
 
 
 GANG_SIZE = 8
@@ -74,19 +96,26 @@ def with_gangs_and_reservations(objects: list[dict], nodes: int, rng: random.Ran
     RESERVATIONS pods not in a gang each own an Available Reservation of their size on a random node."""
     pods = [o for o in objects if o["kind"] == "Pod"]
     for start in range(0, len(pods) - GANG_SIZE + 1, GANG_SIZE * 10):
-        for member in pods[start:start + GANG_SIZE]:
-            member["metadata"]["annotations"] = {"gang.scheduling.koordinator.sh/name": f"gang-{start:05d}",
-                                                 "gang.scheduling.koordinator.sh/min-available": str(GANG_SIZE)}
+        for member in pods[start : start + GANG_SIZE]:
+            member["metadata"]["annotations"] = {
+                "gang.scheduling.koordinator.sh/name": f"gang-{start:05d}",
+                "gang.scheduling.koordinator.sh/min-available": str(GANG_SIZE),
+            }
     owners = [p for p in pods if "annotations" not in p["metadata"]][:RESERVATIONS]
     for i, owner in enumerate(owners):
         requests = owner["spec"]["containers"][0]["resources"]["requests"]
-        objects.append({"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Reservation",
-                        "metadata": {"name": f"reserve-{i:03d}", "uid": f"uid-{i:03d}"},
-                        "spec": {"owners": [{"object": {"name": owner["metadata"]["name"],
-                                                        "namespace": "bench"}}],
-                                 "template": {"spec": {"containers": [{"name": "c",
-                                                                       "resources": {"requests": requests}}]}}},
-                        "status": {"phase": "Available", "nodeName": f"node-{rng.randrange(nodes):05d}"}})
+        objects.append(
+            {
+                "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+                "kind": "Reservation",
+                "metadata": {"name": f"reserve-{i:03d}", "uid": f"uid-{i:03d}"},
+                "spec": {
+                    "owners": [{"object": {"name": owner["metadata"]["name"], "namespace": "bench"}}],
+                    "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": requests}}]}},
+                },
+                "status": {"phase": "Available", "nodeName": f"node-{rng.randrange(nodes):05d}"},
+            }
+        )
     return objects
 
 
@@ -124,8 +153,10 @@ def spread(values: list[float], fmt: str = "{:8.1f}") -> str:
 def report_simulate(nodes: int, pods: int, runs: int, extras: bool = False) -> None:
     results = [bench_simulate(nodes, pods, extras) for _ in range(runs)]
     label = "+gangs+reservations" if extras else ""
-    print(f"simulate{label}  nodes={nodes:5d} pods={pods:5d} {results[-1][2]} "
-          f"pods/s={spread([r[0] for r in results])} pods/CPU-s={spread([r[1] for r in results])}")
+    print(
+        f"simulate{label}  nodes={nodes:5d} pods={pods:5d} {results[-1][2]} "
+        f"pods/s={spread([r[0] for r in results])} pods/CPU-s={spread([r[1] for r in results])}"
+    )
 
 
 async def bench_extender(nodes: int, rounds: int) -> tuple[float, float, float, int]:
@@ -161,9 +192,11 @@ async def bench_extender(nodes: int, rounds: int) -> tuple[float, float, float, 
 def report_extender(nodes: int, rounds: int, runs: int) -> None:
     results = [asyncio.run(bench_extender(nodes, rounds)) for _ in range(runs)]
     fmt = "{:6.2f}"
-    print(f"extender  nodes={nodes:5d} rounds={rounds:4d} filter+prioritize "
-          f"p50={spread([r[0] for r in results], fmt)} ms p99={spread([r[1] for r in results], fmt)} ms "
-          f"CPU={spread([r[2] for r in results], fmt)} ms/round (feasible {results[-1][3]})")
+    print(
+        f"extender  nodes={nodes:5d} rounds={rounds:4d} filter+prioritize "
+        f"p50={spread([r[0] for r in results], fmt)} ms p99={spread([r[1] for r in results], fmt)} ms "
+        f"CPU={spread([r[2] for r in results], fmt)} ms/round (feasible {results[-1][3]})"
+    )
 
 
 def main() -> None:

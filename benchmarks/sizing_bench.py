@@ -23,6 +23,7 @@ Bounded: each scenario has `--timeout` seconds to load; everything stops by itse
                                                 [--churn-rate 200] [--churn-seconds 10]
                                                 [--scenarios profiles,namespaces,pods,all]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,13 @@ from tests.support.apiserver import ApiServer
 from tests.support.cluster import ColocateProcess, make_certs
 
 CREATED = "2026-11-23T10:00:00Z"
-MANAGER = {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1", "time": CREATED,
-           "fieldsType": "FieldsV1"}
+MANAGER = {
+    "manager": "kube-controller-manager",
+    "operation": "Update",
+    "apiVersion": "v1",
+    "time": CREATED,
+    "fieldsType": "FieldsV1",
+}
 
 
 def _metadata(name: str, namespace: str = "", **extra: Any) -> dict[str, Any]:
@@ -59,30 +65,61 @@ def _metadata(name: str, namespace: str = "", **extra: Any) -> dict[str, Any]:
 
 
 def profiles(count: int) -> Iterator[dict[str, Any]]:
-    yield {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": _metadata("koord-batch"),
-           "value": 5000, "preemptionPolicy": "PreemptLowerPriority", "description": "batch pods"}
+    yield {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": _metadata("koord-batch"),
+        "value": 5000,
+        "preemptionPolicy": "PreemptLowerPriority",
+        "description": "batch pods",
+    }
     for i in range(count):
-        yield {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
-               "metadata": _metadata(f"team-{i:05d}-batch", generation=1, managedFields=[
-                   {**MANAGER, "manager": "kubectl-client-side-apply",
-                    "fieldsV1": {"f:spec": {"f:namespaceSelector": {}, "f:selector": {}, "f:qosClass": {}}}}]),
-               "spec": {"namespaceSelector": {"matchLabels": {"team": f"team-{i % 500}"}},
-                        "selector": {"matchLabels": {"app": f"app-{i}", "koordinator.sh/enable-colocation": "true"}},
-                        "qosClass": "BE", "priorityClassName": "koord-batch", "koordinatorPriority": 1000,
-                        "schedulerName": "koord-scheduler", "labels": {"koordinator.sh/mutated": "true"},
-                        "annotations": {"colocate.example.com/profile": f"team-{i:05d}-batch"}}}
+        yield {
+            "apiVersion": "config.koordinator.sh/v1alpha1",
+            "kind": "ClusterColocationProfile",
+            "metadata": _metadata(
+                f"team-{i:05d}-batch",
+                generation=1,
+                managedFields=[
+                    {
+                        **MANAGER,
+                        "manager": "kubectl-client-side-apply",
+                        "fieldsV1": {"f:spec": {"f:namespaceSelector": {}, "f:selector": {}, "f:qosClass": {}}},
+                    }
+                ],
+            ),
+            "spec": {
+                "namespaceSelector": {"matchLabels": {"team": f"team-{i % 500}"}},
+                "selector": {"matchLabels": {"app": f"app-{i}", "koordinator.sh/enable-colocation": "true"}},
+                "qosClass": "BE",
+                "priorityClassName": "koord-batch",
+                "koordinatorPriority": 1000,
+                "schedulerName": "koord-scheduler",
+                "labels": {"koordinator.sh/mutated": "true"},
+                "annotations": {"colocate.example.com/profile": f"team-{i:05d}-batch"},
+            },
+        }
 
 
 def namespaces(count: int) -> Iterator[dict[str, Any]]:
     for i in range(count):
         name = f"ns-{i:05d}"
-        yield {"apiVersion": "v1", "kind": "Namespace",
-               "metadata": _metadata(name, labels={"kubernetes.io/metadata.name": name, "team": f"team-{i % 500}",
-                                                   "environment": ("prod", "staging", "dev")[i % 3]},
-                                     annotations={"owner": f"team-{i % 500}@example.com"},
-                                     managedFields=[{**MANAGER, "manager": "kubectl-create",
-                                                     "fieldsV1": {"f:metadata": {"f:labels": {}}}}]),
-               "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
+        yield {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": _metadata(
+                name,
+                labels={
+                    "kubernetes.io/metadata.name": name,
+                    "team": f"team-{i % 500}",
+                    "environment": ("prod", "staging", "dev")[i % 3],
+                },
+                annotations={"owner": f"team-{i % 500}@example.com"},
+                managedFields=[{**MANAGER, "manager": "kubectl-create", "fieldsV1": {"f:metadata": {"f:labels": {}}}}],
+            ),
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"},
+        }
 
 
 def pods(count: int) -> Iterator[dict[str, Any]]:
@@ -91,22 +128,48 @@ def pods(count: int) -> Iterator[dict[str, Any]]:
         pod = copy.deepcopy(template)
         metadata = pod["metadata"]
         namespace = f"ns-{i % 1000:05d}"
-        metadata.update(_metadata(f"{metadata['generateName']}{i:06x}", namespace, managedFields=[
-            {**MANAGER, "fieldsV1": {"f:metadata": {"f:labels": {}, "f:ownerReferences": {}}, "f:spec": {}}},
-            {**MANAGER, "manager": "kubelet", "subresource": "status",
-             "fieldsV1": {"f:status": {"f:conditions": {}, "f:containerStatuses": {}, "f:podIP": {}}}}]))
+        metadata.update(
+            _metadata(
+                f"{metadata['generateName']}{i:06x}",
+                namespace,
+                managedFields=[
+                    {**MANAGER, "fieldsV1": {"f:metadata": {"f:labels": {}, "f:ownerReferences": {}}, "f:spec": {}}},
+                    {
+                        **MANAGER,
+                        "manager": "kubelet",
+                        "subresource": "status",
+                        "fieldsV1": {"f:status": {"f:conditions": {}, "f:containerStatuses": {}, "f:podIP": {}}},
+                    },
+                ],
+            )
+        )
         pod["spec"]["nodeName"] = f"node-{i % 5000:04d}"
         ip = f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"
         pod["status"] = {
-            "phase": "Running", "hostIP": f"192.168.{(i // 5000) % 256}.{i % 250}", "podIP": ip,
-            "podIPs": [{"ip": ip}], "startTime": CREATED, "qosClass": "Guaranteed",
-            "conditions": [{"type": kind, "status": "True", "lastProbeTime": None, "lastTransitionTime": CREATED}
-                           for kind in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
-            "containerStatuses": [{"name": "executor", "ready": True, "restartCount": 0, "started": True,
-                                   "image": pod["spec"]["containers"][0]["image"],
-                                   "imageID": "registry.example.com/analytics/spark-executor@sha256:" + "ab" * 32,
-                                   "containerID": f"containerd://{uuid.uuid4().hex}{uuid.uuid4().hex}",
-                                   "state": {"running": {"startedAt": CREATED}}, "lastState": {}}]}
+            "phase": "Running",
+            "hostIP": f"192.168.{(i // 5000) % 256}.{i % 250}",
+            "podIP": ip,
+            "podIPs": [{"ip": ip}],
+            "startTime": CREATED,
+            "qosClass": "Guaranteed",
+            "conditions": [
+                {"type": kind, "status": "True", "lastProbeTime": None, "lastTransitionTime": CREATED}
+                for kind in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+            ],
+            "containerStatuses": [
+                {
+                    "name": "executor",
+                    "ready": True,
+                    "restartCount": 0,
+                    "started": True,
+                    "image": pod["spec"]["containers"][0]["image"],
+                    "imageID": "registry.example.com/analytics/spark-executor@sha256:" + "ab" * 32,
+                    "containerID": f"containerd://{uuid.uuid4().hex}{uuid.uuid4().hex}",
+                    "state": {"running": {"startedAt": CREATED}},
+                    "lastState": {},
+                }
+            ],
+        }
         yield pod
 
 
@@ -150,8 +213,9 @@ async def churn_cost(api: ApiServer, pid: int, args: argparse.Namespace) -> floa
 
 def _status_fields(pid: int) -> dict[str, int]:
     with open(f"/proc/{pid}/status") as status:
-        return {line.split(":")[0]: int(line.split()[1]) * 1024 for line in status
-                if line.startswith(("VmRSS:", "VmHWM:"))}
+        return {
+            line.split(":")[0]: int(line.split()[1]) * 1024 for line in status if line.startswith(("VmRSS:", "VmHWM:"))
+        }
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -223,16 +287,21 @@ async def measure(scenario: Scenario, work: Path, args: argparse.Namespace) -> M
         kubeconfig = api.write_kubeconfig(work / f"{scenario.name}.kubeconfig")
         certs = make_certs(work / "certs")
         started = time.monotonic()
-        server = ColocateProcess(kubeconfig, certs.directory, work / f"{scenario.name}.log",
-                                 extra=["--log-level", "warning", "--workers", str(args.workers)])
+        server = ColocateProcess(
+            kubeconfig,
+            certs.directory,
+            work / f"{scenario.name}.log",
+            extra=["--log-level", "warning", "--workers", str(args.workers)],
+        )
         try:
             context = ssl.create_default_context(cafile=str(certs.ca))
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as session:
                 base = f"https://127.0.0.1:{server.port}"
                 while not loaded(counts := await served_counts(session, base), scenario.expected):
                     if server.process.poll() is not None:
-                        raise RuntimeError(f"colocate exited ({server.process.returncode}); "
-                                           f"see {work / f'{scenario.name}.log'}")
+                        raise RuntimeError(
+                            f"colocate exited ({server.process.returncode}); see {work / f'{scenario.name}.log'}"
+                        )
                     if time.monotonic() - started > args.timeout:
                         raise TimeoutError(f"{scenario.name}: not loaded within {args.timeout}s: {counts}")
                     await asyncio.sleep(0.2)
@@ -243,13 +312,22 @@ async def measure(scenario: Scenario, work: Path, args: argparse.Namespace) -> M
                 for _ in range(5):
                     samples.append(tree_memory(server.process.pid))
                     await asyncio.sleep(0.5)
-                event_cpu = await churn_cost(api, server.process.pid, args) \
-                    if scenario.name == "all" and args.churn_seconds > 0 and args.pods else None
+                event_cpu = (
+                    await churn_cost(api, server.process.pid, args)
+                    if scenario.name == "all" and args.churn_seconds > 0 and args.pods
+                    else None
+                )
         finally:
             server.terminate()
             await server.wait(30)
-    return Measured(rss=int(statistics.median(s[0] for s in samples)), peak=max(s[1] for s in samples),
-                    ready_seconds=ready, cpu_seconds=cpu, processes=samples[-1][2], event_cpu_us=event_cpu)
+    return Measured(
+        rss=int(statistics.median(s[0] for s in samples)),
+        peak=max(s[1] for s in samples),
+        ready_seconds=ready,
+        cpu_seconds=cpu,
+        processes=samples[-1][2],
+        event_cpu_us=event_cpu,
+    )
 
 
 def scenarios(args: argparse.Namespace) -> list[Scenario]:
@@ -260,12 +338,21 @@ def scenarios(args: argparse.Namespace) -> list[Scenario]:
 
     return [
         Scenario("empty", lambda: iter(()), {}),
-        Scenario("profiles", lambda: profiles(args.profiles),
-                 {"ClusterColocationProfile": args.profiles, "PriorityClass": 1}),
+        Scenario(
+            "profiles", lambda: profiles(args.profiles), {"ClusterColocationProfile": args.profiles, "PriorityClass": 1}
+        ),
         Scenario("namespaces", lambda: namespaces(args.namespaces), {"Namespace": args.namespaces}),
         Scenario("pods", lambda: pods(args.pods), {"Pod": args.pods}),
-        Scenario("all", everything, {"ClusterColocationProfile": args.profiles, "PriorityClass": 1,
-                                     "Namespace": args.namespaces, "Pod": args.pods}),
+        Scenario(
+            "all",
+            everything,
+            {
+                "ClusterColocationProfile": args.profiles,
+                "PriorityClass": 1,
+                "Namespace": args.namespaces,
+                "Pod": args.pods,
+            },
+        ),
     ]
 
 
@@ -276,17 +363,22 @@ def object_sizes() -> str:
 
 async def main(args: argparse.Namespace) -> None:
     counts = {"profiles": args.profiles, "namespaces": args.namespaces, "pods": args.pods}
-    print(f"colocate serve --kubeconfig (the API-server stand-in), --workers {args.workers}; "
-          f"{args.profiles:,} profiles, {args.namespaces:,} namespaces, {args.pods:,} pods")
+    print(
+        f"colocate serve --kubeconfig (the API-server stand-in), --workers {args.workers}; "
+        f"{args.profiles:,} profiles, {args.namespaces:,} namespaces, {args.pods:,} pods"
+    )
     print(f"object JSON as listed, managedFields included (the webhook drops them): {object_sizes()}")
     results: dict[str, Measured] = {}
     chosen = [s for s in scenarios(args) if s.name in {"empty", *args.scenarios.split(",")}]
     with tempfile.TemporaryDirectory(prefix="colocate-sizing-") as temporary:
         for scenario in chosen:
             results[scenario.name] = measured = await measure(scenario, Path(temporary), args)
-            print(f"  {scenario.name:<10} RSS {measured.rss / 2**20:7.1f} MiB  peak {measured.peak / 2**20:7.1f} MiB  "
-                  f"loaded in {measured.ready_seconds:6.1f} s wall, {measured.cpu_seconds:6.1f} s CPU  "
-                  f"({measured.processes} processes)", flush=True)
+            print(
+                f"  {scenario.name:<10} RSS {measured.rss / 2**20:7.1f} MiB  peak {measured.peak / 2**20:7.1f} MiB  "
+                f"loaded in {measured.ready_seconds:6.1f} s wall, {measured.cpu_seconds:6.1f} s CPU  "
+                f"({measured.processes} processes)",
+                flush=True,
+            )
     base = results["empty"]
     print(f"\nempty cluster: {base.rss / 2**20:.1f} MiB")
     print("scenario    objects     RSS over empty   peak over empty   per object")
@@ -299,11 +391,15 @@ async def main(args: argparse.Namespace) -> None:
         print(f"{name:<10}  {count:>8,}  {extra / 2**20:10.1f} MiB  {peak / 2**20:12.1f} MiB  {each}")
     if results.keys() >= {*counts, "all"}:
         added = sum(results[name].rss - base.rss for name in counts)
-        print(f"sum of the three increments: {added / 2**20:.1f} MiB; all at once: "
-              f"{(results['all'].rss - base.rss) / 2**20:.1f} MiB")
+        print(
+            f"sum of the three increments: {added / 2**20:.1f} MiB; all at once: "
+            f"{(results['all'].rss - base.rss) / 2**20:.1f} MiB"
+        )
     if "all" in results and results["all"].event_cpu_us is not None:
-        print(f"pod watch events at {args.churn_rate:g}/s for {args.churn_seconds:g}s, with everything loaded: "
-              f"{results['all'].event_cpu_us:.0f} µs of server CPU per event (idle CPU subtracted)")
+        print(
+            f"pod watch events at {args.churn_rate:g}/s for {args.churn_seconds:g}s, with everything loaded: "
+            f"{results['all'].event_cpu_us:.0f} µs of server CPU per event (idle CPU subtracted)"
+        )
 
 
 if __name__ == "__main__":
@@ -314,8 +410,11 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int, default=1, help="serve --workers (memory is per worker)")
     parser.add_argument("--settle", type=float, default=5.0, help="seconds after loading before sampling")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a scenario may take to load")
-    parser.add_argument("--scenarios", default="profiles,namespaces,pods,all",
-                        help="which to run besides the empty baseline (comma-separated)")
+    parser.add_argument(
+        "--scenarios",
+        default="profiles,namespaces,pods,all",
+        help="which to run besides the empty baseline (comma-separated)",
+    )
     parser.add_argument("--churn-rate", type=float, default=200.0, help="pod watch events/s sent in 'all'")
     parser.add_argument("--churn-seconds", type=float, default=10.0, help="how long (0: skip)")
     asyncio.run(main(parser.parse_args()))

@@ -12,6 +12,7 @@ in time and in requests in flight, and stops by itself.
 
     .venv/bin/python -m benchmarks.soak [--duration 600] [--rate 500] [--warmup 60]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,25 +41,49 @@ MAX_IN_FLIGHT = 256
 
 
 def profile(generation: int) -> dict[str, Any]:
-    return {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
-            "metadata": {"name": PROFILE},
-            "spec": {"namespaceSelector": {"matchLabels": {"soak": "true"}},
-                     "selector": {"matchLabels": {"app": "soak"}}, "qosClass": "BE",
-                     "priorityClassName": "koord-batch", "labels": {GENERATION_LABEL: str(generation)}}}
+    return {
+        "apiVersion": "config.koordinator.sh/v1alpha1",
+        "kind": "ClusterColocationProfile",
+        "metadata": {"name": PROFILE},
+        "spec": {
+            "namespaceSelector": {"matchLabels": {"soak": "true"}},
+            "selector": {"matchLabels": {"app": "soak"}},
+            "qosClass": "BE",
+            "priorityClassName": "koord-batch",
+            "labels": {GENERATION_LABEL: str(generation)},
+        },
+    }
 
 
 def pod(index: int) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"soak-{index}", "namespace": "soak", "labels": {"app": "soak"}},
-            "spec": {"containers": [{"name": "c", "image": "busybox",
-                                     "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"soak-{index}", "namespace": "soak", "labels": {"app": "soak"}},
+        "spec": {
+            "containers": [
+                {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}
+            ]
+        },
+    }
 
 
 def review(index: int) -> bytes:
-    return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": f"soak-{index}", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": "soak",
-        "operation": "CREATE", "userInfo": {"username": "soak"}, "object": pod(index)}}).encode()
+    return json.dumps(
+        {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": f"soak-{index}",
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "namespace": "soak",
+                "operation": "CREATE",
+                "userInfo": {"username": "soak"},
+                "object": pod(index),
+            },
+        }
+    ).encode()
 
 
 @dataclass
@@ -119,8 +144,7 @@ def check(answer: dict[str, Any], index: int, soak: Soak, sent_at: float, stalen
     return ""
 
 
-async def load(session: aiohttp.ClientSession, url: str, soak: Soak, args: argparse.Namespace,
-               started: float) -> None:
+async def load(session: aiohttp.ClientSession, url: str, soak: Soak, args: argparse.Namespace, started: float) -> None:
     in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
     tasks: set[asyncio.Task[None]] = set()
 
@@ -129,8 +153,12 @@ async def load(session: aiohttp.ClientSession, url: str, soak: Soak, args: argpa
         minute = soak.minute(sent_at - started)
         minute.sent += 1
         try:
-            async with session.post(url, data=review(index), headers={"Content-Type": "application/json"},
-                                    timeout=aiohttp.ClientTimeout(total=10)) as answer:
+            async with session.post(
+                url,
+                data=review(index),
+                headers={"Content-Type": "application/json"},
+                timeout=aiohttp.ClientTimeout(total=10),
+            ) as answer:
                 body = await answer.json() if answer.status == 200 else None
             minute.latencies.append(time.monotonic() - sent_at)
             problem = "HTTP error" if body is None else check(body, index, soak, sent_at, args.staleness)
@@ -161,8 +189,7 @@ async def load(session: aiohttp.ClientSession, url: str, soak: Soak, args: argpa
     await asyncio.gather(*tasks)
 
 
-async def churn(api: ApiServer, soak: Soak, args: argparse.Namespace, started: float,
-                pid: int) -> None:
+async def churn(api: ApiServer, soak: Soak, args: argparse.Namespace, started: float, pid: int) -> None:
     """Rewrite the profile every second, drop watches every 30 s, sample memory every 5 s."""
     last_drop = last_sample = started
     while (now := time.monotonic()) < started + args.duration:
@@ -201,10 +228,17 @@ class ClusterThread(threading.Thread):
 
     async def _serve(self) -> None:
         async with ApiServer(bookmark_interval=1.0) as api:
-            api.apply({"apiVersion": "v1", "kind": "Namespace",
-                       "metadata": {"name": "soak", "labels": {"soak": "true"}}})
-            api.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                       "metadata": {"name": "koord-batch"}, "value": 5000})
+            api.apply(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "soak", "labels": {"soak": "true"}}}
+            )
+            api.apply(
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": "koord-batch"},
+                    "value": 5000,
+                }
+            )
             self.soak.generation_times[0] = time.monotonic()
             api.apply(profile(0))
             self.kubeconfig = api.write_kubeconfig(self.root / "kubeconfig")
@@ -214,8 +248,10 @@ class ClusterThread(threading.Thread):
 
 
 def report(soak: Soak, args: argparse.Namespace) -> int:
-    print(f"colocate serve --workers 2, {args.rate:g} req/s for {args.duration:g}s; profile rewritten every 1s, "
-          "watches dropped every 30s")
+    print(
+        f"colocate serve --workers 2, {args.rate:g} req/s for {args.duration:g}s; profile rewritten every 1s, "
+        "watches dropped every 30s"
+    )
     print("minute  sent    failed  wrong   p50 ms  p99 ms")
     totals = Minute()
     for number, minute in sorted(soak.minutes.items()):
@@ -230,8 +266,10 @@ def report(soak: Soak, args: argparse.Namespace) -> int:
     growth = (warm[-1] - warm[0]) / warm[0] if len(warm) >= 2 else 0.0
     if warm:
         print(f"RSS after warm-up: {warm[0] / 2**20:.1f} MiB -> {warm[-1] / 2**20:.1f} MiB ({growth:+.1%})")
-    print(f"total: {totals.sent} sent, {totals.failed} failed, {totals.wrong} wrong; "
-          f"{soak.generation} profile generations")
+    print(
+        f"total: {totals.sent} sent, {totals.failed} failed, {totals.wrong} wrong; "
+        f"{soak.generation} profile generations"
+    )
     if soak.errors:
         print("problems:", ", ".join(f"{name}: {count}" for name, count in sorted(soak.errors.items())))
     for sample in soak.samples:
@@ -249,8 +287,9 @@ async def main(args: argparse.Namespace) -> int:
         if cluster.error is not None or cluster.kubeconfig is None:
             raise RuntimeError(f"the stand-in did not start: {cluster.error}")
         make_certs(root / "certs")
-        server = ColocateProcess(cluster.kubeconfig, root / "certs", root / "serve.log",
-                                 extra=["--workers", "2", "--reuse-port"])
+        server = ColocateProcess(
+            cluster.kubeconfig, root / "certs", root / "serve.log", extra=["--workers", "2", "--reuse-port"]
+        )
         try:
             context = ssl.create_default_context(cafile=str(root / "certs" / "ca.crt"))
             connector = aiohttp.TCPConnector(ssl=context, limit=MAX_IN_FLIGHT)
@@ -280,6 +319,7 @@ if __name__ == "__main__":
     parser.add_argument("--duration", type=float, default=600.0, help="seconds of load (default 600)")
     parser.add_argument("--rate", type=float, default=500.0, help="requests per second (default 500)")
     parser.add_argument("--warmup", type=float, default=60.0, help="seconds before memory growth is measured")
-    parser.add_argument("--staleness", type=float, default=5.0,
-                        help="seconds a profile change may take to reach every worker")
+    parser.add_argument(
+        "--staleness", type=float, default=5.0, help="seconds a profile change may take to reach every worker"
+    )
     raise SystemExit(asyncio.run(main(parser.parse_args())))

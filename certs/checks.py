@@ -4,6 +4,7 @@ Shared by `inspect` (which reports them) and `rotate` (which renews what fails t
 two can never disagree on what "needs renewal" means. Every check takes `now`: expiry is tested
 with an injected clock, not by waiting.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -17,8 +18,8 @@ from cryptography.x509 import verification
 
 
 def public_bytes(key: Any) -> bytes:
-    return key.public_bytes(serialization.Encoding.DER,  # type: ignore[no-any-return]
-                            serialization.PublicFormat.SubjectPublicKeyInfo)
+    der: bytes = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return der
 
 
 def key_matches(cert: x509.Certificate, key: Any) -> bool:
@@ -37,8 +38,10 @@ def sans(cert: x509.Certificate) -> list[str]:
         extension = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
         return []
-    return [*extension.get_values_for_type(x509.DNSName),
-            *(str(ip) for ip in extension.get_values_for_type(x509.IPAddress))]
+    return [
+        *extension.get_values_for_type(x509.DNSName),
+        *(str(ip) for ip in extension.get_values_for_type(x509.IPAddress)),
+    ]
 
 
 def missing_names(cert: x509.Certificate, names: Iterable[str]) -> list[str]:
@@ -61,15 +64,18 @@ def _subject(name: str) -> x509.verification.Subject:
         return x509.DNSName(name)
 
 
-def chain_error(cert: x509.Certificate, trusted: Sequence[x509.Certificate], name: str,
-                now: dt.datetime) -> str | None:
+def chain_error(cert: x509.Certificate, trusted: Sequence[x509.Certificate], name: str, now: dt.datetime) -> str | None:
     """Why a TLS client trusting `trusted` would refuse `cert` for `name` at `now`; None if it accepts."""
     roots = [c for c in trusted if is_ca(c)]
     if not roots:
         return "no CA certificate to verify against"
     try:
-        verifier = (verification.PolicyBuilder().store(verification.Store(roots)).time(now)
-                    .build_server_verifier(_subject(name)))
+        verifier = (
+            verification.PolicyBuilder()
+            .store(verification.Store(roots))
+            .time(now)
+            .build_server_verifier(_subject(name))
+        )
         verifier.verify(cert, [])
     except verification.VerificationError as exc:
         return str(exc).split(" (encountered")[0].removeprefix("validation failed: ")

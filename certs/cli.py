@@ -8,6 +8,7 @@ The names of the webhook in the cluster (`add_service_names`) are spelled the sa
 `colocate serve --self-managed-certs`; the older `--namespace`, `--service`, `--secret-name` and
 `rotate --settle` still work as hidden aliases.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,16 +47,19 @@ def _when(value: str) -> dt.datetime:
         parsed = dt.datetime.fromisoformat(value)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{value!r} is not an ISO 8601 time (2027-01-31, 2027-01-31T12:00:00Z)") from None
+            f"{value!r} is not an ISO 8601 time (2027-01-31, 2027-01-31T12:00:00Z)"
+        ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
 
 
 def _talks_to_the_cluster(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """An unreachable or refusing API server is one line and exit 2, not a traceback."""
+
     @functools.wraps(command)
     def run(args: argparse.Namespace) -> int:
         with api_errors(f"certs {args.certs_command}"):
             return command(args)
+
     return run
 
 
@@ -63,8 +67,10 @@ def _not_a_package(directory: Path) -> None:
     """A CA key written into a Python package (`--cert-dir certs` in a colocate checkout is colocate's
     own `certs/`) ends up in wheels and commits: refuse."""
     if (directory / "__init__.py").exists():
-        raise UsageError(f"--cert-dir {directory} is a Python package, not a place for private keys: "
-                         "use a directory outside the source tree (or certs-local/, which git ignores)")
+        raise UsageError(
+            f"--cert-dir {directory} is a Python package, not a place for private keys: "
+            "use a directory outside the source tree (or certs-local/, which git ignores)"
+        )
 
 
 def _cluster(args: argparse.Namespace) -> Cluster | None:
@@ -73,8 +79,7 @@ def _cluster(args: argparse.Namespace) -> Cluster | None:
 
     if args.kubeconfig is None and not args.in_cluster:
         return None
-    return Cluster(api_client(args.kubeconfig, args.context), namespace=args.cert_namespace,
-                   secret=args.cert_secret)
+    return Cluster(api_client(args.kubeconfig, args.context), namespace=args.cert_namespace, secret=args.cert_secret)
 
 
 def _policy(args: argparse.Namespace) -> Policy:
@@ -85,23 +90,34 @@ def _policy(args: argparse.Namespace) -> Policy:
 
 
 def _new_policy(args: argparse.Namespace) -> Policy:
-    return Policy(names=service_names(args.cert_service, args.cert_namespace, args.dns_name), validity=args.validity,
-                  ca_validity=args.ca_validity, key_type=args.key_type,
-                  renew_before=getattr(args, "renew_before", SERVING_RENEW_BEFORE),
-                  ca_renew_before=getattr(args, "ca_renew_before", CA_RENEW_BEFORE))
+    return Policy(
+        names=service_names(args.cert_service, args.cert_namespace, args.dns_name),
+        validity=args.validity,
+        ca_validity=args.ca_validity,
+        key_type=args.key_type,
+        renew_before=getattr(args, "renew_before", SERVING_RENEW_BEFORE),
+        ca_renew_before=getattr(args, "ca_renew_before", CA_RENEW_BEFORE),
+    )
 
 
 def _generate(args: argparse.Namespace) -> int:
     cluster = _cluster(args)
     if args.cert_dir is None and cluster is None:
         raise UsageError("give --cert-dir DIR and/or a cluster (--kubeconfig FILE or --in-cluster)")
-    material = generate_material(list(_policy(args).names), utcnow(), ca_validity=args.ca_validity,
-                                 validity=args.validity, key_type=args.key_type)
+    material = generate_material(
+        list(_policy(args).names),
+        utcnow(),
+        ca_validity=args.ca_validity,
+        validity=args.validity,
+        key_type=args.key_type,
+    )
     if args.cert_dir is not None:
         _not_a_package(args.cert_dir)
         if (args.cert_dir / "tls.crt").exists() and not args.force:
-            raise UsageError(f"{args.cert_dir} already holds certificates; `certs rotate` renews them without "
-                             "breaking clients (or --force to overwrite)")
+            raise UsageError(
+                f"{args.cert_dir} already holds certificates; `certs rotate` renews them without "
+                "breaking clients (or --force to overwrite)"
+            )
         write_directory(args.cert_dir, material)
         print(f"wrote {args.cert_dir}/ca.crt, tls.crt, tls.key, ca.key")
     if cluster is not None:
@@ -125,10 +141,14 @@ def _inspect(args: argparse.Namespace) -> int:
             raise UsageError("nothing to inspect: give --cert-dir DIR or a cluster holding the Secret")
     except MaterialError as exc:
         raise UsageError(str(exc)) from exc
-    report = inspect(material, args.at or utcnow(), name=f"{args.cert_service}.{args.cert_namespace}.svc",
-                     required_names=service_names(args.cert_service, args.cert_namespace, args.dns_name),
-                     configurations=cluster.webhook_configurations() if cluster is not None else (),
-                     threshold_days=args.threshold_days)
+    report = inspect(
+        material,
+        args.at or utcnow(),
+        name=f"{args.cert_service}.{args.cert_namespace}.svc",
+        required_names=service_names(args.cert_service, args.cert_namespace, args.dns_name),
+        configurations=cluster.webhook_configurations() if cluster is not None else (),
+        threshold_days=args.threshold_days,
+    )
     print(report.to_json() if args.output == "json" else report.to_text())
     return 0 if report.ok else 1
 
@@ -142,8 +162,9 @@ def _rotate(args: argparse.Namespace) -> int:
         targets, policy = Targets(args.cert_dir, _cluster(args)), _policy(args)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    rotation = rotate(targets, policy, args.at or utcnow(), force=args.force, force_ca=args.force_ca,
-                      settle=args.cert_settle)
+    rotation = rotate(
+        targets, policy, args.at or utcnow(), force=args.force, force_ca=args.force_ca, settle=args.cert_settle
+    )
     for note in rotation.notes:
         print(f"note: {note}")
     for reason in rotation.plan.reasons:
@@ -161,12 +182,24 @@ def _rotate(args: argparse.Namespace) -> int:
 
 def add_service_names(container: Container, *, old_spellings: bool = False) -> None:
     """Where the webhook's certificate lives in the cluster: `serve` and `certs` spell these alike."""
-    namespace = container.add_argument("--cert-namespace", default=NAMESPACE, metavar="NS",
-                                       help=f"namespace of the webhook Service, its Secret and Lease ({NAMESPACE})")
-    service = container.add_argument("--cert-service", default=SERVICE, metavar="NAME",
-                                     help=f"the webhook Service, whose names the certificate carries ({SERVICE})")
-    secret = container.add_argument("--cert-secret", default=SECRET, metavar="NAME",
-                                    help=f"the kubernetes.io/tls Secret holding the certificates ({SECRET})")
+    namespace = container.add_argument(
+        "--cert-namespace",
+        default=NAMESPACE,
+        metavar="NS",
+        help=f"namespace of the webhook Service, its Secret and Lease ({NAMESPACE})",
+    )
+    service = container.add_argument(
+        "--cert-service",
+        default=SERVICE,
+        metavar="NAME",
+        help=f"the webhook Service, whose names the certificate carries ({SERVICE})",
+    )
+    secret = container.add_argument(
+        "--cert-secret",
+        default=SECRET,
+        metavar="NAME",
+        help=f"the kubernetes.io/tls Secret holding the certificates ({SECRET})",
+    )
     if old_spellings:
         flags.add_alias(container, "--namespace", of=namespace)
         flags.add_alias(container, "--service", of=service)
@@ -181,10 +214,16 @@ def _common(parser: argparse.ArgumentParser, *, cert_options: bool = True) -> No
     add_service_names(parser, old_spellings=True)
     flags.add_dns_names(parser)
     if cert_options:
-        parser.add_argument("--validity", type=_days, default=DEFAULT_VALIDITY, metavar="DAYS",
-                            help="of the serving certificate (default 3650)")
-        parser.add_argument("--ca-validity", type=_days, default=DEFAULT_VALIDITY, metavar="DAYS",
-                            help="of the CA (default 3650)")
+        parser.add_argument(
+            "--validity",
+            type=_days,
+            default=DEFAULT_VALIDITY,
+            metavar="DAYS",
+            help="of the serving certificate (default 3650)",
+        )
+        parser.add_argument(
+            "--ca-validity", type=_days, default=DEFAULT_VALIDITY, metavar="DAYS", help="of the CA (default 3650)"
+        )
         parser.add_argument("--key-type", choices=KEY_TYPES, default="rsa2048")
 
 
@@ -193,39 +232,69 @@ def register_commands(subparsers: Subparsers) -> None:
     commands = certs.add_subparsers(dest="certs_command", metavar="COMMAND")
     commands.required = True
 
-    generate = commands.add_parser("generate", help="a new CA and serving certificate for the Service",
-                                   description="Write a new CA and serving certificate to a directory and/or a "
-                                               "kubernetes.io/tls Secret. Refuses to overwrite without --force.")
+    generate = commands.add_parser(
+        "generate",
+        help="a new CA and serving certificate for the Service",
+        description="Write a new CA and serving certificate to a directory and/or a "
+        "kubernetes.io/tls Secret. Refuses to overwrite without --force.",
+    )
     _common(generate)
     generate.add_argument("--force", action="store_true", help="overwrite existing certificates")
     generate.set_defaults(func=_talks_to_the_cluster(_generate))
 
-    inspect = commands.add_parser("inspect", help="show the certificates and check chain, expiry and caBundle",
-                                  description="Exit 0 when everything verifies, 1 when a check fails "
-                                              "(including expiry within --threshold-days), 2 on bad input.")
+    inspect = commands.add_parser(
+        "inspect",
+        help="show the certificates and check chain, expiry and caBundle",
+        description="Exit 0 when everything verifies, 1 when a check fails "
+        "(including expiry within --threshold-days), 2 on bad input.",
+    )
     _common(inspect, cert_options=False)
-    inspect.add_argument("--threshold-days", type=float, default=30.0, metavar="DAYS",
-                         help="fail when a certificate expires within this many days (default 30)")
+    inspect.add_argument(
+        "--threshold-days",
+        type=float,
+        default=30.0,
+        metavar="DAYS",
+        help="fail when a certificate expires within this many days (default 30)",
+    )
     inspect.add_argument("--at", type=_when, metavar="TIME", help="check as of this ISO time instead of now")
     add_output(inspect, ("text", "json"), default="text")
     inspect.set_defaults(func=_talks_to_the_cluster(_inspect))
 
-    rotate_ = commands.add_parser("rotate", help="renew what is due; caBundle first, then the serving certificate",
-                                  description="Renew the serving certificate when it fails Koordinator's rules "
-                                              "(6 months left, wrong names, broken chain) and the CA when it has "
-                                              "under a year; trust the new CA in both webhook configurations "
-                                              "before serving from it; prune expired CAs. Writes nothing when "
-                                              "nothing is due.")
+    rotate_ = commands.add_parser(
+        "rotate",
+        help="renew what is due; caBundle first, then the serving certificate",
+        description="Renew the serving certificate when it fails Koordinator's rules "
+        "(6 months left, wrong names, broken chain) and the CA when it has "
+        "under a year; trust the new CA in both webhook configurations "
+        "before serving from it; prune expired CAs. Writes nothing when "
+        "nothing is due.",
+    )
     _common(rotate_)
     rotate_.add_argument("--force", action="store_true", help="renew the serving certificate even if not due")
-    rotate_.add_argument("--force-ca", action="store_true",
-                         help="renew the CA (and serving certificate) even if not due")
-    rotate_.add_argument("--renew-before", type=_days, default=SERVING_RENEW_BEFORE, metavar="DAYS",
-                         help="renew the serving certificate this long before it expires (default 182)")
-    rotate_.add_argument("--ca-renew-before", type=_days, default=CA_RENEW_BEFORE, metavar="DAYS",
-                         help="renew the CA this long before it expires (default 365)")
-    settle = rotate_.add_argument("--cert-settle", type=float, default=5.0, metavar="SECONDS",
-                                  help="after a new CA is trusted, wait this long before serving from it (default 5)")
+    rotate_.add_argument(
+        "--force-ca", action="store_true", help="renew the CA (and serving certificate) even if not due"
+    )
+    rotate_.add_argument(
+        "--renew-before",
+        type=_days,
+        default=SERVING_RENEW_BEFORE,
+        metavar="DAYS",
+        help="renew the serving certificate this long before it expires (default 182)",
+    )
+    rotate_.add_argument(
+        "--ca-renew-before",
+        type=_days,
+        default=CA_RENEW_BEFORE,
+        metavar="DAYS",
+        help="renew the CA this long before it expires (default 365)",
+    )
+    settle = rotate_.add_argument(
+        "--cert-settle",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="after a new CA is trusted, wait this long before serving from it (default 5)",
+    )
     flags.add_alias(rotate_, "--settle", of=settle)
     rotate_.add_argument("--at", type=_when, metavar="TIME", help="decide as of this ISO time instead of now")
     rotate_.set_defaults(func=_talks_to_the_cluster(_rotate))

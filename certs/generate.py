@@ -5,6 +5,7 @@ The CA (CN `webhook-cert-ca`) signs a serving certificate for serverAuth whose S
 As in Koordinator the serving certificate starts when its CA starts, so a chain is never "not yet
 valid" on a node whose clock lags the one that generated it.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -34,8 +35,13 @@ def utcnow() -> dt.datetime:
 
 def service_names(service: str, namespace: str, extra: Iterable[str] = ()) -> tuple[str, ...]:
     """Every name a client may use for `service` (kube-apiserver uses `svc.ns.svc`), then `extra`."""
-    names = (service, f"{service}.{namespace}", f"{service}.{namespace}.svc",
-             f"{service}.{namespace}.svc.cluster.local", *extra)
+    names = (
+        service,
+        f"{service}.{namespace}",
+        f"{service}.{namespace}.svc",
+        f"{service}.{namespace}.svc.cluster.local",
+        *extra,
+    )
     return tuple(dict.fromkeys(names))
 
 
@@ -58,18 +64,28 @@ def _subject_alt_names(names: Iterable[str]) -> list[x509.GeneralName]:
 
 
 def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
-    return x509.KeyUsage(digital_signature=True, key_encipherment=True, key_cert_sign=cert_sign,
-                         content_commitment=False, data_encipherment=False, key_agreement=False,
-                         crl_sign=False, encipher_only=False, decipher_only=False)
+    return x509.KeyUsage(
+        digital_signature=True,
+        key_encipherment=True,
+        key_cert_sign=cert_sign,
+        content_commitment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        crl_sign=False,
+        encipher_only=False,
+        decipher_only=False,
+    )
 
 
-def generate_ca(now: dt.datetime, validity: dt.timedelta = DEFAULT_VALIDITY,
-                key_type: str = "rsa2048") -> tuple[PrivateKey, x509.Certificate]:
+def generate_ca(
+    now: dt.datetime, validity: dt.timedelta = DEFAULT_VALIDITY, key_type: str = "rsa2048"
+) -> tuple[PrivateKey, x509.Certificate]:
     key = new_key(key_type)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, CA_COMMON_NAME)])
     cert = (
         x509.CertificateBuilder()
-        .subject_name(name).issuer_name(name)
+        .subject_name(name)
+        .issuer_name(name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5))
@@ -82,9 +98,14 @@ def generate_ca(now: dt.datetime, validity: dt.timedelta = DEFAULT_VALIDITY,
     return key, cert
 
 
-def generate_serving_cert(ca_key: PrivateKey, ca_cert: x509.Certificate, names: Sequence[str],
-                          now: dt.datetime, validity: dt.timedelta = DEFAULT_VALIDITY,
-                          key_type: str = "rsa2048") -> tuple[PrivateKey, x509.Certificate]:
+def generate_serving_cert(
+    ca_key: PrivateKey,
+    ca_cert: x509.Certificate,
+    names: Sequence[str],
+    now: dt.datetime,
+    validity: dt.timedelta = DEFAULT_VALIDITY,
+    key_type: str = "rsa2048",
+) -> tuple[PrivateKey, x509.Certificate]:
     key = new_key(key_type)
     all_names = [*names, *LOCAL_NAMES]
     cert = (
@@ -105,16 +126,28 @@ def generate_serving_cert(ca_key: PrivateKey, ca_cert: x509.Certificate, names: 
     return key, cert
 
 
-def generate_material(names: Sequence[str], now: dt.datetime, *, ca_validity: dt.timedelta = DEFAULT_VALIDITY,
-                      validity: dt.timedelta = DEFAULT_VALIDITY, key_type: str = "rsa2048") -> Material:
+def generate_material(
+    names: Sequence[str],
+    now: dt.datetime,
+    *,
+    ca_validity: dt.timedelta = DEFAULT_VALIDITY,
+    validity: dt.timedelta = DEFAULT_VALIDITY,
+    key_type: str = "rsa2048",
+) -> Material:
     """A new CA and a serving certificate it signed."""
     ca_key, ca_cert = generate_ca(now, ca_validity, key_type)
     key, cert = generate_serving_cert(ca_key, ca_cert, names, now, validity, key_type)
     return Material(ca_key=ca_key, ca_certs=(ca_cert,), cert=cert, key=key)
 
 
-def ensure_serving_certs(directory: Path, dns_names: Sequence[str] = (), now: dt.datetime | None = None, *,
-                         service: str = SERVICE, namespace: str = NAMESPACE) -> tuple[CertPaths, bool]:
+def ensure_serving_certs(
+    directory: Path,
+    dns_names: Sequence[str] = (),
+    now: dt.datetime | None = None,
+    *,
+    service: str = SERVICE,
+    namespace: str = NAMESPACE,
+) -> tuple[CertPaths, bool]:
     """Create `ca.crt`, `tls.crt`, `tls.key` (and `ca.key`) in `directory` unless the first three exist;
     True if created. The certificate carries the webhook Service's names (what `certs generate` and
     `certs inspect` use), `dns_names`, and localhost, so `certs inspect` and `rotate` accept it."""

@@ -5,6 +5,7 @@ serving pair does not match, the chain does not verify for the Service name, a w
 does not trust the serving certificate, or a certificate expires within the threshold: the exit
 code a cron job or CI check needs before the API server starts failing admissions.
 """
+
 from __future__ import annotations
 
 import base64
@@ -49,8 +50,14 @@ class Report:
         return all(check.ok for check in self.checks)
 
     def to_json(self) -> str:
-        return json.dumps({"ok": self.ok, "certificates": [asdict(c) for c in self.certificates],
-                           "checks": [asdict(c) for c in self.checks]}, indent=2)
+        return json.dumps(
+            {
+                "ok": self.ok,
+                "certificates": [asdict(c) for c in self.certificates],
+                "checks": [asdict(c) for c in self.checks],
+            },
+            indent=2,
+        )
 
     def to_text(self) -> str:
         lines = []
@@ -58,8 +65,10 @@ class Report:
             lines += [f"{cert.role}:", f"  subject    {cert.subject}", f"  issuer     {cert.issuer}"]
             if cert.sans:
                 lines.append(f"  SANs       {', '.join(cert.sans)}")
-            lines += [f"  valid      {cert.not_before} .. {cert.not_after} ({time_left(cert.days_left)})",
-                      f"  sha256     {cert.sha256[:32]}..."]
+            lines += [
+                f"  valid      {cert.not_before} .. {cert.not_after} ({time_left(cert.days_left)})",
+                f"  sha256     {cert.sha256[:32]}...",
+            ]
         lines.append("checks:")
         lines += [f"  {'ok  ' if c.ok else 'FAIL'} {c.name}{': ' + c.detail if c.detail else ''}" for c in self.checks]
         lines.append("result: " + ("ok" if self.ok else "FAILED"))
@@ -75,21 +84,29 @@ def time_left(days: float) -> str:
 
 
 def describe(cert: x509.Certificate, role: str, now: dt.datetime) -> CertInfo:
-    return CertInfo(role=role, subject=cert.subject.rfc4514_string(), issuer=cert.issuer.rfc4514_string(),
-                    sans=sans(cert), not_before=f"{cert.not_valid_before_utc:%Y-%m-%dT%H:%M:%SZ}",
-                    not_after=f"{cert.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}",
-                    days_left=round(days_left(cert, now), 1), sha256=fingerprint(cert))
+    return CertInfo(
+        role=role,
+        subject=cert.subject.rfc4514_string(),
+        issuer=cert.issuer.rfc4514_string(),
+        sans=sans(cert),
+        not_before=f"{cert.not_valid_before_utc:%Y-%m-%dT%H:%M:%SZ}",
+        not_after=f"{cert.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}",
+        days_left=round(days_left(cert, now), 1),
+        sha256=fingerprint(cert),
+    )
 
 
 def _expiry(info: CertInfo, threshold_days: float) -> Check:
     ok = info.days_left >= threshold_days
-    detail = time_left(info.days_left) + ("" if ok or info.days_left < 0 else
-                                          f", under the {threshold_days:g}-day threshold")
+    detail = time_left(info.days_left) + (
+        "" if ok or info.days_left < 0 else f", under the {threshold_days:g}-day threshold"
+    )
     return Check(f"{info.role} expiry", ok, detail)
 
 
-def _bundle_checks(material: Material, configurations: Sequence[Mapping[str, Any]], name: str,
-                   now: dt.datetime) -> list[Check]:
+def _bundle_checks(
+    material: Material, configurations: Sequence[Mapping[str, Any]], name: str, now: dt.datetime
+) -> list[Check]:
     checks = []
     for configuration in configurations:
         for webhook in configuration.get("webhooks") or ():
@@ -101,13 +118,27 @@ def _bundle_checks(material: Material, configurations: Sequence[Mapping[str, Any
                 checks.append(Check(label, False, "not a PEM bundle"))
                 continue
             error = chain_error(material.cert, trusted, name, now) if trusted else "empty"
-            checks.append(Check(label, error is None, f"does not trust the serving certificate: {error}" if error else
-                                f"trusts the serving certificate ({len(trusted)} CA{'s' if len(trusted) > 1 else ''})"))
+            checks.append(
+                Check(
+                    label,
+                    error is None,
+                    f"does not trust the serving certificate: {error}"
+                    if error
+                    else f"trusts the serving certificate ({len(trusted)} CA{'s' if len(trusted) > 1 else ''})",
+                )
+            )
     return checks
 
 
-def inspect(material: Material, now: dt.datetime, *, name: str | None = None, required_names: Sequence[str] = (),
-            configurations: Sequence[Mapping[str, Any]] = (), threshold_days: float = 30.0) -> Report:
+def inspect(
+    material: Material,
+    now: dt.datetime,
+    *,
+    name: str | None = None,
+    required_names: Sequence[str] = (),
+    configurations: Sequence[Mapping[str, Any]] = (),
+    threshold_days: float = 30.0,
+) -> Report:
     """Report on `material`; `name` is the host clients verify (default: the first SAN)."""
     name = name or (sans(material.cert) or ["localhost"])[0]
     serving = describe(material.cert, "serving", now)

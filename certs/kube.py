@@ -4,6 +4,7 @@ Synchronous calls with the official client (the CLI is synchronous; `serve` runs
 Objects stay JSON dicts. Every write is skipped when it would change nothing, so a rotation that
 runs every minute costs reads only, and a repeated `certs rotate` is a no-op.
 """
+
 from __future__ import annotations
 
 import base64
@@ -20,9 +21,11 @@ from cluster.client import read_object
 
 def ca_bundle_patch(configuration: Mapping[str, Any], bundle: str) -> list[dict[str, Any]]:
     """JSON patch setting every webhook's caBundle to `bundle` (base64); empty when all already are."""
-    return [{"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle}
-            for i, webhook in enumerate(configuration.get("webhooks") or ())
-            if (webhook.get("clientConfig") or {}).get("caBundle") != bundle]
+    return [
+        {"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle}
+        for i, webhook in enumerate(configuration.get("webhooks") or ())
+        if (webhook.get("clientConfig") or {}).get("caBundle") != bundle
+    ]
 
 
 @dataclass
@@ -40,8 +43,10 @@ class Cluster:
 
     def webhook_configurations(self) -> list[dict[str, Any]]:
         """Both colocate configurations that exist (a missing one is simply not patched)."""
-        found = [read_object(self.admission.read_mutating_webhook_configuration, MUTATING),
-                 read_object(self.admission.read_validating_webhook_configuration, VALIDATING)]
+        found = [
+            read_object(self.admission.read_mutating_webhook_configuration, MUTATING),
+            read_object(self.admission.read_validating_webhook_configuration, VALIDATING),
+        ]
         return [c for c in found if c is not None]
 
     def patch_ca_bundles(self, bundle_pem: bytes) -> list[str]:
@@ -53,8 +58,14 @@ class Cluster:
             if not patch:
                 continue
             # Guard against a concurrent edit of the list the indices refer to: a 409/422 fails the run.
-            patch.insert(0, {"op": "test", "path": "/metadata/resourceVersion",
-                             "value": configuration["metadata"]["resourceVersion"]})
+            patch.insert(
+                0,
+                {
+                    "op": "test",
+                    "path": "/metadata/resourceVersion",
+                    "value": configuration["metadata"]["resourceVersion"],
+                },
+            )
             name = configuration["metadata"]["name"]
             if configuration.get("kind") == "ValidatingWebhookConfiguration" or name == VALIDATING:
                 self.admission.patch_validating_webhook_configuration(name, patch, _preload_content=False)
@@ -70,25 +81,39 @@ class Cluster:
         deleted and created again rather than left in a shape the Deployment cannot mount.
         """
         data = secret_data(material)
-        body: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret", "type": TLS_TYPE,
-                                "metadata": {"name": self.secret, "namespace": self.namespace,
-                                             "labels": {"app.kubernetes.io/name": "colocate"}},
-                                "data": data}
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": TLS_TYPE,
+            "metadata": {
+                "name": self.secret,
+                "namespace": self.namespace,
+                "labels": {"app.kubernetes.io/name": "colocate"},
+            },
+            "data": data,
+        }
         if existing is None:
             self.core.create_namespaced_secret(self.namespace, body, _preload_content=False)
             return "created"
         if existing.get("type", "Opaque") != TLS_TYPE:
-            preconditions = client.V1Preconditions(uid=existing["metadata"].get("uid"),
-                                                   resource_version=existing["metadata"].get("resourceVersion"))
-            self.core.delete_namespaced_secret(self.secret, self.namespace,
-                                               body=client.V1DeleteOptions(preconditions=preconditions),
-                                               _preload_content=False)
+            preconditions = client.V1Preconditions(
+                uid=existing["metadata"].get("uid"), resource_version=existing["metadata"].get("resourceVersion")
+            )
+            self.core.delete_namespaced_secret(
+                self.secret,
+                self.namespace,
+                body=client.V1DeleteOptions(preconditions=preconditions),
+                _preload_content=False,
+            )
             self.core.create_namespaced_secret(self.namespace, body, _preload_content=False)
             return "replaced"
         if existing.get("data") == data:
             return "unchanged"
         metadata = existing["metadata"]
-        body["metadata"] = {**{k: metadata[k] for k in ("labels", "annotations", "resourceVersion") if k in metadata},
-                            "name": self.secret, "namespace": self.namespace}
+        body["metadata"] = {
+            **{k: metadata[k] for k in ("labels", "annotations", "resourceVersion") if k in metadata},
+            "name": self.secret,
+            "namespace": self.namespace,
+        }
         self.core.replace_namespaced_secret(self.secret, self.namespace, body, _preload_content=False)
         return "updated"

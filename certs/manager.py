@@ -6,6 +6,7 @@ Secret and the webhook configurations every `check_interval`, which writes nothi
 through their mounted Secret and the TLS reloader. Blocking API calls run in a thread, and every
 failure is logged and retried: serving never depends on this loop.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,20 +40,31 @@ class ManagerSettings:
     settle: float = 5.0  # seconds between trusting a new CA and serving from it
 
 
-def self_management(api: client.ApiClient, settings: ManagerSettings, identity: str,
-                    clock: Callable[[], dt.datetime] = utcnow) -> Coroutine[None, None, None]:
+def self_management(
+    api: client.ApiClient, settings: ManagerSettings, identity: str, clock: Callable[[], dt.datetime] = utcnow
+) -> Coroutine[None, None, None]:
     """The loop `serve --self-managed-certs` runs next to the server."""
-    elector = LeaseElector(api, settings.namespace, identity, name=LEASE_NAME,
-                           duration=dt.timedelta(seconds=settings.lease_duration), clock=clock)
+    elector = LeaseElector(
+        api,
+        settings.namespace,
+        identity,
+        name=LEASE_NAME,
+        duration=dt.timedelta(seconds=settings.lease_duration),
+        clock=clock,
+    )
     targets = Targets(cluster=Cluster(api, namespace=settings.namespace, secret=settings.secret))
     policy = Policy(names=service_names(settings.service, settings.namespace, settings.dns_names))
     return manage_certificates(elector, targets, policy, settings, clock)
 
 
-async def manage_certificates(elector: LeaseElector, targets: Targets, policy: Policy,
-                              settings: ManagerSettings = ManagerSettings(),
-                              clock: Callable[[], dt.datetime] = utcnow,
-                              on_rotation: Callable[[Rotation], None] | None = None) -> None:
+async def manage_certificates(
+    elector: LeaseElector,
+    targets: Targets,
+    policy: Policy,
+    settings: ManagerSettings = ManagerSettings(),
+    clock: Callable[[], dt.datetime] = utcnow,
+    on_rotation: Callable[[Rotation], None] | None = None,
+) -> None:
     loop = asyncio.get_running_loop()
     next_check = 0.0
     leader = False
@@ -66,9 +78,12 @@ async def manage_certificates(elector: LeaseElector, targets: Targets, policy: P
                 next_check = loop.time() + settings.check_interval
                 rotation = await asyncio.to_thread(rotate, targets, policy, clock(), settle=settings.settle)
                 if rotation.changed:
-                    log.info("rotated certificates: %s; caBundle patched on %s; Secret %s",
-                             "; ".join(rotation.plan.reasons) or "trust bundle pruned",
-                             ", ".join(rotation.patched) or "none", rotation.secret or "-")
+                    log.info(
+                        "rotated certificates: %s; caBundle patched on %s; Secret %s",
+                        "; ".join(rotation.plan.reasons) or "trust bundle pruned",
+                        ", ".join(rotation.patched) or "none",
+                        rotation.secret or "-",
+                    )
                 if on_rotation is not None:
                     on_rotation(rotation)
         except asyncio.CancelledError:

@@ -9,6 +9,7 @@ A directory is written the way kubelet updates a mounted Secret: the files go in
 directory, then one `rename` of the `..data` symlink switches all of them at once. A reader can
 never see a new certificate next to the old key (the window that otherwise breaks every handshake).
 """
+
 from __future__ import annotations
 
 import base64
@@ -27,8 +28,12 @@ from cryptography.hazmat.primitives import hashes, serialization
 CA_FILE, CERT_FILE, KEY_FILE, CA_KEY_FILE = "ca.crt", "tls.crt", "tls.key", "ca.key"
 DATA_LINK: Final = "..data"
 # Secret data keys we read, in order of preference (ours, then Koordinator's).
-SECRET_KEYS: Final = {CA_FILE: (CA_FILE, "ca-cert.pem"), CERT_FILE: (CERT_FILE, "cert.pem"),
-                      KEY_FILE: (KEY_FILE, "key.pem"), CA_KEY_FILE: (CA_KEY_FILE, "ca-key.pem")}
+SECRET_KEYS: Final = {
+    CA_FILE: (CA_FILE, "ca-cert.pem"),
+    CERT_FILE: (CERT_FILE, "cert.pem"),
+    KEY_FILE: (KEY_FILE, "key.pem"),
+    CA_KEY_FILE: (CA_KEY_FILE, "ca-key.pem"),
+}
 
 
 class MaterialError(ValueError):
@@ -78,8 +83,10 @@ class Material:
 
 
 def pem_key(key: Any) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,  # type: ignore[no-any-return]
-                             serialization.NoEncryption())
+    pem: bytes = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    )
+    return pem
 
 
 def pem_certs(certs: Any) -> bytes:
@@ -115,14 +122,20 @@ def from_files(files: Mapping[str, bytes], where: str) -> Material:
     if missing:
         raise MaterialError(f"{where}: missing {', '.join(missing)}")
     ca_key = parse_key(files[CA_KEY_FILE], f"{where}/{CA_KEY_FILE}") if files.get(CA_KEY_FILE) else None
-    return Material(ca_key=ca_key, ca_certs=parse_certs(files[CA_FILE], f"{where}/{CA_FILE}"),
-                    cert=parse_certs(files[CERT_FILE], f"{where}/{CERT_FILE}")[0],
-                    key=parse_key(files[KEY_FILE], f"{where}/{KEY_FILE}"))
+    return Material(
+        ca_key=ca_key,
+        ca_certs=parse_certs(files[CA_FILE], f"{where}/{CA_FILE}"),
+        cert=parse_certs(files[CERT_FILE], f"{where}/{CERT_FILE}")[0],
+        key=parse_key(files[KEY_FILE], f"{where}/{KEY_FILE}"),
+    )
 
 
 def read_directory_files(directory: Path) -> dict[str, bytes]:
-    return {name: (directory / name).read_bytes() for name in (CA_FILE, CERT_FILE, KEY_FILE, CA_KEY_FILE)
-            if (directory / name).is_file()}
+    return {
+        name: (directory / name).read_bytes()
+        for name in (CA_FILE, CERT_FILE, KEY_FILE, CA_KEY_FILE)
+        if (directory / name).is_file()
+    }
 
 
 def read_directory(directory: Path) -> Material:

@@ -2,6 +2,7 @@
 
 Kept free of heavy imports so that building the CLI parser does not load the Kubernetes client.
 """
+
 from typing import Final
 
 MUTATING: Final = "koordinator-mutating-webhook-configuration"

@@ -9,6 +9,7 @@ The trust bundle (`ca.crt` and every webhook's `caBundle`) holds the signing CA 
 older CA that has not expired: clients keep trusting servers that still present a certificate
 from the old CA until it expires, and an expired CA is pruned instead of lingering forever.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -38,11 +39,15 @@ class Policy:
         if not self.names:
             raise ValueError("at least one name is needed for the serving certificate")
         if self.validity <= self.renew_before:
-            raise ValueError(f"validity ({self.validity.days}d) must exceed renew-before "
-                             f"({self.renew_before.days}d), or every run renews")
+            raise ValueError(
+                f"validity ({self.validity.days}d) must exceed renew-before "
+                f"({self.renew_before.days}d), or every run renews"
+            )
         if self.ca_validity <= self.ca_renew_before:
-            raise ValueError(f"CA validity ({self.ca_validity.days}d) must exceed CA renew-before "
-                             f"({self.ca_renew_before.days}d), or every run renews the CA")
+            raise ValueError(
+                f"CA validity ({self.ca_validity.days}d) must exceed CA renew-before "
+                f"({self.ca_renew_before.days}d), or every run renews the CA"
+            )
 
 
 @dataclass(frozen=True)
@@ -77,13 +82,16 @@ def serving_problem(current: Material, policy: Policy, now: dt.datetime) -> str 
     if missing := missing_names(current.cert, policy.names):
         return f"the serving certificate lacks {', '.join(missing)}"
     if not valid_at(current.cert, now + policy.renew_before):
-        return (f"the serving certificate expires within {policy.renew_before.days} days "
-                f"({current.cert.not_valid_after_utc:%Y-%m-%d})")
+        return (
+            f"the serving certificate expires within {policy.renew_before.days} days "
+            f"({current.cert.not_valid_after_utc:%Y-%m-%d})"
+        )
     return None
 
 
-def trust_bundle(signing: x509.Certificate, others: Iterable[x509.Certificate],
-                 now: dt.datetime) -> tuple[x509.Certificate, ...]:
+def trust_bundle(
+    signing: x509.Certificate, others: Iterable[x509.Certificate], now: dt.datetime
+) -> tuple[x509.Certificate, ...]:
     """`signing` first, then each other CA not yet expired, without duplicates."""
     bundle = {fingerprint(signing): signing}
     for cert in others:
@@ -92,12 +100,20 @@ def trust_bundle(signing: x509.Certificate, others: Iterable[x509.Certificate],
     return tuple(bundle.values())
 
 
-def plan_rotation(current: Material | None, policy: Policy, now: dt.datetime, *,
-                  also_trusted: Sequence[x509.Certificate] = (), force: bool = False, force_ca: bool = False) -> Plan:
+def plan_rotation(
+    current: Material | None,
+    policy: Policy,
+    now: dt.datetime,
+    *,
+    also_trusted: Sequence[x509.Certificate] = (),
+    force: bool = False,
+    force_ca: bool = False,
+) -> Plan:
     """The material to store after this run; `also_trusted` are CAs found in webhook caBundles."""
     reasons: list[str] = []
-    problem = ("renewal of the CA was requested" if force_ca and current is not None
-               else ca_problem(current, policy, now))
+    problem = (
+        "renewal of the CA was requested" if force_ca and current is not None else ca_problem(current, policy, now)
+    )
     if problem is None and current is not None:
         ca_key, ca_cert = current.ca_key, current.ca
     else:

@@ -8,6 +8,7 @@
 Written in the other order, there is a window in which servers present a certificate no client
 trusts, and every admission fails. Each step writes nothing when nothing would change.
 """
+
 from __future__ import annotations
 
 import base64
@@ -84,8 +85,16 @@ def bundle_cas(configurations: list[dict[str, Any]]) -> list[x509.Certificate]:
     return found
 
 
-def rotate(targets: Targets, policy: Policy, now: dt.datetime, *, force: bool = False, force_ca: bool = False,
-           settle: float = 0.0, sleep: Callable[[float], None] = time.sleep) -> Rotation:
+def rotate(
+    targets: Targets,
+    policy: Policy,
+    now: dt.datetime,
+    *,
+    force: bool = False,
+    force_ca: bool = False,
+    settle: float = 0.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Rotation:
     cluster = targets.cluster
     secret = cluster.read_secret() if cluster is not None else None
     current, note = load_current(targets, secret)

@@ -3,6 +3,7 @@
 Commands document any other codes they use (`apply`: 1 denied; `certs inspect`: 1 a check failed;
 `scheduler explain`: 1 unschedulable). A traceback is for a bug in colocate, never for bad input.
 """
+
 from __future__ import annotations
 
 import sys

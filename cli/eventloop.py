@@ -6,6 +6,7 @@ TLS layer, and uvloop runs that part several microseconds per request cheaper th
 (`benchmarks/README.md`). `asyncio` is the standard library's loop, for a platform without uvloop
 or to rule the loop out when chasing a problem. Everything above the loop is the same code on both.
 """
+
 from __future__ import annotations
 
 import asyncio

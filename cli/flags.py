@@ -13,6 +13,7 @@
 A renamed flag keeps its old spelling as a hidden alias (`add_alias`): it still works, is not in
 `--help`, and the edge logs one deprecation warning naming the new spelling.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,13 @@ class _DeprecatedAlias(argparse.Action):
         super().__init__(option_strings, dest, **kwargs)
         self.replacement = replacement
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
         setattr(namespace, self.dest, values)
         notes = [*getattr(namespace, DEPRECATED, ()), f"{option_string} is deprecated: use {self.replacement}"]
         setattr(namespace, DEPRECATED, notes)
@@ -49,9 +55,17 @@ class _DeprecatedAlias(argparse.Action):
 def add_alias(container: Container, alias: str, of: argparse.Action) -> None:
     """Accept `alias` as a hidden, deprecated spelling of the (value-taking) flag `of`."""
     typed: dict[str, Any] = {"type": of.type} if of.type is not None else {}
-    container.add_argument(alias, action=_DeprecatedAlias, dest=of.dest, replacement=of.option_strings[-1],
-                           choices=of.choices, metavar=of.metavar, default=argparse.SUPPRESS,
-                           help=argparse.SUPPRESS, **typed)
+    container.add_argument(
+        alias,
+        action=_DeprecatedAlias,
+        dest=of.dest,
+        replacement=of.option_strings[-1],
+        choices=of.choices,
+        metavar=of.metavar,
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+        **typed,
+    )
 
 
 def deprecations(args: argparse.Namespace) -> list[str]:
@@ -62,8 +76,13 @@ def deprecations(args: argparse.Namespace) -> list[str]:
 def add_cluster_dir(container: Container, *, required: bool = False, reads: str = "") -> argparse.Action:
     """`--cluster DIR`: a directory of cluster objects; `reads` says what this command uses of it."""
     detail = f": {reads}" if reads else ""
-    return container.add_argument("--cluster", type=Path, metavar="DIR", required=required,
-                                  help=f"directory of cluster objects (YAML/JSON, searched recursively){detail}")
+    return container.add_argument(
+        "--cluster",
+        type=Path,
+        metavar="DIR",
+        required=required,
+        help=f"directory of cluster objects (YAML/JSON, searched recursively){detail}",
+    )
 
 
 def add_kubeconfig(container: Container, *, help: str) -> argparse.Action:
@@ -77,10 +96,20 @@ def add_context(container: Container) -> argparse.Action:
 
 def add_watch(container: Container) -> None:
     """`--watch-timeout`, `--backoff-max`: how a long-running command follows the API server."""
-    container.add_argument("--watch-timeout", type=int, default=300, metavar="SECONDS",
-                           help="how long one watch request stays open before it is renewed")
-    container.add_argument("--backoff-max", type=float, default=30.0, metavar="SECONDS",
-                           help="longest wait between retries when the API server fails")
+    container.add_argument(
+        "--watch-timeout",
+        type=int,
+        default=300,
+        metavar="SECONDS",
+        help="how long one watch request stays open before it is renewed",
+    )
+    container.add_argument(
+        "--backoff-max",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="longest wait between retries when the API server fails",
+    )
 
 
 def add_cert_dir(container: Container, *, required: bool = False, help: str) -> argparse.Action:
@@ -88,17 +117,27 @@ def add_cert_dir(container: Container, *, required: bool = False, help: str) -> 
 
 
 def add_dns_names(container: Container) -> argparse.Action:
-    return container.add_argument("--dns-name", action="append", default=[], metavar="NAME",
-                                  help="extra name (SAN) of the serving certificate (repeatable)")
+    return container.add_argument(
+        "--dns-name",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="extra name (SAN) of the serving certificate (repeatable)",
+    )
 
 
 def add_log_level(container: Container, *, hidden: bool = False) -> argparse.Action:
     """The global `--log-level`; `hidden` keeps an old per-command spelling working without listing it."""
     return container.add_argument(
-        "--log-level", type=str.lower, choices=LOG_LEVELS, metavar="LEVEL",
+        "--log-level",
+        type=str.lower,
+        choices=LOG_LEVELS,
+        metavar="LEVEL",
         default=argparse.SUPPRESS if hidden else None,
-        help=argparse.SUPPRESS if hidden else
-        f"{'|'.join(LOG_LEVELS)} (default: {LONG_RUNNING_LOG_LEVEL} for servers, {ONE_SHOT_LOG_LEVEL} otherwise)")
+        help=argparse.SUPPRESS
+        if hidden
+        else f"{'|'.join(LOG_LEVELS)} (default: {LONG_RUNNING_LOG_LEVEL} for servers, {ONE_SHOT_LOG_LEVEL} otherwise)",
+    )
 
 
 def long_running(parser: argparse.ArgumentParser) -> None:

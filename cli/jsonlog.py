@@ -9,6 +9,7 @@ the line is queued; a writer thread drains the queue and writes whole batches. A
 neither for the write nor for the stdlib's record copying, and a slow log pipe never stalls the
 event loop.
 """
+
 from __future__ import annotations
 
 import logging
@@ -74,8 +75,11 @@ class JsonFormatter(logging.Formatter):
         return self._second_text + (_MILLIS[millis] if millis >= 0 else f".{millis:03d}Z")  # < 0: before 1970
 
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {"ts": self._timestamp(record.created), "level": record.levelname.lower(),
-                                 "logger": record.name}
+        entry: dict[str, Any] = {
+            "ts": self._timestamp(record.created),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+        }
         fields = getattr(record, "fields", None)
         if fields:
             entry.update((key, _bounded(value)) for key, value in fields.items())
@@ -207,8 +211,7 @@ def log_admission(logger: logging.Logger, fields: dict[str, Any]) -> None:
             line = orjson.dumps(entry, default=str)
         _enqueue(handler.lines, line.decode())
         return
-    logger.handle(logger.makeRecord(logger.name, logging.INFO, "", 0, "admission", (), None,
-                                    extra={"fields": fields}))
+    logger.handle(logger.makeRecord(logger.name, logging.INFO, "", 0, "admission", (), None, extra={"fields": fields}))
 
 
 def _direct_handler(logger: logging.Logger) -> _LineQueueHandler | None:
@@ -217,8 +220,14 @@ def _direct_handler(logger: logging.Logger) -> _LineQueueHandler | None:
     while current is not None:
         if current.handlers:
             only = current.handlers[0]
-            return only if len(current.handlers) == 1 and isinstance(only, _LineQueueHandler) \
-                and not current.propagate and not logger.filters else None
+            return (
+                only
+                if len(current.handlers) == 1
+                and isinstance(only, _LineQueueHandler)
+                and not current.propagate
+                and not logger.filters
+                else None
+            )
         if not current.propagate:
             return None
         current = current.parent

@@ -7,6 +7,7 @@
 
 A command offers the subset it can print, and its default is the first one a person would want.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -22,8 +23,13 @@ def add_output(container: Container, formats: Sequence[str], default: str) -> No
     unknown = [name for name in formats if name not in FORMATS]
     if unknown or default not in formats:
         raise ValueError(f"output formats {list(formats)} (default {default!r}) are not a subset of {FORMATS}")
-    container.add_argument("-o", "--output", choices=tuple(formats), default=default,
-                           help=f"output format: {'|'.join(formats)} (default {default})")
+    container.add_argument(
+        "-o",
+        "--output",
+        choices=tuple(formats),
+        default=default,
+        help=f"output format: {'|'.join(formats)} (default {default})",
+    )
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -1,4 +1,5 @@
 """The argument parser every command group is built with, reporting usage errors as one line."""
+
 from __future__ import annotations
 
 import argparse

@@ -5,6 +5,7 @@ not answer or refuses us) is a `ClusterUnavailable` with one line saying so: `co
 as a usage error (exit 2), never as a traceback. `api_errors()` turns the client library's errors
 into it around a one-shot command's calls.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,15 +30,19 @@ def api_client(kubeconfig: Path | None, context: str | None = None) -> client.Ap
         if kubeconfig is not None:
             if not kubeconfig.is_file():
                 raise ClusterUnavailable(f"--kubeconfig {kubeconfig}: no such file")
-            loaded: client.ApiClient = config.new_client_from_config(str(kubeconfig), context=context,
-                                                                     persist_config=False)
+            loaded: client.ApiClient = config.new_client_from_config(
+                str(kubeconfig), context=context, persist_config=False
+            )
             return loaded
         configuration = client.Configuration()
         config.load_incluster_config(client_configuration=configuration)
         return client.ApiClient(configuration)
     except ConfigException as exc:
-        where = f"kubeconfig {kubeconfig}" if kubeconfig is not None else \
-            "no --kubeconfig, and not running in a pod (no service account)"
+        where = (
+            f"kubeconfig {kubeconfig}"
+            if kubeconfig is not None
+            else "no --kubeconfig, and not running in a pod (no service account)"
+        )
         raise ClusterUnavailable(f"{where}: {exc}") from exc
 
 

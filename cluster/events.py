@@ -3,6 +3,7 @@
 Best effort, as client-go's recorder is: an Event that cannot be written is logged and dropped,
 never an error of the action it describes.
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,22 +25,38 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def event_for(involved: Mapping[str, Any], type_: str, reason: str, message: str, component: str,
-              host: str = "", now: Callable[[], str] = _now) -> dict[str, Any]:
+def event_for(
+    involved: Mapping[str, Any],
+    type_: str,
+    reason: str,
+    message: str,
+    component: str,
+    host: str = "",
+    now: Callable[[], str] = _now,
+) -> dict[str, Any]:
     """A core/v1 Event about `involved` (a Pod, a Node)."""
     metadata = metadata_of(involved)
     namespace = str(metadata.get("namespace") or "default")
     name = str(metadata.get("name") or "")
     at = now()
     return {
-        "apiVersion": "v1", "kind": "Event",
+        "apiVersion": "v1",
+        "kind": "Event",
         "metadata": {"name": f"{name}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
-        "involvedObject": {"apiVersion": str(involved.get("apiVersion") or "v1"), "kind": str(involved.get("kind")),
-                           "name": name, "namespace": str(metadata.get("namespace") or ""),
-                           "uid": str(metadata.get("uid") or "")},
-        "type": type_, "reason": reason, "message": message[:1024],
+        "involvedObject": {
+            "apiVersion": str(involved.get("apiVersion") or "v1"),
+            "kind": str(involved.get("kind")),
+            "name": name,
+            "namespace": str(metadata.get("namespace") or ""),
+            "uid": str(metadata.get("uid") or ""),
+        },
+        "type": type_,
+        "reason": reason,
+        "message": message[:1024],
         "source": {"component": component, **({"host": host} if host else {})},
-        "firstTimestamp": at, "lastTimestamp": at, "count": 1,
+        "firstTimestamp": at,
+        "lastTimestamp": at,
+        "count": 1,
     }
 
 
@@ -50,15 +67,19 @@ class EventRecorder:
     def record(self, involved: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         event = event_for(involved, type_, reason, message, self.component, self.host)
         namespace = event["metadata"]["namespace"]
-        request = self.api.param_serialize("POST", f"/api/v1/namespaces/{quote(namespace, safe='')}/events",
-                                           body=event, auth_settings=["BearerToken"],
-                                           header_params={"Accept": "application/json",
-                                                          "Content-Type": "application/json"})
+        request = self.api.param_serialize(
+            "POST",
+            f"/api/v1/namespaces/{quote(namespace, safe='')}/events",
+            body=event,
+            auth_settings=["BearerToken"],
+            header_params={"Accept": "application/json", "Content-Type": "application/json"},
+        )
         try:
             response = self.api.call_api(*request, _request_timeout=TIMEOUT)
             response.read()
             if not 200 <= int(response.status) < 300:
-                log.warning("event %s about %s not recorded: HTTP %s", reason, event["involvedObject"]["name"],
-                            response.status)
+                log.warning(
+                    "event %s about %s not recorded: HTTP %s", reason, event["involvedObject"]["name"], response.status
+                )
         except Exception as exc:  # best effort: the action it describes has happened
             log.warning("event %s about %s not recorded: %s", reason, event["involvedObject"]["name"], exc)

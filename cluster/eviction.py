@@ -4,6 +4,7 @@ The descheduler and the koordlet both evict; neither deletes a pod directly, so 
 are honoured by the API server. The outcome is a value: a 429 (a disruption budget allows no more
 now) is `BLOCKED` — a skip with the server's reason, retried on a later round — not an error.
 """
+
 from __future__ import annotations
 
 import enum
@@ -34,8 +35,11 @@ class EvictionResult:
 
 
 def eviction_body(namespace: str, name: str, grace_period_seconds: int | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"apiVersion": "policy/v1", "kind": "Eviction",
-                            "metadata": {"name": name, "namespace": namespace}}
+    body: dict[str, Any] = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": name, "namespace": namespace},
+    }
     if grace_period_seconds is not None:
         body["deleteOptions"] = {"gracePeriodSeconds": grace_period_seconds}
     return body
@@ -49,10 +53,13 @@ class EvictionClient:
 
     def evict(self, namespace: str, name: str, grace_period_seconds: int | None = None) -> EvictionResult:
         path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}/eviction"
-        request = self.api.param_serialize("POST", path, body=eviction_body(namespace, name, grace_period_seconds),
-                                           auth_settings=["BearerToken"],
-                                           header_params={"Accept": "application/json",
-                                                          "Content-Type": "application/json"})
+        request = self.api.param_serialize(
+            "POST",
+            path,
+            body=eviction_body(namespace, name, grace_period_seconds),
+            auth_settings=["BearerToken"],
+            header_params={"Accept": "application/json", "Content-Type": "application/json"},
+        )
         try:
             response = self.api.call_api(*request, _request_timeout=self.timeout)
             raw = response.read()

@@ -13,6 +13,7 @@ Whatever goes wrong keeps the last good objects and becomes a `LoadProblem` the 
 * only regular files are read (a FIFO named `x.yaml` would block `open()` forever), directories
   reached twice through symlinks are walked once, and a scan has limits on files, bytes and time.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -79,8 +80,11 @@ def list_manifests(root: Path, limits: ScanLimits = ScanLimits(), clock: Any = t
                 entries = sorted(scanner, key=lambda e: e.name)
         except OSError as exc:
             reason = listing.unreadable[directory] = str(exc.strerror or exc)
-            listing.problems.append(LoadProblem(str(directory), f"cannot read the directory ({reason}); the last "
-                                                                f"good objects of its files are kept"))
+            listing.problems.append(
+                LoadProblem(
+                    str(directory), f"cannot read the directory ({reason}); the last good objects of its files are kept"
+                )
+            )
             continue
         subdirectories = []
         for entry in entries:
@@ -183,8 +187,10 @@ class DirectorySource:
 
     def _apply(self) -> None:
         by_kind: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-        problems = [*self._walk_problems,
-                    *(LoadProblem(str(p), c.error) for p, c in sorted(self._files.items()) if c.error)]
+        problems = [
+            *self._walk_problems,
+            *(LoadProblem(str(p), c.error) for p, c in sorted(self._files.items()) if c.error),
+        ]
         for path, cached in sorted(self._files.items()):
             for obj in cached.objects:
                 kind, name = obj.get("kind"), metadata_of(obj).get("name")

@@ -2,6 +2,7 @@
 JSON, and `List`s, each document kept as written so that a command can write its results back in
 the same shape (`write_documents`).
 """
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,7 @@ def read_documents(locations: Sequence[str], stdin: TextIO) -> list[Document]:
             try:
                 text = file.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
-                raise ManifestError(f"cannot read {file}: {exc.strerror if isinstance(exc, OSError) else exc}") \
-                    from exc
+                raise ManifestError(f"cannot read {file}: {exc.strerror if isinstance(exc, OSError) else exc}") from exc
             documents.extend(_parse(text, str(file)))
     return documents
 
@@ -65,8 +65,12 @@ def objects_of(documents: Sequence[Document]) -> list[dict[str, Any]]:
     return [obj for document in documents for obj in document.objects]
 
 
-def write_documents(documents: Sequence[Document], transform: Callable[[dict[str, Any]], dict[str, Any] | None],
-                    output: str, stream: TextIO) -> None:
+def write_documents(
+    documents: Sequence[Document],
+    transform: Callable[[dict[str, Any]], dict[str, Any] | None],
+    output: str,
+    stream: TextIO,
+) -> None:
     """Write each document back with its objects transformed (None drops an object), in its shape.
 
     One object in, one object out; a `List` stays a `List`. Several documents are several YAML

@@ -1,4 +1,5 @@
 """What one reflector lists and watches: a kind of the core table, optionally narrowed or slimmed."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
@@ -41,8 +42,9 @@ class WatchedKind:
     metadata_only: bool = False
 
     @classmethod
-    def of(cls, kind: str, namespace: str = "", field_selector: str = "", *,
-           metadata_only: bool = False) -> WatchedKind:
+    def of(
+        cls, kind: str, namespace: str = "", field_selector: str = "", *, metadata_only: bool = False
+    ) -> WatchedKind:
         return cls(kind_named(kind), namespace, field_selector, metadata_only)
 
     @property

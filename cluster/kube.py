@@ -3,6 +3,7 @@
 The store does the rest (diffing relists, health, readiness); the views subscribed to it decide
 how their changes reach the event loop. Nothing here touches a loop.
 """
+
 from __future__ import annotations
 
 import threading
@@ -19,16 +20,22 @@ from cluster.store import ClusterStore
 class KubeSource:
     """Keeps `store` in step with the API server for `kinds` while `run()` is awaited."""
 
-    def __init__(self, api: client.ApiClient, kinds: Sequence[WatchedKind], store: ClusterStore,
-                 settings: ReflectorSettings = ReflectorSettings()) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        kinds: Sequence[WatchedKind],
+        store: ClusterStore,
+        settings: ReflectorSettings = ReflectorSettings(),
+    ) -> None:
         self.api, self.kinds, self.store = api, tuple(kinds), store
         self._stop = threading.Event()
         self._reflectors = [Reflector(k, api, store, settings, self._stop) for k in self.kinds]
 
     async def run(self, *extra: threading.Thread) -> None:
         """List and watch until cancelled; `extra` threads (a publisher) share the lifetime."""
-        threads = [threading.Thread(target=r.run, name=f"reflector-{r.kind.plural}", daemon=True)
-                   for r in self._reflectors]
+        threads = [
+            threading.Thread(target=r.run, name=f"reflector-{r.kind.plural}", daemon=True) for r in self._reflectors
+        ]
         await run_threads([*threads, *extra], self.close)
 
     def list_once(self) -> None:

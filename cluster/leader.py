@@ -5,6 +5,7 @@ rotation, the descheduler). `decide` is pure (the lease as read, who we are, the
 time) and says what to write; `LeaseElector` reads and writes with optimistic concurrency, so two
 contenders that both decide to take an expired lease cannot both win: the second write conflicts.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -20,7 +21,6 @@ from cluster.client import read_object
 
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
-
 
 
 def micro_time(when: dt.datetime) -> str:
@@ -40,15 +40,29 @@ class Decision:
     create: bool = False
 
 
-def decide(lease: dict[str, Any] | None, identity: str, now: dt.datetime, duration: dt.timedelta,
-           name: str, namespace: str = "") -> Decision:
+def decide(
+    lease: dict[str, Any] | None,
+    identity: str,
+    now: dt.datetime,
+    duration: dt.timedelta,
+    name: str,
+    namespace: str = "",
+) -> Decision:
     """Acquire a missing or expired lease, renew our own, keep off one another holds."""
     spec_now = micro_time(now)
     if lease is None:
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": name, "namespace": namespace},
-                "spec": {"holderIdentity": identity, "leaseDurationSeconds": int(duration.total_seconds()),
-                         "acquireTime": spec_now, "renewTime": spec_now, "leaseTransitions": 0}}
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "holderIdentity": identity,
+                "leaseDurationSeconds": int(duration.total_seconds()),
+                "acquireTime": spec_now,
+                "renewTime": spec_now,
+                "leaseTransitions": 0,
+            },
+        }
         return Decision(True, body, create=True)
     spec = lease.get("spec") or {}
     holder = spec.get("holderIdentity") or ""
@@ -56,16 +70,28 @@ def decide(lease: dict[str, Any] | None, identity: str, now: dt.datetime, durati
     held_for = dt.timedelta(seconds=int(spec.get("leaseDurationSeconds") or duration.total_seconds()))
     if holder and holder != identity and now < renewed + held_for:
         return Decision(False, None)
-    new_spec = {**spec, "holderIdentity": identity, "leaseDurationSeconds": int(duration.total_seconds()),
-                "renewTime": spec_now}
+    new_spec = {
+        **spec,
+        "holderIdentity": identity,
+        "leaseDurationSeconds": int(duration.total_seconds()),
+        "renewTime": spec_now,
+    }
     if holder != identity:
         new_spec.update(acquireTime=spec_now, leaseTransitions=int(spec.get("leaseTransitions") or 0) + 1)
     return Decision(True, {**lease, "spec": new_spec})
 
 
 class LeaseElector:
-    def __init__(self, api: client.ApiClient, namespace: str, identity: str, *, name: str,
-                 duration: dt.timedelta = dt.timedelta(seconds=15), clock: Callable[[], dt.datetime] = utcnow) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        namespace: str,
+        identity: str,
+        *,
+        name: str,
+        duration: dt.timedelta = dt.timedelta(seconds=15),
+        clock: Callable[[], dt.datetime] = utcnow,
+    ) -> None:
         self.coordination = client.CoordinationV1Api(api)
         self.namespace, self.identity, self.name, self.duration, self.clock = namespace, identity, name, duration, clock
 
@@ -79,8 +105,9 @@ class LeaseElector:
             if decision.create:
                 self.coordination.create_namespaced_lease(self.namespace, decision.lease, _preload_content=False)
             else:
-                self.coordination.replace_namespaced_lease(self.name, self.namespace, decision.lease,
-                                                           _preload_content=False)
+                self.coordination.replace_namespaced_lease(
+                    self.name, self.namespace, decision.lease, _preload_content=False
+                )
         except ApiException as exc:
             if exc.status == 409:
                 return False

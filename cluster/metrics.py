@@ -3,6 +3,7 @@
 Both label sets are closed: `kind` comes from the kinds a component watches, `reason` is `gone`
 (the watch expired: relist) or `error` (anything else: back off and retry).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -17,11 +18,16 @@ class StoreHealthMetrics:
         self.stale = Gauge(
             "colocate_cluster_state_stale_seconds",
             "Seconds since the watch of a kind broke; 0 while it is healthy. The last good state is served.",
-            ["kind"], registry=registry, multiprocess_mode="max")
+            ["kind"],
+            registry=registry,
+            multiprocess_mode="max",
+        )
         self.watch_failures = Counter(
             "colocate_watch_failures_total",
             "List/watch failures by kind and reason (gone = relist after 410, error = backoff and retry).",
-            ["kind", "reason"], registry=registry)
+            ["kind", "reason"],
+            registry=registry,
+        )
 
     def watch_failed(self, kind: str, reason: str) -> None:
         """The store's `on_failure` callback."""

@@ -6,6 +6,7 @@ server ends a stream. A `410 Gone` (the version was compacted) means relist; any
 means back off (doubling, capped) and try again. Events go to a `ReflectorSink`; the thread never
 touches the event loop.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -71,8 +72,9 @@ def slim(obj: dict[str, Any], kind: WatchedKind) -> dict[str, Any]:
 
 
 class Reflector:
-    def __init__(self, kind: WatchedKind, api: ApiClient, sink: ReflectorSink, settings: ReflectorSettings,
-                 stop: threading.Event) -> None:
+    def __init__(
+        self, kind: WatchedKind, api: ApiClient, sink: ReflectorSink, settings: ReflectorSettings, stop: threading.Event
+    ) -> None:
         self.kind, self.api, self.sink, self.settings, self.stop = kind, api, sink, settings, stop
         self._response: Any = None
         self._watch_was_open = False  # the current attempt reached an open watch stream
@@ -115,9 +117,13 @@ class Reflector:
     def _get(self, query: list[tuple[str, Any]], read_timeout: float, accept: str = JSON) -> Any:
         if self.kind.field_selector:
             query.append(("fieldSelector", self.kind.field_selector))
-        request = self.api.param_serialize("GET", self.kind.collection_path(), query_params=query,
-                                           header_params={"Accept": accept},
-                                           auth_settings=["BearerToken"])
+        request = self.api.param_serialize(
+            "GET",
+            self.kind.collection_path(),
+            query_params=query,
+            header_params={"Accept": accept},
+            auth_settings=["BearerToken"],
+        )
         response = self.api.call_api(*request, _request_timeout=(self.settings.connect_timeout, read_timeout))
         if response.status == GONE:
             response.read()
@@ -151,11 +157,18 @@ class Reflector:
         return str(metadata.get("resourceVersion") or "")
 
     def _watch(self, version: str) -> str:
-        query = [("watch", "true"), ("resourceVersion", version), ("allowWatchBookmarks", "true"),
-                 ("timeoutSeconds", self.settings.watch_timeout)]
+        query = [
+            ("watch", "true"),
+            ("resourceVersion", version),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", self.settings.watch_timeout),
+        ]
         self._watch_was_open = False
-        response = self._get(query, self.settings.watch_timeout + self.settings.read_timeout,
-                             METADATA_WATCH if self.kind.metadata_only else JSON)
+        response = self._get(
+            query,
+            self.settings.watch_timeout + self.settings.read_timeout,
+            METADATA_WATCH if self.kind.metadata_only else JSON,
+        )
         self._watch_was_open = True
         self._response = response.response
         try:

@@ -17,6 +17,7 @@ Writes come from source threads; the store serialises them under one lock and ca
 under it, so an index sees a consistent sequence of changes. An index must be quick: one that
 must do its work on an event loop hands each change over (see `LoopIndex`).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -81,10 +82,14 @@ class StoreSettings:
 class ClusterStore:
     """Objects by kind and key, with per-kind health. Implements the reflector's sink."""
 
-    def __init__(self, kinds: Iterable[str] = (), settings: StoreSettings = StoreSettings(),
-                 clock: Callable[[], float] = time.monotonic,
-                 on_failure: Callable[[str, str], None] | None = None,
-                 transforms: Mapping[str, Transform] | None = None) -> None:
+    def __init__(
+        self,
+        kinds: Iterable[str] = (),
+        settings: StoreSettings = StoreSettings(),
+        clock: Callable[[], float] = time.monotonic,
+        on_failure: Callable[[str, str], None] | None = None,
+        transforms: Mapping[str, Transform] | None = None,
+    ) -> None:
         self.settings, self.clock, self.on_failure = settings, clock, on_failure
         #: per kind, what is kept of each object (`cluster.kinds.transforms_of`); other kinds whole
         self.transforms: Mapping[str, Transform] = dict(transforms or {})
@@ -114,8 +119,7 @@ class ClusterStore:
     def stale_seconds(self) -> dict[str, float]:
         """Per kind: how long since its watch broke (0 while healthy, and before the first list)."""
         now = self.clock()
-        return {kind: (now - h.broken_since) if h.broken_since is not None else 0.0
-                for kind, h in self._health.items()}
+        return {kind: (now - h.broken_since) if h.broken_since is not None else 0.0 for kind, h in self._health.items()}
 
     # --- indexes ---------------------------------------------------------------------------------
     def subscribe(self, index: StoreIndex) -> None:
@@ -221,8 +225,9 @@ class ClusterStore:
                 health.broken_since = now
             health.healthy = False
             stale = now - health.broken_since
-            due = (now - health.last_logged >= self.settings.stale_log_interval
-                   or health.last_logged < health.broken_since)
+            due = (
+                now - health.last_logged >= self.settings.stale_log_interval or health.last_logged < health.broken_since
+            )
             if due and reason != "gone":
                 health.last_logged = now
             listed = health.synced
@@ -231,8 +236,9 @@ class ClusterStore:
         if reason == "gone":
             log.info("watch of %s expired (%s); relisting", kind.plural, error)
         elif due and not listed:  # there is no last good state to speak of
-            log.warning("cannot list %s yet (%s); not ready until it is listed, failing for %.1fs", kind.plural,
-                        error, stale)
+            log.warning(
+                "cannot list %s yet (%s); not ready until it is listed, failing for %.1fs", kind.plural, error, stale
+            )
         elif due:
             log.warning("watch of %s broke (%s); serving the last good state, %.1fs stale", kind.plural, error, stale)
 

@@ -1,4 +1,5 @@
 """`python -m colocate`."""
+
 import sys
 
 from colocate.cli import main

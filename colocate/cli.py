@@ -11,6 +11,7 @@ of the command, and the error convention (a `UsageError`, or a cluster that cann
 line on stderr and exit code 2). A reader that stops reading (`colocate ... | head`) ends the command
 quietly, with the exit status of a process killed by SIGPIPE, as other Unix tools do.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,9 +44,15 @@ def command_groups() -> list[CommandGroup]:
     from webhook import configurations as webhook_configurations
     from webhook.rollout import commands as rollout_commands
 
-    return [webhook_commands.register_commands, certs_cli.register_commands, scheduler_cli.register_commands,
-            koordlet_cli.register_commands, descheduler_cli.register_commands,
-            webhook_configurations.register_commands, rollout_commands.register_commands]
+    return [
+        webhook_commands.register_commands,
+        certs_cli.register_commands,
+        scheduler_cli.register_commands,
+        koordlet_cli.register_commands,
+        descheduler_cli.register_commands,
+        webhook_configurations.register_commands,
+        rollout_commands.register_commands,
+    ]
 
 
 def version() -> str:

@@ -5,6 +5,7 @@ its source would shadow it), so what users run (`pip install .`, the image) is t
 on a copy: `.ci/run` runs the hot path's tests in one, `benchmarks/admission_bench.py` serves from
 one. Run: `python -m devtools.compiled_copy DESTINATION` (prints DESTINATION once it is built).
 """
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,19 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 #: what the copy leaves out: local state, and builds of another tree
-SKIPPED = (".venv", ".git", "build", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis",
-           "*.so", "*.egg-info", "certs-local")
+SKIPPED = (
+    ".venv",
+    ".git",
+    "build",
+    "__pycache__",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    "*.so",
+    "*.egg-info",
+    "certs-local",
+)
 
 
 def compiled_copy(destination: Path, source: Path = REPO) -> Path:
@@ -24,10 +36,17 @@ def compiled_copy(destination: Path, source: Path = REPO) -> Path:
     `webhook.compiled.HOT_PATH` did not compile (a missing compiler is a failure here, not a fallback)."""
     shutil.copytree(source, destination, ignore=shutil.ignore_patterns(*SKIPPED), dirs_exist_ok=True)
     env = {**os.environ, "COLOCATE_COMPILE": "1"}
-    subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=destination, env=env,
-                   check=True, stdout=subprocess.DEVNULL)
-    check = ("from webhook.compiled import HOT_PATH, compiled_modules; "
-             "missing = set(HOT_PATH) - set(compiled_modules()); assert not missing, sorted(missing)")
+    subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+        cwd=destination,
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    check = (
+        "from webhook.compiled import HOT_PATH, compiled_modules; "
+        "missing = set(HOT_PATH) - set(compiled_modules()); assert not missing, sorted(missing)"
+    )
     subprocess.run([sys.executable, "-c", check], cwd=destination, check=True)
     return destination
 

@@ -4,6 +4,7 @@
 someone adds it to the list. `allowed_imports` names what a package may import beyond itself;
 anything else breaks the contract. It keeps `policies` pure: parsing and arithmetic, no I/O.
 """
+
 from __future__ import annotations
 
 from grimp import ImportGraph

@@ -10,6 +10,7 @@ so a change to a route or a flag fails the suite until the pages are regenerated
 The pages are built from the objects' fields, never from argparse's own help formatter, whose
 wrapping depends on the terminal width and the Python version.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,11 +71,19 @@ def webhook_paths() -> str:
         for registration in route.registrations:
             selectors = [f"namespaces: {s}" for s in [_selector(registration.namespace_selector)] if s]
             selectors += [f"objects: {s}" for s in [_selector(registration.object_selector)] if s]
-            rows.append([
-                _code(route.path), route.webhook_type, resource, _code(registration.name),
-                ", ".join(registration.operations), registration.failure_policy,
-                "; ".join(selectors), ", ".join(registration.admission_review_versions), plugins or "none",
-            ])
+            rows.append(
+                [
+                    _code(route.path),
+                    route.webhook_type,
+                    resource,
+                    _code(registration.name),
+                    ", ".join(registration.operations),
+                    registration.failure_policy,
+                    "; ".join(selectors),
+                    ", ".join(registration.admission_review_versions),
+                    plugins or "none",
+                ]
+            )
     lines = [
         "# Webhook paths",
         "",
@@ -85,8 +94,20 @@ def webhook_paths() -> str:
         "same routes offline: for an object's kind, every mutating route, then every validating one.",
         "What each path does: [the admission webhook](../webhook.md#what-each-path-does).",
         "",
-        *_table(["path", "type", "kind (group/version `resource`)", "webhook", "operations", "failure policy",
-                 "selectors", "review versions", "plugins, in order"], rows),
+        *_table(
+            [
+                "path",
+                "type",
+                "kind (group/version `resource`)",
+                "webhook",
+                "operations",
+                "failure policy",
+                "selectors",
+                "review versions",
+                "plugins, in order",
+            ],
+            rows,
+        ),
         "",
     ]
     return "\n".join(lines)
@@ -98,8 +119,9 @@ def webhook_paths() -> str:
 Command = tuple[str, argparse.ArgumentParser]  # the full name (`colocate certs rotate`) and its parser
 
 
-def _commands(parser: argparse.ArgumentParser, name: str,
-              above: tuple[Command, ...] = ()) -> Iterator[tuple[tuple[Command, ...], str]]:
+def _commands(
+    parser: argparse.ArgumentParser, name: str, above: tuple[Command, ...] = ()
+) -> Iterator[tuple[tuple[Command, ...], str]]:
     """(the command and the commands above it, its one-line help) for `parser` and every command below it."""
     chain = (*above, (name, parser))
     yield chain, ""
@@ -154,8 +176,10 @@ def _help(action: argparse.Action, prog: str) -> str:
 
 
 def _options_table(actions: Sequence[argparse.Action], required: set[int], prog: str) -> list[str]:
-    rows = [[_code(_flag(a)), "required" if a.required or id(a) in required else _code(_default(a)), _help(a, prog)]
-            for a in actions]
+    rows = [
+        [_code(_flag(a)), "required" if a.required or id(a) in required else _code(_default(a)), _help(a, prog)]
+        for a in actions
+    ]
     return _table(["flag", "default", "meaning"], rows)
 
 
@@ -170,11 +194,19 @@ def _command_section(chain: tuple[Command, ...], summary: str) -> list[str]:
         if text:
             lines += [_cell(text), ""]
     # a required group of one documented flag (and its hidden old spelling) makes that flag required
-    required = {id(shown[0]) for group in parser._mutually_exclusive_groups if group.required
-                for shown in [[a for a in group._group_actions if not _is_hidden(a)]] if len(shown) == 1}
+    required = {
+        id(shown[0])
+        for group in parser._mutually_exclusive_groups
+        if group.required
+        for shown in [[a for a in group._group_actions if not _is_hidden(a)]]
+        if len(shown) == 1
+    }
     for group in parser._action_groups:
-        actions = [a for a in group._group_actions
-                   if not _is_hidden(a) and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))]
+        actions = [
+            a
+            for a in group._group_actions
+            if not _is_hidden(a) and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))
+        ]
         if not actions:
             continue
         if group.title not in ("options", "positional arguments"):

@@ -4,6 +4,7 @@ Two error families, as in kopf: a malformed *request* is the codec's business (`
 a rejected *object* is a `Denied` raised by a plugin, carrying the HTTP-style code Koordinator uses
 (400 for validation failures, 500 for mutator errors such as an unknown PriorityClass).
 """
+
 from __future__ import annotations
 
 import random

@@ -5,6 +5,7 @@ both a patch between two versions of an object; this module is how either is sho
 vocabulary: a field path in the style of Kubernetes' field errors, the value now and the value the
 profiles would give (`(none)` for an absent field).
 """
+
 from __future__ import annotations
 
 import json

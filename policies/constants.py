@@ -3,6 +3,7 @@
 Names are Koordinator's spelling (apis/extension): a typo here would be an API break, so they live in
 one place and nowhere else in the code base as string literals.
 """
+
 from __future__ import annotations
 
 from enum import StrEnum

@@ -5,6 +5,7 @@ CPUs; the koordlet reads it back (the LSR/LSE CPUs). The CPU topology of a node 
 `node.koordinator.sh/cpu-topology` annotation of its NodeResourceTopology, in Koordinator's JSON:
 `{"detail": [{"id": 0, "core": 0, "socket": 0, "node": 0}, ...]}`.
 """
+
 from __future__ import annotations
 
 import json
@@ -94,8 +95,9 @@ def cpu_topology_of(obj: Mapping[str, Any] | None) -> CPUTopology:
         return CPUTopology()
     try:
         detail = json.loads(text).get("detail") or []
-        cpus = tuple(CPUInfo(int(c["id"]), int(c.get("core", 0)), int(c.get("socket", 0)), int(c.get("node", 0)))
-                     for c in detail)
+        cpus = tuple(
+            CPUInfo(int(c["id"]), int(c.get("core", 0)), int(c.get("socket", 0)), int(c.get("node", 0))) for c in detail
+        )
     except (ValueError, TypeError, KeyError, AttributeError):
         return CPUTopology()
     if len({c.id for c in cpus}) != len(cpus):
@@ -124,8 +126,9 @@ class ResourceStatus:
         if self.cpuset:
             out["cpuset"] = self.cpuset
         if self.numa_node_resources:
-            out["numaNodeResources"] = [{"node": r.node, "resources": dict(r.resources)}
-                                        for r in self.numa_node_resources]
+            out["numaNodeResources"] = [
+                {"node": r.node, "resources": dict(r.resources)} for r in self.numa_node_resources
+            ]
         return json.dumps(out, separators=(",", ":"))
 
 
@@ -138,8 +141,10 @@ def resource_status_of(pod: Mapping[str, Any]) -> ResourceStatus:
         raw = json.loads(text)
         cpuset = str(raw.get("cpuset") or "")
         parse_cpuset(cpuset)
-        numa = tuple(NUMANodeResource(int(r["node"]), {str(k): str(v) for k, v in (r.get("resources") or {}).items()})
-                     for r in raw.get("numaNodeResources") or [])
+        numa = tuple(
+            NUMANodeResource(int(r["node"]), {str(k): str(v) for k, v in (r.get("resources") or {}).items()})
+            for r in raw.get("numaNodeResources") or []
+        )
     except (ValueError, TypeError, KeyError, AttributeError):
         return ResourceStatus()
     return ResourceStatus(cpuset, numa)

@@ -4,6 +4,7 @@
 GPU amounts are integers: `koordinator.sh/gpu-core` and `koordinator.sh/gpu-memory-ratio` in
 percent of one card (100 = a whole GPU), `koordinator.sh/gpu-memory` in bytes.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,7 +37,7 @@ class DeviceInfo:
 
 def _scalars(raw: Any) -> dict[str, int]:
     out = {}
-    for name, value in (raw.items() if isinstance(raw, Mapping) else ()):
+    for name, value in raw.items() if isinstance(raw, Mapping) else ():
         try:
             out[str(name)] = scalar_of(str(name), value)
         except (QuantityError, TypeError):
@@ -82,14 +83,26 @@ def allocations_of(pod: Mapping[str, Any]) -> dict[str, list[DeviceAllocation]]:
         return {}
     try:
         raw = json.loads(text)
-        return {str(kind): [DeviceAllocation(int(a["minor"]), _scalars(a.get("resources"))) for a in items]
-                for kind, items in raw.items()}
+        return {
+            str(kind): [DeviceAllocation(int(a["minor"]), _scalars(a.get("resources"))) for a in items]
+            for kind, items in raw.items()
+        }
     except (ValueError, TypeError, KeyError, AttributeError):
         return {}
 
 
 def allocations_json(allocations: Mapping[str, list[DeviceAllocation]]) -> str:
     """The annotation text, quantities as Kubernetes prints them (`"8Gi"`, `"50"`)."""
-    return json.dumps({kind: [{"minor": a.minor, "resources": {name: scalar_text(name, amount)
-                                                                for name, amount in sorted(a.resources.items())}}
-                              for a in items] for kind, items in allocations.items()}, separators=(",", ":"))
+    return json.dumps(
+        {
+            kind: [
+                {
+                    "minor": a.minor,
+                    "resources": {name: scalar_text(name, amount) for name, amount in sorted(a.resources.items())},
+                }
+                for a in items
+            ]
+            for kind, items in allocations.items()
+        },
+        separators=(",", ":"),
+    )

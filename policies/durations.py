@@ -1,4 +1,5 @@
 """Go `time.Duration` text ("5m", "1h30m", "300ms"), as plugin args and annotations write it."""
+
 from __future__ import annotations
 
 import re
@@ -6,7 +7,13 @@ from typing import Final
 
 _DURATION_PART: Final = re.compile(r"([0-9]*\.?[0-9]+)(ns|us|µs|ms|s|m|h)")
 _DURATION_UNIT: Final[dict[str, float]] = {
-    "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0,
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
 }
 
 

@@ -10,6 +10,7 @@ the scheduler's configuration and its plugin args.
 * `ConfigError` — the exception a parser raises; it carries its FieldErrors.
 * `Fields` — a typed reader of a mapping under a path; a wrong field raises ConfigError naming it.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -55,8 +56,9 @@ def forbidden(path: str, detail: str) -> FieldError:
 
 
 def unsupported(path: str, value: object, supported: Iterable[str]) -> FieldError:
-    return FieldError(path, f"Unsupported value: {_format_value(value)}: supported values: "
-                            + ", ".join(f'"{s}"' for s in supported))
+    return FieldError(
+        path, f"Unsupported value: {_format_value(value)}: supported values: " + ", ".join(f'"{s}"' for s in supported)
+    )
 
 
 def aggregate(errors: list[FieldError]) -> str:

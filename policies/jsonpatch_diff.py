@@ -6,6 +6,7 @@ changes replace the list. Keys are escaped
 per RFC 6901 (`~` -> `~0`, `/` -> `~1`), which matters for label keys such as
 `koordinator.sh/qosClass`.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -62,15 +63,17 @@ def _diff_dict(before: dict[str, Any], after: dict[str, Any], path: str, out: li
         if old is value:
             continue
         if old is _MISSING:
-            out.append({"op": "add", "path": f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}",
-                        "value": value})
+            out.append(
+                {"op": "add", "path": f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}", "value": value}
+            )
             continue
         leaf = type(old)
         if leaf is dict or leaf is list or leaf is not type(value):
             _diff(old, value, f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}", out)
         elif old != value:
-            out.append({"op": "replace", "path": f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}",
-                        "value": value})
+            out.append(
+                {"op": "replace", "path": f"{path}/{_ESCAPED.get(key) or escape_pointer_token(key)}", "value": value}
+            )
 
 
 def _diff_list(before: list[Any], after: list[Any], path: str, out: list[dict[str, Any]]) -> None:

@@ -3,6 +3,7 @@
 Every component that names an API resource (the reflectors, the webhook routes, the RBAC checks,
 the API-server stand-in of the tests) looks it up here, so a group or a plural is spelled once.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -65,8 +66,9 @@ _ALL: Final = (
     Kind("Service", "", "v1", "services", True),
     Kind("Lease", "coordination.k8s.io", "v1", "leases", True),
     Kind("MutatingWebhookConfiguration", "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", False),
-    Kind("ValidatingWebhookConfiguration", "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
-         False),
+    Kind(
+        "ValidatingWebhookConfiguration", "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", False
+    ),
     Kind("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", False),
     Kind("Event", "", "v1", "events", True),
     Kind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),

@@ -1,4 +1,5 @@
 """Kubernetes objects from YAML or JSON text (multi-document YAML, `List` and typed `*List` kinds)."""
+
 from __future__ import annotations
 
 import json
@@ -59,4 +60,3 @@ def parse_manifest_text(text: str, source: str) -> list[dict[str, Any]]:
     for index, document in enumerate(parse_documents(text, source)):
         objects.extend(_expand(document, f"{source} document {index}"))
     return objects
-

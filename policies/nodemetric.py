@@ -6,6 +6,7 @@ the scheduler's integer scalars (`policies.quantity.resource_list`: millicores f
 otherwise); a malformed quantity raises `QuantityError`. Times stay the RFC 3339 text the object
 carries (parsing a time is the caller's, who owns the clock).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -59,8 +60,7 @@ def _amounts(raw: Mapping[str, Any] | None) -> Amounts:
 
 def read_node_metric(metric: Mapping[str, Any]) -> NodeMetricReading:
     spec, status = metric.get("spec") or {}, metric.get("status") or {}
-    interval = ((spec.get("metricCollectPolicy") or {}).get("reportIntervalSeconds")
-                or DEFAULT_REPORT_INTERVAL_SECONDS)
+    interval = (spec.get("metricCollectPolicy") or {}).get("reportIntervalSeconds") or DEFAULT_REPORT_INTERVAL_SECONDS
     node_metric = status.get("nodeMetric")
     pods = []
     for item in status.get("podsMetric") or []:

@@ -3,6 +3,7 @@
 They tolerate missing or null sections, so that a pod without labels or a spec reads as empty rather
 than raising in the middle of a policy.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

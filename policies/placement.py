@@ -4,6 +4,7 @@ required node affinity and taints (kube-scheduler's NodeAffinity and TaintTolera
 Pure and generic: the descheduler's `nodeFit` asks it before evicting a pod that must land
 somewhere else. Resources are the caller's (`policies.resources.pod_resources`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -46,9 +47,9 @@ def _term_matches(term: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     if not expressions and not fields:
         return False  # an empty term matches nothing
     labels = labels_of(node)
-    return (all(_expression_matches(e, labels.get(str(e.get("key")))) for e in expressions)
-            and all(_expression_matches(f, name_of(node) if f.get("key") == "metadata.name" else None)
-                    for f in fields))
+    return all(_expression_matches(e, labels.get(str(e.get("key")))) for e in expressions) and all(
+        _expression_matches(f, name_of(node) if f.get("key") == "metadata.name" else None) for f in fields
+    )
 
 
 def matches_node_selector_and_affinity(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
@@ -56,8 +57,9 @@ def matches_node_selector_and_affinity(pod: Mapping[str, Any], node: Mapping[str
     for key, value in (spec.get("nodeSelector") or {}).items():
         if labels.get(key) != value:
             return False
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
     if required:
         terms = required.get("nodeSelectorTerms") or []
         return any(_term_matches(t, node) for t in terms)
@@ -78,8 +80,9 @@ def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
     return str(toleration.get("value") or "") == str(taint.get("value") or "")
 
 
-def untolerated_taint(pod: Mapping[str, Any], node: Mapping[str, Any],
-                      effects: frozenset[str] = SCHEDULING_EFFECTS) -> Mapping[str, Any] | None:
+def untolerated_taint(
+    pod: Mapping[str, Any], node: Mapping[str, Any], effects: frozenset[str] = SCHEDULING_EFFECTS
+) -> Mapping[str, Any] | None:
     """The first taint of `node` with one of `effects` that the pod does not tolerate, or None."""
     tolerations: Sequence[Mapping[str, Any]] = spec_of(pod).get("tolerations") or []
     for taint in spec_of(node).get("taints") or []:

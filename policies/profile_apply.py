@@ -4,6 +4,7 @@ Shared by pods and reservations: the metadata steps act on the object itself, th
 (schedulerName, priority) on the pod spec the caller points at, and the strategic merge patch on the
 whole object with the caller's patch schema.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence

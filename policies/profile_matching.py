@@ -9,6 +9,7 @@ require (`app=web` from matchLabels, or each value of an `In` expression). A pod
 against the profiles filed under its own labels (or its namespace's), plus those that require
 nothing indexable; the result is the same as checking every profile, in name order.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
@@ -66,12 +67,18 @@ class ProfileIndex:
                     by_namespace.setdefault(anchor, []).append(position)
             else:
                 unanchored.append(position)
-        return cls(tuple(profiles), {k: tuple(v) for k, v in by_object.items()},
-                   {k: tuple(v) for k, v in by_namespace.items()}, tuple(unanchored), tuple(namespace_anchored),
-                   tuple((p, _decisive(p.namespace_selector), _decisive(p.selector)) for p in profiles))
+        return cls(
+            tuple(profiles),
+            {k: tuple(v) for k, v in by_object.items()},
+            {k: tuple(v) for k, v in by_namespace.items()},
+            tuple(unanchored),
+            tuple(namespace_anchored),
+            tuple((p, _decisive(p.namespace_selector), _decisive(p.selector)) for p in profiles),
+        )
 
-    def candidates(self, object_labels: Mapping[str, str], namespace_labels: Mapping[str, str] | None,
-                   use_namespace: bool) -> list[int]:
+    def candidates(
+        self, object_labels: Mapping[str, str], namespace_labels: Mapping[str, str] | None, use_namespace: bool
+    ) -> list[int]:
         positions = set(self.unanchored)
         by_object = self.by_object_label
         for pair in object_labels.items():
@@ -86,8 +93,9 @@ class ProfileIndex:
                     positions.update(found)
         return sorted(positions)
 
-    def matching(self, object_labels: Mapping[str, str],
-                 namespace_labels: NamespaceLabels | None) -> list[ColocationProfile]:
+    def matching(
+        self, object_labels: Mapping[str, str], namespace_labels: NamespaceLabels | None
+    ) -> list[ColocationProfile]:
         """Profiles matching the object, in name order.
 
         `namespace_labels` returns the labels of the object's namespace, or None when the namespace is

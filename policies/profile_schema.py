@@ -4,6 +4,7 @@ What the API server checks a profile against; offline and embedded modes check f
 same rules (`policies.structural`). A test keeps this equal to the CRD's `openAPIV3Schema` (without
 its descriptions).
 """
+
 from __future__ import annotations
 
 from typing import Any, Final

@@ -11,6 +11,7 @@ here as `kubectl apply` would refuse it, instead of being dropped or matching ev
 listed from an API server passed whichever CRD is installed there (Koordinator's own has no enum on
 selector operators) and keep Koordinator's behaviour.
 """
+
 from __future__ import annotations
 
 import re
@@ -49,8 +50,9 @@ class ProfileError(ConfigError):
     def __init__(self, name: str, errors: list[FieldError]) -> None:
         self.name = name
         self.errors = tuple(errors)
-        ValueError.__init__(self, f"ClusterColocationProfile {name!r} is invalid, not used: "
-                            + "; ".join(map(str, errors)))
+        ValueError.__init__(
+            self, f"ClusterColocationProfile {name!r} is invalid, not used: " + "; ".join(map(str, errors))
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,14 +106,15 @@ def parse_probability(raw: Any) -> int:
     elif isinstance(raw, str) and (match := _PERCENT_RE.match(raw)):
         value = int(match.group(1))
     else:
-        raise ValueError("must be an integer or a percentage string such as \"50%\"")
+        raise ValueError('must be an integer or a percentage string such as "50%"')
     if not 0 <= value <= 100:
         raise ValueError("must be 0..100")
     return value
 
 
-def _selector(spec: Mapping[str, Any], key: str, problems: list[FieldError],
-              warnings: list[str]) -> LabelSelector | InvalidSelector:
+def _selector(
+    spec: Mapping[str, Any], key: str, problems: list[FieldError], warnings: list[str]
+) -> LabelSelector | InvalidSelector:
     try:
         compiled = compile_selector(spec.get(key), f"spec.{key}")
     except SelectorShapeError as exc:
@@ -154,7 +157,8 @@ def parse_profile(obj: Mapping[str, Any], *, strict: bool = False) -> Colocation
         problems.append(unsupported("spec.qosClass", qos_class, sorted(KNOWN_QOS_CLASSES)))
     koordinator_priority = spec.get("koordinatorPriority")
     if koordinator_priority is not None and (
-        isinstance(koordinator_priority, bool) or not isinstance(koordinator_priority, int)
+        isinstance(koordinator_priority, bool)
+        or not isinstance(koordinator_priority, int)
         or not _INT32_MIN <= koordinator_priority <= _INT32_MAX
     ):
         problems.append(invalid("spec.koordinatorPriority", koordinator_priority, "must be a 32-bit integer"))

@@ -5,6 +5,7 @@ priority class consumes.
 the way Koordinator does (`apis/extension`), through the Kubernetes QoS class. The webhook and the
 scheduler both derive them here.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -74,8 +75,11 @@ def kubernetes_qos_class(pod: Mapping[str, Any]) -> str:
             guaranteed = False
     if not requests and not limits:
         return KubernetesQoSClass.BEST_EFFORT
-    if guaranteed and len(requests) == len(limits) and all(
-            limits.get(name) == value for name, value in requests.items()):
+    if (
+        guaranteed
+        and len(requests) == len(limits)
+        and all(limits.get(name) == value for name, value in requests.items())
+    ):
         return KubernetesQoSClass.GUARANTEED
     return KubernetesQoSClass.BURSTABLE
 

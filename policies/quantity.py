@@ -9,6 +9,7 @@ Values are kept as an exact integer count of nano-units (Kubernetes rounds anyth
 handled in millicores and every other resource in base units, which `scalar_of` encodes: the one
 place that decides the unit of a resource.
 """
+
 from __future__ import annotations
 
 import re
@@ -23,10 +24,24 @@ from policies.constants import RESOURCE_CPU
 NANO: Final = 10**9
 
 _DECIMAL_SUFFIXES: Final[dict[str, int]] = {
-    "n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18,
+    "n": -9,
+    "u": -6,
+    "m": -3,
+    "": 0,
+    "k": 3,
+    "M": 6,
+    "G": 9,
+    "T": 12,
+    "P": 15,
+    "E": 18,
 }
 _BINARY_SUFFIXES: Final[dict[str, int]] = {
-    "Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60,
+    "Ki": 10,
+    "Mi": 20,
+    "Gi": 30,
+    "Ti": 40,
+    "Pi": 50,
+    "Ei": 60,
 }
 _DECIMAL_EXPONENT_TO_SUFFIX: Final = {exp: suffix for suffix, exp in _DECIMAL_SUFFIXES.items()}
 _BINARY_EXPONENT_TO_SUFFIX: Final = {exp // 10: suffix for suffix, exp in _BINARY_SUFFIXES.items()}
@@ -122,15 +137,16 @@ class Quantity:
 def _parse(value: str | int | float) -> Quantity:
     """`Quantity.parse` of a string or number (cached: a Quantity is immutable, and pods and the
     cluster repeat a few values; an error is raised again on every call, never cached)."""
-    if isinstance(value, int) and not -10**MAX_TEXT < value < 10**MAX_TEXT:
+    if isinstance(value, int) and not -(10**MAX_TEXT) < value < 10**MAX_TEXT:
         raise QuantityError(f"quantities must have at most {MAX_TEXT} digits")
     text = repr(value) if isinstance(value, float) else str(value)
     if len(text) > MAX_TEXT:
         raise QuantityError(f"quantities must be at most {MAX_TEXT} characters, got {len(text)}")
     match = _QUANTITY_RE.match(text)
     if match is None or not (match.group(2) or match.group(3)):
-        raise QuantityError(f"quantities must match the regular expression "
-                            f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {text!r}")
+        raise QuantityError(
+            f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {text!r}"
+        )
     sign, whole, fraction, suffix = match.groups()
     fraction = fraction or ""
     digits = int((whole or "0") + fraction)
@@ -235,8 +251,15 @@ def resource_list(raw: Mapping[str, Any] | None) -> dict[str, int]:
 
 
 #: Resources whose amounts are bytes: printed in binary units (`1Gi`), as Kubernetes builds them.
-_BYTE_RESOURCES: Final = frozenset({"memory", "ephemeral-storage", "kubernetes.io/batch-memory",
-                                    "kubernetes.io/mid-memory", "koordinator.sh/gpu-memory"})
+_BYTE_RESOURCES: Final = frozenset(
+    {
+        "memory",
+        "ephemeral-storage",
+        "kubernetes.io/batch-memory",
+        "kubernetes.io/mid-memory",
+        "koordinator.sh/gpu-memory",
+    }
+)
 
 
 def scalar_text(resource: str, amount: int) -> str:

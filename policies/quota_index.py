@@ -1,4 +1,5 @@
 """The ElasticQuota facts pod admission needs, indexed once per cluster snapshot (spec 7.3, 10.2)."""
+
 from __future__ import annotations
 
 import json

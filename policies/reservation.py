@@ -5,6 +5,7 @@ are cluster-scoped), scheduling fields go to `spec.template.spec` and only when 
 there is no resource rewrite, extended-resource-spec or device step. `/validate-reservation` has no
 Koordinator counterpart and no plugins: it admits every well-formed request.
 """
+
 from __future__ import annotations
 
 from typing import Any

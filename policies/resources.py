@@ -9,6 +9,7 @@ The amounts are generic: the webhook keeps exact `Quantity` values, the schedule
 scalars (`policies.quantity.resource_list`). `non_missing` is kube-scheduler's
 `NonMissingContainerRequests`: amounts assumed for a container that states none of a resource.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -35,8 +36,9 @@ def _max(into: dict[str, Amount], other: Mapping[str, Amount]) -> None:
             into[name] = amount
 
 
-def _container_amounts(container: object, field: str, parse: ParseResources[Amount],
-                       non_missing: Mapping[str, Amount] | None) -> dict[str, Amount]:
+def _container_amounts(
+    container: object, field: str, parse: ParseResources[Amount], non_missing: Mapping[str, Amount] | None
+) -> dict[str, Amount]:
     resources = container.get("resources") if isinstance(container, Mapping) else None
     amounts = parse(resources.get(field) if isinstance(resources, Mapping) else None)
     if non_missing:
@@ -45,8 +47,12 @@ def _container_amounts(container: object, field: str, parse: ParseResources[Amou
     return amounts
 
 
-def pod_resources(pod: Mapping[str, Any], field: Literal["requests", "limits"], parse: ParseResources[Amount],
-                  non_missing: Mapping[str, Amount] | None = None) -> dict[str, Amount]:
+def pod_resources(
+    pod: Mapping[str, Any],
+    field: Literal["requests", "limits"],
+    parse: ParseResources[Amount],
+    non_missing: Mapping[str, Amount] | None = None,
+) -> dict[str, Amount]:
     """The pod's total `field` (requests or limits) per resource, overhead included."""
     spec = spec_of(pod)
     total: dict[str, Amount] = {}

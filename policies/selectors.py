@@ -5,6 +5,7 @@ kept as an `InvalidSelector`: Koordinator keeps a profile whose selector fails t
 (spec 5.2, quirk 3), so the caller needs to know that the selector was invalid rather than having it
 silently match nothing.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,8 +27,10 @@ def label_key_error(key: str) -> str | None:
         if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.match(prefix):
             return f"prefix part of {key!r} must be a DNS-1123 subdomain"
     if not name or len(name) > 63 or not _NAME_RE.match(name):
-        return (f"name part of {key!r} must consist of at most 63 alphanumeric characters, '-', '_' "
-                "or '.', and must start and end with an alphanumeric character")
+        return (
+            f"name part of {key!r} must consist of at most 63 alphanumeric characters, '-', '_' "
+            "or '.', and must start and end with an alphanumeric character"
+        )
     return None
 
 
@@ -36,8 +39,10 @@ def label_value_error(value: str) -> str | None:
     if value == "":
         return None
     if len(value) > 63 or not _NAME_RE.match(value):
-        return (f"{value!r} must be no more than 63 characters, alphanumeric, '-', '_' or '.', "
-                "starting and ending with an alphanumeric character")
+        return (
+            f"{value!r} must be no more than 63 characters, alphanumeric, '-', '_' or '.', "
+            "starting and ending with an alphanumeric character"
+        )
     return None
 
 
@@ -119,11 +124,15 @@ def compile_selector(raw: Any, path: str) -> LabelSelector | InvalidSelector:
         if not isinstance(expression, Mapping):
             raise SelectorShapeError.of(invalid(where, detail="must be an object"))
         key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
-        if not isinstance(key, str) or not isinstance(operator, str) or not isinstance(values, list) or not all(
-            isinstance(v, str) for v in values
+        if (
+            not isinstance(key, str)
+            or not isinstance(operator, str)
+            or not isinstance(values, list)
+            or not all(isinstance(v, str) for v in values)
         ):
             raise SelectorShapeError.of(
-                invalid(where, detail="key and operator must be strings, values a list of strings"))
+                invalid(where, detail="key and operator must be strings, values a list of strings")
+            )
         if (error := label_key_error(key)) is not None:
             problems.append(invalid(f"{where}.key", detail=error))
         if operator not in _OPERATORS:

@@ -7,6 +7,7 @@ a negative request. Each is answered as a bad request (400) naming the field, ne
 internal error, and the nesting limit keeps every recursive walk over the object (copy, diff, log)
 far from Python's recursion limit.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -80,8 +81,11 @@ def _resource_list(value: Any) -> str | None:
     if not isinstance(value, dict):
         return f": must be an object, got {type(value).__name__}"
     for name, amount in value.items():
-        error = _quantity_error(amount) if isinstance(amount, (str, int, float)) else \
-            f"quantities must be strings or numbers, got {type(amount).__name__}"
+        error = (
+            _quantity_error(amount)
+            if isinstance(amount, (str, int, float))
+            else f"quantities must be strings or numbers, got {type(amount).__name__}"
+        )
         if error:
             return f".{name[:63]}: {error}"
     return None
@@ -93,8 +97,9 @@ def metadata_error(obj: Mapping[str, Any]) -> str | None:
         return None
     if not isinstance(metadata, dict):
         return f"metadata: must be an object, got {type(metadata).__name__}"
-    return _string_map(metadata.get("labels"), "metadata.labels") or \
-        _string_map(metadata.get("annotations"), "metadata.annotations")
+    return _string_map(metadata.get("labels"), "metadata.labels") or _string_map(
+        metadata.get("annotations"), "metadata.annotations"
+    )
 
 
 def _containers_error(section: str, containers: Any) -> str | None:

@@ -5,6 +5,7 @@ the objects, with the profiles already parsed and sorted by name, so that nothin
 path parses or sorts. A new snapshot replaces the old one wholesale; a request keeps the snapshot it
 started with.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
@@ -118,13 +119,23 @@ def index_entry(source: str, obj: Mapping[str, Any], *, strict: bool = False) ->
     key = (str(metadata.get("namespace") or ""), name)
     for field_name in ("labels", "annotations"):
         values = metadata.get(field_name)
-        if values is not None and not (isinstance(values, Mapping) and all(
-                isinstance(k, str) and isinstance(v, str) for k, v in values.items())):
+        if values is not None and not (
+            isinstance(values, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in values.items())
+        ):
             # Selectors and mutations read these on every request: a list where a string belongs
             # would fail each admission; refuse the object once, here.
-            return IndexEntry(kind, None, None, (LoadProblem(
-                source, f"{kind} {name!r}: metadata.{field_name}: Invalid value: must map strings to strings; "
-                        f"object skipped"),))
+            return IndexEntry(
+                kind,
+                None,
+                None,
+                (
+                    LoadProblem(
+                        source,
+                        f"{kind} {name!r}: metadata.{field_name}: Invalid value: must map strings to strings; "
+                        f"object skipped",
+                    ),
+                ),
+            )
     if kind != PROFILE_KIND:
         return IndexEntry(kind, key)
     try:
@@ -197,7 +208,11 @@ class SnapshotBuilder:
         self._dirty.clear()
         self._last = ClusterSnapshot(
             objects=MappingProxyType({k: v for k, v in self._frozen.items() if v}),
-            profiles=profiles, problems=problems, quotas=quotas, profile_index=profile_index)
+            profiles=profiles,
+            problems=problems,
+            quotas=quotas,
+            profile_index=profile_index,
+        )
         return self._last
 
     @staticmethod

@@ -7,6 +7,7 @@ directives are honoured. The strategies come from the `patchStrategy`/`patchMerg
 k8s.io/api core/v1; fields not listed here (unknown ones included) merge as plain maps and replace as
 plain lists, which is what the apimachinery code does for fields without tags.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -45,38 +46,48 @@ def _keyed(key: str, item: Schema = _PLAIN) -> Schema:
     return Schema(merge_key=key, item=item)
 
 
-_CONTAINER: Final = Schema(fields={
-    "ports": _keyed("containerPort"),
-    "env": _keyed("name"),
-    "volumeMounts": _keyed("mountPath"),
-    "volumeDevices": _keyed("devicePath"),
-})
-_OBJECT_META: Final = Schema(fields={
-    "finalizers": Schema(merge_primitives=True),
-    "ownerReferences": _keyed("uid"),
-})
-_POD_SPEC: Final = Schema(fields={
-    "volumes": _keyed("name"),
-    "initContainers": _keyed("name", _CONTAINER),
-    "containers": _keyed("name", _CONTAINER),
-    "ephemeralContainers": _keyed("name", _CONTAINER),
-    "imagePullSecrets": _keyed("name"),
-    "hostAliases": _keyed("ip"),
-    "topologySpreadConstraints": _keyed("topologyKey"),
-    "resourceClaims": _keyed("name"),
-    "schedulingGates": _keyed("name"),
-})
-_POD_STATUS: Final = Schema(fields={
-    "conditions": _keyed("type"),
-    "podIPs": _keyed("ip"),
-    "hostIPs": _keyed("ip"),
-})
+_CONTAINER: Final = Schema(
+    fields={
+        "ports": _keyed("containerPort"),
+        "env": _keyed("name"),
+        "volumeMounts": _keyed("mountPath"),
+        "volumeDevices": _keyed("devicePath"),
+    }
+)
+_OBJECT_META: Final = Schema(
+    fields={
+        "finalizers": Schema(merge_primitives=True),
+        "ownerReferences": _keyed("uid"),
+    }
+)
+_POD_SPEC: Final = Schema(
+    fields={
+        "volumes": _keyed("name"),
+        "initContainers": _keyed("name", _CONTAINER),
+        "containers": _keyed("name", _CONTAINER),
+        "ephemeralContainers": _keyed("name", _CONTAINER),
+        "imagePullSecrets": _keyed("name"),
+        "hostAliases": _keyed("ip"),
+        "topologySpreadConstraints": _keyed("topologyKey"),
+        "resourceClaims": _keyed("name"),
+        "schedulingGates": _keyed("name"),
+    }
+)
+_POD_STATUS: Final = Schema(
+    fields={
+        "conditions": _keyed("type"),
+        "podIPs": _keyed("ip"),
+        "hostIPs": _keyed("ip"),
+    }
+)
 POD_SCHEMA: Final = Schema(fields={"metadata": _OBJECT_META, "spec": _POD_SPEC, "status": _POD_STATUS})
 POD_TEMPLATE_SCHEMA: Final = Schema(fields={"metadata": _OBJECT_META, "spec": _POD_SPEC})
-RESERVATION_SCHEMA: Final = Schema(fields={
-    "metadata": _OBJECT_META,
-    "spec": Schema(fields={"template": POD_TEMPLATE_SCHEMA, "owners": _PLAIN}),
-})
+RESERVATION_SCHEMA: Final = Schema(
+    fields={
+        "metadata": _OBJECT_META,
+        "spec": Schema(fields={"template": POD_TEMPLATE_SCHEMA, "owners": _PLAIN}),
+    }
+)
 
 
 def strategic_merge(original: Mapping[str, Any], patch: Mapping[str, Any], schema: Schema) -> dict[str, Any]:
@@ -105,7 +116,7 @@ def _merge_map(original: dict[str, Any], patch: Mapping[str, Any], schema: Schem
         if key in (PATCH_DIRECTIVE, RETAIN_KEYS_DIRECTIVE) or key.startswith(SET_ELEMENT_ORDER_PREFIX):
             continue
         if key.startswith(DELETE_FROM_PRIMITIVE_LIST_PREFIX):
-            target = key[len(DELETE_FROM_PRIMITIVE_LIST_PREFIX):]
+            target = key[len(DELETE_FROM_PRIMITIVE_LIST_PREFIX) :]
             if isinstance(original.get(target), list) and isinstance(value, list):
                 original[target] = [item for item in original[target] if item not in value]
             continue
@@ -136,16 +147,25 @@ def _merge_list(original: list[Any], patch: list[Any], schema: Schema) -> list[A
     key = schema.merge_key
     item_schema = schema.item or _PLAIN
     if any(isinstance(item, Mapping) and item.get(PATCH_DIRECTIVE) == "replace" for item in patch):
-        return [_clean(item, item_schema) for item in patch
-                if not (isinstance(item, Mapping) and item.get(PATCH_DIRECTIVE) == "replace")]
+        return [
+            _clean(item, item_schema)
+            for item in patch
+            if not (isinstance(item, Mapping) and item.get(PATCH_DIRECTIVE) == "replace")
+        ]
     result = list(original)
     for item in patch:
         if not isinstance(item, Mapping):
             raise StrategicMergeError(f"list merged by {key!r} holds a non-object element {item!r}")
         if key not in item:
             raise StrategicMergeError(f"map: {dict(item)!r} does not contain declared merge key: {key}")
-        position = next((i for i, existing in enumerate(result)
-                         if isinstance(existing, Mapping) and existing.get(key) == item[key]), None)
+        position = next(
+            (
+                i
+                for i, existing in enumerate(result)
+                if isinstance(existing, Mapping) and existing.get(key) == item[key]
+            ),
+            None,
+        )
         if item.get(PATCH_DIRECTIVE) == "delete":
             if position is not None:
                 del result[position]

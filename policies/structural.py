@@ -11,6 +11,7 @@ The subset of OpenAPI v3 that structural schemas use: `type`, `properties`, `add
 `x-kubernetes-int-or-string` and `x-kubernetes-preserve-unknown-fields`. `metadata` is the API
 server's own business (ObjectMeta) and is only checked to be an object.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -22,8 +23,12 @@ from policies.field_errors import FieldError, invalid, required, unsupported
 
 _INT32 = (-(2**31), 2**31 - 1)
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "object": (Mapping,), "array": (list, tuple), "string": (str,), "boolean": (bool,),
-    "integer": (int,), "number": (int, float),
+    "object": (Mapping,),
+    "array": (list, tuple),
+    "string": (str,),
+    "boolean": (bool,),
+    "integer": (int,),
+    "number": (int, float),
 }
 
 
@@ -60,8 +65,7 @@ def _join(path: str, key: str) -> str:
 
 
 def unknown_field(path: str, key: str, known: list[str]) -> FieldError:
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6) or \
-        [k for k in known if k.lower() == key.lower()]
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6) or [k for k in known if k.lower() == key.lower()]
     hint = f' (did you mean "{close[0]}"?)' if close else ""
     return FieldError(_join(path, key), f"unknown field{hint}")
 

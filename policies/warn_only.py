@@ -11,6 +11,7 @@ prints, and `auditAnnotations` for the API server's audit log.
 It costs nothing when no warn-only profile matches, and one extra run of the route per matched
 warn-only profile when one does (the benchmark measures it).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
@@ -34,12 +35,19 @@ class WarnOnlyProfilesPlugin:
     operations = frozenset({CREATE})
     explains_itself = True  # it changes nothing
 
-    def __init__(self, plugins: Sequence[MutatingPlugin], copy: Callable[[dict[str, Any]], dict[str, Any]],
-                 validators: Sequence[ValidatingPlugin]) -> None:
+    def __init__(
+        self,
+        plugins: Sequence[MutatingPlugin],
+        copy: Callable[[dict[str, Any]], dict[str, Any]],
+        validators: Sequence[ValidatingPlugin],
+    ) -> None:
         self.plugins, self.copy, self.validators = tuple(plugins), copy, tuple(validators)
         self.reads: frozenset[Read] = frozenset(
-            [*(read for plugin in self.plugins for read in plugin.reads),
-             *(read for validator in self.validators for read in validator.reads)])
+            [
+                *(read for plugin in self.plugins for read in plugin.reads),
+                *(read for validator in self.validators for read in validator.reads),
+            ]
+        )
 
     def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None:
         if ctx.request.operation not in self.operations or not ctx.warn_only_matched or ctx.request.object is None:
@@ -86,8 +94,9 @@ def audit_annotations(warnings: Sequence[ProfileWarning]) -> dict[str, str]:
     """The AdmissionResponse `auditAnnotations`: which profiles, and what each would have done (JSON)."""
     if not warnings:
         return {}
-    effects = {w.profile: {"denial": w.denial} if w.denial else {"changes": [str(c) for c in w.changes]}
-               for w in warnings}
+    effects = {
+        w.profile: {"denial": w.denial} if w.denial else {"changes": [str(c) for c in w.changes]} for w in warnings
+    }
     text = orjson.dumps(effects).decode()
     if len(text) > MAX_AUDIT_VALUE:
         text = orjson.dumps({w.profile: {"outcome": w.outcome} for w in warnings}).decode()[:MAX_AUDIT_VALUE]

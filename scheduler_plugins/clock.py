@@ -1,5 +1,6 @@
 """Time is injected: plugins call a `Clock` (epoch seconds) rather than reading the system time,
 so `--now` and tests can fix it. RFC 3339 parsing lives here too."""
+
 from __future__ import annotations
 
 import time

@@ -4,6 +4,7 @@ Built explicitly by each component's `in_tree_registry()`, never by import side 
 a name twice, or unregistering one that is not there, is an error. The components' plugin specs
 differ (their args parsers take different inputs), so the table is generic over the spec.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

@@ -3,6 +3,7 @@
 A directory whose tests need the stand-in seeded overrides `api` in its own conftest (tests/certs
 seeds the webhook configurations); `kubeconfig` follows the override.
 """
+
 from __future__ import annotations
 
 from collections.abc import AsyncIterator

@@ -8,6 +8,7 @@ those wheels only (`--no-index`), and `colocate` is run from outside the source 
 image's environment. What a package forgot to ship, or a dependency the wheel does not declare,
 fails here as it would in the image.
 """
+
 from __future__ import annotations
 
 import os
@@ -71,7 +72,7 @@ def in_image_paths(command: str, paths: dict[str, Path]) -> list[list[str]]:
             continue
         for image_path, local in paths.items():
             if word == image_path or word.startswith(image_path + "/"):
-                word = str(local) + word[len(image_path):]
+                word = str(local) + word[len(image_path) :]
         commands[-1].append(word)
     # `python` is the base image's interpreter; here, the one running the tests (a new venv made
     # from it starts empty all the same)
@@ -96,27 +97,56 @@ def test_the_image_steps_build_an_installable_colocate(tmp_path: Path) -> None:
     for argv in in_image_paths(install_step, paths):
         run(argv, cwd=tmp_path)
 
-    env = {"HOME": str(tmp_path), **{k: v.replace("/opt/colocate", str(paths["/opt/colocate"]))
-                                     .replace("$PATH", os.environ.get("PATH", "")) for k, v in final.env.items()}}
+    env = {
+        "HOME": str(tmp_path),
+        **{
+            k: v.replace("/opt/colocate", str(paths["/opt/colocate"])).replace("$PATH", os.environ.get("PATH", ""))
+            for k, v in final.env.items()
+        },
+    }
     elsewhere = tmp_path / "workdir"
     elsewhere.mkdir()
     version = run([*final.entrypoint, "--version"], cwd=elsewhere, env=env)
     project = next(line for line in (REPO / "pyproject.toml").read_text().splitlines() if line.startswith("version"))
     assert version.stdout.split() == ["colocate", project.split('"')[1]]
     # imported from the installed wheel, not from a source tree
-    where = run([str(paths["/opt/colocate"] / "bin/python"), "-c", "import colocate, policies; "
-                 "print(colocate.__file__); print(policies.__file__)"], cwd=elsewhere, env=env)
+    where = run(
+        [
+            str(paths["/opt/colocate"] / "bin/python"),
+            "-c",
+            "import colocate, policies; print(colocate.__file__); print(policies.__file__)",
+        ],
+        cwd=elsewhere,
+        env=env,
+    )
     assert all(line.startswith(str(paths["/opt/colocate"])) for line in where.stdout.split())
     # the admission hot path compiled (this machine, like the build image, has a compiler)
-    compiled = run([str(paths["/opt/colocate"] / "bin/python"), "-c", "from webhook.compiled import HOT_PATH, "
-                    "compiled_modules; print(len(compiled_modules()), len(HOT_PATH))"], cwd=elsewhere, env=env)
+    compiled = run(
+        [
+            str(paths["/opt/colocate"] / "bin/python"),
+            "-c",
+            "from webhook.compiled import HOT_PATH, compiled_modules; print(len(compiled_modules()), len(HOT_PATH))",
+        ],
+        cwd=elsewhere,
+        env=env,
+    )
     done, wanted = compiled.stdout.split()
     assert done == wanted, compiled.stdout
     # every command group loads (each imports its own packages lazily)
     for group in ("serve", "apply", "certs", "scheduler", "manifests"):
         run([*final.entrypoint, group, "--help"], cwd=elsewhere, env=env)
-    admitted = run([*final.entrypoint, "apply", "--cluster", str(REPO / "manifests/cluster"),
-                    "-f", str(REPO / "manifests/samples/batch-pod.yaml")], cwd=elsewhere, env=env)
+    admitted = run(
+        [
+            *final.entrypoint,
+            "apply",
+            "--cluster",
+            str(REPO / "manifests/cluster"),
+            "-f",
+            str(REPO / "manifests/samples/batch-pod.yaml"),
+        ],
+        cwd=elsewhere,
+        env=env,
+    )
     assert '"koordinator.sh/qosClass": "BE"' in admitted.stdout
 
 

@@ -4,6 +4,7 @@ It renders the webhook, the koord-scheduler with its extender sidecar, the CRDs,
 PodDisruptionBudgets and NetworkPolicies; every built-in object passes kubernetes-validate, and
 every image goes through the kustomization's `images:` (one line to change registry or tag).
 """
+
 from __future__ import annotations
 
 import re
@@ -36,8 +37,9 @@ def key(obj: dict[str, Any]) -> tuple[str, str, str]:
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 def test_the_python_rendering_is_what_kubectl_kustomize_renders() -> None:
-    out = subprocess.run(["kubectl", "kustomize", str(MANIFESTS)], capture_output=True, text=True, check=True,
-                         timeout=60).stdout
+    out = subprocess.run(
+        ["kubectl", "kustomize", str(MANIFESTS)], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
     generated = {o["metadata"]["name"] for o in rendered() if o["kind"] == "ConfigMap"}
     unhash = re.compile(r"\b(" + "|".join(map(re.escape, generated)) + r")-[a-z0-9]{10}\b")
     theirs = sorted(yaml.safe_load_all(unhash.sub(r"\1", out)), key=key)
@@ -47,8 +49,15 @@ def test_the_python_rendering_is_what_kubectl_kustomize_renders() -> None:
 def test_it_renders_every_part_of_an_installation() -> None:
     objects = rendered()
     kinds = {o["kind"] for o in objects}
-    assert {"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "PodDisruptionBudget",
-            "NetworkPolicy", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} <= kinds
+    assert {
+        "CustomResourceDefinition",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "PodDisruptionBudget",
+        "NetworkPolicy",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    } <= kinds
     components = {o["metadata"]["labels"]["app.kubernetes.io/component"] for o in objects if o["kind"] == "Deployment"}
     assert components == {"webhook", "koord-scheduler"}
 

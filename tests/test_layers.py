@@ -7,6 +7,7 @@ imports only an allowlist (parsing and arithmetic, nothing with I/O); aiohttp st
 extender's and the koordlet's HTTP adapters, and llhttp (`httptools`) in the webhook port's;
 `cli` (the command-line conventions every component uses) knows none of them.
 """
+
 from __future__ import annotations
 
 import shutil

@@ -4,6 +4,7 @@
 `serve_review` wraps it for the wire: bytes in, status and bytes out, metrics and one log record.
 The webhook port (`webhook.server`) and `colocate apply` (`webhook.chain`) only call these.
 """
+
 from __future__ import annotations
 
 import logging
@@ -75,7 +76,8 @@ def _decode(route: Route, request: AdmissionRequest) -> dict[str, Any] | Outcome
     if request.operation == UPDATE and not request.old_object:
         return Outcome(False, 400, f"oldObject: {NO_CONTENT}")
     malformed = object_error(route.kind, obj) or (
-        object_error(route.kind, request.old_object, "oldObject") if request.old_object else None)
+        object_error(route.kind, request.old_object, "oldObject") if request.old_object else None
+    )
     if malformed:
         return Outcome(False, 400, malformed, refused="bad_object")
     return obj  # type: ignore[return-value]
@@ -111,19 +113,32 @@ def run_route(
                 plugin.validate(working, ctx)  # type: ignore[union-attr]
         except Denied as denial:
             observe(route, plugin.name, operation, clock() - started, False)
-            return Outcome(False, denial.code, denial.message, matched_profiles=ctx.matched_profiles,
-                           effects=ctx.effects)
+            return Outcome(
+                False, denial.code, denial.message, matched_profiles=ctx.matched_profiles, effects=ctx.effects
+            )
         except Exception as exc:  # a bug must deny this request, not take the server down
             log.error("plugin %s failed on %s: %s", plugin.name, route.path, repr(exc)[:500], exc_info=exc)
             observe(route, plugin.name, operation, clock() - started, False)
-            return Outcome(False, 500, f"internal error in plugin {plugin.name}: {repr(exc)[:500]}",
-                           matched_profiles=ctx.matched_profiles, effects=ctx.effects, refused="internal_error")
+            return Outcome(
+                False,
+                500,
+                f"internal error in plugin {plugin.name}: {repr(exc)[:500]}",
+                matched_profiles=ctx.matched_profiles,
+                effects=ctx.effects,
+                refused="internal_error",
+            )
         observe(route, plugin.name, operation, clock() - started, True)
         if explain_plugin:
             ctx.record(f"plugin/{plugin.name}", True, before, working)
     patch = diff(decoded, working) if mutating else []
-    return Outcome(True, patch=patch, object=working, matched_profiles=ctx.matched_profiles, effects=ctx.effects,
-                   warnings=ctx.warnings)
+    return Outcome(
+        True,
+        patch=patch,
+        object=working,
+        matched_profiles=ctx.matched_profiles,
+        effects=ctx.effects,
+        warnings=ctx.warnings,
+    )
 
 
 @dataclass
@@ -135,11 +150,15 @@ class ServedReview:
     refused: str = ""  # one of REFUSALS, or "" for a request the policies decided
 
 
-def http_error(message: str, started: float, path: str, status: int = 400,
-               refused: str = "bad_review") -> ServedReview:
+def http_error(message: str, started: float, path: str, status: int = 400, refused: str = "bad_review") -> ServedReview:
     """A plain HTTP error (no AdmissionReview): for requests whose uid we cannot or will not read."""
-    record = {"path": path, "allowed": False, "code": status, "message": message,
-              "durationMs": round((time.perf_counter() - started) * 1000, 3)}
+    record = {
+        "path": path,
+        "allowed": False,
+        "code": status,
+        "message": message,
+        "durationMs": round((time.perf_counter() - started) * 1000, 3),
+    }
     return ServedReview(status, orjson.dumps({"error": message}), record, refused=refused)
 
 
@@ -148,8 +167,14 @@ def malformed_response(error: MalformedReview, path: str, started: float, refuse
     if error.uid is None:
         return http_error(error.message, started, path, refused=refused)
     body = orjson.dumps(build_review(error.api_version, error.uid, False, code=400, message=error.message))
-    record = {"uid": error.uid, "path": path, "allowed": False, "code": 400, "message": error.message,
-              "durationMs": round((time.perf_counter() - started) * 1000, 3)}
+    record = {
+        "uid": error.uid,
+        "path": path,
+        "allowed": False,
+        "code": 400,
+        "message": error.message,
+        "durationMs": round((time.perf_counter() - started) * 1000, 3),
+    }
     return ServedReview(200, body, record, refused=refused)
 
 
@@ -173,16 +198,23 @@ def serve_review(
         log.error("admission %s on %s failed: %s", request.uid[:128], route.path, repr(exc)[:500])
         outcome = Outcome(False, 500, f"internal error: {type(exc).__name__}", refused="internal_error")
     warnings = outcome.warnings
-    review = build_review(api_version, request.uid, outcome.allowed, code=outcome.code, message=outcome.message,
-                          patch=outcome.patch, warnings=warning_lines(warnings) if warnings else (),
-                          audit_annotations=audit_annotations(warnings) if warnings else None)
+    review = build_review(
+        api_version,
+        request.uid,
+        outcome.allowed,
+        code=outcome.code,
+        message=outcome.message,
+        patch=outcome.patch,
+        warnings=warning_lines(warnings) if warnings else (),
+        audit_annotations=audit_annotations(warnings) if warnings else None,
+    )
     metadata = metadata_of(request.object or request.old_object or _NOTHING)
     record: dict[str, Any] = {
         "uid": request.uid,
         "path": route.path,
         "operation": request.operation,
         "object": f"{metadata.get('namespace') or request.namespace}/"
-                  f"{metadata.get('name') or metadata.get('generateName') or request.name}",
+        f"{metadata.get('name') or metadata.get('generateName') or request.name}",
         "allowed": outcome.allowed,
         "code": outcome.code,
         "matchedProfiles": outcome.matched_profiles,

@@ -8,6 +8,7 @@ lists them). The admitted objects are written back in the shape they came in.
 Exit codes: 0 all admitted (the resulting objects on stdout), 1 one or more denied (each reason on
 stderr, the same text the webhook would answer; the others are still printed), 2 bad input or usage.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,9 @@ def read_single_object(location: str, stdin: TextIO) -> dict[str, Any]:
     """The one Kubernetes object at `location` (a file, `-` for stdin), YAML or JSON."""
     objects = objects_of(read_documents([location], stdin))
     if len(objects) != 1:
-        raise BadInput(f"{'<stdin>' if location == STDIN else location}: expected exactly one object, "
-                       f"found {len(objects)}")
+        raise BadInput(
+            f"{'<stdin>' if location == STDIN else location}: expected exactly one object, found {len(objects)}"
+        )
     return objects[0]
 
 
@@ -77,8 +79,10 @@ def load_snapshot(options: ApplyOptions, registry: Registry) -> ClusterSnapshot:
 def missing_namespaces(requests: list[AdmissionRequest], snapshot: ClusterSnapshot) -> list[str]:
     """Namespaces of the pods that the cluster state does not hold, when a profile selects namespaces
     by label: those profiles see such a namespace without labels, which is rarely what was meant."""
-    if not any(not isinstance(p.namespace_selector, LabelSelector) or not p.namespace_selector.is_empty
-               for p in snapshot.profiles):
+    if not any(
+        not isinstance(p.namespace_selector, LabelSelector) or not p.namespace_selector.is_empty
+        for p in snapshot.profiles
+    ):
         return []
     names = dict.fromkeys(r.namespace for r in requests if r.namespace and r.kind == "Pod")
     return [name for name in names if snapshot.namespace_labels(name) is None]
@@ -103,8 +107,9 @@ def format_explanation(result: ChainResult) -> str:
     return "\n".join(lines)
 
 
-def run_apply(options: ApplyOptions, stdin: TextIO | None = None, stdout: TextIO | None = None,
-              stderr: TextIO | None = None) -> int:
+def run_apply(
+    options: ApplyOptions, stdin: TextIO | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
     """Admit every object of `options.files`; write the admitted ones back in the shape they came in."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     registry = default_routes()
@@ -122,9 +127,12 @@ def run_apply(options: ApplyOptions, stdin: TextIO | None = None, stdout: TextIO
             raise BadInput("--operation UPDATE needs --old-object")
         if old is not None and len(objects) > 1:
             raise BadInput(f"--old-object is the previous version of one object; -f gave {len(objects)}")
-        requests = [request_for(obj, registry, options.operation,
-                                old if old is not None or options.operation != "DELETE" else obj)
-                    for obj in objects]
+        requests = [
+            request_for(
+                obj, registry, options.operation, old if old is not None or options.operation != "DELETE" else obj
+            )
+            for obj in objects
+        ]
         snapshot = load_snapshot(options, registry)
     except (BadInput, ManifestError, ScanError, UnknownKind) as exc:
         print(f"error: {exc}", file=stderr)
@@ -133,14 +141,16 @@ def run_apply(options: ApplyOptions, stdin: TextIO | None = None, stdout: TextIO
         print(f"warning: {problem.source}: {problem.message}", file=stderr)
     where = f"--cluster {options.cluster}" if options.cluster is not None else "the cluster"
     for name in missing_namespaces(requests, snapshot):
-        print(f"warning: namespace {name!r} is not in {where}: namespaceSelectors see it without labels",
-              file=stderr)
+        print(f"warning: namespace {name!r} is not in {where}: namespaceSelectors see it without labels", file=stderr)
     admitted: dict[int, dict[str, Any] | None] = {}
     denied = False
     for obj, request in zip(objects, requests, strict=True):
         result = run_chain(request, registry, snapshot, explain=options.explain)
-        label = f"{request.kind} {request.namespace + '/' if request.namespace else ''}{request.name}: " \
-            if len(objects) > 1 else ""
+        label = (
+            f"{request.kind} {request.namespace + '/' if request.namespace else ''}{request.name}: "
+            if len(objects) > 1
+            else ""
+        )
         if options.explain:
             text = format_explanation(result)
             print("\n".join(f"{label}{line}" for line in text.splitlines()) if label else text, file=stderr)

@@ -9,6 +9,7 @@ route of the kind sees it as the resource it is registered for (a Node goes thro
 
 `colocate apply` uses this; the tests use it to check that the server and `apply` agree.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -41,8 +42,13 @@ class ChainResult:
     warnings: list[str] = field(default_factory=list)  # what kubectl would print as "Warning: ..."
 
 
-def request_for(obj: dict[str, Any], registry: Registry, operation: str = "CREATE",
-                old_object: dict[str, Any] | None = None, uid: str = "colocate-apply") -> AdmissionRequest:
+def request_for(
+    obj: dict[str, Any],
+    registry: Registry,
+    operation: str = "CREATE",
+    old_object: dict[str, Any] | None = None,
+    uid: str = "colocate-apply",
+) -> AdmissionRequest:
     """The AdmissionRequest an API server would send for `obj`."""
     kind = str(obj.get("kind") or (old_object or {}).get("kind") or "")
     routes = registry.for_kind(kind)
@@ -64,9 +70,15 @@ def request_for(obj: dict[str, Any], registry: Registry, operation: str = "CREAT
     )
 
 
-def run_chain(request: AdmissionRequest, registry: Registry, cluster: ClusterSnapshot, *,
-              rand_int: Callable[[int], int] = default_rand_int, explain: bool = False,
-              audit: bool = False) -> ChainResult:
+def run_chain(
+    request: AdmissionRequest,
+    registry: Registry,
+    cluster: ClusterSnapshot,
+    *,
+    rand_int: Callable[[int], int] = default_rand_int,
+    explain: bool = False,
+    audit: bool = False,
+) -> ChainResult:
     """Mutate through each mutating webhook that would be called, then validate the result.
 
     `audit`: the object was admitted before and is evaluated again (`policies.admission.AdmissionContext`).
@@ -75,8 +87,11 @@ def run_chain(request: AdmissionRequest, registry: Registry, cluster: ClusterSna
     result = ChainResult(True, dict(request.object) if request.object else None)
     for route in registry.for_kind(request.kind):
         # Each registration sees the resource it is registered for (nodes/status vs nodes).
-        current = replace(current, resource=GroupVersionResource(route.api_group, route.api_version, route.resource),
-                          sub_resource=route.sub_resource)
+        current = replace(
+            current,
+            resource=GroupVersionResource(route.api_group, route.api_version, route.resource),
+            sub_resource=route.sub_resource,
+        )
         for webhook in route.webhooks:
             # Matched on the object as the earlier mutating webhooks left it, as kube-apiserver does.
             why_not = webhook.why_not_called(current, cluster.namespace_labels)

@@ -1,4 +1,5 @@
 """`colocate serve` and `colocate apply`: argument parsing only; the work is done elsewhere."""
+
 from __future__ import annotations
 
 import argparse
@@ -54,34 +55,61 @@ def _serve(args: argparse.Namespace) -> int:
 
         if args.cluster is not None:
             raise UsageError("--self-managed-certs needs the API server (a Lease, the Secret): drop --cluster")
-        self_managed = ManagerSettings(namespace=args.cert_namespace, service=args.cert_service,
-                                       secret=args.cert_secret, dns_names=tuple(args.dns_name),
-                                       check_interval=args.cert_check_interval, settle=args.cert_settle)
+        self_managed = ManagerSettings(
+            namespace=args.cert_namespace,
+            service=args.cert_service,
+            secret=args.cert_secret,
+            dns_names=tuple(args.dns_name),
+            check_interval=args.cert_check_interval,
+            settle=args.cert_settle,
+        )
     if args.client_ca is not None and not args.client_ca.is_file():
         raise UsageError(f"--client-ca {args.client_ca}: no such file")
-    for flag, value in (("--max-connections", args.max_connections), ("--first-request-timeout",
-                        args.first_request_timeout), ("--idle-timeout", args.idle_timeout),
-                        ("--stuck-scan-after", args.stuck_scan_after)):
+    for flag, value in (
+        ("--max-connections", args.max_connections),
+        ("--first-request-timeout", args.first_request_timeout),
+        ("--idle-timeout", args.idle_timeout),
+        ("--stuck-scan-after", args.stuck_scan_after),
+    ):
         if value <= 0:
             raise UsageError(f"{flag}: must be greater than 0, got {value}")
     if args.max_body_bytes < args.max_body:
         raise UsageError(f"--max-body-bytes {args.max_body_bytes}: must hold at least one --max-body ({args.max_body})")
-    connections = ConnectionLimits(max_connections=args.max_connections,
-                                   first_request_timeout=args.first_request_timeout, idle_timeout=args.idle_timeout,
-                                   max_body_bytes=args.max_body_bytes)
+    connections = ConnectionLimits(
+        max_connections=args.max_connections,
+        first_request_timeout=args.first_request_timeout,
+        idle_timeout=args.idle_timeout,
+        max_body_bytes=args.max_body_bytes,
+    )
     kube = KubeSettings(reflector=ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max))
     workers = _workers(args.workers)
     try:
-        return run(ServeConfig(
-            cluster=args.cluster, cert_dir=args.cert_dir, port=args.port, host=args.host,
-            dns_names=tuple(args.dns_name), workers=workers, max_body=args.max_body,
-            reload_interval=args.reload_interval, log_level=flags.log_level(args),
-            kubeconfig=args.kubeconfig, context=args.context, kube=kube, reuse_port=args.reuse_port,
-            drain_delay=args.drain_delay, shutdown_timeout=args.shutdown_timeout,
-            cert_reload_interval=args.cert_reload_interval, self_managed=self_managed,
-            connections=connections, client_ca=args.client_ca, stuck_scan_after=args.stuck_scan_after,
-            audit_interval=args.audit_interval, event_loop=args.event_loop,
-        ))
+        return run(
+            ServeConfig(
+                cluster=args.cluster,
+                cert_dir=args.cert_dir,
+                port=args.port,
+                host=args.host,
+                dns_names=tuple(args.dns_name),
+                workers=workers,
+                max_body=args.max_body,
+                reload_interval=args.reload_interval,
+                log_level=flags.log_level(args),
+                kubeconfig=args.kubeconfig,
+                context=args.context,
+                kube=kube,
+                reuse_port=args.reuse_port,
+                drain_delay=args.drain_delay,
+                shutdown_timeout=args.shutdown_timeout,
+                cert_reload_interval=args.cert_reload_interval,
+                self_managed=self_managed,
+                connections=connections,
+                client_ca=args.client_ca,
+                stuck_scan_after=args.stuck_scan_after,
+                audit_interval=args.audit_interval,
+                event_loop=args.event_loop,
+            )
+        )
     except ClusterUnavailable as exc:
         raise UsageError(f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
     except OSError as exc:
@@ -104,97 +132,209 @@ def _workers(value: int | str) -> int:
 def _apply(args: argparse.Namespace) -> int:
     from webhook.apply import ApplyOptions, run_apply
 
-    return run_apply(ApplyOptions(
-        files=tuple(args.file), cluster=args.cluster, kubeconfig=args.kubeconfig, context=args.context,
-        operation=args.operation.upper(), old_object=args.old_object, output=args.output, explain=args.explain,
-    ))
+    return run_apply(
+        ApplyOptions(
+            files=tuple(args.file),
+            cluster=args.cluster,
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            operation=args.operation.upper(),
+            old_object=args.old_object,
+            output=args.output,
+            explain=args.explain,
+        )
+    )
 
 
 def register_commands(subparsers: Subparsers) -> None:
-    serve = subparsers.add_parser("serve", help="run the HTTPS admission webhook",
-                                  description="Serve Koordinator's webhook paths over HTTPS, reading the "
-                                              "cluster state from a directory of manifests (--cluster) or "
-                                              "from the API server (--kubeconfig, or the pod's service account).")
+    serve = subparsers.add_parser(
+        "serve",
+        help="run the HTTPS admission webhook",
+        description="Serve Koordinator's webhook paths over HTTPS, reading the "
+        "cluster state from a directory of manifests (--cluster) or "
+        "from the API server (--kubeconfig, or the pod's service account).",
+    )
     flags.long_running(serve)
     state = serve.add_mutually_exclusive_group()
-    cluster = flags.add_cluster_dir(state, reads="ClusterColocationProfiles, Namespaces, PriorityClasses, ...; "
-                                                 "embedded mode, changes are picked up while running")
+    cluster = flags.add_cluster_dir(
+        state,
+        reads="ClusterColocationProfiles, Namespaces, PriorityClasses, ...; "
+        "embedded mode, changes are picked up while running",
+    )
     flags.add_alias(state, "--profiles", of=cluster)
-    flags.add_kubeconfig(state, help="list and watch the cluster through this kubeconfig (default without --cluster: "
-                                     "the in-cluster service account)")
+    flags.add_kubeconfig(
+        state,
+        help="list and watch the cluster through this kubeconfig (default without --cluster: "
+        "the in-cluster service account)",
+    )
     flags.add_context(serve)
     serve.add_argument("--port", type=int, default=9443)
     serve.add_argument("--host", default="0.0.0.0", metavar="H", help="address to bind (default 0.0.0.0)")
-    serve.add_argument("--workers", type=parse_workers, default=1, metavar="N|auto",
-                       help="server processes sharing the port (SO_REUSEPORT); auto: one per CPU this process may "
-                            "use (affinity mask, lowered to the cgroup CPU limit rounded down). Default 1; the "
-                            "Deployment uses auto (docs/sizing.md)")
-    serve.add_argument("--event-loop", choices=EVENT_LOOPS, default="auto",
-                       help="auto (default): uvloop where installed, else asyncio's own loop")
-    serve.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, metavar="BYTES",
-                       help="largest AdmissionReview accepted (default 8 MiB)")
-    serve.add_argument("--reload-interval", type=float, default=1.0, metavar="SECONDS",
-                       help="how often the --cluster directory is checked for changes")
-    serve.add_argument("--stuck-scan-after", type=float, default=30.0, metavar="SECONDS",
-                       help="warn (and say so in the log every SECONDS) when a --cluster scan runs longer")
+    serve.add_argument(
+        "--workers",
+        type=parse_workers,
+        default=1,
+        metavar="N|auto",
+        help="server processes sharing the port (SO_REUSEPORT); auto: one per CPU this process may "
+        "use (affinity mask, lowered to the cgroup CPU limit rounded down). Default 1; the "
+        "Deployment uses auto (docs/sizing.md)",
+    )
+    serve.add_argument(
+        "--event-loop",
+        choices=EVENT_LOOPS,
+        default="auto",
+        help="auto (default): uvloop where installed, else asyncio's own loop",
+    )
+    serve.add_argument(
+        "--max-body",
+        type=int,
+        default=DEFAULT_MAX_BODY,
+        metavar="BYTES",
+        help="largest AdmissionReview accepted (default 8 MiB)",
+    )
+    serve.add_argument(
+        "--reload-interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="how often the --cluster directory is checked for changes",
+    )
+    serve.add_argument(
+        "--stuck-scan-after",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="warn (and say so in the log every SECONDS) when a --cluster scan runs longer",
+    )
     flags.add_watch(serve)
-    serve.add_argument("--audit-interval", type=_duration, default=0.0, metavar="DURATION",
-                       help="audit the running pods against the profiles this often (e.g. 10m), export the counts "
-                            "as metrics and, reading the API server, write PolicyReports (default: never)")
-    limits = serve.add_argument_group("connections", "what one client may hold: a few thousand idle sockets must "
-                                                     "not exhaust the memory limit (docs/serve.md: sizing)")
-    limits.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
-                        help=f"open connections per server process; more are closed at once "
-                             f"(default {DEFAULT_MAX_CONNECTIONS})")
-    limits.add_argument("--first-request-timeout", type=float, default=DEFAULT_FIRST_REQUEST_TIMEOUT,
-                        metavar="SECONDS", help="a new connection must finish TLS and send a request within this; "
-                                                "a request body must arrive within it too (default %(default)s)")
-    limits.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="BYTES",
-                        help="request bodies held at once over all connections; past it a request gets HTTP 503 "
-                             "(default 64 MiB)")
-    limits.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT, metavar="SECONDS",
-                        help="close a kept-alive connection idle this long (default %(default)s)")
-    serve.add_argument("--drain-delay", type=float, default=5.0, metavar="SECONDS",
-                       help="after SIGTERM, keep serving (not ready, closing connections) this long")
-    serve.add_argument("--shutdown-timeout", type=float, default=20.0, metavar="SECONDS",
-                       help="then wait this long for in-flight requests")
-    serve.add_argument("--reuse-port", action="store_true",
-                       help="let several server processes bind the same port (SO_REUSEPORT)")
+    serve.add_argument(
+        "--audit-interval",
+        type=_duration,
+        default=0.0,
+        metavar="DURATION",
+        help="audit the running pods against the profiles this often (e.g. 10m), export the counts "
+        "as metrics and, reading the API server, write PolicyReports (default: never)",
+    )
+    limits = serve.add_argument_group(
+        "connections",
+        "what one client may hold: a few thousand idle sockets must "
+        "not exhaust the memory limit (docs/serve.md: sizing)",
+    )
+    limits.add_argument(
+        "--max-connections",
+        type=int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        metavar="N",
+        help=f"open connections per server process; more are closed at once (default {DEFAULT_MAX_CONNECTIONS})",
+    )
+    limits.add_argument(
+        "--first-request-timeout",
+        type=float,
+        default=DEFAULT_FIRST_REQUEST_TIMEOUT,
+        metavar="SECONDS",
+        help="a new connection must finish TLS and send a request within this; "
+        "a request body must arrive within it too (default %(default)s)",
+    )
+    limits.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        metavar="BYTES",
+        help="request bodies held at once over all connections; past it a request gets HTTP 503 (default 64 MiB)",
+    )
+    limits.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=DEFAULT_IDLE_TIMEOUT,
+        metavar="SECONDS",
+        help="close a kept-alive connection idle this long (default %(default)s)",
+    )
+    serve.add_argument(
+        "--drain-delay",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="after SIGTERM, keep serving (not ready, closing connections) this long",
+    )
+    serve.add_argument(
+        "--shutdown-timeout",
+        type=float,
+        default=20.0,
+        metavar="SECONDS",
+        help="then wait this long for in-flight requests",
+    )
+    serve.add_argument(
+        "--reuse-port", action="store_true", help="let several server processes bind the same port (SO_REUSEPORT)"
+    )
     certs = serve.add_argument_group("certificates")
     flags.add_cert_dir(certs, required=True, help="holds ca.crt, tls.crt, tls.key; generated when missing")
     flags.add_dns_names(certs)
-    certs.add_argument("--client-ca", type=Path, metavar="FILE",
-                       help="require a client certificate issued by this CA on the admission paths (the API "
-                            "server's admission kubeconfig presents one); probes and /metrics stay open")
-    certs.add_argument("--cert-reload-interval", type=float, default=1.0, metavar="SECONDS",
-                       help="how often the certificate files are checked; a new pair is served without restart")
-    managed = serve.add_argument_group("self-managed certificates",
-                                       "with --self-managed-certs the replicas elect a leader (a coordination.k8s.io "
-                                       "Lease) that renews the Secret and both caBundles before expiry")
+    certs.add_argument(
+        "--client-ca",
+        type=Path,
+        metavar="FILE",
+        help="require a client certificate issued by this CA on the admission paths (the API "
+        "server's admission kubeconfig presents one); probes and /metrics stay open",
+    )
+    certs.add_argument(
+        "--cert-reload-interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="how often the certificate files are checked; a new pair is served without restart",
+    )
+    managed = serve.add_argument_group(
+        "self-managed certificates",
+        "with --self-managed-certs the replicas elect a leader (a coordination.k8s.io "
+        "Lease) that renews the Secret and both caBundles before expiry",
+    )
     managed.add_argument("--self-managed-certs", action="store_true", help="rotate certificates from inside the server")
     add_service_names(managed)
-    managed.add_argument("--cert-check-interval", type=float, default=60.0, metavar="SECONDS",
-                         help="how often the leader checks whether rotation is due")
-    managed.add_argument("--cert-settle", type=float, default=5.0, metavar="SECONDS",
-                         help="after a new CA is trusted, wait this long before serving from it")
+    managed.add_argument(
+        "--cert-check-interval",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how often the leader checks whether rotation is due",
+    )
+    managed.add_argument(
+        "--cert-settle",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="after a new CA is trusted, wait this long before serving from it",
+    )
     flags.add_log_level(serve, hidden=True)  # the global `colocate --log-level` is the documented one
     serve.set_defaults(func=_serve)
 
-    apply = subparsers.add_parser("apply", help="run the admission chain offline on objects",
-                                  description="Print the objects as the webhooks would admit them, in the shape "
-                                              "they came in. Exit 0 admitted, 1 denied, 2 bad input.")
+    apply = subparsers.add_parser(
+        "apply",
+        help="run the admission chain offline on objects",
+        description="Print the objects as the webhooks would admit them, in the shape "
+        "they came in. Exit 0 admitted, 1 denied, 2 bad input.",
+    )
     state = apply.add_mutually_exclusive_group(required=True)
     cluster = flags.add_cluster_dir(state, reads="ClusterColocationProfiles, Namespaces, PriorityClasses, ...")
     flags.add_alias(state, "--profiles", of=cluster)
-    flags.add_kubeconfig(state, help="read the profiles, namespaces and priority classes from the API server "
-                                     "(listed once) instead of --cluster")
+    flags.add_kubeconfig(
+        state,
+        help="read the profiles, namespaces and priority classes from the API server "
+        "(listed once) instead of --cluster",
+    )
     flags.add_context(apply)
-    apply.add_argument("-f", "--filename", dest="file", required=True, action="append", metavar="FILE",
-                       help="objects: a file, a directory, or - for stdin; YAML (several documents) or JSON, "
-                            "Lists too (repeatable)")
+    apply.add_argument(
+        "-f",
+        "--filename",
+        dest="file",
+        required=True,
+        action="append",
+        metavar="FILE",
+        help="objects: a file, a directory, or - for stdin; YAML (several documents) or JSON, Lists too (repeatable)",
+    )
     apply.add_argument("--operation", default="CREATE", type=str.upper, choices=["CREATE", "UPDATE", "DELETE"])
     apply.add_argument("--old-object", metavar="FILE", help="the object before the change (UPDATE)")
     add_output(apply, ("json", "yaml"), default="json")
-    apply.add_argument("--explain", action="store_true",
-                       help="say on stderr which profiles matched and what each changed")
+    apply.add_argument(
+        "--explain", action="store_true", help="say on stderr which profiles matched and what each changed"
+    )
     apply.set_defaults(func=_apply)

@@ -10,6 +10,7 @@ effect; `COLOCATE_COMPILE=1` compiles them too, `COLOCATE_COMPILE=0` never compi
 This module imports nothing of the project: `setup.py` reads `HOT_PATH` from it before anything is
 installed.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -38,5 +39,4 @@ HOT_PATH: Final = (
 
 def compiled_modules() -> tuple[str, ...]:
     """The modules of `HOT_PATH` this process imported from a C extension."""
-    return tuple(name for name in HOT_PATH
-                 if not (importlib.import_module(name).__file__ or "").endswith(".py"))
+    return tuple(name for name in HOT_PATH if not (importlib.import_module(name).__file__ or "").endswith(".py"))

@@ -11,6 +11,7 @@ namespaces labelled `control-plane`, because a webhook that must admit its own p
 system's) before it runs deadlocks a cold cluster. `colocate apply` honours the registry's
 selectors only (webhook.chain); this exclusion is the deployment's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,10 @@ from webhook.registry import Registration, Registry, Route, default_routes
 API_VERSION: Final = "admissionregistration.k8s.io/v1"
 MUTATING_KIND: Final = "MutatingWebhookConfiguration"
 VALIDATING_KIND: Final = "ValidatingWebhookConfiguration"
-HEADER: Final = ("# Generated from webhook.registry.default_routes() by `colocate manifests webhooks`; do not edit.\n"
-                 "# tests/webhook/test_configurations.py checks that this file is exactly that command's output.\n")
+HEADER: Final = (
+    "# Generated from webhook.registry.default_routes() by `colocate manifests webhooks`; do not edit.\n"
+    "# tests/webhook/test_configurations.py checks that this file is exactly that command's output.\n"
+)
 
 
 @dataclass(frozen=True)
@@ -51,8 +54,10 @@ class Deployment:
         and the webhook's own namespace, except for a registration whose objects live there."""
         if registration.in_own_namespace:
             return [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": ["kube-system"]}]
-        return [{"key": "control-plane", "operator": "DoesNotExist"},
-                {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": ["kube-system", self.namespace]}]
+        return [
+            {"key": "control-plane", "operator": "DoesNotExist"},
+            {"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": ["kube-system", self.namespace]},
+        ]
 
 
 def namespace_selector(registration: Registration, deployment: Deployment) -> dict[str, Any]:
@@ -72,10 +77,22 @@ def webhook_entry(route: Route, registration: Registration, deployment: Deployme
         "sideEffects": registration.side_effects,
         "failurePolicy": registration.failure_policy,
         "timeoutSeconds": route.timeout_seconds(registration),
-        "clientConfig": {"service": {"name": deployment.service, "namespace": deployment.namespace,
-                                     "path": route.path, "port": deployment.port}},
-        "rules": [{"apiGroups": [route.api_group], "apiVersions": [route.api_version],
-                   "resources": [route.rule_resource], "operations": list(registration.operations)}],
+        "clientConfig": {
+            "service": {
+                "name": deployment.service,
+                "namespace": deployment.namespace,
+                "path": route.path,
+                "port": deployment.port,
+            }
+        },
+        "rules": [
+            {
+                "apiGroups": [route.api_group],
+                "apiVersions": [route.api_version],
+                "resources": [route.rule_resource],
+                "operations": list(registration.operations),
+            }
+        ],
         "namespaceSelector": namespace_selector(registration, deployment),
     }
     if registration.object_selector:
@@ -87,15 +104,24 @@ def webhook_entry(route: Route, registration: Registration, deployment: Deployme
 
 def webhook_entries(registry: Registry, mutating: bool, deployment: Deployment) -> list[dict[str, Any]]:
     """In registry order: kube-apiserver calls the webhooks of one configuration in this order."""
-    return [webhook_entry(route, registration, deployment)
-            for route in registry.routes if route.mutating == mutating for registration in route.registrations]
+    return [
+        webhook_entry(route, registration, deployment)
+        for route in registry.routes
+        if route.mutating == mutating
+        for registration in route.registrations
+    ]
 
 
 def configuration(registry: Registry, mutating: bool, deployment: Deployment) -> dict[str, Any]:
-    return {"apiVersion": API_VERSION, "kind": MUTATING_KIND if mutating else VALIDATING_KIND,
-            "metadata": {"name": deployment.mutating_name if mutating else deployment.validating_name,
-                         "labels": {"app.kubernetes.io/name": "colocate"}},
-            "webhooks": webhook_entries(registry, mutating, deployment)}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": MUTATING_KIND if mutating else VALIDATING_KIND,
+        "metadata": {
+            "name": deployment.mutating_name if mutating else deployment.validating_name,
+            "labels": {"app.kubernetes.io/name": "colocate"},
+        },
+        "webhooks": webhook_entries(registry, mutating, deployment),
+    }
 
 
 def configurations(registry: Registry, deployment: Deployment | None = None) -> list[dict[str, Any]]:
@@ -125,19 +151,30 @@ def _webhooks(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
 
 
 def register_commands(subparsers: Subparsers) -> None:
-    manifests = subparsers.add_parser("manifests", help="print manifests derived from the code",
-                                      description="Print Kubernetes manifests that colocate derives from its own "
-                                                  "tables, ready for kubectl apply -f -.")
+    manifests = subparsers.add_parser(
+        "manifests",
+        help="print manifests derived from the code",
+        description="Print Kubernetes manifests that colocate derives from its own "
+        "tables, ready for kubectl apply -f -.",
+    )
     kinds = manifests.add_subparsers(dest="manifests", metavar="WHAT")
     kinds.required = True
-    webhooks = kinds.add_parser("webhooks", help="the webhook configurations, from the handler registry",
-                                description="Print the MutatingWebhookConfiguration and "
-                                            "ValidatingWebhookConfiguration for every registered route "
-                                            "(caBundle is left to the certificate controller).")
+    webhooks = kinds.add_parser(
+        "webhooks",
+        help="the webhook configurations, from the handler registry",
+        description="Print the MutatingWebhookConfiguration and "
+        "ValidatingWebhookConfiguration for every registered route "
+        "(caBundle is left to the certificate controller).",
+    )
     # The same spelling as `serve` and `certs` use for where the webhook runs.
-    webhooks.add_argument("--cert-namespace", default=names.NAMESPACE, metavar="NS",
-                          help=f"namespace of the webhook's Service, never admitted itself (default {names.NAMESPACE})")
-    webhooks.add_argument("--cert-service", default=names.SERVICE, metavar="NAME",
-                          help=f"the webhook's Service (default {names.SERVICE})")
+    webhooks.add_argument(
+        "--cert-namespace",
+        default=names.NAMESPACE,
+        metavar="NS",
+        help=f"namespace of the webhook's Service, never admitted itself (default {names.NAMESPACE})",
+    )
+    webhooks.add_argument(
+        "--cert-service", default=names.SERVICE, metavar="NAME", help=f"the webhook's Service (default {names.SERVICE})"
+    )
     add_output(webhooks, ("yaml", "json"), "yaml")
     webhooks.set_defaults(func=_webhooks)

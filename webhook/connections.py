@@ -3,6 +3,7 @@
 The limits are read at the CLI edge (`colocate serve --max-connections --first-request-timeout
 --idle-timeout --max-body-bytes`) and enforced by `webhook.gate`; this module is light so the CLI can import it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -22,6 +22,7 @@ resource) and `matchConditions` (CEL); a configuration that uses matchConditions
 Where kube-apiserver answers 404 because the request's namespace does not exist, the namespace is
 taken to exist without labels: `colocate apply` reads a partial directory of objects.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
@@ -80,16 +81,23 @@ class Rule:
         scope = raw.get("scope", ALL)
         if scope not in (ALL, "Cluster", "Namespaced"):
             raise WebhookConfigurationError(f"{where}.scope: must be *, Cluster or Namespaced, not {scope!r}")
-        return cls(_strings(raw.get("operations"), f"{where}.operations"),
-                   _strings(raw.get("apiGroups"), f"{where}.apiGroups"),
-                   _strings(raw.get("apiVersions"), f"{where}.apiVersions"),
-                   _strings(raw.get("resources"), f"{where}.resources"), scope)
+        return cls(
+            _strings(raw.get("operations"), f"{where}.operations"),
+            _strings(raw.get("apiGroups"), f"{where}.apiGroups"),
+            _strings(raw.get("apiVersions"), f"{where}.apiVersions"),
+            _strings(raw.get("resources"), f"{where}.resources"),
+            scope,
+        )
 
     def matches(self, request: AdmissionRequest) -> bool:
         resource = request.resource
-        return (_one_of(request.operation, self.operations) and _one_of(resource.group, self.api_groups)
-                and _one_of(resource.version, self.api_versions) and self._resource_matches(request)
-                and self._scope_matches(request))
+        return (
+            _one_of(request.operation, self.operations)
+            and _one_of(resource.group, self.api_groups)
+            and _one_of(resource.version, self.api_versions)
+            and self._resource_matches(request)
+            and self._scope_matches(request)
+        )
 
     def _resource_matches(self, request: AdmissionRequest) -> bool:
         for entry in self.resources:
@@ -129,9 +137,12 @@ class Webhook:
         rules = entry.get("rules") or []
         if not isinstance(rules, list):
             raise WebhookConfigurationError(f"webhook {name}: rules must be a list")
-        return cls(name, tuple(Rule.from_configuration(r, f"webhook {name} rules[{i}]") for i, r in enumerate(rules)),
-                   compile_webhook_selector(entry.get("namespaceSelector"), f"webhook {name} namespaceSelector"),
-                   compile_webhook_selector(entry.get("objectSelector"), f"webhook {name} objectSelector"))
+        return cls(
+            name,
+            tuple(Rule.from_configuration(r, f"webhook {name} rules[{i}]") for i, r in enumerate(rules)),
+            compile_webhook_selector(entry.get("namespaceSelector"), f"webhook {name} namespaceSelector"),
+            compile_webhook_selector(entry.get("objectSelector"), f"webhook {name} objectSelector"),
+        )
 
     def should_call(self, request: AdmissionRequest, namespace_labels: NamespaceLabels) -> bool:
         return not self.why_not_called(request, namespace_labels)
@@ -149,8 +160,10 @@ class Webhook:
     def _object_selected(self, request: AdmissionRequest) -> bool:
         if self.object_selector.is_empty:
             return True
-        return any(obj is not None and self.object_selector.matches(labels_of(obj))
-                   for obj in (request.object, request.old_object))
+        return any(
+            obj is not None and self.object_selector.matches(labels_of(obj))
+            for obj in (request.object, request.old_object)
+        )
 
     def _namespace_selected(self, request: AdmissionRequest, namespace_labels: NamespaceLabels) -> bool:
         if not request.namespace and not _is_namespace(request):

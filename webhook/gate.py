@@ -16,6 +16,7 @@ in `TLS_READ_BUFFER` chunks instead (a TLS record is at most 16 KiB). uvloop's `
 Cython, the faster of the two) mallocs its buffer without touching it, so an idle connection only
 makes resident the pages a read fills. The connection tests pin the behaviour on both loops.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -75,8 +76,15 @@ class _Gate(asyncio.Protocol):
         timeout = self.site.limits.first_request_timeout
         self.deadline = self.loop.call_later(timeout, self._first_request_overdue)
         waiter = self.loop.create_future()
-        tls = self.site.tls_protocol(self.loop, self, self.site.tls_context, waiter, server_side=True,
-                                     ssl_handshake_timeout=timeout, call_connection_made=False)
+        tls = self.site.tls_protocol(
+            self.loop,
+            self,
+            self.site.tls_context,
+            waiter,
+            server_side=True,
+            ssl_handshake_timeout=timeout,
+            call_connection_made=False,
+        )
         raw.set_protocol(tls)
         tls.connection_made(raw)
         waiter.add_done_callback(lambda done: self._handshake_done(done, tls))
@@ -156,9 +164,18 @@ class GatedSite:
     """A listener whose connections pass `_Gate`: counted, capped, timed, then TLS, then
     `connection(on_first_request)`'s protocol (`webhook.http1.HttpServer.connection`)."""
 
-    def __init__(self, connection: Callable[[Callable[[], None]], asyncio.Protocol], host: str, port: int, *,
-                 tls_context: ssl.SSLContext, limits: ConnectionLimits, metrics: Any = None, backlog: int = 1024,
-                 reuse_port: bool | None = None) -> None:
+    def __init__(
+        self,
+        connection: Callable[[Callable[[], None]], asyncio.Protocol],
+        host: str,
+        port: int,
+        *,
+        tls_context: ssl.SSLContext,
+        limits: ConnectionLimits,
+        metrics: Any = None,
+        backlog: int = 1024,
+        reuse_port: bool | None = None,
+    ) -> None:
         self.connection = connection
         self.host, self.port, self.backlog, self.reuse_port = host, port, backlog, reuse_port
         self.tls_context = tls_context
@@ -169,6 +186,7 @@ class GatedSite:
         self.gates: set[_Gate] = set()
         self._next_limit_warning = 0.0
         self._server: asyncio.Server | None = None
+
     def opened(self, gate: _Gate) -> None:
         self.open += 1
         self.gates.add(gate)
@@ -193,8 +211,9 @@ class GatedSite:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self.tls_protocol = _tls_protocol(loop)
-        self._server = await loop.create_server(lambda: _Gate(self), self.host, self.port, backlog=self.backlog,
-                                                reuse_port=self.reuse_port)
+        self._server = await loop.create_server(
+            lambda: _Gate(self), self.host, self.port, backlog=self.backlog, reuse_port=self.reuse_port
+        )
 
     async def stop(self) -> None:
         """Stop listening; connections still in their TLS handshake are closed (the HTTP server

@@ -26,6 +26,7 @@ What one connection may cost, at most:
 Whatever a request carries, the parser error or the refusal is one answer with `Connection: close`,
 never a traceback; an exception in the application is a 500, logged, and the connection closed.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -90,8 +91,21 @@ class BodyBudget:
 class Request:
     """One request's head, as the application sees it; `context` is the application's own."""
 
-    __slots__ = ("method", "path", "version", "headers", "keep_alive", "upgrade", "started", "connection", "context",
-                 "early", "parts", "size", "held")
+    __slots__ = (
+        "method",
+        "path",
+        "version",
+        "headers",
+        "keep_alive",
+        "upgrade",
+        "started",
+        "connection",
+        "context",
+        "early",
+        "parts",
+        "size",
+        "held",
+    )
 
     def __init__(self, connection: HttpConnection) -> None:
         self.connection = connection
@@ -190,8 +204,14 @@ class HttpServer:
     """The connections of one listener and what they share: the limits, the body budget, the
     application. `connection` is the protocol factory (`webhook.gate` hands it the TLS stream)."""
 
-    def __init__(self, app: Application, limits: HttpLimits = HttpLimits(), *, server_name: str = "colocate",
-                 budget: BodyBudget | None = None) -> None:
+    def __init__(
+        self,
+        app: Application,
+        limits: HttpLimits = HttpLimits(),
+        *,
+        server_name: str = "colocate",
+        budget: BodyBudget | None = None,
+    ) -> None:
         self.app = app
         self.limits = limits
         self.budget = budget or BodyBudget()
@@ -485,8 +505,14 @@ class HttpConnection(asyncio.Protocol):
         server = self.server
         body = answer.body
         head = b"%b%b%bContent-Type: %b\r\nContent-Length: %d\r\n%b%b\r\n" % (
-            _status_line(answer.status), server.server_header, server.clock.date(), answer.content_type, len(body),
-            answer.headers, b"Connection: close\r\n" if close else _keep_alive(request))
+            _status_line(answer.status),
+            server.server_header,
+            server.clock.date(),
+            answer.content_type,
+            len(body),
+            answer.headers,
+            b"Connection: close\r\n" if close else _keep_alive(request),
+        )
         transport.write(head if request.method == "HEAD" else head + body)
         if close:
             self.close()

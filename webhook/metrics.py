@@ -13,6 +13,7 @@ flushes them, so they need no lock. `render()` flushes first, so a single proces
 with several workers each flushes every `FLUSH_INTERVAL` (`flush_periodically`), so a scrape may
 lag another worker's last second.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -96,7 +97,6 @@ class HistogramTally:
         self.total, self.observed = 0.0, False
 
 
-
 class RouteSeries:
     """The series one admission route touches on every request."""
 
@@ -115,68 +115,101 @@ class WebhookMetrics:
         self.requests_total = Counter(
             "controller_runtime_webhook_requests_total",
             "Total number of admission requests by HTTP status code.",
-            ["webhook", "code"], registry=registry)
+            ["webhook", "code"],
+            registry=registry,
+        )
         self.latency = Histogram(
             "controller_runtime_webhook_latency_seconds",
             "Histogram of the latency of processing admission requests.",
-            ["webhook"], buckets=LATENCY_BUCKETS_S, registry=registry)
+            ["webhook"],
+            buckets=LATENCY_BUCKETS_S,
+            registry=registry,
+        )
         self.in_flight = Gauge(
             "controller_runtime_webhook_requests_in_flight",
             "Current number of admission requests being served.",
-            ["webhook"], registry=registry, multiprocess_mode="livesum")
+            ["webhook"],
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
         self.plugin_duration = Histogram(
             "koord_manager_webhook_webhook_duration_milliseconds",
             "Duration of each webhook plugin in milliseconds.",
             ["webhook_type", "object_type", "operation", "plugin_name", "status"],
-            buckets=PLUGIN_BUCKETS_MS, registry=registry)
+            buckets=PLUGIN_BUCKETS_MS,
+            registry=registry,
+        )
         self.profile_matches = Counter(
             "colocate_profile_matches_total",
             "Admission requests each ClusterColocationProfile matched.",
-            ["profile"], registry=registry)
+            ["profile"],
+            registry=registry,
+        )
         self.warn_only = Counter(
             "colocate_warn_only_profile_effects_total",
             "Admissions a warn-only ClusterColocationProfile would have changed (outcome=change) or denied "
             "(outcome=deny), had it been enforced.",
-            ["profile", "outcome"], registry=registry)
+            ["profile", "outcome"],
+            registry=registry,
+        )
         self.state_objects = Gauge(
             "colocate_cluster_state_objects",
             "Objects in the cluster state the handlers read, by kind.",
-            ["kind"], registry=registry, multiprocess_mode="max")
+            ["kind"],
+            registry=registry,
+            multiprocess_mode="max",
+        )
         self.state_problems = Gauge(
             "colocate_cluster_state_problems",
             "Objects or files of the cluster state that could not be used.",
-            registry=registry, multiprocess_mode="max")
+            registry=registry,
+            multiprocess_mode="max",
+        )
         self.state_reloads = Counter(
             "colocate_cluster_state_reloads_total",
             "Reloads of the cluster state, by result.",
-            ["result"], registry=registry)
+            ["result"],
+            registry=registry,
+        )
         self.store_health = StoreHealthMetrics(registry)
         self.cert_expiry = Gauge(
             "colocate_certificate_expiry_timestamp_seconds",
             "When the certificate being served (serving) and the CA that issued it (ca) expire, Unix time.",
-            ["certificate"], registry=registry, multiprocess_mode="livemin")
+            ["certificate"],
+            registry=registry,
+            multiprocess_mode="livemin",
+        )
         self.cert_reloads = Counter(
             "colocate_certificate_reloads_total",
             "Reloads of the serving certificate into the running TLS context, by result (ok or error).",
-            ["result"], registry=registry)
+            ["result"],
+            registry=registry,
+        )
         self.refused = Counter(
             "colocate_webhook_refused_requests_total",
             "Admission requests refused before or instead of the policies, by reason: bad_review, bad_object "
             "(too deep, wrong shape, bad quantity), too_large, encoding, slow_body, busy, internal_error.",
-            ["webhook", "reason"], registry=registry)
+            ["webhook", "reason"],
+            registry=registry,
+        )
         self.connections = Gauge(
             "colocate_webhook_connections",
             "Open connections to the webhook port, from accept (TLS handshake included) to close.",
-            registry=registry, multiprocess_mode="livesum")
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
         self.connections_closed = Counter(
             "colocate_webhook_connections_closed_total",
             "Connections the server closed itself, by reason: over_limit (--max-connections), "
             "first_request_timeout, tls_handshake_failed.",
-            ["reason"], registry=registry)
+            ["reason"],
+            registry=registry,
+        )
         self.log_lines_dropped = Counter(
             "colocate_log_lines_dropped_total",
             "Log lines dropped because the log writer fell behind (its queue is bounded).",
-            registry=registry)
+            registry=registry,
+        )
         self._tallies: dict[tuple[object, ...], Any] = {}  # one per series; only the event loop adds
         self._profile_tallies: dict[str, CounterTally] = {}  # profile -> its series' tally in `_tallies`
         if self.multiprocess_dir:
@@ -208,8 +241,11 @@ class WebhookMetrics:
         key = (route.path, plugin, operation, allowed)
         found = self._tallies.get(key)
         if found is None:
-            found = self._tallies[key] = HistogramTally(self.plugin_duration.labels(
-                route.webhook_type, route.object_type, operation, plugin, "allowed" if allowed else "rejected"))
+            found = self._tallies[key] = HistogramTally(
+                self.plugin_duration.labels(
+                    route.webhook_type, route.object_type, operation, plugin, "allowed" if allowed else "rejected"
+                )
+            )
         found.observe(seconds * 1000)
 
     def count_profile_matches(self, profiles: Sequence[str]) -> None:

@@ -7,6 +7,7 @@ from this table: the webhook configurations (`colocate manifests webhooks`), the
 registrations `colocate apply` calls for an object, and, from what the routes' plugins declare they
 read, the kinds the server watches and the RBAC rules it needs (`webhook.watched`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
@@ -114,11 +115,14 @@ class Route:
     def webhooks(self) -> tuple[Webhook, ...]:
         """Each registration as kube-apiserver matches requests against it, in registration order."""
         return tuple(
-            Webhook(registration.name,
-                    (Rule(registration.operations, (self.api_group,), (self.api_version,), (self.rule_resource,)),),
-                    compile_webhook_selector(registration.namespace_selector, f"{registration.name} namespaceSelector"),
-                    compile_webhook_selector(registration.object_selector, f"{registration.name} objectSelector"))
-            for registration in self.registrations)
+            Webhook(
+                registration.name,
+                (Rule(registration.operations, (self.api_group,), (self.api_version,), (self.rule_resource,)),),
+                compile_webhook_selector(registration.namespace_selector, f"{registration.name} namespaceSelector"),
+                compile_webhook_selector(registration.object_selector, f"{registration.name} objectSelector"),
+            )
+            for registration in self.registrations
+        )
 
     def reads(self) -> frozenset[Read]:
         """What the route's plugins read from the cluster snapshot."""
@@ -133,7 +137,8 @@ class Route:
             if not registration.operations or not set(registration.operations) <= OPERATIONS:
                 found.append(f"{where}: operations must be some of {', '.join(sorted(OPERATIONS))}")
             if not registration.admission_review_versions or not set(registration.admission_review_versions) <= set(
-                    REVIEW_VERSIONS):
+                REVIEW_VERSIONS
+            ):
                 found.append(f"{where}: admissionReviewVersions must be some of {', '.join(REVIEW_VERSIONS)}")
             if self.timeout_seconds(registration) not in TIMEOUT_RANGE:
                 found.append(f"{where}: timeoutSeconds must be 1..30")
@@ -143,8 +148,10 @@ class Route:
             found.append(f"{self.path}: {exc}")
         for plugin in self.plugins:
             if unsent := plugin.operations - registered:
-                found.append(f"{self.path}: plugin {plugin.name} acts on {', '.join(sorted(unsent))}, "
-                             "which no registration of the route sends")
+                found.append(
+                    f"{self.path}: plugin {plugin.name} acts on {', '.join(sorted(unsent))}, "
+                    "which no registration of the route sends"
+                )
         return found
 
 
@@ -199,17 +206,22 @@ def pod_routes() -> Sequence[Route]:
     pods = Target(kind="Pod", api_group="", api_version="v1", resource="pods", sub_resource="", object_type="pod")
     return [
         Route(
-            path="/mutate-pod", mutating=True, **pods,
+            path="/mutate-pod",
+            mutating=True,
+            **pods,
             registrations=(
                 Registration("mpod-create.koordinator.sh", (CREATE,), "Fail", CONTROL_PLANE_EXCLUSION),
-                Registration("mpod-update.koordinator.sh", (UPDATE,), "Fail", CONTROL_PLANE_EXCLUSION,
-                             MUTATING_UPDATE_OPT_IN),
+                Registration(
+                    "mpod-update.koordinator.sh", (UPDATE,), "Fail", CONTROL_PLANE_EXCLUSION, MUTATING_UPDATE_OPT_IN
+                ),
             ),
             plugins=tuple(pod_mutating_plugins()),
             copy_for_mutation=copy_pod_for_mutation,
         ),
         Route(
-            path="/validate-pod", mutating=False, **pods,
+            path="/validate-pod",
+            mutating=False,
+            **pods,
             registrations=(Registration("vpod.koordinator.sh", (CREATE, UPDATE), "Fail", CONTROL_PLANE_EXCLUSION),),
             admits_empty_delete=True,
             plugins=tuple(pod_validating_plugins()),
@@ -219,58 +231,112 @@ def pod_routes() -> Sequence[Route]:
 
 def node_routes() -> Sequence[Route]:
     """Status updates are amplified; label changes are checked against the node strategies (spec 8)."""
-    node_status = Target(kind="Node", api_group="", api_version="v1", resource="nodes", sub_resource="status",
-                         object_type="node")
+    node_status = Target(
+        kind="Node", api_group="", api_version="v1", resource="nodes", sub_resource="status", object_type="node"
+    )
     nodes = Target(kind="Node", api_group="", api_version="v1", resource="nodes", sub_resource="", object_type="node")
     return [
-        Route(path="/mutate-node-status", mutating=True, **node_status,
-              registrations=(Registration("mnode-status.koordinator.sh", (CREATE, UPDATE), "Ignore"),),
-              plugins=tuple(node_status_mutating_plugins())),
-        Route(path="/validate-node", mutating=False, **nodes,
-              registrations=(Registration("vnode.koordinator.sh", (CREATE, UPDATE), "Ignore"),),
-              plugins=tuple(node_validating_plugins())),
+        Route(
+            path="/mutate-node-status",
+            mutating=True,
+            **node_status,
+            registrations=(Registration("mnode-status.koordinator.sh", (CREATE, UPDATE), "Ignore"),),
+            plugins=tuple(node_status_mutating_plugins()),
+        ),
+        Route(
+            path="/validate-node",
+            mutating=False,
+            **nodes,
+            registrations=(Registration("vnode.koordinator.sh", (CREATE, UPDATE), "Ignore"),),
+            plugins=tuple(node_validating_plugins()),
+        ),
     ]
 
 
 def reservation_routes() -> Sequence[Route]:
     """Profiles applied to Reservations (spec 9); the validating route is colocate's and admits all."""
-    reservations = Target(kind=RESERVATION_KIND, api_group=RESERVATION_GROUP, api_version="v1alpha1",
-                        resource="reservations", sub_resource="", object_type="reservation")
+    reservations = Target(
+        kind=RESERVATION_KIND,
+        api_group=RESERVATION_GROUP,
+        api_version="v1alpha1",
+        resource="reservations",
+        sub_resource="",
+        object_type="reservation",
+    )
     return [
-        Route(path="/mutate-reservation", mutating=True, **reservations,
-              registrations=(Registration("mreservation-create.koordinator.sh", (CREATE,), "Fail"),),
-              plugins=tuple(reservation_mutating_plugins())),
-        Route(path="/validate-reservation", mutating=False, **reservations,
-              registrations=(Registration("vreservation.koordinator.sh", (CREATE, UPDATE), "Fail"),),
-              plugins=tuple(reservation_validating_plugins())),
+        Route(
+            path="/mutate-reservation",
+            mutating=True,
+            **reservations,
+            registrations=(Registration("mreservation-create.koordinator.sh", (CREATE,), "Fail"),),
+            plugins=tuple(reservation_mutating_plugins()),
+        ),
+        Route(
+            path="/validate-reservation",
+            mutating=False,
+            **reservations,
+            registrations=(Registration("vreservation.koordinator.sh", (CREATE, UPDATE), "Fail"),),
+            plugins=tuple(reservation_validating_plugins()),
+        ),
     ]
 
 
 def elastic_quota_routes() -> Sequence[Route]:
     """Quota defaulting and the quota-tree checks (spec 10)."""
-    quotas = Target(kind=ELASTIC_QUOTA_KIND, api_group=ELASTIC_QUOTA_GROUP, api_version="v1alpha1",
-                  resource="elasticquotas", sub_resource="", object_type="elasticquota")
+    quotas = Target(
+        kind=ELASTIC_QUOTA_KIND,
+        api_group=ELASTIC_QUOTA_GROUP,
+        api_version="v1alpha1",
+        resource="elasticquotas",
+        sub_resource="",
+        object_type="elasticquota",
+    )
     return [
-        Route(path="/mutate-scheduling-sigs-k8s-io-v1alpha1-elasticquota", mutating=True, **quotas,
-              registrations=(Registration("melasticquota.koordinator.sh", (CREATE,), "Fail"),),
-              plugins=tuple(quota_mutating_plugins())),
-        Route(path="/validate-scheduling-sigs-k8s-io-v1alpha1-elasticquota", mutating=False, **quotas,
-              registrations=(Registration("velasticquota.koordinator.sh", (CREATE, UPDATE, DELETE), "Fail"),),
-              plugins=tuple(quota_validating_plugins())),
+        Route(
+            path="/mutate-scheduling-sigs-k8s-io-v1alpha1-elasticquota",
+            mutating=True,
+            **quotas,
+            registrations=(Registration("melasticquota.koordinator.sh", (CREATE,), "Fail"),),
+            plugins=tuple(quota_mutating_plugins()),
+        ),
+        Route(
+            path="/validate-scheduling-sigs-k8s-io-v1alpha1-elasticquota",
+            mutating=False,
+            **quotas,
+            registrations=(Registration("velasticquota.koordinator.sh", (CREATE, UPDATE, DELETE), "Fail"),),
+            plugins=tuple(quota_validating_plugins()),
+        ),
     ]
 
 
 def configmap_routes() -> Sequence[Route]:
     """The slo-controller-config checks (spec 11); only ConfigMaps labelled as that config are sent."""
     return [
-        Route(path="/validate-configmap", mutating=False, kind="ConfigMap", api_group="", api_version="v1",
-              resource="configmaps", sub_resource="", object_type="configmap",
-              registrations=(Registration(
-                  "vconfigmap.koordinator.sh", (CREATE, UPDATE, DELETE), "Fail",
-                  object_selector={"matchExpressions": [
-                      {"key": LABEL_CONFIGMAP_TYPE, "operator": "In", "values": [SLO_CONFIG_TYPE]}]},
-                  admission_review_versions=("v1beta1",), in_own_namespace=True),),
-              plugins=tuple(configmap_validating_plugins())),
+        Route(
+            path="/validate-configmap",
+            mutating=False,
+            kind="ConfigMap",
+            api_group="",
+            api_version="v1",
+            resource="configmaps",
+            sub_resource="",
+            object_type="configmap",
+            registrations=(
+                Registration(
+                    "vconfigmap.koordinator.sh",
+                    (CREATE, UPDATE, DELETE),
+                    "Fail",
+                    object_selector={
+                        "matchExpressions": [
+                            {"key": LABEL_CONFIGMAP_TYPE, "operator": "In", "values": [SLO_CONFIG_TYPE]}
+                        ]
+                    },
+                    admission_review_versions=("v1beta1",),
+                    in_own_namespace=True,
+                ),
+            ),
+            plugins=tuple(configmap_validating_plugins()),
+        ),
     ]
 
 
@@ -280,5 +346,3 @@ def default_routes() -> Registry:
     for group in (pod_routes, node_routes, reservation_routes, elastic_quota_routes, configmap_routes):
         routes.extend(group())
     return Registry(tuple(routes))
-
-

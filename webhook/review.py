@@ -4,6 +4,7 @@ Payloads stay plain JSON dicts typed with TypedDicts, as in kopf. Parsing turns 
 a `policies.admission.AdmissionRequest` or raises `MalformedReview`, which carries the uid when one
 could be read, so the caller can answer with a proper AdmissionReview rather than a bare HTTP error.
 """
+
 from __future__ import annotations
 
 import re
@@ -105,8 +106,11 @@ def parse_review(body: bytes) -> tuple[str, AdmissionRequest]:
     if review.get("kind") != "AdmissionReview":
         raise MalformedReview(f"expected kind AdmissionReview, got {review.get('kind')!r}", uid, reply_version)
     if api_version not in SUPPORTED_API_VERSIONS:
-        raise MalformedReview(f"unsupported AdmissionReview apiVersion {api_version!r}; "
-                              f"supported: {', '.join(SUPPORTED_API_VERSIONS)}", uid, reply_version)
+        raise MalformedReview(
+            f"unsupported AdmissionReview apiVersion {api_version!r}; supported: {', '.join(SUPPORTED_API_VERSIONS)}",
+            uid,
+            reply_version,
+        )
     if not is_object:
         raise MalformedReview("AdmissionReview has no request", None, reply_version)
     if not uid:
@@ -115,8 +119,11 @@ def parse_review(body: bytes) -> tuple[str, AdmissionRequest]:
     if not operation:
         raise MalformedReview("AdmissionReview request has no operation", uid, reply_version)
     if operation not in OPERATIONS:  # also what keeps metric labels a closed set
-        raise MalformedReview(f"request.operation must be one of {', '.join(sorted(OPERATIONS))}, "
-                              f"got {operation[:64]!r}", uid, reply_version)
+        raise MalformedReview(
+            f"request.operation must be one of {', '.join(sorted(OPERATIONS))}, got {operation[:64]!r}",
+            uid,
+            reply_version,
+        )
     obj = _checked_object(request, "object", uid, reply_version)
     old_object = _checked_object(request, "oldObject", uid, reply_version)
     resource = _object(request, "resource")
@@ -138,9 +145,17 @@ def encode_patch(operations: list[dict[str, Any]]) -> str:
     return b2a_base64(orjson.dumps(operations), newline=False).decode()  # what base64.b64encode calls
 
 
-def build_review(api_version: str, uid: str, allowed: bool, *, code: int = 200, message: str = "",
-                 patch: list[dict[str, Any]] | None = None, warnings: Sequence[str] = (),
-                 audit_annotations: Mapping[str, str] | None = None) -> ReviewDict:
+def build_review(
+    api_version: str,
+    uid: str,
+    allowed: bool,
+    *,
+    code: int = 200,
+    message: str = "",
+    patch: list[dict[str, Any]] | None = None,
+    warnings: Sequence[str] = (),
+    audit_annotations: Mapping[str, str] | None = None,
+) -> ReviewDict:
     response: ResponseDict = {"uid": uid, "allowed": allowed}
     if not allowed or message:
         response["status"] = {"code": code, "message": message}

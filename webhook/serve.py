@@ -17,6 +17,7 @@ Certificates are reloaded live (`webhook.tls_reload`): every process polls its f
 new pair into its running TLS context. With `self_managed` one process per replica also takes part
 in the Lease election and, while leader, rotates the Secret and caBundle (`certs.manager`).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -102,10 +103,15 @@ def make_source(config: ServeConfig, registry: Registry, metrics: Any) -> Source
     """The directory source in embedded mode, else list/watch of the kinds the routes read."""
     kinds = served_kinds(config, registry)
     if config.cluster is not None:
-        return DirectorySnapshots(config.cluster, interval=config.reload_interval, stuck_after=config.stuck_scan_after,
-                                  transforms=transforms_of(kinds))
-    return ApiServerSnapshots(api_client(config.kubeconfig, config.context), kinds, config.kube,
-                              on_failure=metrics.store_health.watch_failed)
+        return DirectorySnapshots(
+            config.cluster,
+            interval=config.reload_interval,
+            stuck_after=config.stuck_scan_after,
+            transforms=transforms_of(kinds),
+        )
+    return ApiServerSnapshots(
+        api_client(config.kubeconfig, config.context), kinds, config.kube, on_failure=metrics.store_health.watch_failed
+    )
 
 
 def freeze_startup_heap() -> None:
@@ -137,6 +143,7 @@ def require_client_certs(context: ssl.SSLContext, client_ca: Path) -> None:
 
 def cert_reloader(config: ServeConfig, metrics: Any) -> CertReloader:
     """The reloader of `config.cert_dir`, exporting expiry and reload results as metrics."""
+
     def export(chain: LoadedChain | None, error: str, *, initial: bool = False) -> None:
         if chain is None:
             metrics.cert_reloads.labels("error").inc()
@@ -164,10 +171,21 @@ async def _export_dropped_log_lines(metrics: Any, interval: float = 1.0) -> None
         await asyncio.sleep(interval)
 
 
-def _background(config: ServeConfig, source: Source, state: StateHolder, metrics: Any, on_reload: Any,
-                reloader: CertReloader, published: asyncio.Event | None = None) -> list[asyncio.Task[None]]:
-    coroutines = [source.run(state, on_reload), metrics.store_health.export_forever(source.store), reloader.run(),
-                  _export_dropped_log_lines(metrics)]
+def _background(
+    config: ServeConfig,
+    source: Source,
+    state: StateHolder,
+    metrics: Any,
+    on_reload: Any,
+    reloader: CertReloader,
+    published: asyncio.Event | None = None,
+) -> list[asyncio.Task[None]]:
+    coroutines = [
+        source.run(state, on_reload),
+        metrics.store_health.export_forever(source.store),
+        reloader.run(),
+        _export_dropped_log_lines(metrics),
+    ]
     if config.audit_interval > 0:
         coroutines.append(_audit(config, state, metrics, published or asyncio.Event()))
     if config.self_managed is not None:
@@ -182,8 +200,14 @@ def _audit(config: ServeConfig, state: StateHolder, metrics: Any, published: asy
     from webhook.rollout.reports import ReportWriter
 
     writer = None if config.cluster is not None else ReportWriter(api_client(config.kubeconfig, config.context))
-    return audit_forever(state, default_routes(), config.audit_interval,
-                         AuditMetrics(None if metrics.multiprocess_dir else metrics.registry), writer, published)
+    return audit_forever(
+        state,
+        default_routes(),
+        config.audit_interval,
+        AuditMetrics(None if metrics.multiprocess_dir else metrics.registry),
+        writer,
+        published,
+    )
 
 
 async def _stop_when_orphaned(parent_pid: int, signals: asyncio.Queue[int], interval: float = 1.0) -> None:
@@ -203,8 +227,9 @@ async def _first(*awaitables: Awaitable[object]) -> int:
     return next(i for i, task in enumerate(tasks) if task in done)
 
 
-async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent_pid: int | None = None,
-                        listen_when_ready: bool = False) -> None:
+async def serve_forever(
+    config: ServeConfig, *, reuse_port: bool = False, parent_pid: int | None = None, listen_when_ready: bool = False
+) -> None:
     """Run one server process until SIGTERM or SIGINT (or, for a worker, until its parent is gone).
 
     With `listen_when_ready` the port is bound only once the cluster state is loaded. Workers
@@ -241,14 +266,29 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
         exported_kinds.update(counts)
 
     limits = config.connections
-    server = build_server(registry, state, metrics, max_body=config.max_body, lifecycle=lifecycle,
-                          body_timeout=limits.first_request_timeout, client_certs=config.client_ca is not None,
-                          max_body_bytes=limits.max_body_bytes, idle_timeout=limits.idle_timeout)
+    server = build_server(
+        registry,
+        state,
+        metrics,
+        max_body=config.max_body,
+        lifecycle=lifecycle,
+        body_timeout=limits.first_request_timeout,
+        client_certs=config.client_ca is not None,
+        max_body_bytes=limits.max_body_bytes,
+        idle_timeout=limits.idle_timeout,
+    )
     reloader = cert_reloader(config, metrics)
     if config.client_ca is not None:
         require_client_certs(reloader.context, config.client_ca)
-    site = GatedSite(server.connection, config.host, config.port, tls_context=reloader.context, limits=limits,
-                     metrics=metrics, reuse_port=reuse_port or config.reuse_port or None)
+    site = GatedSite(
+        server.connection,
+        config.host,
+        config.port,
+        tls_context=reloader.context,
+        limits=limits,
+        metrics=metrics,
+        reuse_port=reuse_port or config.reuse_port or None,
+    )
     signals = asyncio.Queue[int]()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -262,8 +302,14 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
         if listen_when_ready and await _first(signals.get(), loaded.wait()) == 0:
             return  # stopped before the state was loaded: never listened, nothing to drain
         await site.start()
-        log.info("serving admission webhooks on https://%s:%d (pid %d; hot path compiled: %d of %d modules)",
-                 config.host, config.port, os.getpid(), len(compiled_modules()), len(HOT_PATH))
+        log.info(
+            "serving admission webhooks on https://%s:%d (pid %d; hot path compiled: %d of %d modules)",
+            config.host,
+            config.port,
+            os.getpid(),
+            len(compiled_modules()),
+            len(HOT_PATH),
+        )
         await signals.get()
         lifecycle.draining = True
         log.info("shutting down (pid %d): not ready, draining for %.1fs", os.getpid(), config.drain_delay)
@@ -284,8 +330,10 @@ async def serve_forever(config: ServeConfig, *, reuse_port: bool = False, parent
 def _worker(config: ServeConfig, parent_pid: int, index: int) -> None:
     with json_logging(config.log_level):  # a spawned process: the CLI's set-up is not inherited
         # The first worker listens at once (it answers the probes); the others once they are ready.
-        eventloop.run(serve_forever(config, reuse_port=True, parent_pid=parent_pid, listen_when_ready=index > 0),
-                      config.event_loop)
+        eventloop.run(
+            serve_forever(config, reuse_port=True, parent_pid=parent_pid, listen_when_ready=index > 0),
+            config.event_loop,
+        )
 
 
 def run(config: ServeConfig) -> int:
@@ -309,10 +357,14 @@ def _run_workers(config: ServeConfig) -> int:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     context = multiprocessing.get_context("spawn")
     # One process per replica takes part in the certificate Lease election; every one reloads.
-    workers = [context.Process(target=_worker,
-                               args=(config if i == 0 else replace(config, self_managed=None, audit_interval=0.0),
-                                     os.getpid(), i),
-                               name=f"colocate-worker-{i}") for i in range(config.workers)]
+    workers = [
+        context.Process(
+            target=_worker,
+            args=(config if i == 0 else replace(config, self_managed=None, audit_interval=0.0), os.getpid(), i),
+            name=f"colocate-worker-{i}",
+        )
+        for i in range(config.workers)
+    ]
     for worker in workers:
         worker.start()
 

@@ -16,6 +16,7 @@ its first 64 KiB hold it, chunked or not) and within the bytes all bodies may ho
 (`BodyBudget`, 503). Each such refusal is counted by reason
 (`colocate_webhook_refused_requests_total`) and closes the connection.
 """
+
 from __future__ import annotations
 
 import logging
@@ -61,8 +62,7 @@ def _refused_encoding(request: Request) -> str | None:
 
 def _too_large(route: Route, limit: int, started: float, prefix: bytes) -> ServedReview:
     message = f"request body exceeds the {limit} byte limit"
-    return malformed_response(MalformedReview(message, uid_from_prefix(prefix)), route.path,
-                              started, "too_large")
+    return malformed_response(MalformedReview(message, uid_from_prefix(prefix)), route.path, started, "too_large")
 
 
 _NOT_FOUND: Final = Answer(404, b"404: Not Found")
@@ -72,8 +72,16 @@ _NO_CLIENT_CERT: Final = b"a client certificate issued by --client-ca is require
 class AdmissionEndpoint:
     """One admission path: refusals before the body, then `serve_review`, its metrics and log line."""
 
-    def __init__(self, route: Route, state: StateHolder, metrics: WebhookMetrics, max_body: int,
-                 rand_int: Callable[[int], int], client_certs: bool, budget: BodyBudget) -> None:
+    def __init__(
+        self,
+        route: Route,
+        state: StateHolder,
+        metrics: WebhookMetrics,
+        max_body: int,
+        rand_int: Callable[[int], int],
+        client_certs: bool,
+        budget: BodyBudget,
+    ) -> None:
         self.route, self.state, self.metrics = route, state, metrics
         self.max_body, self.rand_int, self.client_certs, self.budget = max_body, rand_int, client_certs, budget
         self.series: RouteSeries = metrics.route_series(route)
@@ -85,13 +93,15 @@ class AdmissionEndpoint:
         request.context = self
         refused = _refused_encoding(request)
         if refused is not None:  # answered before a byte of the body is read; the connection is closed
-            return self.answer(request, http_error(refused, request.started, self.route.path, 415, "encoding"),
-                               close=True)
+            return self.answer(
+                request, http_error(refused, request.started, self.route.path, 415, "encoding"), close=True
+            )
         return None
 
     def complete(self, request: Request, body: bytes) -> Answer:
-        served = serve_review(self.route, body, self.state.snapshot, rand_int=self.rand_int,
-                              observe=self.metrics.observe_plugin)
+        served = serve_review(
+            self.route, body, self.state.snapshot, rand_int=self.rand_int, observe=self.metrics.observe_plugin
+        )
         return self.answer(request, served)
 
     def refused(self, request: Request, reason: str, prefix: bytes) -> Answer:
@@ -134,18 +144,31 @@ class AdmissionEndpoint:
 class WebhookApp:
     """The port's routes, as `webhook.http1` asks for them (`http1.Application`)."""
 
-    def __init__(self, registry: Registry, state: StateHolder, metrics: WebhookMetrics, *,
-                 max_body: int = DEFAULT_MAX_BODY, rand_int: Callable[[int], int] = default_rand_int,
-                 lifecycle: Lifecycle | None = None, client_certs: bool = False,
-                 budget: BodyBudget | None = None) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        state: StateHolder,
+        metrics: WebhookMetrics,
+        *,
+        max_body: int = DEFAULT_MAX_BODY,
+        rand_int: Callable[[int], int] = default_rand_int,
+        lifecycle: Lifecycle | None = None,
+        client_certs: bool = False,
+        budget: BodyBudget | None = None,
+    ) -> None:
         self.state, self.metrics = state, metrics
         self.lifecycle = lifecycle or Lifecycle()
         self.client_certs = client_certs
         self.budget = budget or BodyBudget()
-        self.admissions = {route.path: AdmissionEndpoint(route, state, metrics, max_body, rand_int, client_certs,
-                                                         self.budget) for route in registry.routes}
+        self.admissions = {
+            route.path: AdmissionEndpoint(route, state, metrics, max_body, rand_int, client_certs, self.budget)
+            for route in registry.routes
+        }
         self.probes: dict[str, Callable[[], Answer]] = {
-            "/healthz": lambda: Answer(200, b"ok"), "/readyz": self.readyz, "/metrics": self.scrape}
+            "/healthz": lambda: Answer(200, b"ok"),
+            "/readyz": self.readyz,
+            "/metrics": self.scrape,
+        }
 
     @property
     def draining(self) -> bool:
@@ -174,8 +197,9 @@ class WebhookApp:
     def refused(self, request: Request, reason: str, prefix: bytes) -> Answer:
         endpoint: AdmissionEndpoint | None = request.context
         if endpoint is None:  # a request answered from its head whose body broke a limit
-            return Answer(408 if reason == "slow_body" else 413 if reason == "too_large" else 503,
-                          reason.encode(), close=True)
+            return Answer(
+                408 if reason == "slow_body" else 413 if reason == "too_large" else 503, reason.encode(), close=True
+            )
         return endpoint.refused(request, reason, prefix)
 
     def abandoned(self, request: Request) -> None:
@@ -190,9 +214,14 @@ class WebhookApp:
         if state.ready:
             problems = state.snapshot.problems
             if problems:  # still ready: the last good objects are served; but say so
-                return Answer(200, (f"ok, with {len(problems)} problem(s) in the cluster state "
-                                    f"(see colocate_cluster_state_problems and the log); first: "
-                                    f"{problems[0].source}: {problems[0].message}"[:1000]).encode())
+                return Answer(
+                    200,
+                    (
+                        f"ok, with {len(problems)} problem(s) in the cluster state "
+                        f"(see colocate_cluster_state_problems and the log); first: "
+                        f"{problems[0].source}: {problems[0].message}"[:1000]
+                    ).encode(),
+                )
             return Answer(200, b"ok")
         return Answer(503, b"cluster state not loaded yet")
 
@@ -200,17 +229,33 @@ class WebhookApp:
         return Answer(200, self.metrics.render(), CONTENT_TYPE.encode())
 
 
-def build_server(registry: Registry, state: StateHolder, metrics: WebhookMetrics, *,
-                 max_body: int = DEFAULT_MAX_BODY, rand_int: Callable[[int], int] = default_rand_int,
-                 lifecycle: Lifecycle | None = None, body_timeout: float | None = None,
-                 client_certs: bool = False, max_body_bytes: int | None = None,
-                 idle_timeout: float = DEFAULT_IDLE_TIMEOUT) -> HttpServer:
+def build_server(
+    registry: Registry,
+    state: StateHolder,
+    metrics: WebhookMetrics,
+    *,
+    max_body: int = DEFAULT_MAX_BODY,
+    rand_int: Callable[[int], int] = default_rand_int,
+    lifecycle: Lifecycle | None = None,
+    body_timeout: float | None = None,
+    client_certs: bool = False,
+    max_body_bytes: int | None = None,
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+) -> HttpServer:
     """`body_timeout`: a request body must arrive within it; `client_certs`: admission paths need a
     verified client certificate (the TLS context asks for one: `--client-ca`); `max_body_bytes`:
     the request bodies all routes may hold at once (`BodyBudget`); `idle_timeout`: a kept-alive
     connection without a request, or a head not complete, is closed after it."""
     budget = BodyBudget(max_body_bytes)
-    app = WebhookApp(registry, state, metrics, max_body=max_body, rand_int=rand_int, lifecycle=lifecycle,
-                     client_certs=client_certs, budget=budget)
+    app = WebhookApp(
+        registry,
+        state,
+        metrics,
+        max_body=max_body,
+        rand_int=rand_int,
+        lifecycle=lifecycle,
+        client_certs=client_certs,
+        budget=budget,
+    )
     limits = HttpLimits(max_body=max_body, body_timeout=body_timeout, idle_timeout=idle_timeout)
     return HttpServer(app, limits, server_name=SERVER_NAME, budget=budget)

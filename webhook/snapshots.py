@@ -12,6 +12,7 @@ depends on the source:
   published until every kind has been listed once, so `/readyz` stays false until then. When a
   watch breaks, the last good state keeps being served and the store says for how long.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -80,8 +81,13 @@ class DirectorySnapshots:
     `transforms`: what is kept of each object of a kind (`cluster.kinds.transforms_of` of the
     watched kinds, as in live mode); other kinds are kept whole."""
 
-    def __init__(self, root: Path, interval: float = 1.0, stuck_after: float = 30.0,
-                 transforms: Mapping[str, Transform] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        interval: float = 1.0,
+        stuck_after: float = 30.0,
+        transforms: Mapping[str, Transform] | None = None,
+    ) -> None:
         self.root, self.interval, self.stuck_after = root, interval, stuck_after
         self.store = ClusterStore(transforms=transforms)
         self._source = DirectorySource(root, self.store)
@@ -104,8 +110,9 @@ class DirectorySnapshots:
             try:
                 snapshot = await asyncio.wait_for(asyncio.shield(scan), self.stuck_after)
             except TimeoutError:
-                log.error("a scan of %s has not returned for %.0fs; serving the last good state", self.root,
-                          self.stuck_after)
+                log.error(
+                    "a scan of %s has not returned for %.0fs; serving the last good state", self.root, self.stuck_after
+                )
                 if on_reload:
                     on_reload(None)
                 continue
@@ -120,8 +127,12 @@ class DirectorySnapshots:
                     for problem in snapshot.problems:
                         log.warning("%s: %s", problem.source, problem.message)
                     state.publish(snapshot)
-                    log.info("cluster state loaded from %s: %d profiles, %d problems",
-                             self.root, len(snapshot.profiles), len(snapshot.problems))
+                    log.info(
+                        "cluster state loaded from %s: %d profiles, %d problems",
+                        self.root,
+                        len(snapshot.profiles),
+                        len(snapshot.problems),
+                    )
                     if on_reload:
                         on_reload(snapshot)
             await asyncio.sleep(self.interval)
@@ -131,12 +142,18 @@ class ApiServerSnapshots:
     """Live mode: the snapshots of the kinds the routes read, listed and watched from the API server;
     of a metadata-only kind the store keeps only the metadata (`cluster.kinds.keep_metadata`)."""
 
-    def __init__(self, api: client.ApiClient, kinds: Sequence[WatchedKind], settings: KubeSettings = KubeSettings(),
-                 clock: Callable[[], float] = time.monotonic,
-                 on_failure: Callable[[str, str], None] | None = None) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        kinds: Sequence[WatchedKind],
+        settings: KubeSettings = KubeSettings(),
+        clock: Callable[[], float] = time.monotonic,
+        on_failure: Callable[[str, str], None] | None = None,
+    ) -> None:
         self.settings, self.clock = settings, clock
-        self.store = ClusterStore([k.kind for k in kinds], StoreSettings(settings.stale_log_interval), clock,
-                                  on_failure, transforms_of(kinds))
+        self.store = ClusterStore(
+            [k.kind for k in kinds], StoreSettings(settings.stale_log_interval), clock, on_failure, transforms_of(kinds)
+        )
         self._source = KubeSource(api, kinds, self.store, settings.reflector)
         self._index = SnapshotIndex(self.store)
 
@@ -184,8 +201,11 @@ class ApiServerSnapshots:
             first = not state.ready
             state.publish(snapshot)
             if first:
-                log.info("cluster state synced from the API server: %d profiles, %d objects",
-                         len(snapshot.profiles), sum(len(v) for v in snapshot.objects.values()))
+                log.info(
+                    "cluster state synced from the API server: %d profiles, %d objects",
+                    len(snapshot.profiles),
+                    sum(len(v) for v in snapshot.objects.values()),
+                )
             if on_reload:
                 on_reload(snapshot)
 

@@ -1,4 +1,5 @@
 """The current cluster snapshot, swapped atomically by a source and read by every request."""
+
 from __future__ import annotations
 
 import time

@@ -9,6 +9,7 @@ new chain, connections already open keep theirs. A bad pair is counted as a relo
 old chain keeps serving; it is tried again when the files change. Each worker process runs its own
 reloader.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -64,8 +65,13 @@ def _issuer(cert: x509.Certificate, ca_path: Path) -> x509.Certificate | None:
 
 
 class CertReloader:
-    def __init__(self, paths: CertPaths, *, interval: float = 1.0,
-                 on_reload: Callable[[LoadedChain | None, str], None] | None = None) -> None:
+    def __init__(
+        self,
+        paths: CertPaths,
+        *,
+        interval: float = 1.0,
+        on_reload: Callable[[LoadedChain | None, str], None] | None = None,
+    ) -> None:
         self.paths, self.interval, self.on_reload = paths, interval, on_reload
         self.context = new_server_context()
         self.current: LoadedChain | None = None
@@ -156,8 +162,12 @@ class CertReloader:
             return False
         self._install(*prepared)  # on the loop thread: never concurrently with a handshake
         assert self.current is not None
-        log.info("reloaded the serving certificate (serial %x, expires %s) in %.1f ms", self.current.cert.serial_number,
-                 self.current.cert.not_valid_after_utc, (time.perf_counter() - started) * 1000)
+        log.info(
+            "reloaded the serving certificate (serial %x, expires %s) in %.1f ms",
+            self.current.cert.serial_number,
+            self.current.cert.not_valid_after_utc,
+            (time.perf_counter() - started) * 1000,
+        )
         if self.on_reload is not None:
             self.on_reload(self.current, "")
         return True

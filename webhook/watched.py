@@ -13,6 +13,7 @@ Pods) is watched metadata-only: the store keeps apiVersion, kind and metadata of
 (`cluster.kinds.keep_metadata`). One reader of the whole object (the background audit's
 `AUDIT_READS`, passed as `also` when the audit runs) keeps the kind whole.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -50,9 +51,12 @@ def merged_reads(reads: Iterable[Read]) -> tuple[Read, ...]:
 
 
 def watch_of(read: Read) -> WatchedKind:
-    return WatchedKind.of(read.kind, namespace=read.namespace,
-                          field_selector=f"metadata.name={read.name}" if read.name else "",
-                          metadata_only=read.metadata_only)
+    return WatchedKind.of(
+        read.kind,
+        namespace=read.namespace,
+        field_selector=f"metadata.name={read.name}" if read.name else "",
+        metadata_only=read.metadata_only,
+    )
 
 
 def watched_kinds(registry: Registry, also: Iterable[Read] = ()) -> tuple[WatchedKind, ...]:

@@ -20,6 +20,7 @@ on a hybrid host (v1 controllers beside an empty v2 hierarchy) the v1 `cpu` cont
 is the one that limits. Anything unreadable or malformed means "no limit known": the affinity
 count alone.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -113,8 +114,14 @@ def _mounts(text: str) -> list[_Mount]:
         separator = fields.index("-")
         if separator < 5 or len(fields) < separator + 4:
             continue
-        mounts.append(_Mount(_unescape(fields[3]), _unescape(fields[4]), fields[separator + 1],
-                             frozenset(fields[separator + 3].split(","))))
+        mounts.append(
+            _Mount(
+                _unescape(fields[3]),
+                _unescape(fields[4]),
+                fields[separator + 1],
+                frozenset(fields[separator + 3].split(",")),
+            )
+        )
     return mounts
 
 
@@ -135,7 +142,7 @@ def _directory(root: Path, mount: _Mount, path: str) -> Path | None:
     """The directory of cgroup `path` under `mount` (which may mount a subtree of the hierarchy)."""
     if mount.root != "/" and path != mount.root and not path.startswith(mount.root.rstrip("/") + "/"):
         return None
-    relative = path[len(mount.root):] if mount.root != "/" else path
+    relative = path[len(mount.root) :] if mount.root != "/" else path
     return root / mount.mount_point.lstrip("/") / relative.lstrip("/")
 
 

@@ -3,6 +3,7 @@
 The quota tree comes from the cluster snapshot (`tree.quota_tree_of(snapshot)`, built once per
 snapshot); a request is judged against it and never changes it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -41,9 +42,13 @@ def validate_create(tree: QuotaTree, quota: Mapping[str, Any]) -> None:
 def _tracked_fields(quota: Mapping[str, Any]) -> tuple[Any, ...]:
     """What an UPDATE must touch to be validated at all (Koordinator's `quotaFieldsCopy`, quirk 9)."""
     labels = labels_of(quota)
-    return (labels.get(LABEL_QUOTA_PARENT, ""), labels.get(LABEL_QUOTA_IS_PARENT, ""),
-            labels.get(LABEL_QUOTA_TREE_ID, ""), annotations_of(quota).get(ANNOTATION_QUOTA_NAMESPACES, ""),
-            dict(spec_of(quota)))
+    return (
+        labels.get(LABEL_QUOTA_PARENT, ""),
+        labels.get(LABEL_QUOTA_IS_PARENT, ""),
+        labels.get(LABEL_QUOTA_TREE_ID, ""),
+        annotations_of(quota).get(ANNOTATION_QUOTA_NAMESPACES, ""),
+        dict(spec_of(quota)),
+    )
 
 
 def validate_update(tree: QuotaTree, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
@@ -55,8 +60,10 @@ def validate_update(tree: QuotaTree, old: Mapping[str, Any], new: Mapping[str, A
     for namespace in claimed_namespaces(new):
         owner = tree.namespace_owner.get(namespace)
         if owner is not None and owner != name:
-            raise Denied(f"UpdadteQuota, quota {name} update namespaces, but namespace {namespace} "
-                         f"is already bound to quota {owner}")
+            raise Denied(
+                f"UpdadteQuota, quota {name} update namespaces, but namespace {namespace} "
+                f"is already bound to quota {owner}"
+            )
     stored = tree.infos.get(name)
     if stored is None:
         raise Denied(f"UpdateQuota quota not exist in quotaInfoMap:{name}")

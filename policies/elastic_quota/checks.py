@@ -3,6 +3,7 @@
 Messages are Koordinator's (quota_topology_check.go), typos and spacing included. Where Go iterates a
 map (random order) we go by sorted name so that the same input always gives the same message.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,9 @@ def check_quota_itself(quota: Mapping[str, Any], info: QuotaInfo) -> None:
     if shared_weight:
         weights = parse_shared_weight(shared_weight, name)
         if negative := _negative(weights):
-            raise Denied(f"{name} quota.Annotation[{ANNOTATION_QUOTA_SHARED_WEIGHT}]'s value < 0, "
-                         f"in dimension :{negative}")
+            raise Denied(
+                f"{name} quota.Annotation[{ANNOTATION_QUOTA_SHARED_WEIGHT}]'s value < 0, in dimension :{negative}"
+            )
     for key in sorted(info.min):
         if key not in info.max:
             raise Denied(f"resourceKey {key} of quota {name} is included in min, which is not included in max")
@@ -45,8 +47,10 @@ def check_quota_itself(quota: Mapping[str, Any], info: QuotaInfo) -> None:
         if key not in used:
             continue
         if key not in info.max:
-            raise Denied(f"resourceKey {key} of quota {name} is included in used, which is not included in max "
-                         "but should check max >= used")
+            raise Denied(
+                f"resourceKey {key} of quota {name} is included in used, which is not included in max "
+                "but should check max >= used"
+            )
         if info.max[key] < used[key]:
             raise Denied(f"resourceKey {key} of quota {name} max {info.max[key]} < used {used[key]}")
 
@@ -68,8 +72,9 @@ def _strict_check_keys(quota: Mapping[str, Any], name: str) -> list[str]:
         if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
             raise ValueError("expected a JSON array of resource names")
     except ValueError as exc:
-        raise Denied(f"{name} quota.Annotation[{ANNOTATION_QUOTA_MAX_STRICT_CHECK_KEYS}]'s value is invalid: "
-                     f"{exc}") from exc
+        raise Denied(
+            f"{name} quota.Annotation[{ANNOTATION_QUOTA_MAX_STRICT_CHECK_KEYS}]'s value is invalid: {exc}"
+        ) from exc
     return keys
 
 
@@ -113,18 +118,21 @@ def _check_tree_id(tree: QuotaTree, old: QuotaInfo | None, new: QuotaInfo) -> No
         raise Denied(f"{new.name} tree id changed [{old.tree_id}] vs [{new.tree_id}]")
     parent = tree.infos.get(new.parent) if new.parent != ROOT_QUOTA_NAME else None
     if parent is not None and new.tree_id != parent.tree_id:
-        raise Denied(f"{new.name} tree id is different from parent {parent.name}, "
-                     f"[{new.tree_id}] vs [{parent.tree_id}]")
+        raise Denied(
+            f"{new.name} tree id is different from parent {parent.name}, [{new.tree_id}] vs [{parent.tree_id}]"
+        )
     for child_name in tree.children_of(new.name):
         child = tree.infos.get(child_name)
         if child is not None and child.tree_id != new.tree_id:
-            raise Denied(f"{new.name} tree id is different from child {child.name}, "
-                         f"[{new.tree_id}] vs [{child.tree_id}]")
+            raise Denied(
+                f"{new.name} tree id is different from child {child.name}, [{new.tree_id}] vs [{child.tree_id}]"
+            )
 
 
 def _key_error(detail: str) -> Denied:
-    return Denied("failed to check sub and parent group quotaKey, "
-                  f"err: checkSubAndParentGroupQuotaKey failed: {detail}")
+    return Denied(
+        f"failed to check sub and parent group quotaKey, err: checkSubAndParentGroupQuotaKey failed: {detail}"
+    )
 
 
 def _check_resource_keys(tree: QuotaTree, new: QuotaInfo, parent: QuotaInfo | None) -> None:

@@ -1,4 +1,5 @@
 """ElasticQuota defaulting on CREATE (spec 10.3, Koordinator's `fillQuotaDefaultInformation`)."""
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,9 @@ def fill_quota_defaults(quota: dict[str, Any], tree: QuotaTree) -> None:
         annotations[ANNOTATION_QUOTA_SHARED_WEIGHT] = "null" if raw_max is None else _resource_list_json(max_quota)
         return
     try:
-        weights = resource_list(json.loads(current),
-                                f"ElasticQuota {name}: annotation {ANNOTATION_QUOTA_SHARED_WEIGHT}")
+        weights = resource_list(
+            json.loads(current), f"ElasticQuota {name}: annotation {ANNOTATION_QUOTA_SHARED_WEIGHT}"
+        )
     except ValueError as exc:  # Denied is not a ValueError, so only the JSON error lands here
         raise Denied(f"fillDefaultQuotaInfo unmarshal sharedWeight failed:{exc}") from exc
     fixed = {k: v for k, v in weights.items() if k in max_quota}

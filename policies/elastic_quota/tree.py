@@ -4,6 +4,7 @@ Koordinator keeps it in memory, fed by an informer; colocate builds it once per 
 the ElasticQuotas (and the Pods, for the "bound pods" checks) of the state directory. The tree is
 read-only: a request is judged against the state as given.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,7 +51,7 @@ def resource_list(raw: Any, where: str) -> dict[str, Quantity]:
 def _lenient_resource_list(raw: Any) -> dict[str, Quantity]:
     """A stored quota's ResourceList; entries that do not parse are left out rather than failing the tree."""
     parsed = {}
-    for name, value in (raw.items() if isinstance(raw, Mapping) else ()):
+    for name, value in raw.items() if isinstance(raw, Mapping) else ():
         try:
             parsed[name] = Quantity.parse(value)
         except QuantityError:
@@ -97,6 +98,7 @@ class QuotaInfo:
     def of(cls, quota: Mapping[str, Any], strict: bool = True) -> QuotaInfo:
         """The facts the checks read; `strict` refuses malformed quantities (a request's quota)."""
         labels, spec, name = labels_of(quota), spec_of(quota), name_of(quota)
+
         def parse(raw: Any, where: str) -> dict[str, Quantity]:
             return resource_list(raw, where) if strict else _lenient_resource_list(raw)
 
@@ -140,16 +142,24 @@ class QuotaTree:
             quota_name = labels_of(pod).get(LABEL_QUOTA_NAME)
             if quota_name:
                 labelled.setdefault(quota_name, []).append(name_of(pod))
-        return cls(infos, {k: frozenset(v) for k, v in children.items()}, owners,
-                   {k: tuple(v) for k, v in labelled.items()}, frozenset(namespaces))
+        return cls(
+            infos,
+            {k: frozenset(v) for k, v in children.items()},
+            owners,
+            {k: tuple(v) for k, v in labelled.items()},
+            frozenset(namespaces),
+        )
 
     def children_of(self, name: str) -> list[str]:
         return sorted(self.children.get(name, ()))
 
     def has_bound_pods(self, name: str, namespaces: Iterable[str]) -> bool:
         """Pods labelled with the quota, in a namespace named like it, or in one it claimed."""
-        return bool(self.labelled_pods.get(name)) or name in self.pod_namespaces \
+        return (
+            bool(self.labelled_pods.get(name))
+            or name in self.pod_namespaces
             or any(ns in self.pod_namespaces for ns in namespaces)
+        )
 
 
 def quota_tree_of(snapshot: ClusterSnapshot) -> QuotaTree:

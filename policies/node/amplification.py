@@ -4,6 +4,7 @@ The kubelet reports the real allocatable; Koordinator keeps it in the raw-alloca
 publishes cpu/memory multiplied by the node's amplification ratios, so the scheduler can overcommit a
 node without the kubelet knowing. Only a change of the reported cpu/memory refreshes the raw values.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,13 +48,19 @@ def parse_ratios(text: str) -> dict[str, float]:
     except ValueError as exc:
         raise Denied(f"failed to parse annotation {ANNOTATION_AMPLIFICATION_RATIO}: {exc}", code=500) from exc
     if not isinstance(value, dict):
-        raise Denied(f"failed to parse annotation {ANNOTATION_AMPLIFICATION_RATIO}: "
-                     f"expected a JSON object of resource name to ratio, got {text!r}", code=500)
+        raise Denied(
+            f"failed to parse annotation {ANNOTATION_AMPLIFICATION_RATIO}: "
+            f"expected a JSON object of resource name to ratio, got {text!r}",
+            code=500,
+        )
     ratios = {}
     for name, ratio in value.items():
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)):
-            raise Denied(f"failed to parse annotation {ANNOTATION_AMPLIFICATION_RATIO}: "
-                         f"ratio of {name} must be a number, got {json.dumps(ratio)}", code=500)
+            raise Denied(
+                f"failed to parse annotation {ANNOTATION_AMPLIFICATION_RATIO}: "
+                f"ratio of {name} must be a number, got {json.dumps(ratio)}",
+                code=500,
+            )
         ratios[name] = float(ratio)
     return ratios
 
@@ -81,13 +88,15 @@ def amplify_node(node: dict[str, Any], old_node: Mapping[str, Any] | None) -> No
         return
     reported = _amplified_quantities(allocatable, "status.allocatable")
     raw_text = annotations_of(node).get(ANNOTATION_RAW_ALLOCATABLE)
-    if not raw_text or not _same_values(reported, _amplified_quantities(_allocatable(old_node),
-                                                                        "oldObject status.allocatable")):
+    if not raw_text or not _same_values(
+        reported, _amplified_quantities(_allocatable(old_node), "oldObject status.allocatable")
+    ):
         raw = reported
         if raw:
             document = {name: raw[name].canonical() for name in sorted(raw)}
-            ensure_map(ensure_map(node, "metadata"), "annotations")[ANNOTATION_RAW_ALLOCATABLE] = \
-                json.dumps(document, separators=(",", ":"))
+            ensure_map(ensure_map(node, "metadata"), "annotations")[ANNOTATION_RAW_ALLOCATABLE] = json.dumps(
+                document, separators=(",", ":")
+            )
     else:
         raw = _raw_from_annotation(raw_text)
     ratios = parse_ratios(ratio_text)

@@ -3,6 +3,7 @@
 CREATE only; UPDATE, DELETE and CONNECT are admitted untouched, even for pods that opted into the
 UPDATE registration with `pod.koordinator.sh/mutating-update`.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -73,6 +74,9 @@ def pod_mutating_plugins() -> list[MutatingPlugin]:
     """The `/mutate-pod` plugin list, run in this order in one loop; the last one only reports what
     the warn-only profiles would have done, by running the others again with each one enforced and
     validating the result as `/validate-pod` would."""
-    plugins: list[MutatingPlugin] = [ClusterColocationProfilePlugin(), ExtendedResourceSpecPlugin(),
-                                     DeviceResourceSpecPlugin()]
+    plugins: list[MutatingPlugin] = [
+        ClusterColocationProfilePlugin(),
+        ExtendedResourceSpecPlugin(),
+        DeviceResourceSpecPlugin(),
+    ]
     return [*plugins, WarnOnlyProfilesPlugin(plugins, copy_pod_for_mutation, pod_validating_plugins())]

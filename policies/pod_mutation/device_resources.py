@@ -3,6 +3,7 @@
 `koordinator.sh/gpu: N` becomes `gpu-core: N` and `gpu-memory-ratio: N`; every GPU container gets a
 `gpu.shared` count unless it asked for one.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

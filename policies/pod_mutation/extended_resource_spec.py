@@ -3,6 +3,7 @@
 A JSON copy of each container's batch resources, for the node agent. Written on every CREATE when it
 differs from what the pod carries (compared by value), so a stale annotation is corrected to `{}`.
 """
+
 from __future__ import annotations
 
 import json

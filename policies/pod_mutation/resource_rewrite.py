@@ -5,6 +5,7 @@ container and container become the extended resources of that class: cpu as an i
 milli-cores (`1` -> `1k`, `500m` -> `500`), memory unchanged. Requests are back-filled from limits,
 limits are never invented. `spec.overhead` is renamed too.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -3,6 +3,7 @@
 The first plugin that refuses ends the request with its message (code 400). Gated validators that
 Koordinator keeps off by default (quota admission, device resources, enhanced validator) are not run.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

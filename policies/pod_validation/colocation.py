@@ -1,4 +1,5 @@
 """Colocation rules for pods (spec 7.2); every applicable error is collected."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -48,11 +49,17 @@ def colocation_errors(pod: Mapping[str, Any], old: Mapping[str, Any] | None) -> 
         raise Denied(f"spec.containers[*].resources: Invalid value: {exc}") from exc
     uses_batch = any(name in requests and not requests[name].is_zero() for name in (BATCH_CPU, BATCH_MEMORY))
     if uses_batch and qos is not QoSClass.BE:
-        errors.append(required(f"labels.{LABEL_QOS_CLASS}",
-                               "must specify koordinator QoS BE with koordinator colocation resources"))
+        errors.append(
+            required(
+                f"labels.{LABEL_QOS_CLASS}", "must specify koordinator QoS BE with koordinator colocation resources"
+            )
+        )
     if priority in _FORBIDDEN_COMBINATIONS.get(qos, frozenset()):
-        errors.append(forbidden("Pod", f"{LABEL_QOS_CLASS}={qos.value} and priorityClass={priority.value} "
-                                       "cannot be used in combination"))
+        errors.append(
+            forbidden(
+                "Pod", f"{LABEL_QOS_CLASS}={qos.value} and priorityClass={priority.value} cannot be used in combination"
+            )
+        )
     if qos in (QoSClass.LSR, QoSClass.LSE):
         cpu = requests.get(RESOURCE_CPU)
         if cpu is None or cpu.is_zero():

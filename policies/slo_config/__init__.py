@@ -5,6 +5,7 @@ is admitted. On CREATE every non-empty strategy key is checked, on UPDATE only t
 changed, each in Koordinator's order: decode, node selectors, field rules, selector overlap. When a
 changed key has several node entries, every Node of the cluster is checked for a double match.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

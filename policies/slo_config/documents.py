@@ -4,6 +4,7 @@ Each data key holds one JSON document: a cluster-wide strategy plus node-scoped 
 name and a nodeSelector. Errors are Koordinator's JSON-shaped texts (`___{"reason":..,"message":..}___`,
 pkg/webhook/util/err), so tools that parse them keep working.
 """
+
 from __future__ import annotations
 
 import json
@@ -65,8 +66,13 @@ class StrategyKind:
 
 STRATEGY_KINDS: Final = (
     StrategyKind(COLOCATION_CONFIG_KEY, "colocation", "nodeConfigs", None, COLOCATION_STRATEGY),
-    StrategyKind(RESOURCE_THRESHOLD_CONFIG_KEY, "resourceThreshold", "nodeStrategies", "clusterStrategy",
-                 RESOURCE_THRESHOLD_STRATEGY),
+    StrategyKind(
+        RESOURCE_THRESHOLD_CONFIG_KEY,
+        "resourceThreshold",
+        "nodeStrategies",
+        "clusterStrategy",
+        RESOURCE_THRESHOLD_STRATEGY,
+    ),
     StrategyKind(RESOURCE_QOS_CONFIG_KEY, "resourceQOS", "nodeStrategies", "clusterStrategy", RESOURCE_QOS_STRATEGY),
     StrategyKind(SYSTEM_CONFIG_KEY, "system", "nodeStrategies", "clusterStrategy", SYSTEM_STRATEGY),
     StrategyKind(CPU_BURST_CONFIG_KEY, "cpuBurst", "nodeStrategies", "clusterStrategy", CPU_BURST_STRATEGY),
@@ -106,13 +112,15 @@ class StrategyDocument:
         matched = [e.name for e in self.entries if e.selector.matches(node_labels)]
         if len(matched) <= 1:
             return None
-        return json_error(REASON_NODE_CONFLICT, {"config": self.kind.key, "strategies": matched,
-                                                 "exampleNodes": [node_name]})
+        return json_error(
+            REASON_NODE_CONFLICT, {"config": self.kind.key, "strategies": matched, "exampleNodes": [node_name]}
+        )
 
 
 def _parse_failure(kind: StrategyKind, configmap: str, error: str) -> ConfigProblem:
-    return ConfigProblem(REASON_PARSE_FAIL,
-                         f"Failed to parse {kind.title} config in configmap {configmap}, err: {error}")
+    return ConfigProblem(
+        REASON_PARSE_FAIL, f"Failed to parse {kind.title} config in configmap {configmap}, err: {error}"
+    )
 
 
 def parse_document(kind: StrategyKind, text: str, configmap: str) -> StrategyDocument:
@@ -128,8 +136,9 @@ def parse_document(kind: StrategyKind, text: str, configmap: str) -> StrategyDoc
         cluster = document if kind.cluster_field is None else document.get(kind.cluster_field)
         if cluster is not None:
             if not isinstance(cluster, dict):
-                raise TypeMismatch(f"cannot unmarshal {json_type(cluster)} into field {kind.cluster_field} "
-                                   "of type object")
+                raise TypeMismatch(
+                    f"cannot unmarshal {json_type(cluster)} into field {kind.cluster_field} of type object"
+                )
             prefix = f"{kind.key}{'.' + kind.cluster_field if kind.cluster_field else ''}"
             check_fields(cluster, kind.schema, prefix, failures)
         raw_entries = document.get(kind.node_list) or []
@@ -138,8 +147,10 @@ def parse_document(kind: StrategyKind, text: str, configmap: str) -> StrategyDoc
         for index, entry in enumerate(raw_entries):
             check_fields(entry, kind.schema, f"{kind.key}.{kind.node_list}[{index}]", failures)
             if not isinstance(entry.get("name", ""), str):
-                raise TypeMismatch(f"cannot unmarshal {json_type(entry['name'])} into field "
-                                   f"{kind.node_list}[{index}].name of type string")
+                raise TypeMismatch(
+                    f"cannot unmarshal {json_type(entry['name'])} into field "
+                    f"{kind.node_list}[{index}].name of type string"
+                )
         entries = tuple(_node_entry(kind, entry) for entry in raw_entries)
     except TypeMismatch as exc:
         raise _parse_failure(kind, configmap, str(exc)) from exc
@@ -150,16 +161,21 @@ def _node_entry(kind: StrategyKind, entry: Mapping[str, Any]) -> NodeEntry:
     name = str(entry.get("name") or "")
     raw = entry.get("nodeSelector")
     if not isinstance(raw, Mapping) or not (raw.get("matchLabels") or raw.get("matchExpressions")):
-        raise ConfigProblem(REASON_PARAM_INVALID, f"nodeConfigs NodeSelector must not empty error! "
-                                                  f"configType: {kind.key},nodeConfig name:{name}")
+        raise ConfigProblem(
+            REASON_PARAM_INVALID,
+            f"nodeConfigs NodeSelector must not empty error! configType: {kind.key},nodeConfig name:{name}",
+        )
     try:
         selector = compile_selector(raw, f"{kind.key}.{kind.node_list}[name={name}].nodeSelector")
     except SelectorShapeError as exc:
         raise TypeMismatch(str(exc)) from exc
     if isinstance(selector, InvalidSelector):
         raw_json = json.dumps(raw, separators=(",", ":"))
-        raise ConfigProblem(REASON_PARAM_INVALID, f"failed to parse node selector {raw_json},configType: {kind.key},"
-                                                  f"nodeConfig name:{name}, err: {selector.error}")
+        raise ConfigProblem(
+            REASON_PARAM_INVALID,
+            f"failed to parse node selector {raw_json},configType: {kind.key},"
+            f"nodeConfig name:{name}, err: {selector.error}",
+        )
     return NodeEntry(name, raw, selector)
 
 

@@ -5,6 +5,7 @@ is checked, every failing field is reported (the first failing rule per field), 
 tied by `gtfield`/`ltfield` fails when the other one is missing. The table below is those tags, keyed
 by JSON field name so that the messages name what the user wrote.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

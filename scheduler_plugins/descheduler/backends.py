@@ -6,6 +6,7 @@ a pod selected by a budget that allows no disruption now (healthy selected pods 
 `minAvailable`, or minus the pods `maxUnavailable` keeps; percentages rounded up) is refused
 (`BLOCKED`, a skip with a reason); a pod selected by more than one budget cannot be evicted.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,7 +25,8 @@ BLOCKED_MESSAGE: Final = "Cannot evict pod as it would violate the pod's disrupt
 def _healthy(pod: Mapping[str, Any]) -> bool:
     status = pod.get("status") or {}
     return status.get("phase") == "Running" and any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
+    )
 
 
 def _scaled(value: Any, total: int) -> int:
@@ -61,11 +63,17 @@ class StoreEvictions:
         if pod is None:
             return EvictionResult(Outcome.GONE, f'pods "{name}" not found', 404)
         if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-            budgets = [b for b in self.store.objects(PDB_KIND)
-                       if (namespace_of(b) or "default") == namespace and _selects(b, pod)]
+            budgets = [
+                b
+                for b in self.store.objects(PDB_KIND)
+                if (namespace_of(b) or "default") == namespace and _selects(b, pod)
+            ]
             if len(budgets) > 1:
-                return EvictionResult(Outcome.FAILED, "This pod has more than one PodDisruptionBudget, which the "
-                                                      "eviction subresource does not support.", 500)
+                return EvictionResult(
+                    Outcome.FAILED,
+                    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+                    500,
+                )
             if budgets:
                 pods = [p for p in self.store.objects("Pod") if (namespace_of(p) or "default") == namespace]
                 if disruptions_allowed(budgets[0], pods) <= 0:

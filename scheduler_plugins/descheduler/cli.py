@@ -8,6 +8,7 @@ without it `deschedulingInterval` decides: 0 runs once, otherwise a round every 
 long as the process lives — a cluster component, with leader election (API server only),
 `/healthz` and `/metrics`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,22 +51,34 @@ def register_commands(subparsers: Subparsers) -> None:
     commands = group.add_subparsers(dest="descheduler_command", metavar="SUBCOMMAND")
     commands.required = True
     run = commands.add_parser(
-        "run", help="run descheduling rounds: N, once, or every deschedulingInterval",
+        "run",
+        help="run descheduling rounds: N, once, or every deschedulingInterval",
         description="Classify nodes by their NodeMetric usage and evict pods from hot nodes so that the "
-                    "scheduler can place them on cold ones. Exit 0 when the rounds ran, 2 for bad input.")
+        "scheduler can place them on cold ones. Exit 0 when the rounds ran, 2 for bad input.",
+    )
     state = run.add_mutually_exclusive_group()
-    flags.add_cluster_dir(state, reads="Nodes, NodeMetrics, Pods and PodDisruptionBudgets; evictions only change "
-                                       "the in-memory state")
-    flags.add_kubeconfig(state, help="list and watch Nodes, NodeMetrics and Pods and evict through this kubeconfig "
-                                     "(default without --cluster: the in-cluster service account)")
+    flags.add_cluster_dir(
+        state, reads="Nodes, NodeMetrics, Pods and PodDisruptionBudgets; evictions only change the in-memory state"
+    )
+    flags.add_kubeconfig(
+        state,
+        help="list and watch Nodes, NodeMetrics and Pods and evict through this kubeconfig "
+        "(default without --cluster: the in-cluster service account)",
+    )
     flags.add_context(run)
     flags.add_watch(run)
-    run.add_argument("--config", required=True, metavar="FILE",
-                     help="DeschedulerConfiguration (descheduler/v1alpha2) YAML")
-    run.add_argument("--dry-run", action="store_true",
-                     help="evict nothing; report what would be evicted (as `dryRun: true`)")
-    run.add_argument("--rounds", type=int, metavar="N",
-                     help="run N rounds back to back (default: deschedulingInterval decides; 0 means once)")
+    run.add_argument(
+        "--config", required=True, metavar="FILE", help="DeschedulerConfiguration (descheduler/v1alpha2) YAML"
+    )
+    run.add_argument(
+        "--dry-run", action="store_true", help="evict nothing; report what would be evicted (as `dryRun: true`)"
+    )
+    run.add_argument(
+        "--rounds",
+        type=int,
+        metavar="N",
+        help="run N rounds back to back (default: deschedulingInterval decides; 0 means once)",
+    )
     run.add_argument("--now", help="fix the clock of every round to this RFC 3339 time (NodeMetric expiry)")
     add_output(run, ("table", "json"), default="table")
     run.set_defaults(func=run_command)
@@ -77,8 +90,11 @@ def document(reports: list[RoundReport], dry_run: bool) -> dict[str, Any]:
 
 def _print(doc: dict[str, Any], output: str, *, compact: bool = False) -> None:
     try:
-        text = (json.dumps(doc, separators=(",", ":")) if compact else json.dumps(doc, indent=2)) \
-            if output == "json" else rounds_table(doc)
+        text = (
+            (json.dumps(doc, separators=(",", ":")) if compact else json.dumps(doc, indent=2))
+            if output == "json"
+            else rounds_table(doc)
+        )
         print(text, flush=True)
     except BrokenPipeError:  # `... | head`: the reader left, which is not an error
         sys.stdout = open("/dev/null", "w")
@@ -111,13 +127,26 @@ def run_command(args: argparse.Namespace) -> int:
     return errors.EXIT_OK
 
 
-def _build(config: DeschedulerConfig, registry: Any, clock: Clock, backend: EvictionBackend,
-           events: EventSink | None, dry_run: bool) -> Descheduler:
+def _build(
+    config: DeschedulerConfig,
+    registry: Any,
+    clock: Clock,
+    backend: EvictionBackend,
+    events: EventSink | None,
+    dry_run: bool,
+) -> Descheduler:
     return Descheduler(config, registry, clock, backend, events, dry_run=dry_run)
 
 
-def directory_rounds(args: argparse.Namespace, config: DeschedulerConfig, registry: Any, clock: Clock,
-               schedule: Schedule, dry_run: bool, emit: Callable[[RoundReport], None]) -> Coroutine[Any, Any, None]:
+def directory_rounds(
+    args: argparse.Namespace,
+    config: DeschedulerConfig,
+    registry: Any,
+    clock: Clock,
+    schedule: Schedule,
+    dry_run: bool,
+    emit: Callable[[RoundReport], None],
+) -> Coroutine[Any, Any, None]:
     """The rounds over a directory of manifests (re-read before each round when running forever)."""
     from scheduler_plugins.descheduler.backends import PDB_KIND, StoreEvictions
 
@@ -133,12 +162,27 @@ def directory_rounds(args: argparse.Namespace, config: DeschedulerConfig, regist
         raise errors.UsageError(f"{store.problems[0].source}: {store.problems[0].message}")
     view = DeschedulerView(store)
     descheduler = _build(config, registry, clock, StoreEvictions(store), None, dry_run)
-    return serve(config, descheduler, view, store, schedule, emit, api=None,
-                 refresh=source.scan if schedule.rounds is None else None)
+    return serve(
+        config,
+        descheduler,
+        view,
+        store,
+        schedule,
+        emit,
+        api=None,
+        refresh=source.scan if schedule.rounds is None else None,
+    )
 
 
-def kube_rounds(args: argparse.Namespace, config: DeschedulerConfig, registry: Any, clock: Clock,
-          schedule: Schedule, dry_run: bool, emit: Callable[[RoundReport], None]) -> Coroutine[Any, Any, None]:
+def kube_rounds(
+    args: argparse.Namespace,
+    config: DeschedulerConfig,
+    registry: Any,
+    clock: Clock,
+    schedule: Schedule,
+    dry_run: bool,
+    emit: Callable[[RoundReport], None],
+) -> Coroutine[Any, Any, None]:
     """The rounds against the API server: list/watch, evict through policy/v1, Events."""
     from cluster.client import api_client_or_else
     from cluster.events import EventRecorder
@@ -147,15 +191,26 @@ def kube_rounds(args: argparse.Namespace, config: DeschedulerConfig, registry: A
     api = api_client_or_else(args.kubeconfig, args.context, instead="--cluster DIR")
     store = ClusterStore(DESCHEDULER_KINDS)
     view = DeschedulerView(store)
-    descheduler = _build(config, registry, clock, EvictionClient(api),
-                         EventRecorder(api, COMPONENT, socket.gethostname()), dry_run)
-    return serve(config, descheduler, view, store, schedule, emit, api=api,
-                 watch=(args.watch_timeout, args.backoff_max))
+    descheduler = _build(
+        config, registry, clock, EvictionClient(api), EventRecorder(api, COMPONENT, socket.gethostname()), dry_run
+    )
+    return serve(
+        config, descheduler, view, store, schedule, emit, api=api, watch=(args.watch_timeout, args.backoff_max)
+    )
 
 
-async def serve(config: DeschedulerConfig, descheduler: Descheduler, view: DeschedulerView, store: ClusterStore,
-                 schedule: Schedule, emit: Callable[[RoundReport], None], *, api: Any,
-                 refresh: Callable[[], object] | None = None, watch: tuple[int, float] = (300, 30.0)) -> None:
+async def serve(
+    config: DeschedulerConfig,
+    descheduler: Descheduler,
+    view: DeschedulerView,
+    store: ClusterStore,
+    schedule: Schedule,
+    emit: Callable[[RoundReport], None],
+    *,
+    api: Any,
+    refresh: Callable[[], object] | None = None,
+    watch: tuple[int, float] = (300, 30.0),
+) -> None:
     from prometheus_client import CollectorRegistry
 
     from cluster.metrics import StoreHealthMetrics
@@ -175,12 +230,14 @@ async def serve(config: DeschedulerConfig, descheduler: Descheduler, view: Desch
             from cluster.reflector import ReflectorSettings
             from scheduler_plugins.descheduler.cluster import WATCHED_KINDS
 
-            source = KubeSource(api, WATCHED_KINDS, store, ReflectorSettings(watch_timeout=watch[0],
-                                                                              backoff_max=watch[1]))
+            source = KubeSource(
+                api, WATCHED_KINDS, store, ReflectorSettings(watch_timeout=watch[0], backoff_max=watch[1])
+            )
             tasks.append(asyncio.create_task(source.run()))
         if schedule.rounds is None:
-            servers = health_servers(config.healthz_bind_address, config.metrics_bind_address,
-                                     lambda: store.synced(), registry)
+            servers = health_servers(
+                config.healthz_bind_address, config.metrics_bind_address, lambda: store.synced(), registry
+            )
             for server in servers:
                 server.start()
             tasks.append(asyncio.create_task(store_metrics.export_forever(store)))
@@ -190,9 +247,13 @@ async def serve(config: DeschedulerConfig, descheduler: Descheduler, view: Desch
                 from cluster.leader import LeaseElector
 
                 election = config.leader_election
-                elector = LeaseElector(api, election.resource_namespace, f"{socket.gethostname()}_{uuid.uuid4()}",
-                                       name=election.resource_name,
-                                       duration=timedelta(seconds=election.lease_duration))
+                elector = LeaseElector(
+                    api,
+                    election.resource_namespace,
+                    f"{socket.gethostname()}_{uuid.uuid4()}",
+                    name=election.resource_name,
+                    duration=timedelta(seconds=election.lease_duration),
+                )
                 leading = asyncio.Event()
                 tasks.append(asyncio.create_task(keep_leading(elector, election.retry_period, leading, metrics)))
         try:

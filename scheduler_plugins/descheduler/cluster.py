@@ -4,6 +4,7 @@ bound to each, NodeMetrics), from which every round takes an immutable `Snapshot
 Pods that are pending or have finished (Succeeded/Failed) are on no node: they use nothing there
 and cannot be evicted.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -18,8 +19,11 @@ from policies.objects import spec_of
 #: what a descheduler reads: nodes, NodeMetrics, pods (bound and running)
 DESCHEDULER_KINDS: Final = ("Node", NODE_METRIC_KIND, "Pod")
 ACTIVE_BOUND_PODS: Final = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
-WATCHED_KINDS: Final = (WatchedKind.of("Node"), WatchedKind.of(NODE_METRIC_KIND),
-                        WatchedKind.of("Pod", field_selector=ACTIVE_BOUND_PODS))
+WATCHED_KINDS: Final = (
+    WatchedKind.of("Node"),
+    WatchedKind.of(NODE_METRIC_KIND),
+    WatchedKind.of("Pod", field_selector=ACTIVE_BOUND_PODS),
+)
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 
 
@@ -94,9 +98,11 @@ class DeschedulerView:
 
     def snapshot(self) -> Snapshot:
         with self.store.lock:
-            return Snapshot(tuple(self._nodes[name] for name in sorted(self._nodes)),
-                            {node: tuple(pods.values()) for node, pods in self._pods.items()},
-                            dict(self._metrics))
+            return Snapshot(
+                tuple(self._nodes[name] for name in sorted(self._nodes)),
+                {node: tuple(pods.values()) for node, pods in self._pods.items()},
+                dict(self._metrics),
+            )
 
 
 def is_ready(node: Mapping[str, Any]) -> bool:

@@ -1,5 +1,6 @@
 """The descheduler's Prometheus series. Label sets are closed: `plugin` comes from the configured
 plugins, `result` is evicted | dry_run | skipped, `classification` the six LowNodeLoad classes."""
+
 from __future__ import annotations
 
 from typing import Final
@@ -13,17 +14,27 @@ CLASSIFICATIONS: Final = ("high", "prodHigh", "low", "prodLow", "bothLow", "none
 
 class DeschedulerMetrics:
     def __init__(self, registry: CollectorRegistry | None) -> None:
-        self.rounds = Counter("colocate_descheduler_rounds_total",
-                              "Descheduling rounds run, by result (ok, or error when a plugin or the round failed).",
-                              ["result"], registry=registry)
-        self.evictions = Counter("colocate_descheduler_evictions_total",
-                                 "Pods evicted (or, in dry run, that would be) and evictions skipped, by plugin.",
-                                 ["plugin", "result"], registry=registry)
-        self.nodes = Gauge("colocate_descheduler_nodes",
-                           "Nodes per LowNodeLoad classification in the last round (a node counts once per pool).",
-                           ["classification"], registry=registry)
-        self.leader = Gauge("colocate_descheduler_leader", "1 while this replica holds the leader lease.",
-                            registry=registry)
+        self.rounds = Counter(
+            "colocate_descheduler_rounds_total",
+            "Descheduling rounds run, by result (ok, or error when a plugin or the round failed).",
+            ["result"],
+            registry=registry,
+        )
+        self.evictions = Counter(
+            "colocate_descheduler_evictions_total",
+            "Pods evicted (or, in dry run, that would be) and evictions skipped, by plugin.",
+            ["plugin", "result"],
+            registry=registry,
+        )
+        self.nodes = Gauge(
+            "colocate_descheduler_nodes",
+            "Nodes per LowNodeLoad classification in the last round (a node counts once per pool).",
+            ["classification"],
+            registry=registry,
+        )
+        self.leader = Gauge(
+            "colocate_descheduler_leader", "1 while this replica holds the leader lease.", registry=registry
+        )
 
     def observe(self, report: RoundReport) -> None:
         self.rounds.labels("error" if report.errors else "ok").inc()

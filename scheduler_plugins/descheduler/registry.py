@@ -1,4 +1,5 @@
 """The in-tree plugin table: every plugin the descheduler knows, in one visible place."""
+
 from __future__ import annotations
 
 from scheduler_plugins.descheduler.framework.registry import PluginSpec, Registry
@@ -8,10 +9,17 @@ from scheduler_plugins.descheduler.plugins.lownodeload.plugin import LowNodeLoad
 
 
 def in_tree_registry() -> Registry:
-    return Registry([
-        PluginSpec(lownodeload_args.NAME, LowNodeLoad, lownodeload_args.parse_args, has_args=True),
-        PluginSpec(evictors.MIGRATION_CONTROLLER, evictors.MigrationController,
-                   evictors.parse_migration_controller_args, has_args=True),
-        PluginSpec(evictors.DEFAULT_EVICTOR, evictors.DefaultEvictor, evictors.parse_default_evictor_args,
-                   has_args=True),
-    ])
+    return Registry(
+        [
+            PluginSpec(lownodeload_args.NAME, LowNodeLoad, lownodeload_args.parse_args, has_args=True),
+            PluginSpec(
+                evictors.MIGRATION_CONTROLLER,
+                evictors.MigrationController,
+                evictors.parse_migration_controller_args,
+                has_args=True,
+            ),
+            PluginSpec(
+                evictors.DEFAULT_EVICTOR, evictors.DefaultEvictor, evictors.parse_default_evictor_args, has_args=True
+            ),
+        ]
+    )

@@ -1,4 +1,5 @@
 """`descheduler run -o table`: per round, the nodes as classified and what was evicted."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -6,6 +6,7 @@ server on the configured bind addresses.
 One async core; `asyncio.run` is at the command-line edge. A round runs in a worker thread (the
 Eviction API calls block), never on the event loop.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -43,8 +44,9 @@ def bind_address(text: str) -> tuple[str, int]:
 class HealthServer:
     """`/healthz` and/or `/metrics` on one address, in a daemon thread."""
 
-    def __init__(self, address: tuple[str, int], paths: set[str], ready: Callable[[], bool],
-                 registry: CollectorRegistry) -> None:
+    def __init__(
+        self, address: tuple[str, int], paths: set[str], ready: Callable[[], bool], registry: CollectorRegistry
+    ) -> None:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (the stdlib's spelling)
                 path = self.path.split("?", 1)[0]
@@ -81,17 +83,21 @@ class HealthServer:
         self.server.server_close()
 
 
-def health_servers(healthz: str, metrics: str, ready: Callable[[], bool],
-                   registry: CollectorRegistry) -> list[HealthServer]:
+def health_servers(
+    healthz: str, metrics: str, ready: Callable[[], bool], registry: CollectorRegistry
+) -> list[HealthServer]:
     """One server when both paths share an address (the default), else one each."""
     if healthz == metrics:
         return [HealthServer(bind_address(healthz), {"/healthz", "/metrics"}, ready, registry)]
-    return [HealthServer(bind_address(healthz), {"/healthz"}, ready, registry),
-            HealthServer(bind_address(metrics), {"/metrics"}, ready, registry)]
+    return [
+        HealthServer(bind_address(healthz), {"/healthz"}, ready, registry),
+        HealthServer(bind_address(metrics), {"/metrics"}, ready, registry),
+    ]
 
 
-async def keep_leading(elector: LeaseElector, retry_period: float, leading: asyncio.Event,
-                       metrics: DeschedulerMetrics) -> None:
+async def keep_leading(
+    elector: LeaseElector, retry_period: float, leading: asyncio.Event, metrics: DeschedulerMetrics
+) -> None:
     """Acquire and renew the lease every `retry_period`; `leading` is set while we hold it."""
     while True:
         try:
@@ -119,9 +125,15 @@ async def wait_synced(view: DeschedulerView) -> None:
     await synced.wait()
 
 
-async def run_rounds(descheduler: Descheduler, view: DeschedulerView, schedule: Schedule,
-                     emit: Callable[[RoundReport], None], metrics: DeschedulerMetrics,
-                     leading: asyncio.Event | None = None, refresh: Callable[[], object] | None = None) -> None:
+async def run_rounds(
+    descheduler: Descheduler,
+    view: DeschedulerView,
+    schedule: Schedule,
+    emit: Callable[[RoundReport], None],
+    metrics: DeschedulerMetrics,
+    leading: asyncio.Event | None = None,
+    refresh: Callable[[], object] | None = None,
+) -> None:
     """Run the scheduled rounds; with `leading`, only while it is set."""
     number = 0
     while schedule.rounds is None or number < schedule.rounds:

@@ -12,6 +12,7 @@
 * reporter — with an API server, the NodeMetric status every `reportIntervalSeconds`.
 * HTTP — /healthz, /readyz, /metrics.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,10 +58,13 @@ SYNC_TIMEOUT = 120.0
 
 def watched_kinds(node_name: str) -> list[WatchedKind]:
     by_name = f"metadata.name={node_name}"
-    return [WatchedKind.of("Node", field_selector=by_name), WatchedKind.of(NODE_SLO_KIND, field_selector=by_name),
-            WatchedKind.of("Pod", field_selector=f"spec.nodeName={node_name}"),
-            WatchedKind.of(NODE_RESOURCE_TOPOLOGY_KIND, field_selector=by_name),
-            WatchedKind.of(NODE_METRIC_KIND, field_selector=by_name)]
+    return [
+        WatchedKind.of("Node", field_selector=by_name),
+        WatchedKind.of(NODE_SLO_KIND, field_selector=by_name),
+        WatchedKind.of("Pod", field_selector=f"spec.nodeName={node_name}"),
+        WatchedKind.of(NODE_RESOURCE_TOPOLOGY_KIND, field_selector=by_name),
+        WatchedKind.of(NODE_METRIC_KIND, field_selector=by_name),
+    ]
 
 
 @dataclass(frozen=True)
@@ -98,9 +102,17 @@ class _SyncedIndex:
 class Agent:
     """The node agent; `api` None means no API server (node directory, no reports, no evictions)."""
 
-    def __init__(self, settings: AgentSettings, options: StrategyOptions, store: ClusterStore, api: Any = None,
-                 extensions: ExtensionRegistry | None = None, clock: Callable[[], float] = time.time,
-                 processors: Sequence[CPUInfo] | None = None, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        options: StrategyOptions,
+        store: ClusterStore,
+        api: Any = None,
+        extensions: ExtensionRegistry | None = None,
+        clock: Callable[[], float] = time.time,
+        processors: Sequence[CPUInfo] | None = None,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
         self.settings, self.options, self.store, self.api = settings, options, store, api
         self.clock = clock
         self.layout = CgroupLayout(settings.cgroup_root, detect_version(settings.cgroup_root), settings.driver)
@@ -153,8 +165,9 @@ class Agent:
         window = self.options.collect_interval
         if state.node_slo is not None and state.node_slo.threshold.cpu_evict_time_window_seconds:
             window = max(window, float(state.node_slo.threshold.cpu_evict_time_window_seconds))
-        usage = usage_from_cache(self.cache, state, now, max_age=2 * self.options.collect_interval + 1,
-                                 be_window=window)
+        usage = usage_from_cache(
+            self.cache, state, now, max_age=2 * self.options.collect_interval + 1, be_window=window
+        )
         return RoundInput.build(state, usage, self.layout, self.executor.read, now, self.processors)
 
     def compute(self, names: Sequence[str]) -> RoundReport:
@@ -218,6 +231,7 @@ class Agent:
             report = self.compute([name])
             if report.writes or report.evictions:
                 await asyncio.to_thread(self.apply, report)
+
         return step
 
     async def _report(self) -> None:
@@ -233,22 +247,31 @@ class Agent:
         self.store.subscribe(states)
         self.store.subscribe(_SyncedIndex(self.store, loop, self.synced))
         for kind in (CallbackType.NODE_SLO_SPEC, CallbackType.ALL_PODS):
-            states.callbacks.register(kind, "CgroupReconcile", "reconcile cgroups when the NodeSLO or pods change",
-                                      lambda _t, _o, _target: self.reconcile_now.set())
-        tasks = [asyncio.create_task(source(), name="koordlet-source"),
-                 asyncio.create_task(states.callbacks.run(), name="koordlet-callbacks")]
+            states.callbacks.register(
+                kind,
+                "CgroupReconcile",
+                "reconcile cgroups when the NodeSLO or pods change",
+                lambda _t, _o, _target: self.reconcile_now.set(),
+            )
+        tasks = [
+            asyncio.create_task(source(), name="koordlet-source"),
+            asyncio.create_task(states.callbacks.run(), name="koordlet-callbacks"),
+        ]
         try:
             await asyncio.wait_for(self.synced.wait(), SYNC_TIMEOUT)
             tasks.append(asyncio.create_task(self._every(self.options.collect_interval, self._collect)))
             if self.options.collect_interval < MIN_COLLECT_INTERVAL:
-                log.warning("collect interval %.2fs < 1s: the QoS manager is disabled",
-                            self.options.collect_interval)
+                log.warning("collect interval %.2fs < 1s: the QoS manager is disabled", self.options.collect_interval)
             else:
                 self.manager.setup(self)
                 for strategy in self.manager.enabled():
                     wake = self.reconcile_now if strategy.name == "CgroupReconcile" else None
-                    tasks.append(asyncio.create_task(self._every(strategy.interval, self._strategy_step(strategy.name),
-                                                                 wake), name=f"koordlet-{strategy.name}"))
+                    tasks.append(
+                        asyncio.create_task(
+                            self._every(strategy.interval, self._strategy_step(strategy.name), wake),
+                            name=f"koordlet-{strategy.name}",
+                        )
+                    )
                 self.extensions.setup_all(self.api, self.cache, states)
                 for name, plugin in self.extensions.enabled(self.settings.extension_gates):
                     tasks.append(asyncio.create_task(plugin.run(), name=f"koordlet-ext-{name}"))
@@ -280,37 +303,60 @@ def directory_source(root: Path, store: ClusterStore, interval: float) -> Callab
             except Exception as exc:
                 log.warning("node directory %s not loaded: %s", root, exc)
             await asyncio.sleep(interval)
+
     return run
 
 
 # --- the command -----------------------------------------------------------------------------------
+
 
 def add_run_command(commands: Subparsers) -> None:
     run = commands.add_parser("run", help="run the node agent: enforce the QoS classes, report NodeMetrics")
     flags.long_running(run)
     run.add_argument("--node-name", required=True, help="the node this agent runs on (downward API spec.nodeName)")
     state = run.add_mutually_exclusive_group()
-    flags.add_kubeconfig(state, help="watch the node's objects, evict and report through this kubeconfig "
-                                     "(default without --node-dir: the in-cluster service account)")
-    state.add_argument("--node-dir", type=Path, metavar="DIR",
-                       help="read the Node, its NodeSLO and Pods from this directory (no API server)")
+    flags.add_kubeconfig(
+        state,
+        help="watch the node's objects, evict and report through this kubeconfig "
+        "(default without --node-dir: the in-cluster service account)",
+    )
+    state.add_argument(
+        "--node-dir",
+        type=Path,
+        metavar="DIR",
+        help="read the Node, its NodeSLO and Pods from this directory (no API server)",
+    )
     flags.add_context(run)
     flags.add_watch(run)
-    run.add_argument("--cgroup-root", type=Path, default=Path("/sys/fs/cgroup"), metavar="PATH",
-                     help="the cgroup root (v1: a directory per subsystem; v2: cgroup.controllers)")
+    run.add_argument(
+        "--cgroup-root",
+        type=Path,
+        default=Path("/sys/fs/cgroup"),
+        metavar="PATH",
+        help="the cgroup root (v1: a directory per subsystem; v2: cgroup.controllers)",
+    )
     add_strategy_flags(run)
-    run.add_argument("--qos-extension-plugins", default="", metavar="K=BOOL,...",
-                     help="gates of the QoS extension plugins")
+    run.add_argument(
+        "--qos-extension-plugins", default="", metavar="K=BOOL,...", help="gates of the QoS extension plugins"
+    )
     run.add_argument("--dry-run", action="store_true", help="log the cgroup writes and evictions, do none")
-    run.add_argument("--only-evict-by-api", action="store_true",
-                     help="count a pod as evicted only when the Eviction API call succeeded (no process kill)")
+    run.add_argument(
+        "--only-evict-by-api",
+        action="store_true",
+        help="count a pod as evicted only when the Eviction API call succeeded (no process kill)",
+    )
     run.add_argument("--proc-root", type=Path, default=Path("/proc"), metavar="PATH", help="the host's /proc")
     run.add_argument("--host", default="0.0.0.0", help="address of /healthz, /readyz, /metrics")
     run.add_argument("--port", type=int, default=9316)
-    for flag, default in (("cpu-suppress-interval-seconds", 1.0), ("cpu-evict-interval-seconds", 1.0),
-                          ("cpu-evict-cool-time-seconds", 20.0), ("memory-evict-interval-seconds", 1.0),
-                          ("memory-evict-cool-time-seconds", 4.0), ("reconcile-interval-seconds", 1.0),
-                          ("collect-res-used-interval-seconds", 1.0)):
+    for flag, default in (
+        ("cpu-suppress-interval-seconds", 1.0),
+        ("cpu-evict-interval-seconds", 1.0),
+        ("cpu-evict-cool-time-seconds", 20.0),
+        ("memory-evict-interval-seconds", 1.0),
+        ("memory-evict-cool-time-seconds", 4.0),
+        ("reconcile-interval-seconds", 1.0),
+        ("collect-res-used-interval-seconds", 1.0),
+    ):
         dest = flag.removesuffix("-seconds").replace("-", "_").replace("collect_res_used", "collect")
         run.add_argument(f"--{flag}", dest=dest, type=float, default=default, metavar="SECONDS")
     run.set_defaults(func=run_agent)
@@ -324,9 +370,18 @@ def run_agent(args: argparse.Namespace) -> int:
         if not args.cgroup_root.is_dir():
             raise ConfigError("--cgroup-root", f"{args.cgroup_root}: not a directory")
         detect_version(args.cgroup_root)
-        settings = AgentSettings(args.node_name, args.cgroup_root, CgroupDriver(args.cgroup_driver), args.dry_run,
-                                 args.only_evict_by_api, args.proc_root, args.node_dir, host=args.host,
-                                 port=args.port, extension_gates=gates)
+        settings = AgentSettings(
+            args.node_name,
+            args.cgroup_root,
+            CgroupDriver(args.cgroup_driver),
+            args.dry_run,
+            args.only_evict_by_api,
+            args.proc_root,
+            args.node_dir,
+            host=args.host,
+            port=args.port,
+            extension_gates=gates,
+        )
         api = None
         if args.node_dir is None:
             api = _api(args)
@@ -343,8 +398,13 @@ def _api(args: argparse.Namespace) -> Any:
     return api_client_or_else(args.kubeconfig, args.context, instead="--node-dir DIR")
 
 
-async def serve(settings: AgentSettings, options: StrategyOptions, api: Any, extensions: ExtensionRegistry,
-                args: argparse.Namespace | None = None) -> int:
+async def serve(
+    settings: AgentSettings,
+    options: StrategyOptions,
+    api: Any,
+    extensions: ExtensionRegistry,
+    args: argparse.Namespace | None = None,
+) -> int:
     import signal
 
     from cluster.kube import KubeSource
@@ -357,14 +417,22 @@ async def serve(settings: AgentSettings, options: StrategyOptions, api: Any, ext
         assert settings.node_dir is not None
         source = directory_source(settings.node_dir, store, settings.reload_interval)
     else:
-        reflector = ReflectorSettings(watch_timeout=getattr(args, "watch_timeout", 300),
-                                      backoff_max=getattr(args, "backoff_max", 30.0))
+        reflector = ReflectorSettings(
+            watch_timeout=getattr(args, "watch_timeout", 300), backoff_max=getattr(args, "backoff_max", 30.0)
+        )
         kube = KubeSource(api, watched_kinds(settings.node_name), store, reflector)
         source = kube.run
     runner = await server.start(server.make_app(agent.ready, agent.registry), settings.host, settings.port)
-    log.info("koordlet for node %s: cgroup %s (%s) at %s, serving on %s:%d%s", settings.node_name,
-             agent.layout.version, settings.driver, settings.cgroup_root, settings.host, server.bound_port(runner),
-             " (dry run)" if settings.dry_run else "")
+    log.info(
+        "koordlet for node %s: cgroup %s (%s) at %s, serving on %s:%d%s",
+        settings.node_name,
+        agent.layout.version,
+        settings.driver,
+        settings.cgroup_root,
+        settings.host,
+        server.bound_port(runner),
+        " (dry run)" if settings.dry_run else "",
+    )
     main = asyncio.create_task(agent.run(source))
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -3,6 +3,7 @@
 The edge: flags are parsed and validated here into typed values; exit codes are 0 success and
 2 bad input (one line on stderr).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,12 +30,20 @@ def register_commands(subparsers: Subparsers) -> None:
     commands.required = True
 
     p = commands.add_parser("plan", help="one round of every enabled strategy over a node directory (writes nothing)")
-    p.add_argument("--node-dir", type=Path, required=True, metavar="DIR",
-                   help="the Node, its NodeSLO, its Pods, a NodeMetric (latest usage), optionally a "
-                        "NodeResourceTopology")
+    p.add_argument(
+        "--node-dir",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="the Node, its NodeSLO, its Pods, a NodeMetric (latest usage), optionally a NodeResourceTopology",
+    )
     add_strategy_flags(p)
-    p.add_argument("--cgroup-version", choices=[v.value for v in CgroupVersion], default="v1",
-                   help="the cgroup version whose file names are printed (default v1)")
+    p.add_argument(
+        "--cgroup-version",
+        choices=[v.value for v in CgroupVersion],
+        default="v1",
+        help="the cgroup version whose file names are printed (default v1)",
+    )
     p.add_argument("--now", help="RFC 3339 time of the round (default: now)")
     add_output(p, ("json", "table"), default="json")
     p.set_defaults(func=run_plan)
@@ -50,8 +59,12 @@ def run_plan(args: argparse.Namespace) -> int:
             if parsed is None:
                 raise ConfigError("--now", f"not an RFC 3339 time: {args.now!r}")
             now = parsed
-        report = plan(args.node_dir, strategy_options(args),
-                      PlanSettings(CgroupDriver(args.cgroup_driver), CgroupVersion(args.cgroup_version)), now)
+        report = plan(
+            args.node_dir,
+            strategy_options(args),
+            PlanSettings(CgroupDriver(args.cgroup_driver), CgroupVersion(args.cgroup_version)),
+            now,
+        )
     except (ConfigError, PlanError) as exc:
         return errors.report(str(exc))
     try:
@@ -59,4 +72,3 @@ def run_plan(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         sys.stdout = open("/dev/null", "w")
     return errors.EXIT_OK
-

@@ -6,6 +6,7 @@ evicted only if the API call succeeded; when false the pod's processes are kille
 to every pid in its cgroup, as koordlet kills its containers), so the resource is released even
 when a PodDisruptionBudget blocks the eviction.
 """
+
 from __future__ import annotations
 
 import logging
@@ -53,8 +54,14 @@ def kill_pids(procs_files: Iterable[Path], kill: Callable[[int, int], None] = os
 
 
 class Evictor:
-    def __init__(self, client: EvictionClient | None, recorder: EventRecorder | None, only_evict_by_api: bool,
-                 dry_run: bool, procs_files: Callable[[Eviction], list[Path]] | None = None) -> None:
+    def __init__(
+        self,
+        client: EvictionClient | None,
+        recorder: EventRecorder | None,
+        only_evict_by_api: bool,
+        dry_run: bool,
+        procs_files: Callable[[Eviction], list[Path]] | None = None,
+    ) -> None:
         self.client, self.recorder = client, recorder
         self.only_evict_by_api, self.dry_run = only_evict_by_api, dry_run
         self.procs_files = procs_files
@@ -82,9 +89,13 @@ class Evictor:
                 outcome = EvictOutcome(eviction, result.outcome.value, result.message)
         if self.recorder is not None:
             ok = outcome.outcome in ("evicted", "killed")
-            self.recorder.record(eviction.pod, "Normal" if ok else "Warning",
-                                 "evictPodSuccess" if ok else "evictPodFail",
-                                 f"evicted by koordlet {eviction.strategy}: {eviction.reason}" if ok else
-                                 f"koordlet {eviction.strategy} could not evict: {outcome.message}")
+            self.recorder.record(
+                eviction.pod,
+                "Normal" if ok else "Warning",
+                "evictPodSuccess" if ok else "evictPodFail",
+                f"evicted by koordlet {eviction.strategy}: {eviction.reason}"
+                if ok
+                else f"koordlet {eviction.strategy} could not evict: {outcome.message}",
+            )
         log.info("evict %s (%s): %s %s", eviction.key, eviction.strategy, outcome.outcome, outcome.message)
         return outcome

@@ -3,6 +3,7 @@
 `--feature-gates A=true,B=false` overrides the defaults; an unknown gate or a value that is not a
 boolean is a usage error naming it, as component-base's feature gate reports it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -27,14 +28,31 @@ SYSTEM_CONFIG: Final = "SystemConfig"
 BE_CPU_MANAGER: Final = "BECPUManager"
 
 #: every koordlet gate with its default (Beta gates on, Alpha off), spec §1
-DEFAULT_GATES: Final[Mapping[str, bool]] = MappingProxyType({
-    BE_CPU_SUPPRESS: True, BE_CPU_EVICT: False, CPU_EVICT: False, CPU_ALLOCATABLE_EVICT: False,
-    BE_MEMORY_EVICT: False, MEMORY_EVICT: False, MEMORY_ALLOCATABLE_EVICT: False,
-    CGROUP_RECONCILE: False, BLKIO_RECONCILE: False, RDT_RESCTRL: True, CPU_BURST: True, SYSTEM_CONFIG: False,
-    BE_CPU_MANAGER: False, "NodeTopologyReport": True, "AuditEvents": False, "Accelerators": False,
-    "RDMADevices": False, "CPICollector": False, "PSICollector": False, "ColdPageCollector": False,
-    "ResctrlCollector": False,
-})
+DEFAULT_GATES: Final[Mapping[str, bool]] = MappingProxyType(
+    {
+        BE_CPU_SUPPRESS: True,
+        BE_CPU_EVICT: False,
+        CPU_EVICT: False,
+        CPU_ALLOCATABLE_EVICT: False,
+        BE_MEMORY_EVICT: False,
+        MEMORY_EVICT: False,
+        MEMORY_ALLOCATABLE_EVICT: False,
+        CGROUP_RECONCILE: False,
+        BLKIO_RECONCILE: False,
+        RDT_RESCTRL: True,
+        CPU_BURST: True,
+        SYSTEM_CONFIG: False,
+        BE_CPU_MANAGER: False,
+        "NodeTopologyReport": True,
+        "AuditEvents": False,
+        "Accelerators": False,
+        "RDMADevices": False,
+        "CPICollector": False,
+        "PSICollector": False,
+        "ColdPageCollector": False,
+        "ResctrlCollector": False,
+    }
+)
 
 _TRUE, _FALSE = ("true", "1", "t"), ("false", "0", "f")
 
@@ -51,8 +69,9 @@ def parse_gate_map(text: str, known: Mapping[str, bool], flag: str) -> dict[str,
             raise ConfigError(flag, f"unrecognized feature gate: {name}")
         lowered = value.strip().lower()
         if lowered not in _TRUE + _FALSE:
-            raise ConfigError(flag, f"invalid value of {name}={value}, err: strconv.ParseBool: parsing "
-                                    f"{value!r}: invalid syntax")
+            raise ConfigError(
+                flag, f"invalid value of {name}={value}, err: strconv.ParseBool: parsing {value!r}: invalid syntax"
+            )
         overrides[name] = lowered in _TRUE
     return overrides
 

@@ -6,6 +6,7 @@ factory — in one visible place; a duplicate name is an error. A strategy's `en
 gate (fixed at start-up); the NodeSLO switch (`resourceUsedThresholdWithBE.enable`) is read by
 the strategy every round, because a disabled CPUSuppress still has to recover the cgroups.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,16 +40,30 @@ class StrategyEntry:
 def builtin_strategies() -> list[StrategyEntry]:
     """Every built-in strategy, in the order a round runs them."""
     table = [
-        StrategyEntry("CPUSuppress", "CPUSuppresss", (features.BE_CPU_SUPPRESS,), "cpu-suppress-interval-seconds",
-                      CPUSuppress),
-        StrategyEntry("CPUEvict", "CPUEvict", (features.BE_CPU_EVICT, features.CPU_EVICT,
-                                               features.CPU_ALLOCATABLE_EVICT), "cpu-evict-interval-seconds",
-                      CPUEvict),
-        StrategyEntry("MemoryEvict", "memoryEvict", (features.BE_MEMORY_EVICT, features.MEMORY_EVICT,
-                                                     features.MEMORY_ALLOCATABLE_EVICT),
-                      "memory-evict-interval-seconds", MemoryEvict),
-        StrategyEntry("CgroupReconcile", "CgroupReconcile", (features.CGROUP_RECONCILE,),
-                      "reconcile-interval-seconds", CgroupReconcile),
+        StrategyEntry(
+            "CPUSuppress", "CPUSuppresss", (features.BE_CPU_SUPPRESS,), "cpu-suppress-interval-seconds", CPUSuppress
+        ),
+        StrategyEntry(
+            "CPUEvict",
+            "CPUEvict",
+            (features.BE_CPU_EVICT, features.CPU_EVICT, features.CPU_ALLOCATABLE_EVICT),
+            "cpu-evict-interval-seconds",
+            CPUEvict,
+        ),
+        StrategyEntry(
+            "MemoryEvict",
+            "memoryEvict",
+            (features.BE_MEMORY_EVICT, features.MEMORY_EVICT, features.MEMORY_ALLOCATABLE_EVICT),
+            "memory-evict-interval-seconds",
+            MemoryEvict,
+        ),
+        StrategyEntry(
+            "CgroupReconcile",
+            "CgroupReconcile",
+            (features.CGROUP_RECONCILE,),
+            "reconcile-interval-seconds",
+            CgroupReconcile,
+        ),
         StrategyEntry("CPUBurst", "CPUBurst", (features.CPU_BURST,), "reconcile-interval-seconds", CPUBurst),
     ]
     names = [e.name for e in table]
@@ -70,8 +85,12 @@ class RoundReport:
 class QOSManager:
     """The built-in strategies, instantiated once (they keep state: cool times, recovered policies)."""
 
-    def __init__(self, options: StrategyOptions, table: Sequence[StrategyEntry] | None = None,
-                 timer: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        options: StrategyOptions,
+        table: Sequence[StrategyEntry] | None = None,
+        timer: Callable[[], float] | None = None,
+    ) -> None:
         self.options = options
         self.entries = list(table if table is not None else builtin_strategies())
         self.strategies: dict[str, Strategy] = {e.name: e.factory(options) for e in self.entries}
@@ -104,6 +123,7 @@ class QOSManager:
 
 
 # --- extension plugins (spec §1.1) ---------------------------------------------------------------
+
 
 class ExtensionPlugin(Protocol):
     def init_flags(self, parser: argparse.ArgumentParser) -> None: ...
@@ -151,4 +171,3 @@ class ExtensionRegistry:
 def default_extensions() -> ExtensionRegistry:
     """The extension plugins colocate ships: none yet; a deployment registers its own here."""
     return ExtensionRegistry()
-

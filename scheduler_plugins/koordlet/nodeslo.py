@@ -2,6 +2,7 @@
 Koordinator's `sloconfig` (spec §2). Absent fields take the defaults; a field of the wrong type is
 a `ConfigError` naming it (the agent logs it and treats the NodeSLO as missing).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -103,10 +104,15 @@ class ThresholdStrategy:
             raise ConfigError(f"{path}.cpuSuppressPolicy", f"must be cpuset or cfsQuota, got {policy!r}")
         evict_policy = spec.get("cpuEvictPolicy") or CPU_EVICT_POLICY_REAL_LIMIT
         if evict_policy not in (CPU_EVICT_POLICY_REAL_LIMIT, CPU_EVICT_POLICY_ALLOCATABLE):
-            raise ConfigError(f"{path}.cpuEvictPolicy", f"must be evictByRealLimit or evictByAllocatable, "
-                                                        f"got {evict_policy!r}")
-        return cls(enable=_bool(spec, "enable", path, False), cpu_suppress_policy=str(policy),
-                   cpu_evict_policy=str(evict_policy), **values)
+            raise ConfigError(
+                f"{path}.cpuEvictPolicy", f"must be evictByRealLimit or evictByAllocatable, got {evict_policy!r}"
+            )
+        return cls(
+            enable=_bool(spec, "enable", path, False),
+            cpu_suppress_policy=str(policy),
+            cpu_evict_policy=str(evict_policy),
+            **values,
+        )
 
 
 @dataclass(frozen=True)
@@ -136,11 +142,17 @@ class MemoryQOS:
 
 #: MemoryQOS attribute -> its NodeSLO field name
 MEMORY_QOS_KEYS: Final = {
-    "min_limit_percent": "minLimitPercent", "low_limit_percent": "lowLimitPercent",
-    "throttling_percent": "throttlingPercent", "wmark_ratio": "wmarkRatio",
-    "wmark_scale_permill": "wmarkScalePermill", "wmark_min_adj": "wmarkMinAdj",
-    "priority_enable": "priorityEnable", "priority": "priority", "oom_kill_group": "oomKillGroup",
-    "page_cache_limit_size": "pageCacheLimitSize", "page_cache_limit_percent": "pageCacheLimitPercent",
+    "min_limit_percent": "minLimitPercent",
+    "low_limit_percent": "lowLimitPercent",
+    "throttling_percent": "throttlingPercent",
+    "wmark_ratio": "wmarkRatio",
+    "wmark_scale_permill": "wmarkScalePermill",
+    "wmark_min_adj": "wmarkMinAdj",
+    "priority_enable": "priorityEnable",
+    "priority": "priority",
+    "oom_kill_group": "oomKillGroup",
+    "page_cache_limit_size": "pageCacheLimitSize",
+    "page_cache_limit_percent": "pageCacheLimitPercent",
     "page_cache_enable": "pageCacheEnable",
 }
 
@@ -153,29 +165,41 @@ class ClassQOS:
 
 #: sloconfig's defaults per class (spec §2); every `enable` is false
 DEFAULT_CLASS_QOS: Final[Mapping[str, ClassQOS]] = {
-    QoSClass.LSR: ClassQOS(CPUQOS(False, 2, 0, True), MemoryQOS(wmark_ratio=95, wmark_scale_permill=20,
-                                                               wmark_min_adj=-25)),
-    QoSClass.LS: ClassQOS(CPUQOS(False, 2, 0, True), MemoryQOS(wmark_ratio=95, wmark_scale_permill=20,
-                                                              wmark_min_adj=-25)),
-    QoSClass.BE: ClassQOS(CPUQOS(False, -1, 0, False), MemoryQOS(wmark_ratio=95, wmark_scale_permill=20,
-                                                                wmark_min_adj=50)),
-    QoSClass.SYSTEM: ClassQOS(CPUQOS(False, 0, 0, False), MemoryQOS(wmark_ratio=0, wmark_scale_permill=50,
-                                                                   wmark_min_adj=0)),
+    QoSClass.LSR: ClassQOS(
+        CPUQOS(False, 2, 0, True), MemoryQOS(wmark_ratio=95, wmark_scale_permill=20, wmark_min_adj=-25)
+    ),
+    QoSClass.LS: ClassQOS(
+        CPUQOS(False, 2, 0, True), MemoryQOS(wmark_ratio=95, wmark_scale_permill=20, wmark_min_adj=-25)
+    ),
+    QoSClass.BE: ClassQOS(
+        CPUQOS(False, -1, 0, False), MemoryQOS(wmark_ratio=95, wmark_scale_permill=20, wmark_min_adj=50)
+    ),
+    QoSClass.SYSTEM: ClassQOS(
+        CPUQOS(False, 0, 0, False), MemoryQOS(wmark_ratio=0, wmark_scale_permill=50, wmark_min_adj=0)
+    ),
 }
-_CLASS_KEYS: Final = {QoSClass.LSR: "lsrClass", QoSClass.LS: "lsClass", QoSClass.BE: "beClass",
-                      QoSClass.SYSTEM: "systemClass"}
+_CLASS_KEYS: Final = {
+    QoSClass.LSR: "lsrClass",
+    QoSClass.LS: "lsClass",
+    QoSClass.BE: "beClass",
+    QoSClass.SYSTEM: "systemClass",
+}
 
 
 def _class_qos(spec: Mapping[str, Any], default: ClassQOS, path: str) -> ClassQOS:
     cpu_spec, mem_spec = _map(spec, "cpuQOS", path), _map(spec, "memoryQOS", path)
     cpu_path, mem_path = f"{path}.cpuQOS", f"{path}.memoryQOS"
-    cpu = CPUQOS(_bool(cpu_spec, "enable", cpu_path, False),
-                 _int(cpu_spec, "groupIdentity", cpu_path, default.cpu.group_identity),
-                 _int(cpu_spec, "schedIdle", cpu_path, default.cpu.sched_idle),
-                 _bool(cpu_spec, "coreExpeller", cpu_path, default.cpu.core_expeller))
-    memory = replace(default.memory, enable=_bool(mem_spec, "enable", mem_path, False),
-                     **{attr: _int(mem_spec, key, mem_path, getattr(default.memory, attr))
-                        for attr, key in MEMORY_QOS_KEYS.items()})
+    cpu = CPUQOS(
+        _bool(cpu_spec, "enable", cpu_path, False),
+        _int(cpu_spec, "groupIdentity", cpu_path, default.cpu.group_identity),
+        _int(cpu_spec, "schedIdle", cpu_path, default.cpu.sched_idle),
+        _bool(cpu_spec, "coreExpeller", cpu_path, default.cpu.core_expeller),
+    )
+    memory = replace(
+        default.memory,
+        enable=_bool(mem_spec, "enable", mem_path, False),
+        **{attr: _int(mem_spec, key, mem_path, getattr(default.memory, attr)) for attr, key in MEMORY_QOS_KEYS.items()},
+    )
     return ClassQOS(cpu, memory)
 
 
@@ -189,10 +213,13 @@ class CPUBurstStrategy:
 
     @classmethod
     def parse(cls, spec: Mapping[str, Any], path: str) -> CPUBurstStrategy:
-        return cls(str(spec.get("policy") or "none"), _int(spec, "cpuBurstPercent", path, 1000),
-                   _int(spec, "cfsQuotaBurstPercent", path, 300),
-                   _int(spec, "cfsQuotaBurstPeriodSeconds", path, -1),
-                   _int(spec, "sharePoolThresholdPercent", path, 50))
+        return cls(
+            str(spec.get("policy") or "none"),
+            _int(spec, "cpuBurstPercent", path, 1000),
+            _int(spec, "cfsQuotaBurstPercent", path, 300),
+            _int(spec, "cfsQuotaBurstPeriodSeconds", path, -1),
+            _int(spec, "sharePoolThresholdPercent", path, 50),
+        )
 
 
 @dataclass(frozen=True)
@@ -221,14 +248,20 @@ class NodeSLO:
     @classmethod
     def parse(cls, obj: Mapping[str, Any]) -> NodeSLO:
         spec = _map(obj, "spec", "")
-        threshold = ThresholdStrategy.parse(_map(spec, "resourceUsedThresholdWithBE", "spec"),
-                                            "spec.resourceUsedThresholdWithBE")
+        threshold = ThresholdStrategy.parse(
+            _map(spec, "resourceUsedThresholdWithBE", "spec"), "spec.resourceUsedThresholdWithBE"
+        )
         resource_qos: dict[str, ClassQOS] | None = None
         if spec.get("resourceQOSStrategy") is not None:
             qos_spec = _map(spec, "resourceQOSStrategy", "spec")
-            resource_qos = {qos: _class_qos(_map(qos_spec, key, "spec.resourceQOSStrategy"), DEFAULT_CLASS_QOS[qos],
-                                            f"spec.resourceQOSStrategy.{key}")
-                            for qos, key in _CLASS_KEYS.items()}
+            resource_qos = {
+                qos: _class_qos(
+                    _map(qos_spec, key, "spec.resourceQOSStrategy"),
+                    DEFAULT_CLASS_QOS[qos],
+                    f"spec.resourceQOSStrategy.{key}",
+                )
+                for qos, key in _CLASS_KEYS.items()
+            }
         apps = []
         raw_apps = spec.get("hostApplications") or []
         if not isinstance(raw_apps, list):
@@ -238,9 +271,19 @@ class NodeSLO:
                 raise ConfigError(f"spec.hostApplications[{i}].name", "Required value")
             raw_path = app.get("cgroupPath")
             path: Mapping[str, Any] = raw_path if isinstance(raw_path, Mapping) else {}
-            apps.append(HostApplication(str(app["name"]), str(app.get("priority") or ""), str(app.get("qos") or ""),
-                                        str(path.get("base") or ""), str(path.get("parentDir") or ""),
-                                        str(path.get("relativePath") or "")))
-        return cls(threshold, resource_qos,
-                   CPUBurstStrategy.parse(_map(spec, "cpuBurstStrategy", "spec"), "spec.cpuBurstStrategy"),
-                   tuple(apps))
+            apps.append(
+                HostApplication(
+                    str(app["name"]),
+                    str(app.get("priority") or ""),
+                    str(app.get("qos") or ""),
+                    str(path.get("base") or ""),
+                    str(path.get("parentDir") or ""),
+                    str(path.get("relativePath") or ""),
+                )
+            )
+        return cls(
+            threshold,
+            resource_qos,
+            CPUBurstStrategy.parse(_map(spec, "cpuBurstStrategy", "spec"), "spec.cpuBurstStrategy"),
+            tuple(apps),
+        )

@@ -1,4 +1,5 @@
 """The flags `plan` and `run` share, and the `StrategyOptions` they parse into."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,20 +9,36 @@ from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver
 from scheduler_plugins.koordlet.features import FeatureGates
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 
-_INTERVALS = ("cpu_suppress_interval", "cpu_evict_interval", "cpu_evict_cool_time", "memory_evict_interval",
-              "memory_evict_cool_time", "reconcile_interval", "collect_interval")
+_INTERVALS = (
+    "cpu_suppress_interval",
+    "cpu_evict_interval",
+    "cpu_evict_cool_time",
+    "memory_evict_interval",
+    "memory_evict_cool_time",
+    "reconcile_interval",
+    "collect_interval",
+)
 
 
 def add_strategy_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cgroup-driver", choices=[d.value for d in CgroupDriver], default="cgroupfs",
-                        help="how kubelet names the cgroups (default cgroupfs)")
-    parser.add_argument("--feature-gates", default="", metavar="K=BOOL,...",
-                        help="koordlet feature gates, e.g. BECPUEvict=true,CgroupReconcile=true")
+    parser.add_argument(
+        "--cgroup-driver",
+        choices=[d.value for d in CgroupDriver],
+        default="cgroupfs",
+        help="how kubelet names the cgroups (default cgroupfs)",
+    )
+    parser.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="K=BOOL,...",
+        help="koordlet feature gates, e.g. BECPUEvict=true,CgroupReconcile=true",
+    )
 
 
 def strategy_options(args: argparse.Namespace) -> StrategyOptions:
     """The gates (ConfigError on an unknown one) and the intervals the command line gives."""
     gates = FeatureGates.parse(args.feature_gates)
-    values: dict[str, Any] = {attr: float(getattr(args, attr)) for attr in _INTERVALS
-                              if getattr(args, attr, None) is not None}
+    values: dict[str, Any] = {
+        attr: float(getattr(args, attr)) for attr in _INTERVALS if getattr(args, attr, None) is not None
+    }
     return StrategyOptions(gates, **values)

@@ -4,6 +4,7 @@ and a NodeMetric whose `status` stands for the latest usage. Current cgroup valu
 a plan (no machine is read), so the steps that compare with them (the cfsQuota step limit, the
 cpuset increase cap) act as on a fresh node.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -52,21 +53,26 @@ def plan(directory: Path, options: StrategyOptions, settings: PlanSettings, now:
     # pods without spec.nodeName in a node directory are the node's too
     extra = tuple(p for p in store.objects("Pod") if not spec_of(p).get("nodeName"))
     if extra:
-        state = type(state)(state.node, state.node_slo, state.node_slo_error, state.pods + extra, state.topology,
-                            state.node_metric)
+        state = type(state)(
+            state.node, state.node_slo, state.node_slo_error, state.pods + extra, state.topology, state.node_metric
+        )
     if state.node_slo_error:
         raise PlanError(state.node_slo_error)
     layout = CgroupLayout(Path("/"), settings.version, settings.driver)
     processors = processors_of_topology(state.topology)
     if processors is None:
         capacity = RoundInput.build(state, usage_of_node_metric(None), layout, _unknown, now, ()).node_amount(
-            "capacity", "cpu")
+            "capacity", "cpu"
+        )
         processors = flat_processors(capacity // 1000)
     inp = RoundInput.build(state, usage_of_node_metric(state.node_metric), layout, _unknown, now, processors)
     report = QOSManager(options).run_round(inp)
-    return {"node": node_name, "strategies": report.strategies,
-            "actions": [w.as_dict(layout) for w in report.writes],
-            "evictions": [e.as_dict() for e in report.evictions]}
+    return {
+        "node": node_name,
+        "strategies": report.strategies,
+        "actions": [w.as_dict(layout) for w in report.writes],
+        "evictions": [e.as_dict() for e in report.evictions],
+    }
 
 
 def _columns(header: tuple[str, ...], rows: Sequence[tuple[Any, ...]]) -> list[str]:
@@ -76,9 +82,10 @@ def _columns(header: tuple[str, ...], rows: Sequence[tuple[Any, ...]]) -> list[s
 
 def plan_table(report: dict[str, Any]) -> str:
     """The plan for people: strategies, cgroup writes, evictions."""
-    statuses = [(name, str(status["enabled"]).lower(),
-                 " ".join(f"{k}={v}" for k, v in status.items() if k != "enabled"))
-                for name, status in report["strategies"].items()]
+    statuses = [
+        (name, str(status["enabled"]).lower(), " ".join(f"{k}={v}" for k, v in status.items() if k != "enabled"))
+        for name, status in report["strategies"].items()
+    ]
     lines = [f"node {report['node']}", "", *_columns(("STRATEGY", "ENABLED", "DETAIL"), statuses), ""]
     actions = [(a["strategy"], a["cgroup"], a["file"], a["value"]) for a in report["actions"]]
     lines += _columns(("STRATEGY", "CGROUP", "FILE", "VALUE"), actions) if actions else ["(no cgroup writes)"]

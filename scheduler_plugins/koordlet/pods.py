@@ -1,4 +1,5 @@
 """What the QoS manager needs of a pod: its classes, priority, cgroup dirs and requests, read once."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -96,11 +97,23 @@ def pod_view(pod: Mapping[str, Any], layout: CgroupLayout) -> PodView:
             continue
         resources = container.get("resources") or {}
         found = container_id(pod, str(container.get("name")))
-        containers.append(ContainerView(str(container.get("name") or ""),
-                                        layout.container_dir(pod_dir, *found) if found else None,
-                                        _amounts(resources.get("requests")), _amounts(resources.get("limits"))))
+        containers.append(
+            ContainerView(
+                str(container.get("name") or ""),
+                layout.container_dir(pod_dir, *found) if found else None,
+                _amounts(resources.get("requests")),
+                _amounts(resources.get("limits")),
+            )
+        )
     priority = spec_of(pod).get("priority")
-    return PodView(pod, f"{metadata.get('namespace') or 'default'}/{metadata.get('name') or ''}",
-                   str(metadata.get("uid") or ""), kube_qos, defaulted_qos_class(pod, kube_qos), raw_qos_class(pod),
-                   priority if isinstance(priority, int) and not isinstance(priority, bool) else 0,
-                   pod_dir, tuple(containers))
+    return PodView(
+        pod,
+        f"{metadata.get('namespace') or 'default'}/{metadata.get('name') or ''}",
+        str(metadata.get("uid") or ""),
+        kube_qos,
+        defaulted_qos_class(pod, kube_qos),
+        raw_qos_class(pod),
+        priority if isinstance(priority, int) and not isinstance(priority, bool) else 0,
+        pod_dir,
+        tuple(containers),
+    )

@@ -1,4 +1,5 @@
 """The agent's Prometheus series (names spelled once, labels from closed sets)."""
+
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -7,20 +8,40 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 class AgentMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
-        self.writes = Counter("koordlet_cgroup_writes_total", "cgroup files written, by strategy and file",
-                              ["strategy", "file"], registry=registry)
-        self.write_failures = Counter("koordlet_cgroup_write_failures_total",
-                                      "cgroup writes that failed (a vanished cgroup, an unsupported file)",
-                                      ["strategy"], registry=registry)
-        self.evictions = Counter("koordlet_evictions_total", "evictions by strategy and outcome",
-                                 ["strategy", "outcome"], registry=registry)
-        self.suppressed_cpus = Gauge("koordlet_be_suppress_cpu_cores",
-                                     "CPU cores BE pods may use after CPUSuppress (cpuset size or quota)",
-                                     ["policy"], registry=registry)
-        self.round_seconds = Histogram("koordlet_strategy_round_seconds", "duration of one strategy round",
-                                       ["strategy"], registry=registry,
-                                       buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0))
-        self.collect_seconds = Histogram("koordlet_collect_seconds", "duration of one collection round",
-                                         registry=registry, buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0))
-        self.reports = Counter("koordlet_node_metric_reports_total", "NodeMetric status reports by result",
-                               ["result"], registry=registry)
+        self.writes = Counter(
+            "koordlet_cgroup_writes_total",
+            "cgroup files written, by strategy and file",
+            ["strategy", "file"],
+            registry=registry,
+        )
+        self.write_failures = Counter(
+            "koordlet_cgroup_write_failures_total",
+            "cgroup writes that failed (a vanished cgroup, an unsupported file)",
+            ["strategy"],
+            registry=registry,
+        )
+        self.evictions = Counter(
+            "koordlet_evictions_total", "evictions by strategy and outcome", ["strategy", "outcome"], registry=registry
+        )
+        self.suppressed_cpus = Gauge(
+            "koordlet_be_suppress_cpu_cores",
+            "CPU cores BE pods may use after CPUSuppress (cpuset size or quota)",
+            ["policy"],
+            registry=registry,
+        )
+        self.round_seconds = Histogram(
+            "koordlet_strategy_round_seconds",
+            "duration of one strategy round",
+            ["strategy"],
+            registry=registry,
+            buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0),
+        )
+        self.collect_seconds = Histogram(
+            "koordlet_collect_seconds",
+            "duration of one collection round",
+            registry=registry,
+            buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0),
+        )
+        self.reports = Counter(
+            "koordlet_node_metric_reports_total", "NodeMetric status reports by result", ["result"], registry=registry
+        )

@@ -1,5 +1,6 @@
 """The aiohttp adapter of the agent: GET /healthz (alive), /readyz (200 once the states are synced
 and the first collection ran), /metrics (Prometheus). Nothing else."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -9,6 +9,7 @@ Callbacks: `register(type, name, fn)`; `send(type)` puts a signal in a one-slot 
 dropped if a run is already pending, so a burst of changes costs one run. A worker per type runs
 that type's callbacks one after the other with the object of §1.2 (a None object skips the run).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -55,8 +56,14 @@ def node_state(store: ClusterStore, node_name: str) -> NodeState:
         except ConfigError as exc:
             error = f"NodeSLO {node_name}: {exc}"
     pods = tuple(p for p in store.objects("Pod") if spec_of(p).get("nodeName") == node_name)
-    return NodeState(node, slo, error, pods, store.get(NODE_RESOURCE_TOPOLOGY_KIND, ("", node_name)),
-                     store.get(NODE_METRIC_KIND, ("", node_name)))
+    return NodeState(
+        node,
+        slo,
+        error,
+        pods,
+        store.get(NODE_RESOURCE_TOPOLOGY_KIND, ("", node_name)),
+        store.get(NODE_METRIC_KIND, ("", node_name)),
+    )
 
 
 class CallbackType(enum.StrEnum):
@@ -149,8 +156,12 @@ class Callbacks:
         await asyncio.gather(*(self.worker(kind) for kind in CallbackType))
 
 
-_KIND_SIGNALS = {"Node": CallbackType.NODE_METADATA, NODE_SLO_KIND: CallbackType.NODE_SLO_SPEC,
-                 "Pod": CallbackType.ALL_PODS, NODE_RESOURCE_TOPOLOGY_KIND: CallbackType.NODE_TOPOLOGY}
+_KIND_SIGNALS = {
+    "Node": CallbackType.NODE_METADATA,
+    NODE_SLO_KIND: CallbackType.NODE_SLO_SPEC,
+    "Pod": CallbackType.ALL_PODS,
+    NODE_RESOURCE_TOPOLOGY_KIND: CallbackType.NODE_TOPOLOGY,
+}
 
 
 class NodeStates:

@@ -5,6 +5,7 @@ Processors come from the machine (`/sys/devices/system/cpu`), or, for `plan`, fr
 NodeResourceTopology's `node.koordinator.sh/cpu-topology` annotation; without either, a node of
 `capacity.cpu` processors, each its own core, on one socket and one NUMA node.
 """
+
 from __future__ import annotations
 
 import re
@@ -55,8 +56,14 @@ def machine_processors(sys_cpu: Path = Path("/sys/devices/system/cpu")) -> list[
         if (entry / "online").exists() and _read_int(entry / "online", 1) == 0:
             continue
         nodes = [int(n.name[4:]) for n in entry.glob("node[0-9]*")]
-        found.append(CPUInfo(cpu, _read_int(entry / "topology" / "core_id", cpu),
-                             _read_int(entry / "topology" / "physical_package_id", 0), min(nodes, default=0)))
+        found.append(
+            CPUInfo(
+                cpu,
+                _read_int(entry / "topology" / "core_id", cpu),
+                _read_int(entry / "topology" / "physical_package_id", 0),
+                min(nodes, default=0),
+            )
+        )
     return sorted(found)
 
 

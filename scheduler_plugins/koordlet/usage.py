@@ -1,6 +1,7 @@
 """The usage a round reads: the node's, each pod's and each host application's latest CPU and
 memory, and BE's windowed CPU figures. In `run` it comes from the metric cache (the machine); in
 `plan` from a NodeMetric's `status` (`usage_of_node_metric`)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -4,6 +4,7 @@ This is the edge: arguments and files are read here, errors become exit codes an
 messages, and everything below receives parsed, typed values. Exit codes: 0 success (simulate:
 even when pods stay unschedulable), 1 the pod cannot be placed (explain), 2 bad input.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,11 @@ EXIT_OK, EXIT_UNSCHEDULABLE = 0, 1
 
 
 def _add_feature_gates(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--feature-gates", metavar="NAME=BOOL,...",
-                        help=f"scheduler feature gates (known: {', '.join(sorted(KNOWN_GATES))})")
+    parser.add_argument(
+        "--feature-gates",
+        metavar="NAME=BOOL,...",
+        help=f"scheduler feature gates (known: {', '.join(sorted(KNOWN_GATES))})",
+    )
 
 
 def register_commands(subparsers: Subparsers) -> None:
@@ -61,9 +65,12 @@ def register_commands(subparsers: Subparsers) -> None:
     ext.add_argument("--config", help="KubeSchedulerConfiguration YAML (default: the built-in profile)")
     state = ext.add_mutually_exclusive_group()
     flags.add_cluster_dir(state, reads="Nodes, NodeMetrics, Pods and the CRD objects the plugins read, read once")
-    flags.add_kubeconfig(state, help="list and watch Nodes, NodeMetrics, bound Pods (and the CRD objects the "
-                                     "plugins read) through this kubeconfig, and "
-                                     "bind through it (default without --cluster: the in-cluster service account)")
+    flags.add_kubeconfig(
+        state,
+        help="list and watch Nodes, NodeMetrics, bound Pods (and the CRD objects the "
+        "plugins read) through this kubeconfig, and "
+        "bind through it (default without --cluster: the in-cluster service account)",
+    )
     flags.add_context(ext)
     flags.add_watch(ext)
     ext.add_argument("--url-prefix", default="/scheduler", help="path prefix the verbs are served under")
@@ -73,22 +80,37 @@ def register_commands(subparsers: Subparsers) -> None:
     ext.set_defaults(func=run_extender)
 
     sim = commands.add_parser("simulate", help="schedule the pending pods of a snapshot and report placements")
-    flags.add_cluster_dir(sim, required=True, reads="Nodes, NodeMetrics, Pods, Reservations, PodGroups, "
-                                                    "ElasticQuotas, Devices and NodeResourceTopologies; the "
-                                                    "pending Pods are scheduled")
+    flags.add_cluster_dir(
+        sim,
+        required=True,
+        reads="Nodes, NodeMetrics, Pods, Reservations, PodGroups, "
+        "ElasticQuotas, Devices and NodeResourceTopologies; the "
+        "pending Pods are scheduled",
+    )
     sim.add_argument("--config", help="KubeSchedulerConfiguration YAML")
     sim.add_argument("--now", help="RFC 3339 time metric expiry is judged against (default: now)")
     add_output(sim, ("table", "json"), default="table")
-    sim.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                     help="progress bar on stderr (default: when stderr is a terminal)")
+    sim.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: when stderr is a terminal)",
+    )
     _add_feature_gates(sim)
     sim.set_defaults(func=run_simulate)
 
     exp = commands.add_parser("explain", help="show every node's filter and score outcome for one pod")
-    flags.add_cluster_dir(exp, required=True, reads="Nodes, NodeMetrics, Pods, Reservations, PodGroups, "
-                                                    "ElasticQuotas, Devices and NodeResourceTopologies")
-    exp.add_argument("--pod", required=True, metavar="FILE",
-                     help="the Pod to explain: a file, a directory, or - for stdin (YAML or JSON)")
+    flags.add_cluster_dir(
+        exp,
+        required=True,
+        reads="Nodes, NodeMetrics, Pods, Reservations, PodGroups, ElasticQuotas, Devices and NodeResourceTopologies",
+    )
+    exp.add_argument(
+        "--pod",
+        required=True,
+        metavar="FILE",
+        help="the Pod to explain: a file, a directory, or - for stdin (YAML or JSON)",
+    )
     exp.add_argument("--config", help="KubeSchedulerConfiguration YAML")
     exp.add_argument("--now", help="RFC 3339 time metric expiry is judged against (default: now)")
     add_output(exp, ("table", "json"), default="table")
@@ -153,8 +175,9 @@ def _read_pod(location: str) -> PodInfo:
         raise SnapshotError(str(exc)) from exc
     pods = [o for o in objects if o.get("kind", "Pod") == "Pod"]
     if len(pods) != 1:
-        raise SnapshotError(f"{'<stdin>' if location == '-' else location}: expected exactly one Pod, "
-                            f"found {len(pods)}")
+        raise SnapshotError(
+            f"{'<stdin>' if location == '-' else location}: expected exactly one Pod, found {len(pods)}"
+        )
     return PodInfo(pods[0])
 
 
@@ -190,9 +213,11 @@ def _extender_source(args: argparse.Namespace, config: SchedulerConfig) -> Clust
         plugins = config.profile(args.scheduler_name).plugin_names()
     except KeyError as exc:
         raise ConfigError("--scheduler-name", str(exc.args[0])) from exc
-    return ApiServerClusterSource(_api(args), ReflectorSettings(watch_timeout=args.watch_timeout,
-                                                                backoff_max=args.backoff_max),
-                                  kinds=extender_kinds(plugins))
+    return ApiServerClusterSource(
+        _api(args),
+        ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max),
+        kinds=extender_kinds(plugins),
+    )
 
 
 def _quota_cluster(args: argparse.Namespace) -> ClusterState:
@@ -223,7 +248,15 @@ def run_extender(args: argparse.Namespace) -> int:
     try:
         clock, config, features = clock_at(args.now), _config(args.config), _features(args)
         source = _extender_source(args, config)
-        return serve(config, source, host=args.host, port=args.port, url_prefix=args.url_prefix,
-                     scheduler_name=args.scheduler_name, clock=clock, features=features)
+        return serve(
+            config,
+            source,
+            host=args.host,
+            port=args.port,
+            url_prefix=args.url_prefix,
+            scheduler_name=args.scheduler_name,
+            clock=clock,
+            features=features,
+        )
     except (ConfigError, SnapshotError) as exc:
         return _fail(str(exc))

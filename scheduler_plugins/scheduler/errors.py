@@ -7,6 +7,7 @@
 
 Scheduling outcomes are never exceptions: they are `Status` values.
 """
+
 from __future__ import annotations
 
 

@@ -4,6 +4,7 @@ The object stays a plain dict (conventions: objects stay dicts); `PodInfo` only 
 plugins derive from it on every node of every cycle (requests, classes), so the hot loops do no
 parsing. A transformer that changes a pod builds a new PodInfo from a deep copy.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -28,7 +29,8 @@ from policies.resources import pod_resources
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 NON_ZERO_DEFAULTS: Mapping[str, int] = {
-    RESOURCE_CPU: DEFAULT_MILLI_CPU_REQUEST, RESOURCE_MEMORY: DEFAULT_MEMORY_REQUEST,
+    RESOURCE_CPU: DEFAULT_MILLI_CPU_REQUEST,
+    RESOURCE_MEMORY: DEFAULT_MEMORY_REQUEST,
 }
 
 Vector = dict[str, int]
@@ -137,8 +139,18 @@ class PodInfo:
         return (self.obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
     #: derived values that depend only on the pod's spec and labels
-    SPEC_DERIVED = ("requests", "limits", "non_zero_requests", "kube_qos", "qos_class", "priority_class",
-                    "qos_requests", "priority", "sub_priority", "is_daemonset_pod")
+    SPEC_DERIVED = (
+        "requests",
+        "limits",
+        "non_zero_requests",
+        "kube_qos",
+        "qos_class",
+        "priority_class",
+        "qos_requests",
+        "priority",
+        "sub_priority",
+        "is_daemonset_pod",
+    )
 
     def with_status_changes(self, obj: dict[str, Any]) -> PodInfo:
         """A PodInfo for `obj`, a copy of this pod that differs only in `spec.nodeName` and

@@ -1,4 +1,5 @@
 """The in-tree plugin table: every plugin this package ships, in one visible place."""
+
 from __future__ import annotations
 
 from scheduler_plugins.scheduler.framework.registry import PluginSpec, Registry
@@ -24,18 +25,20 @@ from scheduler_plugins.scheduler.plugins.reservation import plugin as reservatio
 
 
 def in_tree_registry() -> Registry:
-    return Registry([
-        PluginSpec(prioritysort.NAME, prioritysort.new),
-        PluginSpec(noderesourcesfit.NAME, noderesourcesfit.new, noderesourcesfit.parse_args),
-        PluginSpec(loadaware.NAME, loadaware.new, loadaware_args.parse_args),
-        PluginSpec(noderesourcesfitplus.NAME, noderesourcesfitplus.new, noderesourcesfitplus.parse_args),
-        PluginSpec(scarceresourceavoidance.NAME, scarceresourceavoidance.new, scarceresourceavoidance.parse_args),
-        PluginSpec(networktraffic.NAME, networktraffic.new, networktraffic.parse_args),
-        PluginSpec(nodenumaresource.NAME, nodenumaresource.new, numa_args.parse_args),
-        PluginSpec(deviceshare.NAME, deviceshare.new, deviceshare_args.parse_args),
-        PluginSpec(elasticquota.NAME, elasticquota.new, elasticquota_args.parse_args),
-        PluginSpec(reservation.NAME, reservation.new),
-        PluginSpec(coscheduling.NAME, coscheduling.new, coscheduling.parse_args),
-        PluginSpec(defaultprebind.NAME, defaultprebind.new),
-        PluginSpec(defaultbinder.NAME, defaultbinder.new),
-    ])
+    return Registry(
+        [
+            PluginSpec(prioritysort.NAME, prioritysort.new),
+            PluginSpec(noderesourcesfit.NAME, noderesourcesfit.new, noderesourcesfit.parse_args),
+            PluginSpec(loadaware.NAME, loadaware.new, loadaware_args.parse_args),
+            PluginSpec(noderesourcesfitplus.NAME, noderesourcesfitplus.new, noderesourcesfitplus.parse_args),
+            PluginSpec(scarceresourceavoidance.NAME, scarceresourceavoidance.new, scarceresourceavoidance.parse_args),
+            PluginSpec(networktraffic.NAME, networktraffic.new, networktraffic.parse_args),
+            PluginSpec(nodenumaresource.NAME, nodenumaresource.new, numa_args.parse_args),
+            PluginSpec(deviceshare.NAME, deviceshare.new, deviceshare_args.parse_args),
+            PluginSpec(elasticquota.NAME, elasticquota.new, elasticquota_args.parse_args),
+            PluginSpec(reservation.NAME, reservation.new),
+            PluginSpec(coscheduling.NAME, coscheduling.new, coscheduling.parse_args),
+            PluginSpec(defaultprebind.NAME, defaultprebind.new),
+            PluginSpec(defaultbinder.NAME, defaultbinder.new),
+        ]
+    )

@@ -10,6 +10,7 @@ Owners are in disjunctive normal form: entries are ORed, the fields of one entry
 `owners` matches nothing and `[{}]` matches every pod. Empty fields of `object`/`controller` are
 wildcards.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -37,7 +38,12 @@ MAX_INT32: Final = 2**31 - 1
 #: `PodInfo.key` of a reserve pod: never a real pod's `namespace/name`
 RESERVE_POD_KEY_PREFIX: Final = "Reservation/"
 PHASE_PENDING, PHASE_AVAILABLE, PHASE_SUCCEEDED, PHASE_FAILED, PHASE_WAITING = (
-    "Pending", "Available", "Succeeded", "Failed", "Waiting")
+    "Pending",
+    "Available",
+    "Succeeded",
+    "Failed",
+    "Waiting",
+)
 POLICY_DEFAULT, POLICY_ALIGNED, POLICY_RESTRICTED = "", "Aligned", "Restricted"
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 
@@ -234,8 +240,12 @@ def reserve_pod_object(reservation: Mapping[str, Any]) -> dict[str, Any]:
     tmeta = template.get("metadata") or {}
     pod_spec = clone(dict(template.get("spec") or {}))
     labels = {**(tmeta.get("labels") or {}), **(meta.get("labels") or {})}
-    annotations = {**(tmeta.get("annotations") or {}), **(meta.get("annotations") or {}),
-                   ANNOTATION_RESERVE_POD: "true", ANNOTATION_RESERVATION_NAME: str(meta.get("name") or "")}
+    annotations = {
+        **(tmeta.get("annotations") or {}),
+        **(meta.get("annotations") or {}),
+        ANNOTATION_RESERVE_POD: "true",
+        ANNOTATION_RESERVATION_NAME: str(meta.get("name") or ""),
+    }
     if spec.get("preAllocation"):
         annotations[ANNOTATION_PRE_ALLOCATION] = "true"
     if pod_spec.get("nodeName"):
@@ -246,11 +256,19 @@ def reserve_pod_object(reservation: Mapping[str, Any]) -> dict[str, Any]:
         priority = MAX_INT32
     pod_spec["priority"] = priority
     pod_spec.setdefault("schedulerName", DEFAULT_SCHEDULER_NAME)
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": meta.get("name") or "", "namespace": tmeta.get("namespace") or "default",
-                         "uid": meta.get("uid") or "", "labels": labels, "annotations": annotations,
-                         "creationTimestamp": meta.get("creationTimestamp")},
-            "spec": pod_spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": meta.get("name") or "",
+            "namespace": tmeta.get("namespace") or "default",
+            "uid": meta.get("uid") or "",
+            "labels": labels,
+            "annotations": annotations,
+            "creationTimestamp": meta.get("creationTimestamp"),
+        },
+        "spec": pod_spec,
+    }
 
 
 def held_pod(info: ReservationInfo, remaining: Vector) -> ReservePodInfo:

@@ -4,6 +4,7 @@ extender build before they schedule.
 It lives above both the framework and `cluster` (the framework knows the cluster state only as
 `ClusterView`): the in-memory API client, used unless a real one is given, is the cluster's.
 """
+
 from __future__ import annotations
 
 from scheduler_plugins.clock import Clock, system_clock
@@ -16,10 +17,20 @@ from scheduler_plugins.scheduler.framework.registry import Registry
 from scheduler_plugins.scheduler.framework.runtime import Framework
 
 
-def build_framework(config: SchedulerConfig, registry: Registry, cluster: ClusterState, clock: Clock = system_clock,
-                    client: ClusterClient | None = None, scheduler_name: str | None = None,
-                  features: FeatureGates | None = None) -> Framework:
+def build_framework(
+    config: SchedulerConfig,
+    registry: Registry,
+    cluster: ClusterState,
+    clock: Clock = system_clock,
+    client: ClusterClient | None = None,
+    scheduler_name: str | None = None,
+    features: FeatureGates | None = None,
+) -> Framework:
     """The framework of the profile for `scheduler_name` (the first profile when None)."""
-    handle = Handle(cluster=cluster, client=client or InMemoryClient(cluster, clock), clock=clock,
-                    features=features or FeatureGates())
+    handle = Handle(
+        cluster=cluster,
+        client=client or InMemoryClient(cluster, clock),
+        clock=clock,
+        features=features or FeatureGates(),
+    )
     return Framework(config.profile(scheduler_name), registry, handle)

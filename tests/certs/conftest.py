@@ -5,6 +5,7 @@ through a real kubeconfig.
 The `kubernetes` client is synchronous: tests call it through `asyncio.to_thread` so that the
 stand-in, running on the test's event loop, can answer.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -34,4 +35,3 @@ async def api() -> AsyncIterator[ApiServer]:
 @pytest.fixture
 def cluster(kubeconfig: Path) -> Cluster:
     return Cluster(api_client(kubeconfig))
-

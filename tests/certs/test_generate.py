@@ -1,4 +1,5 @@
 """`certs generate`: the names kube-apiserver and local clients use, key types, the on-disk layout."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -19,13 +20,22 @@ from tests.support.webhook_manifests import MANIFESTS
 
 def test_the_serving_certificate_names_the_service_every_way_plus_local_names() -> None:
     material = generate_material(service_names("svc", "ns", ["extra.example", "10.0.0.7"]), NOW)
-    assert sans(material.cert) == ["svc", "svc.ns", "svc.ns.svc", "svc.ns.svc.cluster.local", "extra.example",
-                                   "localhost", "10.0.0.7", "127.0.0.1"]
+    assert sans(material.cert) == [
+        "svc",
+        "svc.ns",
+        "svc.ns.svc",
+        "svc.ns.svc.cluster.local",
+        "extra.example",
+        "localhost",
+        "10.0.0.7",
+        "127.0.0.1",
+    ]
     assert material.cert.not_valid_before_utc == material.ca.not_valid_before_utc
 
 
-@pytest.mark.parametrize("key_type, key_class, size", [("rsa2048", rsa.RSAPrivateKey, 2048),
-                                                       ("ecdsa-p256", ec.EllipticCurvePrivateKey, 256)])
+@pytest.mark.parametrize(
+    "key_type, key_class, size", [("rsa2048", rsa.RSAPrivateKey, 2048), ("ecdsa-p256", ec.EllipticCurvePrivateKey, 256)]
+)
 def test_key_types(key_type: str, key_class: type, size: int) -> None:
     material = generate_material(["svc"], NOW, key_type=key_type)
     assert isinstance(material.key, key_class) and material.key.key_size == size
@@ -50,10 +60,23 @@ def test_a_directory_switches_all_files_at_once_through_a_symlink(tmp_path: Path
     assert oct((tmp_path / "tls.key").stat().st_mode & 0o777) == "0o600"
 
 
-def test_the_cli_writes_a_directory_and_refuses_to_overwrite_it(tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["certs", "generate", "--cert-dir", str(tmp_path), "--cert-service", "svc", "--cert-namespace", "ns",
-            "--validity", "365", "--key-type", "ecdsa-p256"]
+def test_the_cli_writes_a_directory_and_refuses_to_overwrite_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [
+        "certs",
+        "generate",
+        "--cert-dir",
+        str(tmp_path),
+        "--cert-service",
+        "svc",
+        "--cert-namespace",
+        "ns",
+        "--validity",
+        "365",
+        "--key-type",
+        "ecdsa-p256",
+    ]
     assert main(args) == 0
     cert = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
     assert "svc.ns.svc" in sans(cert)
@@ -66,14 +89,21 @@ def test_rbac_grants_what_rotation_and_leader_election_use() -> None:
     rules = [r for d in documents if d["kind"] in ("Role", "ClusterRole") for r in d["rules"]]
 
     def allowed(group: str, resource: str, verb: str, name: str) -> bool:
-        return any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"]
-                   and name in r.get("resourceNames", [name]) for r in rules)
+        return any(
+            group in r["apiGroups"]
+            and resource in r["resources"]
+            and verb in r["verbs"]
+            and name in r.get("resourceNames", [name])
+            for r in rules
+        )
 
     needed = [("", "secrets", v, "koordinator-webhook-certs") for v in ("get", "create", "update", "delete")]
     needed += [("coordination.k8s.io", "leases", v, "colocate-webhook-certs") for v in ("get", "create", "update")]
-    needed += [("admissionregistration.k8s.io", f"{kind}webhookconfigurations", v,
-                f"koordinator-{kind}-webhook-configuration")
-               for kind in ("mutating", "validating") for v in ("get", "patch")]
+    needed += [
+        ("admissionregistration.k8s.io", f"{kind}webhookconfigurations", v, f"koordinator-{kind}-webhook-configuration")
+        for kind in ("mutating", "validating")
+        for v in ("get", "patch")
+    ]
     assert [n for n in needed if not allowed(*n)] == []
 
 

@@ -1,4 +1,5 @@
 """`certs inspect` fails (exit 1) on what would break admissions: untrusting caBundles, near expiry, bad chains."""
+
 from __future__ import annotations
 
 import asyncio
@@ -57,34 +58,50 @@ def test_a_serving_certificate_from_another_ca_fails_the_chain(material: Materia
 def test_a_caBundle_that_does_not_trust_the_serving_certificate_is_caught(material: Material) -> None:
     other_ca = generate_material(NAMES, NOW).ca
     good, bad = (base64.b64encode(pem_certs([ca])).decode() for ca in (material.ca, other_ca))
-    configurations = [{"metadata": {"name": "koordinator-mutating-webhook-configuration"},
-                       "webhooks": [{"name": "a", "clientConfig": {"caBundle": good}},
-                                    {"name": "b", "clientConfig": {"caBundle": bad}},
-                                    {"name": "c", "clientConfig": {}}]}]
+    configurations = [
+        {
+            "metadata": {"name": "koordinator-mutating-webhook-configuration"},
+            "webhooks": [
+                {"name": "a", "clientConfig": {"caBundle": good}},
+                {"name": "b", "clientConfig": {"caBundle": bad}},
+                {"name": "c", "clientConfig": {}},
+            ],
+        }
+    ]
     report = inspect(material, NOW, name=HOST, configurations=configurations)
-    assert failed(report) == ["caBundle of koordinator-mutating-webhook-configuration/b",
-                              "caBundle of koordinator-mutating-webhook-configuration/c"]
+    assert failed(report) == [
+        "caBundle of koordinator-mutating-webhook-configuration/b",
+        "caBundle of koordinator-mutating-webhook-configuration/c",
+    ]
     assert "does not trust the serving certificate" in report.to_text()
 
 
 async def test_the_cli_exits_1_when_a_webhook_does_not_trust_the_served_certificate(
-        api: ApiServer, cluster: Cluster, kubeconfig: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    api: ApiServer, cluster: Cluster, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     await asyncio.to_thread(rotate, Targets(cluster=cluster), Policy(names=NAMES), NOW)
     args = ["certs", "inspect", "--kubeconfig", str(kubeconfig), "--at", "2030-02-01", "-o", "json"]
     assert await asyncio.to_thread(main, args) == 0
     assert json.loads(capsys.readouterr().out)["ok"] is True
 
     stranger = base64.b64encode(pem_certs([generate_material(NAMES, NOW).ca])).decode()
-    api.store.patch(api.by_kind["ValidatingWebhookConfiguration"], "", "koordinator-validating-webhook-configuration",
-                    [{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle", "value": stranger}], "json")
+    api.store.patch(
+        api.by_kind["ValidatingWebhookConfiguration"],
+        "",
+        "koordinator-validating-webhook-configuration",
+        [{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle", "value": stranger}],
+        "json",
+    )
     assert await asyncio.to_thread(main, args) == 1
     report = json.loads(capsys.readouterr().out)
     assert [c["name"] for c in report["checks"] if not c["ok"]] == [
-        "caBundle of koordinator-validating-webhook-configuration/vpod.koordinator.sh"]
+        "caBundle of koordinator-validating-webhook-configuration/vpod.koordinator.sh"
+    ]
 
 
-def test_the_cli_reads_a_directory_and_flags_near_expiry(material: Material, tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_reads_a_directory_and_flags_near_expiry(
+    material: Material, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_directory(tmp_path, material)
     common = ["certs", "inspect", "--cert-dir", str(tmp_path)]
     assert main([*common, "--at", "2030-06-01"]) == 0

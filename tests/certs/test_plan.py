@@ -1,4 +1,5 @@
 """Koordinator's renewal rules, decided with an injected clock: no test waits for a certificate to expire."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -62,13 +63,17 @@ def test_trust_bundle_keeps_the_signing_ca_first_and_drops_duplicates(current: M
     assert [fingerprint(c) for c in bundle] == [fingerprint(other), fingerprint(current.ca)]  # the leaf is no CA
 
 
-@pytest.mark.parametrize("breakage, reason", [
-    ("swapped key", "serving key does not match"),
-    ("other CA", "does not verify against the CA"),
-    ("missing name", "lacks extra.example"),
-])
-def test_a_broken_serving_certificate_is_renewed_under_the_same_ca(current: Material, breakage: str,
-                                                                   reason: str) -> None:
+@pytest.mark.parametrize(
+    "breakage, reason",
+    [
+        ("swapped key", "serving key does not match"),
+        ("other CA", "does not verify against the CA"),
+        ("missing name", "lacks extra.example"),
+    ],
+)
+def test_a_broken_serving_certificate_is_renewed_under_the_same_ca(
+    current: Material, breakage: str, reason: str
+) -> None:
     policy = POLICY
     stranger = generate_material(NAMES, NOW)
     if breakage == "swapped key":

@@ -6,6 +6,7 @@ verifies every connection against the caBundle of the webhook configurations, ex
 kube-apiserver does: one half over kept-alive connections, the other with a new connection (and
 handshake) per request. Meanwhile `rotate` replaces the CA and then the serving certificate.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -59,8 +60,11 @@ class Load:
                 self.failures.append(result.message)
 
     def start(self, per_dispatcher: int = 3) -> list[asyncio.Task[None]]:
-        return [asyncio.create_task(self.drive(d, i * 10 + j))
-                for i, d in enumerate(self.dispatchers) for j in range(per_dispatcher)]
+        return [
+            asyncio.create_task(self.drive(d, i * 10 + j))
+            for i, d in enumerate(self.dispatchers)
+            for j in range(per_dispatcher)
+        ]
 
 
 async def all_workers_serve(port: int, rotation: Rotation, timeout: float = 10.0) -> float:
@@ -78,8 +82,13 @@ async def all_workers_serve(port: int, rotation: Rotation, timeout: float = 10.0
             streak = 0
         return streak
 
-    await wait_for(handshakes_in_a_row, until=lambda n: n >= 20, timeout=timeout, interval=0.01,
-                   message="every worker to reload (20 handshakes in a row with the new certificate)")
+    await wait_for(
+        handshakes_in_a_row,
+        until=lambda n: n >= 20,
+        timeout=timeout,
+        interval=0.01,
+        message="every worker to reload (20 handshakes in a row with the new certificate)",
+    )
     return time.monotonic() - started
 
 
@@ -91,7 +100,8 @@ def metric(port: int, ca: bytes, name: str) -> float:
 
 
 async def test_rotating_the_ca_and_the_serving_certificate_under_load_fails_no_admission(
-        api: ApiServer, cluster: Cluster, kubeconfig: Path, tmp_path: Path) -> None:
+    api: ApiServer, cluster: Cluster, kubeconfig: Path, tmp_path: Path
+) -> None:
     seed(api, cluster_files())
     cert_dir = tmp_path / "certs"
     targets = Targets(cert_dir, cluster)
@@ -100,8 +110,10 @@ async def test_rotating_the_ca_and_the_serving_certificate_under_load_fails_no_a
     service = await Service([process]).start()
     configurations = lambda: webhook_configurations(api)  # noqa: E731
     labels = lambda name: namespace_labels(api, name)  # noqa: E731
-    dispatchers = [Dispatcher(configurations, service.endpoints, labels),
-                   Dispatcher(configurations, service.endpoints, labels, keep_alive=False)]
+    dispatchers = [
+        Dispatcher(configurations, service.endpoints, labels),
+        Dispatcher(configurations, service.endpoints, labels, keep_alive=False),
+    ]
     load = Load(dispatchers)
     tasks = load.start()
     try:
@@ -114,8 +126,9 @@ async def test_rotating_the_ca_and_the_serving_certificate_under_load_fails_no_a
         assert new_cert.plan.new_cert and not new_cert.plan.new_ca and new_cert.patched == ()
         await all_workers_serve(process.port, new_cert)
         after_rotation = load.ok
-        await wait_for(lambda: load.ok > after_rotation + 20, timeout=10,
-                       message="admissions to go on after the rotation")
+        await wait_for(
+            lambda: load.ok > after_rotation + 20, timeout=10, message="admissions to go on after the rotation"
+        )
     finally:
         load.stop.set()
         await asyncio.wait(tasks, timeout=10)
@@ -131,7 +144,9 @@ async def test_rotating_the_ca_and_the_serving_certificate_under_load_fails_no_a
         assert metric(process.port, ca, 'colocate_certificate_reloads_total{result="error"}') == 0
         expiry = metric(process.port, ca, 'colocate_certificate_expiry_timestamp_seconds{certificate="serving"}')
         assert expiry == new_cert.plan.material.cert.not_valid_after_utc.timestamp()
-        print(f"admissions: {before_rotation} before rotating, {load.ok} in all, 0 failed; "
-              f"all workers on the new CA {reload_seconds:.2f}s after its rotation")
+        print(
+            f"admissions: {before_rotation} before rotating, {load.ok} in all, 0 failed; "
+            f"all workers on the new CA {reload_seconds:.2f}s after its rotation"
+        )
     finally:
         process.kill()

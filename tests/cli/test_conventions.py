@@ -1,4 +1,5 @@
 """The conventions themselves, on a parser of their own: what every command group gets from `cli`."""
+
 from __future__ import annotations
 
 import io
@@ -18,8 +19,10 @@ def test_a_usage_error_is_one_line_naming_the_command_and_its_help(capsys: pytes
     with pytest.raises(SystemExit) as exit_:
         parser.parse_args(["--port", "x"])
     assert exit_.value.code == errors.EXIT_USAGE
-    assert capsys.readouterr().err == "error: colocate demo: argument --port: invalid int value: 'x' " \
-                                      "(see colocate demo --help)\n"
+    assert (
+        capsys.readouterr().err == "error: colocate demo: argument --port: invalid int value: 'x' "
+        "(see colocate demo --help)\n"
+    )
 
 
 def test_report_keeps_a_multi_line_message_on_one_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,5 @@
 """`--event-loop`: uvloop by default where installed, the stdlib loop on request, a clear error else."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,5 @@
 """The JSON log lines an operator's log pipeline parses."""
+
 import io
 import json
 import logging
@@ -61,8 +62,9 @@ def test_admission_and_ordinary_lines_are_one_json_object_each():
     stream = io.StringIO()
     writer = setup_logging("info", stream)
     try:
-        log_admission(logging.getLogger("colocate.admission"),
-                      {"uid": "u1", "allowed": False, "matchedProfiles": ["a"]})
+        log_admission(
+            logging.getLogger("colocate.admission"), {"uid": "u1", "allowed": False, "matchedProfiles": ["a"]}
+        )
         logging.getLogger("colocate.state").warning("cannot load %s", "x.yaml")
         logging.getLogger("colocate.state").debug("not shown at info")
     finally:
@@ -88,15 +90,25 @@ class Tag(str):
     pass
 
 
-FIELD_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1),
-                         st.lists(st.text(max_size=3), max_size=2),
-                         st.builds(lambda n, c: c * n, st.integers(0, 2 * MAX_FIELD), st.sampled_from("aé\n\"")),
-                         st.builds(Tag, st.text(max_size=3)), st.builds(lambda n: ["x" * 1500] * n, st.integers(0, 4)))
+FIELD_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.lists(st.text(max_size=3), max_size=2),
+    st.builds(lambda n, c: c * n, st.integers(0, 2 * MAX_FIELD), st.sampled_from('aé\n"')),
+    st.builds(Tag, st.text(max_size=3)),
+    st.builds(lambda n: ["x" * 1500] * n, st.integers(0, 4)),
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.dictionaries(st.sampled_from(["uid", "object", "message", "ts", "level", "code", "matchedProfiles"]),
-                       FIELD_VALUES, max_size=5))
+@given(
+    st.dictionaries(
+        st.sampled_from(["uid", "object", "message", "ts", "level", "code", "matchedProfiles"]),
+        FIELD_VALUES,
+        max_size=5,
+    )
+)
 def test_an_admission_line_is_the_formatters_line_with_every_string_bounded(monkeypatch_fields):
     fields = monkeypatch_fields
     lines = queue.SimpleQueue()

@@ -1,4 +1,5 @@
 """The embedded cluster state: a directory of manifests, reloaded when files change."""
+
 import json
 import os
 
@@ -18,8 +19,15 @@ def bump(path):
 
 def test_yaml_multi_document_json_and_list_kinds_are_loaded(tmp_path):
     (tmp_path / "a.yaml").write_text(yaml.safe_dump_all([PROFILE, make_namespace("ns")]))
-    (tmp_path / "b.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
-        make_priority_class("koord-batch", 5000, preemption_policy=None)]}))
+    (tmp_path / "b.json").write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [make_priority_class("koord-batch", 5000, preemption_policy=None)],
+            }
+        )
+    )
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "c.yml").write_text(yaml.safe_dump({**PROFILE, "metadata": {"name": "p2"}}))
     (tmp_path / "notes.txt").write_text("ignored")

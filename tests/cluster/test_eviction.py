@@ -1,5 +1,6 @@
 """Evictions through `policy/v1` against the stand-in: disruption budgets are honoured by the API
 server, and a 429 is a skip with its reason, never an error; Events are best effort."""
+
 from __future__ import annotations
 
 import asyncio
@@ -19,8 +20,12 @@ def ready(pod: dict[str, Any]) -> dict[str, Any]:
 
 
 def budget(min_available: int | str) -> dict[str, Any]:
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "ns"},
-            "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": "web"}}}}
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "ns"},
+        "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": "web"}}},
+    }
 
 
 async def evict(kubeconfig: Path, name: str) -> Any:
@@ -59,7 +64,8 @@ async def test_a_missing_pod_is_gone_and_a_server_error_is_a_failure(api: ApiSer
 
 
 async def test_an_event_is_recorded_about_the_pod_and_a_failure_to_record_is_swallowed(
-        api: ApiServer, kubeconfig: Path) -> None:
+    api: ApiServer, kubeconfig: Path
+) -> None:
     pod = make_pod("p", "ns")
     recorder = EventRecorder(api_client(kubeconfig), "colocate-descheduler", host="node-1")
     loop = asyncio.get_running_loop()

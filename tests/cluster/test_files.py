@@ -1,4 +1,5 @@
 """A directory of manifests as a source: what goes wrong keeps the last good objects and is said."""
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,12 @@ from cluster.store import ClusterStore
 
 
 def profile(name: str, qos: str = "BE") -> dict[str, Any]:
-    return {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
-            "metadata": {"name": name}, "spec": {"qosClass": qos}}
+    return {
+        "apiVersion": "config.koordinator.sh/v1alpha1",
+        "kind": "ClusterColocationProfile",
+        "metadata": {"name": name},
+        "spec": {"qosClass": qos},
+    }
 
 
 def names(store: ClusterStore) -> list[str]:
@@ -78,7 +83,8 @@ def test_a_fifo_named_like_a_manifest_is_skipped_not_opened(tmp_path: Path) -> N
     assert done.wait(10), "the scan blocked on the FIFO"
     assert names(store) == ["good"]
     assert [(p.source, p.message) for p in store.problems] == [
-        (str(tmp_path / "trap.yaml"), "not a regular file, skipped")]
+        (str(tmp_path / "trap.yaml"), "not a regular file, skipped")
+    ]
 
 
 def test_symlink_cycles_are_walked_once(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
 """The live cluster state: list/watch through the official client against the stand-in."""
+
 from __future__ import annotations
 
 import asyncio
@@ -59,8 +60,10 @@ async def test_not_ready_until_every_kind_was_listed(api: ApiServer, live: Calla
     api.fail_requests(10_000)  # every list fails: back off, retry, stay unready
     state = live()
     kinds = [k.kind for k in watched_kinds(default_routes())]
-    await wait_for(lambda: all(api.requests[f"GET list {kind}"] >= 2 for kind in kinds),
-                   message="every kind's list to fail and be retried")
+    await wait_for(
+        lambda: all(api.requests[f"GET list {kind}"] >= 2 for kind in kinds),
+        message="every kind's list to fail and be retried",
+    )
     assert not state.state.ready
     api.fail_requests(0)
     await wait_for(lambda: state.state.ready, message="the first list of every kind")
@@ -74,8 +77,10 @@ async def test_a_burst_of_events_is_published_as_few_snapshots(api: ApiServer, l
     for index in range(300):
         api.apply(make_namespace(f"ns-{index}", {"team": "t"}))
     await wait_for(lambda: state.snapshot.namespace_labels("ns-299") is not None, message="the burst")
-    assert all(state.snapshot.namespace_labels(f"ns-{i}") == {"team": "t", "kubernetes.io/metadata.name": f"ns-{i}"}
-               for i in range(300))
+    assert all(
+        state.snapshot.namespace_labels(f"ns-{i}") == {"team": "t", "kubernetes.io/metadata.name": f"ns-{i}"}
+        for i in range(300)
+    )
     assert len(state.published) - published_before < 30
 
 
@@ -93,15 +98,18 @@ async def test_an_unchanged_profile_is_not_parsed_again(api: ApiServer, live: Ca
 
 
 async def test_a_broken_watch_keeps_the_last_state_and_says_how_stale(
-        api: ApiServer, live: Callable[[], Live], caplog: pytest.LogCaptureFixture) -> None:
+    api: ApiServer, live: Callable[[], Live], caplog: pytest.LogCaptureFixture
+) -> None:
     api.apply(make_profile("p", qosClass="BE"))
     state = live()
     await wait_for(lambda: state.state.ready, message="the first list of every kind")
     caplog.set_level(logging.WARNING, logger="colocate.informer")
     api.fail_requests(10_000, status=503)
     api.drop_watches()
-    await wait_for(lambda: state.source.stale_seconds()["ClusterColocationProfile"] > 0.3,
-                   message="the profiles to be stale for 0.3s")
+    await wait_for(
+        lambda: state.source.stale_seconds()["ClusterColocationProfile"] > 0.3,
+        message="the profiles to be stale for 0.3s",
+    )
     assert [p.name for p in state.snapshot.profiles] == ["p"] and state.state.ready
     assert "serving the last good state" in caplog.text
     api.fail_requests(0)
@@ -117,17 +125,22 @@ async def test_deletes_and_updates_arrive_through_the_watch(api: ApiServer, live
     await wait_for(lambda: state.state.ready, message="the first list of every kind")
     api.apply(make_namespace("a", {"tier": "2"}))
     api.delete("ClusterColocationProfile", "p")
-    await wait_for(lambda: not state.snapshot.profiles and state.snapshot.namespace_labels("a").get("tier") == "2",
-                   message="the delete and the update")
+    await wait_for(
+        lambda: not state.snapshot.profiles and state.snapshot.namespace_labels("a").get("tier") == "2",
+        message="the delete and the update",
+    )
     assert api.requests["GET list Namespace"] == 1
 
 
-async def test_pods_are_held_as_metadata_only_from_the_list_and_the_watch(api: ApiServer,
-                                                                         live: Callable[[], Live]) -> None:
+async def test_pods_are_held_as_metadata_only_from_the_list_and_the_watch(
+    api: ApiServer, live: Callable[[], Live]
+) -> None:
     """The quota tree reads a pod's metadata only: the store keeps no spec or status of what the API
     server sends, listed or watched (`Read("Pod", metadata_only=True)`)."""
-    listed = {**make_pod("listed", "ns-a", labels={"quota.scheduling.koordinator.sh/name": "q"}, node="n1"),
-              "status": {"phase": "Running"}}
+    listed = {
+        **make_pod("listed", "ns-a", labels={"quota.scheduling.koordinator.sh/name": "q"}, node="n1"),
+        "status": {"phase": "Running"},
+    }
     api.apply(listed)
     state = live()
     await wait_for(lambda: state.state.ready, message="the first list of every kind")

@@ -1,4 +1,5 @@
 """Lease election: one leader among contenders, take-over only after the lease expired (injected clock)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -34,12 +35,21 @@ class Clock:
         return self.now
 
 
-async def test_two_contenders_get_one_leader_and_the_other_takes_over_when_it_stops(api: ApiServer,
-                                                                                    kubeconfig: Path) -> None:
+async def test_two_contenders_get_one_leader_and_the_other_takes_over_when_it_stops(
+    api: ApiServer, kubeconfig: Path
+) -> None:
     clock = Clock()
-    a, b = (LeaseElector(api_client(kubeconfig), "koordinator-system", name, name="colocate-webhook-certs",
-                        duration=DURATION, clock=clock)
-            for name in ("replica-a", "replica-b"))
+    a, b = (
+        LeaseElector(
+            api_client(kubeconfig),
+            "koordinator-system",
+            name,
+            name="colocate-webhook-certs",
+            duration=DURATION,
+            clock=clock,
+        )
+        for name in ("replica-a", "replica-b")
+    )
     rounds = await asyncio.gather(*(asyncio.to_thread(e.try_acquire_or_renew) for e in (a, b)))
     assert sorted(rounds) == [False, True]  # at the same instant, exactly one wins (the other's write conflicts)
     leader, follower = (a, b) if rounds[0] else (b, a)

@@ -1,5 +1,6 @@
 """Metadata-only list/watch: a metadata-only kind is asked for PartialObjectMetadata, as client-go's
 metadata informers ask, and the stand-in answers as kube-apiserver's response transform does."""
+
 from __future__ import annotations
 
 import asyncio
@@ -46,16 +47,18 @@ class Sink:
 def get(kubeconfig: Path, path: str, accept: str, watch: bool = False) -> tuple[int, Any]:
     api = api_client(kubeconfig)
     query: list[tuple[str, Any]] = [("watch", "true"), ("timeoutSeconds", 1)] if watch else []
-    request = api.param_serialize("GET", path, query_params=query, header_params={"Accept": accept},
-                                  auth_settings=["BearerToken"])
+    request = api.param_serialize(
+        "GET", path, query_params=query, header_params={"Accept": accept}, auth_settings=["BearerToken"]
+    )
     response = api.call_api(*request, _request_timeout=(5, 5))
     body = response.read()
     lines = [json.loads(line) for line in body.splitlines() if line.strip()]
     return response.status, (lines if watch and response.status == 200 else json.loads(body))
 
 
-async def test_the_stand_in_answers_partial_object_metadata_as_kube_apiserver_does(api: ApiServer,
-                                                                                   kubeconfig: Path) -> None:
+async def test_the_stand_in_answers_partial_object_metadata_as_kube_apiserver_does(
+    api: ApiServer, kubeconfig: Path
+) -> None:
     api.apply(whole_pod("p"))
     loop = asyncio.get_running_loop()
     status, listed = await loop.run_in_executor(None, get, kubeconfig, "/api/v1/pods", METADATA_LIST)

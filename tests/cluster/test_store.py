@@ -1,4 +1,5 @@
 """The one cluster store: relists as diffs, one meaning of synced, staleness, and its indexes."""
+
 from __future__ import annotations
 
 import asyncio
@@ -22,15 +23,21 @@ NODE = WatchedKind.of("Node")
 
 
 def node(name: str, version: str = "1", **labels: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "resourceVersion": version, "labels": labels},
-            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "resourceVersion": version, "labels": labels},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+    }
 
 
 def pod(name: str, node_name: str = "", version: str = "1") -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "ns", "resourceVersion": version},
-            "spec": {"nodeName": node_name, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ns", "resourceVersion": version},
+        "spec": {"nodeName": node_name, "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+    }
 
 
 class Recorder:
@@ -96,9 +103,15 @@ def test_a_store_of_no_kinds_is_never_synced() -> None:
 
 
 def test_the_webhook_snapshot_and_the_scheduler_state_are_views_of_one_store(tmp_path: Path) -> None:
-    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all([
-        node("n1"), pod("p", "n1"),
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns", "labels": {"team": "a"}}}]))
+    (tmp_path / "cluster.yaml").write_text(
+        yaml.safe_dump_all(
+            [
+                node("n1"),
+                pod("p", "n1"),
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns", "labels": {"team": "a"}}},
+            ]
+        )
+    )
     store = ClusterStore()
     source = DirectorySource(tmp_path, store)
     source.scan()
@@ -151,18 +164,25 @@ def test_a_kind_never_listed_is_not_said_to_serve_a_last_good_state(caplog) -> N
 
 
 def test_an_object_with_malformed_labels_is_a_problem_not_a_per_request_failure(tmp_path: Path) -> None:
-    (tmp_path / "ns.yaml").write_text(yaml.safe_dump_all([
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bad", "labels": {"team": ["a", "b"]}}},
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "good", "labels": {"team": "a"}}}]))
+    (tmp_path / "ns.yaml").write_text(
+        yaml.safe_dump_all(
+            [
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bad", "labels": {"team": ["a", "b"]}}},
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "good", "labels": {"team": "a"}}},
+            ]
+        )
+    )
     store = load_directory(tmp_path)
     snapshot = SnapshotIndex(store).build()
     assert snapshot.namespace_labels("bad") is None and snapshot.namespace_labels("good") == {"team": "a"}
     assert [p.message for p in snapshot.problems] == [
-        "Namespace 'bad': metadata.labels: Invalid value: must map strings to strings; object skipped"]
+        "Namespace 'bad': metadata.labels: Invalid value: must map strings to strings; object skipped"
+    ]
 
 
 async def test_a_watch_cut_again_and_again_is_resumed_at_once_not_after_a_growing_backoff(
-        api: ApiServer, kubeconfig: Path) -> None:
+    api: ApiServer, kubeconfig: Path
+) -> None:
     """Found by benchmarks/soak.py: every cut of an open watch doubled the wait before the next
     one, so after a few cuts a worker stayed up to `backoff_max` behind the API server."""
     from cluster.client import api_client
@@ -180,8 +200,11 @@ async def test_a_watch_cut_again_and_again_is_resumed_at_once_not_after_a_growin
         for cut in range(10):  # without the reset the 10th wait would be 0.05 s x 2^9 = 25.6 s
             api.drop_watches()
             api.apply(make_profile(f"p{cut}", qosClass="BE"))
-            await wait_for(lambda n=cut + 1: len(state.snapshot.profiles) == n, timeout=3.0,
-                           message=f"profile {cut} seen after cut {cut}")
+            await wait_for(
+                lambda n=cut + 1: len(state.snapshot.profiles) == n,
+                timeout=3.0,
+                message=f"profile {cut} seen after cut {cut}",
+            )
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

@@ -1,4 +1,5 @@
 """The `colocate` command line as a user meets it: its surface, its global options, its errors."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,57 +16,182 @@ from colocate.cli import build_parser, main
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = str(REPO / "manifests" / "cluster")
 POD = str(REPO / "manifests" / "samples" / "batch-pod.yaml")
-CERTS = ["--cert-dir", "--cert-namespace", "--cert-secret", "--cert-service", "--context", "--dns-name",
-         "--in-cluster", "--kubeconfig"]
+CERTS = [
+    "--cert-dir",
+    "--cert-namespace",
+    "--cert-secret",
+    "--cert-service",
+    "--context",
+    "--dns-name",
+    "--in-cluster",
+    "--kubeconfig",
+]
 OLD_CERTS = ["--namespace", "--secret-name", "--service"]
 
 #: Every command's flags, visible and hidden (deprecated spellings). A rename, a new flag or a new
 #: `-o` format is a change of this table: deliberate, and seen in review.
 SURFACE: dict[str, tuple[list[str], list[str]]] = {
     "": (["--log-level {debug,info,warning,error}", "--version"], []),
-    "serve": (["--audit-interval", "--backoff-max", "--cert-check-interval", "--cert-dir", "--cert-namespace",
-               "--cert-reload-interval", "--cert-secret", "--cert-service", "--cert-settle", "--client-ca", "--cluster",
-               "--context", "--dns-name", "--drain-delay", "--event-loop {auto,uvloop,asyncio}",
-               "--first-request-timeout", "--host", "--idle-timeout",
-               "--kubeconfig", "--max-body", "--max-body-bytes", "--max-connections", "--port", "--reload-interval",
-               "--reuse-port", "--self-managed-certs", "--shutdown-timeout", "--stuck-scan-after", "--watch-timeout",
-               "--workers"],
-              ["--log-level {debug,info,warning,error}", "--profiles"]),
+    "serve": (
+        [
+            "--audit-interval",
+            "--backoff-max",
+            "--cert-check-interval",
+            "--cert-dir",
+            "--cert-namespace",
+            "--cert-reload-interval",
+            "--cert-secret",
+            "--cert-service",
+            "--cert-settle",
+            "--client-ca",
+            "--cluster",
+            "--context",
+            "--dns-name",
+            "--drain-delay",
+            "--event-loop {auto,uvloop,asyncio}",
+            "--first-request-timeout",
+            "--host",
+            "--idle-timeout",
+            "--kubeconfig",
+            "--max-body",
+            "--max-body-bytes",
+            "--max-connections",
+            "--port",
+            "--reload-interval",
+            "--reuse-port",
+            "--self-managed-certs",
+            "--shutdown-timeout",
+            "--stuck-scan-after",
+            "--watch-timeout",
+            "--workers",
+        ],
+        ["--log-level {debug,info,warning,error}", "--profiles"],
+    ),
     "manifests": ([], []),
     "manifests webhooks": (["--cert-namespace", "--cert-service", "-o/--output {yaml,json}"], []),
-    "apply": (["--cluster", "--context", "--explain", "--kubeconfig", "--old-object",
-               "--operation {CREATE,UPDATE,DELETE}", "-f/--filename", "-o/--output {json,yaml}"], ["--profiles"]),
+    "apply": (
+        [
+            "--cluster",
+            "--context",
+            "--explain",
+            "--kubeconfig",
+            "--old-object",
+            "--operation {CREATE,UPDATE,DELETE}",
+            "-f/--filename",
+            "-o/--output {json,yaml}",
+        ],
+        ["--profiles"],
+    ),
     "certs": ([], []),
-    "certs generate": (sorted([*CERTS, "--ca-validity", "--force", "--key-type {rsa2048,rsa4096,ecdsa-p256}",
-                               "--validity"]), OLD_CERTS),
+    "certs generate": (
+        sorted([*CERTS, "--ca-validity", "--force", "--key-type {rsa2048,rsa4096,ecdsa-p256}", "--validity"]),
+        OLD_CERTS,
+    ),
     "certs inspect": (sorted([*CERTS, "--at", "--threshold-days", "-o/--output {text,json}"]), OLD_CERTS),
-    "certs rotate": (sorted([*CERTS, "--at", "--ca-renew-before", "--ca-validity", "--cert-settle", "--force",
-                             "--force-ca", "--key-type {rsa2048,rsa4096,ecdsa-p256}", "--renew-before",
-                             "--validity"]), [*OLD_CERTS, "--settle"]),
+    "certs rotate": (
+        sorted(
+            [
+                *CERTS,
+                "--at",
+                "--ca-renew-before",
+                "--ca-validity",
+                "--cert-settle",
+                "--force",
+                "--force-ca",
+                "--key-type {rsa2048,rsa4096,ecdsa-p256}",
+                "--renew-before",
+                "--validity",
+            ]
+        ),
+        [*OLD_CERTS, "--settle"],
+    ),
     "scheduler": ([], []),
-    "scheduler extender": (["--backoff-max", "--cluster", "--config", "--context", "--feature-gates", "--host",
-                            "--kubeconfig", "--now", "--port", "--scheduler-name", "--url-prefix", "--watch-timeout"],
-                           []),
-    "scheduler simulate": (["--cluster", "--config", "--feature-gates", "--now", "--progress/--no-progress",
-                            "-o/--output {table,json}"], []),
+    "scheduler extender": (
+        [
+            "--backoff-max",
+            "--cluster",
+            "--config",
+            "--context",
+            "--feature-gates",
+            "--host",
+            "--kubeconfig",
+            "--now",
+            "--port",
+            "--scheduler-name",
+            "--url-prefix",
+            "--watch-timeout",
+        ],
+        [],
+    ),
+    "scheduler simulate": (
+        ["--cluster", "--config", "--feature-gates", "--now", "--progress/--no-progress", "-o/--output {table,json}"],
+        [],
+    ),
     "test": (["-o/--output {table,json}"], []),
     "audit": (["--cluster", "--context", "--kubeconfig", "--write-reports", "-o/--output {table,json}"], []),
-    "scheduler explain": (["--cluster", "--config", "--feature-gates", "--now", "--pod", "-o/--output {table,json}"],
-                          []),
-    "scheduler quota": (["--cluster", "--config", "--context", "--feature-gates", "--kubeconfig",
-                         "-o/--output {table,json}"], []),
+    "scheduler explain": (
+        ["--cluster", "--config", "--feature-gates", "--now", "--pod", "-o/--output {table,json}"],
+        [],
+    ),
+    "scheduler quota": (
+        ["--cluster", "--config", "--context", "--feature-gates", "--kubeconfig", "-o/--output {table,json}"],
+        [],
+    ),
     "descheduler": ([], []),
-    "descheduler run": (["--backoff-max", "--cluster", "--config", "--context", "--dry-run", "--kubeconfig", "--now",
-                         "--rounds", "--watch-timeout", "-o/--output {table,json}"], []),
+    "descheduler run": (
+        [
+            "--backoff-max",
+            "--cluster",
+            "--config",
+            "--context",
+            "--dry-run",
+            "--kubeconfig",
+            "--now",
+            "--rounds",
+            "--watch-timeout",
+            "-o/--output {table,json}",
+        ],
+        [],
+    ),
     "koordlet": ([], []),
-    "koordlet plan": (["--cgroup-driver {cgroupfs,systemd}", "--cgroup-version {v1,v2}", "--feature-gates",
-                       "--node-dir", "--now", "-o/--output {json,table}"], []),
-    "koordlet run": (["--backoff-max", "--cgroup-driver {cgroupfs,systemd}", "--cgroup-root",
-                      "--collect-res-used-interval-seconds", "--context", "--cpu-evict-cool-time-seconds",
-                      "--cpu-evict-interval-seconds", "--cpu-suppress-interval-seconds", "--dry-run", "--feature-gates",
-                      "--host", "--kubeconfig", "--memory-evict-cool-time-seconds", "--memory-evict-interval-seconds",
-                      "--node-dir", "--node-name", "--only-evict-by-api", "--port", "--proc-root",
-                      "--qos-extension-plugins", "--reconcile-interval-seconds", "--watch-timeout"], []),
+    "koordlet plan": (
+        [
+            "--cgroup-driver {cgroupfs,systemd}",
+            "--cgroup-version {v1,v2}",
+            "--feature-gates",
+            "--node-dir",
+            "--now",
+            "-o/--output {json,table}",
+        ],
+        [],
+    ),
+    "koordlet run": (
+        [
+            "--backoff-max",
+            "--cgroup-driver {cgroupfs,systemd}",
+            "--cgroup-root",
+            "--collect-res-used-interval-seconds",
+            "--context",
+            "--cpu-evict-cool-time-seconds",
+            "--cpu-evict-interval-seconds",
+            "--cpu-suppress-interval-seconds",
+            "--dry-run",
+            "--feature-gates",
+            "--host",
+            "--kubeconfig",
+            "--memory-evict-cool-time-seconds",
+            "--memory-evict-interval-seconds",
+            "--node-dir",
+            "--node-name",
+            "--only-evict-by-api",
+            "--port",
+            "--proc-root",
+            "--qos-extension-plugins",
+            "--reconcile-interval-seconds",
+            "--watch-timeout",
+        ],
+        [],
+    ),
 }
 
 
@@ -101,17 +227,20 @@ def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().out == f"colocate {metadata.version('colocate')}\n"
 
 
-@pytest.mark.parametrize("argv, level", [
-    (["serve", "--cert-dir", "c"], "info"),
-    (["scheduler", "extender"], "info"),
-    (["koordlet", "run", "--node-name", "n1"], "info"),
-    (["koordlet", "plan", "--node-dir", "d"], "warning"),
-    (["apply", "--cluster", "d", "-f", "x"], "warning"),
-    (["scheduler", "simulate", "--cluster", "d"], "warning"),
-    (["--log-level", "debug", "serve", "--cert-dir", "c"], "debug"),
-    (["--log-level", "ERROR", "apply", "--cluster", "d", "-f", "x"], "error"),
-    (["serve", "--cert-dir", "c", "--log-level", "warning"], "warning"),  # the old place, still accepted
-])
+@pytest.mark.parametrize(
+    "argv, level",
+    [
+        (["serve", "--cert-dir", "c"], "info"),
+        (["scheduler", "extender"], "info"),
+        (["koordlet", "run", "--node-name", "n1"], "info"),
+        (["koordlet", "plan", "--node-dir", "d"], "warning"),
+        (["apply", "--cluster", "d", "-f", "x"], "warning"),
+        (["scheduler", "simulate", "--cluster", "d"], "warning"),
+        (["--log-level", "debug", "serve", "--cert-dir", "c"], "debug"),
+        (["--log-level", "ERROR", "apply", "--cluster", "d", "-f", "x"], "error"),
+        (["serve", "--cert-dir", "c", "--log-level", "warning"], "warning"),  # the old place, still accepted
+    ],
+)
 def test_log_level_is_global_with_a_default_per_kind_of_command(argv: list[str], level: str) -> None:
     assert flags.log_level(build_parser().parse_args(argv)) == level
 
@@ -128,22 +257,32 @@ def test_the_global_log_level_reaches_the_command_as_json_lines(capsys: pytest.C
 def test_apply_reports_a_broken_profile_once(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     state = tmp_path / "state"
     shutil.copytree(CLUSTER, state)
-    (state / "broken.yaml").write_text(json.dumps({"apiVersion": "config.koordinator.sh/v1alpha1",
-                                                   "kind": "ClusterColocationProfile", "metadata": {"name": "broken"},
-                                                   "spec": {"qosClass": "Gold"}}))
+    (state / "broken.yaml").write_text(
+        json.dumps(
+            {
+                "apiVersion": "config.koordinator.sh/v1alpha1",
+                "kind": "ClusterColocationProfile",
+                "metadata": {"name": "broken"},
+                "spec": {"qosClass": "Gold"},
+            }
+        )
+    )
     assert main(["apply", "--cluster", str(state), "-f", POD]) == 0
     err = capsys.readouterr().err
     assert err.count("'broken'") == 1 and err.startswith("warning: ") and "{" not in err
 
 
-@pytest.mark.parametrize("argv, dest, value", [
-    (["serve", "--profiles", "d", "--cert-dir", "c"], "cluster", Path("d")),
-    (["apply", "--profiles", "d", "-f", "x"], "cluster", Path("d")),
-    (["certs", "generate", "--namespace", "ns"], "cert_namespace", "ns"),
-    (["certs", "inspect", "--service", "svc"], "cert_service", "svc"),
-    (["certs", "rotate", "--secret-name", "s"], "cert_secret", "s"),
-    (["certs", "rotate", "--settle", "0.5"], "cert_settle", 0.5),
-])
+@pytest.mark.parametrize(
+    "argv, dest, value",
+    [
+        (["serve", "--profiles", "d", "--cert-dir", "c"], "cluster", Path("d")),
+        (["apply", "--profiles", "d", "-f", "x"], "cluster", Path("d")),
+        (["certs", "generate", "--namespace", "ns"], "cert_namespace", "ns"),
+        (["certs", "inspect", "--service", "svc"], "cert_service", "svc"),
+        (["certs", "rotate", "--secret-name", "s"], "cert_secret", "s"),
+        (["certs", "rotate", "--settle", "0.5"], "cert_settle", 0.5),
+    ],
+)
 def test_old_spellings_still_work_and_are_noted_as_deprecated(argv: list[str], dest: str, value: object) -> None:
     args = build_parser().parse_args(argv)
     assert getattr(args, dest) == value
@@ -156,25 +295,28 @@ def test_an_old_spelling_logs_one_warning_naming_the_new_one(capsys: pytest.Capt
     assert line["level"] == "warning" and line["msg"] == "--profiles is deprecated: use --cluster"
 
 
-@pytest.mark.parametrize("argv", [
-    ["no-such-command"],
-    ["apply", "-f", POD],  # no --cluster
-    ["apply", "--cluster", CLUSTER, "-f", POD, "-o", "table"],
-    ["apply", "--cluster", CLUSTER, "--profiles", CLUSTER, "-f", POD],
-    ["--log-level", "loud", "apply", "--cluster", CLUSTER, "-f", POD],
-    ["scheduler", "simulate", "--cluster", CLUSTER, "--no-such-flag"],
-    ["serve", "--cluster", "/nonexistent", "--cert-dir", "/nonexistent"],
-    ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--self-managed-certs"],
-    ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--max-connections", "0"],
-    ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--idle-timeout", "-1"],
-    ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--client-ca", "/nonexistent"],
-    ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--max-body", "2000", "--max-body-bytes", "1000"],
-    ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--audit-interval", "often"],
-    ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--workers", "0"],
-    ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--workers", "many"],
-    ["certs", "inspect", "--cert-dir", "/nonexistent"],
-    ["certs", "generate"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["no-such-command"],
+        ["apply", "-f", POD],  # no --cluster
+        ["apply", "--cluster", CLUSTER, "-f", POD, "-o", "table"],
+        ["apply", "--cluster", CLUSTER, "--profiles", CLUSTER, "-f", POD],
+        ["--log-level", "loud", "apply", "--cluster", CLUSTER, "-f", POD],
+        ["scheduler", "simulate", "--cluster", CLUSTER, "--no-such-flag"],
+        ["serve", "--cluster", "/nonexistent", "--cert-dir", "/nonexistent"],
+        ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--self-managed-certs"],
+        ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--max-connections", "0"],
+        ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--idle-timeout", "-1"],
+        ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--client-ca", "/nonexistent"],
+        ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--max-body", "2000", "--max-body-bytes", "1000"],
+        ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--audit-interval", "often"],
+        ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--workers", "0"],
+        ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--workers", "many"],
+        ["certs", "inspect", "--cert-dir", "/nonexistent"],
+        ["certs", "generate"],
+    ],
+)
 def test_a_mistake_is_one_line_on_stderr_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     assert main(argv) == 2
     out, err = capsys.readouterr()

@@ -1,5 +1,6 @@
 """Every user mistake and unreachable endpoint is one line on stderr and exit 2; a closed stdout ends
 quietly. Run as a user runs colocate: in a process of its own, looking at what reaches the terminal."""
+
 from __future__ import annotations
 
 import socket
@@ -18,8 +19,9 @@ POD = str(REPO / "manifests" / "samples" / "batch-pod.yaml")
 
 
 def colocate(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "colocate", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "colocate", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
@@ -36,11 +38,18 @@ def unreachable_kubeconfig(directory: Path) -> Path:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     path = directory / "kubeconfig"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "x",
-        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "x",
+                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
     return path
 
 
@@ -67,7 +76,8 @@ def test_a_validity_rotation_would_renew_every_run_is_a_usage_error(tmp_path: Pa
     error = one_line_error(colocate("certs", "generate", "--cert-dir", str(tmp_path / "c"), "--validity", "1"))
     assert "must exceed renew-before" in error
     assert "is not a positive number of days" in one_line_error(
-        colocate("certs", "generate", "--cert-dir", str(tmp_path / "c"), "--validity", "soon"))
+        colocate("certs", "generate", "--cert-dir", str(tmp_path / "c"), "--validity", "soon")
+    )
 
 
 def test_serve_on_a_port_in_use(tmp_path: Path) -> None:
@@ -75,21 +85,34 @@ def test_serve_on_a_port_in_use(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = colocate("serve", "--cluster", CLUSTER, "--cert-dir", str(tmp_path / "certs"),
-                          "--host", "127.0.0.1", "--port", str(port))
+        result = colocate(
+            "serve",
+            "--cluster",
+            CLUSTER,
+            "--cert-dir",
+            str(tmp_path / "certs"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        )
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in one_line_error(result)
 
 
-@pytest.mark.parametrize("argv", [
-    ["apply", "--cluster", CLUSTER, "-f", POD],
-    ["certs", "inspect", "--cert-dir", "{certs}", "-o", "json"],
-    ["scheduler", "simulate", "--cluster", str(REPO / "manifests/scheduler/example-cluster"), "-o", "json"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["apply", "--cluster", CLUSTER, "-f", POD],
+        ["certs", "inspect", "--cert-dir", "{certs}", "-o", "json"],
+        ["scheduler", "simulate", "--cluster", str(REPO / "manifests/scheduler/example-cluster"), "-o", "json"],
+    ],
+)
 def test_a_reader_that_goes_away_ends_the_command_quietly(argv: list[str], tmp_path: Path) -> None:
     paths, _ = ensure_serving_certs(tmp_path / "certs")
     argv = [a.replace("{certs}", str(paths.directory)) for a in argv]
-    process = subprocess.Popen([sys.executable, "-m", "colocate", *argv], cwd=REPO, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "colocate", *argv], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert process.stdout is not None and process.stderr is not None
     process.stdout.close()  # like `| head` that has read enough, before colocate writes a byte
     stderr = process.stderr.read()

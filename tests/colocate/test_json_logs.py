@@ -1,4 +1,5 @@
 """Every long-running command writes JSON lines on stderr, one object per line, from start to stop."""
+
 from __future__ import annotations
 
 import json
@@ -34,15 +35,50 @@ def read_until(process: subprocess.Popen[bytes], text: str, timeout: float = 30)
     return received.decode().splitlines()
 
 
-@pytest.mark.parametrize("command, up, logger", [
-    (["serve", "--cluster", str(REPO / "manifests" / "cluster"), "--cert-dir", "{tmp}/certs", "--host", "127.0.0.1",
-      "--drain-delay", "0", "--shutdown-timeout", "1"], "serving admission webhooks", "colocate.serve"),
-    (["scheduler", "extender", "--cluster", str(REPO / "manifests" / "scheduler" / "example-cluster"),
-      "--host", "127.0.0.1"], "serving filter, prioritize, bind", "colocate.extender"),
-], ids=["serve", "scheduler extender"])
+@pytest.mark.parametrize(
+    "command, up, logger",
+    [
+        (
+            [
+                "serve",
+                "--cluster",
+                str(REPO / "manifests" / "cluster"),
+                "--cert-dir",
+                "{tmp}/certs",
+                "--host",
+                "127.0.0.1",
+                "--drain-delay",
+                "0",
+                "--shutdown-timeout",
+                "1",
+            ],
+            "serving admission webhooks",
+            "colocate.serve",
+        ),
+        (
+            [
+                "scheduler",
+                "extender",
+                "--cluster",
+                str(REPO / "manifests" / "scheduler" / "example-cluster"),
+                "--host",
+                "127.0.0.1",
+            ],
+            "serving filter, prioritize, bind",
+            "colocate.extender",
+        ),
+    ],
+    ids=["serve", "scheduler extender"],
+)
 def test_a_server_logs_json_lines(tmp_path: Path, command: list[str], up: str, logger: str) -> None:
-    argv = [sys.executable, "-m", "colocate", *(part.replace("{tmp}", str(tmp_path)) for part in command),
-            "--port", str(free_port())]
+    argv = [
+        sys.executable,
+        "-m",
+        "colocate",
+        *(part.replace("{tmp}", str(tmp_path)) for part in command),
+        "--port",
+        str(free_port()),
+    ]
     process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         lines = read_until(process, up)

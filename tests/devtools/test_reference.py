@@ -1,4 +1,5 @@
 """The reference pages in docs/reference/ are what the code gives today (devtools/reference.py)."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,7 +14,8 @@ def test_the_checked_in_reference_pages_are_current() -> None:
     stale = reference.stale()
     assert not stale, (
         f"{', '.join(map(str, stale))} out of date with the code: run `{reference.COMMAND}` "
-        "from the repository root and commit the result")
+        "from the repository root and commit the result"
+    )
 
 
 def test_the_check_names_a_page_that_is_out_of_date(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
 """Just enough Markdown for the documentation tests: fenced blocks, links, GitHub heading anchors."""
+
 from __future__ import annotations
 
 import re

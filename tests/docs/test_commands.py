@@ -1,5 +1,6 @@
 """The commands the documentation shows are ones today's `colocate` accepts, and the README's two
 set-up commands are the ones CI runs."""
+
 from __future__ import annotations
 
 import shlex
@@ -73,8 +74,11 @@ def test_the_readme_quick_start_is_two_commands_install_and_serve_then_the_tests
 
 def test_ci_runs_the_test_command_the_readme_names() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    script = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()
-              if line.strip() and not line.lstrip().startswith("#")]
+    script = [
+        line.strip()
+        for line in (REPO / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
     assert script[-1] == ".venv/bin/python -m pytest"
     assert f"`{script[-1]}`" in readme
     assert any("pip install" in line and "'.[test]'" in line for line in script), "the test extras"

@@ -1,4 +1,5 @@
 """Every relative link of the README and of docs/ points at a file that exists (and a heading that does)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,11 +39,13 @@ def test_a_broken_link_a_missing_anchor_and_a_way_out_are_reported(tmp_path: Pat
     (root / "docs" / "other.md").write_text("# Other\n\n## A section\n", encoding="utf-8")
     (tmp_path / "outside.md").touch()
     page = root / "docs" / "page.md"
-    page.write_text("# Title\n\n[ok](#title) [file](other.md#a-section) [gone](missing.md)\n"
-                    "[anchor](other.md#nowhere) [up](../../outside.md)\n", encoding="utf-8")
+    page.write_text(
+        "# Title\n\n[ok](#title) [file](other.md#a-section) [gone](missing.md)\n"
+        "[anchor](other.md#nowhere) [up](../../outside.md)\n",
+        encoding="utf-8",
+    )
     problems = broken_links(page, root=root)
-    assert [problem.split(": ", 2)[1] for problem in problems] == ["missing.md", "other.md#nowhere",
-                                                                   "../../outside.md"]
+    assert [problem.split(": ", 2)[1] for problem in problems] == ["missing.md", "other.md#nowhere", "../../outside.md"]
 
 
 def test_links_inside_code_are_not_links() -> None:
@@ -50,11 +53,14 @@ def test_links_inside_code_are_not_links() -> None:
     assert [target for _, target in links(text)] == ["f.md"]
 
 
-@pytest.mark.parametrize(("heading", "anchor"), [
-    ("Certificates: generate, inspect, rotate", "certificates-generate-inspect-rotate"),
-    ("`colocate apply`", "colocate-apply"),
-    ("Before you start: the image", "before-you-start-the-image"),
-    ("colocate scheduler extender", "colocate-scheduler-extender"),
-])
+@pytest.mark.parametrize(
+    ("heading", "anchor"),
+    [
+        ("Certificates: generate, inspect, rotate", "certificates-generate-inspect-rotate"),
+        ("`colocate apply`", "colocate-apply"),
+        ("Before you start: the image", "before-you-start-the-image"),
+        ("colocate scheduler extender", "colocate-scheduler-extender"),
+    ],
+)
 def test_anchors_are_spelled_like_github(heading: str, anchor: str) -> None:
     assert slug(heading) == anchor

@@ -1,4 +1,5 @@
 """Spec 5.7: GPU normalisation."""
+
 import pytest
 
 from tests.support.admission import make_snapshot, mutate
@@ -10,14 +11,23 @@ def resources(requests, limits=None):
     return out["spec"]["containers"][0]["resources"]
 
 
-@pytest.mark.parametrize("requests, shared", [
-    ({"koordinator.sh/gpu-core": "100", "koordinator.sh/gpu-memory": "4k", "koordinator.sh/gpu-memory-ratio": "50"},
-     "1"),
-    ({"koordinator.sh/gpu-memory-ratio": "200"}, "2"),
-    ({"koordinator.sh/gpu-memory-ratio": "150"}, "1"),
-    ({"koordinator.sh/gpu-core": "300"}, "3"),
-    ({"koordinator.sh/gpu-memory": "1Gi"}, "1"),
-])
+@pytest.mark.parametrize(
+    "requests, shared",
+    [
+        (
+            {
+                "koordinator.sh/gpu-core": "100",
+                "koordinator.sh/gpu-memory": "4k",
+                "koordinator.sh/gpu-memory-ratio": "50",
+            },
+            "1",
+        ),
+        ({"koordinator.sh/gpu-memory-ratio": "200"}, "2"),
+        ({"koordinator.sh/gpu-memory-ratio": "150"}, "1"),
+        ({"koordinator.sh/gpu-core": "300"}, "3"),
+        ({"koordinator.sh/gpu-memory": "1Gi"}, "1"),
+    ],
+)
 def test_shared_count_from_ratio_or_core(requests, shared):
     result = resources(requests)
     assert result["requests"]["koordinator.sh/gpu.shared"] == shared
@@ -27,8 +37,11 @@ def test_shared_count_from_ratio_or_core(requests, shared):
 def test_whole_gpus_become_core_and_ratio():
     result = resources({"koordinator.sh/gpu": "200"}, {"koordinator.sh/gpu": "200"})
     for section in ("requests", "limits"):
-        assert result[section] == {"koordinator.sh/gpu-core": "200", "koordinator.sh/gpu-memory-ratio": "200",
-                                   "koordinator.sh/gpu.shared": "2"}
+        assert result[section] == {
+            "koordinator.sh/gpu-core": "200",
+            "koordinator.sh/gpu-memory-ratio": "200",
+            "koordinator.sh/gpu.shared": "2",
+        }
 
 
 def test_an_explicit_shared_count_is_kept():

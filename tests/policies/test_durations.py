@@ -3,9 +3,17 @@ import pytest
 from policies.durations import format_duration, parse_duration
 
 
-@pytest.mark.parametrize("text, seconds", [
-    ("0s", 0), ("5m", 300), ("1h30m", 5400), ("300ms", 0.3), ("5m0s", 300), ("", 0),
-])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("0s", 0),
+        ("5m", 300),
+        ("1h30m", 5400),
+        ("300ms", 0.3),
+        ("5m0s", 300),
+        ("", 0),
+    ],
+)
 def test_go_durations(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds)
 

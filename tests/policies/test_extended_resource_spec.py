@@ -1,4 +1,5 @@
 """Spec 5.6: the extended-resource-spec annotation."""
+
 import json
 
 import pytest
@@ -15,12 +16,20 @@ def annotation(pod):
 
 
 def test_annotation_copies_batch_resources_of_containers_in_canonical_form():
-    pod = make_pod(qos="BE", containers=[make_container("test-container-a", requests={"cpu": "1", "memory": "4Gi"},
-                                                        limits={"cpu": "1", "memory": "4Gi"})])
+    pod = make_pod(
+        qos="BE",
+        containers=[
+            make_container(
+                "test-container-a", requests={"cpu": "1", "memory": "4Gi"}, limits={"cpu": "1", "memory": "4Gi"}
+            )
+        ],
+    )
     out = mutate(pod, make_snapshot(make_profile(qosClass="BE", priorityClassName="koord-batch")))
-    assert annotation(out) == ('{"containers":{"test-container-a":{"limits":{"kubernetes.io/batch-cpu":"1k",'
-                               '"kubernetes.io/batch-memory":"4Gi"},"requests":{"kubernetes.io/batch-cpu":"1k",'
-                               '"kubernetes.io/batch-memory":"4Gi"}}}}')
+    assert annotation(out) == (
+        '{"containers":{"test-container-a":{"limits":{"kubernetes.io/batch-cpu":"1k",'
+        '"kubernetes.io/batch-memory":"4Gi"},"requests":{"kubernetes.io/batch-cpu":"1k",'
+        '"kubernetes.io/batch-memory":"4Gi"}}}}'
+    )
 
 
 def test_user_written_batch_resources_get_the_annotation_without_profiles():
@@ -30,8 +39,9 @@ def test_user_written_batch_resources_get_the_annotation_without_profiles():
 
 
 def test_init_containers_do_not_feed_the_annotation():
-    pod = make_pod(requests={"cpu": "1"},
-                   init_containers=[make_container("init", requests={"kubernetes.io/batch-cpu": "1"})])
+    pod = make_pod(
+        requests={"cpu": "1"}, init_containers=[make_container("init", requests={"kubernetes.io/batch-cpu": "1"})]
+    )
     assert annotation(mutate(pod, make_snapshot())) is None
 
 

@@ -1,4 +1,5 @@
 """`json_copy`: a deep copy of a JSON document made of plain dicts and lists, sharing no container."""
+
 from collections import OrderedDict
 
 from hypothesis import given
@@ -6,11 +7,15 @@ from hypothesis import strategies as st
 
 from policies.objects import json_copy
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
-                    lambda children: st.lists(children, max_size=3)
-                    | st.dictionaries(st.text(max_size=2), children, max_size=3)
-                    | st.dictionaries(st.text(max_size=2), children, max_size=3).map(OrderedDict),
-                    max_leaves=15)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.text(max_size=2), children, max_size=3)
+        | st.dictionaries(st.text(max_size=2), children, max_size=3).map(OrderedDict)
+    ),
+    max_leaves=15,
+)
 
 
 def containers(value):

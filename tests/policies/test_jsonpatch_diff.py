@@ -1,5 +1,6 @@
 """The RFC 6902 diff every mutation's patch comes from: applied by a real JSON Patch library it gives
 back the mutated document, with keys escaped per RFC 6901; its token cache stays bounded."""
+
 from __future__ import annotations
 
 import copy
@@ -12,9 +13,11 @@ from policies import jsonpatch_diff
 from policies.jsonpatch_diff import diff, escape_pointer_token
 
 KEYS = st.sampled_from(["a", "b", "koordinator.sh/qosClass", "x~y", "~1", "/", ""])
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-                    lambda children: st.lists(children, max_size=3) | st.dictionaries(KEYS, children, max_size=4),
-                    max_leaves=12)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(KEYS, children, max_size=4),
+    max_leaves=12,
+)
 
 
 @given(JSON, JSON)
@@ -70,8 +73,11 @@ def reference_diff(before, after):
 
 
 SCALARS = st.none() | st.booleans() | st.integers(-2, 2) | st.floats(allow_nan=True) | st.text(max_size=2)
-LOOSE_JSON = st.recursive(SCALARS, lambda children: st.lists(children, max_size=3)
-                          | st.dictionaries(KEYS, children, max_size=4), max_leaves=12)
+LOOSE_JSON = st.recursive(
+    SCALARS,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(KEYS, children, max_size=4),
+    max_leaves=12,
+)
 
 
 def edited(data, document):

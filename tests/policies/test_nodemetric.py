@@ -1,4 +1,5 @@
 """The one NodeMetric reader: what the scheduler's LoadAware and the descheduler's LowNodeLoad see."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,16 +10,23 @@ from tests.support.builders import METRIC_TIME, make_metric, pod_metric
 
 
 def test_usage_is_read_as_scalars_with_pods_and_system_usage() -> None:
-    reading = read_node_metric(make_metric("n1", cpu="1500m", memory="2Gi", system={"cpu": "250m"},
-                                           pods=[pod_metric("p1", cpu="1", memory="1Gi"),
-                                                 pod_metric("p2", "ns", cpu="200m", priority="koord-batch")]))
+    reading = read_node_metric(
+        make_metric(
+            "n1",
+            cpu="1500m",
+            memory="2Gi",
+            system={"cpu": "250m"},
+            pods=[pod_metric("p1", cpu="1", memory="1Gi"), pod_metric("p2", "ns", cpu="200m", priority="koord-batch")],
+        )
+    )
     assert reading.update_time == METRIC_TIME
     assert reading.has_node_metric
     assert reading.node_usage == {"cpu": 1500, "memory": 2 * 1024**3}
     assert reading.system_usage == {"cpu": 250}
     assert [(p.key, p.priority, p.usage) for p in reading.pods] == [
         ("default/p1", "koord-prod", {"cpu": 1000, "memory": 1024**3}),
-        ("ns/p2", "koord-batch", {"cpu": 200, "memory": 0})]
+        ("ns/p2", "koord-batch", {"cpu": 200, "memory": 0}),
+    ]
 
 
 def test_a_metric_without_node_metric_or_update_time_says_so() -> None:
@@ -28,8 +36,9 @@ def test_a_metric_without_node_metric_or_update_time_says_so() -> None:
 
 
 def test_aggregated_usages_keep_their_duration() -> None:
-    reading = read_node_metric(make_metric("n1", aggregated=[
-        {"duration": "5m", "usage": {"p95": {"resources": {"cpu": "3"}}}}]))
+    reading = read_node_metric(
+        make_metric("n1", aggregated=[{"duration": "5m", "usage": {"p95": {"resources": {"cpu": "3"}}}}])
+    )
     assert [(a.duration, dict(a.usage)) for a in reading.aggregated] == [(300.0, {"p95": {"cpu": 3000}})]
 
 

@@ -1,4 +1,5 @@
 """Whether a pod may go to a node by what the node says about itself (nodeSelector, affinity, taints)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,25 +19,32 @@ def affinity(*expressions: dict[str, Any], fields: list[dict[str, Any]] | None =
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
 
 
-@pytest.mark.parametrize(("spec", "fits"), [
-    ({}, True),
-    ({"nodeSelector": {"disk": "ssd"}}, True),
-    ({"nodeSelector": {"disk": "hdd"}}, False),
-    ({"affinity": affinity({"key": "disk", "operator": "In", "values": ["ssd", "nvme"]})}, True),
-    ({"affinity": affinity({"key": "disk", "operator": "NotIn", "values": ["ssd"]})}, False),
-    ({"affinity": affinity({"key": "gpu", "operator": "DoesNotExist"})}, True),
-    ({"affinity": affinity({"key": "cores", "operator": "Gt", "values": ["8"]})}, True),
-    ({"affinity": affinity({"key": "cores", "operator": "Lt", "values": ["8"]})}, False),
-    ({"affinity": affinity(fields=[{"key": "metadata.name", "operator": "In", "values": ["n2"]}])}, False),
-])
+@pytest.mark.parametrize(
+    ("spec", "fits"),
+    [
+        ({}, True),
+        ({"nodeSelector": {"disk": "ssd"}}, True),
+        ({"nodeSelector": {"disk": "hdd"}}, False),
+        ({"affinity": affinity({"key": "disk", "operator": "In", "values": ["ssd", "nvme"]})}, True),
+        ({"affinity": affinity({"key": "disk", "operator": "NotIn", "values": ["ssd"]})}, False),
+        ({"affinity": affinity({"key": "gpu", "operator": "DoesNotExist"})}, True),
+        ({"affinity": affinity({"key": "cores", "operator": "Gt", "values": ["8"]})}, True),
+        ({"affinity": affinity({"key": "cores", "operator": "Lt", "values": ["8"]})}, False),
+        ({"affinity": affinity(fields=[{"key": "metadata.name", "operator": "In", "values": ["n2"]}])}, False),
+    ],
+)
 def test_selector_and_required_affinity(spec: dict[str, Any], fits: bool) -> None:
     assert matches_node_selector_and_affinity(make_pod(**spec), NODE) is fits
 
 
 def test_taints_need_a_matching_toleration() -> None:
     node = make_node("n1")
-    node["spec"] = {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"},
-                               {"key": "soft", "effect": "PreferNoSchedule"}]}
+    node["spec"] = {
+        "taints": [
+            {"key": "dedicated", "value": "db", "effect": "NoSchedule"},
+            {"key": "soft", "effect": "PreferNoSchedule"},
+        ]
+    }
     assert untolerated_taint(make_pod(), node) == {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
     equal = [{"key": "dedicated", "operator": "Equal", "value": "db"}]
     assert untolerated_taint(make_pod(tolerations=equal), node) is None

@@ -1,4 +1,5 @@
 """Koordinator-style cases as YAML fixtures: cluster state, a pod, and the pod (or denial) expected."""
+
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,11 @@ def test_pod_admission_case(fixture):
     result = run_chain(request_for(case["pod"], registry), registry, snapshot, rand_int=lambda n: 99)
     if "denied" in case:
         assert (result.allowed, result.denied_by, result.code, result.message) == (
-            False, case["denied"]["path"], case["denied"]["code"], case["denied"]["message"])
+            False,
+            case["denied"]["path"],
+            case["denied"]["code"],
+            case["denied"]["message"],
+        )
     else:
         assert result.allowed, result.message
         assert result.object == case["expected"]

@@ -1,5 +1,6 @@
 """One pod's requests, as kube-scheduler's PodRequests computes them, are the same number in the
 webhook (exact quantities) and in the scheduler (integer scalars of PodInfo)."""
+
 import pytest
 
 from policies.admission import Denied
@@ -18,26 +19,39 @@ def sidecar(name, requests=None, limits=None):
 
 PODS = {
     "containers only": (
-        make_pod(containers=[make_container("a", requests={"cpu": "500m"}),
-                             make_container("b", requests={"cpu": "1"})]),
+        make_pod(
+            containers=[make_container("a", requests={"cpu": "500m"}), make_container("b", requests={"cpu": "1"})]
+        ),
         {"cpu": 1500},
     ),
     "a sidecar runs beside the containers, the init peak runs beside the sidecar, overhead on top": (
-        make_pod(requests={"cpu": "500m", "memory": "1Gi"}, overhead={"cpu": "100m"},
-                 init_containers=[sidecar("proxy", {"cpu": "200m"}),
-                                  make_container("init", requests={"cpu": "2", "memory": "512Mi"})]),
+        make_pod(
+            requests={"cpu": "500m", "memory": "1Gi"},
+            overhead={"cpu": "100m"},
+            init_containers=[
+                sidecar("proxy", {"cpu": "200m"}),
+                make_container("init", requests={"cpu": "2", "memory": "512Mi"}),
+            ],
+        ),
         {"cpu": 2300, "memory": GI},  # max(500m + 200m, 200m + 2) + 100m
     ),
     "an init container before the sidecar does not run beside it": (
-        make_pod(requests={"cpu": "1"}, init_containers=[make_container("init", requests={"cpu": "1500m"}),
-                                                         sidecar("proxy", {"cpu": "250m"})]),
+        make_pod(
+            requests={"cpu": "1"},
+            init_containers=[make_container("init", requests={"cpu": "1500m"}), sidecar("proxy", {"cpu": "250m"})],
+        ),
         {"cpu": 1500},  # max(1 + 250m, 1500m)
     ),
     "sidecars accumulate, and their memory counts in the steady state": (
-        make_pod(requests={"cpu": "1"}, overhead={"cpu": "250m", "memory": "64Mi"},
-                 init_containers=[sidecar("a", {"cpu": "500m", "memory": "128Mi"}),
-                                  sidecar("b", {"cpu": "500m"}),
-                                  make_container("late", requests={"memory": "1Gi"})]),
+        make_pod(
+            requests={"cpu": "1"},
+            overhead={"cpu": "250m", "memory": "64Mi"},
+            init_containers=[
+                sidecar("a", {"cpu": "500m", "memory": "128Mi"}),
+                sidecar("b", {"cpu": "500m"}),
+                make_container("late", requests={"memory": "1Gi"}),
+            ],
+        ),
         {"cpu": 2250, "memory": 128 * 2**20 + GI + 64 * 2**20},  # memory: max(128Mi, 128Mi + 1Gi) + 64Mi
     ),
 }
@@ -51,8 +65,9 @@ def test_webhook_and_scheduler_compute_the_same_requests(pod, expected):
 
 
 def test_limits_follow_the_same_rules():
-    pod = make_pod(limits={"cpu": "1"}, overhead={"cpu": "100m"},
-                   init_containers=[sidecar("proxy", limits={"cpu": "500m"})])
+    pod = make_pod(
+        limits={"cpu": "1"}, overhead={"cpu": "100m"}, init_containers=[sidecar("proxy", limits={"cpu": "500m"})]
+    )
     assert PodInfo(pod).limits == resource_list({"cpu": "1600m"})
     assert pod_resources(pod, "limits", quantity_list)["cpu"].milli_value() == 1600
 
@@ -69,5 +84,7 @@ def test_the_webhook_counts_a_sidecar_in_the_cpus_of_an_lsr_pod():
     pod = make_pod(qos="LSR", priority=9500, requests={"cpu": "1"}, init_containers=[sidecar("proxy", {"cpu": "500m"})])
     with pytest.raises(Denied) as error:
         validate(pod)
-    assert error.value.message == ('pod.spec.containers[*].resources.requests: Invalid value: "1500m": '
-                                   "the requested CPUs of LSR Pod must be integer")
+    assert error.value.message == (
+        'pod.spec.containers[*].resources.requests: Invalid value: "1500m": '
+        "the requested CPUs of LSR Pod must be integer"
+    )

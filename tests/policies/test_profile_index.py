@@ -1,4 +1,5 @@
 """The profile index must match exactly the profiles a full scan matches, in name order."""
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -9,13 +10,19 @@ from tests.support.builders import make_profile
 
 KEYS, VALUES = ["app", "tier", "team"], ["a", "b", "c"]
 labels = st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=3)
-expressions = st.lists(st.fixed_dictionaries({
-    "key": st.sampled_from(KEYS),
-    "operator": st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Bogus"]),
-    "values": st.lists(st.sampled_from(VALUES), max_size=2),
-}), max_size=2)
-selectors = st.one_of(st.none(),
-                      st.fixed_dictionaries({}, optional={"matchLabels": labels, "matchExpressions": expressions}))
+expressions = st.lists(
+    st.fixed_dictionaries(
+        {
+            "key": st.sampled_from(KEYS),
+            "operator": st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Bogus"]),
+            "values": st.lists(st.sampled_from(VALUES), max_size=2),
+        }
+    ),
+    max_size=2,
+)
+selectors = st.one_of(
+    st.none(), st.fixed_dictionaries({}, optional={"matchLabels": labels, "matchExpressions": expressions})
+)
 
 
 def _clear_non_match(selector, labels):
@@ -37,11 +44,12 @@ def scan_every_profile(profiles, object_labels, namespace_labels):
     return matched
 
 
-@given(st.lists(st.tuples(selectors, selectors), max_size=8), labels,
-       st.one_of(st.none(), labels), st.booleans())
+@given(st.lists(st.tuples(selectors, selectors), max_size=8), labels, st.one_of(st.none(), labels), st.booleans())
 def test_index_agrees_with_a_full_scan(selector_pairs, pod_labels, ns_labels, ignore_namespace):
-    profiles = [parse_profile(make_profile(f"p{i:02d}", selector=s, namespaceSelector=n))
-                for i, (s, n) in enumerate(selector_pairs)]
+    profiles = [
+        parse_profile(make_profile(f"p{i:02d}", selector=s, namespaceSelector=n))
+        for i, (s, n) in enumerate(selector_pairs)
+    ]
     namespace = None if ignore_namespace else (lambda: ns_labels)
     index = ProfileIndex.build(profiles)
     assert index.matching(pod_labels, namespace) == scan_every_profile(profiles, pod_labels, namespace)

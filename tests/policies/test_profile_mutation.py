@@ -1,4 +1,5 @@
 """Spec 5.2-5.4: which profiles apply, in which order, and what each step writes."""
+
 import pytest
 
 from policies.admission import Denied
@@ -32,15 +33,21 @@ def test_annotation_keys_mapping_behaves_like_labels():
 
 def test_label_suffixes_apply_after_mapping_and_never_create_keys():
     pod = make_pod(labels={"test-label": "test-label-value"})
-    out = mutate(pod, make_snapshot(make_profile(
-        labelKeysMapping={"test-label": "mapped"}, labelSuffixes={"mapped": "suffix-0", "absent": "x"})))
+    out = mutate(
+        pod,
+        make_snapshot(
+            make_profile(labelKeysMapping={"test-label": "mapped"}, labelSuffixes={"mapped": "suffix-0", "absent": "x"})
+        ),
+    )
     assert labels(out)["mapped"] == "test-label-valuesuffix-0"
     assert "absent" not in labels(out)
 
 
 def test_scheduler_name_qos_and_koordinator_priority():
-    out = mutate(make_pod(), make_snapshot(make_profile(schedulerName="koord-scheduler", qosClass="LS",
-                                                        koordinatorPriority=1111)))
+    out = mutate(
+        make_pod(),
+        make_snapshot(make_profile(schedulerName="koord-scheduler", qosClass="LS", koordinatorPriority=1111)),
+    )
     assert out["spec"]["schedulerName"] == "koord-scheduler"
     assert labels(out)[LABEL_QOS_CLASS] == "LS" and labels(out)[LABEL_KOORDINATOR_PRIORITY] == "1111"
 
@@ -54,8 +61,11 @@ def test_priority_class_sets_name_value_and_preemption_policy():
 
 
 def test_priority_class_without_policy_removes_the_pods_policy():
-    snapshot = make_snapshot(make_priority_class("plain", 100, preemption_policy=None),
-                             make_profile(priorityClassName="plain"), priority_classes=False)
+    snapshot = make_snapshot(
+        make_priority_class("plain", 100, preemption_policy=None),
+        make_profile(priorityClassName="plain"),
+        priority_classes=False,
+    )
     out = mutate(make_pod(preemptionPolicy="Never"), snapshot)
     assert out["spec"]["priority"] == 100 and "preemptionPolicy" not in out["spec"]
 
@@ -67,15 +77,19 @@ def test_unknown_priority_class_denies_with_500_naming_the_class():
 
 
 def test_patch_runs_last_and_can_override_earlier_steps():
-    profile = make_profile(qosClass="LS", patch={"metadata": {"labels": {LABEL_QOS_CLASS: "BE"}},
-                                                 "spec": {"terminationGracePeriodSeconds": 30}})
+    profile = make_profile(
+        qosClass="LS",
+        patch={"metadata": {"labels": {LABEL_QOS_CLASS: "BE"}}, "spec": {"terminationGracePeriodSeconds": 30}},
+    )
     out = mutate(make_pod(), make_snapshot(profile))
     assert labels(out)[LABEL_QOS_CLASS] == "BE" and out["spec"]["terminationGracePeriodSeconds"] == 30
 
 
 def test_profiles_apply_in_name_order_and_the_last_writer_wins():
-    snapshot = make_snapshot(make_profile("b-profile", labels={"who": "b"}, qosClass="BE"),
-                             make_profile("a-profile", labels={"who": "a"}, qosClass="LS"))
+    snapshot = make_snapshot(
+        make_profile("b-profile", labels={"who": "b"}, qosClass="BE"),
+        make_profile("a-profile", labels={"who": "a"}, qosClass="LS"),
+    )
     out = mutate(make_pod(), snapshot)
     assert labels(out)["who"] == "b" and labels(out)[LABEL_QOS_CLASS] == "BE"
 
@@ -111,9 +125,17 @@ class TestMatching:
 
 
 class TestProbability:
-    @pytest.mark.parametrize("probability, draw, applied", [
-        (0, 0, False), (100, 99, True), (50, 50, True), (50, 51, False), ("50%", 49, True), ("50%", 99, False),
-    ])
+    @pytest.mark.parametrize(
+        "probability, draw, applied",
+        [
+            (0, 0, False),
+            (100, 99, True),
+            (50, 50, True),
+            (50, 51, False),
+            ("50%", 49, True),
+            ("50%", 99, False),
+        ],
+    )
     def test_skip_when_the_draw_exceeds_the_percent(self, probability, draw, applied):
         snapshot = make_snapshot(make_profile(probability=probability, labels={"hit": "1"}))
         assert ("hit" in labels(mutate(make_pod(), snapshot, rand=draw))) is applied

@@ -1,4 +1,5 @@
 """Property tests over generated pods and profiles (hypothesis)."""
+
 from __future__ import annotations
 
 import json
@@ -28,10 +29,11 @@ def mutate_over_the_wire(pod, snapshot):
 
 
 # Paths a profile (or the steps after it) may write; anything else must survive byte for byte.
-OWNED = re.compile(r"^/(metadata/(labels|annotations)(/.*)?"
-                   r"|spec/(schedulerName|priority|priorityClassName|preemptionPolicy|terminationGracePeriodSeconds)"
-                   r"|spec/(containers|initContainers)/\d+/resources(/.*)?|spec/overhead(/.*)?)$")
-
+OWNED = re.compile(
+    r"^/(metadata/(labels|annotations)(/.*)?"
+    r"|spec/(schedulerName|priority|priorityClassName|preemptionPolicy|terminationGracePeriodSeconds)"
+    r"|spec/(containers|initContainers)/\d+/resources(/.*)?|spec/overhead(/.*)?)$"
+)
 
 
 @given(pods(), profiles())
@@ -49,8 +51,9 @@ def test_patch_touches_only_owned_paths_and_everything_else_survives(pod, profil
         assert result["spec"][key] == original["spec"][key]
     for section in ("containers", "initContainers"):
         for before, after in zip(original["spec"].get(section, []), result["spec"].get(section, []), strict=False):
-            assert ({k: v for k, v in before.items() if k != "resources"}
-                    == {k: v for k, v in after.items() if k != "resources"})
+            assert {k: v for k, v in before.items() if k != "resources"} == {
+                k: v for k, v in after.items() if k != "resources"
+            }
 
 
 @given(pods())

@@ -1,4 +1,5 @@
 """Spec 5.5: batch / mid resource rewrite."""
+
 import pytest
 
 from tests.support.admission import make_snapshot, mutate
@@ -12,18 +13,23 @@ def resources(pod, index=0, section="containers"):
     return pod["spec"][section][index].get("resources", {})
 
 
-@pytest.mark.parametrize("cpu, batch_cpu", [("1", "1k"), ("500m", "500"), ("1.5", "1500"), ("2", "2k"),
-                                            ("100m", "100")])
+@pytest.mark.parametrize(
+    "cpu, batch_cpu", [("1", "1k"), ("500m", "500"), ("1.5", "1500"), ("2", "2k"), ("100m", "100")]
+)
 def test_cpu_becomes_integer_milli_cores(cpu, batch_cpu):
     out = mutate(make_pod(requests={"cpu": cpu}, limits={"cpu": cpu}), BATCH)
-    assert resources(out) == {"requests": {"kubernetes.io/batch-cpu": batch_cpu},
-                              "limits": {"kubernetes.io/batch-cpu": batch_cpu}}
+    assert resources(out) == {
+        "requests": {"kubernetes.io/batch-cpu": batch_cpu},
+        "limits": {"kubernetes.io/batch-cpu": batch_cpu},
+    }
 
 
 def test_memory_moves_unchanged():
     out = mutate(make_pod(requests={"memory": "4096Mi"}, limits={"memory": "4Gi"}), BATCH)
-    assert resources(out) == {"requests": {"kubernetes.io/batch-memory": "4096Mi"},
-                              "limits": {"kubernetes.io/batch-memory": "4Gi"}}
+    assert resources(out) == {
+        "requests": {"kubernetes.io/batch-memory": "4096Mi"},
+        "limits": {"kubernetes.io/batch-memory": "4Gi"},
+    }
 
 
 def test_mid_priority_uses_mid_resources():
@@ -32,28 +38,40 @@ def test_mid_priority_uses_mid_resources():
 
 
 def test_requests_are_back_filled_from_limits_but_limits_never_invented():
-    out = mutate(make_pod(containers=[make_container("a", limits={"cpu": "1"}),
-                                      make_container("b", requests={"cpu": "1"})]), BATCH)
-    assert resources(out, 0) == {"limits": {"kubernetes.io/batch-cpu": "1k"},
-                                 "requests": {"kubernetes.io/batch-cpu": "1k"}}
+    out = mutate(
+        make_pod(containers=[make_container("a", limits={"cpu": "1"}), make_container("b", requests={"cpu": "1"})]),
+        BATCH,
+    )
+    assert resources(out, 0) == {
+        "limits": {"kubernetes.io/batch-cpu": "1k"},
+        "requests": {"kubernetes.io/batch-cpu": "1k"},
+    }
     assert resources(out, 1) == {"requests": {"kubernetes.io/batch-cpu": "1k"}}
 
 
 def test_init_containers_and_overhead_are_rewritten():
-    pod = make_pod(requests={"cpu": "1"},
-                   init_containers=[make_container("init", limits={"cpu": "2", "memory": "1Gi"})],
-                   overhead={"cpu": "250m", "memory": "64Mi"})
+    pod = make_pod(
+        requests={"cpu": "1"},
+        init_containers=[make_container("init", limits={"cpu": "2", "memory": "1Gi"})],
+        overhead={"cpu": "250m", "memory": "64Mi"},
+    )
     out = mutate(pod, BATCH)
-    assert resources(out, 0, "initContainers")["requests"] == {"kubernetes.io/batch-cpu": "2k",
-                                                               "kubernetes.io/batch-memory": "1Gi"}
+    assert resources(out, 0, "initContainers")["requests"] == {
+        "kubernetes.io/batch-cpu": "2k",
+        "kubernetes.io/batch-memory": "1Gi",
+    }
     assert out["spec"]["overhead"] == {"kubernetes.io/batch-cpu": "250", "kubernetes.io/batch-memory": "64Mi"}
 
 
 def test_other_resources_are_untouched():
     pod = make_pod(requests={"cpu": "1", "nvidia.com/gpu": "1", "ephemeral-storage": "1Gi", "unknown-resource": "5"})
     out = mutate(pod, BATCH)
-    assert resources(out)["requests"] == {"kubernetes.io/batch-cpu": "1k", "nvidia.com/gpu": "1",
-                                          "ephemeral-storage": "1Gi", "unknown-resource": "5"}
+    assert resources(out)["requests"] == {
+        "kubernetes.io/batch-cpu": "1k",
+        "nvidia.com/gpu": "1",
+        "ephemeral-storage": "1Gi",
+        "unknown-resource": "5",
+    }
 
 
 @pytest.mark.parametrize("priority_class", ["koord-prod", "koord-free"])
@@ -75,8 +93,11 @@ def test_pod_without_resources_defaults_to_batch_but_has_nothing_to_rewrite():
 
 
 def test_skip_update_resources_on_the_profile_metadata_disables_the_rewrite():
-    profile = make_profile(qosClass="BE", priorityClassName="koord-batch",
-                           metadata_annotations={"config.koordinator.sh/skip-update-resources": "true"})
+    profile = make_profile(
+        qosClass="BE",
+        priorityClassName="koord-batch",
+        metadata_annotations={"config.koordinator.sh/skip-update-resources": "true"},
+    )
     out = mutate(make_pod(requests={"cpu": "1"}), make_snapshot(profile))
     assert resources(out) == {"requests": {"cpu": "1"}}
 

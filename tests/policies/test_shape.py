@@ -1,4 +1,5 @@
 """What the webhook refuses as a bad object before any plugin reads it."""
+
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,13 +28,22 @@ def test_depth_is_counted_without_recursion():
     assert depth_error({"a": [{"b": {}}]}, "object", limit=3) is not None
 
 
-@pytest.mark.parametrize("mangle, message", [
-    (lambda pod: pod["metadata"].update(labels={"a": ["b"]}), "object.metadata.labels.a: must be a string, got list"),
-    (lambda pod: pod["spec"].update(containers="main"), "object.spec.containers: must be a list, got str"),
-    (lambda pod: pod["spec"].update(initContainers=[1]), "object.spec.initContainers[0]: must be an object"),
-    (lambda pod: pod["spec"]["containers"][0].update(resources=[]), "resources: must be an object, got list"),
-    (lambda pod: pod["spec"].update(overhead={"cpu": "-1"}), "spec.overhead.cpu: must be greater than or equal to 0"),
-])
+@pytest.mark.parametrize(
+    "mangle, message",
+    [
+        (
+            lambda pod: pod["metadata"].update(labels={"a": ["b"]}),
+            "object.metadata.labels.a: must be a string, got list",
+        ),
+        (lambda pod: pod["spec"].update(containers="main"), "object.spec.containers: must be a list, got str"),
+        (lambda pod: pod["spec"].update(initContainers=[1]), "object.spec.initContainers[0]: must be an object"),
+        (lambda pod: pod["spec"]["containers"][0].update(resources=[]), "resources: must be an object, got list"),
+        (
+            lambda pod: pod["spec"].update(overhead={"cpu": "-1"}),
+            "spec.overhead.cpu: must be greater than or equal to 0",
+        ),
+    ],
+)
 def test_mis_shaped_pods_name_the_field(mangle, message):
     pod = make_pod()
     mangle(pod)
@@ -69,8 +79,11 @@ def reference_resource_list(value: Any, field: str) -> str | None:
     if not isinstance(value, dict):
         return f"{field}: must be an object, got {type(value).__name__}"
     for name, amount in value.items():
-        error = shape._quantity_error(amount) if isinstance(amount, (str, int, float)) else \
-            f"quantities must be strings or numbers, got {type(amount).__name__}"
+        error = (
+            shape._quantity_error(amount)
+            if isinstance(amount, (str, int, float))
+            else f"quantities must be strings or numbers, got {type(amount).__name__}"
+        )
         if error:
             return f"{field}.{name[:63]}: {error}"
     return None
@@ -82,8 +95,9 @@ def reference_metadata_error(obj: Mapping[str, Any]) -> str | None:
         return None
     if not isinstance(metadata, dict):
         return f"metadata: must be an object, got {type(metadata).__name__}"
-    return reference_string_map(metadata.get("labels"), "metadata.labels") or \
-        reference_string_map(metadata.get("annotations"), "metadata.annotations")
+    return reference_string_map(metadata.get("labels"), "metadata.labels") or reference_string_map(
+        metadata.get("annotations"), "metadata.annotations"
+    )
 
 
 def reference_pod_error(pod: Mapping[str, Any]) -> str | None:
@@ -124,26 +138,49 @@ def reference_pod_error(pod: Mapping[str, Any]) -> str | None:
 QUANTITY = st.sampled_from(["1", "500m", "-1", "x", 2, 1.5, True, None, [], {}])
 ODD = st.sampled_from([None, "text", 3, [], {}])
 RESOURCE_LIST = st.one_of(ODD, st.dictionaries(st.sampled_from(["cpu", "memory", "x" * 80]), QUANTITY, max_size=2))
-CONTAINER = st.one_of(ODD, st.fixed_dictionaries({}, optional={
-    "name": st.just("c"),
-    "resources": st.one_of(ODD, st.fixed_dictionaries({}, optional={"requests": RESOURCE_LIST,
-                                                                    "limits": RESOURCE_LIST}))}))
-STRING_MAP = st.one_of(ODD, st.dictionaries(st.sampled_from(["a", "k" * 80]), st.one_of(st.just("v"), ODD),
-                                            max_size=2))
-POD = st.fixed_dictionaries({}, optional={
-    "metadata": st.one_of(ODD, st.fixed_dictionaries({}, optional={"labels": STRING_MAP, "annotations": STRING_MAP})),
-    "spec": st.one_of(ODD, st.fixed_dictionaries({}, optional={
-        "overhead": RESOURCE_LIST,
-        "containers": st.one_of(ODD, st.lists(CONTAINER, max_size=3)),
-        "initContainers": st.one_of(ODD, st.lists(CONTAINER, max_size=2))})),
-})
+CONTAINER = st.one_of(
+    ODD,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "name": st.just("c"),
+            "resources": st.one_of(
+                ODD, st.fixed_dictionaries({}, optional={"requests": RESOURCE_LIST, "limits": RESOURCE_LIST})
+            ),
+        },
+    ),
+)
+STRING_MAP = st.one_of(ODD, st.dictionaries(st.sampled_from(["a", "k" * 80]), st.one_of(st.just("v"), ODD), max_size=2))
+POD = st.fixed_dictionaries(
+    {},
+    optional={
+        "metadata": st.one_of(
+            ODD, st.fixed_dictionaries({}, optional={"labels": STRING_MAP, "annotations": STRING_MAP})
+        ),
+        "spec": st.one_of(
+            ODD,
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "overhead": RESOURCE_LIST,
+                    "containers": st.one_of(ODD, st.lists(CONTAINER, max_size=3)),
+                    "initContainers": st.one_of(ODD, st.lists(CONTAINER, max_size=2)),
+                },
+            ),
+        ),
+    },
+)
 
 
-WELL_SHAPED_BUT_FOR_RESOURCES = st.fixed_dictionaries({
-    "metadata": st.just({"labels": {"a": "v"}}),
-    "spec": st.fixed_dictionaries({"containers": st.lists(CONTAINER, max_size=3)}, optional={
-        "overhead": RESOURCE_LIST, "initContainers": st.lists(CONTAINER, max_size=2)}),
-})
+WELL_SHAPED_BUT_FOR_RESOURCES = st.fixed_dictionaries(
+    {
+        "metadata": st.just({"labels": {"a": "v"}}),
+        "spec": st.fixed_dictionaries(
+            {"containers": st.lists(CONTAINER, max_size=3)},
+            optional={"overhead": RESOURCE_LIST, "initContainers": st.lists(CONTAINER, max_size=2)},
+        ),
+    }
+)
 
 
 @given(st.one_of(POD, WELL_SHAPED_BUT_FOR_RESOURCES))

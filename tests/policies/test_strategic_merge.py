@@ -1,4 +1,5 @@
 """The profile `patch`: Kubernetes strategic merge patch semantics for the Pod type."""
+
 import pytest
 
 from policies.strategic_merge import POD_SCHEMA, StrategicMergeError, strategic_merge
@@ -17,8 +18,17 @@ def test_maps_merge_and_null_deletes():
 
 def test_containers_merge_by_name_and_new_ones_append():
     pod = make_pod(containers=[make_container("a", env=[{"name": "X", "value": "1"}]), make_container("b")])
-    out = smp(pod, {"spec": {"containers": [{"name": "a", "image": "new", "env": [{"name": "Y", "value": "2"}]},
-                                            {"name": "c", "image": "sidecar"}]}})
+    out = smp(
+        pod,
+        {
+            "spec": {
+                "containers": [
+                    {"name": "a", "image": "new", "env": [{"name": "Y", "value": "2"}]},
+                    {"name": "c", "image": "sidecar"},
+                ]
+            }
+        },
+    )
     names = [c["name"] for c in out["spec"]["containers"]]
     assert names == ["a", "b", "c"]
     assert out["spec"]["containers"][0]["image"] == "new"
@@ -45,8 +55,15 @@ def test_patch_delete_directive_removes_a_list_element():
 
 def test_patch_replace_directive_replaces_a_map_and_a_list():
     pod = make_pod(nodeSelector={"a": "1", "b": "2"}, containers=[make_container("a"), make_container("b")])
-    out = smp(pod, {"spec": {"nodeSelector": {"$patch": "replace", "c": "3"},
-                             "containers": [{"$patch": "replace"}, {"name": "z", "image": "i"}]}})
+    out = smp(
+        pod,
+        {
+            "spec": {
+                "nodeSelector": {"$patch": "replace", "c": "3"},
+                "containers": [{"$patch": "replace"}, {"name": "z", "image": "i"}],
+            }
+        },
+    )
     assert out["spec"]["nodeSelector"] == {"c": "3"}
     assert out["spec"]["containers"] == [{"name": "z", "image": "i"}]
 

@@ -1,4 +1,5 @@
 """Profiles read from files are held to the CRD's structural schema, as the API server would hold them."""
+
 from __future__ import annotations
 
 import copy
@@ -30,19 +31,29 @@ def test_the_schema_is_the_crds() -> None:
     assert without_descriptions(version["schema"]["openAPIV3Schema"]) == PROFILE_SCHEMA
 
 
-@pytest.mark.parametrize("spec, path, says", [
-    ({"qosclass": "BE"}, "spec.qosclass", 'unknown field (did you mean "qosClass"?)'),
-    ({"priorityClassname": "koord-batch"}, "spec.priorityClassname", 'did you mean "priorityClassName"?'),
-    ({"lables": {"a": "b"}}, "spec.lables", 'did you mean "labels"?'),
-    ({"selector": {"matchExpressions": [{"key": "app", "operator": "Equals", "values": ["x"]}]}},
-     "spec.selector.matchExpressions[0].operator", 'Unsupported value: "Equals": supported values: "In", "NotIn"'),
-    ({"namespaceSelector": {"matchExpressions": [{"operator": "Exists"}]}},
-     "spec.namespaceSelector.matchExpressions[0]", "key and operator must be strings"),
-    ({"selector": {"matchLabel": {"a": "b"}}}, "spec.selector.matchLabel", 'did you mean "matchLabels"?'),
-    ({"annotations": {"a": True}}, "spec.annotations", "must map strings to strings"),
-])
+@pytest.mark.parametrize(
+    "spec, path, says",
+    [
+        ({"qosclass": "BE"}, "spec.qosclass", 'unknown field (did you mean "qosClass"?)'),
+        ({"priorityClassname": "koord-batch"}, "spec.priorityClassname", 'did you mean "priorityClassName"?'),
+        ({"lables": {"a": "b"}}, "spec.lables", 'did you mean "labels"?'),
+        (
+            {"selector": {"matchExpressions": [{"key": "app", "operator": "Equals", "values": ["x"]}]}},
+            "spec.selector.matchExpressions[0].operator",
+            'Unsupported value: "Equals": supported values: "In", "NotIn"',
+        ),
+        (
+            {"namespaceSelector": {"matchExpressions": [{"operator": "Exists"}]}},
+            "spec.namespaceSelector.matchExpressions[0]",
+            "key and operator must be strings",
+        ),
+        ({"selector": {"matchLabel": {"a": "b"}}}, "spec.selector.matchLabel", 'did you mean "matchLabels"?'),
+        ({"annotations": {"a": True}}, "spec.annotations", "must map strings to strings"),
+    ],
+)
 def test_a_profile_the_api_server_would_refuse_is_refused_with_its_name_and_the_field(
-        spec: dict[str, Any], path: str, says: str) -> None:
+    spec: dict[str, Any], path: str, says: str
+) -> None:
     with pytest.raises(ProfileError) as error:
         parse_profile(make_profile("typo", **spec), strict=True)
     assert str(error.value).startswith("ClusterColocationProfile 'typo' is invalid, not used: ")
@@ -92,14 +103,20 @@ def test_snapshots_built_strict_drop_only_the_refused_profile() -> None:
     assert [p.name for p in lenient.build().profiles] == ["bad"]
 
 
-@pytest.mark.parametrize("mutate, path", [
-    (lambda s: s["spec"].__setitem__("probability", "150%"), "spec.probability"),
-    (lambda s: s["spec"].__setitem__("koordinatorPriority", 2**31), "spec.koordinatorPriority"),
-    (lambda s: s["spec"].__setitem__("patch", "x"), "spec.patch"),
-    (lambda s: s["spec"]["selector"].__setitem__("matchExpressions", [{"key": "a", "operator": "In",
-                                                                        "values": [1]}]),
-     "spec.selector.matchExpressions[0].values[0]"),
-])
+@pytest.mark.parametrize(
+    "mutate, path",
+    [
+        (lambda s: s["spec"].__setitem__("probability", "150%"), "spec.probability"),
+        (lambda s: s["spec"].__setitem__("koordinatorPriority", 2**31), "spec.koordinatorPriority"),
+        (lambda s: s["spec"].__setitem__("patch", "x"), "spec.patch"),
+        (
+            lambda s: s["spec"]["selector"].__setitem__(
+                "matchExpressions", [{"key": "a", "operator": "In", "values": [1]}]
+            ),
+            "spec.selector.matchExpressions[0].values[0]",
+        ),
+    ],
+)
 def test_the_structural_check_names_the_path_of_each_wrong_field(mutate: Any, path: str) -> None:
     profile = copy.deepcopy(make_profile("p", selector={"matchLabels": {"a": "b"}}))
     mutate(profile)

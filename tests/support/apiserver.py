@@ -17,6 +17,7 @@ and DELETED when it stops, as kube-apiserver's watch cache does. A list or watch
 `List`, is a 406 NotAcceptable). Faults are injected by the test: `drop_watches()`,
 `store.compact()`, `fail_requests(n)`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -40,8 +41,12 @@ from tests.support.apistore import Conflict, Event, Invalid, NotFound, Store, Wa
 from webhook.serve import tls_context
 
 TOKEN = "stand-in-token"
-PATCH_TYPES = {"application/json-patch+json": "json", "application/merge-patch+json": "merge",
-               "application/strategic-merge-patch+json": "merge", "application/apply-patch+yaml": "merge"}
+PATCH_TYPES = {
+    "application/json-patch+json": "json",
+    "application/merge-patch+json": "merge",
+    "application/strategic-merge-patch+json": "merge",
+    "application/apply-patch+yaml": "merge",
+}
 
 
 def default_types() -> list[Kind]:
@@ -56,8 +61,12 @@ def _selects(selector: Any, obj: dict[str, Any]) -> bool:
         return False
     for expression in selector.get("matchExpressions") or ():
         key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
-        if (operator == "In" and labels.get(key) not in values) or (operator == "NotIn" and labels.get(key) in values) \
-                or (operator == "Exists" and key not in labels) or (operator == "DoesNotExist" and key in labels):
+        if (
+            (operator == "In" and labels.get(key) not in values)
+            or (operator == "NotIn" and labels.get(key) in values)
+            or (operator == "Exists" and key not in labels)
+            or (operator == "DoesNotExist" and key in labels)
+        ):
             return False
     return True
 
@@ -65,7 +74,8 @@ def _selects(selector: Any, obj: dict[str, Any]) -> bool:
 def _ready(pod: dict[str, Any]) -> bool:
     status = pod.get("status") or {}
     return status.get("phase") == "Running" and any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
+    )
 
 
 def _scaled(value: Any, total: int) -> int:
@@ -80,8 +90,15 @@ def _now() -> str:
 
 
 def _status(code: int, reason: str, message: str) -> dict[str, Any]:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": message, "reason": reason, "code": code}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
 
 
 def _error(code: int, reason: str, message: str) -> web.Response:
@@ -147,8 +164,11 @@ class ApiServer:
 
     def writes(self, kind: str) -> int:
         """Create, replace, patch and delete requests received for `kind` (idempotence checks count them)."""
-        return sum(count for key, count in self.requests.items()
-                   if key.split()[0] in ("POST", "PUT", "PATCH", "DELETE") and key.split()[-1] == kind)
+        return sum(
+            count
+            for key, count in self.requests.items()
+            if key.split()[0] in ("POST", "PUT", "PATCH", "DELETE") and key.split()[-1] == kind
+        )
 
     @property
     def url(self) -> str:
@@ -156,12 +176,20 @@ class ApiServer:
 
     def write_kubeconfig(self, path: Path, context: str = "stand-in") -> Path:
         ca = base64.b64encode(self.certs.ca.read_bytes()).decode()
-        path.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": context,
-            "clusters": [{"name": "stand-in", "cluster": {"server": self.url, "certificate-authority-data": ca}}],
-            "users": [{"name": "colocate", "user": {"token": TOKEN}}],
-            "contexts": [{"name": context, "context": {"cluster": "stand-in", "user": "colocate"}}],
-        }))
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": context,
+                    "clusters": [
+                        {"name": "stand-in", "cluster": {"server": self.url, "certificate-authority-data": ca}}
+                    ],
+                    "users": [{"name": "colocate", "user": {"token": TOKEN}}],
+                    "contexts": [{"name": context, "context": {"cluster": "stand-in", "user": "colocate"}}],
+                }
+            )
+        )
         return path
 
     # Lifecycle ---------------------------------------------------------------------------------
@@ -215,7 +243,7 @@ class ApiServer:
             return _error(404, "NotFound", f"the server could not find the requested resource {request.path}")
         resource, namespace, name, subresource = route
         watch = request.query.get("watch") in ("1", "true")
-        verb = subresource or ('watch' if watch else 'list' if not name else 'get')
+        verb = subresource or ("watch" if watch else "list" if not name else "get")
         self.requests[f"{request.method} {verb} {resource.kind}"] += 1
         if self._failures > 0:
             self._failures -= 1
@@ -227,20 +255,28 @@ class ApiServer:
                 if (resource.kind, subresource, request.method) == ("Pod", "eviction", "POST"):
                     return self._evict(namespace, name, await request.json())
                 if subresource == "status" and request.method in ("PUT", "PATCH"):  # only status changes
-                    return web.json_response(self._put_status(request.method, resource, namespace, name,
-                                                              request.content_type, await request.text()))
+                    return web.json_response(
+                        self._put_status(
+                            request.method, resource, namespace, name, request.content_type, await request.text()
+                        )
+                    )
                 return _error(404, "NotFound", f"the server could not find the requested resource {request.path}")
             if request.method == "GET" and watch:
                 return await self._watch(request, resource, namespace)
             if request.method == "GET":
-                return self._list(request, resource, namespace) if not name else \
-                    web.json_response(self.store.get(resource, namespace, name))
+                return (
+                    self._list(request, resource, namespace)
+                    if not name
+                    else web.json_response(self.store.get(resource, namespace, name))
+                )
             if request.method in ("POST", "PUT"):
                 obj = await request.json()
                 if resource.namespaced:
                     obj.setdefault("metadata", {}).setdefault("namespace", namespace)
-                return web.json_response(self.store.put(resource, obj, create_only=request.method == "POST"),
-                                         status=201 if request.method == "POST" else 200)
+                return web.json_response(
+                    self.store.put(resource, obj, create_only=request.method == "POST"),
+                    status=201 if request.method == "POST" else 200,
+                )
             if request.method == "PATCH":
                 patch_type = PATCH_TYPES.get(request.content_type, "merge")
                 body = await request.text()
@@ -263,26 +299,32 @@ class ApiServer:
         meta = binding.get("metadata") or {}
         target = (binding.get("target") or {}).get("name")
         if binding.get("kind") != "Binding" or meta.get("name") != name or not target:
-            return _error(400, "BadRequest",
-                          "a Binding with metadata.name matching the pod and a target node is required")
+            return _error(
+                400, "BadRequest", "a Binding with metadata.name matching the pod and a target node is required"
+            )
         pod = copy.deepcopy(self.store.get(self.by_kind["Pod"], namespace, name))
         uid = meta.get("uid")
         if uid and uid != pod["metadata"].get("uid"):
-            return _error(409, "Conflict", f"Precondition failed: UID in precondition: {uid}, "
-                                           f"UID in object meta: {pod['metadata'].get('uid')}")
+            return _error(
+                409,
+                "Conflict",
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {pod['metadata'].get('uid')}",
+            )
         if (pod.get("spec") or {}).get("nodeName"):
-            return _error(409, "Conflict", f"pod {name} is already assigned to node \"{pod['spec']['nodeName']}\"")
+            return _error(409, "Conflict", f'pod {name} is already assigned to node "{pod["spec"]["nodeName"]}"')
         pod.setdefault("spec", {})["nodeName"] = target
         conditions = pod.setdefault("status", {}).setdefault("conditions", [])
         conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
         conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": _now()})
         pod["metadata"].pop("resourceVersion", None)
         self.store.put(self.by_kind["Pod"], pod)
-        return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                                  "code": 201}, status=201)
+        return web.json_response(
+            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, status=201
+        )
 
-    def _put_status(self, method: str, resource: Kind, namespace: str, name: str, content_type: str,
-                    body: str) -> dict[str, Any]:
+    def _put_status(
+        self, method: str, resource: Kind, namespace: str, name: str, content_type: str, body: str
+    ) -> dict[str, Any]:
         """The `status` subresource: the request (a whole object, or a patch of one) decides the new
         status; everything else it says is ignored, as kube-apiserver's status strategy does."""
         if method == "PUT":
@@ -290,11 +332,15 @@ class ApiServer:
         else:
             current = copy.deepcopy(self.store.get(resource, namespace, name))
             patch = json.loads(body)
-            sent = jsonpatch.apply_patch(current, patch) if PATCH_TYPES.get(content_type) == "json" \
+            sent = (
+                jsonpatch.apply_patch(current, patch)
+                if PATCH_TYPES.get(content_type) == "json"
                 else merge_patch(current, patch)
+            )
         status = sent.get("status") if isinstance(sent, dict) else None
-        return self.store.patch(resource, namespace, name, [{"op": "add", "path": "/status", "value": status or {}}],
-                                "json")
+        return self.store.patch(
+            resource, namespace, name, [{"op": "add", "path": "/status", "value": status or {}}], "json"
+        )
 
     def _evict(self, namespace: str, name: str, eviction: dict[str, Any]) -> web.Response:
         """kube-apiserver's EvictionREST.Create (policy/v1): refuse with 429 when a matching
@@ -306,18 +352,26 @@ class ApiServer:
         pod = self.store.get(self.by_kind["Pod"], namespace, name)
         phase = (pod.get("status") or {}).get("phase")
         if phase not in ("Succeeded", "Failed"):  # terminal pods are evicted without a budget check
-            budgets = [b for b in self.store.list(self.by_kind["PodDisruptionBudget"], namespace)
-                       if _selects((b.get("spec") or {}).get("selector"), pod)]
+            budgets = [
+                b
+                for b in self.store.list(self.by_kind["PodDisruptionBudget"], namespace)
+                if _selects((b.get("spec") or {}).get("selector"), pod)
+            ]
             if len(budgets) > 1:
-                return _error(500, "InternalError", "This pod has more than one PodDisruptionBudget, which the "
-                                                    "eviction subresource does not support.")
+                return _error(
+                    500,
+                    "InternalError",
+                    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+                )
             if budgets and self._disruptions_allowed(budgets[0], namespace) <= 0:
-                return _error(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption "
-                                                      "budget.")
+                return _error(
+                    429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget."
+                )
         self.store.delete(self.by_kind["Pod"], namespace, name)
         self.evictions.append((namespace, name))
-        return web.json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                                  "code": 201}, status=201)
+        return web.json_response(
+            {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, status=201
+        )
 
     def _disruptions_allowed(self, budget: dict[str, Any], namespace: str) -> int:
         spec = budget.get("spec") or {}
@@ -355,21 +409,31 @@ class ApiServer:
     def _list(self, request: web.Request, resource: Kind, namespace: str) -> web.Response:
         target = metadata_target(request.headers.get("Accept", ""))
         if target == PARTIAL:
-            return _error(406, "NotAcceptable", f"you requested {PARTIAL}, but the requested object is a list "
-                                                f"(*v1.{resource.kind}List)")
+            return _error(
+                406,
+                "NotAcceptable",
+                f"you requested {PARTIAL}, but the requested object is a list (*v1.{resource.kind}List)",
+            )
         selector = request.query.get("fieldSelector", "")
         items = [o for o in self.store.list(resource, namespace) if self._selected(o, selector)]
         offset = int(request.query.get("continue") or 0)
         limit = int(request.query.get("limit") or 0) or len(items) or 1
-        page, rest = items[offset:offset + limit], items[offset + limit:]
+        page, rest = items[offset : offset + limit], items[offset + limit :]
         metadata = {"resourceVersion": str(self.store.version)}
         if rest:
             metadata["continue"] = str(offset + limit)
         if target == PARTIAL_LIST:
-            return web.json_response({"kind": PARTIAL_LIST, "apiVersion": "meta.k8s.io/v1", "metadata": metadata,
-                                      "items": [partial_metadata(o) for o in page]})
-        return web.json_response({"kind": f"{resource.kind}List", "apiVersion": resource.api_version,
-                                  "metadata": metadata, "items": page})
+            return web.json_response(
+                {
+                    "kind": PARTIAL_LIST,
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": metadata,
+                    "items": [partial_metadata(o) for o in page],
+                }
+            )
+        return web.json_response(
+            {"kind": f"{resource.kind}List", "apiVersion": resource.api_version, "metadata": metadata, "items": page}
+        )
 
     async def _watch(self, request: web.Request, resource: Kind, namespace: str) -> web.StreamResponse:
         selector = request.query.get("fieldSelector", "")
@@ -378,8 +442,11 @@ class ApiServer:
         version = request.query.get("resourceVersion") or "0"
         target = metadata_target(request.headers.get("Accept", ""))
         if target == PARTIAL_LIST:
-            return _error(406, "NotAcceptable", f"you requested {PARTIAL_LIST}, but the requested object is not "
-                                                f"a list (*v1.{resource.kind})")
+            return _error(
+                406,
+                "NotAcceptable",
+                f"you requested {PARTIAL_LIST}, but the requested object is not a list (*v1.{resource.kind})",
+            )
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         response.enable_chunked_encoding()
         await response.prepare(request)
@@ -409,8 +476,14 @@ class ApiServer:
                     event = await asyncio.wait_for(watcher.queue.get(), min(left, self.bookmark_interval))
                 except TimeoutError:
                     if bookmarks:
-                        await send("BOOKMARK", {"kind": resource.kind, "apiVersion": resource.api_version,
-                                                "metadata": {"resourceVersion": str(self.store.version)}})
+                        await send(
+                            "BOOKMARK",
+                            {
+                                "kind": resource.kind,
+                                "apiVersion": resource.api_version,
+                                "metadata": {"resourceVersion": str(self.store.version)},
+                            },
+                        )
                     continue
                 if event is None:  # dropped by the test: cut the connection without ending the stream
                     if request.transport is not None:

@@ -4,6 +4,7 @@ Like etcd behind kube-apiserver: one global, increasing resourceVersion; every w
 a history a watch can resume from, until `compact()` drops it (then a watch from an older version
 gets 410 Gone).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -57,8 +58,7 @@ class Store:
         self.version = next(self._versions)
         return self.version
 
-    def _record(self, resource: Kind, type_: str, obj: dict[str, Any],
-                prev: dict[str, Any] | None = None) -> None:
+    def _record(self, resource: Kind, type_: str, obj: dict[str, Any], prev: dict[str, Any] | None = None) -> None:
         event = Event(int(obj["metadata"]["resourceVersion"]), type_, copy.deepcopy(obj), copy.deepcopy(prev))
         self.history.setdefault(resource, []).append(event)
         for watcher in self.watchers:
@@ -85,7 +85,7 @@ class Store:
             raise Conflict(f'{resource.plural} "{key[1]}" already exists')
         given = metadata.get("resourceVersion")
         if existing is not None and given and given != existing["metadata"]["resourceVersion"]:
-            raise Conflict(f'the object {key[1]} has been modified; please apply your changes to the latest version')
+            raise Conflict(f"the object {key[1]} has been modified; please apply your changes to the latest version")
         obj.setdefault("apiVersion", resource.api_version)
         obj.setdefault("kind", resource.kind)
         if resource.kind == "Secret":  # defaulted, then immutable, as kube-apiserver does
@@ -124,8 +124,11 @@ class Store:
     def events_since(self, resource: Kind, version: int, namespace: str = "") -> list[Event]:
         if version < self.compacted_to:
             raise Conflict("too old resource version")
-        return [e for e in self.history.get(resource, ())
-                if e.version > version and (not namespace or e.obj["metadata"].get("namespace") == namespace)]
+        return [
+            e
+            for e in self.history.get(resource, ())
+            if e.version > version and (not namespace or e.obj["metadata"].get("namespace") == namespace)
+        ]
 
     def compact(self) -> None:
         """Forget the history up to now, as etcd compaction does."""

@@ -6,6 +6,7 @@ empty field. Defaults are the smallest valid object; a test that depends on a fi
 annotation keys are spelled out here, not imported from `policies.constants`, so a typo there
 fails a test instead of agreeing with itself.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,9 +25,15 @@ NOW = "2024-05-01T10:01:00Z"
 
 # Pods --------------------------------------------------------------------------------------------
 
-def make_container(name: str = "main", requests: Mapping[str, Any] | None = None,
-                   limits: Mapping[str, Any] | None = None, *, image: str = "busybox",
-                   **extra: Any) -> dict[str, Any]:
+
+def make_container(
+    name: str = "main",
+    requests: Mapping[str, Any] | None = None,
+    limits: Mapping[str, Any] | None = None,
+    *,
+    image: str = "busybox",
+    **extra: Any,
+) -> dict[str, Any]:
     container: dict[str, Any] = {"name": name, "image": image, **extra}
     resources = {}
     if requests is not None:
@@ -38,15 +45,27 @@ def make_container(name: str = "main", requests: Mapping[str, Any] | None = None
     return container
 
 
-def make_pod(name: str = "pod-1", namespace: str = "default", *,
-             labels: Mapping[str, str] | None = None, annotations: Mapping[str, str] | None = None,
-             qos: str | None = None, priority_class: str | None = None, owner_kind: str | None = None,
-             created: str | None = None, priority: int | None = None, node: str | None = None,
-             requests: Mapping[str, Any] | None = None, limits: Mapping[str, Any] | None = None,
-             containers: Sequence[dict[str, Any]] | None = None,
-             init_containers: Sequence[dict[str, Any]] | None = None,
-             phase: str | None = None, scheduled_at: str | None = None, initialized_at: str | None = None,
-             **spec: Any) -> dict[str, Any]:
+def make_pod(
+    name: str = "pod-1",
+    namespace: str = "default",
+    *,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    qos: str | None = None,
+    priority_class: str | None = None,
+    owner_kind: str | None = None,
+    created: str | None = None,
+    priority: int | None = None,
+    node: str | None = None,
+    requests: Mapping[str, Any] | None = None,
+    limits: Mapping[str, Any] | None = None,
+    containers: Sequence[dict[str, Any]] | None = None,
+    init_containers: Sequence[dict[str, Any]] | None = None,
+    phase: str | None = None,
+    scheduled_at: str | None = None,
+    initialized_at: str | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
     """A Pod. `requests`/`limits` go to one container `main` unless `containers` is given; `qos` and
     `priority_class` are Koordinator's labels; `node` is spec.nodeName; `scheduled_at` and
     `initialized_at` are the times of the PodScheduled and Initialized conditions; any other keyword
@@ -65,8 +84,9 @@ def make_pod(name: str = "pod-1", namespace: str = "default", *,
         metadata["ownerReferences"] = [{"kind": owner_kind, "name": "owner"}]
     if created is not None:
         metadata["creationTimestamp"] = created
-    pod_spec: dict[str, Any] = {"containers": list(containers) if containers is not None
-                                else [make_container(requests=requests, limits=limits)]}
+    pod_spec: dict[str, Any] = {
+        "containers": list(containers) if containers is not None else [make_container(requests=requests, limits=limits)]
+    }
     if init_containers is not None:
         pod_spec["initContainers"] = list(init_containers)
     if priority is not None:
@@ -75,8 +95,11 @@ def make_pod(name: str = "pod-1", namespace: str = "default", *,
         pod_spec["nodeName"] = node
     pod_spec.update(spec)
     pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
-    conditions = [{"type": kind, "status": "True", "lastTransitionTime": at}
-                  for kind, at in (("PodScheduled", scheduled_at), ("Initialized", initialized_at)) if at is not None]
+    conditions = [
+        {"type": kind, "status": "True", "lastTransitionTime": at}
+        for kind, at in (("PodScheduled", scheduled_at), ("Initialized", initialized_at))
+        if at is not None
+    ]
     if conditions or phase is not None:
         pod["status"] = {"conditions": conditions} if conditions else {}
         if phase is not None:
@@ -86,11 +109,19 @@ def make_pod(name: str = "pod-1", namespace: str = "default", *,
 
 # Nodes -------------------------------------------------------------------------------------------
 
-def make_node(name: str = "node-1", *, labels: Mapping[str, str] | None = None,
-              annotations: Mapping[str, str] | None = None, allocatable: Mapping[str, Any] | None = None,
-              cpu: str | None = None, memory: str | None = None, extra: Mapping[str, Any] | None = None,
-              raw_allocatable: Mapping[str, Any] | None = None,
-              capacity: Mapping[str, Any] | None = None) -> dict[str, Any]:
+
+def make_node(
+    name: str = "node-1",
+    *,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    allocatable: Mapping[str, Any] | None = None,
+    cpu: str | None = None,
+    memory: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+    raw_allocatable: Mapping[str, Any] | None = None,
+    capacity: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """A Node. `allocatable` is written as given; or `cpu`, `memory` and `extra` resources make the
     allocatable of a schedulable node, with the kubelet's default `pods: 110`. `raw_allocatable` is
     Koordinator's raw-allocatable annotation (the allocatable before amplification)."""
@@ -112,10 +143,18 @@ def make_node(name: str = "node-1", *, labels: Mapping[str, str] | None = None,
     return node
 
 
-def make_metric(name: str = "node-1", *, cpu: str | None = "0", memory: str | None = "0",
-                update_time: str | None = METRIC_TIME, pods: list[dict[str, Any]] | None = None,
-                aggregated: list[dict[str, Any]] | None = None, system: dict[str, Any] | None = None,
-                report_interval: int | None = 60, no_node_metric: bool = False) -> dict[str, Any]:
+def make_metric(
+    name: str = "node-1",
+    *,
+    cpu: str | None = "0",
+    memory: str | None = "0",
+    update_time: str | None = METRIC_TIME,
+    pods: list[dict[str, Any]] | None = None,
+    aggregated: list[dict[str, Any]] | None = None,
+    system: dict[str, Any] | None = None,
+    report_interval: int | None = 60,
+    no_node_metric: bool = False,
+) -> dict[str, Any]:
     """A NodeMetric as koordlet reports it: node usage, per-pod usage (`pods`, see `pod_metric`),
     aggregated percentiles and system usage."""
     status: dict[str, Any] = {}
@@ -132,25 +171,44 @@ def make_metric(name: str = "node-1", *, cpu: str | None = "0", memory: str | No
     if pods:
         status["podsMetric"] = pods
     spec = {"metricCollectPolicy": {"reportIntervalSeconds": report_interval}} if report_interval else {}
-    return {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeMetric", "metadata": {"name": name},
-            "spec": spec, "status": status}
+    return {
+        "apiVersion": "slo.koordinator.sh/v1alpha1",
+        "kind": "NodeMetric",
+        "metadata": {"name": name},
+        "spec": spec,
+        "status": status,
+    }
 
 
-def pod_metric(name: str, namespace: str = "default", *, cpu: str = "0", memory: str = "0",
-               priority: str = "koord-prod") -> dict[str, Any]:
+def pod_metric(
+    name: str, namespace: str = "default", *, cpu: str = "0", memory: str = "0", priority: str = "koord-prod"
+) -> dict[str, Any]:
     """One entry of a NodeMetric's `podsMetric`."""
-    return {"name": name, "namespace": namespace, "priority": priority,
-            "podUsage": {"resources": {"cpu": cpu, "memory": memory}}}
+    return {
+        "name": name,
+        "namespace": namespace,
+        "priority": priority,
+        "podUsage": {"resources": {"cpu": cpu, "memory": memory}},
+    }
 
 
-def make_node_slo(name: str = "node-1", *, threshold: Mapping[str, Any] | None = None,
-                  resource_qos: Mapping[str, Any] | None = None, cpu_burst: Mapping[str, Any] | None = None,
-                  host_applications: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def make_node_slo(
+    name: str = "node-1",
+    *,
+    threshold: Mapping[str, Any] | None = None,
+    resource_qos: Mapping[str, Any] | None = None,
+    cpu_burst: Mapping[str, Any] | None = None,
+    host_applications: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """A NodeSLO: `threshold` is spec.resourceUsedThresholdWithBE, `resource_qos` resourceQOSStrategy,
     `cpu_burst` cpuBurstStrategy; fields left None are left out."""
     spec: dict[str, Any] = {}
-    for key, value in (("resourceUsedThresholdWithBE", threshold), ("resourceQOSStrategy", resource_qos),
-                       ("cpuBurstStrategy", cpu_burst), ("hostApplications", host_applications)):
+    for key, value in (
+        ("resourceUsedThresholdWithBE", threshold),
+        ("resourceQOSStrategy", resource_qos),
+        ("cpuBurstStrategy", cpu_burst),
+        ("hostApplications", host_applications),
+    ):
         if value is not None:
             spec[key] = value
     return {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO", "metadata": {"name": name}, "spec": spec}
@@ -158,49 +216,81 @@ def make_node_slo(name: str = "node-1", *, threshold: Mapping[str, Any] | None =
 
 # Cluster-scoped configuration ---------------------------------------------------------------------
 
+
 def make_namespace(name: str, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": dict(labels or {})}}
 
 
-def make_priority_class(name: str, value: int,
-                        preemption_policy: str | None = "PreemptLowerPriority") -> dict[str, Any]:
-    obj: dict[str, Any] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                           "metadata": {"name": name}, "value": value}
+def make_priority_class(
+    name: str, value: int, preemption_policy: str | None = "PreemptLowerPriority"
+) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
     if preemption_policy:
         obj["preemptionPolicy"] = preemption_policy
     return obj
 
 
-KOORD_PRIORITY_CLASSES = [make_priority_class("koord-prod", 9000), make_priority_class("koord-mid", 7000),
-                          make_priority_class("koord-batch", 5000), make_priority_class("koord-free", 3000)]
+KOORD_PRIORITY_CLASSES = [
+    make_priority_class("koord-prod", 9000),
+    make_priority_class("koord-mid", 7000),
+    make_priority_class("koord-batch", 5000),
+    make_priority_class("koord-free", 3000),
+]
 
 
-def make_profile(name: str = "profile", *, metadata_annotations: Mapping[str, str] | None = None,
-                 **spec: Any) -> dict[str, Any]:
+def make_profile(
+    name: str = "profile", *, metadata_annotations: Mapping[str, str] | None = None, **spec: Any
+) -> dict[str, Any]:
     """A ClusterColocationProfile; keyword arguments are its spec fields (Koordinator's spelling)."""
     metadata: dict[str, Any] = {"name": name}
     if metadata_annotations:
         metadata["annotations"] = dict(metadata_annotations)
-    return {"apiVersion": "config.koordinator.sh/v1alpha1", "kind": "ClusterColocationProfile",
-            "metadata": metadata, "spec": spec}
+    return {
+        "apiVersion": "config.koordinator.sh/v1alpha1",
+        "kind": "ClusterColocationProfile",
+        "metadata": metadata,
+        "spec": spec,
+    }
 
 
-def make_slo_config(data: Mapping[str, Any], name: str = "slo-controller-config",
-                    namespace: str = "koordinator-system") -> dict[str, Any]:
+def make_slo_config(
+    data: Mapping[str, Any], name: str = "slo-controller-config", namespace: str = "koordinator-system"
+) -> dict[str, Any]:
     """The slo-controller ConfigMap; dict values are JSON-encoded as the strategy text."""
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": namespace,
-                         "labels": {"koordinator.sh/configmap-type": "slo-controller-config"}},
-            "data": {k: v if isinstance(v, str) else json.dumps(v) for k, v in data.items()}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"koordinator.sh/configmap-type": "slo-controller-config"},
+        },
+        "data": {k: v if isinstance(v, str) else json.dumps(v) for k, v in data.items()},
+    }
 
 
 # Scheduling objects ------------------------------------------------------------------------------
 
-def make_quota(name: str, namespace: str = "default", *, parent: str | None = None, is_parent: bool = False,
-               tree_id: str | None = None, min: Mapping[str, Any] | None = None,
-               max: Mapping[str, Any] | None = None,
-               namespaces: list[str] | None = None, labels: Mapping[str, str] | None = None,
-               annotations: Mapping[str, str] | None = None, used: Mapping[str, Any] | None = None) -> dict[str, Any]:
+
+def make_quota(
+    name: str,
+    namespace: str = "default",
+    *,
+    parent: str | None = None,
+    is_parent: bool = False,
+    tree_id: str | None = None,
+    min: Mapping[str, Any] | None = None,
+    max: Mapping[str, Any] | None = None,
+    namespaces: list[str] | None = None,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    used: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """An ElasticQuota; `parent`, `is_parent`, `tree_id` and `namespaces` are Koordinator's quota labels
     and annotation."""
     all_labels = dict(labels or {})
@@ -213,8 +303,12 @@ def make_quota(name: str, namespace: str = "default", *, parent: str | None = No
     all_annotations = dict(annotations or {})
     if namespaces is not None:
         all_annotations["quota.scheduling.koordinator.sh/namespaces"] = json.dumps(namespaces)
-    quota: dict[str, Any] = {"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
-                             "metadata": {"name": name, "namespace": namespace}, "spec": {}}
+    quota: dict[str, Any] = {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "ElasticQuota",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {},
+    }
     if all_labels:
         quota["metadata"]["labels"] = all_labels
     if all_annotations:
@@ -228,13 +322,18 @@ def make_quota(name: str, namespace: str = "default", *, parent: str | None = No
     return quota
 
 
-def make_reservation(name: str = "reserve-1", labels: Mapping[str, str] | None = None,
-                     template: bool = True) -> dict[str, Any]:
+def make_reservation(
+    name: str = "reserve-1", labels: Mapping[str, str] | None = None, template: bool = True
+) -> dict[str, Any]:
     """A Reservation owned by `owner`; with `template`, one container requesting a cpu."""
-    reservation: dict[str, Any] = {"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Reservation",
-                                   "metadata": {"name": name, "labels": dict(labels or {})},
-                                   "spec": {"owners": [{"object": {"name": "owner"}}]}}
+    reservation: dict[str, Any] = {
+        "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+        "kind": "Reservation",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": {"owners": [{"object": {"name": "owner"}}]},
+    }
     if template:
         reservation["spec"]["template"] = {
-            "spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}]}}
+            "spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": "1"}}}]}
+        }
     return reservation

@@ -5,6 +5,7 @@ a Service whose endpoints follow the servers' readiness (the kubelet probe plus 
 SIGTERM. `Service` probes `/readyz` of every replica every `period` seconds and hands the
 dispatcher only the ready ones, as the endpoints controller does.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -58,14 +59,19 @@ def inject_ca_bundle(api: ApiServer, ca: Path) -> None:
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         resource = api.by_kind[kind]
         for config in api.store.list(resource):
-            patch = [{"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle}
-                     for i in range(len(config.get("webhooks") or ()))]
+            patch = [
+                {"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle}
+                for i in range(len(config.get("webhooks") or ()))
+            ]
             api.store.patch(resource, "", config["metadata"]["name"], patch, "json")
 
 
 def webhook_configurations(api: ApiServer) -> list[dict[str, Any]]:
-    return [c for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
-            for c in api.store.list(api.by_kind[kind])]
+    return [
+        c
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for c in api.store.list(api.by_kind[kind])
+    ]
 
 
 def namespace_labels(api: ApiServer, name: str) -> dict[str, str] | None:
@@ -90,10 +96,22 @@ class ColocateProcess:
     def __init__(self, kubeconfig: Path, cert_dir: Path, log: Path, extra: Sequence[str] = FAST_ARGS) -> None:
         self.port = free_port()
         self.log = log
-        command = [sys.executable, "-m", "colocate.cli", "serve", "--kubeconfig", str(kubeconfig),
-                   "--cert-dir", str(cert_dir), "--host", "127.0.0.1", "--port", str(self.port), *extra]
-        self.process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                                        cwd=REPO)
+        command = [
+            sys.executable,
+            "-m",
+            "colocate.cli",
+            "serve",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--cert-dir",
+            str(cert_dir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            *extra,
+        ]
+        self.process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT, cwd=REPO)
 
     def terminate(self) -> None:
         if self.process.poll() is None:
@@ -101,8 +119,12 @@ class ColocateProcess:
 
     async def wait(self, timeout: float) -> int:
         """The exit code, once the process has exited."""
-        code = await wait_for(self.process.poll, until=lambda code: code is not None, timeout=timeout,
-                              message=f"colocate (pid {self.process.pid}) to exit")
+        code = await wait_for(
+            self.process.poll,
+            until=lambda code: code is not None,
+            timeout=timeout,
+            message=f"colocate (pid {self.process.pid}) to exit",
+        )
         assert code is not None
         return code
 
@@ -129,8 +151,9 @@ class Service:
 
     async def _probe(self, session: aiohttp.ClientSession, replica: ColocateProcess) -> None:
         try:
-            async with session.get(f"https://127.0.0.1:{replica.port}/readyz", ssl=self._context,
-                                   timeout=aiohttp.ClientTimeout(total=1)) as response:
+            async with session.get(
+                f"https://127.0.0.1:{replica.port}/readyz", ssl=self._context, timeout=aiohttp.ClientTimeout(total=1)
+            ) as response:
                 ok = response.status == 200
         except (TimeoutError, aiohttp.ClientError, OSError):
             ok = False
@@ -144,9 +167,11 @@ class Service:
 
     async def start(self, timeout: float = 20.0) -> Service:
         self._task = asyncio.create_task(self._run())
-        await wait_for(lambda: len(self.ready) == len(self.replicas), timeout=timeout,
-                       message=lambda: "every replica ready:\n" + "\n".join(r.log.read_text()[-2000:]
-                                                                            for r in self.replicas))
+        await wait_for(
+            lambda: len(self.ready) == len(self.replicas),
+            timeout=timeout,
+            message=lambda: "every replica ready:\n" + "\n".join(r.log.read_text()[-2000:] for r in self.replicas),
+        )
         return self
 
     async def stop(self) -> None:
@@ -158,5 +183,9 @@ class Service:
 
 def cluster_files() -> list[Path]:
     """The stand-in's starting state: the webhook configurations and the quick-start objects."""
-    return [MANIFESTS / "deploy" / "webhooks.yaml", MANIFESTS / "cluster" / "namespaces.yaml",
-            MANIFESTS / "cluster" / "priorityclasses.yaml", MANIFESTS / "deploy" / "namespace.yaml"]
+    return [
+        MANIFESTS / "deploy" / "webhooks.yaml",
+        MANIFESTS / "cluster" / "namespaces.yaml",
+        MANIFESTS / "cluster" / "priorityclasses.yaml",
+        MANIFESTS / "deploy" / "namespace.yaml",
+    ]

@@ -4,6 +4,7 @@ Only what our Containerfile uses: `ARG` defaults, `FROM ... [AS name]`, `WORKDIR
 (with BuildKit's `--mount=` options, which only make files visible), `ENV`, `USER`, `ENTRYPOINT`,
 `CMD`. The build context honours `.dockerignore` (podman and docker both read it).
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -74,8 +75,12 @@ def parse(text: str) -> list[Stage]:
 
 def ignored(relative: Path, patterns: list[str]) -> bool:
     text = relative.as_posix()
-    return any(fnmatch.fnmatch(text, p) or fnmatch.fnmatch(text, p.removeprefix("**/"))
-               or fnmatch.fnmatch(relative.name, p.removeprefix("**/")) for p in patterns)
+    return any(
+        fnmatch.fnmatch(text, p)
+        or fnmatch.fnmatch(text, p.removeprefix("**/"))
+        or fnmatch.fnmatch(relative.name, p.removeprefix("**/"))
+        for p in patterns
+    )
 
 
 def build_context(repo: Path, into: Path) -> Path:

@@ -18,6 +18,7 @@ after a response that did not say `Connection: close` can be picked up for the n
 is then written and lost: that admission fails, as it would in a cluster. A refused or failed new
 connection is not retried.
 """
+
 from __future__ import annotations
 
 import base64
@@ -104,19 +105,30 @@ class _ServiceResolver(AbstractResolver):
         addresses = list(self.endpoints(namespace, name))
         if not addresses:
             raise OSError(f"service {namespace}/{name} has no ready endpoints")
-        return [ResolveResult(hostname=host, host=ip, port=p, family=socket.AF_INET, proto=0,
-                              flags=socket.AI_NUMERICHOST) for ip, p in addresses]
+        return [
+            ResolveResult(hostname=host, host=ip, port=p, family=socket.AF_INET, proto=0, flags=socket.AI_NUMERICHOST)
+            for ip, p in addresses
+        ]
 
     async def close(self) -> None:
         pass
 
 
-def _request(resource: Resource, operation: str, namespace: str, obj: Mapping[str, Any] | None,
-             old: Mapping[str, Any] | None) -> AdmissionRequest:
+def _request(
+    resource: Resource, operation: str, namespace: str, obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None
+) -> AdmissionRequest:
     """The attributes kube-apiserver matches webhooks on; cluster-scoped requests have no namespace."""
     gvr = GroupVersionResource(resource.group, resource.version, resource.resource)
-    return AdmissionRequest("match", operation, gvr, resource.sub_resource, resource.kind,
-                            namespace if resource.namespaced else "", object=obj, old_object=old)
+    return AdmissionRequest(
+        "match",
+        operation,
+        gvr,
+        resource.sub_resource,
+        resource.kind,
+        namespace if resource.namespaced else "",
+        object=obj,
+        old_object=old,
+    )
 
 
 def rule_matches(rule: Mapping[str, Any], resource: Resource, operation: str) -> bool:
@@ -125,8 +137,14 @@ def rule_matches(rule: Mapping[str, Any], resource: Resource, operation: str) ->
 
 
 class Dispatcher:
-    def __init__(self, configurations: Callable[[], Sequence[Mapping[str, Any]]], endpoints: Endpoints,
-                 namespace_labels: Callable[[str], Mapping[str, str] | None], *, keep_alive: bool = True) -> None:
+    def __init__(
+        self,
+        configurations: Callable[[], Sequence[Mapping[str, Any]]],
+        endpoints: Endpoints,
+        namespace_labels: Callable[[str], Mapping[str, str] | None],
+        *,
+        keep_alive: bool = True,
+    ) -> None:
         """`keep_alive=False`: a new TCP and TLS connection for every call (a handshake each time)."""
         self.configurations, self.endpoints, self.namespace_labels = configurations, endpoints, namespace_labels
         self.keep_alive = keep_alive
@@ -146,18 +164,27 @@ class Dispatcher:
     def _session(self, ca_bundle: str) -> aiohttp.ClientSession:
         if ca_bundle not in self._sessions:
             context = ssl.create_default_context(cadata=base64.b64decode(ca_bundle).decode() if ca_bundle else None)
-            connector = aiohttp.TCPConnector(ssl=context, resolver=_ServiceResolver(self.endpoints), limit=0,
-                                             force_close=not self.keep_alive)
+            connector = aiohttp.TCPConnector(
+                ssl=context, resolver=_ServiceResolver(self.endpoints), limit=0, force_close=not self.keep_alive
+            )
             self._sessions[ca_bundle] = aiohttp.ClientSession(connector=connector, trace_configs=[_trace()])
         return self._sessions[ca_bundle]
 
     def _webhooks(self, kind: str) -> list[Mapping[str, Any]]:
-        configurations = sorted((c for c in self.configurations() if c.get("kind") == kind),
-                                key=lambda c: c["metadata"]["name"])
+        configurations = sorted(
+            (c for c in self.configurations() if c.get("kind") == kind), key=lambda c: c["metadata"]["name"]
+        )
         return [w for c in configurations for w in c.get("webhooks") or ()]
 
-    def _matches(self, webhook: Mapping[str, Any], resource: Resource, operation: str, namespace: str,
-                 obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None) -> bool:
+    def _matches(
+        self,
+        webhook: Mapping[str, Any],
+        resource: Resource,
+        operation: str,
+        namespace: str,
+        obj: Mapping[str, Any] | None,
+        old: Mapping[str, Any] | None,
+    ) -> bool:
         request = _request(resource, operation, namespace, obj, old)
         return Webhook.from_configuration(webhook).should_call(request, self.namespace_labels)
 
@@ -189,8 +216,15 @@ class Dispatcher:
             raise RuntimeError(f"response uid {result.get('uid')!r} does not match the request")
         return result
 
-    async def admit(self, obj: dict[str, Any] | None, *, operation: str = "CREATE", resource: Resource = POD,
-                    namespace: str = "", old: dict[str, Any] | None = None) -> Admission:
+    async def admit(
+        self,
+        obj: dict[str, Any] | None,
+        *,
+        operation: str = "CREATE",
+        resource: Resource = POD,
+        namespace: str = "",
+        old: dict[str, Any] | None = None,
+    ) -> Admission:
         """Run `obj` through every matching webhook; the admitted object, or why it was refused."""
         namespace = namespace or ((obj or old or {}).get("metadata") or {}).get("namespace", "")
         current = copy.deepcopy(obj)
@@ -211,8 +245,9 @@ class Dispatcher:
                     message = f'failed calling webhook "{webhook["name"]}": {type(exc).__name__}: {exc}'
                     return Admission(False, None, message, 500, called)
                 warnings.extend(result.get("warnings") or ())
-                annotations.update({f"{webhook['name']}/{key}": value
-                                    for key, value in (result.get("auditAnnotations") or {}).items()})
+                annotations.update(
+                    {f"{webhook['name']}/{key}": value for key, value in (result.get("auditAnnotations") or {}).items()}
+                )
                 if not result.get("allowed"):
                     status = result.get("status") or {}
                     message = f'admission webhook "{webhook["name"]}" denied the request: {status.get("message", "")}'
@@ -223,16 +258,26 @@ class Dispatcher:
         return Admission(True, current, called=called, warnings=warnings, audit_annotations=annotations)
 
     @staticmethod
-    def _review(resource: Resource, operation: str, namespace: str, obj: Any, old: Any,
-                version: str = "v1") -> dict[str, Any]:
+    def _review(
+        resource: Resource, operation: str, namespace: str, obj: Any, old: Any, version: str = "v1"
+    ) -> dict[str, Any]:
         name = ((obj or old or {}).get("metadata") or {}).get("name", "")
         gvk = {"group": resource.group, "version": resource.version, "kind": resource.kind}
         gvr = {"group": resource.group, "version": resource.version, "resource": resource.resource}
         request = {
-            "uid": f"dispatch-{next(_uids)}", "kind": gvk, "resource": gvr, "requestKind": gvk,
-            "requestResource": gvr, "name": name, "namespace": namespace if resource.namespaced else "",
-            "operation": operation, "userInfo": {"username": "system:admin", "groups": ["system:masters"]},
-            "object": obj, "oldObject": old, "dryRun": False, "options": None,
+            "uid": f"dispatch-{next(_uids)}",
+            "kind": gvk,
+            "resource": gvr,
+            "requestKind": gvk,
+            "requestResource": gvr,
+            "name": name,
+            "namespace": namespace if resource.namespaced else "",
+            "operation": operation,
+            "userInfo": {"username": "system:admin", "groups": ["system:masters"]},
+            "object": obj,
+            "oldObject": old,
+            "dryRun": False,
+            "options": None,
         }
         if resource.sub_resource:
             request["subResource"] = request["requestSubResource"] = resource.sub_resource

@@ -3,6 +3,7 @@
 Written independently of `certs.material` (kubelet's AtomicWriter: a new timestamped directory, then
 a rename of the `..data` symlink), so tests of colocate's reload do not run colocate's own writer.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -35,8 +36,14 @@ def project(data: dict[str, str], directory: Path, keys: Sequence[str]) -> bool:
     return True
 
 
-async def sync_secret(api: ApiServer, namespace: str, name: str, directories: Sequence[Path],
-                      keys: Sequence[str] = ("ca.crt", "tls.crt", "tls.key"), period: float = 0.1) -> None:
+async def sync_secret(
+    api: ApiServer,
+    namespace: str,
+    name: str,
+    directories: Sequence[Path],
+    keys: Sequence[str] = ("ca.crt", "tls.crt", "tls.key"),
+    period: float = 0.1,
+) -> None:
     """Keep `directories` in step with the Secret until cancelled (kubelet's periodic volume sync)."""
     while True:
         try:

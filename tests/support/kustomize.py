@@ -4,6 +4,7 @@
 kustomize's content hash) and `images`. tests/test_kustomize.py checks that this gives what
 `kubectl kustomize` gives where kubectl is installed, so the other tests may trust it everywhere.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,10 +17,18 @@ from cluster.files import read_manifest_file
 #: the Kubernetes version whose OpenAPI schema every shipped manifest is validated against
 K8S_VERSION = "1.30"
 
-CLUSTER_SCOPED = frozenset({
-    "Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "PriorityClass",
-    "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ClusterColocationProfile",
-})
+CLUSTER_SCOPED = frozenset(
+    {
+        "Namespace",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "PriorityClass",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "ClusterColocationProfile",
+    }
+)
 
 
 def render(directory: Path, *, images: bool = True) -> list[dict[str, Any]]:
@@ -34,8 +43,14 @@ def render(directory: Path, *, images: bool = True) -> list[dict[str, Any]]:
         metadata = {"name": generator["name"]}
         if generator.get("namespace") or namespace:
             metadata["namespace"] = generator.get("namespace") or namespace
-        objects.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata,
-                        "data": {Path(f).name: (directory / f).read_text() for f in generator["files"]}})
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": metadata,
+                "data": {Path(f).name: (directory / f).read_text() for f in generator["files"]},
+            }
+        )
     if namespace:
         for obj in objects:
             if obj["kind"] not in CLUSTER_SCOPED:

@@ -1,5 +1,6 @@
 """An in-process webhook port on 127.0.0.1: `webhook.server`'s HTTP server behind the same gate and
 TLS as `colocate serve`, for tests that want the server's objects (state, metrics) at hand."""
+
 from __future__ import annotations
 
 import ssl
@@ -13,8 +14,9 @@ from webhook.http1 import HttpServer
 
 
 @asynccontextmanager
-async def listening(server: HttpServer, tls: ssl.SSLContext,
-                    limits: ConnectionLimits = ConnectionLimits()) -> AsyncIterator[str]:
+async def listening(
+    server: HttpServer, tls: ssl.SSLContext, limits: ConnectionLimits = ConnectionLimits()
+) -> AsyncIterator[str]:
     """Serve `server` on a free port while the block runs; yields its https:// base URL."""
     port = free_port()
     site = GatedSite(server.connection, "127.0.0.1", port, tls_context=tls, limits=limits)

@@ -1,4 +1,5 @@
 """Where things are: the repository root, wherever a test module sits in the tree."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,5 +1,6 @@
 """Profiles, pods and clusters of the rollout tests (audit, reports): two teams' profiles and pods
 admitted by them, as they run."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -11,8 +12,13 @@ from webhook.chain import request_for, run_chain
 from webhook.registry import default_routes
 
 REGISTRY = default_routes()
-BATCH = make_profile("batch", selector={"matchLabels": {"tier": "batch"}}, qosClass="BE",
-                     priorityClassName="koord-batch", labels={"team": "data"})
+BATCH = make_profile(
+    "batch",
+    selector={"matchLabels": {"tier": "batch"}},
+    qosClass="BE",
+    priorityClassName="koord-batch",
+    labels={"team": "data"},
+)
 WEB = make_profile("web", selector={"matchLabels": {"tier": "web"}}, qosClass="LS", priorityClassName="koord-prod")
 NAMESPACES = [make_namespace("default"), make_namespace("analytics")]
 
@@ -30,11 +36,15 @@ def cluster(profile_list: list[dict[str, Any]], pod_list: list[dict[str, Any]]) 
 
 
 def batch_pod(name: str, namespace: str = "analytics") -> dict[str, Any]:
-    return make_pod(name, namespace, labels={"tier": "batch"},
-                    containers=[make_container(requests={"cpu": "1", "memory": "1Gi"})])
+    return make_pod(
+        name, namespace, labels={"tier": "batch"}, containers=[make_container(requests={"cpu": "1", "memory": "1Gi"})]
+    )
 
 
 def web_pod(name: str) -> dict[str, Any]:
-    return make_pod(name, "default", labels={"tier": "web"},
-                    containers=[make_container(requests={"cpu": "2", "memory": "1Gi"},
-                                               limits={"cpu": "2", "memory": "1Gi"})])
+    return make_pod(
+        name,
+        "default",
+        labels={"tier": "web"},
+        containers=[make_container(requests={"cpu": "2", "memory": "1Gi"}, limits={"cpu": "2", "memory": "1Gi"})],
+    )

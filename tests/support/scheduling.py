@@ -1,5 +1,6 @@
 """Driving the scheduler in-process: a parsed config, a framework over a cluster of objects, one
 plugin's filter or score on one node."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,8 +18,9 @@ from tests.support.builders import NOW
 SCORE_ONLY = ("NodeResourcesFitPlus", "ScarceResourceAvoidance", "NetworkTraffic")
 
 
-def make_config(plugin_config: dict[str, dict[str, Any]] | None = None, plugins: dict[str, Any] | None = None,
-                **top: Any) -> Any:
+def make_config(
+    plugin_config: dict[str, dict[str, Any]] | None = None, plugins: dict[str, Any] | None = None, **top: Any
+) -> Any:
     """A parsed scheduler configuration: one `koord-scheduler` profile with these plugins and args."""
     profile: dict[str, Any] = {"schedulerName": "koord-scheduler"}
     if plugins:
@@ -35,8 +37,9 @@ def make_framework(objects: list[dict[str, Any]], config: Any = None, now: str =
     return fwk, cluster
 
 
-def plugin_of(objects: list[dict[str, Any]], name: str, args: dict[str, Any] | None = None,
-              now: str = NOW) -> tuple[Any, ClusterState]:
+def plugin_of(
+    objects: list[dict[str, Any]], name: str, args: dict[str, Any] | None = None, now: str = NOW
+) -> tuple[Any, ClusterState]:
     """The named plugin built inside a framework over `objects`, plus the cluster."""
     plugins = None
     if name in SCORE_ONLY:

@@ -7,6 +7,7 @@ the way a careless or hostile workload could: whole requests, raw bytes over TLS
     server.metric("colocate_webhook_connections")            # an unlabelled series
     server.metric("controller_runtime_webhook_requests_total", code="400", webhook="/mutate-pod")
 """
+
 from __future__ import annotations
 
 import json
@@ -76,8 +77,14 @@ class Served:
     For another user the state and certificates live in a fresh directory everyone may traverse
     (pytest's tmp_path is under a 0700 directory); `state` is then copied there."""
 
-    def __init__(self, tmp_path: Path, *extra: str, state: Path | None = None, user: int | None = None,
-                 stderr: IO[str] | int | None = None) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        *extra: str,
+        state: Path | None = None,
+        user: int | None = None,
+        stderr: IO[str] | int | None = None,
+    ) -> None:
         confine: tuple[str, ...] = ()
         if user is not None and os.geteuid() == 0 and shutil.which(WITHOUT_DAC[0]):
             confine, user = WITHOUT_DAC, None  # root, bound by file permissions like any user
@@ -99,20 +106,53 @@ class Served:
                 os.chown(path, user, user)
         python, env = _python_for(user)
         self.process = subprocess.Popen(
-            [*confine, python, "-m", "colocate.cli", "serve", "--cluster", str(self.state),
-             "--cert-dir", str(self.certs), "--port", str(self.port), "--host", "127.0.0.1", "--reload-interval", "0.2",
-             "--dns-name", "webhook.example", *extra],
-            cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr if stderr is not None else self.log.open("w"),
-            text=True, user=user, group=user, extra_groups=[] if user is not None else None, env=env)
+            [
+                *confine,
+                python,
+                "-m",
+                "colocate.cli",
+                "serve",
+                "--cluster",
+                str(self.state),
+                "--cert-dir",
+                str(self.certs),
+                "--port",
+                str(self.port),
+                "--host",
+                "127.0.0.1",
+                "--reload-interval",
+                "0.2",
+                "--dns-name",
+                "webhook.example",
+                *extra,
+            ],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr if stderr is not None else self.log.open("w"),
+            text=True,
+            user=user,
+            group=user,
+            extra_groups=[] if user is not None else None,
+            env=env,
+        )
         self.tls: ssl.SSLContext | None = None
 
     # -- clients ---------------------------------------------------------------------------------
-    def request(self, path: str, body: object = None, timeout: float = 5,
-                headers: Mapping[str, str] | None = None, data: bytes | None = None) -> tuple[int, bytes]:
+    def request(
+        self,
+        path: str,
+        body: object = None,
+        timeout: float = 5,
+        headers: Mapping[str, str] | None = None,
+        data: bytes | None = None,
+    ) -> tuple[int, bytes]:
         if data is None and body is not None:
             data = json.dumps(body).encode()
-        request = urllib.request.Request(f"https://127.0.0.1:{self.port}{path}", data=data,
-                                         headers={"Content-Type": "application/json", **(headers or {})})
+        request = urllib.request.Request(
+            f"https://127.0.0.1:{self.port}{path}",
+            data=data,
+            headers={"Content-Type": "application/json", **(headers or {})},
+        )
         try:
             with urllib.request.urlopen(request, context=self.tls, timeout=timeout) as response:
                 return response.status, response.read()

@@ -1,6 +1,7 @@
 """Hypothesis strategies for pods and ClusterColocationProfiles, shared by the property tests of the
 policies and of the audit, and the settings those tests run with (no deadline: the machines are
 shared; 150 examples)."""
+
 from __future__ import annotations
 
 from hypothesis import HealthCheck, settings
@@ -9,8 +10,7 @@ from hypothesis import strategies as st
 from tests.support.admission import make_snapshot
 from tests.support.builders import make_namespace, make_profile
 
-settings.register_profile("colocate", deadline=None, max_examples=150,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("colocate", deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("colocate")
 
 SELECTOR_KEYS = ["app", "tier"]
@@ -22,8 +22,9 @@ QUANTITIES = ["100m", "500m", "1", "2", "1.5", "64Mi", "1Gi", "4Gi"]
 label_maps = st.dictionaries(st.sampled_from(LABEL_KEYS), st.sampled_from(VALUES), max_size=3)
 selector_maps = st.dictionaries(st.sampled_from(SELECTOR_KEYS), st.sampled_from(VALUES), max_size=2)
 written_maps = st.dictionaries(st.sampled_from(WRITTEN_KEYS), st.sampled_from(VALUES), max_size=3)
-resource_lists = st.dictionaries(st.sampled_from(["cpu", "memory", "ephemeral-storage"]),
-                                 st.sampled_from(QUANTITIES), max_size=3)
+resource_lists = st.dictionaries(
+    st.sampled_from(["cpu", "memory", "ephemeral-storage"]), st.sampled_from(QUANTITIES), max_size=3
+)
 
 
 @st.composite
@@ -31,9 +32,12 @@ def containers(draw, prefix: str) -> list[dict]:
     count = draw(st.integers(0 if prefix == "init" else 1, 2))
     result = []
     for index in range(count):
-        container = {"name": f"{prefix}-{index}", "image": "busybox",
-                     "args": draw(st.lists(st.sampled_from(VALUES), max_size=2)),
-                     "env": [{"name": "E", "value": draw(st.sampled_from(VALUES))}]}
+        container = {
+            "name": f"{prefix}-{index}",
+            "image": "busybox",
+            "args": draw(st.lists(st.sampled_from(VALUES), max_size=2)),
+            "env": [{"name": "E", "value": draw(st.sampled_from(VALUES))}],
+        }
         resources = {}
         for section in ("requests", "limits"):
             values = draw(resource_lists)
@@ -47,9 +51,13 @@ def containers(draw, prefix: str) -> list[dict]:
 
 @st.composite
 def pods(draw) -> dict:
-    metadata = {"name": "p", "namespace": draw(st.sampled_from(["ns-on", "ns-off", "ns-unknown"])),
-                "labels": draw(label_maps), "uid": "1234",
-                "ownerReferences": [{"kind": "Job", "name": "j", "uid": "u"}]}
+    metadata = {
+        "name": "p",
+        "namespace": draw(st.sampled_from(["ns-on", "ns-off", "ns-unknown"])),
+        "labels": draw(label_maps),
+        "uid": "1234",
+        "ownerReferences": [{"kind": "Job", "name": "j", "uid": "u"}],
+    }
     if draw(st.booleans()):
         metadata["annotations"] = draw(label_maps)
     spec = {"containers": draw(containers("main")), "restartPolicy": "Never", "x-unknown-field": {"keep": [1, 2]}}
@@ -89,8 +97,7 @@ def profiles(draw, idempotent: bool = False) -> list[dict]:
         if not idempotent and draw(st.booleans()):
             spec["labelSuffixes"] = {draw(st.sampled_from(LABEL_KEYS)): "-sfx"}
         if draw(st.booleans()):
-            spec["patch"] = {"spec": {"terminationGracePeriodSeconds": 30},
-                             "metadata": {"labels": {"patched": "yes"}}}
+            spec["patch"] = {"spec": {"terminationGracePeriodSeconds": 30}, "metadata": {"labels": {"patched": "yes"}}}
         result.append(make_profile(f"profile-{index}", **spec))
     return result
 

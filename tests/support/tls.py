@@ -1,4 +1,5 @@
 """What a TLS client sees of a server under test."""
+
 from __future__ import annotations
 
 import socket

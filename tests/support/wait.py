@@ -16,6 +16,7 @@ a child process is still alive, ends the wait at once.
 Use it for anything observable. A test that must let time pass (a timeout, a period, "nothing more
 happens") sleeps instead, with a comment saying why.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -39,9 +40,15 @@ def _failure(timeout: float, message: Message, last: object, error: BaseExceptio
     return AssertionError(f"not within {timeout}s: {what or 'the condition'} ({seen})")
 
 
-async def wait_for(probe: Callable[[], T | Awaitable[T]], *, until: Callable[[T], bool] = _truthy,
-                   timeout: float = 5.0, interval: float = 0.05, message: Message = "",
-                   ignore: tuple[type[BaseException], ...] = ()) -> T:
+async def wait_for(
+    probe: Callable[[], T | Awaitable[T]],
+    *,
+    until: Callable[[T], bool] = _truthy,
+    timeout: float = 5.0,
+    interval: float = 0.05,
+    message: Message = "",
+    ignore: tuple[type[BaseException], ...] = (),
+) -> T:
     """Poll `probe` on the running event loop until `until(value)`; return that value."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -62,9 +69,15 @@ async def wait_for(probe: Callable[[], T | Awaitable[T]], *, until: Callable[[T]
         await asyncio.sleep(interval)
 
 
-def wait_for_sync(probe: Callable[[], T], *, until: Callable[[T], bool] = _truthy, timeout: float = 5.0,
-                  interval: float = 0.05, message: Message = "",
-                  ignore: tuple[type[BaseException], ...] = ()) -> T:
+def wait_for_sync(
+    probe: Callable[[], T],
+    *,
+    until: Callable[[T], bool] = _truthy,
+    timeout: float = 5.0,
+    interval: float = 0.05,
+    message: Message = "",
+    ignore: tuple[type[BaseException], ...] = (),
+) -> T:
     """`wait_for` for code with no event loop (a child process driven with blocking calls)."""
     deadline = time.monotonic() + timeout
     last: Any = None

@@ -3,6 +3,7 @@
 The configurations are written by `colocate manifests webhooks` (webhook.configurations) from the
 handler registry; `manifests/deploy/webhooks.yaml` is exactly that output.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -1,4 +1,5 @@
 """A real HTTPS webhook server on 127.0.0.1, in-process, with certificates from `certs.generate`."""
+
 from __future__ import annotations
 
 import ssl
@@ -46,8 +47,9 @@ class RunningServer:
 
 
 @asynccontextmanager
-async def start_server(cert_paths: CertPaths, max_body: int = 8 * 1024 * 1024,
-                       rand: int | None = None) -> AsyncIterator[RunningServer]:
+async def start_server(
+    cert_paths: CertPaths, max_body: int = 8 * 1024 * 1024, rand: int | None = None
+) -> AsyncIterator[RunningServer]:
     state, metrics = StateHolder(), WebhookMetrics()
     kwargs = {"rand_int": (lambda n: rand)} if rand is not None else {}
     server = build_server(default_routes(), state, metrics, max_body=max_body, **kwargs)  # type: ignore[arg-type]

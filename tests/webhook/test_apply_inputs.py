@@ -1,4 +1,5 @@
 """`colocate apply -f` reads like kubectl, writes back in the shape it read, and reads a live cluster."""
+
 from __future__ import annotations
 
 import asyncio
@@ -79,8 +80,20 @@ def test_one_denied_object_exits_1_and_the_others_are_still_printed(capsys, tmp_
 def test_output_piped_into_scheduler_explain(capsys, monkeypatch) -> None:
     code, out, _ = run(capsys, "--cluster", CLUSTER, "-f", REPO / "manifests/scheduler/example-pod.yaml")
     monkeypatch.setattr("sys.stdin", io.StringIO(out))
-    code = main(["scheduler", "explain", "--cluster", str(REPO / "manifests/scheduler/example-cluster"),
-                 "--pod", "-", "--now", "2024-01-01T00:00:00Z", "-o", "json"])
+    code = main(
+        [
+            "scheduler",
+            "explain",
+            "--cluster",
+            str(REPO / "manifests/scheduler/example-cluster"),
+            "--pod",
+            "-",
+            "--now",
+            "2024-01-01T00:00:00Z",
+            "-o",
+            "json",
+        ]
+    )
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["selected"]
 
@@ -88,9 +101,17 @@ def test_output_piped_into_scheduler_explain(capsys, monkeypatch) -> None:
 def test_a_typo_in_a_profile_is_refused_once_and_no_longer_matches_every_pod(capsys, tmp_path: Path) -> None:
     state = tmp_path / "state"
     shutil.copytree(CLUSTER, state)
-    (state / "typo.yaml").write_text(yaml.safe_dump(make_profile(
-        "typo", selector={"matchExpressions": [{"key": "app", "operator": "Equals", "values": ["x"]}]},
-        qosclass="BE", priorityClassName="koord-prod", lables={"a": "b"})))
+    (state / "typo.yaml").write_text(
+        yaml.safe_dump(
+            make_profile(
+                "typo",
+                selector={"matchExpressions": [{"key": "app", "operator": "Equals", "values": ["x"]}]},
+                qosclass="BE",
+                priorityClassName="koord-prod",
+                lables={"a": "b"},
+            )
+        )
+    )
     code, out, err = run(capsys, "--cluster", state, "-f", BATCH_POD, "--explain")
     assert code == 0
     assert err.count("ClusterColocationProfile 'typo' is invalid, not used") == 1
@@ -109,7 +130,8 @@ def test_a_pod_in_a_namespace_the_state_lacks_is_a_warning_with_its_name(capsys,
 
 
 async def test_apply_reads_profiles_namespaces_and_priority_classes_from_the_api_server(
-        api: ApiServer, kubeconfig: Path, capsys) -> None:
+    api: ApiServer, kubeconfig: Path, capsys
+) -> None:
     for obj in yaml.safe_load_all((CLUSTER / "profiles.yaml").read_text()):
         api.apply(obj)
     for path in ("namespaces.yaml", "priorityclasses.yaml"):
@@ -124,11 +146,18 @@ async def test_apply_reads_profiles_namespaces_and_priority_classes_from_the_api
 
 def test_apply_against_an_unreachable_api_server_is_one_line_and_exit_2(capsys, tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "x",
-        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}))
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "x",
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
     code, out, err = run(capsys, "--kubeconfig", kubeconfig, "-f", BATCH_POD)
     assert code == 2 and out == "" and len(err.splitlines()) == 1
     assert err.startswith("error: listing ") and "cannot reach the API server at 127.0.0.1:9" in err

@@ -1,5 +1,6 @@
 """`colocate apply` calls a registration only when kube-apiserver would: operation, objectSelector,
 namespaceSelector (against the Namespace objects of the cluster directory)."""
+
 from __future__ import annotations
 
 import io
@@ -25,8 +26,9 @@ def lsr_pod_without_cpu(namespace: str = "default") -> dict[str, Any]:
     return make_pod(namespace=namespace, qos="LSR", priority=9500)
 
 
-def chain(obj: dict[str, Any], *cluster: dict[str, Any], operation: str = "CREATE",
-          old: dict[str, Any] | None = None) -> ChainResult:
+def chain(
+    obj: dict[str, Any], *cluster: dict[str, Any], operation: str = "CREATE", old: dict[str, Any] | None = None
+) -> ChainResult:
     request = request_for(obj, REGISTRY, operation, old)
     return run_chain(request, REGISTRY, make_snapshot(*cluster), rand_int=lambda n: 0)
 
@@ -41,8 +43,9 @@ def test_an_update_of_a_pod_without_the_opt_in_label_is_not_sent_to_mpod_update(
     old = make_pod()
     result = chain(make_pod(labels={"app": "x"}), BATCH, operation="UPDATE", old=old)
     assert result.allowed and result.called == ["vpod.koordinator.sh"]
-    assert dict(result.not_called)["mpod-update.koordinator.sh"] == \
-        "the objectSelector does not match the object's labels"
+    assert (
+        dict(result.not_called)["mpod-update.koordinator.sh"] == "the objectSelector does not match the object's labels"
+    )
     assert dict(result.not_called)["mpod-create.koordinator.sh"] == "no rule matches UPDATE v1/pods"
 
 
@@ -77,16 +80,23 @@ def test_a_namespace_missing_from_the_directory_counts_as_unlabelled() -> None:
 def test_a_pod_delete_calls_nothing_and_a_quota_delete_calls_the_quota_validation() -> None:
     pod = make_pod()
     assert chain(pod, operation="DELETE", old=pod).called == []
-    quota = {"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "ElasticQuota",
-             "metadata": {"name": "team-x", "namespace": "default"}, "spec": {}}
+    quota = {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "ElasticQuota",
+        "metadata": {"name": "team-x", "namespace": "default"},
+        "spec": {},
+    }
     result = chain(quota, quota, operation="DELETE", old=quota)
     assert result.called == ["velasticquota.koordinator.sh"]
 
 
 def test_a_configmap_not_labelled_as_the_slo_config_is_not_validated() -> None:
-    config = {"apiVersion": "v1", "kind": "ConfigMap",
-              "metadata": {"name": "slo-controller-config", "namespace": "koordinator-system"},
-              "data": {"cpu-burst-config": '{"clusterStrategy": {"cpuBurstPercent": 0}}'}}
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "slo-controller-config", "namespace": "koordinator-system"},
+        "data": {"cpu-burst-config": '{"clusterStrategy": {"cpuBurstPercent": 0}}'},
+    }
     result = chain(config)
     assert result.allowed and result.called == []
 
@@ -103,8 +113,11 @@ def test_explain_says_which_webhooks_were_called_and_why_others_were_not(tmp_pat
     state = tmp_path / "state"
     state.mkdir()
     out, err = io.StringIO(), io.StringIO()
-    code = run_apply(ApplyOptions(cluster=state, files=(str(new),), operation="UPDATE", old_object=str(old),
-                                  explain=True), stdout=out, stderr=err)
+    code = run_apply(
+        ApplyOptions(cluster=state, files=(str(new),), operation="UPDATE", old_object=str(old), explain=True),
+        stdout=out,
+        stderr=err,
+    )
     assert code == 0 and json.loads(out.getvalue())["metadata"]["labels"] == {"app": "x"}
     lines = err.getvalue().splitlines()
     assert lines[0] == "webhooks called, in order: vpod.koordinator.sh"

@@ -1,5 +1,6 @@
 """Request bodies count against the bytes all bodies may hold at once (`--max-body-bytes`), also
 when a body has arrived whole with its headers and is taken without waiting."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,9 @@ async def _post_twice(cert_paths: CertPaths, max_body_bytes: int, body: bytes) -
     async with listening(server, tls_context(cert_paths)) as base:
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=trust)) as session:
             for _ in range(2):  # a new connection each time: a refusal closes its connection
-                async with session.post(f"{base}/mutate-pod", data=body,
-                                        headers={"Content-Type": "application/json", "Connection": "close"}) as answer:
+                async with session.post(
+                    f"{base}/mutate-pod", data=body, headers={"Content-Type": "application/json", "Connection": "close"}
+                ) as answer:
                     statuses.append(answer.status)
     return statuses
 

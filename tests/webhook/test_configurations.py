@@ -1,5 +1,6 @@
 """`colocate manifests webhooks` writes the webhook configurations from the registry, and the
 checked-in `manifests/deploy/webhooks.yaml` is exactly its output."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,9 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
 def test_the_checked_in_configurations_are_exactly_the_commands_output(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = run(capsys)
     assert code == 0
-    assert WEBHOOKS_FILE.read_text() == out, \
+    assert WEBHOOKS_FILE.read_text() == out, (
         f"{WEBHOOKS_FILE} is out of date: regenerate it with `colocate manifests webhooks > {WEBHOOKS_FILE}`"
+    )
 
 
 def test_json_output_is_one_list_of_both_configurations(capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,24 +46,32 @@ def test_another_namespace_moves_the_service_and_the_exclusion(capsys: pytest.Ca
         assert webhook["clientConfig"]["service"]["namespace"] == "colocate"
         assert webhook["clientConfig"]["service"]["name"] == "hook"
         excluded = ["kube-system"] if webhook["name"] == "vconfigmap.koordinator.sh" else ["kube-system", "colocate"]
-        assert {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
-                "values": excluded} in webhook["namespaceSelector"]["matchExpressions"]
+        assert {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": excluded} in webhook[
+            "namespaceSelector"
+        ]["matchExpressions"]
 
 
 def test_the_slo_controller_config_in_the_webhooks_own_namespace_is_validated() -> None:
     """Koordinator keeps slo-controller-config in koordinator-system, the webhook's namespace: the
     deployment's exclusion of that namespace must not cover vconfigmap, or it is never called."""
     configmaps = GroupVersionResource("", "v1", "configmaps")
-    config = {"metadata": {"name": "slo-controller-config", "namespace": "koordinator-system",
-                           "labels": {"koordinator.sh/configmap-type": "slo-controller-config"}}}
+    config = {
+        "metadata": {
+            "name": "slo-controller-config",
+            "namespace": "koordinator-system",
+            "labels": {"koordinator.sh/configmap-type": "slo-controller-config"},
+        }
+    }
     hooks = [Webhook.from_configuration(w) for c in configurations(default_routes()) for w in c["webhooks"]]
-    request = AdmissionRequest("u", "UPDATE", configmaps, namespace="koordinator-system", object=config,
-                               old_object=config)
+    request = AdmissionRequest(
+        "u", "UPDATE", configmaps, namespace="koordinator-system", object=config, old_object=config
+    )
     labels = {"kubernetes.io/metadata.name": "koordinator-system", "control-plane": "koordinator"}
     assert [h.name for h in hooks if h.should_call(request, lambda name: labels)] == ["vconfigmap.koordinator.sh"]
     unlabelled = {"metadata": {"name": "other", "namespace": "koordinator-system"}}
-    request = AdmissionRequest("u", "UPDATE", configmaps, namespace="koordinator-system", object=unlabelled,
-                               old_object=unlabelled)
+    request = AdmissionRequest(
+        "u", "UPDATE", configmaps, namespace="koordinator-system", object=unlabelled, old_object=unlabelled
+    )
     assert not [h.name for h in hooks if h.should_call(request, lambda name: labels)]
 
 
@@ -102,5 +112,7 @@ def test_the_deployed_configurations_never_send_system_namespaces() -> None:
         request = AdmissionRequest("u", "CREATE", pods, namespace=namespace, object={"metadata": {}})
         assert not any(hook.should_call(request, lambda name: None) for hook in hooks)
     request = AdmissionRequest("u", "CREATE", pods, namespace="default", object={"metadata": {}})
-    assert [h.name for h in hooks if h.should_call(request, lambda name: None)] == \
-        ["mpod-create.koordinator.sh", "vpod.koordinator.sh"]
+    assert [h.name for h in hooks if h.should_call(request, lambda name: None)] == [
+        "mpod-create.koordinator.sh",
+        "vpod.koordinator.sh",
+    ]

@@ -1,4 +1,5 @@
 """A scan of the --cluster directory that does not return is reported, and never holds the server."""
+
 from __future__ import annotations
 
 import asyncio
@@ -16,7 +17,8 @@ from webhook.state import StateHolder
 
 
 async def test_a_stuck_scan_is_reported_every_period_and_its_result_still_used(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     snapshots = DirectorySnapshots(tmp_path, interval=0.01, stuck_after=0.1)
     release = threading.Event()
     real_scan = snapshots.scan
@@ -39,6 +41,7 @@ async def test_a_stuck_scan_is_reported_every_period_and_its_result_still_used(
 
 
 def test_serve_passes_the_stuck_scan_period_to_the_directory_source(tmp_path: Path) -> None:
-    source = make_source(ServeConfig(cluster=tmp_path, cert_dir=tmp_path, stuck_scan_after=7.0), default_routes(),
-                         metrics=None)
+    source = make_source(
+        ServeConfig(cluster=tmp_path, cert_dir=tmp_path, stuck_scan_after=7.0), default_routes(), metrics=None
+    )
     assert isinstance(source, DirectorySnapshots) and source.stuck_after == 7.0

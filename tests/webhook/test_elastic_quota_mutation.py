@@ -1,4 +1,5 @@
 """ElasticQuota defaulting on CREATE (spec 10.3)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -41,10 +42,13 @@ def test_a_quota_without_max_gets_the_literal_null():
     assert defaulted(make_quota("q"))["metadata"]["annotations"][WEIGHT] == "null"
 
 
-@pytest.mark.parametrize("weight, expected", [
-    ('{"cpu":"0"}', '{"memory":"1048576"}'),          # keys reconciled with max
-    ('{"memory":"5"}', '{"memory":"5"}'),             # already right: untouched
-])
+@pytest.mark.parametrize(
+    "weight, expected",
+    [
+        ('{"cpu":"0"}', '{"memory":"1048576"}'),  # keys reconciled with max
+        ('{"memory":"5"}', '{"memory":"5"}'),  # already right: untouched
+    ],
+)
 def test_an_existing_shared_weight_is_reconciled_with_max(weight, expected):
     quota = make_quota("q", max={"memory": "1048576"}, annotations={WEIGHT: weight})
     assert defaulted(quota)["metadata"]["annotations"][WEIGHT] == expected
@@ -59,11 +63,16 @@ def test_only_create_is_defaulted():
     assert admit(QUOTA_MUTATE, quota, TREE, "UPDATE", quota).patch == []
 
 
-@pytest.mark.parametrize("quota, fragment", [
-    (make_quota("q", max={"cpu": "lots"}), 'ElasticQuota q: spec.max.cpu: Invalid value: "lots"'),
-    (make_quota("q", max={"cpu": "1"}, annotations={WEIGHT: "{oops"}),
-     "fillDefaultQuotaInfo unmarshal sharedWeight failed:"),
-])
+@pytest.mark.parametrize(
+    "quota, fragment",
+    [
+        (make_quota("q", max={"cpu": "lots"}), 'ElasticQuota q: spec.max.cpu: Invalid value: "lots"'),
+        (
+            make_quota("q", max={"cpu": "1"}, annotations={WEIGHT: "{oops"}),
+            "fillDefaultQuotaInfo unmarshal sharedWeight failed:",
+        ),
+    ],
+)
 def test_bad_input_is_a_400_denial(quota, fragment):
     outcome = admit(QUOTA_MUTATE, quota, TREE)
     assert (outcome.allowed, outcome.code) == (False, 400)

@@ -1,4 +1,5 @@
 """ElasticQuota validation against the quota tree of the cluster state (spec 10.4-10.6)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,8 +14,11 @@ from tests.support.builders import make_quota
 FIXTURES = Path(__file__).parent / "fixtures"
 TREE = make_snapshot(fixtures=(FIXTURES / "quota-tree.yaml",), priority_classes=False)
 FULL = {"cpu": "20", "memory": "20Gi"}
-STORED = {obj["metadata"]["name"]: obj for obj in read_manifest_file(FIXTURES / "quota-tree.yaml")
-          if obj["kind"] == "ElasticQuota"}
+STORED = {
+    obj["metadata"]["name"]: obj
+    for obj in read_manifest_file(FIXTURES / "quota-tree.yaml")
+    if obj["kind"] == "ElasticQuota"
+}
 
 
 def create(quota: dict):
@@ -36,43 +40,69 @@ def test_a_child_that_fits_its_parent_is_admitted():
     assert create(child()).allowed
 
 
-@pytest.mark.parametrize("quota, message", [
-    (child("child-a"), "AddQuota quota already exist:child-a"),
-    (child(namespaces=["ns-a2"]), "AddQuota quota new's annotation namespace ns-a2 is already bound to quota child-a"),
-    (child(max={"cpu": "-1", "memory": "-1Gi"}), "new quota.Spec.Max's value < 0, in dimensions :[cpu memory]"),
-    (child(min={"cpu": "-2"}), "new quota.Spec.Min's value < 0, in dimensions :[cpu]"),
-    (child(annotations={"quota.scheduling.koordinator.sh/shared-weight": '{"cpu":"-1"}'}),
-     "new quota.Annotation[quota.scheduling.koordinator.sh/shared-weight]'s value < 0, in dimension :[cpu]"),
-    (child(min={"gpu": "1"}), "resourceKey gpu of quota new is included in min, which is not included in max"),
-    (child(min={"cpu": "30"}), "resourceKey cpu of quota new min 30 > max 20"),
-    (child(max={"cpu": "20", "memory": "20Gi", "pods": "10"}, used={"pods": "11"},
-           annotations={"quota.scheduling.koordinator.sh/max-strict-check-resource-keys": '["pods"]'}),
-     "resourceKey pods of quota new max 10 < used 11"),
-    (child(used={"pods": "1"},
-           annotations={"quota.scheduling.koordinator.sh/max-strict-check-resource-keys": '["pods"]'}),
-     "resourceKey pods of quota new is included in used, which is not included in max but should check max >= used"),
-])
+@pytest.mark.parametrize(
+    "quota, message",
+    [
+        (child("child-a"), "AddQuota quota already exist:child-a"),
+        (
+            child(namespaces=["ns-a2"]),
+            "AddQuota quota new's annotation namespace ns-a2 is already bound to quota child-a",
+        ),
+        (child(max={"cpu": "-1", "memory": "-1Gi"}), "new quota.Spec.Max's value < 0, in dimensions :[cpu memory]"),
+        (child(min={"cpu": "-2"}), "new quota.Spec.Min's value < 0, in dimensions :[cpu]"),
+        (
+            child(annotations={"quota.scheduling.koordinator.sh/shared-weight": '{"cpu":"-1"}'}),
+            "new quota.Annotation[quota.scheduling.koordinator.sh/shared-weight]'s value < 0, in dimension :[cpu]",
+        ),
+        (child(min={"gpu": "1"}), "resourceKey gpu of quota new is included in min, which is not included in max"),
+        (child(min={"cpu": "30"}), "resourceKey cpu of quota new min 30 > max 20"),
+        (
+            child(
+                max={"cpu": "20", "memory": "20Gi", "pods": "10"},
+                used={"pods": "11"},
+                annotations={"quota.scheduling.koordinator.sh/max-strict-check-resource-keys": '["pods"]'},
+            ),
+            "resourceKey pods of quota new max 10 < used 11",
+        ),
+        (
+            child(
+                used={"pods": "1"},
+                annotations={"quota.scheduling.koordinator.sh/max-strict-check-resource-keys": '["pods"]'},
+            ),
+            "resourceKey pods of quota new is included in used, which is not included in max"
+            " but should check max >= used",
+        ),
+    ],
+)
 def test_self_checks(quota, message):
     assert denied(create(quota)) == message
 
 
-@pytest.mark.parametrize("quota, message", [
-    (child(tree_id="tree-2"), "new tree id is different from parent parent, [tree-2] vs [tree-1]"),
-    (child(parent="ghost"), "new has parentName ghost but not find parentInfo in quotaInfoMap"),
-    (child(parent="child-b"), "new has parentName child-b but the parentQuotaInfo's IsParent is false"),
-    (child(min={"cpu": "1"}, max={"cpu": "20"}),
-     "failed to check sub and parent group quotaKey, err: checkSubAndParentGroupQuotaKey "
-     "failed: parent's max keys are not the same with new's"),
-    (child(min={"cpu": "3", "memory": "5Gi"}),
-     "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: parent"),
-])
+@pytest.mark.parametrize(
+    "quota, message",
+    [
+        (child(tree_id="tree-2"), "new tree id is different from parent parent, [tree-2] vs [tree-1]"),
+        (child(parent="ghost"), "new has parentName ghost but not find parentInfo in quotaInfoMap"),
+        (child(parent="child-b"), "new has parentName child-b but the parentQuotaInfo's IsParent is false"),
+        (
+            child(min={"cpu": "1"}, max={"cpu": "20"}),
+            "failed to check sub and parent group quotaKey, err: checkSubAndParentGroupQuotaKey "
+            "failed: parent's max keys are not the same with new's",
+        ),
+        (
+            child(min={"cpu": "3", "memory": "5Gi"}),
+            "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: parent",
+        ),
+    ],
+)
 def test_topology_checks_on_create(quota, message):
     assert denied(create(quota)) == message
 
 
 def test_allow_force_update_skips_the_min_sums():
-    quota = child(min={"cpu": "3", "memory": "5Gi"},
-                  labels={"quota.scheduling.koordinator.sh/allow-force-update": "true"})
+    quota = child(
+        min={"cpu": "3", "memory": "5Gi"}, labels={"quota.scheduling.koordinator.sh/allow-force-update": "true"}
+    )
     assert create(quota).allowed
 
 
@@ -101,25 +131,44 @@ def test_an_update_that_touches_no_tracked_field_is_not_validated():
     assert update(quota).allowed
 
 
-@pytest.mark.parametrize("quota, message", [
-    (edited("child-a", spec={"min": {"cpu": "9", "memory": "4Gi"}}),
-     "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: parent"),
-    (edited("parent", spec={"min": {"cpu": "7", "memory": "10Gi"}}),
-     "checkMinQuotaSum all children's MinQuota > current MinQuota, current: parent"),
-    (edited("child-a", labels={"quota.scheduling.koordinator.sh/tree-id": "tree-9"}),
-     "child-a tree id changed [tree-1] vs [tree-9]"),
-    (edited("parent", labels={"quota.scheduling.koordinator.sh/is-parent": "false"}),
-     "quota has children, isParent is forbidden to modify as false, quotaName:parent"),
-    (edited("child-a", labels={"quota.scheduling.koordinator.sh/is-parent": "true"}),
-     "quota has bound pods, isParent is forbidden to modify as true, quotaName: child-a"),
-    (edited("lonely", labels={"quota.scheduling.koordinator.sh/is-parent": "true"}),
-     "quota has bound pods, isParent is forbidden to modify as true, quotaName: lonely"),
-    (edited("child-b", annotations={"quota.scheduling.koordinator.sh/namespaces": '["ns-a"]'}),
-     "UpdadteQuota, quota child-b update namespaces, but namespace ns-a is already bound to quota child-a"),
-    (edited("parent", spec={"min": {"cpu": "10"}, "max": {"cpu": "20"}}),
-     "failed to check sub and parent group quotaKey, err: checkSubAndParentGroupQuotaKey failed: "
-     "child-a's max keys are not the same with parent's"),
-])
+@pytest.mark.parametrize(
+    "quota, message",
+    [
+        (
+            edited("child-a", spec={"min": {"cpu": "9", "memory": "4Gi"}}),
+            "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: parent",
+        ),
+        (
+            edited("parent", spec={"min": {"cpu": "7", "memory": "10Gi"}}),
+            "checkMinQuotaSum all children's MinQuota > current MinQuota, current: parent",
+        ),
+        (
+            edited("child-a", labels={"quota.scheduling.koordinator.sh/tree-id": "tree-9"}),
+            "child-a tree id changed [tree-1] vs [tree-9]",
+        ),
+        (
+            edited("parent", labels={"quota.scheduling.koordinator.sh/is-parent": "false"}),
+            "quota has children, isParent is forbidden to modify as false, quotaName:parent",
+        ),
+        (
+            edited("child-a", labels={"quota.scheduling.koordinator.sh/is-parent": "true"}),
+            "quota has bound pods, isParent is forbidden to modify as true, quotaName: child-a",
+        ),
+        (
+            edited("lonely", labels={"quota.scheduling.koordinator.sh/is-parent": "true"}),
+            "quota has bound pods, isParent is forbidden to modify as true, quotaName: lonely",
+        ),
+        (
+            edited("child-b", annotations={"quota.scheduling.koordinator.sh/namespaces": '["ns-a"]'}),
+            "UpdadteQuota, quota child-b update namespaces, but namespace ns-a is already bound to quota child-a",
+        ),
+        (
+            edited("parent", spec={"min": {"cpu": "10"}, "max": {"cpu": "20"}}),
+            "failed to check sub and parent group quotaKey, err: checkSubAndParentGroupQuotaKey failed: "
+            "child-a's max keys are not the same with parent's",
+        ),
+    ],
+)
 def test_update_checks(quota, message):
     assert denied(update(quota)) == message
 
@@ -140,12 +189,15 @@ def test_a_valid_update_is_admitted():
     assert update(edited("child-b", spec={"min": {"cpu": "4", "memory": "2Gi"}})).allowed
 
 
-@pytest.mark.parametrize("quota, message", [
-    (make_quota("koordinator-default-quota"), "can not delete quotaGroup :koordinator-default-quota"),
-    (make_quota("ghost"), "not found quota:ghost"),
-    (STORED["parent"], "delete quota failed, quota parent has 2 child quotas"),
-    (STORED["child-a"], "delete quota failed, quota child-a has 3 child pods: worker-0, worker-1, ..."),
-])
+@pytest.mark.parametrize(
+    "quota, message",
+    [
+        (make_quota("koordinator-default-quota"), "can not delete quotaGroup :koordinator-default-quota"),
+        (make_quota("ghost"), "not found quota:ghost"),
+        (STORED["parent"], "delete quota failed, quota parent has 2 child quotas"),
+        (STORED["child-a"], "delete quota failed, quota child-a has 3 child pods: worker-0, worker-1, ..."),
+    ],
+)
 def test_delete_checks(quota, message):
     assert denied(admit(QUOTA_VALIDATE, None, TREE, "DELETE", quota)) == message
 
@@ -154,11 +206,16 @@ def test_a_quota_without_children_or_pods_can_be_deleted():
     assert admit(QUOTA_VALIDATE, None, TREE, "DELETE", STORED["child-b"]).allowed
 
 
-@pytest.mark.parametrize("quota, fragment", [
-    (child(min={"cpu": "ten"}), 'ElasticQuota new: spec.min.cpu: Invalid value: "ten"'),
-    (child(annotations={"quota.scheduling.koordinator.sh/max-strict-check-resource-keys": "pods"}),
-     "new quota.Annotation[quota.scheduling.koordinator.sh/max-strict-check-resource-keys]'s value is invalid"),
-])
+@pytest.mark.parametrize(
+    "quota, fragment",
+    [
+        (child(min={"cpu": "ten"}), 'ElasticQuota new: spec.min.cpu: Invalid value: "ten"'),
+        (
+            child(annotations={"quota.scheduling.koordinator.sh/max-strict-check-resource-keys": "pods"}),
+            "new quota.Annotation[quota.scheduling.koordinator.sh/max-strict-check-resource-keys]'s value is invalid",
+        ),
+    ],
+)
 def test_malformed_quotas_get_a_clear_denial(quota, fragment):
     assert fragment in denied(create(quota))
 

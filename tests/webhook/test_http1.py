@@ -5,6 +5,7 @@ received finish and closes the idle connections at once.
 
 The framing a client sees (pipelining, chunked bodies, limits, malformed requests) is tested
 black-box against a real `colocate serve` in `hostile/test_http_framing.py`."""
+
 from __future__ import annotations
 
 import asyncio
@@ -49,8 +50,9 @@ class Recorder:
 
 
 @asynccontextmanager
-async def serving(cert_paths: CertPaths, app: Recorder,
-                  budget: BodyBudget | None = None) -> AsyncIterator[tuple[HttpServer, int]]:
+async def serving(
+    cert_paths: CertPaths, app: Recorder, budget: BodyBudget | None = None
+) -> AsyncIterator[tuple[HttpServer, int]]:
     server = HttpServer(app, HttpLimits(body_timeout=5.0), budget=budget)
     async with listening(server, tls_context(cert_paths)) as url:
         yield server, int(url.rsplit(":", 1)[1])
@@ -71,7 +73,10 @@ async def read_answer(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]
 
 def post(path: str, body: bytes, declared: int | None = None) -> bytes:
     return b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (
-        path.encode(), len(body) if declared is None else declared, body)
+        path.encode(),
+        len(body) if declared is None else declared,
+        body,
+    )
 
 
 async def test_a_bug_in_the_application_is_a_500_that_closes_only_its_connection(cert_paths: CertPaths):

@@ -4,6 +4,7 @@ Each round trip goes the way the conformance bar drives it: POST the mutating we
 returned JSONPatch, POST the validating webhook. Also checks that each plugin's duration lands in
 the per-plugin histogram.
 """
+
 from __future__ import annotations
 
 import base64
@@ -36,12 +37,18 @@ class Client:
     def __init__(self, session: aiohttp.ClientSession, base: str, metrics: WebhookMetrics) -> None:
         self.session, self.base, self.metrics = session, base, metrics
 
-    async def review(self, path: str, obj: dict | None, operation: str = "CREATE", old: dict | None = None,
-                     uid: str = "uid-1") -> dict[str, Any]:
+    async def review(
+        self, path: str, obj: dict | None, operation: str = "CREATE", old: dict | None = None, uid: str = "uid-1"
+    ) -> dict[str, Any]:
         route = ROUTES[path]
-        request = {"uid": uid, "operation": operation, "kind": {"kind": route.kind},
-                   "resource": {"group": route.api_group, "version": route.api_version, "resource": route.resource},
-                   "object": obj, "oldObject": old}
+        request = {
+            "uid": uid,
+            "operation": operation,
+            "kind": {"kind": route.kind},
+            "resource": {"group": route.api_group, "version": route.api_version, "resource": route.resource},
+            "object": obj,
+            "oldObject": old,
+        }
         if route.sub_resource:
             request["subResource"] = route.sub_resource
         body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
@@ -51,8 +58,9 @@ class Client:
         assert review["response"]["uid"] == uid
         return review["response"]
 
-    async def chain(self, mutate: str, validate: str, obj: dict, operation: str = "CREATE",
-                    old: dict | None = None) -> tuple[dict, dict]:
+    async def chain(
+        self, mutate: str, validate: str, obj: dict, operation: str = "CREATE", old: dict | None = None
+    ) -> tuple[dict, dict]:
         """Mutate, apply the patch, validate; returns (validating response, object after the patch)."""
         mutated = await self.review(mutate, obj, operation, old)
         assert mutated["allowed"], mutated
@@ -64,8 +72,11 @@ class Client:
 
 @pytest.fixture
 async def client(tmp_path) -> AsyncIterator[Client]:
-    objects = [obj for name in ("quota-tree.yaml", "slo-config.yaml", "reservation-profiles.yaml")
-               for obj in read_manifest_file(FIXTURES / name)]
+    objects = [
+        obj
+        for name in ("quota-tree.yaml", "slo-config.yaml", "reservation-profiles.yaml")
+        for obj in read_manifest_file(FIXTURES / name)
+    ]
     state = StateHolder()
     state.publish(ClusterSnapshot.from_objects(("fixture", obj) for obj in objects))
     metrics = WebhookMetrics()
@@ -80,17 +91,27 @@ def plugin_observations(metrics: WebhookMetrics, object_type: str, plugin: str) 
     metrics.flush()  # what a scrape does first
     value = metrics.registry.get_sample_value(
         "koord_manager_webhook_webhook_duration_milliseconds_count",
-        {"object_type": object_type, "plugin_name": plugin, "webhook_type": "mutate" if plugin in
-         ("NodeResourceAmplificationPlugin", "ClusterReservation", "QuotaDefaults") else "validate",
-         "operation": "UPDATE" if object_type == "node" else "CREATE", "status": "allowed"})
+        {
+            "object_type": object_type,
+            "plugin_name": plugin,
+            "webhook_type": "mutate"
+            if plugin in ("NodeResourceAmplificationPlugin", "ClusterReservation", "QuotaDefaults")
+            else "validate",
+            "operation": "UPDATE" if object_type == "node" else "CREATE",
+            "status": "allowed",
+        },
+    )
     return value or 0
 
 
 async def test_node_status_amplification_then_node_validation(client: Client):
     old = make_node("node-a", labels={"pool": "a"}, allocatable={"cpu": "4"})
-    new = make_node("node-a", labels={"pool": "a"},
-                    annotations={"node.koordinator.sh/resource-amplification-ratio": '{"cpu": 2}'},
-                    allocatable={"cpu": "4"})
+    new = make_node(
+        "node-a",
+        labels={"pool": "a"},
+        annotations={"node.koordinator.sh/resource-amplification-ratio": '{"cpu": 2}'},
+        allocatable={"cpu": "4"},
+    )
     response, node = await client.chain("/mutate-node-status", "/validate-node", new, "UPDATE", old)
     assert response["allowed"]
     assert node["status"]["allocatable"]["cpu"] == "8"
@@ -108,18 +129,28 @@ async def test_node_label_conflict_is_refused_over_https(client: Client):
 
 async def test_node_status_route_ignores_plain_node_requests(client: Client):
     route = ROUTES["/mutate-node-status"]
-    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": "u", "operation": "UPDATE", "resource": {"group": "", "version": "v1", "resource": route.resource},
-        "object": make_node(annotations={"node.koordinator.sh/resource-amplification-ratio": '{"cpu": 2}'},
-                            allocatable={"cpu": "4"}), "oldObject": make_node(allocatable={"cpu": "4"})}}
+    body = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u",
+            "operation": "UPDATE",
+            "resource": {"group": "", "version": "v1", "resource": route.resource},
+            "object": make_node(
+                annotations={"node.koordinator.sh/resource-amplification-ratio": '{"cpu": 2}'}, allocatable={"cpu": "4"}
+            ),
+            "oldObject": make_node(allocatable={"cpu": "4"}),
+        },
+    }
     async with client.session.post(client.base + "/mutate-node-status", json=body) as response:
         answer = (await response.json())["response"]
     assert answer == {"uid": "u", "allowed": True}
 
 
 async def test_reservation_round_trip(client: Client):
-    response, reservation = await client.chain("/mutate-reservation", "/validate-reservation",
-                                               make_reservation(labels={"app": "batch"}))
+    response, reservation = await client.chain(
+        "/mutate-reservation", "/validate-reservation", make_reservation(labels={"app": "batch"})
+    )
     assert response["allowed"]
     assert reservation["metadata"]["labels"]["koordinator.sh/qosClass"] == "BE"
     assert reservation["spec"]["template"]["spec"]["priority"] == 5000
@@ -136,7 +167,9 @@ async def test_quota_round_trip_refuses_a_child_over_its_parents_min(client: Cli
     quota = make_quota("new", parent="parent", min={"cpu": "5", "memory": "1Gi"}, max={"cpu": "20", "memory": "20Gi"})
     response, _ = await client.chain(QUOTA_MUTATE, QUOTA_VALIDATE, quota)
     assert response["status"] == {
-        "code": 400, "message": "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: parent"}
+        "code": 400,
+        "message": "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: parent",
+    }
 
 
 async def test_quota_delete_with_children_is_refused(client: Client):

@@ -4,6 +4,7 @@ With `serve --workers N` the kernel hands each connection to any process bound t
 the pod's readiness probe is answered by whichever worker gets it: a worker still listing the
 cluster would admit pods from an empty state (no profile applied) while the pod counts as ready.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -25,15 +26,19 @@ def accepts(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-async def test_a_worker_listens_only_once_its_state_is_loaded(api: ApiServer, kubeconfig: Path,
-                                                               tmp_path: Path) -> None:
+async def test_a_worker_listens_only_once_its_state_is_loaded(api: ApiServer, kubeconfig: Path, tmp_path: Path) -> None:
     api.apply(make_namespace("default"))
     api.apply(make_priority_class("koord-batch", 5000))
     api.apply(make_profile("be", qosClass="BE"))
     ensure_serving_certs(tmp_path / "certs")
-    config = ServeConfig(cluster=None, cert_dir=tmp_path / "certs", port=free_port(), host="127.0.0.1",
-                         kubeconfig=kubeconfig,
-                         kube=KubeSettings(ReflectorSettings(backoff_initial=0.05, backoff_max=0.1)))
+    config = ServeConfig(
+        cluster=None,
+        cert_dir=tmp_path / "certs",
+        port=free_port(),
+        host="127.0.0.1",
+        kubeconfig=kubeconfig,
+        kube=KubeSettings(ReflectorSettings(backoff_initial=0.05, backoff_max=0.1)),
+    )
     api.fail_requests(10_000, status=503)  # the API server is unreachable: nothing can be listed
     server = asyncio.create_task(serve_forever(config, reuse_port=True, listen_when_ready=True))
     try:

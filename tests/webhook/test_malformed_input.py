@@ -1,4 +1,5 @@
 """Bad requests get a clear error, never a crash or a bare 500, and the server keeps serving."""
+
 import json
 import logging
 
@@ -13,14 +14,20 @@ async def assert_still_serving(server):
     assert response.status == 200 and (await response.json())["response"]["allowed"] is True
 
 
-@pytest.mark.parametrize("data, fragment", [
-    (b"{not json", "not valid JSON"),
-    (b"[1, 2]", "must be a JSON object"),
-    (b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}', "no request"),
-    (b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"operation": "CREATE"}}', "no uid"),
-    (b"", "not valid JSON"),
-    (b"\xff\xfe\x00", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "data, fragment",
+    [
+        (b"{not json", "not valid JSON"),
+        (b"[1, 2]", "must be a JSON object"),
+        (b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}', "no request"),
+        (
+            b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"operation": "CREATE"}}',
+            "no uid",
+        ),
+        (b"", "not valid JSON"),
+        (b"\xff\xfe\x00", "not valid JSON"),
+    ],
+)
 async def test_unreadable_reviews_get_http_400_with_a_message(server, data, fragment):
     server.publish(make_snapshot())
     response = await server.post("/mutate-pod", data=data)
@@ -36,17 +43,22 @@ def with_request(**changes):
     return body
 
 
-@pytest.mark.parametrize("body, fragment", [
-    (with_request(kind="ConfigMap"), "expected kind AdmissionReview"),
-    (with_request(apiVersion="admission.k8s.io/v2"), "unsupported AdmissionReview apiVersion"),
-    (with_request(object=None), "there is no content to decode"),
-    (with_request(object={}), "there is no content to decode"),
-    (with_request(object=[1]), "request.object must be a JSON object"),
-    (with_request(operation=""), "no operation"),
-    (with_request(object={"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}),
-     "admits Pod objects, got kind 'Node'"),
-    (with_request(operation="UPDATE", oldObject=None), "oldObject"),
-])
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        (with_request(kind="ConfigMap"), "expected kind AdmissionReview"),
+        (with_request(apiVersion="admission.k8s.io/v2"), "unsupported AdmissionReview apiVersion"),
+        (with_request(object=None), "there is no content to decode"),
+        (with_request(object={}), "there is no content to decode"),
+        (with_request(object=[1]), "request.object must be a JSON object"),
+        (with_request(operation=""), "no operation"),
+        (
+            with_request(object={"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}),
+            "admits Pod objects, got kind 'Node'",
+        ),
+        (with_request(operation="UPDATE", oldObject=None), "oldObject"),
+    ],
+)
 @pytest.mark.parametrize("path", ["/mutate-pod", "/validate-pod"])
 async def test_reviews_with_a_uid_get_an_admission_review_denial(server, body, fragment, path):
     server.publish(make_snapshot())
@@ -93,8 +105,10 @@ async def test_health_readiness_and_metrics(server):
     assert 'controller_runtime_webhook_requests_total{code="400",webhook="/mutate-pod"} 1.0' in text
     assert 'controller_runtime_webhook_latency_seconds_count{webhook="/mutate-pod"} 2.0' in text
     assert 'controller_runtime_webhook_requests_in_flight{webhook="/mutate-pod"} 0.0' in text
-    assert ('koord_manager_webhook_webhook_duration_milliseconds_count{object_type="pod",operation="CREATE",'
-            'plugin_name="ExtendedResourceSpec",status="allowed",webhook_type="mutate"} 1.0') in text
+    assert (
+        'koord_manager_webhook_webhook_duration_milliseconds_count{object_type="pod",operation="CREATE",'
+        'plugin_name="ExtendedResourceSpec",status="allowed",webhook_type="mutate"} 1.0'
+    ) in text
 
 
 async def test_profile_matches_are_counted_and_logged(server, caplog):

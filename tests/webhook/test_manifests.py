@@ -1,4 +1,5 @@
 """`manifests/` deploys what the code serves: routes, reads, schemas, HA settings."""
+
 from __future__ import annotations
 
 import copy
@@ -39,8 +40,9 @@ def by_kind(kind: str) -> list[dict[str, Any]]:
 
 def webhook_deployment() -> dict[str, Any]:
     """The webhook's Deployment (the koord-scheduler, koordlet and descheduler have their own tests)."""
-    (deployment,) = [d for d in by_kind("Deployment")
-                     if d["metadata"]["labels"].get("app.kubernetes.io/component") == "webhook"]
+    (deployment,) = [
+        d for d in by_kind("Deployment") if d["metadata"]["labels"].get("app.kubernetes.io/component") == "webhook"
+    ]
     return deployment
 
 
@@ -49,8 +51,9 @@ def test_webhook_configurations_match_the_handler_registry() -> None:
     configurations = {c["kind"]: c for c in load(WEBHOOKS_FILE)}
     for kind, mutating in (("MutatingWebhookConfiguration", True), ("ValidatingWebhookConfiguration", False)):
         found = [comparable(w) for w in configurations[kind]["webhooks"]]
-        assert found == expected_webhooks(registry, mutating), \
+        assert found == expected_webhooks(registry, mutating), (
             f"{WEBHOOKS_FILE} is out of date: regenerate with `colocate manifests webhooks`"
+        )
     paths = {w["clientConfig"]["service"]["path"] for c in configurations.values() for w in c["webhooks"]}
     assert paths == {r.path for r in registry.routes}
 
@@ -65,23 +68,38 @@ def test_every_webhook_is_quick_side_effect_free_and_skips_system_namespaces() -
             assert 1 <= webhook["timeoutSeconds"] <= limit
             expressions = webhook["namespaceSelector"]["matchExpressions"]
             # vconfigmap's objects live in koordinator-system: only its objectSelector narrows it
-            system = {"kube-system"} if webhook["name"] == "vconfigmap.koordinator.sh" else \
-                {"kube-system", "koordinator-system"}
+            system = (
+                {"kube-system"}
+                if webhook["name"] == "vconfigmap.koordinator.sh"
+                else {"kube-system", "koordinator-system"}
+            )
             if webhook["name"] != "vconfigmap.koordinator.sh":
                 assert {"key": "control-plane", "operator": "DoesNotExist"} in expressions
-            assert any(e["key"] == "kubernetes.io/metadata.name" and e["operator"] == "NotIn"
-                       and system <= set(e["values"]) for e in expressions)
+            assert any(
+                e["key"] == "kubernetes.io/metadata.name" and e["operator"] == "NotIn" and system <= set(e["values"])
+                for e in expressions
+            )
 
 
 def test_pods_are_sent_to_the_pod_webhooks() -> None:
-    names = [w["name"] for c in load(WEBHOOKS_FILE) for w in c["webhooks"]
-             if any(rule_matches(r, POD, "CREATE") for r in w["rules"])]
+    names = [
+        w["name"]
+        for c in load(WEBHOOKS_FILE)
+        for w in c["webhooks"]
+        if any(rule_matches(r, POD, "CREATE") for r in w["rules"])
+    ]
     assert names == ["mpod-create.koordinator.sh", "vpod.koordinator.sh"]
 
 
-@pytest.mark.parametrize("obj", [o for o in kustomized() if "/" not in o["apiVersion"] or
-                                 o["apiVersion"].split("/")[0].endswith((".k8s.io", "apps", "policy"))],
-                         ids=lambda o: f"{o['kind']}/{o['metadata']['name']}")
+@pytest.mark.parametrize(
+    "obj",
+    [
+        o
+        for o in kustomized()
+        if "/" not in o["apiVersion"] or o["apiVersion"].split("/")[0].endswith((".k8s.io", "apps", "policy"))
+    ],
+    ids=lambda o: f"{o['kind']}/{o['metadata']['name']}",
+)
 def test_every_builtin_manifest_validates_against_the_kubernetes_schema(obj: dict[str, Any]) -> None:
     kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
 
@@ -98,11 +116,18 @@ def test_the_example_profiles_pass_the_crd_schema() -> None:
         jsonschema.validate(profile, crd_schema("ClusterColocationProfile"))
 
 
-@pytest.mark.parametrize("field,value", [
-    ("qosClass", "GOLD"), ("probability", "150%"), ("probability", 101), ("koordinatorPriority", "high"),
-    ("labels", {"a": 1}), ("selector", {"matchExpressions": [{"key": "a", "operator": "Near"}]}),
-    ("patch", "not an object"),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("qosClass", "GOLD"),
+        ("probability", "150%"),
+        ("probability", 101),
+        ("koordinatorPriority", "high"),
+        ("labels", {"a": 1}),
+        ("selector", {"matchExpressions": [{"key": "a", "operator": "Near"}]}),
+        ("patch", "not an object"),
+    ],
+)
 def test_the_crd_schema_refuses_a_malformed_profile(field: str, value: Any) -> None:
     profile = copy.deepcopy(by_kind("ClusterColocationProfile")[0])
     profile["spec"][field] = value
@@ -113,8 +138,13 @@ def test_the_crd_schema_refuses_a_malformed_profile(field: str, value: Any) -> N
 def test_rbac_lets_colocate_list_and_watch_everything_it_reads() -> None:
     rules = [r for role in by_kind("ClusterRole") + by_kind("Role") for r in role["rules"]]
     for kind in watched_kinds(default_routes()):
-        assert any(kind.group in r["apiGroups"] and kind.plural in r["resources"]
-                   and {"list", "watch"} <= set(r["verbs"]) and "resourceNames" not in r for r in rules), kind.kind
+        assert any(
+            kind.group in r["apiGroups"]
+            and kind.plural in r["resources"]
+            and {"list", "watch"} <= set(r["verbs"])
+            and "resourceNames" not in r
+            for r in rules
+        ), kind.kind
     assert not any("*" in r["verbs"] or "*" in r["resources"] for r in rules)
 
 
@@ -186,7 +216,11 @@ def test_the_memory_limit_covers_a_full_connection_table() -> None:
     max_body_mib = int(args.get("max-body", 8 * 1024 * 1024)) / 2**20
     bodies_mib = int(args.get("max-body-bytes", DEFAULT_MAX_BODY_BYTES)) / 2**20
     parent_mib = MEMORY_BASE_MIB if workers > 1 else 0  # the process that started the workers
-    needed_mib = parent_mib + workers * (MEMORY_BASE_MIB + connections * MEMORY_PER_CONNECTION_KIB / 1024
-                                         + bodies_mib + PARSED_BODY_FACTOR * max_body_mib)
+    needed_mib = parent_mib + workers * (
+        MEMORY_BASE_MIB
+        + connections * MEMORY_PER_CONNECTION_KIB / 1024
+        + bodies_mib
+        + PARSED_BODY_FACTOR * max_body_mib
+    )
     limit_mib = Quantity.parse(container["resources"]["limits"]["memory"]).value() / 2**20
     assert needed_mib <= limit_mib, f"{needed_mib:.0f} MiB needed, {limit_mib:.0f} MiB limit"

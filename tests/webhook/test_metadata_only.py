@@ -5,6 +5,7 @@ the webhook's store keeps apiVersion, kind and metadata of each Pod, unless the 
 runs in the process (it re-admits whole pods). Agreement: on random clusters, every route decides
 the same on the slimmed state as on the whole one.
 """
+
 from __future__ import annotations
 
 import copy
@@ -36,8 +37,9 @@ QUOTA_TREE = read_manifest_file(FIXTURES / "quota-tree.yaml")
 
 def slimmed(objects: Iterable[Mapping[str, Any]], transforms: Mapping[str, Any] | None = None) -> ClusterSnapshot:
     """The snapshot the webhook serves of `objects`: through its store, with its transforms."""
-    store = ClusterStore(transforms=transforms_of(watched_kinds(default_routes())) if transforms is None
-                         else transforms)
+    store = ClusterStore(
+        transforms=transforms_of(watched_kinds(default_routes())) if transforms is None else transforms
+    )
     index = SnapshotIndex(store)
     by_kind: dict[str, list[Mapping[str, Any]]] = {}
     for obj in objects:
@@ -96,20 +98,35 @@ def random_pod(rng: random.Random, index: int) -> dict[str, Any]:
     labels = {"app": f"app-{index % 3}"}
     if rng.random() < 0.5:
         labels["quota.scheduling.koordinator.sh/name"] = rng.choice([*QUOTA_NAMES, "ghost"])
-    pod = make_pod(f"pod-{index}", rng.choice(NAMESPACES), labels=labels, node=f"n{index % 4}",
-                   requests={"cpu": "1", "memory": "1Gi"}, owner_kind=rng.choice([None, "ReplicaSet"]))
-    pod["metadata"].update(uid=f"uid-{index}", resourceVersion=str(index + 1),
-                           managedFields=[{"manager": "kubelet", "operation": "Update"}])
+    pod = make_pod(
+        f"pod-{index}",
+        rng.choice(NAMESPACES),
+        labels=labels,
+        node=f"n{index % 4}",
+        requests={"cpu": "1", "memory": "1Gi"},
+        owner_kind=rng.choice([None, "ReplicaSet"]),
+    )
+    pod["metadata"].update(
+        uid=f"uid-{index}",
+        resourceVersion=str(index + 1),
+        managedFields=[{"manager": "kubelet", "operation": "Update"}],
+    )
     pod["status"] = {"phase": rng.choice(["Pending", "Running", "Succeeded"]), "podIP": f"10.0.0.{index}"}
     return pod
 
 
 def random_quota(rng: random.Random) -> dict[str, Any]:
     name = rng.choice([*QUOTA_NAMES, "new", "ns-a1", "other"])
-    return make_quota(name, rng.choice(NAMESPACES), parent=rng.choice([None, "parent", "child-a", "ghost"]),
-                      is_parent=rng.random() < 0.3, tree_id=rng.choice([None, "tree-1"]),
-                      min={"cpu": str(rng.randint(0, 4)), "memory": "1Gi"}, max={"cpu": "20", "memory": "20Gi"},
-                      namespaces=rng.choice([None, ["ns-a1"], ["other"]]))
+    return make_quota(
+        name,
+        rng.choice(NAMESPACES),
+        parent=rng.choice([None, "parent", "child-a", "ghost"]),
+        is_parent=rng.random() < 0.3,
+        tree_id=rng.choice([None, "tree-1"]),
+        min={"cpu": str(rng.randint(0, 4)), "memory": "1Gi"},
+        max={"cpu": "20", "memory": "20Gi"},
+        namespaces=rng.choice([None, ["ns-a1"], ["other"]]),
+    )
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -124,13 +141,21 @@ def test_the_quota_routes_decide_the_same_on_metadata_only_pods(seed: int) -> No
         quota = random_quota(rng)
         old = rng.choice(stored)
         updated = {**copy.deepcopy(old), "spec": quota["spec"]}
-        calls = ((QUOTA_MUTATE, CREATE, quota, None), (QUOTA_VALIDATE, CREATE, quota, None),
-                 (QUOTA_VALIDATE, UPDATE, updated, old), (QUOTA_VALIDATE, DELETE, rng.choice([*stored, quota]), None))
+        calls = (
+            (QUOTA_MUTATE, CREATE, quota, None),
+            (QUOTA_VALIDATE, CREATE, quota, None),
+            (QUOTA_VALIDATE, UPDATE, updated, old),
+            (QUOTA_VALIDATE, DELETE, rng.choice([*stored, quota]), None),
+        )
         for path, operation, obj, previous in calls:
             expected = admit(path, copy.deepcopy(obj), full, operation, copy.deepcopy(previous))
             actual = admit(path, copy.deepcopy(obj), slim, operation, copy.deepcopy(previous))
-            assert (actual.allowed, actual.code, actual.message, actual.patch) == \
-                   (expected.allowed, expected.code, expected.message, expected.patch), (path, operation, obj)
+            assert (actual.allowed, actual.code, actual.message, actual.patch) == (
+                expected.allowed,
+                expected.code,
+                expected.message,
+                expected.patch,
+            ), (path, operation, obj)
 
 
 def test_a_pod_kept_as_metadata_still_blocks_deleting_its_quota() -> None:
@@ -140,8 +165,7 @@ def test_a_pod_kept_as_metadata_still_blocks_deleting_its_quota() -> None:
     quota = next(o for o in QUOTA_TREE if o["metadata"]["name"] == "child-b")
     assert admit(QUOTA_VALIDATE, None, slimmed(QUOTA_TREE), DELETE, quota).allowed
     outcome = admit(QUOTA_VALIDATE, None, slimmed([*QUOTA_TREE, pod]), DELETE, quota)
-    assert (outcome.allowed, outcome.message) == (
-        False, "delete quota failed, quota child-b has 1 child pods: pod-1")
+    assert (outcome.allowed, outcome.message) == (False, "delete quota failed, quota child-b has 1 child pods: pod-1")
 
 
 @pytest.mark.parametrize("route", default_routes().routes, ids=lambda r: r.path)
@@ -153,8 +177,12 @@ def test_every_route_decides_the_same_on_the_slimmed_samples(route: Any) -> None
     for request in requests_for(route, samples()):
         expected = run_route(route, copy.deepcopy(request), full, rand_int=lambda n: 0)
         actual = run_route(route, copy.deepcopy(request), slim, rand_int=lambda n: 0)
-        assert (actual.allowed, actual.code, actual.message, actual.patch) == \
-               (expected.allowed, expected.code, expected.message, expected.patch), request
+        assert (actual.allowed, actual.code, actual.message, actual.patch) == (
+            expected.allowed,
+            expected.code,
+            expected.message,
+            expected.patch,
+        ), request
 
 
 def test_keep_metadata_keeps_metadata_and_leaves_the_original_alone() -> None:
@@ -162,7 +190,8 @@ def test_keep_metadata_keeps_metadata_and_leaves_the_original_alone() -> None:
     original = copy.deepcopy(pod)
     kept = keep_metadata(pod)
     assert pod == original
-    assert kept == {"apiVersion": "v1", "kind": "Pod",
-                    "metadata": {k: v for k, v in pod["metadata"].items() if k != "managedFields"}}
-
-
+    assert kept == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {k: v for k, v in pod["metadata"].items() if k != "managedFields"},
+    }

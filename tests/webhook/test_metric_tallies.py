@@ -1,4 +1,5 @@
 """Tallied series (counted without locks, flushed in batches) scrape exactly as per-call updates would."""
+
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -62,5 +63,9 @@ def test_a_scrape_flushes_first_so_one_process_scrapes_exactly():
 
 
 def _samples(registry: CollectorRegistry) -> list[tuple[str, list[tuple[str, str]], float]]:
-    return sorted((s.name, sorted(s.labels.items()), s.value) for metric in registry.collect() for s in metric.samples
-                  if not s.name.endswith("_created"))
+    return sorted(
+        (s.name, sorted(s.labels.items()), s.value)
+        for metric in registry.collect()
+        for s in metric.samples
+        if not s.name.endswith("_created")
+    )

@@ -1,4 +1,5 @@
 """`/mutate-node-status`: resource amplification (spec 8.1)."""
+
 from __future__ import annotations
 
 import json
@@ -77,10 +78,13 @@ def test_create_and_plain_node_requests_pass_untouched():
     assert admit("/mutate-node-status", new, EMPTY, "CREATE").patch == []
 
 
-@pytest.mark.parametrize("ratio, fragment", [
-    ('{"cpu": "fast"}', 'ratio of cpu must be a number, got "fast"'),
-    ("{cpu: 2", "failed to parse annotation node.koordinator.sh/resource-amplification-ratio"),
-])
+@pytest.mark.parametrize(
+    "ratio, fragment",
+    [
+        ('{"cpu": "fast"}', 'ratio of cpu must be a number, got "fast"'),
+        ("{cpu: 2", "failed to parse annotation node.koordinator.sh/resource-amplification-ratio"),
+    ],
+)
 def test_a_non_numeric_ratio_is_a_clear_denial(ratio, fragment):
     new = make_node(annotations={RATIO: ratio}, allocatable={"cpu": "4"})
     outcome = status_update(new, make_node(allocatable={"cpu": "4"}))

@@ -1,4 +1,5 @@
 """`/validate-node`: label changes against the slo-controller-config node strategies (spec 8.2)."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """The registry refuses what kube-apiserver would refuse, and plugins no registration would ever call."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -42,14 +43,17 @@ def test_a_plugin_acting_on_an_operation_no_registration_sends_is_refused() -> N
         Registry((replace(route, plugins=(DeletePlugin(),)),))
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"timeout_seconds": 31}, "timeoutSeconds must be 1..30"),
-    ({"timeout_seconds": 0}, "timeoutSeconds must be 1..30"),
-    ({"admission_review_versions": ()}, "admissionReviewVersions"),
-    ({"admission_review_versions": ("v2",)}, "admissionReviewVersions"),
-    ({"operations": ("PATCH",)}, "operations must be some of"),
-    ({"object_selector": {"matchExpressions": [{"key": "a", "operator": "Near"}]}}, "not a valid label selector"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"timeout_seconds": 31}, "timeoutSeconds must be 1..30"),
+        ({"timeout_seconds": 0}, "timeoutSeconds must be 1..30"),
+        ({"admission_review_versions": ()}, "admissionReviewVersions"),
+        ({"admission_review_versions": ("v2",)}, "admissionReviewVersions"),
+        ({"operations": ("PATCH",)}, "operations must be some of"),
+        ({"object_selector": {"matchExpressions": [{"key": "a", "operator": "Near"}]}}, "not a valid label selector"),
+    ],
+)
 def test_a_registration_the_api_server_would_refuse_is_refused(change: dict[str, Any], message: str) -> None:
     with pytest.raises(RegistryError, match=message):
         Registry((configmap_route(**change),))
@@ -67,6 +71,10 @@ def test_registrations_become_webhooks_in_order() -> None:
     route = default_routes().by_path()["/mutate-pod"]
     assert [w.name for w in route.webhooks] == [r.name for r in route.registrations]
     (rule,) = route.webhooks[1].rules
-    assert (rule.operations, rule.api_groups, rule.api_versions, rule.resources) == (("UPDATE",), ("",), ("v1",),
-                                                                                   ("pods",))
+    assert (rule.operations, rule.api_groups, rule.api_versions, rule.resources) == (
+        ("UPDATE",),
+        ("",),
+        ("v1",),
+        ("pods",),
+    )
     assert isinstance(route.registrations[0], Registration)

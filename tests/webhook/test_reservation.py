@@ -1,4 +1,5 @@
 """`/mutate-reservation` and `/validate-reservation` (spec 9)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,8 +24,11 @@ def test_matching_profiles_apply_in_name_order_to_metadata_and_the_template():
     assert result["metadata"]["annotations"] == {"patched": "yes"}
     template_spec = result["spec"]["template"]["spec"]
     assert template_spec["schedulerName"] == "koord-scheduler"
-    assert (template_spec["priorityClassName"], template_spec["priority"], template_spec["preemptionPolicy"]) == \
-        ("koord-batch", 5000, "PreemptLowerPriority")
+    assert (template_spec["priorityClassName"], template_spec["priority"], template_spec["preemptionPolicy"]) == (
+        "koord-batch",
+        5000,
+        "PreemptLowerPriority",
+    )
 
 
 def test_no_resource_rewrite_for_reservations():

@@ -1,4 +1,5 @@
 """`colocate serve` as an operator runs it: a real process, generated certificates, live reload."""
+
 from __future__ import annotations
 
 import base64
@@ -54,16 +55,30 @@ def test_profile_changes_take_effect_without_restart_and_broken_files_keep_the_l
     original = profiles.read_text()
     problems = server.metric("colocate_cluster_state_problems")
     profiles.write_text("kind: [this is not yaml")
-    wait_for_sync(lambda: server.metric("colocate_cluster_state_problems") > problems, timeout=10, interval=0.1,
-                  message="the server to read the broken file")
+    wait_for_sync(
+        lambda: server.metric("colocate_cluster_state_problems") > problems,
+        timeout=10,
+        interval=0.1,
+        message="the server to read the broken file",
+    )
     assert mutate(server) != [], "a broken file must keep its last good profiles"
     profiles.unlink()
-    wait_for_sync(lambda: mutate(server), until=lambda patch: patch == [], timeout=10, interval=0.1,
-                  message="the deleted profiles to stop applying")
+    wait_for_sync(
+        lambda: mutate(server),
+        until=lambda patch: patch == [],
+        timeout=10,
+        interval=0.1,
+        message="the deleted profiles to stop applying",
+    )
     assert mutate(server) == []
     profiles.write_text(original)
-    wait_for_sync(lambda: mutate(server), until=lambda patch: patch != [], timeout=10, interval=0.1,
-                  message="the restored profiles to apply")
+    wait_for_sync(
+        lambda: mutate(server),
+        until=lambda patch: patch != [],
+        timeout=10,
+        interval=0.1,
+        message="the restored profiles to apply",
+    )
     assert mutate(server) != []
     server.stop()
     assert "cannot load" in server.log_text()
@@ -78,8 +93,9 @@ def test_workers_share_the_port_and_metrics(served):
         return server.metric("controller_runtime_webhook_requests_total", code="200", webhook="/mutate-pod")
 
     # each worker hands its tallies over every second (webhook.metrics.FLUSH_INTERVAL)
-    wait_for_sync(counted, until=lambda total: total >= 20, timeout=5,
-                  message="every worker's requests counted in a scrape")
+    wait_for_sync(
+        counted, until=lambda total: total >= 20, timeout=5, message="every worker's requests counted in a scrape"
+    )
     assert counted() == 20.0
     assert server.stop() == 0
 
@@ -113,8 +129,12 @@ def test_workers_stop_when_the_parent_is_killed(served):
     assert len(workers) == 2
     server.process.kill()
     server.process.wait()
-    wait_for_sync(lambda: not any(_alive(pid) for pid in workers), timeout=15, interval=0.1,
-                  message="the orphaned workers to stop")
+    wait_for_sync(
+        lambda: not any(_alive(pid) for pid in workers),
+        timeout=15,
+        interval=0.1,
+        message="the orphaned workers to stop",
+    )
     assert [pid for pid in workers if _alive(pid)] == [], "orphaned workers must not keep serving"
 
 

@@ -1,4 +1,5 @@
 """`/validate-configmap`: the slo-controller-config strategies (spec 11)."""
+
 from __future__ import annotations
 
 import json
@@ -23,22 +24,26 @@ def entry(name: str, selector: dict, **fields) -> dict:
 
 
 def test_a_valid_config_is_admitted():
-    config = make_slo_config({
-        "colocation-config": {"enable": True, "cpuReclaimThresholdPercent": 60, "resourceDiffThreshold": 0.1},
-        "resource-threshold-config": {"clusterStrategy": {"enable": True, "cpuSuppressThresholdPercent": 65}},
-        "resource-qos-config": {"clusterStrategy": {"lsClass": {"cpuQOS": {"groupIdentity": 2}}}},
-        "system-config": {"clusterStrategy": {"minFreeKbytesFactor": 100}},
-        "cpu-burst-config": {"clusterStrategy": {"cpuBurstPercent": 1000}},
-    })
+    config = make_slo_config(
+        {
+            "colocation-config": {"enable": True, "cpuReclaimThresholdPercent": 60, "resourceDiffThreshold": 0.1},
+            "resource-threshold-config": {"clusterStrategy": {"enable": True, "cpuSuppressThresholdPercent": 65}},
+            "resource-qos-config": {"clusterStrategy": {"lsClass": {"cpuQOS": {"groupIdentity": 2}}}},
+            "system-config": {"clusterStrategy": {"minFreeKbytesFactor": 100}},
+            "cpu-burst-config": {"clusterStrategy": {"cpuBurstPercent": 1000}},
+        }
+    )
     assert admit("/validate-configmap", config, EMPTY).allowed
 
 
 def test_a_strategy_that_does_not_parse_is_refused_naming_the_configmap():
-    reason, message = reason_and_message(admit("/validate-configmap", make_slo_config({"colocation-config": "{oops"}),
-                                               EMPTY))
+    reason, message = reason_and_message(
+        admit("/validate-configmap", make_slo_config({"colocation-config": "{oops"}), EMPTY)
+    )
     assert reason == "ParseConfigFail"
-    assert message.startswith("Failed to parse colocation config in configmap "
-                              "koordinator-system/slo-controller-config, err: ")
+    assert message.startswith(
+        "Failed to parse colocation config in configmap koordinator-system/slo-controller-config, err: "
+    )
 
 
 def test_a_wrongly_typed_field_is_a_parse_failure():
@@ -48,23 +53,54 @@ def test_a_wrongly_typed_field_is_a_parse_failure():
     assert "system-config.clusterStrategy.minFreeKbytesFactor" in message
 
 
-@pytest.mark.parametrize("key, document, failures", [
-    ("colocation-config", {"metricAggregateDurationSeconds": 0, "resourceDiffThreshold": 1.5},
-     {"colocation-config.metricAggregateDurationSeconds": "metricAggregateDurationSeconds must be 1 or greater",
-      "colocation-config.resourceDiffThreshold": "resourceDiffThreshold must be 1 or less"}),
-    ("resource-threshold-config", {"clusterStrategy": {"cpuSuppressThresholdPercent": -1}},
-     {"resource-threshold-config.clusterStrategy.cpuSuppressThresholdPercent":
-      "cpuSuppressThresholdPercent must be 0 or greater"}),
-    ("resource-threshold-config", {"clusterStrategy": {"cpuEvictBESatisfactionLowerPercent": 35}},
-     {"resource-threshold-config.clusterStrategy.cpuEvictBESatisfactionLowerPercent":
-      "cpuEvictBESatisfactionLowerPercent must be less than cpuEvictBESatisfactionUpperPercent"}),
-    ("resource-qos-config", {"clusterStrategy": {"beClass": {"memoryQOS": {"wmarkMinAdj": 60}}}},
-     {"resource-qos-config.clusterStrategy.beClass.memoryQOS.wmarkMinAdj": "wmarkMinAdj must be 50 or less"}),
-    ("system-config", {"clusterStrategy": {"watermarkScaleFactor": 0}},
-     {"system-config.clusterStrategy.watermarkScaleFactor": "watermarkScaleFactor must be greater than 0"}),
-    ("cpu-burst-config", {"nodeStrategies": [entry("n", {"matchLabels": {"a": "b"}}, cfsQuotaBurstPercent=50)]},
-     {"cpu-burst-config.nodeStrategies[0].cfsQuotaBurstPercent": "cfsQuotaBurstPercent must be 100 or greater"}),
-])
+@pytest.mark.parametrize(
+    "key, document, failures",
+    [
+        (
+            "colocation-config",
+            {"metricAggregateDurationSeconds": 0, "resourceDiffThreshold": 1.5},
+            {
+                "colocation-config.metricAggregateDurationSeconds": (
+                    "metricAggregateDurationSeconds must be 1 or greater"
+                ),
+                "colocation-config.resourceDiffThreshold": "resourceDiffThreshold must be 1 or less",
+            },
+        ),
+        (
+            "resource-threshold-config",
+            {"clusterStrategy": {"cpuSuppressThresholdPercent": -1}},
+            {
+                "resource-threshold-config.clusterStrategy.cpuSuppressThresholdPercent": (
+                    "cpuSuppressThresholdPercent must be 0 or greater"
+                )
+            },
+        ),
+        (
+            "resource-threshold-config",
+            {"clusterStrategy": {"cpuEvictBESatisfactionLowerPercent": 35}},
+            {
+                "resource-threshold-config.clusterStrategy.cpuEvictBESatisfactionLowerPercent": (
+                    "cpuEvictBESatisfactionLowerPercent must be less than cpuEvictBESatisfactionUpperPercent"
+                )
+            },
+        ),
+        (
+            "resource-qos-config",
+            {"clusterStrategy": {"beClass": {"memoryQOS": {"wmarkMinAdj": 60}}}},
+            {"resource-qos-config.clusterStrategy.beClass.memoryQOS.wmarkMinAdj": "wmarkMinAdj must be 50 or less"},
+        ),
+        (
+            "system-config",
+            {"clusterStrategy": {"watermarkScaleFactor": 0}},
+            {"system-config.clusterStrategy.watermarkScaleFactor": "watermarkScaleFactor must be greater than 0"},
+        ),
+        (
+            "cpu-burst-config",
+            {"nodeStrategies": [entry("n", {"matchLabels": {"a": "b"}}, cfsQuotaBurstPercent=50)]},
+            {"cpu-burst-config.nodeStrategies[0].cfsQuotaBurstPercent": "cfsQuotaBurstPercent must be 100 or greater"},
+        ),
+    ],
+)
 def test_field_rules_name_the_key_and_the_field(key, document, failures):
     reason, message = reason_and_message(admit("/validate-configmap", make_slo_config({key: document}), EMPTY))
     assert (reason, message) == ("ConfigParamInvalid", failures)
@@ -74,8 +110,9 @@ def test_a_node_strategy_without_selector_is_refused():
     config = make_slo_config({"colocation-config": {"nodeConfigs": [{"name": "bare"}]}})
     reason, message = reason_and_message(admit("/validate-configmap", config, EMPTY))
     assert reason == "ConfigParamInvalid"
-    assert message == ("nodeConfigs NodeSelector must not empty error! "
-                       "configType: colocation-config,nodeConfig name:bare")
+    assert message == (
+        "nodeConfigs NodeSelector must not empty error! configType: colocation-config,nodeConfig name:bare"
+    )
 
 
 def test_an_invalid_node_selector_is_refused():
@@ -86,34 +123,61 @@ def test_an_invalid_node_selector_is_refused():
 
 
 def test_overlapping_node_selectors_are_refused():
-    config = make_slo_config({"colocation-config": {"nodeConfigs": [
-        entry("pool-a", {"matchLabels": {"pool": "a"}}),
-        entry("pool-a-ssd", {"matchLabels": {"pool": "a", "disk": "ssd"}}),
-    ]}})
+    config = make_slo_config(
+        {
+            "colocation-config": {
+                "nodeConfigs": [
+                    entry("pool-a", {"matchLabels": {"pool": "a"}}),
+                    entry("pool-a-ssd", {"matchLabels": {"pool": "a", "disk": "ssd"}}),
+                ]
+            }
+        }
+    )
     reason, message = reason_and_message(admit("/validate-configmap", config, EMPTY))
-    assert (reason, message) == ("NodeStrategiesOverlap",
-                                 {"config": "colocation-config", "strategies": ["pool-a", "pool-a-ssd"]})
+    assert (reason, message) == (
+        "NodeStrategiesOverlap",
+        {"config": "colocation-config", "strategies": ["pool-a", "pool-a-ssd"]},
+    )
 
 
 def test_expression_values_generate_one_synthetic_node_each():
-    config = make_slo_config({"colocation-config": {"nodeConfigs": [
-        entry("pools", {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a", "b"]}]}),
-        entry("pool-b", {"matchLabels": {"pool": "b"}}),
-    ]}})
+    config = make_slo_config(
+        {
+            "colocation-config": {
+                "nodeConfigs": [
+                    entry("pools", {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a", "b"]}]}),
+                    entry("pool-b", {"matchLabels": {"pool": "b"}}),
+                ]
+            }
+        }
+    )
     assert reason_and_message(admit("/validate-configmap", config, EMPTY))[0] == "NodeStrategiesOverlap"
 
 
 def test_a_cluster_node_selected_twice_is_a_conflict():
-    config = make_slo_config({"colocation-config": {"nodeConfigs": [
-        entry("pool-a", {"matchLabels": {"pool": "a"}}), entry("zone-1", {"matchLabels": {"zone": "z1"}}),
-    ]}})
-    cluster = make_snapshot(make_node("fine", labels={"pool": "a"}),
-                            make_node("both", labels={"pool": "a", "zone": "z1"}), priority_classes=False)
+    config = make_slo_config(
+        {
+            "colocation-config": {
+                "nodeConfigs": [
+                    entry("pool-a", {"matchLabels": {"pool": "a"}}),
+                    entry("zone-1", {"matchLabels": {"zone": "z1"}}),
+                ]
+            }
+        }
+    )
+    cluster = make_snapshot(
+        make_node("fine", labels={"pool": "a"}),
+        make_node("both", labels={"pool": "a", "zone": "z1"}),
+        priority_classes=False,
+    )
     reason, message = reason_and_message(admit("/validate-configmap", config, cluster))
-    assert (reason, message) == ("ExistNodeConfict", {"config": "colocation-config", "strategies": ["pool-a", "zone-1"],
-                                                       "exampleNodes": ["both"]})
-    assert admit("/validate-configmap", config,
-                 make_snapshot(make_node("fine", labels={"pool": "a"}), priority_classes=False)).allowed
+    assert (reason, message) == (
+        "ExistNodeConfict",
+        {"config": "colocation-config", "strategies": ["pool-a", "zone-1"], "exampleNodes": ["both"]},
+    )
+    assert admit(
+        "/validate-configmap", config, make_snapshot(make_node("fine", labels={"pool": "a"}), priority_classes=False)
+    ).allowed
 
 
 def test_update_checks_only_the_changed_keys():

@@ -1,4 +1,5 @@
 """The live TLS context: new handshakes get the new chain, open connections keep theirs, a bad pair is refused."""
+
 from __future__ import annotations
 
 import asyncio
@@ -31,8 +32,9 @@ def client(material: Material) -> aiohttp.ClientSession:
 class Running:
     def __init__(self, directory: Path) -> None:
         self.events: list[tuple[LoadedChain | None, str]] = []
-        self.reloader = CertReloader(CertPaths(directory), interval=0.05,
-                                     on_reload=lambda chain, error: self.events.append((chain, error)))
+        self.reloader = CertReloader(
+            CertPaths(directory), interval=0.05, on_reload=lambda chain, error: self.events.append((chain, error))
+        )
         self.port = free_port()
 
 
@@ -43,16 +45,22 @@ async def running(tmp_path: Path) -> AsyncIterator[Running]:
 
     # the webhook port as `colocate serve` runs it: the gate starts TLS with the live context
     server = build_server(default_routes(), StateHolder(), WebhookMetrics())
-    site = GatedSite(server.connection, "127.0.0.1", served.port, tls_context=served.reloader.load_initial(),
-                     limits=ConnectionLimits())
+    site = GatedSite(
+        server.connection,
+        "127.0.0.1",
+        served.port,
+        tls_context=served.reloader.load_initial(),
+        limits=ConnectionLimits(),
+    )
     await site.start()
     yield served
     await site.stop()
     await server.shutdown(1.0)
 
 
-async def test_new_handshakes_get_the_new_chain_while_open_connections_keep_working(running: Running,
-                                                                                     tmp_path: Path) -> None:
+async def test_new_handshakes_get_the_new_chain_while_open_connections_keep_working(
+    running: Running, tmp_path: Path
+) -> None:
     before = read_directory(tmp_path)
     async with client(before) as kept:  # trusts only the old CA: it can only succeed on its open connection
         assert (await (await kept.get(f"https://localhost:{running.port}/healthz")).text()) == "ok"
@@ -80,7 +88,8 @@ async def test_a_mismatched_pair_is_refused_and_the_old_chain_keeps_serving(runn
     assert not await running.reloader.check_once()
     assert not await running.reloader.check_once()  # the same bad pair is reported once
     assert [error for _, error in running.events] == [
-        "the key does not match the certificate (files caught mid-update?)"]
+        "the key does not match the certificate (files caught mid-update?)"
+    ]
     assert await asyncio.to_thread(served_certificate, running.port, pem_certs([current.ca])) == current.cert
 
     (tmp_path / KEY_FILE).unlink()
@@ -94,8 +103,11 @@ async def test_the_reload_loop_picks_up_a_symlink_swap_by_itself(running: Runnin
     try:
         new = generate_material(["localhost"], utcnow())
         write_directory(tmp_path, new)
-        await wait_for(lambda: running.reloader.current is not None and running.reloader.current.cert == new.cert,
-                       timeout=2, message="the reload loop to load the swapped certificate")
+        await wait_for(
+            lambda: running.reloader.current is not None and running.reloader.current.cert == new.cert,
+            timeout=2,
+            message="the reload loop to load the swapped certificate",
+        )
         assert await asyncio.to_thread(served_certificate, running.port, pem_certs([new.ca])) == new.cert
     finally:
         task.cancel()
@@ -113,7 +125,8 @@ async def test_a_pair_caught_mid_update_is_not_an_error(running: Running, tmp_pa
 
 
 async def test_the_pair_is_read_through_one_version_of_a_projected_directory(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """kubelet's atomic writer: tls.crt -> ..data/tls.crt, ..data -> ..<timestamp>; the key is read
     from the directory the certificate resolved to, even when `..data` moves between the reads."""
     old, new = (generate_material(["localhost"], utcnow()) for _ in range(2))

@@ -1,5 +1,6 @@
 """Every answer, routed or not, names no versions in its Server header, and says Connection: close
 while the server drains; an unknown path is a 404 and a known one asked with another method a 405."""
+
 from __future__ import annotations
 
 import ssl
@@ -23,6 +24,7 @@ async def test_unknown_paths_and_methods_get_our_headers(cert_paths: CertPaths):
     trust = ssl.create_default_context(cafile=str(cert_paths.ca))
     async with listening(server, tls_context(cert_paths)) as base:
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=trust)) as session:
+
             async def answer(method: str, path: str, **kwargs: object) -> tuple[int, dict[str, str]]:
                 async with session.request(method, base + path, **kwargs) as response:  # type: ignore[arg-type]
                     await response.read()
@@ -38,7 +40,10 @@ async def test_unknown_paths_and_methods_get_our_headers(cert_paths: CertPaths):
             assert status == 200 and headers["Server"] == "colocate" and headers.get("Connection") != "close"
 
             lifecycle.draining = True
-            for method, path, kwargs in (("GET", "/healthz", {}), ("GET", "/no-such-path", {}),
-                                         ("POST", "/mutate-pod", {"json": admission_review(make_pod("p"))})):
+            for method, path, kwargs in (
+                ("GET", "/healthz", {}),
+                ("GET", "/no-such-path", {}),
+                ("POST", "/mutate-pod", {"json": admission_review(make_pod("p"))}),
+            ):
                 status, headers = await answer(method, path, **kwargs)
                 assert headers["Connection"] == "close" and headers["Server"] == "colocate", (method, path)

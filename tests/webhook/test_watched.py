@@ -3,6 +3,7 @@
 The declaration is checked against behaviour too: every plugin is run over the sample objects on a
 snapshot that records what is read, and may read only what it declared.
 """
+
 from __future__ import annotations
 
 import copy
@@ -34,16 +35,24 @@ from webhook.watched import ReadRule, merged_reads, read_rules, watched_kinds
 FIXTURES = Path(__file__).parent / "fixtures"
 RBAC = REPO / "manifests" / "deploy" / "rbac.yaml"
 DEPLOYMENT = REPO / "manifests" / "deploy" / "deployment.yaml"
-CLUSTER_OBJECTS = [*sorted((REPO / "manifests" / "cluster").glob("*.yaml")),
-                   *sorted(FIXTURES.glob("*.yaml")),
-                   REPO / "manifests" / "samples" / "quota-tree" / "state" / "quotas.yaml"]
-SAMPLE_OBJECTS = [*CLUSTER_OBJECTS, *sorted((REPO / "manifests" / "samples").glob("*.yaml")),
-                  *sorted((REPO / "manifests" / "samples" / "quota-tree").glob("*.yaml"))]
+CLUSTER_OBJECTS = [
+    *sorted((REPO / "manifests" / "cluster").glob("*.yaml")),
+    *sorted(FIXTURES.glob("*.yaml")),
+    REPO / "manifests" / "samples" / "quota-tree" / "state" / "quotas.yaml",
+]
+SAMPLE_OBJECTS = [
+    *CLUSTER_OBJECTS,
+    *sorted((REPO / "manifests" / "samples").glob("*.yaml")),
+    *sorted((REPO / "manifests" / "samples" / "quota-tree").glob("*.yaml")),
+]
 assert len(CLUSTER_OBJECTS) > 4, "the sample paths moved: update them"
 # Granted to the certificate controller and its leader election (certs/), not to admission plugins.
-CERTIFICATE_READS = {("", "admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
-                     ("", "admissionregistration.k8s.io", "validatingwebhookconfigurations"),
-                     ("koordinator-system", "", "secrets"), ("koordinator-system", "coordination.k8s.io", "leases")}
+CERTIFICATE_READS = {
+    ("", "admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+    ("", "admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+    ("koordinator-system", "", "secrets"),
+    ("koordinator-system", "coordination.k8s.io", "leases"),
+}
 # Listed by the audit's PolicyReport writer (webhook/rollout/reports.py), which writes them too.
 REPORT_READS = {("", "wgpolicyk8s.io", "policyreports")}
 
@@ -51,10 +60,13 @@ REPORT_READS = {("", "wgpolicyk8s.io", "policyreports")}
 def test_the_webhook_watches_what_its_plugins_read_narrowed_where_they_allow() -> None:
     watched = [(w.kind, w.namespace, w.field_selector) for w in watched_kinds(default_routes())]
     assert watched == [
-        ("ClusterColocationProfile", "", ""), ("Namespace", "", ""), ("PriorityClass", "", ""),
+        ("ClusterColocationProfile", "", ""),
+        ("Namespace", "", ""),
+        ("PriorityClass", "", ""),
         ("ElasticQuota", "", ""),
         ("ConfigMap", "koordinator-system", "metadata.name=slo-controller-config"),
-        ("Node", "", ""), ("Pod", "", ""),
+        ("Node", "", ""),
+        ("Pod", "", ""),
     ]
     assert all(isinstance(w, WatchedKind) for w in watched_kinds(default_routes()))
 
@@ -62,20 +74,27 @@ def test_the_webhook_watches_what_its_plugins_read_narrowed_where_they_allow() -
 def test_a_registry_watches_only_what_its_own_routes_read() -> None:
     assert [w.kind for w in watched_kinds(Registry(tuple(node_routes())))] == ["ConfigMap"]
     assert {w.kind for w in watched_kinds(Registry(tuple(pod_routes())))} == {
-        PROFILE_KIND, "Namespace", "PriorityClass", ELASTIC_QUOTA_KIND}
+        PROFILE_KIND,
+        "Namespace",
+        "PriorityClass",
+        ELASTIC_QUOTA_KIND,
+    }
 
 
-@pytest.mark.parametrize("reads, merged", [
-    ([Read("ConfigMap", "a", "x"), Read("ConfigMap", "a", "x")], Read("ConfigMap", "a", "x")),
-    ([Read("ConfigMap", "a", "x"), Read("ConfigMap", "a", "y")], Read("ConfigMap", "a")),
-    ([Read("ConfigMap", "a", "x"), Read("ConfigMap", "b", "x")], Read("ConfigMap")),
-    ([Read("ConfigMap", "a"), Read("ConfigMap")], Read("ConfigMap")),
-    ([Read("Node", name="n1"), Read("Node", name="n2")], Read("Node")),
-    ([Read("Pod", metadata_only=True), Read("Pod", metadata_only=True)], Read("Pod", metadata_only=True)),
-    ([Read("Pod", metadata_only=True), Read("Pod")], Read("Pod")),  # one reader of whole pods keeps them whole
-    ([Read("Pod", "a", metadata_only=True), Read("Pod", "a")], Read("Pod", "a")),
-    ([Read("Pod", "a", metadata_only=True), Read("Pod", "b", metadata_only=True)], Read("Pod", metadata_only=True)),
-])
+@pytest.mark.parametrize(
+    "reads, merged",
+    [
+        ([Read("ConfigMap", "a", "x"), Read("ConfigMap", "a", "x")], Read("ConfigMap", "a", "x")),
+        ([Read("ConfigMap", "a", "x"), Read("ConfigMap", "a", "y")], Read("ConfigMap", "a")),
+        ([Read("ConfigMap", "a", "x"), Read("ConfigMap", "b", "x")], Read("ConfigMap")),
+        ([Read("ConfigMap", "a"), Read("ConfigMap")], Read("ConfigMap")),
+        ([Read("Node", name="n1"), Read("Node", name="n2")], Read("Node")),
+        ([Read("Pod", metadata_only=True), Read("Pod", metadata_only=True)], Read("Pod", metadata_only=True)),
+        ([Read("Pod", metadata_only=True), Read("Pod")], Read("Pod")),  # one reader of whole pods keeps them whole
+        ([Read("Pod", "a", metadata_only=True), Read("Pod", "a")], Read("Pod", "a")),
+        ([Read("Pod", "a", metadata_only=True), Read("Pod", "b", metadata_only=True)], Read("Pod", metadata_only=True)),
+    ],
+)
 def test_two_reads_of_one_kind_widen_to_cover_both(reads: list[Read], merged: Read) -> None:
     assert merged_reads(reads) == (merged,)
     assert merged_reads(reversed(reads)) == (merged,)
@@ -102,18 +121,22 @@ def test_the_read_rules_follow_the_watches() -> None:
 
 # --- the checked-in RBAC manifest -------------------------------------------------------------------
 
+
 def bound_rules() -> list[tuple[str, Mapping[str, Any]]]:
     """(namespace or "" for cluster-wide, rule) of every role bound to the webhook's service account."""
     (deployment,) = read_manifest_file(DEPLOYMENT)
     account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
     namespace = deployment["metadata"]["namespace"]
     objects = read_manifest_file(RBAC)
-    roles = {(o["kind"], o["metadata"].get("namespace", "")): o for o in objects
-             if o["kind"] in ("ClusterRole", "Role")}
+    roles = {
+        (o["kind"], o["metadata"].get("namespace", "")): o for o in objects if o["kind"] in ("ClusterRole", "Role")
+    }
     rules: list[tuple[str, Mapping[str, Any]]] = []
     for binding in (o for o in objects if o["kind"] in ("ClusterRoleBinding", "RoleBinding")):
-        if not any(s["kind"] == "ServiceAccount" and s["name"] == account and s["namespace"] == namespace
-                   for s in binding["subjects"]):
+        if not any(
+            s["kind"] == "ServiceAccount" and s["name"] == account and s["namespace"] == namespace
+            for s in binding["subjects"]
+        ):
             continue
         scope = binding["metadata"].get("namespace", "")
         ref = binding["roleRef"]
@@ -125,10 +148,13 @@ def bound_rules() -> list[tuple[str, Mapping[str, Any]]]:
 def grants(scope: str, rule: Mapping[str, Any], need: ReadRule) -> bool:
     """Does `rule`, bound in `scope`, allow list and watch as `need` asks (RBAC semantics)?"""
     names = rule.get("resourceNames") or []
-    return ((not scope or scope == need.namespace)
-            and need.api_group in rule["apiGroups"] and need.resource in rule["resources"]
-            and set(need.verbs) <= set(rule["verbs"])
-            and (not names or (bool(need.resource_names) and set(need.resource_names) <= set(names))))
+    return (
+        (not scope or scope == need.namespace)
+        and need.api_group in rule["apiGroups"]
+        and need.resource in rule["resources"]
+        and set(need.verbs) <= set(rule["verbs"])
+        and (not names or (bool(need.resource_names) and set(need.resource_names) <= set(names)))
+    )
 
 
 @pytest.mark.parametrize("need", read_rules(default_routes()), ids=lambda r: r.resource)
@@ -138,13 +164,18 @@ def test_rbac_grants_every_derived_read(need: ReadRule) -> None:
 
 def test_rbac_lets_the_webhook_read_nothing_its_plugins_do_not() -> None:
     derived = {(r.namespace, r.api_group, r.resource) for r in read_rules(default_routes())}
-    granted = {(scope, group, resource) for scope, rule in bound_rules()
-               if {"get", "list", "watch"} & set(rule["verbs"])
-               for group in rule["apiGroups"] for resource in rule["resources"]}
+    granted = {
+        (scope, group, resource)
+        for scope, rule in bound_rules()
+        if {"get", "list", "watch"} & set(rule["verbs"])
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
     assert granted - CERTIFICATE_READS - REPORT_READS == derived
 
 
 # --- the declarations are honest ---------------------------------------------------------------------
+
 
 class RecordingSnapshot(ClusterSnapshot):
     """A snapshot that notes every part of the cluster read through it."""
@@ -179,8 +210,9 @@ def recording(snapshot: ClusterSnapshot) -> RecordingSnapshot:
 
 
 def covers(declared: Read, read: Read) -> bool:
-    return (declared.kind == read.kind and declared.namespace in ("", read.namespace)
-            and declared.name in ("", read.name))
+    return (
+        declared.kind == read.kind and declared.namespace in ("", read.namespace) and declared.name in ("", read.name)
+    )
 
 
 def requests_for(route: Route, objects: list[dict[str, Any]]) -> Iterator[AdmissionRequest]:
@@ -188,8 +220,15 @@ def requests_for(route: Route, objects: list[dict[str, Any]]) -> Iterator[Admiss
     for obj in (o for o in objects if o.get("kind") == route.kind):
         relabelled = copy.deepcopy(obj)
         relabelled.setdefault("metadata", {})["labels"] = {**(obj["metadata"].get("labels") or {}), "zone": "z1"}
-        base = AdmissionRequest("u", CREATE, resource, route.sub_resource, route.kind,
-                                obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        base = AdmissionRequest(
+            "u",
+            CREATE,
+            resource,
+            route.sub_resource,
+            route.kind,
+            obj["metadata"].get("namespace", ""),
+            obj["metadata"]["name"],
+        )
         yield replace(base, object=obj)
         yield replace(base, operation=UPDATE, object=relabelled, old_object=obj)
         yield replace(base, operation=DELETE, old_object=obj)

@@ -1,4 +1,5 @@
 """`serve --workers auto`: one worker per CPU the process may use, within its cgroup CPU limit."""
+
 from __future__ import annotations
 
 import argparse
@@ -10,9 +11,11 @@ import pytest
 from webhook.workers import AUTO, Cpus, cgroup_cpu_limit, detect_cpus, parse_workers, resolve_workers
 
 V2_MOUNTS = "30 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"
-V1_MOUNTS = ("31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
-             "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
-             "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n")
+V1_MOUNTS = (
+    "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
+    "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+)
 HYBRID_MOUNTS = V1_MOUNTS + "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
 
 
@@ -52,16 +55,20 @@ def test_auto_of_this_process_is_at_most_its_affinity_count() -> None:
     assert 1 <= resolve_workers(AUTO) <= len(os.sched_getaffinity(0))
 
 
-@pytest.mark.parametrize(("usable", "limit", "workers"), [
-    (8, None, 8),    # no limit: every CPU of the affinity mask
-    (8, 2.0, 2),     # limits.cpu: "2"
-    (8, 1.5, 1),     # rounded down: two workers would be throttled in every CFS period
-    (8, 0.25, 1),    # at least one
-    (2, 16.0, 2),    # a limit above the cpuset does not add CPUs
-    (0, None, 1),
-])
-def test_auto_is_the_affinity_count_lowered_to_the_limit_rounded_down(usable: int, limit: float | None,
-                                                                      workers: int) -> None:
+@pytest.mark.parametrize(
+    ("usable", "limit", "workers"),
+    [
+        (8, None, 8),  # no limit: every CPU of the affinity mask
+        (8, 2.0, 2),  # limits.cpu: "2"
+        (8, 1.5, 1),  # rounded down: two workers would be throttled in every CFS period
+        (8, 0.25, 1),  # at least one
+        (2, 16.0, 2),  # a limit above the cpuset does not add CPUs
+        (0, None, 1),
+    ],
+)
+def test_auto_is_the_affinity_count_lowered_to_the_limit_rounded_down(
+    usable: int, limit: float | None, workers: int
+) -> None:
     assert Cpus(usable, limit).workers == workers
 
 
@@ -77,37 +84,61 @@ def test_cgroup_v2_max_is_no_limit(tmp_path: Path) -> None:
 
 def test_cgroup_v2_on_a_host_reads_the_process_own_cgroup(tmp_path: Path) -> None:
     path = "/kubepods.slice/kubepods-burstable.slice/cri-containerd-abc.scope"
-    root = host(tmp_path, f"0::{path}\n", V2_MOUNTS, {"sys/fs/cgroup/cpu.max": "max 100000",
-                                                      f"sys/fs/cgroup{path}/cpu.max": "150000 100000"})
+    root = host(
+        tmp_path,
+        f"0::{path}\n",
+        V2_MOUNTS,
+        {"sys/fs/cgroup/cpu.max": "max 100000", f"sys/fs/cgroup{path}/cpu.max": "150000 100000"},
+    )
     assert cgroup_cpu_limit(root) == 1.5
 
 
 def test_cgroup_v1_quota_and_period(tmp_path: Path) -> None:
-    root = host(tmp_path, "4:memory:/x\n3:cpu,cpuacct:/docker/abc\n", V1_MOUNTS,
-                {"sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us": "300000",
-                 "sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_period_us": "100000"})
+    root = host(
+        tmp_path,
+        "4:memory:/x\n3:cpu,cpuacct:/docker/abc\n",
+        V1_MOUNTS,
+        {
+            "sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us": "300000",
+            "sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_period_us": "100000",
+        },
+    )
     assert cgroup_cpu_limit(root) == 3.0
 
 
 def test_cgroup_v1_minus_one_is_no_limit(tmp_path: Path) -> None:
-    root = host(tmp_path, "3:cpu,cpuacct:/\n", V1_MOUNTS, {"sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "-1",
-                                                          "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000"})
+    root = host(
+        tmp_path,
+        "3:cpu,cpuacct:/\n",
+        V1_MOUNTS,
+        {"sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "-1", "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000"},
+    )
     assert cgroup_cpu_limit(root) is None
 
 
 def test_a_mount_of_the_container_subtree_is_translated(tmp_path: Path) -> None:
     """Docker without a cgroup namespace mounts the container's own cgroup at /sys/fs/cgroup/cpu."""
     mounts = "32 31 0:29 /docker/abc /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
-    root = host(tmp_path, "2:cpu:/docker/abc\n", mounts, {"sys/fs/cgroup/cpu/cpu.cfs_quota_us": "50000",
-                                                         "sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000"})
+    root = host(
+        tmp_path,
+        "2:cpu:/docker/abc\n",
+        mounts,
+        {"sys/fs/cgroup/cpu/cpu.cfs_quota_us": "50000", "sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000"},
+    )
     assert cgroup_cpu_limit(root) == 0.5
 
 
 def test_on_a_hybrid_host_the_v1_cpu_controller_limits(tmp_path: Path) -> None:
-    root = host(tmp_path, "3:cpu,cpuacct:/\n0::/\n", HYBRID_MOUNTS,
-                {"sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "200000",
-                 "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000",
-                 "sys/fs/cgroup/unified/cpu.max": "max 100000"})
+    root = host(
+        tmp_path,
+        "3:cpu,cpuacct:/\n0::/\n",
+        HYBRID_MOUNTS,
+        {
+            "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "200000",
+            "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000",
+            "sys/fs/cgroup/unified/cpu.max": "max 100000",
+        },
+    )
     assert cgroup_cpu_limit(root) == 2.0
 
 

@@ -23,6 +23,7 @@ earlier ones); what the batch/mid resource rewrite and the other plugins change 
 profile that decides the pod's priority class (the last matched one naming a priorityClassName,
 else a qosClass, else the last matched one), since the rewrite follows from it.
 """
+
 from __future__ import annotations
 
 import time
@@ -64,8 +65,12 @@ class ProfileResult:
     changes: tuple[Change, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"profile": self.profile, "result": self.result, "message": self.message,
-                "differences": [c.to_json() for c in self.changes]}
+        return {
+            "profile": self.profile,
+            "result": self.result,
+            "message": self.message,
+            "differences": [c.to_json() for c in self.changes],
+        }
 
 
 @dataclass(frozen=True)
@@ -99,18 +104,30 @@ class AuditReport:
         return counts
 
     def to_json(self) -> dict[str, Any]:
-        rows = [{"namespace": p.namespace, "pod": p.name, **r.to_json()}
-                for p in self.drifted() for r in p.results if r.result != PASS]
-        return {"audited": self.audited, "matched": len(self.pods), "drifted": len(self.drifted()),
-                "profiles": self.profiles, "seconds": round(self.seconds, 3),
-                "summary": {name: {r: c.get(r, 0) for r in RESULTS} for name, c in sorted(self.counts().items())},
-                "results": rows}
+        rows = [
+            {"namespace": p.namespace, "pod": p.name, **r.to_json()}
+            for p in self.drifted()
+            for r in p.results
+            if r.result != PASS
+        ]
+        return {
+            "audited": self.audited,
+            "matched": len(self.pods),
+            "drifted": len(self.drifted()),
+            "profiles": self.profiles,
+            "seconds": round(self.seconds, 3),
+            "summary": {name: {r: c.get(r, 0) for r in RESULTS} for name, c in sorted(self.counts().items())},
+            "results": rows,
+        }
 
 
 def running_pods(snapshot: ClusterSnapshot) -> list[Mapping[str, Any]]:
     """Pods not terminated and not being deleted, by namespace and name."""
-    pods = [p for p in snapshot.list("Pod") if (p.get("status") or {}).get("phase") not in TERMINATED_PHASES
-            and not metadata_of(p).get("deletionTimestamp")]
+    pods = [
+        p
+        for p in snapshot.list("Pod")
+        if (p.get("status") or {}).get("phase") not in TERMINATED_PHASES and not metadata_of(p).get("deletionTimestamp")
+    ]
     return sorted(pods, key=lambda p: (namespace_of(p), name_of(p)))
 
 
@@ -129,7 +146,7 @@ def _owners(operations: Sequence[Mapping[str, Any]], effects: Sequence[Effect], 
         owner = driver
         for effect in reversed(effects):
             if effect.applied and any(overlaps(op["path"], change["path"]) for change in effect.changes):
-                owner = effect.step[len(PROFILE_STEP):] if effect.step.startswith(PROFILE_STEP) else driver
+                owner = effect.step[len(PROFILE_STEP) :] if effect.step.startswith(PROFILE_STEP) else driver
                 break
         owners.append(owner)
     return owners
@@ -139,14 +156,20 @@ def _result_for(profile: ColocationProfile, changes: Sequence[Change]) -> Profil
     if not changes:
         return ProfileResult(profile.name, PASS)
     if profile.probability is not None and profile.probability < 100:
-        return ProfileResult(profile.name, SKIP, f"would set {summary(changes)}; the profile applies to "
-                                                 f"{profile.probability}% of pods", tuple(changes))
-    return ProfileResult(profile.name, WARN if profile.warn_only else FAIL,
-                         f"differs: {summary(changes)}", tuple(changes))
+        return ProfileResult(
+            profile.name,
+            SKIP,
+            f"would set {summary(changes)}; the profile applies to {profile.probability}% of pods",
+            tuple(changes),
+        )
+    return ProfileResult(
+        profile.name, WARN if profile.warn_only else FAIL, f"differs: {summary(changes)}", tuple(changes)
+    )
 
 
-def audit_pod(pod: Mapping[str, Any], snapshot: ClusterSnapshot, registry: Registry,
-              profiles: Mapping[str, ColocationProfile]) -> PodAudit | None:
+def audit_pod(
+    pod: Mapping[str, Any], snapshot: ClusterSnapshot, registry: Registry, profiles: Mapping[str, ColocationProfile]
+) -> PodAudit | None:
     """The results of every profile matching `pod`; None when none matches."""
     obj = dict(pod)
     request = request_for(obj, registry, "CREATE", uid=str(metadata_of(pod).get("uid") or "audit"))
@@ -162,16 +185,22 @@ def audit_pod(pod: Mapping[str, Any], snapshot: ClusterSnapshot, registry: Regis
     operations = diff(pod, outcome.object)
     if not operations:
         return PodAudit(*identity, tuple(ProfileResult(p.name, PASS) for p in matched))
-    explained: ChainResult = run_chain(request, registry, snapshot, rand_int=_apply_every_profile, explain=True,
-                                       audit=True)
+    explained: ChainResult = run_chain(
+        request, registry, snapshot, rand_int=_apply_every_profile, explain=True, audit=True
+    )
     owners = _owners(operations, explained.effects, _driver(matched))
     changes = changes_of(pod, operations)
-    return PodAudit(*identity, tuple(
-        _result_for(p, [c for c, owner in zip(changes, owners, strict=True) if owner == p.name]) for p in matched))
+    return PodAudit(
+        *identity,
+        tuple(
+            _result_for(p, [c for c, owner in zip(changes, owners, strict=True) if owner == p.name]) for p in matched
+        ),
+    )
 
 
-def audit(snapshot: ClusterSnapshot, registry: Registry | None = None,
-          pods: Iterable[Mapping[str, Any]] | None = None) -> AuditReport:
+def audit(
+    snapshot: ClusterSnapshot, registry: Registry | None = None, pods: Iterable[Mapping[str, Any]] | None = None
+) -> AuditReport:
     """Audit the running pods of `snapshot` (or `pods`) against its profiles."""
     started = time.perf_counter()
     registry = registry or default_routes()

@@ -4,6 +4,7 @@ Every D the current snapshot (the one admissions read: no extra API calls) is au
 thread, the counts are exported as metrics and, when the server reads the API server, the
 PolicyReports are written. A failed round is logged and counted; the next one runs as planned.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,18 +25,35 @@ log = logging.getLogger("colocate.audit")
 
 class AuditMetrics:
     def __init__(self, registry: CollectorRegistry | None) -> None:
-        self.pods = Gauge("colocate_audit_pods", "Running pods per ClusterColocationProfile and audit result "
-                          "(pass, fail, warn, error, skip) in the last audit.", ["profile", "result"],
-                          registry=registry, multiprocess_mode="max")
-        self.drifted = Gauge("colocate_audit_drifted_pods", "Running pods that differ from what the current "
-                             "profiles would make of them, in the last audit.", registry=registry,
-                             multiprocess_mode="max")
-        self.duration = Gauge("colocate_audit_duration_seconds", "How long the last audit took.",
-                              registry=registry, multiprocess_mode="max")
-        self.last_run = Gauge("colocate_audit_last_run_timestamp_seconds", "When the last audit finished, Unix time.",
-                              registry=registry, multiprocess_mode="max")
-        self.runs = Counter("colocate_audit_runs_total", "Audit rounds, by result (ok or error).", ["result"],
-                            registry=registry)
+        self.pods = Gauge(
+            "colocate_audit_pods",
+            "Running pods per ClusterColocationProfile and audit result "
+            "(pass, fail, warn, error, skip) in the last audit.",
+            ["profile", "result"],
+            registry=registry,
+            multiprocess_mode="max",
+        )
+        self.drifted = Gauge(
+            "colocate_audit_drifted_pods",
+            "Running pods that differ from what the current profiles would make of them, in the last audit.",
+            registry=registry,
+            multiprocess_mode="max",
+        )
+        self.duration = Gauge(
+            "colocate_audit_duration_seconds",
+            "How long the last audit took.",
+            registry=registry,
+            multiprocess_mode="max",
+        )
+        self.last_run = Gauge(
+            "colocate_audit_last_run_timestamp_seconds",
+            "When the last audit finished, Unix time.",
+            registry=registry,
+            multiprocess_mode="max",
+        )
+        self.runs = Counter(
+            "colocate_audit_runs_total", "Audit rounds, by result (ok or error).", ["result"], registry=registry
+        )
         self._profiles: set[str] = set()
 
     def record(self, report: AuditReport, now: float) -> None:
@@ -53,9 +71,15 @@ class AuditMetrics:
         self.runs.labels("ok").inc()
 
 
-async def audit_forever(state: StateHolder, registry: Registry, interval: float, metrics: AuditMetrics,
-                        writer: ReportWriter | None = None, published: asyncio.Event | None = None,
-                        clock: Callable[[], float] = time.time) -> None:
+async def audit_forever(
+    state: StateHolder,
+    registry: Registry,
+    interval: float,
+    metrics: AuditMetrics,
+    writer: ReportWriter | None = None,
+    published: asyncio.Event | None = None,
+    clock: Callable[[], float] = time.time,
+) -> None:
     """Audit once the state is loaded (`published` is set on every new snapshot), then every `interval`."""
     loop = asyncio.get_running_loop()
     while not state.ready:
@@ -72,8 +96,13 @@ async def audit_forever(state: StateHolder, registry: Registry, interval: float,
                 written: Any = await loop.run_in_executor(None, writer.write, reports)
                 log.info("policy reports: %s", written.summary())
             metrics.record(report, clock())
-            log.info("audit: %d of %d running pods differ from the current %d profiles (%.2fs)",
-                     len(report.drifted()), report.audited, report.profiles, report.seconds)
+            log.info(
+                "audit: %d of %d running pods differ from the current %d profiles (%.2fs)",
+                len(report.drifted()),
+                report.audited,
+                report.profiles,
+                report.seconds,
+            )
         except Exception:  # a bug or an unreachable API server: count it, keep the schedule
             log.exception("audit round failed")
             metrics.runs.labels("error").inc()

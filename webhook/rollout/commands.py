@@ -1,4 +1,5 @@
 """`colocate test` and `colocate audit`: argument parsing and printing; the work is done elsewhere."""
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,12 @@ def _test(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
         raise UsageError(str(exc)) from exc
     failed = sum(1 for r in results if r.result != PASS)
     if args.output == "json":
-        out.write(json.dumps({"passed": len(results) - failed, "failed": failed,
-                              "results": [r.to_json() for r in results]}, indent=2) + "\n")
+        out.write(
+            json.dumps(
+                {"passed": len(results) - failed, "failed": failed, "results": [r.to_json() for r in results]}, indent=2
+            )
+            + "\n"
+        )
     else:
         rows = [(i, r.suite, r.resource, r.expected, r.result.upper(), r.reason) for i, r in enumerate(results, 1)]
         out.write(table(["#", "TEST", "RESOURCE", "EXPECTED", "RESULT", "REASON"], rows) + "\n")
@@ -39,23 +44,32 @@ def _test(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
 
 def register_commands(subparsers: Subparsers) -> None:
     test = subparsers.add_parser(
-        "test", help="check expectations about what the admission chain makes of resources",
+        "test",
+        help="check expectations about what the admission chain makes of resources",
         description="Run every colocate-test.yaml below DIR: each names profiles, cluster objects, resources and "
-                    "the expected result per resource (a patched resource, or denied with a message). "
-                    "Exit 0 all cases pass, 1 a case fails, 2 a suite cannot be read.")
-    test.add_argument("dir", type=Path, metavar="DIR",
-                      help="a directory holding colocate-test.yaml files (or one such file)")
+        "the expected result per resource (a patched resource, or denied with a message). "
+        "Exit 0 all cases pass, 1 a case fails, 2 a suite cannot be read.",
+    )
+    test.add_argument(
+        "dir", type=Path, metavar="DIR", help="a directory holding colocate-test.yaml files (or one such file)"
+    )
     add_output(test, ("table", "json"), default="table")
     test.set_defaults(func=_test)
     register_audit(subparsers)
 
 
 def audit_table(report: AuditReport) -> str:
-    rows = [(pod.namespace, pod.name, result.profile, result.result.upper(), result.message)
-            for pod in report.drifted() for result in pod.results if result.result != "pass"]
+    rows = [
+        (pod.namespace, pod.name, result.profile, result.result.upper(), result.message)
+        for pod in report.drifted()
+        for result in pod.results
+        if result.result != "pass"
+    ]
     lines = [table(["NAMESPACE", "POD", "PROFILE", "RESULT", "DIFFERENCE"], rows)] if rows else []
-    lines.append(f"{len(report.drifted())} of {report.audited} running pod(s) differ from what the current "
-                 f"{report.profiles} profile(s) would make of them ({len(report.pods)} matched by a profile)")
+    lines.append(
+        f"{len(report.drifted())} of {report.audited} running pod(s) differ from what the current "
+        f"{report.profiles} profile(s) would make of them ({len(report.pods)} matched by a profile)"
+    )
     return "\n".join(lines)
 
 
@@ -107,15 +121,20 @@ def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
 
 def register_audit(subparsers: Subparsers) -> None:
     audit = subparsers.add_parser(
-        "audit", help="list running pods that differ from what the current profiles would make of them",
+        "audit",
+        help="list running pods that differ from what the current profiles would make of them",
         description="Send every running pod through the admission chain again, over the current profiles, and "
-                    "list the pods it would change, per profile, with the difference (fail: an enforced profile, "
-                    "warn: a warn-only one, skip: a profile applied to a percentage of pods).")
+        "list the pods it would change, per profile, with the difference (fail: an enforced profile, "
+        "warn: a warn-only one, skip: a profile applied to a percentage of pods).",
+    )
     state = audit.add_mutually_exclusive_group(required=True)
     flags.add_cluster_dir(state, reads="Pods, ClusterColocationProfiles, Namespaces, PriorityClasses, ...")
     flags.add_kubeconfig(state, help="list the cluster through this kubeconfig")
     flags.add_context(audit)
-    audit.add_argument("--write-reports", action="store_true",
-                       help="write a wgpolicyk8s.io/v1alpha2 PolicyReport per namespace (--kubeconfig)")
+    audit.add_argument(
+        "--write-reports",
+        action="store_true",
+        help="write a wgpolicyk8s.io/v1alpha2 PolicyReport per namespace (--kubeconfig)",
+    )
     add_output(audit, ("table", "json"), default="table")
     audit.set_defaults(func=_audit)

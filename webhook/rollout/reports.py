@@ -11,6 +11,7 @@ A report is bounded: results are ordered by severity (fail, warn, error, skip, p
 `MAX_RESULTS` are kept; the summary still counts every result and an annotation says how many were
 left out (etcd refuses objects over 1.5 MiB, and a namespace may hold thousands of pods).
 """
+
 from __future__ import annotations
 
 import logging
@@ -43,19 +44,32 @@ _ORDER: Final = {"fail": 0, "warn": 1, "error": 2, "skip": 3, "pass": 4}
 
 def _entry(pod: PodAudit, result: ProfileResult, seconds: int) -> dict[str, Any]:
     entry: dict[str, Any] = {
-        "policy": result.profile, "rule": RULE, "result": result.result, "source": SOURCE, "scored": True,
-        "category": CATEGORY, "message": result.message or "the pod is what the profile makes of it",
+        "policy": result.profile,
+        "rule": RULE,
+        "result": result.result,
+        "source": SOURCE,
+        "scored": True,
+        "category": CATEGORY,
+        "message": result.message or "the pod is what the profile makes of it",
         "timestamp": {"seconds": seconds, "nanos": 0},
-        "resources": [{"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name,
-                       **({"uid": pod.uid} if pod.uid else {})}],
+        "resources": [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": pod.namespace,
+                "name": pod.name,
+                **({"uid": pod.uid} if pod.uid else {}),
+            }
+        ],
     }
     if result.changes:
         entry["properties"] = {"fields": ", ".join(c.path for c in result.changes)[:1024]}
     return entry
 
 
-def policy_report(namespace: str, pods: Sequence[PodAudit], seconds: int,
-                  max_results: int = MAX_RESULTS) -> dict[str, Any]:
+def policy_report(
+    namespace: str, pods: Sequence[PodAudit], seconds: int, max_results: int = MAX_RESULTS
+) -> dict[str, Any]:
     """The PolicyReport of one namespace's audited pods, at Unix time `seconds`."""
     entries = [_entry(pod, result, seconds) for pod in pods for result in pod.results]
     counts = Counter(entry["result"] for entry in entries)
@@ -64,9 +78,13 @@ def policy_report(namespace: str, pods: Sequence[PodAudit], seconds: int,
     if len(entries) > max_results:
         metadata["annotations"] = {ANNOTATION_OMITTED: str(len(entries) - max_results)}
     kind = kind_named(POLICY_REPORT_KIND)
-    return {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": metadata,
-            "summary": {result: counts.get(result, 0) for result in RESULTS},
-            "results": entries[:max_results]}
+    return {
+        "apiVersion": kind.api_version,
+        "kind": kind.kind,
+        "metadata": metadata,
+        "summary": {result: counts.get(result, 0) for result in RESULTS},
+        "results": entries[:max_results],
+    }
 
 
 def policy_reports(report: AuditReport, seconds: int = 0, max_results: int = MAX_RESULTS) -> list[dict[str, Any]]:
@@ -80,8 +98,11 @@ def policy_reports(report: AuditReport, seconds: int = 0, max_results: int = MAX
 def _content(report: Mapping[str, Any]) -> Any:
     """What a round may change in a report: everything but server fields and result timestamps."""
     metadata = report.get("metadata") or {}
-    return ({k: metadata.get(k) for k in ("labels", "annotations")}, report.get("summary"),
-            [{k: v for k, v in r.items() if k != "timestamp"} for r in report.get("results") or ()])
+    return (
+        {k: metadata.get(k) for k in ("labels", "annotations")},
+        report.get("summary"),
+        [{k: v for k, v in r.items() if k != "timestamp"} for r in report.get("results") or ()],
+    )
 
 
 @dataclass
@@ -104,11 +125,15 @@ class ReportWriter:
         self.custom = client.CustomObjectsApi(api)
 
     def _existing(self) -> dict[str, dict[str, Any]]:
-        found = self.custom.list_cluster_custom_object(self.kind.group, self.kind.version, self.kind.plural,
-                                                       label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY}")
-        return {item["metadata"]["namespace"]: item for item in found.get("items") or ()
-                if (item["metadata"].get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
-                and item["metadata"].get("name") == REPORT_NAME}
+        found = self.custom.list_cluster_custom_object(
+            self.kind.group, self.kind.version, self.kind.plural, label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY}"
+        )
+        return {
+            item["metadata"]["namespace"]: item
+            for item in found.get("items") or ()
+            if (item["metadata"].get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
+            and item["metadata"].get("name") == REPORT_NAME
+        }
 
     def write(self, reports: Sequence[dict[str, Any]]) -> WriteSummary:
         """Make the cluster's colocate reports exactly `reports`. A failed write is logged and
@@ -126,14 +151,20 @@ class ReportWriter:
                 elif _content(current) == _content(report):
                     done.unchanged.append(namespace)
                 else:
-                    replacement = {**report, "metadata": {**report["metadata"],
-                                                          "resourceVersion": current["metadata"]["resourceVersion"]}}
-                    self.custom.replace_namespaced_custom_object(group, version, namespace, plural, REPORT_NAME,
-                                                                 replacement)
+                    replacement = {
+                        **report,
+                        "metadata": {**report["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]},
+                    }
+                    self.custom.replace_namespaced_custom_object(
+                        group, version, namespace, plural, REPORT_NAME, replacement
+                    )
                     done.updated.append(namespace)
             except ApiException as exc:
-                log.warning("writing the PolicyReport of namespace %s failed (%s); the next round retries",
-                            namespace, exc.status)
+                log.warning(
+                    "writing the PolicyReport of namespace %s failed (%s); the next round retries",
+                    namespace,
+                    exc.status,
+                )
                 done.failed.append(namespace)
         for namespace in sorted(existing):
             try:

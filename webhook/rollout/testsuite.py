@@ -22,6 +22,7 @@ admitted and equals the patched resource (compared as JSON values), or is denied
 A suite that cannot be read (a missing file, a wrong field, a profile that does not parse) is a
 usage error, not a failing case: a test that cannot run must not look like one that ran.
 """
+
 from __future__ import annotations
 
 import json
@@ -91,8 +92,14 @@ class CaseResult:
     warnings: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, Any]:
-        return {"test": self.suite, "resource": self.resource, "expected": self.expected, "result": self.result,
-                "reason": self.reason, "warnings": list(self.warnings)}
+        return {
+            "test": self.suite,
+            "resource": self.resource,
+            "expected": self.expected,
+            "result": self.result,
+            "reason": self.reason,
+            "warnings": list(self.warnings),
+        }
 
 
 def find_suites(root: Path) -> list[Path]:
@@ -143,8 +150,17 @@ def _expectation(raw: Any, where: str, base: Path) -> Expectation:
         if len(objects) != 1:
             raise ConfigError(fields.at("patchedResource"), f"must hold exactly one object, found {len(objects)}")
         patched = objects[0]
-    return Expectation(resource, fields.str("namespace"), fields.str("kind"), operation, result, patched,
-                       patched_file, fields.str("message"), tuple(fields.str_list("warnings")))
+    return Expectation(
+        resource,
+        fields.str("namespace"),
+        fields.str("kind"),
+        operation,
+        result,
+        patched,
+        patched_file,
+        fields.str("message"),
+        tuple(fields.str_list("warnings")),
+    )
 
 
 def load_suite(path: Path) -> Suite:
@@ -160,8 +176,9 @@ def load_suite(path: Path) -> Suite:
             raise ConfigError("apiVersion", f"expected apiVersion {API_VERSION} and kind {KIND}")
         name = fields.sub("metadata").str("name") or fields.str("name") or path.parent.name
         base = path.parent
-        objects = _read_objects(base, fields.str_list("profiles"), "profiles") + \
-            _read_objects(base, fields.str_list("cluster"), "cluster")
+        objects = _read_objects(base, fields.str_list("profiles"), "profiles") + _read_objects(
+            base, fields.str_list("cluster"), "cluster"
+        )
         resources = [obj for _, obj in _read_objects(base, fields.str_list("resources"), "resources")]
         if not resources:
             raise ConfigError("resources", "Required value: at least one file of resources under test")
@@ -177,14 +194,19 @@ def load_suite(path: Path) -> Suite:
 
 
 def _resource_for(expectation: Expectation, resources: Sequence[dict[str, Any]], where: str) -> dict[str, Any]:
-    candidates = [r for r in resources if name_of(r) == expectation.resource
-                  and (not expectation.namespace or namespace_of(r) == expectation.namespace)
-                  and (not expectation.kind or r.get("kind") == expectation.kind)]
+    candidates = [
+        r
+        for r in resources
+        if name_of(r) == expectation.resource
+        and (not expectation.namespace or namespace_of(r) == expectation.namespace)
+        and (not expectation.kind or r.get("kind") == expectation.kind)
+    ]
     if not candidates:
         raise ConfigError(f"{where}.resource", f"no resource named {expectation.label!r} in the suite's resources")
     if len(candidates) > 1:
-        raise ConfigError(f"{where}.resource", f"{len(candidates)} resources are named {expectation.label!r}: "
-                                               "add namespace or kind")
+        raise ConfigError(
+            f"{where}.resource", f"{len(candidates)} resources are named {expectation.label!r}: add namespace or kind"
+        )
     return candidates[0]
 
 
@@ -200,8 +222,10 @@ def snapshot_of(suite: Suite) -> ClusterSnapshot:
 
 def _differences(expected: Any, actual: Any) -> str:
     operations = diff(expected, actual)
-    shown = [f"{op['op']} {op['path']}" + (f" {json.dumps(op['value'])}" if "value" in op else "")
-             for op in operations[:_SHOWN_DIFFERENCES]]
+    shown = [
+        f"{op['op']} {op['path']}" + (f" {json.dumps(op['value'])}" if "value" in op else "")
+        for op in operations[:_SHOWN_DIFFERENCES]
+    ]
     more = len(operations) - len(shown)
     return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
 
@@ -224,8 +248,11 @@ def run_case(suite: Suite, expectation: Expectation, snapshot: ClusterSnapshot, 
         if outcome.allowed:
             return verdict(False, "admitted, expected a denial", warnings)
         if expectation.message not in outcome.message:
-            return verdict(False, f"denied with {outcome.message!r}, expected a message containing "
-                                  f"{expectation.message!r}", warnings)
+            return verdict(
+                False,
+                f"denied with {outcome.message!r}, expected a message containing {expectation.message!r}",
+                warnings,
+            )
         return verdict(True, f"denied by {outcome.denied_by}: {outcome.message}", warnings)
     if not outcome.allowed:
         return verdict(False, f"denied by {outcome.denied_by} (code {outcome.code}): {outcome.message}", warnings)

@@ -6,6 +6,7 @@ drops every default, a disabled name drops that default, an enabled plugin with 
 replaces it in place, other enabled plugins are appended in order. Every enabled plugin that has an
 args kind and no pluginConfig gets its defaulted args.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -28,12 +29,32 @@ MIGRATION_CONTROLLER: Final = "MigrationController"
 EXTENSION_POINTS: Final = ("deschedule", "balance", "evict", "filter")
 #: the default plugin set of every profile
 DEFAULT_PLUGINS: Final[Mapping[str, tuple[str, ...]]] = {
-    "deschedule": (), "balance": (), "evict": (MIGRATION_CONTROLLER,), "filter": (MIGRATION_CONTROLLER,)}
+    "deschedule": (),
+    "balance": (),
+    "evict": (MIGRATION_CONTROLLER,),
+    "filter": (MIGRATION_CONTROLLER,),
+}
 
-_TOP_FIELDS: Final = frozenset({
-    "apiVersion", "kind", "leaderElection", "clientConnection", "healthzBindAddress", "metricsBindAddress",
-    "deschedulingInterval", "dryRun", "nodeSelector", "maxNoOfPodsToEvictPerNode", "maxNoOfPodsToEvictPerNamespace",
-    "maxNoOfPodsToEvictTotal", "profiles", "debuggingConfiguration", "enableContentionProfiling", "enableProfiling"})
+_TOP_FIELDS: Final = frozenset(
+    {
+        "apiVersion",
+        "kind",
+        "leaderElection",
+        "clientConnection",
+        "healthzBindAddress",
+        "metricsBindAddress",
+        "deschedulingInterval",
+        "dryRun",
+        "nodeSelector",
+        "maxNoOfPodsToEvictPerNode",
+        "maxNoOfPodsToEvictPerNamespace",
+        "maxNoOfPodsToEvictTotal",
+        "profiles",
+        "debuggingConfiguration",
+        "enableContentionProfiling",
+        "enableProfiling",
+    }
+)
 
 
 def check_fields(fields: Fields, known: frozenset[str]) -> None:
@@ -99,17 +120,32 @@ class DeschedulerConfig:
 
 
 def _leader_election(fields: Fields) -> LeaderElection:
-    check_fields(fields, frozenset({"leaderElect", "resourceLock", "resourceNamespace", "resourceName",
-                                    "leaseDuration", "renewDeadline", "retryPeriod"}))
+    check_fields(
+        fields,
+        frozenset(
+            {
+                "leaderElect",
+                "resourceLock",
+                "resourceNamespace",
+                "resourceName",
+                "leaseDuration",
+                "renewDeadline",
+                "retryPeriod",
+            }
+        ),
+    )
     lock = fields.str("resourceLock", "leases")
     if lock != "leases":
         raise ConfigError(fields.at("resourceLock"), f'Unsupported value: "{lock}": supported values: "leases"')
     election = LeaderElection(
-        leader_elect=fields.bool("leaderElect", True), resource_lock=lock,
+        leader_elect=fields.bool("leaderElect", True),
+        resource_lock=lock,
         resource_namespace=fields.str("resourceNamespace", "koordinator-system") or "koordinator-system",
         resource_name=fields.str("resourceName", "koord-descheduler") or "koord-descheduler",
-        lease_duration=fields.duration("leaseDuration", 15.0), renew_deadline=fields.duration("renewDeadline", 10.0),
-        retry_period=fields.duration("retryPeriod", 2.0))
+        lease_duration=fields.duration("leaseDuration", 15.0),
+        renew_deadline=fields.duration("renewDeadline", 10.0),
+        retry_period=fields.duration("retryPeriod", 2.0),
+    )
     if election.leader_elect and not election.renew_deadline < election.lease_duration:
         raise ConfigError(fields.at("renewDeadline"), "must be less than leaseDuration")
     return election
@@ -144,8 +180,9 @@ def _args_block(raw: Any, name: str, path: str) -> Fields:
     fields = Fields(raw, path)
     api_version = fields.str("apiVersion")
     if api_version and api_version != API_VERSION:
-        raise ConfigError(fields.at("apiVersion"), f'Unsupported value: "{api_version}": supported values: '
-                                                    f'"{API_VERSION}"')
+        raise ConfigError(
+            fields.at("apiVersion"), f'Unsupported value: "{api_version}": supported values: "{API_VERSION}"'
+        )
     kind = fields.str("kind")
     if kind and kind != f"{name}Args":
         raise ConfigError(fields.at("kind"), f'must be "{name}Args" for plugin {name}, got "{kind}"')
@@ -163,9 +200,11 @@ def _profile(fields: Fields, index_name: str, registry: Registry) -> Profile:
         enabled = _plugin_names(point_fields, "enabled")
         for position, name in enumerate(enabled):
             if name not in registry:
-                raise ConfigError(f"{point_fields.at('enabled')}[{position}].name",
-                                  f'Unsupported value: "{name}": supported values: '
-                                  + ", ".join(f'"{n}"' for n in sorted(registry.names())))
+                raise ConfigError(
+                    f"{point_fields.at('enabled')}[{position}].name",
+                    f'Unsupported value: "{name}": supported values: '
+                    + ", ".join(f'"{n}"' for n in sorted(registry.names())),
+                )
         seen: set[str] = set()
         for position, name in enumerate(enabled):
             if name in seen:
@@ -173,8 +212,10 @@ def _profile(fields: Fields, index_name: str, registry: Registry) -> Profile:
             seen.add(name)
         plugins[point] = merge_plugin_set(DEFAULT_PLUGINS[point], enabled, _plugin_names(point_fields, "disabled"))
     if not plugins["evict"] and (plugins["deschedule"] or plugins["balance"]):
-        raise ConfigError(plugins_fields.at("evict.enabled"),
-                          "Required value: a profile with Deschedule or Balance plugins needs an Evict plugin")
+        raise ConfigError(
+            plugins_fields.at("evict.enabled"),
+            "Required value: a profile with Deschedule or Balance plugins needs an Evict plugin",
+        )
     raw_configs = fields.raw.get("pluginConfig") or []
     if not isinstance(raw_configs, list):
         raise ConfigError(fields.at("pluginConfig"), "must be a list of {name, args}")
@@ -200,8 +241,9 @@ def parse_config(raw: Any, registry: Registry) -> DeschedulerConfig:
     fields = Fields(raw, "")
     check_fields(fields, _TOP_FIELDS)
     if fields.str("apiVersion") != API_VERSION:
-        raise ConfigError("apiVersion", f'Unsupported value: "{fields.str("apiVersion")}": supported values: '
-                                        f'"{API_VERSION}"')
+        raise ConfigError(
+            "apiVersion", f'Unsupported value: "{fields.str("apiVersion")}": supported values: "{API_VERSION}"'
+        )
     if fields.str("kind") != KIND:
         raise ConfigError("kind", f'Unsupported value: "{fields.str("kind")}": supported values: "{KIND}"')
     interval = fields.duration("deschedulingInterval", DEFAULT_INTERVAL_SECONDS)

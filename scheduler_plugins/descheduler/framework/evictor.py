@@ -5,6 +5,7 @@ limiter (per node, per namespace, total; reset each round), then — unless in d
 only records what it would do — calls the **first** enabled Evict plugin; a pod evicted (or, in dry
 run, that would be) is counted by the limiter and reported with the plugin that asked.
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -64,11 +65,14 @@ class EvictionLimiter:
         if limits.total is not None and self.total >= limits.total:
             return f"maximum number of pods evicted per round reached (maxNoOfPodsToEvictTotal={limits.total})"
         if limits.per_node is not None and self.by_node[node] >= limits.per_node:
-            return (f"maximum number of pods evicted from node {node} reached "
-                    f"(maxNoOfPodsToEvictPerNode={limits.per_node})")
+            return (
+                f"maximum number of pods evicted from node {node} reached (maxNoOfPodsToEvictPerNode={limits.per_node})"
+            )
         if limits.per_namespace is not None and self.by_namespace[namespace] >= limits.per_namespace:
-            return (f"maximum number of pods evicted from namespace {namespace} reached "
-                    f"(maxNoOfPodsToEvictPerNamespace={limits.per_namespace})")
+            return (
+                f"maximum number of pods evicted from namespace {namespace} reached "
+                f"(maxNoOfPodsToEvictPerNamespace={limits.per_namespace})"
+            )
         return None
 
     def count(self, node: str, namespace: str) -> None:
@@ -80,8 +84,9 @@ class EvictionLimiter:
 class Evictor:
     """One profile's proxy; the limiter is shared by every profile (the limits are global)."""
 
-    def __init__(self, filters: Sequence[FilterPlugin], evicts: Sequence[EvictPlugin], limiter: EvictionLimiter,
-                 dry_run: bool) -> None:
+    def __init__(
+        self, filters: Sequence[FilterPlugin], evicts: Sequence[EvictPlugin], limiter: EvictionLimiter, dry_run: bool
+    ) -> None:
         self.filters, self.evicts, self.limiter, self.dry_run = tuple(filters), tuple(evicts), limiter, dry_run
         self.report = RoundReport(0)
 

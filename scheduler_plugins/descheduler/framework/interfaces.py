@@ -10,6 +10,7 @@ Contracts:
 * `EvictPlugin.evict` evicts one pod and says whether it did; a refusal (a disruption budget) is a
   False with the reason recorded, not an exception. Only the first enabled Evict plugin is called.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence

@@ -1,5 +1,6 @@
 """What one round did, as values the command line prints and the metrics count: every node's
 classification per pool, every eviction (or, under dry run, what would be evicted), every skip."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,8 +17,13 @@ class NodeEntry:
     note: str = ""  # why a node was not classified (no fresh NodeMetric)
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "pool": self.pool, "classification": self.classification,
-                               "usage": self.usage, "thresholds": self.thresholds}
+        out: dict[str, Any] = {
+            "name": self.name,
+            "pool": self.pool,
+            "classification": self.classification,
+            "usage": self.usage,
+            "thresholds": self.thresholds,
+        }
         if self.note:
             out["note"] = self.note
         return out
@@ -45,8 +51,11 @@ class RoundReport:
     errors: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"round": self.round, "nodes": [n.as_dict() for n in self.nodes],
-                               "evictions": [e.as_dict() for e in self.evictions]}
+        out: dict[str, Any] = {
+            "round": self.round,
+            "nodes": [n.as_dict() for n in self.nodes],
+            "evictions": [e.as_dict() for e in self.evictions],
+        }
         if self.skipped:
             out["skipped"] = [e.as_dict() for e in self.skipped]
         if self.errors:

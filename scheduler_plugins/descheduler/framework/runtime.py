@@ -5,6 +5,7 @@ skipped); the limiter is reset; every profile's Deschedule plugins run, then eve
 Balance plugins, each profile on the nodes its own selector matches. Plugins run in configured
 order; their errors are collected, and an error aborts the remaining profiles of that phase.
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,8 +34,12 @@ from scheduler_plugins.descheduler.framework.report import RoundReport
 
 log = logging.getLogger("colocate.descheduler")
 
-_POINT_TYPES: dict[str, type] = {"deschedule": DeschedulePlugin, "balance": BalancePlugin,
-                                 "evict": EvictPlugin, "filter": FilterPlugin}
+_POINT_TYPES: dict[str, type] = {
+    "deschedule": DeschedulePlugin,
+    "balance": BalancePlugin,
+    "evict": EvictPlugin,
+    "filter": FilterPlugin,
+}
 
 
 def _matching(nodes: Sequence[Object], selector: LabelSelector | None) -> list[Object]:
@@ -68,8 +73,16 @@ class ProfileRuntime:
         return errors
 
 
-def _build_profile(profile: Profile, index: int, registry: Registry, limiter: EvictionLimiter, dry_run: bool,
-                   clock: Clock, evictions: EvictionBackend, events: EventSink | None) -> ProfileRuntime:
+def _build_profile(
+    profile: Profile,
+    index: int,
+    registry: Registry,
+    limiter: EvictionLimiter,
+    dry_run: bool,
+    clock: Clock,
+    evictions: EvictionBackend,
+    events: EventSink | None,
+) -> ProfileRuntime:
     evictor = Evictor((), (), limiter, dry_run)
     handle = Handle(evictor, dry_run, clock, evictions, events)
     instances: dict[str, Plugin] = {}
@@ -80,28 +93,42 @@ def _build_profile(profile: Profile, index: int, registry: Registry, limiter: Ev
                 instances[name] = registry[name].factory(profile.args.get(name), handle)
             plugin = instances[name]
             if not isinstance(plugin, _POINT_TYPES[point]):
-                raise ConfigError(f"profiles[{index}].plugins.{point}.enabled[{position}].name",
-                                  f'plugin "{name}" does not extend {point}')
+                raise ConfigError(
+                    f"profiles[{index}].plugins.{point}.enabled[{position}].name",
+                    f'plugin "{name}" does not extend {point}',
+                )
             by_point[point].append(plugin)
     evictor.filters = tuple(p for p in by_point["filter"] if isinstance(p, FilterPlugin))
     evictor.evicts = tuple(p for p in by_point["evict"] if isinstance(p, EvictPlugin))
-    return ProfileRuntime(profile.name, profile.node_selector, handle,
-                          tuple(p for p in by_point["deschedule"] if isinstance(p, DeschedulePlugin)),
-                          tuple(p for p in by_point["balance"] if isinstance(p, BalancePlugin)))
+    return ProfileRuntime(
+        profile.name,
+        profile.node_selector,
+        handle,
+        tuple(p for p in by_point["deschedule"] if isinstance(p, DeschedulePlugin)),
+        tuple(p for p in by_point["balance"] if isinstance(p, BalancePlugin)),
+    )
 
 
 class Descheduler:
     """The profiles of one configuration, built once (plugins keep state across rounds: LowNodeLoad's
     anomaly detectors); `run_round` runs one round over a snapshot."""
 
-    def __init__(self, config: DeschedulerConfig, registry: Registry, clock: Clock, evictions: EvictionBackend,
-                 events: EventSink | None = None, dry_run: bool | None = None) -> None:
+    def __init__(
+        self,
+        config: DeschedulerConfig,
+        registry: Registry,
+        clock: Clock,
+        evictions: EvictionBackend,
+        events: EventSink | None = None,
+        dry_run: bool | None = None,
+    ) -> None:
         self.config = config
         self.dry_run = config.dry_run if dry_run is None else dry_run
-        self.limiter = EvictionLimiter(EvictionLimits(config.max_per_node, config.max_per_namespace,
-                                                      config.max_total))
-        self.profiles = [_build_profile(p, i, registry, self.limiter, self.dry_run, clock, evictions, events)
-                         for i, p in enumerate(config.profiles)]
+        self.limiter = EvictionLimiter(EvictionLimits(config.max_per_node, config.max_per_namespace, config.max_total))
+        self.profiles = [
+            _build_profile(p, i, registry, self.limiter, self.dry_run, clock, evictions, events)
+            for i, p in enumerate(config.profiles)
+        ]
 
     def run_round(self, number: int, snapshot: Snapshot) -> RoundReport:
         report = RoundReport(number, dry_run=self.dry_run)
@@ -118,8 +145,11 @@ class Descheduler:
         for phase in ("deschedule", "balance"):
             for profile in self.profiles:
                 candidates = _matching(nodes, profile.node_selector)
-                errors = (profile.run_deschedule_plugins(candidates) if phase == "deschedule"
-                          else profile.run_balance_plugins(candidates))
+                errors = (
+                    profile.run_deschedule_plugins(candidates)
+                    if phase == "deschedule"
+                    else profile.run_balance_plugins(candidates)
+                )
                 if errors:
                     report.errors.extend(f"profile {profile.name}: {e}" for e in errors)
                     log.error("%s plugins of profile %s failed: %s", phase, profile.name, "; ".join(errors))

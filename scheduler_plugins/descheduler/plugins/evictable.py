@@ -8,6 +8,7 @@ above `priorityThreshold`, pods with PVCs under `ignorePvcPods`, pods the `label
 select. The annotation `descheduler.alpha.kubernetes.io/evict` (or the label
 `koordinator.sh/eviction-enabled: "true"`) opts a pod in regardless.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -27,8 +28,17 @@ from policies.objects import annotations_of, labels_of, metadata_of, spec_of
 from policies.selectors import LabelSelector
 from scheduler_plugins.descheduler.framework.config import selector
 
-FILTER_FIELDS: Final = frozenset({"evictLocalStoragePods", "evictSystemCriticalPods", "ignorePvcPods",
-                                  "evictFailedBarePods", "labelSelector", "priorityThreshold", "nodeFit"})
+FILTER_FIELDS: Final = frozenset(
+    {
+        "evictLocalStoragePods",
+        "evictSystemCriticalPods",
+        "ignorePvcPods",
+        "evictFailedBarePods",
+        "labelSelector",
+        "priorityThreshold",
+        "nodeFit",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -51,7 +61,8 @@ def parse_evictable(fields: Fields) -> EvictableArgs:
         ignore_pvc_pods=fields.bool("ignorePvcPods", False),
         evict_failed_bare_pods=fields.bool("evictFailedBarePods", False),
         label_selector=selector(fields, "labelSelector"),
-        priority_threshold=threshold.int("value", None))
+        priority_threshold=threshold.int("value", None),
+    )
 
 
 def _volumes(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -64,8 +75,10 @@ def pod_priority(pod: Mapping[str, Any]) -> int:
 
 
 def is_system_critical(pod: Mapping[str, Any]) -> bool:
-    return (pod_priority(pod) >= SYSTEM_CRITICAL_PRIORITY
-            or spec_of(pod).get("priorityClassName") in SYSTEM_CRITICAL_PRIORITY_CLASSES)
+    return (
+        pod_priority(pod) >= SYSTEM_CRITICAL_PRIORITY
+        or spec_of(pod).get("priorityClassName") in SYSTEM_CRITICAL_PRIORITY_CLASSES
+    )
 
 
 def why_not_evictable(pod: Mapping[str, Any], args: EvictableArgs) -> str | None:

@@ -7,6 +7,7 @@ no disruption now) is recorded as a skip with the server's reason; an evicted po
 MigrationController's PodMigrationJobs (reservation first, then evict) are not implemented: it
 always evicts directly, as `evictionPolicy: Eviction` with `defaultJobMode: EvictDirectly` does.
 """
+
 from __future__ import annotations
 
 import logging
@@ -48,18 +49,39 @@ class MigrationControllerArgs:
     scheduler_names: tuple[str, ...] = field(default=("koord-scheduler",))
 
 
-_MIGRATION_FIELDS: Final = FILTER_FIELDS | frozenset({
-    "apiVersion", "kind", "paused", "dryRun", "namespaces", "nodeSelector", "maxConcurrentReconciles",
-    "maxMigratingPerNode", "maxMigratingPerNamespace", "maxMigratingPerWorkload", "maxUnavailablePerWorkload",
-    "skipCheckExpectedReplicas", "objectLimiters", "defaultJobMode", "defaultJobTTL", "evictionPolicy",
-    "defaultDeleteOptions", "evictQPS", "evictBurst", "schedulerNames", "arbitrationInterval"})
+_MIGRATION_FIELDS: Final = FILTER_FIELDS | frozenset(
+    {
+        "apiVersion",
+        "kind",
+        "paused",
+        "dryRun",
+        "namespaces",
+        "nodeSelector",
+        "maxConcurrentReconciles",
+        "maxMigratingPerNode",
+        "maxMigratingPerNamespace",
+        "maxMigratingPerWorkload",
+        "maxUnavailablePerWorkload",
+        "skipCheckExpectedReplicas",
+        "objectLimiters",
+        "defaultJobMode",
+        "defaultJobTTL",
+        "evictionPolicy",
+        "defaultDeleteOptions",
+        "evictQPS",
+        "evictBurst",
+        "schedulerNames",
+        "arbitrationInterval",
+    }
+)
 
 
 def _choice(fields: Fields, key: str, default: str, allowed: tuple[str, ...]) -> str:
     value = fields.str(key, default) or default
     if value not in allowed:
-        raise ConfigError(fields.at(key), f'Unsupported value: "{value}": supported values: '
-                                          + ", ".join(f'"{a}"' for a in allowed))
+        raise ConfigError(
+            fields.at(key), f'Unsupported value: "{value}": supported values: ' + ", ".join(f'"{a}"' for a in allowed)
+        )
     return value
 
 
@@ -78,10 +100,14 @@ def parse_migration_controller_args(fields: Fields) -> MigrationControllerArgs:
         fields.duration(key)
     grace = fields.sub("defaultDeleteOptions").int("gracePeriodSeconds", None)
     return MigrationControllerArgs(
-        evictable=parse_evictable(fields), namespaces_include=tuple(include), namespaces_exclude=tuple(exclude),
+        evictable=parse_evictable(fields),
+        namespaces_include=tuple(include),
+        namespaces_exclude=tuple(exclude),
         eviction_policy=_choice(fields, "evictionPolicy", "Eviction", EVICTION_POLICIES),
         default_job_mode=_choice(fields, "defaultJobMode", "ReservationFirst", JOB_MODES),
-        grace_period_seconds=grace, scheduler_names=tuple(fields.str_list("schedulerNames") or ["koord-scheduler"]))
+        grace_period_seconds=grace,
+        scheduler_names=tuple(fields.str_list("schedulerNames") or ["koord-scheduler"]),
+    )
 
 
 def parse_default_evictor_args(fields: Fields) -> EvictableArgs:
@@ -96,12 +122,18 @@ def evict_through_api(handle: Handle, pod: Object, options: EvictOptions, grace:
     result = handle.evictions.evict(namespace, name, options.grace_period_seconds or grace)
     if result.outcome is Outcome.EVICTED:
         if handle.events is not None:
-            handle.events.record(pod, "Normal", EVENT_REASON,
-                                 f"pod evicted from node {node} by koord-descheduler ({options.plugin_name}): "
-                                 f"{options.reason}")
+            handle.events.record(
+                pod,
+                "Normal",
+                EVENT_REASON,
+                f"pod evicted from node {node} by koord-descheduler ({options.plugin_name}): {options.reason}",
+            )
         return True
-    reason = {Outcome.BLOCKED: "blocked by a PodDisruptionBudget", Outcome.GONE: "pod is gone",
-              Outcome.FAILED: "eviction failed"}[result.outcome]
+    reason = {
+        Outcome.BLOCKED: "blocked by a PodDisruptionBudget",
+        Outcome.GONE: "pod is gone",
+        Outcome.FAILED: "eviction failed",
+    }[result.outcome]
     detail = f"{reason}: {result.message}" if result.message else reason
     (log.info if result.outcome is not Outcome.FAILED else log.warning)("not evicted %s: %s", pod_key(pod), detail)
     handle.report.skipped.append(EvictionEntry(pod_key(pod), node, options.plugin_name, detail))

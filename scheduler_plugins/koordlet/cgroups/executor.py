@@ -7,6 +7,7 @@ is lowered to its new value. The executor remembers what it last wrote to each f
 write of the same text until the entry is older than `cache_ttl` (then the file is compared again,
 so a value changed behind the agent's back is restored).
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,8 +34,12 @@ class CgroupWrite:
     level: Level = Level.POD
 
     def as_dict(self, layout: CgroupLayout) -> dict[str, Any]:
-        return {"strategy": self.strategy, "cgroup": self.cgroup, "file": self.resource.file(layout.version),
-                "value": self.resource.render(layout.version, self.value)}
+        return {
+            "strategy": self.strategy,
+            "cgroup": self.cgroup,
+            "file": self.resource.file(layout.version),
+            "value": self.resource.render(layout.version, self.value),
+        }
 
 
 def merged(resource: Resource, old: int | str | None, new: int | str) -> int | str:
@@ -81,8 +86,14 @@ class WriteStats:
 class ResourceExecutor:
     """Reads and writes cgroup files under one layout; `dry_run` logs instead of writing."""
 
-    def __init__(self, layout: CgroupLayout, clock: Callable[[], float], cache_ttl: float = 60.0,
-                 dry_run: bool = False, on_write: Callable[[CgroupWrite, str], None] | None = None) -> None:
+    def __init__(
+        self,
+        layout: CgroupLayout,
+        clock: Callable[[], float],
+        cache_ttl: float = 60.0,
+        dry_run: bool = False,
+        on_write: Callable[[CgroupWrite, str], None] | None = None,
+    ) -> None:
         self.layout, self.clock, self.cache_ttl, self.dry_run = layout, clock, cache_ttl, dry_run
         self.on_write = on_write
         self._cache: dict[str, tuple[str, float]] = {}

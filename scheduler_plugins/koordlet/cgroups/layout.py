@@ -5,6 +5,7 @@ Paths are relative to the root with no leading slash and, on v1, without the sub
 root has `cgroup.controllers`, a v1 root a directory per subsystem — without assuming the root is a
 mount point (a test tree, a container's view of the host).
 """
+
 from __future__ import annotations
 
 import enum
@@ -47,12 +48,16 @@ def detect_version(root: Path) -> CgroupVersion:
     raise LayoutError(f"{root}: not a cgroup root (no cgroup.controllers, no cpu/cpuacct/cpuset/memory directory)")
 
 
-_CGROUPFS_QOS: Final[dict[str, str]] = {KubernetesQoSClass.GUARANTEED: "kubepods",
-                                        KubernetesQoSClass.BURSTABLE: "kubepods/burstable",
-                                        KubernetesQoSClass.BEST_EFFORT: "kubepods/besteffort"}
-_SYSTEMD_QOS: Final[dict[str, str]] = {KubernetesQoSClass.GUARANTEED: "kubepods.slice",
-                       KubernetesQoSClass.BURSTABLE: "kubepods.slice/kubepods-burstable.slice",
-                       KubernetesQoSClass.BEST_EFFORT: "kubepods.slice/kubepods-besteffort.slice"}
+_CGROUPFS_QOS: Final[dict[str, str]] = {
+    KubernetesQoSClass.GUARANTEED: "kubepods",
+    KubernetesQoSClass.BURSTABLE: "kubepods/burstable",
+    KubernetesQoSClass.BEST_EFFORT: "kubepods/besteffort",
+}
+_SYSTEMD_QOS: Final[dict[str, str]] = {
+    KubernetesQoSClass.GUARANTEED: "kubepods.slice",
+    KubernetesQoSClass.BURSTABLE: "kubepods.slice/kubepods-burstable.slice",
+    KubernetesQoSClass.BEST_EFFORT: "kubepods.slice/kubepods-besteffort.slice",
+}
 _RUNTIME_SCOPE: Final = {"containerd": "cri-containerd", "docker": "docker", "cri-o": "crio"}
 
 
@@ -82,8 +87,11 @@ class CgroupLayout:
         if self.driver is CgroupDriver.CGROUPFS:
             return f"{self.qos_dir(kube_qos)}/pod{uid}"
         escaped = uid.replace("-", "_")
-        name = (f"kubepods-pod{escaped}.slice" if kube_qos == KubernetesQoSClass.GUARANTEED
-                else f"kubepods-{kube_qos.lower()}-pod{escaped}.slice")
+        name = (
+            f"kubepods-pod{escaped}.slice"
+            if kube_qos == KubernetesQoSClass.GUARANTEED
+            else f"kubepods-{kube_qos.lower()}-pod{escaped}.slice"
+        )
         return f"{self.qos_dir(kube_qos)}/{name}"
 
     def pod_dir_of(self, pod: Mapping[str, Any], kube_qos: str) -> str:

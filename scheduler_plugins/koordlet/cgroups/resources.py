@@ -3,6 +3,7 @@
 A strategy names a logical resource (`CPU_SHARES`) and a value in v1 terms (shares, a quota in µs);
 `Resource.render` gives the file and the text of the chosen version (`cpu.weight` and a weight on v2).
 """
+
 from __future__ import annotations
 
 import enum
@@ -88,25 +89,30 @@ CPU_BURST: Final = Resource("cpu.cfs_burst_us", "cpu", "cpu.cfs_burst_us", "cpu.
 CPU_BVT_WARP_NS: Final = Resource("cpu.bvt_warp_ns", "cpu", "cpu.bvt_warp_ns", "cpu.bvt_warp_ns", -1, 2)
 CPU_IDLE: Final = Resource("cpu.idle", "cpu", "cpu.idle", "cpu.idle", 0, 1)
 CPUSET_CPUS: Final = Resource("cpuset.cpus", "cpuset", "cpuset.cpus", "cpuset.cpus", hierarchical=True)
-MEMORY_LIMIT: Final = Resource("memory.limit_in_bytes", "memory", "memory.limit_in_bytes", "memory.max",
-                               hierarchical=True)
+MEMORY_LIMIT: Final = Resource(
+    "memory.limit_in_bytes", "memory", "memory.limit_in_bytes", "memory.max", hierarchical=True
+)
 MEMORY_MIN: Final = Resource("memory.min", "memory", "memory.min", "memory.min", 0)
 MEMORY_LOW: Final = Resource("memory.low", "memory", "memory.low", "memory.low", 0)
 MEMORY_HIGH: Final = Resource("memory.high", "memory", "memory.high", "memory.high", 0)
-MEMORY_WMARK_RATIO: Final = Resource("memory.wmark_ratio", "memory", "memory.wmark_ratio", "memory.wmark_ratio",
-                                     0, 100)
-MEMORY_WMARK_SCALE_FACTOR: Final = Resource("memory.wmark_scale_factor", "memory", "memory.wmark_scale_factor",
-                                            "memory.wmark_scale_factor", 1, 1000)
-MEMORY_WMARK_MIN_ADJ: Final = Resource("memory.wmark_min_adj", "memory", "memory.wmark_min_adj",
-                                       "memory.wmark_min_adj", -25, 50)
+MEMORY_WMARK_RATIO: Final = Resource("memory.wmark_ratio", "memory", "memory.wmark_ratio", "memory.wmark_ratio", 0, 100)
+MEMORY_WMARK_SCALE_FACTOR: Final = Resource(
+    "memory.wmark_scale_factor", "memory", "memory.wmark_scale_factor", "memory.wmark_scale_factor", 1, 1000
+)
+MEMORY_WMARK_MIN_ADJ: Final = Resource(
+    "memory.wmark_min_adj", "memory", "memory.wmark_min_adj", "memory.wmark_min_adj", -25, 50
+)
 MEMORY_PRIORITY: Final = Resource("memory.priority", "memory", "memory.priority", "memory.priority", 0, 12)
-MEMORY_USE_PRIORITY_OOM: Final = Resource("memory.use_priority_oom", "memory", "memory.use_priority_oom",
-                                          "memory.use_priority_oom", 0, 1)
+MEMORY_USE_PRIORITY_OOM: Final = Resource(
+    "memory.use_priority_oom", "memory", "memory.use_priority_oom", "memory.use_priority_oom", 0, 1
+)
 MEMORY_OOM_GROUP: Final = Resource("memory.oom.group", "memory", "memory.oom.group", "memory.oom.group", 0, 1)
-PAGECACHE_ENABLE: Final = Resource("memory.pagecache_limit.enable", "memory", "memory.pagecache_limit.enable",
-                                   "memory.pagecache_limit.enable", 0, 1)
-PAGECACHE_SIZE: Final = Resource("memory.pagecache_limit.size", "memory", "memory.pagecache_limit.size",
-                                 "memory.pagecache_limit.size", 0)
+PAGECACHE_ENABLE: Final = Resource(
+    "memory.pagecache_limit.enable", "memory", "memory.pagecache_limit.enable", "memory.pagecache_limit.enable", 0, 1
+)
+PAGECACHE_SIZE: Final = Resource(
+    "memory.pagecache_limit.size", "memory", "memory.pagecache_limit.size", "memory.pagecache_limit.size", 0
+)
 # read-only statistics
 CPUACCT_USAGE: Final = Resource("cpuacct.usage", "cpuacct", "cpuacct.usage", "cpu.stat")
 MEMORY_USAGE: Final = Resource("memory.usage_in_bytes", "memory", "memory.usage_in_bytes", "memory.current")

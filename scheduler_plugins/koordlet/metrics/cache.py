@@ -5,6 +5,7 @@ Series are named `node/cpu`, `pod/<uid>/memory`, `be/cpu_request`...: CPU in mil
 in bytes. Nothing a series holds outlives `retention` seconds, and no series keeps more than
 `max_points` samples, whatever the collect interval.
 """
+
 from __future__ import annotations
 
 import math

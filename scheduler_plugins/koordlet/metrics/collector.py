@@ -5,6 +5,7 @@ v2 `cpu.stat` usage_usec, `memory.current` − inactive file), and BE's CPU figu
 CPU counters are cumulative: a sample is the rate between two reads, so the first round of a
 series yields none. The usage written to the cache is millicores and bytes (working set).
 """
+
 from __future__ import annotations
 
 import os
@@ -27,9 +28,11 @@ from scheduler_plugins.koordlet.usage import BECPU, ResourceUsage, Usage
 NODE_CPU, NODE_MEMORY = "node/cpu", "node/memory"
 BE_USAGE, BE_REQUEST, BE_LIMIT = "be/cpu_usage", "be/cpu_request", "be/cpu_limit"
 _POD_DIR: Final = re.compile(r"(?:kubepods-(?:besteffort-|burstable-)?)?pod(.+?)(?:\.slice)?")
-_HOST_BASES: Final = {"KubepodsBesteffort": KubernetesQoSClass.BEST_EFFORT,
-                      "KubepodsBurstable": KubernetesQoSClass.BURSTABLE,
-                      "Kubepods": KubernetesQoSClass.GUARANTEED}
+_HOST_BASES: Final = {
+    "KubepodsBesteffort": KubernetesQoSClass.BEST_EFFORT,
+    "KubepodsBurstable": KubernetesQoSClass.BURSTABLE,
+    "Kubepods": KubernetesQoSClass.GUARANTEED,
+}
 
 
 def pod_series(uid: str, resource: str) -> str:
@@ -131,8 +134,11 @@ class Collector:
         except ValueError:
             return None
         stat = _read(self.layout.path(cgroup, r.MEMORY_STAT)) or ""
-        inactive = _stat_field(stat, "total_inactive_file" if self.layout.version is r.CgroupVersion.V1
-                               else "inactive_file", "inactive_file")
+        inactive = _stat_field(
+            stat,
+            "total_inactive_file" if self.layout.version is r.CgroupVersion.V1 else "inactive_file",
+            "inactive_file",
+        )
         return max(0, usage - inactive)
 
     def _cgroup(self, key: str, cgroup: str, at: float) -> None:
@@ -150,8 +156,9 @@ class Collector:
         for kube_qos in (KubernetesQoSClass.GUARANTEED, KubernetesQoSClass.BURSTABLE, KubernetesQoSClass.BEST_EFFORT):
             qos_dir = self.layout.qos_dir(kube_qos)
             try:
-                entries = list(os.scandir(self.layout.dir(qos_dir, "cpuacct" if self.layout.version is
-                                                          r.CgroupVersion.V1 else "")))
+                entries = list(
+                    os.scandir(self.layout.dir(qos_dir, "cpuacct" if self.layout.version is r.CgroupVersion.V1 else ""))
+                )
             except OSError:
                 continue
             for entry in entries:
@@ -224,9 +231,9 @@ class Collector:
         return None
 
 
-def usage_from_cache(cache: MetricCache, state: NodeState, now: float, max_age: float,
-                     be_window: float) -> Usage:
+def usage_from_cache(cache: MetricCache, state: NodeState, now: float, max_age: float, be_window: float) -> Usage:
     """The latest usage (samples at most `max_age` old) and BE's averages over `be_window`."""
+
     def pair(key: str) -> ResourceUsage | None:
         cpu = cache.latest(f"{key}/cpu", now, max_age)
         memory = cache.latest(f"{key}/memory", now, max_age)
@@ -235,8 +242,9 @@ def usage_from_cache(cache: MetricCache, state: NodeState, now: float, max_age: 
         return ResourceUsage(int(cpu or 0), int(memory or 0))
 
     node_cpu, node_memory = cache.latest(NODE_CPU, now, max_age), cache.latest(NODE_MEMORY, now, max_age)
-    node = None if node_cpu is None and node_memory is None else ResourceUsage(int(node_cpu or 0),
-                                                                                int(node_memory or 0))
+    node = (
+        None if node_cpu is None and node_memory is None else ResourceUsage(int(node_cpu or 0), int(node_memory or 0))
+    )
     keys: dict[str, str] = {}
     for pod in state.pods:
         metadata: Mapping[str, object] = pod.get("metadata") or {}
@@ -254,6 +262,9 @@ def usage_from_cache(cache: MetricCache, state: NodeState, now: float, max_age: 
     be_usage = cache.average(BE_USAGE, now, be_window)
     be_request = cache.average(BE_REQUEST, now, be_window)
     be_limit = cache.average(BE_LIMIT, now, be_window)
-    be_cpu = None if be_usage is None or be_request is None else BECPU(
-        int(be_usage), int(be_request), int(be_limit) if be_limit is not None else None)
+    be_cpu = (
+        None
+        if be_usage is None or be_request is None
+        else BECPU(int(be_usage), int(be_request), int(be_limit) if be_limit is not None else None)
+    )
     return Usage(node, pods, apps, be_cpu)

@@ -5,6 +5,7 @@ intervals of the NodeMetric's `spec.metricCollectPolicy`.
 Usage is averaged over `aggregateDurationSeconds` (Koordinator's default 300 s); each aggregated
 entry holds the p50/p90/p95/p99 of the node's samples over its duration.
 """
+
 from __future__ import annotations
 
 import logging
@@ -56,8 +57,11 @@ class CollectPolicy:
                 parsed.append(parse_duration(text))
             except ValueError:
                 continue
-        return cls(float(policy.get("aggregateDurationSeconds") or 300),
-                   float(policy.get("reportIntervalSeconds") or 60), tuple(parsed) or DEFAULT_DURATIONS)
+        return cls(
+            float(policy.get("aggregateDurationSeconds") or 300),
+            float(policy.get("reportIntervalSeconds") or 60),
+            tuple(parsed) or DEFAULT_DURATIONS,
+        )
 
 
 def _resources(cpu: float | None, memory: float | None) -> dict[str, Any]:
@@ -69,8 +73,9 @@ def _resources(cpu: float | None, memory: float | None) -> dict[str, Any]:
     return {"resources": found}
 
 
-def node_metric_status(cache: MetricCache, state: NodeState, now: float, wall: float,
-                       policy: CollectPolicy) -> dict[str, Any]:
+def node_metric_status(
+    cache: MetricCache, state: NodeState, now: float, wall: float, policy: CollectPolicy
+) -> dict[str, Any]:
     """The status to write; `now` is the cache's clock, `wall` the updateTime."""
     window = policy.aggregate_seconds
     node_metric: dict[str, Any] = {
@@ -82,9 +87,12 @@ def node_metric_status(cache: MetricCache, state: NodeState, now: float, wall: f
         memory = cache.percentiles(NODE_MEMORY, now, duration, [p for _, p in PERCENTILES])
         if cpu is None and memory is None:
             continue
-        aggregated.append({"usage": {name: _resources((cpu or {}).get(p), (memory or {}).get(p))
-                                     for name, p in PERCENTILES},
-                           "duration": go_duration(duration)})
+        aggregated.append(
+            {
+                "usage": {name: _resources((cpu or {}).get(p), (memory or {}).get(p)) for name, p in PERCENTILES},
+                "duration": go_duration(duration),
+            }
+        )
     if aggregated:
         node_metric["aggregatedNodeUsages"] = aggregated
     pods = []
@@ -96,19 +104,30 @@ def node_metric_status(cache: MetricCache, state: NodeState, now: float, wall: f
         if pod_cpu is None and pod_memory is None:
             continue
         qos = defaulted_qos_class(pod)
-        pods.append({"namespace": str(metadata.get("namespace") or "default"), "name": str(metadata.get("name")),
-                     "priority": str(defaulted_priority_class(pod, qos)), "qos": str(qos),
-                     "podUsage": _resources(pod_cpu, pod_memory)})
+        pods.append(
+            {
+                "namespace": str(metadata.get("namespace") or "default"),
+                "name": str(metadata.get("name")),
+                "priority": str(defaulted_priority_class(pod, qos)),
+                "qos": str(qos),
+                "podUsage": _resources(pod_cpu, pod_memory),
+            }
+        )
     apps = []
     for app in state.node_slo.host_applications if state.node_slo else ():
         app_cpu = cache.average(f"hostapp/{app.name}/cpu", now, window)
         app_memory = cache.average(f"hostapp/{app.name}/memory", now, window)
         if app_cpu is None and app_memory is None:
             continue
-        apps.append({"name": app.name, "usage": _resources(app_cpu, app_memory), "priority": app.priority,
-                     "qos": app.qos})
-    return {"nodeMetric": node_metric, "podsMetric": pods, "hostApplicationMetric": apps,
-            "updateTime": format_time(wall)}
+        apps.append(
+            {"name": app.name, "usage": _resources(app_cpu, app_memory), "priority": app.priority, "qos": app.qos}
+        )
+    return {
+        "nodeMetric": node_metric,
+        "podsMetric": pods,
+        "hostApplicationMetric": apps,
+        "updateTime": format_time(wall),
+    }
 
 
 def node_metric_path(name: str) -> str:
@@ -125,8 +144,13 @@ def write_status(api: Any, name: str, status: Mapping[str, Any]) -> bool:
     headers = {"Accept": "application/json", "Content-Type": "application/json"}
 
     def call(method: str, path: str, body: Any, content_type: str = "application/json") -> int:
-        request = api.param_serialize(method, path, body=body, auth_settings=["BearerToken"],
-                                      header_params={**headers, "Content-Type": content_type})
+        request = api.param_serialize(
+            method,
+            path,
+            body=body,
+            auth_settings=["BearerToken"],
+            header_params={**headers, "Content-Type": content_type},
+        )
         response = api.call_api(*request, _request_timeout=(5.0, 30.0))
         response.read()
         return int(response.status)
@@ -136,8 +160,7 @@ def write_status(api: Any, name: str, status: Mapping[str, Any]) -> bool:
         if code == 404:
             body = {"apiVersion": kind.api_version, "kind": NODE_METRIC_KIND, "metadata": {"name": name}, "spec": {}}
             call("POST", kind.collection_path(), body)
-            code = call("PATCH", node_metric_path(name) + "/status", {"status": status},
-                        "application/merge-patch+json")
+            code = call("PATCH", node_metric_path(name) + "/status", {"status": status}, "application/merge-patch+json")
     except (ApiException, HTTPError, OSError) as exc:
         log.warning("NodeMetric %s not reported: %s", name, exc)
         return False

@@ -2,6 +2,7 @@
 what to do — cgroup writes and evictions as values — instead of doing it. The framework's runner
 applies them (or prints them with `--dry-run`), so each decision is testable without mocks.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -52,8 +53,15 @@ class RoundInput:
     pods: tuple[PodView, ...]
 
     @classmethod
-    def build(cls, state: NodeState, usage: Usage, layout: CgroupLayout, read: Reader, now: float,
-              processors: Sequence[CPUInfo]) -> RoundInput:
+    def build(
+        cls,
+        state: NodeState,
+        usage: Usage,
+        layout: CgroupLayout,
+        read: Reader,
+        now: float,
+        processors: Sequence[CPUInfo],
+    ) -> RoundInput:
         views = tuple(pod_view(p, layout) for p in state.pods if is_active(p))
         return cls(state, usage, layout, read, now, tuple(processors), views)
 
@@ -67,8 +75,9 @@ class RoundInput:
         except QuantityError:
             return 0
 
-    def eviction_thresholds(self, result: StrategyResult, last_evict_time: float | None,
-                            cool_time: float) -> ThresholdStrategy | None:
+    def eviction_thresholds(
+        self, result: StrategyResult, last_evict_time: float | None, cool_time: float
+    ) -> ThresholdStrategy | None:
         """The NodeSLO thresholds an eviction strategy (CPUEvict, MemoryEvict) acts on this round, or
         None, with the reason in `result.status`: it evicted less than `cool_time` ago, or the
         NodeSLO is missing or switches eviction off."""

@@ -3,6 +3,7 @@ priority, OOM group, page cache) at QoS, pod and container level, and the CPU si
 leaves to its runtime hooks: BE `cpu.shares` and CFS quota from batch-cpu, group identity and
 idle from the class cpuQOS. Runs when the NodeSLO has a `resourceQOSStrategy`.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,11 @@ def memory_config(pod: PodView, classes: Mapping[str, ClassQOS]) -> MemoryQOS:
         return base
     if override.get("enable") is False:
         return NONE_MEMORY_QOS
-    values = {attr: int(override[key]) for attr, key in MEMORY_QOS_KEYS.items()
-              if isinstance(override.get(key), int) and not isinstance(override.get(key), bool)}
+    values = {
+        attr: int(override[key])
+        for attr, key in MEMORY_QOS_KEYS.items()
+        if isinstance(override.get(key), int) and not isinstance(override.get(key), bool)
+    }
     if override.get("enable") is True and not config.enable:
         return MemoryQOS(enable=True, **{**{a: getattr(config, a) for a in MEMORY_QOS_KEYS}, **values})
     return MemoryQOS(**{**{a: getattr(base, a) for a in MEMORY_QOS_KEYS}, "enable": base.enable, **values})
@@ -70,9 +74,14 @@ def memory_high(request: int, limit: int, node_allocatable: int, throttling: int
 
 
 def _common(config: MemoryQOS) -> list[tuple[r.Resource, int]]:
-    return [(r.MEMORY_WMARK_RATIO, config.wmark_ratio), (r.MEMORY_WMARK_SCALE_FACTOR, config.wmark_scale_permill),
-            (r.MEMORY_WMARK_MIN_ADJ, config.wmark_min_adj), (r.MEMORY_USE_PRIORITY_OOM, config.priority_enable),
-            (r.MEMORY_PRIORITY, config.priority), (r.MEMORY_OOM_GROUP, config.oom_kill_group)]
+    return [
+        (r.MEMORY_WMARK_RATIO, config.wmark_ratio),
+        (r.MEMORY_WMARK_SCALE_FACTOR, config.wmark_scale_permill),
+        (r.MEMORY_WMARK_MIN_ADJ, config.wmark_min_adj),
+        (r.MEMORY_USE_PRIORITY_OOM, config.priority_enable),
+        (r.MEMORY_PRIORITY, config.priority),
+        (r.MEMORY_OOM_GROUP, config.oom_kill_group),
+    ]
 
 
 def _page_cache(limit: int, config: MemoryQOS) -> list[tuple[r.Resource, int]]:
@@ -124,24 +133,34 @@ class CgroupReconcile:
             pod_min, pod_low = min_low(request, config)
             qos_min[pod.kube_qos] = qos_min.get(pod.kube_qos, 0) + pod_min
             qos_low[pod.kube_qos] = qos_low.get(pod.kube_qos, 0) + pod_low
-            for resource, value in [(r.MEMORY_MIN, pod_min), (r.MEMORY_LOW, pod_low), *_common(config),
-                                    *_page_cache(pod_limit, config)]:
+            for resource, value in [
+                (r.MEMORY_MIN, pod_min),
+                (r.MEMORY_LOW, pod_low),
+                *_common(config),
+                *_page_cache(pod_limit, config),
+            ]:
                 write(pod.dir, resource, value, Level.POD)
             for c in pod.containers:
                 if c.dir is None:
                     continue
                 c_req, c_limit = c.requests.get(mem_name, 0), c.limits.get(mem_name, 0)
                 c_min, c_low = min_low(c_req, config)
-                for resource, value in [(r.MEMORY_MIN, c_min), (r.MEMORY_LOW, c_low),
-                                        (r.MEMORY_HIGH, memory_high(c_req, c_limit, allocatable,
-                                                                    config.throttling_percent)),
-                                        *_common(config), *_page_cache(c_limit, config)]:
+                for resource, value in [
+                    (r.MEMORY_MIN, c_min),
+                    (r.MEMORY_LOW, c_low),
+                    (r.MEMORY_HIGH, memory_high(c_req, c_limit, allocatable, config.throttling_percent)),
+                    *_common(config),
+                    *_page_cache(c_limit, config),
+                ]:
                     write(c.dir, resource, value, Level.CONTAINER)
             self._cpu(pod, classes, write)
         for kube_qos in (KubernetesQoSClass.GUARANTEED, KubernetesQoSClass.BURSTABLE, KubernetesQoSClass.BEST_EFFORT):
             qos_dir = inp.layout.qos_dir(kube_qos)
-            klass = {KubernetesQoSClass.GUARANTEED: QoSClass.LSR, KubernetesQoSClass.BURSTABLE: QoSClass.LS,
-                     KubernetesQoSClass.BEST_EFFORT: QoSClass.BE}[kube_qos]
+            klass = {
+                KubernetesQoSClass.GUARANTEED: QoSClass.LSR,
+                KubernetesQoSClass.BURSTABLE: QoSClass.LS,
+                KubernetesQoSClass.BEST_EFFORT: QoSClass.BE,
+            }[kube_qos]
             config = classes[klass].memory if classes[klass].memory.enable else NONE_MEMORY_QOS
             write(qos_dir, r.MEMORY_MIN, qos_min.get(kube_qos, 0), Level.QOS)
             write(qos_dir, r.MEMORY_LOW, qos_low.get(kube_qos, 0), Level.QOS)

@@ -4,6 +4,7 @@ cfsQuotaBurstPercent while the node's share pool is below sharePoolThresholdPerc
 cfsQuotaBurstOnly or auto), back to the limit's quota above it. The node's policy comes from the
 NodeSLO's cpuBurstStrategy; a pod's `koordinator.sh/cpuBurst` annotation overrides it.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,10 +30,14 @@ def pod_strategy(pod: PodView, node: CPUBurstStrategy) -> CPUBurstStrategy:
         return node
     if not isinstance(override, dict) or not override:
         return node
-    merged = {"policy": node.policy, "cpuBurstPercent": node.cpu_burst_percent,
-              "cfsQuotaBurstPercent": node.cfs_quota_burst_percent,
-              "cfsQuotaBurstPeriodSeconds": node.cfs_quota_burst_period_seconds,
-              "sharePoolThresholdPercent": node.share_pool_threshold_percent, **override}
+    merged = {
+        "policy": node.policy,
+        "cpuBurstPercent": node.cpu_burst_percent,
+        "cfsQuotaBurstPercent": node.cfs_quota_burst_percent,
+        "cfsQuotaBurstPeriodSeconds": node.cfs_quota_burst_period_seconds,
+        "sharePoolThresholdPercent": node.share_pool_threshold_percent,
+        **override,
+    }
     try:
         return CPUBurstStrategy.parse(merged, "metadata.annotations")
     except ValueError:
@@ -77,8 +82,10 @@ class CPUBurst:
                     burst = min(base * strategy.cpu_burst_percent // 100, CPU_BURST.high or 0)
                     result.writes.append(CgroupWrite(NAME, c.dir, CPU_BURST, burst, Level.CONTAINER))
                 quota = base
-                if strategy.policy in (CFS_QUOTA_BURST_ONLY, AUTO) and \
-                        share_pool_pct < strategy.share_pool_threshold_percent:
+                if (
+                    strategy.policy in (CFS_QUOTA_BURST_ONLY, AUTO)
+                    and share_pool_pct < strategy.share_pool_threshold_percent
+                ):
                     quota = base * strategy.cfs_quota_burst_percent // 100
                 if strategy.policy in (CFS_QUOTA_BURST_ONLY, AUTO):
                     result.writes.append(CgroupWrite(NAME, c.dir, CPU_CFS_QUOTA, quota, Level.CONTAINER))

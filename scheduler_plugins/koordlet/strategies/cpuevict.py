@@ -4,6 +4,7 @@ the satisfaction would reach the upper percent; CPUEvict evicts low-priority pod
 CPU use passes `cpuEvictThresholdPercent`; CPUAllocatableEvict when batch-cpu requests pass the
 allocatable. Cool time 20 s.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -44,8 +45,10 @@ class CPUEvict:
         self.last_evict_time: float | None = None
 
     def enabled(self) -> bool:
-        return self.options.gates.any_enabled(features.BE_CPU_EVICT, features.CPU_EVICT,
-                                              features.CPU_ALLOCATABLE_EVICT) and self.interval > 0
+        return (
+            self.options.gates.any_enabled(features.BE_CPU_EVICT, features.CPU_EVICT, features.CPU_ALLOCATABLE_EVICT)
+            and self.interval > 0
+        )
 
     def setup(self, ctx: object) -> None:
         pass
@@ -69,47 +72,71 @@ class CPUEvict:
                 result.evictions.append(Eviction(NAME, pod.pod, pod.key, reason))
 
         be = [p for p in inp.pods if p.raw_qos is QoSClass.BE]
-        if gates.enabled(features.BE_CPU_EVICT) and usage.be_cpu is not None \
-                and t.cpu_evict_be_satisfaction_upper_percent is not None \
-                and t.cpu_evict_be_satisfaction_lower_percent is not None:
+        if (
+            gates.enabled(features.BE_CPU_EVICT)
+            and usage.be_cpu is not None
+            and t.cpu_evict_be_satisfaction_upper_percent is not None
+            and t.cpu_evict_be_satisfaction_lower_percent is not None
+        ):
             figures = usage.be_cpu
             limit = figures.limit_milli
             if t.cpu_evict_policy == CPU_EVICT_POLICY_ALLOCATABLE:
                 limit = inp.node_amount("allocatable", BATCH_CPU)
             if limit is not None:
-                release = be_release_milli(figures.usage_milli, figures.request_milli, limit,
-                                           t.cpu_evict_be_satisfaction_upper_percent,
-                                           t.cpu_evict_be_satisfaction_lower_percent,
-                                           t.cpu_evict_be_usage_threshold_percent)
-                result.status["beSatisfactionPercent"] = (limit * 100 // figures.request_milli
-                                                          if figures.request_milli else None)
+                release = be_release_milli(
+                    figures.usage_milli,
+                    figures.request_milli,
+                    limit,
+                    t.cpu_evict_be_satisfaction_upper_percent,
+                    t.cpu_evict_be_satisfaction_lower_percent,
+                    t.cpu_evict_be_usage_threshold_percent,
+                )
+                result.status["beSatisfactionPercent"] = (
+                    limit * 100 // figures.request_milli if figures.request_milli else None
+                )
                 if release > 0:
-                    victims, _ = take_until(by_priority_then_usage(be, cpu), PodView.batch_cpu_request, release,
-                                            chosen)
-                    evict(victims, f"BE CPU satisfaction {limit}m/{figures.request_milli}m below "
-                                   f"{t.cpu_evict_be_satisfaction_lower_percent}%, releasing {release}m batch-cpu")
+                    victims, _ = take_until(by_priority_then_usage(be, cpu), PodView.batch_cpu_request, release, chosen)
+                    evict(
+                        victims,
+                        f"BE CPU satisfaction {limit}m/{figures.request_milli}m below "
+                        f"{t.cpu_evict_be_satisfaction_lower_percent}%, releasing {release}m batch-cpu",
+                    )
         capacity = inp.node_amount("capacity", "cpu")
-        if gates.enabled(features.CPU_EVICT) and t.cpu_evict_threshold_percent is not None \
-                and t.evict_enabled_priority_threshold is not None and usage.node is not None:
-            found = release_for(usage.node.cpu_milli, capacity, t.cpu_evict_threshold_percent,
-                                t.cpu_evict_lower_percent)
+        if (
+            gates.enabled(features.CPU_EVICT)
+            and t.cpu_evict_threshold_percent is not None
+            and t.evict_enabled_priority_threshold is not None
+            and usage.node is not None
+        ):
+            found = release_for(
+                usage.node.cpu_milli, capacity, t.cpu_evict_threshold_percent, t.cpu_evict_lower_percent
+            )
             if found:
                 pct, release = found
                 candidates = [p for p in inp.pods if p.priority < t.evict_enabled_priority_threshold]
                 victims, _ = take_until(by_priority_then_usage(candidates, cpu, annotated=True), cpu, release, chosen)
-                evict(victims, f"node CPU usage {pct}% >= threshold {t.cpu_evict_threshold_percent}%, "
-                               f"releasing {release}m")
+                evict(
+                    victims,
+                    f"node CPU usage {pct}% >= threshold {t.cpu_evict_threshold_percent}%, releasing {release}m",
+                )
         if gates.enabled(features.CPU_ALLOCATABLE_EVICT):
             self._allocatable(inp, t, chosen, evict)
         if result.evictions:
             self.last_evict_time = inp.now
         return result
 
-    def _allocatable(self, inp: RoundInput, t: ThresholdStrategy, chosen: set[str],
-                     evict: Callable[[list[PodView], str], None]) -> None:
-        found = allocatable_victims(inp.pods, PodView.batch_cpu_request, inp.node_amount("allocatable", BATCH_CPU),
-                                    t.allocatable_evict_priority_threshold, t.cpu_allocatable_evict_threshold_percent,
-                                    t.cpu_allocatable_evict_lower_percent, chosen)
+    def _allocatable(
+        self, inp: RoundInput, t: ThresholdStrategy, chosen: set[str], evict: Callable[[list[PodView], str], None]
+    ) -> None:
+        found = allocatable_victims(
+            inp.pods,
+            PodView.batch_cpu_request,
+            inp.node_amount("allocatable", BATCH_CPU),
+            t.allocatable_evict_priority_threshold,
+            t.cpu_allocatable_evict_threshold_percent,
+            t.cpu_allocatable_evict_lower_percent,
+            chosen,
+        )
         if found:
             victims, pct, threshold, release = found
             evict(victims, f"batch-cpu requests {pct}% of allocatable >= {threshold}%, releasing {release}m")

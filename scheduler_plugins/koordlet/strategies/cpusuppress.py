@@ -2,6 +2,7 @@
 node has left under `cpuSuppressThresholdPercent` after the non-BE pods, the non-BE host
 applications and the system — as a cpuset (default) or as a CFS quota of the BE QoS cgroup.
 """
+
 from __future__ import annotations
 
 import json
@@ -105,8 +106,10 @@ def cpu_pools(inp: RoundInput) -> CPUPools:
     """Every processor minus the node-reserved, SYSTEM-exclusive and LSE-bound CPUs, split into
     the CPUs bound to LSR pods and the rest."""
     excluded: set[int] = set()
-    for obj, key in ((inp.state.node, ANNOTATION_NODE_RESERVATION),
-                     (inp.state.topology, ANNOTATION_SYSTEM_QOS_RESOURCE)):
+    for obj, key in (
+        (inp.state.node, ANNOTATION_NODE_RESERVATION),
+        (inp.state.topology, ANNOTATION_SYSTEM_QOS_RESOURCE),
+    ):
         found = _json_annotation(obj, key)
         text = found.get("cpus") or found.get("cpuset")
         if isinstance(text, str):

@@ -3,6 +3,7 @@ threshold, evict pods — BE first by priority and usage — until enough is rel
 cool time. Three tasks, in order, each with its gate and the NodeSLO switch: BEMemoryEvict,
 MemoryAllocatableEvict, MemoryEvict.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -31,8 +32,12 @@ class MemoryEvict:
         self.last_evict_time: float | None = None
 
     def enabled(self) -> bool:
-        return self.options.gates.any_enabled(features.BE_MEMORY_EVICT, features.MEMORY_EVICT,
-                                              features.MEMORY_ALLOCATABLE_EVICT) and self.interval > 0
+        return (
+            self.options.gates.any_enabled(
+                features.BE_MEMORY_EVICT, features.MEMORY_EVICT, features.MEMORY_ALLOCATABLE_EVICT
+            )
+            and self.interval > 0
+        )
 
     def setup(self, ctx: object) -> None:
         pass
@@ -68,30 +73,45 @@ class MemoryEvict:
                 pct, release = found
                 be = [p for p in inp.pods if p.raw_qos is QoSClass.BE]
                 victims, _ = take_until(by_priority_then_usage(be, mem), mem, release, chosen)
-                evict(victims, f"node memory usage {pct}% >= threshold {t.memory_evict_threshold_percent}%, "
-                               f"releasing {release} bytes from BE pods")
+                evict(
+                    victims,
+                    f"node memory usage {pct}% >= threshold {t.memory_evict_threshold_percent}%, "
+                    f"releasing {release} bytes from BE pods",
+                )
         if gates.enabled(features.MEMORY_ALLOCATABLE_EVICT):
             self._allocatable(inp, t, chosen, evict)
-        if gates.enabled(features.MEMORY_EVICT) and t.memory_evict_threshold_percent is not None \
-                and t.evict_enabled_priority_threshold is not None:
+        if (
+            gates.enabled(features.MEMORY_EVICT)
+            and t.memory_evict_threshold_percent is not None
+            and t.evict_enabled_priority_threshold is not None
+        ):
             found = release_for(used, capacity, t.memory_evict_threshold_percent, t.memory_evict_lower_percent)
             if found:
                 pct, release = found
                 limit = t.evict_enabled_priority_threshold
                 candidates = [p for p in inp.pods if p.priority < limit]
                 victims, _ = take_until(by_priority_then_usage(candidates, mem, annotated=True), mem, release, chosen)
-                evict(victims, f"node memory usage {pct}% >= threshold {t.memory_evict_threshold_percent}%, "
-                               f"releasing {release} bytes from pods with priority < {limit}")
+                evict(
+                    victims,
+                    f"node memory usage {pct}% >= threshold {t.memory_evict_threshold_percent}%, "
+                    f"releasing {release} bytes from pods with priority < {limit}",
+                )
         if result.evictions:
             self.last_evict_time = inp.now
         return result
 
-    def _allocatable(self, inp: RoundInput, t: ThresholdStrategy, chosen: set[str],
-                     evict: Callable[[list[PodView], str], None]) -> None:
+    def _allocatable(
+        self, inp: RoundInput, t: ThresholdStrategy, chosen: set[str], evict: Callable[[list[PodView], str], None]
+    ) -> None:
         found = allocatable_victims(
-            inp.pods, PodView.batch_memory_request, inp.node_amount("allocatable", BATCH_MEMORY),
-            t.allocatable_evict_priority_threshold, t.memory_allocatable_evict_threshold_percent,
-            t.memory_allocatable_evict_lower_percent, chosen)
+            inp.pods,
+            PodView.batch_memory_request,
+            inp.node_amount("allocatable", BATCH_MEMORY),
+            t.allocatable_evict_priority_threshold,
+            t.memory_allocatable_evict_threshold_percent,
+            t.memory_allocatable_evict_lower_percent,
+            chosen,
+        )
         if found:
             victims, pct, threshold, release = found
             evict(victims, f"batch memory requests {pct}% of allocatable >= {threshold}%, releasing {release} bytes")

@@ -1,4 +1,5 @@
 """Victim order and release amounts shared by the eviction strategies (spec §5–6)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -10,10 +11,12 @@ MAX_ALLOCATABLE_EVICT_PRIORITY = 7999
 DEFAULT_ALLOCATABLE_THRESHOLD, DEFAULT_ALLOCATABLE_LOWER = 110, 100
 
 
-def by_priority_then_usage(pods: Iterable[PodView], usage: Callable[[PodView], int],
-                           annotated: bool = False) -> list[PodView]:
+def by_priority_then_usage(
+    pods: Iterable[PodView], usage: Callable[[PodView], int], annotated: bool = False
+) -> list[PodView]:
     """Lower `spec.priority` first (then, when `annotated`, a lower eviction-priority annotation);
     then larger usage first, pods using nothing last, and two idle pods by name descending."""
+
     def key(pod: PodView) -> tuple[int, int, int, int, str]:
         used = usage(pod)
         return (pod.priority, pod.eviction_priority if annotated else 0, 0 if used > 0 else 1, -used, "")
@@ -22,8 +25,9 @@ def by_priority_then_usage(pods: Iterable[PodView], usage: Callable[[PodView], i
     return sorted(ordered, key=key)
 
 
-def take_until(ordered: Iterable[PodView], amount: Callable[[PodView], int], needed: int,
-               already: set[str]) -> tuple[list[PodView], int]:
+def take_until(
+    ordered: Iterable[PodView], amount: Callable[[PodView], int], needed: int, already: set[str]
+) -> tuple[list[PodView], int]:
     """Victims in order until their amounts add up to `needed`; pods in `already` are skipped."""
     chosen: list[PodView] = []
     released = 0
@@ -48,9 +52,15 @@ def release_for(used: int, capacity: int, threshold: int, lower: int | None) -> 
     return pct, capacity * (pct - low) // 100
 
 
-def allocatable_victims(pods: Iterable[PodView], request: Callable[[PodView], int], allocatable: int,
-                        priority_limit: int | None, threshold: int | None, lower: int | None,
-                        already: set[str]) -> tuple[list[PodView], int, int, int] | None:
+def allocatable_victims(
+    pods: Iterable[PodView],
+    request: Callable[[PodView], int],
+    allocatable: int,
+    priority_limit: int | None,
+    threshold: int | None,
+    lower: int | None,
+    already: set[str],
+) -> tuple[list[PodView], int, int, int] | None:
     """The allocatable task of CPUEvict and MemoryEvict, for one batch resource: when the `request`s
     of pods below `priority_limit` pass `threshold` % of `allocatable`, victims (lowest priority,
     largest request first) until they fall to `lower` %. (victims, request %, threshold, release)."""

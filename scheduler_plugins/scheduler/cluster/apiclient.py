@@ -7,6 +7,7 @@ it; the watch's event for the bound pod replaces the assumed copy when it arrive
 caller for at most the timeouts below: the framework is synchronous and the extender runs it on
 its event loop, the only thread allowed to touch the cluster state.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,14 +33,20 @@ def _pod_path(namespace: str, name: str) -> str:
 
 
 class ApiServerClient:
-    def __init__(self, api: ApiClient, cluster: ClusterState, clock: Clock = system_clock,
-                 timeout: tuple[float, float] = TIMEOUT) -> None:
+    def __init__(
+        self, api: ApiClient, cluster: ClusterState, clock: Clock = system_clock, timeout: tuple[float, float] = TIMEOUT
+    ) -> None:
         self.api, self.cluster, self.clock, self.timeout = api, cluster, clock, timeout
 
     def _call(self, method: str, path: str, body: Any, content_type: str = "application/json") -> dict[str, Any]:
         """One API request; any failure is a `ClientError` with the HTTP code (0: no response)."""
-        request = self.api.param_serialize(method, path, body=body, auth_settings=["BearerToken"],
-                                           header_params={"Accept": "application/json", "Content-Type": content_type})
+        request = self.api.param_serialize(
+            method,
+            path,
+            body=body,
+            auth_settings=["BearerToken"],
+            header_params={"Accept": "application/json", "Content-Type": content_type},
+        )
         try:
             response = self.api.call_api(*request, _request_timeout=self.timeout)
             raw = response.read()
@@ -69,8 +76,12 @@ class ApiServerClient:
         metadata: dict[str, Any] = {"name": name, "namespace": namespace}
         if uid:
             metadata["uid"] = uid
-        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": metadata,
-                   "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}}
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": metadata,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
         self._call("POST", f"{_pod_path(namespace, name)}/binding", binding)
         pod, _ = self.cluster.find_pod(namespace, name)
         if pod is not None:

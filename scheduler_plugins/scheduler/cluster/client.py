@@ -3,6 +3,7 @@
 Patches and bindings land in the in-memory `ClusterState` instead of an API server, with the same
 failure surface (`ClientError` with an HTTP code) so DefaultPreBind's retries are exercised.
 """
+
 from __future__ import annotations
 
 from typing import Any

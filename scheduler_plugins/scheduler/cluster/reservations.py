@@ -12,6 +12,7 @@ whose TTL or `expires` has passed stops holding capacity (`expire`), and an `all
 reservation whose owner is bound stops holding the rest (it would turn Succeeded). The objects are
 not written back: in a real cluster the controller does that.
 """
+
 from __future__ import annotations
 
 import json

@@ -16,6 +16,7 @@ listeners only ever run there, between two extender requests. The source is read
 is synced (every kind listed once) *and* the loop has applied what was listed; it stays ready
 while a broken watch recovers.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -108,12 +109,17 @@ def load_snapshot(directory: str | Path) -> ClusterState:
 LIVE_PODS: Final = "status.phase!=Succeeded,status.phase!=Failed"
 
 
-def load_live_once(api: ApiClient, plugins: Iterable[str] = (),
-                   settings: ReflectorSettings = ReflectorSettings()) -> ClusterState:
+def load_live_once(
+    api: ApiClient, plugins: Iterable[str] = (), settings: ReflectorSettings = ReflectorSettings()
+) -> ClusterState:
     """The state of a live cluster, listed once (`colocate scheduler quota --kubeconfig`): nodes,
     metrics, every live pod and the kinds `plugins` read. A failed list raises `SnapshotError`."""
-    kinds = [WatchedKind.of("Node"), WatchedKind.of(NODE_METRIC_KIND), WatchedKind.of("Pod", field_selector=LIVE_PODS),
-             *_plugin_kinds(plugins)]
+    kinds = [
+        WatchedKind.of("Node"),
+        WatchedKind.of(NODE_METRIC_KIND),
+        WatchedKind.of("Pod", field_selector=LIVE_PODS),
+        *_plugin_kinds(plugins),
+    ]
     store = ClusterStore([k.kind for k in kinds])
     state = ClusterState.of_store(store)
     try:
@@ -139,8 +145,9 @@ class _ReadyWhenApplied:
     def __init__(self, state: ClusterState, store: ClusterStore) -> None:
         self.state, self.store, self.ready = state, store, False
 
-    def object_put(self, kind: str, key: ObjectKey, obj: Mapping[str, Any], old: Mapping[str, Any] | None,
-                   source: str) -> None:
+    def object_put(
+        self, kind: str, key: ObjectKey, obj: Mapping[str, Any], old: Mapping[str, Any] | None, source: str
+    ) -> None:
         self.state.object_put(kind, key, obj, old, source)
 
     def object_deleted(self, kind: str, key: ObjectKey, old: Mapping[str, Any]) -> None:
@@ -149,15 +156,22 @@ class _ReadyWhenApplied:
     def changes_applied(self) -> None:
         if not self.ready and self.store.synced():
             self.ready = True
-            log.info("cluster state synced from the API server: %d nodes, %d NodeMetrics",
-                     len(self.state.nodes), len(self.state.node_metrics))
+            log.info(
+                "cluster state synced from the API server: %d nodes, %d NodeMetrics",
+                len(self.state.nodes),
+                len(self.state.node_metrics),
+            )
 
 
 class ApiServerClusterSource:
     """A `LiveClusterSource` whose state follows the API server while `run()` is awaited."""
 
-    def __init__(self, api: ApiClient, settings: ReflectorSettings = ReflectorSettings(),
-                 kinds: tuple[WatchedKind, ...] = EXTENDER_KINDS) -> None:
+    def __init__(
+        self,
+        api: ApiClient,
+        settings: ReflectorSettings = ReflectorSettings(),
+        kinds: tuple[WatchedKind, ...] = EXTENDER_KINDS,
+    ) -> None:
         self.api = api
         self.store = ClusterStore([k.kind for k in kinds])
         self.state = ClusterState()

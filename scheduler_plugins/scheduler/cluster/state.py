@@ -10,6 +10,7 @@ A live source applies watch events in whatever order the kinds arrive: a pod bou
 state does not know (yet, or any more) is kept aside and counted once its node is added, as
 kube-scheduler's cache keeps a node's pods across the node's deletion.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -248,8 +249,9 @@ class ClusterState:
                 listener.on_object(kind, name, obj)
 
     # --- an index of the cluster store ------------------------------------------------------------
-    def object_put(self, kind: str, key: ObjectKey, obj: Mapping[str, Any], old: Mapping[str, Any] | None,
-                   source: str) -> None:
+    def object_put(
+        self, kind: str, key: ObjectKey, obj: Mapping[str, Any], old: Mapping[str, Any] | None, source: str
+    ) -> None:
         if kind == "Node":
             self.add_node(dict(obj))
         elif kind == NODE_METRIC_KIND:

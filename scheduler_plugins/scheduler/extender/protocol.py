@@ -3,6 +3,7 @@
 The Go types carry no JSON tags, so keys on the wire are Go field names; Go's decoder matches
 them case-insensitively, and so does `field()`. Payloads stay plain dicts, typed for readers.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

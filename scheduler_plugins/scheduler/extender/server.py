@@ -6,6 +6,7 @@ from the API server) and metrics (Prometheus: the cluster store's health, the sa
 webhook exports). The application is built by `make_app` from a service passed in (no module
 globals) and frozen at start-up; a live source runs as a background task of the application.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -72,8 +73,9 @@ def _verb(call: Callable[[ExtenderService, Any], Any]) -> Handler:
     return handler
 
 
-def make_app(service: ExtenderService, url_prefix: str = "/scheduler",
-             metrics: CollectorRegistry | None = None) -> web.Application:
+def make_app(
+    service: ExtenderService, url_prefix: str = "/scheduler", metrics: CollectorRegistry | None = None
+) -> web.Application:
     prefix = "/" + url_prefix.strip("/") if url_prefix.strip("/") else ""
     routes = web.RouteTableDef()
     for verb in VERBS:  # filter and bind report a malformed body in their Error field
@@ -100,37 +102,62 @@ def make_app(service: ExtenderService, url_prefix: str = "/scheduler",
     return app
 
 
-def build_service(config: SchedulerConfig, source: ClusterSource, scheduler_name: str | None = None,
-                  clock: Clock = system_clock, features: FeatureGates | None = None) -> ExtenderService:
+def build_service(
+    config: SchedulerConfig,
+    source: ClusterSource,
+    scheduler_name: str | None = None,
+    clock: Clock = system_clock,
+    features: FeatureGates | None = None,
+) -> ExtenderService:
     cluster = source.load()
     if isinstance(source, LiveClusterSource):
-        framework = build_framework(config, in_tree_registry(), cluster, clock, client=source.client(clock),
-                                    scheduler_name=scheduler_name, features=features)
+        framework = build_framework(
+            config,
+            in_tree_registry(),
+            cluster,
+            clock,
+            client=source.client(clock),
+            scheduler_name=scheduler_name,
+            features=features,
+        )
         return ExtenderService(framework, cluster, ready=source.synced)
-    framework = build_framework(config, in_tree_registry(), cluster, clock, scheduler_name=scheduler_name,
-                                features=features)
+    framework = build_framework(
+        config, in_tree_registry(), cluster, clock, scheduler_name=scheduler_name, features=features
+    )
     return ExtenderService(framework, cluster)
 
 
-def run_source(source: LiveClusterSource,
-               health: StoreHealthMetrics) -> Callable[[web.Application], AsyncIterator[None]]:
+def run_source(
+    source: LiveClusterSource, health: StoreHealthMetrics
+) -> Callable[[web.Application], AsyncIterator[None]]:
     """A cleanup context that keeps `source` following the API server while the app runs, and
     exports the store's health."""
+
     async def context(app: web.Application) -> AsyncIterator[None]:
-        tasks = [asyncio.create_task(source.run(), name="extender-cluster-source"),
-                 asyncio.create_task(health.export_forever(source.store), name="extender-store-health")]
+        tasks = [
+            asyncio.create_task(source.run(), name="extender-cluster-source"),
+            asyncio.create_task(health.export_forever(source.store), name="extender-store-health"),
+        ]
         yield
         for task in tasks:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
     return context
 
 
-def serve(config: SchedulerConfig, source: ClusterSource, host: str, port: int, url_prefix: str,
-          scheduler_name: str | None = None, clock: Clock = system_clock,
-          features: FeatureGates | None = None) -> int:
+def serve(
+    config: SchedulerConfig,
+    source: ClusterSource,
+    host: str,
+    port: int,
+    url_prefix: str,
+    scheduler_name: str | None = None,
+    clock: Clock = system_clock,
+    features: FeatureGates | None = None,
+) -> int:
     """Serve until SIGTERM/SIGINT; logs go where the CLI edge configured them (JSON lines on stderr)."""
     service = build_service(config, source, scheduler_name, clock, features)
     gc.collect()
@@ -141,10 +168,21 @@ def serve(config: SchedulerConfig, source: ClusterSource, host: str, port: int, 
         health = StoreHealthMetrics(registry)
         source.store.on_failure = health.watch_failed
         app.cleanup_ctx.append(run_source(source, health))
-        log.info("serving %s under %s on %s:%d; not ready until the cluster state is listed from the API server",
-                 ", ".join(VERBS), url_prefix, host, port)
+        log.info(
+            "serving %s under %s on %s:%d; not ready until the cluster state is listed from the API server",
+            ", ".join(VERBS),
+            url_prefix,
+            host,
+            port,
+        )
     else:
-        log.info("serving %s under %s on %s:%d with %d nodes", ", ".join(VERBS), url_prefix, host, port,
-                 len(service.cluster.nodes))
+        log.info(
+            "serving %s under %s on %s:%d with %d nodes",
+            ", ".join(VERBS),
+            url_prefix,
+            host,
+            port,
+            len(service.cluster.nodes),
+        )
     web.run_app(app, host=host, port=port, print=None, access_log=access_log)
     return 0

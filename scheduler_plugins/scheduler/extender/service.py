@@ -13,6 +13,7 @@ every verb with `NotSynced` until each watched kind has been listed once (the ad
 which kube-scheduler counts as a failed extender call and retries the pod with backoff), rather
 than judge pods against an empty or half-loaded cluster.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -70,8 +71,9 @@ class ExtenderService:
         if not self.ready():
             raise NotSynced("the extender's cluster state is not synced with the API server yet")
 
-    def _nodes(self, items: list[dict[str, Any]] | None,
-               names: list[str] | None) -> tuple[list[NodeInfo], dict[str, str]]:
+    def _nodes(
+        self, items: list[dict[str, Any]] | None, names: list[str] | None
+    ) -> tuple[list[NodeInfo], dict[str, str]]:
         """The NodeInfos the request names (unknown names apart, with their reason). A name list
         equal to one of the last few resolved, with no node added or deleted since, resolves to the
         same list object: kube-scheduler sends the same feasible list for pod after pod, and the
@@ -96,7 +98,7 @@ class ExtenderService:
         else:
             resolved, unknown = cast(list[NodeInfo], found), {}
         hosts = names if not unknown else [node.name for node in resolved]
-        self._resolved = [_Resolved(names, version, resolved, unknown, hosts)] + self._resolved[:RESOLVED_LISTS - 1]
+        self._resolved = [_Resolved(names, version, resolved, unknown, hosts)] + self._resolved[: RESOLVED_LISTS - 1]
         return resolved, dict(unknown)
 
     def _resolved_entry(self, nodes: list[NodeInfo]) -> _Resolved | None:
@@ -120,8 +122,13 @@ class ExtenderService:
         try:
             pod_obj, items, names = wire.parse_extender_args(body)
         except wire.ArgsError as exc:
-            return {"Nodes": None, "NodeNames": None, "FailedNodes": {}, "FailedAndUnresolvableNodes": {},
-                    "Error": str(exc)}
+            return {
+                "Nodes": None,
+                "NodeNames": None,
+                "FailedNodes": {},
+                "FailedAndUnresolvableNodes": {},
+                "Error": str(exc),
+            }
         pod = PodInfo(pod_obj)
         self._remember(pod)
         nodes, unresolvable = self._nodes(items, names)
@@ -130,8 +137,13 @@ class ExtenderService:
         state = CycleState()
         pod, result, status = self.framework.run_pre_filter(state, pod)
         if status.code is Code.Error:
-            return {"Nodes": None, "NodeNames": None, "FailedNodes": {}, "FailedAndUnresolvableNodes": {},
-                    "Error": f"{status.plugin}: {status.message}"}
+            return {
+                "Nodes": None,
+                "NodeNames": None,
+                "FailedNodes": {},
+                "FailedAndUnresolvableNodes": {},
+                "Error": f"{status.plugin}: {status.message}",
+            }
         if not status.is_success:
             rejected = {node.name: status for node in nodes}
         else:
@@ -145,11 +157,17 @@ class ExtenderService:
         if names is None:
             keep = {n.name for n in passed}
         return {
-            "Nodes": (None if names is not None
-                      else {"items": [i for i in items or [] if i["metadata"]["name"] in keep]}),
+            "Nodes": (
+                None if names is not None else {"items": [i for i in items or [] if i["metadata"]["name"] in keep]}
+            ),
             # every node passed (in order: the walk starts at the first): the names asked about
-            "NodeNames": (None if names is None
-                          else self._names_of(nodes) if len(passed) == len(nodes) else [n.name for n in passed]),
+            "NodeNames": (
+                None
+                if names is None
+                else self._names_of(nodes)
+                if len(passed) == len(nodes)
+                else [n.name for n in passed]
+            ),
             "FailedNodes": failed,
             "FailedAndUnresolvableNodes": unresolvable,
             "Error": "",
@@ -216,6 +234,7 @@ class ExtenderService:
         def wake(_: WaitingPod) -> None:
             if not settled.done():
                 settled.set_result(None)
+
         waiting.on_settle.append(wake)
         if waiting.outcome is None:
             try:

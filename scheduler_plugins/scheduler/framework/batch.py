@@ -4,6 +4,7 @@ percentageOfNodesToScore), and the table indexes of recent node lists are rememb
 cluster's node list and the last feasible list recur from cycle to cycle. `Framework.find_feasible`
 uses it when every active Filter plugin has a batch form; the per-node walk stays the reference it
 must agree with (`Framework.batch = False` forces it)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
@@ -50,9 +51,16 @@ class BatchFilter:
     def __init__(self) -> None:
         self._cache: list[tuple[list[NodeInfo], fi.NodeIndex | None, int]] = []
 
-    def find_feasible(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                      plugins: list[fi.BatchFilterPlugin], wanted: int, start: int,
-                      overrides: Mapping[str, Status]) -> tuple[list[NodeInfo], dict[str, Status], int] | None:
+    def find_feasible(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: list[NodeInfo],
+        plugins: list[fi.BatchFilterPlugin],
+        wanted: int,
+        start: int,
+        overrides: Mapping[str, Status],
+    ) -> tuple[list[NodeInfo], dict[str, Status], int] | None:
         """`find_feasible` with every Filter plugin answering for a window of nodes at once; the
         walk in rotation order, where it stops and the rejection reasons (asked of each plugin's
         `filter`) are the same. Windows are contiguous runs of `nodes` (so a window of the
@@ -99,8 +107,9 @@ class BatchFilter:
                 firsts = np.argmin(np.vstack([m[:cut][rejected] for m in masks]), axis=0).tolist()
             for i, first in zip(rejected.tolist(), firsts if len(rejected) else (), strict=True):
                 node = part[i]
-                failed[node.name] = (overrides[node.name] if node.name in overrides
-                                     else self._reason(state, pod, node, plugins, first))
+                failed[node.name] = (
+                    overrides[node.name] if node.name in overrides else self._reason(state, pod, node, plugins, first)
+                )
             processed += cut
             if len(feasible) >= wanted:
                 break
@@ -109,8 +118,9 @@ class BatchFilter:
         return feasible, failed, processed
 
     @staticmethod
-    def _reason(state: CycleState, pod: PodInfo, node: NodeInfo, plugins: list[fi.BatchFilterPlugin],
-                first: int) -> Status:
+    def _reason(
+        state: CycleState, pod: PodInfo, node: NodeInfo, plugins: list[fi.BatchFilterPlugin], first: int
+    ) -> Status:
         """The rejection of a node the batch masks failed: `filter` of the first plugin whose mask
         rejects it (the ones before pass it: their masks agree with their `filter`)."""
         for plugin in plugins[first:] if first else plugins:
@@ -133,4 +143,4 @@ class BatchFilter:
         return index
 
     def remember(self, nodes: list[NodeInfo], index: fi.NodeIndex | None) -> None:
-        self._cache = [(nodes, index, len(nodes))] + self._cache[:INDEX_CACHE_SIZE - 1]
+        self._cache = [(nodes, index, len(nodes))] + self._cache[: INDEX_CACHE_SIZE - 1]

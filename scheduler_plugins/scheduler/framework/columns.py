@@ -6,6 +6,7 @@ numpy; it keeps its per-node inputs in arrays indexed by `NodeInfo.index` and as
 method must agree exactly with the plugin's per-node method: the per-node method stays the
 reference (explain uses it, and so does the framework for the reasons of rejected nodes).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -52,8 +53,12 @@ def node_indexes(nodes: Sequence[NodeInfo]) -> NodeIndex | None:
     index = np.fromiter((n.index for n in nodes), dtype=np.int64, count=len(nodes))
     if len(index) and index.min() < 0:
         return None
-    if len(index) and index[0] == 0 and index[-1] == len(index) - 1 and (
-            len(index) == 1 or np.all(np.diff(index) == 1)):
+    if (
+        len(index)
+        and index[0] == 0
+        and index[-1] == len(index) - 1
+        and (len(index) == 1 or np.all(np.diff(index) == 1))
+    ):
         return slice(0, len(index))
     return index
 

@@ -6,6 +6,7 @@ disabled (`"*"` disables every default of that point); an enabled plugin that is
 takes the default's position with the custom weight; other enabled plugins are appended in order.
 A score weight of 0 (or none) means 1, as upstream.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -38,13 +39,20 @@ RESERVATION_SCORE_WEIGHT = 5000
 DEFAULT_PLUGINS: Mapping[str, tuple[PluginRef, ...]] = {
     "preEnqueue": (PluginRef("Coscheduling"),),
     "queueSort": (PluginRef("PrioritySort"),),
-    "preFilter": (PluginRef("NodeResourcesFit"), PluginRef("LoadAwareScheduling"), PluginRef("Reservation"),
-                  PluginRef("Coscheduling")),
+    "preFilter": (
+        PluginRef("NodeResourcesFit"),
+        PluginRef("LoadAwareScheduling"),
+        PluginRef("Reservation"),
+        PluginRef("Coscheduling"),
+    ),
     "filter": (PluginRef("NodeResourcesFit"), PluginRef("LoadAwareScheduling"), PluginRef("Reservation")),
     "postFilter": (PluginRef("Coscheduling"),),
     "preScore": (PluginRef("NodeResourcesFit"), PluginRef("Reservation")),
-    "score": (PluginRef("LoadAwareScheduling", 1), PluginRef("NodeResourcesFit", 1),
-              PluginRef("Reservation", RESERVATION_SCORE_WEIGHT)),
+    "score": (
+        PluginRef("LoadAwareScheduling", 1),
+        PluginRef("NodeResourcesFit", 1),
+        PluginRef("Reservation", RESERVATION_SCORE_WEIGHT),
+    ),
     "reserve": (PluginRef("LoadAwareScheduling"), PluginRef("Reservation"), PluginRef("Coscheduling")),
     "permit": (PluginRef("Coscheduling"),),
     "preBind": (PluginRef("Reservation"), PluginRef("DefaultPreBind")),
@@ -142,8 +150,9 @@ def _profile(raw: Any, path: str, registry: Registry) -> Profile:
     fields = Fields(raw, path)
     plugins_block = fields.sub("plugins")
     if plugins_block.raw.get("multiPoint"):
-        raise ConfigError(plugins_block.at("multiPoint"),
-                          "multiPoint is not supported; list plugins per extension point")
+        raise ConfigError(
+            plugins_block.at("multiPoint"), "multiPoint is not supported; list plugins per extension point"
+        )
     plugins: dict[str, tuple[PluginRef, ...]] = {}
     for point, defaults in DEFAULT_PLUGINS.items():
         plugins[point] = _merge(point, defaults, plugins_block.sub(point), registry)

@@ -3,6 +3,7 @@
 Keys are namespaced by the writing plugin's name; values are whatever that plugin needs. A
 `clone()` is shallow, as upstream: plugins store values they do not mutate after writing.
 """
+
 from __future__ import annotations
 
 from typing import Any, Final

@@ -3,6 +3,7 @@
 Only gates this scheduler implements are accepted; an unknown name or a value other than
 true/false is a usage error naming the flag, as kube-scheduler's `--feature-gates` does.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -15,9 +16,11 @@ from policies.field_errors import ConfigError
 ELASTIC_QUOTA_GUARANTEE_USAGE: Final = "ElasticQuotaGuaranteeUsage"
 
 #: Every gate and its default (Koordinator's pkg/features defaults).
-KNOWN_GATES: Final[Mapping[str, bool]] = MappingProxyType({
-    ELASTIC_QUOTA_GUARANTEE_USAGE: False,
-})
+KNOWN_GATES: Final[Mapping[str, bool]] = MappingProxyType(
+    {
+        ELASTIC_QUOTA_GUARANTEE_USAGE: False,
+    }
+)
 
 
 @dataclass(frozen=True)

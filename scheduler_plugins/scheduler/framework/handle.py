@@ -4,6 +4,7 @@ feature gates.
 The client is a seam: the simulator and the snapshot-backed extender use `InMemoryClient`
 (cluster/client.py); an API-server client would implement the same two calls.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -8,6 +8,7 @@ Every method returns a `Status` (or a tuple with one) instead of raising. Contra
 * `Unreserve` must be idempotent and may be called for a pod that was never reserved.
 * A transformer (spec §2.2) runs only when its plugin is enabled at the matching point.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -103,16 +104,18 @@ class BatchFilterPlugin(FilterPlugin, Protocol):
     with `nodes` (`index` holds their table indexes), or None to fall back to `filter`. Must agree
     with `filter` node by node; the framework asks `filter` for the reason of each rejection."""
 
-    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
-                    index: NodeIndex) -> npt.NDArray[np.bool_] | None: ...
+    def filter_mask(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
+    ) -> npt.NDArray[np.bool_] | None: ...
 
 
 @runtime_checkable
 class PostFilterPlugin(Protocol):
     name: str
 
-    def post_filter(self, state: CycleState, pod: PodInfo,
-                    statuses: dict[str, Status]) -> tuple[PostFilterResult | None, Status]: ...
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]: ...
 
 
 @runtime_checkable
@@ -134,8 +137,9 @@ class BatchScorePlugin(ScorePlugin, Protocol):
     """Optional: Score for many nodes at once (an integer array aligned with `nodes`), or None to
     fall back to `score`. Must agree with `score` node by node."""
 
-    def score_array(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
-                    index: NodeIndex) -> npt.NDArray[np.int64] | None: ...
+    def score_array(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
+    ) -> npt.NDArray[np.int64] | None: ...
 
 
 @runtime_checkable
@@ -201,6 +205,7 @@ class NodeDetailPlugin(Protocol):
 
 # --- FrameworkExtender transformers (spec §2.2) --------------------------------------------------
 
+
 @runtime_checkable
 class BeforePreFilterTransformer(Protocol):
     def before_pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PodInfo, bool, Status]: ...
@@ -208,26 +213,28 @@ class BeforePreFilterTransformer(Protocol):
 
 @runtime_checkable
 class AfterPreFilterTransformer(Protocol):
-    def after_pre_filter(self, state: CycleState, pod: PodInfo,
-                         result: PreFilterResult | None) -> Status: ...
+    def after_pre_filter(self, state: CycleState, pod: PodInfo, result: PreFilterResult | None) -> Status: ...
 
 
 @runtime_checkable
 class BeforeFilterTransformer(Protocol):
-    def before_filter(self, state: CycleState, pod: PodInfo,
-                      node: NodeInfo) -> tuple[PodInfo, NodeInfo, bool, Status]: ...
+    def before_filter(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo
+    ) -> tuple[PodInfo, NodeInfo, bool, Status]: ...
 
 
 @runtime_checkable
 class BeforeScoreTransformer(Protocol):
-    def before_score(self, state: CycleState, pod: PodInfo,
-                     nodes: list[NodeInfo]) -> tuple[PodInfo, list[NodeInfo], bool, Status]: ...
+    def before_score(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+    ) -> tuple[PodInfo, list[NodeInfo], bool, Status]: ...
 
 
 @runtime_checkable
 class AfterPostFilterTransformer(Protocol):
-    def after_post_filter(self, state: CycleState, pod: PodInfo, statuses: dict[str, Status],
-                          post_filter_status: Status) -> None: ...
+    def after_post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status], post_filter_status: Status
+    ) -> None: ...
 
 
 @runtime_checkable
@@ -241,6 +248,7 @@ class WarmUpPlugin(Protocol):
 
 
 # --- what the framework needs of the cluster state ----------------------------------------------
+
 
 @runtime_checkable
 class ClusterListener(Protocol):

@@ -5,6 +5,7 @@ base units otherwise), including the batch and mid extended resources. `qos_requ
 pod's requests in the band it consumes (`PodInfo.qos_requests`), which is what a BE pod is fit
 against; `requested` and `non_zero_requested` are the upstream raw sums used by scoring.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -21,8 +22,17 @@ def _add(into: Vector, other: Mapping[str, int], sign: int) -> None:
 
 
 class NodeInfo:
-    __slots__ = ("node", "pods", "requested", "non_zero_requested", "qos_requested",
-                 "generation", "index", "on_change", "__dict__")
+    __slots__ = (
+        "node",
+        "pods",
+        "requested",
+        "non_zero_requested",
+        "qos_requested",
+        "generation",
+        "index",
+        "on_change",
+        "__dict__",
+    )
 
     def __init__(self, node: dict[str, Any] | None) -> None:
         self.node = node

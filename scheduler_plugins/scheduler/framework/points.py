@@ -3,6 +3,7 @@
 Built once from the profile and the instantiated plugins, in profile order; a plugin enabled at a
 point it does not implement is a configuration error naming the field (`profiles[0].plugins.filter`).
 """
+
 from __future__ import annotations
 
 import re

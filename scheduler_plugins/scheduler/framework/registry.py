@@ -1,5 +1,6 @@
 """The plugin table: name → (args parser, factory). Built explicitly, never by import side effect;
 a duplicate name is an error (conventions §4)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping

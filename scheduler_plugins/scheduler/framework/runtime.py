@@ -5,6 +5,7 @@ verbs) decides what a failure means. The plugins are held by extension point, ty
 (`ExtensionPoints`). Transformers (spec §2.2) run only for plugins enabled at the matching point, in
 profile order. Plugins that keep caches of cluster objects are subscribed to the cluster state.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -64,10 +65,15 @@ class Framework:
             self.plugins[name] = registry[name].factory(profile.args.get(name), handle)
         self.points = points = ExtensionPoints.from_profile(profile, self.plugins)
         self.score_weights = {ref.name: ref.weight for ref in profile.enabled("score")}
-        self._scorers = [(p, self.score_weights[p.name],
-                          p.normalize_score if isinstance(p, fi.ScoreExtensions) else None,
-                          p.score_array if isinstance(p, fi.BatchScorePlugin) else None)
-                         for p in points.score]
+        self._scorers = [
+            (
+                p,
+                self.score_weights[p.name],
+                p.normalize_score if isinstance(p, fi.ScoreExtensions) else None,
+                p.score_array if isinstance(p, fi.BatchScorePlugin) else None,
+            )
+            for p in points.score
+        ]
         self.before_pre_filter = [p for p in points.pre_filter if isinstance(p, fi.BeforePreFilterTransformer)]
         self.after_pre_filter = [p for p in points.pre_filter if isinstance(p, fi.AfterPreFilterTransformer)]
         self.before_filter = [p for p in points.filter if isinstance(p, fi.BeforeFilterTransformer)]
@@ -114,6 +120,7 @@ class Framework:
 
         def compare(a: PodInfo, b: PodInfo) -> int:
             return -1 if less(a, b) else (1 if less(b, a) else 0)
+
         return sorted(pods, key=cmp_to_key(compare))
 
     # --- filtering -------------------------------------------------------------------------------
@@ -152,8 +159,9 @@ class Framework:
             scope = scope | limit
         return scope
 
-    def _transform_for_filter(self, state: CycleState, pod: PodInfo,
-                              node: NodeInfo) -> tuple[PodInfo, NodeInfo, Status]:
+    def _transform_for_filter(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo
+    ) -> tuple[PodInfo, NodeInfo, Status]:
         limits = state.before_filter_nodes
         for plugin in self.before_filter:
             limit = limits.get(plugin.name)
@@ -181,8 +189,9 @@ class Framework:
                 return status.with_plugin(plugin.name)
         return SUCCESS
 
-    def find_feasible(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], wanted: int | None = None,
-                      start: int = 0) -> tuple[list[NodeInfo], dict[str, Status], int]:
+    def find_feasible(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], wanted: int | None = None, start: int = 0
+    ) -> tuple[list[NodeInfo], dict[str, Status], int]:
         """Filter `nodes` from index `start` (wrapping) until `wanted` feasible nodes are found
         (kube-scheduler's findNodesThatPassFilters). Returns (feasible, failed statuses, nodes
         processed). This is `run_filter` over many nodes, with the plugin loop inlined: it is the
@@ -239,8 +248,9 @@ class Framework:
                 first = status
         return first, rows
 
-    def run_post_filter(self, state: CycleState, pod: PodInfo,
-                        statuses: dict[str, Status]) -> tuple[fi.PostFilterResult | None, Status]:
+    def run_post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[fi.PostFilterResult | None, Status]:
         result, final = None, Status(Code.Unschedulable, ("no postFilter plugin made the pod schedulable",))
         for plugin in self.points.post_filter:
             result, status = plugin.post_filter(state, pod, statuses)
@@ -302,7 +312,8 @@ class Framework:
             if len(values) and (values.min() < MIN_NODE_SCORE or values.max() > MAX_NODE_SCORE):
                 bad = next(v for v in normalized if not MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)
                 return ScoreTable(nodes, rows, totals.tolist()), error(
-                    f"plugin {plugin.name} returned an invalid score {bad}").with_plugin(plugin.name)
+                    f"plugin {plugin.name} returned an invalid score {bad}"
+                ).with_plugin(plugin.name)
             rows.append(PluginScores(plugin.name, weight, raw, normalized))
             totals += values * weight
         return ScoreTable(nodes, rows, totals.tolist(), totals), SUCCESS

@@ -7,6 +7,7 @@ numFeasibleNodesToFind): the profile's value when it sets one, else the configur
 / 100) feasible nodes, starting where the previous cycle stopped (nextStartNodeIndex). Ties between
 equal totals go to the lowest node name (spec §2.1).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -97,14 +98,16 @@ class Scheduler:
         #: placements of the pods parked by Permit, updated when they settle
         self.waiting: dict[str, Placement] = {}
 
-    def _find_feasible(self, state: CycleState, pod: PodInfo,
-                       nodes: list[NodeInfo]) -> tuple[list[NodeInfo], dict[str, Status]]:
+    def _find_feasible(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+    ) -> tuple[list[NodeInfo], dict[str, Status]]:
         total = len(nodes)
         if not total:
             return [], {}
         start = self.next_start_node_index % total
         feasible, failed, processed = self.framework.find_feasible(
-            state, pod, nodes, num_feasible_nodes_to_find(self.percentage, total), start)
+            state, pod, nodes, num_feasible_nodes_to_find(self.percentage, total), start
+        )
         self.next_start_node_index = (start + processed) % total
         return feasible, failed
 
@@ -129,8 +132,9 @@ class Scheduler:
         if not status.is_success:
             failed = {n.name: status for n in all_nodes}
             fwk.run_post_filter(state, pod, failed)
-            return Placement(pod.key, status=status, message=failure_message(len(all_nodes), failed),
-                             failed_nodes=failed)
+            return Placement(
+                pod.key, status=status, message=failure_message(len(all_nodes), failed), failed_nodes=failed
+            )
         nodes = all_nodes
         if result is not None and result.node_names is not None:
             nodes = [n for n in all_nodes if n.name in result.node_names]
@@ -140,20 +144,31 @@ class Scheduler:
             feasible, failed = self._add_preferred(state, pod, preferred, nodes, feasible, failed)
         if not feasible:
             fwk.run_post_filter(state, pod, failed)
-            return Placement(pod.key, status=unschedulable(), message=failure_message(len(all_nodes), failed),
-                             failed_nodes=failed)
+            return Placement(
+                pod.key, status=unschedulable(), message=failure_message(len(all_nodes), failed), failed_nodes=failed
+            )
         chosen, score, status = self._select(state, pod, feasible)
         if not status.is_success:
             return Placement(pod.key, status=status, message=status.message)
         return self._reserve_and_bind(state, pod, chosen, score)
 
-    def _add_preferred(self, state: CycleState, pod: PodInfo, names: tuple[str, ...], candidates: list[NodeInfo],
-                       feasible: list[NodeInfo], failed: dict[str, Status]) -> tuple[list[NodeInfo], dict[str, Status]]:
+    def _add_preferred(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        names: tuple[str, ...],
+        candidates: list[NodeInfo],
+        feasible: list[NodeInfo],
+        failed: dict[str, Status],
+    ) -> tuple[list[NodeInfo], dict[str, Status]]:
         """The preferred nodes (PREFERRED_NODES) that sampling did not reach, filtered and added."""
         seen = {n.name for n in feasible} | set(failed)
         allowed = {n.name for n in candidates} if len(candidates) != len(self.cluster.nodes) else None
-        extra = [self.cluster.nodes[name] for name in names
-                 if name not in seen and name in self.cluster.nodes and (allowed is None or name in allowed)]
+        extra = [
+            self.cluster.nodes[name]
+            for name in names
+            if name not in seen and name in self.cluster.nodes and (allowed is None or name in allowed)
+        ]
         if not extra:
             return feasible, failed
         more, more_failed, _ = self.framework.find_feasible(state, pod, extra)
@@ -175,8 +190,9 @@ class Scheduler:
         self.cluster.assume(pod, node_name)
         status = self.framework.run_reserve_permit(state, pod, node_name)
         if status.code is Code.Wait:  # parked, assumed on the node; settled by a later cycle or its deadline
-            placement = Placement(pod.key, node=node_name, status=status, message=status.message, score=score,
-                                  waited_on=status.plugin)
+            placement = Placement(
+                pod.key, node=node_name, status=status, message=status.message, score=score, waited_on=status.plugin
+            )
             self.waiting[pod.key] = placement
             return placement
         if status.is_success:

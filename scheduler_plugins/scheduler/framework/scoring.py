@@ -1,5 +1,6 @@
 """The two per-resource scorers the plugins share (kube-scheduler's resource allocation scorers),
 in integer arithmetic as the spec states them."""
+
 from __future__ import annotations
 
 

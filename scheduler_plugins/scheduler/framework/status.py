@@ -1,5 +1,6 @@
 """Outcomes are values, not exceptions: a `Status` has a code, reasons and the plugin that
 produced it (Kubernetes `framework.Status`)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

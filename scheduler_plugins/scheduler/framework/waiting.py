@@ -9,6 +9,7 @@ Nothing here runs on its own: whoever schedules (the simulator's loop, the exten
 to settled pods — `on_settle` callbacks tell it at once, `expire(now)` applies the deadlines of
 its clock. The map holds only pods in a Permit wait, each removed once settled and handled.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator

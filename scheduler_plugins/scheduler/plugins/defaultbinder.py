@@ -1,5 +1,6 @@
 """DefaultBinder: binds the pod through the API client (a Binding subresource POST upstream; the
 in-memory client of the simulator records the binding in the cluster state)."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -4,6 +4,7 @@ conflict (409), throttling (429) and a closed connection (code 0). A patched obj
 deletionTimestamp yields Error "pod is being deleted". Success ends the PreBindExtensions chain.
 An empty diff is Success without an API call.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -40,8 +41,9 @@ class DefaultPreBind:
         last: ClientError | None = None
         for _ in range(MAX_ATTEMPTS):
             try:
-                patched = self.handle.client.patch(kind, meta.get("namespace") or "default", meta.get("name", ""),
-                                                   patch)
+                patched = self.handle.client.patch(
+                    kind, meta.get("namespace") or "default", meta.get("name", ""), patch
+                )
             except ClientError as exc:
                 last = exc
                 if exc.code in RETRIABLE_CODES:

@@ -12,6 +12,7 @@ issue asks for that, where upstream returns an Error status and so fails the pod
 cycle): the failure is logged and noted in the cycle state, and NormalizeScore then gives every
 node the same score, `FAILED_SCORE` (0), so a plugin without data does not steer placement.
 """
+
 from __future__ import annotations
 
 import json
@@ -110,8 +111,11 @@ class NetworkTraffic:
         self.querier = querier or PrometheusClient(args.prometheus_address)
 
     def promql(self, node_name: str) -> str:
-        return QUERY_TEMPLATE.format(node=node_name, iface=self.args.network_interface,
-                                     range=format_duration(self.args.time_range_in_minutes * 60))
+        return QUERY_TEMPLATE.format(
+            node=node_name,
+            iface=self.args.network_interface,
+            range=format_duration(self.args.time_range_in_minutes * 60),
+        )
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
         try:

@@ -10,6 +10,7 @@ Score: upstream LeastAllocated over `scoringStrategy.resources` (default cpu and
 using non-zero requests (100m / 200Mi defaults) for cpu and memory; resources the node does not
 have are left out of the weighted mean.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -127,10 +128,10 @@ class NodeResourcesFit:
             weights += weight
         return (total // weights if weights else 0), SUCCESS
 
-
     # --- batch forms: the same decisions for many nodes at once (see framework/columns.py) -------
-    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
-                    index: NodeIndex) -> npt.NDArray[np.bool_]:
+    def filter_mask(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
+    ) -> npt.NDArray[np.bool_]:
         cols = self.columns
         cols.refresh()
         ok: npt.NDArray[np.bool_] = cols.get(("count", ""))[index] + 1 <= cols.get(("alloc", RESOURCE_PODS))[index]
@@ -138,8 +139,9 @@ class NodeResourcesFit:
             ok &= amount <= cols.get(("alloc", name))[index] - cols.get(("qos", name))[index]
         return ok
 
-    def score_array(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
-                    index: NodeIndex) -> npt.NDArray[np.int64]:
+    def score_array(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
+    ) -> npt.NDArray[np.int64]:
         cols = self.columns
         cols.refresh()
         total: npt.NDArray[np.int64] | None = None

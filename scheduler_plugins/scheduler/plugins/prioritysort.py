@@ -5,6 +5,7 @@ A pod goes first when its priority is higher (`spec.priority`, or the default va
 sub-priority (`koordinator.sh/priority`) is higher, then when it was created earlier. Remaining
 ties keep arrival order (the sort is stable).
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -7,6 +7,7 @@ report shows all reasons; a node's `feasible` is still decided by the first fail
 `reservationNodes` lists the nodes holding a reservation the pod may use. `raw` is what
 Score returned before NormalizeScore; `total` is Σ weight × normalised.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -26,7 +27,8 @@ def explain(framework: Framework, cluster: ClusterState, pod: PodInfo) -> dict[s
     nodes = cluster.node_list()
     report: dict[str, Any] = {"pod": pod.key, "nodes": [], "selected": None}
     rows: dict[str, dict[str, Any]] = {
-        n.name: {"name": n.name, "feasible": False, "filters": [], "scores": [], "total": None} for n in nodes}
+        n.name: {"name": n.name, "feasible": False, "filters": [], "scores": [], "total": None} for n in nodes
+    }
     pod, result, status = framework.run_pre_filter(state, pod)
     if not status.is_success:
         for row in rows.values():
@@ -42,8 +44,13 @@ def explain(framework: Framework, cluster: ClusterState, pod: PodInfo) -> dict[s
     for node in nodes:
         row = rows[node.name]
         if result is not None and result.node_names is not None and node.name not in result.node_names:
-            row["filters"] = [{"plugin": "PreFilterResult", "code": "UnschedulableAndUnresolvable",
-                               "reasons": ["node(s) not in the PreFilter result"]}]
+            row["filters"] = [
+                {
+                    "plugin": "PreFilterResult",
+                    "code": "UnschedulableAndUnresolvable",
+                    "reasons": ["node(s) not in the PreFilter result"],
+                }
+            ]
             continue
         first, statuses = framework.explain_filter(state, pod, node)
         row["filters"] = [s.as_dict() for s in statuses]
@@ -64,7 +71,8 @@ def explain(framework: Framework, cluster: ClusterState, pod: PodInfo) -> dict[s
                 row = rows[node.name]
                 row["scores"] = [
                     {"plugin": p.plugin, "raw": p.raw[i], "normalized": p.normalized[i], "weight": p.weight}
-                    for p in table.plugins]
+                    for p in table.plugins
+                ]
                 row["total"] = table.totals[i]
             report["selected"] = feasible[select_host(feasible, table.totals)].name
     report["nodes"] = list(rows.values())

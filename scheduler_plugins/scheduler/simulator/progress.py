@@ -1,4 +1,5 @@
 """A tiny progress bar on stderr for long simulations; silent when disabled."""
+
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """Plain-text tables for `simulate`, `explain` and `quota` with `-o table`."""
+
 from __future__ import annotations
 
 import json
@@ -15,39 +16,67 @@ def _percentages(values: dict[str, float]) -> str:
 def simulation_table(report: dict[str, Any]) -> str:
     placements = table(
         ["POD", "NODE", "RESULT"],
-        [[p["pod"], p["node"] or "-", (f"score {p['score']}" if p["node"] and p.get("score") is not None
-          else ("scheduled" if p["node"] else f"{p['code']}: {p.get('message', '')}"))
-          + (f" (reservation {p['reservation']})" if p.get("reservation") else "")
-          + (f" (waited on permit: {p['waitedOnPermit']})" if p.get("waitedOnPermit") else "")]
-         for p in report["placements"]],
+        [
+            [
+                p["pod"],
+                p["node"] or "-",
+                (
+                    f"score {p['score']}"
+                    if p["node"] and p.get("score") is not None
+                    else ("scheduled" if p["node"] else f"{p['code']}: {p.get('message', '')}")
+                )
+                + (f" (reservation {p['reservation']})" if p.get("reservation") else "")
+                + (f" (waited on permit: {p['waitedOnPermit']})" if p.get("waitedOnPermit") else ""),
+            ]
+            for p in report["placements"]
+        ],
     )
     nodes = table(
         ["NODE", "PODS", "BEFORE", "AFTER"],
-        [[n["name"], f"{n['podsBefore']}->{n['podsAfter']}", _percentages(n["before"]), _percentages(n["after"])]
-         for n in report["nodes"]],
+        [
+            [n["name"], f"{n['podsBefore']}->{n['podsAfter']}", _percentages(n["before"]), _percentages(n["after"])]
+            for n in report["nodes"]
+        ],
     )
     reservations = ""
     if report.get("reservations"):
         reservations = "\n\n" + table(
             ["RESERVATION", "NODE", "PHASE", "HOLDING", "CONSUMED BY"],
-            [[r["name"], r["node"] or "-", r["phase"], "yes" if r["holding"] else "no", ",".join(r["owners"]) or "-"]
-             for r in report["reservations"]])
+            [
+                [r["name"], r["node"] or "-", r["phase"], "yes" if r["holding"] else "no", ",".join(r["owners"]) or "-"]
+                for r in report["reservations"]
+            ],
+        )
     s = report["summary"]
-    summary = (f"{s['scheduled']}/{s['pods']} pods scheduled, {s['unschedulable']} unschedulable, "
-               f"{s['seconds']}s ({s['podsPerSecond']} pods/s)")
+    summary = (
+        f"{s['scheduled']}/{s['pods']} pods scheduled, {s['unschedulable']} unschedulable, "
+        f"{s['seconds']}s ({s['podsPerSecond']} pods/s)"
+    )
     return f"{placements}\n\n{nodes}{reservations}\n\n{summary}"
 
 
 def explain_table(report: dict[str, Any]) -> str:
     rows = []
     for node in report["nodes"]:
-        failures = [f"{f['plugin']}: {f['code']}" + (f" ({'; '.join(f['reasons'])})" if f["reasons"] else "")
-                    for f in node["filters"] if f["code"] != "Success"]
+        failures = [
+            f"{f['plugin']}: {f['code']}" + (f" ({'; '.join(f['reasons'])})" if f["reasons"] else "")
+            for f in node["filters"]
+            if f["code"] != "Success"
+        ]
         scores = " ".join(f"{s['plugin']}={s['raw']}/{s['normalized']}x{s['weight']}" for s in node["scores"])
-        rows.append([node["name"], "yes" if node["feasible"] else "no", node["total"],
-                     scores or "-", "; ".join(failures) or "-"])
-    lines = [f"pod {report['pod']}",
-             table(["NODE", "FEASIBLE", "TOTAL", "SCORES (raw/normalized x weight)", "FILTER FAILURES"], rows)]
+        rows.append(
+            [
+                node["name"],
+                "yes" if node["feasible"] else "no",
+                node["total"],
+                scores or "-",
+                "; ".join(failures) or "-",
+            ]
+        )
+    lines = [
+        f"pod {report['pod']}",
+        table(["NODE", "FEASIBLE", "TOTAL", "SCORES (raw/normalized x weight)", "FILTER FAILURES"], rows),
+    ]
     for node in report["nodes"]:
         for plugin, detail in (node.get("details") or {}).items():
             lines.append(f"{node['name']} {plugin}: {json.dumps(detail, separators=(',', ':'))}")

@@ -1,5 +1,6 @@
 """`colocate scheduler simulate`: schedule every pending pod of a snapshot in queue order and
 report each placement (or why it failed) and every node's requested share before and after."""
+
 from __future__ import annotations
 
 import time
@@ -45,11 +46,23 @@ class SimulationReport:
         total = len(self.placements) + len(self.unqueued)
         return {
             "placements": [p.as_dict() for p in self.unqueued + self.placements],
-            "summary": {"pods": total, "scheduled": scheduled, "unschedulable": total - scheduled,
-                        "seconds": round(self.seconds, 3),
-                        "podsPerSecond": round(len(self.placements) / self.seconds, 1) if self.seconds else None},
-            "nodes": [{"name": name, "podsBefore": self.pods_before[name], "podsAfter": self.pods_after[name],
-                       "before": self.before[name], "after": self.after[name]} for name in sorted(self.before)],
+            "summary": {
+                "pods": total,
+                "scheduled": scheduled,
+                "unschedulable": total - scheduled,
+                "seconds": round(self.seconds, 3),
+                "podsPerSecond": round(len(self.placements) / self.seconds, 1) if self.seconds else None,
+            },
+            "nodes": [
+                {
+                    "name": name,
+                    "podsBefore": self.pods_before[name],
+                    "podsAfter": self.pods_after[name],
+                    "before": self.before[name],
+                    "after": self.after[name],
+                }
+                for name in sorted(self.before)
+            ],
             "reservations": self.reservations,
         }
 
@@ -81,8 +94,9 @@ def simulate(scheduler: Scheduler, cluster: ClusterState, progress: bool = False
     bar.close()
     after = {n.name: utilisation(n) for n in cluster.node_list()}
     pods_after = {n.name: _pod_count(n) for n in cluster.node_list()}
-    return SimulationReport(placements, before, after, pods_before, pods_after, seconds, unqueued,
-                            reservation_rows(cluster), cpu_seconds)
+    return SimulationReport(
+        placements, before, after, pods_before, pods_after, seconds, unqueued, reservation_rows(cluster), cpu_seconds
+    )
 
 
 def _pod_count(node: NodeInfo) -> int:
@@ -99,6 +113,13 @@ def reservation_rows(cluster: ClusterState) -> list[dict[str, Any]]:
         phase = info.phase or "Pending"
         if name in index.released:  # what the reservation controller would write
             phase = "Succeeded" if name in index.owner_bound and info.allocate_once else "Failed"
-        rows.append({"name": name, "node": info.node_name or None, "phase": phase,
-                     "holding": index.holding(info), "owners": sorted(index.allocations.get(name, {}))})
+        rows.append(
+            {
+                "name": name,
+                "node": info.node_name or None,
+                "phase": phase,
+                "holding": index.holding(info),
+                "owners": sorted(index.allocations.get(name, {})),
+            }
+        )
     return rows

@@ -1,4 +1,5 @@
 """Building descheduler rounds in tests: a store of objects, a configuration, a fake eviction backend."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -47,10 +48,22 @@ def lownodeload_args(**fields: Any) -> LowNodeLoadArgs:
 
 def config(lownodeload: Mapping[str, Any] | None = None, **top: Any) -> DeschedulerConfig:
     """A single-profile configuration balancing with LowNodeLoad."""
-    raw: dict[str, Any] = {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration",
-                           "deschedulingInterval": "0s", **top}
-    raw.setdefault("profiles", [{"name": "test", "plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}]}},
-                                 "pluginConfig": [{"name": "LowNodeLoad", "args": dict(lownodeload or {})}]}])
+    raw: dict[str, Any] = {
+        "apiVersion": "descheduler/v1alpha2",
+        "kind": "DeschedulerConfiguration",
+        "deschedulingInterval": "0s",
+        **top,
+    }
+    raw.setdefault(
+        "profiles",
+        [
+            {
+                "name": "test",
+                "plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}]}},
+                "pluginConfig": [{"name": "LowNodeLoad", "args": dict(lownodeload or {})}],
+            }
+        ],
+    )
     return parse_config(raw, in_tree_registry())
 
 
@@ -65,24 +78,43 @@ def view_of(objects: Iterable[Mapping[str, Any]]) -> DeschedulerView:
     return view
 
 
-def run_rounds(cfg: DeschedulerConfig, objects: Iterable[Mapping[str, Any]], rounds: int = 1,
-               backend: FakeEvictions | None = None, events: FakeEvents | None = None,
-               dry_run: bool | None = None, now: str = NOW) -> list[RoundReport]:
+def run_rounds(
+    cfg: DeschedulerConfig,
+    objects: Iterable[Mapping[str, Any]],
+    rounds: int = 1,
+    backend: FakeEvictions | None = None,
+    events: FakeEvents | None = None,
+    dry_run: bool | None = None,
+    now: str = NOW,
+) -> list[RoundReport]:
     view = view_of(objects)
     at = parse_time(now)
     assert at is not None
-    descheduler = Descheduler(cfg, in_tree_registry(), fixed_clock(at), backend or FakeEvictions(), events,
-                              dry_run=dry_run)
+    descheduler = Descheduler(
+        cfg, in_tree_registry(), fixed_clock(at), backend or FakeEvictions(), events, dry_run=dry_run
+    )
     return [descheduler.run_round(i + 1, view.snapshot()) for i in range(rounds)]
 
 
-def loaded_node(name: str, pods: list[tuple[str, str]], *, owner: str | None = "ReplicaSet",
-                namespace: str = "default", **pod_fields: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def loaded_node(
+    name: str,
+    pods: list[tuple[str, str]],
+    *,
+    owner: str | None = "ReplicaSet",
+    namespace: str = "default",
+    **pod_fields: Any,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Pods (name, cpu) on `name` requesting and using that cpu, and the node's NodeMetric."""
-    made = [make_pod(pod, namespace, node=name, owner_kind=owner, requests={"cpu": cpu}, **pod_fields)
-            for pod, cpu in pods]
-    metric = make_metric(name, cpu="0", memory="0", update_time="2024-05-01T10:00:30Z",
-                         pods=[pod_metric(pod, namespace, cpu=cpu) for pod, cpu in pods])
+    made = [
+        make_pod(pod, namespace, node=name, owner_kind=owner, requests={"cpu": cpu}, **pod_fields) for pod, cpu in pods
+    ]
+    metric = make_metric(
+        name,
+        cpu="0",
+        memory="0",
+        update_time="2024-05-01T10:00:30Z",
+        pods=[pod_metric(pod, namespace, cpu=cpu) for pod, cpu in pods],
+    )
     return made, metric
 
 

@@ -1,4 +1,5 @@
 """`colocate descheduler run` over a directory: the JSON a user reads, rounds, dry run, bad input."""
+
 from __future__ import annotations
 
 import json
@@ -24,26 +25,32 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
 
 
 def test_dry_run_json_reports_every_node_and_what_would_be_evicted(capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc, _ = run(capsys, "--cluster", str(EXAMPLE), "--config", str(CONFIG), "--dry-run", "--now", NOW,
-                       "-o", "json")
+    code, doc, _ = run(
+        capsys, "--cluster", str(EXAMPLE), "--config", str(CONFIG), "--dry-run", "--now", NOW, "-o", "json"
+    )
     assert code == 0 and doc["dryRun"] is True
     [round_] = doc["rounds"]
     assert round_["round"] == 1
     assert [(n["name"], n["pool"], n["classification"]) for n in round_["nodes"]] == [
-        ("node-a", "__default_node_pool__", "high"), ("node-b", "__default_node_pool__", "high"),
-        ("node-c", "__default_node_pool__", "bothLow"), ("node-d", "__default_node_pool__", "bothLow")]
+        ("node-a", "__default_node_pool__", "high"),
+        ("node-b", "__default_node_pool__", "high"),
+        ("node-c", "__default_node_pool__", "bothLow"),
+        ("node-d", "__default_node_pool__", "bothLow"),
+    ]
     assert round_["nodes"][0]["usage"] == {"cpu": 85.0, "memory": 31.64}
     assert round_["nodes"][0]["thresholds"] == {"low": {"cpu": 30, "memory": 40}, "high": {"cpu": 60, "memory": 70}}
     assert [(e["pod"], e["node"], e["plugin"]) for e in round_["evictions"]] == [
-        ("default/batch-1", "node-a", "LowNodeLoad"), ("default/web-4", "node-a", "LowNodeLoad"),
-        ("default/web-5", "node-b", "LowNodeLoad")]
+        ("default/batch-1", "node-a", "LowNodeLoad"),
+        ("default/web-4", "node-a", "LowNodeLoad"),
+        ("default/web-5", "node-b", "LowNodeLoad"),
+    ]
     assert round_["evictions"][0]["reason"] == "node is overutilized, node cpu usage(85.00%)>threshold(60.00%)"
 
 
-def test_rounds_run_back_to_back_and_evictions_leave_the_in_memory_state(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc, _ = run(capsys, "--cluster", str(EXAMPLE), "--config", str(CONFIG), "--rounds", "2", "--now", NOW,
-                       "-o", "json")
+def test_rounds_run_back_to_back_and_evictions_leave_the_in_memory_state(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, _ = run(
+        capsys, "--cluster", str(EXAMPLE), "--config", str(CONFIG), "--rounds", "2", "--now", NOW, "-o", "json"
+    )
     assert code == 0 and [r["round"] for r in doc["rounds"]] == [1, 2]
     first = {e["pod"] for e in doc["rounds"][0]["evictions"]}
     second = {e["pod"] for e in doc["rounds"][1]["evictions"]}
@@ -57,8 +64,9 @@ def test_the_table_says_what_would_be_evicted(capsys: pytest.CaptureFixture[str]
 
 
 def test_expired_metrics_classify_nothing_and_evict_nothing(capsys: pytest.CaptureFixture[str]) -> None:
-    code, doc, _ = run(capsys, "--cluster", str(EXAMPLE), "--config", str(CONFIG), "--now", "2024-05-02T00:00:00Z",
-                       "-o", "json")
+    code, doc, _ = run(
+        capsys, "--cluster", str(EXAMPLE), "--config", str(CONFIG), "--now", "2024-05-02T00:00:00Z", "-o", "json"
+    )
     assert code == 0 and doc["rounds"][0]["evictions"] == []
     assert {n["classification"] for n in doc["rounds"][0]["nodes"]} == {"none"}
 
@@ -71,11 +79,14 @@ def config_with(tmp_path: Path, change: dict[str, Any]) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--config", "nope.yaml"], "error: --config: nope.yaml"),
-    (["--rounds", "0"], "error: --rounds: must be at least 1"),
-    (["--now", "yesterday"], "error: --now: not an RFC 3339 time"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--config", "nope.yaml"], "error: --config: nope.yaml"),
+        (["--rounds", "0"], "error: --rounds: must be at least 1"),
+        (["--now", "yesterday"], "error: --now: not an RFC 3339 time"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
     args = ["--cluster", str(EXAMPLE), "--config", str(CONFIG), *argv]
     code, _, err = run(capsys, *args)
@@ -83,8 +94,9 @@ def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], ar
 
 
 def test_a_bad_threshold_names_its_field(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = run(capsys, "--cluster", str(EXAMPLE), "--config",
-                       str(config_with(tmp_path, {"highThresholds": {"cpu": 160}})))
+    code, _, err = run(
+        capsys, "--cluster", str(EXAMPLE), "--config", str(config_with(tmp_path, {"highThresholds": {"cpu": 160}}))
+    )
     assert code == 2
     assert err.startswith("error: profiles[0].pluginConfig[0].args.highThresholds.cpu: Invalid value: 160")
 
@@ -96,8 +108,9 @@ def test_a_broken_cluster_file_is_bad_input(capsys: pytest.CaptureFixture[str], 
     assert code == 2 and "broken.yaml" in err
 
 
-def test_the_worked_example_in_the_docs_is_what_the_command_prints(capsys: pytest.CaptureFixture[str],
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_worked_example_in_the_docs_is_what_the_command_prints(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import shlex
 
     from tests.docs.markdown import split
@@ -110,23 +123,36 @@ def test_the_worked_example_in_the_docs_is_what_the_command_prints(capsys: pytes
 
 
 def test_offline_evictions_honour_the_disruption_budgets_in_the_directory(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     shutil.copytree(EXAMPLE, tmp_path / "state")
-    (tmp_path / "state" / "pdb.yaml").write_text(yaml.safe_dump({
-        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"minAvailable": 8, "selector": {"matchLabels": {"app": "web"}}}}))  # 9 healthy: one may go
-    code, doc, _ = run(capsys, "--cluster", str(tmp_path / "state"), "--config", str(CONFIG), "--now", NOW,
-                       "-o", "json")
+    (tmp_path / "state" / "pdb.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"minAvailable": 8, "selector": {"matchLabels": {"app": "web"}}},
+            }
+        )
+    )  # 9 healthy: one may go
+    code, doc, _ = run(
+        capsys, "--cluster", str(tmp_path / "state"), "--config", str(CONFIG), "--now", NOW, "-o", "json"
+    )
     assert code == 0
     [round_] = doc["rounds"]
     assert [e["pod"] for e in round_["evictions"]] == ["default/batch-1", "default/web-4"]
     assert [(s["pod"], s["reason"]) for s in round_["skipped"]] == [
-        ("default/web-5", "blocked by a PodDisruptionBudget: Cannot evict pod as it would violate the pod's "
-                          "disruption budget.")]
+        (
+            "default/web-5",
+            "blocked by a PodDisruptionBudget: Cannot evict pod as it would violate the pod's disruption budget.",
+        )
+    ]
 
 
-def test_without_a_cluster_to_read_it_says_how_to_give_one(capsys: pytest.CaptureFixture[str],
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_cluster_to_read_it_says_how_to_give_one(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     code, _, err = run(capsys, "--config", str(CONFIG))
     assert code == 2 and err.startswith("error: no cluster to read") and "--kubeconfig FILE" in err

@@ -1,4 +1,5 @@
 """DeschedulerConfiguration and LowNodeLoadArgs: defaults, plugin-set merging, field-path errors."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -38,49 +39,99 @@ def test_enabled_plugins_get_defaulted_args() -> None:
     assert pool.name == "__default_node_pool__" and pool.anomaly_condition == AnomalyCondition(60, 5, 3)
 
 
-@pytest.mark.parametrize(("defaults", "enabled", "disabled", "expected"), [
-    (("M",), [], [], ("M",)),
-    (("M",), ["X"], [], ("M", "X")),
-    (("M",), ["X", "M"], [], ("M", "X")),
-    (("M",), ["X"], ["*"], ("X",)),
-    (("M",), ["X"], ["M"], ("X",)),
-    (("M", "N"), ["N"], ["M"], ("N",)),
-])
-def test_plugin_set_merging(defaults: tuple[str, ...], enabled: list[str], disabled: list[str],
-                            expected: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("defaults", "enabled", "disabled", "expected"),
+    [
+        (("M",), [], [], ("M",)),
+        (("M",), ["X"], [], ("M", "X")),
+        (("M",), ["X", "M"], [], ("M", "X")),
+        (("M",), ["X"], ["*"], ("X",)),
+        (("M",), ["X"], ["M"], ("X",)),
+        (("M", "N"), ["N"], ["M"], ("N",)),
+    ],
+)
+def test_plugin_set_merging(
+    defaults: tuple[str, ...], enabled: list[str], disabled: list[str], expected: tuple[str, ...]
+) -> None:
     assert merge_plugin_set(defaults, enabled, disabled) == expected
 
 
 def test_default_evictor_can_replace_the_migration_controller() -> None:
-    [profile] = parse(profiles=[{"plugins": {"evict": {"enabled": [{"name": "DefaultEvictor"}],
-                                                       "disabled": [{"name": "*"}]}}}]).profiles
+    [profile] = parse(
+        profiles=[{"plugins": {"evict": {"enabled": [{"name": "DefaultEvictor"}], "disabled": [{"name": "*"}]}}}]
+    ).profiles
     assert profile.plugins["evict"] == ("DefaultEvictor",)
 
 
-@pytest.mark.parametrize(("fields", "path"), [
-    ({"apiVersion": "descheduler/v1alpha1"}, "apiVersion"),
-    ({"deschedulingInterval": "soon"}, "deschedulingInterval"),
-    ({"maxNoOfPodsToEvictPerNode": -1}, "maxNoOfPodsToEvictPerNode"),
-    ({"dryrun": True}, "dryrun"),
-    ({"nodeSelector": {"matchExpressions": [{"key": "a", "operator": "Near"}]}}, "nodeSelector"),
-    ({"profiles": [{"plugins": {"balance": {"enabled": [{"name": "LowNodeLoads"}]}}}]},
-     "profiles[0].plugins.balance.enabled[0].name"),
-    ({"profiles": [{"name": "a"}, {"name": "a"}]}, "profiles[1].name"),
-    ({"profiles": [{"pluginConfig": [{"name": "LowNodeLoad", "args": {"kind": "OtherArgs"}}]}]},
-     "profiles[0].pluginConfig[0].args.kind"),
-    ({"profiles": [{"pluginConfig": [{"name": "LowNodeLoad", "args": {"lowThresholds": {"cpu": 120}}}]}]},
-     "profiles[0].pluginConfig[0].args.lowThresholds.cpu"),
-    ({"profiles": [{"pluginConfig": [{"name": "LowNodeLoad", "args": {"lowThresholds": {"cpu": 80},
-                                                                       "highThresholds": {"cpu": 70}}}]}]},
-     "profiles[0].pluginConfig[0].args.lowThresholds.cpu"),
-    ({"profiles": [{"pluginConfig": [{"name": "LowNodeLoad", "args": {
-        "evictableNamespaces": {"include": ["a"], "exclude": ["b"]}}}]}]},
-     "profiles[0].pluginConfig[0].args.evictableNamespaces"),
-    ({"profiles": [{"pluginConfig": [{"name": "LowNodeLoad", "args": {"nodePools": [{"lowThresholds": {
-        "cpu": "x"}}]}}]}]}, "profiles[0].pluginConfig[0].args.nodePools[0].lowThresholds.cpu"),
-    ({"profiles": [{"pluginConfig": [{"name": "MigrationController", "args": {"evictionPolicy": "Delete"}}]}]},
-     "profiles[0].pluginConfig[0].args.evictionPolicy"),
-])
+@pytest.mark.parametrize(
+    ("fields", "path"),
+    [
+        ({"apiVersion": "descheduler/v1alpha1"}, "apiVersion"),
+        ({"deschedulingInterval": "soon"}, "deschedulingInterval"),
+        ({"maxNoOfPodsToEvictPerNode": -1}, "maxNoOfPodsToEvictPerNode"),
+        ({"dryrun": True}, "dryrun"),
+        ({"nodeSelector": {"matchExpressions": [{"key": "a", "operator": "Near"}]}}, "nodeSelector"),
+        (
+            {"profiles": [{"plugins": {"balance": {"enabled": [{"name": "LowNodeLoads"}]}}}]},
+            "profiles[0].plugins.balance.enabled[0].name",
+        ),
+        ({"profiles": [{"name": "a"}, {"name": "a"}]}, "profiles[1].name"),
+        (
+            {"profiles": [{"pluginConfig": [{"name": "LowNodeLoad", "args": {"kind": "OtherArgs"}}]}]},
+            "profiles[0].pluginConfig[0].args.kind",
+        ),
+        (
+            {"profiles": [{"pluginConfig": [{"name": "LowNodeLoad", "args": {"lowThresholds": {"cpu": 120}}}]}]},
+            "profiles[0].pluginConfig[0].args.lowThresholds.cpu",
+        ),
+        (
+            {
+                "profiles": [
+                    {
+                        "pluginConfig": [
+                            {
+                                "name": "LowNodeLoad",
+                                "args": {"lowThresholds": {"cpu": 80}, "highThresholds": {"cpu": 70}},
+                            }
+                        ]
+                    }
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.lowThresholds.cpu",
+        ),
+        (
+            {
+                "profiles": [
+                    {
+                        "pluginConfig": [
+                            {
+                                "name": "LowNodeLoad",
+                                "args": {"evictableNamespaces": {"include": ["a"], "exclude": ["b"]}},
+                            }
+                        ]
+                    }
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.evictableNamespaces",
+        ),
+        (
+            {
+                "profiles": [
+                    {
+                        "pluginConfig": [
+                            {"name": "LowNodeLoad", "args": {"nodePools": [{"lowThresholds": {"cpu": "x"}}]}}
+                        ]
+                    }
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.nodePools[0].lowThresholds.cpu",
+        ),
+        (
+            {"profiles": [{"pluginConfig": [{"name": "MigrationController", "args": {"evictionPolicy": "Delete"}}]}]},
+            "profiles[0].pluginConfig[0].args.evictionPolicy",
+        ),
+    ],
+)
 def test_errors_name_their_field(fields: dict[str, Any], path: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse(**fields)
@@ -88,25 +139,37 @@ def test_errors_name_their_field(fields: dict[str, Any], path: str) -> None:
 
 
 def test_resource_weights_are_completed_from_the_thresholds() -> None:
-    args = lownodeload_args(lowThresholds={"cpu": 10, "pods": 10}, highThresholds={"cpu": 20, "pods": 20},
-                            resourceWeights={"cpu": 3, "memory": 0})
+    args = lownodeload_args(
+        lowThresholds={"cpu": 10, "pods": 10},
+        highThresholds={"cpu": 20, "pods": 20},
+        resourceWeights={"cpu": 3, "memory": 0},
+    )
     assert dict(args.node_pools[0].resource_weights) == {"cpu": 3, "memory": 1, "pods": 1}
 
 
 def test_an_anomaly_condition_given_defaults_only_the_missing_count() -> None:
-    assert lownodeload_args(anomalyCondition={"consecutiveNormalities": 7}).node_pools[0].anomaly_condition == \
-        AnomalyCondition(0, 5, 7)
-    assert lownodeload_args(anomalyCondition={"consecutiveAbnormalities": 2}).node_pools[0].anomaly_condition == \
-        AnomalyCondition(0, 2, 3)
+    assert lownodeload_args(anomalyCondition={"consecutiveNormalities": 7}).node_pools[
+        0
+    ].anomaly_condition == AnomalyCondition(0, 5, 7)
+    assert lownodeload_args(anomalyCondition={"consecutiveAbnormalities": 2}).node_pools[
+        0
+    ].anomaly_condition == AnomalyCondition(0, 2, 3)
     assert lownodeload_args(anomalyCondition={}).node_pools[0].anomaly_condition == AnomalyCondition(0, 5, 0)
 
 
 def test_explicit_pools_inherit_what_they_leave_out_and_follow_the_default_pool() -> None:
-    args = lownodeload_args(lowThresholds={"cpu": 30}, highThresholds={"cpu": 60},
-                            anomalyCondition={"consecutiveAbnormalities": 2, "consecutiveNormalities": 4},
-                            nodePools=[{"nodeSelector": {"matchLabels": {"pool": "a"}},
-                                        "highThresholds": {"cpu": 70},
-                                        "anomalyCondition": {"consecutiveNormalities": 9}}])
+    args = lownodeload_args(
+        lowThresholds={"cpu": 30},
+        highThresholds={"cpu": 60},
+        anomalyCondition={"consecutiveAbnormalities": 2, "consecutiveNormalities": 4},
+        nodePools=[
+            {
+                "nodeSelector": {"matchLabels": {"pool": "a"}},
+                "highThresholds": {"cpu": 70},
+                "anomalyCondition": {"consecutiveNormalities": 9},
+            }
+        ],
+    )
     default, pool = args.node_pools
     assert default.name == "__default_node_pool__" and pool.name == "0"
     assert (dict(pool.low), dict(pool.high)) == ({"cpu": 30}, {"cpu": 70})

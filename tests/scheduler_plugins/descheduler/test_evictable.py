@@ -1,4 +1,5 @@
 """Which pods the DefaultEvictor semantics let go (spec §3.5)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,36 +21,47 @@ def with_metadata(made: dict[str, Any], **metadata: Any) -> dict[str, Any]:
     return made
 
 
-@pytest.mark.parametrize(("made", "reason"), [
-    (pod(), None),
-    (pod(owner_kind="DaemonSet"), "DaemonSet"),
-    (pod(owner_kind=None), "ownerRefs"),
-    (pod(annotations={"kubernetes.io/config.mirror": "x"}), "mirror"),
-    (pod(annotations={"kubernetes.io/config.source": "file"}), "static"),
-    (with_metadata(pod(), deletionTimestamp="2024-05-01T10:00:00Z"), "terminating"),
-    (pod(volumes=[{"name": "v", "emptyDir": {}}]), "local storage"),
-    (pod(volumes=[{"name": "v", "hostPath": {"path": "/x"}}]), "local storage"),
-    (pod(volumes=[{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]), None),
-    (pod(priority=2_000_000_000), "system critical"),
-    (pod(priorityClassName="system-node-critical"), "system critical"),
-    (pod(owner_kind=None, annotations={"descheduler.alpha.kubernetes.io/evict": ""}), None),
-    (pod(owner_kind="DaemonSet", labels={"koordinator.sh/eviction-enabled": "true"}), None),
-])
+@pytest.mark.parametrize(
+    ("made", "reason"),
+    [
+        (pod(), None),
+        (pod(owner_kind="DaemonSet"), "DaemonSet"),
+        (pod(owner_kind=None), "ownerRefs"),
+        (pod(annotations={"kubernetes.io/config.mirror": "x"}), "mirror"),
+        (pod(annotations={"kubernetes.io/config.source": "file"}), "static"),
+        (with_metadata(pod(), deletionTimestamp="2024-05-01T10:00:00Z"), "terminating"),
+        (pod(volumes=[{"name": "v", "emptyDir": {}}]), "local storage"),
+        (pod(volumes=[{"name": "v", "hostPath": {"path": "/x"}}]), "local storage"),
+        (pod(volumes=[{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]), None),
+        (pod(priority=2_000_000_000), "system critical"),
+        (pod(priorityClassName="system-node-critical"), "system critical"),
+        (pod(owner_kind=None, annotations={"descheduler.alpha.kubernetes.io/evict": ""}), None),
+        (pod(owner_kind="DaemonSet", labels={"koordinator.sh/eviction-enabled": "true"}), None),
+    ],
+)
 def test_default_semantics(made: dict[str, Any], reason: str | None) -> None:
     found = why_not_evictable(made, EvictableArgs())
     assert (found is None) if reason is None else (found is not None and reason in found)
 
 
 def test_options_widen_or_narrow_what_may_be_evicted() -> None:
-    args = parse_evictable(Fields({"evictLocalStoragePods": True, "evictSystemCriticalPods": True,
-                                   "ignorePvcPods": True, "evictFailedBarePods": True,
-                                   "labelSelector": {"matchLabels": {"app": "web"}}}, "args"))
+    args = parse_evictable(
+        Fields(
+            {
+                "evictLocalStoragePods": True,
+                "evictSystemCriticalPods": True,
+                "ignorePvcPods": True,
+                "evictFailedBarePods": True,
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            },
+            "args",
+        )
+    )
     web = {"app": "web"}
     assert why_not_evictable(pod(labels=web, volumes=[{"name": "v", "emptyDir": {}}]), args) is None
     assert why_not_evictable(pod(labels=web, priority=2_000_000_000), args) is None
     assert why_not_evictable(pod(labels=web, owner_kind=None, phase="Failed"), args) is None
-    assert "PVC" in str(why_not_evictable(pod(labels=web, volumes=[{"name": "v", "persistentVolumeClaim": {}}]),
-                                          args))
+    assert "PVC" in str(why_not_evictable(pod(labels=web, volumes=[{"name": "v", "persistentVolumeClaim": {}}]), args))
     assert "labelSelector" in str(why_not_evictable(pod(labels={"app": "db"}), args))
 
 

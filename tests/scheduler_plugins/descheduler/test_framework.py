@@ -1,4 +1,5 @@
 """The framework (spec §1): registry, Evictor proxy and limits, phase order, the round's preconditions."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -46,14 +47,18 @@ def registry() -> Registry:
 
 
 def configuration(profiles: list[dict[str, Any]], **top: Any) -> Any:
-    return parse_config({"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration",
-                         "profiles": profiles, **top}, registry())
+    return parse_config(
+        {"apiVersion": "descheduler/v1alpha2", "kind": "DeschedulerConfiguration", "profiles": profiles, **top},
+        registry(),
+    )
 
 
 def profile(name: str, *plugins: str, selector: dict[str, str] | None = None) -> dict[str, Any]:
     enabled = [{"name": p} for p in plugins]
-    out: dict[str, Any] = {"name": name, "plugins": {"deschedule": {"enabled": enabled},
-                                                     "balance": {"enabled": enabled}}}
+    out: dict[str, Any] = {
+        "name": name,
+        "plugins": {"deschedule": {"enabled": enabled}, "balance": {"enabled": enabled}},
+    }
     if selector:
         out["nodeSelector"] = {"matchLabels": selector}
     return out
@@ -63,8 +68,10 @@ def cluster(pods_per_node: int = 2) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
     for n in ("n1", "n2", "n3"):
         objects.append(make_node(n, cpu="4", memory="4Gi", labels={"zone": "a" if n != "n3" else "b"}))
-        objects += [make_pod(f"{n}-p{i}", "ns1" if i % 2 else "ns2", node=n, owner_kind="ReplicaSet")
-                    for i in range(pods_per_node)]
+        objects += [
+            make_pod(f"{n}-p{i}", "ns1" if i % 2 else "ns2", node=n, owner_kind="ReplicaSet")
+            for i in range(pods_per_node)
+        ]
     return objects
 
 
@@ -93,9 +100,9 @@ def test_evictions_carry_the_plugin_name_and_respect_the_per_node_limit() -> Non
     assert len(report.skipped) == 3 and "maxNoOfPodsToEvictPerNode=1" in report.skipped[0].reason
 
 
-@pytest.mark.parametrize(("limits", "expected"), [({"maxNoOfPodsToEvictTotal": 2}, 2),
-                                                  ({"maxNoOfPodsToEvictPerNamespace": 1}, 2),
-                                                  ({}, 6)])
+@pytest.mark.parametrize(
+    ("limits", "expected"), [({"maxNoOfPodsToEvictTotal": 2}, 2), ({"maxNoOfPodsToEvictPerNamespace": 1}, 2), ({}, 6)]
+)
 def test_total_and_namespace_limits(limits: dict[str, int], expected: int) -> None:
     backend = FakeEvictions()
     run(configuration([profile("one", "A")], **limits), cluster(), backend)

@@ -1,5 +1,6 @@
 """Running as a cluster component: a round every interval, only while holding the Lease; /healthz
 and /metrics on the configured address."""
+
 from __future__ import annotations
 
 import asyncio
@@ -39,16 +40,28 @@ def get(port: int, path: str) -> tuple[int, str]:
 
 
 async def start(kubeconfig: Path, tmp_path: Path, port: int, reports: list[RoundReport]) -> asyncio.Task[None]:
-    raw: dict[str, Any] = {**CONFIG, "deschedulingInterval": "1h", "healthzBindAddress": f"127.0.0.1:{port}",
-                           "metricsBindAddress": f"127.0.0.1:{port}",
-                           "leaderElection": {"leaderElect": True, "resourceNamespace": "default",
-                                              "resourceName": "koord-descheduler"}}
+    raw: dict[str, Any] = {
+        **CONFIG,
+        "deschedulingInterval": "1h",
+        "healthzBindAddress": f"127.0.0.1:{port}",
+        "metricsBindAddress": f"127.0.0.1:{port}",
+        "leaderElection": {"leaderElect": True, "resourceNamespace": "default", "resourceName": "koord-descheduler"},
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(raw))
     args = build_parser().parse_args(["descheduler", "run", "--kubeconfig", str(kubeconfig), "--config", str(path)])
     config = load_config(path, in_tree_registry())
-    return asyncio.create_task(kube_rounds(args, config, in_tree_registry(), fixed_clock(parse_time(NOW) or 0.0),
-                                           Schedule(None, config.descheduling_interval), False, reports.append))
+    return asyncio.create_task(
+        kube_rounds(
+            args,
+            config,
+            in_tree_registry(),
+            fixed_clock(parse_time(NOW) or 0.0),
+            Schedule(None, config.descheduling_interval),
+            False,
+            reports.append,
+        )
+    )
 
 
 async def stop(task: asyncio.Task[None]) -> None:
@@ -56,8 +69,9 @@ async def stop(task: asyncio.Task[None]) -> None:
     await asyncio.gather(task, return_exceptions=True)
 
 
-async def test_the_leader_runs_rounds_and_serves_health_and_metrics(api: ApiServer, kubeconfig: Path,
-                                                                   tmp_path: Path) -> None:
+async def test_the_leader_runs_rounds_and_serves_health_and_metrics(
+    api: ApiServer, kubeconfig: Path, tmp_path: Path
+) -> None:
     for obj in cluster():
         api.apply(obj)
     port, reports = free_port(), []
@@ -83,19 +97,36 @@ async def test_a_replica_without_the_lease_evicts_nothing(api: ApiServer, kubeco
     for obj in cluster():
         api.apply(obj)
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    api.apply({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-               "metadata": {"name": "koord-descheduler", "namespace": "default"},
-               "spec": {"holderIdentity": "the-other-replica", "leaseDurationSeconds": 3600, "renewTime": now,
-                        "acquireTime": now}})
+    api.apply(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": "koord-descheduler", "namespace": "default"},
+            "spec": {
+                "holderIdentity": "the-other-replica",
+                "leaseDurationSeconds": 3600,
+                "renewTime": now,
+                "acquireTime": now,
+            },
+        }
+    )
     port, reports = free_port(), []
     task = await start(kubeconfig, tmp_path, port, reports)
     try:
-        await wait_for(lambda: asyncio.to_thread(get, port, "/metrics"),
-                       until=lambda got: "colocate_descheduler_leader 0.0" in got[1],
-                       ignore=(OSError,), timeout=20, message="the lease attempt")
-        await wait_for(lambda: asyncio.to_thread(get, port, "/healthz"), until=lambda got: got[0] == 200,
-                       ignore=(OSError,),
-                       timeout=20, message="the state to be listed")
+        await wait_for(
+            lambda: asyncio.to_thread(get, port, "/metrics"),
+            until=lambda got: "colocate_descheduler_leader 0.0" in got[1],
+            ignore=(OSError,),
+            timeout=20,
+            message="the lease attempt",
+        )
+        await wait_for(
+            lambda: asyncio.to_thread(get, port, "/healthz"),
+            until=lambda got: got[0] == 200,
+            ignore=(OSError,),
+            timeout=20,
+            message="the state to be listed",
+        )
         assert reports == [] and api.evictions == []
     finally:
         await stop(task)

@@ -1,5 +1,6 @@
 """LowNodeLoad end to end over one round (spec §3): classification, the worked example, nodeFit,
 victim order, pools, deviation thresholds, dry run."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,8 +17,11 @@ from tests.scheduler_plugins.descheduler.helpers import (
 from tests.support.builders import make_metric, make_node, make_pod, pod_metric
 
 IMMEDIATE = {"consecutiveAbnormalities": 1}
-EXAMPLE_ARGS: dict[str, Any] = {"lowThresholds": {"cpu": 30, "pods": 30}, "highThresholds": {"cpu": 50, "pods": 50},
-                                "anomalyCondition": IMMEDIATE}
+EXAMPLE_ARGS: dict[str, Any] = {
+    "lowThresholds": {"cpu": 30, "pods": 30},
+    "highThresholds": {"cpu": 50, "pods": 50},
+    "anomalyCondition": IMMEDIATE,
+}
 
 
 def node(name: str, pods: int = 10, cpu: str = "4000m", unschedulable: bool = False) -> dict[str, Any]:
@@ -34,8 +38,16 @@ def worked_example() -> list[dict[str, Any]]:
     pods[6]["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds"}]  # p7
     pods[7]["spec"]["volumes"] = [{"name": "scratch", "emptyDir": {}}]  # p8: local storage
     cold, cold_metric = loaded_node("n2", [("q1", "400m")])
-    return [node("n1", pods=9), node("n2"), node("n3", unschedulable=True), *pods, *cold, metric, cold_metric,
-            make_metric("n3", cpu="0", memory="0", update_time="2024-05-01T10:00:30Z")]
+    return [
+        node("n1", pods=9),
+        node("n2"),
+        node("n3", unschedulable=True),
+        *pods,
+        *cold,
+        metric,
+        cold_metric,
+        make_metric("n3", cpu="0", memory="0", update_time="2024-05-01T10:00:30Z"),
+    ]
 
 
 def test_the_worked_example_evicts_four_pods_that_fit_on_the_cold_node() -> None:
@@ -50,8 +62,9 @@ def test_the_worked_example_evicts_four_pods_that_fit_on_the_cold_node() -> None
     assert n1.thresholds == {"low": {"cpu": 30, "pods": 30}, "high": {"cpu": 50, "pods": 50}}
     first = report.evictions[0]
     assert (first.plugin, first.node) == ("LowNodeLoad", "n1")
-    assert first.reason == ("node is overutilized, node cpu usage(80.00%)>threshold(50.00%), "
-                            "node pods usage(88.89%)>threshold(44.44%)")
+    assert first.reason == (
+        "node is overutilized, node cpu usage(80.00%)>threshold(50.00%), node pods usage(88.89%)>threshold(44.44%)"
+    )
     assert [e[1] for e in events.events] == ["Descheduled"] * 4
     assert "LowNodeLoad" in events.events[0][2]
 
@@ -135,8 +148,11 @@ def test_explicit_pools_are_processed_after_the_default_pool_and_skip_its_source
     args = {**EXAMPLE_ARGS, "nodePools": [{"name": "pool-a", "nodeSelector": {"matchLabels": {"pool": "a"}}}]}
     [report] = run_rounds(config(args), objects)
     pools = [(e.pool, e.name) for e in report.nodes]
-    assert pools[:3] == [("__default_node_pool__", "n1"), ("__default_node_pool__", "n2"),
-                         ("__default_node_pool__", "n3")]
+    assert pools[:3] == [
+        ("__default_node_pool__", "n1"),
+        ("__default_node_pool__", "n2"),
+        ("__default_node_pool__", "n3"),
+    ]
     assert ("pool-a", "n1") not in pools and ("pool-a", "n2") in pools  # n1 was a source already
 
 
@@ -144,10 +160,20 @@ def test_deviation_thresholds_compare_each_node_with_the_pool_average() -> None:
     hot, hot_metric = loaded_node("hot", [("a", "2000m"), ("b", "1000m")])
     warm, warm_metric = loaded_node("warm", [("c", "1000m")])
     cold, cold_metric = loaded_node("cold", [])
-    args = {"useDeviationThresholds": True, "lowThresholds": {"cpu": 10}, "highThresholds": {"cpu": 10},
-            "anomalyCondition": IMMEDIATE}
-    objects = [node(n, pods=110) for n in ("hot", "warm", "cold")] + [*hot, *warm, *cold, hot_metric, warm_metric,
-                                                                      cold_metric]
+    args = {
+        "useDeviationThresholds": True,
+        "lowThresholds": {"cpu": 10},
+        "highThresholds": {"cpu": 10},
+        "anomalyCondition": IMMEDIATE,
+    }
+    objects = [node(n, pods=110) for n in ("hot", "warm", "cold")] + [
+        *hot,
+        *warm,
+        *cold,
+        hot_metric,
+        warm_metric,
+        cold_metric,
+    ]
     [report] = run_rounds(config(args), objects)
     # average 33.3 %: hot (75 %) > 43.3 % is high, cold (0 %) <= 23.3 % is low, warm (25 %) neither;
     # the unconfigured prod thresholds put every node under its prod "low" (capacity)
@@ -161,11 +187,19 @@ def test_a_node_whose_prod_pods_are_over_the_prod_high_threshold_sheds_prod_pods
     batch = make_pod("batch", node="prod-hot", owner_kind="ReplicaSet", priority_class="koord-batch", qos="BE")
     hot_metric["status"]["podsMetric"].append(pod_metric("batch", cpu="100m", priority="koord-batch"))
     cold, cold_metric = loaded_node("cold", [("c-1", "200m")])
-    args = {"lowThresholds": {"cpu": 70}, "highThresholds": {"cpu": 90}, "prodLowThresholds": {"cpu": 20},
-            "prodHighThresholds": {"cpu": 50}, "anomalyCondition": IMMEDIATE}
+    args = {
+        "lowThresholds": {"cpu": 70},
+        "highThresholds": {"cpu": 90},
+        "prodLowThresholds": {"cpu": 20},
+        "prodHighThresholds": {"cpu": 50},
+        "anomalyCondition": IMMEDIATE,
+    }
     backend = FakeEvictions()
-    [report] = run_rounds(config(args), [node("prod-hot", pods=110), node("cold", pods=110), *hot, batch, *cold,
-                                         hot_metric, cold_metric], backend=backend)
+    [report] = run_rounds(
+        config(args),
+        [node("prod-hot", pods=110), node("cold", pods=110), *hot, batch, *cold, hot_metric, cold_metric],
+        backend=backend,
+    )
     assert {e.name: e.classification for e in report.nodes} == {"prod-hot": "prodHigh", "cold": "bothLow"}
     # only prod pods are candidates of the prod pass; one brings prod usage from 60 % to 40 %
     assert backend.evicted == ["default/prod-1"]  # equal in every respect: the listed order

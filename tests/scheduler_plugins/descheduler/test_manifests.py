@@ -1,4 +1,5 @@
 """`manifests/descheduler/` deploys what the descheduler runs and reads, with no more rights than that."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -39,8 +40,9 @@ def test_rbac_covers_the_watched_kinds_evictions_events_and_the_lease_and_nothin
     assert granted - watched == {("", "pods/eviction", "create"), ("", "events", "create")}
     assert watched <= granted
     role = one("Role")
-    assert role["rules"] == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-                              "verbs": ["get", "create", "update"]}]
+    assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
+    ]
     account = one("ServiceAccount")["metadata"]
     subject = [{"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}]
     assert one("ClusterRoleBinding")["subjects"] == subject == one("RoleBinding")["subjects"]

@@ -1,4 +1,5 @@
 """Building one strategy round's input from test objects (the builders of tests/support)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -20,23 +21,37 @@ def cores(cpu: float) -> int:
     return int(cpu * 1000)
 
 
-def usage(node_cpu: float = 0, node_memory: int = 0, pods: Mapping[str, tuple[float, int]] | None = None,
-          apps: Mapping[str, tuple[float, int]] | None = None) -> Usage:
+def usage(
+    node_cpu: float = 0,
+    node_memory: int = 0,
+    pods: Mapping[str, tuple[float, int]] | None = None,
+    apps: Mapping[str, tuple[float, int]] | None = None,
+) -> Usage:
     """Usage in cores and bytes: `pods={"default/web": (8, 0)}`."""
-    return Usage(ResourceUsage(cores(node_cpu), node_memory),
-                 {k: ResourceUsage(cores(c), m) for k, (c, m) in (pods or {}).items()},
-                 {k: ResourceUsage(cores(c), m) for k, (c, m) in (apps or {}).items()})
+    return Usage(
+        ResourceUsage(cores(node_cpu), node_memory),
+        {k: ResourceUsage(cores(c), m) for k, (c, m) in (pods or {}).items()},
+        {k: ResourceUsage(cores(c), m) for k, (c, m) in (apps or {}).items()},
+    )
 
 
-def round_input(node: Mapping[str, Any], slo: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]],
-                used: Usage | None = None, current: Mapping[tuple[str, str], int | str] | None = None,
-                processors: Sequence[CPUInfo] | None = None, now: float = 1000.0,
-                layout: CgroupLayout = LAYOUT, topology: Mapping[str, Any] | None = None) -> RoundInput:
+def round_input(
+    node: Mapping[str, Any],
+    slo: Mapping[str, Any] | None,
+    pods: Sequence[Mapping[str, Any]],
+    used: Usage | None = None,
+    current: Mapping[tuple[str, str], int | str] | None = None,
+    processors: Sequence[CPUInfo] | None = None,
+    now: float = 1000.0,
+    layout: CgroupLayout = LAYOUT,
+    topology: Mapping[str, Any] | None = None,
+) -> RoundInput:
     state = NodeState(node, NodeSLO.parse(slo) if slo is not None else None, None, tuple(pods), topology)
     values = dict(current or {})
 
     def read(cgroup: str, resource: Resource) -> int | str | None:
         return values.get((cgroup, resource.name))
 
-    return RoundInput.build(state, used or Usage(), layout, read, now,
-                            processors if processors is not None else flat_processors(20))
+    return RoundInput.build(
+        state, used or Usage(), layout, read, now, processors if processors is not None else flat_processors(20)
+    )

@@ -1,6 +1,7 @@
 """The agent against the API-server stand-in: it watches only its node's objects, writes the
 suppress quota on a (fake) cgroup tree, reports its NodeMetric, evicts through the Eviction API
 with an Event, and serves /healthz, /readyz and /metrics."""
+
 from __future__ import annotations
 
 import asyncio
@@ -37,22 +38,38 @@ def fake_machine(root: Path, memory_used_percent: int) -> tuple[Path, Path]:
     proc.mkdir()
     (proc / "stat").write_text("cpu  100 0 0 100 0 0 0 0 0 0\n")
     total_kb = 64 * 1024**2
-    (proc / "meminfo").write_text(f"MemTotal: {total_kb} kB\nMemAvailable: "
-                                  f"{total_kb * (100 - memory_used_percent) // 100} kB\n")
+    (proc / "meminfo").write_text(
+        f"MemTotal: {total_kb} kB\nMemAvailable: {total_kb * (100 - memory_used_percent) // 100} kB\n"
+    )
     return cg, proc
 
 
 def seed(api: ApiServer) -> None:
     api.apply(make_node("n1", capacity={"cpu": "8", "memory": "64Gi"}, allocatable={"cpu": "8", "memory": "64Gi"}))
     api.apply(make_node("n2", capacity={"cpu": "8", "memory": "64Gi"}))
-    api.apply(make_node_slo("n1", threshold={"enable": True, "cpuSuppressPolicy": "cfsQuota",
-                                             "cpuSuppressThresholdPercent": 50, "memoryEvictThresholdPercent": 70}))
+    api.apply(
+        make_node_slo(
+            "n1",
+            threshold={
+                "enable": True,
+                "cpuSuppressPolicy": "cfsQuota",
+                "cpuSuppressThresholdPercent": 50,
+                "memoryEvictThresholdPercent": 70,
+            },
+        )
+    )
     be = make_pod("batch", node="n1", qos="BE", priority=5500)
     be["metadata"]["uid"] = "be-1"
     api.apply(be)
     api.apply(make_pod("elsewhere", node="n2", qos="BE"))
-    api.apply({"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": NODE_METRIC_KIND, "metadata": {"name": "n1"},
-               "spec": {"metricCollectPolicy": {"reportIntervalSeconds": 1, "aggregateDurationSeconds": 60}}})
+    api.apply(
+        {
+            "apiVersion": "slo.koordinator.sh/v1alpha1",
+            "kind": NODE_METRIC_KIND,
+            "metadata": {"name": "n1"},
+            "spec": {"metricCollectPolicy": {"reportIntervalSeconds": 1, "aggregateDurationSeconds": 60}},
+        }
+    )
 
 
 def get(url: str) -> tuple[int, str]:
@@ -63,8 +80,9 @@ def get(url: str) -> tuple[int, str]:
         return exc.code, ""
 
 
-async def test_the_agent_enforces_reports_and_evicts_through_the_api(api: ApiServer, kubeconfig: Path,
-                                                                     tmp_path: Path) -> None:
+async def test_the_agent_enforces_reports_and_evicts_through_the_api(
+    api: ApiServer, kubeconfig: Path, tmp_path: Path
+) -> None:
     seed(api)
     cg, proc = fake_machine(tmp_path, memory_used_percent=80)
     client = api_client(kubeconfig)
@@ -81,19 +99,31 @@ async def test_the_agent_enforces_reports_and_evicts_through_the_api(api: ApiSer
         assert store.get("Node", ("", "n1")) is not None and store.get("Node", ("", "n2")) is None
         assert all(p["spec"]["nodeName"] == "n1" for p in store.objects("Pod"))  # spec.nodeName=n1 only
         # 8 cores × 50 % − system (all of the node's usage is unexplained: at least 0) ⇒ at most 4 cores
-        quota = await wait_for(lambda: (cg / "cpu" / BE_DIR / "cpu.cfs_quota_us").read_text(),
-                               until=lambda text: text.strip() not in ("-1", ""),
-                               message="the BE quota to be written")
+        quota = await wait_for(
+            lambda: (cg / "cpu" / BE_DIR / "cpu.cfs_quota_us").read_text(),
+            until=lambda text: text.strip() not in ("-1", ""),
+            message="the BE quota to be written",
+        )
         assert 2000 <= int(quota) <= 400_000
-        evicted = await wait_for(lambda: api.store.objects.get(api.by_kind["Pod"], {}).get(("default", "batch")),
-                                 until=lambda pod: pod is None, message="the BE pod to be evicted (80 % ≥ 70 %)")
+        evicted = await wait_for(
+            lambda: api.store.objects.get(api.by_kind["Pod"], {}).get(("default", "batch")),
+            until=lambda pod: pod is None,
+            message="the BE pod to be evicted (80 % ≥ 70 %)",
+        )
         assert evicted is None
-        await wait_for(lambda: [e for e in api.store.objects.get(api.by_kind["Event"], {}).values()
-                                if e["reason"] == "evictPodSuccess" and e["involvedObject"]["name"] == "batch"],
-                       message="an Event about the eviction")
+        await wait_for(
+            lambda: [
+                e
+                for e in api.store.objects.get(api.by_kind["Event"], {}).values()
+                if e["reason"] == "evictPodSuccess" and e["involvedObject"]["name"] == "batch"
+            ],
+            message="an Event about the eviction",
+        )
         metric: dict[str, Any] = await wait_for(
             lambda: api.store.get(api.by_kind[NODE_METRIC_KIND], "", "n1"),
-            until=lambda m: bool((m.get("status") or {}).get("updateTime")), message="the NodeMetric report")
+            until=lambda m: bool((m.get("status") or {}).get("updateTime")),
+            message="the NodeMetric report",
+        )
         assert metric["status"]["nodeMetric"]["nodeUsage"]["resources"]["memory"]
         assert metric["spec"]["metricCollectPolicy"]["reportIntervalSeconds"] == 1  # status only was written
         assert (await asyncio.to_thread(get, f"{base}/healthz"))[0] == 200

@@ -1,4 +1,5 @@
 """CgroupReconcile (spec §7) and CPUBurst (spec §8): the values each writes, and where."""
+
 from __future__ import annotations
 
 import json
@@ -29,26 +30,52 @@ def writes_of(result: Any, cgroup: str) -> dict[str, int | str]:
     return {w.resource.name: w.value for w in result.writes if w.cgroup == cgroup}
 
 
-LS_POD = running(make_pod("web", node="n1", qos="LS", requests={"cpu": "1", "memory": "4Gi"},
-                          limits={"cpu": "2", "memory": "8Gi"}), "ls")
-BE_POD = running(make_pod("batch", node="n1", qos="BE",
-                          requests={"kubernetes.io/batch-cpu": "1500", "kubernetes.io/batch-memory": "2Gi"},
-                          limits={"kubernetes.io/batch-cpu": "3000", "kubernetes.io/batch-memory": "2Gi"}), "be")
-QOS = {"lsClass": {"memoryQOS": {"enable": True, "minLimitPercent": 50, "lowLimitPercent": 25,
-                                 "throttlingPercent": 80, "priorityEnable": 1, "priority": 6}},
-       "beClass": {"cpuQOS": {"enable": True}}}
+LS_POD = running(
+    make_pod("web", node="n1", qos="LS", requests={"cpu": "1", "memory": "4Gi"}, limits={"cpu": "2", "memory": "8Gi"}),
+    "ls",
+)
+BE_POD = running(
+    make_pod(
+        "batch",
+        node="n1",
+        qos="BE",
+        requests={"kubernetes.io/batch-cpu": "1500", "kubernetes.io/batch-memory": "2Gi"},
+        limits={"kubernetes.io/batch-cpu": "3000", "kubernetes.io/batch-memory": "2Gi"},
+    ),
+    "be",
+)
+QOS = {
+    "lsClass": {
+        "memoryQOS": {
+            "enable": True,
+            "minLimitPercent": 50,
+            "lowLimitPercent": 25,
+            "throttlingPercent": 80,
+            "priorityEnable": 1,
+            "priority": 6,
+        }
+    },
+    "beClass": {"cpuQOS": {"enable": True}},
+}
 
 
 def reconcile(pods: list[dict[str, Any]], qos: dict[str, Any] | None = QOS, **kw: Any) -> Any:
     return CgroupReconcile(StrategyOptions(FeatureGates.parse("CgroupReconcile=true"))).round(
-        round_input(NODE, make_node_slo("n1", resource_qos=qos), pods, usage(), **kw))
+        round_input(NODE, make_node_slo("n1", resource_qos=qos), pods, usage(), **kw)
+    )
 
 
 def test_memory_qos_of_an_ls_pod_at_pod_and_container_level() -> None:
     result = reconcile([LS_POD])
     pod = writes_of(result, "kubepods/burstable/podls")
-    assert (pod["memory.min"], pod["memory.low"], pod["memory.wmark_ratio"], pod["memory.wmark_min_adj"],
-            pod["memory.use_priority_oom"], pod["memory.priority"]) == (2 * GI, 2 * GI, 95, -25, 1, 6)
+    assert (
+        pod["memory.min"],
+        pod["memory.low"],
+        pod["memory.wmark_ratio"],
+        pod["memory.wmark_min_adj"],
+        pod["memory.use_priority_oom"],
+        pod["memory.priority"],
+    ) == (2 * GI, 2 * GI, 95, -25, 1, 6)
     container = writes_of(result, "kubepods/burstable/podls/c1")
     # request + (limit − request) × 80 %, floored to a page
     assert container["memory.high"] == (4 * GI + 4 * GI * 80 // 100) // 4096 * 4096 == 7_730_937_856
@@ -57,11 +84,16 @@ def test_memory_qos_of_an_ls_pod_at_pod_and_container_level() -> None:
 
 
 def test_a_disabled_class_writes_the_none_values() -> None:
-    result = reconcile([running(make_pod("x", node="n1", qos="LSR", requests={"memory": "1Gi"},
-                                         limits={"memory": "1Gi"}), "lsr")])
+    result = reconcile(
+        [running(make_pod("x", node="n1", qos="LSR", requests={"memory": "1Gi"}, limits={"memory": "1Gi"}), "lsr")]
+    )
     pod = writes_of(result, "kubepods/burstable/podlsr")
-    assert (pod["memory.min"], pod["memory.low"], pod["memory.wmark_ratio"], pod["memory.wmark_scale_factor"]) == \
-        (0, 0, 0, 50)
+    assert (pod["memory.min"], pod["memory.low"], pod["memory.wmark_ratio"], pod["memory.wmark_scale_factor"]) == (
+        0,
+        0,
+        0,
+        50,
+    )
     assert writes_of(result, "kubepods/burstable/podlsr/c1")["memory.high"] == r.MAX_INT64
 
 
@@ -70,16 +102,28 @@ def test_throttling_without_a_limit_uses_node_allocatable() -> None:
 
 
 def test_the_pod_annotation_overrides_the_class() -> None:
-    pod = running(make_pod("web2", node="n1", qos="LS", requests={"memory": "4Gi"},
-                           annotations={"koordinator.sh/memoryQOS": json.dumps({"minLimitPercent": 100})}), "ls2")
+    pod = running(
+        make_pod(
+            "web2",
+            node="n1",
+            qos="LS",
+            requests={"memory": "4Gi"},
+            annotations={"koordinator.sh/memoryQOS": json.dumps({"minLimitPercent": 100})},
+        ),
+        "ls2",
+    )
     assert writes_of(reconcile([pod]), "kubepods/burstable/podls2")["memory.min"] == 4 * GI
 
 
 def test_be_cpu_shares_and_quota_from_batch_cpu_and_group_identity_from_cpu_qos() -> None:
     result = reconcile([BE_POD])
     pod = writes_of(result, "kubepods/besteffort/podbe")
-    assert (pod["cpu.shares"], pod["cpu.cfs_quota_us"], pod["cpu.bvt_warp_ns"], pod["cpu.idle"]) == \
-        (1536, 300_000, -1, 0)
+    assert (pod["cpu.shares"], pod["cpu.cfs_quota_us"], pod["cpu.bvt_warp_ns"], pod["cpu.idle"]) == (
+        1536,
+        300_000,
+        -1,
+        0,
+    )
     assert writes_of(result, "kubepods/besteffort/podbe/c1")["cpu.shares"] == 1536
     assert writes_of(result, "kubepods/besteffort")["cpu.bvt_warp_ns"] == -1
 
@@ -94,16 +138,25 @@ def test_v2_systemd_file_names_and_values() -> None:
     result = reconcile([BE_POD], layout=layout)
     rendered = [w.as_dict(layout) for w in result.writes]
     pod_dir = "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podbe.slice"
-    assert {"strategy": "CgroupReconcile", "cgroup": pod_dir, "file": "cpu.weight",
-            "value": str(r.shares_to_weight(1536))} in rendered
+    assert {
+        "strategy": "CgroupReconcile",
+        "cgroup": pod_dir,
+        "file": "cpu.weight",
+        "value": str(r.shares_to_weight(1536)),
+    } in rendered
     assert {"strategy": "CgroupReconcile", "cgroup": pod_dir, "file": "cpu.max", "value": "300000 100000"} in rendered
-    assert {"strategy": "CgroupReconcile", "cgroup": f"{pod_dir}/cri-containerd-c1.scope", "file": "memory.high",
-            "value": "max"} in rendered
+    assert {
+        "strategy": "CgroupReconcile",
+        "cgroup": f"{pod_dir}/cri-containerd-c1.scope",
+        "file": "memory.high",
+        "value": "max",
+    } in rendered
 
 
 def burst(policy: str, node_cpu: float) -> Any:
     return CPUBurst(StrategyOptions(FeatureGates.parse(""))).round(
-        round_input(NODE, make_node_slo("n1", cpu_burst={"policy": policy}), [LS_POD], usage(node_cpu)))
+        round_input(NODE, make_node_slo("n1", cpu_burst={"policy": policy}), [LS_POD], usage(node_cpu))
+    )
 
 
 def test_cpu_burst_writes_the_burst_budget_of_limited_ls_containers() -> None:

@@ -1,5 +1,6 @@
 """The cgroup layer: version detection from files, the paths of both drivers, the v2 file formats,
 and the executor (last-write cache, nothing written twice, the leveled order)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,13 +27,19 @@ def test_the_version_is_read_from_the_files_not_the_mounts(tmp_path: Path) -> No
         detect_version(tmp_path)
 
 
-@pytest.mark.parametrize("driver, qos, expected", [
-    (CgroupDriver.CGROUPFS, "BestEffort", "kubepods/besteffort/pod6b1c-22-33"),
-    (CgroupDriver.CGROUPFS, "Guaranteed", "kubepods/pod6b1c-22-33"),
-    (CgroupDriver.SYSTEMD, "Burstable",
-     "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod6b1c_22_33.slice"),
-    (CgroupDriver.SYSTEMD, "Guaranteed", "kubepods.slice/kubepods-pod6b1c_22_33.slice"),
-])
+@pytest.mark.parametrize(
+    "driver, qos, expected",
+    [
+        (CgroupDriver.CGROUPFS, "BestEffort", "kubepods/besteffort/pod6b1c-22-33"),
+        (CgroupDriver.CGROUPFS, "Guaranteed", "kubepods/pod6b1c-22-33"),
+        (
+            CgroupDriver.SYSTEMD,
+            "Burstable",
+            "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod6b1c_22_33.slice",
+        ),
+        (CgroupDriver.SYSTEMD, "Guaranteed", "kubepods.slice/kubepods-pod6b1c_22_33.slice"),
+    ],
+)
 def test_pod_dirs_of_both_drivers(driver: CgroupDriver, qos: str, expected: str) -> None:
     assert CgroupLayout(Path("/"), CgroupVersion.V1, driver).pod_dir(qos, UID) == expected
 
@@ -80,11 +87,14 @@ def _tree(root: Path, files: dict[str, str]) -> None:
 
 
 def test_the_executor_writes_once_and_skips_an_identical_second_round(tmp_path: Path) -> None:
-    _tree(tmp_path, {"cpu/kubepods/besteffort/cpu.shares": "1024\n",
-                     "cpu/kubepods/besteffort/podx/cpu.shares": "1024\n"})
+    _tree(
+        tmp_path, {"cpu/kubepods/besteffort/cpu.shares": "1024\n", "cpu/kubepods/besteffort/podx/cpu.shares": "1024\n"}
+    )
     executor = ResourceExecutor(CgroupLayout(tmp_path, CgroupVersion.V1), clock=lambda: 0.0)
-    writes = [CgroupWrite("t", "kubepods/besteffort", r.CPU_SHARES, 2, Level.QOS),
-              CgroupWrite("t", "kubepods/besteffort/podx", r.CPU_SHARES, 2, Level.POD)]
+    writes = [
+        CgroupWrite("t", "kubepods/besteffort", r.CPU_SHARES, 2, Level.QOS),
+        CgroupWrite("t", "kubepods/besteffort/podx", r.CPU_SHARES, 2, Level.POD),
+    ]
     first = executor.apply(writes)
     second = executor.apply(writes)
     assert (first.written, second.written, second.skipped) == (2, 0, 2)
@@ -107,18 +117,27 @@ def test_a_value_changed_behind_the_agents_back_is_restored_after_the_cache_expi
 def test_a_vanished_cgroup_is_a_counted_failure_not_an_exception(tmp_path: Path) -> None:
     (tmp_path / "cpu").mkdir()
     stats = ResourceExecutor(CgroupLayout(tmp_path, CgroupVersion.V1), clock=lambda: 0.0).apply(
-        [CgroupWrite("t", "kubepods/gone", r.CPU_SHARES, 2, Level.POD)])
+        [CgroupWrite("t", "kubepods/gone", r.CPU_SHARES, 2, Level.POD)]
+    )
     assert (stats.written, stats.failed) == (0, 1)
 
 
 def test_cpusets_widen_top_down_then_narrow_bottom_up() -> None:
     current = {"qos": "0-3", "pod": "0-3", "ctr": "0-3"}
-    writes = [CgroupWrite("t", "qos", r.CPUSET_CPUS, "4-7", Level.QOS),
-              CgroupWrite("t", "pod", r.CPUSET_CPUS, "4-7", Level.POD),
-              CgroupWrite("t", "ctr", r.CPUSET_CPUS, "4-7", Level.CONTAINER)]
+    writes = [
+        CgroupWrite("t", "qos", r.CPUSET_CPUS, "4-7", Level.QOS),
+        CgroupWrite("t", "pod", r.CPUSET_CPUS, "4-7", Level.POD),
+        CgroupWrite("t", "ctr", r.CPUSET_CPUS, "4-7", Level.CONTAINER),
+    ]
     ordered = leveled_order(writes, lambda cgroup, _res: current[cgroup])
     assert [(w.cgroup, w.value) for w in ordered] == [
-        ("qos", "0-7"), ("pod", "0-7"), ("ctr", "0-7"), ("ctr", "4-7"), ("pod", "4-7"), ("qos", "4-7")]
+        ("qos", "0-7"),
+        ("pod", "0-7"),
+        ("ctr", "0-7"),
+        ("ctr", "4-7"),
+        ("pod", "4-7"),
+        ("qos", "4-7"),
+    ]
 
 
 # --- the property: no parent ever below a child mid-transition ---------------------------------------
@@ -136,6 +155,7 @@ quota = st.one_of(st.just(UNLIMITED), st.integers(min_value=1000, max_value=800_
 @st.composite
 def chain(draw: st.DrawFn) -> tuple[list[int], list[int]]:
     """Valid old and new quotas of a QoS → pod → container chain (each level within its parent)."""
+
     def valid() -> list[int]:
         values = [draw(quota)]
         for _ in range(2):
@@ -143,6 +163,7 @@ def chain(draw: st.DrawFn) -> tuple[list[int], list[int]]:
             child = draw(quota if parent == UNLIMITED else st.integers(min_value=1000, max_value=max(1000, parent)))
             values.append(min(child, parent) if parent != UNLIMITED and child != UNLIMITED else child)
         return values
+
     return valid(), valid()
 
 
@@ -153,8 +174,9 @@ def test_leveled_quota_updates_never_leave_a_parent_below_a_child(values: tuple[
     names = ["qos", "pod", "ctr"]
     state = dict(zip(names, old, strict=True))
     assert all(_le(state[c], state[p]) for p, c in zip(names, names[1:], strict=False))
-    writes = [CgroupWrite("t", n, r.CPU_CFS_QUOTA, v, Level(i)) for i, (n, v) in enumerate(zip(names, new,
-                                                                                                strict=True))]
+    writes = [
+        CgroupWrite("t", n, r.CPU_CFS_QUOTA, v, Level(i)) for i, (n, v) in enumerate(zip(names, new, strict=True))
+    ]
     for w in leveled_order(writes, lambda cgroup, _res: state[cgroup]):
         assert isinstance(w.value, int)
         state[w.cgroup] = w.value
@@ -167,8 +189,9 @@ cpusets = st.frozensets(st.integers(min_value=0, max_value=15), min_size=1)
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(cpusets, min_size=3, max_size=3), st.lists(cpusets, min_size=3, max_size=3))
-def test_leveled_cpuset_updates_keep_every_child_inside_its_parent(old_sets: list[frozenset[int]],
-                                                                    new_sets: list[frozenset[int]]) -> None:
+def test_leveled_cpuset_updates_keep_every_child_inside_its_parent(
+    old_sets: list[frozenset[int]], new_sets: list[frozenset[int]]
+) -> None:
     from policies.cpuset import format_cpuset, parse_cpuset
 
     def nested(sets: list[frozenset[int]]) -> list[frozenset[int]]:  # make the chain valid: child ⊆ parent
@@ -180,8 +203,10 @@ def test_leveled_cpuset_updates_keep_every_child_inside_its_parent(old_sets: lis
     old, new = nested(old_sets), nested(new_sets)
     names = ["qos", "pod", "ctr"]
     state = {n: format_cpuset(s) for n, s in zip(names, old, strict=True)}
-    writes = [CgroupWrite("t", n, r.CPUSET_CPUS, format_cpuset(s), Level(i))
-              for i, (n, s) in enumerate(zip(names, new, strict=True))]
+    writes = [
+        CgroupWrite("t", n, r.CPUSET_CPUS, format_cpuset(s), Level(i))
+        for i, (n, s) in enumerate(zip(names, new, strict=True))
+    ]
     for w in leveled_order(writes, lambda cgroup, _res: state[cgroup]):
         state[w.cgroup] = str(w.value)
         sets = [parse_cpuset(state[n]) for n in names]

@@ -1,5 +1,6 @@
 """CPUSuppress (spec §4): the suppress formula, the cpuset and cfsQuota policies, the recovery, and
 the topology-aware CPU selection (with its properties)."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,9 @@ BE_QOS = "kubepods/besteffort"
 
 
 def node(cpu: str = "20", allocatable: str | None = None, **kw: Any) -> dict[str, Any]:
-    return make_node("n1", capacity={"cpu": cpu, "memory": "64Gi"},
-                     allocatable={"cpu": allocatable or cpu, "memory": "64Gi"}, **kw)
+    return make_node(
+        "n1", capacity={"cpu": cpu, "memory": "64Gi"}, allocatable={"cpu": allocatable or cpu, "memory": "64Gi"}, **kw
+    )
 
 
 def slo(**threshold: Any) -> dict[str, Any]:
@@ -36,37 +38,58 @@ BE["status"] = {"containerStatuses": [{"name": "main", "containerID": "container
 
 
 def test_the_spec_example_leaves_four_cores_to_be() -> None:
-    inp = round_input(node(), slo(cpuSuppressThresholdPercent=70), [LS, BE],
-                      usage(12, pods={"default/web": (8, 0), "default/batch": (2, 0)}))
+    inp = round_input(
+        node(),
+        slo(cpuSuppressThresholdPercent=70),
+        [LS, BE],
+        usage(12, pods={"default/web": (8, 0), "default/batch": (2, 0)}),
+    )
     assert suppress_milli(inp, inp.state.node_slo.threshold) == 4000  # type: ignore[union-attr]
 
 
 def test_usage_of_a_pod_the_node_does_not_know_counts_as_non_be() -> None:
-    inp = round_input(node(), slo(cpuSuppressThresholdPercent=70), [BE],
-                      usage(12, pods={"default/ghost": (8, 0), "default/batch": (2, 0)}))
+    inp = round_input(
+        node(),
+        slo(cpuSuppressThresholdPercent=70),
+        [BE],
+        usage(12, pods={"default/ghost": (8, 0), "default/batch": (2, 0)}),
+    )
     assert suppress_milli(inp, inp.state.node_slo.threshold) == 4000  # type: ignore[union-attr]
 
 
 def test_kubelet_reserved_cpu_is_the_floor_of_system_usage() -> None:
-    inp = round_input(node("20", allocatable="16"), slo(cpuSuppressThresholdPercent=70), [LS, BE],
-                      usage(12, pods={"default/web": (8, 0), "default/batch": (2, 0)}))
+    inp = round_input(
+        node("20", allocatable="16"),
+        slo(cpuSuppressThresholdPercent=70),
+        [LS, BE],
+        usage(12, pods={"default/web": (8, 0), "default/batch": (2, 0)}),
+    )
     assert suppress_milli(inp, inp.state.node_slo.threshold) == 14000 - 8000 - 4000
 
 
 def test_non_be_host_applications_are_subtracted_be_ones_are_not() -> None:
-    apps = [{"name": "agent", "qos": "LS"},
-            {"name": "crawler", "qos": "BE", "cgroupPath": {"base": "KubepodsBesteffort"}}]
+    apps = [
+        {"name": "agent", "qos": "LS"},
+        {"name": "crawler", "qos": "BE", "cgroupPath": {"base": "KubepodsBesteffort"}},
+    ]
     threshold = {"enable": True, "cpuSuppressThresholdPercent": 70}
-    inp = round_input(node(), make_node_slo("n1", threshold=threshold, host_applications=apps), [LS, BE],
-                      usage(12, pods={"default/web": (8, 0), "default/batch": (1, 0)},
-                            apps={"agent": (1, 0), "crawler": (1, 0)}))
+    inp = round_input(
+        node(),
+        make_node_slo("n1", threshold=threshold, host_applications=apps),
+        [LS, BE],
+        usage(12, pods={"default/web": (8, 0), "default/batch": (1, 0)}, apps={"agent": (1, 0), "crawler": (1, 0)}),
+    )
     # system = 12 - 9 - 2 = 1; 14 - 8 - 1 (agent) - 1 = 4
     assert suppress_milli(inp, inp.state.node_slo.threshold) == 4000  # type: ignore[union-attr]
 
 
 def test_the_min_percent_is_a_floor() -> None:
-    inp = round_input(node(), slo(cpuSuppressThresholdPercent=50, cpuSuppressMinPercent=20), [LS],
-                      usage(18, pods={"default/web": (16, 0)}))
+    inp = round_input(
+        node(),
+        slo(cpuSuppressThresholdPercent=50, cpuSuppressMinPercent=20),
+        [LS],
+        usage(18, pods={"default/web": (16, 0)}),
+    )
     assert suppress_milli(inp, inp.state.node_slo.threshold) == 4000  # type: ignore[union-attr]
 
 
@@ -81,13 +104,20 @@ def strategy(gates: str = "") -> CPUSuppress:
 
 def test_cpuset_policy_writes_the_be_dirs_and_restores_the_quota_once() -> None:
     s = strategy()
-    inp = round_input(node(), slo(cpuSuppressThresholdPercent=70), [LS, BE],
-                      usage(12, pods={"default/web": (8, 0), "default/batch": (2, 0)}))
+    inp = round_input(
+        node(),
+        slo(cpuSuppressThresholdPercent=70),
+        [LS, BE],
+        usage(12, pods={"default/web": (8, 0), "default/batch": (2, 0)}),
+    )
     result = s.round(inp)
     assert result.status == {"policy": "cpuset", "suppressMilliCPU": 4000, "cpus": "0-3"}
     assert [(w.cgroup, w.resource.name, w.value) for w in result.writes] == [
-        (BE_QOS, "cpuset.cpus", "0-3"), (f"{BE_QOS}/podbe-uid", "cpuset.cpus", "0-3"),
-        (f"{BE_QOS}/podbe-uid/c1", "cpuset.cpus", "0-3"), (BE_QOS, "cpu.cfs_quota_us", -1)]
+        (BE_QOS, "cpuset.cpus", "0-3"),
+        (f"{BE_QOS}/podbe-uid", "cpuset.cpus", "0-3"),
+        (f"{BE_QOS}/podbe-uid/c1", "cpuset.cpus", "0-3"),
+        (BE_QOS, "cpu.cfs_quota_us", -1),
+    ]
     assert [w.resource.name for w in s.round(inp).writes] == ["cpuset.cpus"] * 3
 
 
@@ -95,44 +125,70 @@ def test_cpuset_never_drops_below_two_cpus_and_grows_at_most_ten_percent_a_round
     s = strategy()
     busy = round_input(node(), slo(cpuSuppressThresholdPercent=70), [LS], usage(14, pods={"default/web": (14, 0)}))
     assert s.round(busy).status["cpus"] == "0-1"
-    idle = round_input(node(), slo(cpuSuppressThresholdPercent=70), [LS], usage(1, pods={"default/web": (0, 0)}),
-                       current={(BE_QOS, "cpuset.cpus"): "0-1"})
+    idle = round_input(
+        node(),
+        slo(cpuSuppressThresholdPercent=70),
+        [LS],
+        usage(1, pods={"default/web": (0, 0)}),
+        current={(BE_QOS, "cpuset.cpus"): "0-1"},
+    )
     assert s.round(idle).status["cpus"] == "0-3"  # 2 + ceil(20 × 0.1)
 
 
 def test_cpuset_leaves_out_reserved_system_and_lse_cpus_and_shares_lsr_cpus_pro_rata() -> None:
-    lse = make_pod("lse", node="n1", qos="LSE",
-                   annotations={"scheduling.koordinator.sh/resource-status": json.dumps({"cpuset": "4-7"})})
-    lsr = make_pod("lsr", node="n1", qos="LSR",
-                   annotations={"scheduling.koordinator.sh/resource-status": json.dumps({"cpuset": "8-11"})})
+    lse = make_pod(
+        "lse",
+        node="n1",
+        qos="LSE",
+        annotations={"scheduling.koordinator.sh/resource-status": json.dumps({"cpuset": "4-7"})},
+    )
+    lsr = make_pod(
+        "lsr",
+        node="n1",
+        qos="LSR",
+        annotations={"scheduling.koordinator.sh/resource-status": json.dumps({"cpuset": "8-11"})},
+    )
     n = node("16", annotations={"node.koordinator.sh/reservation": json.dumps({"cpus": "0-1"})})
-    inp = round_input(n, slo(cpuSuppressThresholdPercent=100), [lse, lsr], usage(0),
-                      processors=[CPUInfo(i, i) for i in range(16)])
+    inp = round_input(
+        n, slo(cpuSuppressThresholdPercent=100), [lse, lsr], usage(0), processors=[CPUInfo(i, i) for i in range(16)]
+    )
     result = strategy().round(inp)
     # candidates: 2-3, 8-15 (10 CPUs); lsr 8-11 is 4 of them
     assert parse_cpuset(result.status["cpus"]) == {2, 3, *range(8, 16)}  # every candidate: 2-3 and 8-15
-    few = round_input(n, slo(cpuSuppressThresholdPercent=37), [lse, lsr], usage(0),
-                      processors=[CPUInfo(i, i) for i in range(16)])
+    few = round_input(
+        n, slo(cpuSuppressThresholdPercent=37), [lse, lsr], usage(0), processors=[CPUInfo(i, i) for i in range(16)]
+    )
     chosen = parse_cpuset(strategy().round(few).status["cpus"])
     # 16 × 37 % − 2 reserved = 3.92 cores: 4 CPUs, 4 × 4 // 10 = 1 of them from the LSR-bound 8-11
     assert len(chosen) == 4 and len(chosen & {8, 9, 10, 11}) == 1 and not chosen & {0, 1, 4, 5, 6, 7}
 
 
 def test_cfs_quota_policy_writes_the_be_quota_and_restores_the_cpusets() -> None:
-    inp = round_input(node(), slo(cpuSuppressThresholdPercent=70, cpuSuppressPolicy="cfsQuota"), [LS, BE],
-                      usage(12, pods={"default/web": (8, 0), "default/batch": (2, 0)}))
+    inp = round_input(
+        node(),
+        slo(cpuSuppressThresholdPercent=70, cpuSuppressPolicy="cfsQuota"),
+        [LS, BE],
+        usage(12, pods={"default/web": (8, 0), "default/batch": (2, 0)}),
+    )
     result = strategy().round(inp)
     assert result.status["cfsQuota"] == 400_000
-    assert (result.writes[0].cgroup, result.writes[0].resource, result.writes[0].value) == \
-        (BE_QOS, r.CPU_CFS_QUOTA, 400_000)
+    assert (result.writes[0].cgroup, result.writes[0].resource, result.writes[0].value) == (
+        BE_QOS,
+        r.CPU_CFS_QUOTA,
+        400_000,
+    )
     assert {w.value for w in result.writes[1:]} == {"0-19"}
 
 
 def test_cfs_quota_skips_small_changes_and_steps_large_increases() -> None:
     def quota(current: int, node_used: float) -> int | None:
-        inp = round_input(node(), slo(cpuSuppressThresholdPercent=70, cpuSuppressPolicy="cfsQuota"), [LS],
-                          usage(node_used, pods={"default/web": (node_used, 0)}),
-                          current={(BE_QOS, "cpu.cfs_quota_us"): current})
+        inp = round_input(
+            node(),
+            slo(cpuSuppressThresholdPercent=70, cpuSuppressPolicy="cfsQuota"),
+            [LS],
+            usage(node_used, pods={"default/web": (node_used, 0)}),
+            current={(BE_QOS, "cpu.cfs_quota_us"): current},
+        )
         return strategy().round(inp).status["cfsQuota"]  # type: ignore[no-any-return]
 
     assert quota(400_000, 10) is None  # wants 400000: |Δ| < 20 cores × 1 %
@@ -141,8 +197,13 @@ def test_cfs_quota_skips_small_changes_and_steps_large_increases() -> None:
 
 
 def test_cfs_quota_has_a_floor_of_2000() -> None:
-    inp = round_input(node(), slo(cpuSuppressThresholdPercent=10, cpuSuppressPolicy="cfsQuota"), [LS],
-                      usage(16, pods={"default/web": (16, 0)}), current={(BE_QOS, "cpu.cfs_quota_us"): 2000})
+    inp = round_input(
+        node(),
+        slo(cpuSuppressThresholdPercent=10, cpuSuppressPolicy="cfsQuota"),
+        [LS],
+        usage(16, pods={"default/web": (16, 0)}),
+        current={(BE_QOS, "cpu.cfs_quota_us"): 2000},
+    )
     result = strategy().round(inp)
     assert result.status["cfsQuota"] == 2000
 
@@ -164,6 +225,7 @@ def test_the_gate_turns_the_strategy_off() -> None:
 
 
 # --- the CPU selection ------------------------------------------------------------------------------
+
 
 def two_socket_ht(sockets: int = 2, cores: int = 4) -> list[CPUInfo]:
     """Linux numbering: cpu i and i + N are siblings of one core."""

@@ -1,4 +1,5 @@
 """MemoryEvict and CPUEvict (spec §5–6): thresholds, what is released, the victim order, cool times."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,9 +14,16 @@ from tests.scheduler_plugins.koordlet.rounds import round_input, usage
 from tests.support.builders import make_node, make_node_slo, make_pod
 
 GI = 1024**3
-NODE = make_node("n1", capacity={"cpu": "10", "memory": "100Gi"},
-                 allocatable={"cpu": "10", "memory": "100Gi", "kubernetes.io/batch-cpu": "4000",
-                              "kubernetes.io/batch-memory": "20Gi"})
+NODE = make_node(
+    "n1",
+    capacity={"cpu": "10", "memory": "100Gi"},
+    allocatable={
+        "cpu": "10",
+        "memory": "100Gi",
+        "kubernetes.io/batch-cpu": "4000",
+        "kubernetes.io/batch-memory": "20Gi",
+    },
+)
 
 
 def be(name: str, priority: int = 5500, **kw: Any) -> dict[str, Any]:
@@ -37,10 +45,23 @@ def test_release_is_the_share_above_the_lower_percent() -> None:
 
 
 def test_be_memory_evict_kills_low_priority_then_big_users_until_enough_is_released() -> None:
-    pods = [be("small", 5500), be("big", 5500), be("low", 5000), be("idle-a", 5500), be("idle-b", 5500),
-            make_pod("web", node="n1", requests={"memory": "40Gi"})]
-    used = usage(node_memory=75 * GI, pods={"default/small": (0, 1 * GI), "default/big": (0, 4 * GI),
-                                            "default/low": (0, 2 * GI), "default/web": (0, 40 * GI)})
+    pods = [
+        be("small", 5500),
+        be("big", 5500),
+        be("low", 5000),
+        be("idle-a", 5500),
+        be("idle-b", 5500),
+        make_pod("web", node="n1", requests={"memory": "40Gi"}),
+    ]
+    used = usage(
+        node_memory=75 * GI,
+        pods={
+            "default/small": (0, 1 * GI),
+            "default/big": (0, 4 * GI),
+            "default/low": (0, 2 * GI),
+            "default/web": (0, 40 * GI),
+        },
+    )
     strategy = MemoryEvict(options("BEMemoryEvict=true"))
     result = strategy.round(round_input(NODE, slo(), pods, used, now=100))
     # 75 % ≥ 70 %: release 7 GiB; low (priority 5000, 2 GiB), big (4 GiB), small (1 GiB)
@@ -64,36 +85,45 @@ def test_memory_evict_needs_the_node_slo_switch() -> None:
 
 
 def test_memory_evict_by_priority_threshold_reaches_beyond_be() -> None:
-    pods = [make_pod("mid", node="n1", priority=7000, annotations={"koordinator.sh/eviction-priority": "1"}),
-            make_pod("mid-first", node="n1", priority=7000), make_pod("prod", node="n1", priority=9000)]
-    used = usage(node_memory=80 * GI, pods={"default/mid": (0, 20 * GI), "default/mid-first": (0, 1 * GI),
-                                            "default/prod": (0, 50 * GI)})
+    pods = [
+        make_pod("mid", node="n1", priority=7000, annotations={"koordinator.sh/eviction-priority": "1"}),
+        make_pod("mid-first", node="n1", priority=7000),
+        make_pod("prod", node="n1", priority=9000),
+    ]
+    used = usage(
+        node_memory=80 * GI,
+        pods={"default/mid": (0, 20 * GI), "default/mid-first": (0, 1 * GI), "default/prod": (0, 50 * GI)},
+    )
     result = MemoryEvict(options("MemoryEvict=true")).round(
-        round_input(NODE, slo(evictEnabledPriorityThreshold=8000), pods, used))
+        round_input(NODE, slo(evictEnabledPriorityThreshold=8000), pods, used)
+    )
     assert [e.key for e in result.evictions] == ["default/mid-first", "default/mid"]
 
 
 def test_memory_allocatable_evict_compares_batch_requests_with_allocatable() -> None:
     pods = [be(f"b{i}", requests={"kubernetes.io/batch-memory": "6Gi"}) for i in range(4)]  # 24 Gi of 20 Gi
     result = MemoryEvict(options("MemoryAllocatableEvict=true")).round(
-        round_input(NODE, slo(allocatableEvictPriorityThreshold=5999, memoryAllocatableEvictThresholdPercent=110),
-                    pods, usage()))
+        round_input(
+            NODE, slo(allocatableEvictPriorityThreshold=5999, memoryAllocatableEvictThresholdPercent=110), pods, usage()
+        )
+    )
     assert len(result.evictions) == 1  # 120 % → release 20 % of 20 Gi = 4 Gi: one 6 Gi pod
 
 
 def test_cpu_allocatable_evict_compares_batch_cpu_requests_with_allocatable() -> None:
     pods = [be(f"b{i}", requests={"kubernetes.io/batch-cpu": "1200"}) for i in range(4)]  # 4,800 of 4,000
     result = CPUEvict(options("CPUAllocatableEvict=true")).round(
-        round_input(NODE, slo(allocatableEvictPriorityThreshold=5999), pods, usage()))
+        round_input(NODE, slo(allocatableEvictPriorityThreshold=5999), pods, usage())
+    )
     # 120 % ≥ the default 110 % → release down to the default 100 %: 800 of batch-cpu, one 1,200 pod
-    assert [e.reason for e in result.evictions] == [
-        "batch-cpu requests 120% of allocatable >= 110%, releasing 800m"]
+    assert [e.reason for e in result.evictions] == ["batch-cpu requests 120% of allocatable >= 110%, releasing 800m"]
 
 
 def test_allocatable_evict_never_reaches_prod_priorities() -> None:
     pods = [be(f"b{i}", requests={"kubernetes.io/batch-memory": "6Gi"}) for i in range(4)]
     result = MemoryEvict(options("MemoryAllocatableEvict=true")).round(
-        round_input(NODE, slo(allocatableEvictPriorityThreshold=9000), pods, usage()))
+        round_input(NODE, slo(allocatableEvictPriorityThreshold=9000), pods, usage())
+    )
     assert not result.evictions
 
 
@@ -105,9 +135,11 @@ def test_be_cpu_satisfaction_release() -> None:
 
 
 def test_be_cpu_evict_picks_be_pods_by_priority_until_the_batch_cpu_is_released() -> None:
-    pods = [be("p1", 5100, requests={"kubernetes.io/batch-cpu": "1000"}),
-            be("p2", 5000, requests={"kubernetes.io/batch-cpu": "1000"}),
-            be("p3", 5200, requests={"kubernetes.io/batch-cpu": "2000"})]
+    pods = [
+        be("p1", 5100, requests={"kubernetes.io/batch-cpu": "1000"}),
+        be("p2", 5000, requests={"kubernetes.io/batch-cpu": "1000"}),
+        be("p3", 5200, requests={"kubernetes.io/batch-cpu": "2000"}),
+    ]
     used = Usage(pods={}, be_cpu=BECPU(1000, 4000, 1000))
     threshold = dict(cpuEvictBESatisfactionLowerPercent=40, cpuEvictBESatisfactionUpperPercent=60)
     strategy = CPUEvict(options("BECPUEvict=true"))
@@ -120,5 +152,6 @@ def test_cpu_evict_by_node_usage() -> None:
     pods = [make_pod("low", node="n1", priority=100), make_pod("prod", node="n1", priority=9000)]
     used = usage(node_cpu=9.5, pods={"default/low": (3, 0), "default/prod": (6, 0)})
     result = CPUEvict(options("CPUEvict=true")).round(
-        round_input(NODE, slo(cpuEvictThresholdPercent=90, evictEnabledPriorityThreshold=8000), pods, used))
+        round_input(NODE, slo(cpuEvictThresholdPercent=90, evictEnabledPriorityThreshold=8000), pods, used)
+    )
     assert [e.key for e in result.evictions] == ["default/low"]

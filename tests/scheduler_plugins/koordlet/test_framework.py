@@ -1,4 +1,5 @@
 """The framework (spec §1): the strategy table, extension plugins, and the callbacks' coalescing."""
+
 from __future__ import annotations
 
 import argparse
@@ -22,10 +23,13 @@ def test_the_strategy_table_names_each_strategy_once_with_its_gates_and_interval
     assert list(table) == ["CPUSuppress", "CPUEvict", "MemoryEvict", "CgroupReconcile", "CPUBurst"]
 
 
-@pytest.mark.parametrize("gates, enabled", [
-    ("", {"CPUSuppress", "CPUBurst"}),
-    ("BECPUSuppress=false,CPUEvict=true,CgroupReconcile=true", {"CPUEvict", "CgroupReconcile", "CPUBurst"}),
-])
+@pytest.mark.parametrize(
+    "gates, enabled",
+    [
+        ("", {"CPUSuppress", "CPUBurst"}),
+        ("BECPUSuppress=false,CPUEvict=true,CgroupReconcile=true", {"CPUEvict", "CgroupReconcile", "CPUBurst"}),
+    ],
+)
 def test_a_strategy_runs_when_its_gate_is_on(gates: str, enabled: set[str]) -> None:
     manager = QOSManager(StrategyOptions(FeatureGates.parse(gates)))
     assert {s.name for s in manager.enabled()} == enabled
@@ -90,8 +94,9 @@ async def test_callbacks_coalesce_a_burst_of_signals_into_one_pending_run() -> N
     assert callbacks.send(CallbackType.NODE_METADATA)  # one pending
     assert not callbacks.send(CallbackType.NODE_METADATA)  # dropped: a run is already pending
     release.set()
-    while callbacks.runs.get(CallbackType.NODE_METADATA, 0) < 2 or not callbacks._slot(
-            CallbackType.NODE_METADATA).empty():
+    while (
+        callbacks.runs.get(CallbackType.NODE_METADATA, 0) < 2 or not callbacks._slot(CallbackType.NODE_METADATA).empty()
+    ):
         await asyncio.sleep(0)
     worker.cancel()
     assert callbacks.runs[CallbackType.NODE_METADATA] == 2

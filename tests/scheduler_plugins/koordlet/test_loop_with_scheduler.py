@@ -1,5 +1,6 @@
 """The loop with the scheduler: NodeMetrics the agent reports for a busy node make LoadAware filter
 that node out in `colocate scheduler explain`, while the idle node is chosen."""
+
 from __future__ import annotations
 
 import asyncio
@@ -40,7 +41,8 @@ def tick(proc: Path, seconds: int, busy_percent: int) -> None:
 
 
 async def test_a_busy_node_reported_by_the_agent_is_filtered_by_load_aware(
-        api: ApiServer, kubeconfig: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    api: ApiServer, kubeconfig: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     client = api_client(kubeconfig)
     cluster = tmp_path / "cluster"
     cluster.mkdir()
@@ -52,8 +54,14 @@ async def test_a_busy_node_reported_by_the_agent_is_filtered_by_load_aware(
         now = [START]
         store = ClusterStore(KOORDLET_KINDS + (NODE_METRIC_KIND,))
         store.replace("Node", [node])
-        agent = Agent(AgentSettings(name, cg, proc=proc), StrategyOptions(FeatureGates.parse("")), store, client,
-                      clock=lambda now=now: now[0], processors=flat_processors(4))  # type: ignore[misc]
+        agent = Agent(
+            AgentSettings(name, cg, proc=proc),
+            StrategyOptions(FeatureGates.parse("")),
+            store,
+            client,
+            clock=lambda now=now: now[0],
+            processors=flat_processors(4),
+        )  # type: ignore[misc]
         agent.collector.cpu_count = lambda: 4
         for second in range(0, 61, 10):  # a minute of collections
             now[0] = START + second
@@ -65,8 +73,20 @@ async def test_a_busy_node_reported_by_the_agent_is_filtered_by_load_aware(
         (cluster / f"{name}-metric.yaml").write_text(yaml.safe_dump(metric))
     pod = tmp_path / "pod.yaml"
     pod.write_text(yaml.safe_dump(make_pod("new", requests={"cpu": "100m"})))
-    code = main(["scheduler", "explain", "--cluster", str(cluster), "--pod", str(pod),
-                 "--now", format_time(START + 90), "-o", "json"])
+    code = main(
+        [
+            "scheduler",
+            "explain",
+            "--cluster",
+            str(cluster),
+            "--pod",
+            str(pod),
+            "--now",
+            format_time(START + 90),
+            "-o",
+            "json",
+        ]
+    )
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["selected"] == "idle"
     busy = next(n for n in report["nodes"] if n["name"] == "busy")

@@ -1,5 +1,6 @@
 """`manifests/koordlet/` deploys the agent with exactly the rights it uses, and the CRDs it reads
 and writes are in `manifests/crds/`."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,12 +39,16 @@ def test_rbac_covers_the_watched_kinds_evictions_events_and_node_metric_status_a
     granted = {(g, res, v) for r in rules for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
     watched = {(k.group, k.plural, v) for k in watched_kinds("n1") for v in ("list", "watch")}
     assert watched <= granted
-    assert granted - watched == {("", "pods/eviction", "create"), ("", "events", "create"),
-                                 ("slo.koordinator.sh", "nodemetrics", "create"),
-                                 ("slo.koordinator.sh", "nodemetrics/status", "patch")}
+    assert granted - watched == {
+        ("", "pods/eviction", "create"),
+        ("", "events", "create"),
+        ("slo.koordinator.sh", "nodemetrics", "create"),
+        ("slo.koordinator.sh", "nodemetrics/status", "patch"),
+    }
     binding, account = one("ClusterRoleBinding"), one("ServiceAccount")
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"],
-                                    "namespace": account["metadata"]["namespace"]}]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": account["metadata"]["namespace"]}
+    ]
 
 
 def test_the_daemonset_runs_the_agent_on_the_hosts_cgroups_and_proc_with_its_node_name() -> None:

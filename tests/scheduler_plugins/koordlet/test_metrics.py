@@ -1,5 +1,6 @@
 """Metrics from the machine's files (fake /proc and cgroup trees with the kernel's formats), the
 metric cache, and the NodeMetric status in the schema LoadAware reads."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,10 +49,12 @@ def state(*pods: dict[str, Any], slo: dict[str, Any] | None = None) -> NodeState
     return NodeState(make_node("n1"), NodeSLO.parse(slo) if slo else None, None, tuple(pods))
 
 
-@pytest.mark.parametrize("version, driver", [(CgroupVersion.V1, CgroupDriver.CGROUPFS),
-                                             (CgroupVersion.V2, CgroupDriver.SYSTEMD)])
-def test_node_and_pod_usage_from_proc_and_cgroup_files(tmp_path: Path, version: CgroupVersion,
-                                                       driver: CgroupDriver) -> None:
+@pytest.mark.parametrize(
+    "version, driver", [(CgroupVersion.V1, CgroupDriver.CGROUPFS), (CgroupVersion.V2, CgroupDriver.SYSTEMD)]
+)
+def test_node_and_pod_usage_from_proc_and_cgroup_files(
+    tmp_path: Path, version: CgroupVersion, driver: CgroupDriver
+) -> None:
     layout = CgroupLayout(tmp_path / "cg", version, driver)
     be = pod("u-1", qos="BE")
     be_dir = layout.pod_dir("BestEffort", "u-1")
@@ -61,14 +64,24 @@ def test_node_and_pod_usage_from_proc_and_cgroup_files(tmp_path: Path, version: 
     def files(busy: int, idle: int, cpu_ns: int) -> None:
         write(tmp_path / "proc", {"stat": proc_stat(busy, idle), "meminfo": MEMINFO})
         if version is CgroupVersion.V1:
-            write(tmp_path / "cg", {f"cpuacct/{be_dir}/cpuacct.usage": f"{cpu_ns}\n",
-                                    f"memory/{be_dir}/memory.usage_in_bytes": "1052672\n",
-                                    f"memory/{be_dir}/memory.stat": V1_MEMORY_STAT})
+            write(
+                tmp_path / "cg",
+                {
+                    f"cpuacct/{be_dir}/cpuacct.usage": f"{cpu_ns}\n",
+                    f"memory/{be_dir}/memory.usage_in_bytes": "1052672\n",
+                    f"memory/{be_dir}/memory.stat": V1_MEMORY_STAT,
+                },
+            )
         else:
-            write(tmp_path / "cg", {"cgroup.controllers": "cpu memory\n",
-                                    f"{be_dir}/cpu.stat": V2_CPU_STAT.format(usec=cpu_ns // 1000),
-                                    f"{be_dir}/memory.current": "1056768\n",
-                                    f"{be_dir}/memory.stat": V2_MEMORY_STAT})
+            write(
+                tmp_path / "cg",
+                {
+                    "cgroup.controllers": "cpu memory\n",
+                    f"{be_dir}/cpu.stat": V2_CPU_STAT.format(usec=cpu_ns // 1000),
+                    f"{be_dir}/memory.current": "1056768\n",
+                    f"{be_dir}/memory.stat": V2_MEMORY_STAT,
+                },
+            )
 
     files(1000, 1000, 0)
     collector.collect(state(be), 100.0)
@@ -84,8 +97,13 @@ def test_node_and_pod_usage_from_proc_and_cgroup_files(tmp_path: Path, version: 
 
 def test_a_pod_cgroup_without_a_pod_counts_under_its_uid(tmp_path: Path) -> None:
     layout = CgroupLayout(tmp_path, CgroupVersion.V1)
-    write(tmp_path, {"cpuacct/kubepods/burstable/podorphan-1/cpuacct.usage": "0\n",
-                     "memory/kubepods/burstable/podorphan-1/memory.usage_in_bytes": "8192\n"})
+    write(
+        tmp_path,
+        {
+            "cpuacct/kubepods/burstable/podorphan-1/cpuacct.usage": "0\n",
+            "memory/kubepods/burstable/podorphan-1/memory.usage_in_bytes": "8192\n",
+        },
+    )
     cache = MetricCache()
     Collector(layout, cache, proc=tmp_path / "noproc").collect(state(), 1.0)
     assert usage_from_cache(cache, state(), 1.0, 5, 5).pods["uid:orphan-1"].memory == 8192
@@ -118,22 +136,46 @@ def test_the_node_metric_status_is_what_load_aware_reads() -> None:
         cache.add("pod/u-1/memory", float(t), 1024.0**2)
         cache.add("hostapp/nginx/cpu", float(t), 100.0)
     slo = make_node_slo("n1", host_applications=[{"name": "nginx", "priority": "koord-prod", "qos": "LS"}])
-    status = node_metric_status(cache, state(pod("u-1", qos="BE"), slo=slo), 290.0, 1714557600.0,
-                                CollectPolicy.of({"spec": {"metricCollectPolicy": {
-                                    "aggregateDurationSeconds": 60,
-                                    "nodeAggregatePolicy": {"durations": ["5m", "10m"]}}}}))
+    status = node_metric_status(
+        cache,
+        state(pod("u-1", qos="BE"), slo=slo),
+        290.0,
+        1714557600.0,
+        CollectPolicy.of(
+            {
+                "spec": {
+                    "metricCollectPolicy": {
+                        "aggregateDurationSeconds": 60,
+                        "nodeAggregatePolicy": {"durations": ["5m", "10m"]},
+                    }
+                }
+            }
+        ),
+    )
     assert status["updateTime"] == "2024-05-01T10:00:00Z"
     # the mean of the samples of 230..290 s
     assert status["nodeMetric"]["nodeUsage"] == {"resources": {"cpu": "3600m", "memory": str(2 * 1024**3)}}
     first = status["nodeMetric"]["aggregatedNodeUsages"][0]
     assert first["duration"] == "5m0s" and set(first["usage"]) == {"p50", "p90", "p95", "p99"}
-    assert status["podsMetric"] == [{"namespace": "default", "name": "p-u-1", "priority": "koord-batch",
-                                     "qos": "BE", "podUsage": {"resources": {"cpu": "500m",
-                                                                             "memory": "1048576"}}}]
-    assert status["hostApplicationMetric"] == [{"name": "nginx", "usage": {"resources": {"cpu": "100m"}},
-                                                "priority": "koord-prod", "qos": "LS"}]
-    assign = AssignCache(["cpu", "memory"], lambda pod: [0, 0], lambda pod: None,  # type: ignore[arg-type,return-value]
-                         False, fixed_clock(1714557600.0))
+    assert status["podsMetric"] == [
+        {
+            "namespace": "default",
+            "name": "p-u-1",
+            "priority": "koord-batch",
+            "qos": "BE",
+            "podUsage": {"resources": {"cpu": "500m", "memory": "1048576"}},
+        }
+    ]
+    assert status["hostApplicationMetric"] == [
+        {"name": "nginx", "usage": {"resources": {"cpu": "100m"}}, "priority": "koord-prod", "qos": "LS"}
+    ]
+    assign = AssignCache(
+        ["cpu", "memory"],
+        lambda pod: [0, 0],
+        lambda pod: None,  # type: ignore[arg-type,return-value]
+        False,
+        fixed_clock(1714557600.0),
+    )
     assign.set_metric("n1", {"spec": {}, "status": status})
     assert assign.estimated_usage("n1", False, "", 0) == [3600, 2 * 1024**3]
     assert assign.estimated_usage("n1", False, "p95", 300) == [3800, 2 * 1024**3]  # rank 29 of 30 samples

@@ -1,4 +1,5 @@
 """`colocate koordlet plan` as a user meets it: the JSON shape, the table, the errors."""
+
 from __future__ import annotations
 
 import json
@@ -24,10 +25,18 @@ def test_the_example_node_directory_plans_the_spec_example(capsys: pytest.Captur
     report = plan(capsys, "--node-dir", str(EXAMPLE), "--now", "2024-05-01T10:00:30Z")
     assert report["node"] == "n1"
     assert report["strategies"]["CPUSuppress"] == {  # type: ignore[index]
-        "enabled": True, "policy": "cpuset", "suppressMilliCPU": 4000, "cpus": "0-3"}
+        "enabled": True,
+        "policy": "cpuset",
+        "suppressMilliCPU": 4000,
+        "cpus": "0-3",
+    }
     actions = report["actions"]
-    assert {"strategy": "CPUSuppress", "cgroup": "kubepods/besteffort", "file": "cpuset.cpus",
-            "value": "0-3"} in actions  # type: ignore[operator]
+    assert {
+        "strategy": "CPUSuppress",
+        "cgroup": "kubepods/besteffort",
+        "file": "cpuset.cpus",
+        "value": "0-3",
+    } in actions  # type: ignore[operator]
     assert report["evictions"] == []
 
 
@@ -38,8 +47,17 @@ def test_stdout_is_only_the_output(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_gates_cgroup_version_and_driver_shape_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
-    report = plan(capsys, "--node-dir", str(EXAMPLE), "--cgroup-version", "v2", "--cgroup-driver", "systemd",
-                  "--feature-gates", "BECPUSuppress=false,BEMemoryEvict=true")
+    report = plan(
+        capsys,
+        "--node-dir",
+        str(EXAMPLE),
+        "--cgroup-version",
+        "v2",
+        "--cgroup-driver",
+        "systemd",
+        "--feature-gates",
+        "BECPUSuppress=false,BEMemoryEvict=true",
+    )
     assert report["strategies"]["CPUSuppress"] == {"enabled": False}  # type: ignore[index]
     assert report["strategies"]["MemoryEvict"]["enabled"] is True  # type: ignore[index]
     assert all(a["cgroup"].startswith("kubepods.slice") for a in report["actions"])  # type: ignore[union-attr]
@@ -51,15 +69,21 @@ def test_cfs_quota_and_an_eviction_in_json(capsys: pytest.CaptureFixture[str], t
     docs = list(yaml.safe_load_all((node_dir / "node.yaml").read_text()))
     for doc in docs:
         if doc["kind"] == "NodeSLO":
-            doc["spec"]["resourceUsedThresholdWithBE"].update(cpuSuppressPolicy="cfsQuota",
-                                                              memoryEvictThresholdPercent=30)
+            doc["spec"]["resourceUsedThresholdWithBE"].update(
+                cpuSuppressPolicy="cfsQuota", memoryEvictThresholdPercent=30
+            )
     (node_dir / "node.yaml").write_text(yaml.safe_dump_all(docs))
     report = plan(capsys, "--node-dir", str(node_dir), "--feature-gates", "BEMemoryEvict=true")
     assert report["strategies"]["CPUSuppress"]["cfsQuota"] == 400_000  # type: ignore[index]
-    assert {"strategy": "CPUSuppress", "cgroup": "kubepods/besteffort", "file": "cpu.cfs_quota_us",
-            "value": "400000"} in report["actions"]  # type: ignore[operator]
+    assert {
+        "strategy": "CPUSuppress",
+        "cgroup": "kubepods/besteffort",
+        "file": "cpu.cfs_quota_us",
+        "value": "400000",
+    } in report["actions"]  # type: ignore[operator]
     assert [(e["strategy"], e["pod"]) for e in report["evictions"]] == [  # type: ignore[union-attr]
-        ("MemoryEvict", "default/batch")]
+        ("MemoryEvict", "default/batch")
+    ]
 
 
 def test_a_node_without_capacity_suppresses_to_zero(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -72,11 +96,14 @@ def test_a_node_without_capacity_suppresses_to_zero(capsys: pytest.CaptureFixtur
     assert report["strategies"]["CPUSuppress"]["suppressMilliCPU"] == 0  # type: ignore[index]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--node-dir", "/nonexistent"], "/nonexistent: not a directory"),
-    (["--node-dir", str(EXAMPLE), "--feature-gates", "Bogus=true"], "unrecognized feature gate: Bogus"),
-    (["--node-dir", str(EXAMPLE), "--now", "yesterday"], "--now: not an RFC 3339 time"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--node-dir", "/nonexistent"], "/nonexistent: not a directory"),
+        (["--node-dir", str(EXAMPLE), "--feature-gates", "Bogus=true"], "unrecognized feature gate: Bogus"),
+        (["--node-dir", str(EXAMPLE), "--now", "yesterday"], "--now: not an RFC 3339 time"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
     assert main(["koordlet", "plan", *argv]) == 2
     captured = capsys.readouterr()

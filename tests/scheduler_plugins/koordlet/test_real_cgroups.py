@@ -10,6 +10,7 @@ Tolerance: the process's CPU, measured from its cgroup's `cpuacct.usage` over 3 
 written, is at most the suppressed amount + 0.05 cores (CFS enforces the quota per 100 ms period;
 the slack covers the period straddling the measurement edges).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -112,23 +113,33 @@ def _measure(root: Path, seconds: float) -> float:
 def _node_dir(path: Path) -> Path:
     path.mkdir()
     cores = os.cpu_count() or 1
-    node = make_node("real-node", capacity={"cpu": str(cores), "memory": "8Gi"},
-                     allocatable={"cpu": str(cores), "memory": "8Gi"})
+    node = make_node(
+        "real-node", capacity={"cpu": str(cores), "memory": "8Gi"}, allocatable={"cpu": str(cores), "memory": "8Gi"}
+    )
     percent = int(SUPPRESS_CORES * 100 / cores)
-    slo = make_node_slo("real-node", threshold={"enable": True, "cpuSuppressPolicy": "cfsQuota",
-                                                "cpuSuppressThresholdPercent": percent,
-                                                "cpuSuppressMinPercent": percent})
+    slo = make_node_slo(
+        "real-node",
+        threshold={
+            "enable": True,
+            "cpuSuppressPolicy": "cfsQuota",
+            "cpuSuppressThresholdPercent": percent,
+            "cpuSuppressMinPercent": percent,
+        },
+    )
     pod = make_pod("busy", node="real-node", qos="BE", requests={"kubernetes.io/batch-cpu": "100"})
     pod["metadata"]["uid"] = UID
     pod["spec"]["containers"][0]["name"] = CONTAINER
-    pod["status"] = {"phase": "Running",
-                     "containerStatuses": [{"name": CONTAINER, "containerID": f"containerd://{CONTAINER}"}]}
+    pod["status"] = {
+        "phase": "Running",
+        "containerStatuses": [{"name": CONTAINER, "containerID": f"containerd://{CONTAINER}"}],
+    }
     (path / "node.yaml").write_text(yaml.safe_dump_all([node, slo, pod]))
     return path
 
 
-async def test_cfs_quota_suppress_holds_a_busy_be_process_to_the_suppressed_cpu(cgroup_root: Path,
-                                                                               tmp_path: Path) -> None:
+async def test_cfs_quota_suppress_holds_a_busy_be_process_to_the_suppressed_cpu(
+    cgroup_root: Path, tmp_path: Path
+) -> None:
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         for sub in SUBSYSTEMS:
@@ -141,8 +152,12 @@ async def test_cfs_quota_suppress_holds_a_busy_be_process_to_the_suppressed_cpu(
         try:
             quota_file = cgroup_root / "cpu" / "kubepods/besteffort" / "cpu.cfs_quota_us"
             expected = int(SUPPRESS_CORES * 100_000)
-            await wait_for(lambda: int(quota_file.read_text()), until=lambda q: q == expected, timeout=20,
-                           message="the suppressed quota to be written to the BE QoS cgroup")
+            await wait_for(
+                lambda: int(quota_file.read_text()),
+                until=lambda q: q == expected,
+                timeout=20,
+                message="the suppressed quota to be written to the BE QoS cgroup",
+            )
             after = await asyncio.to_thread(_measure, cgroup_root, 3.0)
         finally:
             task.cancel()
@@ -150,8 +165,11 @@ async def test_cfs_quota_suppress_holds_a_busy_be_process_to_the_suppressed_cpu(
         # the BE cgroups got the full BE cpuset back (cfsQuota policy recovers the cpuset policy)
         cpus = (cgroup_root / "cpuset" / POD_DIR / "cpuset.cpus").read_text().strip()
         assert cpus == (HOST / "cpuset" / "cpuset.cpus").read_text().strip()
-        print(json.dumps({"before_cores": round(before, 3), "after_cores": round(after, 3),
-                          "suppressed_cores": SUPPRESS_CORES}))
+        print(
+            json.dumps(
+                {"before_cores": round(before, 3), "after_cores": round(after, 3), "suppressed_cores": SUPPRESS_CORES}
+            )
+        )
         assert after <= SUPPRESS_CORES + TOLERANCE_CORES, (before, after)
         assert before > after  # on a loaded machine `before` may be below one core, but not below the quota
     finally:

@@ -1,5 +1,6 @@
 """`colocate koordlet run` as a process: a node directory, a fake cgroup tree, `--dry-run` — it
 becomes ready, counts the writes it would do on /metrics, changes no file, and stops on SIGTERM."""
+
 from __future__ import annotations
 
 import signal
@@ -33,16 +34,40 @@ def test_dry_run_over_a_node_directory_writes_nothing_and_says_what_it_would(tmp
     quota.write_text("50000\n")
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "colocate.cli", "koordlet", "run", "--node-name", "n1", "--node-dir", str(EXAMPLE),
-         "--cgroup-root", str(tmp_path / "cg"), "--dry-run", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "colocate.cli",
+            "koordlet",
+            "run",
+            "--node-name",
+            "n1",
+            "--node-dir",
+            str(EXAMPLE),
+            "--cgroup-root",
+            str(tmp_path / "cg"),
+            "--dry-run",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         base = f"http://127.0.0.1:{port}"
-        wait_for_sync(lambda: get(f"{base}/readyz")[0] == 200, ignore=(OSError,), timeout=30,
-                      message="the agent to become ready")
-        text = wait_for_sync(lambda: get(f"{base}/metrics")[1],
-                             until=lambda t: 'koordlet_cgroup_writes_total{file="cpuset.cpus",strategy="CPUSuppress"}'
-                             in t, timeout=15, message="the dry-run writes to be counted")
+        wait_for_sync(
+            lambda: get(f"{base}/readyz")[0] == 200, ignore=(OSError,), timeout=30, message="the agent to become ready"
+        )
+        text = wait_for_sync(
+            lambda: get(f"{base}/metrics")[1],
+            until=lambda t: 'koordlet_cgroup_writes_total{file="cpuset.cpus",strategy="CPUSuppress"}' in t,
+            timeout=15,
+            message="the dry-run writes to be counted",
+        )
         assert "koordlet_be_suppress_cpu_cores" in text
         assert get(f"{base}/healthz")[0] == 200
         assert quota.read_text() == "50000\n"  # nothing written
@@ -53,11 +78,26 @@ def test_dry_run_over_a_node_directory_writes_nothing_and_says_what_it_would(tmp
     assert "dry-run: write" in stderr
 
 
-def test_a_bad_cgroup_root_or_gate_is_one_line_and_exit_2(tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["koordlet", "run", "--node-name", "n1", "--node-dir", str(EXAMPLE),
-                 "--cgroup-root", str(tmp_path)]) == 2
-    assert main(["koordlet", "run", "--node-name", "n1", "--node-dir", str(EXAMPLE),
-                 "--cgroup-root", str(tmp_path), "--qos-extension-plugins", "Nope=true"]) == 2
+def test_a_bad_cgroup_root_or_gate_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["koordlet", "run", "--node-name", "n1", "--node-dir", str(EXAMPLE), "--cgroup-root", str(tmp_path)]) == 2
+    )
+    assert (
+        main(
+            [
+                "koordlet",
+                "run",
+                "--node-name",
+                "n1",
+                "--node-dir",
+                str(EXAMPLE),
+                "--cgroup-root",
+                str(tmp_path),
+                "--qos-extension-plugins",
+                "Nope=true",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "not a cgroup root" in err and "unrecognized feature gate: Nope" in err

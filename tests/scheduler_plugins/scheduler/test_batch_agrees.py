@@ -1,6 +1,7 @@
 """The batch (numpy) forms of Filter and Score must give the per-node answers, node by node, on
 random clusters covering the edge cases: stale, missing and partial metrics, prod and aggregated
 thresholds, per-node annotations, raw allocatable, batch pods, DaemonSet pods, full nodes."""
+
 import json
 import random
 
@@ -31,34 +32,69 @@ def random_cluster(rng: random.Random):
         annotations = {}
         if rng.random() < 0.2:
             annotations["scheduling.koordinator.sh/usage-thresholds"] = json.dumps(
-                {"usageThresholds": {"cpu": rng.randint(0, 100)},
-                 "prodUsageThresholds": {"memory": rng.randint(1, 100)}})
+                {
+                    "usageThresholds": {"cpu": rng.randint(0, 100)},
+                    "prodUsageThresholds": {"memory": rng.randint(1, 100)},
+                }
+            )
         raw = {"cpu": str(rng.randint(1, 32))} if rng.random() < 0.2 else None
         extra = {"kubernetes.io/batch-cpu": str(rng.randint(0, 20000))} if rng.random() < 0.7 else {}
-        node = make_node(name, cpu=str(rng.randint(0, 32)), memory=f"{rng.randint(1, 128)}Gi", extra=extra,
-                         annotations=annotations, raw_allocatable=raw)
+        node = make_node(
+            name,
+            cpu=str(rng.randint(0, 32)),
+            memory=f"{rng.randint(1, 128)}Gi",
+            extra=extra,
+            annotations=annotations,
+            raw_allocatable=raw,
+        )
         node["status"]["allocatable"]["pods"] = str(rng.randint(1, 5))
         objects.append(node)
         if rng.random() < 0.8:
-            aggregated = [{"duration": "5m", "usage": {"p95": {"resources": {"cpu": f"{rng.randint(0, 32)}"}},
-                                                       "avg": {"resources": {"cpu": f"{rng.randint(0, 32)}"}}}}]
-            objects.append(make_metric(name, cpu=f"{rng.randint(0, 40000)}m" if rng.random() < 0.9 else None,
-                                       memory=f"{rng.randint(0, 130)}Gi", update_time=rng.choice(TIMES),
-                                       aggregated=aggregated if rng.random() < 0.5 else None,
-                                       no_node_metric=rng.random() < 0.1,
-                                       pods=[pod_metric(f"p{i}-0", cpu="1")] if rng.random() < 0.5 else None))
+            aggregated = [
+                {
+                    "duration": "5m",
+                    "usage": {
+                        "p95": {"resources": {"cpu": f"{rng.randint(0, 32)}"}},
+                        "avg": {"resources": {"cpu": f"{rng.randint(0, 32)}"}},
+                    },
+                }
+            ]
+            objects.append(
+                make_metric(
+                    name,
+                    cpu=f"{rng.randint(0, 40000)}m" if rng.random() < 0.9 else None,
+                    memory=f"{rng.randint(0, 130)}Gi",
+                    update_time=rng.choice(TIMES),
+                    aggregated=aggregated if rng.random() < 0.5 else None,
+                    no_node_metric=rng.random() < 0.1,
+                    pods=[pod_metric(f"p{i}-0", cpu="1")] if rng.random() < 0.5 else None,
+                )
+            )
         for j in range(rng.randint(0, 3)):
-            objects.append(make_pod(f"p{i}-{j}", qos=rng.choice(["LS", "BE"]), priority=rng.choice([9500, 5500]),
-                                    requests={"cpu": f"{rng.randint(0, 4000)}m"}, node=name,
-                                    scheduled_at=rng.choice([None, "2024-05-01T09:00:00Z"])))
+            objects.append(
+                make_pod(
+                    f"p{i}-{j}",
+                    qos=rng.choice(["LS", "BE"]),
+                    priority=rng.choice([9500, 5500]),
+                    requests={"cpu": f"{rng.randint(0, 4000)}m"},
+                    node=name,
+                    scheduled_at=rng.choice([None, "2024-05-01T09:00:00Z"]),
+                )
+            )
     return objects
 
 
 def random_pod(rng: random.Random):
     if rng.random() < 0.5:
         requests = {"cpu": f"{rng.randint(0, 8000)}m", "memory": f"{rng.randint(0, 16)}Gi"}
-        return make_pod("new", qos="LS", priority=9500, requests=requests, limits=requests,
-                        owner_kind="DaemonSet" if rng.random() < 0.1 else None)
+        return make_pod(
+            "new",
+            qos="LS",
+            priority=9500,
+            requests=requests,
+            limits=requests,
+            owner_kind="DaemonSet" if rng.random() < 0.1 else None,
+        )
     return make_pod("new", qos="BE", priority=5500, requests={"kubernetes.io/batch-cpu": str(rng.randint(0, 9000))})
 
 
@@ -98,8 +134,10 @@ def simulate_placements(objects, batch: bool, percentage: int = 0):
     if not batch:
         fwk.batch = False
     report = simulate(Scheduler(fwk, cluster, percentage), cluster)
-    return [(p.pod, p.node, p.score, p.message, {n: s.as_dict() for n, s in p.failed_nodes.items()})
-            for p in report.placements]
+    return [
+        (p.pod, p.node, p.score, p.message, {n: s.as_dict() for n, s in p.failed_nodes.items()})
+        for p in report.placements
+    ]
 
 
 @pytest.mark.parametrize("seed, percentage", [(1, 0), (2, 0), (3, 30)])
@@ -107,11 +145,20 @@ def test_simulation_is_the_same_with_and_without_batch_plugins(seed, percentage)
     rng = random.Random(seed)
     objects = []
     for i in range(150):  # above 100 nodes, so node sampling and its rotation are exercised
-        objects.append(make_node(f"n{i:03d}", cpu=str(rng.randint(2, 16)), memory="64Gi",
-                                 extra={"kubernetes.io/batch-cpu": str(rng.randint(0, 8000))}))
+        objects.append(
+            make_node(
+                f"n{i:03d}",
+                cpu=str(rng.randint(2, 16)),
+                memory="64Gi",
+                extra={"kubernetes.io/batch-cpu": str(rng.randint(0, 8000))},
+            )
+        )
         if rng.random() < 0.9:
-            objects.append(make_metric(f"n{i:03d}", cpu=f"{rng.randint(0, 12000)}m", memory="8Gi",
-                                       update_time=rng.choice(TIMES[:2])))
+            objects.append(
+                make_metric(
+                    f"n{i:03d}", cpu=f"{rng.randint(0, 12000)}m", memory="8Gi", update_time=rng.choice(TIMES[:2])
+                )
+            )
     for j in range(60):
         pod = random_pod(rng)
         pod["metadata"]["name"] = f"pod-{j}"
@@ -145,11 +192,20 @@ def sampling_cluster(rng: random.Random, nodes: int, pods: int, shuffle: bool) -
     its first window), most with fresh metrics; pods of every size; one reservation owner."""
     objects = []
     for i in range(nodes):
-        objects.append(make_node(f"n{i:03d}", cpu=str(rng.choice([1, 2, 4, 16, 64])), memory="64Gi",
-                                 extra={"kubernetes.io/batch-cpu": str(rng.randint(0, 8000))}))
+        objects.append(
+            make_node(
+                f"n{i:03d}",
+                cpu=str(rng.choice([1, 2, 4, 16, 64])),
+                memory="64Gi",
+                extra={"kubernetes.io/batch-cpu": str(rng.randint(0, 8000))},
+            )
+        )
         if rng.random() < 0.9:
-            objects.append(make_metric(f"n{i:03d}", cpu=f"{rng.randint(0, 12000)}m", memory="8Gi",
-                                       update_time=rng.choice(TIMES[:2])))
+            objects.append(
+                make_metric(
+                    f"n{i:03d}", cpu=f"{rng.randint(0, 12000)}m", memory="8Gi", update_time=rng.choice(TIMES[:2])
+                )
+            )
     if shuffle:
         rng.shuffle(objects)
     for j in range(pods):
@@ -158,17 +214,25 @@ def sampling_cluster(rng: random.Random, nodes: int, pods: int, shuffle: bool) -
             pod["spec"]["containers"][0]["resources"]["requests"] = {"cpu": str(rng.choice([8, 24, 48]))}
         pod["metadata"]["name"] = f"pod-{j}"
         objects.append(pod)
-    objects.append({"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Reservation",
-                    "metadata": {"name": "r-1", "uid": "r-1"},
-                    "spec": {"owners": [{"object": {"name": "pod-3", "namespace": "default"}}],
-                             "template": {"spec": {"containers": [{"name": "c",
-                                                                   "resources": {"requests": {"cpu": "1"}}}]}}},
-                    "status": {"phase": "Available", "nodeName": "n007"}})
+    objects.append(
+        {
+            "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+            "kind": "Reservation",
+            "metadata": {"name": "r-1", "uid": "r-1"},
+            "spec": {
+                "owners": [{"object": {"name": "pod-3", "namespace": "default"}}],
+                "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}},
+            },
+            "status": {"phase": "Available", "nodeName": "n007"},
+        }
+    )
     return objects
 
 
-@pytest.mark.parametrize("seed, nodes, percentage, shuffle", [
-    (4, 300, 0, False), (5, 300, 0, True), (6, 400, 10, True), (7, 250, 50, False), (8, 120, 0, True)])
+@pytest.mark.parametrize(
+    "seed, nodes, percentage, shuffle",
+    [(4, 300, 0, False), (5, 300, 0, True), (6, 400, 10, True), (7, 250, 50, False), (8, 120, 0, True)],
+)
 def test_windowed_batch_filter_walks_and_stops_as_the_per_node_walk(seed, nodes, percentage, shuffle):
     """Same placements, scores, failure messages and rejected nodes (which also pins where each
     cycle stopped and so where the next one starts) with the batch forms and node by node."""
@@ -217,41 +281,83 @@ def test_find_feasible_batch_and_per_node_give_the_same_walk(seed):
             pod_, _, status = fwk.run_pre_filter(state, pod)
             assert status.is_success
             feasible, failed, processed = fwk.find_feasible(state, pod_, nodes, wanted, start)
-            walks.append(([n.name for n in feasible], {k: v.as_dict() for k, v in failed.items()},
-                          list(failed), processed))
+            walks.append(
+                ([n.name for n in feasible], {k: v.as_dict() for k, v in failed.items()}, list(failed), processed)
+            )
         assert walks[0] == walks[1]
 
 
-QUOTA_DEVICE_NUMA = {"profiles": [{"plugins": {
-    "preFilter": {"enabled": [{"name": p} for p in ("NodeNUMAResource", "DeviceShare", "ElasticQuota")]},
-    "filter": {"enabled": [{"name": "NodeNUMAResource"}, {"name": "DeviceShare"}]},
-    "preScore": {"enabled": [{"name": "DeviceShare"}]},
-    "score": {"enabled": [{"name": "DeviceShare", "weight": 1}]},
-    "reserve": {"enabled": [{"name": p} for p in ("NodeNUMAResource", "DeviceShare", "ElasticQuota")]},
-    "preBind": {"enabled": [{"name": "NodeNUMAResource"}, {"name": "DeviceShare"}]}}}]}
+QUOTA_DEVICE_NUMA = {
+    "profiles": [
+        {
+            "plugins": {
+                "preFilter": {"enabled": [{"name": p} for p in ("NodeNUMAResource", "DeviceShare", "ElasticQuota")]},
+                "filter": {"enabled": [{"name": "NodeNUMAResource"}, {"name": "DeviceShare"}]},
+                "preScore": {"enabled": [{"name": "DeviceShare"}]},
+                "score": {"enabled": [{"name": "DeviceShare", "weight": 1}]},
+                "reserve": {"enabled": [{"name": p} for p in ("NodeNUMAResource", "DeviceShare", "ElasticQuota")]},
+                "preBind": {"enabled": [{"name": "NodeNUMAResource"}, {"name": "DeviceShare"}]},
+            }
+        }
+    ]
+}
 
 
 def quota_device_numa_cluster(rng: random.Random, nodes: int, pods: int) -> list[dict]:
     """GPU nodes (a fifth), CPU topologies, a small quota tree, and LSR / shared-GPU / LS pods."""
-    topology = json.dumps({"detail": [{"id": t * 8 + s * 4 + c, "core": s * 4 + c, "socket": s, "node": s}
-                                      for t in range(2) for s in range(2) for c in range(4)]})
-    gpu = {"nvidia.com/gpu": "2", "koordinator.sh/gpu-core": "200", "koordinator.sh/gpu-memory-ratio": "200",
-           "koordinator.sh/gpu-memory": "160Gi"}
+    topology = json.dumps(
+        {
+            "detail": [
+                {"id": t * 8 + s * 4 + c, "core": s * 4 + c, "socket": s, "node": s}
+                for t in range(2)
+                for s in range(2)
+                for c in range(4)
+            ]
+        }
+    )
+    gpu = {
+        "nvidia.com/gpu": "2",
+        "koordinator.sh/gpu-core": "200",
+        "koordinator.sh/gpu-memory-ratio": "200",
+        "koordinator.sh/gpu-memory": "160Gi",
+    }
     objects: list[dict] = []
     for i in range(nodes):
         name = f"n{i:03d}"
-        allocatable = {"cpu": str(rng.choice([4, 16])), "memory": "64Gi", "pods": "110",
-                       **(gpu if i % 5 == 0 else {})}
+        allocatable = {"cpu": str(rng.choice([4, 16])), "memory": "64Gi", "pods": "110", **(gpu if i % 5 == 0 else {})}
         objects.append({"kind": "Node", "metadata": {"name": name}, "status": {"allocatable": allocatable}})
         objects.append(make_metric(name, cpu=f"{rng.randint(0, 4000)}m", memory="8Gi"))
-        objects.append({"kind": "NodeResourceTopology",
-                        "metadata": {"name": name, "annotations": {"node.koordinator.sh/cpu-topology": topology}}})
+        objects.append(
+            {
+                "kind": "NodeResourceTopology",
+                "metadata": {"name": name, "annotations": {"node.koordinator.sh/cpu-topology": topology}},
+            }
+        )
         if i % 5 == 0:
-            objects.append({"kind": "Device", "metadata": {"name": name}, "spec": {"devices": [
-                {"type": "gpu", "minor": m, "health": True, "resources": {"koordinator.sh/gpu-memory": "80Gi"}}
-                for m in range(2)]}})
-    objects.append({"kind": "ElasticQuota", "metadata": {"name": "leaf", "namespace": "quotas"},
-                    "spec": {"min": {"cpu": "10", "memory": "40Gi"}, "max": {"cpu": "60", "memory": "400Gi"}}})
+            objects.append(
+                {
+                    "kind": "Device",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "devices": [
+                            {
+                                "type": "gpu",
+                                "minor": m,
+                                "health": True,
+                                "resources": {"koordinator.sh/gpu-memory": "80Gi"},
+                            }
+                            for m in range(2)
+                        ]
+                    },
+                }
+            )
+    objects.append(
+        {
+            "kind": "ElasticQuota",
+            "metadata": {"name": "leaf", "namespace": "quotas"},
+            "spec": {"min": {"cpu": "10", "memory": "40Gi"}, "max": {"cpu": "60", "memory": "400Gi"}},
+        }
+    )
     for j in range(pods):
         labels = {"quota.scheduling.koordinator.sh/name": "leaf", "koordinator.sh/qosClass": "LS"}
         requests = {"cpu": str(rng.choice([1, 2, 6])), "memory": "4Gi"}
@@ -259,11 +365,19 @@ def quota_device_numa_cluster(rng: random.Random, nodes: int, pods: int) -> list
         if kind == 0:
             labels["koordinator.sh/qosClass"] = "LSR"
         elif kind == 1:
-            requests.update({"koordinator.sh/gpu-core": str(rng.choice([50, 100])),
-                             "koordinator.sh/gpu-memory-ratio": "50"})
-        objects.append({"kind": "Pod", "metadata": {"name": f"pod-{j:03d}", "namespace": "bench", "labels": labels},
-                        "spec": {"priority": 9500, "containers": [
-                            {"name": "c", "resources": {"requests": requests, "limits": requests}}]}})
+            requests.update(
+                {"koordinator.sh/gpu-core": str(rng.choice([50, 100])), "koordinator.sh/gpu-memory-ratio": "50"}
+            )
+        objects.append(
+            {
+                "kind": "Pod",
+                "metadata": {"name": f"pod-{j:03d}", "namespace": "bench", "labels": labels},
+                "spec": {
+                    "priority": 9500,
+                    "containers": [{"name": "c", "resources": {"requests": requests, "limits": requests}}],
+                },
+            }
+        )
     return objects
 
 
@@ -280,9 +394,19 @@ def test_quota_device_numa_walk_is_the_same_with_and_without_batch_forms():
         fwk, cluster = make_framework(objects, parse_config(QUOTA_DEVICE_NUMA, in_tree_registry()))
         fwk.batch = batch
         scheduler = Scheduler(fwk, cluster, 0)
-        runs.append([(p.pod, p.node, p.score, p.message, scheduler.next_start_node_index,
-                      {n: s.as_dict() for n, s in p.failed_nodes.items()})
-                     for p in (scheduler.schedule_one(pod) for pod in fwk.sort_pods(list(cluster.pending.values())))])
+        runs.append(
+            [
+                (
+                    p.pod,
+                    p.node,
+                    p.score,
+                    p.message,
+                    scheduler.next_start_node_index,
+                    {n: s.as_dict() for n, s in p.failed_nodes.items()},
+                )
+                for p in (scheduler.schedule_one(pod) for pod in fwk.sort_pods(list(cluster.pending.values())))
+            ]
+        )
     assert runs[0] == runs[1]
     assert any(node for _, node, *_ in runs[0]) and any(not node for _, node, *_ in runs[0])
 
@@ -299,8 +423,9 @@ def test_filter_windows_cover_every_position_once_in_rotation_order(total, data)
     assert runs[0][1] - runs[0][0] == min(size, total - start)
 
 
-@pytest.mark.parametrize("top, own, expected", [(None, None, 0), (30, None, 30), (30, 70, 70), (None, 0, 0),
-                                                (80, 0, 0)])
+@pytest.mark.parametrize(
+    "top, own, expected", [(None, None, 0), (30, None, 30), (30, 70, 70), (None, 0, 0), (80, 0, 0)]
+)
 def test_a_profile_percentage_of_nodes_to_score_wins_over_the_top_level_one(top, own, expected):
     """As KubeSchedulerProfile.percentageOfNodesToScore in kube-scheduler (schedule_one.go)."""
     from scheduler_plugins.scheduler.framework.config import parse_config

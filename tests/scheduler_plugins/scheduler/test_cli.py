@@ -1,4 +1,5 @@
 """`colocate scheduler simulate|explain` as a user runs them, on the shipped example snapshot."""
+
 import json
 
 import pytest
@@ -37,8 +38,13 @@ def test_simulate_places_pods_in_queue_order_and_reports_utilisation(capsys):
     report = json.loads(out)
     assert code == 0
     placements = {p["pod"]: p for p in report["placements"]}
-    assert [p["pod"] for p in report["placements"]] == ["shop/web-1", "ml/infer-1", "shop/db-0", "batch/spark-0",
-                                                        "batch/spark-1"]
+    assert [p["pod"] for p in report["placements"]] == [
+        "shop/web-1",
+        "ml/infer-1",
+        "shop/db-0",
+        "batch/spark-0",
+        "batch/spark-1",
+    ]
     assert placements["shop/web-1"]["node"] == "node-1"
     assert placements["batch/spark-0"]["node"] == "node-1"
     assert placements["batch/spark-1"]["node"] is None
@@ -85,27 +91,32 @@ def test_explain_json_shape(capsys, pod_file):
 
 
 def test_explain_now_decides_metric_expiry(capsys, pod_file):
-    _, out, _ = run(capsys, "explain", "--cluster", EXAMPLE, "--pod", pod_file, "--now", "2024-05-01T09:51:00Z",
-                    "-o", "json")
+    _, out, _ = run(
+        capsys, "explain", "--cluster", EXAMPLE, "--pod", pod_file, "--now", "2024-05-01T09:51:00Z", "-o", "json"
+    )
     nodes = {n["name"]: n for n in json.loads(out)["nodes"]}
     assert nodes["node-3"]["feasible"] is True  # its metric is 60s old at this time
 
 
 def test_explain_exits_1_when_no_node_fits(capsys, tmp_path):
     path = tmp_path / "huge.yaml"
-    path.write_text("kind: Pod\nmetadata: {name: huge}\n"
-                    "spec: {containers: [{name: c, resources: {requests: {cpu: '64'}}}]}\n")
+    path.write_text(
+        "kind: Pod\nmetadata: {name: huge}\nspec: {containers: [{name: c, resources: {requests: {cpu: '64'}}}]}\n"
+    )
     code, out, _ = run(capsys, "explain", "--cluster", EXAMPLE, "--pod", str(path), "--now", NOW)
     assert code == 1
     assert "selected: -" in out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["simulate", "--cluster", "/nonexistent"], "not a directory"),
-    (["simulate", "--cluster", EXAMPLE, "--now", "yesterday"], "--now"),
-    (["explain", "--cluster", EXAMPLE, "--pod", EXAMPLE + "/nodes.yaml"], "expected exactly one Pod"),
-    (["extender", "--kubeconfig", "/nonexistent"], "--kubeconfig /nonexistent: no such file"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["simulate", "--cluster", "/nonexistent"], "not a directory"),
+        (["simulate", "--cluster", EXAMPLE, "--now", "yesterday"], "--now"),
+        (["explain", "--cluster", EXAMPLE, "--pod", EXAMPLE + "/nodes.yaml"], "expected exactly one Pod"),
+        (["extender", "--kubeconfig", "/nonexistent"], "--kubeconfig /nonexistent: no such file"),
+    ],
+)
 def test_bad_input_exits_2_with_a_message(capsys, argv, message):
     code, _, err = run(capsys, *argv)
     assert code == 2
@@ -114,8 +125,9 @@ def test_bad_input_exits_2_with_a_message(capsys, argv, message):
 
 def test_bad_config_names_the_field(capsys, tmp_path):
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("profiles:\n- pluginConfig:\n  - name: LoadAwareScheduling\n"
-                   "    args: {usageThresholds: {cpu: 300}}\n")
+    cfg.write_text(
+        "profiles:\n- pluginConfig:\n  - name: LoadAwareScheduling\n    args: {usageThresholds: {cpu: 300}}\n"
+    )
     code, _, err = run(capsys, "simulate", "--cluster", EXAMPLE, "--config", str(cfg))
     assert code == 2
     assert "profiles[0].pluginConfig[0].args.usageThresholds.cpu: must be in [0, 100]" in err
@@ -145,14 +157,27 @@ def test_simulate_shows_a_reservation_consumed_by_its_owner(capsys):
     assert placements["shop/web-0"] == {**placements["shop/web-0"], "node": "node-2", "reservation": "r-web"}
     assert placements["shop/other-0"]["node"] == "node-1" and "reservation" not in placements["shop/other-0"]
     rows = {r["name"]: r for r in report["reservations"]}
-    assert rows["r-web"] == {"name": "r-web", "node": "node-2", "phase": "Succeeded", "holding": False,
-                             "owners": ["shop/web-0"]}
+    assert rows["r-web"] == {
+        "name": "r-web",
+        "node": "node-2",
+        "phase": "Succeeded",
+        "holding": False,
+        "owners": ["shop/web-0"],
+    }
 
 
 @pytest.mark.parametrize("example, bound", [("gang-fits", 9), ("gang-does-not-fit", 0)])
 def test_simulate_places_a_gang_of_one_driver_and_eight_executors_whole_or_not_at_all(capsys, example, bound):
-    code, out, _ = run(capsys, "simulate", "--cluster", str(REPO / "manifests" / "scheduler" / "examples" / example),
-                       "--now", NOW, "-o", "json")
+    code, out, _ = run(
+        capsys,
+        "simulate",
+        "--cluster",
+        str(REPO / "manifests" / "scheduler" / "examples" / example),
+        "--now",
+        NOW,
+        "-o",
+        "json",
+    )
     report = json.loads(out)
     assert code == 0 and report["summary"]["scheduled"] == bound and report["summary"]["pods"] == 9
     waited = [p for p in report["placements"] if p.get("waitedOnPermit") == "Coscheduling"]

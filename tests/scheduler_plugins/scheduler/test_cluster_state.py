@@ -1,4 +1,5 @@
 """ClusterState under watch-event order: pods may arrive before their node, nodes may go away."""
+
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from tests.support.builders import make_node, make_pod
 

@@ -1,4 +1,5 @@
 """KubeSchedulerConfiguration loading: merging with defaults, weights, args defaults and errors."""
+
 import pytest
 
 from policies.field_errors import ConfigError
@@ -20,24 +21,43 @@ def test_no_file_gives_the_default_profile():
 
 
 def test_enabled_plugins_merge_with_defaults_and_weight_zero_means_one():
-    profile = make_config(plugins={
-        "score": {"enabled": [{"name": "NodeResourcesFit", "weight": 3}, {"name": "ScarceResourceAvoidance"},
-                              {"name": "NodeResourcesFitPlus", "weight": 0}],
-                  "disabled": [{"name": "LoadAwareScheduling"}]},
-    }).profile()
-    assert names(profile, "score") == [("NodeResourcesFit", 3), ("Reservation", 5000),
-                                       ("ScarceResourceAvoidance", 1), ("NodeResourcesFitPlus", 1)]
+    profile = make_config(
+        plugins={
+            "score": {
+                "enabled": [
+                    {"name": "NodeResourcesFit", "weight": 3},
+                    {"name": "ScarceResourceAvoidance"},
+                    {"name": "NodeResourcesFitPlus", "weight": 0},
+                ],
+                "disabled": [{"name": "LoadAwareScheduling"}],
+            },
+        }
+    ).profile()
+    assert names(profile, "score") == [
+        ("NodeResourcesFit", 3),
+        ("Reservation", 5000),
+        ("ScarceResourceAvoidance", 1),
+        ("NodeResourcesFitPlus", 1),
+    ]
 
 
 def test_star_disables_every_default_of_a_point():
-    profile = make_config(plugins={"filter": {"disabled": [{"name": "*"}],
-                                              "enabled": [{"name": "LoadAwareScheduling"}]}}).profile()
+    profile = make_config(
+        plugins={"filter": {"disabled": [{"name": "*"}], "enabled": [{"name": "LoadAwareScheduling"}]}}
+    ).profile()
     assert names(profile, "filter") == [("LoadAwareScheduling", 1)]
 
 
 def test_loadaware_defaulting_quirks():
-    cfg = make_config({"LoadAwareScheduling": {"dominantResourceWeight": 1, "usageThresholds": {"memory": 0},
-                                               "estimatedScalingFactors": {"memory": 50}}})
+    cfg = make_config(
+        {
+            "LoadAwareScheduling": {
+                "dominantResourceWeight": 1,
+                "usageThresholds": {"memory": 0},
+                "estimatedScalingFactors": {"memory": 50},
+            }
+        }
+    )
     args = cfg.profile().args["LoadAwareScheduling"]
     assert args.resource_weights == {}  # not defaulted: dominant weight is set
     assert args.usage_thresholds == {"memory": 0}  # explicit, not empty: no default
@@ -45,48 +65,140 @@ def test_loadaware_defaulting_quirks():
 
 
 def test_args_may_carry_apiversion_and_kind():
-    cfg = make_config({"LoadAwareScheduling": {"apiVersion": "kubescheduler.config.k8s.io/v1",
-                                               "kind": "LoadAwareSchedulingArgs", "nodeMetricExpirationSeconds": 60}})
+    cfg = make_config(
+        {
+            "LoadAwareScheduling": {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "LoadAwareSchedulingArgs",
+                "nodeMetricExpirationSeconds": 60,
+            }
+        }
+    )
     assert cfg.profile().args["LoadAwareScheduling"].node_metric_expiration_seconds == 60
 
 
-@pytest.mark.parametrize("doc, path", [
-    ({"profiles": [{"pluginConfig": [{"name": "LoadAwareScheduling", "args": {"usageThresholds": {"cpu": 101}}}]}]},
-     "profiles[0].pluginConfig[0].args.usageThresholds.cpu"),
-    ({"profiles": [{"pluginConfig": [{"name": "LoadAwareScheduling", "args": {"nodeMetricExpirationSeconds": 0}}]}]},
-     "profiles[0].pluginConfig[0].args.nodeMetricExpirationSeconds"),
-    ({"profiles": [{"pluginConfig": [{"name": "LoadAwareScheduling", "args": {"resourceWeights": {"cpu": 0}}}]}]},
-     "profiles[0].pluginConfig[0].args.resourceWeights.cpu"),
-    ({"profiles": [{"pluginConfig": [{"name": "LoadAwareScheduling",
-                                      "args": {"resourceWeights": {"nvidia.com/gpu": 1}}}]}]},
-     "profiles[0].pluginConfig[0].args.resourceWeights.nvidia.com/gpu"),
-    ({"profiles": [{"pluginConfig": [{"name": "LoadAwareScheduling",
-                                      "args": {"aggregated": {"usageAggregationType": "p42"}}}]}]},
-     "profiles[0].pluginConfig[0].args.aggregated.usageAggregationType"),
-    ({"profiles": [{"pluginConfig": [{"name": "LoadAwareScheduling", "args": {"filterExpiredNodeMetrics": "yes"}}]}]},
-     "profiles[0].pluginConfig[0].args.filterExpiredNodeMetrics"),
-    ({"profiles": [{"plugins": {"filter": {"enabled": [{"name": "NoSuchPlugin"}]}}}]},
-     "profiles[0].plugins.filter.enabled[0].name"),
-    ({"profiles": [{"pluginConfig": [{"name": "NodeNUMAResource", "args": {"defaultCPUBindPolicy": "Full"}}]}]},
-     "profiles[0].pluginConfig[0].args.defaultCPUBindPolicy"),
-    ({"profiles": [{"pluginConfig": [{"name": "NodeNUMAResource", "args": {"scoringStrategy": {
-        "resources": [{"name": "cpu", "weight": 0}]}}}]}]},
-     "profiles[0].pluginConfig[0].args.scoringStrategy.resources[0].weight"),
-    ({"profiles": [{"pluginConfig": [{"name": "ElasticQuota", "args": {"defaultQuotaGroupMax": {"cpu": "-1"}}}]}]},
-     "profiles[0].pluginConfig[0].args.defaultQuotaGroupMax.cpu"),
-    ({"profiles": [{"pluginConfig": [{"name": "ElasticQuota", "args": {"delayEvictTime": "-5s"}}]}]},
-     "profiles[0].pluginConfig[0].args.delayEvictTime"),
-    ({"profiles": [{"plugins": {"score": {"enabled": [{"name": "NodeResourcesFit", "weight": -1}]}}}]},
-     "profiles[0].plugins.score.enabled[0].weight"),
-    ({"profiles": [{"pluginConfig": [{"name": "NetworkTraffic", "args": {"timeRangeInMinutes": 0}}]}]},
-     "profiles[0].pluginConfig[0].args.timeRangeInMinutes"),
-    ({"profiles": [{"pluginConfig": [{"name": "NodeResourcesFitPlus",
-                                      "args": {"resources": {"cpu": {"type": "Most", "weight": 1}}}}]}]},
-     "profiles[0].pluginConfig[0].args.resources.cpu.type"),
-    ({"kind": "Nope"}, "kind"),
-    ({"percentageOfNodesToScore": 200}, "percentageOfNodesToScore"),
-    ({"profiles": [{"percentageOfNodesToScore": -1}]}, "profiles[0].percentageOfNodesToScore"),
-])
+@pytest.mark.parametrize(
+    "doc, path",
+    [
+        (
+            {
+                "profiles": [
+                    {"pluginConfig": [{"name": "LoadAwareScheduling", "args": {"usageThresholds": {"cpu": 101}}}]}
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.usageThresholds.cpu",
+        ),
+        (
+            {
+                "profiles": [
+                    {"pluginConfig": [{"name": "LoadAwareScheduling", "args": {"nodeMetricExpirationSeconds": 0}}]}
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.nodeMetricExpirationSeconds",
+        ),
+        (
+            {
+                "profiles": [
+                    {"pluginConfig": [{"name": "LoadAwareScheduling", "args": {"resourceWeights": {"cpu": 0}}}]}
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.resourceWeights.cpu",
+        ),
+        (
+            {
+                "profiles": [
+                    {
+                        "pluginConfig": [
+                            {"name": "LoadAwareScheduling", "args": {"resourceWeights": {"nvidia.com/gpu": 1}}}
+                        ]
+                    }
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.resourceWeights.nvidia.com/gpu",
+        ),
+        (
+            {
+                "profiles": [
+                    {
+                        "pluginConfig": [
+                            {"name": "LoadAwareScheduling", "args": {"aggregated": {"usageAggregationType": "p42"}}}
+                        ]
+                    }
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.aggregated.usageAggregationType",
+        ),
+        (
+            {
+                "profiles": [
+                    {"pluginConfig": [{"name": "LoadAwareScheduling", "args": {"filterExpiredNodeMetrics": "yes"}}]}
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.filterExpiredNodeMetrics",
+        ),
+        (
+            {"profiles": [{"plugins": {"filter": {"enabled": [{"name": "NoSuchPlugin"}]}}}]},
+            "profiles[0].plugins.filter.enabled[0].name",
+        ),
+        (
+            {"profiles": [{"pluginConfig": [{"name": "NodeNUMAResource", "args": {"defaultCPUBindPolicy": "Full"}}]}]},
+            "profiles[0].pluginConfig[0].args.defaultCPUBindPolicy",
+        ),
+        (
+            {
+                "profiles": [
+                    {
+                        "pluginConfig": [
+                            {
+                                "name": "NodeNUMAResource",
+                                "args": {"scoringStrategy": {"resources": [{"name": "cpu", "weight": 0}]}},
+                            }
+                        ]
+                    }
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.scoringStrategy.resources[0].weight",
+        ),
+        (
+            {
+                "profiles": [
+                    {"pluginConfig": [{"name": "ElasticQuota", "args": {"defaultQuotaGroupMax": {"cpu": "-1"}}}]}
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.defaultQuotaGroupMax.cpu",
+        ),
+        (
+            {"profiles": [{"pluginConfig": [{"name": "ElasticQuota", "args": {"delayEvictTime": "-5s"}}]}]},
+            "profiles[0].pluginConfig[0].args.delayEvictTime",
+        ),
+        (
+            {"profiles": [{"plugins": {"score": {"enabled": [{"name": "NodeResourcesFit", "weight": -1}]}}}]},
+            "profiles[0].plugins.score.enabled[0].weight",
+        ),
+        (
+            {"profiles": [{"pluginConfig": [{"name": "NetworkTraffic", "args": {"timeRangeInMinutes": 0}}]}]},
+            "profiles[0].pluginConfig[0].args.timeRangeInMinutes",
+        ),
+        (
+            {
+                "profiles": [
+                    {
+                        "pluginConfig": [
+                            {
+                                "name": "NodeResourcesFitPlus",
+                                "args": {"resources": {"cpu": {"type": "Most", "weight": 1}}},
+                            }
+                        ]
+                    }
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.resources.cpu.type",
+        ),
+        ({"kind": "Nope"}, "kind"),
+        ({"percentageOfNodesToScore": 200}, "percentageOfNodesToScore"),
+        ({"profiles": [{"percentageOfNodesToScore": -1}]}, "profiles[0].percentageOfNodesToScore"),
+    ],
+)
 def test_errors_name_the_field(doc, path):
     with pytest.raises(ConfigError) as info:
         parse_config(doc, in_tree_registry())
@@ -100,6 +212,7 @@ def test_the_manifest_configurations_parse(tmp_path):
     assert configs, "no scheduler configuration manifests found"
     for path in configs:
         import yaml
+
         docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
         for doc in docs:
             if doc.get("kind") == "KubeSchedulerConfiguration" and "extender" not in path.name:

@@ -1,4 +1,5 @@
 """Coscheduling (spec §6): a gang is placed whole or not at all, in the simulator."""
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,11 +30,13 @@ def member(name, gang="job", min_available=3, cpu="1", mode=None, wait=None, tot
 
 
 def setup(objects, nodes=1, cpu="2"):
-    cluster = ClusterState.from_objects([make_node(f"n{i}", cpu=cpu, memory="8Gi") for i in range(nodes)]
-                                        + list(objects))
+    cluster = ClusterState.from_objects(
+        [make_node(f"n{i}", cpu=cpu, memory="8Gi") for i in range(nodes)] + list(objects)
+    )
     clock = {"now": NOW}
-    fwk = build_framework(load_config(None, in_tree_registry()), in_tree_registry(), cluster,
-                          clock=lambda: clock["now"])
+    fwk = build_framework(
+        load_config(None, in_tree_registry()), in_tree_registry(), cluster, clock=lambda: clock["now"]
+    )
     return Scheduler(fwk, cluster), cluster, clock
 
 
@@ -54,7 +57,7 @@ def test_a_strict_gang_that_does_not_fit_is_not_bound_at_all():
     assert {node for node, _ in outcome(report).values()} == {None}
     assert all(not n.pods for n in cluster.nodes.values())
     messages = " ".join(p.message for p in report.placements)
-    assert 'Gang \'default/job\' gets rejected due to member Pod' in messages
+    assert "Gang 'default/job' gets rejected due to member Pod" in messages
 
 
 def test_a_gang_with_fewer_members_than_min_available_is_held_back():
@@ -80,8 +83,12 @@ def test_members_waiting_on_permit_time_out_and_are_all_rejected():
 
 def test_non_strict_keeps_the_others_waiting_and_a_later_member_completes_the_gang():
     # m1 fits nowhere; Strict would reject m0; NonStrict waits on and m2 + m3 complete the gang.
-    pods = [member("m0", mode="NonStrict", total=4), member("m1", cpu="9", mode="NonStrict", total=4),
-            member("m2", mode="NonStrict", total=4), member("m3", mode="NonStrict", total=4)]
+    pods = [
+        member("m0", mode="NonStrict", total=4),
+        member("m1", cpu="9", mode="NonStrict", total=4),
+        member("m2", mode="NonStrict", total=4),
+        member("m3", mode="NonStrict", total=4),
+    ]
     scheduler, cluster, _ = setup(pods, nodes=2)
     result = outcome(simulate(scheduler, cluster))
     assert result["m1"] == (None, "Unschedulable")
@@ -96,11 +103,15 @@ def test_strict_rejects_the_waiting_members_when_one_is_unschedulable():
 
 
 def test_a_pod_group_defines_the_gang():
-    group = {"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup",
-             "metadata": {"name": "pg", "namespace": "default"},
-             "spec": {"minMember": 2, "scheduleTimeoutSeconds": 10}}
-    pods = [make_pod(f"m{i}", labels={"pod-group.scheduling.sigs.k8s.io": "pg"}, requests={"cpu": "1"})
-            for i in range(2)]
+    group = {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": "pg", "namespace": "default"},
+        "spec": {"minMember": 2, "scheduleTimeoutSeconds": 10},
+    }
+    pods = [
+        make_pod(f"m{i}", labels={"pod-group.scheduling.sigs.k8s.io": "pg"}, requests={"cpu": "1"}) for i in range(2)
+    ]
     scheduler, cluster, _ = setup([group, *pods], nodes=1)
     result = outcome(simulate(scheduler, cluster))
     assert result == {"m0": ("n0", "Success"), "m1": ("n0", "Success")}
@@ -122,14 +133,16 @@ def test_next_pod_keeps_a_gang_together_in_the_queue():
 
 def test_coscheduling_args_are_validated_with_the_field_path():
     from policies.field_errors import ConfigError
+
     with pytest.raises(ConfigError, match=r"pluginConfig\[0\]\.args\.defaultTimeout"):
-        parse_config({"profiles": [{"pluginConfig": [{"name": "Coscheduling", "args": {"defaultTimeout": "0s"}}]}]},
-                     in_tree_registry())
+        parse_config(
+            {"profiles": [{"pluginConfig": [{"name": "Coscheduling", "args": {"defaultTimeout": "0s"}}]}]},
+            in_tree_registry(),
+        )
 
 
 @settings(max_examples=60, deadline=None)
-@given(order=st.permutations(list(range(9))), capacity=st.integers(min_value=2, max_value=6),
-       strict=st.booleans())
+@given(order=st.permutations(list(range(9))), capacity=st.integers(min_value=2, max_value=6), strict=st.booleans())
 def test_whatever_the_order_of_arrivals_a_gang_is_never_partially_bound(order, capacity, strict):
     mode = None if strict else "NonStrict"
     gang = [member(f"m{i}", min_available=5, total=6, mode=mode) for i in range(6)]
@@ -164,6 +177,7 @@ async def extender_binds(pods, bound, nodes=2):
 
     from scheduler_plugins.scheduler.extender.server import make_app
     from scheduler_plugins.scheduler.extender.service import ExtenderService
+
     scheduler, cluster, _ = setup(pods, nodes=nodes)
     service = ExtenderService(scheduler.framework, cluster)
     async with TestClient(TestServer(make_app(service))) as client:
@@ -172,9 +186,12 @@ async def extender_binds(pods, bound, nodes=2):
             assert (await response.json())["NodeNames"] == ["n0", "n1"]
 
         async def bind(pod, node):
-            response = await client.post("/scheduler/bind", json={
-                "PodName": pod["metadata"]["name"], "PodNamespace": "default", "PodUID": "", "Node": node})
+            response = await client.post(
+                "/scheduler/bind",
+                json={"PodName": pod["metadata"]["name"], "PodNamespace": "default", "PodUID": "", "Node": node},
+            )
             return (await response.json())["Error"]
+
         errors = await asyncio.gather(*(bind(pod, f"n{i % nodes}") for i, pod in enumerate(pods[:bound])))
     return errors, cluster
 

@@ -1,4 +1,5 @@
 """The CRDs the scheduler reads are shipped, and agree with the one kind table (policies/kinds.py)."""
+
 import pytest
 import yaml
 
@@ -24,5 +25,6 @@ def test_the_crd_matches_the_kind_table_and_is_in_the_kustomization(kind, file):
 @pytest.mark.parametrize("file", ["reservations.yaml", "podgroups.yaml"])
 def test_the_crd_validates_against_the_kubernetes_schema(file):
     import kubernetes_validate
+
     (crd,) = read_manifest_file(CRDS / file)
     kubernetes_validate.validate(crd, "1.30", strict=True)

@@ -1,4 +1,5 @@
 """DefaultPreBind (spec §9): one patch for all PreBind changes, retried on conflicts."""
+
 import pytest
 
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
@@ -35,8 +36,9 @@ def test_one_patch_with_the_difference():
     assert apply(client).is_success
     ((kind, ns, name, patch),) = client.calls
     assert (kind, ns, name) == ("Pod", "ns", "p")
-    assert patch == [{"op": "add", "path": "/metadata/annotations/scheduling.koordinator.sh~1resource-status",
-                      "value": "{}"}]
+    assert patch == [
+        {"op": "add", "path": "/metadata/annotations/scheduling.koordinator.sh~1resource-status", "value": "{}"}
+    ]
 
 
 def test_no_difference_no_call():
@@ -44,11 +46,14 @@ def test_no_difference_no_call():
     assert apply(client, modify=False).is_success and client.calls == []
 
 
-@pytest.mark.parametrize("failures, ok, calls", [
-    ([409, 429, 0], True, 4),
-    ([409] * MAX_ATTEMPTS, False, MAX_ATTEMPTS),
-    ([403], False, 1),
-])
+@pytest.mark.parametrize(
+    "failures, ok, calls",
+    [
+        ([409, 429, 0], True, 4),
+        ([409] * MAX_ATTEMPTS, False, MAX_ATTEMPTS),
+        ([403], False, 1),
+    ],
+)
 def test_retries_on_conflict_throttling_and_closed_connections(failures, ok, calls):
     client = FakeClient(failures)
     assert apply(client).is_success is ok

@@ -1,4 +1,5 @@
 """The extender over HTTP: upstream wire shapes in and out, malformed bodies answered, not crashed."""
+
 import json
 
 import pytest
@@ -15,9 +16,13 @@ LS_POD = make_pod("web", "shop", qos="LS", requests={"cpu": "4", "memory": "8Gi"
 
 
 def cluster_objects():
-    return [make_node("busy", cpu="32", memory="128Gi"), make_node("quiet", cpu="32", memory="128Gi"),
-            make_node("small", cpu="2", memory="4Gi"),
-            make_metric("busy", cpu="30", memory="10Gi"), make_metric("quiet", cpu="2", memory="10Gi")]
+    return [
+        make_node("busy", cpu="32", memory="128Gi"),
+        make_node("quiet", cpu="32", memory="128Gi"),
+        make_node("small", cpu="2", memory="4Gi"),
+        make_metric("busy", cpu="30", memory="10Gi"),
+        make_metric("quiet", cpu="2", memory="10Gi"),
+    ]
 
 
 @pytest.fixture
@@ -61,15 +66,18 @@ async def test_prioritize_scales_to_zero_ten(client):
     assert scores["quiet"] > scores["busy"]
 
 
-@pytest.mark.parametrize("verb, body, status", [
-    ("filter", "{not json", 400),
-    ("filter", {"Pod": "nope", "NodeNames": ["quiet"]}, 200),
-    ("filter", {"Pod": LS_POD}, 200),
-    ("filter", {"Pod": LS_POD, "NodeNames": "quiet"}, 200),
-    ("prioritize", {"Pod": LS_POD, "Nodes": {"items": [{"metadata": {}}]}}, 400),
-    ("bind", {"PodName": 3}, 200),
-    ("bind", [], 200),
-])
+@pytest.mark.parametrize(
+    "verb, body, status",
+    [
+        ("filter", "{not json", 400),
+        ("filter", {"Pod": "nope", "NodeNames": ["quiet"]}, 200),
+        ("filter", {"Pod": LS_POD}, 200),
+        ("filter", {"Pod": LS_POD, "NodeNames": "quiet"}, 200),
+        ("prioritize", {"Pod": LS_POD, "Nodes": {"items": [{"metadata": {}}]}}, 400),
+        ("bind", {"PodName": 3}, 200),
+        ("bind", [], 200),
+    ],
+)
 async def test_malformed_args_get_an_error_in_the_response(client, verb, body, status):
     result = await post(client, verb, body, status)
     assert result["Error"]
@@ -79,8 +87,9 @@ async def test_malformed_args_get_an_error_in_the_response(client, verb, body, s
 async def test_bind_places_the_pod_and_later_filters_see_it(client):
     big = make_pod("big", "shop", qos="LS", requests={"cpu": "20", "memory": "8Gi"})
     assert (await post(client, "filter", {"Pod": big, "NodeNames": ["quiet"]}))["NodeNames"] == ["quiet"]
-    assert await post(client, "bind",
-                      {"PodName": "big", "PodNamespace": "shop", "PodUID": "", "Node": "quiet"}) == {"Error": ""}
+    assert await post(client, "bind", {"PodName": "big", "PodNamespace": "shop", "PodUID": "", "Node": "quiet"}) == {
+        "Error": ""
+    }
     assert "shop/big" in client.cluster.nodes["quiet"].pods
     other = make_pod("other", "shop", qos="LS", requests={"cpu": "20", "memory": "8Gi"})
     result = await post(client, "filter", {"Pod": other, "NodeNames": ["quiet"]})

@@ -1,5 +1,6 @@
 """The extender's shortcuts answer exactly as the plain path: a NodeNames list resolved once and
 reused (until a node is added or deleted), its names reused in the answers."""
+
 import json
 import random
 
@@ -24,8 +25,9 @@ def random_objects(rng: random.Random, count: int) -> list[dict]:
 
 async def round_trip(client, names: list[str], pod: dict) -> tuple[dict, list]:
     filtered = await (await client.post("/scheduler/filter", data=json.dumps({"Pod": pod, "NodeNames": names}))).json()
-    scored = await (await client.post("/scheduler/prioritize",
-                                      data=json.dumps({"Pod": pod, "NodeNames": names}))).json()
+    scored = await (
+        await client.post("/scheduler/prioritize", data=json.dumps({"Pod": pod, "NodeNames": names}))
+    ).json()
     return filtered, scored
 
 

@@ -3,6 +3,7 @@
 The extender runs as a real child process against the HTTPS stand-in; every object reaches it
 through list/watch, and bind goes back to the stand-in as a `pods/binding` POST.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,10 +29,14 @@ TIMEOUT = 20.0
 
 
 def starting_objects() -> list[dict[str, Any]]:
-    return [make_node("busy", cpu="32", memory="128Gi"), make_node("quiet", cpu="32", memory="128Gi"),
-            make_node("small", cpu="2", memory="4Gi"),
-            make_metric("busy", cpu="30", memory="10Gi"), make_metric("quiet", cpu="2", memory="10Gi"),
-            make_metric("small", cpu="0", memory="0")]
+    return [
+        make_node("busy", cpu="32", memory="128Gi"),
+        make_node("quiet", cpu="32", memory="128Gi"),
+        make_node("small", cpu="2", memory="4Gi"),
+        make_metric("busy", cpu="30", memory="10Gi"),
+        make_metric("quiet", cpu="2", memory="10Gi"),
+        make_metric("small", cpu="0", memory="0"),
+    ]
 
 
 class Extender:
@@ -39,9 +44,27 @@ class Extender:
 
     def __init__(self, kubeconfig: Path, log: Path, session: aiohttp.ClientSession) -> None:
         self.port, self.log, self.session = free_port(), log, session
-        command = [sys.executable, "-m", "colocate.cli", "scheduler", "extender", "--kubeconfig", str(kubeconfig),
-                   "--config", str(CONFIG), "--host", "127.0.0.1", "--port", str(self.port), "--now", NOW,
-                   "--watch-timeout", "5", "--backoff-max", "0.3"]
+        command = [
+            sys.executable,
+            "-m",
+            "colocate.cli",
+            "scheduler",
+            "extender",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--config",
+            str(CONFIG),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--now",
+            NOW,
+            "--watch-timeout",
+            "5",
+            "--backoff-max",
+            "0.3",
+        ]
         self.process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT, cwd=REPO)
 
     def url(self, path: str) -> str:
@@ -66,6 +89,7 @@ class Extender:
         async def ready() -> bool:
             assert self.process.poll() is None, self.log.read_text()
             return await self.status("readyz") == 200
+
         await wait_for(ready, timeout=TIMEOUT, message=lambda: f"extender ready; log:\n{self.log.read_text()}")
         return self
 
@@ -92,10 +116,12 @@ async def start(api: ApiServer, tmp_path: Path) -> AsyncIterator[Callable[[], Ex
     """`start()` launches an extender against the stand-in (not yet waited for)."""
     extenders: list[Extender] = []
     async with aiohttp.ClientSession() as session:
+
         def launch() -> Extender:
             kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
             extenders.append(Extender(kubeconfig, tmp_path / f"extender-{len(extenders)}.log", session))
             return extenders[-1]
+
         yield launch
         for extender in extenders:
             extender.stop()
@@ -124,12 +150,20 @@ async def test_metrics_export_the_store_health_as_the_webhook_does(api: ApiServe
             assert response.status == 200
             return await response.text()
 
-    await wait_for(page, until=lambda text: 'colocate_cluster_state_stale_seconds{kind="Node"} 0.0' in text,
-                   timeout=TIMEOUT, message="staleness exported")
+    await wait_for(
+        page,
+        until=lambda text: 'colocate_cluster_state_stale_seconds{kind="Node"} 0.0' in text,
+        timeout=TIMEOUT,
+        message="staleness exported",
+    )
     api.fail_requests(10_000, status=503)
     api.drop_watches()
-    await wait_for(page, until=lambda text: 'colocate_watch_failures_total{kind="Node",reason="error"}' in text,
-                   timeout=TIMEOUT, message="watch failures counted")
+    await wait_for(
+        page,
+        until=lambda text: 'colocate_watch_failures_total{kind="Node",reason="error"}' in text,
+        timeout=TIMEOUT,
+        message="watch failures counted",
+    )
     api.fail_requests(0)
 
 
@@ -174,8 +208,9 @@ async def test_a_dropped_watch_is_resumed_and_a_compacted_one_relisted(api: ApiS
     api.drop_watches()
     api.delete("Node", "quiet")
     api.store.compact()
-    await wait_for(lambda: _unknown(extender, "quiet"), timeout=TIMEOUT,
-                   message="deletion seen by a relist after 410 Gone")
+    await wait_for(
+        lambda: _unknown(extender, "quiet"), timeout=TIMEOUT, message="deletion seen by a relist after 410 Gone"
+    )
     assert api.requests["GET list Node"] > before
 
 
@@ -193,12 +228,14 @@ async def test_bind_posts_a_binding_and_the_pod_counts_at_once(api: ApiServer, e
     again = await extender.post("bind", args)
     assert "already assigned" in again["Error"]
     api.delete("Pod", "big", "shop")
-    await wait_for(lambda: _passes_pod(extender, second, "quiet"), timeout=TIMEOUT,
-                   message="deleted pod no longer counted")
+    await wait_for(
+        lambda: _passes_pod(extender, second, "quiet"), timeout=TIMEOUT, message="deleted pod no longer counted"
+    )
 
 
-async def test_elastic_quota_follows_the_quotas_and_pods_watched_from_the_api(api: ApiServer,
-                                                                            extender: Extender) -> None:
+async def test_elastic_quota_follows_the_quotas_and_pods_watched_from_the_api(
+    api: ApiServer, extender: Extender
+) -> None:
     labels = {"quota.scheduling.koordinator.sh/name": "team"}
     asking = make_pod("asking", "shop", qos="LS", labels=labels, requests={"cpu": "6", "memory": "1Gi"})
     running = make_pod("running", "shop", labels=labels, requests={"cpu": "6", "memory": "1Gi"}, node="busy")
@@ -208,6 +245,7 @@ async def test_elastic_quota_follows_the_quotas_and_pods_watched_from_the_api(ap
     async def refused() -> bool:
         status = (await extender.filter(asking, ["quiet"]))["FailedNodes"].get("quiet", "")
         return "Insufficient quotas, quotaName: team, runtime: cpu=10, used: cpu=6" in status
+
     await wait_for(refused, timeout=TIMEOUT, message="quota and its running pod seen")
     api.apply({**running, "status": {"phase": "Succeeded"}})
     await wait_for(lambda: _passes_pod(extender, asking, "quiet"), timeout=TIMEOUT, message="finished pod freed quota")
@@ -234,7 +272,8 @@ async def _unknown(extender: Extender, node: str) -> bool:
 
 
 async def test_an_owner_bound_through_the_extender_consumes_its_reservation_in_the_api(
-        api: ApiServer, extender: Extender) -> None:
+    api: ApiServer, extender: Extender
+) -> None:
     reservation = make_reservation("r-web")
     reservation["spec"]["owners"] = [{"object": {"name": "owned", "namespace": "shop"}}]
     reservation["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "20"}
@@ -242,15 +281,20 @@ async def test_an_owner_bound_through_the_extender_consumes_its_reservation_in_t
     api.apply(reservation)
     owned = make_pod("owned", "shop", qos="LS", requests={"cpu": "4", "memory": "1Gi"})
     stranger = make_pod("stranger", "shop", qos="LS", requests={"cpu": "14", "memory": "1Gi"})  # 12 free
-    await wait_for(lambda: _fails_pod(extender, stranger, "quiet"), timeout=TIMEOUT,
-                   message="the reservation holds its cpu on quiet")
+    await wait_for(
+        lambda: _fails_pod(extender, stranger, "quiet"),
+        timeout=TIMEOUT,
+        message="the reservation holds its cpu on quiet",
+    )
     uid = api.apply(owned)["metadata"]["uid"]
     assert (await extender.filter(owned, ["quiet"]))["NodeNames"] == ["quiet"]
     args = {"PodName": "owned", "PodNamespace": "shop", "PodUID": uid, "Node": "quiet"}
     assert await extender.post("bind", args) == {"Error": ""}
     stored = api.store.get(api.by_kind["Pod"], "shop", "owned")
-    assert json.loads(stored["metadata"]["annotations"]["scheduling.koordinator.sh/reservation-allocated"])[
-        "name"] == "r-web"
+    assert (
+        json.loads(stored["metadata"]["annotations"]["scheduling.koordinator.sh/reservation-allocated"])["name"]
+        == "r-web"
+    )
     status = api.store.get(api.by_kind["Reservation"], "", "r-web")["status"]
     assert status["currentOwners"][0]["name"] == "owned" and status["allocated"]["cpu"] == "4000m"
 

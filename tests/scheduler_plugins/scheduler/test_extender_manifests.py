@@ -1,4 +1,5 @@
 """`manifests/scheduler/` deploys what the extender serves and reads, with no more rights than that."""
+
 from __future__ import annotations
 
 import argparse
@@ -38,18 +39,24 @@ def test_rbac_covers_the_watched_kinds_and_binding_and_nothing_more() -> None:
     watched_kinds = extender_kinds(shipped.plugin_names())
     assert {k.kind for k in watched_kinds} >= {"ElasticQuota", "Device", "NodeResourceTopology"}
     for kind in watched_kinds:
-        assert any(kind.group in r["apiGroups"] and kind.plural in r["resources"]
-                   and set(r["verbs"]) == {"list", "watch"} for r in rules), kind.kind
+        assert any(
+            kind.group in r["apiGroups"] and kind.plural in r["resources"] and set(r["verbs"]) == {"list", "watch"}
+            for r in rules
+        ), kind.kind
     assert any(r["resources"] == ["pods/binding"] and r["verbs"] == ["create"] for r in rules)
     granted = {(g, res, v) for r in rules for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
     watched = {(k.group, k.plural, v) for k in watched_kinds for v in ("list", "watch")}
-    assert granted - watched == {("", "pods/binding", "create"), ("", "pods", "patch"),
-                                 ("scheduling.koordinator.sh", "reservations/status", "patch")}
+    assert granted - watched == {
+        ("", "pods/binding", "create"),
+        ("", "pods", "patch"),
+        ("scheduling.koordinator.sh", "reservations/status", "patch"),
+    }
     binding = one("ClusterRoleBinding")
     account = one("ServiceAccount")
     assert binding["roleRef"]["name"] == one("ClusterRole")["metadata"]["name"]
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"],
-                                    "namespace": account["metadata"]["namespace"]}]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": account["metadata"]["namespace"]}
+    ]
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

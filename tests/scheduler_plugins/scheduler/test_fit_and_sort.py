@@ -1,4 +1,5 @@
 """QoS-aware fit (BE pods against batch allocatable) and the priority queue order."""
+
 import pytest
 
 from scheduler_plugins.scheduler.podinfo import PodInfo
@@ -15,29 +16,60 @@ def fit(pod, placed=(), node=None):
     return status.code.name, list(status.reasons)
 
 
-@pytest.mark.parametrize("case, pod, placed, expected", [
-    ("LS pod fits against regular cpu", make_pod(qos="LS", requests={"cpu": "12"}), [], ("Success", [])),
-    ("LS pod too big for regular cpu", make_pod(qos="LS", requests={"cpu": "17"}), [],
-     ("Unschedulable", ["Insufficient cpu"])),
-    ("BE pod requesting batch-cpu fits the batch allocatable",
-     make_pod(qos="BE", priority=5500, requests={"kubernetes.io/batch-cpu": "8000"}), [], ("Success", [])),
-    ("BE pod beyond batch allocatable though regular cpu is free",
-     make_pod(qos="BE", priority=5500, requests={"kubernetes.io/batch-cpu": "9000"}), [],
-     ("Unschedulable", ["Insufficient kubernetes.io/batch-cpu"])),
-    ("un-rewritten BE pod's cpu is judged as batch-cpu",
-     make_pod(qos="BE", priority=5500, requests={"cpu": "9"}), [],
-     ("Unschedulable", ["Insufficient kubernetes.io/batch-cpu"])),
-    ("batch usage of placed BE pods counts",
-     make_pod(qos="BE", priority=5500, requests={"kubernetes.io/batch-memory": "10Gi"}),
-     [make_pod("old", qos="BE", priority=5500, requests={"cpu": "1", "memory": "8Gi"}, node="node-1")],
-     ("Unschedulable", ["Insufficient kubernetes.io/batch-memory"])),
-    ("LS pods do not consume batch", make_pod(qos="BE", priority=5500, requests={"kubernetes.io/batch-cpu": "8000"}),
-     [make_pod("old", qos="LS", requests={"cpu": "15"}, node="node-1")], ("Success", [])),
-    ("every insufficient resource is reported", make_pod(qos="LS", requests={"cpu": "17", "memory": "65Gi"}), [],
-     ("Unschedulable", ["Insufficient cpu", "Insufficient memory"])),
-    ("extended resource the node lacks", make_pod(qos="LS", requests={"nvidia.com/gpu": "1"}), [],
-     ("Unschedulable", ["Insufficient nvidia.com/gpu"])),
-])
+@pytest.mark.parametrize(
+    "case, pod, placed, expected",
+    [
+        ("LS pod fits against regular cpu", make_pod(qos="LS", requests={"cpu": "12"}), [], ("Success", [])),
+        (
+            "LS pod too big for regular cpu",
+            make_pod(qos="LS", requests={"cpu": "17"}),
+            [],
+            ("Unschedulable", ["Insufficient cpu"]),
+        ),
+        (
+            "BE pod requesting batch-cpu fits the batch allocatable",
+            make_pod(qos="BE", priority=5500, requests={"kubernetes.io/batch-cpu": "8000"}),
+            [],
+            ("Success", []),
+        ),
+        (
+            "BE pod beyond batch allocatable though regular cpu is free",
+            make_pod(qos="BE", priority=5500, requests={"kubernetes.io/batch-cpu": "9000"}),
+            [],
+            ("Unschedulable", ["Insufficient kubernetes.io/batch-cpu"]),
+        ),
+        (
+            "un-rewritten BE pod's cpu is judged as batch-cpu",
+            make_pod(qos="BE", priority=5500, requests={"cpu": "9"}),
+            [],
+            ("Unschedulable", ["Insufficient kubernetes.io/batch-cpu"]),
+        ),
+        (
+            "batch usage of placed BE pods counts",
+            make_pod(qos="BE", priority=5500, requests={"kubernetes.io/batch-memory": "10Gi"}),
+            [make_pod("old", qos="BE", priority=5500, requests={"cpu": "1", "memory": "8Gi"}, node="node-1")],
+            ("Unschedulable", ["Insufficient kubernetes.io/batch-memory"]),
+        ),
+        (
+            "LS pods do not consume batch",
+            make_pod(qos="BE", priority=5500, requests={"kubernetes.io/batch-cpu": "8000"}),
+            [make_pod("old", qos="LS", requests={"cpu": "15"}, node="node-1")],
+            ("Success", []),
+        ),
+        (
+            "every insufficient resource is reported",
+            make_pod(qos="LS", requests={"cpu": "17", "memory": "65Gi"}),
+            [],
+            ("Unschedulable", ["Insufficient cpu", "Insufficient memory"]),
+        ),
+        (
+            "extended resource the node lacks",
+            make_pod(qos="LS", requests={"nvidia.com/gpu": "1"}),
+            [],
+            ("Unschedulable", ["Insufficient nvidia.com/gpu"]),
+        ),
+    ],
+)
 def test_fit(case, pod, placed, expected):
     assert fit(pod, placed) == expected, case
 

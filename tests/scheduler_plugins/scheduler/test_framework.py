@@ -1,4 +1,5 @@
 """Framework runtime contracts: Reserve/Unreserve order, Skip, transformers, score validation."""
+
 from dataclasses import dataclass, field
 
 import pytest
@@ -66,7 +67,11 @@ def test_failed_reserve_unreserves_every_plugin_in_reverse_order():
     status = fwk.run_reserve(CycleState(), PodInfo(make_pod()), "n1")
     assert (status.code, status.plugin) == (Code.Unschedulable, "B")
     assert [e for e in log if e[0] in ("reserve", "unreserve")] == [
-        ("reserve", "A"), ("reserve", "B"), ("unreserve", "B"), ("unreserve", "A")]
+        ("reserve", "A"),
+        ("reserve", "B"),
+        ("unreserve", "B"),
+        ("unreserve", "A"),
+    ]
 
 
 def test_prefilter_skip_means_the_filter_is_not_run():
@@ -100,8 +105,9 @@ def test_out_of_range_score_is_an_error():
 
 def test_a_plugin_enabled_at_a_point_it_does_not_implement_is_rejected():
     registry = in_tree_registry()
-    config = parse_config({"profiles": [{"plugins": {"filter": {"enabled": [{"name": "ScarceResourceAvoidance"}]}}}]},
-                          registry)
+    config = parse_config(
+        {"profiles": [{"plugins": {"filter": {"enabled": [{"name": "ScarceResourceAvoidance"}]}}}]}, registry
+    )
     cluster = ClusterState()
     message = "profiles\\[0\\].plugins.filter: plugin 'ScarceResourceAvoidance' does not implement filter"
     with pytest.raises(ConfigError, match=message):

@@ -1,5 +1,6 @@
 """`manifests/koord-scheduler/`: a second kube-scheduler that schedules what the profiles send to
 `koord-scheduler`, on its own Lease, with colocate's extender beside it on localhost."""
+
 from __future__ import annotations
 
 import argparse
@@ -77,13 +78,26 @@ def test_replicas_elect_a_leader_on_their_own_lease() -> None:
     assert election["resourceNamespace"] == deployment["metadata"]["namespace"]
     role = one("Role", "koord-scheduler-leader-election")
     assert role["metadata"]["namespace"] == election["resourceNamespace"]
-    assert {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [election["resourceName"]],
-            "verbs": ["get", "update"]} in role["rules"]
+    assert {
+        "apiGroups": ["coordination.k8s.io"],
+        "resources": ["leases"],
+        "resourceNames": [election["resourceName"]],
+        "verbs": ["get", "update"],
+    } in role["rules"]
     account = spec["serviceAccountName"]
-    bound = {b["roleRef"]["name"] for b in objects() if b["kind"] in ("RoleBinding", "ClusterRoleBinding")
-             and {"kind": "ServiceAccount", "name": account, "namespace": "koordinator-system"} in b["subjects"]}
-    assert {"system:kube-scheduler", "system:volume-scheduler", "extension-apiserver-authentication-reader",
-            role["metadata"]["name"], "koord-scheduler-extender"} <= bound
+    bound = {
+        b["roleRef"]["name"]
+        for b in objects()
+        if b["kind"] in ("RoleBinding", "ClusterRoleBinding")
+        and {"kind": "ServiceAccount", "name": account, "namespace": "koordinator-system"} in b["subjects"]
+    }
+    assert {
+        "system:kube-scheduler",
+        "system:volume-scheduler",
+        "extension-apiserver-authentication-reader",
+        role["metadata"]["name"],
+        "koord-scheduler-extender",
+    } <= bound
     budget = one("PodDisruptionBudget")
     assert budget["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"] == COMPONENT
     assert budget["spec"]["maxUnavailable"] == 1 and spec["affinity"]["podAntiAffinity"]
@@ -110,8 +124,9 @@ def test_the_extender_runs_colocates_scheduler_profile() -> None:
     _, _, _, sidecar = deployment_parts()
     (mount,) = [m for m in sidecar["volumeMounts"] if args.config.startswith(m["mountPath"] + "/")]
     text = config_files()[args.config.removeprefix(mount["mountPath"] + "/")]
-    assert text == (REPO / "manifests/scheduler/scheduler-config.yaml").read_text(), \
+    assert text == (REPO / "manifests/scheduler/scheduler-config.yaml").read_text(), (
         "manifests/koord-scheduler/colocate-scheduler-config.yaml must equal manifests/scheduler/scheduler-config.yaml"
+    )
     load_config(str(DIRECTORY / "colocate-scheduler-config.yaml"), in_tree_registry())
 
 
@@ -121,16 +136,19 @@ def test_the_service_account_may_read_and_bind_what_the_extender_needs() -> None
     watched = extender_kinds(shipped.plugin_names())
     assert {k.kind for k in watched} >= {"Reservation", "PodGroup", "ElasticQuota", "Device", "NodeResourceTopology"}
     for kind in watched:
-        assert any(kind.group in r["apiGroups"] and kind.plural in r["resources"]
-                   and {"list", "watch"} <= set(r["verbs"]) for r in rules), kind.kind
+        assert any(
+            kind.group in r["apiGroups"] and kind.plural in r["resources"] and {"list", "watch"} <= set(r["verbs"])
+            for r in rules
+        ), kind.kind
     assert any(r["resources"] == ["pods/binding"] and r["verbs"] == ["create"] for r in rules)
 
 
 def test_the_extender_rights_equal_the_standalone_extenders() -> None:
     """The sidecar's ClusterRole grants exactly what manifests/scheduler/extender-rbac.yaml grants
     the standalone extender (that file's test pins it to the watched kinds), so neither drifts."""
-    (standalone,) = [o for o in read_manifest_file(REPO / "manifests/scheduler/extender-rbac.yaml")
-                     if o["kind"] == "ClusterRole"]
+    (standalone,) = [
+        o for o in read_manifest_file(REPO / "manifests/scheduler/extender-rbac.yaml") if o["kind"] == "ClusterRole"
+    ]
     assert one("ClusterRole", "koord-scheduler-extender")["rules"] == standalone["rules"]
 
 

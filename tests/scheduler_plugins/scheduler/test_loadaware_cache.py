@@ -1,4 +1,5 @@
 """The assign cache (spec §3.4–3.5): which placed pods the reported usage already reflects."""
+
 import pytest
 
 from scheduler_plugins.scheduler.podinfo import PodInfo
@@ -16,21 +17,41 @@ def usage_cpu(objects, args=None):
     return None if usage is None else usage[plugin.resources.index("cpu")]
 
 
-@pytest.mark.parametrize("case, placed, pods_metric, expected", [
-    ("pod scheduled long before the metric, with usage: reflected, no delta",
-     make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:00:00Z"),
-     [pod_metric("a", cpu="2")], 20000),
-    ("pod newer than the metric window: estimate minus its usage is added",
-     make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:59:30Z"),
-     [pod_metric("a", cpu="2")], 26500),
-    ("pod without usage in the metric: full estimate added",
-     make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:00:00Z"), [], 28500),
-    ("usage above the estimate never makes the delta negative",
-     make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:59:30Z"),
-     [pod_metric("a", cpu="9")], 20000),
-    ("terminated pods are not cached",
-     make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:59:30Z", phase="Succeeded"), [], 20000),
-])
+@pytest.mark.parametrize(
+    "case, placed, pods_metric, expected",
+    [
+        (
+            "pod scheduled long before the metric, with usage: reflected, no delta",
+            make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:00:00Z"),
+            [pod_metric("a", cpu="2")],
+            20000,
+        ),
+        (
+            "pod newer than the metric window: estimate minus its usage is added",
+            make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:59:30Z"),
+            [pod_metric("a", cpu="2")],
+            26500,
+        ),
+        (
+            "pod without usage in the metric: full estimate added",
+            make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:00:00Z"),
+            [],
+            28500,
+        ),
+        (
+            "usage above the estimate never makes the delta negative",
+            make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:59:30Z"),
+            [pod_metric("a", cpu="9")],
+            20000,
+        ),
+        (
+            "terminated pods are not cached",
+            make_pod("a", requests=REQ, node="node-1", scheduled_at="2024-05-01T09:59:30Z", phase="Succeeded"),
+            [],
+            20000,
+        ),
+    ],
+)
 def test_assigned_pod_deltas(case, placed, pods_metric, expected):
     assert usage_cpu([NODE, make_metric(cpu="20", pods=pods_metric), placed]) == expected, case
 
@@ -83,10 +104,15 @@ def test_a_reserve_pod_reserved_on_a_node_adds_no_estimate():
     from scheduler_plugins.scheduler.framework.cycle_state import CycleState
     from scheduler_plugins.scheduler.reservations import reserve_pod_object
 
-    reservation = {"apiVersion": "scheduling.koordinator.sh/v1alpha1", "kind": "Reservation",
-                   "metadata": {"name": "r1", "uid": "u1"},
-                   "spec": {"owners": [{"object": {"name": "owner", "namespace": "default"}}],
-                            "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": REQ}}]}}}}
+    reservation = {
+        "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+        "kind": "Reservation",
+        "metadata": {"name": "r1", "uid": "u1"},
+        "spec": {
+            "owners": [{"object": {"name": "owner", "namespace": "default"}}],
+            "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": REQ}}]}},
+        },
+    }
     plugin, _ = plugin_of([NODE, make_metric(cpu="20")], LA)
     cpu = plugin.resources.index("cpu")
     plugin.reserve(CycleState(), PodInfo(reserve_pod_object(reservation)), "node-1")

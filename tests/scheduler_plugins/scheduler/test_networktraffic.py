@@ -1,4 +1,5 @@
 """NetworkTraffic (spec §11b): scoring, normalisation guards, and failure outcomes."""
+
 import socket
 
 import pytest
@@ -45,8 +46,11 @@ def scores(p, nodes):
 
 def test_defaults():
     args = parse_args(None, "args")
-    assert ((args.prometheus_address, args.network_interface, args.time_range_in_minutes)
-            == ("http://127.0.0.1:9090", "ens192", 3))
+    assert (args.prometheus_address, args.network_interface, args.time_range_in_minutes) == (
+        "http://127.0.0.1:9090",
+        "ens192",
+        3,
+    )
 
 
 def test_query_names_node_interface_and_range_and_uses_the_clock():
@@ -54,14 +58,18 @@ def test_query_names_node_interface_and_range_and_uses_the_clock():
     p = plugin(table, {"networkInterface": "eth1", "timeRangeInMinutes": 5})
     scores(p, ["n1"])
     assert table.queries == [
-        ('sum_over_time(node_network_receive_bytes_total{kubernetes_node="n1",device="eth1"}[5m])', 1000.0)]
+        ('sum_over_time(node_network_receive_bytes_total{kubernetes_node="n1",device="eth1"}[5m])', 1000.0)
+    ]
 
 
-@pytest.mark.parametrize("case, values, raw, normalized", [
-    ("quiet nodes win; raw truncated to int", {"a": 1000.9, "b": 3000.0}, [1000, 3000, 0], [67, 0, 100]),
-    ("every node at zero traffic: all 100, no division by zero", {"a": 0.0, "b": 0.0}, [0, 0, 0], [100, 100, 100]),
-    ("no data anywhere", {}, [0, 0, 0], [100, 100, 100]),
-])
+@pytest.mark.parametrize(
+    "case, values, raw, normalized",
+    [
+        ("quiet nodes win; raw truncated to int", {"a": 1000.9, "b": 3000.0}, [1000, 3000, 0], [67, 0, 100]),
+        ("every node at zero traffic: all 100, no division by zero", {"a": 0.0, "b": 0.0}, [0, 0, 0], [100, 100, 100]),
+        ("no data anywhere", {}, [0, 0, 0], [100, 100, 100]),
+    ],
+)
 def test_scores(case, values, raw, normalized):
     assert scores(plugin(Table(values)), ["a", "b", "c"]) == (raw, normalized), case
 

@@ -1,6 +1,7 @@
 """NetworkTraffic against a real Prometheus (Debian's `prometheus` package), loaded with known
 samples through `promtool tsdb create-blocks-from openmetrics`. Skipped only when the binaries
 are missing."""
+
 import shutil
 import subprocess
 import time
@@ -19,12 +20,12 @@ from tests.support.cluster import free_port
 from tests.support.wait import wait_for_sync
 
 PROMETHEUS, PROMTOOL = shutil.which("prometheus"), shutil.which("promtool")
-pytestmark = pytest.mark.skipif(not (PROMETHEUS and PROMTOOL),
-                                reason="prometheus/promtool not installed (apt-get install -y prometheus)")
+pytestmark = pytest.mark.skipif(
+    not (PROMETHEUS and PROMTOOL), reason="prometheus/promtool not installed (apt-get install -y prometheus)"
+)
 STEP, SAMPLES = 15, 40  # 10 minutes of samples every 15 s
 READY_TIMEOUT_SECONDS = 60
 PER_SAMPLE = {("node-a", "ens192"): 1000, ("node-b", "ens192"): 3000, ("node-c", "eth0"): 999999}
-
 
 
 @pytest.fixture(scope="module")
@@ -34,18 +35,32 @@ def prometheus(tmp_path_factory):
     lines = ["# TYPE node_network_receive_bytes_total gauge"]
     for i in range(SAMPLES):
         for (node, device), value in PER_SAMPLE.items():
-            lines.append(f'node_network_receive_bytes_total{{kubernetes_node="{node}",device="{device}"}} '
-                         f'{value} {start + i * STEP}')
+            lines.append(
+                f'node_network_receive_bytes_total{{kubernetes_node="{node}",device="{device}"}} '
+                f"{value} {start + i * STEP}"
+            )
     lines.append("# EOF")
     (root / "samples.om").write_text("\n".join(lines) + "\n")
     data = root / "data"
-    subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(root / "samples.om"), str(data)],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(root / "samples.om"), str(data)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     (root / "prometheus.yml").write_text("global: {}\n")
     port = free_port()
-    proc = subprocess.Popen([PROMETHEUS, f"--config.file={root / 'prometheus.yml'}", f"--storage.tsdb.path={data}",
-                             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=30d"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            PROMETHEUS,
+            f"--config.file={root / 'prometheus.yml'}",
+            f"--storage.tsdb.path={data}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--storage.tsdb.retention.time=30d",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     address = f"http://127.0.0.1:{port}"
 
     def ready() -> bool:
@@ -55,8 +70,9 @@ def prometheus(tmp_path_factory):
             return bool(resp.status == 200)
 
     try:
-        wait_for_sync(ready, timeout=READY_TIMEOUT_SECONDS, interval=0.2, ignore=(OSError,),
-                      message="prometheus to become ready")
+        wait_for_sync(
+            ready, timeout=READY_TIMEOUT_SECONDS, interval=0.2, ignore=(OSError,), message="prometheus to become ready"
+        )
         yield address, start + (SAMPLES - 1) * STEP
     finally:
         proc.terminate()
@@ -69,9 +85,10 @@ def prometheus(tmp_path_factory):
 
 def test_scores_from_real_prometheus(prometheus):
     address, at = prometheus
-    plugin = NetworkTraffic(parse_args({"prometheusAddress": address, "networkInterface": "ens192",
-                                        "timeRangeInMinutes": 3}, "args"),
-                            Handle(cluster=None, client=None, clock=lambda: float(at)))
+    plugin = NetworkTraffic(
+        parse_args({"prometheusAddress": address, "networkInterface": "ens192", "timeRangeInMinutes": 3}, "args"),
+        Handle(cluster=None, client=None, clock=lambda: float(at)),
+    )
     pod, state = PodInfo(make_pod()), CycleState()
     raw = {}
     for name in ("node-a", "node-b", "node-c"):
@@ -89,8 +106,10 @@ def test_scores_from_real_prometheus(prometheus):
 
 def test_window_with_no_samples_scores_every_node_100(prometheus):
     address, at = prometheus
-    plugin = NetworkTraffic(parse_args({"prometheusAddress": address}, "args"),
-                            Handle(cluster=None, client=None, clock=lambda: float(at + 3600)))
+    plugin = NetworkTraffic(
+        parse_args({"prometheusAddress": address}, "args"),
+        Handle(cluster=None, client=None, clock=lambda: float(at + 3600)),
+    )
     pod, state = PodInfo(make_pod()), CycleState()
     entries = []
     for name in ("node-a", "node-b"):

@@ -4,18 +4,21 @@ from scheduler_plugins.scheduler.podinfo import PodInfo
 from tests.support.builders import make_pod
 
 
-@pytest.mark.parametrize("pod, qos, priority_class", [
-    (make_pod(), "BE", "koord-batch"),  # NOTE: an empty pod is BestEffort -> BE -> koord-batch
-    (make_pod(requests={"cpu": "1"}, limits={"cpu": "1", "memory": "1Gi"}), "LS", "koord-prod"),
-    (make_pod(requests={"cpu": "1", "memory": "1Gi"}, limits={"cpu": "1", "memory": "1Gi"}), "LSR", "koord-prod"),
-    (make_pod(qos="BE", priority=9500), "BE", "koord-prod"),
-    (make_pod(qos="LS", priority=5500), "LS", "koord-batch"),
-    (make_pod(qos="LS", priority=4500), "LS", "koord-prod"),  # out of band -> from QoS
-    (make_pod(qos="BE", priority_class="koord-mid", priority=9500), "BE", "koord-mid"),
-    (make_pod(qos="LS", priority_class="bogus", priority=5500), "LS", "koord-prod"),  # unknown label -> ""
-    (make_pod(qos="NOPE"), "BE", "koord-batch"),
-    (make_pod(qos="SYSTEM"), "SYSTEM", "koord-prod"),
-])
+@pytest.mark.parametrize(
+    "pod, qos, priority_class",
+    [
+        (make_pod(), "BE", "koord-batch"),  # NOTE: an empty pod is BestEffort -> BE -> koord-batch
+        (make_pod(requests={"cpu": "1"}, limits={"cpu": "1", "memory": "1Gi"}), "LS", "koord-prod"),
+        (make_pod(requests={"cpu": "1", "memory": "1Gi"}, limits={"cpu": "1", "memory": "1Gi"}), "LSR", "koord-prod"),
+        (make_pod(qos="BE", priority=9500), "BE", "koord-prod"),
+        (make_pod(qos="LS", priority=5500), "LS", "koord-batch"),
+        (make_pod(qos="LS", priority=4500), "LS", "koord-prod"),  # out of band -> from QoS
+        (make_pod(qos="BE", priority_class="koord-mid", priority=9500), "BE", "koord-mid"),
+        (make_pod(qos="LS", priority_class="bogus", priority=5500), "LS", "koord-prod"),  # unknown label -> ""
+        (make_pod(qos="NOPE"), "BE", "koord-batch"),
+        (make_pod(qos="SYSTEM"), "SYSTEM", "koord-prod"),
+    ],
+)
 def test_qos_and_priority_class_derivation(pod, qos, priority_class):
     info = PodInfo(pod)
     assert (info.qos_class, info.priority_class) == (qos, priority_class)

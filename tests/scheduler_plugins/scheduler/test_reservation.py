@@ -1,5 +1,6 @@
 """Reservation (spec §5): owners consume what a reservation holds, others cannot; allocateOnce;
 expiry releases; Unreserve rolls back; reserve pods are scheduled and become Available."""
+
 import json
 
 import pytest
@@ -34,8 +35,9 @@ def available(name="r1", node="n1", cpu="2", owner=None, **spec):
 def setup(*objects, nodes=("n1", "n2"), cpu="4", now=NOW):
     cluster = ClusterState.from_objects([make_node(n, cpu=cpu, memory="8Gi") for n in nodes] + list(objects))
     clock = {"now": now}
-    framework = build_framework(load_config(None, in_tree_registry()), in_tree_registry(), cluster,
-                                clock=lambda: clock["now"])
+    framework = build_framework(
+        load_config(None, in_tree_registry()), in_tree_registry(), cluster, clock=lambda: clock["now"]
+    )
     return Scheduler(framework, cluster), cluster, clock
 
 
@@ -147,16 +149,20 @@ def test_a_pending_reservation_is_scheduled_as_its_reserve_pod_then_consumed():
     assert info.phase == "Available" and info.node_name == "n2"
 
 
-@pytest.mark.parametrize("owner, matches", [
-    ({"object": {"name": "owner"}}, True),
-    ({"object": {"name": "other"}}, False),
-    ({"controller": {"kind": "Job", "name": "j"}}, True),
-    ({"controller": {"kind": "Job", "name": "k"}}, False),
-    ({"labelSelector": {"matchLabels": {"app": "web"}}}, True),
-    ({}, True),
-])
+@pytest.mark.parametrize(
+    "owner, matches",
+    [
+        ({"object": {"name": "owner"}}, True),
+        ({"object": {"name": "other"}}, False),
+        ({"controller": {"kind": "Job", "name": "j"}}, True),
+        ({"controller": {"kind": "Job", "name": "k"}}, False),
+        ({"labelSelector": {"matchLabels": {"app": "web"}}}, True),
+        ({}, True),
+    ],
+)
 def test_owner_matching(owner, matches):
     from scheduler_plugins.scheduler.reservations import ReservationInfo
+
     info = ReservationInfo(available(owner=owner))
     target = make_pod("owner", labels={"app": "web"})
     target["metadata"]["ownerReferences"] = [{"kind": "Job", "name": "j", "controller": True}]
@@ -168,6 +174,7 @@ async def test_through_the_extender_the_owner_filters_onto_its_reservation_and_b
 
     from scheduler_plugins.scheduler.extender.server import make_app
     from scheduler_plugins.scheduler.extender.service import ExtenderService
+
     scheduler, cluster, _ = setup(available(cpu="3"), nodes=("n1", "n2"))
     owner = make_pod("owner", requests={"cpu": "3"})
     stranger = make_pod("stranger", requests={"cpu": "3"})
@@ -178,8 +185,9 @@ async def test_through_the_extender_the_owner_filters_onto_its_reservation_and_b
         response = await client.post("/scheduler/prioritize", json={"Pod": owner, "NodeNames": ["n1", "n2"]})
         scores = {h["Host"]: h["Score"] for h in await response.json()}
         assert scores["n1"] > scores["n2"]
-        response = await client.post("/scheduler/bind", json={"PodName": "owner", "PodNamespace": "default",
-                                                              "PodUID": "", "Node": "n1"})
+        response = await client.post(
+            "/scheduler/bind", json={"PodName": "owner", "PodNamespace": "default", "PodUID": "", "Node": "n1"}
+        )
         assert (await response.json()) == {"Error": ""}
     assert json.loads(cluster.nodes["n1"].pods["default/owner"].annotations[ALLOCATED])["name"] == "r1"
 
@@ -200,14 +208,23 @@ def test_the_batch_filter_path_agrees_with_filtering_node_by_node(seed):
     """With reservations, the framework filters a pod's matched nodes one by one (restored) and
     the rest in batch: the feasible set must be what `run_filter` says node by node."""
     import random
+
     rng = random.Random(seed)
     names = [f"n{i}" for i in range(rng.randint(1, 8))]
     objects = []
     for i in range(rng.randint(0, 6)):
         owner = rng.choice([{"object": {"name": "owner"}}, {"labelSelector": {"matchLabels": {"app": "web"}}}, {}])
         policy = rng.choice(["", "Aligned", "Restricted"])
-        objects.append(available(f"r{i}", node=rng.choice(names), cpu=str(rng.randint(1, 3)), owner=owner,
-                                 allocatePolicy=policy, allocateOnce=rng.random() < 0.5))
+        objects.append(
+            available(
+                f"r{i}",
+                node=rng.choice(names),
+                cpu=str(rng.randint(1, 3)),
+                owner=owner,
+                allocatePolicy=policy,
+                allocateOnce=rng.random() < 0.5,
+            )
+        )
     scheduler, cluster, _ = setup(*objects, nodes=names, cpu=str(rng.randint(2, 6)))
     fwk = scheduler.framework
     for name in ("owner", "web-1", "stranger"):
@@ -215,8 +232,12 @@ def test_the_batch_filter_path_agrees_with_filtering_node_by_node(seed):
         if rng.random() < 0.3:
             wanted = json.dumps({"name": f"r{rng.randint(0, 5)}"})
             annotations = {"scheduling.koordinator.sh/reservation-affinity": wanted}
-        target = pod(name, cpu=str(rng.randint(1, 4)), labels={"app": "web"} if name == "web-1" else None,
-                     annotations=annotations)
+        target = pod(
+            name,
+            cpu=str(rng.randint(1, 4)),
+            labels={"app": "web"} if name == "web-1" else None,
+            annotations=annotations,
+        )
         state = CycleState()
         target, result, status = fwk.run_pre_filter(state, target)
         if not status.is_success:
@@ -232,8 +253,9 @@ def test_the_batch_filter_path_agrees_with_filtering_node_by_node(seed):
 
 def test_a_pod_labelled_reservation_ignored_does_not_use_its_reservation():
     scheduler, cluster, _ = setup(available(cpu="3"), nodes=("n1",))
-    placement = scheduler.schedule_one(pod("owner", cpu="3",
-                                           labels={"scheduling.koordinator.sh/reservation-ignored": "true"}))
+    placement = scheduler.schedule_one(
+        pod("owner", cpu="3", labels={"scheduling.koordinator.sh/reservation-ignored": "true"})
+    )
     assert not placement.scheduled and cluster.reservations.allocated("r1") == {}
 
 

@@ -35,8 +35,9 @@ async def cluster(api: ApiServer, kubeconfig: Path, tmp_path: Path) -> AsyncIter
             processes.append(ColocateProcess(kubeconfig, certs.directory, tmp_path / f"colocate-{len(processes)}.log"))
         service = await Service(processes[-replicas:]).start()
         services.append(service)
-        dispatcher = Dispatcher(lambda: webhook_configurations(api), service.endpoints,
-                                lambda name: namespace_labels(api, name))
+        dispatcher = Dispatcher(
+            lambda: webhook_configurations(api), service.endpoints, lambda name: namespace_labels(api, name)
+        )
         dispatchers.append(dispatcher)
         return service, dispatcher
 

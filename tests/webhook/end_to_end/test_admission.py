@@ -1,4 +1,5 @@
 """Through the dispatcher, over HTTPS, against colocate reading the stand-in API server."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,17 +18,23 @@ async def test_a_profile_created_with_the_api_mutates_the_next_pods(api: ApiServ
     assert before.allowed and qos_of(before) is None
 
     api.apply(make_profile("batch-be", selector=BATCH_SELECTOR, qosClass="BE", priorityClassName="koord-batch"))
-    after = await wait_for(lambda: dispatcher.admit(make_pod("after", DEMO_NAMESPACE, labels=BATCH_LABELS,
-                                                             requests=DEMO_REQUESTS)),
-                           until=lambda r: qos_of(r) == "BE", interval=0.1, message="the new profile to apply")
+    after = await wait_for(
+        lambda: dispatcher.admit(make_pod("after", DEMO_NAMESPACE, labels=BATCH_LABELS, requests=DEMO_REQUESTS)),
+        until=lambda r: qos_of(r) == "BE",
+        interval=0.1,
+        message="the new profile to apply",
+    )
     assert after.allowed and qos_of(after) == "BE"
     assert after.object["spec"]["priorityClassName"] == "koord-batch"
     assert after.called == ["mpod-create.koordinator.sh", "vpod.koordinator.sh"]
 
     api.delete("ClusterColocationProfile", "batch-be")
-    gone = await wait_for(lambda: dispatcher.admit(make_pod("gone", DEMO_NAMESPACE, labels=BATCH_LABELS,
-                                                            requests=DEMO_REQUESTS)),
-                          until=lambda r: qos_of(r) is None, interval=0.1, message="the deletion to apply")
+    gone = await wait_for(
+        lambda: dispatcher.admit(make_pod("gone", DEMO_NAMESPACE, labels=BATCH_LABELS, requests=DEMO_REQUESTS)),
+        until=lambda r: qos_of(r) is None,
+        interval=0.1,
+        message="the deletion to apply",
+    )
     assert gone.allowed and qos_of(gone) is None
 
 
@@ -44,18 +51,23 @@ async def test_system_and_own_namespaces_never_reach_the_webhook(api: ApiServer,
 async def test_after_the_api_server_drops_its_watches_no_update_is_lost(api: ApiServer, cluster: Any) -> None:
     _, dispatcher = await cluster()
     api.apply(make_profile("first", selector=BATCH_SELECTOR, qosClass="LS"))
-    await wait_for(lambda: dispatcher.admit(make_pod("warm", DEMO_NAMESPACE, labels=BATCH_LABELS,
-                                                     requests=DEMO_REQUESTS)),
-                   until=lambda r: qos_of(r) == "LS", interval=0.1, message="the first profile to apply")
+    await wait_for(
+        lambda: dispatcher.admit(make_pod("warm", DEMO_NAMESPACE, labels=BATCH_LABELS, requests=DEMO_REQUESTS)),
+        until=lambda r: qos_of(r) == "LS",
+        interval=0.1,
+        message="the first profile to apply",
+    )
 
     api.drop_watches()
     api.store.compact()  # and the history is gone: the server must relist, not just re-watch
     api.delete("ClusterColocationProfile", "first")
     api.apply(make_profile("second", selector=BATCH_SELECTOR, qosClass="BE", priorityClassName="koord-batch"))
-    result = await wait_for(lambda: dispatcher.admit(make_pod("after-drop", DEMO_NAMESPACE, labels=BATCH_LABELS,
-                                                              requests=DEMO_REQUESTS)),
-                            until=lambda r: qos_of(r) == "BE", interval=0.1,
-                            message="the profile created while the watch was down to apply")
+    result = await wait_for(
+        lambda: dispatcher.admit(make_pod("after-drop", DEMO_NAMESPACE, labels=BATCH_LABELS, requests=DEMO_REQUESTS)),
+        until=lambda r: qos_of(r) == "BE",
+        interval=0.1,
+        message="the profile created while the watch was down to apply",
+    )
     assert qos_of(result) == "BE"
     assert api.requests["GET list ClusterColocationProfile"] >= 2
 

@@ -1,4 +1,5 @@
 """Rolling a replica must not fail a single admission: SIGTERM one of two under steady load."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,5 +1,6 @@
 """Connections that cost memory and do nothing are closed: before TLS when over the cap, after
 --first-request-timeout when silent or slow, after --idle-timeout when kept alive and idle."""
+
 from __future__ import annotations
 
 import json
@@ -51,7 +52,7 @@ def test_half_sent_headers_and_bodies_do_not_hold_a_connection(served):
     headers = server.connect()
     headers.sendall(b"POST /mutate-pod HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n")
     body = server.connect()
-    body.sendall(b"POST /mutate-pod HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"apiVersion\": ")
+    body.sendall(b'POST /mutate-pod HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"apiVersion": ')
     assert _closed_by_server(headers, within=5)
     body.settimeout(5)
     answer = body.recv(4096)
@@ -63,8 +64,10 @@ def test_kept_alive_connections_are_closed_after_the_idle_timeout(served):
     server = served(*FAST)
     sock = server.connect()
     body = json.dumps(admission_review(make_pod("p"))).encode()
-    sock.sendall(b"POST /mutate-pod HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    sock.sendall(
+        b"POST /mutate-pod HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
     sock.settimeout(5)
     assert sock.recv(65536).startswith(b"HTTP/1.1 200")
     # a request arrived in time: the first-request deadline (1 s) no longer applies, idle (2 s) does
@@ -99,9 +102,14 @@ def test_connections_over_the_cap_are_closed_before_tls_and_counted(served):
     assert refused == 10
     for sock in held:
         sock.close()
-    wait_for_sync(lambda: server.request("/healthz", timeout=1)[0] == 200, ignore=(OSError,), timeout=5,
-                  message="the server to accept again")
+    wait_for_sync(
+        lambda: server.request("/healthz", timeout=1)[0] == 200,
+        ignore=(OSError,),
+        timeout=5,
+        message="the server to accept again",
+    )
     assert server.metric("colocate_webhook_connections_closed_total", reason="over_limit") == 10 + len(settling)
+
     def warnings() -> list[dict]:
         return [line for line in server.log_lines() if "--max-connections" in str(line.get("msg"))]
 
@@ -143,12 +151,17 @@ def _client_pki(directory):
     now = utcnow()
     ca_key, ca = generate_ca(now)
     key = new_key()
-    cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-            .issuer_name(ca.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=1)).not_valid_after(now + dt.timedelta(days=1))
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-            .sign(ca_key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=1))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
     directory.mkdir()
     (directory / "ca.crt").write_bytes(pem_certs([ca]))
     (directory / "client.crt").write_bytes(pem_certs([cert]))

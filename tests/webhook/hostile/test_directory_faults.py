@@ -5,6 +5,7 @@ counted in colocate_cluster_state_problems and named by /readyz.
 Permissions only bind a process that is not root: when the tests run as root the server runs as
 nobody (tests.support.served.unprivileged_user).
 """
+
 from __future__ import annotations
 
 import base64
@@ -74,8 +75,12 @@ def test_a_fifo_and_symlink_loops_neither_wedge_reloads_nor_shutdown(served):
     profiles = server.state / "profiles.yaml"
     kept = profiles.read_text()
     profiles.unlink()  # a reload after the traps were laid must still happen
-    wait_for_sync(lambda: _patched(server), until=lambda patched: not patched, timeout=10,
-                  message="the reload after the FIFO and the loops")
+    wait_for_sync(
+        lambda: _patched(server),
+        until=lambda patched: not patched,
+        timeout=10,
+        message="the reload after the FIFO and the loops",
+    )
     profiles.write_text(kept)
     wait_for_sync(lambda: _patched(server), timeout=10, message="the next reload")
     assert server.rss_kib() < rss + 50 * 1024
@@ -94,7 +99,7 @@ def test_an_equal_size_edit_with_the_old_mtime_is_read(served):
     server = served()
     profiles = server.state / "profiles.yaml"
     text = profiles.read_text()
-    assert "terminationGracePeriodSeconds: 30" in text and "Seconds\",\"value\":30" in _patch_text(server)
+    assert "terminationGracePeriodSeconds: 30" in text and 'Seconds","value":30' in _patch_text(server)
     before = profiles.stat()
     replacement = server.state / "replacement.tmp"
     edited = text.replace("terminationGracePeriodSeconds: 30", "terminationGracePeriodSeconds: 60")  # same size
@@ -102,8 +107,12 @@ def test_an_equal_size_edit_with_the_old_mtime_is_read(served):
     os.utime(replacement, ns=(before.st_atime_ns, before.st_mtime_ns))  # as cp -p and rsync -a leave it
     replacement.rename(profiles)
     assert (profiles.stat().st_size, profiles.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
-    wait_for_sync(lambda: _patch_text(server), until=lambda patch: "Seconds\",\"value\":60" in patch,
-                  timeout=10, message="the edited profile to apply")
+    wait_for_sync(
+        lambda: _patch_text(server),
+        until=lambda patch: 'Seconds","value":60' in patch,
+        timeout=10,
+        message="the edited profile to apply",
+    )
 
 
 def test_a_malformed_namespace_is_a_problem_not_a_500_per_pod(served):

@@ -1,4 +1,5 @@
 """While draining, the response after which the server closes the connection says so."""
+
 from __future__ import annotations
 
 import http.client
@@ -19,8 +20,12 @@ def test_every_response_while_draining_says_connection_close(served):
     assert first.getheader("Connection") != "close", "before SIGTERM connections are kept alive"
     assert first.getheader("Server") == "colocate"
     server.process.send_signal(signal.SIGTERM)
-    wait_for_sync(lambda: server.request("/readyz", timeout=1)[0], until=lambda status: status == 503, timeout=10,
-                  message="the server to start draining")
+    wait_for_sync(
+        lambda: server.request("/readyz", timeout=1)[0],
+        until=lambda status: status == 503,
+        timeout=10,
+        message="the server to start draining",
+    )
     body = json.dumps(admission_review(make_pod("p"))).encode()
     kept.request("POST", "/mutate-pod", body, {"Content-Type": "application/json"})
     answer = kept.getresponse()

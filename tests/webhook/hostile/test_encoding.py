@@ -1,4 +1,5 @@
 """A compressed body is refused before it is read: a gzip bomb costs the server nothing."""
+
 from __future__ import annotations
 
 import gzip
@@ -52,7 +53,7 @@ def test_an_oversized_chunked_body_is_answered_with_its_uid(served):
     pod = make_pod("big", annotations={"filler": "x" * 20_000})
     body = json.dumps(admission_review(pod, uid="chunked-uid")).encode()
     connection = http.client.HTTPSConnection("127.0.0.1", server.port, context=server.tls, timeout=5)
-    chunks = (body[i:i + 1024] for i in range(0, len(body), 1024))  # no Content-Length: chunked
+    chunks = (body[i : i + 1024] for i in range(0, len(body), 1024))  # no Content-Length: chunked
     connection.request("POST", "/mutate-pod", chunks, {"Content-Type": "application/json"}, encode_chunked=True)
     answer = connection.getresponse()
     response = json.loads(answer.read())["response"]

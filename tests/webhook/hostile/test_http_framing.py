@@ -11,6 +11,7 @@ Elsewhere, not repeated here (tests/webhook/hostile/test_connections.py): a fres
 half-sent headers is closed after --first-request-timeout, a body that stops arriving gets a 408,
 and an idle kept-alive connection is closed after --idle-timeout.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -38,6 +39,7 @@ IMPATIENT = ("--idle-timeout", "1", "--first-request-timeout", "1")
 
 
 # -- raw HTTP/1.1: requests as bytes, answers parsed by hand ---------------------------------------
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -77,7 +79,7 @@ def parse_answer(buffer: bytes | bytearray, *, head: bool = False) -> tuple[Answ
     length = int(headers["content-length"])
     if len(buffer) < start + length:
         return None
-    return Answer(code, headers, bytes(buffer[start:start + length])), start + length
+    return Answer(code, headers, bytes(buffer[start : start + length])), start + length
 
 
 def request(method: str, target: str, *headers: str, body: bytes | None = None, version: str = "HTTP/1.1") -> bytes:
@@ -150,11 +152,20 @@ def last_answer(wire: Wire, status: int) -> Answer:
     then closes the connection; every part of that is compared at once, to show all that differs."""
     answer = wire.answer()
     closed = wire.closed()
-    observed = {"status": answer.status, "connection": answer.headers.get("connection"),
-                "server": answer.headers.get("server"), "content-length": "content-length" in answer.headers,
-                "closed": closed or f"no; then sent {bytes(wire.buffer[:40])!r}"}
-    assert observed == {"status": status, "connection": "close", "server": "colocate", "content-length": True,
-                        "closed": True}, answer.body[:200]
+    observed = {
+        "status": answer.status,
+        "connection": answer.headers.get("connection"),
+        "server": answer.headers.get("server"),
+        "content-length": "content-length" in answer.headers,
+        "closed": closed or f"no; then sent {bytes(wire.buffer[:40])!r}",
+    }
+    assert observed == {
+        "status": status,
+        "connection": "close",
+        "server": "colocate",
+        "content-length": True,
+        "closed": True,
+    }, answer.body[:200]
     return answer
 
 
@@ -202,10 +213,15 @@ def connect_impatient(impatient: Served) -> Iterator[Callable[[], Wire]]:
 
 # -- keep-alive ------------------------------------------------------------------------------------
 
+
 def test_an_http_1_1_connection_serves_one_request_after_another(connect: Callable[[], Wire]) -> None:
     wire = connect()
-    for sent in (request("GET", "/healthz"), request("POST", "/mutate-pod", body=review("kept-1")),
-                 request("GET", "/readyz"), request("POST", "/validate-pod", body=review("kept-2"))):
+    for sent in (
+        request("GET", "/healthz"),
+        request("POST", "/mutate-pod", body=review("kept-1")),
+        request("GET", "/readyz"),
+        request("POST", "/validate-pod", body=review("kept-2")),
+    ):
         answer = ours(wire.send(sent).answer())
         assert answer.status == 200 and not answer.closes(), (sent[:40], answer)
     assert not wire.closed(within=0.2)
@@ -220,8 +236,10 @@ def test_http_1_0_closes_after_the_answer(connect: Callable[[], Wire]) -> None:
 
 def test_http_1_0_with_keep_alive_stays_open_and_says_so(connect: Callable[[], Wire]) -> None:
     wire = connect()
-    for sent in (request("GET", "/healthz", "Connection: keep-alive", version="HTTP/1.0"),
-                 request("POST", "/mutate-pod", "Connection: keep-alive", body=review("one-oh"), version="HTTP/1.0")):
+    for sent in (
+        request("GET", "/healthz", "Connection: keep-alive", version="HTTP/1.0"),
+        request("POST", "/mutate-pod", "Connection: keep-alive", body=review("one-oh"), version="HTTP/1.0"),
+    ):
         answer = ours(wire.send(sent).answer())
         assert answer.status == 200
         # an HTTP/1.0 client closes unless told otherwise
@@ -229,11 +247,17 @@ def test_http_1_0_with_keep_alive_stays_open_and_says_so(connect: Callable[[], W
     assert not wire.closed(within=0.2)
 
 
-@pytest.mark.parametrize("sent", [request("GET", "/healthz", "Connection: close"),
-                                  request("POST", "/mutate-pod", "Connection: close", body=review("last"))],
-                         ids=["probe", "admission"])
-def test_connection_close_is_answered_with_close_and_the_server_closes(connect: Callable[[], Wire],
-                                                                       sent: bytes) -> None:
+@pytest.mark.parametrize(
+    "sent",
+    [
+        request("GET", "/healthz", "Connection: close"),
+        request("POST", "/mutate-pod", "Connection: close", body=review("last")),
+    ],
+    ids=["probe", "admission"],
+)
+def test_connection_close_is_answered_with_close_and_the_server_closes(
+    connect: Callable[[], Wire], sent: bytes
+) -> None:
     wire = connect().send(sent)
     answer = ours(wire.answer())
     assert answer.status == 200 and answer.closes(), answer.headers
@@ -242,11 +266,14 @@ def test_connection_close_is_answered_with_close_and_the_server_closes(connect: 
 
 # -- pipelining, query strings, chunked bodies, HEAD, 100-continue -------------------------------
 
+
 def test_pipelined_requests_are_answered_in_order_each_complete(connect: Callable[[], Wire]) -> None:
-    wire = connect().send(request("POST", "/mutate-pod", body=review("pipe-1"))
-                          + request("POST", "/validate-pod", body=review("pipe-2"))
-                          + request("POST", "/mutate-pod?timeout=10s", body=review("pipe-3"))
-                          + request("GET", "/healthz"))
+    wire = connect().send(
+        request("POST", "/mutate-pod", body=review("pipe-1"))
+        + request("POST", "/validate-pod", body=review("pipe-2"))
+        + request("POST", "/mutate-pod?timeout=10s", body=review("pipe-3"))
+        + request("GET", "/healthz")
+    )
     answers = [ours(wire.answer()) for _ in range(4)]
     assert [answer.review()["uid"] for answer in answers[:3]] == ["pipe-1", "pipe-2", "pipe-3"]
     assert "patch" in answers[0].review() and "patch" in answers[2].review()
@@ -295,15 +322,23 @@ def test_head_is_answered_like_get_without_the_body(connect: Callable[[], Wire],
     get = ours(wire.answer())
     assert head.status == get.status == 200
     assert int(head.headers["content-length"]) == len(get.body) > 0
-    assert {k: v for k, v in head.headers.items() if k != "date"} == {k: v for k, v in get.headers.items()
-                                                                      if k != "date"}
+    assert {k: v for k, v in head.headers.items() if k != "date"} == {
+        k: v for k, v in get.headers.items() if k != "date"
+    }
     assert not wire.closed(within=0.2)
 
 
 def test_expect_100_continue_is_answered_before_the_body_is_sent(connect: Callable[[], Wire]) -> None:
     body = review("expecting")
-    wire = connect().send(request("POST", "/mutate-pod", "Expect: 100-continue", "Content-Type: application/json",
-                                  f"Content-Length: {len(body)}"))
+    wire = connect().send(
+        request(
+            "POST",
+            "/mutate-pod",
+            "Expect: 100-continue",
+            "Content-Type: application/json",
+            f"Content-Length: {len(body)}",
+        )
+    )
     interim = wire.answer(timeout=2)
     assert interim.status == 100, interim
     answer = ours(wire.send(body).answer())
@@ -312,14 +347,20 @@ def test_expect_100_continue_is_answered_before_the_body_is_sent(connect: Callab
 
 # -- routing ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("sent, status, allowed", [
-    (request("GET", "/no-such-path"), 404, None),
-    (request("POST", "/no-such-path", body=b"{}"), 404, None),
-    (request("GET", "/mutate-pod"), 405, {"POST"}),
-    (request("POST", "/healthz", body=b"{}"), 405, {"GET", "HEAD"}),
-], ids=["get-unknown", "post-unknown", "get-admission", "post-probe"])
+
+@pytest.mark.parametrize(
+    "sent, status, allowed",
+    [
+        (request("GET", "/no-such-path"), 404, None),
+        (request("POST", "/no-such-path", body=b"{}"), 404, None),
+        (request("GET", "/mutate-pod"), 405, {"POST"}),
+        (request("POST", "/healthz", body=b"{}"), 405, {"GET", "HEAD"}),
+    ],
+    ids=["get-unknown", "post-unknown", "get-admission", "post-probe"],
+)
 def test_unknown_paths_and_methods_are_refused_and_the_connection_stays_usable(
-        connect: Callable[[], Wire], sent: bytes, status: int, allowed: set[str] | None) -> None:
+    connect: Callable[[], Wire], sent: bytes, status: int, allowed: set[str] | None
+) -> None:
     wire = connect().send(sent + request("GET", "/healthz"))
     answer = ours(wire.answer())
     assert answer.status == status
@@ -334,19 +375,26 @@ POST = b"POST /mutate-pod HTTP/1.1\r\nHost: webhook.example\r\nContent-Type: app
 GET = b"GET /healthz HTTP/1.1\r\nHost: webhook.example\r\n"
 
 
-@pytest.mark.parametrize("sent", [
-    pytest.param(b"this is not http\r\n\r\n", id="garbage-request-line"),
-    pytest.param(GET + b"NoColonHere\r\n\r\n", id="header-without-colon"),
-    pytest.param(POST + b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", id="length-and-chunked"),
-    pytest.param(POST + b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n", id="chunked-and-length"),
-    pytest.param(POST + b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}x", id="two-lengths"),
-    pytest.param(POST + b"Content-Length: abc\r\n\r\n{}", id="non-numeric-length"),
-    pytest.param(POST + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", id="bad-chunk-size"),
-    pytest.param(POST + b"Transfer-Encoding: gzip\r\n\r\n{}", id="transfer-encoding-gzip"),
-    pytest.param(GET + b"X-Test: a\x00b\r\n\r\n", id="nul-in-value"),
-    pytest.param(GET + b"X-Test: a\x01b\r\n\r\n", id="control-in-value"),
-    pytest.param(GET + b"X-Test: a\x7fb\r\n\r\n", id="del-in-value"),
-])
+@pytest.mark.parametrize(
+    "sent",
+    [
+        pytest.param(b"this is not http\r\n\r\n", id="garbage-request-line"),
+        pytest.param(GET + b"NoColonHere\r\n\r\n", id="header-without-colon"),
+        pytest.param(
+            POST + b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", id="length-and-chunked"
+        ),
+        pytest.param(
+            POST + b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n", id="chunked-and-length"
+        ),
+        pytest.param(POST + b"Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}x", id="two-lengths"),
+        pytest.param(POST + b"Content-Length: abc\r\n\r\n{}", id="non-numeric-length"),
+        pytest.param(POST + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", id="bad-chunk-size"),
+        pytest.param(POST + b"Transfer-Encoding: gzip\r\n\r\n{}", id="transfer-encoding-gzip"),
+        pytest.param(GET + b"X-Test: a\x00b\r\n\r\n", id="nul-in-value"),
+        pytest.param(GET + b"X-Test: a\x01b\r\n\r\n", id="control-in-value"),
+        pytest.param(GET + b"X-Test: a\x7fb\r\n\r\n", id="del-in-value"),
+    ],
+)
 def test_a_malformed_request_gets_400_and_the_connection_is_closed(connect: Callable[[], Wire], sent: bytes) -> None:
     # what follows would be a second (smuggled) request if the first were read another way
     last_answer(connect().send(sent + request("GET", "/no-such-path")), 400)
@@ -356,13 +404,17 @@ def _filler(fields: int, size: int) -> list[str]:
     return [f"X-Filler-{i:03d}: " + "f" * size for i in range(fields)]
 
 
-@pytest.mark.parametrize("sent, status", [
-    pytest.param(request("GET", "/healthz?" + "q" * URL_LIMIT), 414, id="url-over-8KiB"),
-    pytest.param(request("GET", "/healthz", *_filler(80, 900)), 431, id="head-over-64KiB"),
-    pytest.param(request("GET", "/healthz", *_filler(FIELD_LIMIT, 10)), 431, id="129-fields"),
-])
+@pytest.mark.parametrize(
+    "sent, status",
+    [
+        pytest.param(request("GET", "/healthz?" + "q" * URL_LIMIT), 414, id="url-over-8KiB"),
+        pytest.param(request("GET", "/healthz", *_filler(80, 900)), 431, id="head-over-64KiB"),
+        pytest.param(request("GET", "/healthz", *_filler(FIELD_LIMIT, 10)), 431, id="129-fields"),
+    ],
+)
 def test_an_oversized_request_head_is_refused_and_the_connection_is_closed(
-        connect: Callable[[], Wire], sent: bytes, status: int) -> None:
+    connect: Callable[[], Wire], sent: bytes, status: int
+) -> None:
     wire = connect()
     try:
         wire.send(sent)
@@ -371,28 +423,42 @@ def test_an_oversized_request_head_is_refused_and_the_connection_is_closed(
     last_answer(wire, status)
 
 
-@pytest.mark.parametrize("sent", [
-    pytest.param(request("GET", "/healthz?" + "q" * (URL_LIMIT // 2)), id="4KiB-url"),
-    pytest.param(request("GET", "/healthz", *_filler(48, 1000)), id="48KiB-head"),
-    pytest.param(request("GET", "/healthz", *_filler(FIELD_LIMIT - 1, 10)), id="128-fields"),
-])
+@pytest.mark.parametrize(
+    "sent",
+    [
+        pytest.param(request("GET", "/healthz?" + "q" * (URL_LIMIT // 2)), id="4KiB-url"),
+        pytest.param(request("GET", "/healthz", *_filler(48, 1000)), id="48KiB-head"),
+        pytest.param(request("GET", "/healthz", *_filler(FIELD_LIMIT - 1, 10)), id="128-fields"),
+    ],
+)
 def test_a_large_request_head_within_the_limits_is_served(connect: Callable[[], Wire], sent: bytes) -> None:
     assert ours(connect().send(sent).answer()).status == 200
 
 
 @pytest.mark.parametrize("upgrade", ["websocket", "h2c"])
 def test_an_upgrade_is_answered_as_a_plain_request_and_the_connection_closed(
-        connect: Callable[[], Wire], upgrade: str) -> None:
-    wire = connect().send(request("GET", "/healthz", f"Upgrade: {upgrade}", "Connection: Upgrade",
-                                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13",
-                                  "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA"))
+    connect: Callable[[], Wire], upgrade: str
+) -> None:
+    wire = connect().send(
+        request(
+            "GET",
+            "/healthz",
+            f"Upgrade: {upgrade}",
+            "Connection: Upgrade",
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+            "Sec-WebSocket-Version: 13",
+            "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA",
+        )
+    )
     assert last_answer(wire, 200).body == b"ok"
 
 
 # -- connections that stop mid-request -------------------------------------------------------------
 
+
 def test_headers_half_sent_on_a_kept_alive_connection_are_closed_after_the_idle_timeout(
-        connect_impatient: Callable[[], Wire]) -> None:
+    connect_impatient: Callable[[], Wire],
+) -> None:
     wire = connect_impatient()
     assert wire.send(request("GET", "/healthz")).answer().status == 200
     started = time.monotonic()
@@ -402,7 +468,8 @@ def test_headers_half_sent_on_a_kept_alive_connection_are_closed_after_the_idle_
 
 
 def test_headers_trickled_a_byte_at_a_time_do_not_hold_a_kept_alive_connection(
-        connect_impatient: Callable[[], Wire]) -> None:
+    connect_impatient: Callable[[], Wire],
+) -> None:
     wire = connect_impatient()
     assert wire.send(request("GET", "/healthz")).answer().status == 200
     started, closed = time.monotonic(), False
@@ -441,9 +508,9 @@ async def test_a_client_that_reads_nothing_holds_back_only_its_own_answers(servi
     pod = wide_pod(FLOOD_CONTAINERS)
     flood = b"".join(request("POST", "/mutate-pod", body=review(f"flood-{i}", pod)) for i in range(FLOOD))
     rss_before, admitted_before = serving.rss_kib(), await asyncio.to_thread(_admitted, serving)
-    reader, writer = await asyncio.open_connection("127.0.0.1", serving.port, ssl=serving.tls,
-                                                   server_hostname="localhost",
-                                                   limit=4096)  # the client reads at most 8 KiB ahead
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", serving.port, ssl=serving.tls, server_hostname="localhost", limit=4096
+    )  # the client reads at most 8 KiB ahead
     try:
         writer.write(flood)  # buffered here and sent as fast as the server takes it
         assert await asyncio.to_thread(_another_client, serving) < 2.0
@@ -455,8 +522,9 @@ async def test_a_client_that_reads_nothing_holds_back_only_its_own_answers(servi
             return len(seen) > 2 and seen[-1] == seen[-2] == seen[-3]
 
         # polled from a thread: the event loop goes on sending the flood as the server takes it
-        await asyncio.to_thread(wait_for_sync, stalled, timeout=10, interval=0.1,
-                                message=lambda: f"the server to stop answering ({seen})")
+        await asyncio.to_thread(
+            wait_for_sync, stalled, timeout=10, interval=0.1, message=lambda: f"the server to stop answering ({seen})"
+        )
         answered_unread = seen[-1] - admitted_before - 1  # minus the bystander
         assert answered_unread < FLOOD, "a client that reads nothing must stop the server working for it"
         rss_stalled = serving.rss_kib()

@@ -1,4 +1,5 @@
 """No metric label value comes from a request: unknown operations are refused, /metrics stays small."""
+
 from __future__ import annotations
 
 from tests.support.admission import admission_review
@@ -28,8 +29,9 @@ def test_known_operations_still_admit(served):
     server = served()
     for operation in ("CREATE", "UPDATE"):
         pod = make_pod("p")
-        response = server.review("/validate-pod", admission_review(pod, operation=operation,
-                                                                   old=pod if operation == "UPDATE" else None))
+        response = server.review(
+            "/validate-pod", admission_review(pod, operation=operation, old=pod if operation == "UPDATE" else None)
+        )
         assert response["allowed"], response
 
 
@@ -37,5 +39,9 @@ def test_a_kind_whose_objects_all_vanish_is_exported_as_zero(served):
     server = served()
     assert server.metric("colocate_cluster_state_objects", kind="PriorityClass") > 0
     (server.state / "priorityclasses.yaml").unlink()
-    wait_for_sync(lambda: server.metric("colocate_cluster_state_objects", kind="PriorityClass"),
-                  until=lambda count: count == 0, timeout=10, message="the PriorityClass count to drop to 0")
+    wait_for_sync(
+        lambda: server.metric("colocate_cluster_state_objects", kind="PriorityClass"),
+        until=lambda count: count == 0,
+        timeout=10,
+        message="the PriorityClass count to drop to 0",
+    )

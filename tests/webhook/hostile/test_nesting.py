@@ -1,5 +1,6 @@
 """Deep, oversized or mis-shaped objects get a 400 AdmissionReview answer, are counted, and are logged in
 one bounded line; nothing reaches a plugin or a recursive walk."""
+
 from __future__ import annotations
 
 import json
@@ -64,10 +65,11 @@ def test_each_hostile_object_is_a_counted_400_admission_review_in_one_short_log_
         assert not response["allowed"], (path, message)
         assert response["status"]["code"] == 400 and message in response["status"]["message"], response
     mutate_cases = sum(1 for path, _, _ in CASES if path == "/mutate-pod")
-    assert server.metric("colocate_webhook_refused_requests_total", webhook="/mutate-pod",
-                         reason="bad_object") == mutate_cases - 2
-    assert server.metric("colocate_webhook_refused_requests_total", webhook="/mutate-pod",
-                         reason="bad_review") == 2
+    assert (
+        server.metric("colocate_webhook_refused_requests_total", webhook="/mutate-pod", reason="bad_object")
+        == mutate_cases - 2
+    )
+    assert server.metric("colocate_webhook_refused_requests_total", webhook="/mutate-pod", reason="bad_review") == 2
     ok = server.review("/mutate-pod", admission_review(make_pod("fine")))
     assert ok["allowed"]
     server.stop()
@@ -105,11 +107,20 @@ def test_an_object_as_deep_as_allowed_passes_every_recursive_walk():
     pod["spec"]["affinity"] = deep
     assert json_module.loads(json_module.dumps(pod)) == pod
     cluster = make_snapshot(
-        make_profile("enforced", selector={"matchLabels": {"app": "deep"}}, qosClass="BE",
-                     priorityClassName="koord-batch",
-                     patch={"spec": {"affinity": {"b": "y"}}, "metadata": {"labels": {"patched": "yes"}}}),
-        make_profile("warn-only", metadata_annotations={ANNOTATION_ENFORCEMENT: ENFORCEMENT_WARN},
-                     selector={"matchLabels": {"app": "deep"}}, labels={"would": "add"}))
+        make_profile(
+            "enforced",
+            selector={"matchLabels": {"app": "deep"}},
+            qosClass="BE",
+            priorityClassName="koord-batch",
+            patch={"spec": {"affinity": {"b": "y"}}, "metadata": {"labels": {"patched": "yes"}}},
+        ),
+        make_profile(
+            "warn-only",
+            metadata_annotations={ANNOTATION_ENFORCEMENT: ENFORCEMENT_WARN},
+            selector={"matchLabels": {"app": "deep"}},
+            labels={"would": "add"},
+        ),
+    )
     registry = default_routes()
     for audit in (False, True):
         result = run_chain(request_for(pod, registry), registry, cluster, explain=True, audit=audit)

@@ -1,4 +1,5 @@
 """The audit: exactly the pods that drifted from the current profiles, per profile, with the difference."""
+
 from __future__ import annotations
 
 import json
@@ -29,17 +30,27 @@ def test_pods_admitted_by_the_current_profiles_pass() -> None:
 
 def test_after_a_profile_change_exactly_the_pods_it_matches_drift() -> None:
     before = cluster([BATCH, WEB], [])
-    running = [admitted(batch_pod("b1"), before), admitted(batch_pod("b2", "default"), before),
-               admitted(web_pod("w1"), before)]
-    changed = make_profile("web", selector={"matchLabels": {"tier": "web"}}, qosClass="LSR",
-                           priorityClassName="koord-prod", labels={"owner": "shop"})
+    running = [
+        admitted(batch_pod("b1"), before),
+        admitted(batch_pod("b2", "default"), before),
+        admitted(web_pod("w1"), before),
+    ]
+    changed = make_profile(
+        "web",
+        selector={"matchLabels": {"tier": "web"}},
+        qosClass="LSR",
+        priorityClassName="koord-prod",
+        labels={"owner": "shop"},
+    )
     report = audit(cluster([BATCH, changed], running))
     [drifted] = report.drifted()
     assert (drifted.namespace, drifted.name) == ("default", "w1")
     [result] = drifted.results
     assert result.profile == "web" and result.result == "fail"
-    assert [str(c) for c in result.changes] == ['metadata.labels[koordinator.sh/qosClass]: "LS" -> "LSR"',
-                                                'metadata.labels.owner: (none) -> "shop"']
+    assert [str(c) for c in result.changes] == [
+        'metadata.labels[koordinator.sh/qosClass]: "LS" -> "LSR"',
+        'metadata.labels.owner: (none) -> "shop"',
+    ]
 
 
 def test_a_pod_created_before_its_profile_drifts_with_the_resource_rewrite_charged_to_the_profile() -> None:
@@ -55,19 +66,24 @@ def test_a_pod_created_before_its_profile_drifts_with_the_resource_rewrite_charg
 def test_overlapping_profiles_charge_each_difference_to_the_last_writer() -> None:
     first = make_profile("a-first", selector={"matchLabels": {"tier": "batch"}}, labels={"team": "one", "x": "1"})
     second = make_profile("b-second", selector={"matchLabels": {"tier": "batch"}}, labels={"team": "two"})
-    pod = {**make_pod("p", "default", labels={"tier": "batch", "team": "old", "x": "1"}),
-           "status": {"phase": "Running"}}
+    pod = {
+        **make_pod("p", "default", labels={"tier": "batch", "team": "old", "x": "1"}),
+        "status": {"phase": "Running"},
+    }
     snapshot = cluster([first, second], [pod])
     profiles_by_name = {p.name: p for p in snapshot.profiles}
     result = audit_pod(pod, snapshot, REGISTRY, profiles_by_name)
     assert result is not None
     assert [(r.profile, r.result, [c.path for c in r.changes]) for r in result.results] == [
-        ("a-first", "pass", []), ("b-second", "fail", ["metadata.labels.team"])]
+        ("a-first", "pass", []),
+        ("b-second", "fail", ["metadata.labels.team"]),
+    ]
 
 
 def test_probabilistic_profiles_skip_and_terminated_pods_are_left_out() -> None:
-    sometimes = make_profile("sometimes", selector={"matchLabels": {"tier": "batch"}}, labels={"team": "data"},
-                             probability="50%")
+    sometimes = make_profile(
+        "sometimes", selector={"matchLabels": {"tier": "batch"}}, labels={"team": "data"}, probability="50%"
+    )
     running = {**batch_pod("b1"), "status": {"phase": "Running"}}
     done = {**batch_pod("b2"), "status": {"phase": "Succeeded"}}
     report = audit(cluster([sometimes], [running, done]))
@@ -95,8 +111,9 @@ def suffixed_profiles(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 
 @given(pods(), suffixed_profiles())
-def test_a_pod_admitted_by_the_current_profiles_never_shows_up(pod: dict[str, Any],
-                                                                profile_list: list[dict[str, Any]]) -> None:
+def test_a_pod_admitted_by_the_current_profiles_never_shows_up(
+    pod: dict[str, Any], profile_list: list[dict[str, Any]]
+) -> None:
     snapshot = snapshot_of(profile_list)
     result = run_chain(request_for(pod, REGISTRY), REGISTRY, snapshot, rand_int=lambda n: 0)
     if not result.allowed:
@@ -123,8 +140,9 @@ def test_the_command_prints_a_table_and_json(capsys: pytest.CaptureFixture[str],
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["NAMESPACE", "POD", "PROFILE", "RESULT", "DIFFERENCE"]
     assert out[1].split()[:4] == ["default", "w1", "web", "FAIL"]
-    assert out[-1] == ("1 of 2 running pod(s) differ from what the current 2 profile(s) would make of them "
-                       "(2 matched by a profile)")
+    assert out[-1] == (
+        "1 of 2 running pod(s) differ from what the current 2 profile(s) would make of them (2 matched by a profile)"
+    )
     assert main(["audit", "--cluster", str(root), "-o", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["audited"], report["drifted"]) == (2, 1)
@@ -133,15 +151,22 @@ def test_the_command_prints_a_table_and_json(capsys: pytest.CaptureFixture[str],
     assert {"path": "metadata.labels[koordinator.sh/qosClass]", "expected": "LS"} in row["differences"]
 
 
-async def test_the_command_lists_the_cluster_through_a_kubeconfig(capsys: pytest.CaptureFixture[str], api: Any,
-                                                                  kubeconfig: Path) -> None:
+async def test_the_command_lists_the_cluster_through_a_kubeconfig(
+    capsys: pytest.CaptureFixture[str], api: Any, kubeconfig: Path
+) -> None:
     import asyncio
 
     from tests.support.builders import KOORD_PRIORITY_CLASSES
 
     before = cluster([BATCH, WEB], [])
-    for obj in [*KOORD_PRIORITY_CLASSES, BATCH, WEB, *NAMESPACES, admitted(batch_pod("b1"), before),
-                {**web_pod("w1"), "status": {"phase": "Running"}}]:
+    for obj in [
+        *KOORD_PRIORITY_CLASSES,
+        BATCH,
+        WEB,
+        *NAMESPACES,
+        admitted(batch_pod("b1"), before),
+        {**web_pod("w1"), "status": {"phase": "Running"}},
+    ]:
         api.apply(obj)
     code = await asyncio.to_thread(main, ["audit", "--kubeconfig", str(kubeconfig), "-o", "json"])
     report = json.loads(capsys.readouterr().out)
@@ -165,8 +190,9 @@ def test_audit_metrics_drop_a_deleted_profiles_series_to_zero() -> None:
     assert 'colocate_audit_runs_total{result="ok"} 2.0' in text
 
 
-def test_the_documented_sample_audit_finds_the_documented_pods(capsys: pytest.CaptureFixture[str],
-                                                                tmp_path: Path) -> None:
+def test_the_documented_sample_audit_finds_the_documented_pods(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     """docs/rollout.md: the example cluster, its running pods and the warn-only trial profile."""
     import shutil
 
@@ -179,13 +205,17 @@ def test_the_documented_sample_audit_finds_the_documented_pods(capsys: pytest.Ca
     assert main(["audit", "--cluster", str(state), "-o", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert [(r["pod"], r["profile"], r["result"]) for r in report["results"]] == [
-        ("spark-executor-0", "colocation-profile-example", "fail"), ("checkout-1", "checkout-priority-trial", "warn")]
+        ("spark-executor-0", "colocation-profile-example", "fail"),
+        ("checkout-1", "checkout-priority-trial", "warn"),
+    ]
 
 
-@pytest.mark.parametrize("argv", [["--cluster", "/nonexistent"], ["--kubeconfig", "/nonexistent"],
-                                  ["--cluster", ".", "--write-reports"]])
-def test_a_cluster_that_cannot_be_read_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str],
-                                                              argv: list[str]) -> None:
+@pytest.mark.parametrize(
+    "argv", [["--cluster", "/nonexistent"], ["--kubeconfig", "/nonexistent"], ["--cluster", ".", "--write-reports"]]
+)
+def test_a_cluster_that_cannot_be_read_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
     assert main(["audit", *argv]) == 2
     out, err = capsys.readouterr()
     assert out == "" and [line for line in err.splitlines() if line.startswith("error: ")]
@@ -195,10 +225,17 @@ def test_an_api_server_that_does_not_answer_is_exit_2(capsys: pytest.CaptureFixt
     from tests.support.cluster import free_port
 
     kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{free_port()}"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{free_port()}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            }
+        )
+    )
     assert main(["audit", "--kubeconfig", str(kubeconfig)]) == 2
     assert "cannot reach the API server" in capsys.readouterr().err

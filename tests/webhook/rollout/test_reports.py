@@ -1,4 +1,5 @@
 """PolicyReports: written per namespace through the API, replaced in place, never duplicated."""
+
 from __future__ import annotations
 
 import asyncio
@@ -54,19 +55,25 @@ async def test_reports_are_written_per_namespace_then_replaced_in_place(api: Api
     assert reports["default"]["summary"] == {"pass": 1, "fail": 0, "warn": 0, "error": 0, "skip": 0}
     entry = reports["default"]["results"][0]
     assert entry["resources"] == [{"apiVersion": "v1", "kind": "Pod", "namespace": "default", "name": "w1"}]
-    assert (entry["source"], entry["rule"], entry["timestamp"]) == ("colocate", "colocation-profile",
-                                                                    {"seconds": 1000, "nanos": 0})
+    assert (entry["source"], entry["rule"], entry["timestamp"]) == (
+        "colocate",
+        "colocation-profile",
+        {"seconds": 1000, "nanos": 0},
+    )
     uid, version = reports["default"]["metadata"]["uid"], reports["default"]["metadata"]["resourceVersion"]
 
-    changed = make_profile("web", selector={"matchLabels": {"tier": "web"}}, qosClass="LSR",
-                           priorityClassName="koord-prod")
+    changed = make_profile(
+        "web", selector={"matchLabels": {"tier": "web"}}, qosClass="LSR", priorityClassName="koord-prod"
+    )
     second = await write_round(kubeconfig, [BATCH, changed, *pods], 2000)
     assert (second.created, second.updated, second.unchanged) == ([], ["default"], ["analytics"])
     reports = reports_in(api)
     assert len(api.store.list(REPORTS, "")) == 2
     [fail] = reports["default"]["results"]
     assert (fail["result"], fail["message"]) == (
-        "fail", 'differs: metadata.labels[koordinator.sh/qosClass]: "LS" -> "LSR"')
+        "fail",
+        'differs: metadata.labels[koordinator.sh/qosClass]: "LS" -> "LSR"',
+    )
     assert fail["properties"] == {"fields": "metadata.labels[koordinator.sh/qosClass]"}
     assert reports["default"]["metadata"]["uid"] == uid and reports["default"]["metadata"]["resourceVersion"] != version
 
@@ -91,7 +98,10 @@ def test_a_report_keeps_the_worst_results_and_counts_every_one() -> None:
 def test_the_crd_and_the_rbac_cover_what_the_writer_does() -> None:
     [crd] = read_manifest_file(REPO / "manifests" / "crds" / "policyreports.yaml")
     assert (crd["spec"]["group"], crd["spec"]["names"]["plural"], crd["spec"]["scope"]) == (
-        REPORTS.group, REPORTS.plural, "Namespaced")
+        REPORTS.group,
+        REPORTS.plural,
+        "Namespaced",
+    )
     assert [v["name"] for v in crd["spec"]["versions"]] == [REPORTS.version]
     [role] = [o for o in read_manifest_file(REPO / "manifests" / "deploy" / "rbac.yaml") if o["kind"] == "ClusterRole"]
     [rule] = [r for r in role["rules"] if REPORTS.group in r["apiGroups"]]
@@ -99,8 +109,9 @@ def test_the_crd_and_the_rbac_cover_what_the_writer_does() -> None:
     assert "policyreports.yaml" in (REPO / "manifests" / "crds" / "kustomization.yaml").read_text()
 
 
-async def test_the_command_writes_reports_through_a_kubeconfig(capsys: pytest.CaptureFixture[str], api: ApiServer,
-                                                               kubeconfig: Path) -> None:
+async def test_the_command_writes_reports_through_a_kubeconfig(
+    capsys: pytest.CaptureFixture[str], api: ApiServer, kubeconfig: Path
+) -> None:
     for obj in [*KOORD_PRIORITY_CLASSES, WEB, *NAMESPACES, {**web_pod("w1"), "status": {"phase": "Running"}}]:
         api.apply(obj)
     argv = ["audit", "--kubeconfig", str(kubeconfig), "--write-reports", "-o", "json"]

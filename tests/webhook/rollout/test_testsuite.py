@@ -1,4 +1,5 @@
 """`colocate test`: the sample suite passes (so CI runs it), a wrong expectation fails the run."""
+
 from __future__ import annotations
 
 import json
@@ -50,12 +51,16 @@ def test_json_output_lists_every_case(capsys: pytest.CaptureFixture[str]) -> Non
     report = json.loads(out)
     assert code == 0 and (report["passed"], report["failed"]) == (4, 0)
     assert {r["resource"]: r["expected"] for r in report["results"]} == {
-        "spark-executor-1": "expected/spark-executor-1.yaml", "checkout-1": "expected/checkout-1.yaml",
-        "plain-1": "expected/plain-1.yaml", "web-1": "denied"}
+        "spark-executor-1": "expected/spark-executor-1.yaml",
+        "checkout-1": "expected/checkout-1.yaml",
+        "plain-1": "expected/plain-1.yaml",
+        "web-1": "denied",
+    }
 
 
-def test_a_wrong_patched_resource_fails_and_names_the_difference(capsys: pytest.CaptureFixture[str],
-                                                                  suite: Path) -> None:
+def test_a_wrong_patched_resource_fails_and_names_the_difference(
+    capsys: pytest.CaptureFixture[str], suite: Path
+) -> None:
     expected = suite / "expected" / "spark-executor-1.yaml"
     pod = yaml.safe_load(expected.read_text())
     pod["metadata"]["labels"]["koordinator.sh/qosClass"] = "LS"
@@ -65,8 +70,9 @@ def test_a_wrong_patched_resource_fails_and_names_the_difference(capsys: pytest.
     assert code == 1 and (report["passed"], report["failed"]) == (3, 1)
     [failed] = [r for r in report["results"] if r["result"] == "fail"]
     assert failed["resource"] == "spark-executor-1"
-    assert failed["reason"] == ("differs from expected/spark-executor-1.yaml: "
-                                "replace /metadata/labels/koordinator.sh~1qosClass \"BE\"")
+    assert failed["reason"] == (
+        'differs from expected/spark-executor-1.yaml: replace /metadata/labels/koordinator.sh~1qosClass "BE"'
+    )
 
 
 def test_a_missing_warning_fails(capsys: pytest.CaptureFixture[str], suite: Path) -> None:
@@ -104,17 +110,20 @@ def test_a_denial_where_admission_is_expected_fails(capsys: pytest.CaptureFixtur
     assert code == 1 and failed["reason"].startswith("denied by /validate-pod (code 400): ")
 
 
-@pytest.mark.parametrize("change, case, message", [
-    ({"result": "maybe"}, 0, 'results[0].result: Unsupported value: "maybe"'),
-    ({"resource": "nobody"}, 1, "results[1].resource: no resource named 'nobody'"),
-    ({"patchedResource": "expected/missing.yaml"}, 0, "results[0].patchedResource: "),
-    ({"operation": "PATCH"}, 0, "results[0].operation: must be one of CREATE, UPDATE, DELETE"),
-    ({"profiles": ["nowhere.yaml"]}, None, "profiles[0]: "),
-    ({"results": []}, None, "results: Required value"),
-])
-def test_a_suite_that_cannot_run_is_a_usage_error_naming_the_field(capsys: pytest.CaptureFixture[str], suite: Path,
-                                                                     change: dict[str, object], case: int | None,
-                                                                     message: str) -> None:
+@pytest.mark.parametrize(
+    "change, case, message",
+    [
+        ({"result": "maybe"}, 0, 'results[0].result: Unsupported value: "maybe"'),
+        ({"resource": "nobody"}, 1, "results[1].resource: no resource named 'nobody'"),
+        ({"patchedResource": "expected/missing.yaml"}, 0, "results[0].patchedResource: "),
+        ({"operation": "PATCH"}, 0, "results[0].operation: must be one of CREATE, UPDATE, DELETE"),
+        ({"profiles": ["nowhere.yaml"]}, None, "profiles[0]: "),
+        ({"results": []}, None, "results: Required value"),
+    ],
+)
+def test_a_suite_that_cannot_run_is_a_usage_error_naming_the_field(
+    capsys: pytest.CaptureFixture[str], suite: Path, change: dict[str, object], case: int | None, message: str
+) -> None:
     edit(suite, change, case)
     code, out, err = run(capsys, suite)
     assert code == 2 and out == ""
@@ -135,8 +144,9 @@ def test_suites_are_found_below_the_directory(capsys: pytest.CaptureFixture[str]
     assert code == 2 and "no colocate-test.yaml found" in err
 
 
-def test_a_profile_field_the_crd_does_not_know_is_a_usage_error(capsys: pytest.CaptureFixture[str],
-                                                                suite: Path) -> None:
+def test_a_profile_field_the_crd_does_not_know_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], suite: Path
+) -> None:
     trial = suite / "warn-only-profile.yaml"
     trial.write_text(trial.read_text().replace("koordinatorPriority: 1500", "koordinatorpriority: 1500"))
     code, _, err = run(capsys, suite)

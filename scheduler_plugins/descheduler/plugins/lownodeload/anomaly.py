@@ -7,6 +7,7 @@ Anomaly normal marks count, and the state returns to OK once they exceed `consec
 or `timeout` has passed since the last transition. Detectors live in a cache per plugin and pool
 kind; one not used for `detectorCacheTimeout` is dropped (the node starts over).
 """
+
 from __future__ import annotations
 
 import enum

@@ -4,6 +4,7 @@ Conversion from v1alpha2 always turns the top-level node selector, deviation fla
 weights and anomaly condition into a pool named `__default_node_pool__`, prepended to the
 explicit pools (so it is processed first); each explicit pool inherits what it leaves out.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -26,11 +27,34 @@ DEFAULT_RESOURCE_WEIGHTS: Final[Mapping[str, int]] = {RESOURCE_CPU: 1, RESOURCE_
 
 Thresholds = Mapping[str, float]
 
-_POOL_FIELDS: Final = frozenset({"name", "nodeSelector", "useDeviationThresholds", "lowThresholds", "highThresholds",
-                                 "prodLowThresholds", "prodHighThresholds", "resourceWeights", "anomalyCondition"})
-_ARGS_FIELDS: Final = (_POOL_FIELDS - {"name"}) | frozenset({
-    "apiVersion", "kind", "paused", "dryRun", "numberOfNodes", "nodeMetricExpirationSeconds", "evictableNamespaces",
-    "podSelectors", "nodeFit", "detectorCacheTimeout", "nodePools"})
+_POOL_FIELDS: Final = frozenset(
+    {
+        "name",
+        "nodeSelector",
+        "useDeviationThresholds",
+        "lowThresholds",
+        "highThresholds",
+        "prodLowThresholds",
+        "prodHighThresholds",
+        "resourceWeights",
+        "anomalyCondition",
+    }
+)
+_ARGS_FIELDS: Final = (_POOL_FIELDS - {"name"}) | frozenset(
+    {
+        "apiVersion",
+        "kind",
+        "paused",
+        "dryRun",
+        "numberOfNodes",
+        "nodeMetricExpirationSeconds",
+        "evictableNamespaces",
+        "podSelectors",
+        "nodeFit",
+        "detectorCacheTimeout",
+        "nodePools",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -105,25 +129,33 @@ def _weights(fields: Fields, key: str) -> dict[str, int] | None:
 
 
 def _pool(fields: Fields, name: str) -> NodePool:
-    return NodePool(name=name, node_selector=selector(fields, "nodeSelector"),
-                    use_deviation_thresholds=fields.bool("useDeviationThresholds", False),
-                    low=_thresholds(fields, "lowThresholds"), high=_thresholds(fields, "highThresholds"),
-                    prod_low=_thresholds(fields, "prodLowThresholds"),
-                    prod_high=_thresholds(fields, "prodHighThresholds"),
-                    resource_weights=_weights(fields, "resourceWeights") or {},
-                    anomaly_condition=_anomaly(fields, "anomalyCondition") or AnomalyCondition(0, 0, 0))
+    return NodePool(
+        name=name,
+        node_selector=selector(fields, "nodeSelector"),
+        use_deviation_thresholds=fields.bool("useDeviationThresholds", False),
+        low=_thresholds(fields, "lowThresholds"),
+        high=_thresholds(fields, "highThresholds"),
+        prod_low=_thresholds(fields, "prodLowThresholds"),
+        prod_high=_thresholds(fields, "prodHighThresholds"),
+        resource_weights=_weights(fields, "resourceWeights") or {},
+        anomaly_condition=_anomaly(fields, "anomalyCondition") or AnomalyCondition(0, 0, 0),
+    )
 
 
 def _validate_pool(pool: NodePool, path: str) -> None:
     if pool.use_deviation_thresholds:
         return
-    for low_key, high_key, low, high in (("lowThresholds", "highThresholds", pool.low, pool.high),
-                                         ("prodLowThresholds", "prodHighThresholds", pool.prod_low, pool.prod_high)):
+    for low_key, high_key, low, high in (
+        ("lowThresholds", "highThresholds", pool.low, pool.high),
+        ("prodLowThresholds", "prodHighThresholds", pool.prod_low, pool.prod_high),
+    ):
         for resource, value in low.items():
             if resource in high and value > high[resource]:
-                raise ConfigError(f"{path}.{low_key}.{resource}",
-                                  f"Invalid value: {value:g}: low threshold must not exceed the high threshold "
-                                  f"{high[resource]:g} ({high_key}.{resource})")
+                raise ConfigError(
+                    f"{path}.{low_key}.{resource}",
+                    f"Invalid value: {value:g}: low threshold must not exceed the high threshold "
+                    f"{high[resource]:g} ({high_key}.{resource})",
+                )
 
 
 def _default_weights(low: Thresholds, high: Thresholds, given: Mapping[str, int] | None) -> dict[str, int]:
@@ -152,21 +184,31 @@ def _inherit(pool: NodePool, top: NodePool, given_weights: Mapping[str, int] | N
     anomaly = AnomalyCondition(
         own.timeout or top.anomaly_condition.timeout,
         own.consecutive_abnormalities or top.anomaly_condition.consecutive_abnormalities,
-        own.consecutive_normalities or top.anomaly_condition.consecutive_normalities)
+        own.consecutive_normalities or top.anomaly_condition.consecutive_normalities,
+    )
     weights = dict(given_weights or {})
     for resource, weight in top.resource_weights.items():
         if weights.get(resource, 0) <= 0:
             weights[resource] = weight
-    return replace(pool, low=pool.low or top.low, high=pool.high or top.high,
-                   prod_low=pool.prod_low or top.prod_low, prod_high=pool.prod_high or top.prod_high,
-                   resource_weights=weights, anomaly_condition=anomaly)
+    return replace(
+        pool,
+        low=pool.low or top.low,
+        high=pool.high or top.high,
+        prod_low=pool.prod_low or top.prod_low,
+        prod_high=pool.prod_high or top.prod_high,
+        resource_weights=weights,
+        anomaly_condition=anomaly,
+    )
 
 
 def parse_args(fields: Fields) -> LowNodeLoadArgs:
     check_fields(fields, _ARGS_FIELDS)
     top = _pool(fields, DEFAULT_POOL_NAME)
-    top = replace(top, resource_weights=_default_weights(top.low, top.high, _weights(fields, "resourceWeights")),
-                  anomaly_condition=_default_anomaly(_anomaly(fields, "anomalyCondition")))
+    top = replace(
+        top,
+        resource_weights=_default_weights(top.low, top.high, _weights(fields, "resourceWeights")),
+        anomaly_condition=_default_anomaly(_anomaly(fields, "anomalyCondition")),
+    )
     _validate_pool(top, fields.path)
     pools = [top]
     raw_pools = fields.raw.get("nodePools") or []
@@ -175,8 +217,9 @@ def parse_args(fields: Fields) -> LowNodeLoadArgs:
     for index, raw in enumerate(raw_pools):
         pool_fields = Fields(raw, f"{fields.at('nodePools')}[{index}]")
         check_fields(pool_fields, _POOL_FIELDS)
-        pool = _inherit(_pool(pool_fields, pool_fields.str("name") or str(index)), top,
-                        _weights(pool_fields, "resourceWeights"))
+        pool = _inherit(
+            _pool(pool_fields, pool_fields.str("name") or str(index)), top, _weights(pool_fields, "resourceWeights")
+        )
         _validate_pool(pool, pool_fields.path)
         pools.append(pool)
     number_of_nodes = fields.int("numberOfNodes", 0)
@@ -202,7 +245,14 @@ def parse_args(fields: Fields) -> LowNodeLoadArgs:
     if cache_timeout <= 0:
         raise ConfigError(fields.at("detectorCacheTimeout"), "must be greater than 0")
     return LowNodeLoadArgs(
-        node_pools=tuple(pools), paused=fields.bool("paused", False), dry_run=fields.bool("dryRun", False),
-        number_of_nodes=number_of_nodes, node_metric_expiration_seconds=expiration,
-        namespaces_include=tuple(include), namespaces_exclude=tuple(exclude), pod_selectors=tuple(pod_selectors),
-        node_fit=fields.bool("nodeFit", True), detector_cache_timeout=cache_timeout)
+        node_pools=tuple(pools),
+        paused=fields.bool("paused", False),
+        dry_run=fields.bool("dryRun", False),
+        number_of_nodes=number_of_nodes,
+        node_metric_expiration_seconds=expiration,
+        namespaces_include=tuple(include),
+        namespaces_exclude=tuple(exclude),
+        pod_selectors=tuple(pod_selectors),
+        node_fit=fields.bool("nodeFit", True),
+        detector_cache_timeout=cache_timeout,
+    )

@@ -3,6 +3,7 @@ the classification of each node. Pure: nodes, pods and metrics in, values out.
 
 Amounts are integer scalars (millicores for cpu, base units otherwise; `pods` counts pods).
 """
+
 from __future__ import annotations
 
 import json
@@ -105,8 +106,14 @@ def is_prod(pod: Object) -> bool:
     return defaulted_priority_class(pod) == PriorityClass.PROD
 
 
-def node_usage(node: Object, pods: Sequence[Object], metric: Object | None, resource_names: Sequence[str],
-               now: float, expiration_seconds: int) -> NodeUsage | None:
+def node_usage(
+    node: Object,
+    pods: Sequence[Object],
+    metric: Object | None,
+    resource_names: Sequence[str],
+    now: float,
+    expiration_seconds: int,
+) -> NodeUsage | None:
     """The node's usage per spec §3.2, None when its NodeMetric is missing, empty or expired."""
     if metric is None:
         return None
@@ -128,8 +135,17 @@ def node_usage(node: Object, pods: Sequence[Object], metric: Object | None, reso
         usage[resource] = reading.system_usage.get(resource, 0) + sum(u.get(resource, 0) for u in pod_usage.values())
         prod_usage[resource] = sum(u.get(resource, 0) for k, u in pod_usage.items() if k in prod_keys)
     usage[RESOURCE_PODS], prod_usage[RESOURCE_PODS] = len(pods), len(prod_pods)
-    return NodeUsage(node, name_of(node), bool(spec_of(node).get("unschedulable")), node_capacity(node), usage,
-                     prod_usage, list(pods), prod_pods, pod_usage)
+    return NodeUsage(
+        node,
+        name_of(node),
+        bool(spec_of(node).get("unschedulable")),
+        node_capacity(node),
+        usage,
+        prod_usage,
+        list(pods),
+        prod_pods,
+        pod_usage,
+    )
 
 
 def _clamp(value: float) -> float:
@@ -148,9 +164,11 @@ def _average(nodes: Sequence[NodeUsage], resource: str, prod: bool) -> float:
 def set_thresholds(nodes: Sequence[NodeUsage], pool: NodePool, thresholds: PoolThresholds) -> None:
     """Absolute thresholds per node: fixed percentages of capacity, or (deviation) the pool's
     average usage minus/plus the percentages."""
-    for prod, (low, high) in ((False, (thresholds.low, thresholds.high)),
-                              (True, (thresholds.prod_low, thresholds.prod_high))):
-        averages = ({r: _average(nodes, r, prod) for r in low} if pool.use_deviation_thresholds else {})
+    for prod, (low, high) in (
+        (False, (thresholds.low, thresholds.high)),
+        (True, (thresholds.prod_low, thresholds.prod_high)),
+    ):
+        averages = {r: _average(nodes, r, prod) for r in low} if pool.use_deviation_thresholds else {}
         for node in nodes:
             low_t: Amounts = {}
             high_t: Amounts = {}

@@ -5,6 +5,7 @@ no earlier pool took as a source; if hot nodes are confirmed by anomaly detectio
 exist, evict from the busiest hot node first — cheapest pods first, only pods that fit a cold node
 (`nodeFit`) — until the node is no longer hot or the cold nodes' headroom is used up.
 """
+
 from __future__ import annotations
 
 import logging
@@ -81,8 +82,9 @@ class _Target:
         booked, allocatable = self._requested, self._allocatable
         if RESOURCE_PODS in allocatable and len(self.node.pods) + 1 > allocatable[RESOURCE_PODS]:
             return False
-        return not any(amount > 0 and booked.get(r, 0) + amount > allocatable.get(r, 0)
-                       for r, amount in requests.items())
+        return not any(
+            amount > 0 and booked.get(r, 0) + amount > allocatable.get(r, 0) for r, amount in requests.items()
+        )
 
 
 class LowNodeLoad:
@@ -116,27 +118,41 @@ class LowNodeLoad:
         self.prod_detectors.prune()
         return SUCCESS
 
-    def _report(self, pool: NodePool, thresholds: PoolThresholds, node: NodeUsage | None, name: str,
-                classification: str) -> None:
+    def _report(
+        self, pool: NodePool, thresholds: PoolThresholds, node: NodeUsage | None, name: str, classification: str
+    ) -> None:
         shown: dict[str, dict[str, float]] = {"low": dict(pool.low), "high": dict(pool.high)}
         if pool.prod_low or pool.prod_high:
             shown.update(prodLow=dict(pool.prod_low), prodHigh=dict(pool.prod_high))
-        usage = ({r: round(node.percent(r), 2) for r in thresholds.resource_names if r in node.usage}
-                 if node is not None else {})
-        self.handle.report.nodes.append(NodeEntry(name, pool.name, classification, usage, shown,
-                                                  "" if node is not None else NO_METRIC_NOTE))
+        usage = (
+            {r: round(node.percent(r), 2) for r in thresholds.resource_names if r in node.usage}
+            if node is not None
+            else {}
+        )
+        self.handle.report.nodes.append(
+            NodeEntry(name, pool.name, classification, usage, shown, "" if node is not None else NO_METRIC_NOTE)
+        )
 
     def _process_pool(self, pool: NodePool, nodes: Sequence[Object], processed: set[str]) -> None:
         snapshot, now = self.handle.snapshot, self.handle.clock()
-        candidates = [n for n in nodes if name_of(n) not in processed
-                      and (pool.node_selector is None or pool.node_selector.matches(labels_of(n)))]
+        candidates = [
+            n
+            for n in nodes
+            if name_of(n) not in processed and (pool.node_selector is None or pool.node_selector.matches(labels_of(n)))
+        ]
         thresholds = new_thresholds(pool)
         names = thresholds.resource_names
         usages: list[NodeUsage] = []
         for node in candidates:
             name = name_of(node)
-            usage = node_usage(node, snapshot.pods_on(name), snapshot.node_metrics.get(name), names, now,
-                               self.args.node_metric_expiration_seconds)
+            usage = node_usage(
+                node,
+                snapshot.pods_on(name),
+                snapshot.node_metrics.get(name),
+                names,
+                now,
+                self.args.node_metric_expiration_seconds,
+            )
             if usage is None:
                 self._report(pool, thresholds, None, name, NONE)
             else:
@@ -167,8 +183,9 @@ class LowNodeLoad:
         self.prod_detectors.reset([n.name for n in prod_low])
         all_low = len(low) + len(prod_low) + len(both_low)
         if all_low <= self.args.number_of_nodes:
-            log.info("pool %s: %d cold nodes, not more than numberOfNodes %d", pool.name, all_low,
-                     self.args.number_of_nodes)
+            log.info(
+                "pool %s: %d cold nodes, not more than numberOfNodes %d", pool.name, all_low, self.args.number_of_nodes
+            )
             return
         if all_low == len(usages):
             log.info("pool %s: every node is cold", pool.name)
@@ -176,8 +193,12 @@ class LowNodeLoad:
         weights = pool.resource_weights
         abnormal.sort(key=lambda n: usage_score(n.usage, n.capacity, weights), reverse=True)
         abnormal_prod.sort(key=lambda n: usage_score(n.prod_usage, n.capacity, weights), reverse=True)
-        node_avail = {r: a + b for (r, a), b in zip(available(low, names, False).items(),
-                                                    available(both_low, names, False).values(), strict=True)}
+        node_avail = {
+            r: a + b
+            for (r, a), b in zip(
+                available(low, names, False).items(), available(both_low, names, False).values(), strict=True
+            )
+        }
         self._balance(pool, abnormal, low + both_low, node_avail, False, names)
         both = available(both_low, names, False)
         both_avail = {r: min(both[r], node_avail[r]) for r in names}
@@ -191,8 +212,9 @@ class LowNodeLoad:
         processed.update(n.name for n in high)
 
     # --- eviction ----------------------------------------------------------------------------------
-    def _fits_some_target(self, pod: Object, pod_usage: Mapping[str, int], targets: Sequence[_Target],
-                          prod: bool) -> bool:
+    def _fits_some_target(
+        self, pod: Object, pod_usage: Mapping[str, int], targets: Sequence[_Target], prod: bool
+    ) -> bool:
         """nodeFit: the target's usage plus the pod's stays within its high thresholds, and the pod
         fits it by selector, affinity, taints and requests; a fit books the usage on the target."""
         try:
@@ -225,12 +247,21 @@ class LowNodeLoad:
         for resource in sorted(high):
             capacity = node.capacity.get(resource, 0)
             if resource in usage and usage[resource] > high[resource] and capacity:
-                parts.append(f"{'prod' if prod else 'node'} {resource} usage({100 * usage[resource] / capacity:.2f}%)"
-                             f">threshold({100 * high[resource] / capacity:.2f}%)")
+                parts.append(
+                    f"{'prod' if prod else 'node'} {resource} usage({100 * usage[resource] / capacity:.2f}%)"
+                    f">threshold({100 * high[resource] / capacity:.2f}%)"
+                )
         return "node is overutilized, " + ", ".join(parts)
 
-    def _balance(self, pool: NodePool, sources: Sequence[NodeUsage], targets: Sequence[NodeUsage],
-                 avail: Amounts, prod: bool, names: Sequence[str]) -> None:
+    def _balance(
+        self,
+        pool: NodePool,
+        sources: Sequence[NodeUsage],
+        targets: Sequence[NodeUsage],
+        avail: Amounts,
+        prod: bool,
+        names: Sequence[str],
+    ) -> None:
         if not targets or not sources:
             return
         candidates = [_Target(t, prod) for t in targets]
@@ -240,10 +271,13 @@ class LowNodeLoad:
             removable = [p for p in (source.prod_pods if prod else source.pods) if self.pod_filter(p)]
             if self.args.node_fit:
                 others = [t for t in candidates if t.node.name != source.name]
-                removable = [p for p in removable if pod_key(p) in source.pod_usage and self._fits_some_target(
-                    p, source.pod_usage[pod_key(p)], others, prod)]
-            weights = {r: (pool.resource_weights.get(r, 0) if usage.get(r, 0) > high.get(r, 0) else 0)
-                       for r in names}
+                removable = [
+                    p
+                    for p in removable
+                    if pod_key(p) in source.pod_usage
+                    and self._fits_some_target(p, source.pod_usage[pod_key(p)], others, prod)
+                ]
+            weights = {r: (pool.resource_weights.get(r, 0) if usage.get(r, 0) > high.get(r, 0) else 0) for r in names}
             for pod in sort_pods(removable, source.pod_usage, source.capacity, weights):
                 if not overutilized(usage, high):
                     existing = detectors.existing(source.name)

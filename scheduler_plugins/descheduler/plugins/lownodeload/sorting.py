@@ -1,5 +1,6 @@
 """Orders on an overloaded pool (spec §3.4): nodes by weighted usage (busiest first), and the
 pods of one node as the descheduler's pod sorter does — the cheapest to lose first."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -16,10 +17,19 @@ from scheduler_plugins.descheduler.plugins.evictable import pod_priority
 Object = Mapping[str, Any]
 
 _PRIORITY_CLASS_ORDER: Final = {PC.FREE: 0, PC.BATCH: 1, PC.MID: 2, PC.PROD: 3, PC.NONE: 4}
-_KUBE_QOS_ORDER: Final[dict[str, int]] = {KubernetesQoSClass.BEST_EFFORT: 0, KubernetesQoSClass.BURSTABLE: 1,
-                          KubernetesQoSClass.GUARANTEED: 2}
-_QOS_ORDER: Final = {QoSClass.BE: 0, QoSClass.NONE: 1, QoSClass.LS: 1, QoSClass.LSR: 2, QoSClass.LSE: 3,
-                     QoSClass.SYSTEM: 4}
+_KUBE_QOS_ORDER: Final[dict[str, int]] = {
+    KubernetesQoSClass.BEST_EFFORT: 0,
+    KubernetesQoSClass.BURSTABLE: 1,
+    KubernetesQoSClass.GUARANTEED: 2,
+}
+_QOS_ORDER: Final = {
+    QoSClass.BE: 0,
+    QoSClass.NONE: 1,
+    QoSClass.LS: 1,
+    QoSClass.LSR: 2,
+    QoSClass.LSE: 3,
+    QoSClass.SYSTEM: 4,
+}
 
 
 def usage_score(usage: Mapping[str, int], capacity: Mapping[str, int], weights: Mapping[str, int]) -> float:
@@ -42,16 +52,28 @@ def _cost(pod: Object, key: str) -> float:
         return 0.0
 
 
-def sort_pods(pods: Sequence[Object], pod_usage: Mapping[str, Mapping[str, int]], capacity: Mapping[str, int],
-              weights: Mapping[str, int]) -> list[Object]:
+def sort_pods(
+    pods: Sequence[Object],
+    pod_usage: Mapping[str, Mapping[str, int]],
+    capacity: Mapping[str, int],
+    weights: Mapping[str, int],
+) -> list[Object]:
     """Koordinator priority class, priority, Kubernetes QoS, Koordinator QoS, deletion cost and
     eviction cost ascending; then usage of the weighted resources descending; newest first."""
+
     def key(pod: Object) -> tuple[Any, ...]:
         kube_qos = kubernetes_qos_class(pod)
         qos = defaulted_qos_class(pod, kube_qos)
         created = parse_time(metadata_of(pod).get("creationTimestamp")) or 0.0
-        return (_PRIORITY_CLASS_ORDER.get(defaulted_priority_class(pod, qos), 4), pod_priority(pod),
-                _KUBE_QOS_ORDER.get(kube_qos, 1), _QOS_ORDER.get(qos, 1), _cost(pod, ANNOTATION_POD_DELETION_COST),
-                _cost(pod, ANNOTATION_EVICTION_COST),
-                -usage_score(pod_usage.get(pod_key(pod), {}), capacity, weights), -created)
+        return (
+            _PRIORITY_CLASS_ORDER.get(defaulted_priority_class(pod, qos), 4),
+            pod_priority(pod),
+            _KUBE_QOS_ORDER.get(kube_qos, 1),
+            _QOS_ORDER.get(qos, 1),
+            _cost(pod, ANNOTATION_POD_DELETION_COST),
+            _cost(pod, ANNOTATION_EVICTION_COST),
+            -usage_score(pod_usage.get(pod_key(pod), {}), capacity, weights),
+            -created,
+        )
+
     return sorted(pods, key=key)

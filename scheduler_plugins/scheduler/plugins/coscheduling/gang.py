@@ -7,6 +7,7 @@ and `scheduleTimeoutSeconds`; without one the first pod's annotations define the
 fall back as Koordinator does (total < min ⇒ min; unknown mode ⇒ Strict; bad wait ⇒ the default
 timeout); a missing or invalid `min-available` leaves the gang undefined, and its pods wait.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,11 @@ ANNOTATION_MATCH_POLICY_ALIAS: Final = "pod-group.scheduling.sigs.k8s.io/match-p
 
 def gang_id(pod: PodInfo) -> str:
     """`namespace/name` of the pod's gang, or "" for a pod in none."""
-    name = (pod.labels.get(LABEL_POD_GROUP) or pod.labels.get(LABEL_POD_GROUP_LEGACY)
-            or pod.annotations.get(ANNOTATION_GANG_NAME))
+    name = (
+        pod.labels.get(LABEL_POD_GROUP)
+        or pod.labels.get(LABEL_POD_GROUP_LEGACY)
+        or pod.annotations.get(ANNOTATION_GANG_NAME)
+    )
     return f"{pod.namespace}/{name}" if name else ""
 
 
@@ -66,8 +70,14 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def _shared(gid: str, annotations: Mapping[str, str], min_member: int, wait: float | None,
-            default_timeout: float, default_policy: str) -> GangSpec:
+def _shared(
+    gid: str,
+    annotations: Mapping[str, str],
+    min_member: int,
+    wait: float | None,
+    default_timeout: float,
+    default_policy: str,
+) -> GangSpec:
     total = _int(annotations.get(ANNOTATION_GANG_TOTAL_NUM)) or 0
     mode = annotations.get(ANNOTATION_GANG_MODE, GANG_MODE_STRICT)
     policy = annotations.get(ANNOTATION_MATCH_POLICY) or annotations.get(ANNOTATION_MATCH_POLICY_ALIAS) or ""
@@ -79,10 +89,14 @@ def _shared(gid: str, annotations: Mapping[str, str], min_member: int, wait: flo
     except ValueError:
         pass
     return GangSpec(
-        id=gid, min_member=min_member, total=total if total >= min_member else min_member,
+        id=gid,
+        min_member=min_member,
+        total=total if total >= min_member else min_member,
         mode=mode if mode in (GANG_MODE_STRICT, GANG_MODE_NON_STRICT) else GANG_MODE_STRICT,
-        wait_time=wait if wait and wait > 0 else default_timeout, groups=groups,
-        match_policy=policy if policy in MATCH_POLICIES else default_policy)
+        wait_time=wait if wait and wait > 0 else default_timeout,
+        groups=groups,
+        match_policy=policy if policy in MATCH_POLICIES else default_policy,
+    )
 
 
 def spec_from_pod(pod: PodInfo, default_timeout: float, default_policy: str) -> GangSpec | None:
@@ -98,8 +112,9 @@ def spec_from_pod(pod: PodInfo, default_timeout: float, default_policy: str) -> 
     return _shared(gid, pod.annotations, min_member, wait, default_timeout, default_policy)
 
 
-def spec_from_pod_group(gid: str, group: Mapping[str, Any], default_timeout: float,
-                        default_policy: str) -> GangSpec | None:
+def spec_from_pod_group(
+    gid: str, group: Mapping[str, Any], default_timeout: float, default_policy: str
+) -> GangSpec | None:
     spec = group.get("spec") or {}
     min_member = _int(spec.get("minMember"))
     if min_member is None or min_member < 1:

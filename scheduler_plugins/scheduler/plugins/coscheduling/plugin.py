@@ -10,6 +10,7 @@ Permit timeout and PostFilter (a member that fits nowhere) reject every waiting 
 gang group; a NonStrict gang lets the others wait on. `next_pod` keeps a gang together in the
 queue: after one member, the next untried member of the same gang is scheduled.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -96,8 +97,10 @@ class Coscheduling:
             return None
         for member in self._group(gang):
             if len(member.children) < member.spec.min_member and not member.once_satisfied:
-                return unresolvable(f"Gang {member.spec.id!r} child pod not collect enough "
-                                    f"({len(member.children)} of {member.spec.min_member})")
+                return unresolvable(
+                    f"Gang {member.spec.id!r} child pod not collect enough "
+                    f"({len(member.children)} of {member.spec.min_member})"
+                )
         return None
 
     # --- ClusterListener: bound members ----------------------------------------------------------
@@ -147,16 +150,18 @@ class Coscheduling:
             return None, unschedulable(f"Gang {gang.spec.id!r} gets rejected in this round")
         return None, SUCCESS
 
-    def post_filter(self, state: CycleState, pod: PodInfo,
-                    statuses: dict[str, Status]) -> tuple[PostFilterResult | None, Status]:
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
         gang = self.gangs.get(gang_id(pod))
         if gang is None:
             return None, Status(Code.Unschedulable)
         if statuses and all(s.plugin == NAME for s in statuses.values()):  # our own PreFilter refusal
             return None, unschedulable(f"Gang {gang.spec.id!r}: Pod {pod.name!r} is unschedulable")
         if gang.spec.strict and not gang.once_satisfied:
-            self._reject_group(gang, f"Gang {gang.spec.id!r} gets rejected due to member Pod {pod.name!r} "
-                                     "is unschedulable", pod.key)
+            self._reject_group(
+                gang, f"Gang {gang.spec.id!r} gets rejected due to member Pod {pod.name!r} is unschedulable", pod.key
+            )
         return None, unschedulable(f"Gang {gang.spec.id!r}: Pod {pod.name!r} is unschedulable")
 
     # --- Permit / Reserve ------------------------------------------------------------------------
@@ -190,8 +195,9 @@ class Coscheduling:
         ids = {member.spec.id for member in self._group(gang)}
         still_waiting = any(w.outcome is None and gang_id(w.pod) in ids for w in self.handle.waiting)
         if gang.spec.strict and still_waiting:  # not when the group is being rejected already
-            self._reject_group(gang, f"Gang {gang.spec.id!r} gets rejected due to Pod {pod.name!r} in Unreserve",
-                               pod.key)
+            self._reject_group(
+                gang, f"Gang {gang.spec.id!r} gets rejected due to Pod {pod.name!r} in Unreserve", pod.key
+            )
 
     def _reject_group(self, gang: Gang, message: str, tried: str) -> None:
         """Reject every waiting member of the gang's group; members not tried yet in this round

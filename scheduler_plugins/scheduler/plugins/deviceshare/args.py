@@ -1,4 +1,5 @@
 """DeviceShareArgs (spec §2.3)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -15,8 +16,9 @@ from scheduler_plugins.scheduler.plugins.nodenumaresource.args import (
 
 RDMA: Final = "koordinator.sh/rdma"
 FPGA: Final = "koordinator.sh/fpga"
-DEFAULT_SCORING: Final = ScoringStrategy(LEAST_ALLOCATED, ((GPU_MEMORY_RATIO, 1), (GPU_MEMORY, 1), (RDMA, 1),
-                                                           (FPGA, 1)))
+DEFAULT_SCORING: Final = ScoringStrategy(
+    LEAST_ALLOCATED, ((GPU_MEMORY_RATIO, 1), (GPU_MEMORY, 1), (RDMA, 1), (FPGA, 1))
+)
 
 
 @dataclass(frozen=True)
@@ -30,5 +32,7 @@ def parse_args(raw: Mapping[str, Any] | None, path: str) -> DeviceShareArgs:
     if fields.raw.get("gpuShareUnsupportedModels"):
         raise ConfigError(fields.at("gpuShareUnsupportedModels"), "GPU models without sharing are not supported")
     fields.sub("gpuSharedResourceTemplatesConfig")  # NPU templates: a mapping, unused (no NPU support)
-    return DeviceShareArgs(parse_scoring_strategy(fields.sub("scoringStrategy"), DEFAULT_SCORING),
-                           fields.bool("disableDeviceNUMATopologyAlignment", False))
+    return DeviceShareArgs(
+        parse_scoring_strategy(fields.sub("scoringStrategy"), DEFAULT_SCORING),
+        fields.bool("disableDeviceNUMATopologyAlignment", False),
+    )

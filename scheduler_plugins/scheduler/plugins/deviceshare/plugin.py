@@ -6,6 +6,7 @@ card with the most free memory ratio, MostAllocated packs it onto the busiest ca
 (ties: lower minor). A whole card must be untouched. Not implemented: RDMA/FPGA/NPU devices,
 topology hints and NUMA alignment of devices, the reservation hooks, ResizePod.
 """
+
 from __future__ import annotations
 
 import json
@@ -98,8 +99,15 @@ class DeviceShare:
     # --- the allocator ---------------------------------------------------------------------------
     def free(self, node_name: str) -> dict[int, Vector]:
         """Free gpu-core, gpu-memory-ratio and gpu-memory of each healthy card of the node."""
-        free = {d.minor: {GPU_CORE: d.resources.get(GPU_CORE, FULL), GPU_MEMORY_RATIO: d.resources.get(
-            GPU_MEMORY_RATIO, FULL), GPU_MEMORY: d.memory} for d in self.devices.get(node_name, []) if d.health}
+        free = {
+            d.minor: {
+                GPU_CORE: d.resources.get(GPU_CORE, FULL),
+                GPU_MEMORY_RATIO: d.resources.get(GPU_MEMORY_RATIO, FULL),
+                GPU_MEMORY: d.memory,
+            }
+            for d in self.devices.get(node_name, [])
+            if d.health
+        }
         for held in self.held.get(node_name, {}).values():
             for gpu in held.gpus:
                 if gpu.minor in free:
@@ -124,8 +132,10 @@ class DeviceShare:
         fitting.sort(key=lambda f: (sign * f[0], f[1]))
         if len(fitting) < request.count:
             return None
-        return tuple(DeviceAllocation(minor, {GPU_CORE: core, GPU_MEMORY_RATIO: ratio, GPU_MEMORY: memory})
-                     for _, minor, core, ratio, memory in fitting[:request.count])
+        return tuple(
+            DeviceAllocation(minor, {GPU_CORE: core, GPU_MEMORY_RATIO: ratio, GPU_MEMORY: memory})
+            for _, minor, core, ratio, memory in fitting[: request.count]
+        )
 
     # --- extension points ------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
@@ -146,8 +156,9 @@ class DeviceShare:
             return unresolvable(ERR_INSUFFICIENT)
         return SUCCESS if self.allocate(node.name, request) is not None else unschedulable(ERR_INSUFFICIENT)
 
-    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
-                    index: NodeIndex) -> npt.NDArray[np.bool_] | None:
+    def filter_mask(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
+    ) -> npt.NDArray[np.bool_] | None:
         """Filter for many nodes (a node without GPUs is a dictionary lookup)."""
         return np.fromiter((self.filter(state, pod, n).is_success for n in nodes), np.bool_, len(nodes))
 

@@ -1,6 +1,7 @@
 """A pod's GPU request (spec §7): validated by the combination of names it asks for, converted to
 the per-card request (`gpu-core`, `gpu-memory-ratio`, `gpu-memory`) and the number of cards.
 Pure: the pod's requests in, a `GPURequest` or a reason out."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -10,8 +11,12 @@ from policies.constants import GPU, GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO, GPU_
 from policies.devices import FULL
 
 GPU_NAMES = frozenset({*WHOLE_GPU_RESOURCES, GPU, GPU_SHARED, GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO})
-_PERCENT_COMBINATIONS = (frozenset({GPU_MEMORY}), frozenset({GPU_MEMORY_RATIO}), frozenset({GPU_CORE, GPU_MEMORY}),
-                         frozenset({GPU_CORE, GPU_MEMORY_RATIO}))
+_PERCENT_COMBINATIONS = (
+    frozenset({GPU_MEMORY}),
+    frozenset({GPU_MEMORY_RATIO}),
+    frozenset({GPU_CORE, GPU_MEMORY}),
+    frozenset({GPU_CORE, GPU_MEMORY_RATIO}),
+)
 
 
 class InvalidRequest(ValueError):

@@ -1,4 +1,5 @@
 """ElasticQuotaArgs (spec §2.3): named defaults, validated with the field path."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -17,8 +18,10 @@ DEFAULT_QUOTA_SNAPSHOT_UPDATE_INTERVAL: Final = 120.0
 
 
 def _default_max() -> dict[str, int]:
-    return {RESOURCE_CPU: scalar_of(RESOURCE_CPU, str(DEFAULT_QUOTA_GROUP_MAX_VALUE)),
-            RESOURCE_MEMORY: DEFAULT_QUOTA_GROUP_MAX_VALUE}
+    return {
+        RESOURCE_CPU: scalar_of(RESOURCE_CPU, str(DEFAULT_QUOTA_GROUP_MAX_VALUE)),
+        RESOURCE_MEMORY: DEFAULT_QUOTA_GROUP_MAX_VALUE,
+    }
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ def parse_args(raw: Mapping[str, Any] | None, path: str) -> ElasticQuotaArgs:
         enable_min_quota_scale=fields.bool("enableMinQuotaScale", True),
         disable_default_quota_preemption=fields.bool("disableDefaultQuotaPreemption", True),
         enable_queue_hint=fields.bool("enableQueueHint", False),
-        quota_snapshot_update_interval=_duration(fields, "quotaSnapshotUpdateInterval",
-                                                 DEFAULT_QUOTA_SNAPSHOT_UPDATE_INTERVAL),
+        quota_snapshot_update_interval=_duration(
+            fields, "quotaSnapshotUpdateInterval", DEFAULT_QUOTA_SNAPSHOT_UPDATE_INTERVAL
+        ),
     )

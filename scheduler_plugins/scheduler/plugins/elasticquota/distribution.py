@@ -6,6 +6,7 @@ guarantee)`, or its request when it lends and asks for less), then what is left 
 total is shared by weight among the children that want more, never above their request, by the
 largest-remainder method, repeatedly until nothing is left or nobody wants more.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -38,7 +39,7 @@ def hamilton(total: int, shares: Sequence[Share]) -> list[int]:
         deltas[i], remainder = divmod(share.weight * total, weight_sum)
         remainders.append((-remainder, share.name, i))
     residual = total - sum(deltas)
-    for _, _, i in sorted(remainders)[:max(residual, 0)]:
+    for _, _, i in sorted(remainders)[: max(residual, 0)]:
         deltas[i] += 1
     return deltas
 

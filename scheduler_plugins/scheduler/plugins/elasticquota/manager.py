@@ -13,6 +13,7 @@ as a read needs (Koordinator refreshes the runtime along the path root -> quota 
 A pod bound or reserved changes `used` but no limited request: no distribution is recomputed,
 unless the guarantee gate or the system/default quotas (whose use shrinks the total) make it count.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -67,9 +68,15 @@ class QuotaSpec:
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> QuotaSpec:
         info = QuotaInfo.of(obj, strict=False)
-        return cls(info.name, info.parent, _scalars(info.min), _scalars(info.max),
-                   _scalars(shared_weight(obj, info.max)), allow_lent_resource(obj),
-                   labels_of(obj).get(LABEL_QUOTA_IS_PARENT) == "true")
+        return cls(
+            info.name,
+            info.parent,
+            _scalars(info.min),
+            _scalars(info.max),
+            _scalars(shared_weight(obj, info.max)),
+            allow_lent_resource(obj),
+            labels_of(obj).get(LABEL_QUOTA_IS_PARENT) == "true",
+        )
 
 
 @dataclass
@@ -99,8 +106,9 @@ class _PodEntry:
 
 
 class QuotaManager:
-    def __init__(self, args: ElasticQuotaArgs, cluster_total: Callable[[], Mapping[str, int]],
-                 guarantee_usage: bool = False) -> None:
+    def __init__(
+        self, args: ElasticQuotaArgs, cluster_total: Callable[[], Mapping[str, int]], guarantee_usage: bool = False
+    ) -> None:
         self.args = args
         self.cluster_total = cluster_total
         self.guarantee_usage = guarantee_usage
@@ -144,17 +152,23 @@ class QuotaManager:
                 specs[spec.name] = spec
         system = specs.get(SYSTEM_QUOTA_NAME)
         default = specs.get(DEFAULT_QUOTA_NAME)
-        specs[SYSTEM_QUOTA_NAME] = QuotaSpec(SYSTEM_QUOTA_NAME, ROOT_QUOTA_NAME, system.min if system else {},
-                                             dict(self.args.system_quota_group_max), {})
-        specs[DEFAULT_QUOTA_NAME] = QuotaSpec(DEFAULT_QUOTA_NAME, ROOT_QUOTA_NAME, default.min if default else {},
-                                              dict(self.args.default_quota_group_max), {})
+        specs[SYSTEM_QUOTA_NAME] = QuotaSpec(
+            SYSTEM_QUOTA_NAME, ROOT_QUOTA_NAME, system.min if system else {}, dict(self.args.system_quota_group_max), {}
+        )
+        specs[DEFAULT_QUOTA_NAME] = QuotaSpec(
+            DEFAULT_QUOTA_NAME,
+            ROOT_QUOTA_NAME,
+            default.min if default else {},
+            dict(self.args.default_quota_group_max),
+            {},
+        )
         for name, spec in specs.items():  # a parent that does not exist: hang the quota on the root
             if spec.parent not in specs and spec.parent != ROOT_QUOTA_NAME:
-                specs[name] = QuotaSpec(spec.name, ROOT_QUOTA_NAME, spec.min, spec.max, spec.shared_weight,
-                                        spec.allow_lent, spec.is_parent)
+                specs[name] = QuotaSpec(
+                    spec.name, ROOT_QUOTA_NAME, spec.min, spec.max, spec.shared_weight, spec.allow_lent, spec.is_parent
+                )
         self._specs = specs
-        self._index = QuotaIndex.build([*self._objects.values(),
-                                        *({"metadata": {"name": n}} for n in SPECIAL_QUOTAS)])
+        self._index = QuotaIndex.build([*self._objects.values(), *({"metadata": {"name": n}} for n in SPECIAL_QUOTAS)])
         for key, entry in list(self._pods.items()):
             quota = self._index.quota_of_pod(entry.pod.obj, entry.pod.namespace)
             if quota != entry.quota:
@@ -319,9 +333,17 @@ class QuotaManager:
             mins = {c.spec.name: c.spec.min.get(r, 0) for c in children}
             if self.args.enable_min_quota_scale:
                 mins = scaled_mins(total, mins)
-            shares = [Share(c.spec.name, c.limited_request.get(r, 0), mins[c.spec.name],
-                            c.guaranteed.get(r, 0), c.spec.shared_weight.get(r, 0), c.spec.allow_lent)
-                      for c in children]
+            shares = [
+                Share(
+                    c.spec.name,
+                    c.limited_request.get(r, 0),
+                    mins[c.spec.name],
+                    c.guaranteed.get(r, 0),
+                    c.spec.shared_weight.get(r, 0),
+                    c.spec.allow_lent,
+                )
+                for c in children
+            ]
             runtime = distribute(total, shares)
             for child in children:
                 child.runtime[r] = runtime[child.spec.name]

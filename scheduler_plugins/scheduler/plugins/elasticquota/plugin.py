@@ -6,6 +6,7 @@ request). A pod the cluster state does not hold (the extender is sent the pod be
 pending pods are not watched) is judged as if it were pending in its quota. PostFilter (preemption
 within a quota) and the over-quota eviction monitor are not implemented.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -36,8 +37,9 @@ class ElasticQuota:
 
     def __init__(self, args: ElasticQuotaArgs, handle: Handle) -> None:
         self.args = args
-        self.manager = QuotaManager(args, handle.cluster.allocatable_total,
-                                    handle.features.enabled(ELASTIC_QUOTA_GUARANTEE_USAGE))
+        self.manager = QuotaManager(
+            args, handle.cluster.allocatable_total, handle.features.enabled(ELASTIC_QUOTA_GUARANTEE_USAGE)
+        )
 
     # --- listeners -------------------------------------------------------------------------------
     def on_object(self, kind: str, name: str, obj: Mapping[str, Any] | None) -> None:
@@ -75,8 +77,14 @@ class ElasticQuota:
         if status is not None:
             return status
         if pod.labels.get(LABEL_QUOTA_PREEMPTIBLE) == "false":
-            status = _fits(quota, "Insufficient non-preemptible quotas", spec.min,
-                           manager.non_preemptible_used(quota), request, "min")
+            status = _fits(
+                quota,
+                "Insufficient non-preemptible quotas",
+                spec.min,
+                manager.non_preemptible_used(quota),
+                request,
+                "min",
+            )
             if status is not None:
                 return status
         if self.args.enable_check_parent_quota:
@@ -86,8 +94,7 @@ class ElasticQuota:
                 if ancestor is None:
                     break
                 masked = {r: v for r, v in pod.requests.items() if r in ancestor.spec.max}
-                status = _fits(parent, "Insufficient parent quotas", ancestor.runtime, ancestor.used, masked,
-                               "runtime")
+                status = _fits(parent, "Insufficient parent quotas", ancestor.runtime, ancestor.used, masked, "runtime")
                 if status is not None:
                     return status
                 parent = ancestor.spec.parent
@@ -101,18 +108,22 @@ class ElasticQuota:
         self.manager.set_used(pod, False)
 
 
-def _fits(quota: str, what: str, limit: Mapping[str, int], used: Mapping[str, int], request: Vector,
-          limit_name: str) -> Status | None:
+def _fits(
+    quota: str, what: str, limit: Mapping[str, int], used: Mapping[str, int], request: Vector, limit_name: str
+) -> Status | None:
     exceed = [r for r in sorted(request) if used.get(r, 0) + request[r] > limit.get(r, 0)]
     if not exceed:
         return None
     shown = {r: limit.get(r, 0) for r in request}
-    return Status(Code.Unschedulable, (
-        f"{what}, quotaName: {quota}, {limit_name}: {format_resources(shown)}, "
-        f"used: {format_resources({r: used.get(r, 0) for r in request})}, "
-        f"pod's request: {format_resources(request)}, exceedDimensions: [{', '.join(exceed)}]",))
+    return Status(
+        Code.Unschedulable,
+        (
+            f"{what}, quotaName: {quota}, {limit_name}: {format_resources(shown)}, "
+            f"used: {format_resources({r: used.get(r, 0) for r in request})}, "
+            f"pod's request: {format_resources(request)}, exceedDimensions: [{', '.join(exceed)}]",
+        ),
+    )
 
 
 def new(args: ElasticQuotaArgs, handle: Handle) -> ElasticQuota:
     return ElasticQuota(args, handle)
-

@@ -5,6 +5,7 @@ nodes' allocatable less what the system and default quotas use) first, then by n
 `min`, `max`, `request` (what the quota asks of its parent: its live pods, pending ones included,
 and its children's requests limited by their max), `used` (bound and reserved pods) and `runtime`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -25,9 +26,17 @@ def quota_report(manager: QuotaManager) -> dict[str, Any]:
     quotas = []
     for name in order:
         state = states[name]
-        quotas.append({"name": name, "parent": state.spec.parent, "min": _text(state.spec.min),
-                       "max": _text(state.spec.max), "request": _text(state.request),
-                       "used": _text(state.used), "runtime": _text(state.runtime)})
+        quotas.append(
+            {
+                "name": name,
+                "parent": state.spec.parent,
+                "min": _text(state.spec.min),
+                "max": _text(state.spec.max),
+                "request": _text(state.request),
+                "used": _text(state.used),
+                "runtime": _text(state.runtime),
+            }
+        )
     return {"quotas": quotas}
 
 
@@ -41,6 +50,15 @@ def quota_rows(report: Mapping[str, Any]) -> list[list[str]]:
     rows = []
     for q in report["quotas"]:
         special = q["name"] in (SYSTEM_QUOTA_NAME, DEFAULT_QUOTA_NAME)
-        rows.append([q["name"], q["parent"] or "-", _cell(q["min"]), "-" if special else _cell(q["max"]),
-                     _cell(q["request"]), _cell(q["used"]), "-" if special else _cell(q["runtime"])])
+        rows.append(
+            [
+                q["name"],
+                q["parent"] or "-",
+                _cell(q["min"]),
+                "-" if special else _cell(q["max"]),
+                _cell(q["request"]),
+                _cell(q["used"]),
+                "-" if special else _cell(q["runtime"]),
+            ]
+        )
     return rows

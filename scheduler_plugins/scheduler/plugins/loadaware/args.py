@@ -7,6 +7,7 @@ and validation), with the quirks of spec §2.3 kept:
   leaves cpu unset, i.e. no cpu filtering);
 * missing cpu/memory keys of `estimatedScalingFactors` are filled individually (85 / 70).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -49,7 +50,8 @@ class LoadAwareSchedulingArgs:
     score_according_prod_usage: bool = False
     estimator: str = ""
     estimated_scaling_factors: Mapping[str, int] = field(
-        default_factory=lambda: dict(DEFAULT_ESTIMATED_SCALING_FACTORS))
+        default_factory=lambda: dict(DEFAULT_ESTIMATED_SCALING_FACTORS)
+    )
     estimated_seconds_after_pod_scheduled: int | None = None
     estimated_seconds_after_initialized: int | None = None
     allow_customize_estimation: bool = False
@@ -65,12 +67,16 @@ def _aggregated(fields: Fields) -> AggregatedArgs:
         score_aggregation_type=fields.str("scoreAggregationType"),
         score_aggregated_duration=fields.duration("scoreAggregatedDuration"),
     )
-    for key, kind in (("usageAggregationType", agg.usage_aggregation_type),
-                      ("scoreAggregationType", agg.score_aggregation_type)):
+    for key, kind in (
+        ("usageAggregationType", agg.usage_aggregation_type),
+        ("scoreAggregationType", agg.score_aggregation_type),
+    ):
         if kind and kind not in AGGREGATION_TYPES:
             raise ConfigError(fields.at(key), f"must be one of {', '.join(AGGREGATION_TYPES)}, got {kind!r}")
-    for key, seconds in (("usageAggregatedDuration", agg.usage_aggregated_duration),
-                         ("scoreAggregatedDuration", agg.score_aggregated_duration)):
+    for key, seconds in (
+        ("usageAggregatedDuration", agg.usage_aggregated_duration),
+        ("scoreAggregatedDuration", agg.score_aggregated_duration),
+    ):
         if seconds < 0:
             raise ConfigError(fields.at(key), "must not be negative")
     for name, threshold in agg.usage_thresholds.items():
@@ -92,7 +98,8 @@ def parse_args(raw: Mapping[str, Any] | None, path: str) -> LoadAwareSchedulingA
         filter_expired_node_metrics=f.bool("filterExpiredNodeMetrics", DEFAULT_FILTER_EXPIRED_NODE_METRICS),
         node_metric_expiration_seconds=f.int("nodeMetricExpirationSeconds", DEFAULT_NODE_METRIC_EXPIRATION_SECONDS),
         enable_schedule_when_node_metrics_expired=f.bool(
-            "enableScheduleWhenNodeMetricsExpired", DEFAULT_ENABLE_SCHEDULE_WHEN_NODE_METRICS_EXPIRED),
+            "enableScheduleWhenNodeMetricsExpired", DEFAULT_ENABLE_SCHEDULE_WHEN_NODE_METRICS_EXPIRED
+        ),
         resource_weights=weights,
         dominant_resource_weight=dominant,
         usage_thresholds=thresholds,
@@ -113,8 +120,9 @@ def parse_args(raw: Mapping[str, Any] | None, path: str) -> LoadAwareSchedulingA
 
 def _validate(args: LoadAwareSchedulingArgs, f: Fields) -> None:
     if args.node_metric_expiration_seconds <= 0:
-        raise ConfigError(f.at("nodeMetricExpirationSeconds"),
-                          f"must be > 0, got {args.node_metric_expiration_seconds}")
+        raise ConfigError(
+            f.at("nodeMetricExpirationSeconds"), f"must be > 0, got {args.node_metric_expiration_seconds}"
+        )
     for name, weight in args.resource_weights.items():
         check_range(f"{f.at('resourceWeights')}.{name}", weight, 0, 100, open_low=True)
         if name not in args.estimated_scaling_factors:
@@ -126,9 +134,11 @@ def _validate(args: LoadAwareSchedulingArgs, f: Fields) -> None:
     for name, value in args.estimated_scaling_factors.items():
         check_range(f"{f.at('estimatedScalingFactors')}.{name}", value, 0, 100, open_low=True)
     if args.estimator not in KNOWN_ESTIMATORS:
-        raise ConfigError(f.at("estimator"), f"unknown estimator {args.estimator!r} (known: \"\", {DEFAULT_ESTIMATOR})")
-    for key, seconds in (("estimatedSecondsAfterPodScheduled", args.estimated_seconds_after_pod_scheduled),
-                         ("estimatedSecondsAfterInitialized", args.estimated_seconds_after_initialized)):
+        raise ConfigError(f.at("estimator"), f'unknown estimator {args.estimator!r} (known: "", {DEFAULT_ESTIMATOR})')
+    for key, seconds in (
+        ("estimatedSecondsAfterPodScheduled", args.estimated_seconds_after_pod_scheduled),
+        ("estimatedSecondsAfterInitialized", args.estimated_seconds_after_initialized),
+    ):
         if seconds is not None and seconds < 0:
             raise ConfigError(f.at(key), "must not be negative")
 
@@ -136,8 +146,13 @@ def _validate(args: LoadAwareSchedulingArgs, f: Fields) -> None:
 def resource_vector(args: LoadAwareSchedulingArgs) -> tuple[str, ...]:
     """Spec §3.2: {cpu, memory} ∪ every resource named in the args, sorted."""
     names = {RESOURCE_CPU, RESOURCE_MEMORY}
-    for table in (args.usage_thresholds, args.prod_usage_thresholds, args.aggregated.usage_thresholds,
-                  args.resource_weights, args.estimated_scaling_factors):
+    for table in (
+        args.usage_thresholds,
+        args.prod_usage_thresholds,
+        args.aggregated.usage_thresholds,
+        args.resource_weights,
+        args.estimated_scaling_factors,
+    ):
         names.update(table)
     names.update(args.supported_resources)
     return tuple(sorted(names))

@@ -5,6 +5,7 @@ the batch answers are the per-node answers by construction (and a test checks th
 Per-resource tables are stored resource-major (`[resource, node]`): a window of nodes is then a
 view of each resource's row, and a reduction over resources is an elementwise operation on whole
 rows instead of a reduction along a short axis (which numpy does slowly)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -107,8 +108,9 @@ class LoadColumns:
         prod = self.has_prod[index] if pod_is_prod else None
         if prod is not None and prod.any():
             all_zero = np.where(prod, self.all_zero[True][index], self.all_zero[False][index])
-            limit_rows = [np.where(prod, self.limits[True][r, index], self.limits[False][r, index])
-                          for r in range(self.width)]
+            limit_rows = [
+                np.where(prod, self.limits[True][r, index], self.limits[False][r, index]) for r in range(self.width)
+            ]
         else:
             all_zero = self.all_zero[False][index]
             limit_rows = [self.limits[False][r, index] for r in range(self.width)]
@@ -143,8 +145,7 @@ class LoadColumns:
         for r, weight in enumerate(plugin.weights):
             capacity = self.allocatable[r, index]
             used = np.where(has_usage, usage[r, index] + estimate[r], estimate[r])
-            score = np.where((capacity == 0) | (used > capacity), 0,
-                             (capacity - used) * 100 // np.maximum(capacity, 1))
+            score = np.where((capacity == 0) | (used > capacity), 0, (capacity - used) * 100 // np.maximum(capacity, 1))
             if weight:
                 node_score += score * weight
             weight_sum += weight

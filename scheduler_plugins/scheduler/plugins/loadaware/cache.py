@@ -5,6 +5,7 @@ that have a NodeMetric keeps `NodeLoad`: the reported usage plus the deltas of p
 does not reflect yet. `deletePod` subtracts exactly what `addPod` added (contributions are stored
 per pod), so the aggregates never drift.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
@@ -62,9 +63,14 @@ def _positive_delta(estimated: Sequence[int], usage: Sequence[int] | None) -> Ve
 
 
 class AssignCache:
-    def __init__(self, resources: Sequence[str], estimate: Callable[[PodInfo], Vec],
-                 windows: Callable[[PodInfo], EstimationWindows], prod_usage_include_sys: bool,
-                 clock: Clock) -> None:
+    def __init__(
+        self,
+        resources: Sequence[str],
+        estimate: Callable[[PodInfo], Vec],
+        windows: Callable[[PodInfo], EstimationWindows],
+        prod_usage_include_sys: bool,
+        clock: Clock,
+    ) -> None:
         self.resources = tuple(resources)
         self._estimate = estimate
         self._windows = windows
@@ -132,9 +138,12 @@ class AssignCache:
         node_delta, prod_delta, estimated = zero, zero, zero
         e = entry.estimated
         if e is not None:
-            should = (usage is None or load.update_time is None
-                      or load.update_time - load.report_interval < entry.timestamp
-                      or (entry.deadline is not None and entry.deadline > load.update_time))
+            should = (
+                usage is None
+                or load.update_time is None
+                or load.update_time - load.report_interval < entry.timestamp
+                or (entry.deadline is not None and entry.deadline > load.update_time)
+            )
             if should:
                 node_delta = _positive_delta(e, usage)
             estimated = e
@@ -176,7 +185,9 @@ class AssignCache:
             prod_pods=prod_pods,
             agg_usage=agg_usage,
             prod_usage=self._vector(reading.system_usage) if self._include_sys else self._zero(),
-            node_delta=self._zero(), prod_delta=self._zero(), node_estimated=self._zero(),
+            node_delta=self._zero(),
+            prod_delta=self._zero(),
+            node_estimated=self._zero(),
         )
         self.loads[node_name] = load
         for entry in self.pods.get(node_name, {}).values():

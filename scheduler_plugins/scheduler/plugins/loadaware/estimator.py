@@ -3,6 +3,7 @@
 Estimates are vectors aligned with the plugin's sorted resource list, in scheduler units
 (millicores for cpu; batch-cpu is already millicores and read as a plain value).
 """
+
 from __future__ import annotations
 
 import json
@@ -90,8 +91,9 @@ class EstimationWindows:
     after_initialized: int
 
 
-def estimation_windows(pod: PodInfo, after_scheduled: int | None, after_initialized: int | None,
-                       allow_customize: bool) -> EstimationWindows:
+def estimation_windows(
+    pod: PodInfo, after_scheduled: int | None, after_initialized: int | None, allow_customize: bool
+) -> EstimationWindows:
     scheduled, initialized = after_scheduled or 0, after_initialized or 0
     if allow_customize:
         scheduled = _int_annotation(pod, ANNOTATION_LOAD_SECONDS_AFTER_SCHEDULED, scheduled)

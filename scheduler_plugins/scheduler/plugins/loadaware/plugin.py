@@ -6,6 +6,7 @@ Extension points: PreFilter (computes the pod's estimate once), Filter, Score (n
 normalisation), Reserve/Unreserve (the assign cache). It listens to the cluster state for bound
 and deleted pods and for NodeMetric changes, as the Go plugin's informer handlers do.
 """
+
 from __future__ import annotations
 
 import json
@@ -104,11 +105,16 @@ class LoadAwareScheduling:
         self.weights = [args.resource_weights.get(r, 0) for r in self.resources]
         self.score_enabled = any(self.weights) or args.dominant_resource_weight != 0
         agg = args.aggregated
-        self.thresholds = Thresholds(dict(args.usage_thresholds), dict(args.prod_usage_thresholds),
-                                     dict(agg.usage_thresholds), agg.usage_aggregation_type,
-                                     agg.usage_aggregated_duration)
-        self.cache = AssignCache(self.resources, self._estimate, self._windows,
-                                 args.prod_usage_include_sys, handle.clock)
+        self.thresholds = Thresholds(
+            dict(args.usage_thresholds),
+            dict(args.prod_usage_thresholds),
+            dict(agg.usage_thresholds),
+            agg.usage_aggregation_type,
+            agg.usage_aggregated_duration,
+        )
+        self.cache = AssignCache(
+            self.resources, self._estimate, self._windows, args.prod_usage_include_sys, handle.clock
+        )
         self._node_thresholds: dict[str, tuple[str | None, Thresholds]] = {}
         self._node_allocatable: dict[str, tuple[Any, Vec]] = {}
         self._views: dict[str, NodeView] = {}
@@ -117,14 +123,19 @@ class LoadAwareScheduling:
 
     # --- estimation ------------------------------------------------------------------------------
     def _estimate(self, pod: PodInfo) -> Vec:
-        factors = estimator.scaling_factors(pod, self.args.estimated_scaling_factors,
-                                            self.args.allow_customize_estimation)
+        factors = estimator.scaling_factors(
+            pod, self.args.estimated_scaling_factors, self.args.allow_customize_estimation
+        )
         return estimator.estimate_pod(pod, self.resources, factors)
 
     def _windows(self, pod: PodInfo) -> estimator.EstimationWindows:
         a = self.args
-        return estimator.estimation_windows(pod, a.estimated_seconds_after_pod_scheduled,
-                                            a.estimated_seconds_after_initialized, a.allow_customize_estimation)
+        return estimator.estimation_windows(
+            pod,
+            a.estimated_seconds_after_pod_scheduled,
+            a.estimated_seconds_after_initialized,
+            a.allow_customize_estimation,
+        )
 
     def _pod_estimate(self, state: CycleState, pod: PodInfo) -> Vec:
         last = self._last_estimate
@@ -165,8 +176,9 @@ class LoadAwareScheduling:
         version = self.cache.versions.get(node.name, 0)
         view = self._views.get(node.name)
         if view is None or view.version != version or view.node is not node.node:
-            view = self._views[node.name] = NodeView(version, node.node, self._allocatable(node),
-                                                     bool(self._thresholds_of(node).prod))
+            view = self._views[node.name] = NodeView(
+                version, node.node, self._allocatable(node), bool(self._thresholds_of(node).prod)
+            )
         return view
 
     def _filter_checks(self, node: NodeInfo, prod_pod: bool) -> list[Check] | None:
@@ -176,15 +188,17 @@ class LoadAwareScheduling:
         thresholds = profile.prod if prod_pod else (profile.agg_usage if aggregated else profile.usage)
         if not any(thresholds.values()):
             return None
-        usage = self.cache.estimated_usage(node.name, prod_pod, profile.agg_type if aggregated else "",
-                                           profile.agg_duration if aggregated else 0.0)
+        usage = self.cache.estimated_usage(
+            node.name, prod_pod, profile.agg_type if aggregated else "", profile.agg_duration if aggregated else 0.0
+        )
         return threshold_checks(self.resources, thresholds, self._allocatable(node), usage, aggregated)
 
     def _score_usage(self, node: NodeInfo, prod_pod: bool) -> Vec | None:
         agg = self.args.aggregated
         agg_type = agg.score_aggregation_type if not prod_pod else ""
-        return self.cache.estimated_usage(node.name, prod_pod, agg_type,
-                                          agg.score_aggregated_duration if agg_type else 0.0)
+        return self.cache.estimated_usage(
+            node.name, prod_pod, agg_type, agg.score_aggregated_duration if agg_type else 0.0
+        )
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         if node.node is None:
@@ -229,11 +243,13 @@ class LoadAwareScheduling:
         return load_aware_score(self.args.dominant_resource_weight, self.weights, used, view.allocatable), SUCCESS
 
     def filter_mask(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], index: np.ndarray) -> np.ndarray:
-        return self.columns.filter_mask(self._pod_estimate(state, pod), pod.priority_class == PriorityClass.PROD,
-                                        pod.is_daemonset_pod, index)
+        return self.columns.filter_mask(
+            self._pod_estimate(state, pod), pod.priority_class == PriorityClass.PROD, pod.is_daemonset_pod, index
+        )
 
-    def score_array(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                    index: np.ndarray) -> np.ndarray | None:
+    def score_array(
+        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], index: np.ndarray
+    ) -> np.ndarray | None:
         if not self.score_enabled:
             return np.zeros(len(nodes), dtype=np.int64)
         prod_pod = self.args.score_according_prod_usage and pod.priority_class == PriorityClass.PROD

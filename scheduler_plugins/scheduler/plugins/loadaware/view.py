@@ -6,6 +6,7 @@ Filter's test `round((usage + estimate) / allocatable × 100) > threshold` (floa
 rounding) is monotonic in the estimate, so it is equivalent to `estimate >= limit` with `limit`
 found here exactly (integer arithmetic, then checked against the float formula itself).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -46,8 +47,13 @@ def smallest_failing_estimate(usage: int, allocatable: int, threshold: int) -> i
 Check = tuple[int, int, Status]  # (resource index, smallest failing estimate, status)
 
 
-def threshold_checks(resources: Sequence[str], thresholds: Mapping[str, int], allocatable: Sequence[int],
-                     usage: Sequence[int] | None, aggregated: bool) -> list[Check]:
+def threshold_checks(
+    resources: Sequence[str],
+    thresholds: Mapping[str, int],
+    allocatable: Sequence[int],
+    usage: Sequence[int] | None,
+    aggregated: bool,
+) -> list[Check]:
     checks = []
     for i, name in enumerate(resources):
         threshold = thresholds.get(name, 0)

@@ -10,6 +10,7 @@ default) packs, trying the NUMA node with the fewest free CPUs first; `LeastAllo
 * SpreadByPCPUs: one thread of each core before a second thread of any, from one NUMA node when one
   has enough free CPUs, else across NUMA nodes in order.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -20,8 +21,12 @@ from scheduler_plugins.scheduler.plugins.nodenumaresource.args import FULL_PCPUS
 MOST_ALLOCATED_STRATEGY = "MostAllocated"
 
 
-def numa_order(topology: CPUTopology, free: frozenset[int], strategy: str = MOST_ALLOCATED_STRATEGY,
-               allowed: Iterable[int] | None = None) -> list[int]:
+def numa_order(
+    topology: CPUTopology,
+    free: frozenset[int],
+    strategy: str = MOST_ALLOCATED_STRATEGY,
+    allowed: Iterable[int] | None = None,
+) -> list[int]:
     nodes = topology.numa_nodes() if allowed is None else sorted(set(allowed))
     count = {n: sum(1 for c in topology.cpus if c.node == n and c.id in free) for n in nodes}
     sign = 1 if strategy in ("", MOST_ALLOCATED_STRATEGY) else -1
@@ -48,7 +53,7 @@ def _full_pcpus(topology: CPUTopology, free: frozenset[int], n: int, order: list
     taken = [i for node in order for c in whole(node) for i in c][:n]
     if len(taken) < n:
         rest = [i for node in order for c in _cores(topology, node) for i in c if i in free and i not in taken]
-        taken += rest[:n - len(taken)]
+        taken += rest[: n - len(taken)]
     return taken if len(taken) == n else None
 
 
@@ -58,7 +63,7 @@ def _spread(topology: CPUTopology, free: frozenset[int], n: int, nodes: list[int
     taken: list[int] = []
     depth = 0
     while len(taken) < n and any(len(c) > depth for c in cores):
-        taken += [c[depth] for c in cores if len(c) > depth][:n - len(taken)]
+        taken += [c[depth] for c in cores if len(c) > depth][: n - len(taken)]
         depth += 1
     return taken
 
@@ -71,8 +76,14 @@ def _spread_by_pcpus(topology: CPUTopology, free: frozenset[int], n: int, order:
     return taken if len(taken) == n else None
 
 
-def allocate(topology: CPUTopology, free: frozenset[int], n: int, policy: str, strategy: str = "",
-             allowed_numa: Iterable[int] | None = None) -> frozenset[int] | None:
+def allocate(
+    topology: CPUTopology,
+    free: frozenset[int],
+    n: int,
+    policy: str,
+    strategy: str = "",
+    allowed_numa: Iterable[int] | None = None,
+) -> frozenset[int] | None:
     """`n` CPUs out of `free` by `policy` (FullPCPUs or SpreadByPCPUs), only on `allowed_numa`
     NUMA nodes when given; None when they do not fit."""
     if n <= 0:

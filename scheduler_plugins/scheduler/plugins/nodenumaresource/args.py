@@ -1,4 +1,5 @@
 """NodeNUMAResourceArgs (spec §2.3): the default CPU bind policy and the two scoring strategies."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -57,7 +58,11 @@ def parse_args(raw: Mapping[str, Any] | None, path: str) -> NodeNUMAResourceArgs
     fields = Fields(raw, path)
     policy = fields.str("defaultCPUBindPolicy", DEFAULT_CPU_BIND_POLICY)
     if policy not in CPU_BIND_POLICIES:
-        raise ConfigError(fields.at("defaultCPUBindPolicy"),
-                          f"must be {FULL_PCPUS}, {SPREAD_BY_PCPUS} or empty, got {policy!r}")
-    return NodeNUMAResourceArgs(policy, parse_scoring_strategy(fields.sub("scoringStrategy")),
-                                parse_scoring_strategy(fields.sub("numaScoringStrategy")))
+        raise ConfigError(
+            fields.at("defaultCPUBindPolicy"), f"must be {FULL_PCPUS}, {SPREAD_BY_PCPUS} or empty, got {policy!r}"
+        )
+    return NodeNUMAResourceArgs(
+        policy,
+        parse_scoring_strategy(fields.sub("scoringStrategy")),
+        parse_scoring_strategy(fields.sub("numaScoringStrategy")),
+    )

@@ -9,6 +9,7 @@ are read back. Score is the allocation scorer of `scoringStrategy` over the node
 NodeResourcesFit scores the same resources). Not implemented: amplified-CPU checks, exclusive
 policies (PCPULevel/NUMANodeLevel), ConstrainedBurst, the reservation hooks.
 """
+
 from __future__ import annotations
 
 import json
@@ -132,8 +133,10 @@ class NodeNUMAResource:
     def on_pod_assigned(self, pod: PodInfo, node_name: str) -> None:
         status = resource_status_of(pod.obj)
         held = self.allocations.setdefault(node_name, {})
-        numa = {r.node: {name: scalar_of(name, value) for name, value in r.resources.items()}
-                for r in status.numa_node_resources}
+        numa = {
+            r.node: {name: scalar_of(name, value) for name, value in r.resources.items()}
+            for r in status.numa_node_resources
+        }
         if status.cpuset or numa:
             held[pod.key] = Allocation(status.cpus(), numa)
         elif pod.key in held and not held[pod.key].assumed:
@@ -149,8 +152,12 @@ class NodeNUMAResource:
         topo = self.topologies.get(node.name)
         if topo is None:
             return None
-        return NodeState(topo, reserved_cpus(node.annotations), node.allocatable.get(RESOURCE_MEMORY, 0),
-                         self.allocations.get(node.name, {}))
+        return NodeState(
+            topo,
+            reserved_cpus(node.annotations),
+            node.allocatable.get(RESOURCE_MEMORY, 0),
+            self.allocations.get(node.name, {}),
+        )
 
     # --- PreFilter -------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
@@ -228,8 +235,10 @@ class NodeNUMAResource:
             hint = numa_hint(ns, {RESOURCE_CPU: st.cpu, RESOURCE_MEMORY: st.memory}, numa_policy, order)
             if hint is None:
                 return None, unschedulable(ERR_NUMA_AFFINITY)
-            if bind and allocate(ns.topo.topology, ns.free_cpus(), st.num_cpus, policy, self._strategy(node),
-                                 hint) is None:
+            if (
+                bind
+                and allocate(ns.topo.topology, ns.free_cpus(), st.num_cpus, policy, self._strategy(node), hint) is None
+            ):
                 return None, unschedulable(ERR_NUMA_AFFINITY)
         return _Decision(bind, policy, numa_policy, hint), SUCCESS
 
@@ -243,8 +252,9 @@ class NodeNUMAResource:
             return SUCCESS
         return self._decide(st, node)[1]
 
-    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
-                    index: NodeIndex) -> npt.NDArray[np.bool_] | None:
+    def filter_mask(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
+    ) -> npt.NDArray[np.bool_] | None:
         """Filter for many nodes: a pod that binds no CPU and has no NUMA policy is judged only on
         the nodes whose labels could change that (the rest pass), so the common pod costs a label
         lookup per node."""
@@ -253,8 +263,9 @@ class NodeNUMAResource:
             return np.ones(len(nodes), dtype=np.bool_)
         if st.bind or st.numa_policy:
             return np.fromiter((self._decide(st, n)[1].is_success for n in nodes), np.bool_, len(nodes))
-        return np.fromiter((not _has_policy_labels(n) or self._decide(st, n)[1].is_success for n in nodes),
-                           np.bool_, len(nodes))
+        return np.fromiter(
+            (not _has_policy_labels(n) or self._decide(st, n)[1].is_success for n in nodes), np.bool_, len(nodes)
+        )
 
     # --- Score -----------------------------------------------------------------------------------
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
@@ -267,8 +278,10 @@ class NodeNUMAResource:
             capacity, free = ns.numa_capacity(), ns.numa_free()
             strategy = self.args.numa_scoring_strategy
             allocatable = {r: sum(capacity[n].get(r, 0) for n in decision.hint) for r, _ in strategy.resources}
-            requested = {r: allocatable[r] - sum(free[n].get(r, 0) for n in decision.hint) + pod.requests.get(r, 0)
-                         for r, _ in strategy.resources}
+            requested = {
+                r: allocatable[r] - sum(free[n].get(r, 0) for n in decision.hint) + pod.requests.get(r, 0)
+                for r, _ in strategy.resources
+            }
         else:
             strategy = self.args.scoring_strategy
             allocatable = {r: node.allocatable.get(r, 0) for r, _ in strategy.resources}
@@ -293,8 +306,9 @@ class NodeNUMAResource:
         assert ns is not None
         cpus: frozenset[int] = frozenset()
         if decision.bind:
-            chosen = allocate(ns.topo.topology, ns.free_cpus(), st.num_cpus, decision.policy, self._strategy(node),
-                              decision.hint)
+            chosen = allocate(
+                ns.topo.topology, ns.free_cpus(), st.num_cpus, decision.policy, self._strategy(node), decision.hint
+            )
             if chosen is None:
                 return None, unschedulable(ERR_NOT_ENOUGH)
             cpus = chosen
@@ -335,8 +349,9 @@ class NodeNUMAResource:
         annotations[ANNOTATION_RESOURCE_STATUS] = resource_status(allocation).to_json()
         st = state.read(_STATE_KEY)
         if ANNOTATION_RESOURCE_SPEC not in annotations and st is not None and allocation.cpus:
-            annotations[ANNOTATION_RESOURCE_SPEC] = json.dumps({"preferredCPUBindPolicy": st.policy or FULL_PCPUS},
-                                                               separators=(",", ":"))
+            annotations[ANNOTATION_RESOURCE_SPEC] = json.dumps(
+                {"preferredCPUBindPolicy": st.policy or FULL_PCPUS}, separators=(",", ":")
+            )
         return SUCCESS
 
     def explain_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> dict[str, Any] | None:
@@ -354,9 +369,13 @@ def _has_policy_labels(node: NodeInfo) -> bool:
 
 
 def resource_status(allocation: Allocation) -> ResourceStatus:
-    return ResourceStatus(format_cpuset(allocation.cpus), tuple(
-        NUMANodeResource(n, {name: scalar_text(name, amount) for name, amount in sorted(res.items()) if amount})
-        for n, res in sorted(allocation.numa.items())))
+    return ResourceStatus(
+        format_cpuset(allocation.cpus),
+        tuple(
+            NUMANodeResource(n, {name: scalar_text(name, amount) for name, amount in sorted(res.items()) if amount})
+            for n, res in sorted(allocation.numa.items())
+        ),
+    )
 
 
 def _split(ns: NodeState, cpus: frozenset[int], hint: list[int], cpu: int, memory: int) -> dict[int, Vector]:

@@ -1,6 +1,7 @@
 """What NodeNUMAResource knows of one node: its CPU topology and NUMA zones (from the node's
 NodeResourceTopology), kubelet-reserved CPUs, and what the pods on it hold (cpusets and per-NUMA
 resources, read back from their resource-status annotation or recorded at Reserve)."""
+
 from __future__ import annotations
 
 import json
@@ -37,13 +38,14 @@ class NodeTopology:
         memory: dict[int, int] = {}
         for zone in nrt.get("zones") or []:
             name = str(zone.get("name") or "")
-            if not name.startswith(ZONE_PREFIX) or not name[len(ZONE_PREFIX):].isdigit():
+            if not name.startswith(ZONE_PREFIX) or not name[len(ZONE_PREFIX) :].isdigit():
                 continue
             for res in zone.get("resources") or []:
                 if res.get("name") == RESOURCE_MEMORY:
                     try:
-                        memory[int(name[len(ZONE_PREFIX):])] = scalar_of(
-                            RESOURCE_MEMORY, res.get("allocatable", res.get("capacity", 0)))
+                        memory[int(name[len(ZONE_PREFIX) :])] = scalar_of(
+                            RESOURCE_MEMORY, res.get("allocatable", res.get("capacity", 0))
+                        )
                     except (QuantityError, TypeError):
                         continue
         return cls(cpu_topology_of(nrt), memory)

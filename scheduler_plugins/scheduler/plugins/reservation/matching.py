@@ -6,6 +6,7 @@ decision out. Implemented: `reservation-ignored`, owners, the `reservation-affin
 Not implemented (recorded in docs/scheduler.md): affinity tolerations and selector terms, taints
 of reservations, `exact-match-reservation`, pre-allocation.
 """
+
 from __future__ import annotations
 
 import json
@@ -67,8 +68,11 @@ def fit_reasons(pod: PodInfo, info: ReservationInfo, remaining: Vector) -> list[
     Default policy lets a pod take more than the reservation holds from the node's free capacity."""
     if info.allocate_policy == POLICY_DEFAULT:
         return []
-    return [f"Reservation(s) Insufficient {name}" for name, amount in sorted(pod.requests.items())
-            if name in info.allocatable and amount > remaining.get(name, 0)]
+    return [
+        f"Reservation(s) Insufficient {name}"
+        for name, amount in sorted(pod.requests.items())
+        if name in info.allocatable and amount > remaining.get(name, 0)
+    ]
 
 
 def shares_resources(pod: PodInfo, info: ReservationInfo) -> bool:

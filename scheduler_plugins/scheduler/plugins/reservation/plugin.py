@@ -12,6 +12,7 @@ pod against the nominated reservation (re-checking `allocateOnce`), Unreserve un
 writes `reservation-allocated` and the Reservation's status, and Bind "binds" a reserve pod by
 making its Reservation Available on the node; a normal pod's Bind is skipped (DefaultBinder).
 """
+
 from __future__ import annotations
 
 import json
@@ -83,8 +84,11 @@ class Reservation:
             nodes = self.handle.cluster.nodes
             for info in self.index.candidates(pod):
                 node = nodes.get(info.node_name)
-                if node is not None and self.index.matchable(info) and matching.matches(
-                        pod, info, cycle.affinity, node.labels):
+                if (
+                    node is not None
+                    and self.index.matchable(info)
+                    and matching.matches(pod, info, cycle.affinity, node.labels)
+                ):
                     cycle.matched.setdefault(node.name, []).append(info)
             cycle.matched = dict(sorted(cycle.matched.items()))
         state.write(STATE_KEY, cycle)
@@ -111,8 +115,7 @@ class Reservation:
         return cycle if isinstance(cycle, _Cycle) else _Cycle()
 
     # --- BeforeFilter / Filter -------------------------------------------------------------------
-    def before_filter(self, state: CycleState, pod: PodInfo,
-                      node: NodeInfo) -> tuple[PodInfo, NodeInfo, bool, Status]:
+    def before_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[PodInfo, NodeInfo, bool, Status]:
         matched = self._cycle(state).matched.get(node.name)
         if not matched:
             return pod, node, False, SUCCESS
@@ -149,12 +152,16 @@ class Reservation:
         (the cluster's own NodeInfo, not the restored copy)."""
         table = self.handle.cluster.by_index
         node = table[restored.index] if 0 <= restored.index < len(table) else restored
-        short = [f"Insufficient {name} by node" for name, amount in sorted(pod.qos_requests.items())
-                 if amount > node.allocatable.get(name, 0) - node.qos_requested.get(name, 0)]
+        short = [
+            f"Insufficient {name} by node"
+            for name, amount in sorted(pod.qos_requests.items())
+            if amount > node.allocatable.get(name, 0) - node.qos_requested.get(name, 0)
+        ]
         return unschedulable(*short) if short else SUCCESS
 
-    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Any,
-                    index: NodeIndex) -> npt.NDArray[np.bool_] | None:
+    def filter_mask(
+        self, state: CycleState, pod: PodInfo, nodes: Any, index: NodeIndex
+    ) -> npt.NDArray[np.bool_] | None:
         """`filter` for many nodes: only the pod's matched nodes (or a reserve pod's node) are
         asked one by one; every other node passes, or fails an affinity pod."""
         cycle = self._cycle(state)
@@ -190,8 +197,11 @@ class Reservation:
         """§5.5 NominateReservation: the fitting matches; smallest order, else highest score."""
         if node_name in cycle.nominated:
             return cycle.nominated[node_name]
-        fitting = [r for r in cycle.matched.get(node_name, ())
-                   if self.index.matchable(r) and not matching.fit_reasons(pod, r, self.index.remaining(r))]
+        fitting = [
+            r
+            for r in cycle.matched.get(node_name, ())
+            if self.index.matchable(r) and not matching.fit_reasons(pod, r, self.index.remaining(r))
+        ]
         if not fitting:
             return None
         ordered = [r for r in fitting if r.order]
@@ -247,10 +257,14 @@ class Reservation:
         if not isinstance(chosen, ReservationInfo):
             return SUCCESS
         annotations = pod.obj.setdefault("metadata", {}).setdefault("annotations", {})
-        annotations[ANNOTATION_RESERVATION_ALLOCATED] = json.dumps({"name": chosen.name, "uid": chosen.uid},
-                                                                   separators=(",", ":"))
-        owners = [o for o in chosen.status.get("currentOwners") or [] if o.get("name") != pod.name
-                  or o.get("namespace") != pod.namespace]
+        annotations[ANNOTATION_RESERVATION_ALLOCATED] = json.dumps(
+            {"name": chosen.name, "uid": chosen.uid}, separators=(",", ":")
+        )
+        owners = [
+            o
+            for o in chosen.status.get("currentOwners") or []
+            if o.get("name") != pod.name or o.get("namespace") != pod.namespace
+        ]
         owners.append({"namespace": pod.namespace, "name": pod.name, "uid": pod.metadata.get("uid", "")})
         allocated = self.index.allocated(chosen.name)
         return self._patch_status(chosen.name, {"currentOwners": owners, "allocated": quantities(allocated)})
@@ -263,11 +277,18 @@ class Reservation:
         if info is None:
             return error(f"reservation {name!r} not found")
         now = format_time(self.handle.clock())
-        return self._patch_status(name, {
-            "nodeName": node_name, "phase": PHASE_AVAILABLE, "allocatable": quantities(info.allocatable),
-            "conditions": [
-                {"type": "Scheduled", "status": "True", "reason": "Scheduled", "lastTransitionTime": now},
-                {"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": now}]})
+        return self._patch_status(
+            name,
+            {
+                "nodeName": node_name,
+                "phase": PHASE_AVAILABLE,
+                "allocatable": quantities(info.allocatable),
+                "conditions": [
+                    {"type": "Scheduled", "status": "True", "reason": "Scheduled", "lastTransitionTime": now},
+                    {"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": now},
+                ],
+            },
+        )
 
     def _patch_status(self, name: str, fields: dict[str, Any]) -> Status:
         info = self.index.infos.get(name)

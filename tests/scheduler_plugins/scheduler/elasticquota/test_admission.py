@@ -1,4 +1,5 @@
 """Quota admission through the scheduling loop, as pods arrive and finish (spec §8.6)."""
+
 from cluster.store import ClusterStore
 from scheduler_plugins.scheduler.cluster.state import SCHEDULER_KINDS, ClusterState
 from scheduler_plugins.scheduler.framework.config import parse_config
@@ -12,13 +13,20 @@ from scheduler_plugins.scheduler.wiring import build_framework
 from tests.support.builders import make_node, make_pod, make_quota
 
 QUOTA_LABEL = "quota.scheduling.koordinator.sh/name"
-PROFILE = {"profiles": [{"plugins": {"preFilter": {"enabled": [{"name": "ElasticQuota"}]},
-                                     "reserve": {"enabled": [{"name": "ElasticQuota"}]}}}]}
+PROFILE = {
+    "profiles": [
+        {
+            "plugins": {
+                "preFilter": {"enabled": [{"name": "ElasticQuota"}]},
+                "reserve": {"enabled": [{"name": "ElasticQuota"}]},
+            }
+        }
+    ]
+}
 
 
 def quota_pod(name, quota, cpu="4", node=None, **kw):
-    return make_pod(name, "work", labels={QUOTA_LABEL: quota}, requests={"cpu": cpu, "memory": "1Gi"},
-                    node=node, **kw)
+    return make_pod(name, "work", labels={QUOTA_LABEL: quota}, requests={"cpu": cpu, "memory": "1Gi"}, node=node, **kw)
 
 
 def world(objects, features=None):
@@ -32,8 +40,10 @@ def world(objects, features=None):
 
 
 NODES = [make_node("n1", cpu="8", memory="32Gi"), make_node("n2", cpu="8", memory="32Gi")]
-QUOTAS = [make_quota("team-a", min={"cpu": "4"}, max={"cpu": "12"}),
-          make_quota("team-b", min={"cpu": "4"}, max={"cpu": "12"})]
+QUOTAS = [
+    make_quota("team-a", min={"cpu": "4"}, max={"cpu": "12"}),
+    make_quota("team-b", min={"cpu": "4"}, max={"cpu": "12"}),
+]
 
 
 def test_a_quota_admits_pods_up_to_its_runtime_and_refuses_the_next():
@@ -81,10 +91,14 @@ def test_a_pod_the_state_does_not_hold_counts_in_its_quotas_request_while_judged
 
 
 def test_guarantee_usage_gate_keeps_what_a_quota_already_runs():
-    objects = [*NODES, make_quota("a", min={"cpu": "2"}, max={"cpu": "16"}),
-               make_quota("b", min={"cpu": "2"}, max={"cpu": "16"}),
-               quota_pod("a-0", "a", cpu="6", node="n1"), quota_pod("a-1", "a", cpu="4", node="n2"),
-               *[quota_pod(f"b-{i}", "b") for i in range(4)]]
+    objects = [
+        *NODES,
+        make_quota("a", min={"cpu": "2"}, max={"cpu": "16"}),
+        make_quota("b", min={"cpu": "2"}, max={"cpu": "16"}),
+        quota_pod("a-0", "a", cpu="6", node="n1"),
+        quota_pod("a-1", "a", cpu="4", node="n2"),
+        *[quota_pod(f"b-{i}", "b") for i in range(4)],
+    ]
     _, _, off = world(objects)
     _, _, on = world(objects, parse_feature_gates("ElasticQuotaGuaranteeUsage=true"))
     plain = off.framework.plugins["ElasticQuota"].manager.states()

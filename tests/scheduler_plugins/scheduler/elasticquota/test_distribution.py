@@ -1,4 +1,5 @@
 """The runtime distribution (spec §8.3) and min scaling (§8.4) against worked examples."""
+
 import pytest
 
 from scheduler_plugins.scheduler.plugins.elasticquota.distribution import Share, distribute, hamilton, scaled_mins

@@ -1,4 +1,5 @@
 """The quota tree's lazy, incremental refresh agrees with a tree built from scratch."""
+
 import random
 
 import pytest
@@ -12,13 +13,21 @@ TOTAL = {"cpu": 100_000, "memory": 400 << 30}
 
 
 def tree():
-    quotas = [make_quota(f"p{i}", is_parent=True, min={"cpu": "10"}, max={"cpu": "80", "memory": "300Gi"})
-              for i in range(3)]
+    quotas = [
+        make_quota(f"p{i}", is_parent=True, min={"cpu": "10"}, max={"cpu": "80", "memory": "300Gi"}) for i in range(3)
+    ]
     for i in range(3):
         for j in range(4):
             lend = {} if j % 2 else {"quota.scheduling.koordinator.sh/allow-lent-resource": "false"}
-            quotas.append(make_quota(f"p{i}-l{j}", parent=f"p{i}", min={"cpu": str(2 + j), "memory": "8Gi"},
-                                     max={"cpu": "40", "memory": "100Gi"}, labels=lend))
+            quotas.append(
+                make_quota(
+                    f"p{i}-l{j}",
+                    parent=f"p{i}",
+                    min={"cpu": str(2 + j), "memory": "8Gi"},
+                    max={"cpu": "40", "memory": "100Gi"},
+                    labels=lend,
+                )
+            )
     return quotas
 
 
@@ -42,9 +51,14 @@ def test_runtimes_read_along_a_path_match_a_fresh_tree(seed, guarantee):
             live.remove_pod(pods.pop(rng.choice(sorted(pods))).key)
         else:
             quota = rng.choice(leaves)
-            pod = PodInfo(make_pod(f"pod-{step}", labels={"quota.scheduling.koordinator.sh/name": quota},
-                                   requests={"cpu": str(rng.randint(1, 12)), "memory": f"{rng.randint(1, 30)}Gi"},
-                                   node="n1" if rng.random() < 0.5 else None))
+            pod = PodInfo(
+                make_pod(
+                    f"pod-{step}",
+                    labels={"quota.scheduling.koordinator.sh/name": quota},
+                    requests={"cpu": str(rng.randint(1, 12)), "memory": f"{rng.randint(1, 30)}Gi"},
+                    node="n1" if rng.random() < 0.5 else None,
+                )
+            )
             pods[pod.key] = pod
             live.add_pod(pod)
         probe = rng.choice(leaves)

@@ -1,4 +1,5 @@
 """`colocate scheduler quota` as a user runs it: the tree of the example cluster, and bad input."""
+
 import json
 
 from colocate.cli import main
@@ -19,15 +20,25 @@ def test_prints_every_quota_with_quantities_per_resource(capsys):
     code, out, _ = run(capsys, "--cluster", EXAMPLE, "--config", CONFIG, "-o", "json")
     assert code == 0
     quotas = {q["name"]: q for q in json.loads(out)["quotas"]}
-    assert set(quotas) == {"koordinator-root-quota", "engineering", "shop", "batch",
-                           "koordinator-default-quota", "koordinator-system-quota"}
+    assert set(quotas) == {
+        "koordinator-root-quota",
+        "engineering",
+        "shop",
+        "batch",
+        "koordinator-default-quota",
+        "koordinator-system-quota",
+    }
     shop = quotas["shop"]
     # web-0 (bound), web-1 and db-0 (pending): 12 cpu and 32Gi, above shop's min, all granted
-    assert shop == {"name": "shop", "parent": "engineering", "min": {"cpu": "6", "memory": "16Gi"},
-                    "max": {"cpu": "48", "memory": "192Gi"}, "request": {"cpu": "12", "memory": "32Gi"},
-                    "used": {"cpu": "4", "memory": "8Gi"},
-                    "runtime": {"cpu": "12", "kubernetes.io/batch-cpu": "0", "kubernetes.io/batch-memory": "0",
-                                "memory": "32Gi"}}
+    assert shop == {
+        "name": "shop",
+        "parent": "engineering",
+        "min": {"cpu": "6", "memory": "16Gi"},
+        "max": {"cpu": "48", "memory": "192Gi"},
+        "request": {"cpu": "12", "memory": "32Gi"},
+        "used": {"cpu": "4", "memory": "8Gi"},
+        "runtime": {"cpu": "12", "kubernetes.io/batch-cpu": "0", "kubernetes.io/batch-memory": "0", "memory": "32Gi"},
+    }
     # 4 nodes x 32 cpu, less the default quota's used (ml/infer-0 has no quota)
     assert quotas["koordinator-root-quota"]["runtime"]["cpu"] == "124"
     assert quotas["batch"]["runtime"]["kubernetes.io/batch-cpu"] == "10k"  # its max
@@ -42,13 +53,19 @@ def test_the_table_has_one_row_per_quota(capsys):
 
 
 def test_pending_pods_count_in_request_and_bound_ones_in_used(capsys, tmp_path):
-    objects = [make_node("n1", cpu="10", memory="10Gi"),
-               make_quota("team-a", min={"cpu": "2"}, max={"cpu": "40"}),
-               make_pod("p1", labels={"quota.scheduling.koordinator.sh/name": "team-a"}, requests={"cpu": "8"},
-                        node="n1"),
-               make_pod("p2", labels={"quota.scheduling.koordinator.sh/name": "team-a"}, requests={"cpu": "4"}),
-               make_pod("done", labels={"quota.scheduling.koordinator.sh/name": "team-a"}, requests={"cpu": "9"},
-                        node="n1", phase="Succeeded")]
+    objects = [
+        make_node("n1", cpu="10", memory="10Gi"),
+        make_quota("team-a", min={"cpu": "2"}, max={"cpu": "40"}),
+        make_pod("p1", labels={"quota.scheduling.koordinator.sh/name": "team-a"}, requests={"cpu": "8"}, node="n1"),
+        make_pod("p2", labels={"quota.scheduling.koordinator.sh/name": "team-a"}, requests={"cpu": "4"}),
+        make_pod(
+            "done",
+            labels={"quota.scheduling.koordinator.sh/name": "team-a"},
+            requests={"cpu": "9"},
+            node="n1",
+            phase="Succeeded",
+        ),
+    ]
     (tmp_path / "all.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
     code, out, _ = run(capsys, "--cluster", str(tmp_path), "-o", "json")
     team = next(q for q in json.loads(out)["quotas"] if q["name"] == "team-a")
@@ -64,8 +81,20 @@ def test_an_unknown_feature_gate_is_a_usage_error(capsys):
 
 
 def test_simulate_and_explain_take_feature_gates(capsys, tmp_path):
-    code = main(["scheduler", "simulate", "--cluster", EXAMPLE, "--config", CONFIG, "-o", "json",
-                 "--feature-gates", "ElasticQuotaGuaranteeUsage=true"])
+    code = main(
+        [
+            "scheduler",
+            "simulate",
+            "--cluster",
+            EXAMPLE,
+            "--config",
+            CONFIG,
+            "-o",
+            "json",
+            "--feature-gates",
+            "ElasticQuotaGuaranteeUsage=true",
+        ]
+    )
     out, _ = capsys.readouterr()
     placements = {p["pod"]: p for p in json.loads(out)["placements"]}
     assert code == 0
@@ -102,9 +131,17 @@ async def test_quota_lists_a_live_cluster_once(api, kubeconfig, capsys):
 
 def test_quota_against_an_unreachable_server_is_one_message(capsys, tmp_path):
     config = tmp_path / "kubeconfig"
-    config.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
-        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
-        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}], "users": [{"name": "u", "user": {}}]}))
+    config.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "users": [{"name": "u", "user": {}}],
+            }
+        )
+    )
     code, _, err = run(capsys, "--kubeconfig", str(config))
     assert code == 2 and "cannot list the cluster" in err

@@ -1,4 +1,5 @@
 """The CPU accumulator and the annotations, on a 2-socket topology (spec §4)."""
+
 import json
 
 import pytest
@@ -22,13 +23,20 @@ def test_cpusets_parse_and_print_as_the_kernel_does():
 
 
 def test_the_resource_status_annotation_reads_as_koordinator_writes_it():
-    pod = make_pod(annotations={"scheduling.koordinator.sh/resource-status": json.dumps(
-        {"cpuset": "0-3", "numaNodeResources": [{"node": 0, "resources": {"cpu": "4", "memory": "8Gi"}}]})})
+    pod = make_pod(
+        annotations={
+            "scheduling.koordinator.sh/resource-status": json.dumps(
+                {"cpuset": "0-3", "numaNodeResources": [{"node": 0, "resources": {"cpu": "4", "memory": "8Gi"}}]}
+            )
+        }
+    )
     status = resource_status_of(pod)
     assert status.cpus() == {0, 1, 2, 3}
     assert status.numa_node_resources[0].node == 0 and status.numa_node_resources[0].resources["memory"] == "8Gi"
-    assert json.loads(status.to_json()) == {"cpuset": "0-3", "numaNodeResources": [
-        {"node": 0, "resources": {"cpu": "4", "memory": "8Gi"}}]}
+    assert json.loads(status.to_json()) == {
+        "cpuset": "0-3",
+        "numaNodeResources": [{"node": 0, "resources": {"cpu": "4", "memory": "8Gi"}}],
+    }
     broken = make_pod(annotations={"scheduling.koordinator.sh/resource-status": "{not json"})
     assert resource_status_of(broken).cpuset == ""
 

@@ -1,5 +1,6 @@
 """The extender's bind verb runs Reserve and PreBind in a cycle of its own (no PreFilter): CPUs and
 GPUs are still chosen and written on the pod."""
+
 import json
 
 from aiohttp.test_utils import TestClient, TestServer
@@ -19,13 +20,21 @@ CONFIG = REPO / "manifests" / "scheduler" / "scheduler-config.yaml"
 
 
 async def test_bind_writes_the_cpuset_and_the_gpus_with_the_shipped_profile():
-    objects = [gpu_node("g1", cards=1), device("g1"), make_nrt("g1"), make_metric("g1", cpu="1", memory="1Gi"),
-               lsr("cache"), gpu_pod("half", gpu_core=50, gpu_memory_ratio=50)]
+    objects = [
+        gpu_node("g1", cards=1),
+        device("g1"),
+        make_nrt("g1"),
+        make_metric("g1", cpu="1", memory="1Gi"),
+        lsr("cache"),
+        gpu_pod("half", gpu_core=50, gpu_memory_ratio=50),
+    ]
     fwk, cluster = make_framework(objects, load_config(CONFIG, in_tree_registry()))
     async with TestClient(TestServer(make_app(ExtenderService(fwk, cluster)))) as client:
         for namespace, name in (("prod", "cache"), ("ml", "half")):
-            resp = await client.post("/scheduler/bind", data=json.dumps(
-                {"PodName": name, "PodNamespace": namespace, "PodUID": "", "Node": "g1"}))
+            resp = await client.post(
+                "/scheduler/bind",
+                data=json.dumps({"PodName": name, "PodNamespace": namespace, "PodUID": "", "Node": "g1"}),
+            )
             assert (await resp.json()) == {"Error": ""}
     cache, _ = cluster.find_pod("prod", "cache")
     half, node = cluster.find_pod("ml", "half")

@@ -1,4 +1,5 @@
 """NodeNUMAResource through the scheduling loop: bound CPUs written at PreBind and read back."""
+
 import json
 
 from scheduler_plugins.scheduler.cluster.state import ClusterState
@@ -14,16 +15,26 @@ from tests.support.builders import make_node, make_pod
 STATUS = "scheduling.koordinator.sh/resource-status"
 NUMA = "NodeNUMAResource"
 OFF = {"disabled": [{"name": "LoadAwareScheduling"}]}
-PROFILE = {"profiles": [{"plugins": {
-    "preFilter": {"enabled": [{"name": NUMA}], **OFF}, "filter": {"enabled": [{"name": NUMA}], **OFF},
-    "score": OFF, "reserve": {"enabled": [{"name": NUMA}], **OFF},
-    "preBind": {"enabled": [{"name": NUMA}]}}}]}
+PROFILE = {
+    "profiles": [
+        {
+            "plugins": {
+                "preFilter": {"enabled": [{"name": NUMA}], **OFF},
+                "filter": {"enabled": [{"name": NUMA}], **OFF},
+                "score": OFF,
+                "reserve": {"enabled": [{"name": NUMA}], **OFF},
+                "preBind": {"enabled": [{"name": NUMA}]},
+            }
+        }
+    ]
+}
 
 
 def lsr(name, cpu="4", memory="8Gi", node=None, annotations=None, qos="LSR"):
     resources = {"cpu": cpu, "memory": memory}
-    return make_pod(name, "prod", qos=qos, priority=9500, requests=resources, limits=resources, node=node,
-                    annotations=annotations)
+    return make_pod(
+        name, "prod", qos=qos, priority=9500, requests=resources, limits=resources, node=node, annotations=annotations
+    )
 
 
 def scheduler(objects):
@@ -47,7 +58,8 @@ def test_an_lsr_pod_gets_whole_cores_next_to_the_cpus_already_bound():
     assert status_of(cluster, "new") == {"cpuset": "1-2,9-10"}
     spec, _ = cluster.find_pod("prod", "new")
     assert json.loads(spec.annotations["scheduling.koordinator.sh/resource-spec"]) == {
-        "preferredCPUBindPolicy": "FullPCPUs"}
+        "preferredCPUBindPolicy": "FullPCPUs"
+    }
     cluster.add_pod(lsr("third"))
     assert sched.schedule_one(cluster.pending["prod/third"]).scheduled
     # socket 0 has one whole core left: the pod goes whole to socket 1 rather than span both
@@ -74,8 +86,9 @@ def test_a_node_without_a_cpu_topology_cannot_bind():
 
 def test_a_required_policy_fails_on_a_node_without_enough_free_cpus():
     spec = {"scheduling.koordinator.sh/resource-spec": '{"requiredCPUBindPolicy":"FullPCPUs"}'}
-    kubelet = make_node("n1", cpu="16", memory="64Gi",
-                        annotations={"node.koordinator.sh/reservation": '{"reservedCPUs":"0-13"}'})
+    kubelet = make_node(
+        "n1", cpu="16", memory="64Gi", annotations={"node.koordinator.sh/reservation": '{"reservedCPUs":"0-13"}'}
+    )
     cluster, sched = scheduler([kubelet, make_nrt("n1"), lsr("p", annotations=spec), lsr("two", cpu="2")])
     assert sched.schedule_one(cluster.pending["prod/two"]).scheduled
     assert status_of(cluster, "two") == {"cpuset": "14-15"}
@@ -84,18 +97,27 @@ def test_a_required_policy_fails_on_a_node_without_enough_free_cpus():
 
 def test_single_numa_node_policy_admits_what_fits_one_numa_node():
     spec = {"scheduling.koordinator.sh/numa-topology-spec": '{"numaTopologyPolicy":"SingleNUMANode"}'}
-    cluster, sched = scheduler([NODE, make_nrt("n1", memory_per_numa="32Gi"),
-                                lsr("big", cpu="10", annotations=spec), lsr("fits", cpu="6", annotations=spec)])
+    cluster, sched = scheduler(
+        [
+            NODE,
+            make_nrt("n1", memory_per_numa="32Gi"),
+            lsr("big", cpu="10", annotations=spec),
+            lsr("fits", cpu="6", annotations=spec),
+        ]
+    )
     assert "node(s) NUMA Topology affinity error" in sched.schedule_one(cluster.pending["prod/big"]).message
     assert sched.schedule_one(cluster.pending["prod/fits"]).scheduled
-    assert status_of(cluster, "fits") == {"cpuset": "0-2,8-10", "numaNodeResources": [
-        {"node": 0, "resources": {"cpu": "6", "memory": "8Gi"}}]}
+    assert status_of(cluster, "fits") == {
+        "cpuset": "0-2,8-10",
+        "numaNodeResources": [{"node": 0, "resources": {"cpu": "6", "memory": "8Gi"}}],
+    }
 
 
 def test_a_node_numa_policy_must_match_the_pods():
     spec = {"scheduling.koordinator.sh/numa-topology-spec": '{"numaTopologyPolicy":"Restricted"}'}
-    node = make_node("n1", cpu="16", memory="64Gi",
-                     labels={"node.koordinator.sh/numa-topology-policy": "SingleNUMANode"})
+    node = make_node(
+        "n1", cpu="16", memory="64Gi", labels={"node.koordinator.sh/numa-topology-policy": "SingleNUMANode"}
+    )
     cluster, sched = scheduler([node, make_nrt("n1"), lsr("p", annotations=spec)])
     assert "node(s) NUMA Topology policy not match" in sched.schedule_one(cluster.pending["prod/p"]).message
 
@@ -109,10 +131,12 @@ def test_explain_shows_the_cpus_each_feasible_node_would_give():
 def test_the_batch_filter_agrees_with_the_per_node_filter():
     from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 
-    labelled = make_node("a-numa", cpu="16", memory="64Gi",
-                         labels={"node.koordinator.sh/numa-topology-policy": "SingleNUMANode"})
-    forced = make_node("b-forced", cpu="16", memory="64Gi",
-                       labels={"node.koordinator.sh/cpu-bind-policy": "FullPCPUsOnly"})
+    labelled = make_node(
+        "a-numa", cpu="16", memory="64Gi", labels={"node.koordinator.sh/numa-topology-policy": "SingleNUMANode"}
+    )
+    forced = make_node(
+        "b-forced", cpu="16", memory="64Gi", labels={"node.koordinator.sh/cpu-bind-policy": "FullPCPUsOnly"}
+    )
     objects = [labelled, forced, make_node("c-plain", cpu="16", memory="64Gi"), make_nrt("c-plain")]
     cluster, sched = scheduler(objects)
     plugin = sched.framework.plugins[NUMA]
@@ -131,8 +155,16 @@ def test_score_uses_the_numa_nodes_a_numa_policy_would_use():
     from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 
     spec = {"scheduling.koordinator.sh/numa-topology-spec": '{"numaTopologyPolicy":"SingleNUMANode"}'}
-    held = lsr("held", cpu="4", node="n1", annotations={STATUS: json.dumps({"cpuset": "0-1,8-9", "numaNodeResources": [
-        {"node": 0, "resources": {"cpu": "4", "memory": "16Gi"}}]})})
+    held = lsr(
+        "held",
+        cpu="4",
+        node="n1",
+        annotations={
+            STATUS: json.dumps(
+                {"cpuset": "0-1,8-9", "numaNodeResources": [{"node": 0, "resources": {"cpu": "4", "memory": "16Gi"}}]}
+            )
+        },
+    )
     cluster, sched = scheduler([NODE, make_nrt("n1", memory_per_numa="32Gi"), held])
     plugin = sched.framework.plugins[NUMA]
     node = cluster.node_list()[0]
