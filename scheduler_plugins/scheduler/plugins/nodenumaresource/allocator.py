@@ -170,8 +170,8 @@ class _Accumulator:
             node_free[cpu.node] = node_free.get(cpu.node, 0) + 1
         by_id = self.by_id
         colo: dict[int, int] = {}
-        for cpu in self.result:
-            colo[by_id[cpu].socket] = colo.get(by_id[cpu].socket, 0) + 1
+        for taken in self.result:
+            colo[by_id[taken].socket] = colo.get(by_id[taken].socket, 0) + 1
 
         def key(core: _Core) -> tuple[int, int, int, int, int, int]:
             first = self.allocatable[cores[core][0]]
