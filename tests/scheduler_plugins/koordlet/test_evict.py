@@ -166,3 +166,13 @@ def test_cpu_evict_by_node_usage() -> None:
         round_input(NODE, slo(cpuEvictThresholdPercent=90, evictEnabledPriorityThreshold=8000), pods, used)
     )
     assert [e.key for e in result.evictions] == ["default/low"]
+
+
+def test_be_memory_evict_honours_the_eviction_policy_annotation() -> None:
+    """`koordinator.sh/eviction-policy` (Koordinator's IsEvictionPolicyAllowed): a pod that names
+    only other features is passed over; the next one goes instead."""
+    only_cpu = {"koordinator.sh/eviction-policy": '["CPUEvict"]'}
+    pods = [be("low", 5000, annotations=only_cpu), be("big", 5500)]
+    used = usage(node_memory=75 * GI, pods={"default/low": (0, 8 * GI), "default/big": (0, 8 * GI)})
+    result = MemoryEvict(options("BEMemoryEvict=true")).round(round_input(NODE, slo(), pods, used))
+    assert [e.key for e in result.evictions] == ["default/big"]
