@@ -69,7 +69,7 @@ class Resource:
     def parse(self, version: CgroupVersion, text: str) -> int | str:
         """The value (v1 terms) of a file's content."""
         text = text.strip()
-        if self is CPUSET_CPUS:
+        if self is CPUSET_CPUS or self is CPU_STAT:
             return text
         if version is CgroupVersion.V2:
             if self is CPU_SHARES:
@@ -117,5 +117,7 @@ PAGECACHE_SIZE: Final = Resource(
 CPUACCT_USAGE: Final = Resource("cpuacct.usage", "cpuacct", "cpuacct.usage", "cpu.stat")
 MEMORY_USAGE: Final = Resource("memory.usage_in_bytes", "memory", "memory.usage_in_bytes", "memory.current")
 MEMORY_STAT: Final = Resource("memory.stat", "memory", "memory.stat", "memory.stat")
+#: nr_periods / nr_throttled (read as text): CPUBurst's throttling signal
+CPU_STAT: Final = Resource("cpu.stat", "cpu", "cpu.stat", "cpu.stat")
 
 _V2_MAX_MEANS_UNLIMITED: Final = (MEMORY_LIMIT, MEMORY_HIGH)
