@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from scheduler_plugins.koordlet import features
+from scheduler_plugins.koordlet import features, host
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite
 from scheduler_plugins.koordlet.features import parse_gate_map
 from scheduler_plugins.koordlet.host import HostWrite
@@ -95,6 +95,14 @@ def builtin_strategies() -> list[StrategyEntry]:
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate strategy names in {names}")
     return table
+
+
+#: the strategies that need host interfaces, and which (the closed labels of koordlet_interface_unavailable)
+HOST_STRATEGIES: dict[str, tuple[str, ...]] = {
+    "BlkIOReconcile": (host.INTERFACE_BLKIO, host.INTERFACE_IO),
+    "SystemConfig": (host.INTERFACE_PROC_SYS_VM, host.INTERFACE_MEMCG_REAPER),
+    "ResctrlReconcile": (host.INTERFACE_RESCTRL,),
+}
 
 
 @dataclass

@@ -208,8 +208,8 @@ class CPUBurst:
     def round(self, inp: RoundInput) -> StrategyResult:
         result = StrategyResult(NAME)
         slo = inp.state.node_slo
-        if slo is None:
-            result.status["reason"] = "no NodeSLO"
+        if slo is None or slo.spec.get("cpuBurstStrategy") is None:
+            result.status["reason"] = "the NodeSLO has no cpuBurstStrategy"
             return result
         node_strategy = slo.cpu_burst
         state = self._node_state(inp, node_strategy.share_pool_threshold_percent)
