@@ -9,15 +9,14 @@ The conventions the groups share live in `cli` (flags, `-o` formats, errors, JSO
 for every command: the global options (`--log-level`, `--version`), JSON logging for the duration
 of the command, and the error convention (a `UsageError`, or a cluster that cannot be used, is one
 line on stderr and exit code 2). A reader that stops reading (`colocate ... | head`) ends the command
-quietly, with the exit status of a process killed by SIGPIPE, as other Unix tools do.
+quietly, with the exit status of a process killed by SIGPIPE (`cli.errors.EXIT_BROKEN_PIPE`, 141),
+as other Unix tools do: commands let `BrokenPipeError` rise to here.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import os
-import signal
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
@@ -30,7 +29,6 @@ from webhook import commands as webhook_commands
 
 CommandGroup = Callable[[Subparsers], None]
 DISTRIBUTION = "colocate"
-EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 
 log = logging.getLogger("colocate.cli")
 
@@ -93,18 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (errors.UsageError, ClusterUnavailable) as exc:
             return errors.report(exc)
         except BrokenPipeError:
-            return _stdout_closed()
-
-
-def _stdout_closed() -> int:
-    """stdout's reader went away: say nothing, and keep Python from complaining at exit when it
-    flushes stdout again (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout is not a file descriptor (a test's StringIO)
-        pass
-    return EXIT_BROKEN_PIPE
+            return errors.stdout_closed()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from cli import errors
@@ -62,8 +61,5 @@ def run_plan(args: argparse.Namespace) -> int:
         )
     except (ConfigError, PlanError) as exc:
         return errors.report(str(exc))
-    try:
-        print(json.dumps(report, indent=2) if args.output == "json" else plan_table(report), flush=True)
-    except BrokenPipeError:
-        sys.stdout = open("/dev/null", "w")
+    print(json.dumps(report, indent=2) if args.output == "json" else plan_table(report), flush=True)
     return errors.EXIT_OK
