@@ -19,16 +19,15 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from importlib import metadata
 
 from cli import errors, flags
 from cli.jsonlog import json_logging
 from cli.parser import Parser, Subparsers
 from cluster.client import ClusterUnavailable
+from colocate import __version__
 from webhook import commands as webhook_commands
 
 CommandGroup = Callable[[Subparsers], None]
-DISTRIBUTION = "colocate"
 
 log = logging.getLogger("colocate.cli")
 
@@ -53,20 +52,12 @@ def command_groups() -> list[CommandGroup]:
     ]
 
 
-def version() -> str:
-    """The installed distribution's version (what `pip` installed), not a constant to keep in step."""
-    try:
-        return metadata.version(DISTRIBUTION)
-    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="colocate",
         description="Koordinator-compatible colocation admission webhook and scheduling plugins.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     flags.add_log_level(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
