@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver
-from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.host import HostRoots
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 
@@ -58,7 +58,7 @@ def host_roots(args: argparse.Namespace) -> HostRoots:
 
 def strategy_options(args: argparse.Namespace) -> StrategyOptions:
     """The gates (ConfigError on an unknown one) and the intervals the command line gives."""
-    gates = FeatureGates.parse(args.feature_gates)
+    gates = koordlet_gates(args.feature_gates)
     values: dict[str, Any] = {
         attr: float(getattr(args, attr)) for attr in _INTERVALS if getattr(args, attr, None) is not None
     }

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from scheduler_plugins.koordlet.strategies.cpuburst import BurstLimiter, CPUBurst
 from tests.scheduler_plugins.koordlet.rounds import round_input, usage
@@ -176,7 +176,7 @@ CASES = [
     [pytest.param(*c[1:], id=f"TestCPUBurst_applyCFSQuotaBurst/{c[0]}") for c in CASES],
 )
 def test_cfs_quota_burst_as_koordinator(limits, pod_quota, quotas, throttled, config, state, want_pod, want):
-    strategy = CPUBurst(StrategyOptions(FeatureGates.parse("")), rng=lambda: 0.0)
+    strategy = CPUBurst(StrategyOptions(koordlet_gates("")), rng=lambda: 0.0)
     slo = make_node_slo("n1", cpu_burst={**config, "sharePoolThresholdPercent": 50})
     current: dict[tuple[str, str], int | str] = {(POD_DIR, "cpu.cfs_quota_us"): pod_quota}
     for name, quota in quotas.items():
@@ -196,7 +196,7 @@ def test_cfs_quota_burst_as_koordinator(limits, pod_quota, quotas, throttled, co
 
 def test_the_quota_climbs_step_by_step_while_throttled_on_an_idle_node():
     """The gradual scale-up Koordinator does: ×1.2 a round, up to cfsQuotaBurstPercent."""
-    strategy = CPUBurst(StrategyOptions(FeatureGates.parse("")), rng=lambda: 0.0)
+    strategy = CPUBurst(StrategyOptions(koordlet_gates("")), rng=lambda: 0.0)
     slo = make_node_slo("n1", cpu_burst={**AUTO, "sharePoolThresholdPercent": 50})
     container = f"{POD_DIR}/c1"
     current: dict[tuple[str, str], int | str] = {
@@ -218,7 +218,7 @@ def test_the_quota_climbs_step_by_step_while_throttled_on_an_idle_node():
 def test_the_burst_budget_is_written_for_each_container_and_the_pod():
     """calcStaticCPUBurstVal (TestCPUBurst_applyCPUBurst "apply-by-default-burst-config"): limit ×
     cpuBurstPercent of a CFS period; the pod gets the sum."""
-    strategy = CPUBurst(StrategyOptions(FeatureGates.parse("")))
+    strategy = CPUBurst(StrategyOptions(koordlet_gates("")))
     slo = make_node_slo("n1", cpu_burst=AUTO)
     result = strategy.round(round_input(NODE, slo, [pod({"c1": 2000, "c2": None})], usage(node_cpu=1)))
     bursts = {w.cgroup: w.value for w in result.writes if w.resource.name == "cpu.cfs_burst_us"}

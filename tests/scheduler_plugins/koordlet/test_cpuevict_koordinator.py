@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from scheduler_plugins.koordlet.strategies.cpuevict import CPUEvict
 from tests.scheduler_plugins.koordlet.rounds import round_input, usage
@@ -136,7 +136,7 @@ CASES = [
 def test_cpu_evict_as_koordinator(gates, node, pods, threshold, evicted):
     slo = make_node_slo("n1", threshold=threshold) if threshold is not None else None
     used = usage(node_cpu=81, pods={f"default/{name}": (cpu, 0) for name, cpu in USED.items()})
-    strategy = CPUEvict(StrategyOptions(FeatureGates.parse(gates)))
+    strategy = CPUEvict(StrategyOptions(koordlet_gates(gates)))
     result = strategy.round(round_input(node, slo, pods, used))
     got = [e.key.partition("/")[2] for e in result.evictions]
     assert set(got) == evicted
@@ -149,7 +149,7 @@ def test_the_koordinator_priority_label_orders_pods_of_equal_priority():
     bigger user labelled 3000 (5 cores), which completes the release; the one labelled 4000 stays."""
     slo = make_node_slo("n1", threshold={"enable": True, **USED_THRESHOLD})
     used = usage(node_cpu=81, pods={f"default/{name}": (cpu, 0) for name, cpu in USED.items()})
-    result = CPUEvict(StrategyOptions(FeatureGates.parse("CPUEvict=true"))).round(
+    result = CPUEvict(StrategyOptions(koordlet_gates("CPUEvict=true"))).round(
         round_input(PLAIN_NODE, slo, FIRST_EIGHT, used)
     )
     assert [e.key.partition("/")[2] for e in result.evictions] == [
@@ -172,9 +172,7 @@ def test_the_eviction_policy_annotation_names_the_features_that_may_evict_the_po
         make_pod("test_podPriority_100_9999", node="n1", qos="BE", priority=100, labels=ENABLED, annotations=allowed),
         make_pod("test_podPriority_120_3000", node="n1", qos="BE", priority=120, labels=ENABLED),
     ]
-    result = CPUEvict(StrategyOptions(FeatureGates.parse("CPUEvict=true"))).round(
-        round_input(PLAIN_NODE, slo, pods, used)
-    )
+    result = CPUEvict(StrategyOptions(koordlet_gates("CPUEvict=true"))).round(round_input(PLAIN_NODE, slo, pods, used))
     assert [e.key.partition("/")[2] for e in result.evictions] == [
         "test_podPriority_100_9999",
         "test_podPriority_120_3000",

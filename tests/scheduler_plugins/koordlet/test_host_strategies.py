@@ -22,7 +22,7 @@ from scheduler_plugins.koordlet.agent import Agent, AgentSettings
 from scheduler_plugins.koordlet.cgroups.executor import ResourceExecutor
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
-from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.host import HostFiles, HostRoots, HostView
 from scheduler_plugins.koordlet.plan import PlanSettings, plan
 from scheduler_plugins.koordlet.states import KOORDLET_KINDS
@@ -34,7 +34,7 @@ from tests.scheduler_plugins.koordlet.rounds import round_input
 from tests.support.builders import make_node
 
 NODE = make_node("n1", capacity={"cpu": "20", "memory": "64Gi"}, allocatable={"cpu": "20", "memory": "64Gi"})
-OPTIONS = StrategyOptions(FeatureGates.parse("BlkIOReconcile=true,SystemConfig=true,RdtResctrl=true"))
+OPTIONS = StrategyOptions(koordlet_gates("BlkIOReconcile=true,SystemConfig=true,RdtResctrl=true"))
 
 
 def node_slo(**spec: Any) -> dict[str, Any]:
@@ -131,7 +131,7 @@ def test_without_a_resctrl_mount_plan_says_so(tmp_path: Path) -> None:
     (node_dir / "node.yaml").write_text(json.dumps(NODE))
     (node_dir / "nodeslo.yaml").write_text(json.dumps(node_slo(resourceQOSStrategy=RESCTRL_QOS)))
     roots = HostRoots(tmp_path / "proc", tmp_path / "sys", tmp_path / "no-resctrl", tmp_path / "cgroup")
-    report = plan(node_dir, StrategyOptions(FeatureGates.parse("")), PlanSettings(host=roots), 0.0)
+    report = plan(node_dir, StrategyOptions(koordlet_gates("")), PlanSettings(host=roots), 0.0)
     assert report["unavailable"] == [
         {"strategy": "ResctrlReconcile", "interface": "resctrl", "reason": "no resctrl filesystem mounted"}
     ]
