@@ -33,7 +33,6 @@ from scheduler_plugins.koordlet.strategies.victims import (
     Amounts,
     EvictTask,
     by_eviction_then_priority,
-    by_priority_then_usage,
     kill_and_evict,
     release_for,
 )
@@ -54,6 +53,17 @@ def be_release_milli(usage: int, request: int, limit: int, upper: int, lower: in
         return 0
     gap_percent_times_request = request * upper - limit * 100  # request × (upper/100 − limit/request) × 100
     return max(0, gap_percent_times_request // 100)
+
+
+def be_victims(pods: list[PodView], used: Callable[[PodView], int]) -> list[PodView]:
+    """getBEPodEvictInfoAndSort: lower `spec.priority` first, then the larger share of its
+    batch-cpu request a pod uses."""
+
+    def share(pod: PodView) -> float:
+        request = pod.batch_cpu_request()
+        return used(pod) / request if request > 0 else 0.0
+
+    return sorted(pods, key=lambda p: (p.priority, -share(p)))
 
 
 def allocatable_release(
@@ -135,7 +145,7 @@ class CPUEvict:
             EvictTask(
                 feature,
                 f"BE CPU satisfaction {limit}m/{figures.request_milli}m below {lower}%, releasing {release}m batch-cpu",
-                by_priority_then_usage(be, self._used(inp)),
+                be_victims(be, self._used(inp)),
                 {BATCH_CPU: release},
                 TARGET_REQUEST,
                 lambda pod: {BATCH_CPU: pod.batch_cpu_request()},

@@ -177,3 +177,25 @@ def test_the_eviction_policy_annotation_names_the_features_that_may_evict_the_po
         "test_podPriority_100_9999",
         "test_podPriority_120_3000",
     ]
+
+
+def test_be_victims_as_koordinator():
+    """Test_getBEPodEvictInfoAndSort "test_sort": BE pods only, lower priority first, then the
+    larger share of the request used (4/16 before 3/16)."""
+    from scheduler_plugins.koordlet.strategies.cpuevict import be_victims
+
+    def be_pod(name: str, priority: int) -> dict[str, Any]:
+        return make_pod(name, node="n1", qos="BE", priority=priority, requests={"kubernetes.io/batch-cpu": "16000"})
+
+    pods = [
+        make_pod("pod_lsr", node="n1", qos="LSR", requests={"cpu": "16"}),
+        make_pod("pod_ls", node="n1", qos="LS", requests={"cpu": "16"}),
+        be_pod("pod_be_1_priority100", 100),
+        be_pod("pod_be_2_priority100", 100),
+        be_pod("pod_be_3_priority10", 10),
+    ]
+    used = {"pod_lsr": 12, "pod_ls": 12, "pod_be_1_priority100": 3, "pod_be_2_priority100": 4, "pod_be_3_priority10": 4}
+    inp = round_input(PLAIN_NODE, None, pods, usage(pods={f"default/{k}": (v, 0) for k, v in used.items()}))
+    be = [p for p in inp.pods if p.raw_qos.value == "BE"]
+    ordered = be_victims(be, lambda p: inp.usage.pods[p.key].cpu_milli)
+    assert [p.name for p in ordered] == ["pod_be_3_priority10", "pod_be_2_priority100", "pod_be_1_priority100"]

@@ -287,3 +287,15 @@ def test_blkio_throttles_on_the_real_v1_controller(real_blkio_root: tuple[Path, 
     )
     executor.apply(BlkIOReconcile(OPTIONS).round(inp).writes)
     assert read_iops.read_text().strip() == ""
+
+
+def test_plan_on_this_machine_reports_its_resctrl_as_it_is(tmp_path: Path) -> None:
+    """The real interface: with the default roots, plan says resctrl is missing exactly when this
+    machine has no resctrl mount (this CI machine has none: no RDT in its CPUs)."""
+    node_dir = tmp_path / "node"
+    node_dir.mkdir()
+    (node_dir / "node.yaml").write_text(json.dumps(NODE))
+    (node_dir / "nodeslo.yaml").write_text(json.dumps(node_slo(resourceQOSStrategy=RESCTRL_QOS)))
+    report = plan(node_dir, StrategyOptions(koordlet_gates("")), PlanSettings(), 0.0)
+    mounted = Path("/sys/fs/resctrl/schemata").is_file()
+    assert any(u["interface"] == "resctrl" for u in report["unavailable"]) is not mounted
