@@ -297,5 +297,5 @@ def test_plan_on_this_machine_reports_its_resctrl_as_it_is(tmp_path: Path) -> No
     (node_dir / "node.yaml").write_text(json.dumps(NODE))
     (node_dir / "nodeslo.yaml").write_text(json.dumps(node_slo(resourceQOSStrategy=RESCTRL_QOS)))
     report = plan(node_dir, StrategyOptions(koordlet_gates("")), PlanSettings(), 0.0)
-    mounted = Path("/sys/fs/resctrl/schemata").is_file()
+    mounted = Path("/sys/fs/resctrl/schemata").is_file() and Path("/sys/fs/resctrl/info/L3/cbm_mask").is_file()
     assert any(u["interface"] == "resctrl" for u in report["unavailable"]) is not mounted
