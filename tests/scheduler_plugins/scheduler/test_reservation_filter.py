@@ -25,8 +25,10 @@ ALLOCATED = "scheduling.koordinator.sh/reservation-allocated"
 GI = 1024**3
 
 
-def reservation(policy, allocatable, owners_using=0):
+def reservation(policy, allocatable, owners_using=0, reserved=None):
     obj = make_reservation("test-r", labels={"pool": "test"})
+    if reserved is not None:  # apiext.AnnotationNodeReservation on the Reservation
+        obj["metadata"]["annotations"] = {"node.koordinator.sh/reservation": json.dumps({"resources": reserved})}
     obj["metadata"]["uid"] = "123456"
     obj["spec"].update(allocatePolicy=policy, allocateOnce=False, owners=[{"labelSelector": {}}])
     obj["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = dict(allocatable)
@@ -138,6 +140,13 @@ CASES = [
         {"kubernetes.io/batch-cpu": "8000", "kubernetes.io/batch-memory": "8Gi"},
         None,
         ("Insufficient kubernetes.io/batch-cpu by node",),
+    ),
+    (
+        "failed to filter restricted reservation due to reserved",
+        [filler("24"), *reservation("Restricted", {"cpu": "6"}, reserved={"cpu": "2"})],
+        {"cpu": "6", "memory": "8Gi"},
+        SELECTOR,
+        ("Reservation(s) Insufficient cpu",),
     ),
     (
         "failed to filter restricted reservation with reservation name since exceeding max pods",

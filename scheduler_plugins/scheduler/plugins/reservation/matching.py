@@ -69,6 +69,11 @@ def matches(pod: PodInfo, info: ReservationInfo, affinity: Affinity | None, node
     return affinity is None or affinity.matches(info, node_labels)
 
 
+def available(info: ReservationInfo, remaining: Vector) -> Vector:
+    """GetAvailable: what the reservation still holds for its owners, its reserved part excluded."""
+    return {name: max(0, amount - info.reserved.get(name, 0)) for name, amount in remaining.items()}
+
+
 def node_shortage(pod: PodInfo, node: NodeInfo, remaining: Vector, matched: int) -> list[str]:
     """fitsNode (Koordinator's `pkg/scheduler/plugins/reservation/plugin.go`): the resources the
     node cannot give the pod even with `remaining` (what one matched reservation still holds)
@@ -100,11 +105,12 @@ def reservation_shortage(
             if detailed
             else f"{REASON_PREFIX}Too many pods"
         )
-    for name, capacity in sorted(info.allocatable.items()):
+    for name, allocatable in sorted(info.allocatable.items()):
         requested = pod.requests.get(name, 0)
         if name == RESOURCE_PODS or not requested:
             continue
         used = max(0, allocated.get(name, 0))
+        capacity = allocatable - info.reserved.get(name, 0)  # the reserved part is not the owner's
         if requested <= capacity - used:
             continue
         if not detailed:

@@ -155,7 +155,9 @@ class Reservation:
         for info in matched:
             if not required and not matching.shares_resources(pod, info):
                 continue
-            node_short = matching.node_shortage(pod, held, self.index.remaining(info), len(matched))
+            node_short = matching.node_shortage(
+                pod, held, matching.available(info, self.index.remaining(info)), len(matched)
+            )
             own_short = self._reservation_shortage(pod, info, detailed=named == info.name)
             by_node.update(node_short)
             by_reservation.extend(own_short)
