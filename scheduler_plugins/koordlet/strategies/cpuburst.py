@@ -249,7 +249,8 @@ class CPUBurst:
                 if target != current:
                     result.writes.append(CgroupWrite(NAME, c.dir, CPU_CFS_QUOTA, target, Level.CONTAINER))
                     pod_delta += target - current
-            result.writes.append(CgroupWrite(NAME, pod.dir, CPU_BURST, pod_burst, Level.POD))
+            if any(c.dir is not None for c in pod.containers):  # a pod not started has no cgroup yet
+                result.writes.append(CgroupWrite(NAME, pod.dir, CPU_BURST, pod_burst, Level.POD))
             if pod_delta and isinstance(pod_quota, int) and pod_quota > 0:
                 result.writes.append(CgroupWrite(NAME, pod.dir, CPU_CFS_QUOTA, pod_quota + pod_delta, Level.POD))
         for gone in set(self.memory.stats) - seen:  # Recycle: forget containers that are gone
