@@ -19,6 +19,7 @@ from scheduler_plugins.clock import parse_time, system_clock
 from scheduler_plugins.koordlet.agent import add_run_command
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
+from scheduler_plugins.koordlet.framework import default_extensions, plugin_gates, plugin_strategies
 from scheduler_plugins.koordlet.options import add_strategy_flags, strategy_options
 from scheduler_plugins.koordlet.plan import PlanError, PlanSettings, plan, plan_table
 
@@ -59,11 +60,13 @@ def run_plan(args: argparse.Namespace) -> int:
             if parsed is None:
                 raise ConfigError("--now", f"not an RFC 3339 time: {args.now!r}")
             now = parsed
+        gates = default_extensions().gates(args.qos_extension_plugins, plugin_gates())
         report = plan(
             args.node_dir,
             strategy_options(args),
             PlanSettings(CgroupDriver(args.cgroup_driver), CgroupVersion(args.cgroup_version)),
             now,
+            plugin_strategies(gates),
         )
     except (ConfigError, PlanError) as exc:
         return errors.report(str(exc))

@@ -33,6 +33,12 @@ def add_strategy_flags(parser: argparse.ArgumentParser) -> None:
         metavar="K=BOOL,...",
         help="koordlet feature gates, e.g. BECPUEvict=true,CgroupReconcile=true",
     )
+    parser.add_argument(
+        "--qos-extension-plugins",
+        default="",
+        metavar="K=BOOL,...",
+        help="gates of the QoS extension plugins and of the installed strategies (`colocate plugins list`)",
+    )
 
 
 def strategy_options(args: argparse.Namespace) -> StrategyOptions:

@@ -17,7 +17,7 @@ from policies.kinds import NODE_METRIC_KIND
 from policies.objects import name_of, spec_of
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
-from scheduler_plugins.koordlet.framework import QOSManager
+from scheduler_plugins.koordlet.framework import QOSManager, StrategyEntry, builtin_strategies
 from scheduler_plugins.koordlet.states import KOORDLET_KINDS, node_state
 from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions
 from scheduler_plugins.koordlet.topology import flat_processors, processors_of_topology
@@ -38,7 +38,14 @@ def _unknown(cgroup: str, resource: Resource) -> None:
     return None
 
 
-def plan(directory: Path, options: StrategyOptions, settings: PlanSettings, now: float) -> dict[str, Any]:
+def plan(
+    directory: Path,
+    options: StrategyOptions,
+    settings: PlanSettings,
+    now: float,
+    plugins: Sequence[StrategyEntry] = (),
+) -> dict[str, Any]:
+    """One round over the node directory; `plugins` are installed strategies enabled (after the built-in ones)."""
     if not directory.is_dir():
         raise PlanError(f"{directory}: not a directory")
     store = load_directory(directory, (*KOORDLET_KINDS, NODE_METRIC_KIND))
@@ -66,7 +73,7 @@ def plan(directory: Path, options: StrategyOptions, settings: PlanSettings, now:
         )
         processors = flat_processors(capacity // 1000)
     inp = RoundInput.build(state, usage_of_node_metric(state.node_metric), layout, _unknown, now, processors)
-    report = QOSManager(options).run_round(inp)
+    report = QOSManager(options, [*builtin_strategies(), *plugins]).run_round(inp)
     return {
         "node": node_name,
         "strategies": report.strategies,
