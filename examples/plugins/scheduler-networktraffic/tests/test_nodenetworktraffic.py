@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from colocate_example_networktraffic import DEFAULT_ANNOTATION, NAME
 
 from colocate.testing.builders import make_node, make_pod
 from colocate.testing.commands import explain, scheduler_config, simulate
 from colocate.testing.scheduler import framework, plugin_of
-from colocate_example_networktraffic import DEFAULT_ANNOTATION, NAME
 
 ONLY_THIS_SCORE = {"score": {"disabled": [{"name": "*"}], "enabled": [{"name": NAME}]}}
 
