@@ -256,12 +256,27 @@ class EvictAll:
     def deschedule(self, nodes):
         for node in nodes:
             for pod in self.handle.snapshot.pods_on(node["metadata"]["name"]):
-                self.handle.evictor.evict(pod, EvictOptions("EvictAll", "all"))
+                if self.handle.evictor.filter(pod):
+                    self.handle.evictor.evict(pod, EvictOptions("EvictAll", "all"))
         return SUCCESS
+
+
+class BadFilter:
+    name = "BadFilter"
+
+    def __init__(self, args, handle):
+        pass
+
+    def filter(self, pod):
+        raise LookupError("no owner cache")
+
+    def pre_eviction_filter(self, pod):
+        return True
 
 
 FLAKY = PluginSpec("Flaky", Flaky)
 EVICT_ALL = PluginSpec("EvictAll", EvictAll)
+BAD_FILTER = PluginSpec("BadFilter", BadFilter)
 """
 
 
@@ -327,4 +342,51 @@ def test_an_admission_plugin_joining_an_unknown_route_is_one_line(site: Site, tm
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
         f"error: --admission-plugins: admission plugin Flaky joins {path}, which is no route"
+    ]
+
+
+FILTER_PLUGIN = """
+from colocate.api.scheduler import SUCCESS, PluginSpec
+
+
+class Flaky:
+    name = "Flaky"
+
+    def filter(self, state, pod, node):
+        raise OSError("disk gone")
+
+
+SPEC = PluginSpec("Flaky", lambda args, handle: Flaky())
+"""
+
+
+def test_the_extender_answers_a_raising_plugin_with_its_error(site: Site) -> None:
+    from colocate.testing.scheduler import framework
+    from scheduler_plugins.scheduler.extender.service import ExtenderService
+
+    site.install("acme-flaky", {SCHEDULER: {"Flaky": "acme_flaky:SPEC"}}, {"acme_flaky": FILTER_PLUGIN})
+    fwk, cluster = framework(one_node_cluster(), scheduler_config({"filter": {"enabled": [{"name": "Flaky"}]}}))
+    answer = ExtenderService(fwk, cluster).filter({"Pod": make_pod("web"), "NodeNames": ["node-1", "node-2"]})
+    assert answer["Error"] == "Flaky: plugin Flaky raised in filter: OSError: disk gone"
+    assert answer["NodeNames"] is None
+
+
+def test_a_filter_plugin_that_raises_keeps_the_pod_and_is_reported(site: Site, tmp_path: Path) -> None:
+    site.install(
+        "acme-flaky",
+        {DESCHEDULER: {"EvictAll": "acme_flaky:EVICT_ALL", "BadFilter": "acme_flaky:BAD_FILTER"}},
+        {"acme_flaky": DESCHEDULE_PLUGINS},
+    )
+    ready = {"conditions": [{"type": "Ready", "status": "True"}], "allocatable": {"cpu": "8"}}
+    nodes = [dict(make_node(n), status=ready) for n in ("a", "b")]
+    pods = [make_pod(name, node="a", owner_kind="ReplicaSet") for name in ("web", "api")]
+    config = descheduler_config(
+        {"deschedule": {"enabled": [{"name": "EvictAll"}]}, "filter": {"enabled": [{"name": "BadFilter"}]}}
+    )
+    result = descheduler_dry_run(tmp_path, [*nodes, *pods], config)
+    assert result.exit_code == 0, result.stderr
+    [round_] = result.json()["rounds"]
+    assert round_["evictions"] == []
+    assert round_["failedPlugins"] == [
+        "plugin BadFilter raised LookupError: no owner cache; the pods it was asked about stay"
     ]
