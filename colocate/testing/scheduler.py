@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from colocate.testing.builders import NOW
-from scheduler_plugins.clock import fixed_clock, parse_time
+from scheduler_plugins.clock import clock_at
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.config import parse_config
 from scheduler_plugins.scheduler.framework.handle import Handle
@@ -24,10 +24,7 @@ def framework(
     registry = installed_registry()
     cluster = ClusterState.from_objects([dict(o) for o in objects])
     parsed = parse_config(dict(config or {}), registry)
-    at = parse_time(now)
-    if at is None:
-        raise ValueError(f"not an RFC 3339 time: {now!r}")
-    return build_framework(parsed, registry, cluster, fixed_clock(at)), cluster
+    return build_framework(parsed, registry, cluster, clock_at(now)), cluster
 
 
 def handle_of(fwk: Framework) -> Handle:

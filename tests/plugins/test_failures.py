@@ -215,8 +215,8 @@ def test_the_agent_counts_the_rounds_a_strategy_skipped(site: Site, tmp_path: Pa
     from cluster.store import ClusterStore
     from policies.kinds import NODE_METRIC_KIND
     from scheduler_plugins.koordlet.agent import Agent, AgentSettings
+    from scheduler_plugins.koordlet.features import koordlet_gates
     from scheduler_plugins.koordlet.framework import plugin_strategies
-    from scheduler_plugins.koordlet.options import FeatureGates
     from scheduler_plugins.koordlet.states import KOORDLET_KINDS
     from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 
@@ -225,7 +225,7 @@ def test_the_agent_counts_the_rounds_a_strategy_skipped(site: Site, tmp_path: Pa
     store = ClusterStore(KOORDLET_KINDS + (NODE_METRIC_KIND,))
     store.replace("Node", [make_node("node-1", cpu="8", memory="16Gi")])
     settings = AgentSettings("node-1", tmp_path / "cg", plugin_strategies=tuple(plugin_strategies({"Flaky": True})))
-    agent = Agent(settings, StrategyOptions(FeatureGates.parse("")), store, processors=())
+    agent = Agent(settings, StrategyOptions(koordlet_gates("")), store, processors=())
     agent.last_reports = {}
     for _ in range(2):
         report = agent.compute(["Flaky", "CPUSuppress"])
