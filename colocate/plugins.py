@@ -65,26 +65,35 @@ def implemented(factory: Callable[..., Any], protocols: Mapping[str, type]) -> l
     return [point for point, protocol in protocols.items() if all(hasattr(cls, m) for m in _protocol_methods(protocol))]
 
 
+def _table_rows(surface: str, registry: Any, kind: type, protocols: Mapping[str, type]) -> Iterable[Row]:
+    """The rows of a PluginTable (scheduler, descheduler); on a clash the in-tree rows, then the error."""
+    try:
+        registry.merge_discovered(surface, kind)
+        clash = None
+    except PluginError as exc:
+        clash = exc
+    for name in registry.names():
+        yield {"name": name, "surface": surface, "source": registry.source(name)} | _guarded(
+            lambda n: {"extensionPoints": implemented(registry[n].factory, protocols)}, name
+        )
+    if clash is not None:
+        raise clash
+
+
 def _scheduler_rows() -> Iterable[Row]:
     from scheduler_plugins.scheduler.framework.interfaces import EXTENSION_POINTS
-    from scheduler_plugins.scheduler.registry import installed_registry
+    from scheduler_plugins.scheduler.framework.registry import PluginSpec
+    from scheduler_plugins.scheduler.registry import in_tree_registry
 
-    registry = installed_registry()
-    for name in registry.names():
-        yield {"name": name, "surface": "scheduler", "source": registry.source(name)} | _guarded(
-            lambda n: {"extensionPoints": implemented(registry[n].factory, EXTENSION_POINTS)}, name
-        )
+    return _table_rows("scheduler", in_tree_registry(), PluginSpec, EXTENSION_POINTS)
 
 
 def _descheduler_rows() -> Iterable[Row]:
+    from scheduler_plugins.descheduler.framework.registry import PluginSpec
     from scheduler_plugins.descheduler.framework.runtime import POINT_TYPES
-    from scheduler_plugins.descheduler.registry import installed_registry
+    from scheduler_plugins.descheduler.registry import in_tree_registry
 
-    registry = installed_registry()
-    for name in registry.names():
-        yield {"name": name, "surface": "descheduler", "source": registry.source(name)} | _guarded(
-            lambda n: {"extensionPoints": implemented(registry[n].factory, POINT_TYPES)}, name
-        )
+    return _table_rows("descheduler", in_tree_registry(), PluginSpec, POINT_TYPES)
 
 
 def _koordlet_rows() -> Iterable[Row]:

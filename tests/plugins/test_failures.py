@@ -81,6 +81,7 @@ def test_a_name_two_distributions_give_is_an_error_naming_both(site: Site, tmp_p
     assert "acme-one (acme_one:SPEC)" in line and "acme-two (acme_two:SPEC)" in line
     listed = run_colocate("plugins", "list", "-o", "json")
     assert listed.exit_code == 2 and "two distributions" in listed.stderr
+    assert "LowNodeLoad" in {row["name"] for row in listed.json() if row["surface"] == "descheduler"}
 
 
 # --- a package whose import fails ----------------------------------------------------------------
@@ -389,4 +390,15 @@ def test_a_filter_plugin_that_raises_keeps_the_pod_and_is_reported(site: Site, t
     assert round_["evictions"] == []
     assert round_["failedPlugins"] == [
         "plugin BadFilter raised LookupError: no owner cache; the pods it was asked about stay"
+    ]
+
+
+def test_a_plugin_whose_constructor_raises_is_one_line_naming_its_distribution(site: Site, tmp_path: Path) -> None:
+    text = score_plugin("Fragile").replace("lambda args, handle: Fragile()", "lambda args, handle: 1 / 0")
+    site.install("acme-fragile", {SCHEDULER: {"Fragile": "acme_fragile:SPEC"}}, {"acme_fragile": text})
+    result = simulate(tmp_path, one_node_cluster(), enabled("Fragile"))
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "error: scheduler plugin Fragile from distribution acme-fragile failed to start: "
+        "ZeroDivisionError('division by zero')"
     ]
