@@ -26,6 +26,8 @@ class Site:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.modules: list[str] = []
+        #: what a child process needs on PYTHONPATH to see the same distributions
+        self.paths: list[str] = [str(root)]
 
     def install(
         self,
@@ -49,6 +51,7 @@ class Site:
             self.modules.append(module)
         if source is not None:
             sys.path.insert(0, str(source))
+            self.paths.append(str(source))
             self.modules += [p.name for p in source.iterdir() if p.is_dir()]
         importlib.invalidate_caches()  # the path finders' directory listings, and importlib.metadata's
         plugins.rescan()
