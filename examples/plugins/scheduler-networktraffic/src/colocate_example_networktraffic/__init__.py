@@ -51,7 +51,7 @@ class NodeNetworkTraffic:
         self.args = args
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
-        annotations = (node.node.get("metadata") or {}).get("annotations") or {}
+        annotations = ((node.node or {}).get("metadata") or {}).get("annotations") or {}
         try:
             return max(0, int(annotations.get(self.args.annotation, "0"))), SUCCESS
         except ValueError:
