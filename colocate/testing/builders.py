@@ -1,4 +1,5 @@
-"""The one set of builders for test objects: `make_pod(qos="BE", requests={"cpu": "1"})`.
+"""The one set of builders for test objects: `make_pod(qos="BE", requests={"cpu": "1"})`, used by
+colocate's own tests (through `tests.support.builders`) and by plugin authors' (docs/plugins.md).
 
 Every builder returns a plain dict, as the API server would send it, and writes only what it is
 asked for: a map argument left at `None` leaves its field out, an empty map (`labels={}`) writes an
