@@ -106,12 +106,13 @@ def _scan() -> tuple[tuple[Discovered, ...], tuple[str, ...]]:
     found: list[Discovered] = []
     clashes: list[str] = []
     seen: dict[tuple[str, str], Discovered] = {}
+    surfaces = {group: surface for surface, group in GROUPS.items()}
     for distribution in metadata.distributions():
+        ours = [(surfaces[ep.group], ep) for ep in distribution.entry_points if ep.group in surfaces]
+        if not ours:
+            continue  # its METADATA is not even parsed: start-up pays for entry_points.txt only
         dist_name = distribution.metadata["Name"] or "(unnamed distribution)"
-        for entry_point in distribution.entry_points:
-            surface = next((s for s, g in GROUPS.items() if g == entry_point.group), None)
-            if surface is None:
-                continue
+        for surface, entry_point in ours:
             item = Discovered(entry_point.name, surface, dist_name, entry_point.value, entry_point)
             other = seen.get((surface, item.name))
             if other is not None:
