@@ -296,6 +296,13 @@ def test_a_descheduler_plugin_that_raises_is_skipped_and_the_next_one_runs(site:
     [round_] = result.json()["rounds"]
     assert round_["failedPlugins"] == ["profile test: plugin Flaky raised ZeroDivisionError: division by zero; skipped"]
     assert [e["pod"] for e in round_["evictions"]] == ["default/web"]
+    table = run_colocate(
+        "descheduler", "run", "--cluster", str(tmp_path / "cluster"), "--config", str(tmp_path / "descheduler-config.yaml"),
+        "--dry-run", "--rounds", "1", "--now", "2024-05-01T10:01:00Z", "-o", "table",
+    )  # fmt: skip
+    assert "  plugin failed: profile test: plugin Flaky raised ZeroDivisionError: division by zero; skipped" in (
+        table.stdout.splitlines()
+    )
 
 
 ADMISSION = """
