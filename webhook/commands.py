@@ -149,9 +149,9 @@ def _add_admission_plugins(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--admission-plugins",
         default="",
-        metavar="NAME,...",
-        help="installed admission plugins to enable, run after each route's in-tree plugins in this order "
-        "(`colocate plugins list`)",
+        metavar="NAME[:/PATH...],...",
+        help="installed admission plugins to enable, run after each route's in-tree plugins in this order; "
+        "NAME:/PATH joins only that of its routes (`colocate plugins list`)",
     )
 
 

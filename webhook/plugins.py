@@ -3,8 +3,9 @@
 An entry point names an `AdmissionPluginSpec`: the plugin's name, the routes it joins (paths of
 `webhook.registry.default_routes()`, e.g. `/mutate-pod`) and a factory of a `MutatingPlugin` (on a
 mutating route) or a `ValidatingPlugin` (on a validating one). Nothing joins the chain until the
-configuration enables it: `--admission-plugins NAME,...` on `serve` and `apply`. The enabled plugins
-run after the route's in-tree plugins, in the order the flag lists them.
+configuration enables it: `--admission-plugins NAME,...` on `serve` and `apply` (`NAME:/path` joins
+only that one of its routes). The enabled plugins run after the route's in-tree plugins, in the
+order the flag lists them.
 
 A plugin that raises is handled as the route's failure policy says of a webhook that fails: on a
 `Fail` route the request is denied (500, the plugin named, as for an in-tree plugin's bug); on an
@@ -79,24 +80,52 @@ class _Contained:
             self._ignored(exc)
 
 
+@dataclass(frozen=True)
+class Enabled:
+    """One term of `--admission-plugins`: `NAME` (every route the plugin declares) or
+    `NAME:/path[:/path...]` (only those of its routes)."""
+
+    name: str
+    routes: tuple[str, ...] = ()
+
+
 def parse_names(text: str) -> tuple[str, ...]:
-    """`A,B` → ("A", "B"); a name twice is a ConfigError."""
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    """`--admission-plugins` as its terms, checked: `A,B:/mutate-pod`; a plugin twice is a ConfigError."""
+    terms = tuple(t.strip() for t in text.split(",") if t.strip())
+    names = [_enabled(term).name for term in terms]
     for name in names:
         if names.count(name) > 1:
             raise ConfigError(FLAG, f"{name} is listed twice")
-    return names
+    return terms
 
 
-def enabled_specs(names: Sequence[str], in_tree: Sequence[str]) -> list[AdmissionPluginSpec]:
-    """The specs of `names`, imported now: an unknown name is a ConfigError, a broken one a PluginError."""
+def _enabled(term: str) -> Enabled:
+    name, *paths = (part.strip() for part in term.split(":"))
+    if not name or any(not p.startswith("/") for p in paths):
+        raise ConfigError(FLAG, f"{term!r}: expected NAME or NAME:/path[:/path...]")
+    return Enabled(name, tuple(paths))
+
+
+def enabled_specs(terms: Sequence[str], in_tree: Sequence[str]) -> list[AdmissionPluginSpec]:
+    """The specs of `terms`, imported now, narrowed to the routes a term names: an unknown name or
+    a route the plugin does not declare is a ConfigError, a broken package a PluginError."""
     found = {d.name: d for d in discovered("webhook", in_tree)}
     specs = []
-    for name in names:
-        if name not in found:
+    for term in terms:
+        enabled = _enabled(term)
+        if enabled.name not in found:
             known = ", ".join(sorted(found)) or "none installed"
-            raise ConfigError(FLAG, f"no installed admission plugin named {name!r} (installed: {known})")
-        specs.append(found[name].load(AdmissionPluginSpec))
+            raise ConfigError(FLAG, f"no installed admission plugin named {enabled.name!r} (installed: {known})")
+        spec = found[enabled.name].load(AdmissionPluginSpec)
+        if enabled.routes:
+            if undeclared := [p for p in enabled.routes if p not in spec.routes]:
+                raise ConfigError(
+                    FLAG,
+                    f"admission plugin {spec.name} declares the routes {', '.join(spec.routes)}, "
+                    f"not {', '.join(undeclared)}",
+                )
+            spec = replace(spec, routes=enabled.routes)
+        specs.append(spec)
     return specs
 
 

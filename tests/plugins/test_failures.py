@@ -296,8 +296,9 @@ def test_a_descheduler_plugin_that_raises_is_skipped_and_the_next_one_runs(site:
     [round_] = result.json()["rounds"]
     assert round_["failedPlugins"] == ["profile test: plugin Flaky raised ZeroDivisionError: division by zero; skipped"]
     assert [e["pod"] for e in round_["evictions"]] == ["default/web"]
+    config_path = str(tmp_path / "descheduler-config.yaml")
     table = run_colocate(
-        "descheduler", "run", "--cluster", str(tmp_path / "cluster"), "--config", str(tmp_path / "descheduler-config.yaml"),
+        "descheduler", "run", "--cluster", str(tmp_path / "cluster"), "--config", config_path,
         "--dry-run", "--rounds", "1", "--now", "2024-05-01T10:01:00Z", "-o", "table",
     )  # fmt: skip
     assert "  plugin failed: profile test: plugin Flaky raised ZeroDivisionError: division by zero; skipped" in (
@@ -408,4 +409,18 @@ def test_a_plugin_whose_constructor_raises_is_one_line_naming_its_distribution(s
     assert result.stderr.splitlines() == [
         "error: scheduler plugin Fragile from distribution acme-fragile failed to start: "
         "ZeroDivisionError('division by zero')"
+    ]
+
+
+def test_the_configuration_can_join_a_plugin_to_some_of_its_routes(site: Site, tmp_path: Path) -> None:
+    site.install("acme-flaky", {WEBHOOK: {"Flaky": "acme_flaky:SPEC"}}, {"acme_flaky": ADMISSION})
+    pod = admit(tmp_path, make_pod("web"), admission_plugins=["Flaky:/mutate-node-status"])
+    assert pod.exit_code == 0, pod.stderr  # not on /mutate-pod: the pod never meets it
+    node = admit(tmp_path / "node", make_node("node-1"), admission_plugins=["Flaky:/mutate-node-status"])
+    assert "plugin Flaky failed on /mutate-node-status" in node.stderr
+    undeclared = admit(tmp_path / "bad", make_pod("web"), admission_plugins=["Flaky:/validate-pod"])
+    assert undeclared.exit_code == 2
+    assert undeclared.stderr.splitlines() == [
+        "error: --admission-plugins: admission plugin Flaky declares the routes /mutate-pod, /mutate-node-status, "
+        "not /validate-pod"
     ]
