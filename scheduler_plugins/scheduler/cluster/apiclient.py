@@ -86,3 +86,11 @@ class ApiServerClient:
         pod, _ = self.cluster.find_pod(namespace, name)
         if pod is not None:
             self.cluster.bind(bound_copy(pod, node_name, self.clock), node_name)
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> None:
+        """DELETE the pod with a UID precondition (a recreated pod of the same name is spared), as
+        kube-scheduler deletes a preemption victim; the watch removes it from the state."""
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        self._call("DELETE", _pod_path(namespace, name), body)

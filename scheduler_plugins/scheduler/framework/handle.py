@@ -7,13 +7,18 @@ The client is a seam: the simulator and the snapshot-backed extender use `InMemo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from scheduler_plugins.clock import Clock, system_clock
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.features import FeatureGates
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
+from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.status import Status
 from scheduler_plugins.scheduler.framework.waiting import WaitingPods
+from scheduler_plugins.scheduler.podinfo import PodInfo
 
 
 class ClientError(Exception):
@@ -29,6 +34,11 @@ class ClusterClient(Protocol):
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None: ...
 
+    def delete_pod(self, namespace: str, name: str, uid: str) -> None:
+        """Delete a preemption victim (kube-scheduler's PrepareCandidate deletes, it does not evict:
+        the PodDisruptionBudgets were weighed when the victims were chosen)."""
+        ...
+
 
 @dataclass
 class Handle:
@@ -38,3 +48,7 @@ class Handle:
     features: FeatureGates = field(default_factory=FeatureGates)
     #: pods parked by Permit; plugins allow or reject them from other pods' cycles
     waiting: WaitingPods = field(default_factory=WaitingPods)
+    #: the profile's Filter for one node, transformers included (kube's
+    #: RunFilterPluginsWithNominatedPods): set by the Framework before it builds its plugins, for
+    #: the PostFilter plugins that preempt
+    filter_node: Callable[[CycleState, PodInfo, NodeInfo], Status] | None = None

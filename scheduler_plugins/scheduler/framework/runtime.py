@@ -61,6 +61,7 @@ class Framework:
         self.profile = profile
         self.handle = handle
         self.plugins: dict[str, object] = {}
+        handle.filter_node = self.run_filter
         for name in profile.plugin_names():
             self.plugins[name] = registry[name].factory(profile.args.get(name), handle)
         self.points = points = ExtensionPoints.from_profile(profile, self.plugins)
