@@ -12,6 +12,7 @@ from scheduler_plugins.clock import Clock
 from scheduler_plugins.descheduler.cluster import Snapshot
 from scheduler_plugins.descheduler.framework.evictor import Evictor
 from scheduler_plugins.descheduler.framework.report import RoundReport
+from scheduler_plugins.descheduler.migration.backend import MigrationBackend
 
 
 class EvictionBackend(Protocol):
@@ -31,6 +32,9 @@ class Handle:
     clock: Clock
     evictions: EvictionBackend
     events: EventSink | None = None
+    #: where the MigrationController keeps its PodMigrationJobs and Reservations (the API server,
+    #: or the store offline); None: it can only evict directly
+    migrations: MigrationBackend | None = None
     snapshot: Snapshot = field(default_factory=lambda: Snapshot((), {}, {}))
 
     @property

@@ -40,6 +40,26 @@ class EvictionEntry:
         return {"pod": self.pod, "node": self.node, "plugin": self.plugin, "reason": self.reason}
 
 
+@dataclass(frozen=True)
+class MigrationEntry:
+    """A PodMigrationJob a plugin's eviction became (or, under dry run, would become)."""
+
+    pod: str  # namespace/name
+    mode: str
+    reservation: str | None
+    phase: str
+    job: str = ""
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"pod": self.pod, "mode": self.mode, "reservation": self.reservation, "phase": self.phase}
+        if self.job:
+            out["job"] = self.job
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
 @dataclass
 class RoundReport:
     round: int
@@ -49,6 +69,9 @@ class RoundReport:
     #: evictions that were attempted and did not happen (a limit, a disruption budget, a failure)
     skipped: list[EvictionEntry] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: the PodMigrationJobs of the MigrationController when it migrates instead of evicting:
+    #: created this round, and every job it reconciled
+    migrations: list[MigrationEntry] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -60,4 +83,6 @@ class RoundReport:
             out["skipped"] = [e.as_dict() for e in self.skipped]
         if self.errors:
             out["errors"] = list(self.errors)
+        if self.migrations:
+            out["migrations"] = [m.as_dict() for m in self.migrations]
         return out

@@ -4,15 +4,22 @@
 API server — so PodDisruptionBudgets are honoured there. A refused eviction (429: a budget allows
 no disruption now) is recorded as a skip with the server's reason; an evicted pod gets an Event.
 
-MigrationController's PodMigrationJobs (reservation first, then evict) are not implemented: it
-always evicts directly, as `evictionPolicy: Eviction` with `defaultJobMode: EvictDirectly` does.
+MigrationController migrates when its args set `defaultJobMode` (`ReservationFirst` or
+`EvictDirectly`): an eviction a Balance plugin asks for becomes a PodMigrationJob
+(`pkg/descheduler/controllers/migration/evict.go`), which its reconciler (`migration/controller.py`)
+advances after every round: reserve room for the replacement, then evict. Without `defaultJobMode`
+it evicts directly, as it did before PodMigrationJobs existed here (a configuration that never
+asked for jobs keeps its behaviour). Under dry run the jobs it would create are reported, nothing
+is written.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from cluster.eviction import Outcome
 from policies.field_errors import ConfigError, Fields
@@ -21,13 +28,17 @@ from scheduler_plugins.descheduler.framework.config import check_fields
 from scheduler_plugins.descheduler.framework.evictor import pod_key
 from scheduler_plugins.descheduler.framework.handle import Handle
 from scheduler_plugins.descheduler.framework.interfaces import EvictOptions, Object
-from scheduler_plugins.descheduler.framework.report import EvictionEntry
+from scheduler_plugins.descheduler.framework.report import EvictionEntry, MigrationEntry
+from scheduler_plugins.descheduler.migration import job as pmj
+from scheduler_plugins.descheduler.migration.controller import Reconciler
+from scheduler_plugins.descheduler.migration.limits import Limits, MigrationLimits, parse_limits
 from scheduler_plugins.descheduler.plugins.evictable import (
     FILTER_FIELDS,
     EvictableArgs,
     parse_evictable,
     why_not_evictable,
 )
+from scheduler_plugins.descheduler.plugins.lownodeload.sorting import sort_pods
 
 log = logging.getLogger("colocate.descheduler")
 
@@ -47,6 +58,11 @@ class MigrationControllerArgs:
     default_job_mode: str = "ReservationFirst"
     grace_period_seconds: int | None = None
     scheduler_names: tuple[str, ...] = field(default=("koord-scheduler",))
+    #: whether evictions become PodMigrationJobs (`defaultJobMode` was given)
+    migrate: bool = False
+    default_job_ttl: float = 300.0
+    limits: MigrationLimits = MigrationLimits()
+    paused: bool = False
 
 
 _MIGRATION_FIELDS: Final = FILTER_FIELDS | frozenset(
@@ -72,6 +88,8 @@ _MIGRATION_FIELDS: Final = FILTER_FIELDS | frozenset(
         "evictBurst",
         "schedulerNames",
         "arbitrationInterval",
+        "maxMigratingGlobally",
+        "skipEvictionGates",
     }
 )
 
@@ -96,8 +114,7 @@ def parse_migration_controller_args(fields: Fields) -> MigrationControllerArgs:
         value = fields.int(key, None)
         if value is not None and value < 0:
             raise ConfigError(fields.at(key), f"must be greater than or equal to 0, got {value}")
-    for key in ("defaultJobTTL", "arbitrationInterval"):
-        fields.duration(key)
+    fields.duration("arbitrationInterval")
     grace = fields.sub("defaultDeleteOptions").int("gracePeriodSeconds", None)
     return MigrationControllerArgs(
         evictable=parse_evictable(fields),
@@ -107,6 +124,10 @@ def parse_migration_controller_args(fields: Fields) -> MigrationControllerArgs:
         default_job_mode=_choice(fields, "defaultJobMode", "ReservationFirst", JOB_MODES),
         grace_period_seconds=grace,
         scheduler_names=tuple(fields.str_list("schedulerNames") or ["koord-scheduler"]),
+        migrate=bool(fields.str("defaultJobMode")),
+        default_job_ttl=fields.duration("defaultJobTTL", 300.0),
+        limits=parse_limits(fields),
+        paused=fields.bool("paused", False),
     )
 
 
@@ -143,8 +164,27 @@ def evict_through_api(handle: Handle, pod: Object, options: EvictOptions, grace:
 class MigrationController:
     name = MIGRATION_CONTROLLER
 
-    def __init__(self, args: MigrationControllerArgs, handle: Handle) -> None:
-        self.args, self.handle = args, handle
+    def __init__(
+        self, args: MigrationControllerArgs, handle: Handle, new_name: Callable[[], str] = lambda: str(uuid.uuid4())
+    ) -> None:
+        self.args, self.handle, self.new_name = args, handle, new_name
+        #: who created the jobs this process reconciles (Koordinator's reconcilerUID)
+        self.uid = new_name()
+        self.limits = Limits(args.limits, handle.clock)
+        self.reconciler: Reconciler | None = None
+        self._planned_for: object = None
+        self._planned: list[dict[str, Any]] = []
+        if handle.migrations is not None:
+            self.reconciler = Reconciler(
+                handle.migrations,
+                handle.evictions,
+                self.limits,
+                handle.clock,
+                default_mode=args.default_job_mode,
+                default_grace=args.grace_period_seconds,
+                events=handle.events,
+                pod_sorter=lambda pods: sort_pods(pods, {}, {}, {}),
+            )
 
     def filter(self, pod: Object) -> bool:
         namespace = namespace_of(pod) or "default"
@@ -158,7 +198,97 @@ class MigrationController:
         return True
 
     def evict(self, pod: Object, options: EvictOptions) -> bool:
-        return evict_through_api(self.handle, pod, options, self.args.grace_period_seconds)
+        if not self.args.migrate:
+            return evict_through_api(self.handle, pod, options, self.args.grace_period_seconds)
+        job = self._job_for(pod, options)
+        if job is None:
+            return False
+        backend = self.handle.migrations
+        if backend is None:
+            raise RuntimeError("MigrationController migrates but the descheduler has no PodMigrationJob backend")
+        backend.create_job(job)
+        self._record(job, pmj.PENDING)
+        return True
+
+    def plan(self, pod: Object, options: EvictOptions) -> bool:
+        """Dry run: the job an eviction would create, reported and not written."""
+        if not self.args.migrate:
+            return True
+        job = self._job_for(pod, options)
+        if job is None:
+            return False
+        self._record(job, pmj.PENDING)
+        counted = dict(job, status={"phase": pmj.RUNNING})
+        self._planned.append(counted)
+        return True
+
+    def _pods(self) -> dict[str, Mapping[str, Any]]:
+        snapshot = self.handle.snapshot
+        return {pod_key(p): p for pods in snapshot.pods_by_node.values() for p in pods}
+
+    def _jobs(self) -> list[dict[str, Any]]:
+        """The jobs the limits count: those stored, and under dry run those planned this round
+        (counted as running, as they would be once created)."""
+        backend = self.handle.migrations
+        stored = backend.list_jobs() if backend is not None and not self.handle.dry_run else []
+        if self._planned_for is not self.handle.report:
+            self._planned_for, self._planned = self.handle.report, []
+        return stored + self._planned
+
+    def _job_for(self, pod: Object, options: EvictOptions) -> dict[str, Any] | None:
+        """The job for the pod, or None (recorded as a skip) when a job exists for it already or a
+        limit refuses it (`Evict`: Filter, then the object limiter)."""
+        pods, jobs = self._pods(), self._jobs()
+        key = pod_key(pod)
+        node = str(spec_of(pod).get("nodeName") or "")
+        if any(pmj.pod_key_of(j) == key and pmj.is_active(j) for j in jobs):
+            why: str | None = "a PodMigrationJob for the pod is already running"
+        else:
+            why = self.limits.non_retryable(pod, pods) or self.limits.retryable(pod, pods, jobs)
+        if why is not None:
+            self.handle.report.skipped.append(EvictionEntry(key, node, options.plugin_name, f"not migrated: {why}"))
+            return None
+        return pmj.new_job(
+            self.new_name(),
+            pod,
+            mode=self.args.default_job_mode,
+            ttl_seconds=self.args.default_job_ttl,
+            reason=options.reason,
+            trigger=options.plugin_name,
+            created_by=self.uid,
+            now=self.handle.clock(),
+            grace_period_seconds=options.grace_period_seconds or self.args.grace_period_seconds,
+        )
+
+    def _record(self, job: Mapping[str, Any], phase: str) -> None:
+        mode = pmj.mode_of(job, self.args.default_job_mode)
+        reservation = pmj.planned_reservation(job, self.args.default_job_mode)
+        self.handle.report.migrations.append(
+            MigrationEntry(pmj.pod_key_of(job), mode, reservation, phase, "" if self.handle.dry_run else name_of(job))
+        )
+
+    def reconcile(self) -> None:
+        """Advance every job once; report each job active before or after this pass."""
+        backend = self.handle.migrations
+        if self.reconciler is None or backend is None or self.args.paused or not self.args.migrate:
+            return
+        was_active = {name_of(j) for j in backend.list_jobs() if pmj.is_active(j)}
+        jobs = self.reconciler.reconcile_all(self._pods())
+        report = self.handle.report
+        shown = [j for j in sorted(jobs, key=name_of) if pmj.is_active(j) or name_of(j) in was_active]
+        names = {name_of(j) for j in shown}
+        report.migrations[:] = [m for m in report.migrations if m.job not in names]
+        for job in shown:
+            report.migrations.append(
+                MigrationEntry(
+                    pmj.pod_key_of(job),
+                    pmj.mode_of(job, self.args.default_job_mode),
+                    pmj.planned_reservation(job, self.args.default_job_mode),
+                    pmj.phase_of(job),
+                    name_of(job),
+                    str((job.get("status") or {}).get("reason") or ""),
+                )
+            )
 
 
 class DefaultEvictor:
