@@ -18,6 +18,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from cluster.eviction import eviction_body
 from policies.constants import RESERVATION_KIND
 from policies.kinds import kind_named
 from scheduler_plugins.clock import Clock, system_clock
@@ -94,3 +95,7 @@ class ApiServerClient:
         if uid:
             body["preconditions"] = {"uid": uid}
         self._call("DELETE", _pod_path(namespace, name), body)
+
+    def evict_pod(self, namespace: str, name: str) -> None:
+        """POST a policy/v1 Eviction; the watch removes the pod from the state."""
+        self._call("POST", f"{_pod_path(namespace, name)}/eviction", eviction_body(namespace, name))

@@ -69,6 +69,11 @@ class InMemoryClient:
         self.deletions.append(f"{namespace}/{name}")
         self.cluster.delete_pod(pod.key, node_name or None)
 
+    def evict_pod(self, namespace: str, name: str) -> None:
+        """Offline there is no budget to honour: the pod goes."""
+        pod, _ = self.cluster.find_pod(namespace, name)
+        self.delete_pod(namespace, name, str(pod.metadata.get("uid") or "") if pod is not None else "")
+
     def _patch_reservation(self, name: str, patch: list[dict[str, Any]]) -> dict[str, Any]:
         info = self.cluster.reservations.infos.get(name)
         if info is None:

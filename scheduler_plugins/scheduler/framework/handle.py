@@ -39,6 +39,11 @@ class ClusterClient(Protocol):
         the PodDisruptionBudgets were weighed when the victims were chosen)."""
         ...
 
+    def evict_pod(self, namespace: str, name: str) -> None:
+        """Evict through the Eviction API (policy/v1: budgets are honoured there), as
+        ElasticQuota's over-quota monitor does; a refusal is a `ClientError` (429)."""
+        ...
+
 
 @dataclass
 class Handle:
@@ -52,3 +57,5 @@ class Handle:
     #: RunFilterPluginsWithNominatedPods): set by the Framework before it builds its plugins, for
     #: the PostFilter plugins that preempt
     filter_node: Callable[[CycleState, PodInfo, NodeInfo], Status] | None = None
+    #: the profile's PreFilter (`Framework.run_pre_filter`), set likewise
+    pre_filter: Callable[..., tuple[PodInfo, Any, Status]] | None = None

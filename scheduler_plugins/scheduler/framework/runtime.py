@@ -62,6 +62,7 @@ class Framework:
         self.handle = handle
         self.plugins: dict[str, object] = {}
         handle.filter_node = self.run_filter
+        handle.pre_filter = self.run_pre_filter
         for name in profile.plugin_names():
             self.plugins[name] = registry[name].factory(profile.args.get(name), handle)
         self.points = points = ExtensionPoints.from_profile(profile, self.plugins)
@@ -125,7 +126,11 @@ class Framework:
         return sorted(pods, key=cmp_to_key(compare))
 
     # --- filtering -------------------------------------------------------------------------------
-    def run_pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PodInfo, fi.PreFilterResult | None, Status]:
+    def run_pre_filter(
+        self, state: CycleState, pod: PodInfo, without: frozenset[str] = frozenset()
+    ) -> tuple[PodInfo, fi.PreFilterResult | None, Status]:
+        """Transformers and PreFilter plugins in order; `without` names plugins left out (a
+        preempting PostFilter re-runs PreFilter without the plugin whose rejection it resolves)."""
         for transformer in self.before_pre_filter:
             new_pod, transformed, status = transformer.before_pre_filter(state, pod)
             if not status.is_success:
@@ -134,6 +139,8 @@ class Framework:
                 pod = new_pod
         names: frozenset[str] | None = None
         for plugin in self.points.pre_filter:
+            if plugin.name in without:
+                continue
             result, status = plugin.pre_filter(state, pod)
             if status.is_skip:
                 state.skip_filter_plugins.add(plugin.name)

@@ -18,7 +18,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, RESERVED_RESERVATION, CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import (
+    PREFERRED_NODES,
+    PREFILTER_REJECTED_BY,
+    RESERVED_RESERVATION,
+    CycleState,
+)
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.preemption import PREEMPTION_CANDIDATE
@@ -142,6 +147,7 @@ class Scheduler:
         pod, result, status = fwk.run_pre_filter(state, pod)
         if not status.is_success:
             failed = {n.name: status for n in all_nodes}
+            state.write(PREFILTER_REJECTED_BY, status.plugin)
             return self._post_filter(state, pod, status, failed, len(all_nodes), nominated)
         nodes = all_nodes
         if result is not None and result.node_names is not None:

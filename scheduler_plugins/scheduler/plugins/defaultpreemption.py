@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies.field_errors import ConfigError, Fields, check_range
-from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import PREFILTER_REJECTED_BY, CycleState
 from scheduler_plugins.scheduler.framework.handle import ClientError, Handle
 from scheduler_plugins.scheduler.framework.interfaces import PostFilterResult
 from scheduler_plugins.scheduler.framework.preemption import (
@@ -28,7 +28,7 @@ from scheduler_plugins.scheduler.framework.preemption import (
     Evaluator,
     ExtraFit,
 )
-from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, error
+from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, error, unresolvable
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
 NAME = "DefaultPreemption"
@@ -95,7 +95,12 @@ class PreemptingPlugin:
         return None
 
     def prepare_state(self, state: CycleState, pod: PodInfo) -> tuple[CycleState, Status]:
-        """The state victims are filtered with (ElasticQuota re-runs PreFilter without its own check)."""
+        """The state victims are filtered with. A pod PreFilter rejected is not helped by evicting
+        pods from nodes (kube-scheduler's PreFilter failure is not a node's); ElasticQuota, whose
+        own rejection it is, re-runs PreFilter without its check."""
+        rejected_by = state.read(PREFILTER_REJECTED_BY)
+        if rejected_by:
+            return state, unresolvable(f"preemption cannot help: PreFilter plugin {rejected_by} rejected the pod")
         return state, SUCCESS
 
     # --- PostFilter ------------------------------------------------------------------------------

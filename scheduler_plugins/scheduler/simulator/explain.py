@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler_plugins.scheduler.cluster.state import ClusterState
-from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, PREFILTER_REJECTED_BY, CycleState
 from scheduler_plugins.scheduler.framework.interfaces import NodeDetailPlugin, PreemptionExplainer
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.runtime import Framework
@@ -40,6 +40,7 @@ def explain(framework: Framework, cluster: ClusterState, pod: PodInfo) -> dict[s
             row["filters"] = [status.as_dict()]
         report["nodes"] = list(rows.values())
         report["error"] = f"preFilter {status.plugin}: {status.code.name}: {status.message}"
+        state.write(PREFILTER_REJECTED_BY, status.plugin)
         _explain_preemption(framework, state, pod, {n.name: status for n in nodes}, report)
         return report
     preferred = state.read(PREFERRED_NODES)
