@@ -38,7 +38,7 @@ from scheduler_plugins.scheduler.wiring import build_framework
 
 log = logging.getLogger("colocate.extender")
 access_log = logging.getLogger("colocate.extender.access")
-VERBS = ("filter", "prioritize", "bind")
+VERBS = ("filter", "prioritize", "preempt", "bind")
 SERVICE_KEY = web.AppKey("service", ExtenderService)
 METRICS_KEY = web.AppKey("metrics", CollectorRegistry)
 
