@@ -115,6 +115,8 @@ def parse_migration_controller_args(fields: Fields) -> MigrationControllerArgs:
         if value is not None and value < 0:
             raise ConfigError(fields.at(key), f"must be greater than or equal to 0, got {value}")
     fields.duration("arbitrationInterval")
+    if fields.raw.get("skipEvictionGates"):
+        raise ConfigError(fields.at("skipEvictionGates"), "eviction gates cannot be skipped here: every limit applies")
     grace = fields.sub("defaultDeleteOptions").int("gracePeriodSeconds", None)
     return MigrationControllerArgs(
         evictable=parse_evictable(fields),
