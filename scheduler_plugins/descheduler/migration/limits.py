@@ -28,6 +28,7 @@ with more migrating pods first; each passing job counts against the limits of th
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -109,6 +110,71 @@ def _key(pod: Mapping[str, Any]) -> str:
     return f"{namespace_of(pod) or 'default'}/{name_of(pod)}"
 
 
+class PodIndex(dict[str, Mapping[str, Any]]):
+    """Pods by `namespace/name`, with their workloads indexed on first use (a round asks about the
+    workload of every candidate: without the index each question is a scan of every pod)."""
+
+    _by_owner: dict[str, list[Mapping[str, Any]]] | None = None
+    _members: dict[str, tuple[frozenset[str], frozenset[str]]] | None = None
+
+    def members(self, workload: str) -> tuple[frozenset[str], frozenset[str]]:
+        """The keys of a workload's pods, and of those not Ready."""
+        if self._members is None:
+            self._members = {}
+        found = self._members.get(workload)
+        if found is None:
+            pods = self.by_owner().get(workload, [])
+            found = frozenset(map(_key, pods)), frozenset(_key(p) for p in pods if not _ready(p))
+            self._members[workload] = found
+        return found
+
+    def by_owner(self) -> dict[str, list[Mapping[str, Any]]]:
+        if self._by_owner is None:
+            index: dict[str, list[Mapping[str, Any]]] = {}
+            for pod in self.values():
+                owner = _owner_key(pod)
+                if owner:
+                    index.setdefault(f"{namespace_of(pod) or 'default'}/{owner}", []).append(pod)
+            self._by_owner = index
+        return self._by_owner
+
+
+class JobCounts:
+    """The jobs that count against the limits (`counts`), summed by pod, node and namespace; a
+    caller adds each job it creates, so a round's checks cost nothing per existing job."""
+
+    def __init__(self, pods: Mapping[str, Mapping[str, Any]]) -> None:
+        self.pods = pods
+        self.keys: set[str] = set()
+        #: pods with an active job, counted or not (a pod gets one job at a time)
+        self.active: set[str] = set()
+        self.by_node: Counter[str] = Counter()
+        self.by_namespace: Counter[str] = Counter()
+
+    @property
+    def total(self) -> int:
+        return len(self.keys)
+
+    @classmethod
+    def of(cls, jobs: Sequence[Mapping[str, Any]], pods: Mapping[str, Mapping[str, Any]]) -> JobCounts:
+        out = cls(pods)
+        for job in jobs:
+            out.add(job)
+        return out
+
+    def add(self, job: Mapping[str, Any]) -> None:
+        key = pmj.pod_key_of(job)
+        if pmj.is_active(job):
+            self.active.add(key)
+        if not counts(job):
+            return
+        if key in self.keys:
+            return
+        self.keys.add(key)
+        self.by_node[str(spec_of(self.pods.get(key) or {}).get("nodeName") or "")] += 1
+        self.by_namespace[str(pmj.pod_ref(job).get("namespace") or "")] += 1
+
+
 class TokenBucket:
     """golang.org/x/time/rate.Limiter as the object limiters use it: `rate` tokens a second, at
     most `burst`, full at first."""
@@ -140,6 +206,8 @@ class Limits:
         if not owner:
             return []
         namespace = namespace_of(pod) or "default"
+        if isinstance(pods, PodIndex):
+            return pods.by_owner().get(f"{namespace}/{owner}", [])
         return [p for p in pods.values() if (namespace_of(p) or "default") == namespace and _owner_key(p) == owner]
 
     # --- the filters -----------------------------------------------------------------------------
@@ -158,38 +226,44 @@ class Limits:
         return None
 
     def retryable(
-        self, pod: Mapping[str, Any], pods: Mapping[str, Mapping[str, Any]], jobs: Sequence[Mapping[str, Any]]
+        self,
+        pod: Mapping[str, Any],
+        pods: Mapping[str, Mapping[str, Any]],
+        jobs: Sequence[Mapping[str, Any]] | JobCounts,
     ) -> str | None:
-        """Why the pod may not be migrated now (a limit reached), or None."""
+        """Why the pod may not be migrated now (a limit reached), or None. `jobs` may be a
+        `JobCounts` kept up to date by the caller (a round asks once per candidate pod)."""
         key = _key(pod)
-        others = [j for j in jobs if pmj.pod_key_of(j) != key and counts(j)]
+        counted = jobs if isinstance(jobs, JobCounts) else JobCounts.of(jobs, pods)
+        own = 1 if key in counted.keys else 0
         limits = self.limits
-        if limits.max_migrating_globally and len(others) >= limits.max_migrating_globally:
+        if limits.max_migrating_globally and counted.total - own >= limits.max_migrating_globally:
             return f"maxMigratingGlobally={limits.max_migrating_globally} jobs are migrating"
         node = str(spec_of(pod).get("nodeName") or "")
         if node and limits.max_migrating_per_node:
-            on_node = sum(
-                1 for j in others if str(spec_of(pods.get(pmj.pod_key_of(j)) or {}).get("nodeName") or "") == node
-            )
-            if on_node >= limits.max_migrating_per_node:
+            if counted.by_node[node] - own >= limits.max_migrating_per_node:
                 return f"maxMigratingPerNode={limits.max_migrating_per_node} pods of node {node} are migrating"
         namespace = namespace_of(pod) or "default"
         if limits.max_migrating_per_namespace:
-            in_namespace = sum(1 for j in others if pmj.pod_ref(j).get("namespace") == namespace)
-            if in_namespace >= limits.max_migrating_per_namespace:
+            if counted.by_namespace[namespace] - own >= limits.max_migrating_per_namespace:
                 return (
                     f"maxMigratingPerNamespace={limits.max_migrating_per_namespace} pods of namespace "
                     f"{namespace} are migrating"
                 )
+        others = counted.keys - {key}
         workload = self.workload_pods(pod, pods)
         if workload:
             replicas = len(workload)
-            members = {_key(p) for p in workload}
-            migrating = {pmj.pod_key_of(j) for j in others} & members
+            if isinstance(pods, PodIndex):
+                members, not_ready = pods.members(f"{namespace}/{_owner_key(pod)}")
+            else:
+                members = frozenset(map(_key, workload))
+                not_ready = frozenset(_key(p) for p in workload if not _ready(p))
+            migrating = members & others
             max_migrating = scaled_limit(replicas, limits.max_migrating_per_workload)
             if migrating and len(migrating) >= max_migrating:
                 return f"maxMigratingPerWorkload={max_migrating}: {len(migrating)} pod(s) of its workload are migrating"
-            unavailable = {_key(p) for p in workload if not _ready(p)} | migrating
+            unavailable = not_ready | migrating
             max_unavailable = scaled_limit(replicas, limits.max_unavailable_per_workload)
             if len(unavailable) >= max_unavailable:
                 return (

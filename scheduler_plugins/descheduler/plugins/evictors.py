@@ -31,7 +31,13 @@ from scheduler_plugins.descheduler.framework.interfaces import EvictOptions, Obj
 from scheduler_plugins.descheduler.framework.report import EvictionEntry, MigrationEntry
 from scheduler_plugins.descheduler.migration import job as pmj
 from scheduler_plugins.descheduler.migration.controller import Reconciler
-from scheduler_plugins.descheduler.migration.limits import Limits, MigrationLimits, parse_limits
+from scheduler_plugins.descheduler.migration.limits import (
+    JobCounts,
+    Limits,
+    MigrationLimits,
+    PodIndex,
+    parse_limits,
+)
 from scheduler_plugins.descheduler.plugins.evictable import (
     FILTER_FIELDS,
     EvictableArgs,
@@ -174,8 +180,10 @@ class MigrationController:
         self.uid = new_name()
         self.limits = Limits(args.limits, handle.clock)
         self.reconciler: Reconciler | None = None
-        self._planned_for: object = None
-        self._planned: list[dict[str, Any]] = []
+        self._round_of: object = None
+        self._round_pods = PodIndex()
+        self._round_jobs: list[dict[str, Any]] = []
+        self._round_counts = JobCounts(self._round_pods)
         if handle.migrations is not None:
             self.reconciler = Reconciler(
                 handle.migrations,
@@ -210,6 +218,7 @@ class MigrationController:
             raise RuntimeError("MigrationController migrates but the descheduler has no PodMigrationJob backend")
         backend.create_job(job)
         self._record(job, pmj.PENDING)
+        self._count(job)
         return True
 
     def plan(self, pod: Object, options: EvictOptions) -> bool:
@@ -220,33 +229,38 @@ class MigrationController:
         if job is None:
             return False
         self._record(job, pmj.PENDING)
-        counted = dict(job, status={"phase": pmj.RUNNING})
-        self._planned.append(counted)
+        self._count(job)
         return True
 
-    def _pods(self) -> dict[str, Mapping[str, Any]]:
-        snapshot = self.handle.snapshot
-        return {pod_key(p): p for pods in snapshot.pods_by_node.values() for p in pods}
+    def _round(self) -> tuple[PodIndex, JobCounts, list[dict[str, Any]]]:
+        """This round's pods (indexed by workload) and the jobs the limits count: those stored,
+        read once a round, plus those created (or, under dry run, planned) during it."""
+        if self._round_of is not self.handle.report:
+            snapshot = self.handle.snapshot
+            pods = PodIndex({pod_key(p): p for ps in snapshot.pods_by_node.values() for p in ps})
+            backend = self.handle.migrations
+            stored = backend.list_jobs() if backend is not None and not self.handle.dry_run else []
+            self._round_of, self._round_pods, self._round_jobs = self.handle.report, pods, stored
+            self._round_counts = JobCounts.of(stored, pods)
+        return self._round_pods, self._round_counts, self._round_jobs
 
-    def _jobs(self) -> list[dict[str, Any]]:
-        """The jobs the limits count: those stored, and under dry run those planned this round
-        (counted as running, as they would be once created)."""
-        backend = self.handle.migrations
-        stored = backend.list_jobs() if backend is not None and not self.handle.dry_run else []
-        if self._planned_for is not self.handle.report:
-            self._planned_for, self._planned = self.handle.report, []
-        return stored + self._planned
+    def _count(self, job: dict[str, Any]) -> None:
+        """A job created (or planned) this round counts at once, as if it had passed arbitration."""
+        counted = dict(job, status={"phase": pmj.RUNNING})
+        _, counts, jobs = self._round()
+        jobs.append(counted)
+        counts.add(counted)
 
     def _job_for(self, pod: Object, options: EvictOptions) -> dict[str, Any] | None:
         """The job for the pod, or None (recorded as a skip) when a job exists for it already or a
         limit refuses it (`Evict`: Filter, then the object limiter)."""
-        pods, jobs = self._pods(), self._jobs()
+        pods, counts, jobs = self._round()
         key = pod_key(pod)
         node = str(spec_of(pod).get("nodeName") or "")
-        if any(pmj.pod_key_of(j) == key and pmj.is_active(j) for j in jobs):
+        if key in counts.active:
             why: str | None = "a PodMigrationJob for the pod is already running"
         else:
-            why = self.limits.non_retryable(pod, pods) or self.limits.retryable(pod, pods, jobs)
+            why = self.limits.non_retryable(pod, pods) or self.limits.retryable(pod, pods, counts)
         if why is not None:
             self.handle.report.skipped.append(EvictionEntry(key, node, options.plugin_name, f"not migrated: {why}"))
             return None
@@ -275,7 +289,7 @@ class MigrationController:
         if self.reconciler is None or backend is None or self.args.paused or not self.args.migrate:
             return
         was_active = {name_of(j) for j in backend.list_jobs() if pmj.is_active(j)}
-        jobs = self.reconciler.reconcile_all(self._pods())
+        jobs = self.reconciler.reconcile_all(self._round()[0])
         report = self.handle.report
         shown = [j for j in sorted(jobs, key=name_of) if pmj.is_active(j) or name_of(j) in was_active]
         names = {name_of(j) for j in shown}
