@@ -9,7 +9,7 @@ preemption, which prefers victims whose eviction violates no budget (kube-schedu
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from policies.objects import labels_of, namespace_of
@@ -30,6 +30,21 @@ def _scaled(value: Any, total: int) -> int:
     if isinstance(value, str) and value.endswith("%"):
         return math.ceil(int(value[:-1]) * total / 100)
     return int(value)
+
+
+def selector_of(budget: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    """`selects` for one budget, its selector compiled once (preemption asks about many pods)."""
+    namespace = namespace_of(budget) or "default"
+    raw = (budget.get("spec") or {}).get("selector")
+    selector = compile_selector(raw, "spec.selector") if raw is not None else None
+    if selector is None or isinstance(selector, InvalidSelector) or selector.is_empty:
+        return lambda pod: False
+    compiled = selector
+
+    def check(pod: Mapping[str, Any]) -> bool:
+        return (namespace_of(pod) or "default") == namespace and compiled.matches(labels_of(pod))
+
+    return check
 
 
 def selects(budget: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:

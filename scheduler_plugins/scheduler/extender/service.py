@@ -230,7 +230,9 @@ class ExtenderService:
         if not status.is_success:
             return {"NodeNameToMetaVictims": out}
         filter_node = self.framework.run_filter
-        budgets = self.cluster.disruption_budgets()
+        evaluator = Evaluator(
+            "extender", _GivenVictims(frozenset()), filter_node, self.cluster.nodes, self.cluster.disruption_budgets()
+        )
         for node_name, (uids, _) in sorted(table.items()):
             node = self.cluster.nodes.get(node_name)
             if node is None:
@@ -239,8 +241,7 @@ class ExtenderService:
             if not all(uid in by_uid for uid in uids):
                 continue
             allowed = frozenset(uids)
-            policy = _GivenVictims(allowed)
-            evaluator = Evaluator("extender", policy, filter_node, self.cluster.nodes, budgets)
+            evaluator.policy = _GivenVictims(allowed)
             if not allowed:
                 if filter_node(state, pod, node).is_success:
                     out[node_name] = {"Pods": [], "NumPDBViolations": 0}

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from policies.disruption import selects, status_allowed
+from policies.disruption import selector_of, status_allowed
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Code, Status, unresolvable, unschedulable
@@ -118,13 +118,6 @@ def _importance_key(pod: PodInfo) -> tuple[int, int, str]:
     return (-pod.priority, -pod.sub_priority, _start_time(pod))
 
 
-def _copy_node(node: NodeInfo) -> NodeInfo:
-    copy = NodeInfo(node.node)
-    for pod in node.pods.values():
-        copy.add_pod(pod)
-    return copy
-
-
 class Evaluator:
     """Runs one preemption for one policy over the nodes of the cluster.
 
@@ -146,6 +139,16 @@ class Evaluator:
         self.nodes = nodes
         self.budgets = budgets
         self.extra_fit = extra_fit
+        #: per budget: its selector compiled once, the pods it already counts as disrupted, and
+        #: the disruptions it allows
+        self._budgets = [
+            (
+                selector_of(b),
+                frozenset((b.get("status") or {}).get("disruptedPods") or {}),
+                _allowed(b),
+            )
+            for b in budgets
+        ]
 
     def select_candidate(
         self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]
@@ -190,7 +193,7 @@ class Evaluator:
         self, state: CycleState, pod: PodInfo, node: NodeInfo
     ) -> tuple[Candidate | None, Status]:
         """The fewest victims on `node` that let `pod` fit (`SelectVictimsOnNode`)."""
-        reduced = _copy_node(node)
+        reduced = node.copy()
         potential = [p for p in node.pods.values() if not is_reserve_pod(p) and self.policy.can_preempt(pod, p)]
         if not potential:
             return None, unresolvable(f"No victims found on node {node.name} for preemptor pod {pod.name}")
@@ -250,16 +253,15 @@ class Evaluator:
     def split_by_pdb(self, pods: Sequence[PodInfo]) -> tuple[list[PodInfo], list[PodInfo]]:
         """`filterPodsWithPDBViolation`: a pod whose budgets have no disruption left is violating;
         each pod counted uses one disruption of every budget that selects it. Order is kept."""
-        allowed = [_allowed(b) for b in self.budgets]
+        allowed = [b[2] for b in self._budgets]
         violating: list[PodInfo] = []
         non_violating: list[PodInfo] = []
         for pod in pods:
             violated = False
             if pod.labels:
-                for i, budget in enumerate(self.budgets):
-                    if not selects(budget, pod.obj):
+                for i, (selects_pod, disrupted, _) in enumerate(self._budgets):
+                    if not selects_pod(pod.obj):
                         continue
-                    disrupted = (budget.get("status") or {}).get("disruptedPods") or {}
                     if pod.name in disrupted:
                         continue
                     allowed[i] -= 1
