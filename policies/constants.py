@@ -110,6 +110,9 @@ ANNOTATION_PRE_ALLOCATION: Final = "scheduling.koordinator.sh/is-pre-allocation"
 ANNOTATION_RESERVATION_AFFINITY: Final = "scheduling.koordinator.sh/reservation-affinity"
 ANNOTATION_RESERVATION_ALLOCATED: Final = "scheduling.koordinator.sh/reservation-allocated"
 LABEL_RESERVATION_IGNORED: Final = "scheduling.koordinator.sh/reservation-ignored"
+ANNOTATION_EXACT_MATCH_RESERVATION: Final = "scheduling.koordinator.sh/exact-match-reservation"
+#: the taint an unschedulable (or terminating) Reservation behaves as if it carried
+TAINT_NODE_UNSCHEDULABLE: Final = "node.kubernetes.io/unschedulable"
 LABEL_RESERVATION_ORDER: Final = "scheduling.koordinator.sh/reservation-order"
 
 # PodMigrationJob API (apis/scheduling/v1alpha1/pod_migration_job_types.go), cluster-scoped.
