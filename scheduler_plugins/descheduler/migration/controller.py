@@ -26,7 +26,7 @@ from cluster.rest import ApiError
 from policies.constants import ANNOTATION_EVICT_REASON, ANNOTATION_PASSED_ARBITRATION
 from policies.durations import parse_duration
 from policies.objects import name_of
-from scheduler_plugins.clock import parse_time
+from policies.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend
 from scheduler_plugins.descheduler.migration import job as pmj
 from scheduler_plugins.descheduler.migration.backend import MigrationBackend

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from policies.feature_gates import FeatureGates
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
-from scheduler_plugins.scheduler.framework.features import FeatureGates
+from scheduler_plugins.scheduler.framework.features import scheduler_gates
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.status import Status
@@ -50,7 +51,7 @@ class Handle:
     cluster: ClusterView
     client: ClusterClient
     clock: Clock = system_clock
-    features: FeatureGates = field(default_factory=FeatureGates)
+    features: FeatureGates = field(default_factory=scheduler_gates)
     #: pods parked by Permit; plugins allow or reject them from other pods' cycles
     waiting: WaitingPods = field(default_factory=WaitingPods)
     #: the profile's Filter for one node, transformers included (kube's

@@ -16,7 +16,7 @@ from cluster.store import ClusterStore
 from colocate.cli import main
 from policies.constants import ANNOTATION_PASSED_ARBITRATION, POD_MIGRATION_JOB_KIND
 from policies.field_errors import ConfigError, Fields
-from scheduler_plugins.clock import parse_time
+from policies.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.config import parse_config
 from scheduler_plugins.descheduler.framework.runtime import Descheduler
 from scheduler_plugins.descheduler.migration import job as pmj

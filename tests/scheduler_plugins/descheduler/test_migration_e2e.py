@@ -16,7 +16,7 @@ from cluster.client import api_client
 from cluster.eviction import EvictionClient
 from cluster.rest import ObjectClient
 from policies.constants import ANNOTATION_RESERVATION_ALLOCATED, POD_MIGRATION_JOB_KIND, RESERVATION_KIND
-from scheduler_plugins.clock import parse_time
+from policies.timestamps import parse_time
 from scheduler_plugins.descheduler.migration import job as pmj
 from scheduler_plugins.descheduler.migration.backend import ApiMigrationBackend
 from scheduler_plugins.descheduler.migration.controller import Reconciler
