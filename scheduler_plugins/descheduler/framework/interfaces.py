@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from scheduler_plugins.descheduler.framework.report import MigrationEntry
+
 Object = Mapping[str, Any]
 
 
@@ -79,4 +81,4 @@ class MigratingEvictPlugin(EvictPlugin, Protocol):
 
     def plan(self, pod: Object, options: EvictOptions) -> bool: ...
 
-    def reconcile(self) -> None: ...
+    def reconcile(self) -> list[MigrationEntry]: ...

@@ -32,7 +32,7 @@ from scheduler_plugins.descheduler.framework.interfaces import (
     Status,
 )
 from scheduler_plugins.descheduler.framework.registry import Registry
-from scheduler_plugins.descheduler.framework.report import RoundReport
+from scheduler_plugins.descheduler.framework.report import MigrationEntry, RoundReport
 from scheduler_plugins.descheduler.migration.backend import MigrationBackend
 
 log = logging.getLogger("colocate.descheduler")
@@ -159,8 +159,18 @@ class Descheduler:
                     report.errors.extend(f"profile {profile.name}: {e}" for e in errors)
                     log.error("%s plugins of profile %s failed: %s", phase, profile.name, "; ".join(errors))
                     break
+        if not self.dry_run:
+            entries = self.reconcile_migrations()
+            names = {e.job for e in entries}
+            report.migrations[:] = [m for m in report.migrations if m.job not in names] + entries
+        return report
+
+    def reconcile_migrations(self) -> list[MigrationEntry]:
+        """One pass of every migrating Evict plugin over its PodMigrationJobs (after each round,
+        and between rounds when running continuously: Koordinator requeues a job every 3s)."""
+        entries: list[MigrationEntry] = []
         for profile in self.profiles:
             for plugin in profile.handle.evictor.evicts[:1]:
-                if isinstance(plugin, MigratingEvictPlugin) and not self.dry_run:
-                    plugin.reconcile()
-        return report
+                if isinstance(plugin, MigratingEvictPlugin):
+                    entries.extend(plugin.reconcile())
+        return entries

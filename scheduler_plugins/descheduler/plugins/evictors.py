@@ -283,28 +283,25 @@ class MigrationController:
             MigrationEntry(pmj.pod_key_of(job), mode, reservation, phase, "" if self.handle.dry_run else name_of(job))
         )
 
-    def reconcile(self) -> None:
-        """Advance every job once; report each job active before or after this pass."""
+    def reconcile(self) -> list[MigrationEntry]:
+        """Advance every job once; each job active before or after this pass, as report entries."""
         backend = self.handle.migrations
         if self.reconciler is None or backend is None or self.args.paused or not self.args.migrate:
-            return
+            return []
         was_active = {name_of(j) for j in backend.list_jobs() if pmj.is_active(j)}
         jobs = self.reconciler.reconcile_all(self._round()[0])
-        report = self.handle.report
-        shown = [j for j in sorted(jobs, key=name_of) if pmj.is_active(j) or name_of(j) in was_active]
-        names = {name_of(j) for j in shown}
-        report.migrations[:] = [m for m in report.migrations if m.job not in names]
-        for job in shown:
-            report.migrations.append(
-                MigrationEntry(
-                    pmj.pod_key_of(job),
-                    pmj.mode_of(job, self.args.default_job_mode),
-                    pmj.planned_reservation(job, self.args.default_job_mode),
-                    pmj.phase_of(job),
-                    name_of(job),
-                    str((job.get("status") or {}).get("reason") or ""),
-                )
+        return [
+            MigrationEntry(
+                pmj.pod_key_of(job),
+                pmj.mode_of(job, self.args.default_job_mode),
+                pmj.planned_reservation(job, self.args.default_job_mode),
+                pmj.phase_of(job),
+                name_of(job),
+                str((job.get("status") or {}).get("reason") or ""),
             )
+            for job in sorted(jobs, key=name_of)
+            if pmj.is_active(job) or name_of(job) in was_active
+        ]
 
 
 class DefaultEvictor:

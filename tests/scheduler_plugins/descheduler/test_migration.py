@@ -270,3 +270,27 @@ def test_arbitration_passes_competing_jobs_in_order_and_holds_the_rest() -> None
     assert pmj.phase_of(by_pod["shop/w-high"]) == pmj.PENDING  # held for a later arbitration
     assert pmj.phase_of(by_pod["shop/single"]) == pmj.FAILED
     assert by_pod["shop/single"]["status"]["reason"] == pmj.REASON_FORBIDDEN_MIGRATE_POD
+
+
+async def test_jobs_advance_between_rounds_when_running_continuously(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job needs several passes (reserve, scheduled, evict, bound): with a round every 120s it
+    would time out, so the jobs advance every few seconds between rounds, as Koordinator requeues."""
+    import asyncio
+
+    from scheduler_plugins.descheduler import service
+
+    class Counting:
+        passes = 0
+
+        def reconcile_migrations(self) -> list[Any]:
+            self.passes += 1
+            return []
+
+    monkeypatch.setattr(service, "MIGRATION_REQUEUE_SECONDS", 0.01)
+    counting = Counting()
+    await service._between_rounds(counting, 0.2, None)  # type: ignore[arg-type]
+    assert counting.passes >= 3
+    paused = Counting()
+    not_leading = asyncio.Event()
+    await service._between_rounds(paused, 0.05, not_leading)  # type: ignore[arg-type]
+    assert paused.passes == 0  # only the leader migrates
