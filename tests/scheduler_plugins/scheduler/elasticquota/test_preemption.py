@@ -121,3 +121,34 @@ def test_a_quota_takes_back_what_it_lent_once_the_borrower_stays_over_its_runtim
 def test_the_monitor_is_off_unless_monitor_all_quotas():
     cluster, scheduler, fwk = world([*NODES, make_quota("team-a", max={"cpu": "8"})])
     assert not fwk.plugins["ElasticQuota"].revoker.enabled
+
+
+async def test_the_extender_runs_the_monitor_and_evicts_what_is_due():
+    import asyncio
+    import itertools
+
+    from scheduler_plugins.scheduler.extender.server import revoke_forever
+    from scheduler_plugins.scheduler.extender.service import ExtenderService
+    from tests.support.wait import wait_for
+
+    objects = [
+        *NODES,
+        make_quota("team-a", min={"cpu": "8"}, max={"cpu": "16"}),
+        make_quota("team-b", min={"cpu": "0"}, max={"cpu": "16"}),
+        *(quota_pod(f"b-{i}", "team-b", node=f"n{1 + i // 2}", priority=100 + i) for i in range(4)),
+        quota_pod("a-0", "team-a", cpu="8", priority=100),
+    ]
+    store = ClusterStore(SCHEDULER_KINDS)
+    for kind in SCHEDULER_KINDS:
+        store.replace(kind, [o for o in objects if o.get("kind") == kind])
+    cluster = ClusterState.of_store(store)
+    ticks = itertools.count(1000.0, 10.0)
+    config = parse_config(profile(monitorAllQuotas=True, delayEvictTime="15s"), in_tree_registry())
+    fwk = build_framework(config, in_tree_registry(), cluster, clock=lambda: next(ticks))
+    service = ExtenderService(fwk, cluster)
+    task = asyncio.create_task(revoke_forever(service, fwk.plugins["ElasticQuota"].revoker, 0.01))
+    try:
+        await wait_for(lambda: not cluster.nodes["n1"].pods, timeout=10, message="team-b's pods on n1 to be evicted")
+    finally:
+        task.cancel()
+    assert sorted(cluster.nodes["n1"].pods) == [] and len(cluster.nodes["n2"].pods) == 2  # b-0, b-1 evicted
