@@ -17,6 +17,7 @@ New jobs go through arbitration first (`limits.py`): a job whose pod may never m
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -84,6 +85,8 @@ class Reconciler:
             pod_sorter,
         )
         self._order = 0
+        #: the job as the current step read it (what `_write` compares with)
+        self._before: dict[str, Any] = {}
 
     # --- arbitration ----------------------------------------------------------------------------
     def arbitrate(self, jobs: list[dict[str, Any]], pods: Mapping[str, Mapping[str, Any]]) -> None:
@@ -141,25 +144,27 @@ class Reconciler:
         return jobs
 
     def reconcile(self, job: dict[str, Any], pods: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-        """One step of `doMigrate` for an active job; returns the job as stored."""
+        """One step of `doMigrate` for an active job; returns the job as stored. The job is
+        written only when the step changed it (a job waiting on the scheduler costs no write)."""
+        self._before = copy.deepcopy(job)
         if self._timed_out(job):
             self._delete_reservation(job)
             pmj.finish(job, pmj.FAILED, pmj.REASON_TIMEOUT, "Abort job caused by timeout")
             self._event(job, "Warning", pmj.REASON_TIMEOUT, "Abort job caused by timeout")
-            return self.backend.update_job(job)
+            return self._write(job)
         ref = pmj.pod_ref(job)
         namespace, name = str(ref.get("namespace") or ""), str(ref.get("name") or "")
         if pmj.phase_of(job) == pmj.PENDING:
             if not namespace or not name:
                 pmj.finish(job, pmj.FAILED, "InvalidPodRef", "Abort job caused by invalid PodRef")
-                return self.backend.update_job(job)
+                return self._write(job)
             pod = self.backend.get_pod(namespace, name)
             if pod is None:
                 return self._missing_pod(job)
             job["spec"]["podRef"]["uid"] = str((pod.get("metadata") or {}).get("uid") or ref.get("uid") or "")
             job.setdefault("status", {})["phase"] = pmj.RUNNING
             # Koordinator returns here and its own status update requeues the job at once: go on
-            job = self.backend.update_job(job)
+            job = self._write(job)
         if not pmj.condition_true(job, pmj.COND_EVICTION):
             pod = self.backend.get_pod(namespace, name)
             if pod is not None and self.limits.limiter_refusal(pod, pods):
@@ -168,7 +173,7 @@ class Reconciler:
             done, job = self._evict(job, pods)
             if done:
                 pmj.finish(job, pmj.SUCCEEDED, "", f'Pod "{namespace}/{name}" has been evicted')
-                job = self.backend.update_job(job)
+                job = self._write(job)
             return job
         return self._reservation_first(job, pods)
 
@@ -185,7 +190,7 @@ class Reconciler:
             pmj.finish(
                 job, pmj.FAILED, pmj.REASON_MISSING_RESERVATION, f'Abort job caused by missing Reservation "{name}"'
             )
-            return self.backend.update_job(job)
+            return self._write(job)
         unschedulable = _reservation_condition(reservation, "Scheduled", "Unschedulable")
         scheduled_cond = pmj.condition(job, pmj.COND_RESERVATION_SCHEDULED)
         if unschedulable is not None and (scheduled_cond is None or scheduled_cond.get("status") == "False"):
@@ -196,15 +201,15 @@ class Reconciler:
                 self._event(job, "Warning", pmj.REASON_UNSCHEDULABLE, message)
         phase = _phase(reservation)
         if phase in ("", "Pending"):
-            return self.backend.update_job(job)  # requeue: waiting for the scheduler
+            return self._write(job)  # requeue: waiting for the scheduler
         if phase == "Failed" and _reservation_condition(reservation, "Ready", "Expired") is not None:
             pmj.finish(job, pmj.FAILED, pmj.REASON_RESERVATION_EXPIRED, "Reservation expired")
-            return self.backend.update_job(job)
+            return self._write(job)
         scheduled = _node(reservation) and _reservation_condition(reservation, "Scheduled", "Scheduled") is not None
         if not scheduled and phase not in ("Available", "Succeeded"):
             message = str((unschedulable or {}).get("message") or "")
             pmj.finish(job, pmj.FAILED, pmj.REASON_UNSCHEDULABLE, message)
-            return self.backend.update_job(job)
+            return self._write(job)
         node = _node(reservation)
         ref = pmj.pod_ref(job)
         if not job["status"].get("nodeName"):
@@ -217,7 +222,7 @@ class Reconciler:
                     f'Scheduler assignes the Reservation "{name}" on the same node as the Pod',
                 )
                 self._delete_reservation(job)
-                return self.backend.update_job(job)
+                return self._write(job)
             job["status"]["nodeName"] = node
             pmj.set_condition(job, pmj.COND_RESERVATION_SCHEDULED, "True", self.clock())
             self._event(
@@ -231,20 +236,20 @@ class Reconciler:
             pmj.set_condition(
                 job, pmj.COND_POD_BOUND_RESERVATION, "False", self.clock(), pmj.REASON_WAIT_FOR_POD_BIND_RESERVATION
             )
-            return self.backend.update_job(job)
+            return self._write(job)
         bound_key = f"{bound.get('namespace')}/{bound.get('name')}"
         job["status"]["podRef"] = dict(bound)
         pmj.set_condition(job, pmj.COND_RESERVATION_BOUND, "True", self.clock())
         replacement = self.backend.get_pod(str(bound.get("namespace")), str(bound.get("name")))
         if replacement is not None and not _ready(replacement):
             pmj.set_condition(job, pmj.COND_BOUND_POD_READY, "False", self.clock(), "WaitForBoundPodReady")
-            return self.backend.update_job(job)
+            return self._write(job)
         pmj.set_condition(job, pmj.COND_BOUND_POD_READY, "True", self.clock())
         message = f'Bind Pod "{bound_key}" in Reservation "{name}"'
         pmj.set_condition(job, pmj.COND_POD_BOUND_RESERVATION, "True", self.clock(), "", message)
         pmj.finish(job, pmj.SUCCEEDED, "", message)
         self._event(job, "Normal", "Complete", message)
-        return self.backend.update_job(job)
+        return self._write(job)
 
     def _create_reservation(self, job: dict[str, Any]) -> dict[str, Any]:
         ref = pmj.pod_ref(job)
@@ -264,7 +269,7 @@ class Reconciler:
                 pmj.REASON_FAILED_CREATE_RESERVATION,
                 f"Failed to create Reservation caused by {exc}",
             )
-            return self.backend.update_job(job)
+            return self._write(job)
         job["spec"]["reservationOptions"] = {
             "reservationRef": {
                 "apiVersion": pmj.API_VERSION,
@@ -277,7 +282,7 @@ class Reconciler:
         self._event(
             job, "Normal", pmj.COND_RESERVATION_CREATED, f'Successfully create Reservation "{name_of(created)}"'
         )
-        return self.backend.update_job(job)
+        return self._write(job)
 
     def _evict(
         self, job: dict[str, Any], pods: Mapping[str, Mapping[str, Any]], reservation: Mapping[str, Any] | None = None
@@ -294,7 +299,7 @@ class Reconciler:
             if cond is None:
                 return False, self._missing_pod(job)
             pmj.set_condition(job, pmj.COND_EVICTION, "True", self.clock(), pmj.REASON_EVICT_COMPLETE)
-            return True, self.backend.update_job(job)
+            return True, self._write(job)
         if cond is not None and cond.get("reason") == pmj.REASON_EVICTING:
             return False, job  # requeue: the pod is terminating
         if reservation is not None and _phase(reservation) == "Succeeded":
@@ -303,12 +308,12 @@ class Reconciler:
                 pmj.finish(
                     job, pmj.FAILED, pmj.REASON_FORBIDDEN_MIGRATE_POD, "Reservation is already bound by another Pod"
                 )
-                return False, self.backend.update_job(job)
+                return False, self._write(job)
         grace = ((job.get("spec") or {}).get("deleteOptions") or {}).get("gracePeriodSeconds", self.default_grace)
         result = self.evictions.evict(namespace, name, grace)
         if result.outcome is Outcome.GONE:
             pmj.set_condition(job, pmj.COND_EVICTION, "True", self.clock(), pmj.REASON_EVICT_COMPLETE)
-            return True, self.backend.update_job(job)
+            return True, self._write(job)
         if result.outcome is not Outcome.EVICTED:
             message = f'Failed evict Pod "{namespace}/{name}" caused by {result.message or result.outcome.value}'
             self._event(job, "Warning", pmj.REASON_EVICTING, message)
@@ -319,13 +324,20 @@ class Reconciler:
         message = f'Pod "{namespace}/{name}" evicted from node "{node}" by the reason "{reason}"'
         pmj.set_condition(job, pmj.COND_EVICTION, "False", self.clock(), pmj.REASON_EVICTING, message)
         self._event(job, "Normal", pmj.REASON_EVICTING, message)
-        return False, self.backend.update_job(job)
+        return False, self._write(job)
+
+    def _write(self, job: dict[str, Any]) -> dict[str, Any]:
+        if job == self._before:
+            return job
+        stored = self.backend.update_job(job)
+        self._before = copy.deepcopy(stored)
+        return stored
 
     def _missing_pod(self, job: dict[str, Any]) -> dict[str, Any]:
         message = f'Abort job caused by missing Pod "{pmj.pod_key_of(job)}"'
         pmj.finish(job, pmj.FAILED, pmj.REASON_MISSING_POD, message)
         self._event(job, "Warning", pmj.REASON_MISSING_POD, message)
-        return self.backend.update_job(job)
+        return self._write(job)
 
     def _timed_out(self, job: Mapping[str, Any]) -> bool:
         ttl = (job.get("spec") or {}).get("ttl")

@@ -128,8 +128,10 @@ async def test_a_job_reserves_then_evicts_and_the_replacement_takes_the_reservat
     ]
     assert reservation["spec"]["allocateOnce"] is True and "nodeName" not in reservation["spec"]["template"]["spec"]
 
+    writes = api.writes(POD_MIGRATION_JOB_KIND)
     job = await world.step()  # the scheduler has not placed it: nothing is evicted yet
     assert api.evictions == [] and pmj.phase_of(job) == pmj.RUNNING
+    assert api.writes(POD_MIGRATION_JOB_KIND) == writes  # waiting costs no write
 
     schedule_reservation(api, reservation, "node-b")
     job = await world.step()  # scheduled: now it evicts
