@@ -30,10 +30,9 @@ from policies.manifests import ManifestError
 from scheduler_plugins.clock import Clock, clock_at
 from scheduler_plugins.descheduler.cluster import DESCHEDULER_KINDS, DeschedulerView
 from scheduler_plugins.descheduler.framework.config import DeschedulerConfig, load_config
-from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend
+from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend, MigrationBackend
 from scheduler_plugins.descheduler.framework.report import RoundReport
 from scheduler_plugins.descheduler.framework.runtime import Descheduler
-from scheduler_plugins.descheduler.migration.backend import MigrationBackend
 from scheduler_plugins.descheduler.registry import in_tree_registry
 from scheduler_plugins.descheduler.render import rounds_table
 from scheduler_plugins.descheduler.service import Schedule

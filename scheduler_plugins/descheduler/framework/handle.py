@@ -12,13 +12,33 @@ from scheduler_plugins.clock import Clock
 from scheduler_plugins.descheduler.cluster import Snapshot
 from scheduler_plugins.descheduler.framework.evictor import Evictor
 from scheduler_plugins.descheduler.framework.report import RoundReport
-from scheduler_plugins.descheduler.migration.backend import MigrationBackend
 
 
 class EvictionBackend(Protocol):
     """Evicts one pod: `cluster.eviction.EvictionClient` (policy/v1), or the store offline."""
 
     def evict(self, namespace: str, name: str, grace_period_seconds: int | None = None) -> EvictionResult: ...
+
+
+class MigrationBackend(Protocol):
+    """Where the MigrationController reads pods and keeps its PodMigrationJobs and Reservations
+    (`migration/backend.py`: the API server, or the store offline)."""
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def list_jobs(self) -> list[dict[str, Any]]: ...
+
+    def create_job(self, job: dict[str, Any]) -> dict[str, Any]: ...
+
+    def update_job(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Write the job's metadata, spec and status; the object as stored."""
+        ...
+
+    def get_reservation(self, name: str) -> dict[str, Any] | None: ...
+
+    def create_reservation(self, reservation: dict[str, Any]) -> dict[str, Any]: ...
+
+    def delete_reservation(self, name: str) -> None: ...
 
 
 class EventSink(Protocol):

@@ -20,7 +20,7 @@ from scheduler_plugins.clock import Clock
 from scheduler_plugins.descheduler.cluster import Snapshot, is_ready
 from scheduler_plugins.descheduler.framework.config import DeschedulerConfig, Profile
 from scheduler_plugins.descheduler.framework.evictor import EvictionLimiter, EvictionLimits, Evictor, running
-from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend, Handle
+from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend, Handle, MigrationBackend
 from scheduler_plugins.descheduler.framework.interfaces import (
     BalancePlugin,
     DeschedulePlugin,
@@ -33,7 +33,6 @@ from scheduler_plugins.descheduler.framework.interfaces import (
 )
 from scheduler_plugins.descheduler.framework.registry import Registry
 from scheduler_plugins.descheduler.framework.report import MigrationEntry, RoundReport
-from scheduler_plugins.descheduler.migration.backend import MigrationBackend
 
 log = logging.getLogger("colocate.descheduler")
 

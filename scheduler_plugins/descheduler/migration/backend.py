@@ -1,36 +1,19 @@
-"""Where the MigrationController reads pods and keeps its PodMigrationJobs and Reservations: the API
-server (`ApiMigrationBackend`, the REST verbs of `cluster.rest`), or the in-memory store of a
-directory of manifests (`StoreMigrationBackend`: offline, where nothing schedules a Reservation, so
-a `ReservationFirst` job waits and times out; `EvictDirectly` jobs evict from the store).
+"""Where the MigrationController reads pods and keeps its PodMigrationJobs and Reservations (the
+handle's `MigrationBackend`): the API server (`ApiMigrationBackend`, the REST verbs of
+`cluster.rest`), or the in-memory store of a directory of manifests (`StoreMigrationBackend`:
+offline, where nothing schedules a Reservation, so a `ReservationFirst` job waits and times out;
+`EvictDirectly` jobs evict from the store).
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any, Protocol
+from typing import Any
 
 from cluster.rest import ObjectClient
 from cluster.store import ClusterStore
 from policies.constants import POD_MIGRATION_JOB_KIND, RESERVATION_KIND
 from policies.objects import name_of
-
-
-class MigrationBackend(Protocol):
-    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
-
-    def list_jobs(self) -> list[dict[str, Any]]: ...
-
-    def create_job(self, job: dict[str, Any]) -> dict[str, Any]: ...
-
-    def update_job(self, job: dict[str, Any]) -> dict[str, Any]:
-        """Write the job's metadata, spec and status; the object as stored."""
-        ...
-
-    def get_reservation(self, name: str) -> dict[str, Any] | None: ...
-
-    def create_reservation(self, reservation: dict[str, Any]) -> dict[str, Any]: ...
-
-    def delete_reservation(self, name: str) -> None: ...
 
 
 class ApiMigrationBackend:

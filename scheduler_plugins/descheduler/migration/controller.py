@@ -28,9 +28,8 @@ from policies.constants import ANNOTATION_EVICT_REASON, ANNOTATION_PASSED_ARBITR
 from policies.durations import parse_duration
 from policies.objects import name_of
 from policies.timestamps import parse_time
-from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend
+from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend, MigrationBackend
 from scheduler_plugins.descheduler.migration import job as pmj
-from scheduler_plugins.descheduler.migration.backend import MigrationBackend
 from scheduler_plugins.descheduler.migration.limits import Limits, arbitration_order
 
 log = logging.getLogger("colocate.descheduler.migration")
