@@ -30,6 +30,7 @@ from scheduler_plugins.scheduler.framework.preemption import (
 )
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, error, unresolvable
 from scheduler_plugins.scheduler.podinfo import PodInfo
+from scheduler_plugins.scheduler.reservations import is_reserve_pod
 
 NAME = "DefaultPreemption"
 DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10
@@ -65,9 +66,14 @@ def num_candidates(args: DefaultPreemptionArgs, nodes: int) -> int:
 
 
 def preemption_disallowed(pod: PodInfo) -> str:
-    """Why the pod may not preempt at all (`PodEligibleToPreemptOthers`), or ""."""
+    """Why the pod may not preempt at all (`PodEligibleToPreemptOthers`), or "". A Reservation's
+    reserve pod (priority MaxInt32) never does: Koordinator lets reservations preempt only with the
+    Reservation plugin's `enablePreemption` (default false), and a migration's Reservation that
+    evicted pods to fit would break its promise to evict nothing until it is placed."""
     if pod.spec.get("preemptionPolicy") == PREEMPT_NEVER:
         return "not eligible due to preemptionPolicy=Never."
+    if is_reserve_pod(pod):
+        return "not eligible: a reserve pod does not preempt (Reservation enablePreemption is false)"
     return ""
 
 

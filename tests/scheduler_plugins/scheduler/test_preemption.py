@@ -13,7 +13,7 @@ from scheduler_plugins.scheduler.framework.preemption import Candidate, Victim, 
 from scheduler_plugins.scheduler.framework.scheduling import Scheduler
 from scheduler_plugins.scheduler.plugins.defaultpreemption import DefaultPreemptionArgs, num_candidates, parse_args
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from tests.support.builders import make_node, make_pod
+from tests.support.builders import make_node, make_pod, make_reservation
 from tests.support.paths import REPO
 from tests.support.scheduling import make_framework
 
@@ -122,6 +122,18 @@ def test_a_pod_with_preemption_policy_never_does_not_preempt():
     objects = [gpu_node("node-1", 1), gpu_pod("batch", 5500, "node-1")]
     placement, cluster = schedule(objects, gpu_pod("p", 9500, preemptionPolicy="Never"))
     assert not placement.scheduled and "ml/batch" in cluster.nodes["node-1"].pods
+
+
+def test_a_reservation_never_preempts():
+    reservation = make_reservation("r-migrate")
+    reservation["spec"]["owners"] = [{"object": {"name": "owner"}}]
+    reservation["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = {"nvidia.com/gpu": "1"}
+    objects = [gpu_node("node-1", 1), gpu_pod("batch", 5500, "node-1"), reservation]
+    fwk, cluster = make_framework(objects)
+    reserve_pod = cluster.pending["Reservation/r-migrate"]
+    placement = Scheduler(fwk, cluster).schedule_one(reserve_pod)
+    assert not placement.scheduled and not placement.victims  # priority MaxInt32, and still no eviction
+    assert "ml/batch" in cluster.nodes["node-1"].pods
 
 
 def test_nothing_is_evicted_when_the_pod_would_not_fit_even_without_every_victim():
