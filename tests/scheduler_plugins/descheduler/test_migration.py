@@ -92,7 +92,8 @@ def test_dry_run_lists_the_jobs_low_node_load_would_create(capsys: pytest.Captur
     assert migration["reservation"]  # the Reservation it would create
     skipped = {s["pod"]: s["reason"] for s in round_["skipped"]}
     assert "workload of 1 replica(s)" in skipped["default/batch-1"]  # a single replica never migrates
-    assert "maxMigratingPerWorkload=1" in skipped["default/web-5"]  # web-4 of the same workload goes first
+    web = [reason for pod, reason in skipped.items() if pod.startswith("default/web-")]
+    assert web and all("maxMigratingPerWorkload=1" in r for r in web)  # web-4 of the same workload went first
     # nothing was written: the directory's pods are all still there on a real run's first read
     assert [e["pod"] for e in round_["evictions"]] == ["default/web-4"]
 
