@@ -1,6 +1,6 @@
 """Descheduler benchmark (a script that prints numbers, not a test).
 
-    python benchmarks/descheduler_bench.py [--nodes 1000] [--pods 30000] [--repeat 3]
+    python benchmarks/descheduler_bench.py [--nodes 1000] [--pods 30000] [--repeat 3] [--migration]
 
 One LowNodeLoad round (the default plugin set plus LowNodeLoad, nodeFit on, anomaly detection
 acting at once) over a cluster held in memory: `--nodes` nodes with fresh NodeMetrics reporting
@@ -8,7 +8,10 @@ every pod's usage, `--pods` ReplicaSet pods spread evenly; a tenth of the nodes 
 cpu), four tenths cold (about 15 %), the rest in between. Evictions go to the in-memory store, so
 every repeat starts from a fresh copy. Prints the round's wall time (best and median of
 `--repeat`), how many nodes were classified and pods evicted, the peak Python memory the round
-allocated (tracemalloc, a separate run) and the process's peak RSS.
+allocated (tracemalloc, a separate run) and the process's peak RSS. With `--migration` the
+MigrationController migrates (`defaultJobMode: ReservationFirst`, jobs and Reservations in the
+in-memory store): every eviction becomes a PodMigrationJob after the workload limits are checked,
+and the round ends with one reconcile pass (each job started and its Reservation created).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from scheduler_plugins.descheduler.cluster import DESCHEDULER_KINDS, Descheduler
 from scheduler_plugins.descheduler.framework.config import parse_config
 from scheduler_plugins.descheduler.framework.report import RoundReport
 from scheduler_plugins.descheduler.framework.runtime import Descheduler
+from scheduler_plugins.descheduler.migration.backend import StoreMigrationBackend
 from scheduler_plugins.descheduler.registry import in_tree_registry
 
 NOW = "2024-05-01T10:01:00Z"
@@ -81,7 +85,9 @@ def cluster(nodes: int, pods: int) -> dict[str, list[dict[str, Any]]]:
                         "name": pod,
                         "namespace": "default",
                         "labels": {"app": f"web-{j % 20}"},
-                        "ownerReferences": [{"kind": "ReplicaSet", "name": f"web-{j % 20}"}],
+                        "ownerReferences": [
+                            {"kind": "ReplicaSet", "name": f"web-{j % 20}", "uid": f"rs-{j % 20}", "controller": True}
+                        ],
                         "creationTimestamp": f"2024-04-{1 + j % 28:02d}T00:00:00Z",
                     },
                     "spec": {
@@ -94,7 +100,7 @@ def cluster(nodes: int, pods: int) -> dict[str, list[dict[str, Any]]]:
                             }
                         ],
                     },
-                    "status": {"phase": "Running"},
+                    "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
                 }
             )
             metrics.append(
@@ -123,13 +129,34 @@ def cluster(nodes: int, pods: int) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def one_round(objects: dict[str, list[dict[str, Any]]]) -> tuple[float, RoundReport]:
+MIGRATION_ARGS = {"name": "MigrationController", "args": {"defaultJobMode": "ReservationFirst"}}
+
+
+def config_of(migration: bool) -> dict[str, Any]:
+    if not migration:
+        return CONFIG
+    profile = {**CONFIG["profiles"][0]}
+    profile["pluginConfig"] = [*profile["pluginConfig"], MIGRATION_ARGS]
+    return {**CONFIG, "profiles": [profile]}
+
+
+def build(objects: dict[str, list[dict[str, Any]]], migration: bool) -> tuple[DeschedulerView, Descheduler]:
     store = ClusterStore(DESCHEDULER_KINDS)
     for kind, items in objects.items():
         store.replace(kind, items)
     view = DeschedulerView(store)
-    config = parse_config(CONFIG, in_tree_registry())
-    descheduler = Descheduler(config, in_tree_registry(), fixed_clock(parse_time(NOW) or 0.0), StoreEvictions(store))
+    descheduler = Descheduler(
+        parse_config(config_of(migration), in_tree_registry()),
+        in_tree_registry(),
+        fixed_clock(parse_time(NOW) or 0.0),
+        StoreEvictions(store),
+        migrations=StoreMigrationBackend(store) if migration else None,
+    )
+    return view, descheduler
+
+
+def one_round(objects: dict[str, list[dict[str, Any]]], migration: bool = False) -> tuple[float, RoundReport]:
+    view, descheduler = build(objects, migration)
     gc.collect()
     started = time.perf_counter()
     report = descheduler.run_round(1, view.snapshot())
@@ -141,6 +168,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=30000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--migration", action="store_true", help="migrate (PodMigrationJobs) instead of evicting")
     options = parser.parse_args()
     started = time.perf_counter()
     objects = cluster(options.nodes, options.pods)
@@ -148,27 +176,23 @@ def main() -> None:
     times = []
     report = RoundReport(0)
     for _ in range(options.repeat):
-        seconds, report = one_round(objects)
+        seconds, report = one_round(objects, options.migration)
         times.append(seconds)
     classes: dict[str, int] = {}
     for entry in report.nodes:
         classes[entry.classification] = classes.get(entry.classification, 0) + 1
     print(f"one round: best {min(times):.2f}s, median {statistics.median(times):.2f}s over {options.repeat}")
     print(f"  classified {classes}; evicted {len(report.evictions)} pods, skipped {len(report.skipped)}")
+    if options.migration:
+        phases: dict[str, int] = {}
+        for entry in report.migrations:
+            phases[entry.phase] = phases.get(entry.phase, 0) + 1
+        print(f"  migrations {len(report.migrations)} {phases}")
     tracemalloc.start()
-    one_round(objects)  # the store and view are built inside too: measured separately below
+    one_round(objects, options.migration)  # the store and view are built inside too: measured separately below
     _, peak_all = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    store = ClusterStore(DESCHEDULER_KINDS)
-    for kind, items in objects.items():
-        store.replace(kind, items)
-    view = DeschedulerView(store)
-    descheduler = Descheduler(
-        parse_config(CONFIG, in_tree_registry()),
-        in_tree_registry(),
-        fixed_clock(parse_time(NOW) or 0.0),
-        StoreEvictions(store),
-    )
+    view, descheduler = build(objects, options.migration)
     snapshot = view.snapshot()
     tracemalloc.start()
     descheduler.run_round(1, snapshot)

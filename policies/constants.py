@@ -110,7 +110,19 @@ ANNOTATION_PRE_ALLOCATION: Final = "scheduling.koordinator.sh/is-pre-allocation"
 ANNOTATION_RESERVATION_AFFINITY: Final = "scheduling.koordinator.sh/reservation-affinity"
 ANNOTATION_RESERVATION_ALLOCATED: Final = "scheduling.koordinator.sh/reservation-allocated"
 LABEL_RESERVATION_IGNORED: Final = "scheduling.koordinator.sh/reservation-ignored"
+ANNOTATION_EXACT_MATCH_RESERVATION: Final = "scheduling.koordinator.sh/exact-match-reservation"
+#: the taint an unschedulable (or terminating) Reservation behaves as if it carried
+TAINT_NODE_UNSCHEDULABLE: Final = "node.kubernetes.io/unschedulable"
 LABEL_RESERVATION_ORDER: Final = "scheduling.koordinator.sh/reservation-order"
+
+# PodMigrationJob API (apis/scheduling/v1alpha1/pod_migration_job_types.go), cluster-scoped.
+POD_MIGRATION_JOB_KIND: Final = "PodMigrationJob"
+# Keys of the MigrationController (pkg/descheduler/controllers/migration).
+ANNOTATION_EVICT_REASON: Final = "koordinator.sh/evict-reason"
+ANNOTATION_EVICT_TRIGGER: Final = "koordinator.sh/evict-trigger"
+ANNOTATION_JOB_CREATED_BY: Final = "koordinator.sh/job-created-by"
+ANNOTATION_PASSED_ARBITRATION: Final = "descheduler.koordinator.sh/passed-arbitration"
+LABEL_RESERVATION_CREATED_BY: Final = "app.kubernetes.io/created-by"
 
 # Gang scheduling (apis/extension/coscheduling.go; PodGroup of scheduling.sigs.k8s.io/v1alpha1).
 POD_GROUP_KIND: Final = "PodGroup"

@@ -52,6 +52,12 @@ def _term_matches(term: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     )
 
 
+def term_matches_labels(term: Mapping[str, Any], labels: Mapping[str, str], name: str = "") -> bool:
+    """A NodeSelectorTerm-shaped term (`matchExpressions`, `matchFields` on `metadata.name`) against
+    labels and a name: what a Reservation's `reservationSelectorTerms` are matched with."""
+    return _term_matches(term, {"metadata": {"name": name, "labels": dict(labels)}})
+
+
 def matches_node_selector_and_affinity(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     spec, labels = spec_of(pod), labels_of(node)
     for key, value in (spec.get("nodeSelector") or {}).items():

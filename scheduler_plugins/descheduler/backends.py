@@ -9,49 +9,16 @@ a pod selected by a budget that allows no disruption now (healthy selected pods 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 from cluster.eviction import EvictionResult, Outcome
 from cluster.store import ClusterStore
-from policies.objects import labels_of, namespace_of
-from policies.selectors import InvalidSelector, compile_selector
+from policies.disruption import PDB_KIND, disruptions_allowed, selects
+from policies.objects import namespace_of
 
-PDB_KIND: Final = "PodDisruptionBudget"
+__all__ = ["PDB_KIND", "BLOCKED_MESSAGE", "StoreEvictions"]
+
 BLOCKED_MESSAGE: Final = "Cannot evict pod as it would violate the pod's disruption budget."
-
-
-def _healthy(pod: Mapping[str, Any]) -> bool:
-    status = pod.get("status") or {}
-    return status.get("phase") == "Running" and any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
-    )
-
-
-def _scaled(value: Any, total: int) -> int:
-    if isinstance(value, str) and value.endswith("%"):
-        return math.ceil(int(value[:-1]) * total / 100)
-    return int(value)
-
-
-def _selects(budget: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
-    raw = (budget.get("spec") or {}).get("selector")
-    if raw is None:
-        return False
-    selector = compile_selector(raw, "spec.selector")
-    if isinstance(selector, InvalidSelector) or selector.is_empty:
-        return False  # policy/v1: an empty selector selects no pods
-    return selector.matches(labels_of(pod))
-
-
-def disruptions_allowed(budget: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> int:
-    spec = budget.get("spec") or {}
-    selected = [p for p in pods if _selects(budget, p)]
-    healthy = sum(1 for p in selected if _healthy(p))
-    if spec.get("maxUnavailable") is not None:
-        return healthy - (len(selected) - _scaled(spec["maxUnavailable"], len(selected)))
-    return healthy - _scaled(spec.get("minAvailable", 0), len(selected))
 
 
 class StoreEvictions:
@@ -63,11 +30,7 @@ class StoreEvictions:
         if pod is None:
             return EvictionResult(Outcome.GONE, f'pods "{name}" not found', 404)
         if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-            budgets = [
-                b
-                for b in self.store.objects(PDB_KIND)
-                if (namespace_of(b) or "default") == namespace and _selects(b, pod)
-            ]
+            budgets = [b for b in self.store.objects(PDB_KIND) if selects(b, pod)]
             if len(budgets) > 1:
                 return EvictionResult(
                     Outcome.FAILED,

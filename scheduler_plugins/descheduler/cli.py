@@ -30,7 +30,7 @@ from policies.manifests import ManifestError
 from scheduler_plugins.clock import Clock, clock_at
 from scheduler_plugins.descheduler.cluster import DESCHEDULER_KINDS, DeschedulerView
 from scheduler_plugins.descheduler.framework.config import DeschedulerConfig, load_config
-from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend
+from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend, MigrationBackend
 from scheduler_plugins.descheduler.framework.report import RoundReport
 from scheduler_plugins.descheduler.framework.runtime import Descheduler
 from scheduler_plugins.descheduler.registry import installed_registry
@@ -130,8 +130,9 @@ def _build(
     backend: EvictionBackend,
     events: EventSink | None,
     dry_run: bool,
+    migrations: MigrationBackend | None = None,
 ) -> Descheduler:
-    return Descheduler(config, registry, clock, backend, events, dry_run=dry_run)
+    return Descheduler(config, registry, clock, backend, events, dry_run=dry_run, migrations=migrations)
 
 
 def directory_rounds(
@@ -157,7 +158,9 @@ def directory_rounds(
     if store.problems:
         raise errors.UsageError(f"{store.problems[0].source}: {store.problems[0].message}")
     view = DeschedulerView(store)
-    descheduler = _build(config, registry, clock, StoreEvictions(store), None, dry_run)
+    from scheduler_plugins.descheduler.migration.backend import StoreMigrationBackend
+
+    descheduler = _build(config, registry, clock, StoreEvictions(store), None, dry_run, StoreMigrationBackend(store))
     return serve(
         config,
         descheduler,
@@ -187,8 +190,17 @@ def kube_rounds(
     api = api_client_or_else(args.kubeconfig, args.context, instead="--cluster DIR")
     store = ClusterStore(DESCHEDULER_KINDS)
     view = DeschedulerView(store)
+    from cluster.rest import ObjectClient
+    from scheduler_plugins.descheduler.migration.backend import ApiMigrationBackend
+
     descheduler = _build(
-        config, registry, clock, EvictionClient(api), EventRecorder(api, COMPONENT, socket.gethostname()), dry_run
+        config,
+        registry,
+        clock,
+        EvictionClient(api),
+        EventRecorder(api, COMPONENT, socket.gethostname()),
+        dry_run,
+        ApiMigrationBackend(ObjectClient(api)),
     )
     return serve(
         config, descheduler, view, store, schedule, emit, api=api, watch=(args.watch_timeout, args.backoff_max)

@@ -147,4 +147,20 @@ async def run_rounds(
         metrics.observe(report)
         emit(report)
         if schedule.rounds is None:
-            await asyncio.sleep(schedule.interval)
+            await _between_rounds(descheduler, schedule.interval, leading)
+
+
+#: how often PodMigrationJobs advance between rounds (Koordinator's controller requeues after 3s)
+MIGRATION_REQUEUE_SECONDS = 3.0
+
+
+async def _between_rounds(descheduler: Descheduler, interval: float, leading: asyncio.Event | None) -> None:
+    """Wait for the next round; meanwhile advance the PodMigrationJobs every few seconds (a job
+    needs several passes: reserve, scheduled, evict, bound), as the leader only."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + interval
+    while (left := deadline - loop.time()) > 0:
+        await asyncio.sleep(min(left, MIGRATION_REQUEUE_SECONDS))
+        if loop.time() < deadline and (leading is None or leading.is_set()):
+            for entry in await asyncio.to_thread(descheduler.reconcile_migrations):
+                log.debug("PodMigrationJob %s of %s: %s %s", entry.job, entry.pod, entry.phase, entry.reason)

@@ -6,6 +6,7 @@ from scheduler_plugins.scheduler.framework.registry import PluginSpec, Registry
 from scheduler_plugins.scheduler.plugins import (
     defaultbinder,
     defaultprebind,
+    defaultpreemption,
     networktraffic,
     noderesourcesfit,
     noderesourcesfitplus,
@@ -40,6 +41,7 @@ def in_tree_registry() -> Registry:
             PluginSpec(coscheduling.NAME, coscheduling.new, coscheduling.parse_args),
             PluginSpec(defaultprebind.NAME, defaultprebind.new),
             PluginSpec(defaultbinder.NAME, defaultbinder.new),
+            PluginSpec(defaultpreemption.NAME, defaultpreemption.new, defaultpreemption.parse_args),
         ]
     )
 

@@ -64,7 +64,7 @@ def read_until(process: subprocess.Popen[bytes], text: str, timeout: float = 30)
                 "--host",
                 "127.0.0.1",
             ],
-            "serving filter, prioritize, bind",
+            "serving filter, prioritize, preempt, bind",
             "colocate.extender",
         ),
     ],

@@ -3,7 +3,9 @@
 `filter`/`pre_eviction_filter` are the AND of every enabled Filter plugin. `evict` asks the
 limiter (per node, per namespace, total; reset each round), then — unless in dry run, where it
 only records what it would do — calls the **first** enabled Evict plugin; a pod evicted (or, in dry
-run, that would be) is counted by the limiter and reported with the plugin that asked.
+run, that would be) is counted by the limiter and reported with the plugin that asked. An Evict
+plugin that migrates (`MigratingEvictPlugin`) is asked to `plan` under dry run, so the report
+lists the PodMigrationJobs it would create.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from policies.objects import name_of, namespace_of, spec_of
-from scheduler_plugins.descheduler.framework.interfaces import EvictOptions, EvictPlugin, FilterPlugin, Object
+from scheduler_plugins.descheduler.framework.interfaces import (
+    EvictOptions,
+    EvictPlugin,
+    FilterPlugin,
+    MigratingEvictPlugin,
+    Object,
+)
 from scheduler_plugins.descheduler.framework.report import EvictionEntry, RoundReport
 
 log = logging.getLogger("colocate.descheduler")
@@ -131,15 +139,17 @@ class Evictor:
             log.debug("not evicting %s: %s", entry.pod, refusal)
             self.report.skipped.append(replace(entry, reason=refusal))
             return False
-        if self.dry_run:
-            log.info("would evict %s from %s (dry run, %s): %s", entry.pod, node, entry.plugin, entry.reason)
-        else:
-            try:
-                if not self.evicts[0].evict(pod, options):
+        first = self.evicts[0]
+        try:
+            if self.dry_run:
+                log.info("would evict %s from %s (dry run, %s): %s", entry.pod, node, entry.plugin, entry.reason)
+                if isinstance(first, MigratingEvictPlugin) and not first.plan(pod, options):
                     return False
-            except Exception as exc:  # noqa: BLE001
-                self._raised(self.evicts[0].name, exc)
+            elif not first.evict(pod, options):
                 return False
+        except Exception as exc:  # noqa: BLE001 - a raising Evict plugin answers "no": the pod stays
+            self._raised(first.name, exc)
+            return False
         self.limiter.count(node, namespace)
         self.report.evictions.append(entry)
         return True

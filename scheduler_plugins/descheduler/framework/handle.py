@@ -20,6 +20,27 @@ class EvictionBackend(Protocol):
     def evict(self, namespace: str, name: str, grace_period_seconds: int | None = None) -> EvictionResult: ...
 
 
+class MigrationBackend(Protocol):
+    """Where the MigrationController reads pods and keeps its PodMigrationJobs and Reservations
+    (`migration/backend.py`: the API server, or the store offline)."""
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def list_jobs(self) -> list[dict[str, Any]]: ...
+
+    def create_job(self, job: dict[str, Any]) -> dict[str, Any]: ...
+
+    def update_job(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Write the job's metadata, spec and status; the object as stored."""
+        ...
+
+    def get_reservation(self, name: str) -> dict[str, Any] | None: ...
+
+    def create_reservation(self, reservation: dict[str, Any]) -> dict[str, Any]: ...
+
+    def delete_reservation(self, name: str) -> None: ...
+
+
 class EventSink(Protocol):
     def record(self, involved: Mapping[str, Any], type_: str, reason: str, message: str) -> None: ...
 
@@ -31,6 +52,9 @@ class Handle:
     clock: Clock
     evictions: EvictionBackend
     events: EventSink | None = None
+    #: where the MigrationController keeps its PodMigrationJobs and Reservations (the API server,
+    #: or the store offline); None: it can only evict directly
+    migrations: MigrationBackend | None = None
     snapshot: Snapshot = field(default_factory=lambda: Snapshot((), {}, {}))
 
     @property

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from scheduler_plugins.descheduler.framework.report import MigrationEntry
+
 Object = Mapping[str, Any]
 
 
@@ -68,3 +70,15 @@ class FilterPlugin(Plugin, Protocol):
 @runtime_checkable
 class EvictPlugin(Plugin, Protocol):
     def evict(self, pod: Object, options: EvictOptions) -> bool: ...
+
+
+@runtime_checkable
+class MigratingEvictPlugin(EvictPlugin, Protocol):
+    """An Evict plugin that turns evictions into PodMigrationJobs (the MigrationController).
+
+    `plan` says, without writing anything, what job an eviction would create (the Evictor asks it
+    under dry run); `reconcile` advances the jobs once, after the round's plugins ran."""
+
+    def plan(self, pod: Object, options: EvictOptions) -> bool: ...
+
+    def reconcile(self) -> list[MigrationEntry]: ...

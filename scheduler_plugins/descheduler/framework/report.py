@@ -40,6 +40,26 @@ class EvictionEntry:
         return {"pod": self.pod, "node": self.node, "plugin": self.plugin, "reason": self.reason}
 
 
+@dataclass(frozen=True)
+class MigrationEntry:
+    """A PodMigrationJob a plugin's eviction became (or, under dry run, would become)."""
+
+    pod: str  # namespace/name
+    mode: str
+    reservation: str | None
+    phase: str
+    job: str = ""
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"pod": self.pod, "mode": self.mode, "reservation": self.reservation, "phase": self.phase}
+        if self.job:
+            out["job"] = self.job
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
 @dataclass
 class RoundReport:
     round: int
@@ -51,6 +71,9 @@ class RoundReport:
     errors: list[str] = field(default_factory=list)
     #: plugins that raised and were skipped for this round, one line each
     failed_plugins: list[str] = field(default_factory=list)
+    #: the PodMigrationJobs of the MigrationController when it migrates instead of evicting:
+    #: created this round, and every job it reconciled
+    migrations: list[MigrationEntry] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -64,4 +87,6 @@ class RoundReport:
             out["errors"] = list(self.errors)
         if self.failed_plugins:
             out["failedPlugins"] = list(self.failed_plugins)
+        if self.migrations:
+            out["migrations"] = [m.as_dict() for m in self.migrations]
         return out

@@ -3,7 +3,8 @@
 A round: the ready nodes matching the global node selector (fewer than two: an error, the round is
 skipped); the limiter is reset; every profile's Deschedule plugins run, then every profile's
 Balance plugins, each profile on the nodes its own selector matches. Plugins run in configured
-order; their errors are collected, and an error aborts the remaining profiles of that phase.
+order; their errors are collected, and an error aborts the remaining profiles of that phase. Then
+a migrating Evict plugin (the MigrationController) advances its PodMigrationJobs once.
 """
 
 from __future__ import annotations
@@ -20,18 +21,19 @@ from scheduler_plugins.clock import Clock
 from scheduler_plugins.descheduler.cluster import Snapshot, is_ready
 from scheduler_plugins.descheduler.framework.config import DeschedulerConfig, Profile
 from scheduler_plugins.descheduler.framework.evictor import EvictionLimiter, EvictionLimits, Evictor, running
-from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend, Handle
+from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend, Handle, MigrationBackend
 from scheduler_plugins.descheduler.framework.interfaces import (
     BalancePlugin,
     DeschedulePlugin,
     EvictPlugin,
     FilterPlugin,
+    MigratingEvictPlugin,
     Object,
     Plugin,
     Status,
 )
 from scheduler_plugins.descheduler.framework.registry import Registry
-from scheduler_plugins.descheduler.framework.report import RoundReport
+from scheduler_plugins.descheduler.framework.report import MigrationEntry, RoundReport
 
 log = logging.getLogger("colocate.descheduler")
 
@@ -101,9 +103,10 @@ def _build_profile(
     clock: Clock,
     evictions: EvictionBackend,
     events: EventSink | None,
+    migrations: MigrationBackend | None,
 ) -> ProfileRuntime:
     evictor = Evictor((), (), limiter, dry_run)
-    handle = Handle(evictor, dry_run, clock, evictions, events)
+    handle = Handle(evictor, dry_run, clock, evictions, events, migrations)
     instances: dict[str, Plugin] = {}
     by_point: dict[str, list[Plugin]] = {point: [] for point in POINT_TYPES}
     for point, names in profile.plugins.items():
@@ -140,12 +143,13 @@ class Descheduler:
         evictions: EvictionBackend,
         events: EventSink | None = None,
         dry_run: bool | None = None,
+        migrations: MigrationBackend | None = None,
     ) -> None:
         self.config = config
         self.dry_run = config.dry_run if dry_run is None else dry_run
         self.limiter = EvictionLimiter(EvictionLimits(config.max_per_node, config.max_per_namespace, config.max_total))
         self.profiles = [
-            _build_profile(p, i, registry, self.limiter, self.dry_run, clock, evictions, events)
+            _build_profile(p, i, registry, self.limiter, self.dry_run, clock, evictions, events, migrations)
             for i, p in enumerate(config.profiles)
         ]
 
@@ -173,4 +177,18 @@ class Descheduler:
                     report.errors.extend(f"profile {profile.name}: {e}" for e in errors)
                     log.error("%s plugins of profile %s failed: %s", phase, profile.name, "; ".join(errors))
                     break
+        if not self.dry_run:
+            entries = self.reconcile_migrations()
+            names = {e.job for e in entries}
+            report.migrations[:] = [m for m in report.migrations if m.job not in names] + entries
         return report
+
+    def reconcile_migrations(self) -> list[MigrationEntry]:
+        """One pass of every migrating Evict plugin over its PodMigrationJobs (after each round,
+        and between rounds when running continuously: Koordinator requeues a job every 3s)."""
+        entries: list[MigrationEntry] = []
+        for profile in self.profiles:
+            for plugin in profile.handle.evictor.evicts[:1]:
+                if isinstance(plugin, MigratingEvictPlugin):
+                    entries.extend(plugin.reconcile())
+        return entries

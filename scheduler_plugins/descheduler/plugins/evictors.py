@@ -4,15 +4,22 @@
 API server — so PodDisruptionBudgets are honoured there. A refused eviction (429: a budget allows
 no disruption now) is recorded as a skip with the server's reason; an evicted pod gets an Event.
 
-MigrationController's PodMigrationJobs (reservation first, then evict) are not implemented: it
-always evicts directly, as `evictionPolicy: Eviction` with `defaultJobMode: EvictDirectly` does.
+MigrationController migrates when its args set `defaultJobMode` (`ReservationFirst` or
+`EvictDirectly`): an eviction a Balance plugin asks for becomes a PodMigrationJob
+(`pkg/descheduler/controllers/migration/evict.go`), which its reconciler (`migration/controller.py`)
+advances after every round: reserve room for the replacement, then evict. Without `defaultJobMode`
+it evicts directly, as it did before PodMigrationJobs existed here (a configuration that never
+asked for jobs keeps its behaviour). Under dry run the jobs it would create are reported, nothing
+is written.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from cluster.eviction import Outcome
 from policies.field_errors import ConfigError, Fields
@@ -21,13 +28,23 @@ from scheduler_plugins.descheduler.framework.config import check_fields
 from scheduler_plugins.descheduler.framework.evictor import pod_key
 from scheduler_plugins.descheduler.framework.handle import Handle
 from scheduler_plugins.descheduler.framework.interfaces import EvictOptions, Object
-from scheduler_plugins.descheduler.framework.report import EvictionEntry
+from scheduler_plugins.descheduler.framework.report import EvictionEntry, MigrationEntry
+from scheduler_plugins.descheduler.migration import job as pmj
+from scheduler_plugins.descheduler.migration.controller import Reconciler
+from scheduler_plugins.descheduler.migration.limits import (
+    JobCounts,
+    Limits,
+    MigrationLimits,
+    PodIndex,
+    parse_limits,
+)
 from scheduler_plugins.descheduler.plugins.evictable import (
     FILTER_FIELDS,
     EvictableArgs,
     parse_evictable,
     why_not_evictable,
 )
+from scheduler_plugins.descheduler.plugins.lownodeload.sorting import sort_pods
 
 log = logging.getLogger("colocate.descheduler")
 
@@ -47,6 +64,11 @@ class MigrationControllerArgs:
     default_job_mode: str = "ReservationFirst"
     grace_period_seconds: int | None = None
     scheduler_names: tuple[str, ...] = field(default=("koord-scheduler",))
+    #: whether evictions become PodMigrationJobs (`defaultJobMode` was given)
+    migrate: bool = False
+    default_job_ttl: float = 300.0
+    limits: MigrationLimits = MigrationLimits()
+    paused: bool = False
 
 
 _MIGRATION_FIELDS: Final = FILTER_FIELDS | frozenset(
@@ -72,6 +94,8 @@ _MIGRATION_FIELDS: Final = FILTER_FIELDS | frozenset(
         "evictBurst",
         "schedulerNames",
         "arbitrationInterval",
+        "maxMigratingGlobally",
+        "skipEvictionGates",
     }
 )
 
@@ -96,8 +120,9 @@ def parse_migration_controller_args(fields: Fields) -> MigrationControllerArgs:
         value = fields.int(key, None)
         if value is not None and value < 0:
             raise ConfigError(fields.at(key), f"must be greater than or equal to 0, got {value}")
-    for key in ("defaultJobTTL", "arbitrationInterval"):
-        fields.duration(key)
+    fields.duration("arbitrationInterval")
+    if fields.raw.get("skipEvictionGates"):
+        raise ConfigError(fields.at("skipEvictionGates"), "eviction gates cannot be skipped here: every limit applies")
     grace = fields.sub("defaultDeleteOptions").int("gracePeriodSeconds", None)
     return MigrationControllerArgs(
         evictable=parse_evictable(fields),
@@ -107,6 +132,10 @@ def parse_migration_controller_args(fields: Fields) -> MigrationControllerArgs:
         default_job_mode=_choice(fields, "defaultJobMode", "ReservationFirst", JOB_MODES),
         grace_period_seconds=grace,
         scheduler_names=tuple(fields.str_list("schedulerNames") or ["koord-scheduler"]),
+        migrate=bool(fields.str("defaultJobMode")),
+        default_job_ttl=fields.duration("defaultJobTTL", 300.0),
+        limits=parse_limits(fields),
+        paused=fields.bool("paused", False),
     )
 
 
@@ -143,8 +172,29 @@ def evict_through_api(handle: Handle, pod: Object, options: EvictOptions, grace:
 class MigrationController:
     name = MIGRATION_CONTROLLER
 
-    def __init__(self, args: MigrationControllerArgs, handle: Handle) -> None:
-        self.args, self.handle = args, handle
+    def __init__(
+        self, args: MigrationControllerArgs, handle: Handle, new_name: Callable[[], str] = lambda: str(uuid.uuid4())
+    ) -> None:
+        self.args, self.handle, self.new_name = args, handle, new_name
+        #: who created the jobs this process reconciles (Koordinator's reconcilerUID)
+        self.uid = new_name()
+        self.limits = Limits(args.limits, handle.clock)
+        self.reconciler: Reconciler | None = None
+        self._round_of: object = None
+        self._round_pods = PodIndex()
+        self._round_jobs: list[dict[str, Any]] = []
+        self._round_counts = JobCounts(self._round_pods)
+        if handle.migrations is not None:
+            self.reconciler = Reconciler(
+                handle.migrations,
+                handle.evictions,
+                self.limits,
+                handle.clock,
+                default_mode=args.default_job_mode,
+                default_grace=args.grace_period_seconds,
+                events=handle.events,
+                pod_sorter=lambda pods: sort_pods(pods, {}, {}, {}),
+            )
 
     def filter(self, pod: Object) -> bool:
         namespace = namespace_of(pod) or "default"
@@ -158,7 +208,100 @@ class MigrationController:
         return True
 
     def evict(self, pod: Object, options: EvictOptions) -> bool:
-        return evict_through_api(self.handle, pod, options, self.args.grace_period_seconds)
+        if not self.args.migrate:
+            return evict_through_api(self.handle, pod, options, self.args.grace_period_seconds)
+        job = self._job_for(pod, options)
+        if job is None:
+            return False
+        backend = self.handle.migrations
+        if backend is None:
+            raise RuntimeError("MigrationController migrates but the descheduler has no PodMigrationJob backend")
+        backend.create_job(job)
+        self._record(job, pmj.PENDING)
+        self._count(job)
+        return True
+
+    def plan(self, pod: Object, options: EvictOptions) -> bool:
+        """Dry run: the job an eviction would create, reported and not written."""
+        if not self.args.migrate:
+            return True
+        job = self._job_for(pod, options)
+        if job is None:
+            return False
+        self._record(job, pmj.PENDING)
+        self._count(job)
+        return True
+
+    def _round(self) -> tuple[PodIndex, JobCounts, list[dict[str, Any]]]:
+        """This round's pods (indexed by workload) and the jobs the limits count: those stored,
+        read once a round, plus those created (or, under dry run, planned) during it."""
+        if self._round_of is not self.handle.report:
+            snapshot = self.handle.snapshot
+            pods = PodIndex({pod_key(p): p for ps in snapshot.pods_by_node.values() for p in ps})
+            backend = self.handle.migrations
+            stored = backend.list_jobs() if backend is not None and not self.handle.dry_run else []
+            self._round_of, self._round_pods, self._round_jobs = self.handle.report, pods, stored
+            self._round_counts = JobCounts.of(stored, pods)
+        return self._round_pods, self._round_counts, self._round_jobs
+
+    def _count(self, job: dict[str, Any]) -> None:
+        """A job created (or planned) this round counts at once, as if it had passed arbitration."""
+        counted = dict(job, status={"phase": pmj.RUNNING})
+        _, counts, jobs = self._round()
+        jobs.append(counted)
+        counts.add(counted)
+
+    def _job_for(self, pod: Object, options: EvictOptions) -> dict[str, Any] | None:
+        """The job for the pod, or None (recorded as a skip) when a job exists for it already or a
+        limit refuses it (`Evict`: Filter, then the object limiter)."""
+        pods, counts, jobs = self._round()
+        key = pod_key(pod)
+        node = str(spec_of(pod).get("nodeName") or "")
+        if key in counts.active:
+            why: str | None = "a PodMigrationJob for the pod is already running"
+        else:
+            why = self.limits.non_retryable(pod, pods) or self.limits.retryable(pod, pods, counts)
+        if why is not None:
+            self.handle.report.skipped.append(EvictionEntry(key, node, options.plugin_name, f"not migrated: {why}"))
+            return None
+        return pmj.new_job(
+            self.new_name(),
+            pod,
+            mode=self.args.default_job_mode,
+            ttl_seconds=self.args.default_job_ttl,
+            reason=options.reason,
+            trigger=options.plugin_name,
+            created_by=self.uid,
+            now=self.handle.clock(),
+            grace_period_seconds=options.grace_period_seconds or self.args.grace_period_seconds,
+        )
+
+    def _record(self, job: Mapping[str, Any], phase: str) -> None:
+        mode = pmj.mode_of(job, self.args.default_job_mode)
+        reservation = pmj.planned_reservation(job, self.args.default_job_mode)
+        self.handle.report.migrations.append(
+            MigrationEntry(pmj.pod_key_of(job), mode, reservation, phase, "" if self.handle.dry_run else name_of(job))
+        )
+
+    def reconcile(self) -> list[MigrationEntry]:
+        """Advance every job once; each job active before or after this pass, as report entries."""
+        backend = self.handle.migrations
+        if self.reconciler is None or backend is None or self.args.paused or not self.args.migrate:
+            return []
+        was_active = {name_of(j) for j in backend.list_jobs() if pmj.is_active(j)}
+        jobs = self.reconciler.reconcile_all(self._round()[0])
+        return [
+            MigrationEntry(
+                pmj.pod_key_of(job),
+                pmj.mode_of(job, self.args.default_job_mode),
+                pmj.planned_reservation(job, self.args.default_job_mode),
+                pmj.phase_of(job),
+                name_of(job),
+                str((job.get("status") or {}).get("reason") or ""),
+            )
+            for job in sorted(jobs, key=name_of)
+            if pmj.is_active(job) or name_of(job) in was_active
+        ]
 
 
 class DefaultEvictor:

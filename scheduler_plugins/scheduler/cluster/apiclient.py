@@ -18,6 +18,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from cluster.eviction import eviction_body
 from policies.constants import RESERVATION_KIND
 from policies.kinds import kind_named
 from scheduler_plugins.clock import Clock, system_clock
@@ -86,3 +87,15 @@ class ApiServerClient:
         pod, _ = self.cluster.find_pod(namespace, name)
         if pod is not None:
             self.cluster.bind(bound_copy(pod, node_name, self.clock), node_name)
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> None:
+        """DELETE the pod with a UID precondition (a recreated pod of the same name is spared), as
+        kube-scheduler deletes a preemption victim; the watch removes it from the state."""
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        self._call("DELETE", _pod_path(namespace, name), body)
+
+    def evict_pod(self, namespace: str, name: str) -> None:
+        """POST a policy/v1 Eviction; the watch removes the pod from the state."""
+        self._call("POST", f"{_pod_path(namespace, name)}/eviction", eviction_body(namespace, name))

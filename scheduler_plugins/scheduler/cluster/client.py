@@ -34,6 +34,7 @@ class InMemoryClient:
         self.clock = clock
         self.patches: list[tuple[str, str, list[dict[str, Any]]]] = []
         self.bindings: list[tuple[str, str]] = []
+        self.deletions: list[str] = []
 
     def patch(self, kind: str, namespace: str, name: str, patch: list[dict[str, Any]]) -> dict[str, Any]:
         if kind == RESERVATION_KIND:
@@ -58,6 +59,20 @@ class InMemoryClient:
             raise ClientError(409, f"pod {namespace}/{name} is already assigned to node {bound_to}")
         self.bindings.append((f"{namespace}/{name}", node_name))
         self.cluster.bind(bound_copy(pod, node_name, self.clock), node_name)
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> None:
+        pod, node_name = self.cluster.find_pod(namespace, name)
+        if pod is None:
+            raise ClientError(404, f"pods {namespace}/{name} not found")
+        if uid and (pod.metadata.get("uid") or uid) != uid:
+            raise ClientError(409, f"pods {namespace}/{name}: uid mismatch")
+        self.deletions.append(f"{namespace}/{name}")
+        self.cluster.delete_pod(pod.key, node_name or None)
+
+    def evict_pod(self, namespace: str, name: str) -> None:
+        """Offline there is no budget to honour: the pod goes."""
+        pod, _ = self.cluster.find_pod(namespace, name)
+        self.delete_pod(namespace, name, str(pod.metadata.get("uid") or "") if pod is not None else "")
 
     def _patch_reservation(self, name: str, patch: list[dict[str, Any]]) -> dict[str, Any]:
         info = self.cluster.reservations.infos.get(name)

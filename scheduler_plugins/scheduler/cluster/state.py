@@ -26,6 +26,7 @@ from policies.constants import (
     POD_GROUP_KIND,
     RESERVATION_KIND,
 )
+from policies.disruption import PDB_KIND
 from policies.kinds import NODE_METRIC_KIND, kind_named
 from scheduler_plugins.scheduler.cluster.reservations import ReservationIndex
 from scheduler_plugins.scheduler.framework.interfaces import ClusterListener, ObjectListener, PodListener
@@ -118,6 +119,10 @@ class ClusterState:
     def pod_groups(self) -> dict[str, dict[str, Any]]:
         """PodGroup objects by `namespace/name` (gang definitions for Coscheduling)."""
         return self.objects[POD_GROUP_KIND]
+
+    def disruption_budgets(self) -> list[dict[str, Any]]:
+        """The PodDisruptionBudgets of the cluster (preemption's victims are weighed against them)."""
+        return list(self.objects[PDB_KIND].values())
 
     def allocatable_total(self) -> dict[str, int]:
         """Σ allocatable of every node (what the top-level ElasticQuotas share)."""
@@ -313,8 +318,9 @@ class ClusterState:
 
 
 #: Kinds kept as plain objects (`ClusterState.objects`) for the plugins that read them
-#: (ElasticQuota, DeviceShare, NodeNUMAResource as `ObjectListener`s; Coscheduling's PodGroups).
-OBJECT_KINDS = (ELASTIC_QUOTA_KIND, DEVICE_KIND, NODE_RESOURCE_TOPOLOGY_KIND, POD_GROUP_KIND)
+#: (ElasticQuota, DeviceShare, NodeNUMAResource as `ObjectListener`s; Coscheduling's PodGroups;
+#: the PodDisruptionBudgets preemption reads).
+OBJECT_KINDS = (ELASTIC_QUOTA_KIND, DEVICE_KIND, NODE_RESOURCE_TOPOLOGY_KIND, POD_GROUP_KIND, PDB_KIND)
 #: The kinds the scheduler reads, in the order a new state is built from (nodes before their pods,
 #: quota objects before the pods they count, Reservations after the pods that use them, so a bound
 #: owner's allocation is known when they hold).

@@ -47,6 +47,19 @@ class ExtenderBindingResult(TypedDict):
     Error: str
 
 
+class MetaPod(TypedDict):
+    UID: str
+
+
+class MetaVictims(TypedDict):
+    Pods: list[MetaPod]
+    NumPDBViolations: int
+
+
+class ExtenderPreemptionResult(TypedDict):
+    NodeNameToMetaVictims: dict[str, MetaVictims]
+
+
 class ArgsError(ValueError):
     """The request body is not a well-formed ExtenderArgs / ExtenderBindingArgs."""
 
@@ -93,3 +106,31 @@ def parse_binding_args(body: Any) -> tuple[str, str, str, str]:
     if not all(isinstance(v, str) for v in values) or not values[1] or not values[3]:
         raise ArgsError("ExtenderBindingArgs needs string PodName, PodNamespace, PodUID and Node")
     return values[0] or "default", values[1], values[2], values[3]
+
+
+def parse_preemption_args(body: Any) -> tuple[dict[str, Any], dict[str, tuple[list[str], list[dict[str, Any]]]]]:
+    """ExtenderPreemptionArgs: (pod, node -> (victim UIDs, victim pods)). `NodeNameToMetaVictims`
+    (nodeCacheCapable: UIDs only) wins over `NodeNameToVictims` (whole pods)."""
+    if not isinstance(body, dict):
+        raise ArgsError("ExtenderPreemptionArgs must be a JSON object")
+    pod = field(body, "Pod")
+    if not isinstance(pod, dict) or not isinstance((pod.get("metadata") or {}).get("name"), str):
+        raise ArgsError("ExtenderPreemptionArgs.Pod must be a Pod with metadata.name")
+    meta = field(body, "NodeNameToMetaVictims")
+    full = field(body, "NodeNameToVictims")
+    table = meta if meta is not None else full
+    if not isinstance(table, dict):
+        raise ArgsError("ExtenderPreemptionArgs needs NodeNameToMetaVictims or NodeNameToVictims")
+    out: dict[str, tuple[list[str], list[dict[str, Any]]]] = {}
+    for node, victims in table.items():
+        pods = field(victims, "Pods") if isinstance(victims, dict) else None
+        if not isinstance(pods, list) or not all(isinstance(p, dict) for p in pods):
+            raise ArgsError(f"victims of node {node!r} must be an object with a Pods list")
+        if meta is not None:
+            uids = [field(p, "UID") for p in pods]
+            if not all(isinstance(u, str) and u for u in uids):
+                raise ArgsError(f"victims of node {node!r}: every MetaPod needs a UID")
+            out[str(node)] = (uids, [])
+        else:
+            out[str(node)] = ([str((p.get("metadata") or {}).get("uid") or "") for p in pods], pods)
+    return pod, out

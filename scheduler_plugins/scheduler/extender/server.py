@@ -29,12 +29,16 @@ from scheduler_plugins.scheduler.cluster.sources import ClusterSource, LiveClust
 from scheduler_plugins.scheduler.extender.protocol import ArgsError
 from scheduler_plugins.scheduler.extender.service import ExtenderService, NotSynced
 from scheduler_plugins.scheduler.framework.config import SchedulerConfig
+from scheduler_plugins.scheduler.framework.handle import ClientError
+from scheduler_plugins.scheduler.plugins.elasticquota.plugin import NAME as ELASTIC_QUOTA
+from scheduler_plugins.scheduler.plugins.elasticquota.plugin import ElasticQuota
+from scheduler_plugins.scheduler.plugins.elasticquota.revoke import OverUsedRevoker
 from scheduler_plugins.scheduler.registry import installed_registry
 from scheduler_plugins.scheduler.wiring import build_framework
 
 log = logging.getLogger("colocate.extender")
 access_log = logging.getLogger("colocate.extender.access")
-VERBS = ("filter", "prioritize", "bind")
+VERBS = ("filter", "prioritize", "preempt", "bind")
 SERVICE_KEY = web.AppKey("service", ExtenderService)
 METRICS_KEY = web.AppKey("metrics", CollectorRegistry)
 
@@ -127,17 +131,39 @@ def build_service(
     return ExtenderService(framework, cluster)
 
 
+async def revoke_forever(service: ExtenderService, revoker: OverUsedRevoker, interval: float) -> None:
+    """ElasticQuota's over-quota monitor (monitorAllQuotas): every `revokePodInterval`, evict the
+    pods of quotas over their runtime for longer than `delayEvictTime`. The decision is taken on the
+    loop (the only thread that touches the plugins); the evictions run off it."""
+    client = service.framework.handle.client
+    while True:
+        await asyncio.sleep(interval)
+        if not service.ready():
+            continue
+        for quota, pods in revoker.due(service.framework.handle.clock()).items():
+            for pod in pods:
+                try:
+                    await asyncio.to_thread(client.evict_pod, pod.namespace, pod.name)
+                    log.info("evicted %s: quota %s over its runtime for longer than delayEvictTime", pod.key, quota)
+                except ClientError as exc:
+                    log.warning("evicting %s of quota %s over its runtime: %s", pod.key, quota, exc)
+
+
 def run_source(
-    source: LiveClusterSource, health: StoreHealthMetrics
+    source: LiveClusterSource, health: StoreHealthMetrics, service: ExtenderService | None = None
 ) -> Callable[[web.Application], AsyncIterator[None]]:
-    """A cleanup context that keeps `source` following the API server while the app runs, and
-    exports the store's health."""
+    """A cleanup context that keeps `source` following the API server while the app runs, exports
+    the store's health, and runs ElasticQuota's over-quota monitor when its args ask for it."""
 
     async def context(app: web.Application) -> AsyncIterator[None]:
         tasks = [
             asyncio.create_task(source.run(), name="extender-cluster-source"),
             asyncio.create_task(health.export_forever(source.store), name="extender-store-health"),
         ]
+        quota = service.framework.plugins.get(ELASTIC_QUOTA) if service is not None else None
+        if service is not None and isinstance(quota, ElasticQuota) and quota.revoker.enabled:
+            interval = max(quota.args.revoke_pod_interval, 0.1)
+            tasks.append(asyncio.create_task(revoke_forever(service, quota.revoker, interval), name="quota-revoke"))
         yield
         for task in tasks:
             task.cancel()
@@ -167,7 +193,7 @@ def serve(
     if isinstance(source, LiveClusterSource):
         health = StoreHealthMetrics(registry)
         source.store.on_failure = health.watch_failed
-        app.cleanup_ctx.append(run_source(source, health))
+        app.cleanup_ctx.append(run_source(source, health, service))
         log.info(
             "serving %s under %s on %s:%d; not ready until the cluster state is listed from the API server",
             ", ".join(VERBS),

@@ -6,7 +6,8 @@ filter: PreFilter then Filter on each given node; a PreFilter rejection fails ev
 code. prioritize: PreFilter (for the cycle state it leaves, e.g. the reservations a pod matches; its
 verdict was filter's business), then PreScore, Score, NormalizeScore and weights; the weighted total is divided by the
 sum of weights (so it stays 0..100) and scaled to 0..10 with `score × 10 // 100`. bind: PreFilter
-(its cycle state again), Reserve, PreBind and Bind through the profile's plugins.
+(its cycle state again), Reserve, PreBind and Bind through the profile's plugins. preempt
+(ProcessPreemption): the victims kube-scheduler chose, kept where colocate's plugins agree.
 
 A third family: the cluster state is not there yet. An extender following the API server refuses
 every verb with `NotSynced` until each watched kind has been listed once (the adapter answers 503,
@@ -27,6 +28,7 @@ from scheduler_plugins.scheduler.extender import protocol as wire
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.guard import PluginRaised
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.preemption import Evaluator
 from scheduler_plugins.scheduler.framework.runtime import Framework
 from scheduler_plugins.scheduler.framework.status import Code, Status
 from scheduler_plugins.scheduler.framework.waiting import WaitingPod
@@ -36,6 +38,22 @@ MAX_REMEMBERED_PODS = 10_000
 RESOLVED_LISTS = 4
 REASON_UNKNOWN_NODE = "node not found in the extender's cache"
 REASON_PREFILTER_RESULT = "node(s) didn't satisfy plugin(s) PreFilter result"
+
+
+class _GivenVictims:
+    """The victims kube-scheduler chose are the only ones the extender may keep."""
+
+    def __init__(self, uids: frozenset[str]) -> None:
+        self.uids = uids
+
+    def eligible(self, pod: PodInfo) -> tuple[bool, str]:
+        return True, ""
+
+    def can_preempt(self, pod: PodInfo, victim: PodInfo) -> bool:
+        return str(victim.metadata.get("uid") or "") in self.uids
+
+    def num_candidates(self, nodes: int) -> int:
+        return nodes
 
 
 class NotSynced(Exception):
@@ -213,6 +231,46 @@ class ExtenderService:
             return [{"Host": host, "Score": 0} for host in hosts]
         scores = (table.total_array // weight_sum * wire.MAX_EXTENDER_PRIORITY // 100).tolist()
         return [{"Host": host, "Score": score} for host, score in zip(hosts, scores, strict=True)]
+
+    def preempt(self, body: Any) -> wire.ExtenderPreemptionResult:
+        """ProcessPreemption: of the victims kube-scheduler chose on each node, keep the nodes
+        where colocate's plugins let the pod fit once they are gone, and on each the fewest of
+        them (the shared evaluator's reprieve: budgets' pods given back first). A node whose
+        victims the extender does not know, or where even all of them gone the pod does not pass
+        colocate's Filter, is dropped; a pod PreFilter rejects drops every node. Raises ArgsError
+        on a malformed body (the wire type has no Error field)."""
+        self._require_sync()
+        pod_obj, table = wire.parse_preemption_args(body)
+        pod = PodInfo(pod_obj)
+        state = CycleState()
+        pod, _, status = self.framework.run_pre_filter(state, pod)
+        out: dict[str, wire.MetaVictims] = {}
+        if not status.is_success:
+            return {"NodeNameToMetaVictims": out}
+        filter_node = self.framework.run_filter
+        evaluator = Evaluator(
+            "extender", _GivenVictims(frozenset()), filter_node, self.cluster.nodes, self.cluster.disruption_budgets()
+        )
+        for node_name, (uids, _) in sorted(table.items()):
+            node = self.cluster.nodes.get(node_name)
+            if node is None:
+                continue
+            by_uid = {str(p.metadata.get("uid") or ""): p for p in node.pods.values()}
+            if not all(uid in by_uid for uid in uids):
+                continue
+            allowed = frozenset(uids)
+            evaluator.policy = _GivenVictims(allowed)
+            if not allowed:
+                if filter_node(state, pod, node).is_success:
+                    out[node_name] = {"Pods": [], "NumPDBViolations": 0}
+                continue
+            candidate, _ = evaluator.select_victims_on_node(state, pod, node)
+            if candidate is not None:
+                out[node_name] = {
+                    "Pods": [{"UID": str(v.pod.metadata.get("uid") or "")} for v in candidate.victims],
+                    "NumPDBViolations": candidate.num_pdb_violations,
+                }
+        return {"NodeNameToMetaVictims": out}
 
     async def bind(self, body: Any) -> wire.ExtenderBindingResult:
         """Reserve and Permit, then the binding cycle. A pod that Permit parks (a gang member) is

@@ -46,7 +46,7 @@ DEFAULT_PLUGINS: Mapping[str, tuple[PluginRef, ...]] = {
         PluginRef("Coscheduling"),
     ),
     "filter": (PluginRef("NodeResourcesFit"), PluginRef("LoadAwareScheduling"), PluginRef("Reservation")),
-    "postFilter": (PluginRef("Coscheduling"),),
+    "postFilter": (PluginRef("Coscheduling"), PluginRef("DefaultPreemption")),
     "preScore": (PluginRef("NodeResourcesFit"), PluginRef("Reservation")),
     "score": (
         PluginRef("LoadAwareScheduling", 1),

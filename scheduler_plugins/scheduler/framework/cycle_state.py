@@ -17,6 +17,10 @@ RESERVED_RESERVATION: Final = "frameworkext/reserved-reservation"
 #: `percentageOfNodesToScore` of a large cluster never skips the node holding its reservation.
 PREFERRED_NODES: Final = "frameworkext/preferred-nodes"
 
+#: The PreFilter plugin that rejected the pod this cycle (written by the scheduling loop): a
+#: preempting PostFilter that cannot resolve that plugin's rejection does not try.
+PREFILTER_REJECTED_BY: Final = "frameworkext/prefilter-rejected-by"
+
 
 class CycleState:
     __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "before_filter_nodes")

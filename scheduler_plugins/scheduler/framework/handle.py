@@ -7,14 +7,19 @@ The client is a seam: the simulator and the snapshot-backed extender use `InMemo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from policies.feature_gates import FeatureGates
 from scheduler_plugins.clock import Clock, system_clock
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.features import scheduler_gates
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
+from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.status import Status
 from scheduler_plugins.scheduler.framework.waiting import WaitingPods
+from scheduler_plugins.scheduler.podinfo import PodInfo
 
 
 class ClientError(Exception):
@@ -30,6 +35,16 @@ class ClusterClient(Protocol):
 
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None: ...
 
+    def delete_pod(self, namespace: str, name: str, uid: str) -> None:
+        """Delete a preemption victim (kube-scheduler's PrepareCandidate deletes, it does not evict:
+        the PodDisruptionBudgets were weighed when the victims were chosen)."""
+        ...
+
+    def evict_pod(self, namespace: str, name: str) -> None:
+        """Evict through the Eviction API (policy/v1: budgets are honoured there), as
+        ElasticQuota's over-quota monitor does; a refusal is a `ClientError` (429)."""
+        ...
+
 
 @dataclass
 class Handle:
@@ -39,3 +54,9 @@ class Handle:
     features: FeatureGates = field(default_factory=scheduler_gates)
     #: pods parked by Permit; plugins allow or reject them from other pods' cycles
     waiting: WaitingPods = field(default_factory=WaitingPods)
+    #: the profile's Filter for one node, transformers included (kube's
+    #: RunFilterPluginsWithNominatedPods): set by the Framework before it builds its plugins, for
+    #: the PostFilter plugins that preempt
+    filter_node: Callable[[CycleState, PodInfo, NodeInfo], Status] | None = None
+    #: the profile's PreFilter (`Framework.run_pre_filter`), set likewise
+    pre_filter: Callable[..., tuple[PodInfo, Any, Status]] | None = None

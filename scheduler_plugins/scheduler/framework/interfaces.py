@@ -119,6 +119,18 @@ class PostFilterPlugin(Protocol):
 
 
 @runtime_checkable
+class PreemptionExplainer(Protocol):
+    """Optional, for `explain`: a PostFilter plugin that preempts says, without changing anything,
+    which node it would preempt on and why each victim was chosen; None when it would not act."""
+
+    name: str
+
+    def explain_post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> dict[str, Any] | None: ...
+
+
+@runtime_checkable
 class PreScorePlugin(Protocol):
     name: str
 
@@ -358,6 +370,10 @@ class ClusterView(Protocol):
 
     def node_list(self) -> list[NodeInfo]:
         """Every node, sorted by name."""
+        ...
+
+    def disruption_budgets(self) -> list[dict[str, Any]]:
+        """The cluster's PodDisruptionBudgets (what preemption weighs its victims against)."""
         ...
 
     def touch(self, name: str) -> None:

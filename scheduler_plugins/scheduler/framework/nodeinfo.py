@@ -62,6 +62,16 @@ class NodeInfo:
     def allocatable(self) -> Vector:
         return resource_list(((self.node or {}).get("status") or {}).get("allocatable"))
 
+    def copy(self) -> NodeInfo:
+        """A detached copy (no table index, no change hook) with the same pods and sums: what
+        preemption removes its victims from."""
+        other = NodeInfo(self.node)
+        other.pods = dict(self.pods)
+        other.requested = dict(self.requested)
+        other.non_zero_requested = dict(self.non_zero_requested)
+        other.qos_requested = dict(self.qos_requested)
+        return other
+
     def add_pod(self, pod: PodInfo) -> None:
         """Count `pod` on this node; adding a pod already present replaces it."""
         if pod.key in self.pods:

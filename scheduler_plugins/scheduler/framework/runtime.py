@@ -63,6 +63,8 @@ class Framework:
         self.profile = profile
         self.handle = handle
         self.plugins: dict[str, object] = {}
+        handle.filter_node = self.run_filter
+        handle.pre_filter = self.run_pre_filter
         for name in profile.plugin_names():
             source = registry.source(name)
             if source == IN_TREE:
@@ -136,7 +138,11 @@ class Framework:
         return sorted(pods, key=cmp_to_key(compare))
 
     # --- filtering -------------------------------------------------------------------------------
-    def run_pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PodInfo, fi.PreFilterResult | None, Status]:
+    def run_pre_filter(
+        self, state: CycleState, pod: PodInfo, without: frozenset[str] = frozenset()
+    ) -> tuple[PodInfo, fi.PreFilterResult | None, Status]:
+        """Transformers and PreFilter plugins in order; `without` names plugins left out (a
+        preempting PostFilter re-runs PreFilter without the plugin whose rejection it resolves)."""
         for transformer in self.before_pre_filter:
             new_pod, transformed, status = transformer.before_pre_filter(state, pod)
             if not status.is_success:
@@ -145,6 +151,8 @@ class Framework:
                 pod = new_pod
         names: frozenset[str] | None = None
         for plugin in self.points.pre_filter:
+            if plugin.name in without:
+                continue
             result, status = plugin.pre_filter(state, pod)
             if status.is_skip:
                 state.skip_filter_plugins.add(plugin.name)

@@ -18,10 +18,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, RESERVED_RESERVATION, CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import (
+    PREFERRED_NODES,
+    PREFILTER_REJECTED_BY,
+    RESERVED_RESERVATION,
+    CycleState,
+)
 from scheduler_plugins.scheduler.framework.guard import PluginRaised
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.preemption import PREEMPTION_CANDIDATE
 from scheduler_plugins.scheduler.framework.runtime import Framework
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Code, Status, unschedulable
 from scheduler_plugins.scheduler.podinfo import PodInfo
@@ -67,6 +73,10 @@ class Placement:
     #: the Permit plugins the pod waited on (a gang member), "" if it did not wait
     waited_on: str = ""
     failed_nodes: dict[str, Status] = field(default_factory=dict)
+    #: the node a PostFilter plugin preempted on, the plugin, and the pods it deleted there
+    nominated_node: str = ""
+    preempted_by: str = ""
+    victims: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def scheduled(self) -> bool:
@@ -83,6 +93,10 @@ class Placement:
         else:
             out["message"] = self.message
             out["reasons"] = {name: s.message or s.code.name for name, s in sorted(self.failed_nodes.items())}
+        if self.nominated_node:
+            out["nominatedNode"] = self.nominated_node
+            out["preemptedBy"] = self.preempted_by
+            out["victims"] = self.victims
         return out
 
 
@@ -126,7 +140,9 @@ class Scheduler:
             self.settle_waiting()
         return placement
 
-    def _cycle(self, pod: PodInfo) -> Placement:
+    def _cycle(self, pod: PodInfo, nominated: str = "") -> Placement:
+        """One attempt; `nominated` is the node a preemption just made room on: the retry tries
+        it first and takes it when it fits (kube-scheduler's evaluateNominatedNode)."""
         fwk = self.framework
         state = CycleState()
         all_nodes = self.cluster.node_list()
@@ -136,26 +152,43 @@ class Scheduler:
         pod, result, status = fwk.run_pre_filter(state, pod)
         if not status.is_success:
             failed = {n.name: status for n in all_nodes}
-            fwk.run_post_filter(state, pod, failed)
-            return Placement(
-                pod.key, status=status, message=failure_message(len(all_nodes), failed), failed_nodes=failed
-            )
+            state.write(PREFILTER_REJECTED_BY, status.plugin)
+            return self._post_filter(state, pod, status, failed, len(all_nodes), nominated)
         nodes = all_nodes
         if result is not None and result.node_names is not None:
             nodes = [n for n in all_nodes if n.name in result.node_names]
+        if nominated and nominated in self.cluster.nodes and any(n.name == nominated for n in nodes):
+            fits, _, _ = fwk.find_feasible(state, pod, [self.cluster.nodes[nominated]])
+            if fits:
+                return self._reserve_and_bind(state, pod, nominated, None)
         feasible, failed = self._find_feasible(state, pod, nodes)
         preferred = state.read(PREFERRED_NODES)
         if preferred:
             feasible, failed = self._add_preferred(state, pod, preferred, nodes, feasible, failed)
         if not feasible:
-            fwk.run_post_filter(state, pod, failed)
-            return Placement(
-                pod.key, status=unschedulable(), message=failure_message(len(all_nodes), failed), failed_nodes=failed
-            )
+            return self._post_filter(state, pod, unschedulable(), failed, len(all_nodes), nominated)
         chosen, score, status = self._select(state, pod, feasible)
         if not status.is_success:
             return Placement(pod.key, status=status, message=status.message)
         return self._reserve_and_bind(state, pod, chosen, score)
+
+    def _post_filter(
+        self, state: CycleState, pod: PodInfo, status: Status, failed: dict[str, Status], total: int, nominated: str
+    ) -> Placement:
+        """PostFilter for a pod no node accepted; when a plugin preempted, the pod is attempted
+        again at once (its victims are gone), as kube-scheduler's next cycle would."""
+        result, post = self.framework.run_post_filter(state, pod, failed)
+        candidate = state.read(PREEMPTION_CANDIDATE)
+        if post.is_success and result is not None and result.nominated_node and not nominated:
+            placement = self._cycle(pod, result.nominated_node)
+            placement.nominated_node, placement.preempted_by = result.nominated_node, post.plugin
+            if candidate is not None:
+                placement.victims = [{**v.as_dict(), "node": candidate.node} for v in candidate.victims]
+            return placement
+        message = failure_message(total, failed)
+        if post.code is Code.Error:
+            message += f" {post.plugin}: {post.message}"
+        return Placement(pod.key, status=status, message=message, failed_nodes=failed)
 
     def _add_preferred(
         self,

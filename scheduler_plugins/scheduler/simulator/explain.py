@@ -5,7 +5,11 @@ on each feasible node (`details`: its CPUs, its devices), and the node that woul
 All nodes are evaluated (no sampling) and every Filter plugin runs even after a failure, so the
 report shows all reasons; a node's `feasible` is still decided by the first failure;
 `reservationNodes` lists the nodes holding a reservation the pod may use. `raw` is what
-Score returned before NormalizeScore; `total` is Σ weight × normalised.
+Score returned before NormalizeScore; `total` is Σ weight × normalised. When no node is feasible,
+`preemption` says what each preempting PostFilter plugin would do (a dry run: nothing is deleted):
+the candidate nodes it evaluated, the victims on each with why each was chosen (its priority
+against the pod's, whether evicting it violates a PodDisruptionBudget), the pods it could keep, and
+the node it would nominate.
 """
 
 from __future__ import annotations
@@ -13,12 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler_plugins.scheduler.cluster.state import ClusterState
-from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, PREFILTER_REJECTED_BY, CycleState
 from scheduler_plugins.scheduler.framework.guard import PluginRaised
-from scheduler_plugins.scheduler.framework.interfaces import NodeDetailPlugin
+from scheduler_plugins.scheduler.framework.interfaces import NodeDetailPlugin, PreemptionExplainer
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.runtime import Framework
 from scheduler_plugins.scheduler.framework.scheduling import select_host
+from scheduler_plugins.scheduler.framework.status import Status
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
 
@@ -47,11 +52,14 @@ def _explain(framework: Framework, cluster: ClusterState, pod: PodInfo, report: 
             row["filters"] = [status.as_dict()]
         report["nodes"] = list(rows.values())
         report["error"] = f"preFilter {status.plugin}: {status.code.name}: {status.message}"
+        state.write(PREFILTER_REJECTED_BY, status.plugin)
+        _explain_preemption(framework, state, pod, {n.name: status for n in nodes}, report)
         return report
     preferred = state.read(PREFERRED_NODES)
     if preferred:  # nodes holding a reservation this pod may use (Reservation plugin)
         report["reservationNodes"] = list(preferred)
     feasible: list[NodeInfo] = []
+    failed: dict[str, Status] = {}
     detailers = [p for p in framework.points.filter if isinstance(p, NodeDetailPlugin)]
     for node in nodes:
         row = rows[node.name]
@@ -66,6 +74,8 @@ def _explain(framework: Framework, cluster: ClusterState, pod: PodInfo, report: 
             continue
         first, statuses = framework.explain_filter(state, pod, node)
         row["filters"] = [s.as_dict() for s in statuses]
+        if not first.is_success:
+            failed[node.name] = first
         if first.is_success:
             row["feasible"] = True
             feasible.append(node)
@@ -88,4 +98,20 @@ def _explain(framework: Framework, cluster: ClusterState, pod: PodInfo, report: 
                 row["total"] = table.totals[i]
             report["selected"] = feasible[select_host(feasible, table.totals)].name
     report["nodes"] = list(rows.values())
+    if not feasible:
+        _explain_preemption(framework, state, pod, failed, report)
     return report
+
+
+def _explain_preemption(
+    framework: Framework, state: CycleState, pod: PodInfo, failed: dict[str, Status], report: dict[str, Any]
+) -> None:
+    """The dry run of every preempting PostFilter plugin, in profile order, under `preemption`."""
+    rows = []
+    for plugin in framework.points.post_filter:
+        if isinstance(plugin, PreemptionExplainer):
+            row = plugin.explain_post_filter(state.clone(), pod, dict(failed))
+            if row is not None:
+                rows.append(row)
+    if rows:
+        report["preemption"] = rows

@@ -26,7 +26,12 @@ def simulation_table(report: dict[str, Any]) -> str:
                     else ("scheduled" if p["node"] else f"{p['code']}: {p.get('message', '')}")
                 )
                 + (f" (reservation {p['reservation']})" if p.get("reservation") else "")
-                + (f" (waited on permit: {p['waitedOnPermit']})" if p.get("waitedOnPermit") else ""),
+                + (f" (waited on permit: {p['waitedOnPermit']})" if p.get("waitedOnPermit") else "")
+                + (
+                    f" (preempted {', '.join(v['pod'] for v in p['victims']) or 'nothing'} on {p['nominatedNode']})"
+                    if p.get("nominatedNode")
+                    else ""
+                ),
             ]
             for p in report["placements"]
         ],
@@ -82,10 +87,25 @@ def explain_table(report: dict[str, Any]) -> str:
             lines.append(f"{node['name']} {plugin}: {json.dumps(detail, separators=(',', ':'))}")
     if report.get("reservationNodes"):
         lines.append(f"reservations usable on: {', '.join(report['reservationNodes'])}")
+    for preemption in report.get("preemption") or ():
+        lines.append(_preemption_lines(preemption))
     if report.get("error"):
         lines.append(f"error: {report['error']}")
     lines.append(f"selected: {report['selected'] or '-'}")
     return "\n".join(lines)
+
+
+def _preemption_lines(preemption: dict[str, Any]) -> str:
+    """What a preempting PostFilter plugin would do: the node, each victim and why."""
+    head = f"{preemption['plugin']}: " + (
+        f"would preempt on {preemption['nominatedNode']}"
+        if preemption.get("nominatedNode")
+        else f"would not preempt ({preemption.get('message', '')})"
+    )
+    chosen = [c for c in preemption["candidates"] if c["node"] == preemption.get("nominatedNode")]
+    rows = [[c["node"], v["pod"], "evict", v["reason"]] for c in chosen for v in c["victims"]]
+    rows += [[c["node"], r["pod"], "keep", r["reason"]] for c in chosen for r in c["reprieved"]]
+    return "\n".join([head, table(["NODE", "POD", "ACTION", "WHY"], rows)] if rows else [head])
 
 
 def quota_table(report: dict[str, Any]) -> str:

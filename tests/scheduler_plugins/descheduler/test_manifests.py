@@ -33,11 +33,17 @@ def test_every_manifest_validates_against_the_kubernetes_schema(obj: dict[str, A
     kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
 
 
-def test_rbac_covers_the_watched_kinds_evictions_events_and_the_lease_and_nothing_more() -> None:
+def test_rbac_covers_the_watched_kinds_evictions_events_migrations_and_the_lease_and_nothing_more() -> None:
     rules = one("ClusterRole")["rules"]
     granted = {(g, res, v) for r in rules for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
     watched = {(k.group, k.plural, v) for k in WATCHED_KINDS for v in ("list", "watch")}
-    assert granted - watched == {("", "pods/eviction", "create"), ("", "events", "create")}
+    migration = {  # the MigrationController's PodMigrationJobs and Reservations (migration/backend.py)
+        ("", "pods", "get"),
+        *(("scheduling.koordinator.sh", "podmigrationjobs", v) for v in ("get", "list", "create", "update")),
+        ("scheduling.koordinator.sh", "podmigrationjobs/status", "update"),
+        *(("scheduling.koordinator.sh", "reservations", v) for v in ("get", "create", "delete")),
+    }
+    assert granted - watched == {("", "pods/eviction", "create"), ("", "events", "create"), *migration}
     assert watched <= granted
     role = one("Role")
     assert role["rules"] == [

@@ -10,7 +10,14 @@ from tests.support.paths import REPO
 CRDS = REPO / "manifests" / "crds"
 
 
-@pytest.mark.parametrize("kind, file", [("Reservation", "reservations.yaml"), ("PodGroup", "podgroups.yaml")])
+@pytest.mark.parametrize(
+    "kind, file",
+    [
+        ("Reservation", "reservations.yaml"),
+        ("PodGroup", "podgroups.yaml"),
+        ("PodMigrationJob", "podmigrationjobs.yaml"),
+    ],
+)
 def test_the_crd_matches_the_kind_table_and_is_in_the_kustomization(kind, file):
     (crd,) = read_manifest_file(CRDS / file)
     row = kind_named(kind)
@@ -22,7 +29,7 @@ def test_the_crd_matches_the_kind_table_and_is_in_the_kustomization(kind, file):
     assert file in yaml.safe_load((CRDS / "kustomization.yaml").read_text())["resources"]
 
 
-@pytest.mark.parametrize("file", ["reservations.yaml", "podgroups.yaml"])
+@pytest.mark.parametrize("file", ["reservations.yaml", "podgroups.yaml", "podmigrationjobs.yaml"])
 def test_the_crd_validates_against_the_kubernetes_schema(file):
     import kubernetes_validate
 

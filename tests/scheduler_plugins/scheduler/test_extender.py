@@ -106,5 +106,5 @@ def test_kube_scheduler_manifest_uses_the_verbs_the_server_serves():
     doc = yaml.safe_load(path.read_text())
     (ext,) = doc["extenders"]
     assert ext["urlPrefix"].endswith("/scheduler")
-    assert {ext["filterVerb"], ext["prioritizeVerb"], ext["bindVerb"]} == set(VERBS)
+    assert {ext["filterVerb"], ext["prioritizeVerb"], ext["preemptVerb"], ext["bindVerb"]} == set(VERBS)
     assert ext["nodeCacheCapable"] is True

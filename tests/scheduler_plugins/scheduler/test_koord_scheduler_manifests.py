@@ -109,7 +109,7 @@ def test_the_extender_is_a_localhost_sidecar_serving_the_verbs_kube_scheduler_ca
     url = urlsplit(extender["urlPrefix"])
     assert (url.hostname, url.port, url.path) == ("127.0.0.1", args.port, args.url_prefix)
     assert args.host == "127.0.0.1"  # nothing outside the pod can call bind
-    assert {extender["filterVerb"], extender["prioritizeVerb"], extender["bindVerb"]} == set(VERBS)
+    assert {extender[k] for k in ("filterVerb", "prioritizeVerb", "preemptVerb", "bindVerb")} == set(VERBS)
     assert extender["nodeCacheCapable"] is True and extender["ignorable"] is False
     assert args.cluster is None and args.kubeconfig is None  # the pod's service account
     assert not [o for o in objects() if o["kind"] == "Service"]

@@ -374,5 +374,9 @@ class QuotaManager:
         return self._states
 
     # --- admission -------------------------------------------------------------------------------
+    def assigned_pods(self, name: str) -> list[PodInfo]:
+        """The pods counted in the quota's used (bound or reserved): what the revoker may evict."""
+        return [e.pod for e in self._pods.values() if e.quota == name and e.used]
+
     def non_preemptible_used(self, name: str) -> Vector:
         return self.np_used.get(name, {})

@@ -3,8 +3,10 @@
 
 The plugin follows the quota objects and every live pod (pending ones count in their quota's
 request). A pod the cluster state does not hold (the extender is sent the pod being scheduled;
-pending pods are not watched) is judged as if it were pending in its quota. PostFilter (preemption
-within a quota) and the over-quota eviction monitor are not implemented.
+pending pods are not watched) is judged as if it were pending in its quota. PostFilter preempts
+lower-priority pods of the pod's own quota (`preempt.py`); the over-quota monitor (`revoke.py`)
+says which pods of a quota that stayed over its runtime longer than `delayEvictTime` to evict, so
+a quota takes back what it lent.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from policies.quantity import scalar_text
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.features import ELASTIC_QUOTA_GUARANTEE_USAGE
 from scheduler_plugins.scheduler.framework.handle import Handle
-from scheduler_plugins.scheduler.framework.interfaces import PreFilterResult
+from scheduler_plugins.scheduler.framework.interfaces import PostFilterResult, PreFilterResult
 from scheduler_plugins.scheduler.framework.status import SKIP, SUCCESS, Code, Status
 from scheduler_plugins.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from scheduler_plugins.scheduler.plugins.elasticquota.manager import QuotaManager
+from scheduler_plugins.scheduler.plugins.elasticquota.preempt import QuotaPreemption
+from scheduler_plugins.scheduler.plugins.elasticquota.revoke import OverUsedRevoker
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
 
 NAME = "ElasticQuota"
@@ -40,6 +44,8 @@ class ElasticQuota:
         self.manager = QuotaManager(
             args, handle.cluster.allocatable_total, handle.features.enabled(ELASTIC_QUOTA_GUARANTEE_USAGE)
         )
+        self.preemption = QuotaPreemption(args, handle, self.manager)
+        self.revoker = OverUsedRevoker(args, self.manager)
 
     # --- listeners -------------------------------------------------------------------------------
     def on_object(self, kind: str, name: str, obj: Mapping[str, Any] | None) -> None:
@@ -99,6 +105,18 @@ class ElasticQuota:
                     return status
                 parent = ancestor.spec.parent
         return SUCCESS
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        return self.preemption.post_filter(state, pod, statuses)
+
+    def explain_post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> dict[str, Any] | None:
+        if self.manager.spec(self.manager.quota_of(pod)) is None:
+            return None
+        return self.preemption.explain_post_filter(state, pod, statuses)
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         self.manager.set_used(pod, True)

@@ -2,10 +2,12 @@
 `pkg/scheduler/plugins/reservation`): the pod-side keys, the classification and the fit.
 
 Pure: a pod, a reservation, its node's labels and the reservation's remaining resources in; a
-decision out. Implemented: `reservation-ignored`, owners, the `reservation-affinity` name and
-`reservationSelector`, `unschedulable` reservations, and fitsNode/fitsReservation.
-Not implemented (recorded in docs/scheduler.md): affinity tolerations and selector terms, taints
-of reservations, `exact-match-reservation`, pre-allocation.
+decision out (`matchReservation`, `apis/extension/reservation.go`; tests `TestMatchReservation*`,
+`TestExactMatchReservation`). Implemented: `reservation-ignored`, owners, the
+`reservation-affinity` annotation (its `name`, `reservationSelector`,
+`requiredDuringSchedulingIgnoredDuringExecution.reservationSelectorTerms` and `tolerations`),
+`unschedulable` reservations, the reservation's `spec.taints`, `exact-match-reservation`, and
+fitsNode/fitsReservation. Not implemented (recorded in docs/scheduler.md): pre-allocation.
 """
 
 from __future__ import annotations
@@ -13,8 +15,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from policies.constants import ANNOTATION_RESERVATION_AFFINITY, LABEL_RESERVATION_IGNORED, RESOURCE_PODS
+from policies.constants import (
+    ANNOTATION_EXACT_MATCH_RESERVATION,
+    ANNOTATION_RESERVATION_AFFINITY,
+    LABEL_RESERVATION_IGNORED,
+    RESOURCE_PODS,
+    TAINT_NODE_UNSCHEDULABLE,
+)
+from policies.placement import SCHEDULING_EFFECTS, term_matches_labels, tolerates
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.plugins.noderesourcesfit import DEFAULT_MAX_PODS
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
@@ -26,16 +36,25 @@ REASON_PREFIX = "Reservation(s) "
 
 @dataclass(frozen=True, slots=True)
 class Affinity:
-    """The pod's `reservation-affinity`: it must use a reservation, optionally a named one."""
+    """The pod's `reservation-affinity`: it must use a reservation, optionally a named one, one
+    whose labels (over its node's) match the selector and any of the selector terms, tolerating
+    what the pod's affinity tolerates."""
 
     name: str = ""
     selector: tuple[tuple[str, str], ...] = ()
+    terms: tuple[Mapping[str, Any], ...] = ()
+    tolerations: tuple[Mapping[str, Any], ...] = ()
 
     def matches(self, info: ReservationInfo, node_labels: Mapping[str, str]) -> bool:
         if self.name and self.name != info.name:
             return False
         labels = {**node_labels, **info.labels}
-        return all(labels.get(k) == v for k, v in self.selector)
+        if not all(labels.get(k) == v for k, v in self.selector):
+            return False
+        return not self.terms or any(term_matches_labels(t, labels, info.name) for t in self.terms)
+
+    def tolerates(self, taint: Mapping[str, Any]) -> bool:
+        return any(tolerates(t, taint) for t in self.tolerations)
 
 
 def affinity_of(pod: PodInfo) -> Affinity | None:
@@ -51,7 +70,55 @@ def affinity_of(pod: PodInfo) -> Affinity | None:
         return Affinity(name="\x00invalid")
     selector = value.get("reservationSelector") or {}
     pairs = tuple(sorted((str(k), str(v)) for k, v in selector.items())) if isinstance(selector, dict) else ()
-    return Affinity(name=str(value.get("name") or ""), selector=pairs)
+    required = value.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms = required.get("reservationSelectorTerms") if isinstance(required, dict) else None
+    tolerations = value.get("tolerations")
+    return Affinity(
+        name=str(value.get("name") or ""),
+        selector=pairs,
+        terms=tuple(t for t in terms or () if isinstance(t, dict)) if isinstance(terms, list) else (),
+        tolerations=tuple(t for t in tolerations or () if isinstance(t, dict)) if isinstance(tolerations, list) else (),
+    )
+
+
+def exact_match_resources(pod: PodInfo) -> tuple[str, ...] | None:
+    """The `exact-match-reservation` annotation's `resourceNames`, None when unset (a malformed
+    value asks for nothing a reservation can meet: `("\x00invalid",)`)."""
+    raw = pod.annotations.get(ANNOTATION_EXACT_MATCH_RESERVATION)
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return ("\x00invalid",)
+    names = value.get("resourceNames") if isinstance(value, dict) else None
+    if not isinstance(names, list):
+        return ("\x00invalid",)
+    return tuple(str(n) for n in names)
+
+
+def exact_match(pod: PodInfo, info: ReservationInfo) -> bool:
+    """`ExactMatchReservation`: for every named resource the pod requests exactly what the
+    reservation holds (neither having it counts as equal)."""
+    names = exact_match_resources(pod)
+    if names is None:
+        return True
+    if "\x00invalid" in names:
+        return False
+    return all(pod.requests.get(n, 0) == info.allocatable.get(n, 0) for n in names)
+
+
+def untolerated_reservation_taint(info: ReservationInfo, affinity: Affinity | None) -> bool:
+    """An unschedulable reservation acts as tainted `node.kubernetes.io/unschedulable:NoSchedule`;
+    its `spec.taints` with effect NoSchedule or NoExecute apply as they are. Only the tolerations
+    of the pod's reservation affinity count."""
+    taints: list[Mapping[str, Any]] = [t for t in info.spec.get("taints") or () if isinstance(t, dict)]
+    if info.unschedulable:
+        taints.insert(0, {"key": TAINT_NODE_UNSCHEDULABLE, "effect": "NoSchedule"})
+    for taint in taints:
+        if taint.get("effect") in SCHEDULING_EFFECTS and (affinity is None or not affinity.tolerates(taint)):
+            return True
+    return False
 
 
 def is_ignored(pod: PodInfo) -> bool:
@@ -59,14 +126,18 @@ def is_ignored(pod: PodInfo) -> bool:
 
 
 def matches(pod: PodInfo, info: ReservationInfo, affinity: Affinity | None, node_labels: Mapping[str, str]) -> bool:
-    """For one reservation the pod is not ignoring: owners, then the affinity, then schedulability."""
+    """For one reservation the pod is not ignoring: owners; a named reservation matches by name
+    (and the exact match); otherwise its taints (unschedulable included) must be tolerated, the
+    affinity's selector and terms must match, and the exact match must hold."""
     if not info.matches_owner(pod):
         return False
     if affinity is not None and affinity.name:
-        return affinity.name == info.name
-    if info.unschedulable:
+        return affinity.name == info.name and exact_match(pod, info)
+    if untolerated_reservation_taint(info, affinity):
         return False
-    return affinity is None or affinity.matches(info, node_labels)
+    if affinity is not None and not affinity.matches(info, node_labels):
+        return False
+    return exact_match(pod, info)
 
 
 def available(info: ReservationInfo, remaining: Vector) -> Vector:

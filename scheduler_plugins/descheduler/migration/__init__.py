@@ -1,0 +1,1 @@
+"""PodMigrationJobs: the MigrationController's jobs, limits, reconciler and where it keeps them."""

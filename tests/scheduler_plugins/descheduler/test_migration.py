@@ -1,0 +1,297 @@
+"""PodMigrationJobs in the descheduler: Balance plugins create jobs instead of evicting, the
+MigrationController's limits and its arbitration between competing jobs
+(`pkg/descheduler/controllers/migration/arbitrator/filter_test.go`: `TestFilterMaxMigratingPerNode`,
+`TestFilterMaxMigratingPerNamespace`, `TestFilterMaxMigratingOrUnavailablePerWorkload`,
+`TestFilterExpectedReplicas`; `arbitrator_test.go`: `TestDoOnceArbitrate`;
+`controller_test.go`: `TestRequeueJobIfObjectLimiterFailed`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from cluster.store import ClusterStore
+from colocate.cli import main
+from policies.constants import ANNOTATION_PASSED_ARBITRATION, POD_MIGRATION_JOB_KIND
+from policies.field_errors import ConfigError, Fields
+from policies.timestamps import parse_time
+from scheduler_plugins.descheduler.framework.config import parse_config
+from scheduler_plugins.descheduler.framework.runtime import Descheduler
+from scheduler_plugins.descheduler.migration import job as pmj
+from scheduler_plugins.descheduler.migration.backend import StoreMigrationBackend
+from scheduler_plugins.descheduler.migration.controller import Reconciler
+from scheduler_plugins.descheduler.migration.limits import (
+    Limits,
+    MigrationLimits,
+    ObjectLimiter,
+    parse_limits,
+    scaled_limit,
+)
+from scheduler_plugins.descheduler.registry import in_tree_registry
+from tests.scheduler_plugins.descheduler.helpers import FakeEvictions, loaded_node, view_of
+from tests.support.builders import NOW, make_node, make_pod
+from tests.support.paths import REPO
+
+START = parse_time(NOW) or 0.0
+EXAMPLE = REPO / "manifests" / "descheduler" / "example-cluster"
+MIGRATION_CONFIG = REPO / "manifests" / "descheduler" / "example-migration-config.yaml"
+
+
+def pod(name: str, node: str = "node-a", owner: str | None = "rs", ready: bool = True, ns: str = "shop", **kw: Any):
+    obj = make_pod(name, ns, node=node, requests={"cpu": "1"}, **kw)
+    if owner:
+        obj["metadata"]["ownerReferences"] = [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner, "uid": owner + "-uid", "controller": True}
+        ]
+    obj["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+    return obj
+
+
+def keyed(*pods: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods}
+
+
+def running_job(p: dict[str, Any], name: str = "") -> dict[str, Any]:
+    job = pmj.new_job(
+        name or "job-" + p["metadata"]["name"],
+        p,
+        mode=pmj.MODE_RESERVATION_FIRST,
+        ttl_seconds=300,
+        reason="",
+        trigger="",
+        created_by="",
+        now=START,
+    )
+    job["status"]["phase"] = pmj.RUNNING
+    return job
+
+
+def limits(**fields: Any) -> Limits:
+    return Limits(parse_limits(Fields(fields, "args")), lambda: START)
+
+
+# --- Balance plugins create jobs --------------------------------------------------------------
+
+
+def test_dry_run_lists_the_jobs_low_node_load_would_create(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        ["descheduler", "run", "--cluster", str(EXAMPLE), "--config", str(MIGRATION_CONFIG), "--dry-run"]
+        + ["--now", "2024-05-01T10:01:00Z", "-o", "json"]
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    (round_,) = doc["rounds"]
+    (migration,) = round_["migrations"]
+    assert {k: migration[k] for k in ("pod", "mode", "phase")} == {
+        "pod": "default/web-4",
+        "mode": "ReservationFirst",
+        "phase": "Pending",
+    }
+    assert migration["reservation"]  # the Reservation it would create
+    skipped = {s["pod"]: s["reason"] for s in round_["skipped"]}
+    assert "workload of 1 replica(s)" in skipped["default/batch-1"]  # a single replica never migrates
+    web = [reason for pod, reason in skipped.items() if pod.startswith("default/web-")]
+    assert web and all("maxMigratingPerWorkload=1" in r for r in web)  # web-4 of the same workload went first
+    # nothing was written: the directory's pods are all still there on a real run's first read
+    assert [e["pod"] for e in round_["evictions"]] == ["default/web-4"]
+
+
+def _descheduler(mode: str, store: ClusterStore, evictions: FakeEvictions) -> Descheduler:
+    raw = {
+        "apiVersion": "descheduler/v1alpha2",
+        "kind": "DeschedulerConfiguration",
+        "profiles": [
+            {
+                "name": "p",
+                "plugins": {"balance": {"enabled": [{"name": "LowNodeLoad"}]}},
+                "pluginConfig": [
+                    {
+                        "name": "LowNodeLoad",
+                        "args": {
+                            "lowThresholds": {"cpu": 30},
+                            "highThresholds": {"cpu": 60},
+                            "anomalyCondition": {"consecutiveAbnormalities": 1},
+                        },
+                    },
+                    {"name": "MigrationController", "args": {"defaultJobMode": mode, "maxMigratingPerWorkload": 2}},
+                ],
+            }
+        ],
+    }
+    config = parse_config(raw, in_tree_registry())
+    return Descheduler(
+        config,
+        in_tree_registry(),
+        lambda: START,
+        evictions,
+        dry_run=False,
+        migrations=StoreMigrationBackend(store),
+    )
+
+
+def _hot_cluster() -> list[dict[str, Any]]:
+    hot, hot_metric = loaded_node("node-a", [(f"web-{i}", "1") for i in range(4)], namespace="shop")
+    for p in hot:
+        p["metadata"]["ownerReferences"][0].update({"uid": "rs-uid", "controller": True, "name": "web-rs"})
+        p["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    cold, cold_metric = loaded_node("node-b", [], namespace="shop")
+    nodes = [make_node(n, allocatable={"cpu": "4", "memory": "8Gi", "pods": "110"}) for n in ("node-a", "node-b")]
+    return [*nodes, *hot, hot_metric, cold_metric]
+
+
+@pytest.mark.parametrize("mode", ["ReservationFirst", "EvictDirectly"])
+def test_low_node_load_creates_jobs_instead_of_evicting(mode: str) -> None:
+    view = view_of(_hot_cluster())
+    store, evictions = view.store, FakeEvictions()
+    report = _descheduler(mode, store, evictions).run_round(1, view.snapshot())
+    jobs = store.objects(POD_MIGRATION_JOB_KIND)
+    assert len(jobs) == 2 and len(report.migrations) == 2  # maxMigratingPerWorkload=2 of 4 replicas
+    if mode == "ReservationFirst":
+        assert evictions.evicted == []  # nothing is evicted before its Reservation is scheduled
+        assert all(pmj.phase_of(j) == pmj.RUNNING for j in jobs)
+        assert {m.reservation for m in report.migrations} == {j["metadata"]["name"] for j in jobs}
+    else:
+        # the workload's object limiter (defaults: 5m, burst 1) lets one eviction through now
+        assert len(evictions.evicted) == 1 and evictions.evicted[0] in {pmj.pod_key_of(j) for j in jobs}
+        reasons = sorted(
+            str((pmj.condition(j, pmj.COND_EVICTION) or {}).get("reason"))
+            for j in store.objects(POD_MIGRATION_JOB_KIND)
+        )
+        assert reasons == ["Evicting", "None"]  # one evicted (done once the pod is gone), one waiting
+
+
+# --- each limit -------------------------------------------------------------------------------
+
+
+def test_max_migrating_per_node() -> None:
+    a, b, c = pod("a", owner="x"), pod("b", owner="y"), pod("c", owner="z")
+    pods = keyed(a, b, c)
+    jobs = [running_job(a), running_job(b)]
+    assert "maxMigratingPerNode=2" in (limits().retryable(c, pods, jobs) or "")
+    assert limits(maxMigratingPerNode=3).retryable(c, pods, jobs) is None
+
+
+def test_max_migrating_per_namespace_and_globally() -> None:
+    a, b = pod("a", owner="x"), pod("b", owner="y", node="node-b")
+    pods = keyed(a, b)
+    jobs = [running_job(a)]
+    assert "maxMigratingPerNamespace=1" in (limits(maxMigratingPerNamespace=1).retryable(b, pods, jobs) or "")
+    assert "maxMigratingGlobally=1" in (limits(maxMigratingGlobally=1).retryable(b, pods, jobs) or "")
+    assert limits(maxMigratingPerNamespace=2).retryable(b, pods, jobs) is None
+
+
+def test_max_migrating_per_workload() -> None:
+    replicas = [pod(f"w-{i}", node=f"node-{i}") for i in range(6)]
+    pods = keyed(*replicas)
+    jobs = [running_job(replicas[0])]
+    assert "maxMigratingPerWorkload=1" in (limits(maxMigratingPerWorkload=1).retryable(replicas[1], pods, jobs) or "")
+    assert limits(maxMigratingPerWorkload=2).retryable(replicas[1], pods, jobs) is None
+    assert "maxMigratingPerWorkload=1" in (
+        limits(maxMigratingPerWorkload="20%").retryable(replicas[1], pods, jobs) or ""  # 20% of 6, at least 1
+    )
+
+
+def test_max_unavailable_per_workload_counts_pods_not_ready() -> None:
+    replicas = [pod(f"w-{i}", node=f"node-{i}", ready=i != 5) for i in range(6)]
+    pods = keyed(*replicas)
+    jobs = [running_job(replicas[0])]
+    refused = limits(maxMigratingPerWorkload=3, maxUnavailablePerWorkload=2).retryable(replicas[1], pods, jobs)
+    assert "maxUnavailablePerWorkload=2: 2 pod(s)" in (refused or "")  # one migrating + one not Ready
+    assert limits(maxMigratingPerWorkload=3, maxUnavailablePerWorkload=3).retryable(replicas[1], pods, jobs) is None
+
+
+def test_expected_replicas_a_single_replica_never_migrates() -> None:
+    single = pod("only", owner="solo")
+    assert "1 replica(s)" in (limits().non_retryable(single, keyed(single)) or "")
+    assert limits(skipCheckExpectedReplicas=True).non_retryable(single, keyed(single)) is None
+    pair = [pod("p-0", owner="duo"), pod("p-1", owner="duo")]
+    assert limits(maxUnavailablePerWorkload=2).non_retryable(pair[0], keyed(*pair)) is not None  # all 2 may go
+
+
+def test_the_workload_object_limiter_spends_a_token_per_eviction_and_refills_over_its_duration() -> None:
+    now = [START]
+    replicas = [pod(f"w-{i}", node=f"node-{i}") for i in range(6)]
+    pods = keyed(*replicas)
+    lim = Limits(MigrationLimits(object_limiters={"workload": ObjectLimiter(60.0, 1)}), lambda: now[0])
+    assert lim.limiter_refusal(replicas[0], pods) is None
+    lim.track_eviction(replicas[0], pods)
+    assert "objectLimiters.workload" in (lim.limiter_refusal(replicas[1], pods) or "")
+    assert lim.limiter_refusal(pod("other", owner="other"), pods) is None  # another workload is not limited
+    now[0] += 60
+    assert lim.limiter_refusal(replicas[1], pods) is None
+
+
+def test_limit_fields_are_validated_with_their_path() -> None:
+    assert scaled_limit(20, None) == 2 and scaled_limit(6, None) == 2 and scaled_limit(3, None) == 1
+    with pytest.raises(ConfigError, match=r"args\.maxMigratingPerWorkload"):
+        parse_limits(Fields({"maxMigratingPerWorkload": "ten"}, "args"))
+    with pytest.raises(ConfigError, match=r"args\.objectLimiters\.cluster"):
+        parse_limits(Fields({"objectLimiters": {"cluster": {"duration": "1m"}}}, "args"))
+
+
+# --- arbitration ------------------------------------------------------------------------------
+
+
+def test_arbitration_passes_competing_jobs_in_order_and_holds_the_rest() -> None:
+    store = ClusterStore()
+    backend = StoreMigrationBackend(store)
+    low = pod("w-low", priority=5500, node="node-1")
+    high = pod("w-high", priority=9500, node="node-2")
+    replicas = [low, high, *(pod(f"w-{i}", node=f"node-{i + 3}") for i in range(4))]
+    single = pod("single", owner="solo", node="node-9")
+    for p in (high, low, single):
+        backend.create_job(
+            pmj.new_job(
+                "job-" + p["metadata"]["name"],
+                p,
+                mode=pmj.MODE_EVICT_DIRECTLY,
+                ttl_seconds=0,
+                reason="",
+                trigger="",
+                created_by="",
+                now=START,
+            )
+        )
+    reconciler = Reconciler(
+        backend,
+        FakeEvictions(),
+        limits(maxMigratingPerWorkload=1),
+        lambda: START,
+        default_mode=pmj.MODE_EVICT_DIRECTLY,
+        pod_sorter=lambda pods: sorted(pods, key=lambda p: p["spec"].get("priority", 0)),
+    )
+    pods = keyed(*replicas, single)
+    jobs = backend.list_jobs()
+    reconciler.arbitrate(jobs, pods)
+    by_pod = {pmj.pod_key_of(j): j for j in backend.list_jobs()}
+    passed = lambda j: j["metadata"]["annotations"].get(ANNOTATION_PASSED_ARBITRATION) == "true"  # noqa: E731
+    assert passed(by_pod["shop/w-low"]) and not passed(by_pod["shop/w-high"])  # the lower priority goes first
+    assert pmj.phase_of(by_pod["shop/w-high"]) == pmj.PENDING  # held for a later arbitration
+    assert pmj.phase_of(by_pod["shop/single"]) == pmj.FAILED
+    assert by_pod["shop/single"]["status"]["reason"] == pmj.REASON_FORBIDDEN_MIGRATE_POD
+
+
+async def test_jobs_advance_between_rounds_when_running_continuously(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job needs several passes (reserve, scheduled, evict, bound): with a round every 120s it
+    would time out, so the jobs advance every few seconds between rounds, as Koordinator requeues."""
+    import asyncio
+
+    from scheduler_plugins.descheduler import service
+
+    class Counting:
+        passes = 0
+
+        def reconcile_migrations(self) -> list[Any]:
+            self.passes += 1
+            return []
+
+    monkeypatch.setattr(service, "MIGRATION_REQUEUE_SECONDS", 0.01)
+    counting = Counting()
+    await service._between_rounds(counting, 0.2, None)  # type: ignore[arg-type]
+    assert counting.passes >= 3
+    paused = Counting()
+    not_leading = asyncio.Event()
+    await service._between_rounds(paused, 0.05, not_leading)  # type: ignore[arg-type]
+    assert paused.passes == 0  # only the leader migrates
