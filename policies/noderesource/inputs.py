@@ -8,10 +8,9 @@ calculation scales capacities the same truncating way (`pkg/util/resource.go` Mu
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -154,18 +153,6 @@ class NodeInput:
         return rmax(self.kubelet_reserved, self.reservation or ZERO)
 
 
-def parse_time(text: str | None) -> float | None:
-    if not text:
-        return None
-    try:
-        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return when.timestamp()
-
-
 def reservation_of(annotations: Mapping[str, str]) -> Res | None:
     """`GetNodeReservationFromAnnotation`: resources, with `reservedCPUs` counting CPUs for cpu."""
     text = annotations.get(ANNOTATION_NODE_RESERVATION)
@@ -239,7 +226,11 @@ def node_input(node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> No
     )
 
 
-def metric_input(metric: Mapping[str, Any] | None) -> MetricInput | None:
+#: RFC 3339 text -> epoch seconds (None when absent or unparsable); the clock's, injected
+TimeParser = Callable[[str | None], float | None]
+
+
+def metric_input(metric: Mapping[str, Any] | None, parse_time: TimeParser) -> MetricInput | None:
     """The NodeMetric's status, or None without a NodeMetric; raises QuantityError on a bad quantity."""
     if metric is None:
         return None
