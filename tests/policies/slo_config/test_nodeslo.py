@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from policies.noderesource.nodeslo import render_nodeslo_spec
-from policies.slo_config.nodeslo import load_slo_config, default_slo_config
+from policies.slo_config.nodeslo import default_slo_config, load_slo_config
 
 
 def render(
