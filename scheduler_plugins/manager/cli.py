@@ -121,14 +121,14 @@ def plan_document(store: ClusterStore, clock: Clock, last_sync: float | None) ->
     """The `manager plan` document: one reconcile of every node."""
     reconciler = Reconciler(clock, parse_time)
     snapshot = snapshot_of(store)
-    reconciler.observe_config(snapshot.configmap)
+    issues = reconciler.observe_config(snapshot.configmap)
     if last_sync is not None:
         for name in snapshot.nodes:
             reconciler.written(name, last_sync)
     result = reconciler.reconcile(snapshot)
     document: dict[str, Any] = {"nodes": [plan.as_dict() for plan in result.plans]}
-    if result.config_issues:
-        document["configErrors"] = [{"reason": i.reason, "message": i.message} for i in result.config_issues]
+    if issues:
+        document["configErrors"] = [{"reason": i.reason, "message": i.message} for i in issues]
     return document
 
 
