@@ -20,6 +20,11 @@ MIN_RATIO: Final = 1.0
 MAX_RATIO: Final = 5.0
 #: `NormalizationRatioDiffEpsilon`
 RATIO_EPSILON: Final = 0.01
+#: what Go's strconv.ParseBool accepts
+_GO_BOOLS: Final = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
 
 
 def _model_ratio(info: Mapping[str, Any], model: Mapping[str, Mapping[str, float]]) -> float | None:
@@ -47,9 +52,9 @@ def normalization_ratio(
     strategy = config.strategy_for(labels)
     label = labels.get(LABEL_CPU_NORMALIZATION_ENABLED)
     if label is not None:
-        if label not in ("true", "false"):
+        if label not in _GO_BOOLS:
             return None  # Koordinator fails the calculation on an unparsable label
-        enabled = label == "true"
+        enabled = _GO_BOOLS[label]
     else:
         enabled = strategy.enable
     if not enabled:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from policies.constants import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY, RESOURCE_MEMORY
+from policies.noderesource.amplification import amplification_ratio
 from policies.noderesource.batch import is_degraded, node_batch
 from policies.noderesource.collect_policy import nodemetric_spec
 from policies.noderesource.inputs import (
@@ -154,19 +155,22 @@ def plan_node(
         state = REASON_DISABLED
     else:
         ratio = normalization_ratio(config.normalization, labels, (nrt or {}).get("metadata", {}).get("annotations"))
+        amplified = amplification_ratio(config.amplification, labels, annotations)
         try:
             reading = metric_input(metric, parse_time)
         except QuantityError as exc:
             return _error(base, current, has_nrt, f"NodeMetric has a malformed quantity: {exc}")
         if is_degraded(strategy, reading, now):
             degraded = True
-            calc = Calculated(None, None, node_in.memory_format, ratio)
+            calc = Calculated(None, None, node_in.memory_format, ratio, amplified)
             state = "degraded: " + _why_degraded(reading)
         else:
             assert reading is not None
             if not reading.has_node_metric:
                 return _error(base, current, has_nrt, "NodeMetric has no status.nodeMetric")
-            calc, zones = _calculate(strategy, node_in, reading, zones_of(nrt), ratio, _zone_formats(nrt), has_nrt)
+            calc, zones = _calculate(
+                strategy, node_in, reading, zones_of(nrt), (ratio, amplified), _zone_formats(nrt), has_nrt
+            )
     prepared = prepare_node(node, calc)
     if "capacity" not in status or "allocatable" not in status or status.get("capacity") is None:
         decision = None
@@ -208,14 +212,15 @@ def _calculate(
     node: NodeInput,
     reading: MetricInput,
     zones: Sequence[ZoneInput],
-    ratio: str | None,
+    ratios: tuple[str | None, str | None],
     formats: Mapping[str, QuantityFormat],
     has_nrt: bool,
 ) -> tuple[Calculated, dict[str, dict[str, str]] | None]:
+    ratio = ratios[0]
     batch = node_batch(strategy, node, reading)
     mid = node_mid(strategy, node, reading)
     zone_values = zone_batch(strategy, node, reading, zones)
-    calc = Calculated(batch, mid, node.memory_format, ratio, zone_values, formats)
+    calc = Calculated(batch, mid, node.memory_format, ratio, ratios[1], zone_values, formats)
     return calc, (zone_texts(zone_values, formats, ratio) if has_nrt else None)
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies.constants import (
+    ANNOTATION_AMPLIFICATION_RATIO,
     ANNOTATION_CPU_NORMALIZATION_RATIO,
     ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE,
     ANNOTATION_THIRD_PARTY_ALLOCATIONS,
@@ -40,6 +41,8 @@ class Calculated:
     mid: Res | None
     memory_format: QuantityFormat = QuantityFormat.BINARY_SI
     normalization_ratio: str | None = None
+    #: the resource-amplification-ratio annotation; None removes it
+    amplification_ratio: str | None = None
     zones: Mapping[str, Res] = field(default_factory=dict)
     zone_formats: Mapping[str, QuantityFormat] = field(default_factory=dict)
 
@@ -134,4 +137,8 @@ def prepare_node(node: Mapping[str, Any], calc: Calculated) -> dict[str, Any]:
             ).canonical()
     if calc.normalization_ratio is not None:
         annotations[ANNOTATION_CPU_NORMALIZATION_RATIO] = calc.normalization_ratio
+    if calc.amplification_ratio is not None:
+        annotations[ANNOTATION_AMPLIFICATION_RATIO] = calc.amplification_ratio
+    else:
+        annotations.pop(ANNOTATION_AMPLIFICATION_RATIO, None)
     return {"annotations": annotations, "capacity": capacity, "allocatable": allocatable}

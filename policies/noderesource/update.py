@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from policies.constants import ANNOTATION_CPU_NORMALIZATION_RATIO
+from policies.noderesource.amplification import amplification_differs
 from policies.noderesource.normalization import parse_ratio, ratio_differs
 from policies.noderesource.prepare import BATCH_RESOURCES, MID_RESOURCES
 from policies.quantity import Quantity, QuantityError
@@ -96,12 +97,18 @@ def decide(
         if why is not None:
             status = True
             reasons.append(why)
-    meta_reason = _meta_reason(old_annotations, new_annotations)
-    if meta_reason is not None:
-        reasons.append(meta_reason)
+    meta_reasons = [
+        why
+        for why in (
+            _meta_reason(old_annotations, new_annotations),
+            amplification_differs(old_annotations, new_annotations),
+        )
+        if why is not None
+    ]
+    reasons.extend(meta_reasons)
     if not reasons:
         reasons.append(
             f"unchanged within {strategy.resource_diff_threshold * 100:g} %, "
             f"written {now - (last_write or now):.0f}s ago (threshold {strategy.update_time_threshold_seconds}s)"
         )
-    return Decision(status, meta_reason is not None, "; ".join(reasons))
+    return Decision(status, bool(meta_reasons), "; ".join(reasons))

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from policies.constants import COLOCATION_CONFIG_KEY, CPU_NORMALIZATION_CONFIG_KEY
+from policies.constants import COLOCATION_CONFIG_KEY, CPU_NORMALIZATION_CONFIG_KEY, RESOURCE_AMPLIFICATION_CONFIG_KEY
+from policies.slo_config.amplification import AmplificationConfig, AmplificationDecodeError, load_amplification
 from policies.slo_config.colocation import DEFAULT_CONFIG, ColocationConfig, ColocationDecodeError, load_colocation
 from policies.slo_config.cpu_normalization import NormalizationConfig, NormalizationDecodeError, load_normalization
 from policies.slo_config.nodeslo import SLOConfig, default_slo_config, load_slo_config
@@ -21,6 +22,7 @@ from policies.slo_config.nodeslo import SLOConfig, default_slo_config, load_slo_
 REASON_COLOCATION_FAILED: Final = "ColocationCfgUnmarshalFailed"
 REASON_SLO_FAILED: Final = "SLOCfgUnmarshalFailed"
 REASON_NORMALIZATION_FAILED: Final = "CPUNormalizationCfgUnmarshalFailed"
+REASON_AMPLIFICATION_FAILED: Final = "ResourceAmplificationCfgUnmarshalFailed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +33,7 @@ class ManagerConfig:
     colocation: ColocationConfig = DEFAULT_CONFIG
     slo: SLOConfig = field(default_factory=default_slo_config)
     normalization: NormalizationConfig = NormalizationConfig()
+    amplification: AmplificationConfig = AmplificationConfig()
     available: bool = True
     error: bool = False
 
@@ -72,7 +75,13 @@ def load_manager_config(
             ConfigIssue(REASON_NORMALIZATION_FAILED, f"failed to unmarshal cpu normalization config, err: {exc}")
         )
         normalization = previous.normalization if previous is not None else NormalizationConfig()
-    config = ManagerConfig(colocation, slo, normalization, available, error)
+    text = data.get(RESOURCE_AMPLIFICATION_CONFIG_KEY)
+    try:
+        amplification = load_amplification(text if isinstance(text, str) else None)
+    except AmplificationDecodeError as exc:
+        issues.append(ConfigIssue(REASON_AMPLIFICATION_FAILED, f"failed to unmarshal amplification config, err: {exc}"))
+        amplification = previous.amplification if previous is not None else AmplificationConfig()
+    config = ManagerConfig(colocation, slo, normalization, amplification, available, error)
     return config, issues
 
 
