@@ -120,3 +120,22 @@ def test_a_broken_config_is_reported_and_nothing_planned_as_written(
     assert code == 0 and doc["configErrors"][0]["reason"] == "ColocationCfgUnmarshalFailed"
     assert all(not node["update"] for node in doc["nodes"])
     assert doc["nodes"][2]["allocatable"] == {"kubernetes.io/batch-cpu": "10000", "kubernetes.io/batch-memory": "20Gi"}
+
+
+def test_run_over_a_directory_writes_in_memory(capsys: pytest.CaptureFixture[str]) -> None:
+    """`manager run --cluster DIR --rounds 2`: the first round writes (in memory), the second finds
+    nothing to write; the directory is not touched."""
+    before = {p: p.read_text() for p in EXAMPLE.iterdir()}
+    code = main(["manager", "run", "--cluster", str(EXAMPLE), "--now", NOW, "--rounds", "2"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    first, second = (json.loads(line) for line in out.splitlines())
+    assert [n["update"] for n in first["nodes"]] == [True, True, True]
+    assert [n["update"] for n in second["nodes"]] == [False, False, False]
+    assert second["nodes"][0]["allocatable"]["kubernetes.io/batch-cpu"] == "16200"
+    assert {p: p.read_text() for p in EXAMPLE.iterdir()} == before
+
+
+def test_run_flags_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["manager", "run", "--cluster", str(EXAMPLE), "--resync-period", "soon"])
+    assert code == 2 and "--resync-period" in capsys.readouterr().err
