@@ -101,6 +101,7 @@ def register_commands(subparsers: Subparsers) -> None:
     run.add_argument("--lease-duration", default="15s", metavar="DURATION", help="the Lease's duration (15s)")
     run.add_argument("--retry-period", default="2s", metavar="DURATION", help="how often to renew the Lease (2s)")
     add_output(run, ("json",), default="json")
+    flags.long_running(run)
     run.set_defaults(func=run_command)
 
 
