@@ -138,3 +138,41 @@ async def test_health_and_readiness(api: ApiServer, kubeconfig: Path) -> None:
         assert await asyncio.to_thread(http_get, manager.port, "/readyz") == (200, "ok")
     finally:
         await manager.stop()
+
+
+async def test_zone_batch_resources_go_to_the_node_resource_topology(api: ApiServer, kubeconfig: Path) -> None:
+    """The NUMA split is written to the NodeResourceTopology, never to the Node."""
+    for obj in cluster():
+        api.apply(obj)
+    resources = [
+        {"name": "cpu", "capacity": "16", "allocatable": "16", "available": "16"},
+        {"name": "memory", "capacity": "64Gi", "allocatable": "64Gi", "available": "64Gi"},
+    ]
+    api.apply(
+        {
+            "apiVersion": "topology.node.k8s.io/v1alpha1",
+            "kind": "NodeResourceTopology",
+            "metadata": {"name": "node-1"},
+            "topologyPolicies": ["None"],
+            "zones": [{"name": f"node-{i}", "type": "Node", "resources": resources} for i in range(2)],
+        }
+    )
+    manager = Manager(kubeconfig).start()
+    try:
+
+        def zones() -> list[dict[str, Any]]:
+            return list(api.store.get(api.by_kind["NodeResourceTopology"], "", "node-1")["zones"])
+
+        found = await wait_for(
+            zones, until=lambda z: len(z[0]["resources"]) == 4, timeout=20, message="the zone batch resources"
+        )
+        # per zone: 16 - 6.4 - 0.5 (half the system usage) - 1 (half the prod usage) = 8.1 cores
+        assert found[0]["resources"][1] == {
+            "name": BATCH_CPU,
+            "capacity": "8100",
+            "allocatable": "8100",
+            "available": "8100",
+        }
+        assert [r["name"] for r in found[1]["resources"]] == ["cpu", BATCH_CPU, "kubernetes.io/batch-memory", "memory"]
+    finally:
+        await manager.stop()
