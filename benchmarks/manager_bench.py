@@ -33,7 +33,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cluster.store import ClusterStore  # noqa: E402
-from scheduler_plugins.clock import fixed_clock, parse_time  # noqa: E402
+from policies.timestamps import parse_time  # noqa: E402
+from scheduler_plugins.clock import fixed_clock  # noqa: E402
 from scheduler_plugins.manager.cluster import MANAGER_KINDS, ManagerView  # noqa: E402
 from scheduler_plugins.manager.reconciler import Reconciler  # noqa: E402
 
@@ -148,7 +149,7 @@ def build_view(nodes: int, pods_per_node: int) -> ManagerView:
 
 def full_round(view: ManagerView) -> tuple[float, int, int]:
     """CPU seconds of one full recalculation, nodes planned, nodes to write."""
-    reconciler = Reconciler(fixed_clock(parse_time(NOW) or 0.0), parse_time)
+    reconciler = Reconciler(fixed_clock(parse_time(NOW) or 0.0))
     snapshot = view.snapshot()
     started = time.process_time()
     result = reconciler.reconcile(snapshot)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -27,6 +27,7 @@ from policies.objects import annotations_of, labels_of, name_of, namespace_of
 from policies.qos import defaulted_priority_class, defaulted_qos_class
 from policies.quantity import Quantity, QuantityError, QuantityFormat
 from policies.resources import pod_resources
+from policies.timestamps import parse_time
 
 Res = tuple[int, int]
 ZERO: Final[Res] = (0, 0)
@@ -226,11 +227,7 @@ def node_input(node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> No
     )
 
 
-#: RFC 3339 text -> epoch seconds (None when absent or unparsable); the clock's, injected
-TimeParser = Callable[[str | None], float | None]
-
-
-def metric_input(metric: Mapping[str, Any] | None, parse_time: TimeParser) -> MetricInput | None:
+def metric_input(metric: Mapping[str, Any] | None) -> MetricInput | None:
     """The NodeMetric's status, or None without a NodeMetric; raises QuantityError on a bad quantity."""
     if metric is None:
         return None

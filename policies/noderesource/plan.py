@@ -20,7 +20,6 @@ from policies.noderesource.inputs import (
     MetricInput,
     NodeInput,
     Res,
-    TimeParser,
     ZoneInput,
     metric_input,
     multiply_milli,
@@ -122,10 +121,9 @@ def plan_node(
     nrt: Mapping[str, Any] | None,
     now: float,
     last_write: float | None,
-    parse_time: TimeParser,
     nodeslo_extensions: Mapping[str, Any] | None = None,
 ) -> NodePlan:
-    """One round for one node (nothing is written); `parse_time` reads the NodeMetric's updateTime."""
+    """One round for one node (nothing is written)."""
     meta = node.get("metadata") or {}
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
     strategy = config.colocation.strategy_for(labels, annotations)
@@ -157,7 +155,7 @@ def plan_node(
         ratio = normalization_ratio(config.normalization, labels, (nrt or {}).get("metadata", {}).get("annotations"))
         amplified = amplification_ratio(config.amplification, labels, annotations)
         try:
-            reading = metric_input(metric, parse_time)
+            reading = metric_input(metric)
         except QuantityError as exc:
             return _error(base, current, has_nrt, f"NodeMetric has a malformed quantity: {exc}")
         if is_degraded(strategy, reading, now):

@@ -13,7 +13,6 @@ import asyncio
 import json
 import logging
 import socket
-import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +27,8 @@ from policies.constants import SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
 from policies.durations import parse_duration
 from policies.field_errors import ConfigError
 from policies.manifests import ManifestError
-from scheduler_plugins.clock import Clock, clock_at, parse_time
+from policies.timestamps import parse_time
+from scheduler_plugins.clock import Clock, clock_at
 from scheduler_plugins.manager.cluster import MANAGER_KINDS, ManagerView, snapshot_of
 from scheduler_plugins.manager.reconciler import Reconciler, Round
 from scheduler_plugins.manager.render import plan_table
@@ -120,7 +120,7 @@ def _load(directory: Path) -> ClusterStore:
 
 def plan_document(store: ClusterStore, clock: Clock, last_sync: float | None) -> dict[str, Any]:
     """The `manager plan` document: one reconcile of every node."""
-    reconciler = Reconciler(clock, parse_time)
+    reconciler = Reconciler(clock)
     snapshot = snapshot_of(store)
     issues = reconciler.observe_config(snapshot.configmap)
     if last_sync is not None:
@@ -134,10 +134,7 @@ def plan_document(store: ClusterStore, clock: Clock, last_sync: float | None) ->
 
 
 def _print(text: str) -> None:
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:  # `... | head`: the reader left, which is not an error
-        sys.stdout = open("/dev/null", "w")
+    print(text, flush=True)  # a closed stdout raises BrokenPipeError to colocate's main
 
 
 def plan_command(args: argparse.Namespace) -> int:
@@ -205,7 +202,7 @@ async def serve(
     registry = CollectorRegistry()
     metrics = ManagerMetrics(registry)
     store_metrics = StoreHealthMetrics(registry)
-    reconciler = Reconciler(clock, parse_time)
+    reconciler = Reconciler(clock)
     tasks: list[asyncio.Task[None]] = []
     servers: list[HealthServer] = []
     leading: asyncio.Event | None = None

@@ -15,7 +15,6 @@ from typing import Any, Final
 
 from policies.constants import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
-from policies.noderesource.inputs import TimeParser
 from policies.noderesource.plan import NodePlan, plan_node
 from policies.noderesource.topology import updated_zones
 from policies.slo_config.manager_config import ConfigIssue, ManagerConfig, load_manager_config
@@ -89,8 +88,8 @@ def _annotation_patch(old: Mapping[str, str], new: Mapping[str, str]) -> dict[st
 
 
 class Reconciler:
-    def __init__(self, clock: Clock, parse_time: TimeParser) -> None:
-        self.clock, self.parse_time = clock, parse_time
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
         self.config: ManagerConfig | None = None
         self._configmap_data: Any = object()
         self.last_write: dict[str, float] = {}
@@ -137,7 +136,6 @@ class Reconciler:
                 snapshot.topologies.get(name),
                 now,
                 self.last_write.get(name),
-                self.parse_time,
                 ((slo or {}).get("spec") or {}).get("extensions"),
             )
             result.plans.append(plan)

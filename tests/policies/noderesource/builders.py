@@ -10,7 +10,7 @@ from typing import Any
 from policies.noderesource.plan import NodePlan, plan_node
 from policies.quantity import Quantity
 from policies.slo_config.manager_config import ManagerConfig, load_manager_config
-from scheduler_plugins.clock import parse_time
+from policies.timestamps import parse_time
 from tests.support.builders import make_pod
 
 NOW = "2026-01-01T00:10:00Z"
@@ -174,7 +174,6 @@ def run(
         nrt,
         at,
         parse_time(last_write) if last_write else None,
-        parse_time,
     )
 
 

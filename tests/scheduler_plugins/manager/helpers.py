@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from colocate.cli import build_parser
-from scheduler_plugins.clock import fixed_clock, parse_time
+from policies.timestamps import parse_time
+from scheduler_plugins.clock import fixed_clock
 from scheduler_plugins.manager.cli import serve
 from scheduler_plugins.manager.reconciler import Round
 from scheduler_plugins.manager.service import Schedule
