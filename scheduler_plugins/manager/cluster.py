@@ -93,7 +93,9 @@ class ManagerView:
             self._mark(name)
         elif kind == NODE_METRIC_KIND:
             self._metrics[name] = obj
-            if old is None or old.get("status") != obj.get("status") or old.get("spec") != obj.get("spec"):
+            # Koordinator reconciles on a NodeMetric update whose status (or, for its nodemetric
+            # controller, spec) changed; a creation alone triggers nothing (the next resync covers it)
+            if old is not None and (old.get("status") != obj.get("status") or old.get("spec") != obj.get("spec")):
                 self._mark(name)
         elif kind == NODE_RESOURCE_TOPOLOGY_KIND:
             self._nrts[name] = obj
