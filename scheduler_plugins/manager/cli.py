@@ -128,6 +128,8 @@ def plan_document(store: ClusterStore, clock: Clock, last_sync: float | None) ->
             reconciler.written(name, last_sync)
     result = reconciler.reconcile(snapshot)
     document: dict[str, Any] = {"nodes": [plan.as_dict() for plan in result.plans]}
+    if result.failed:
+        document["failedNodes"] = result.failed  # their objects could not be read (logged on stderr)
     if issues:
         document["configErrors"] = [{"reason": i.reason, "message": i.message} for i in issues]
     return document

@@ -75,6 +75,8 @@ class Round:
     plans: list[NodePlan] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
     config_issues: list[ConfigIssue] = field(default_factory=list)
+    #: nodes whose round raised (logged); they are retried with the next round
+    failed: list[str] = field(default_factory=list)
 
 
 def _resource_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, str | None]:
@@ -128,18 +130,24 @@ class Reconciler:
         for name in wanted:
             node = snapshot.nodes[name]
             slo = snapshot.node_slos.get(name)
-            plan = plan_node(
-                config,
-                node,
-                snapshot.pods_on(name),
-                snapshot.node_metrics.get(name),
-                snapshot.topologies.get(name),
-                now,
-                self.last_write.get(name),
-                ((slo or {}).get("spec") or {}).get("extensions"),
-            )
+            try:
+                plan = plan_node(
+                    config,
+                    node,
+                    snapshot.pods_on(name),
+                    snapshot.node_metrics.get(name),
+                    snapshot.topologies.get(name),
+                    now,
+                    self.last_write.get(name),
+                    ((slo or {}).get("spec") or {}).get("extensions"),
+                )
+                actions = self._actions(config, snapshot, node, plan, now)
+            except Exception:  # one node's malformed objects must not stop the others
+                log.exception("node %s: the round failed; nothing written for it", name)
+                result.failed.append(name)
+                continue
             result.plans.append(plan)
-            result.actions.extend(self._actions(config, snapshot, node, plan, now))
+            result.actions.extend(actions)
         return result
 
     def _actions(

@@ -139,3 +139,21 @@ def test_run_over_a_directory_writes_in_memory(capsys: pytest.CaptureFixture[str
 def test_run_flags_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["manager", "run", "--cluster", str(EXAMPLE), "--resync-period", "soon"])
     assert code == 2 and "--resync-period" in capsys.readouterr().err
+
+
+def test_a_malformed_node_does_not_stop_the_others(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster"
+    shutil.copytree(EXAMPLE, cluster)
+    (cluster / "odd.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": "odd"},
+                "status": {"capacity": "lots", "allocatable": {}},
+            }
+        )
+    )
+    code, doc, err = plan(capsys, "--cluster", str(cluster), "--now", NOW, "-o", "json")
+    assert code == 0 and doc["failedNodes"] == ["odd"] and "odd" in err
+    assert [n["name"] for n in doc["nodes"]] == ["node-1", "node-2", "node-3"]
