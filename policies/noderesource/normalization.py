@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from policies.constants import ANNOTATION_CPU_BASIC_INFO, LABEL_CPU_NORMALIZATION_ENABLED
+from policies.feature_gates import parse_bool
 from policies.slo_config.cpu_normalization import NormalizationConfig
 
 DEFAULT_RATIO_TEXT: Final = "1.00"
@@ -20,11 +21,6 @@ MIN_RATIO: Final = 1.0
 MAX_RATIO: Final = 5.0
 #: `NormalizationRatioDiffEpsilon`
 RATIO_EPSILON: Final = 0.01
-#: what Go's strconv.ParseBool accepts
-_GO_BOOLS: Final = {
-    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
-    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
-}
 
 
 def _model_ratio(info: Mapping[str, Any], model: Mapping[str, Mapping[str, float]]) -> float | None:
@@ -52,9 +48,10 @@ def normalization_ratio(
     strategy = config.strategy_for(labels)
     label = labels.get(LABEL_CPU_NORMALIZATION_ENABLED)
     if label is not None:
-        if label not in _GO_BOOLS:
+        parsed = parse_bool(label)
+        if parsed is None:
             return None  # Koordinator fails the calculation on an unparsable label
-        enabled = _GO_BOOLS[label]
+        enabled = parsed
     else:
         enabled = strategy.enable
     if not enabled:
