@@ -97,6 +97,9 @@ class Reconciler:
         self.last_write: dict[str, float] = {}
         self.last_topology_write: dict[str, float] = {}
         self.degraded: set[str] = set()
+        #: (kind, node) -> the spec last written: a spec the API server stores differently (pruned or
+        #: canonicalised) is not written again and again
+        self.specs_written: dict[tuple[str, str], Mapping[str, Any]] = {}
 
     def observe_config(self, configmap: Mapping[str, Any] | None) -> list[ConfigIssue]:
         """Load the ConfigMap when its data changed; failures keep the previous config."""
@@ -114,12 +117,17 @@ class Reconciler:
         for name in names:
             self.last_write.pop(name, None)
             self.last_topology_write.pop(name, None)
+            for kind in (NODE_SLO_KIND, NODE_METRIC_KIND):
+                self.specs_written.pop((kind, name), None)
 
     def written(self, name: str, when: float) -> None:
         self.last_write[name] = when
 
     def topology_written(self, name: str, when: float) -> None:
         self.last_topology_write[name] = when
+
+    def spec_written(self, kind: str, name: str, spec: Mapping[str, Any]) -> None:
+        self.specs_written[(kind, name)] = spec
 
     def reconcile(self, snapshot: Snapshot, names: Iterable[str] | None = None) -> Round:
         """Plan the named nodes (all without names) and list the writes."""
@@ -178,12 +186,16 @@ class Reconciler:
         slo = snapshot.node_slos.get(name)
         if slo is None:
             actions.append(SpecWrite(NODE_SLO_KIND, name, plan.nodeslo, True, uid))
-        elif slo.get("spec") != plan.nodeslo:
+        elif slo.get("spec") != plan.nodeslo and self.specs_written.get((NODE_SLO_KIND, name)) != plan.nodeslo:
             actions.append(SpecWrite(NODE_SLO_KIND, name, plan.nodeslo, False))
         if config.available:
             metric = snapshot.node_metrics.get(name)
             if metric is None:
                 actions.append(SpecWrite(NODE_METRIC_KIND, name, plan.nodemetric, True, uid))
-            elif not config.error and metric.get("spec") != plan.nodemetric:
+            elif (
+                not config.error
+                and metric.get("spec") != plan.nodemetric
+                and self.specs_written.get((NODE_METRIC_KIND, name)) != plan.nodemetric
+            ):
                 actions.append(SpecWrite(NODE_METRIC_KIND, name, plan.nodemetric, False))
         return actions

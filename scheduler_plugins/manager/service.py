@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from cluster.leader import LeaseElector
 from scheduler_plugins.manager.cluster import ManagerView
 from scheduler_plugins.manager.metrics import ManagerMetrics
-from scheduler_plugins.manager.reconciler import Reconciler, Round, StatusWrite, TopologyWrite
+from scheduler_plugins.manager.reconciler import Reconciler, Round, SpecWrite, StatusWrite, TopologyWrite
 from scheduler_plugins.manager.writer import Writer, kind_of
 
 log = logging.getLogger("colocate.manager")
@@ -71,6 +71,8 @@ def apply_round(result: Round, reconciler: Reconciler, writer: Writer, metrics: 
                 written.add(action.node)
             elif isinstance(action, TopologyWrite):
                 reconciler.topology_written(action.node, now)
+            elif isinstance(action, SpecWrite):
+                reconciler.spec_written(action.kind, action.node, action.spec)
         else:
             metrics.write_errors.labels(kind_of(action)).inc()
     metrics.nodes_updated.inc(len(written))
