@@ -97,9 +97,10 @@ class Reconciler:
         self.last_write: dict[str, float] = {}
         self.last_topology_write: dict[str, float] = {}
         self.degraded: set[str] = set()
-        #: (kind, node) -> the spec last written: a spec the API server stores differently (pruned or
-        #: canonicalised) is not written again and again
-        self.specs_written: dict[tuple[str, str], Mapping[str, Any]] = {}
+        #: (kind, node) -> (the spec last written, the spec the API server stored for it): a server
+        #: that keeps a spec differently from what was sent (pruned or canonicalised) does not make
+        #: the manager write it again and again, while anyone else's change is undone
+        self.specs_stored: dict[tuple[str, str], tuple[Any, Any]] = {}
 
     def observe_config(self, configmap: Mapping[str, Any] | None) -> list[ConfigIssue]:
         """Load the ConfigMap when its data changed; failures keep the previous config."""
@@ -118,7 +119,7 @@ class Reconciler:
             self.last_write.pop(name, None)
             self.last_topology_write.pop(name, None)
             for kind in (NODE_SLO_KIND, NODE_METRIC_KIND):
-                self.specs_written.pop((kind, name), None)
+                self.specs_stored.pop((kind, name), None)
 
     def written(self, name: str, when: float) -> None:
         self.last_write[name] = when
@@ -126,8 +127,17 @@ class Reconciler:
     def topology_written(self, name: str, when: float) -> None:
         self.last_topology_write[name] = when
 
-    def spec_written(self, kind: str, name: str, spec: Mapping[str, Any]) -> None:
-        self.specs_written[(kind, name)] = spec
+    def spec_written(self, action: SpecWrite, stored: Mapping[str, Any] | None) -> None:
+        """A spec write succeeded; `stored` is the object the API server answered with."""
+        if stored is not None:
+            self.specs_stored[(action.kind, action.node)] = (action.spec, stored.get("spec"))
+
+    def _differs(self, kind: str, name: str, stored: Any, wanted: Mapping[str, Any]) -> bool:
+        """The stored spec is not what the manager wants, nor the server's version of its last write of it."""
+        if stored == wanted:
+            return False
+        last = self.specs_stored.get((kind, name))
+        return last is None or last != (wanted, stored)
 
     def reconcile(self, snapshot: Snapshot, names: Iterable[str] | None = None) -> Round:
         """Plan the named nodes (all without names) and list the writes."""
@@ -186,16 +196,12 @@ class Reconciler:
         slo = snapshot.node_slos.get(name)
         if slo is None:
             actions.append(SpecWrite(NODE_SLO_KIND, name, plan.nodeslo, True, uid))
-        elif slo.get("spec") != plan.nodeslo and self.specs_written.get((NODE_SLO_KIND, name)) != plan.nodeslo:
+        elif self._differs(NODE_SLO_KIND, name, slo.get("spec"), plan.nodeslo):
             actions.append(SpecWrite(NODE_SLO_KIND, name, plan.nodeslo, False))
         if config.available:
             metric = snapshot.node_metrics.get(name)
             if metric is None:
                 actions.append(SpecWrite(NODE_METRIC_KIND, name, plan.nodemetric, True, uid))
-            elif (
-                not config.error
-                and metric.get("spec") != plan.nodemetric
-                and self.specs_written.get((NODE_METRIC_KIND, name)) != plan.nodemetric
-            ):
+            elif not config.error and self._differs(NODE_METRIC_KIND, name, metric.get("spec"), plan.nodemetric):
                 actions.append(SpecWrite(NODE_METRIC_KIND, name, plan.nodemetric, False))
         return actions

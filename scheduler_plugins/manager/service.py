@@ -65,16 +65,16 @@ def apply_round(result: Round, reconciler: Reconciler, writer: Writer, metrics: 
     now = reconciler.clock()
     written: set[str] = set()
     for action in result.actions:
-        if writer.apply(action):
-            if isinstance(action, StatusWrite):
-                reconciler.written(action.node, now)
-                written.add(action.node)
-            elif isinstance(action, TopologyWrite):
-                reconciler.topology_written(action.node, now)
-            elif isinstance(action, SpecWrite):
-                reconciler.spec_written(action.kind, action.node, action.spec)
-        else:
+        done = writer.apply(action)
+        if done is None:
             metrics.write_errors.labels(kind_of(action)).inc()
+        elif isinstance(action, StatusWrite):
+            reconciler.written(action.node, now)
+            written.add(action.node)
+        elif isinstance(action, TopologyWrite):
+            reconciler.topology_written(action.node, now)
+        elif isinstance(action, SpecWrite):
+            reconciler.spec_written(action, done.stored)
     metrics.nodes_updated.inc(len(written))
     metrics.nodes_skipped.inc(sum(1 for plan in result.plans if plan.name not in written))
     metrics.degraded_nodes.set(len(reconciler.degraded))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from cluster.store import ClusterStore
@@ -24,9 +25,16 @@ JSON_PATCH: Final = "application/json-patch+json"
 COMPONENT: Final = "koord-manager"
 
 
+@dataclass(frozen=True)
+class Written:
+    """A write the API server took; `stored` is the object it answered with (None when unknown)."""
+
+    stored: Mapping[str, Any] | None = None
+
+
 class Writer(Protocol):
-    def apply(self, action: Action) -> bool:
-        """Apply one write; False when it failed (logged)."""
+    def apply(self, action: Action) -> Written | None:
+        """Apply one write; None when it failed (logged)."""
 
 
 def kind_of(action: Action) -> str:
@@ -55,28 +63,27 @@ class KubeWriter:
         self.custom = client.CustomObjectsApi(api)
         self.events = events
 
-    def apply(self, action: Action) -> bool:
+    def apply(self, action: Action) -> Written | None:
         from kubernetes.client.exceptions import ApiException
 
         try:
-            self._apply(action)
+            return Written(self._apply(action))
         except ApiException as exc:
             if isinstance(action, SpecWrite) and action.create and exc.status == 409:
                 try:  # created meanwhile (the koordlet creates NodeMetrics too): update its spec
-                    self._apply(SpecWrite(action.kind, action.node, action.spec, False))
-                    return True
+                    return Written(self._apply(SpecWrite(action.kind, action.node, action.spec, False)))
                 except ApiException as again:
                     exc = again
             log.warning(
                 "%s of %s failed: HTTP %s %s", type(action).__name__, action_name(action), exc.status, exc.reason
             )
-            return False
+            return None
         except Exception as exc:  # the API server is unreachable: the next round retries
             log.warning("%s of %s failed: %s", type(action).__name__, action_name(action), exc)
-            return False
-        return True
+            return None
 
-    def _apply(self, action: Action) -> None:
+    def _apply(self, action: Action) -> Mapping[str, Any] | None:
+        """Write; the object the API server answered with for a spec write."""
         if isinstance(action, StatusWrite):
             resources = dict(action.resources)
             body = {"status": {"capacity": resources, "allocatable": resources}}
@@ -93,14 +100,22 @@ class KubeWriter:
         elif isinstance(action, SpecWrite):
             kind = kind_named(action.kind)
             if action.create:
-                self.custom.create_cluster_custom_object(kind.group, kind.version, kind.plural, new_object(action))
-            else:
-                patch = [{"op": "add", "path": "/spec", "value": dict(action.spec)}]
+                return _object(
+                    self.custom.create_cluster_custom_object(kind.group, kind.version, kind.plural, new_object(action))
+                )
+            patch = [{"op": "add", "path": "/spec", "value": dict(action.spec)}]
+            return _object(
                 self.custom.patch_cluster_custom_object(
                     kind.group, kind.version, kind.plural, action.node, patch, _content_type=JSON_PATCH
                 )
+            )
         elif isinstance(action, NodeEvent) and self.events is not None:
             self.events(action.node, "Warning", action.reason, action.message)
+        return None
+
+
+def _object(answer: Any) -> Mapping[str, Any] | None:
+    return answer if isinstance(answer, Mapping) else None
 
 
 def action_name(action: Action) -> str:
@@ -115,16 +130,17 @@ class StoreWriter:
     def __init__(self, store: ClusterStore) -> None:
         self.store = store
 
-    def apply(self, action: Action) -> bool:
+    def apply(self, action: Action) -> Written | None:
         if isinstance(action, NodeEvent):
-            return True
+            return Written()
         kind = kind_of(action)
         current = self.store.get(kind, ("", action.node))
         if isinstance(action, SpecWrite) and (action.create or current is None):
-            self.store.put(kind, new_object(action))
-            return True
+            created = new_object(action)
+            self.store.put(kind, created)
+            return Written(created)
         if current is None:
-            return False
+            return None
         obj = copy.deepcopy(dict(current))
         if isinstance(action, StatusWrite):
             status = obj.setdefault("status", {})
@@ -147,4 +163,4 @@ class StoreWriter:
         elif isinstance(action, SpecWrite):
             obj["spec"] = dict(action.spec)
         self.store.put(kind, obj)
-        return True
+        return Written(obj)

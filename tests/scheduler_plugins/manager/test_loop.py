@@ -81,8 +81,13 @@ async def test_manager_run_writes_batch_resources_and_the_scheduler_follows(api:
         # the manager also owns one NodeSLO and one NodeMetric spec per node
         slo = api.store.get(api.by_kind["NodeSLO"], "", "node-1")
         assert slo["metadata"]["ownerReferences"][0]["kind"] == "Node"
-        metric = api.store.get(api.by_kind[NODE_METRIC_KIND], "", "node-1")
-        assert metric["spec"]["metricCollectPolicy"]["aggregateDurationSeconds"] == 300
+        # ... and the NodeMetric's spec, which the test's write above replaced, is put back
+        await wait_for(
+            lambda: api.store.get(api.by_kind[NODE_METRIC_KIND], "", "node-1")["spec"]["metricCollectPolicy"],
+            until=lambda policy: policy.get("aggregateDurationSeconds") == 300,
+            timeout=20,
+            message="the NodeMetric spec",
+        )
         text = await manager.metrics()
         assert metric_value(text, "colocate_manager_nodes_updated_total") == 2
         assert "colocate_manager_calculation_duration_seconds_count" in text
