@@ -39,6 +39,7 @@ def command_groups() -> list[CommandGroup]:
     from colocate import plugins as plugins_cli
     from scheduler_plugins.descheduler import cli as descheduler_cli
     from scheduler_plugins.koordlet import cli as koordlet_cli
+    from scheduler_plugins.manager import cli as manager_cli
     from scheduler_plugins.scheduler import cli as scheduler_cli
     from webhook import configurations as webhook_configurations
     from webhook.rollout import commands as rollout_commands
@@ -49,6 +50,7 @@ def command_groups() -> list[CommandGroup]:
         scheduler_cli.register_commands,
         koordlet_cli.register_commands,
         descheduler_cli.register_commands,
+        manager_cli.register_commands,
         webhook_configurations.register_commands,
         rollout_commands.register_commands,
         plugins_cli.register_commands,

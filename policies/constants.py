@@ -160,6 +160,24 @@ RESOURCE_THRESHOLD_CONFIG_KEY: Final = "resource-threshold-config"
 RESOURCE_QOS_CONFIG_KEY: Final = "resource-qos-config"
 SYSTEM_CONFIG_KEY: Final = "system-config"
 CPU_BURST_CONFIG_KEY: Final = "cpu-burst-config"
+HOST_APPLICATION_CONFIG_KEY: Final = "host-application-config"
+CPU_NORMALIZATION_CONFIG_KEY: Final = "cpu-normalization-config"
+RESOURCE_AMPLIFICATION_CONFIG_KEY: Final = "resource-amplification-config"
+
+# What the slo-controller (koord-manager) reads and writes on Nodes and NodeResourceTopologies
+# (apis/extension/node_colocation.go, node_resource_amplification.go, cpu_normalization.go,
+# apis/slo/v1alpha1/nodemetric_types.go).
+ANNOTATION_NODE_COLOCATION_STRATEGY: Final = "node.koordinator.sh/colocation-strategy"
+LABEL_CPU_RECLAIM_RATIO: Final = "node.koordinator.sh/cpu-reclaim-ratio"
+LABEL_MEMORY_RECLAIM_RATIO: Final = "node.koordinator.sh/memory-reclaim-ratio"
+LABEL_MID_STATIC_CPU_RESERVED_RATIO: Final = "node.koordinator.sh/mid-static-cpu-reserved-ratio"
+LABEL_MID_STATIC_MEMORY_RESERVED_RATIO: Final = "node.koordinator.sh/mid-static-memory-reserved-ratio"
+ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE: Final = "node.koordinator.sh/originExtendedAllocatable"
+ANNOTATION_THIRD_PARTY_ALLOCATIONS: Final = "node.koordinator.sh/thirdPartyAllocations"
+ANNOTATION_CPU_NORMALIZATION_RATIO: Final = "node.koordinator.sh/cpu-normalization-ratio"
+LABEL_CPU_NORMALIZATION_ENABLED: Final = "node.koordinator.sh/cpu-normalization-enabled"
+ANNOTATION_CPU_BASIC_INFO: Final = "node.koordinator.sh/cpu-basic-info"
+ANNOTATION_NETWORK_BANDWIDTH: Final = "node.koordinator.sh/network-bandwidth"
 
 # Resource names.
 RESOURCE_CPU: Final = "cpu"

@@ -51,6 +51,10 @@ class NodeMetricReading:
     system_usage: Amounts
     aggregated: tuple[AggregatedUsage, ...]
     pods: tuple[PodMetric, ...]
+    #: `status.hostApplicationMetric`: (priority class, usage) per host application
+    host_applications: tuple[tuple[str, Amounts], ...] = ()
+    #: `status.prodReclaimableMetric.resource` (None when absent or without resources)
+    prod_reclaimable: Amounts | None = None
 
 
 def _amounts(raw: Mapping[str, Any] | None) -> Amounts:
@@ -72,7 +76,15 @@ def read_node_metric(metric: Mapping[str, Any]) -> NodeMetricReading:
     for entry in (node_metric or {}).get("aggregatedNodeUsages") or []:
         by_kind = {str(kind): _amounts(value) for kind, value in (entry.get("usage") or {}).items()}
         aggregated.append(AggregatedUsage(parse_duration(entry.get("duration")), by_kind))
+    hosts = tuple(
+        (str(item.get("priority") or ""), _amounts(item.get("usage")))
+        for item in status.get("hostApplicationMetric") or []
+        if isinstance(item, Mapping)
+    )
+    reclaimable = (status.get("prodReclaimableMetric") or {}).get("resource") or {}
     return NodeMetricReading(
+        host_applications=hosts,
+        prod_reclaimable=_amounts(reclaimable) if reclaimable.get("resources") is not None else None,
         update_time=status.get("updateTime") or None,
         report_interval_seconds=int(interval),
         has_node_metric=node_metric is not None,

@@ -59,7 +59,7 @@ def test_it_renders_every_part_of_an_installation() -> None:
         "ValidatingWebhookConfiguration",
     } <= kinds
     components = {o["metadata"]["labels"]["app.kubernetes.io/component"] for o in objects if o["kind"] == "Deployment"}
-    assert components == {"webhook", "koord-scheduler"}
+    assert components == {"webhook", "koord-scheduler", "manager"}
 
 
 @pytest.mark.parametrize("obj", [o for o in rendered() if builtin(o)], ids=lambda o: "/".join(key(o)).strip("/"))

@@ -20,6 +20,7 @@ from policies.constants import (
     SYSTEM_CONFIG_KEY,
 )
 from policies.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
+from policies.slo_config.colocation import ColocationDecodeError, decode_colocation
 from policies.slo_config.rules import (
     COLOCATION_STRATEGY,
     CPU_BURST_STRATEGY,
@@ -152,7 +153,9 @@ def parse_document(kind: StrategyKind, text: str, configmap: str) -> StrategyDoc
                     f"{kind.node_list}[{index}].name of type string"
                 )
         entries = tuple(_node_entry(kind, entry) for entry in raw_entries)
-    except TypeMismatch as exc:
+        if kind.key == COLOCATION_CONFIG_KEY:
+            decode_colocation(text)  # the manager's decoder: what it cannot read is refused here too
+    except (TypeMismatch, ColocationDecodeError) as exc:
         raise _parse_failure(kind, configmap, str(exc)) from exc
     return StrategyDocument(kind, entries, failures)
 

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 
+from cluster.health import HealthServer, bind_address
 from cluster.leader import LeaseElector
 from scheduler_plugins.descheduler.cluster import DeschedulerView
 from scheduler_plugins.descheduler.framework.report import RoundReport
@@ -34,64 +32,15 @@ class Schedule:
     interval: float  # seconds between the end of one round and the start of the next
 
 
-def bind_address(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"{text!r} is not host:port")
-    return host.strip("[]") or "0.0.0.0", int(port)
-
-
-class HealthServer:
-    """`/healthz` and/or `/metrics` on one address, in a daemon thread."""
-
-    def __init__(
-        self, address: tuple[str, int], paths: set[str], ready: Callable[[], bool], registry: CollectorRegistry
-    ) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (the stdlib's spelling)
-                path = self.path.split("?", 1)[0]
-                if path == "/healthz" and "/healthz" in paths:
-                    ok = ready()
-                    self._send(200 if ok else 503, "text/plain", b"ok" if ok else b"cluster state not listed yet")
-                elif path == "/metrics" and "/metrics" in paths:
-                    self._send(200, CONTENT_TYPE_LATEST, generate_latest(registry))
-                else:
-                    self._send(404, "text/plain", b"not found")
-
-            def _send(self, status: int, content_type: str, body: bytes) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(address, Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, name="descheduler-http", daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self.server.server_address[1])
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def health_servers(
     healthz: str, metrics: str, ready: Callable[[], bool], registry: CollectorRegistry
 ) -> list[HealthServer]:
     """One server when both paths share an address (the default), else one each."""
     if healthz == metrics:
-        return [HealthServer(bind_address(healthz), {"/healthz", "/metrics"}, ready, registry)]
+        return [HealthServer(bind_address(healthz), {"/healthz", "/metrics"}, ready, registry, name="descheduler-http")]
     return [
-        HealthServer(bind_address(healthz), {"/healthz"}, ready, registry),
-        HealthServer(bind_address(metrics), {"/metrics"}, ready, registry),
+        HealthServer(bind_address(healthz), {"/healthz"}, ready, registry, name="descheduler-http"),
+        HealthServer(bind_address(metrics), {"/metrics"}, ready, registry, name="descheduler-http"),
     ]
 
 

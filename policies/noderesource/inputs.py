@@ -1,0 +1,284 @@
+"""What one node's calculation reads, extracted once from the objects.
+
+`NodeInput` (the Node and its pods), `MetricInput` (its NodeMetric) and `ZoneInput` (its
+NodeResourceTopology) are plain frozen values; `Res` is `(cpu milli-cores, memory milli-bytes)`.
+The Go-faithful float helpers (`multiply_value`, `multiply_milli`) are here because every
+calculation scales capacities the same truncating way (`pkg/util/resource.go` MultiplyQuant).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from policies.constants import (
+    ANNOTATION_NODE_RESERVATION,
+    RESOURCE_CPU,
+    RESOURCE_MEMORY,
+    PriorityClass,
+    QoSClass,
+)
+from policies.cpuset import CPUSetError, parse_cpuset, resource_status_of
+from policies.nodemetric import read_node_metric
+from policies.objects import annotations_of, labels_of, name_of, namespace_of
+from policies.qos import defaulted_priority_class, defaulted_qos_class
+from policies.quantity import Quantity, QuantityError, QuantityFormat
+from policies.resources import pod_resources
+from policies.timestamps import parse_time
+
+Res = tuple[int, int]
+ZERO: Final[Res] = (0, 0)
+ACTIVE_PHASES: Final = frozenset({"Running", "Pending"})
+#: `GetDefaultPriorityByPriorityClass`
+DEFAULT_PRIORITY: Final[Mapping[str, int]] = {
+    PriorityClass.PROD: 9500,
+    PriorityClass.MID: 7500,
+    PriorityClass.BATCH: 5500,
+    PriorityClass.FREE: 3500,
+}
+
+
+def add(a: Res, b: Res) -> Res:
+    return (a[0] + b[0], a[1] + b[1])
+
+
+def sub(a: Res, b: Res) -> Res:
+    return (a[0] - b[0], a[1] - b[1])
+
+
+def rmax(a: Res, b: Res) -> Res:
+    return (a[0] if a[0] > b[0] else b[0], a[1] if a[1] > b[1] else b[1])
+
+
+def clamp0(a: Res) -> Res:
+    return (a[0] if a[0] > 0 else 0, a[1] if a[1] > 0 else 0)
+
+
+def ceil_div(numerator: int, denominator: int) -> int:
+    return -((-numerator) // denominator)
+
+
+def value_of(milli: int) -> int:
+    """`Quantity.Value()`: whole units, rounded up."""
+    return ceil_div(milli, 1000)
+
+
+def multiply_milli(milli: int, factor: float) -> int:
+    """`MultiplyMilliQuant`: int64(float64(milli) × factor), in milli."""
+    return int(float(milli) * factor)
+
+
+def multiply_value(milli: int, factor: float) -> int:
+    """`MultiplyQuant`: int64(float64(Value()) × factor) whole units, returned in milli."""
+    return int(float(value_of(milli)) * factor) * 1000
+
+
+def _milli(raw: object) -> int:
+    return Quantity.parse(raw).milli_value()
+
+
+def res_of(raw: Mapping[str, Any] | None) -> Res:
+    """cpu and memory of a ResourceList in milli; absent or malformed entries count 0."""
+    if not isinstance(raw, Mapping):
+        return ZERO
+    amounts = []
+    for name in (RESOURCE_CPU, RESOURCE_MEMORY):
+        try:
+            amounts.append(_milli(raw[name]) if name in raw else 0)
+        except QuantityError:
+            amounts.append(0)
+    return (amounts[0], amounts[1])
+
+
+def res_of_scalars(amounts: Mapping[str, int] | None) -> Res:
+    """A NodeMetric reading's scalars (millicores, bytes) in milli."""
+    if not amounts:
+        return ZERO
+    return (amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0) * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class PodInput:
+    """One pod on the node: whether it counts (Running/Pending), its classes, request and NUMA binding."""
+
+    key: str  # namespace/name
+    active: bool
+    priority: str
+    qos: str
+    request: Res
+    numa_nodes: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MetricInput:
+    """The NodeMetric's status as the calculations read it; `update_time` in epoch seconds."""
+
+    update_time: float | None
+    has_node_metric: bool
+    node_usage: Res | None  # None unless nodeUsage has both cpu and memory
+    system_usage: Res
+    pods: Mapping[str, tuple[str, Res]]  # namespace/name -> (priority of the metric, usage)
+    host_applications: tuple[tuple[str, Res], ...] = ()
+    prod_reclaimable: Res | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneInput:
+    """One NodeResourceTopology zone: its name and cpu/memory allocatable (None when it lists neither)."""
+
+    name: str
+    allocatable: Res
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInput:
+    name: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    capacity: Res
+    allocatable: Res
+    memory_format: QuantityFormat
+    reservation: Res | None  # the node.koordinator.sh/reservation annotation, None when absent or unusable
+    pods: tuple[PodInput, ...] = field(default=())
+
+    @property
+    def kubelet_reserved(self) -> Res:
+        return clamp0(sub(self.capacity, self.allocatable))
+
+    @property
+    def reserved(self) -> Res:
+        """max(kubelet reservation, annotation reservation), per resource."""
+        return rmax(self.kubelet_reserved, self.reservation or ZERO)
+
+
+def reservation_of(annotations: Mapping[str, str]) -> Res | None:
+    """`GetNodeReservationFromAnnotation`: resources, with `reservedCPUs` counting CPUs for cpu."""
+    text = annotations.get(ANNOTATION_NODE_RESERVATION)
+    if not text:
+        return None
+    try:
+        raw = json.loads(text)
+        if not isinstance(raw, dict):
+            return None
+        resources = raw.get("resources")
+        cpu, memory = res_of(resources) if isinstance(resources, Mapping) else ZERO
+        cpus = raw.get("reservedCPUs") or ""
+        if cpus:
+            cpu = len(parse_cpuset(str(cpus))) * 1000
+    except (ValueError, CPUSetError):
+        return None
+    return (cpu, memory)
+
+
+def _sum_requests(pod: Mapping[str, Any]) -> Res:
+    try:
+        total = pod_resources(pod, "requests", _quantities)
+    except (QuantityError, TypeError):
+        return ZERO
+    return (
+        total[RESOURCE_CPU].milli_value() if RESOURCE_CPU in total else 0,
+        total[RESOURCE_MEMORY].milli_value() if RESOURCE_MEMORY in total else 0,
+    )
+
+
+def _quantities(raw: Any) -> dict[str, Quantity]:
+    if not isinstance(raw, Mapping):
+        return {}
+    return {k: Quantity.parse(v) for k, v in raw.items() if k in (RESOURCE_CPU, RESOURCE_MEMORY)}
+
+
+def pod_input(pod: Mapping[str, Any]) -> PodInput:
+    status = pod.get("status") or {}
+    qos = defaulted_qos_class(pod)
+    numa = tuple(r.node for r in resource_status_of(pod).numa_node_resources)
+    return PodInput(
+        key=f"{namespace_of(pod) or 'default'}/{name_of(pod)}",
+        active=status.get("phase") in ACTIVE_PHASES,
+        priority=str(defaulted_priority_class(pod, qos)),
+        qos=str(qos),
+        request=_sum_requests(pod),
+        numa_nodes=numa,
+    )
+
+
+def _format_of(raw: object) -> QuantityFormat:
+    try:
+        return Quantity.parse(raw).format
+    except QuantityError:
+        return QuantityFormat.BINARY_SI
+
+
+def node_input(node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> NodeInput:
+    status = node.get("status") or {}
+    capacity = status.get("capacity") or {}
+    annotations = annotations_of(node)
+    return NodeInput(
+        name=name_of(node),
+        labels=labels_of(node),
+        annotations=annotations,
+        capacity=res_of(capacity),
+        allocatable=res_of(status.get("allocatable")),
+        memory_format=_format_of(capacity.get(RESOURCE_MEMORY, "0")),
+        reservation=reservation_of(annotations),
+        pods=tuple(pod_input(p) for p in pods),
+    )
+
+
+def metric_input(metric: Mapping[str, Any] | None) -> MetricInput | None:
+    """The NodeMetric's status, or None without a NodeMetric; raises QuantityError on a bad quantity."""
+    if metric is None:
+        return None
+    reading = read_node_metric(metric)
+    usage = reading.node_usage
+    node_usage = res_of_scalars(usage) if usage and RESOURCE_CPU in usage and RESOURCE_MEMORY in usage else None
+    return MetricInput(
+        update_time=parse_time(reading.update_time),
+        has_node_metric=reading.has_node_metric,
+        node_usage=node_usage,
+        system_usage=res_of_scalars(reading.system_usage),
+        pods={p.key: (p.priority, res_of_scalars(p.usage)) for p in reading.pods},
+        host_applications=tuple((prio, res_of_scalars(u)) for prio, u in reading.host_applications),
+        prod_reclaimable=res_of_scalars(reading.prod_reclaimable) if reading.prod_reclaimable is not None else None,
+    )
+
+
+def zones_of(nrt: Mapping[str, Any] | None) -> tuple[ZoneInput, ...]:
+    """The NRT's zones when some zone lists cpu or memory (`isNRTResourcesCreated`), else ()."""
+    if not isinstance(nrt, Mapping):
+        return ()
+    zones = nrt.get("zones") or []
+    found = False
+    out = []
+    for zone in zones:
+        alloc: dict[str, Any] = {}
+        for info in zone.get("resources") or []:
+            if info.get("name") in (RESOURCE_CPU, RESOURCE_MEMORY):
+                found = True
+                alloc[info["name"]] = info.get("allocatable", "0")
+        out.append(ZoneInput(str(zone.get("name") or ""), res_of(alloc)))
+    return tuple(out) if found else ()
+
+
+def hp_host_usage(metric: MetricInput, than: str) -> Res:
+    """Σ usage of host applications whose class' default priority is above `than`'s (`GetHostAppHPUsed`)."""
+    floor = DEFAULT_PRIORITY.get(than, 0)
+    total = ZERO
+    for priority, usage in metric.host_applications:
+        if DEFAULT_PRIORITY.get(priority, 0) > floor:
+            total = add(total, usage)
+    return total
+
+
+def is_low_priority(priority: str) -> bool:
+    return priority in (PriorityClass.BATCH, PriorityClass.FREE)
+
+
+def is_lse(qos: str) -> bool:
+    return qos == QoSClass.LSE
+
+
+def finite(value: float) -> bool:
+    return not (math.isnan(value) or math.isinf(value))

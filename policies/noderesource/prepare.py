@@ -1,0 +1,144 @@
+"""What lands on the Node (`plugins/util/util.go` PrepareNodeForResource, `batchresource` Prepare,
+`cpunormalization` Prepare): the calculated batch and mid resources in `status.capacity` and
+`status.allocatable` (removed on reset or degrade, never written as 0 for that), the
+`originExtendedAllocatable` annotation, third-party batch allocations subtracted, and the CPU
+normalization ratio annotation.
+
+Quantity text follows Koordinator's units: batch-cpu and mid-cpu are milli-cores written as a plain
+integer, memory is bytes in the format of the node's memory capacity (batch) or binary (mid).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from policies.constants import (
+    ANNOTATION_AMPLIFICATION_RATIO,
+    ANNOTATION_CPU_NORMALIZATION_RATIO,
+    ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE,
+    ANNOTATION_THIRD_PARTY_ALLOCATIONS,
+    BATCH_CPU,
+    BATCH_MEMORY,
+    MID_CPU,
+    MID_MEMORY,
+    PriorityClass,
+)
+from policies.noderesource.inputs import Res, ceil_div, multiply_milli, value_of
+from policies.quantity import NANO, Quantity, QuantityError, QuantityFormat
+
+BATCH_RESOURCES = (BATCH_CPU, BATCH_MEMORY)
+MID_RESOURCES = (MID_CPU, MID_MEMORY)
+
+
+@dataclass(frozen=True, slots=True)
+class Calculated:
+    """One round's results for a node: None means the resources are reset (removed)."""
+
+    batch: Res | None
+    mid: Res | None
+    memory_format: QuantityFormat = QuantityFormat.BINARY_SI
+    normalization_ratio: str | None = None
+    #: the resource-amplification-ratio annotation; None removes it
+    amplification_ratio: str | None = None
+    zones: Mapping[str, Res] = field(default_factory=dict)
+    zone_formats: Mapping[str, QuantityFormat] = field(default_factory=dict)
+
+
+def memory_text(milli: int, fmt: QuantityFormat) -> str:
+    """Memory (milli-bytes) as Kubernetes prints a quantity of that format."""
+    return Quantity(milli * 10**6, fmt).canonical()
+
+
+def cpu_text(milli_cores: int) -> str:
+    """batch-cpu / mid-cpu: the milli-core count as a plain integer ("25000")."""
+    return str(milli_cores)
+
+
+def _normalized_cpu(milli_cores: int, ratio: str | None) -> int:
+    try:
+        factor = float(ratio) if ratio is not None else -1.0
+    except ValueError:
+        factor = -1.0
+    if factor > 1.0:
+        return value_of(multiply_milli(milli_cores * 1000, factor))
+    return milli_cores
+
+
+def extended_values(calc: Calculated) -> dict[str, str]:
+    """The four resources as written to the node (removed ones left out), before third-party deductions."""
+    out: dict[str, str] = {}
+    if calc.batch is not None:
+        out[BATCH_CPU] = cpu_text(_normalized_cpu(calc.batch[0], calc.normalization_ratio))
+        out[BATCH_MEMORY] = memory_text(ceil_div(calc.batch[1], 1000) * 1000, calc.memory_format)
+    if calc.mid is not None:
+        out[MID_CPU] = cpu_text(calc.mid[0])
+        out[MID_MEMORY] = memory_text(ceil_div(calc.mid[1], 1000) * 1000, QuantityFormat.BINARY_SI)
+    return out
+
+
+def _third_party_batch(annotations: Mapping[str, str]) -> dict[str, int] | None:
+    """Σ resources of the koord-batch allocations (values, not milli); None when absent or unparsable."""
+    text = annotations.get(ANNOTATION_THIRD_PARTY_ALLOCATIONS)
+    if text is None:
+        return None
+    try:
+        raw = json.loads(text)
+        used: dict[str, int] = {}
+        for allocation in raw.get("allocations") or []:
+            if allocation.get("priority") != PriorityClass.BATCH:
+                continue
+            for name, amount in (allocation.get("resources") or {}).items():
+                used[name] = used.get(name, 0) + Quantity.parse(amount).nanos
+    except (ValueError, AttributeError, TypeError, QuantityError):
+        return None
+    return used
+
+
+def _origin(annotations: Mapping[str, str], batch_cpu: int, batch_memory: int) -> str:
+    try:
+        current = json.loads(annotations.get(ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE) or "{}")
+        resources = dict(current.get("resources") or {}) if isinstance(current, dict) else {}
+    except ValueError:
+        resources = {}
+    resources[BATCH_CPU] = Quantity.from_int(max(batch_cpu, 0)).canonical()
+    resources[BATCH_MEMORY] = Quantity.from_int(max(batch_memory, 0), QuantityFormat.BINARY_SI).canonical()
+    return json.dumps({"resources": dict(sorted(resources.items()))}, separators=(",", ":"))
+
+
+def prepare_node(node: Mapping[str, Any], calc: Calculated) -> dict[str, Any]:
+    """A copy of the node's metadata.annotations and status capacity/allocatable with the results applied.
+
+    Returns {"annotations", "capacity", "allocatable"} (plain dicts; the node is not modified)."""
+    status = node.get("status") or {}
+    capacity = dict(status.get("capacity") or {})
+    allocatable = dict(status.get("allocatable") or {})
+    annotations = dict((node.get("metadata") or {}).get("annotations") or {})
+    values = extended_values(calc)
+    for name in (*MID_RESOURCES, *BATCH_RESOURCES):
+        if name in values:
+            capacity[name] = allocatable[name] = values[name]
+        else:
+            capacity.pop(name, None)
+            allocatable.pop(name, None)
+    batch_cpu = Quantity.parse(allocatable[BATCH_CPU]).value() if BATCH_CPU in allocatable else -1
+    batch_memory = Quantity.parse(allocatable[BATCH_MEMORY]).value() if BATCH_MEMORY in allocatable else -1
+    annotations[ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE] = _origin(annotations, batch_cpu, batch_memory)
+    if batch_cpu >= 0 and batch_memory >= 0:
+        used = _third_party_batch(annotations)
+        if used is not None:
+            cpu_left = max(batch_cpu * NANO - used.get(BATCH_CPU, 0), 0)
+            memory_left = max(batch_memory * NANO - used.get(BATCH_MEMORY, 0), 0)
+            capacity[BATCH_CPU] = allocatable[BATCH_CPU] = cpu_text(ceil_div(cpu_left, NANO))
+            capacity[BATCH_MEMORY] = allocatable[BATCH_MEMORY] = Quantity(
+                memory_left, QuantityFormat.BINARY_SI
+            ).canonical()
+    if calc.normalization_ratio is not None:
+        annotations[ANNOTATION_CPU_NORMALIZATION_RATIO] = calc.normalization_ratio
+    if calc.amplification_ratio is not None:
+        annotations[ANNOTATION_AMPLIFICATION_RATIO] = calc.amplification_ratio
+    else:
+        annotations.pop(ANNOTATION_AMPLIFICATION_RATIO, None)
+    return {"annotations": annotations, "capacity": capacity, "allocatable": allocatable}

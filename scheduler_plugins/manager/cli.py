@@ -1,0 +1,281 @@
+"""`colocate manager plan|run` (owned by scheduler_plugins.manager).
+
+The edge: flags and files are read here, errors become one line and exit code 2; everything below
+gets parsed values. `plan` is one round over a directory as a freshly started manager whose clock
+reads `--now`, nothing written; `run` is the controller (against an API server, or over a directory
+whose objects change only in memory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import socket
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+from cli import errors, flags
+from cli.output import add_output
+from cli.parser import Subparsers
+from cluster.files import DirectorySource
+from cluster.store import ClusterStore
+from policies.constants import SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
+from policies.durations import parse_duration
+from policies.field_errors import ConfigError
+from policies.manifests import ManifestError
+from policies.timestamps import parse_time
+from scheduler_plugins.clock import Clock, clock_at
+from scheduler_plugins.manager.cluster import MANAGER_KINDS, ManagerView, snapshot_of
+from scheduler_plugins.manager.reconciler import Reconciler, Round
+from scheduler_plugins.manager.render import plan_table
+
+log = logging.getLogger("colocate.manager")
+
+COMPONENT: Final = "koord-manager"
+DEFAULT_LEASE: Final = "koordinator-manager"
+SYNC_TIMEOUT_SECONDS: Final = 60.0
+
+
+def register_commands(subparsers: Subparsers) -> None:
+    """Add the `manager` command group."""
+    group = subparsers.add_parser(
+        "manager", help="the slo-controller: batch and mid resources on nodes, NodeSLOs and NodeMetrics"
+    )
+    commands = group.add_subparsers(dest="manager_command", metavar="SUBCOMMAND")
+    commands.required = True
+    plan = commands.add_parser(
+        "plan",
+        help="one round over a directory, nothing written: each node's batch/mid resources, NodeSLO, NodeMetric",
+        description="Read the Nodes, Pods, NodeMetrics, NodeResourceTopologies and the ConfigMap "
+        f"{SLO_CONFIG_NAMESPACE}/{SLO_CONFIG_NAME} from DIR and print what a freshly started manager would write. "
+        "Exit 0 when planned, 2 for bad input.",
+    )
+    flags.add_cluster_dir(
+        plan, required=True, reads="Nodes, Pods, NodeMetrics, NodeResourceTopologies, the slo-controller-config"
+    )
+    plan.add_argument("--now", help="the manager's clock, an RFC 3339 time (default: the system clock)")
+    plan.add_argument(
+        "--last-sync",
+        metavar="RFC3339",
+        help="treat every node as last written at this time, so the update interval and the diff threshold "
+        "decide `update` (default: every node is a first write)",
+    )
+    add_output(plan, ("json", "table"), default="table")
+    plan.set_defaults(func=plan_command)
+
+    run = commands.add_parser(
+        "run",
+        help="run the controller: write batch/mid resources, NodeSLOs and NodeMetrics as the cluster changes",
+        description="Watch Nodes, Pods, NodeMetrics, NodeResourceTopologies, NodeSLOs and the slo-controller-config "
+        "and keep every node's batch and mid resources, NodeSLO and NodeMetric in line. Serves /healthz, /readyz "
+        "and /metrics. Exit 2 for bad input.",
+    )
+    state = run.add_mutually_exclusive_group()
+    flags.add_cluster_dir(state, reads="as for plan; writes change only the in-memory objects")
+    flags.add_kubeconfig(
+        state,
+        help="list, watch and write through this kubeconfig (default without --cluster: the in-cluster "
+        "service account)",
+    )
+    flags.add_context(run)
+    flags.add_watch(run)
+    run.add_argument("--now", help="fix the clock to this RFC 3339 time (default: the system clock)")
+    run.add_argument("--rounds", type=int, metavar="N", help="stop after N rounds (default: run until stopped)")
+    run.add_argument(
+        "--resync-period", default="5m", metavar="DURATION", help="reconcile every node at least this often (5m)"
+    )
+    run.add_argument("--health-addr", default=":8000", metavar="HOST:PORT", help="/healthz and /readyz (:8000)")
+    run.add_argument("--metrics-addr", default=":8080", metavar="HOST:PORT", help="/metrics (:8080)")
+    run.add_argument(
+        "--leader-elect",
+        choices=("true", "false"),
+        default="true",
+        help="hold a Lease before writing, so only one replica writes (API server only; default true)",
+    )
+    run.add_argument("--leader-election-namespace", default=SLO_CONFIG_NAMESPACE, metavar="NS")
+    run.add_argument("--leader-election-id", default=DEFAULT_LEASE, metavar="NAME", help="the Lease's name")
+    run.add_argument("--lease-duration", default="15s", metavar="DURATION", help="the Lease's duration (15s)")
+    run.add_argument("--retry-period", default="2s", metavar="DURATION", help="how often to renew the Lease (2s)")
+    add_output(run, ("json",), default="json")
+    flags.long_running(run)
+    run.set_defaults(func=run_command)
+
+
+def _load(directory: Path) -> ClusterStore:
+    if not directory.is_dir():
+        raise errors.UsageError(f"--cluster {directory}: not a directory")
+    store = ClusterStore(MANAGER_KINDS)
+    try:
+        DirectorySource(directory, store).scan()
+    except ManifestError as exc:
+        raise errors.UsageError(str(exc)) from exc
+    if store.problems:
+        raise errors.UsageError(f"{store.problems[0].source}: {store.problems[0].message}")
+    return store
+
+
+def plan_document(store: ClusterStore, clock: Clock, last_sync: float | None) -> dict[str, Any]:
+    """The `manager plan` document: one reconcile of every node."""
+    reconciler = Reconciler(clock)
+    snapshot = snapshot_of(store)
+    issues = reconciler.observe_config(snapshot.configmap)
+    if last_sync is not None:
+        for name in snapshot.nodes:
+            reconciler.written(name, last_sync)
+    result = reconciler.reconcile(snapshot)
+    document: dict[str, Any] = {"nodes": [plan.as_dict() for plan in result.plans]}
+    if result.failed:
+        document["failedNodes"] = result.failed  # their objects could not be read (logged on stderr)
+    if issues:
+        document["configErrors"] = [{"reason": i.reason, "message": i.message} for i in issues]
+    return document
+
+
+def _print(text: str) -> None:
+    print(text, flush=True)  # a closed stdout raises BrokenPipeError to colocate's main
+
+
+def plan_command(args: argparse.Namespace) -> int:
+    try:
+        clock = clock_at(args.now)
+        last_sync = None
+        if args.last_sync is not None:
+            last_sync = parse_time(args.last_sync)
+            if last_sync is None:
+                raise ConfigError("--last-sync", f"not an RFC 3339 time: {args.last_sync!r}")
+        document = plan_document(_load(args.cluster), clock, last_sync)
+    except (ConfigError, errors.UsageError, ValueError) as exc:
+        return errors.report(str(exc))
+    _print(json.dumps(document, indent=2) if args.output == "json" else plan_table(document))
+    return errors.EXIT_OK
+
+
+def _seconds(flag: str, text: str) -> float:
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise ConfigError(flag, f"not a duration: {text!r}") from exc
+    if value <= 0:
+        raise ConfigError(flag, f"must be positive, got {text!r}")
+    return value
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from scheduler_plugins.manager.service import Schedule
+
+    try:
+        clock = clock_at(args.now)
+        if args.rounds is not None and args.rounds < 1:
+            raise ConfigError("--rounds", f"must be at least 1, got {args.rounds}")
+        schedule = Schedule(args.rounds, _seconds("--resync-period", args.resync_period))
+        durations = (_seconds("--lease-duration", args.lease_duration), _seconds("--retry-period", args.retry_period))
+
+        def emit(result: Round) -> None:
+            doc = {"nodes": [plan.as_dict() for plan in result.plans]}
+            _print(json.dumps(doc, separators=(",", ":")))
+
+        asyncio.run(serve(args, clock, schedule, durations, emit))
+    except (ConfigError, errors.UsageError, ValueError) as exc:
+        return errors.report(str(exc))
+    return errors.EXIT_OK
+
+
+async def serve(
+    args: argparse.Namespace,
+    clock: Clock,
+    schedule: Any,
+    durations: tuple[float, float],
+    emit: Callable[[Round], None],
+) -> None:
+    from datetime import timedelta
+
+    from prometheus_client import CollectorRegistry
+
+    from cluster.health import HealthServer, bind_address
+    from cluster.metrics import StoreHealthMetrics
+    from scheduler_plugins.manager.metrics import ManagerMetrics
+    from scheduler_plugins.manager.service import keep_leading, run_rounds, wait_synced
+    from scheduler_plugins.manager.writer import KubeWriter, StoreWriter, Writer
+
+    registry = CollectorRegistry()
+    metrics = ManagerMetrics(registry)
+    store_metrics = StoreHealthMetrics(registry)
+    reconciler = Reconciler(clock)
+    tasks: list[asyncio.Task[None]] = []
+    servers: list[HealthServer] = []
+    leading: asyncio.Event | None = None
+    refresh: Callable[[], object] | None = None
+    config_events: Callable[[Round], None] | None = None
+    writer: Writer
+    try:
+        if args.cluster is not None:
+            store = _load(args.cluster)
+            view = ManagerView(store)
+            writer = StoreWriter(store)
+        else:
+            from cluster.client import api_client_or_else
+            from cluster.events import EventRecorder
+            from cluster.kube import KubeSource
+            from cluster.reflector import ReflectorSettings
+            from scheduler_plugins.manager.cluster import WATCHED_KINDS
+
+            api = api_client_or_else(args.kubeconfig, args.context, instead="--cluster DIR")
+            store = ClusterStore(MANAGER_KINDS)
+            store.on_failure = store_metrics.watch_failed
+            view = ManagerView(store)
+            recorder = EventRecorder(api, COMPONENT, socket.gethostname())
+            writer = KubeWriter(api, recorder.record)
+
+            def config_events(result: Round) -> None:
+                configmap = view.snapshot().configmap
+                if configmap is not None:
+                    for issue in result.config_issues:
+                        recorder.record(configmap, "Warning", issue.reason, issue.message)
+
+            source = KubeSource(
+                api,
+                WATCHED_KINDS,
+                store,
+                ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max),
+            )
+            tasks.append(asyncio.create_task(source.run()))
+            if args.leader_elect == "true":
+                from cluster.leader import LeaseElector
+
+                elector = LeaseElector(
+                    api,
+                    args.leader_election_namespace,
+                    f"{socket.gethostname()}_{uuid.uuid4()}",
+                    name=args.leader_election_id,
+                    duration=timedelta(seconds=durations[0]),
+                )
+                leading = asyncio.Event()
+                tasks.append(asyncio.create_task(keep_leading(elector, durations[1], leading, metrics)))
+        if schedule.rounds is None:
+            health, exposition = bind_address(args.health_addr), bind_address(args.metrics_addr)
+            ready = view.store.synced
+            if health == exposition:
+                servers = [HealthServer(health, {"/healthz", "/readyz", "/metrics"}, ready, registry, lambda: True)]
+            else:
+                servers = [
+                    HealthServer(health, {"/healthz", "/readyz"}, ready, registry, lambda: True, name="manager-health"),
+                    HealthServer(exposition, {"/metrics"}, ready, registry, name="manager-metrics"),
+                ]
+            for server in servers:
+                server.start()
+            tasks.append(asyncio.create_task(store_metrics.export_forever(view.store)))
+        try:
+            await asyncio.wait_for(wait_synced(view), None if schedule.rounds is None else SYNC_TIMEOUT_SECONDS)
+        except TimeoutError as exc:
+            raise errors.UsageError(f"the cluster state was not listed within {SYNC_TIMEOUT_SECONDS:g}s") from exc
+        await run_rounds(reconciler, view, writer, metrics, schedule, emit, leading, refresh, config_events)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for server in servers:
+            server.close()

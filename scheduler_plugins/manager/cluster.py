@@ -1,0 +1,179 @@
+"""The manager's view of the cluster: an index of the one `ClusterStore` (nodes, the active pods
+bound to each, NodeMetrics, NodeResourceTopologies, NodeSLOs, the slo-controller-config ConfigMap),
+and the set of nodes whose inputs changed since the last round (`pkg/slo-controller/noderesource`
+event handlers: a Node change, a NodeMetric status change or deletion, an NRT change).
+
+Pods that finished are left out: Koordinator skips them too, and their metrics then count by the
+metric's own priority whether the pod is listed or not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from cluster.kinds import WatchedKind
+from cluster.store import ClusterStore, Object, ObjectKey
+from policies.constants import NODE_RESOURCE_TOPOLOGY_KIND, SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
+from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
+from policies.objects import spec_of
+
+ACTIVE_BOUND_PODS: Final = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+MANAGER_KINDS: Final = ("Node", "Pod", NODE_METRIC_KIND, NODE_RESOURCE_TOPOLOGY_KIND, NODE_SLO_KIND, "ConfigMap")
+WATCHED_KINDS: Final = (
+    WatchedKind.of("Node"),
+    WatchedKind.of("Pod", field_selector=ACTIVE_BOUND_PODS),
+    WatchedKind.of(NODE_METRIC_KIND),
+    WatchedKind.of(NODE_RESOURCE_TOPOLOGY_KIND),
+    WatchedKind.of(NODE_SLO_KIND),
+    WatchedKind.of("ConfigMap", namespace=SLO_CONFIG_NAMESPACE, field_selector=f"metadata.name={SLO_CONFIG_NAME}"),
+)
+TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
+
+
+def bound_node(pod: Object) -> str:
+    if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+        return ""
+    return str(spec_of(pod).get("nodeName") or "")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One round's inputs, immutable."""
+
+    nodes: Mapping[str, Object]
+    pods_by_node: Mapping[str, tuple[Object, ...]]
+    node_metrics: Mapping[str, Object]
+    topologies: Mapping[str, Object]
+    node_slos: Mapping[str, Object]
+    configmap: Object | None
+
+    def pods_on(self, name: str) -> tuple[Object, ...]:
+        return self.pods_by_node.get(name, ())
+
+
+@dataclass
+class Changes:
+    """What changed since the last round: nodes to reconcile, NodeMetrics deleted, the config."""
+
+    nodes: set[str]
+    forgotten: set[str]
+    config: bool
+
+
+class ManagerView:
+    """Keeps the manager's inputs current as the store changes (a `StoreIndex`); `on_change` is
+    called from the writing thread whenever some node needs a round."""
+
+    def __init__(self, store: ClusterStore) -> None:
+        self.store = store
+        self.on_change: Callable[[], None] | None = None
+        self.on_synced: Callable[[], None] | None = None
+        self._synced = False
+        self._nodes: dict[str, Object] = {}
+        self._metrics: dict[str, Object] = {}
+        self._nrts: dict[str, Object] = {}
+        self._slos: dict[str, Object] = {}
+        self._configmap: Object | None = None
+        self._pods: dict[str, dict[ObjectKey, Object]] = {}
+        self._pod_node: dict[ObjectKey, str] = {}
+        self._dirty: set[str] = set()
+        self._forgotten: set[str] = set()
+        self._config_changed = True
+        store.subscribe(self)
+
+    def _mark(self, name: str) -> None:
+        self._dirty.add(name)
+
+    def object_put(self, kind: str, key: ObjectKey, obj: Object, old: Object | None, source: str) -> None:
+        name = key[1]
+        if kind == "Node":
+            self._nodes[name] = obj
+            self._mark(name)
+        elif kind == NODE_METRIC_KIND:
+            self._metrics[name] = obj
+            # Koordinator reconciles on a NodeMetric update whose status (or, for its nodemetric
+            # controller, spec) changed; a creation alone triggers nothing (the next resync covers it)
+            if old is not None and (old.get("status") != obj.get("status") or old.get("spec") != obj.get("spec")):
+                self._mark(name)
+        elif kind == NODE_RESOURCE_TOPOLOGY_KIND:
+            self._nrts[name] = obj
+            self._mark(name)
+        elif kind == NODE_SLO_KIND:
+            self._slos[name] = obj
+            if old is None or old.get("spec") != obj.get("spec"):
+                self._mark(name)
+        elif kind == "ConfigMap":
+            if key == (SLO_CONFIG_NAMESPACE, SLO_CONFIG_NAME):
+                if self._configmap is None or self._configmap.get("data") != obj.get("data"):
+                    self._config_changed = True
+                self._configmap = obj
+        elif kind == "Pod":
+            self._drop_pod(key)
+            node = bound_node(obj)
+            if node:
+                self._pods.setdefault(node, {})[key] = obj
+                self._pod_node[key] = node
+
+    def object_deleted(self, kind: str, key: ObjectKey, old: Object) -> None:
+        name = key[1]
+        if kind == "Node":
+            self._nodes.pop(name, None)
+            self._forgotten.add(name)
+        elif kind == NODE_METRIC_KIND:
+            self._metrics.pop(name, None)
+            self._forgotten.add(name)
+            self._mark(name)
+        elif kind == NODE_RESOURCE_TOPOLOGY_KIND:
+            self._nrts.pop(name, None)
+            self._mark(name)
+        elif kind == NODE_SLO_KIND:
+            self._slos.pop(name, None)
+            self._mark(name)
+        elif kind == "Pod":
+            self._drop_pod(key)
+        # a deleted ConfigMap changes nothing until restart (Koordinator ignores the delete)
+
+    def changes_applied(self) -> None:
+        if not self._synced and self.store.synced():
+            self._synced = True
+            if self.on_synced is not None:
+                self.on_synced()
+        if (self._dirty or self._config_changed or self._forgotten) and self.on_change is not None:
+            self.on_change()
+
+    @property
+    def synced(self) -> bool:
+        return self._synced
+
+    def _drop_pod(self, key: ObjectKey) -> None:
+        node = self._pod_node.pop(key, None)
+        if node is not None:
+            pods = self._pods.get(node, {})
+            pods.pop(key, None)
+            if not pods:
+                self._pods.pop(node, None)
+
+    def take_changes(self) -> Changes:
+        """The changes since the last call (and forget them)."""
+        with self.store.lock:
+            changes = Changes(self._dirty, self._forgotten, self._config_changed)
+            self._dirty, self._forgotten, self._config_changed = set(), set(), False
+            return changes
+
+    def snapshot(self) -> Snapshot:
+        with self.store.lock:
+            return Snapshot(
+                dict(self._nodes),
+                {node: tuple(pods.values()) for node, pods in self._pods.items()},
+                dict(self._metrics),
+                dict(self._nrts),
+                dict(self._slos),
+                self._configmap,
+            )
+
+
+def snapshot_of(store: ClusterStore) -> Snapshot:
+    """A snapshot of a store loaded once (the offline plan)."""
+    return ManagerView(store).snapshot()

@@ -1,0 +1,135 @@
+"""Running the manager: rounds driven by changes, for as long as the process lives (or N rounds).
+
+A round covers the nodes whose inputs changed (every node after a config change, on becoming the
+leader, and every `resync` seconds); it is calculated in a worker thread and its writes applied
+there too (the API calls block). With leader election only the lease holder reconciles, so two
+replicas never both write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cluster.leader import LeaseElector
+from scheduler_plugins.manager.cluster import ManagerView
+from scheduler_plugins.manager.metrics import ManagerMetrics
+from scheduler_plugins.manager.reconciler import Reconciler, Round, SpecWrite, StatusWrite, TopologyWrite
+from scheduler_plugins.manager.writer import Writer, kind_of
+
+log = logging.getLogger("colocate.manager")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    rounds: int | None  # None: forever
+    resync: float  # seconds between full rounds
+
+
+async def keep_leading(
+    elector: LeaseElector, retry_period: float, leading: asyncio.Event, metrics: ManagerMetrics
+) -> None:
+    """Acquire and renew the lease every `retry_period`; `leading` is set while we hold it."""
+    while True:
+        try:
+            leader = await asyncio.to_thread(elector.try_acquire_or_renew)
+        except Exception as exc:  # the API server is unreachable: we cannot know we still lead
+            log.warning("leader election failed: %s", exc)
+            leader = False
+        if leader != leading.is_set():
+            log.info("%s the lease %s/%s", "acquired" if leader else "lost", elector.namespace, elector.name)
+        (leading.set if leader else leading.clear)()
+        metrics.leader.set(1 if leader else 0)
+        await asyncio.sleep(retry_period)
+
+
+async def wait_synced(view: ManagerView) -> None:
+    loop, synced = asyncio.get_running_loop(), asyncio.Event()
+
+    def notify() -> None:
+        loop.call_soon_threadsafe(synced.set)
+
+    view.on_synced = notify
+    if view.synced:
+        synced.set()
+    await synced.wait()
+
+
+def apply_round(result: Round, reconciler: Reconciler, writer: Writer, metrics: ManagerMetrics) -> None:
+    """Apply the writes of a round and account for them (runs in a worker thread)."""
+    for issue in result.config_issues:
+        metrics.config_errors.labels(issue.reason).inc()
+    now = reconciler.clock()
+    written: set[str] = set()
+    for action in result.actions:
+        done = writer.apply(action)
+        if done is None:
+            metrics.write_errors.labels(kind_of(action)).inc()
+        elif isinstance(action, StatusWrite):
+            reconciler.written(action.node, now)
+            written.add(action.node)
+        elif isinstance(action, TopologyWrite):
+            reconciler.topology_written(action.node, now)
+        elif isinstance(action, SpecWrite):
+            reconciler.spec_written(action, done.stored)
+    metrics.nodes_updated.inc(len(written))
+    metrics.nodes_skipped.inc(sum(1 for plan in result.plans if plan.name not in written))
+    metrics.degraded_nodes.set(len(reconciler.degraded))
+
+
+async def run_rounds(
+    reconciler: Reconciler,
+    view: ManagerView,
+    writer: Writer,
+    metrics: ManagerMetrics,
+    schedule: Schedule,
+    emit: Callable[[Round], None],
+    leading: asyncio.Event | None = None,
+    refresh: Callable[[], object] | None = None,
+    config_events: Callable[[Round], None] | None = None,
+) -> None:
+    """Reconcile until cancelled (or `schedule.rounds` rounds); with `leading`, only while it is set."""
+    loop = asyncio.get_running_loop()
+    wake = asyncio.Event()
+
+    def changed() -> None:
+        loop.call_soon_threadsafe(wake.set)
+
+    view.on_change = changed
+    number, full, last_full = 0, True, time.monotonic()
+    while schedule.rounds is None or number < schedule.rounds:
+        if leading is not None and not leading.is_set():
+            log.info("waiting to become the leader")
+            await leading.wait()
+            full = True
+        if refresh is not None:
+            await asyncio.to_thread(refresh)
+        wake.clear()
+        changes = view.take_changes()
+        reconciler.forget(changes.forgotten)
+        if time.monotonic() - last_full >= schedule.resync:
+            full = True
+        names = None if full or changes.config else changes.nodes
+        if names is None or names:
+            number += 1
+            snapshot = view.snapshot()
+            started = time.perf_counter()
+            result = await asyncio.to_thread(reconciler.reconcile, snapshot, names)
+            metrics.calculation_duration.observe(time.perf_counter() - started)
+            await asyncio.to_thread(apply_round, result, reconciler, writer, metrics)
+            if config_events is not None and result.config_issues:
+                await asyncio.to_thread(config_events, result)
+            emit(result)
+            if names is None:
+                last_full = time.monotonic()
+            full = False
+        if schedule.rounds is not None:
+            full = True
+            continue
+        try:
+            await asyncio.wait_for(wake.wait(), max(0.0, schedule.resync - (time.monotonic() - last_full)))
+        except TimeoutError:
+            full = True

@@ -1,0 +1,66 @@
+"""The reconciler's memory: what it writes, and what it does not write again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cluster.store import ClusterStore
+from policies.timestamps import parse_time
+from scheduler_plugins.clock import fixed_clock
+from scheduler_plugins.manager.cluster import MANAGER_KINDS, snapshot_of
+from scheduler_plugins.manager.reconciler import Reconciler, SpecWrite, StatusWrite
+from scheduler_plugins.manager.writer import StoreWriter
+from tests.scheduler_plugins.manager.helpers import cluster
+from tests.support.builders import NOW
+
+
+def store_of(objects: list[dict[str, Any]]) -> ClusterStore:
+    store = ClusterStore(MANAGER_KINDS)
+    for obj in objects:
+        store.put(obj["kind"], obj)
+    return store
+
+
+def apply(reconciler: Reconciler, store: ClusterStore) -> list[Any]:
+    result = reconciler.reconcile(snapshot_of(store))
+    writer = StoreWriter(store)
+    for action in result.actions:
+        done = writer.apply(action)
+        assert done is not None
+        if isinstance(action, StatusWrite):
+            reconciler.written(action.node, reconciler.clock())
+        if isinstance(action, SpecWrite):
+            stored = done.stored
+            if stored is not None and action.kind == "NodeSLO" and PRUNE:
+                stored = prune(stored)  # what a server that prunes `extensions` keeps (and answers)
+                store.put("NodeSLO", stored)
+            reconciler.spec_written(action, stored)
+    return result.actions
+
+
+PRUNE = True
+
+
+def prune(slo: Any) -> dict[str, Any]:
+    return {**slo, "spec": {k: v for k, v in slo["spec"].items() if k != "extensions"}}
+
+
+def test_a_spec_the_server_stores_differently_is_not_rewritten_in_a_loop() -> None:
+    store = store_of(cluster())
+    reconciler = Reconciler(fixed_clock(parse_time(NOW) or 0.0))
+    first = apply(reconciler, store)
+    assert {type(a).__name__ for a in first} >= {"StatusWrite", "SpecWrite"}
+    assert apply(reconciler, store) == []  # the server's version of the last write: no NodeSLO write loop
+    slo = dict(store.get("NodeSLO", ("", "node-1")) or {})
+    store.put("NodeSLO", {**slo, "spec": {**slo["spec"], "cpuBurstStrategy": {"policy": "auto"}}})
+    assert [type(a).__name__ for a in apply(reconciler, store)] == ["SpecWrite"]  # someone else's change: undone
+
+
+def test_a_forgotten_node_is_written_again() -> None:
+    """A deleted NodeMetric drops the node's last-write clock (Koordinator's SyncContext)."""
+    store = store_of(cluster())
+    reconciler = Reconciler(fixed_clock(parse_time(NOW) or 0.0))
+    apply(reconciler, store)
+    assert apply(reconciler, store) == []
+    reconciler.forget(["node-1"])
+    assert any(isinstance(a, StatusWrite) for a in apply(reconciler, store))
