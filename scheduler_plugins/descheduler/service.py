@@ -19,6 +19,7 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from cli.flags import bind_address
 from cluster.leader import LeaseElector
 from scheduler_plugins.descheduler.cluster import DeschedulerView
 from scheduler_plugins.descheduler.framework.report import RoundReport
@@ -32,13 +33,6 @@ log = logging.getLogger("colocate.descheduler")
 class Schedule:
     rounds: int | None  # None: forever
     interval: float  # seconds between the end of one round and the start of the next
-
-
-def bind_address(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"{text!r} is not host:port")
-    return host.strip("[]") or "0.0.0.0", int(port)
 
 
 class HealthServer:

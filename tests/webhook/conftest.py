@@ -20,7 +20,7 @@ from tests.support.served import Served
 from webhook.metrics import WebhookMetrics
 from webhook.registry import default_routes
 from webhook.serve import tls_context
-from webhook.server import build_server
+from webhook.port import build_server
 from webhook.state import StateHolder
 
 
