@@ -17,11 +17,11 @@ from cli.parser import Subparsers
 from webhook.connections import (
     DEFAULT_FIRST_REQUEST_TIMEOUT,
     DEFAULT_HEALTH_ADDRESS,
-    DEFAULT_METRICS_ADDRESS,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_METRICS_ADDRESS,
     bind_address,
 )
 from webhook.workers import parse_workers
@@ -119,11 +119,8 @@ def _serve(args: argparse.Namespace) -> int:
         raise UsageError(f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
     except OSError as exc:
         if exc.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):  # the address to listen on
-            addresses = f"{args.host}:{args.port}"
-            for address in (args.health_probe_bind_address, args.metrics_bind_address):
-                if address is not None:
-                    addresses += f" or {address[0]}:{address[1]}"
-            raise UsageError(f"cannot listen on {addresses}: {os.strerror(exc.errno)}") from exc
+            where = getattr(exc, "where", f"{args.host}:{args.port}")  # webhook.serve.CannotListen
+            raise UsageError(f"cannot listen on {where}: {os.strerror(exc.errno)}") from exc
         raise
 
 

@@ -3,20 +3,23 @@
 A connection costs memory from the moment it is accepted (TLS buffers, the HTTP parser), so it is
 counted from then, not from its first request. The cap (`--max-connections`) acts where public
 asyncio lets it act first: the listener accepts with `loop.sock_accept`, and a socket over the cap
-is closed right after accept(2), before a byte of TLS is read or written (on uvloop a transport
-starts reading as soon as it exists, so the TLS layer must own the socket from its first byte). There, at the cap, the server first makes room: it closes
-the kept-alive connection that has been idle longest (`idle_evicted`), so one client holding every
-connection open between its requests cannot shut others out. Only when every connection is busy
-with a request, in its TLS handshake, or new (not yet past its first request) is the new one
-closed at once (`over_limit`). A connection must finish its handshake and send the headers of a
-first request within `first_request_timeout` (a client that connects and says nothing is closed);
-then aiohttp's keep-alive timer closes it after `idle_timeout` without a request (`webhook.port`).
+is closed right after accept(2), before a byte of TLS is read or written. (A protocol's
+`connection_made` would be too late on uvloop: its transports start reading as they are made, so
+the TLS layer must own the socket from its first byte.)
+
+At the cap the server first makes room: it closes the kept-alive connection idle longest
+(`idle_evicted`), so one client holding every connection open between its requests cannot shut
+others out. Only when no connection is idle (each is in a request, in its TLS handshake, or new and
+not yet past its first request) is the new one closed at once (`over_limit`). A connection must
+finish its handshake and send the headers of a first request within `first_request_timeout` (a
+client that connects and says nothing is closed); after that aiohttp's keep-alive timer closes it
+when idle for `idle_timeout` (`webhook.port`).
 
 TLS is started here, after the gate, with `loop.connect_accepted_socket(ssl=...)` (public asyncio;
-uvloop implements it too), and the TLS transport is then handed to aiohttp's protocol. On uvloop (the default where it
-is installed) an idle connection makes resident only the pages its reads fill; on asyncio's own
-loop the TLS layer allocates and fills a 256 KiB read buffer per connection before its handshake
-(docs/serve.md, "Sizing", says what that costs).
+uvloop implements it too), and the TLS transport is then handed to aiohttp's protocol. On uvloop
+(the default where it is installed) an idle connection makes resident only the pages its reads
+fill; asyncio's own loop allocates and fills a 256 KiB TLS read buffer per connection before its
+handshake (docs/serve.md, "Sizing", says what that costs).
 """
 
 from __future__ import annotations
@@ -222,9 +225,7 @@ class GatedSite:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        listener = socket.create_server(
-            (self.host, self.port), backlog=self.backlog, reuse_port=bool(self.reuse_port)
-        )
+        listener = socket.create_server((self.host, self.port), backlog=self.backlog, reuse_port=bool(self.reuse_port))
         listener.setblocking(False)
         self._listener = listener
         self._accepting = loop.create_task(self._accept_forever(listener))

@@ -111,9 +111,7 @@ class WebhookPort:
             route.path: AdmissionEndpoint(route, state, metrics, max_body, rand_int) for route in registry.routes
         }
         self.loop = asyncio.get_running_loop()
-        self.server = web.Server(
-            self.handle, request_factory=self._request, handler_cancellation=True, loop=self.loop
-        )
+        self.server = web.Server(self.handle, request_factory=self._request, handler_cancellation=True, loop=self.loop)
 
     def _request(self, message: Any, payload: Any, protocol: Any, writer: Any, task: Any) -> web.BaseRequest:
         return web.BaseRequest(message, payload, protocol, writer, task, self.loop, client_max_size=self.max_body)
@@ -142,6 +140,7 @@ class WebhookPort:
         watcher.request_started()
         try:
             endpoint = self.endpoints.get(request.path)
+            response: web.StreamResponse
             if endpoint is None:
                 response = plain(404, "404: Not Found")
             elif request.method != "POST":

@@ -19,11 +19,11 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-
 from webhook.connections import Address
 from webhook.metrics import CONTENT_TYPE, WebhookMetrics
 from webhook.server import SERVER_NAME, Lifecycle, readiness
 from webhook.state import StateHolder
+
 
 def _text(status: int, text: str) -> web.Response:
     response = web.Response(status=status, text=text)
@@ -70,6 +70,13 @@ class ProbeListeners:
         self.listeners = listeners
         self.state, self.metrics, self.lifecycle, self.reuse_port = state, metrics, lifecycle, reuse_port
         self.runners: list[web.AppRunner] = []
+
+    def describe(self) -> str:
+        flags = {"/healthz": "--health-probe-bind-address", "/metrics": "--metrics-bind-address"}
+        return " or ".join(
+            f"{host}:{port} ({', '.join(sorted({flags[p] for p in paths if p in flags}))})"
+            for (host, port), paths in self.listeners.items()
+        )
 
     async def start(self) -> None:
         for (host, port), paths in self.listeners.items():

@@ -95,6 +95,21 @@ class ServeConfig:
     metrics_address: Address | None = bind_address(DEFAULT_METRICS_ADDRESS)
 
 
+class CannotListen(OSError):
+    """Binding one of the listeners failed: `where` says which (`host:port (flag)`)."""
+
+    def __init__(self, where: str, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror)
+        self.where = where
+
+
+async def _listen(start: Awaitable[None], where: str) -> None:
+    try:
+        await start
+    except OSError as exc:
+        raise CannotListen(where, exc) from exc
+
+
 class Source(Protocol):
     store: ClusterStore
 
@@ -322,8 +337,8 @@ async def serve_forever(
     try:
         if listen_when_ready and await _first(signals.get(), loaded.wait()) == 0:
             return  # stopped before the state was loaded: never listened, nothing to drain
-        await probes.start()
-        await site.start()
+        await _listen(probes.start(), probes.describe())
+        await _listen(site.start(), f"{config.host}:{config.port}")
         log.info(
             "serving admission webhooks on https://%s:%d, probes and metrics on %s "
             "(pid %d; hot path compiled: %d of %d modules)",

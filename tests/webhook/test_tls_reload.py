@@ -18,8 +18,8 @@ from tests.support.wait import wait_for
 from webhook.connections import ConnectionLimits
 from webhook.gate import GatedSite
 from webhook.metrics import WebhookMetrics
-from webhook.registry import default_routes
 from webhook.port import build_server
+from webhook.registry import default_routes
 from webhook.state import StateHolder
 from webhook.tls_reload import CertReloader, LoadedChain
 
