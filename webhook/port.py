@@ -161,10 +161,11 @@ class WebhookPort:
         in_flight = endpoint.series.in_flight
         in_flight.inc()
         try:
-            refused = refused_encoding(request.headers.get("Content-Encoding", "identity"))
+            headers = request.headers
+            refused = refused_encoding(headers.get("Content-Encoding"))
             if refused is not None:  # answered before a byte of the body is read; the connection is closed
                 return endpoint.answer(endpoint.encoding(started, refused), started, close=True)
-            expect = request.headers.get("Expect")
+            expect = headers.get("Expect")
             if expect is not None:
                 if expect.lower() != "100-continue":
                     return plain(417, "only Expect: 100-continue is understood", close=True)

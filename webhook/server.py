@@ -30,6 +30,8 @@ SERVER_NAME: Final = "colocate"
 #: what a too-large body is read of, for the uid it may carry
 UID_SCAN_BYTES: Final = 64 * 1024
 JSON: Final = "application/json"
+#: every admission answer's headers, built once (aiohttp copies them into each response)
+_JSON_HEADERS: Final = {"Content-Type": JSON, "Server": SERVER_NAME}
 NO_CLIENT_CERT: Final = "a client certificate issued by --client-ca is required"
 
 admission_log = logging.getLogger(ADMISSION_LOGGER)
@@ -42,8 +44,10 @@ class Lifecycle:
     draining: bool = False
 
 
-def refused_encoding(encoding: str) -> str | None:
+def refused_encoding(encoding: str | None) -> str | None:
     """Why the body must not be read: the API server never compresses, a gzip bomb inflates 1000x."""
+    if encoding is None:
+        return None
     encoding = encoding.strip().lower()
     if encoding in ("", "identity"):
         return None
@@ -107,8 +111,7 @@ class AdmissionEndpoint:
         if served.outcome is not None and served.outcome.warnings:
             metrics.count_warn_only(served.outcome.warnings)
         log_admission(admission_log, served.record)
-        response = web.Response(status=served.status, body=served.body, content_type=JSON)
-        response.headers["Server"] = SERVER_NAME
+        response = web.Response(status=served.status, body=served.body, headers=_JSON_HEADERS)
         if close:
             response.force_close()
         return response
