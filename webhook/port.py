@@ -139,7 +139,7 @@ class WebhookPort:
         watcher: ConnectionWatcher = request.protocol.watcher  # type: ignore[attr-defined]
         watcher.request_started()
         try:
-            endpoint = self.endpoints.get(request.path)
+            endpoint = self.endpoints.get(_path(request))
             response: web.StreamResponse
             if endpoint is None:
                 response = plain(404, "404: Not Found")
@@ -207,6 +207,15 @@ class WebhookPort:
             return endpoint.answer(endpoint.serve(b"".join(parts)), started, close=False)
         finally:
             budget.give(held)
+
+
+def _path(request: web.BaseRequest) -> str:
+    """The request's path without its query (kube-apiserver appends `?timeout=10s`): from the raw
+    target when it is a plain path (no URL object to build), else aiohttp's decoded `path`."""
+    raw = request.raw_path
+    if raw[:1] == "/" and "%" not in raw:
+        return raw.partition("?")[0]
+    return request.path
 
 
 def _has_client_cert(request: web.BaseRequest) -> bool:
