@@ -252,7 +252,10 @@ def cap(server: Server, count: int) -> str:
         kept.append(sock)
     served, cpu = 0, _cpu_seconds(server.process.pid)
     for _ in range(count):
-        status, _ = server.request("/mutate-pod", body, timeout=5)
+        try:
+            status, _ = server.request("/mutate-pod", body, timeout=5)
+        except OSError:  # refused at the cap (urllib's URLError is an OSError)
+            status = 0
         served += status == 200
     newcomer_us = (_cpu_seconds(server.process.pid) - cpu) / count * 1e6
     for sock in kept:
