@@ -48,19 +48,16 @@ class _Gate(asyncio.Protocol):
     def __init__(self, site: GatedSite) -> None:
         self.site = site
         self.loop = asyncio.get_running_loop()
-        self.sock: socket.socket | None = None
         self.handshake: asyncio.Task[None] | None = None
         self.tls: asyncio.Transport | None = None
         self.handler: asyncio.Protocol | None = None  # the HTTP protocol, once TLS is up
         self.served = False  # a request of this connection reached the application
-        self.in_request = False
         self.counted = False
         self.deadline: asyncio.TimerHandle | None = None
 
     # -- accepted ----------------------------------------------------------------------------
     def accepted(self, sock: socket.socket) -> None:
         """A socket `accept(2)` returned, within the cap: counted, timed, then its TLS handshake."""
-        self.sock = sock
         self.counted = True
         self.site.opened(self)
         timeout = self.site.limits.first_request_timeout
@@ -106,7 +103,6 @@ class _Gate(asyncio.Protocol):
 
     # -- what the HTTP protocol tells of its requests (`webhook.port.ConnectionWatcher`) -----
     def request_started(self) -> None:
-        self.in_request = True
         self.site.idle.pop(self, None)
         if not self.served:
             self.served = True
@@ -115,7 +111,6 @@ class _Gate(asyncio.Protocol):
                 self.deadline = None
 
     def request_ended(self) -> None:
-        self.in_request = False
         if self.counted:
             self.site.idle[self] = None  # the most recently idle last
 

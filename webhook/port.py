@@ -45,6 +45,7 @@ from webhook.registry import Registry
 from webhook.server import (
     NO_CLIENT_CERT,
     SERVER_NAME,
+    UID_SCAN_BYTES,
     AdmissionEndpoint,
     Lifecycle,
     plain,
@@ -192,7 +193,7 @@ class WebhookPort:
             try:
                 async with asyncio.timeout(self.body_timeout):
                     if length is not None and length > self.max_body:  # refused from its head; its uid, if in reach
-                        prefix = await content.read(64 * 1024)
+                        prefix = await content.read(UID_SCAN_BYTES)
                         return endpoint.answer(endpoint.too_large(started, prefix), started, close=True)
                     while chunk := await content.read(_READ_CHUNK):
                         if not budget.take(held, len(chunk)):
