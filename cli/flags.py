@@ -52,6 +52,15 @@ class _DeprecatedAlias(argparse.Action):
         setattr(namespace, DEPRECATED, notes)
 
 
+def bind_address(text: str) -> tuple[str, int]:
+    """`host:port` as controller-runtime's bind-address flags take it: an empty host is every
+    address, an IPv6 host is in brackets (`[::1]:8080`)."""
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{text!r} is not host:port")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
 def add_alias(container: Container, alias: str, of: argparse.Action) -> None:
     """Accept `alias` as a hidden, deprecated spelling of the (value-taking) flag `of`."""
     typed: dict[str, Any] = {"type": of.type} if of.type is not None else {}

@@ -16,10 +16,13 @@ from cli.output import add_output
 from cli.parser import Subparsers
 from webhook.connections import (
     DEFAULT_FIRST_REQUEST_TIMEOUT,
+    DEFAULT_HEALTH_ADDRESS,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_METRICS_ADDRESS,
+    bind_address,
 )
 from webhook.workers import parse_workers
 
@@ -110,13 +113,16 @@ def _serve(args: argparse.Namespace) -> int:
                 audit_interval=args.audit_interval,
                 event_loop=args.event_loop,
                 admission_plugins=admission_plugins,
+                health_address=args.health_probe_bind_address,
+                metrics_address=args.metrics_bind_address,
             )
         )
     except ClusterUnavailable as exc:
         raise UsageError(f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
     except OSError as exc:
         if exc.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):  # the address to listen on
-            raise UsageError(f"cannot listen on {args.host}:{args.port}: {os.strerror(exc.errno)}") from exc
+            where = getattr(exc, "where", f"{args.host}:{args.port}")  # webhook.serve.CannotListen
+            raise UsageError(f"cannot listen on {where}: {os.strerror(exc.errno)}") from exc
         raise
 
 
@@ -219,7 +225,22 @@ def register_commands(subparsers: Subparsers) -> None:
         type=int,
         default=DEFAULT_MAX_BODY,
         metavar="BYTES",
-        help="largest AdmissionReview accepted (default 8 MiB)",
+        help="largest AdmissionReview accepted (default: what kube-apiserver can send, an UPDATE "
+        "with two objects of 3 MiB, plus 64 KiB)",
+    )
+    serve.add_argument(
+        "--health-probe-bind-address",
+        type=bind_address,
+        default=DEFAULT_HEALTH_ADDRESS,
+        metavar="HOST:PORT",
+        help="serve /healthz and /readyz over HTTP here, not on the webhook port (default %(default)s)",
+    )
+    serve.add_argument(
+        "--metrics-bind-address",
+        type=bind_address,
+        default=DEFAULT_METRICS_ADDRESS,
+        metavar="HOST:PORT",
+        help="serve /metrics over HTTP here, not on the webhook port; 0 turns it off (default %(default)s)",
     )
     serve.add_argument(
         "--reload-interval",

@@ -45,10 +45,19 @@ from cluster.client import api_client
 from cluster.kinds import WatchedKind, transforms_of
 from cluster.store import ClusterStore
 from webhook.compiled import HOT_PATH, compiled_modules
-from webhook.connections import DEFAULT_MAX_BODY, ConnectionLimits
+from webhook.connections import (
+    DEFAULT_HEALTH_ADDRESS,
+    DEFAULT_MAX_BODY,
+    DEFAULT_METRICS_ADDRESS,
+    Address,
+    ConnectionLimits,
+    bind_address,
+)
 from webhook.gate import GatedSite
+from webhook.port import build_server
+from webhook.probes import ProbeListeners
 from webhook.registry import Registry, default_routes
-from webhook.server import Lifecycle, build_server
+from webhook.server import Lifecycle
 from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots, KubeSettings
 from webhook.state import StateHolder
 from webhook.tls_reload import CertReloader, LoadedChain, new_server_context
@@ -82,6 +91,24 @@ class ServeConfig:
     audit_interval: float = 0.0  # audit running pods (and write PolicyReports) this often; 0: never
     event_loop: str = "auto"  # cli.eventloop.EVENT_LOOPS: uvloop where installed
     admission_plugins: tuple[str, ...] = ()  # installed plugins to enable (`webhook.plugins`)
+    #: /healthz and /readyz, and /metrics, on their own listeners (None: metrics off; webhook.probes)
+    health_address: Address | None = bind_address(DEFAULT_HEALTH_ADDRESS)
+    metrics_address: Address | None = bind_address(DEFAULT_METRICS_ADDRESS)
+
+
+class CannotListen(OSError):
+    """Binding one of the listeners failed: `where` says which (`host:port (flag)`)."""
+
+    def __init__(self, where: str, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror)
+        self.where = where
+
+
+async def _listen(start: Awaitable[None], where: str) -> None:
+    try:
+        await start
+    except OSError as exc:
+        raise CannotListen(where, exc) from exc
 
 
 class Source(Protocol):
@@ -276,7 +303,16 @@ async def serve_forever(
         body_timeout=limits.first_request_timeout,
         client_certs=config.client_ca is not None,
         max_body_bytes=limits.max_body_bytes,
+        max_connections=limits.max_connections,
         idle_timeout=limits.idle_timeout,
+    )
+    probes = ProbeListeners(
+        config.health_address,
+        config.metrics_address,
+        state,
+        metrics,
+        lifecycle,
+        reuse_port=reuse_port or config.reuse_port or None,
     )
     reloader = cert_reloader(config, metrics)
     if config.client_ca is not None:
@@ -302,11 +338,14 @@ async def serve_forever(
     try:
         if listen_when_ready and await _first(signals.get(), loaded.wait()) == 0:
             return  # stopped before the state was loaded: never listened, nothing to drain
-        await site.start()
+        await _listen(probes.start(), probes.describe())
+        await _listen(site.start(), f"{config.host}:{config.port}")
         log.info(
-            "serving admission webhooks on https://%s:%d (pid %d; hot path compiled: %d of %d modules)",
+            "serving admission webhooks on https://%s:%d, probes and metrics on %s "
+            "(pid %d; hot path compiled: %d of %d modules)",
             config.host,
             config.port,
+            ", ".join(f"http://{host}:{port}{sorted(paths)}" for (host, port), paths in probes.listeners.items()),
             os.getpid(),
             len(compiled_modules()),
             len(HOT_PATH),
@@ -322,6 +361,7 @@ async def serve_forever(
         lifecycle.draining = True
         await site.stop()  # stop listening
         await server.shutdown(config.shutdown_timeout)  # finish in-flight requests, close the connections
+        await probes.stop()
         for task in tasks:
             task.cancel()
         await asyncio.wait(tasks, timeout=6.0)

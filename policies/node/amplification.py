@@ -33,7 +33,7 @@ def _amplified_quantities(allocatable: Mapping[str, Any] | None, where: str) -> 
             try:
                 found[name] = Quantity.parse(allocatable[name])
             except QuantityError as exc:
-                raise Denied(f"{where}[{name}]: {exc}", code=500) from exc
+                raise Denied(f"{where}[{name}]: {exc}", code=400) from exc  # as Go fails to decode it
     return found
 
 

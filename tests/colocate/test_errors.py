@@ -95,8 +95,37 @@ def test_serve_on_a_port_in_use(tmp_path: Path) -> None:
             "127.0.0.1",
             "--port",
             str(port),
+            "--health-probe-bind-address",
+            "127.0.0.1:0",
+            "--metrics-bind-address",
+            "127.0.0.1:0",
         )
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in one_line_error(result)
+
+
+def test_serve_with_its_health_port_in_use(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = colocate(
+            "serve",
+            "--cluster",
+            CLUSTER,
+            "--cert-dir",
+            str(tmp_path / "certs"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--health-probe-bind-address",
+            f"127.0.0.1:{port}",
+            "--metrics-bind-address",
+            "0",
+        )
+    assert f"cannot listen on 127.0.0.1:{port} (--health-probe-bind-address): Address already in use" in (
+        one_line_error(result)
+    )
 
 
 @pytest.mark.parametrize(

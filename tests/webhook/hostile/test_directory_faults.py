@@ -49,12 +49,12 @@ def test_an_unreadable_profile_directory_keeps_its_profiles_and_is_a_problem(tmp
     profiles = server.state / "profiles"
     profiles.chmod(0)
     wait_for_sync(lambda: _problems(server), until=lambda n: n >= 1, timeout=10, message="the problem to be counted")
-    status, readyz = server.request("/readyz")
+    status, readyz = server.probe("/readyz")
     assert status == 200 and b"1 problem(s)" in readyz and b"Permission denied" in readyz
     assert _patched(server), "the profiles of the unreadable directory keep applying"
     profiles.chmod(0o755)
     wait_for_sync(lambda: _problems(server), until=lambda n: n == 0, timeout=10, message="the problem to clear")
-    assert server.request("/readyz")[1] == b"ok"
+    assert server.probe("/readyz")[1] == b"ok"
 
 
 def test_an_unreadable_root_keeps_the_whole_state(served):
