@@ -37,6 +37,7 @@ from policies.cpuset import parse_cpuset
 from policies.field_errors import ConfigError
 from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, ResourceExecutor, WriteStats
+from scheduler_plugins.koordlet.cgroups.ids import RefusedPath
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout, LayoutError, detect_version
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
 from scheduler_plugins.koordlet.evictor import Evictor, EvictOutcome
@@ -47,6 +48,7 @@ from scheduler_plugins.koordlet.metrics.reporter import CollectPolicy, node_metr
 from scheduler_plugins.koordlet.options import add_strategy_flags, strategy_options
 from scheduler_plugins.koordlet.pods import pod_view
 from scheduler_plugins.koordlet.prometheus import AgentMetrics
+from scheduler_plugins.koordlet.refusals import Recorder, Refusals
 from scheduler_plugins.koordlet.states import KOORDLET_KINDS, CallbackType, NodeStates, node_state
 from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, StrategyOptions
 from scheduler_plugins.koordlet.topology import CPUInfo, machine_processors
@@ -118,9 +120,12 @@ class Agent:
         self.layout = CgroupLayout(settings.cgroup_root, detect_version(settings.cgroup_root), settings.driver)
         self.registry = registry or CollectorRegistry()
         self.metrics = AgentMetrics(self.registry)
-        self.executor = ResourceExecutor(self.layout, clock, dry_run=settings.dry_run, on_write=self._written)
+        self.refusals = Refusals(self.metrics.path_refusals, self._recorder())
+        self.executor = ResourceExecutor(
+            self.layout, clock, dry_run=settings.dry_run, on_write=self._written, on_outside=self.refusals.outside
+        )
         self.cache = MetricCache()
-        self.collector = Collector(self.layout, self.cache, settings.proc)
+        self.collector = Collector(self.layout, self.cache, settings.proc, on_refused=self.refusals.pod)
         self.manager = QOSManager(options, timer=time.perf_counter)
         self.extensions = extensions or default_extensions()
         self.processors = tuple(processors if processors is not None else machine_processors())
@@ -130,21 +135,42 @@ class Agent:
         self.reconcile_now = asyncio.Event()
         self.last_reports: dict[str, RoundReport] = {}
 
+    def _recorder(self) -> Recorder | None:
+        if self.api is None:
+            return None
+        from cluster.events import EventRecorder
+
+        return EventRecorder(self.api, "koordlet", self.settings.node_name)
+
     def _evictor(self) -> Evictor:
-        client = recorder = None
+        client = None
         if self.api is not None:
-            from cluster.events import EventRecorder
             from cluster.eviction import EvictionClient
 
             client = EvictionClient(self.api)
-            recorder = EventRecorder(self.api, "koordlet", self.settings.node_name)
+        recorder = self.refusals.recorder
         return Evictor(client, recorder, self.settings.only_evict_by_api, self.settings.dry_run, self._procs_files)
 
     def _procs_files(self, eviction: Eviction) -> list[Path]:
-        view = pod_view(eviction.pod, self.layout)
+        """The cgroup.procs files of the pod's cgroup, each checked to resolve inside the root:
+        nothing outside it is ever killed."""
+        try:
+            view = pod_view(eviction.pod, self.layout, self.refusals.pod)
+        except RefusedPath as refused:
+            self.refusals.pod(eviction.pod, refused)
+            return []
         subsystem = "cpu" if self.layout.version is CgroupVersion.V1 else ""
         base = self.layout.dir(view.dir, subsystem)
-        return sorted(base.rglob("cgroup.procs")) if base.is_dir() else []
+        if not self.layout.inside(base):
+            self.refusals.outside(str(base), eviction.pod)
+            return []
+        files = []
+        for procs in sorted(base.rglob("cgroup.procs")) if base.is_dir() else []:
+            if self.layout.inside(procs):
+                files.append(procs)
+            else:
+                self.refusals.outside(str(procs), eviction.pod)
+        return files
 
     def _written(self, write: CgroupWrite, text: str) -> None:
         self.metrics.writes.labels(write.strategy, write.resource.file(self.layout.version)).inc()
@@ -158,6 +184,7 @@ class Agent:
         self.collector.collect(node_state(self.store, self.settings.node_name), self.clock())
         self.metrics.collect_seconds.observe(time.perf_counter() - started)
         self.collected = True
+        self.refusals.flush()
 
     def round_input(self) -> RoundInput:
         state = node_state(self.store, self.settings.node_name)
@@ -168,7 +195,7 @@ class Agent:
         usage = usage_from_cache(
             self.cache, state, now, max_age=2 * self.options.collect_interval + 1, be_window=window
         )
-        return RoundInput.build(state, usage, self.layout, self.executor.read, now, self.processors)
+        return RoundInput.build(state, usage, self.layout, self.executor.read, now, self.processors, self.refusals.pod)
 
     def compute(self, names: Sequence[str]) -> RoundReport:
         report = self.manager.run_round(self.round_input(), names)
@@ -199,6 +226,7 @@ class Agent:
             outcome = self.evictor.evict(eviction)
             self.metrics.evictions.labels(eviction.strategy, outcome.outcome).inc()
             outcomes.append(outcome)
+        self.refusals.flush()
         return stats, outcomes
 
     def report_once(self) -> bool:

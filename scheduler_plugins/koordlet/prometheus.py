@@ -42,6 +42,12 @@ class AgentMetrics:
             registry=registry,
             buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0),
         )
+        self.path_refusals = Counter(
+            "koordlet_cgroup_path_refusals_total",
+            "pod fields and paths refused as cgroup paths (pod_uid, container_id, outside_root)",
+            ["reason"],
+            registry=registry,
+        )
         self.reports = Counter(
             "koordlet_node_metric_reports_total", "NodeMetric status reports by result", ["result"], registry=registry
         )

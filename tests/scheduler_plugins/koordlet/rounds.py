@@ -13,6 +13,7 @@ from scheduler_plugins.koordlet.states import NodeState
 from scheduler_plugins.koordlet.strategies.base import RoundInput
 from scheduler_plugins.koordlet.topology import CPUInfo, flat_processors
 from scheduler_plugins.koordlet.usage import ResourceUsage, Usage
+from tests.support.builders import pod_uid
 
 LAYOUT = CgroupLayout(Path("/cg"), CgroupVersion.V1, CgroupDriver.CGROUPFS)
 
@@ -35,6 +36,17 @@ def usage(
     )
 
 
+def with_uid(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`pod` with the UID the API server would have given it (the agent refuses pods without one)."""
+    metadata = pod.get("metadata") or {}
+    if metadata.get("uid"):
+        return pod
+    return {
+        **pod,
+        "metadata": {**metadata, "uid": pod_uid(metadata.get("name", ""), metadata.get("namespace", "default"))},
+    }
+
+
 def round_input(
     node: Mapping[str, Any],
     slo: Mapping[str, Any] | None,
@@ -46,6 +58,7 @@ def round_input(
     layout: CgroupLayout = LAYOUT,
     topology: Mapping[str, Any] | None = None,
 ) -> RoundInput:
+    pods = [with_uid(p) for p in pods]
     state = NodeState(node, NodeSLO.parse(slo) if slo is not None else None, None, tuple(pods), topology)
     values = dict(current or {})
 
