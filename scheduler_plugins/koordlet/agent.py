@@ -48,8 +48,10 @@ from scheduler_plugins.koordlet.metrics.reporter import CollectPolicy, node_metr
 from scheduler_plugins.koordlet.options import add_strategy_flags, strategy_options
 from scheduler_plugins.koordlet.pods import pod_view
 from scheduler_plugins.koordlet.prometheus import AgentMetrics
-from scheduler_plugins.koordlet.refusals import Recorder, Refusals
-from scheduler_plugins.koordlet.states import KOORDLET_KINDS, CallbackType, NodeStates, node_state
+from scheduler_plugins.koordlet.refusals import EventQueue, Recorder, Refusals
+from scheduler_plugins.koordlet.slo_keeper import EVENT_REASON as SLO_EVENT_REASON
+from scheduler_plugins.koordlet.slo_keeper import NodeSLOKeeper
+from scheduler_plugins.koordlet.states import KOORDLET_KINDS, CallbackType, NodeState, NodeStates, node_state
 from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, StrategyOptions
 from scheduler_plugins.koordlet.topology import CPUInfo, machine_processors
 
@@ -120,7 +122,9 @@ class Agent:
         self.layout = CgroupLayout(settings.cgroup_root, detect_version(settings.cgroup_root), settings.driver)
         self.registry = registry or CollectorRegistry()
         self.metrics = AgentMetrics(self.registry)
-        self.refusals = Refusals(self.metrics.path_refusals, self._recorder())
+        self.events = EventQueue(self._recorder())
+        self.refusals = Refusals(self.metrics.path_refusals, self.events)
+        self.slo_keeper = NodeSLOKeeper(self._slo_rejected)
         self.executor = ResourceExecutor(
             self.layout, clock, dry_run=settings.dry_run, on_write=self._written, on_outside=self.refusals.outside
         )
@@ -148,7 +152,7 @@ class Agent:
             from cluster.eviction import EvictionClient
 
             client = EvictionClient(self.api)
-        recorder = self.refusals.recorder
+        recorder = self.events.recorder
         return Evictor(client, recorder, self.settings.only_evict_by_api, self.settings.dry_run, self._procs_files)
 
     def _procs_files(self, eviction: Eviction) -> list[Path]:
@@ -172,6 +176,14 @@ class Agent:
                 self.refusals.outside(str(procs), eviction.pod)
         return files
 
+    def _slo_rejected(self, slo: Object, message: str) -> None:
+        self.metrics.node_slo_rejected.inc()
+        self.events.warn(slo, SLO_EVENT_REASON, message)
+
+    def state(self) -> NodeState:
+        """The node's objects now, with the last good NodeSLO."""
+        return node_state(self.store, self.settings.node_name, self.slo_keeper)
+
     def _written(self, write: CgroupWrite, text: str) -> None:
         self.metrics.writes.labels(write.strategy, write.resource.file(self.layout.version)).inc()
 
@@ -181,13 +193,13 @@ class Agent:
     # --- one step of each loop (synchronous: tests and the benchmark call them) ------------------
     def collect_once(self) -> None:
         started = time.perf_counter()
-        self.collector.collect(node_state(self.store, self.settings.node_name), self.clock())
+        self.collector.collect(self.state(), self.clock())
         self.metrics.collect_seconds.observe(time.perf_counter() - started)
         self.collected = True
-        self.refusals.flush()
+        self.events.flush()
 
     def round_input(self) -> RoundInput:
-        state = node_state(self.store, self.settings.node_name)
+        state = self.state()
         now = self.clock()
         window = self.options.collect_interval
         if state.node_slo is not None and state.node_slo.threshold.cpu_evict_time_window_seconds:
@@ -226,11 +238,11 @@ class Agent:
             outcome = self.evictor.evict(eviction)
             self.metrics.evictions.labels(eviction.strategy, outcome.outcome).inc()
             outcomes.append(outcome)
-        self.refusals.flush()
+        self.events.flush()
         return stats, outcomes
 
     def report_once(self) -> bool:
-        state = node_state(self.store, self.settings.node_name)
+        state = self.state()
         policy = CollectPolicy.of(state.node_metric)
         status = node_metric_status(self.cache, state, self.clock(), self.clock(), policy)
         ok = write_status(self.api, self.settings.node_name, status)
@@ -266,12 +278,12 @@ class Agent:
         await asyncio.to_thread(self.report_once)
 
     def _report_interval(self) -> float:
-        return CollectPolicy.of(node_state(self.store, self.settings.node_name).node_metric).report_interval
+        return CollectPolicy.of(self.state().node_metric).report_interval
 
     async def run(self, source: Callable[[], Any]) -> None:
         """Run until cancelled; `source` is the coroutine that keeps the store current."""
         loop = asyncio.get_running_loop()
-        states = NodeStates(self.store, self.settings.node_name, loop)
+        states = NodeStates(self.store, self.settings.node_name, loop, self.slo_keeper)
         self.store.subscribe(states)
         self.store.subscribe(_SyncedIndex(self.store, loop, self.synced))
         for kind in (CallbackType.NODE_SLO_SPEC, CallbackType.ALL_PODS):

@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from policies.constants import QoSClass
 from policies.field_errors import ConfigError
+from policies.slo_config.node_slo import node_slo_failures
 
 CPU_SUPPRESS_POLICY_CPUSET: Final = "cpuset"
 CPU_SUPPRESS_POLICY_CFS_QUOTA: Final = "cfsQuota"
@@ -247,7 +248,14 @@ class NodeSLO:
 
     @classmethod
     def parse(cls, obj: Mapping[str, Any]) -> NodeSLO:
+        """The NodeSLO with its defaults; `ConfigError` for a field of the wrong type or a value
+        the slo-controller-config rules refuse (`policies/slo_config`, as the webhook does)."""
         spec = _map(obj, "spec", "")
+        failures = node_slo_failures(spec)
+        if failures:
+            where, reason = sorted(failures.items())[0]
+            more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+            raise ConfigError(where, f"{reason}{more}")
         threshold = ThresholdStrategy.parse(
             _map(spec, "resourceUsedThresholdWithBE", "spec"), "spec.resourceUsedThresholdWithBE"
         )
@@ -271,6 +279,9 @@ class NodeSLO:
                 raise ConfigError(f"spec.hostApplications[{i}].name", "Required value")
             raw_path = app.get("cgroupPath")
             path: Mapping[str, Any] = raw_path if isinstance(raw_path, Mapping) else {}
+            for key in ("parentDir", "relativePath"):
+                if ".." in str(path.get(key) or "").split("/"):
+                    raise ConfigError(f"spec.hostApplications[{i}].cgroupPath.{key}", "must not contain '..'")
             apps.append(
                 HostApplication(
                     str(app["name"]),

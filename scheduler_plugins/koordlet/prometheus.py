@@ -48,6 +48,11 @@ class AgentMetrics:
             ["reason"],
             registry=registry,
         )
+        self.node_slo_rejected = Counter(
+            "koordlet_node_slo_rejected_total",
+            "NodeSLOs refused by the slo-controller-config rules (the last good one stays in force)",
+            registry=registry,
+        )
         self.reports = Counter(
             "koordlet_node_metric_reports_total", "NodeMetric status reports by result", ["result"], registry=registry
         )

@@ -3,8 +3,8 @@
 
 A refused pod is seen again every round; each distinct refusal (the pod, the reason, the value) is
 told once, and the set remembered is bounded so a stream of hostile pods cannot grow it. Events are
-API calls: they are queued here (bounded) and sent by `flush`, which the agent calls from its worker
-threads, never from the event loop.
+API calls: they are queued in an `EventQueue` (bounded) and sent by its `flush`, which the agent
+calls from its worker threads, never from the event loop.
 """
 
 from __future__ import annotations
@@ -31,11 +31,28 @@ class CounterFamily(Protocol):
     def labels(self, *values: str) -> Any: ...
 
 
+class EventQueue:
+    """Warning Events queued on the loop and sent from a worker thread (`flush`); bounded."""
+
+    def __init__(self, recorder: Recorder | None = None) -> None:
+        self.recorder = recorder
+        self._events: deque[tuple[Mapping[str, Any], str, str]] = deque(maxlen=QUEUED_EVENTS)
+
+    def warn(self, involved: Mapping[str, Any], reason: str, message: str) -> None:
+        self._events.append((involved, reason, message))
+
+    def flush(self) -> None:
+        """Send the queued Events (blocking: a worker thread calls it)."""
+        while self._events:
+            involved, reason, message = self._events.popleft()
+            if self.recorder is not None:
+                self.recorder.record(involved, "Warning", reason, message)
+
+
 class Refusals:
-    def __init__(self, counter: CounterFamily, recorder: Recorder | None = None) -> None:
-        self.counter, self.recorder = counter, recorder
+    def __init__(self, counter: CounterFamily, events: EventQueue) -> None:
+        self.counter, self.events = counter, events
         self._seen: OrderedDict[tuple[str, str, str], None] = OrderedDict()
-        self._events: deque[tuple[Mapping[str, Any], str]] = deque(maxlen=QUEUED_EVENTS)
 
     def _first_time(self, key: tuple[str, str, str]) -> bool:
         if key in self._seen:
@@ -55,7 +72,7 @@ class Refusals:
         self.counter.labels(refused.reason).inc()
         message = f"koordlet refused a cgroup path of pod {who}: {refused}"
         log.warning("%s", message)
-        self._events.append((pod, message))
+        self.events.warn(pod, EVENT_REASON, message)
 
     def outside(self, path: str, pod: Mapping[str, Any] | None = None) -> None:
         """A resolved path outside the cgroup root (a symlink in the hierarchy, a bad NodeSLO path)."""
@@ -65,11 +82,4 @@ class Refusals:
         message = f"koordlet refused {path[:200]}: it resolves outside the cgroup root"
         log.error("%s", message)
         if pod is not None:
-            self._events.append((pod, message))
-
-    def flush(self) -> None:
-        """Send the queued Events (blocking: a worker thread calls it)."""
-        while self._events:
-            pod, message = self._events.popleft()
-            if self.recorder is not None:
-                self.recorder.record(pod, "Warning", EVENT_REASON, message)
+            self.events.warn(pod, EVENT_REASON, message)

@@ -126,7 +126,7 @@ def test_the_agents_rounds_count_each_refused_pod_once_and_send_one_event(tmp_pa
     registry = CollectorRegistry()
     agent = agent_on(root, registry)
     recorded = Recorded()
-    agent.refusals.recorder = recorded
+    agent.events.recorder = recorded
     pod = make_pod("batch", node="n1", qos="BE", uid=True)
     pod["metadata"]["uid"] = f"{uuid.uuid4()}/../../../victimcg"
     pod["status"] = {"phase": "Running"}
@@ -136,7 +136,7 @@ def test_the_agents_rounds_count_each_refused_pod_once_and_send_one_event(tmp_pa
     agent.store.replace_sourced("Pod", [("t", pod), ("t", sneaky)])
     for _ in range(3):
         views = agent.round_input().pods
-    agent.refusals.flush()
+    agent.events.flush()
 
     assert [v.name for v in views] == ["sneaky"]  # the pod with the bad UID is left out
     assert views[0].containers[0].dir is None  # the bad container gets no cgroup
