@@ -31,7 +31,7 @@ from cluster.kinds import Transform, WatchedKind, transforms_of
 from cluster.kube import KubeSource
 from cluster.reflector import ReflectorSettings
 from cluster.store import ClusterStore, Object, ObjectKey, StoreSettings
-from policies.snapshot import ClusterSnapshot, SnapshotBuilder
+from policies.snapshot import ClusterSnapshot, LoadProblem, SnapshotBuilder
 from webhook.state import StateHolder
 
 log = logging.getLogger("colocate.state")
@@ -79,7 +79,8 @@ class SnapshotIndex:
 class DirectorySnapshots:
     """Embedded mode: the snapshots of a directory of manifests, re-read when files change.
     `transforms`: what is kept of each object of a kind (`cluster.kinds.transforms_of` of the
-    watched kinds, as in live mode); other kinds are kept whole."""
+    watched kinds, as in live mode); other kinds are kept whole. `run` logs each problem once, when
+    it appears; a one-shot command (`scan`) prints them itself."""
 
     def __init__(
         self,
@@ -90,7 +91,8 @@ class DirectorySnapshots:
     ) -> None:
         self.root, self.interval, self.stuck_after = root, interval, stuck_after
         self.store = ClusterStore(transforms=transforms)
-        self._source = DirectorySource(root, self.store)
+        self._source = DirectorySource(root, self.store, log_problems=False)
+        self._logged: frozenset[LoadProblem] = frozenset()
         self._index = SnapshotIndex(self.store, strict=True)  # no API server checked these files
 
     def scan(self) -> ClusterSnapshot | None:
@@ -124,8 +126,10 @@ class DirectorySnapshots:
             else:
                 scan = None
                 if snapshot is not None:
-                    for problem in snapshot.problems:
-                        log.warning("%s: %s", problem.source, problem.message)
+                    for problem in snapshot.problems:  # once each: a broken file is not a log line per scan
+                        if problem not in self._logged:
+                            log.warning("%s: %s", problem.source, problem.message)
+                    self._logged = frozenset(snapshot.problems)
                     state.publish(snapshot)
                     log.info(
                         "cluster state loaded from %s: %d profiles, %d problems",

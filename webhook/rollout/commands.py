@@ -77,6 +77,7 @@ def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
     import time
 
     from cluster.client import api_client, api_errors
+    from cluster.files import ScanError
     from policies.manifests import ManifestError
     from webhook.registry import default_routes
     from webhook.rollout.audit import AUDIT_READS, audit
@@ -91,11 +92,15 @@ def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
             raise UsageError("--write-reports writes PolicyReports through the API server: use --kubeconfig")
         if not args.cluster.is_dir():
             raise UsageError(f"--cluster {args.cluster}: not a directory")
+        directory = DirectorySnapshots(args.cluster)
         try:
-            snapshot = DirectorySnapshots(args.cluster).scan()
-        except ManifestError as exc:
+            snapshot = directory.scan()
+        except (ManifestError, ScanError) as exc:
             raise UsageError(str(exc)) from exc
         assert snapshot is not None  # the first scan always builds one
+        if directory.store.problems:  # an audit of a state with files left out would mislead
+            first, more = directory.store.problems[0], len(directory.store.problems) - 1
+            raise UsageError(f"{first.source}: {first.message}" + (f" (and {more} more file problems)" if more else ""))
     else:
         api = api_client(args.kubeconfig, args.context)  # ClusterUnavailable: exit 2 at the edge
         source = ApiServerSnapshots(api, watched_kinds(registry, AUDIT_READS))
