@@ -15,6 +15,7 @@ from policies.admission import AdmissionContext, Denied, Read
 from policies.constants import LABEL_KOORDINATOR_PRIORITY, LABEL_QOS_CLASS, PROFILE_KIND
 from policies.objects import ensure_map, json_copy, labels_of
 from policies.profiles import ColocationProfile
+from policies.shape import node_count_error
 from policies.strategic_merge import Schema, StrategicMergeError, strategic_merge
 
 PodSpecLocator = Callable[[dict[str, Any]], dict[str, Any] | None]
@@ -115,6 +116,9 @@ def apply_profile(
     if profile.koordinator_priority is not None:
         ensure_map(metadata, "labels")[LABEL_KOORDINATOR_PRIORITY] = str(profile.koordinator_priority)
     if profile.patch is not None:
+        too_big = node_count_error(obj, "object")  # before the merge, which walks every value
+        if too_big:
+            raise Denied(f"ClusterColocationProfile {profile.name}: spec.patch not applied: {too_big}", code=400)
         try:
             obj = strategic_merge(obj, profile.patch, schema)
         except StrategicMergeError as exc:
