@@ -32,6 +32,8 @@ from policies.field_errors import ConfigError, FieldError, invalid, required, un
 from policies.objects import metadata_of
 from policies.profile_schema import PROFILE_SCHEMA
 from policies.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
+from policies.shape import pod_structure_error
+from policies.strategic_merge import POD_SCHEMA, StrategicMergeError, strategic_merge
 from policies.structural import validate
 
 _PERCENT_RE: Final = re.compile(r"^(-?\d+)%$")
@@ -129,6 +131,27 @@ def _covered(path: str, reported: list[FieldError]) -> bool:
     return any(path == e.path or path.startswith((e.path + ".", e.path + "[")) for e in reported)
 
 
+def _probe_pod() -> dict[str, Any]:
+    """A pod every sound patch leaves a pod: what `patch_structure_error` patches (a fresh copy)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "colocate-load-check", "namespace": "default"},
+        "spec": {"containers": [{"name": "colocate-load-check", "image": "colocate-load-check"}]},
+    }
+
+
+def patch_structure_error(patch: Mapping[str, Any]) -> str | None:
+    """`field: why` when `patch` turns a sound pod into something that is not a Pod (no spec, no
+    containers, a container without a name); a profile with such a patch is refused when it loads.
+    A patch that fails to merge is left to admission, where the pod it meets decides."""
+    try:
+        patched = strategic_merge(_probe_pod(), patch, POD_SCHEMA)
+    except StrategicMergeError:
+        return None
+    return pod_structure_error(patched)
+
+
 def parse_profile(obj: Mapping[str, Any], *, strict: bool = False) -> ColocationProfile:
     """Validate and freeze one ClusterColocationProfile object; `strict` adds the CRD's schema."""
     metadata = metadata_of(obj)
@@ -167,6 +190,9 @@ def parse_profile(obj: Mapping[str, Any], *, strict: bool = False) -> Colocation
     if patch is not None and not isinstance(patch, Mapping):
         problems.append(invalid("spec.patch", detail="must be an object (a strategic merge patch)"))
         patch = None
+    broken = patch_structure_error(patch) if patch is not None else None
+    if broken:
+        problems.append(invalid("spec.patch", detail=f"makes an invalid pod: {broken}"))
 
     enforcement = (metadata.get("annotations") or {}).get(ANNOTATION_ENFORCEMENT, ENFORCEMENT_MODES[0])
     if enforcement not in ENFORCEMENT_MODES:

@@ -169,6 +169,37 @@ def pod_error(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
+def pod_structure_error(pod: Mapping[str, Any]) -> str | None:
+    """What a mutated pod lacks to still be a Pod kube-apiserver stores (a name, a spec, at least
+    one container, each container an object with a name), or its shape error; None when sound.
+    Checked after a profile's patch: `containers: null`, `spec: {$patch: delete}` or
+    `metadata: {name: null}` would otherwise be admitted, and `containers: "oops"` crash later steps."""
+    metadata = pod.get("metadata")
+    if not isinstance(metadata, dict):
+        return "metadata: Required value"
+    if not any(isinstance(metadata.get(key), str) and metadata[key] for key in ("name", "generateName")):
+        return "metadata.name: Required value"
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return "spec: Required value"
+    for section in _CONTAINER_SECTIONS:
+        containers = spec.get(section)
+        if containers is None and section == "initContainers":
+            continue
+        if containers is None:
+            return f"spec.{section}: Required value"
+        if not isinstance(containers, list):
+            return f"spec.{section}: must be a list, got {type(containers).__name__}"
+        if not containers and section == "containers":
+            return "spec.containers: Required value: a pod needs at least one container"
+        for index, container in enumerate(containers):
+            if not isinstance(container, dict):
+                return f"spec.{section}[{index}]: must be an object, got {type(container).__name__}"
+            if not isinstance(container.get("name"), str) or not container["name"]:
+                return f"spec.{section}[{index}].name: Required value"
+    return pod_error(pod)
+
+
 def object_error(kind: str, obj: Mapping[str, Any], field: str = "object") -> str | None:
     """`field...: why` when `obj` (of `kind`, already known to be within `MAX_DEPTH`) cannot be
     admitted as sent, else None."""
