@@ -108,6 +108,7 @@ def _serve(args: argparse.Namespace) -> int:
                 stuck_scan_after=args.stuck_scan_after,
                 audit_interval=args.audit_interval,
                 event_loop=args.event_loop,
+                refuse_sensitive_patches=args.refuse_sensitive_patches,
             )
         )
     except ClusterUnavailable as exc:
@@ -142,6 +143,7 @@ def _apply(args: argparse.Namespace) -> int:
             old_object=args.old_object,
             output=args.output,
             explain=args.explain,
+            refuse_sensitive_patches=args.refuse_sensitive_patches,
         )
     )
 
@@ -304,6 +306,7 @@ def register_commands(subparsers: Subparsers) -> None:
         metavar="SECONDS",
         help="after a new CA is trusted, wait this long before serving from it",
     )
+    flags.add_refuse_sensitive_patches(serve)
     flags.add_log_level(serve, hidden=True)  # the global `colocate --log-level` is the documented one
     serve.set_defaults(func=_serve)
 
@@ -335,6 +338,9 @@ def register_commands(subparsers: Subparsers) -> None:
     apply.add_argument("--old-object", metavar="FILE", help="the object before the change (UPDATE)")
     add_output(apply, ("json", "yaml"), default="json")
     apply.add_argument(
-        "--explain", action="store_true", help="say on stderr which profiles matched and what each changed"
+        "--explain",
+        action="store_true",
+        help="say on stderr which profiles matched, what each changed and which security-sensitive fields it patches",
     )
+    flags.add_refuse_sensitive_patches(apply)
     apply.set_defaults(func=_apply)
