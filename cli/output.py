@@ -2,7 +2,7 @@
 
 - `json`  the command's result as one JSON document (for programs; stable keys)
 - `yaml`  the same document as YAML (for objects a person will edit or `kubectl apply`)
-- `table` aligned columns, one row per item (for people)
+- `table` aligned columns, one row per item (for people), drawn by `table`/`table_lines` here
 - `text`  prose: lines of findings (for people)
 
 A command offers the subset it can print, and its default is the first one a person would want.
@@ -32,9 +32,26 @@ def add_output(container: Container, formats: Sequence[str], default: str) -> No
     )
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """`-o table`: left-aligned columns two spaces apart, a header row first, no trailing blanks."""
+def table_lines(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """`-o table`'s lines: left-aligned columns two spaces apart, a header row first, no trailing
+    blanks; a None cell is empty. Every command's plain-text table is drawn here."""
     cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip() for row in cells]
-    return "\n".join(lines)
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip() for row in cells]
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """`-o table`: `table_lines` as one text."""
+    return "\n".join(table_lines(headers, rows))
+
+
+def markdown_cell(text: str) -> str:
+    """Text fit for a Markdown table cell: no line breaks, no bare `|`."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """The same table for a Markdown page (the generated references under docs/reference/)."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(markdown_cell(c) for c in row) + " |" for row in rows]
+    return lines

@@ -13,12 +13,14 @@ wildcards.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Final
 
 from policies.constants import (
+    ANNOTATION_NODE_RESERVATION,
     ANNOTATION_PRE_ALLOCATION,
     ANNOTATION_RESERVATION_NAME,
     ANNOTATION_RESERVATION_NODE,
@@ -31,7 +33,7 @@ from policies.constants import (
 from policies.durations import parse_duration
 from policies.quantity import QuantityError, resource_list
 from policies.selectors import LabelSelector, SelectorShapeError, compile_selector
-from scheduler_plugins.clock import parse_time
+from policies.timestamps import parse_time
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector, clone
 
 MAX_INT32: Final = 2**31 - 1
@@ -185,6 +187,17 @@ class ReservationInfo:
         except QuantityError:
             pass
         return dict(self.reserve_pod.requests)
+
+    @cached_property
+    def reserved(self) -> Vector:
+        """What the reservation keeps from its owners too (`node.koordinator.sh/reservation`
+        `{"resources": {...}}` on the Reservation): Koordinator's ReservationInfo.Reserved."""
+        try:
+            text = (self.metadata.get("annotations") or {}).get(ANNOTATION_NODE_RESERVATION)
+            resources = json.loads(text).get("resources") if text else None
+            return resource_list(resources) if isinstance(resources, Mapping) else {}
+        except (ValueError, AttributeError, QuantityError):
+            return {}
 
     @cached_property
     def owner_terms(self) -> tuple[_OwnerTerm, ...] | None:

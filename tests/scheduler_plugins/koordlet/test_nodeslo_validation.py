@@ -16,7 +16,7 @@ from cluster.store import ClusterStore
 from policies.field_errors import ConfigError
 from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
 from scheduler_plugins.koordlet.agent import Agent, AgentSettings
-from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.nodeslo import NodeSLO
 from scheduler_plugins.koordlet.states import KOORDLET_KINDS
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
@@ -81,9 +81,7 @@ def agent_with(tmp_path: Path, registry: CollectorRegistry) -> Agent:
         (tmp_path / "cg" / sub).mkdir(parents=True)
     store = ClusterStore(KOORDLET_KINDS + (NODE_METRIC_KIND,))
     store.replace_sourced("Node", [("t", NODE)])
-    return Agent(
-        AgentSettings("n1", tmp_path / "cg"), StrategyOptions(FeatureGates.parse("")), store, registry=registry
-    )
+    return Agent(AgentSettings("n1", tmp_path / "cg"), StrategyOptions(koordlet_gates("")), store, registry=registry)
 
 
 def test_the_last_good_node_slo_stays_in_force_and_the_rejection_is_told_once(tmp_path: Path) -> None:
@@ -125,10 +123,10 @@ def test_the_attacks_no_longer_reach_the_strategies() -> None:
         round_input(NODE, slo(memoryEvictThresholdPercent=0), pods, usage(node_memory=GI))
     # the same strategies on valid values: nothing absurd
     inp = round_input(NODE, slo(cpuSuppressThresholdPercent=65, cpuSuppressPolicy="cfsQuota"), [], usage(2))
-    writes = CPUSuppress(StrategyOptions(FeatureGates.parse(""))).round(inp).writes
+    writes = CPUSuppress(StrategyOptions(koordlet_gates(""))).round(inp).writes
     quotas = [w.value for w in writes if w.resource.name == "cpu.cfs_quota_us"]
     assert quotas and all(isinstance(q, int) and q <= 20 * 100_000 for q in quotas)
-    evict = MemoryEvict(StrategyOptions(FeatureGates.parse("BEMemoryEvict=true")))
+    evict = MemoryEvict(StrategyOptions(koordlet_gates("BEMemoryEvict=true")))
     assert not evict.round(
         round_input(NODE, slo(memoryEvictThresholdPercent=70), pods, usage(node_memory=GI))
     ).evictions

@@ -29,7 +29,7 @@ from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, ResourceExe
 from scheduler_plugins.koordlet.cgroups.ids import Refusal, RefusedPath, checked_pod_uid, parse_container_id
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
-from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.states import KOORDLET_KINDS
 from scheduler_plugins.koordlet.strategies.base import Eviction, StrategyOptions
 from scheduler_plugins.koordlet.strategies.cpusuppress import CPUSuppress
@@ -57,7 +57,7 @@ class Recorded:
 
 def agent_on(root: Path, registry: CollectorRegistry) -> Agent:
     store = ClusterStore(KOORDLET_KINDS + (NODE_METRIC_KIND,))
-    return Agent(AgentSettings("n1", root), StrategyOptions(FeatureGates.parse("")), store, registry=registry)
+    return Agent(AgentSettings("n1", root), StrategyOptions(koordlet_gates("")), store, registry=registry)
 
 
 def refusals(registry: CollectorRegistry, reason: Refusal) -> float:

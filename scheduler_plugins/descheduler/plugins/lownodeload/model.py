@@ -16,7 +16,7 @@ from policies.nodemetric import read_node_metric
 from policies.objects import annotations_of, name_of, spec_of
 from policies.qos import defaulted_priority_class
 from policies.quantity import QuantityError, resource_list
-from scheduler_plugins.clock import parse_time
+from policies.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.evictor import pod_key
 from scheduler_plugins.descheduler.plugins.lownodeload.args import NodePool, Thresholds
 
@@ -126,7 +126,8 @@ def node_usage(
         return None
     prod_pods = [p for p in pods if is_prod(p)]
     prod_keys = {pod_key(p) for p in prod_pods}
-    pod_usage = {m.key: m.usage for m in reading.pods if m.usage is not None}
+    # every pod the NodeMetric lists, with empty usage too (a best-effort pod): Koordinator's podMetrics
+    pod_usage = {m.key: m.usage or {} for m in reading.pods}
     usage: Amounts = {}
     prod_usage: Amounts = {}
     for resource in resource_names:
