@@ -44,6 +44,8 @@ class ApplyOptions:
     output: str = "json"
     explain: bool = False
     refuse_sensitive_patches: bool = False
+    #: installed admission plugins to enable (`--admission-plugins`, `webhook.plugins`)
+    admission_plugins: tuple[str, ...] = ()
 
 
 class BadInput(ValueError):
@@ -125,7 +127,7 @@ def run_apply(
 ) -> int:
     """Admit every object of `options.files`; write the admitted ones back in the shape they came in."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
-    registry = default_routes()
+    registry = default_routes(options.admission_plugins)
     try:
         if options.operation not in OPERATIONS:
             raise BadInput(f"--operation must be one of {', '.join(OPERATIONS)}")

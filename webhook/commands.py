@@ -83,6 +83,7 @@ def _serve(args: argparse.Namespace) -> int:
     )
     kube = KubeSettings(reflector=ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max))
     workers = _workers(args.workers)
+    admission_plugins = _admission_plugins(args)
     try:
         return run(
             ServeConfig(
@@ -109,6 +110,7 @@ def _serve(args: argparse.Namespace) -> int:
                 audit_interval=args.audit_interval,
                 event_loop=args.event_loop,
                 refuse_sensitive_patches=args.refuse_sensitive_patches,
+                admission_plugins=admission_plugins,
             )
         )
     except ClusterUnavailable as exc:
@@ -130,8 +132,34 @@ def _workers(value: int | str) -> int:
     return cpus.workers
 
 
+def _admission_plugins(args: argparse.Namespace) -> tuple[str, ...]:
+    """`--admission-plugins`, checked now (each name installed, importable, its routes known)."""
+    from policies.field_errors import ConfigError
+    from webhook.plugins import parse_names
+    from webhook.registry import default_routes
+
+    try:
+        names = parse_names(args.admission_plugins)
+        default_routes(names)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from exc
+    return names
+
+
+def _add_admission_plugins(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--admission-plugins",
+        default="",
+        metavar="NAME[:/PATH...],...",
+        help="installed admission plugins to enable, run after each route's in-tree plugins in this order; "
+        "NAME:/PATH joins only that of its routes (`colocate plugins list`)",
+    )
+
+
 def _apply(args: argparse.Namespace) -> int:
     from webhook.apply import ApplyOptions, run_apply
+
+    admission_plugins = _admission_plugins(args)
 
     return run_apply(
         ApplyOptions(
@@ -144,6 +172,7 @@ def _apply(args: argparse.Namespace) -> int:
             output=args.output,
             explain=args.explain,
             refuse_sensitive_patches=args.refuse_sensitive_patches,
+            admission_plugins=admission_plugins,
         )
     )
 
@@ -307,6 +336,7 @@ def register_commands(subparsers: Subparsers) -> None:
         help="after a new CA is trusted, wait this long before serving from it",
     )
     flags.add_refuse_sensitive_patches(serve)
+    _add_admission_plugins(serve)
     flags.add_log_level(serve, hidden=True)  # the global `colocate --log-level` is the documented one
     serve.set_defaults(func=_serve)
 
@@ -343,4 +373,5 @@ def register_commands(subparsers: Subparsers) -> None:
         help="say on stderr which profiles matched, what each changed and which security-sensitive fields it patches",
     )
     flags.add_refuse_sensitive_patches(apply)
+    _add_admission_plugins(apply)
     apply.set_defaults(func=_apply)
