@@ -94,6 +94,18 @@ def add_cluster_dir(container: Container, *, required: bool = False, reads: str 
     )
 
 
+def add_refuse_sensitive_patches(parser: argparse.ArgumentParser) -> argparse.Action:
+    """`--refuse-sensitive-patches`: the opt-in guard of profiles whose patch changes security-
+    sensitive pod fields (policies/patch_risks.py); off by default, as in Koordinator."""
+    return parser.add_argument(
+        "--refuse-sensitive-patches",
+        action="store_true",
+        help="refuse ClusterColocationProfiles whose patch sets security-sensitive pod fields (privileged, "
+        "hostPath, hostNetwork, serviceAccountName, nodeName, namespace, ...) unless annotated "
+        "colocate.io/sensitive-patch: allow",
+    )
+
+
 def add_kubeconfig(container: Container, *, help: str) -> argparse.Action:
     """`--kubeconfig FILE`; `help` says what the command does through it and what it does without it."""
     return container.add_argument("--kubeconfig", type=Path, metavar="FILE", help=help)

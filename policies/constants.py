@@ -78,6 +78,10 @@ ANNOTATION_ENFORCEMENT: Final = f"{COLOCATE_PREFIX}/enforcement"
 ENFORCEMENT_ENFORCE: Final = "enforce"
 ENFORCEMENT_WARN: Final = "warn"
 ENFORCEMENT_MODES: Final = (ENFORCEMENT_ENFORCE, ENFORCEMENT_WARN)
+# `colocate.io/sensitive-patch: allow` on a profile's metadata: its patch was reviewed, and
+# `--refuse-sensitive-patches` lets it through (policies/patch_risks.py).
+ANNOTATION_SENSITIVE_PATCH: Final = f"{COLOCATE_PREFIX}/sensitive-patch"
+SENSITIVE_PATCH_ALLOW: Final = "allow"
 
 # ElasticQuota keys read by the pod validator.
 LABEL_QUOTA_NAME: Final = "quota.scheduling.koordinator.sh/name"

@@ -15,7 +15,11 @@ from policies.admission import AdmissionContext, Denied, Read
 from policies.constants import LABEL_KOORDINATOR_PRIORITY, LABEL_QOS_CLASS, PROFILE_KIND
 from policies.objects import ensure_map, json_copy, labels_of
 from policies.profiles import ColocationProfile
+from policies.shape import node_count_error
 from policies.strategic_merge import Schema, StrategicMergeError, strategic_merge
+
+#: what an object must still be after a profile's patch: None, or `field: why`
+StructureCheck = Callable[[Mapping[str, Any]], "str | None"]
 
 PodSpecLocator = Callable[[dict[str, Any]], dict[str, Any] | None]
 
@@ -58,6 +62,7 @@ def apply_profiles_in_place(
     ctx: AdmissionContext,
     pod_spec: PodSpecLocator,
     schema: Schema,
+    structure: StructureCheck | None = None,
 ) -> bool:
     """Apply `profiles` in order, leaving the result in `obj` (the runner diffs that dict).
 
@@ -73,7 +78,7 @@ def apply_profiles_in_place(
         applied = passes_probability(profile, ctx.rand_int)
         before = json_copy(obj) if explaining else None
         if applied:
-            mutated = apply_profile(obj, profile, ctx, pod_spec, schema)
+            mutated = apply_profile(obj, profile, ctx, pod_spec, schema, structure)
             if mutated is not obj:  # a strategic merge patch produced a new document
                 obj.clear()
                 obj.update(mutated)
@@ -88,8 +93,11 @@ def apply_profile(
     ctx: AdmissionContext,
     pod_spec: PodSpecLocator,
     schema: Schema,
+    structure: StructureCheck | None = None,
 ) -> dict[str, Any]:
-    """One profile, in Koordinator's exact order (spec 5.4); returns the object (replaced by a patch)."""
+    """One profile, in Koordinator's exact order (spec 5.4); returns the object (replaced by a patch).
+    `structure`: what the patched object must still be (a Pod's containers, names); a patch that
+    breaks it is refused with the profile's name and the field, never admitted."""
     metadata = ensure_map(obj, "metadata")
     if profile.labels:
         _update(ensure_map(metadata, "labels"), profile.labels)
@@ -115,10 +123,17 @@ def apply_profile(
     if profile.koordinator_priority is not None:
         ensure_map(metadata, "labels")[LABEL_KOORDINATOR_PRIORITY] = str(profile.koordinator_priority)
     if profile.patch is not None:
+        too_big = node_count_error(obj, "object")  # before the merge, which walks every value
+        if too_big:
+            raise Denied(f"ClusterColocationProfile {profile.name}: spec.patch not applied: {too_big}", code=400)
         try:
             obj = strategic_merge(obj, profile.patch, schema)
         except StrategicMergeError as exc:
             raise Denied(f"ClusterColocationProfile {profile.name}: spec.patch: {exc}", code=500) from exc
+        broken = structure(obj) if structure is not None else None
+        if broken:
+            message = f"ClusterColocationProfile {profile.name}: spec.patch makes an invalid object: {broken}"
+            raise Denied(message, code=500)
     return obj
 
 

@@ -112,6 +112,7 @@ def _serve(args: argparse.Namespace) -> int:
                 stuck_scan_after=args.stuck_scan_after,
                 audit_interval=args.audit_interval,
                 event_loop=args.event_loop,
+                refuse_sensitive_patches=args.refuse_sensitive_patches,
                 admission_plugins=admission_plugins,
                 health_address=args.health_probe_bind_address,
                 metrics_address=args.metrics_bind_address,
@@ -176,6 +177,7 @@ def _apply(args: argparse.Namespace) -> int:
             old_object=args.old_object,
             output=args.output,
             explain=args.explain,
+            refuse_sensitive_patches=args.refuse_sensitive_patches,
             admission_plugins=admission_plugins,
         )
     )
@@ -354,6 +356,7 @@ def register_commands(subparsers: Subparsers) -> None:
         metavar="SECONDS",
         help="after a new CA is trusted, wait this long before serving from it",
     )
+    flags.add_refuse_sensitive_patches(serve)
     _add_admission_plugins(serve)
     flags.add_log_level(serve, hidden=True)  # the global `colocate --log-level` is the documented one
     serve.set_defaults(func=_serve)
@@ -386,7 +389,10 @@ def register_commands(subparsers: Subparsers) -> None:
     apply.add_argument("--old-object", metavar="FILE", help="the object before the change (UPDATE)")
     add_output(apply, ("json", "yaml"), default="json")
     apply.add_argument(
-        "--explain", action="store_true", help="say on stderr which profiles matched and what each changed"
+        "--explain",
+        action="store_true",
+        help="say on stderr which profiles matched, what each changed and which security-sensitive fields it patches",
     )
+    flags.add_refuse_sensitive_patches(apply)
     _add_admission_plugins(apply)
     apply.set_defaults(func=_apply)

@@ -90,6 +90,7 @@ class ServeConfig:
     stuck_scan_after: float = 30.0  # warn when a --cluster directory scan runs longer than this
     audit_interval: float = 0.0  # audit running pods (and write PolicyReports) this often; 0: never
     event_loop: str = "auto"  # cli.eventloop.EVENT_LOOPS: uvloop where installed
+    refuse_sensitive_patches: bool = False  # policies/patch_risks.py: refuse such profiles
     admission_plugins: tuple[str, ...] = ()  # installed plugins to enable (`webhook.plugins`)
     #: /healthz and /readyz, and /metrics, on their own listeners (None: metrics off; webhook.probes)
     health_address: Address | None = bind_address(DEFAULT_HEALTH_ADDRESS)
@@ -136,9 +137,14 @@ def make_source(config: ServeConfig, registry: Registry, metrics: Any) -> Source
             interval=config.reload_interval,
             stuck_after=config.stuck_scan_after,
             transforms=transforms_of(kinds),
+            refuse_sensitive=config.refuse_sensitive_patches,
         )
     return ApiServerSnapshots(
-        api_client(config.kubeconfig, config.context), kinds, config.kube, on_failure=metrics.store_health.watch_failed
+        api_client(config.kubeconfig, config.context),
+        kinds,
+        config.kube,
+        on_failure=metrics.store_health.watch_failed,
+        refuse_sensitive=config.refuse_sensitive_patches,
     )
 
 

@@ -15,6 +15,7 @@ from policies.pod_mutation.extended_resource_spec import set_extended_resource_s
 from policies.pod_mutation.resource_rewrite import rewrite_pod_resources
 from policies.pod_validation import pod_validating_plugins
 from policies.profile_apply import PROFILE_READS, apply_profiles_in_place, enforced_profiles
+from policies.shape import pod_structure_error
 from policies.strategic_merge import POD_SCHEMA
 from policies.warn_only import WarnOnlyProfilesPlugin
 
@@ -42,7 +43,7 @@ class ClusterColocationProfilePlugin:
         matched = enforced_profiles(matched, ctx)
         if not matched:
             return
-        if not apply_profiles_in_place(obj, matched, ctx, _pod_spec, POD_SCHEMA):
+        if not apply_profiles_in_place(obj, matched, ctx, _pod_spec, POD_SCHEMA, pod_structure_error):
             before = json_copy(obj) if ctx.explaining else None
             rewrite_pod_resources(obj)
             ctx.record("batch/mid resource rewrite", True, before, obj)

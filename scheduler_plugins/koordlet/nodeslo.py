@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from policies.constants import QoSClass
 from policies.field_errors import ConfigError
+from policies.slo_config.node_slo import node_slo_failures
 
 CPU_SUPPRESS_POLICY_CPUSET: Final = "cpuset"
 CPU_SUPPRESS_POLICY_CFS_QUOTA: Final = "cfsQuota"
@@ -248,8 +249,17 @@ class NodeSLO:
     spec: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
-    def parse(cls, obj: Mapping[str, Any]) -> NodeSLO:
+    def parse(cls, obj: Mapping[str, Any], *, checked: bool = True) -> NodeSLO:
+        """The NodeSLO with its defaults; `ConfigError` for a field of the wrong type or a value
+        the slo-controller-config rules refuse (`policies/slo_config`, as the webhook does).
+        `checked=False` skips those rules: only tests of a strategy's own handling of such values
+        (Koordinator's strategy tests feed them) build one so."""
         spec = _map(obj, "spec", "")
+        failures = node_slo_failures(spec) if checked else {}
+        if failures:
+            where, reason = sorted(failures.items())[0]
+            more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+            raise ConfigError(where, f"{reason}{more}")
         threshold = ThresholdStrategy.parse(
             _map(spec, "resourceUsedThresholdWithBE", "spec"), "spec.resourceUsedThresholdWithBE"
         )
@@ -273,6 +283,9 @@ class NodeSLO:
                 raise ConfigError(f"spec.hostApplications[{i}].name", "Required value")
             raw_path = app.get("cgroupPath")
             path: Mapping[str, Any] = raw_path if isinstance(raw_path, Mapping) else {}
+            for key in ("parentDir", "relativePath"):
+                if ".." in str(path.get(key) or "").split("/"):
+                    raise ConfigError(f"spec.hostApplications[{i}].cgroupPath.{key}", "must not contain '..'")
             apps.append(
                 HostApplication(
                     str(app["name"]),

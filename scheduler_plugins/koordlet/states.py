@@ -25,6 +25,7 @@ from policies.field_errors import ConfigError
 from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
 from policies.objects import name_of, spec_of
 from scheduler_plugins.koordlet.nodeslo import HostApplication, NodeSLO
+from scheduler_plugins.koordlet.slo_keeper import NodeSLOKeeper
 
 log = logging.getLogger("colocate.koordlet.states")
 
@@ -45,12 +46,15 @@ class NodeState:
         return name_of(self.node) if self.node else ""
 
 
-def node_state(store: ClusterStore, node_name: str) -> NodeState:
-    """The node's objects in `store` now (pods bound to other nodes are left out)."""
+def node_state(store: ClusterStore, node_name: str, keeper: NodeSLOKeeper | None = None) -> NodeState:
+    """The node's objects in `store` now (pods bound to other nodes are left out). With `keeper`, a
+    NodeSLO that fails validation leaves the last good one in place (and `node_slo_error` says so)."""
     node = store.get("Node", ("", node_name))
     slo_obj = store.get(NODE_SLO_KIND, ("", node_name))
     slo, error = None, None
-    if slo_obj is not None:
+    if slo_obj is not None and keeper is not None:
+        slo, error = keeper.parse(slo_obj)
+    elif slo_obj is not None:
         try:
             slo = NodeSLO.parse(slo_obj)
         except ConfigError as exc:
@@ -167,13 +171,19 @@ _KIND_SIGNALS = {
 class NodeStates:
     """A `StoreIndex` that turns changes of the node's objects into callback signals on the loop."""
 
-    def __init__(self, store: ClusterStore, node_name: str, loop: asyncio.AbstractEventLoop) -> None:
-        self.store, self.node_name, self.loop = store, node_name, loop
+    def __init__(
+        self,
+        store: ClusterStore,
+        node_name: str,
+        loop: asyncio.AbstractEventLoop,
+        keeper: NodeSLOKeeper | None = None,
+    ) -> None:
+        self.store, self.node_name, self.loop, self.keeper = store, node_name, loop, keeper
         self.callbacks = Callbacks(self.state)
         self._pending: set[CallbackType] = set()
 
     def state(self) -> NodeState:
-        return node_state(self.store, self.node_name)
+        return node_state(self.store, self.node_name, self.keeper)
 
     def object_put(self, kind: str, key: ObjectKey, obj: Object, old: Object | None, source: str) -> None:
         self._note(kind)

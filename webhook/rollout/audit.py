@@ -36,6 +36,7 @@ from policies.admission import Effect, Read
 from policies.changes import Change, changes_of, overlaps, summary
 from policies.jsonpatch_diff import diff
 from policies.objects import metadata_of, name_of, namespace_of
+from policies.patch_risks import sensitive_fields
 from policies.profiles import ColocationProfile
 from policies.snapshot import ClusterSnapshot
 from webhook.chain import ChainResult, request_for, run_chain
@@ -91,6 +92,8 @@ class AuditReport:
     audited: int = 0  # running pods looked at
     profiles: int = 0
     seconds: float = 0.0
+    #: per profile whose patch sets security-sensitive pod fields: those fields (policies/patch_risks.py)
+    sensitive: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def drifted(self) -> list[PodAudit]:
         return [p for p in self.pods if p.drifted]
@@ -117,6 +120,7 @@ class AuditReport:
             "profiles": self.profiles,
             "seconds": round(self.seconds, 3),
             "summary": {name: {r: c.get(r, 0) for r in RESULTS} for name, c in sorted(self.counts().items())},
+            "sensitivePatches": {name: list(fields) for name, fields in sorted(self.sensitive.items())},
             "results": rows,
         }
 
@@ -206,6 +210,7 @@ def audit(
     registry = registry or default_routes()
     profiles = {p.name: p for p in snapshot.profiles}
     report = AuditReport(profiles=len(profiles))
+    report.sensitive = {name: f for name, p in profiles.items() if (f := sensitive_fields(p.patch))}
     if profiles:
         for pod in running_pods(snapshot) if pods is None else pods:
             report.audited += 1

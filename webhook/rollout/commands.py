@@ -70,6 +70,10 @@ def audit_table(report: AuditReport) -> str:
         f"{len(report.drifted())} of {report.audited} running pod(s) differ from what the current "
         f"{report.profiles} profile(s) would make of them ({len(report.pods)} matched by a profile)"
     )
+    lines.extend(
+        f"profile {name} patches security-sensitive fields: {', '.join(fields)}"
+        for name, fields in sorted(report.sensitive.items())
+    )
     return "\n".join(lines)
 
 
@@ -77,6 +81,7 @@ def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
     import time
 
     from cluster.client import api_client, api_errors
+    from cluster.files import ScanError
     from policies.manifests import ManifestError
     from webhook.registry import default_routes
     from webhook.rollout.audit import AUDIT_READS, audit
@@ -91,14 +96,20 @@ def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
             raise UsageError("--write-reports writes PolicyReports through the API server: use --kubeconfig")
         if not args.cluster.is_dir():
             raise UsageError(f"--cluster {args.cluster}: not a directory")
+        directory = DirectorySnapshots(args.cluster, refuse_sensitive=args.refuse_sensitive_patches)
         try:
-            snapshot = DirectorySnapshots(args.cluster).scan()
-        except ManifestError as exc:
+            snapshot = directory.scan()
+        except (ManifestError, ScanError) as exc:
             raise UsageError(str(exc)) from exc
         assert snapshot is not None  # the first scan always builds one
+        if directory.store.problems:  # an audit of a state with files left out would mislead
+            first, more = directory.store.problems[0], len(directory.store.problems) - 1
+            raise UsageError(f"{first.source}: {first.message}" + (f" (and {more} more file problems)" if more else ""))
     else:
         api = api_client(args.kubeconfig, args.context)  # ClusterUnavailable: exit 2 at the edge
-        source = ApiServerSnapshots(api, watched_kinds(registry, AUDIT_READS))
+        source = ApiServerSnapshots(
+            api, watched_kinds(registry, AUDIT_READS), refuse_sensitive=args.refuse_sensitive_patches
+        )
         try:
             snapshot = source.list_once()
         finally:
@@ -136,5 +147,6 @@ def register_audit(subparsers: Subparsers) -> None:
         action="store_true",
         help="write a wgpolicyk8s.io/v1alpha2 PolicyReport per namespace (--kubeconfig)",
     )
+    flags.add_refuse_sensitive_patches(audit)
     add_output(audit, ("table", "json"), default="table")
     audit.set_defaults(func=_audit)

@@ -31,12 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-import yaml
-
-from cluster.files import read_manifest_file
+from cluster.files import read_manifest_file, read_manifest_text
 from policies.field_errors import ConfigError, Fields
 from policies.jsonpatch_diff import diff
-from policies.manifests import ManifestError
+from policies.manifests import ManifestError, parse_documents
 from policies.objects import name_of, namespace_of
 from policies.snapshot import ClusterSnapshot
 from webhook.chain import UnknownKind, request_for, run_chain
@@ -104,7 +102,7 @@ class CaseResult:
 
 def find_suites(root: Path) -> list[Path]:
     """Every `colocate-test.yaml` at or below `root`, in path order."""
-    if root.is_file():
+    if root.exists() and not root.is_dir():  # a file, or a FIFO that load_suite refuses
         return [root]
     if not root.is_dir():
         raise SuiteError(f"{root}: no such directory")
@@ -165,11 +163,11 @@ def _expectation(raw: Any, where: str, base: Path) -> Expectation:
 
 def load_suite(path: Path) -> Suite:
     """Read and check one suite file; a SuiteError names the file and the field."""
-    try:
-        text = path.read_text(encoding="utf-8")
-        raw = yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise SuiteError(f"{path}: {exc}") from exc
+    try:  # the loader of every manifest: regular files only, one-line errors, bounded aliases
+        documents = parse_documents(read_manifest_text(path), str(path))
+    except ManifestError as exc:
+        raise SuiteError(str(exc)) from exc
+    raw = documents[0] if documents else None
     try:
         fields = Fields(raw, "")
         if fields.str("apiVersion", API_VERSION) != API_VERSION or fields.str("kind", KIND) != KIND:

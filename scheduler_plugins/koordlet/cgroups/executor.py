@@ -5,7 +5,8 @@ a parent is never smaller than a child while they are applied: first, top-down (
 container), every cgroup is raised to the union of its old and new value; then, bottom-up, each
 is lowered to its new value. The executor remembers what it last wrote to each file and skips a
 write of the same text until the entry is older than `cache_ttl` (then the file is compared again,
-so a value changed behind the agent's back is restored).
+so a value changed behind the agent's back is restored). A path that resolves outside the cgroup
+root is never written, whatever built it.
 """
 
 from __future__ import annotations
@@ -93,9 +94,10 @@ class ResourceExecutor:
         cache_ttl: float = 60.0,
         dry_run: bool = False,
         on_write: Callable[[CgroupWrite, str], None] | None = None,
+        on_outside: Callable[[str], None] | None = None,
     ) -> None:
         self.layout, self.clock, self.cache_ttl, self.dry_run = layout, clock, cache_ttl, dry_run
-        self.on_write = on_write
+        self.on_write, self.on_outside = on_write, on_outside
         self._cache: dict[str, tuple[str, float]] = {}
 
     def read(self, cgroup: str, resource: Resource) -> int | str | None:
@@ -130,6 +132,12 @@ class ResourceExecutor:
             key = self.layout.path_text(w.cgroup, w.resource)
             text = w.resource.render(self.layout.version, w.value)
             cached = self._cache.get(key)
+            if not self.layout.inside(key):  # a symlink or `..` out of the hierarchy: never written
+                stats.failed += 1
+                stats.errors.append(f"{key}: outside the cgroup root, refused")
+                if self.on_outside is not None:
+                    self.on_outside(key)
+                continue
             if self.dry_run:
                 log.info("dry-run: write %s to %s", text, key)
                 self._written(w, key, text, now, stats)

@@ -82,7 +82,7 @@ def make_app(
 ) -> web.Application:
     prefix = "/" + url_prefix.strip("/") if url_prefix.strip("/") else ""
     routes = web.RouteTableDef()
-    for verb in VERBS:  # filter and bind report a malformed body in their Error field
+    for verb in VERBS:  # a malformed body is a 400 with the reason in Error
         routes.post(f"{prefix}/{verb}")(_verb(getattr(ExtenderService, verb)))
 
     @routes.get(f"{prefix}/healthz")

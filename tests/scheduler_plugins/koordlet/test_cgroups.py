@@ -14,7 +14,7 @@ from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, ResourceExe
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout, LayoutError, Level, detect_version
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
 
-UID = "6b1c-22-33"
+UID = "6b1c2233-0000-4000-8000-00000000abcd"
 
 
 def test_the_version_is_read_from_the_files_not_the_mounts(tmp_path: Path) -> None:
@@ -30,14 +30,14 @@ def test_the_version_is_read_from_the_files_not_the_mounts(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     "driver, qos, expected",
     [
-        (CgroupDriver.CGROUPFS, "BestEffort", "kubepods/besteffort/pod6b1c-22-33"),
-        (CgroupDriver.CGROUPFS, "Guaranteed", "kubepods/pod6b1c-22-33"),
+        (CgroupDriver.CGROUPFS, "BestEffort", "kubepods/besteffort/pod6b1c2233-0000-4000-8000-00000000abcd"),
+        (CgroupDriver.CGROUPFS, "Guaranteed", "kubepods/pod6b1c2233-0000-4000-8000-00000000abcd"),
         (
             CgroupDriver.SYSTEMD,
             "Burstable",
-            "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod6b1c_22_33.slice",
+            "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod6b1c2233_0000_4000_8000_00000000abcd.slice",
         ),
-        (CgroupDriver.SYSTEMD, "Guaranteed", "kubepods.slice/kubepods-pod6b1c_22_33.slice"),
+        (CgroupDriver.SYSTEMD, "Guaranteed", "kubepods.slice/kubepods-pod6b1c2233_0000_4000_8000_00000000abcd.slice"),
     ],
 )
 def test_pod_dirs_of_both_drivers(driver: CgroupDriver, qos: str, expected: str) -> None:
