@@ -192,6 +192,8 @@ class Agent:
     def apply(self, report: RoundReport) -> tuple[WriteStats, list[EvictOutcome]]:
         """Blocking: the cgroup writes, then the evictions."""
         stats = self.executor.apply(report.writes)
+        for failed in stats.failures:
+            self.metrics.write_failures.labels(failed.strategy).inc()
         for error in stats.errors[:3]:
             log.debug("cgroup write failed: %s", error)
         outcomes = []

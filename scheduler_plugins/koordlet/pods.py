@@ -10,8 +10,6 @@ from policies.constants import (
     ANNOTATION_EVICTION_PRIORITY,
     BATCH_CPU,
     BATCH_MEMORY,
-    RESOURCE_CPU,
-    RESOURCE_MEMORY,
     KubernetesQoSClass,
     QoSClass,
 )
@@ -65,14 +63,6 @@ class PodView:
 
     def batch_memory_request(self) -> int:
         return sum(c.requests.get(BATCH_MEMORY, 0) for c in self.containers)
-
-    def memory_request(self) -> int:
-        """Σ memory requests (BE: Σ batch-memory requests)."""
-        name = BATCH_MEMORY if self.qos is QoSClass.BE else RESOURCE_MEMORY
-        return sum(c.requests.get(name, 0) for c in self.containers)
-
-    def cpu_request_milli(self) -> int:
-        return self.batch_cpu_request() if self.qos is QoSClass.BE else self.request(RESOURCE_CPU)
 
     @property
     def eviction_priority(self) -> int:

@@ -81,6 +81,8 @@ class WriteStats:
     skipped: int = 0
     failed: int = 0
     errors: list[str] = field(default_factory=list)
+    #: the writes that failed, for their strategy's failure count
+    failures: list[CgroupWrite] = field(default_factory=list)
 
 
 class ResourceExecutor:
@@ -120,6 +122,7 @@ class ResourceExecutor:
             except ValueError as exc:
                 stats.failed += 1
                 stats.errors.append(str(exc))
+                stats.failures.append(w)
                 continue
             cached = self._cache.get(self.layout.path_text(w.cgroup, w.resource))
             if cached is not None and cached[0] == text and now - cached[1] < self.cache_ttl:
@@ -150,6 +153,7 @@ class ResourceExecutor:
                 self._cache.pop(key, None)
                 stats.failed += 1
                 stats.errors.append(f"{key}: {exc.strerror or exc}")
+                stats.failures.append(w)
                 log.debug("cannot write %s to %s: %s", text, key, exc)
                 continue
             self._written(w, key, text, now, stats)

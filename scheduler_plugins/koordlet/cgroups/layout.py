@@ -17,10 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from policies.constants import KubernetesQoSClass
-from policies.objects import metadata_of
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
-
-V1_SUBSYSTEMS: Final = ("cpu", "cpuacct", "cpuset", "memory", "blkio", "net_cls")
 
 
 class CgroupDriver(enum.StrEnum):
@@ -93,9 +90,6 @@ class CgroupLayout:
             else f"kubepods-{kube_qos.lower()}-pod{escaped}.slice"
         )
         return f"{self.qos_dir(kube_qos)}/{name}"
-
-    def pod_dir_of(self, pod: Mapping[str, Any], kube_qos: str) -> str:
-        return self.pod_dir(kube_qos, str(metadata_of(pod).get("uid") or ""))
 
     def container_dir(self, pod_dir: str, runtime: str, cid: str) -> str:
         if self.driver is CgroupDriver.CGROUPFS:

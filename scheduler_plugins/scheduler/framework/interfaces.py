@@ -83,15 +83,6 @@ class PreFilterPlugin(Protocol):
 
 
 @runtime_checkable
-class PreFilterExtensions(Protocol):
-    """AddPod/RemovePod: evaluate the pod as if another pod were added to / removed from a node."""
-
-    def add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status: ...
-
-    def remove_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status: ...
-
-
-@runtime_checkable
 class FilterPlugin(Protocol):
     name: str
 

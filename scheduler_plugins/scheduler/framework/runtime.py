@@ -396,12 +396,6 @@ class Framework:
         self.run_post_bind(state, pod, node_name)
         return SUCCESS
 
-    def run_reserve_to_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        """Reserve, Permit and, unless the pod waits, the binding cycle. A Wait is returned as
-        is: the caller decides how to wait (`handle.waiting`)."""
-        status = self.run_reserve_permit(state, pod, node_name)
-        return self.run_binding_cycle(state, pod, node_name) if status.is_success else status
-
     def finish_waiting(self, waiting: WaitingPod) -> Status:
         """A settled waiting pod: its binding cycle if allowed, else Unreserve. Removes it."""
         self.handle.waiting.remove(waiting.pod.key)

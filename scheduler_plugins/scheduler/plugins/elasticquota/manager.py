@@ -127,7 +127,6 @@ class QuotaManager:
         self._dirty: set[str] = set()  # quotas whose own pod sums changed since the last refresh
         self._version = 0  # bumped whenever something a distribution depends on changes
         self._distributed: dict[str, int] = {}  # parent -> version its children's runtimes are of
-        self._last_total: dict[str, int] | None = None
 
     # --- quotas ----------------------------------------------------------------------------------
     def set_quota(self, name: str, obj: Mapping[str, Any] | None) -> None:
