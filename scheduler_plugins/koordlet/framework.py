@@ -1,5 +1,6 @@
-"""The QoS manager's framework (spec §1): the one table of built-in strategies, the extension
-plugins, and one round of every enabled strategy.
+"""The QoS manager's framework (Koordinator's `pkg/koordlet/qosmanager/qosmanager.go`,
+`framework/`): the one table of built-in strategies, the extension plugins, and one round of every
+enabled strategy.
 
 `builtin_strategies()` is the table — name, the gates that enable it, the interval flag, the
 factory — in one visible place; a duplicate name is an error. A strategy's `enabled()` is its
@@ -122,7 +123,7 @@ class QOSManager:
         return report
 
 
-# --- extension plugins (spec §1.1) ---------------------------------------------------------------
+# --- extension plugins (pkg/koordlet/qosmanager/framework/extension.go) ---------------------------
 
 
 class ExtensionPlugin(Protocol):

@@ -1,4 +1,5 @@
-"""Cgroup writes as values, and the ResourceUpdateExecutor that applies them (spec §3).
+"""Cgroup writes as values, and the ResourceUpdateExecutor that applies them (Koordinator's
+`pkg/koordlet/resourceexecutor/`).
 
 A strategy returns `CgroupWrite`s; `leveled_order` orders those of a hierarchical resource so that
 a parent is never smaller than a child while they are applied: first, top-down (QoS, pod,

@@ -1,4 +1,5 @@
-"""Where a QoS class, a pod and a container live below the cgroup root (spec §3).
+"""Where a QoS class, a pod and a container live below the cgroup root (Koordinator's
+`pkg/koordlet/util/system/cgroup_driver.go`).
 
 Paths are relative to the root with no leading slash and, on v1, without the subsystem directory:
 `kubepods/besteffort/pod<uid>`. The version is detected from the files under the root — a v2

@@ -1,6 +1,7 @@
-"""The strategy contract (spec §1): `enabled()`, `setup(ctx)`, and one `round(input)` that returns
-what to do — cgroup writes and evictions as values — instead of doing it. The framework's runner
-applies them (or prints them with `--dry-run`), so each decision is testable without mocks.
+"""The strategy contract (Koordinator's `pkg/koordlet/qosmanager/framework/strategy.go`):
+`enabled()`, `setup(ctx)`, and one `round(input)` that returns what to do — cgroup writes and
+evictions as values — instead of doing it. The framework's runner applies them (or prints them with
+`--dry-run`), so each decision is testable without mocks.
 """
 
 from __future__ import annotations

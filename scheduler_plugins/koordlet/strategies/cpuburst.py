@@ -1,8 +1,9 @@
-"""CPUBurst (spec §8): for LS/LSR containers with a CPU limit, `cpu.cfs_burst_us` = quota ×
-cpuBurstPercent / 100 (policy cpuBurstOnly or auto), and the CFS quota scaled up to
-cfsQuotaBurstPercent while the node's share pool is below sharePoolThresholdPercent (policy
-cfsQuotaBurstOnly or auto), back to the limit's quota above it. The node's policy comes from the
-NodeSLO's cpuBurstStrategy; a pod's `koordinator.sh/cpuBurst` annotation overrides it.
+"""CPUBurst (Koordinator's `pkg/koordlet/qosmanager/plugins/cpuburst/cpu_burst.go`): for LS/LSR
+containers with a CPU limit, `cpu.cfs_burst_us` = quota × cpuBurstPercent / 100 (policy cpuBurstOnly
+or auto), and the CFS quota scaled up to cfsQuotaBurstPercent while the node's share pool is below
+sharePoolThresholdPercent (policy cfsQuotaBurstOnly or auto), back to the limit's quota above it.
+The node's policy comes from the NodeSLO's cpuBurstStrategy; a pod's `koordinator.sh/cpuBurst`
+annotation overrides it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""CPUEvict (spec §6): BECPUEvict evicts BE pods when BE is starved — its real CPU limit falls
-below `cpuEvictBESatisfactionLowerPercent` of its request while it uses nearly all of it — until
-the satisfaction would reach the upper percent; CPUEvict evicts low-priority pods when the node's
-CPU use passes `cpuEvictThresholdPercent`; CPUAllocatableEvict when batch-cpu requests pass the
+"""CPUEvict (Koordinator's `pkg/koordlet/qosmanager/plugins/cpuevict/cpu_evict.go`): BECPUEvict
+evicts BE pods when BE is starved — its real CPU limit falls below
+`cpuEvictBESatisfactionLowerPercent` of its request while it uses nearly all of it — until the
+satisfaction would reach the upper percent; CPUEvict evicts low-priority pods when the node's CPU
+use passes `cpuEvictThresholdPercent`; CPUAllocatableEvict when batch-cpu requests pass the
 allocatable. Cool time 20 s.
 """
 

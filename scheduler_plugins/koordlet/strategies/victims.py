@@ -1,4 +1,5 @@
-"""Victim order and release amounts shared by the eviction strategies (spec §5–6)."""
+"""Victim order and release amounts shared by the eviction strategies (Koordinator's
+`memory_evict.go`, `cpu_evict.go`)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ Every method returns a `Status` (or a tuple with one) instead of raising. Contra
 * `Filter` is called once per node and must not mutate the NodeInfo it is given.
 * `Score` returns 0..100 unless the plugin also normalises (`ScoreExtensions`).
 * `Unreserve` must be idempotent and may be called for a pod that was never reserved.
-* A transformer (spec §2.2) runs only when its plugin is enabled at the matching point.
+* A transformer (Koordinator's `pkg/scheduler/frameworkext/interface.go`) runs only when its plugin
+  is enabled at the matching point.
 """
 
 from __future__ import annotations
@@ -59,9 +60,9 @@ class PreEnqueuePlugin(Protocol):
 
 @runtime_checkable
 class NextPodPlugin(Protocol):
-    """FrameworkExtender NextPod (spec §6): consulted before the queue, it may name the pod to
-    schedule next (a gang's next member) among those still queued. Runs for plugins enabled at
-    preEnqueue; the first answer wins."""
+    """FrameworkExtender NextPod (used by Coscheduling, `pkg/scheduler/plugins/coscheduling/`):
+    consulted before the queue, it may name the pod to schedule next (a gang's next member) among
+    those still queued. Runs for plugins enabled at preEnqueue; the first answer wins."""
 
     name: str
 
@@ -194,7 +195,7 @@ class NodeDetailPlugin(Protocol):
     def explain_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> dict[str, Any] | None: ...
 
 
-# --- FrameworkExtender transformers (spec §2.2) --------------------------------------------------
+# --- FrameworkExtender transformers (pkg/scheduler/frameworkext/interface.go) ---------------------
 
 
 @runtime_checkable

@@ -2,8 +2,9 @@
 
 Every method returns Status values; the scheduling loop (`framework/scheduling.py`, the extender's
 verbs) decides what a failure means. The plugins are held by extension point, typed
-(`ExtensionPoints`). Transformers (spec §2.2) run only for plugins enabled at the matching point, in
-profile order. Plugins that keep caches of cluster objects are subscribed to the cluster state.
+(`ExtensionPoints`). Transformers (`pkg/scheduler/frameworkext/interface.go`) run only for plugins
+enabled at the matching point, in profile order. Plugins that keep caches of cluster objects are
+subscribed to the cluster state.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""LowNodeLoad end to end over one round (spec §3): classification, the worked example, nodeFit,
-victim order, pools, deviation thresholds, dry run."""
+"""LowNodeLoad end to end over one round (Koordinator's `low_node_load.go`): classification, the
+worked example, nodeFit, victim order, pools, deviation thresholds, dry run."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def node(name: str, pods: int = 10, cpu: str = "4000m", unschedulable: bool = Fa
 
 
 def worked_example() -> list[dict[str, Any]]:
-    """Spec §3.3 "without priorities": n1 hot (8 pods x 400m), n2 cold, n3 empty but unschedulable."""
+    """Koordinator's `TestLowNodeLoad` "without priorities": n1 hot (8 pods x 400m), n2 cold, n3
+    empty but unschedulable."""
     pods, metric = loaded_node("n1", [(f"p{i}", "400m") for i in range(1, 9)])
     pods[5]["metadata"].pop("ownerReferences")  # p6: bare pod
     pods[6]["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds"}]  # p7

@@ -1,4 +1,5 @@
-"""CgroupReconcile (spec §7) and CPUBurst (spec §8): the values each writes, and where."""
+"""CgroupReconcile (`cgroup_reconcile.go`) and CPUBurst (`cpu_burst.go`): the values each writes,
+and where."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""MemoryEvict and CPUEvict (spec §5–6): thresholds, what is released, the victim order, cool times."""
+"""MemoryEvict and CPUEvict (Koordinator's `memory_evict.go`, `cpu_evict.go`): thresholds, what is
+released, the victim order, cool times."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Orders on an overloaded pool (spec §3.4): nodes by weighted usage (busiest first), and the
-pods of one node as the descheduler's pod sorter does — the cheapest to lose first."""
+"""Orders on an overloaded pool (Koordinator's `low_node_load.go`, `utilization_util.go`): nodes by
+weighted usage (busiest first), and the pods of one node as the descheduler's pod sorter does — the
+cheapest to lose first."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The runtime quota tree (spec §8.2–§8.5): quota specs from the ElasticQuota objects, request and
-used from the pods, runtime computed top-down from the cluster total.
+"""The runtime quota tree (Koordinator's `elasticquota/core/group_quota_manager.go`): quota specs
+from the ElasticQuota objects, request and used from the pods, runtime computed top-down from the
+cluster total.
 
 The manager is fed events (quota put/deleted, pod added/removed, reserved/unreserved) and keeps
 per-quota sums of its own pods incrementally. Everything derived is recomputed lazily, as little

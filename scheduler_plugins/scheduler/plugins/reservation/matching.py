@@ -1,4 +1,5 @@
-"""Which reservations a pod may use (spec §5.2, §5.3): the pod-side keys and the classification.
+"""Which reservations a pod may use (Koordinator's `reservation/transformer.go`,
+`apis/extension/reservation.go`): the pod-side keys and the classification.
 
 Pure: a pod, a reservation, its node's labels and the reservation's remaining resources in; a
 decision out. Implemented: `reservation-ignored`, owners, the `reservation-affinity` name and
@@ -53,7 +54,8 @@ def is_ignored(pod: PodInfo) -> bool:
 
 
 def matches(pod: PodInfo, info: ReservationInfo, affinity: Affinity | None, node_labels: Mapping[str, str]) -> bool:
-    """§5.3 for one reservation the pod is not ignoring: owners, then the affinity, then schedulability."""
+    """`transformer.go`'s matching for one reservation the pod is not ignoring: owners, then the
+    affinity, then schedulability."""
     if not info.matches_owner(pod):
         return False
     if affinity is not None and affinity.name:
@@ -80,7 +82,8 @@ def shares_resources(pod: PodInfo, info: ReservationInfo) -> bool:
 
 
 def score(pod: PodInfo, info: ReservationInfo, allocated: Vector) -> int:
-    """ScoreReservation (§5.5): MostAllocated over the reservation's non-zero resources."""
+    """ScoreReservation (`reservation/scoring.go`): MostAllocated over the reservation's non-zero
+    resources."""
     resources = {name: cap for name, cap in info.allocatable.items() if cap > 0}
     if not resources:
         return 0

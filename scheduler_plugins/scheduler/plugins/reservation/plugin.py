@@ -1,4 +1,5 @@
-"""Reservation (spec §5): pods consume the resources Reservations hold; reserve pods are scheduled.
+"""Reservation (Koordinator's `pkg/scheduler/plugins/reservation/plugin.go`): pods consume the
+resources Reservations hold; reserve pods are scheduled.
 
 BeforePreFilter expires due reservations (in the scheduler's view) and, for a normal pod,
 classifies the reservations of every node that holds some (matching.py). BeforeFilter hands the
@@ -194,7 +195,8 @@ class Reservation:
         return SUCCESS
 
     def _nominate(self, cycle: _Cycle, pod: PodInfo, node_name: str) -> ReservationInfo | None:
-        """§5.5 NominateReservation: the fitting matches; smallest order, else highest score."""
+        """NominateReservation (`reservation/nominator.go`): the fitting matches; smallest order,
+        else highest score."""
         if node_name in cycle.nominated:
             return cycle.nominated[node_name]
         fitting = [

@@ -1,4 +1,5 @@
-"""The CPU accumulator and the annotations, on a 2-socket topology (spec §4)."""
+"""The CPU accumulator and the annotations, on a 2-socket topology (Koordinator's
+`cpu_accumulator.go`)."""
 
 import json
 
