@@ -174,10 +174,6 @@ class ReservationInfo:
         return self.expires_at is not None and now >= self.expires_at
 
     @cached_property
-    def template(self) -> Mapping[str, Any]:
-        return self.spec.get("template") or {}
-
-    @cached_property
     def allocatable(self) -> Vector:
         """What the reservation holds: `status.allocatable` once scheduled, else the template's requests."""
         try:

@@ -108,9 +108,6 @@ class ResourceExecutor:
         except (OSError, ValueError, IndexError):
             return None
 
-    def exists(self, cgroup: str, subsystem: str) -> bool:
-        return self.layout.dir(cgroup, subsystem).is_dir()
-
     def apply(self, writes: Iterable[CgroupWrite]) -> WriteStats:
         """Apply `writes`: those the cache knows are in place are skipped first, the rest go in
         the leveled order (hierarchical resources) and are written."""

@@ -282,8 +282,6 @@ class ReservationView(Protocol):
     infos: dict[str, ReservationInfo]
     by_node: dict[str, set[str]]
 
-    def on_node(self, node_name: str) -> list[ReservationInfo]: ...
-
     def candidates(self, pod: PodInfo) -> list[ReservationInfo]:
         """Holding reservations whose owners might match the pod (a superset), by name."""
         ...
