@@ -1,5 +1,4 @@
-"""The CPU accumulator and the annotations, on a 2-socket topology (Koordinator's
-`cpu_accumulator.go`)."""
+"""The CPU accumulator and the annotations, on a 2-socket topology (docs/scheduler.md)."""
 
 import json
 
