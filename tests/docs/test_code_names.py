@@ -11,7 +11,7 @@ like one of our names, by this rule:
   assigned in its source (an instance attribute);
 - `Name.attribute` where `Name` is a class of ours (`Framework.warm_up`): the class has that
   attribute (a method, a class-level name, or a `self.attribute` it assigns);
-- a bare name with an underscore or call parentheses (`pod_requests`, `_guarded`, `warm_up()`,
+- a bare name with an underscore or call parentheses (`pod_requests`, `_no_such_helper`, `warm_up()`,
   `COLOCATE_COMPILE`, a metric name), or in CamelCase with two humps or more (`SnapshotIndex`,
   `LoadAwareScheduling`): it is defined in our code, or written in one of its strings (metric
   names, environment variables, configuration keys and Koordinator's plugin names are strings).
@@ -43,8 +43,8 @@ PACKAGES = ("colocate", "cli", "cluster", "webhook", "policies", "scheduler_plug
 #: top-level directories whose paths a page may name (checked to exist)
 OUR_DIRS = (*PACKAGES, "tests", "docs", "manifests", "examples", ".ci")
 OUR_FILES = ("pyproject.toml", "setup.py", "Containerfile", "README.md", "CHANGELOG.md", "CONTRIBUTING.md", "LICENSE")
-#: where our names are defined: the code, its tooling, and the test harness (tests/support)
-SOURCES = (*PACKAGES, "tests/support")
+#: where our names are defined: the code, its tooling, the example plugins and the test harness
+SOURCES = (*PACKAGES, "examples", "tests/support")
 
 CAMEL = re.compile(r"^_?[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+$")
 BRANCH = re.compile(r"\bbranch(?:es)? `[^`]+`|`[^`]+` branch\b")
@@ -185,7 +185,7 @@ def test_every_code_name_a_page_mentions_exists(page: Path) -> None:
     [
         "pod_request_of",
         "policies.resources.pod_requests",
-        "_guarded",
+        "_no_such_helper",
         "Framework.run_reserve_to_bind",
         "policies.resources.no_such_function",
         "cli/no_such_module.py",
