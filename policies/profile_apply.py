@@ -1,4 +1,6 @@
-"""Applying matched ClusterColocationProfiles to an object (spec 5.3, 5.4, 9).
+"""Applying matched ClusterColocationProfiles to an object
+(`pkg/webhook/pod/mutating/cluster_colocation_profile.go`,
+`pkg/webhook/reservation/mutating/cluster_colocation_profile.go`).
 
 Shared by pods and reservations: the metadata steps act on the object itself, the scheduling steps
 (schedulerName, priority) on the pod spec the caller points at, and the strategic merge patch on the
@@ -33,7 +35,8 @@ def priority_class_not_found(name: str) -> Denied:
 
 
 def passes_probability(profile: ColocationProfile, rand_int: Callable[[int], int]) -> bool:
-    """Spec 5.3 step 2: 0 never applies, 100 (or unset) always does, else skip when r > percent."""
+    """`shouldSkipProfile`: 0 never applies, 100 (or unset) always does, else skip when r >
+    percent."""
     percent = profile.probability
     if percent is None or percent == 100:
         return True
@@ -67,7 +70,9 @@ def apply_profiles_in_place(
     """Apply `profiles` in order, leaving the result in `obj` (the runner diffs that dict).
 
     Returns whether a matched profile asked to skip the batch/mid resource rewrite; that holds even
-    when the profile itself is skipped by its probability (spec 5.3 step 1).
+    when the profile itself is skipped by its probability: Koordinator's
+    `clusterColocationProfileMutatingPod` reads `ShouldSkipUpdateResource` before
+    `shouldSkipProfile`.
     """
     skip_resource_rewrite = False
     explaining = ctx.explaining
@@ -95,9 +100,9 @@ def apply_profile(
     schema: Schema,
     structure: StructureCheck | None = None,
 ) -> dict[str, Any]:
-    """One profile, in Koordinator's exact order (spec 5.4); returns the object (replaced by a patch).
-    `structure`: what the patched object must still be (a Pod's containers, names); a patch that
-    breaks it is refused with the profile's name and the field, never admitted."""
+    """One profile, in Koordinator's exact order (`doMutateByColocationProfile`); returns the object
+    (replaced by a patch). `structure`: what the patched object must still be (a Pod's containers,
+    names); a patch that breaks it is refused with the profile's name and the field, never admitted."""
     metadata = ensure_map(obj, "metadata")
     if profile.labels:
         _update(ensure_map(metadata, "labels"), profile.labels)
@@ -146,7 +151,8 @@ def _update(values: dict[str, Any], entries: Mapping[str, str]) -> None:
 
 def _suffixed_before(value: str, suffix: str, arrived_with: str | None) -> bool:
     """In an audit: the label still holds the value the pod came with, and that ends with the
-    suffix, so the suffix was appended when the pod was admitted (spec 5.4: suffixes append again)."""
+    suffix, so the suffix was appended when the pod was admitted (Koordinator's `labelSuffixes`
+    append again)."""
     return value == arrived_with and value.endswith(suffix)
 
 

@@ -1,4 +1,5 @@
-"""`/mutate-node-status` and `/validate-node` (spec 8): one plugin each, run by the shared loop."""
+"""`/mutate-node-status` and `/validate-node` (Koordinator's `pkg/webhook/node/`): one plugin each,
+run by the shared loop."""
 
 from __future__ import annotations
 

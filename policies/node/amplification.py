@@ -1,4 +1,5 @@
-"""Node resource amplification on `nodes/status` UPDATE (spec 8.1).
+"""Node resource amplification on `nodes/status` UPDATE
+(`pkg/webhook/node/plugins/resourceamplification/resource_amplification.go`).
 
 The kubelet reports the real allocatable; Koordinator keeps it in the raw-allocatable annotation and
 publishes cpu/memory multiplied by the node's amplification ratios, so the scheduler can overcommit a

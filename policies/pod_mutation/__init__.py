@@ -1,4 +1,5 @@
-"""`/mutate-pod`: the pod mutating plugins, in Koordinator's order (spec 5.1).
+"""`/mutate-pod`: the pod mutating plugins, in Koordinator's order
+(`pkg/webhook/pod/mutating/mutating_handler.go`).
 
 CREATE only; UPDATE, DELETE and CONNECT are admitted untouched, even for pods that opted into the
 UPDATE registration with `pod.koordinator.sh/mutating-update`.
@@ -28,7 +29,8 @@ def _pod_spec(pod: dict[str, Any]) -> dict[str, Any]:
 
 
 class ClusterColocationProfilePlugin:
-    """Matched profiles in name order, then the batch/mid resource rewrite once (spec 5.2-5.5)."""
+    """Matched profiles in name order, then the batch/mid resource rewrite once
+    (`pkg/webhook/pod/mutating/cluster_colocation_profile.go`)."""
 
     name = "ClusterColocationProfile"
     operations = frozenset({CREATE})

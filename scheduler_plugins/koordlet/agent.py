@@ -270,6 +270,8 @@ class Agent:
     def apply(self, report: RoundReport) -> tuple[WriteStats, list[EvictOutcome]]:
         """Blocking: the cgroup writes, then the evictions."""
         stats = self.executor.apply(report.writes)
+        for failed in stats.failures:
+            self.metrics.write_failures.labels(failed.strategy).inc()
         host = self.host_files.apply(report.host_writes)
         for error in host.errors[:3]:
             log.warning("host file write failed: %s", error)

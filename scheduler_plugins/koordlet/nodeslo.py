@@ -1,5 +1,6 @@
 """The NodeSLO (`slo.koordinator.sh/v1alpha1`), parsed once into frozen values with the defaults of
-Koordinator's `sloconfig` (spec §2). Absent fields take the defaults; a field of the wrong type is
+Koordinator's `sloconfig` (`pkg/util/sloconfig/nodeslo_config.go`,
+`apis/slo/v1alpha1/nodeslo_types.go`). Absent fields take the defaults; a field of the wrong type is
 a `ConfigError` naming it (the agent logs it and treats the NodeSLO as missing).
 """
 
@@ -164,7 +165,7 @@ class ClassQOS:
     memory: MemoryQOS
 
 
-#: sloconfig's defaults per class (spec §2); every `enable` is false
+#: sloconfig's defaults per class (`pkg/util/sloconfig/nodeslo_config.go`); every `enable` is false
 DEFAULT_CLASS_QOS: Final[Mapping[str, ClassQOS]] = {
     QoSClass.LSR: ClassQOS(
         CPUQOS(False, 2, 0, True), MemoryQOS(wmark_ratio=95, wmark_scale_permill=20, wmark_min_adj=-25)

@@ -16,8 +16,6 @@ from policies.constants import (
     LABEL_EVICTION_ENABLED,
     LABEL_KOORDINATOR_PRIORITY,
     PRIORITY_DEFAULT_VALUES,
-    RESOURCE_CPU,
-    RESOURCE_MEMORY,
     KubernetesQoSClass,
     PriorityClass,
     QoSClass,
@@ -76,14 +74,6 @@ class PodView:
 
     def batch_memory_request(self) -> int:
         return sum(c.requests.get(BATCH_MEMORY, 0) for c in self.containers)
-
-    def memory_request(self) -> int:
-        """Σ memory requests (BE: Σ batch-memory requests)."""
-        name = BATCH_MEMORY if self.qos is QoSClass.BE else RESOURCE_MEMORY
-        return sum(c.requests.get(name, 0) for c in self.containers)
-
-    def cpu_request_milli(self) -> int:
-        return self.batch_cpu_request() if self.qos is QoSClass.BE else self.request(RESOURCE_CPU)
 
     @property
     def eviction_priority(self) -> int:

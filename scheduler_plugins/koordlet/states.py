@@ -1,5 +1,5 @@
-"""The states the strategies read — the Node, its NodeSLO, its Pods, its NodeResourceTopology —
-and the states-informer callbacks (spec §1.2).
+"""The states the strategies read — the Node, its NodeSLO, its Pods, its NodeResourceTopology — and
+the states-informer callbacks (Koordinator's `pkg/koordlet/statesinformer/`).
 
 `NodeState` is an immutable snapshot taken at the start of a round. `NodeStates` is an index of
 the shared `ClusterStore` (fed by the API server with `spec.nodeName=<node>`, or by a node
@@ -7,7 +7,9 @@ directory) that keeps the objects of one node and signals the callbacks.
 
 Callbacks: `register(type, name, fn)`; `send(type)` puts a signal in a one-slot queue per type,
 dropped if a run is already pending, so a burst of changes costs one run. A worker per type runs
-that type's callbacks one after the other with the object of §1.2 (a None object skips the run).
+that type's callbacks one after the other with its object: the NodeSLO's spec (NodeSLOSpec), none
+(AllPods), the NodeResourceTopology (NodeTopology), the Node (NodeMetadata); a None object skips the
+run.
 """
 
 from __future__ import annotations

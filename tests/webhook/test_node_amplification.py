@@ -1,4 +1,4 @@
-"""`/mutate-node-status`: resource amplification (spec 8.1)."""
+"""`/mutate-node-status`: resource amplification (Koordinator's `resource_amplification.go`)."""
 
 from __future__ import annotations
 

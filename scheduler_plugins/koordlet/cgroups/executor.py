@@ -1,4 +1,5 @@
-"""Cgroup writes as values, and the ResourceUpdateExecutor that applies them (spec §3).
+"""Cgroup writes as values, and the ResourceUpdateExecutor that applies them (Koordinator's
+`pkg/koordlet/resourceexecutor/`).
 
 A strategy returns `CgroupWrite`s; `leveled_order` orders those of a hierarchical resource so that
 a parent is never smaller than a child while they are applied: first, top-down (QoS, pod,
@@ -82,6 +83,8 @@ class WriteStats:
     skipped: int = 0
     failed: int = 0
     errors: list[str] = field(default_factory=list)
+    #: the writes that failed, for their strategy's failure count
+    failures: list[CgroupWrite] = field(default_factory=list)
 
 
 class ResourceExecutor:
@@ -107,9 +110,6 @@ class ResourceExecutor:
         except (OSError, ValueError, IndexError):
             return None
 
-    def exists(self, cgroup: str, subsystem: str) -> bool:
-        return self.layout.dir(cgroup, subsystem).is_dir()
-
     def apply(self, writes: Iterable[CgroupWrite]) -> WriteStats:
         """Apply `writes`: those the cache knows are in place are skipped first, the rest go in
         the leveled order (hierarchical resources) and are written."""
@@ -122,6 +122,7 @@ class ResourceExecutor:
             except ValueError as exc:
                 stats.failed += 1
                 stats.errors.append(str(exc))
+                stats.failures.append(w)
                 continue
             cached = self._cache.get(self.layout.path_text(w.cgroup, w.resource))
             if cached is not None and cached[0] == text and now - cached[1] < self.cache_ttl:
@@ -158,6 +159,7 @@ class ResourceExecutor:
                 self._cache.pop(key, None)
                 stats.failed += 1
                 stats.errors.append(f"{key}: {exc.strerror or exc}")
+                stats.failures.append(w)
                 log.debug("cannot write %s to %s: %s", text, key, exc)
                 continue
             self._written(w, key, text, now, stats)

@@ -1,4 +1,5 @@
-"""Where a QoS class, a pod and a container live below the cgroup root (spec §3).
+"""Where a QoS class, a pod and a container live below the cgroup root (Koordinator's
+`pkg/koordlet/util/system/cgroup_driver.go`).
 
 Paths are relative to the root with no leading slash and, on v1, without the subsystem directory:
 `kubepods/besteffort/pod<uid>`. The version is detected from the files under the root — a v2
@@ -17,11 +18,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from policies.constants import KubernetesQoSClass
-from policies.objects import metadata_of
 from scheduler_plugins.koordlet.cgroups.ids import checked_pod_uid, parse_container_id
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
-
-V1_SUBSYSTEMS: Final = ("cpu", "cpuacct", "cpuset", "memory", "blkio", "net_cls")
 
 
 class CgroupDriver(enum.StrEnum):
@@ -99,9 +97,6 @@ class CgroupLayout:
             else f"kubepods-{kube_qos.lower()}-pod{escaped}.slice"
         )
         return f"{self.qos_dir(kube_qos)}/{name}"
-
-    def pod_dir_of(self, pod: Mapping[str, Any], kube_qos: str) -> str:
-        return self.pod_dir(kube_qos, metadata_of(pod).get("uid"))
 
     def container_dir(self, pod_dir: str, runtime: str, cid: str) -> str:
         if self.driver is CgroupDriver.CGROUPFS:

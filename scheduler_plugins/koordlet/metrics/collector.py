@@ -39,10 +39,6 @@ def pod_series(uid: str, resource: str) -> str:
     return f"pod/{uid}/{resource}"
 
 
-def app_series(name: str, resource: str) -> str:
-    return f"hostapp/{name}/{resource}"
-
-
 def read_proc_stat(proc: Path) -> tuple[int, int] | None:
     """(busy, total) jiffies of all CPUs."""
     try:

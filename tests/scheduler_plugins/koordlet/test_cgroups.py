@@ -212,3 +212,19 @@ def test_leveled_cpuset_updates_keep_every_child_inside_its_parent(
         sets = [parse_cpuset(state[n]) for n in names]
         assert sets[2] <= sets[1] <= sets[0]
     assert [parse_cpuset(state[n]) for n in names] == new
+
+
+def test_a_failed_write_is_counted_on_the_agents_metric_by_strategy(tmp_path: Path) -> None:
+    """`koordlet_cgroup_write_failures_total` (docs/koordlet.md) moves when a write fails."""
+    from cluster.store import ClusterStore
+    from scheduler_plugins.koordlet.agent import Agent, AgentSettings
+    from scheduler_plugins.koordlet.features import koordlet_gates
+    from scheduler_plugins.koordlet.framework import RoundReport
+    from scheduler_plugins.koordlet.states import KOORDLET_KINDS
+    from scheduler_plugins.koordlet.strategies.base import StrategyOptions
+
+    (tmp_path / "cpu").mkdir()
+    agent = Agent(AgentSettings("n1", tmp_path), StrategyOptions(koordlet_gates()), ClusterStore(KOORDLET_KINDS))
+    agent.apply(RoundReport(writes=[CgroupWrite("CPUSuppress", "kubepods/gone", r.CPU_SHARES, 2, Level.POD)]))
+    failures = agent.registry.get_sample_value("koordlet_cgroup_write_failures_total", {"strategy": "CPUSuppress"})
+    assert failures == 1.0

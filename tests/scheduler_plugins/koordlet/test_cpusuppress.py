@@ -1,5 +1,5 @@
-"""CPUSuppress (spec §4): the suppress formula, the cpuset and cfsQuota policies, the recovery, and
-the topology-aware CPU selection (with its properties)."""
+"""CPUSuppress (Koordinator's `cpu_suppress.go`): the suppress formula, the cpuset and cfsQuota
+policies, the recovery, and the topology-aware CPU selection (with its properties)."""
 
 from __future__ import annotations
 
