@@ -21,6 +21,9 @@ from policies.constants import KubernetesQoSClass
 from scheduler_plugins.koordlet.cgroups.ids import checked_pod_uid, parse_container_id
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
 
+#: the v1 hierarchies a pod's cgroup files live in: every write and kill must stay below one of them
+V1_SUBSYSTEMS: Final = ("cpu", "cpuacct", "cpuset", "memory", "blkio", "net_cls")
+
 
 class CgroupDriver(enum.StrEnum):
     CGROUPFS = "cgroupfs"
