@@ -28,6 +28,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from cli import errors, flags
+from cli.eventloop import wait_set
 from cli.parser import Subparsers
 from cluster.files import DirectorySource
 from cluster.kinds import WatchedKind
@@ -303,8 +304,7 @@ class Agent:
             if wake is None:
                 await asyncio.sleep(interval)
                 continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), interval)
+            await wait_set(wake, interval)
             wake.clear()
 
     async def _collect(self) -> None:
