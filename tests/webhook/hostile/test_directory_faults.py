@@ -131,7 +131,7 @@ def test_deep_json_is_a_named_problem_in_readyz_and_the_other_files_reload(serve
     server = served()
     deep_json(server.state / "deep.json")
     wait_for_sync(lambda: _problems(server), until=lambda n: n == 1, timeout=10, message="deep.json to be counted")
-    status, readyz = server.request("/readyz")
+    status, readyz = server.probe("/readyz")
     assert status == 200 and b"deep.json: nested too deeply to parse" in readyz
     (server.state / "profiles.yaml").unlink()  # the reload goes on: the deleted profiles stop applying
     wait_for_sync(lambda: _patched(server), until=lambda patched: not patched, timeout=10, message="the reload")
@@ -141,7 +141,7 @@ def test_an_alias_bomb_profile_is_refused_and_costs_admissions_nothing(served):
     server = served()
     alias_bomb(server.state / "bomb.yaml")
     wait_for_sync(lambda: _problems(server), until=lambda n: n == 1, timeout=10, message="the bomb to be refused")
-    assert b"bomb.yaml: aliases expand to more than" in server.request("/readyz")[1]
+    assert b"bomb.yaml: aliases expand to more than" in server.probe("/readyz")[1]
     started = time.monotonic()
     answer = server.review("/mutate-pod", admission_review(POD))
     assert time.monotonic() - started < 1.0 and len(base64.b64decode(answer["patch"])) < 4096
@@ -151,6 +151,6 @@ def test_a_symlink_to_the_root_file_system_is_not_walked(served):
     server = served()
     (server.state / "everything").symlink_to("/")
     wait_for_sync(lambda: _problems(server), until=lambda n: n == 1, timeout=10, message="the link to be named")
-    assert b"everything: a symlink that resolves outside the directory" in server.request("/readyz")[1]
+    assert b"everything: a symlink that resolves outside the directory" in server.probe("/readyz")[1]
     (server.state / "profiles.yaml").unlink()
     wait_for_sync(lambda: _patched(server), until=lambda patched: not patched, timeout=5, message="the reload")
