@@ -42,6 +42,7 @@ class ApplyOptions:
     old_object: str | None = None
     output: str = "json"
     explain: bool = False
+    strict: bool = False  # a problem with the cluster state (an invalid profile, say) fails the run
 
 
 class BadInput(ValueError):
@@ -137,11 +138,15 @@ def run_apply(
     except (BadInput, ManifestError, ScanError, UnknownKind) as exc:
         print(f"error: {exc}", file=stderr)
         return EXIT_BAD_INPUT
-    for problem in snapshot.problems:
-        print(f"warning: {problem.source}: {problem.message}", file=stderr)
     where = f"--cluster {options.cluster}" if options.cluster is not None else "the cluster"
-    for name in missing_namespaces(requests, snapshot):
-        print(f"warning: namespace {name!r} is not in {where}: namespaceSelectors see it without labels", file=stderr)
+    problems = [f"{problem.source}: {problem.message}" for problem in snapshot.problems] + [
+        f"namespace {name!r} is not in {where}: namespaceSelectors see it without labels"
+        for name in missing_namespaces(requests, snapshot)
+    ]
+    for problem in problems:
+        print(f"{'error' if options.strict else 'warning'}: {problem}", file=stderr)
+    if problems and options.strict:
+        return EXIT_BAD_INPUT
     admitted: dict[int, dict[str, Any] | None] = {}
     denied = False
     for obj, request in zip(objects, requests, strict=True):

@@ -142,6 +142,7 @@ def _apply(args: argparse.Namespace) -> int:
             old_object=args.old_object,
             output=args.output,
             explain=args.explain,
+            strict=args.strict,
         )
     )
 
@@ -311,7 +312,8 @@ def register_commands(subparsers: Subparsers) -> None:
         "apply",
         help="run the admission chain offline on objects",
         description="Print the objects as the webhooks would admit them, in the shape "
-        "they came in. Exit 0 admitted, 1 denied, 2 bad input.",
+        "they came in. Exit 0 admitted, 1 denied, 2 bad input (with --strict, also an invalid "
+        "profile or cluster object, or a namespace the cluster does not have).",
     )
     state = apply.add_mutually_exclusive_group(required=True)
     cluster = flags.add_cluster_dir(state, reads="ClusterColocationProfiles, Namespaces, PriorityClasses, ...")
@@ -336,5 +338,11 @@ def register_commands(subparsers: Subparsers) -> None:
     add_output(apply, ("json", "yaml"), default="json")
     apply.add_argument(
         "--explain", action="store_true", help="say on stderr which profiles matched and what each changed"
+    )
+    apply.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 2) instead of warning when a profile or cluster object is invalid and not used, "
+        "or an object's namespace is not in the cluster: for CI",
     )
     apply.set_defaults(func=_apply)

@@ -77,6 +77,7 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
             "--kubeconfig",
             "--old-object",
             "--operation {CREATE,UPDATE,DELETE}",
+            "--strict",
             "-f/--filename",
             "-o/--output {json,yaml}",
         ],
@@ -127,8 +128,11 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
         ["--cluster", "--config", "--feature-gates", "--now", "--progress/--no-progress", "-o/--output {table,json}"],
         [],
     ),
-    "test": (["-o/--output {table,json}"], []),
-    "audit": (["--cluster", "--context", "--kubeconfig", "--write-reports", "-o/--output {table,json}"], []),
+    "test": (["--scaffold", "--test-case-selector", "--update", "-o/--output {table,json}"], []),
+    "audit": (
+        ["--cluster", "--context", "--kubeconfig", "--policy-report", "--write-reports", "-o/--output {table,json}"],
+        [],
+    ),
     "scheduler explain": (
         ["--cluster", "--config", "--feature-gates", "--now", "--pod", "-o/--output {table,json}"],
         [],

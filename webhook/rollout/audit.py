@@ -44,6 +44,7 @@ from webhook.registry import Registry, default_routes
 PASS, FAIL, WARN, SKIP, ERROR = "pass", "fail", "warn", "skip", "error"
 RESULTS: Final = (PASS, FAIL, WARN, ERROR, SKIP)
 DRIFTED: Final = frozenset({FAIL, WARN})
+FAILING: Final = frozenset({FAIL, ERROR})  # what makes `colocate audit` exit 1 (a warn-only trial does not)
 TERMINATED_PHASES: Final = frozenset({"Succeeded", "Failed"})
 PROFILE_STEP: Final = "profile/"
 #: What the audit reads of the cluster beyond what the registry's plugins read: every Pod, whole (its
