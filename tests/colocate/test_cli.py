@@ -125,7 +125,16 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
         [],
     ),
     "scheduler simulate": (
-        ["--cluster", "--config", "--feature-gates", "--now", "--progress/--no-progress", "-o/--output {table,json}"],
+        [
+            "--cluster",
+            "--config",
+            "--context",
+            "--feature-gates",
+            "--kubeconfig",
+            "--now",
+            "--progress/--no-progress",
+            "-o/--output {table,json}",
+        ],
         [],
     ),
     "test": (["--scaffold", "--test-case-selector", "--update", "-o/--output {table,json}"], []),
@@ -134,7 +143,16 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
         [],
     ),
     "scheduler explain": (
-        ["--cluster", "--config", "--feature-gates", "--now", "--pod", "-o/--output {table,json}"],
+        [
+            "--cluster",
+            "--config",
+            "--context",
+            "--feature-gates",
+            "--kubeconfig",
+            "--now",
+            "--pod",
+            "-o/--output {table,json}",
+        ],
         [],
     ),
     "scheduler quota": (
