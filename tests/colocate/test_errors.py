@@ -108,7 +108,7 @@ def test_serve_on_a_port_in_use(tmp_path: Path) -> None:
             "scheduler",
             "simulate",
             "--cluster",
-            str(REPO / "manifests/scheduler/example-cluster"),
+            str(REPO / "manifests/scheduler/examples/reservation"),
             "--now",
             "2024-05-01T10:01:00Z",
             "-o",
