@@ -45,7 +45,7 @@ def register_commands(subparsers: Subparsers) -> None:
         help="the cgroup version whose file names are printed (default v1)",
     )
     p.add_argument("--now", help="RFC 3339 time of the round (default: now)")
-    add_output(p, ("json", "table"), default="json")
+    add_output(p, ("table", "json"), default="table")
     p.set_defaults(func=run_plan)
 
     add_run_command(commands)
