@@ -248,3 +248,11 @@ async def test_simulate_and_explain_list_the_cluster_through_a_kubeconfig(capsys
     argv = ["scheduler", "explain", "--kubeconfig", str(kubeconfig), "--now", NOW, "--pod", pod_file, "-o", "json"]
     code = await asyncio.to_thread(main, argv)
     assert code == 0 and json.loads(capsys.readouterr().out)["selected"]
+
+
+def test_explain_lists_only_the_filters_that_refused_a_node_under_filter_failures(capsys, pod_file):
+    code, out, _ = run(capsys, "explain", "--cluster", EXAMPLE, "--pod", pod_file, "--now", NOW)
+    rows = {line.split()[0]: line for line in out.splitlines()[2:6]}
+    assert code == 0 and "Skip" not in out
+    assert rows["node-1"].endswith("  -")
+    assert rows["node-3"].endswith("LoadAwareScheduling: Unschedulable (node(s) nodeMetric expired)")
