@@ -93,4 +93,4 @@ def explain_table(report: dict[str, Any]) -> str:
 
 
 def quota_table(report: dict[str, Any]) -> str:
-    return table(["QUOTA", "PARENT", "MIN", "MAX", "REQUEST", "USED", "RUNTIME"], quota_rows(report))
+    return table(["QUOTA", "RESOURCE", "MIN", "MAX", "REQUEST", "USED", "RUNTIME"], quota_rows(report))
