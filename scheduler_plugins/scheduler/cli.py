@@ -19,6 +19,7 @@ import yaml
 from cli import errors, flags
 from cli.output import add_output
 from cli.parser import Subparsers
+from cli.progress import enabled as progress_enabled
 from cluster.inputs import objects_of, read_documents
 from policies.field_errors import ConfigError
 from policies.manifests import ManifestError
@@ -100,12 +101,7 @@ def register_commands(subparsers: Subparsers) -> None:
     sim.add_argument("--config", help="KubeSchedulerConfiguration YAML")
     sim.add_argument("--now", help="RFC 3339 time metric expiry is judged against (default: now)")
     add_output(sim, ("table", "json"), default="table")
-    sim.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bar on stderr (default: when stderr is a terminal)",
-    )
+    flags.add_progress(sim)
     _add_feature_gates(sim)
     sim.set_defaults(func=run_simulate)
 
@@ -197,7 +193,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     except (ConfigError, SnapshotError) as exc:
         return _fail(str(exc))
     _warn_about_the_clock(args, config, clock, cluster)
-    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    progress = progress_enabled(args.progress)
     _settle()
     report = simulate(Scheduler(framework, cluster, config.percentage_of_nodes_to_score), cluster, progress)
     _emit(report.as_dict(), args.output, render.simulation_table)

@@ -139,7 +139,15 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
     ),
     "test": (["--scaffold", "--test-case-selector", "--update", "-o/--output {table,json}"], []),
     "audit": (
-        ["--cluster", "--context", "--kubeconfig", "--policy-report", "--write-reports", "-o/--output {table,json}"],
+        [
+            "--cluster",
+            "--context",
+            "--kubeconfig",
+            "--policy-report",
+            "--progress/--no-progress",
+            "--write-reports",
+            "-o/--output {table,json}",
+        ],
         [],
     ),
     "scheduler explain": (

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from cli import flags
 from cli.errors import UsageError
-from cli.output import add_output, table
+from cli.output import Painter, add_output, table
 from cli.parser import Subparsers
 
 if TYPE_CHECKING:
@@ -56,8 +56,11 @@ def _test(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
             + "\n"
         )
     else:
+        from cli.colour import results_painter
+
         rows = [(i, r.suite, r.resource, r.expected, r.result.upper(), r.reason) for i, r in enumerate(results, 1)]
-        out.write(table(["#", "TEST", "RESOURCE", "EXPECTED", "RESULT", "REASON"], rows) + "\n")
+        paint = results_painter(4, out)
+        out.write(table(["#", "TEST", "RESOURCE", "EXPECTED", "RESULT", "REASON"], rows, paint) + "\n")
         out.write(f"\n{len(results) - failed} of {len(results)} case(s) passed\n")
     return EXIT_FAILED if failed else EXIT_PASSED
 
@@ -94,14 +97,14 @@ def register_commands(subparsers: Subparsers) -> None:
     register_audit(subparsers)
 
 
-def audit_table(report: AuditReport) -> str:
+def audit_table(report: AuditReport, paint: Painter | None = None) -> str:
     rows = [
         (pod.namespace, pod.name, result.profile, result.result.upper(), result.message)
         for pod in report.drifted()
         for result in pod.results
         if result.result != "pass"
     ]
-    lines = [table(["NAMESPACE", "POD", "PROFILE", "RESULT", "DIFFERENCE"], rows)] if rows else []
+    lines = [table(["NAMESPACE", "POD", "PROFILE", "RESULT", "DIFFERENCE"], rows, paint)] if rows else []
     lines.append(
         f"{len(report.drifted())} of {report.audited} running pod(s) differ from what the current "
         f"{report.profiles} profile(s) would make of them ({len(report.pods)} matched by a profile)"
@@ -112,10 +115,13 @@ def audit_table(report: AuditReport) -> str:
 def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
     import time
 
+    from cli.colour import results_painter
+    from cli.progress import Progress
+    from cli.progress import enabled as progress_enabled
     from cluster.client import api_client, api_errors
     from policies.manifests import ManifestError
     from webhook.registry import default_routes
-    from webhook.rollout.audit import AUDIT_READS, FAILING, audit
+    from webhook.rollout.audit import AUDIT_READS, FAILING, audit, running_pods
     from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots
     from webhook.watched import watched_kinds
 
@@ -144,7 +150,10 @@ def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
             source.close()
     for problem in snapshot.problems:
         print(f"warning: {problem.source}: {problem.message}", file=sys.stderr)
-    report = audit(snapshot, registry)
+    pods = running_pods(snapshot)
+    bar = Progress(len(pods), progress_enabled(args.progress), label="auditing")
+    report = audit(snapshot, registry, pods, on_pod=bar.advance)
+    bar.close()
     if api is not None and args.write_reports:
         from webhook.rollout.reports import ReportWriter, policy_reports
 
@@ -165,7 +174,7 @@ def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
     if args.output == "json":
         out.write(json.dumps(report.to_json(), indent=2) + "\n")
     else:
-        out.write(audit_table(report) + "\n")
+        out.write(audit_table(report, results_painter(3, out)) + "\n")
     failing = any(r.result in FAILING for pod in report.pods for r in pod.results)
     return EXIT_FAILED if failing else EXIT_PASSED
 
@@ -196,4 +205,5 @@ def register_audit(subparsers: Subparsers) -> None:
         help="write the wgpolicyk8s.io/v1alpha2 PolicyReports to FILE (YAML, one per namespace), no API server needed",
     )
     add_output(audit, ("table", "json"), default="table")
+    flags.add_progress(audit)
     audit.set_defaults(func=_audit)
