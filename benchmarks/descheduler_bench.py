@@ -22,7 +22,8 @@ import tracemalloc
 from typing import Any
 
 from cluster.store import ClusterStore
-from scheduler_plugins.clock import fixed_clock, parse_time
+from policies.timestamps import parse_time
+from scheduler_plugins.clock import fixed_clock
 from scheduler_plugins.descheduler.backends import StoreEvictions
 from scheduler_plugins.descheduler.cluster import DESCHEDULER_KINDS, DeschedulerView
 from scheduler_plugins.descheduler.framework.config import parse_config

@@ -25,7 +25,7 @@ from cluster.store import ClusterStore
 from scheduler_plugins.koordlet.cgroups import resources as r
 from scheduler_plugins.koordlet.cgroups.executor import ResourceExecutor
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout, detect_version
-from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.framework import QOSManager
 from scheduler_plugins.koordlet.metrics.cache import MetricCache
 from scheduler_plugins.koordlet.metrics.collector import Collector
@@ -162,7 +162,7 @@ def reconcile(root: Path, rounds: int) -> dict[str, Any]:
     store = cluster()
     build_tree(root, layout, store)
     executor = ResourceExecutor(layout, clock=time.monotonic)
-    manager = QOSManager(StrategyOptions(FeatureGates.parse(GATES)))
+    manager = QOSManager(StrategyOptions(koordlet_gates(GATES)))
     state = node_state(store, "bench-node")
     usage = Usage(
         ResourceUsage(20_000, 64 * 1024**3),

@@ -28,7 +28,8 @@ import time
 import orjson
 from aiohttp.test_utils import TestClient, TestServer
 
-from scheduler_plugins.clock import fixed_clock, parse_time
+from policies.timestamps import parse_time
+from scheduler_plugins.clock import fixed_clock
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.extender.server import make_app
 from scheduler_plugins.scheduler.extender.service import ExtenderService

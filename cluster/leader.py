@@ -17,6 +17,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from cluster.client import read_object
+from policies.timestamps import parse_time
 
 
 def utcnow() -> dt.datetime:
@@ -25,12 +26,6 @@ def utcnow() -> dt.datetime:
 
 def micro_time(when: dt.datetime) -> str:
     return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_time(raw: str | None) -> dt.datetime | None:
-    if not raw:
-        return None
-    return dt.datetime.fromisoformat(raw.replace("Z", "+00:00"))
 
 
 @dataclass(frozen=True)
@@ -66,9 +61,9 @@ def decide(
         return Decision(True, body, create=True)
     spec = lease.get("spec") or {}
     holder = spec.get("holderIdentity") or ""
-    renewed = parse_time(spec.get("renewTime")) or dt.datetime.min.replace(tzinfo=dt.UTC)
-    held_for = dt.timedelta(seconds=int(spec.get("leaseDurationSeconds") or duration.total_seconds()))
-    if holder and holder != identity and now < renewed + held_for:
+    renewed = parse_time(spec.get("renewTime"))  # None (missing or unreadable): never renewed, expired
+    held_for = int(spec.get("leaseDurationSeconds") or duration.total_seconds())
+    if holder and holder != identity and renewed is not None and now.timestamp() < renewed + held_for:
         return Decision(False, None)
     new_spec = {
         **spec,

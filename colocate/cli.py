@@ -9,28 +9,25 @@ The conventions the groups share live in `cli` (flags, `-o` formats, errors, JSO
 for every command: the global options (`--log-level`, `--version`), JSON logging for the duration
 of the command, and the error convention (a `UsageError`, or a cluster that cannot be used, is one
 line on stderr and exit code 2). A reader that stops reading (`colocate ... | head`) ends the command
-quietly, with the exit status of a process killed by SIGPIPE, as other Unix tools do.
+quietly, with the exit status of a process killed by SIGPIPE (`cli.errors.EXIT_BROKEN_PIPE`, 141),
+as other Unix tools do: commands let `BrokenPipeError` rise to here.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import os
-import signal
 import sys
 from collections.abc import Callable, Sequence
-from importlib import metadata
 
 from cli import errors, flags
 from cli.jsonlog import json_logging
 from cli.parser import Parser, Subparsers
 from cluster.client import ClusterUnavailable
+from colocate import __version__
 from webhook import commands as webhook_commands
 
 CommandGroup = Callable[[Subparsers], None]
-DISTRIBUTION = "colocate"
-EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 
 log = logging.getLogger("colocate.cli")
 
@@ -55,20 +52,12 @@ def command_groups() -> list[CommandGroup]:
     ]
 
 
-def version() -> str:
-    """The installed distribution's version (what `pip` installed), not a constant to keep in step."""
-    try:
-        return metadata.version(DISTRIBUTION)
-    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="colocate",
         description="Koordinator-compatible colocation admission webhook and scheduling plugins.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     flags.add_log_level(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
@@ -93,18 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (errors.UsageError, ClusterUnavailable) as exc:
             return errors.report(exc)
         except BrokenPipeError:
-            return _stdout_closed()
-
-
-def _stdout_closed() -> int:
-    """stdout's reader went away: say nothing, and keep Python from complaining at exit when it
-    flushes stdout again (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout is not a file descriptor (a test's StringIO)
-        pass
-    return EXIT_BROKEN_PIPE
+            return errors.stdout_closed()
 
 
 if __name__ == "__main__":  # pragma: no cover

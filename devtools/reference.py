@@ -20,6 +20,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from cli.output import markdown_cell, markdown_table
+
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "python -m devtools.reference"
 WEBHOOK_PATHS = Path("docs/reference/webhook-paths.md")
@@ -30,19 +32,8 @@ def _banner(source: str) -> str:
     return f"<!-- Generated from {source} by `{COMMAND}`; do not edit by hand. -->"
 
 
-def _cell(text: str) -> str:
-    """Text fit for a Markdown table cell: no line breaks, no bare `|`."""
-    return " ".join(text.split()).replace("|", "\\|")
-
-
 def _code(text: str) -> str:
     return f"`{text}`" if text else ""
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return lines
 
 
 # --- webhook paths ------------------------------------------------------------------------------
@@ -94,7 +85,7 @@ def webhook_paths() -> str:
         "same routes offline: for an object's kind, every mutating route, then every validating one.",
         "What each path does: [the admission webhook](../webhook.md#what-each-path-does).",
         "",
-        *_table(
+        *markdown_table(
             [
                 "path",
                 "type",
@@ -180,7 +171,7 @@ def _options_table(actions: Sequence[argparse.Action], required: set[int], prog:
         [_code(_flag(a)), "required" if a.required or id(a) in required else _code(_default(a)), _help(a, prog)]
         for a in actions
     ]
-    return _table(["flag", "default", "meaning"], rows)
+    return markdown_table(["flag", "default", "meaning"], rows)
 
 
 def _anchor(command: str) -> str:
@@ -192,7 +183,7 @@ def _command_section(chain: tuple[Command, ...], summary: str) -> list[str]:
     lines = [f"## {name}", ""]
     for text in (summary, parser.description):
         if text:
-            lines += [_cell(text), ""]
+            lines += [markdown_cell(text), ""]
     # a required group of one documented flag (and its hidden old spelling) makes that flag required
     required = {
         id(shown[0])
@@ -210,7 +201,7 @@ def _command_section(chain: tuple[Command, ...], summary: str) -> list[str]:
         if not actions:
             continue
         if group.title not in ("options", "positional arguments"):
-            lines += [f"**{group.title}**" + (f": {_cell(group.description)}" if group.description else ""), ""]
+            lines += [f"**{group.title}**" + (f": {markdown_cell(group.description)}" if group.description else ""), ""]
         lines += [*_options_table(actions, required, parser.prog), ""]
     for exclusive in parser._mutually_exclusive_groups:
         shown = [a for a in exclusive._group_actions if not _is_hidden(a)]
@@ -225,7 +216,7 @@ def _command_section(chain: tuple[Command, ...], summary: str) -> list[str]:
             lines += ["Commands:", ""]
             for choice in action._choices_actions:
                 full = f"{name} {choice.dest}"
-                lines.append(f"- [`{full}`](#{_anchor(full)}): {_cell(choice.help or '')}")
+                lines.append(f"- [`{full}`](#{_anchor(full)}): {markdown_cell(choice.help or '')}")
             lines.append("")
     return lines
 

@@ -1,5 +1,5 @@
 """Time is injected: plugins call a `Clock` (epoch seconds) rather than reading the system time,
-so `--now` and tests can fix it. RFC 3339 parsing lives here too."""
+so `--now` and tests can fix it. Timestamps are read by `policies.timestamps.parse_time`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from policies.field_errors import ConfigError
+from policies.timestamps import parse_time
 
 Clock = Callable[[], float]
 
@@ -18,24 +19,6 @@ def system_clock() -> float:
 
 def fixed_clock(at: float) -> Clock:
     return lambda: at
-
-
-def parse_time(text: str | None) -> float | None:
-    """An RFC 3339 timestamp as epoch seconds; None for missing or zero (`0001-01-01...`)."""
-    if not text:
-        return None
-    raw = str(text).strip()
-    if raw.endswith("Z"):
-        raw = raw[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(raw)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    if parsed.year <= 1:
-        return None
-    return parsed.timestamp()
 
 
 def format_time(epoch: float) -> str:

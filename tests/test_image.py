@@ -20,10 +20,12 @@ from pathlib import Path
 
 import yaml
 
+import colocate
 from tests.support.containerfile import Stage, build_context, ignored, parse
 from tests.support.paths import REPO
 
 CONTAINERFILE = REPO / "Containerfile"
+INSTALLED_PACKAGES = ("colocate", "cli", "cluster", "webhook", "policies", "scheduler_plugins", "certs")
 
 
 def stages() -> list[Stage]:
@@ -107,8 +109,7 @@ def test_the_image_steps_build_an_installable_colocate(tmp_path: Path) -> None:
     elsewhere = tmp_path / "workdir"
     elsewhere.mkdir()
     version = run([*final.entrypoint, "--version"], cwd=elsewhere, env=env)
-    project = next(line for line in (REPO / "pyproject.toml").read_text().splitlines() if line.startswith("version"))
-    assert version.stdout.split() == ["colocate", project.split('"')[1]]
+    assert version.stdout.split() == ["colocate", colocate.__version__]
     # imported from the installed wheel, not from a source tree
     where = run(
         [
@@ -120,6 +121,10 @@ def test_the_image_steps_build_an_installable_colocate(tmp_path: Path) -> None:
         env=env,
     )
     assert all(line.startswith(str(paths["/opt/colocate"])) for line in where.stdout.split())
+    # every installed package is marked typed (PEP 561), and the wheel carries the license
+    site = Path(where.stdout.split()[0]).parents[1]
+    assert all((site / package / "py.typed").is_file() for package in INSTALLED_PACKAGES)
+    assert list(site.glob(f"colocate-{colocate.__version__}.dist-info/**/LICENSE"))
     # the admission hot path compiled (this machine, like the build image, has a compiler)
     compiled = run(
         [

@@ -16,7 +16,6 @@ import asyncio
 import json
 import logging
 import socket
-import sys
 import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any, Final
@@ -89,15 +88,12 @@ def document(reports: list[RoundReport], dry_run: bool) -> dict[str, Any]:
 
 
 def _print(doc: dict[str, Any], output: str, *, compact: bool = False) -> None:
-    try:
-        text = (
-            (json.dumps(doc, separators=(",", ":")) if compact else json.dumps(doc, indent=2))
-            if output == "json"
-            else rounds_table(doc)
-        )
-        print(text, flush=True)
-    except BrokenPipeError:  # `... | head`: the reader left, which is not an error
-        sys.stdout = open("/dev/null", "w")
+    text = (
+        (json.dumps(doc, separators=(",", ":")) if compact else json.dumps(doc, indent=2))
+        if output == "json"
+        else rounds_table(doc)
+    )
+    print(text, flush=True)  # a reader gone (`| head`) ends the command in colocate's main (exit 141)
 
 
 def run_command(args: argparse.Namespace) -> int:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from cli import errors
 from cli.output import add_output
 from cli.parser import Subparsers
 from policies.field_errors import ConfigError
-from scheduler_plugins.clock import parse_time, system_clock
+from scheduler_plugins.clock import clock_at
 from scheduler_plugins.koordlet.agent import add_run_command
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
@@ -53,12 +52,7 @@ def register_commands(subparsers: Subparsers) -> None:
 
 def run_plan(args: argparse.Namespace) -> int:
     try:
-        now = system_clock()
-        if args.now is not None:
-            parsed = parse_time(args.now)
-            if parsed is None:
-                raise ConfigError("--now", f"not an RFC 3339 time: {args.now!r}")
-            now = parsed
+        now = clock_at(args.now)()
         report = plan(
             args.node_dir,
             strategy_options(args),
@@ -67,8 +61,5 @@ def run_plan(args: argparse.Namespace) -> int:
         )
     except (ConfigError, PlanError) as exc:
         return errors.report(str(exc))
-    try:
-        print(json.dumps(report, indent=2) if args.output == "json" else plan_table(report), flush=True)
-    except BrokenPipeError:
-        sys.stdout = open("/dev/null", "w")
+    print(json.dumps(report, indent=2) if args.output == "json" else plan_table(report), flush=True)
     return errors.EXIT_OK

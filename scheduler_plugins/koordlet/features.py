@@ -1,17 +1,16 @@
-"""koordlet's feature gates (`pkg/features/koordlet_features.go`): names, defaults, `--feature-gates`.
+"""koordlet's feature gates (`pkg/features/koordlet_features.go`): their names and defaults.
 
-`--feature-gates A=true,B=false` overrides the defaults; an unknown gate or a value that is not a
-boolean is a usage error naming it, as component-base's feature gate reports it.
+The flag is parsed and the gates are read by `policies.feature_gates`, the one parser every
+component's `--feature-gates` uses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from policies.field_errors import ConfigError
+from policies.feature_gates import FeatureGates, parse_feature_gates
 
 BE_CPU_SUPPRESS: Final = "BECPUSuppress"
 BE_CPU_EVICT: Final = "BECPUEvict"
@@ -54,40 +53,7 @@ DEFAULT_GATES: Final[Mapping[str, bool]] = MappingProxyType(
     }
 )
 
-_TRUE, _FALSE = ("true", "1", "t"), ("false", "0", "f")
 
-
-def parse_gate_map(text: str, known: Mapping[str, bool], flag: str) -> dict[str, bool]:
-    """`k1=true,k2=false` over `known` gates: the overrides only; unknown names are errors."""
-    overrides: dict[str, bool] = {}
-    for term in filter(None, (t.strip() for t in text.split(","))):
-        name, sep, value = term.partition("=")
-        name = name.strip()
-        if not sep:
-            raise ConfigError(flag, f"missing bool value for {name}")
-        if name not in known:
-            raise ConfigError(flag, f"unrecognized feature gate: {name}")
-        lowered = value.strip().lower()
-        if lowered not in _TRUE + _FALSE:
-            raise ConfigError(
-                flag, f"invalid value of {name}={value}, err: strconv.ParseBool: parsing {value!r}: invalid syntax"
-            )
-        overrides[name] = lowered in _TRUE
-    return overrides
-
-
-@dataclass(frozen=True)
-class FeatureGates:
-    """The gates in effect: the defaults with the `--feature-gates` overrides."""
-
-    values: Mapping[str, bool]
-
-    @classmethod
-    def parse(cls, text: str = "") -> FeatureGates:
-        return cls(MappingProxyType({**DEFAULT_GATES, **parse_gate_map(text, DEFAULT_GATES, "--feature-gates")}))
-
-    def enabled(self, name: str) -> bool:
-        return bool(self.values.get(name, False))
-
-    def any_enabled(self, *names: str) -> bool:
-        return any(self.enabled(n) for n in names)
+def koordlet_gates(text: str | None = "") -> FeatureGates:
+    """The koordlet's gates with `--feature-gates` `text` applied (ConfigError naming the flag)."""
+    return parse_feature_gates(text, DEFAULT_GATES)

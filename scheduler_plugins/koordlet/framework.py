@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from policies.feature_gates import parse_gate_map
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite
-from scheduler_plugins.koordlet.features import parse_gate_map
 from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, Strategy, StrategyOptions
 from scheduler_plugins.koordlet.strategies.cgroupreconcile import CgroupReconcile
 from scheduler_plugins.koordlet.strategies.cpuburst import CPUBurst

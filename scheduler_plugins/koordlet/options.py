@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver
-from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 
 _INTERVALS = (
@@ -37,7 +37,7 @@ def add_strategy_flags(parser: argparse.ArgumentParser) -> None:
 
 def strategy_options(args: argparse.Namespace) -> StrategyOptions:
     """The gates (ConfigError on an unknown one) and the intervals the command line gives."""
-    gates = FeatureGates.parse(args.feature_gates)
+    gates = koordlet_gates(args.feature_gates)
     values: dict[str, Any] = {
         attr: float(getattr(args, attr)) for attr in _INTERVALS if getattr(args, attr, None) is not None
     }

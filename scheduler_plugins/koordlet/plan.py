@@ -7,11 +7,11 @@ cpuset increase cap) act as on a fresh node.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cli.output import table_lines
 from cluster.files import load_directory
 from policies.kinds import NODE_METRIC_KIND
 from policies.objects import name_of, spec_of
@@ -75,21 +75,16 @@ def plan(directory: Path, options: StrategyOptions, settings: PlanSettings, now:
     }
 
 
-def _columns(header: tuple[str, ...], rows: Sequence[tuple[Any, ...]]) -> list[str]:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    return ["  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
-
-
 def plan_table(report: dict[str, Any]) -> str:
     """The plan for people: strategies, cgroup writes, evictions."""
     statuses = [
         (name, str(status["enabled"]).lower(), " ".join(f"{k}={v}" for k, v in status.items() if k != "enabled"))
         for name, status in report["strategies"].items()
     ]
-    lines = [f"node {report['node']}", "", *_columns(("STRATEGY", "ENABLED", "DETAIL"), statuses), ""]
+    lines = [f"node {report['node']}", "", *table_lines(("STRATEGY", "ENABLED", "DETAIL"), statuses), ""]
     actions = [(a["strategy"], a["cgroup"], a["file"], a["value"]) for a in report["actions"]]
-    lines += _columns(("STRATEGY", "CGROUP", "FILE", "VALUE"), actions) if actions else ["(no cgroup writes)"]
+    lines += table_lines(("STRATEGY", "CGROUP", "FILE", "VALUE"), actions) if actions else ["(no cgroup writes)"]
     lines.append("")
     evictions = [(e["strategy"], e["pod"], e["reason"]) for e in report["evictions"]]
-    lines += _columns(("STRATEGY", "POD", "REASON"), evictions) if evictions else ["(no evictions)"]
+    lines += table_lines(("STRATEGY", "POD", "REASON"), evictions) if evictions else ["(no evictions)"]
     return "\n".join(lines)

@@ -21,6 +21,7 @@ from cli.output import add_output
 from cli.parser import Subparsers
 from cli.progress import enabled as progress_enabled
 from cluster.inputs import objects_of, read_documents
+from policies.feature_gates import FeatureGates
 from policies.field_errors import ConfigError
 from policies.manifests import ManifestError
 from scheduler_plugins.clock import Clock, clock_at
@@ -29,7 +30,7 @@ from scheduler_plugins.scheduler.cluster.sources import ClusterSource, SnapshotD
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.errors import SnapshotError
 from scheduler_plugins.scheduler.framework.config import SchedulerConfig, load_config
-from scheduler_plugins.scheduler.framework.features import KNOWN_GATES, FeatureGates, parse_feature_gates
+from scheduler_plugins.scheduler.framework.features import KNOWN_GATES, scheduler_gates
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.scheduling import Scheduler
 from scheduler_plugins.scheduler.plugins.elasticquota import args as elasticquota_args
@@ -162,7 +163,7 @@ def _emit(report: dict[str, Any], output: str, as_table: Callable[[dict[str, Any
 
 
 def _features(args: argparse.Namespace) -> FeatureGates:
-    return parse_feature_gates(args.feature_gates)
+    return scheduler_gates(args.feature_gates)
 
 
 def _snapshot(args: argparse.Namespace, config: SchedulerConfig) -> ClusterState:

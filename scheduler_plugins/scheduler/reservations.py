@@ -31,7 +31,7 @@ from policies.constants import (
 from policies.durations import parse_duration
 from policies.quantity import QuantityError, resource_list
 from policies.selectors import LabelSelector, SelectorShapeError, compile_selector
-from scheduler_plugins.clock import parse_time
+from policies.timestamps import parse_time
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector, clone
 
 MAX_INT32: Final = 2**31 - 1

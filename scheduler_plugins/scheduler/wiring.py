@@ -7,11 +7,12 @@ It lives above both the framework and `cluster` (the framework knows the cluster
 
 from __future__ import annotations
 
+from policies.feature_gates import FeatureGates
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.cluster.client import InMemoryClient
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.config import SchedulerConfig
-from scheduler_plugins.scheduler.framework.features import FeatureGates
+from scheduler_plugins.scheduler.framework.features import scheduler_gates
 from scheduler_plugins.scheduler.framework.handle import ClusterClient, Handle
 from scheduler_plugins.scheduler.framework.registry import Registry
 from scheduler_plugins.scheduler.framework.runtime import Framework
@@ -31,6 +32,6 @@ def build_framework(
         cluster=cluster,
         client=client or InMemoryClient(cluster, clock),
         clock=clock,
-        features=features or FeatureGates(),
+        features=features or scheduler_gates(),
     )
     return Framework(config.profile(scheduler_name), registry, handle)

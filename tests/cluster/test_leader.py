@@ -27,6 +27,22 @@ def test_decide_acquires_a_missing_lease_and_keeps_off_a_live_one() -> None:
     assert taken.lease["spec"]["leaseTransitions"] == 1
 
 
+def test_a_lease_whose_renew_time_cannot_be_read_counts_as_expired_not_as_a_crash() -> None:
+    held = decide(None, "a", NOW, DURATION, "lease").lease
+    assert held is not None
+    for renew in ("not a time", "0001-01-01T00:00:00Z"):
+        unreadable = {**held, "spec": {**held["spec"], "renewTime": renew}}
+        assert decide(unreadable, "b", NOW + SECOND, DURATION, "lease").leader
+
+
+def test_a_lease_renewed_with_microseconds_is_held_to_the_microsecond() -> None:
+    held = decide(None, "a", NOW, DURATION, "lease").lease
+    assert held is not None
+    just_before = NOW + DURATION - dt.timedelta(microseconds=1)
+    assert not decide(held, "b", just_before, DURATION, "lease").leader
+    assert decide(held, "b", NOW + DURATION, DURATION, "lease").leader
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = NOW

@@ -114,6 +114,18 @@ def test_serve_on_a_port_in_use(tmp_path: Path) -> None:
             "-o",
             "json",
         ],
+        ["koordlet", "plan", "--node-dir", str(REPO / "manifests/koordlet/example-node"), "-o", "table"],
+        [
+            "descheduler",
+            "run",
+            "--cluster",
+            str(REPO / "manifests/descheduler/example-cluster"),
+            "--config",
+            str(REPO / "manifests/descheduler/example-config.yaml"),
+            "--dry-run",
+            "-o",
+            "table",
+        ],
     ],
 )
 def test_a_reader_that_goes_away_ends_the_command_quietly(argv: list[str], tmp_path: Path) -> None:

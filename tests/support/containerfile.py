@@ -1,7 +1,7 @@
 """Reading the Containerfile the way a builder does, for the tests that run its steps without an engine.
 
 Only what our Containerfile uses: `ARG` defaults, `FROM ... [AS name]`, `WORKDIR`, `COPY`, `RUN`
-(with BuildKit's `--mount=` options, which only make files visible), `ENV`, `USER`, `ENTRYPOINT`,
+(with BuildKit's `--mount=` options, which only make files visible), `ENV`, `LABEL`, `USER`, `ENTRYPOINT`,
 `CMD`. The build context honours `.dockerignore` (podman and docker both read it).
 """
 
@@ -22,6 +22,7 @@ class Stage:
     runs: list[str] = field(default_factory=list)
     copies: list[list[str]] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
     user: str = ""
     entrypoint: list[str] = field(default_factory=list)
     cmd: list[str] = field(default_factory=list)
@@ -62,10 +63,10 @@ def parse(text: str) -> list[Stage]:
             stages[-1].runs.append(" ".join(w for w in shlex.split(rest) if not w.startswith("--mount=")))
         elif keyword == "COPY":
             stages[-1].copies.append(rest.split())
-        elif keyword == "ENV":
+        elif keyword in ("ENV", "LABEL"):
             for word in shlex.split(rest):
                 name, _, value = word.partition("=")
-                stages[-1].env[name] = value
+                (stages[-1].env if keyword == "ENV" else stages[-1].labels)[name] = value
         elif keyword == "USER":
             stages[-1].user = rest
         elif keyword in ("ENTRYPOINT", "CMD"):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler_plugins.clock import fixed_clock, parse_time
+from policies.timestamps import parse_time
+from scheduler_plugins.clock import fixed_clock
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.config import parse_config
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState

@@ -9,10 +9,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from policies.feature_gates import FeatureGates
 from policies.quantity import QuantityError, milli_value, value
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, Reader
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout
-from scheduler_plugins.koordlet.features import FeatureGates
 from scheduler_plugins.koordlet.nodeslo import ThresholdStrategy
 from scheduler_plugins.koordlet.pods import PodView, is_active, pod_view
 from scheduler_plugins.koordlet.states import NodeState

@@ -1,4 +1,5 @@
-"""The cluster state's index of Reservations (spec §5): which hold capacity where, and who uses it.
+"""The cluster state's index of Reservations (docs/scheduler.md, "Reservations"): which hold
+capacity where, and who uses it.
 
 An Available reservation holds `allocatable − allocated` on its node as a reserve-pod entry of the
 NodeInfo, so every Filter plugin sees the capacity as taken, whether the Reservation plugin is
@@ -17,14 +18,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from policies.constants import ANNOTATION_RESERVATION_ALLOCATED
+from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
 from scheduler_plugins.scheduler.reservations import ReservationInfo, held_pod, remaining
 
-if TYPE_CHECKING:
-    from scheduler_plugins.scheduler.cluster.state import ClusterState
+
+class ReservationHost(Protocol):
+    """What the index asks of the cluster state that owns it (`ClusterState`): its nodes, to hold
+    capacity on, and its pending set, where a pending Reservation's reserve pod waits."""
+
+    def node_named(self, name: str) -> NodeInfo | None: ...
+
+    def add_pending(self, pod: PodInfo) -> None: ...
+
+    def drop_pending(self, key: str) -> None: ...
 
 
 def allocated_reservation(pod: PodInfo) -> str:
@@ -40,7 +50,7 @@ def allocated_reservation(pod: PodInfo) -> str:
 
 
 class ReservationIndex:
-    def __init__(self, state: ClusterState) -> None:
+    def __init__(self, state: ReservationHost) -> None:
         self.state = state
         self.infos: dict[str, ReservationInfo] = {}
         #: reservation name -> pod key -> the requests that pod takes from it
@@ -62,12 +72,12 @@ class ReservationIndex:
         old = self.infos.get(info.name)
         if old is not None:
             self._unhold(old)
-        self.state.pending.pop(info.reserve_pod.key, None)
+        self.state.drop_pending(info.reserve_pod.key)
         self.infos[info.name] = info
         if info.allocate_once and info.name in self.owner_bound:
             self.released.add(info.name)
         if info.is_pending:
-            self.state.pending[info.reserve_pod.key] = info.reserve_pod
+            self.state.add_pending(info.reserve_pod)
         self._hold(info)
         if info.expires_at is not None and (self._next_expiry is None or info.expires_at < self._next_expiry):
             self._next_expiry = info.expires_at
@@ -77,7 +87,7 @@ class ReservationIndex:
         if info is None:
             return
         self._unhold(info)
-        self.state.pending.pop(info.reserve_pod.key, None)
+        self.state.drop_pending(info.reserve_pod.key)
         self.allocations.pop(name, None)
         self.released.discard(name)
         self.owner_bound.discard(name)
@@ -97,7 +107,7 @@ class ReservationIndex:
         for name in expired:
             info = self.infos[name]
             self._unhold(info)
-            self.state.pending.pop(info.reserve_pod.key, None)
+            self.state.drop_pending(info.reserve_pod.key)
             self.released.add(name)
         self._next_expiry = upcoming
         return expired
@@ -177,7 +187,7 @@ class ReservationIndex:
             self._any_owner.add(info.name)
         for owner in owners or ():
             self._by_owner_name.setdefault(owner, set()).add(info.name)
-        node = self.state.nodes.get(info.node_name)
+        node = self.state.node_named(info.node_name)
         if node is not None:
             node.add_pod(held_pod(info, self.remaining(info)))
 
@@ -194,7 +204,7 @@ class ReservationIndex:
             names.discard(info.name)
             if not names:
                 del self.by_node[info.node_name]
-        node = self.state.nodes.get(info.node_name) if info.node_name else None
+        node = self.state.node_named(info.node_name) if info.node_name else None
         if node is not None:
             node.remove_pod(info.reserve_pod.key)
 

@@ -206,6 +206,16 @@ class ClusterState:
             self.homeless.pop(node_name, None)
         return pod
 
+    def node_named(self, name: str) -> NodeInfo | None:
+        return self.nodes.get(name)
+
+    def add_pending(self, pod: PodInfo) -> None:
+        """A pod waits to be scheduled (a Reservation's reserve pod, put by `reservations`)."""
+        self.pending[pod.key] = pod
+
+    def drop_pending(self, key: str) -> None:
+        self.pending.pop(key, None)
+
     def find_pod(self, namespace: str, name: str) -> tuple[PodInfo | None, str]:
         key = f"{namespace}/{name}"
         if key in self.pending:

@@ -24,12 +24,12 @@ from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from cluster.metrics import StoreHealthMetrics
+from policies.feature_gates import FeatureGates
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.cluster.sources import ClusterSource, LiveClusterSource
 from scheduler_plugins.scheduler.extender.protocol import ArgsError
 from scheduler_plugins.scheduler.extender.service import ExtenderService, NotSynced
 from scheduler_plugins.scheduler.framework.config import SchedulerConfig
-from scheduler_plugins.scheduler.framework.features import FeatureGates
 from scheduler_plugins.scheduler.registry import in_tree_registry
 from scheduler_plugins.scheduler.wiring import build_framework
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from policies.feature_gates import FeatureGates
 from scheduler_plugins.clock import Clock, system_clock
-from scheduler_plugins.scheduler.framework.features import FeatureGates
+from scheduler_plugins.scheduler.framework.features import scheduler_gates
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
 from scheduler_plugins.scheduler.framework.waiting import WaitingPods
 
@@ -35,6 +36,6 @@ class Handle:
     cluster: ClusterView
     client: ClusterClient
     clock: Clock = system_clock
-    features: FeatureGates = field(default_factory=FeatureGates)
+    features: FeatureGates = field(default_factory=scheduler_gates)
     #: pods parked by Permit; plugins allow or reject them from other pods' cycles
     waiting: WaitingPods = field(default_factory=WaitingPods)

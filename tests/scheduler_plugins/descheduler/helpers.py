@@ -8,7 +8,8 @@ from typing import Any
 from cluster.eviction import EvictionResult, Outcome
 from cluster.store import ClusterStore
 from policies.field_errors import Fields
-from scheduler_plugins.clock import fixed_clock, parse_time
+from policies.timestamps import parse_time
+from scheduler_plugins.clock import fixed_clock
 from scheduler_plugins.descheduler.cluster import DESCHEDULER_KINDS, DeschedulerView
 from scheduler_plugins.descheduler.framework.config import DeschedulerConfig, parse_config
 from scheduler_plugins.descheduler.framework.report import RoundReport

@@ -13,7 +13,8 @@ from typing import Any
 import yaml
 
 from colocate.cli import build_parser
-from scheduler_plugins.clock import fixed_clock, parse_time
+from policies.timestamps import parse_time
+from scheduler_plugins.clock import fixed_clock
 from scheduler_plugins.descheduler.cli import kube_rounds
 from scheduler_plugins.descheduler.framework.config import load_config
 from scheduler_plugins.descheduler.framework.report import RoundReport

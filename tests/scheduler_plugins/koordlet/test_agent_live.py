@@ -16,7 +16,7 @@ from cluster.store import ClusterStore
 from policies.kinds import NODE_METRIC_KIND
 from scheduler_plugins.koordlet import server
 from scheduler_plugins.koordlet.agent import Agent, AgentSettings, watched_kinds
-from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.states import KOORDLET_KINDS
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from scheduler_plugins.koordlet.topology import flat_processors
@@ -88,7 +88,7 @@ async def test_the_agent_enforces_reports_and_evicts_through_the_api(
     client = api_client(kubeconfig)
     store = ClusterStore(KOORDLET_KINDS + (NODE_METRIC_KIND,))
     settings = AgentSettings("n1", cg, proc=proc, only_evict_by_api=True)
-    options = StrategyOptions(FeatureGates.parse("BEMemoryEvict=true"), memory_evict_cool_time=60)
+    options = StrategyOptions(koordlet_gates("BEMemoryEvict=true"), memory_evict_cool_time=60)
     agent = Agent(settings, options, store, client, processors=flat_processors(8))
     source = KubeSource(client, watched_kinds("n1"), store, ReflectorSettings(watch_timeout=5))
     runner = await server.start(server.make_app(agent.ready, agent.registry), "127.0.0.1", 0)

@@ -9,7 +9,7 @@ from typing import Any
 from scheduler_plugins.koordlet.cgroups import resources as r
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
-from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from scheduler_plugins.koordlet.strategies.cgroupreconcile import CgroupReconcile, memory_high
 from scheduler_plugins.koordlet.strategies.cpuburst import CPUBurst
@@ -60,7 +60,7 @@ QOS = {
 
 
 def reconcile(pods: list[dict[str, Any]], qos: dict[str, Any] | None = QOS, **kw: Any) -> Any:
-    return CgroupReconcile(StrategyOptions(FeatureGates.parse("CgroupReconcile=true"))).round(
+    return CgroupReconcile(StrategyOptions(koordlet_gates("CgroupReconcile=true"))).round(
         round_input(NODE, make_node_slo("n1", resource_qos=qos), pods, usage(), **kw)
     )
 
@@ -154,7 +154,7 @@ def test_v2_systemd_file_names_and_values() -> None:
 
 
 def burst(policy: str, node_cpu: float) -> Any:
-    return CPUBurst(StrategyOptions(FeatureGates.parse(""))).round(
+    return CPUBurst(StrategyOptions(koordlet_gates(""))).round(
         round_input(NODE, make_node_slo("n1", cpu_burst={"policy": policy}), [LS_POD], usage(node_cpu))
     )
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from policies.cpuset import parse_cpuset
 from scheduler_plugins.koordlet.cgroups import resources as r
-from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from scheduler_plugins.koordlet.strategies.cpusuppress import CPUSuppress, suppress_milli
 from scheduler_plugins.koordlet.topology import CPUInfo, select_cpus
@@ -99,7 +99,7 @@ def test_a_node_without_capacity_suppresses_to_zero() -> None:
 
 
 def strategy(gates: str = "") -> CPUSuppress:
-    return CPUSuppress(StrategyOptions(FeatureGates.parse(gates)))
+    return CPUSuppress(StrategyOptions(koordlet_gates(gates)))
 
 
 def test_cpuset_policy_writes_the_be_dirs_and_restores_the_quota_once() -> None:

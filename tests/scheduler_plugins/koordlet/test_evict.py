@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from scheduler_plugins.koordlet.strategies.cpuevict import CPUEvict, be_release_milli
 from scheduler_plugins.koordlet.strategies.memoryevict import MemoryEvict
@@ -31,7 +31,7 @@ def be(name: str, priority: int = 5500, **kw: Any) -> dict[str, Any]:
 
 
 def options(gates: str) -> StrategyOptions:
-    return StrategyOptions(FeatureGates.parse(gates))
+    return StrategyOptions(koordlet_gates(gates))
 
 
 def slo(**threshold: Any) -> dict[str, Any]:

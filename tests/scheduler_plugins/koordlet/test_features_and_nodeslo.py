@@ -6,19 +6,19 @@ import pytest
 
 from policies.constants import QoSClass
 from policies.field_errors import ConfigError
-from scheduler_plugins.koordlet.features import DEFAULT_GATES, FeatureGates
+from scheduler_plugins.koordlet.features import DEFAULT_GATES, koordlet_gates
 from scheduler_plugins.koordlet.nodeslo import NodeSLO
 from tests.support.builders import make_node_slo
 
 
 def test_gates_default_as_koordlet_ships_them() -> None:
-    gates = FeatureGates.parse("")
+    gates = koordlet_gates("")
     on = {name for name in DEFAULT_GATES if gates.enabled(name)}
     assert on == {"BECPUSuppress", "RdtResctrl", "CPUBurst", "NodeTopologyReport"}
 
 
 def test_feature_gates_flag_overrides_the_defaults() -> None:
-    gates = FeatureGates.parse("BECPUSuppress=false, CgroupReconcile=true")
+    gates = koordlet_gates("BECPUSuppress=false, CgroupReconcile=true")
     assert not gates.enabled("BECPUSuppress") and gates.enabled("CgroupReconcile")
 
 
@@ -32,7 +32,7 @@ def test_feature_gates_flag_overrides_the_defaults() -> None:
 )
 def test_a_bad_feature_gate_is_one_clear_error(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        FeatureGates.parse(text)
+        koordlet_gates(text)
 
 
 def test_an_empty_node_slo_takes_the_documented_defaults() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from policies.field_errors import ConfigError
-from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.framework import ExtensionRegistry, FeatureSpec, QOSManager, builtin_strategies
 from scheduler_plugins.koordlet.states import Callbacks, CallbackTarget, CallbackType, NodeState
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
@@ -31,12 +31,12 @@ def test_the_strategy_table_names_each_strategy_once_with_its_gates_and_interval
     ],
 )
 def test_a_strategy_runs_when_its_gate_is_on(gates: str, enabled: set[str]) -> None:
-    manager = QOSManager(StrategyOptions(FeatureGates.parse(gates)))
+    manager = QOSManager(StrategyOptions(koordlet_gates(gates)))
     assert {s.name for s in manager.enabled()} == enabled
 
 
 def test_an_interval_of_zero_disables_a_strategy() -> None:
-    manager = QOSManager(StrategyOptions(FeatureGates.parse(""), cpu_suppress_interval=0))
+    manager = QOSManager(StrategyOptions(koordlet_gates(""), cpu_suppress_interval=0))
     assert "CPUSuppress" not in {s.name for s in manager.enabled()}
 
 

@@ -17,7 +17,7 @@ from colocate.cli import main
 from policies.kinds import NODE_METRIC_KIND
 from scheduler_plugins.clock import format_time
 from scheduler_plugins.koordlet.agent import Agent, AgentSettings
-from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.states import KOORDLET_KINDS
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from scheduler_plugins.koordlet.topology import flat_processors
@@ -56,7 +56,7 @@ async def test_a_busy_node_reported_by_the_agent_is_filtered_by_load_aware(
         store.replace("Node", [node])
         agent = Agent(
             AgentSettings(name, cg, proc=proc),
-            StrategyOptions(FeatureGates.parse("")),
+            StrategyOptions(koordlet_gates("")),
             store,
             client,
             clock=lambda now=now: now[0],

@@ -30,7 +30,7 @@ import yaml
 from cluster.store import ClusterStore
 from policies.kinds import NODE_METRIC_KIND
 from scheduler_plugins.koordlet.agent import Agent, AgentSettings, directory_source
-from scheduler_plugins.koordlet.features import FeatureGates
+from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.states import KOORDLET_KINDS
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from tests.support.builders import make_node, make_node_slo, make_pod
@@ -146,7 +146,7 @@ async def test_cfs_quota_suppress_holds_a_busy_be_process_to_the_suppressed_cpu(
             (cgroup_root / sub / POD_DIR / CONTAINER / "cgroup.procs").write_text(str(busy.pid))
         before = await asyncio.to_thread(_measure, cgroup_root, 1.0)
         store = ClusterStore(KOORDLET_KINDS + (NODE_METRIC_KIND,))
-        agent = Agent(AgentSettings("real-node", cgroup_root), StrategyOptions(FeatureGates.parse("")), store)
+        agent = Agent(AgentSettings("real-node", cgroup_root), StrategyOptions(koordlet_gates("")), store)
         node_dir = _node_dir(tmp_path / "node")
         task = asyncio.create_task(agent.run(directory_source(node_dir, store, 1.0)))
         try:

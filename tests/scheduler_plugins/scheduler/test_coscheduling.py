@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler_plugins.clock import parse_time
+from policies.timestamps import parse_time
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.config import load_config, parse_config
 from scheduler_plugins.scheduler.framework.scheduling import Scheduler

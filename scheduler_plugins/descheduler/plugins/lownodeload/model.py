@@ -16,7 +16,7 @@ from policies.nodemetric import read_node_metric
 from policies.objects import annotations_of, name_of, spec_of
 from policies.qos import defaulted_priority_class
 from policies.quantity import QuantityError, resource_list
-from scheduler_plugins.clock import parse_time
+from policies.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.evictor import pod_key
 from scheduler_plugins.descheduler.plugins.lownodeload.args import NodePool, Thresholds
 

@@ -10,7 +10,7 @@ from policies.constants import ANNOTATION_EVICTION_COST, ANNOTATION_POD_DELETION
 from policies.constants import PriorityClass as PC
 from policies.objects import annotations_of, metadata_of
 from policies.qos import defaulted_priority_class, defaulted_qos_class, kubernetes_qos_class
-from scheduler_plugins.clock import parse_time
+from policies.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.evictor import pod_key
 from scheduler_plugins.descheduler.plugins.evictable import pod_priority
 

@@ -1,6 +1,7 @@
-"""LoadAwareScheduling for many nodes at once: the per-node inputs of Filter and Score (§3.6–3.7)
-kept as numpy rows, refreshed from the plugin's own per-node helpers whenever a node changes, so
-the batch answers are the per-node answers by construction (and a test checks they agree).
+"""LoadAwareScheduling for many nodes at once: the per-node inputs of Filter and Score kept as
+numpy rows, refreshed from the plugin's own per-node helpers (read through `NodeInputs`, the
+plugin's public face) whenever a node changes, so the batch answers are the per-node answers by
+construction (and a test checks they agree).
 
 Per-resource tables are stored resource-major (`[resource, node]`): a window of nodes is then a
 view of each resource's row, and a reduction over resources is an elementwise operation on whole
@@ -8,15 +9,18 @@ rows instead of a reduction along a short axis (which numpy does slowly)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
+from scheduler_plugins.clock import Clock
 from scheduler_plugins.scheduler.framework.columns import DirtyRows, grow
-from scheduler_plugins.scheduler.framework.interfaces import NodeIndex
-
-if TYPE_CHECKING:
-    from scheduler_plugins.scheduler.plugins.loadaware.plugin import LoadAwareScheduling
+from scheduler_plugins.scheduler.framework.interfaces import ClusterView, NodeIndex
+from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
+from scheduler_plugins.scheduler.plugins.loadaware.cache import AssignCache, Vec
+from scheduler_plugins.scheduler.plugins.loadaware.view import Check, NodeView
 
 NO_LIMIT = np.iinfo(np.int64).max
 VARIANTS = (False, True)  # is the pod judged as a prod pod on this node?
@@ -30,10 +34,42 @@ def grow_columns(table: np.ndarray, size: int, fill: object = 0) -> np.ndarray:
     return np.concatenate([table, extra], axis=1)
 
 
+class NodeInputs(Protocol):
+    """What the columns read from LoadAwareScheduling: its settings and the per-node helpers its
+    Filter and Score use, so a column holds exactly what the per-node path computes."""
+
+    @property
+    def args(self) -> LoadAwareSchedulingArgs: ...
+
+    @property
+    def resources(self) -> Sequence[str]: ...
+
+    @property
+    def weights(self) -> Sequence[int]: ...
+
+    @property
+    def cache(self) -> AssignCache: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    def node_view(self, node: NodeInfo) -> NodeView:
+        """The node's allocatable and threshold profile, cached per version of its load."""
+        ...
+
+    def filter_checks(self, node: NodeInfo, prod_pod: bool) -> list[Check] | None:
+        """Filter's checks on the node; None when no threshold applies."""
+        ...
+
+    def score_usage(self, node: NodeInfo, prod_pod: bool) -> Vec | None:
+        """The usage Score adds the pod's estimate to; None when the node reports none."""
+        ...
+
+
 class LoadColumns:
-    def __init__(self, plugin: LoadAwareScheduling) -> None:
+    def __init__(self, plugin: NodeInputs, cluster: ClusterView) -> None:
         self.plugin = plugin
-        self.cluster = plugin.handle.cluster
+        self.cluster = cluster
         self.rows = DirtyRows(self.cluster)
         width = len(plugin.resources)
         self.width = width
@@ -76,19 +112,19 @@ class LoadColumns:
             self.has_load[i] = load is not None
             self.has_node_metric[i] = load is not None and load.has_node_metric
             self.update_time[i] = np.nan if load is None or load.update_time is None else load.update_time
-            view = plugin._view(node)
+            view = plugin.node_view(node)
             self.has_prod[i] = view.has_prod_thresholds
             self.allocatable[:, i] = view.allocatable
             for v in VARIANTS:
                 # the prod variant is read only where it applies: Filter on nodes with prod
                 # thresholds, Score when scoreAccordingProdUsage is set
-                checks = plugin._filter_checks(node, v) if not v or view.has_prod_thresholds else None
+                checks = plugin.filter_checks(node, v) if not v or view.has_prod_thresholds else None
                 self.all_zero[v][i] = checks is None
                 limits = self.limits[v]
                 limits[:, i] = NO_LIMIT
                 for r, limit, _ in checks or ():
                     limits[r, i] = limit
-                usage = plugin._score_usage(node, v) if not v or plugin.args.score_according_prod_usage else None
+                usage = plugin.score_usage(node, v) if not v or plugin.args.score_according_prod_usage else None
                 self.has_usage[v][i] = usage is not None
                 self.usage[v][:, i] = usage if usage is not None else 0
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from policies.constants import PriorityClass
 from policies.nodemetric import read_node_metric
-from scheduler_plugins.clock import Clock, parse_time
+from policies.timestamps import parse_time
+from scheduler_plugins.clock import Clock
 from scheduler_plugins.scheduler.plugins.loadaware.estimator import EstimationWindows
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.reservations import is_reserve_pod

@@ -119,7 +119,7 @@ class LoadAwareScheduling:
         self._node_allocatable: dict[str, tuple[Any, Vec]] = {}
         self._views: dict[str, NodeView] = {}
         self._last_estimate: tuple[CycleState, PodInfo, Vec] | None = None
-        self.columns = LoadColumns(self)
+        self.columns = LoadColumns(self, handle.cluster)
 
     # --- estimation ------------------------------------------------------------------------------
     def _estimate(self, pod: PodInfo) -> Vec:
@@ -172,7 +172,7 @@ class LoadAwareScheduling:
         self._pod_estimate(state, pod)
         return None, SUCCESS
 
-    def _view(self, node: NodeInfo) -> NodeView:
+    def node_view(self, node: NodeInfo) -> NodeView:
         version = self.cache.versions.get(node.name, 0)
         view = self._views.get(node.name)
         if view is None or view.version != version or view.node is not node.node:
@@ -181,7 +181,7 @@ class LoadAwareScheduling:
             )
         return view
 
-    def _filter_checks(self, node: NodeInfo, prod_pod: bool) -> list[Check] | None:
+    def filter_checks(self, node: NodeInfo, prod_pod: bool) -> list[Check] | None:
         """None when every applicable threshold is 0 (nothing to filter)."""
         profile = self._thresholds_of(node)
         aggregated = not prod_pod and profile.is_aggregated
@@ -193,7 +193,7 @@ class LoadAwareScheduling:
         )
         return threshold_checks(self.resources, thresholds, self._allocatable(node), usage, aggregated)
 
-    def _score_usage(self, node: NodeInfo, prod_pod: bool) -> Vec | None:
+    def score_usage(self, node: NodeInfo, prod_pod: bool) -> Vec | None:
         agg = self.args.aggregated
         agg_type = agg.score_aggregation_type if not prod_pod else ""
         return self.cache.estimated_usage(
@@ -208,11 +208,11 @@ class LoadAwareScheduling:
         load = self.cache.loads.get(node.name)
         if load is None:
             return SUCCESS  # nodes without koordlet are never rejected
-        view = self._view(node)
+        view = self.node_view(node)
         prod_pod = view.has_prod_thresholds and pod.priority_class == PriorityClass.PROD
         checks: list[Check] | None = view.filter.get(prod_pod, _MISSING)
         if checks is _MISSING:
-            checks = view.filter[prod_pod] = self._filter_checks(node, prod_pod)
+            checks = view.filter[prod_pod] = self.filter_checks(node, prod_pod)
         if checks is None:
             return SUCCESS
         if self.args.filter_expired_node_metrics and self._expired(load.update_time):
@@ -234,10 +234,10 @@ class LoadAwareScheduling:
         if load is None or self._expired(load.update_time) or not load.has_node_metric:
             return 0, SUCCESS
         prod_pod = self.args.score_according_prod_usage and pod.priority_class == PriorityClass.PROD
-        view = self._view(node)
+        view = self.node_view(node)
         usage: Vec | None = view.score.get(prod_pod, _MISSING)
         if usage is _MISSING:
-            usage = view.score[prod_pod] = self._score_usage(node, prod_pod)
+            usage = view.score[prod_pod] = self.score_usage(node, prod_pod)
         estimate = self._pod_estimate(state, pod)
         used = estimate if usage is None else [u + e for u, e in zip(usage, estimate, strict=False)]
         return load_aware_score(self.args.dominant_resource_weight, self.weights, used, view.allocatable), SUCCESS

@@ -4,7 +4,7 @@ from cluster.store import ClusterStore
 from scheduler_plugins.scheduler.cluster.state import SCHEDULER_KINDS, ClusterState
 from scheduler_plugins.scheduler.framework.config import parse_config
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
-from scheduler_plugins.scheduler.framework.features import FeatureGates, parse_feature_gates
+from scheduler_plugins.scheduler.framework.features import scheduler_gates
 from scheduler_plugins.scheduler.framework.scheduling import Scheduler
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.registry import in_tree_registry
@@ -35,7 +35,7 @@ def world(objects, features=None):
         store.replace(kind, [o for o in objects if o.get("kind") == kind])
     cluster = ClusterState.of_store(store)
     config = parse_config(PROFILE, in_tree_registry())
-    fwk = build_framework(config, in_tree_registry(), cluster, features=features or FeatureGates())
+    fwk = build_framework(config, in_tree_registry(), cluster, features=features or scheduler_gates())
     return store, cluster, Scheduler(fwk, cluster)
 
 
@@ -100,7 +100,7 @@ def test_guarantee_usage_gate_keeps_what_a_quota_already_runs():
         *[quota_pod(f"b-{i}", "b") for i in range(4)],
     ]
     _, _, off = world(objects)
-    _, _, on = world(objects, parse_feature_gates("ElasticQuotaGuaranteeUsage=true"))
+    _, _, on = world(objects, scheduler_gates("ElasticQuotaGuaranteeUsage=true"))
     plain = off.framework.plugins["ElasticQuota"].manager.states()
     guaranteed = on.framework.plugins["ElasticQuota"].manager.states()
     # 16 cpu; a asks 10 (all running), b 16. Without the gate both get 2 + 6 by equal weight, less
