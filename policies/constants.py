@@ -209,6 +209,8 @@ ANNOTATION_CPU_BURST: Final = "koordinator.sh/cpuBurst"  # {"policy": "cpuBurstO
 # Descheduling (koord-descheduler / sigs.k8s.io/descheduler)
 ANNOTATION_DESCHEDULER_EVICT: Final = "descheduler.alpha.kubernetes.io/evict"
 LABEL_EVICTION_ENABLED: Final = "koordinator.sh/eviction-enabled"
+#: a JSON list of the koordlet features allowed to evict the pod (absent: all of them)
+ANNOTATION_EVICTION_POLICY: Final = "koordinator.sh/eviction-policy"
 ANNOTATION_MIRROR_POD: Final = "kubernetes.io/config.mirror"
 ANNOTATION_CONFIG_SOURCE: Final = "kubernetes.io/config.source"
 ANNOTATION_POD_DELETION_COST: Final = "controller.kubernetes.io/pod-deletion-cost"

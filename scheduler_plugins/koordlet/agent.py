@@ -40,7 +40,14 @@ from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, ResourceExe
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout, LayoutError, detect_version
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
 from scheduler_plugins.koordlet.evictor import Evictor, EvictOutcome
-from scheduler_plugins.koordlet.framework import ExtensionRegistry, QOSManager, RoundReport, default_extensions
+from scheduler_plugins.koordlet.framework import (
+    HOST_STRATEGIES,
+    ExtensionRegistry,
+    QOSManager,
+    RoundReport,
+    default_extensions,
+)
+from scheduler_plugins.koordlet.host import HostFiles, HostRoots, HostView
 from scheduler_plugins.koordlet.metrics.cache import MetricCache
 from scheduler_plugins.koordlet.metrics.collector import Collector, usage_from_cache
 from scheduler_plugins.koordlet.metrics.reporter import CollectPolicy, node_metric_status, write_status
@@ -76,6 +83,9 @@ class AgentSettings:
     only_evict_by_api: bool = False
     proc: Path = Path("/proc")
     node_dir: Path | None = None
+    #: /sys and the resctrl mount (BlkIOReconcile, SystemConfig, RdtResctrl); /proc is `proc`
+    sys_root: Path = Path("/sys")
+    resctrl_root: Path = Path("/sys/fs/resctrl")
     reload_interval: float = 2.0
     host: str = "0.0.0.0"
     port: int = 9316
@@ -119,6 +129,14 @@ class Agent:
         self.registry = registry or CollectorRegistry()
         self.metrics = AgentMetrics(self.registry)
         self.executor = ResourceExecutor(self.layout, clock, dry_run=settings.dry_run, on_write=self._written)
+        self.host_roots = HostRoots(settings.proc, settings.sys_root, settings.resctrl_root, settings.cgroup_root)
+        self.host = HostView(self.host_roots)
+        self.host_files = HostFiles(
+            self.host_roots,
+            clock,
+            dry_run=settings.dry_run,
+            on_write=lambda w: self.metrics.host_writes.labels(w.strategy).inc(),
+        )
         self.cache = MetricCache()
         self.collector = Collector(self.layout, self.cache, settings.proc)
         self.manager = QOSManager(options, timer=time.perf_counter)
@@ -129,6 +147,7 @@ class Agent:
         self.synced = asyncio.Event()
         self.reconcile_now = asyncio.Event()
         self.last_reports: dict[str, RoundReport] = {}
+        self._warned: set[tuple[str, str]] = set()
 
     def _evictor(self) -> Evictor:
         client = recorder = None
@@ -168,7 +187,7 @@ class Agent:
         usage = usage_from_cache(
             self.cache, state, now, max_age=2 * self.options.collect_interval + 1, be_window=window
         )
-        return RoundInput.build(state, usage, self.layout, self.executor.read, now, self.processors)
+        return RoundInput.build(state, usage, self.layout, self.executor.read, now, self.processors, self.host)
 
     def compute(self, names: Sequence[str]) -> RoundReport:
         report = self.manager.run_round(self.round_input(), names)
@@ -187,11 +206,22 @@ class Agent:
                 self.metrics.suppressed_cpus.labels(policy).set(cores)
         for name in names:
             self.last_reports[name] = report
+            if name in HOST_STRATEGIES:
+                lacking = report.unavailable.get(name, {})
+                for interface in HOST_STRATEGIES[name]:
+                    self.metrics.interface_unavailable.labels(name, interface).set(1 if interface in lacking else 0)
+                for interface, why in lacking.items():
+                    if (name, interface) not in self._warned:
+                        self._warned.add((name, interface))
+                        log.warning("%s cannot act on this node: %s: %s", name, interface, why)
         return report
 
     def apply(self, report: RoundReport) -> tuple[WriteStats, list[EvictOutcome]]:
         """Blocking: the cgroup writes, then the evictions."""
         stats = self.executor.apply(report.writes)
+        host = self.host_files.apply(report.host_writes)
+        for error in host.errors[:3]:
+            log.warning("host file write failed: %s", error)
         for error in stats.errors[:3]:
             log.debug("cgroup write failed: %s", error)
         outcomes = []
@@ -229,7 +259,7 @@ class Agent:
     def _strategy_step(self, name: str) -> Callable[[], Any]:
         async def step() -> None:
             report = self.compute([name])
-            if report.writes or report.evictions:
+            if report.writes or report.evictions or report.host_writes:
                 await asyncio.to_thread(self.apply, report)
 
         return step
@@ -378,6 +408,8 @@ def run_agent(args: argparse.Namespace) -> int:
             args.only_evict_by_api,
             args.proc_root,
             args.node_dir,
+            sys_root=args.sys_root,
+            resctrl_root=args.resctrl_root,
             host=args.host,
             port=args.port,
             extension_gates=gates,

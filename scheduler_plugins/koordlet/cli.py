@@ -18,7 +18,7 @@ from scheduler_plugins.clock import clock_at
 from scheduler_plugins.koordlet.agent import add_run_command
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
-from scheduler_plugins.koordlet.options import add_strategy_flags, strategy_options
+from scheduler_plugins.koordlet.options import add_strategy_flags, host_roots, strategy_options
 from scheduler_plugins.koordlet.plan import PlanError, PlanSettings, plan, plan_table
 
 
@@ -43,6 +43,16 @@ def register_commands(subparsers: Subparsers) -> None:
         default="v1",
         help="the cgroup version whose file names are printed (default v1)",
     )
+    p.add_argument(
+        "--cgroup-root",
+        type=Path,
+        default=Path("/sys/fs/cgroup"),
+        metavar="PATH",
+        help="where to look for the blkio/io controller (BlkIOReconcile); no cgroup is read or written",
+    )
+    p.add_argument(
+        "--proc-root", type=Path, default=Path("/proc"), metavar="PATH", help="the host's /proc (SystemConfig)"
+    )
     p.add_argument("--now", help="RFC 3339 time of the round (default: now)")
     add_output(p, ("table", "json"), default="table")
     p.set_defaults(func=run_plan)
@@ -56,7 +66,7 @@ def run_plan(args: argparse.Namespace) -> int:
         report = plan(
             args.node_dir,
             strategy_options(args),
-            PlanSettings(CgroupDriver(args.cgroup_driver), CgroupVersion(args.cgroup_version)),
+            PlanSettings(CgroupDriver(args.cgroup_driver), CgroupVersion(args.cgroup_version), host_roots(args)),
             now,
         )
     except (ConfigError, PlanError) as exc:

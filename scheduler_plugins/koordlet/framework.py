@@ -1,5 +1,5 @@
-"""The QoS manager's framework (spec §1): the one table of built-in strategies, the extension
-plugins, and one round of every enabled strategy.
+"""The QoS manager's framework (Koordinator's `pkg/koordlet/qosmanager`): the one table of
+built-in strategies, the extension plugins, and one round of every enabled strategy.
 
 `builtin_strategies()` is the table — name, the gates that enable it, the interval flag, the
 factory — in one visible place; a duplicate name is an error. A strategy's `enabled()` is its
@@ -16,14 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from policies.feature_gates import parse_gate_map
-from scheduler_plugins.koordlet import features
+from scheduler_plugins.koordlet import features, host
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite
+from scheduler_plugins.koordlet.host import HostWrite
 from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, Strategy, StrategyOptions
+from scheduler_plugins.koordlet.strategies.blkio import BlkIOReconcile
 from scheduler_plugins.koordlet.strategies.cgroupreconcile import CgroupReconcile
 from scheduler_plugins.koordlet.strategies.cpuburst import CPUBurst
 from scheduler_plugins.koordlet.strategies.cpuevict import CPUEvict
 from scheduler_plugins.koordlet.strategies.cpusuppress import CPUSuppress
 from scheduler_plugins.koordlet.strategies.memoryevict import MemoryEvict
+from scheduler_plugins.koordlet.strategies.resctrl import ResctrlReconcile
+from scheduler_plugins.koordlet.strategies.systemconfig import SystemConfig
 
 log = logging.getLogger("colocate.koordlet")
 
@@ -65,11 +69,40 @@ def builtin_strategies() -> list[StrategyEntry]:
             CgroupReconcile,
         ),
         StrategyEntry("CPUBurst", "CPUBurst", (features.CPU_BURST,), "reconcile-interval-seconds", CPUBurst),
+        StrategyEntry(
+            "BlkIOReconcile",
+            "BlkioReconcile",
+            (features.BLKIO_RECONCILE,),
+            "reconcile-interval-seconds",
+            BlkIOReconcile,
+        ),
+        StrategyEntry(
+            "SystemConfig",
+            "SystemConfigReconcile",
+            (features.SYSTEM_CONFIG,),
+            "reconcile-interval-seconds",
+            SystemConfig,
+        ),
+        StrategyEntry(
+            "ResctrlReconcile",
+            "ResctrlReconcile",
+            (features.RDT_RESCTRL,),
+            "reconcile-interval-seconds",
+            ResctrlReconcile,
+        ),
     ]
     names = [e.name for e in table]
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate strategy names in {names}")
     return table
+
+
+#: the strategies that need host interfaces, and which (the closed labels of koordlet_interface_unavailable)
+HOST_STRATEGIES: dict[str, tuple[str, ...]] = {
+    "BlkIOReconcile": (host.INTERFACE_BLKIO, host.INTERFACE_IO),
+    "SystemConfig": (host.INTERFACE_PROC_SYS_VM, host.INTERFACE_MEMCG_REAPER),
+    "ResctrlReconcile": (host.INTERFACE_RESCTRL,),
+}
 
 
 @dataclass
@@ -80,6 +113,9 @@ class RoundReport:
     writes: list[CgroupWrite] = field(default_factory=list)
     evictions: list[Eviction] = field(default_factory=list)
     durations: dict[str, float] = field(default_factory=dict)
+    host_writes: list[HostWrite] = field(default_factory=list)
+    #: strategy -> interface -> why the node lacks it
+    unavailable: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class QOSManager:
@@ -119,10 +155,13 @@ class QOSManager:
             report.strategies[name] = {"enabled": True, **result.status}
             report.writes.extend(result.writes)
             report.evictions.extend(result.evictions)
+            report.host_writes.extend(result.host_writes)
+            if result.unavailable:
+                report.unavailable[name] = dict(result.unavailable)
         return report
 
 
-# --- extension plugins (spec §1.1) ---------------------------------------------------------------
+# --- extension plugins ---------------------------------------------------------------
 
 
 class ExtensionPlugin(Protocol):

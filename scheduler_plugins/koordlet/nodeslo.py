@@ -244,6 +244,8 @@ class NodeSLO:
     resource_qos: Mapping[str, ClassQOS] | None = None
     cpu_burst: CPUBurstStrategy = field(default_factory=CPUBurstStrategy)
     host_applications: tuple[HostApplication, ...] = ()
+    #: the whole spec, for the strategies that parse their own part (blkio, resctrl, systemStrategy)
+    spec: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def parse(cls, obj: Mapping[str, Any]) -> NodeSLO:
@@ -286,4 +288,5 @@ class NodeSLO:
             resource_qos,
             CPUBurstStrategy.parse(_map(spec, "cpuBurstStrategy", "spec"), "spec.cpuBurstStrategy"),
             tuple(apps),
+            spec,
         )

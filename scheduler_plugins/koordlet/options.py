@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver
 from scheduler_plugins.koordlet.features import koordlet_gates
+from scheduler_plugins.koordlet.host import HostRoots
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 
 _INTERVALS = (
@@ -33,6 +35,25 @@ def add_strategy_flags(parser: argparse.ArgumentParser) -> None:
         metavar="K=BOOL,...",
         help="koordlet feature gates, e.g. BECPUEvict=true,CgroupReconcile=true",
     )
+    parser.add_argument(
+        "--sys-root",
+        type=Path,
+        default=Path("/sys"),
+        metavar="PATH",
+        help="the host's /sys (block devices, the memcg reaper) for BlkIOReconcile and SystemConfig",
+    )
+    parser.add_argument(
+        "--resctrl-root",
+        type=Path,
+        default=Path("/sys/fs/resctrl"),
+        metavar="PATH",
+        help="the mounted resctrl filesystem for RdtResctrl",
+    )
+
+
+def host_roots(args: argparse.Namespace) -> HostRoots:
+    """Where the host files live (`--proc-root`, `--sys-root`, `--resctrl-root`, `--cgroup-root`)."""
+    return HostRoots(args.proc_root, args.sys_root, args.resctrl_root, args.cgroup_root)
 
 
 def strategy_options(args: argparse.Namespace) -> StrategyOptions:

@@ -7,7 +7,7 @@ cpuset increase cap) act as on a fresh node.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from policies.objects import name_of, spec_of
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
 from scheduler_plugins.koordlet.framework import QOSManager
+from scheduler_plugins.koordlet.host import HostRoots, HostView
 from scheduler_plugins.koordlet.states import KOORDLET_KINDS, node_state
 from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions
 from scheduler_plugins.koordlet.topology import flat_processors, processors_of_topology
@@ -32,6 +33,8 @@ class PlanError(ValueError):
 class PlanSettings:
     driver: CgroupDriver = CgroupDriver.CGROUPFS
     version: CgroupVersion = CgroupVersion.V1
+    #: where the host interfaces the BlkIO, SystemConfig and resctrl strategies need are looked for
+    host: HostRoots = field(default_factory=HostRoots)
 
 
 def _unknown(cgroup: str, resource: Resource) -> None:
@@ -65,13 +68,20 @@ def plan(directory: Path, options: StrategyOptions, settings: PlanSettings, now:
             "capacity", "cpu"
         )
         processors = flat_processors(capacity // 1000)
-    inp = RoundInput.build(state, usage_of_node_metric(state.node_metric), layout, _unknown, now, processors)
+    inp = RoundInput.build(
+        state, usage_of_node_metric(state.node_metric), layout, _unknown, now, processors, HostView(settings.host)
+    )
     report = QOSManager(options).run_round(inp)
     return {
         "node": node_name,
         "strategies": report.strategies,
-        "actions": [w.as_dict(layout) for w in report.writes],
+        "actions": [w.as_dict(layout) for w in report.writes] + [w.as_dict(settings.host) for w in report.host_writes],
         "evictions": [e.as_dict() for e in report.evictions],
+        "unavailable": [
+            {"strategy": name, "interface": interface, "reason": why}
+            for name, lacking in report.unavailable.items()
+            for interface, why in sorted(lacking.items())
+        ],
     }
 
 
@@ -82,9 +92,12 @@ def plan_table(report: dict[str, Any]) -> str:
         for name, status in report["strategies"].items()
     ]
     lines = [f"node {report['node']}", "", *table_lines(("STRATEGY", "ENABLED", "DETAIL"), statuses), ""]
-    actions = [(a["strategy"], a["cgroup"], a["file"], a["value"]) for a in report["actions"]]
+    actions = [(a["strategy"], a.get("cgroup", "-"), a["file"], a["value"].strip()) for a in report["actions"]]
     lines += table_lines(("STRATEGY", "CGROUP", "FILE", "VALUE"), actions) if actions else ["(no cgroup writes)"]
     lines.append("")
     evictions = [(e["strategy"], e["pod"], e["reason"]) for e in report["evictions"]]
     lines += table_lines(("STRATEGY", "POD", "REASON"), evictions) if evictions else ["(no evictions)"]
+    lacking = [(u["strategy"], u["interface"], u["reason"]) for u in report.get("unavailable", [])]
+    if lacking:
+        lines += ["", *table_lines(("STRATEGY", "UNAVAILABLE", "REASON"), lacking)]
     return "\n".join(lines)

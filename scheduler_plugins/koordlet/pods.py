@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from policies.constants import (
+    ANNOTATION_EVICTION_POLICY,
     ANNOTATION_EVICTION_PRIORITY,
     BATCH_CPU,
     BATCH_MEMORY,
+    EXTENDED_RESOURCE_NAMES,
+    LABEL_EVICTION_ENABLED,
+    LABEL_KOORDINATOR_PRIORITY,
+    PRIORITY_DEFAULT_VALUES,
     RESOURCE_CPU,
     RESOURCE_MEMORY,
     KubernetesQoSClass,
+    PriorityClass,
     QoSClass,
 )
-from policies.objects import annotations_of, metadata_of, spec_of
-from policies.qos import defaulted_qos_class, kubernetes_qos_class, raw_qos_class
+from policies.objects import annotations_of, labels_of, metadata_of, spec_of
+from policies.qos import defaulted_priority_class, defaulted_qos_class, kubernetes_qos_class, raw_qos_class
 from policies.quantity import QuantityError, resource_list
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout, container_id
 
@@ -80,6 +87,48 @@ class PodView:
             return int(annotations_of(self.pod).get(ANNOTATION_EVICTION_PRIORITY, "0"))
         except ValueError:
             return 0
+
+    @property
+    def priority_class(self) -> PriorityClass:
+        """GetPodPriorityClassWithDefault: the labelled or numeric band, else the QoS class's."""
+        return defaulted_priority_class(self.pod, self.qos)
+
+    @property
+    def priority_value(self) -> int:
+        """GetPodPriorityValueWithDefault: a non-zero `spec.priority`, else the band's default."""
+        return self.priority or PRIORITY_DEFAULT_VALUES.get(self.priority_class, 0)
+
+    @property
+    def label_priority(self) -> int:
+        """The `koordinator.sh/priority` sub-priority label (GetPodPriorityLabel), else the priority."""
+        try:
+            return int(labels_of(self.pod).get(LABEL_KOORDINATOR_PRIORITY, ""))
+        except ValueError:
+            return self.priority_value
+
+    @property
+    def evict_enabled(self) -> bool:
+        """PodEvictEnabled: the `koordinator.sh/eviction-enabled: "true"` label."""
+        return labels_of(self.pod).get(LABEL_EVICTION_ENABLED) == "true"
+
+    def eviction_policy_allows(self, feature: str) -> bool:
+        """IsEvictionPolicyAllowed: without the `koordinator.sh/eviction-policy` annotation every
+        feature may evict the pod; with it, only the features its JSON list names (a malformed
+        list allows none)."""
+        raw = annotations_of(self.pod).get(ANNOTATION_EVICTION_POLICY)
+        if raw is None:
+            return True
+        try:
+            allowed = json.loads(raw)
+        except ValueError:
+            return False
+        return isinstance(allowed, list) and feature in allowed
+
+    def typed_request(self, resource: str) -> tuple[str, int]:
+        """GetRequestTypeAndValueFromPod: the pod's request of `resource` (cpu or memory) in the
+        name its band consumes — mid-*, batch-*, or the plain name for every other band."""
+        name = EXTENDED_RESOURCE_NAMES.get(self.priority_class, {}).get(resource, resource)
+        return name, sum(max(0, c.requests.get(name, 0)) for c in self.containers)
 
 
 def is_active(pod: Mapping[str, Any]) -> bool:

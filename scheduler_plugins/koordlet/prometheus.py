@@ -42,6 +42,19 @@ class AgentMetrics:
             registry=registry,
             buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0),
         )
+        self.interface_unavailable = Gauge(
+            "koordlet_interface_unavailable",
+            "1 while a strategy finds a host interface it needs missing on this node (blkio, io, resctrl, "
+            "procSysVm, memcgReaper), else 0",
+            ["strategy", "interface"],
+            registry=registry,
+        )
+        self.host_writes = Counter(
+            "koordlet_host_writes_total",
+            "host files (/proc/sys, /sys, resctrl) written, by strategy",
+            ["strategy"],
+            registry=registry,
+        )
         self.reports = Counter(
             "koordlet_node_metric_reports_total", "NodeMetric status reports by result", ["result"], registry=registry
         )

@@ -13,12 +13,14 @@ wildcards.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Final
 
 from policies.constants import (
+    ANNOTATION_NODE_RESERVATION,
     ANNOTATION_PRE_ALLOCATION,
     ANNOTATION_RESERVATION_NAME,
     ANNOTATION_RESERVATION_NODE,
@@ -185,6 +187,17 @@ class ReservationInfo:
         except QuantityError:
             pass
         return dict(self.reserve_pod.requests)
+
+    @cached_property
+    def reserved(self) -> Vector:
+        """What the reservation keeps from its owners too (`node.koordinator.sh/reservation`
+        `{"resources": {...}}` on the Reservation): Koordinator's ReservationInfo.Reserved."""
+        try:
+            text = (self.metadata.get("annotations") or {}).get(ANNOTATION_NODE_RESERVATION)
+            resources = json.loads(text).get("resources") if text else None
+            return resource_list(resources) if isinstance(resources, Mapping) else {}
+        except (ValueError, AttributeError, QuantityError):
+            return {}
 
     @cached_property
     def owner_terms(self) -> tuple[_OwnerTerm, ...] | None:

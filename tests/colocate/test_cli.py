@@ -187,10 +187,14 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
     "koordlet plan": (
         [
             "--cgroup-driver {cgroupfs,systemd}",
+            "--cgroup-root",
             "--cgroup-version {v1,v2}",
             "--feature-gates",
             "--node-dir",
             "--now",
+            "--proc-root",
+            "--resctrl-root",
+            "--sys-root",
             "-o/--output {table,json}",
         ],
         [],
@@ -218,6 +222,8 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
             "--proc-root",
             "--qos-extension-plugins",
             "--reconcile-interval-seconds",
+            "--resctrl-root",
+            "--sys-root",
             "--watch-timeout",
         ],
         [],

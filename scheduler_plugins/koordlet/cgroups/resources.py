@@ -69,7 +69,7 @@ class Resource:
     def parse(self, version: CgroupVersion, text: str) -> int | str:
         """The value (v1 terms) of a file's content."""
         text = text.strip()
-        if self is CPUSET_CPUS:
+        if self is CPUSET_CPUS or self is CPU_STAT or self.subsystem == "blkio":
             return text
         if version is CgroupVersion.V2:
             if self is CPU_SHARES:
@@ -117,5 +117,14 @@ PAGECACHE_SIZE: Final = Resource(
 CPUACCT_USAGE: Final = Resource("cpuacct.usage", "cpuacct", "cpuacct.usage", "cpu.stat")
 MEMORY_USAGE: Final = Resource("memory.usage_in_bytes", "memory", "memory.usage_in_bytes", "memory.current")
 MEMORY_STAT: Final = Resource("memory.stat", "memory", "memory.stat", "memory.stat")
+# blkio (v1) and io (v2): values are the kernel's text, "MAJ:MIN value" lines (v2: io.max keys)
+BLKIO_READ_IOPS: Final = Resource("blkio.read_iops", "blkio", "blkio.throttle.read_iops_device", "io.max")
+BLKIO_READ_BPS: Final = Resource("blkio.read_bps", "blkio", "blkio.throttle.read_bps_device", "io.max")
+BLKIO_WRITE_IOPS: Final = Resource("blkio.write_iops", "blkio", "blkio.throttle.write_iops_device", "io.max")
+BLKIO_WRITE_BPS: Final = Resource("blkio.write_bps", "blkio", "blkio.throttle.write_bps_device", "io.max")
+BLKIO_WEIGHT: Final = Resource("blkio.weight", "blkio", "blkio.cost.weight", "io.weight")
+IO_MAX: Final = Resource("io.max", "blkio", "io.max", "io.max")
+#: nr_periods / nr_throttled (read as text): CPUBurst's throttling signal
+CPU_STAT: Final = Resource("cpu.stat", "cpu", "cpu.stat", "cpu.stat")
 
 _V2_MAX_MEANS_UNLIMITED: Final = (MEMORY_LIMIT, MEMORY_HIGH)

@@ -1,6 +1,7 @@
-"""The strategy contract (spec §1): `enabled()`, `setup(ctx)`, and one `round(input)` that returns
-what to do — cgroup writes and evictions as values — instead of doing it. The framework's runner
-applies them (or prints them with `--dry-run`), so each decision is testable without mocks.
+"""The strategy contract (Koordinator's `qosmanager/framework`): `enabled()`, `setup(ctx)`, and
+one `round(input)` that returns what to do — cgroup writes, host file writes and evictions as
+values — instead of doing it. The framework's runner applies them (or prints them with
+`--dry-run`), so each decision is testable without mocks.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from policies.feature_gates import FeatureGates
 from policies.quantity import QuantityError, milli_value, value
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, Reader
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout
+from scheduler_plugins.koordlet.host import HostView, HostWrite, NoHost
 from scheduler_plugins.koordlet.nodeslo import ThresholdStrategy
 from scheduler_plugins.koordlet.pods import PodView, is_active, pod_view
 from scheduler_plugins.koordlet.states import NodeState
@@ -38,6 +40,16 @@ class StrategyResult:
     status: dict[str, Any] = field(default_factory=dict)
     writes: list[CgroupWrite] = field(default_factory=list)
     evictions: list[Eviction] = field(default_factory=list)
+    #: writes outside the pods' cgroups (/proc/sys, resctrl)
+    host_writes: list[HostWrite] = field(default_factory=list)
+    #: interface (`host.INTERFACES`) -> why this node lacks it; also in `status["unavailable"]`
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+    def lacks(self, interface: str, why: str) -> StrategyResult:
+        """Record that the node lacks `interface`: `plan`/`run` print it, the agent's metric counts it."""
+        self.unavailable[interface] = why
+        self.status["unavailable"] = "; ".join(f"{k}: {v}" for k, v in sorted(self.unavailable.items()))
+        return self
 
 
 @dataclass(frozen=True)
@@ -51,6 +63,7 @@ class RoundInput:
     now: float
     processors: tuple[CPUInfo, ...]
     pods: tuple[PodView, ...]
+    host: HostView = field(default_factory=NoHost)
 
     @classmethod
     def build(
@@ -61,9 +74,10 @@ class RoundInput:
         read: Reader,
         now: float,
         processors: Sequence[CPUInfo],
+        host: HostView | None = None,
     ) -> RoundInput:
         views = tuple(pod_view(p, layout) for p in state.pods if is_active(p))
-        return cls(state, usage, layout, read, now, tuple(processors), views)
+        return cls(state, usage, layout, read, now, tuple(processors), views, host or NoHost())
 
     def node_amount(self, field_name: str, resource: str) -> int:
         """The node's status.<capacity|allocatable>[resource] (cpu in millicores), 0 when absent."""

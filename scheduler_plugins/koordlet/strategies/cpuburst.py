@@ -1,29 +1,53 @@
-"""CPUBurst (spec §8): for LS/LSR containers with a CPU limit, `cpu.cfs_burst_us` = quota ×
-cpuBurstPercent / 100 (policy cpuBurstOnly or auto), and the CFS quota scaled up to
-cfsQuotaBurstPercent while the node's share pool is below sharePoolThresholdPercent (policy
-cfsQuotaBurstOnly or auto), back to the limit's quota above it. The node's policy comes from the
-NodeSLO's cpuBurstStrategy; a pod's `koordinator.sh/cpuBurst` annotation overrides it.
+"""CPUBurst (Koordinator's `pkg/koordlet/qosmanager/plugins/cpuburst/cpu_burst.go`, checked
+against its `TestCPUBurst_applyCFSQuotaBurst`, `TestCPUBurst_getNodeStateForBurst` and
+`Test_burstLimiter_Allow`).
+
+For every running pod whose raw QoS is not LSR, LSE or BE:
+
+* `cpu.cfs_burst_us` of each container = its CPU limit × `cpuBurstPercent` (0 when the policy is
+  neither `cpuBurstOnly` nor `auto`, or the container has no limit), and of the pod their sum;
+* the CFS quota of each container with a CPU limit moves gradually: up by ×1.2 while the container
+  is throttled and the node's share pool is idle, down by ×0.8 when the share pool is overloaded
+  (or the container used up its burst budget, `cfsQuotaBurstPeriodSeconds`), staying within the
+  limit's quota and `cfsQuotaBurstPercent` of it; back to the limit's quota when the policy is
+  neither `cfsQuotaBurstOnly` nor `auto`. The pod's quota moves by the same amount.
+
+The share pool is the node's CPUs less the LSE/LSR pods' requests; its use the node's use less
+the LSE/LSR/BE pods'. At or above `sharePoolThresholdPercent` it is overloaded, within 90 % of it
+cooling (no scaling up), below that idle. Throttling is read from each container's `cpu.stat`
+between two rounds, so the first round of a container never scales it up.
 """
 
 from __future__ import annotations
 
 import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from policies.constants import ANNOTATION_CPU_BURST, RESOURCE_CPU, QoSClass
 from policies.objects import annotations_of
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite
 from scheduler_plugins.koordlet.cgroups.layout import Level
-from scheduler_plugins.koordlet.cgroups.resources import CPU_BURST, CPU_CFS_QUOTA, DEFAULT_CFS_PERIOD
+from scheduler_plugins.koordlet.cgroups.resources import CPU_BURST, CPU_CFS_QUOTA, CPU_STAT, DEFAULT_CFS_PERIOD
 from scheduler_plugins.koordlet.nodeslo import CPUBurstStrategy
 from scheduler_plugins.koordlet.pods import PodView
 from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions, StrategyResult
 
 NAME = "CPUBurst"
 CPU_BURST_ONLY, CFS_QUOTA_BURST_ONLY, AUTO, NONE = "cpuBurstOnly", "cfsQuotaBurstOnly", "auto", "none"
+CFS_INCREASE_STEP, CFS_DECREASE_STEP = 1.2, 0.8
+SHARE_POOL_COOLING_RATIO = 0.9
+#: the limiter spends tokens at or above this usage of the limit (%), saves them below the other
+LIMITER_CONSUME_PERCENT, LIMITER_SAVE_PERCENT = 100, 60
+
+IDLE, COOLING, OVERLOAD, UNKNOWN = "idle", "cooling", "overload", "unknown"
+SCALE_UP, SCALE_DOWN, REMAIN, RESET = "scaleUp", "scaleDown", "remain", "reset"
 
 
 def pod_strategy(pod: PodView, node: CPUBurstStrategy) -> CPUBurstStrategy:
+    """genPodBurstConfig: the pod's `koordinator.sh/cpuBurst` annotation over the node's."""
     try:
         override = json.loads(annotations_of(pod.pod).get(ANNOTATION_CPU_BURST) or "{}")
     except ValueError:
@@ -44,12 +68,110 @@ def pod_strategy(pod: PodView, node: CPUBurstStrategy) -> CPUBurstStrategy:
         return node
 
 
+def node_state(share_pool_usage: float, share_pool_total: float, threshold_percent: int) -> str:
+    """getNodeStateForBurst from the share pool's use and size (cores)."""
+    ratio = share_pool_usage / share_pool_total if share_pool_total > 0 else 1.0
+    threshold = threshold_percent / 100
+    if ratio >= threshold:
+        return OVERLOAD
+    if ratio >= threshold * SHARE_POOL_COOLING_RATIO:
+        return COOLING
+    return IDLE
+
+
+def operation(cfs_enabled: bool, allowed: bool, throttled: float | None) -> str:
+    """genOperationByContainer."""
+    if not cfs_enabled:
+        return RESET
+    if not allowed:
+        return SCALE_DOWN
+    if throttled is None or throttled <= 0:
+        return REMAIN
+    return SCALE_UP
+
+
+def by_node(state: str, op: str) -> str:
+    """changeOperationByNode: an overloaded pool scales down, a cooling or unknown one never up."""
+    if state == OVERLOAD and op in (SCALE_UP, REMAIN):
+        return SCALE_DOWN
+    if state in (COOLING, UNKNOWN) and op == SCALE_UP:
+        return REMAIN
+    return op
+
+
+def target_quota(base: int, ceil: int, current: int, op: str) -> int:
+    """The container's next CFS quota: a step from the current one, within [base, ceil]."""
+    target = current
+    if op == SCALE_UP:
+        target = int(current * CFS_INCREASE_STEP)
+    elif op == SCALE_DOWN:
+        target = int(current * CFS_DECREASE_STEP)
+    elif op == RESET:
+        target = base
+    return max(base, min(target, ceil))
+
+
+def static_burst(limit_milli: int, strategy: CPUBurstStrategy) -> int:
+    """calcStaticCPUBurstVal: `cpu.cfs_burst_us` for a container's CPU limit."""
+    if strategy.policy not in (CPU_BURST_ONLY, AUTO) or limit_milli <= 0:
+        return 0
+    return int(limit_milli / 1000 * (strategy.cpu_burst_percent / 100) * DEFAULT_CFS_PERIOD)
+
+
+@dataclass
+class BurstLimiter:
+    """burstLimiter: a token bucket of `period × (percent − 100)` that a container above its limit
+    drains and one under 60 % of it refills; it starts at a random fill of up to a half."""
+
+    capacity: int
+    tokens: int
+    updated: float
+
+    @classmethod
+    def new(cls, period: int, percent: int, now: float, rng: Callable[[], float]) -> BurstLimiter:
+        capacity = period * (percent - 100)
+        return cls(capacity, int(capacity * (rng() / 2)), now)
+
+    def allow(self, now: float, usage_percent: int) -> bool:
+        past = int(now - self.updated)
+        if usage_percent >= LIMITER_CONSUME_PERCENT:
+            self.tokens -= (usage_percent - 100) * past
+        elif usage_percent < LIMITER_SAVE_PERCENT:
+            self.tokens += (100 - usage_percent) * past
+        self.tokens = max(min(self.tokens, self.capacity), -self.capacity)
+        self.updated = now
+        return self.tokens > 0
+
+
+def throttled_ratio(previous: tuple[int, int] | None, stat: str | None) -> tuple[float | None, tuple[int, int] | None]:
+    """The share of CFS periods throttled since `previous` (nr_periods, nr_throttled of cpu.stat)."""
+    if not stat:
+        return None, previous
+    fields = dict(line.split(maxsplit=1) for line in stat.splitlines() if len(line.split()) == 2)
+    try:
+        now = (int(fields["nr_periods"]), int(fields["nr_throttled"]))
+    except (KeyError, ValueError):
+        return None, previous
+    if previous is None:
+        return None, now
+    periods = now[0] - previous[0]
+    return ((now[1] - previous[1]) / periods if periods > 0 else 0.0), now
+
+
+@dataclass
+class _Memory:
+    stats: dict[str, tuple[int, int]] = field(default_factory=dict)
+    limiters: dict[str, BurstLimiter] = field(default_factory=dict)
+
+
 class CPUBurst:
     name = NAME
 
-    def __init__(self, options: StrategyOptions) -> None:
+    def __init__(self, options: StrategyOptions, rng: Callable[[], float] = random.random) -> None:
         self.options = options
         self.interval = options.reconcile_interval
+        self.rng = rng
+        self.memory = _Memory()
 
     def enabled(self) -> bool:
         return self.options.gates.enabled(features.CPU_BURST) and self.interval > 0
@@ -57,40 +179,81 @@ class CPUBurst:
     def setup(self, ctx: object) -> None:
         pass
 
+    def _node_state(self, inp: RoundInput, threshold: int) -> str:
+        if inp.usage.node is None or not inp.processors:
+            return UNKNOWN
+        total = float(len(inp.processors))
+        used = inp.usage.node.cpu_milli / 1000
+        for pod in inp.pods:
+            if pod.raw_qos in (QoSClass.LSE, QoSClass.LSR):
+                total -= pod.request(RESOURCE_CPU) / 1000
+            found = inp.usage.pods.get(pod.key)
+            if found is not None and pod.raw_qos in (QoSClass.LSE, QoSClass.LSR, QoSClass.BE):
+                used -= found.cpu_milli / 1000
+        return node_state(used, total, threshold)
+
+    def _allowed(self, key: str, strategy: CPUBurstStrategy, now: float) -> bool:
+        """cfsBurstAllowedByLimiter; the container's usage is taken as its limit (Koordinator's
+        fallback when it has no sample), so the bucket neither drains nor fills."""
+        period, percent = strategy.cfs_quota_burst_period_seconds, strategy.cfs_quota_burst_percent
+        if period < 0:
+            return True
+        if percent < 100:
+            return False
+        limiter = self.memory.limiters.get(key)
+        if limiter is None or limiter.capacity != period * (percent - 100):
+            limiter = self.memory.limiters[key] = BurstLimiter.new(period, percent, now, self.rng)
+        return limiter.allow(now, 100)
+
     def round(self, inp: RoundInput) -> StrategyResult:
         result = StrategyResult(NAME)
         slo = inp.state.node_slo
-        node_strategy = slo.cpu_burst if slo is not None else CPUBurstStrategy()
-        capacity = inp.node_amount("capacity", "cpu")
-        used = inp.usage.node.cpu_milli if inp.usage.node else 0
-        share_pool_pct = used * 100 // capacity if capacity > 0 else 100
-        result.status.update({"policy": node_strategy.policy, "sharePoolUsagePercent": share_pool_pct})
+        if slo is None or slo.spec.get("cpuBurstStrategy") is None:
+            result.status["reason"] = "the NodeSLO has no cpuBurstStrategy"
+            return result
+        node_strategy = slo.cpu_burst
+        state = self._node_state(inp, node_strategy.share_pool_threshold_percent)
+        result.status.update({"policy": node_strategy.policy, "sharePoolState": state})
+        seen: set[str] = set()
         for pod in inp.pods:
-            if pod.qos not in (QoSClass.LS, QoSClass.LSR):
+            if pod.raw_qos in (QoSClass.LSR, QoSClass.LSE, QoSClass.BE):
                 continue
             strategy = pod_strategy(pod, node_strategy)
-            if strategy.policy == NONE:
-                continue
-            pod_quota = 0
+            cfs_enabled = strategy.policy in (CFS_QUOTA_BURST_ONLY, AUTO)
+            pod_burst = 0
+            pod_quota = inp.read(pod.dir, CPU_CFS_QUOTA)
+            pod_delta = 0
             for c in pod.containers:
-                limit = c.limits.get(RESOURCE_CPU, 0)
-                if c.dir is None or limit <= 0:
-                    pod_quota = -1
+                if c.dir is None:
                     continue
+                seen.add(c.dir)
+                limit = c.limits.get(RESOURCE_CPU, 0)
+                burst = static_burst(limit, strategy)
+                pod_burst += burst
+                result.writes.append(CgroupWrite(NAME, c.dir, CPU_BURST, burst, Level.CONTAINER))
                 base = limit * DEFAULT_CFS_PERIOD // 1000
-                if strategy.policy in (CPU_BURST_ONLY, AUTO):
-                    burst = min(base * strategy.cpu_burst_percent // 100, CPU_BURST.high or 0)
-                    result.writes.append(CgroupWrite(NAME, c.dir, CPU_BURST, burst, Level.CONTAINER))
-                quota = base
-                if (
-                    strategy.policy in (CFS_QUOTA_BURST_ONLY, AUTO)
-                    and share_pool_pct < strategy.share_pool_threshold_percent
-                ):
-                    quota = base * strategy.cfs_quota_burst_percent // 100
-                if strategy.policy in (CFS_QUOTA_BURST_ONLY, AUTO):
-                    result.writes.append(CgroupWrite(NAME, c.dir, CPU_CFS_QUOTA, quota, Level.CONTAINER))
-                if pod_quota >= 0:
-                    pod_quota += quota
-            if strategy.policy in (CFS_QUOTA_BURST_ONLY, AUTO) and pod.containers:
-                result.writes.append(CgroupWrite(NAME, pod.dir, CPU_CFS_QUOTA, pod_quota, Level.POD))
+                current = inp.read(c.dir, CPU_CFS_QUOTA)
+                if base <= 0 or not isinstance(current, int):
+                    continue
+                stat = inp.read(c.dir, CPU_STAT)
+                throttled, sample = throttled_ratio(
+                    self.memory.stats.get(c.dir), stat if isinstance(stat, str) else None
+                )
+                if sample is not None:
+                    self.memory.stats[c.dir] = sample
+                ceil = (
+                    base * strategy.cfs_quota_burst_percent // 100 if strategy.cfs_quota_burst_percent > 100 else base
+                )
+                op = by_node(state, operation(cfs_enabled, self._allowed(c.dir, strategy, inp.now), throttled))
+                target = target_quota(base, ceil, current, op)
+                if target != current:
+                    result.writes.append(CgroupWrite(NAME, c.dir, CPU_CFS_QUOTA, target, Level.CONTAINER))
+                    pod_delta += target - current
+            if any(c.dir is not None for c in pod.containers):  # a pod not started has no cgroup yet
+                result.writes.append(CgroupWrite(NAME, pod.dir, CPU_BURST, pod_burst, Level.POD))
+            if pod_delta and isinstance(pod_quota, int) and pod_quota > 0:
+                result.writes.append(CgroupWrite(NAME, pod.dir, CPU_CFS_QUOTA, pod_quota + pod_delta, Level.POD))
+        for gone in set(self.memory.stats) - seen:  # Recycle: forget containers that are gone
+            del self.memory.stats[gone]
+            self.memory.limiters.pop(gone, None)
         return result

@@ -1,27 +1,46 @@
-"""CPUEvict (spec §6): BECPUEvict evicts BE pods when BE is starved — its real CPU limit falls
-below `cpuEvictBESatisfactionLowerPercent` of its request while it uses nearly all of it — until
-the satisfaction would reach the upper percent; CPUEvict evicts low-priority pods when the node's
-CPU use passes `cpuEvictThresholdPercent`; CPUAllocatableEvict when batch-cpu requests pass the
-allocatable. Cool time 20 s.
+"""CPUEvict (Koordinator's `pkg/koordlet/qosmanager/plugins/cpuevict/cpu_evict.go`, checked
+against its `Test_cpuEvict`): three tasks, run in Koordinator's order, sharing the pods they evict
+(`victims.kill_and_evict`):
+
+* BECPUEvict evicts BE pods when BE is starved — its real CPU limit falls below
+  `cpuEvictBESatisfactionLowerPercent` of its request while it uses nearly all of it — until the
+  satisfaction would reach the upper percent;
+* CPUAllocatableEvict evicts pods at or below `allocatableEvictPriorityThreshold` when the batch-cpu
+  or mid-cpu requests pass `cpuAllocatableEvictThresholdPercent` of the node's allocatable, down to
+  the lower percent; a node offering none of that resource releases everything requested of it;
+* CPUEvict evicts pods at or below `evictEnabledPriorityThreshold` when the node's CPU use passes
+  `cpuEvictThresholdPercent`.
+
+The last two take only pods labelled `koordinator.sh/eviction-enabled: "true"` that have a usage
+sample, ordered by `koordinator.sh/eviction-priority`, priority, the `koordinator.sh/priority`
+label, then usage (CPUEvict) or request (CPUAllocatableEvict). Every task honours the pod's
+`koordinator.sh/eviction-policy` annotation. Cool time 20 s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from policies.constants import BATCH_CPU, QoSClass
+from policies.constants import BATCH_CPU, MID_CPU, RESOURCE_CPU, PriorityClass, QoSClass
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.nodeslo import CPU_EVICT_POLICY_ALLOCATABLE, ThresholdStrategy
-from scheduler_plugins.koordlet.pods import PodView
+from scheduler_plugins.koordlet.pods import PodView, pod_view
 from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, StrategyOptions, StrategyResult
 from scheduler_plugins.koordlet.strategies.victims import (
-    allocatable_victims,
-    by_priority_then_usage,
+    DEFAULT_ALLOCATABLE_LOWER,
+    DEFAULT_ALLOCATABLE_THRESHOLD,
+    MAX_ALLOCATABLE_EVICT_PRIORITY,
+    Amounts,
+    EvictTask,
+    by_eviction_then_priority,
+    kill_and_evict,
     release_for,
-    take_until,
 )
 
 NAME = "CPUEvict"
+TARGET_REQUEST, TARGET_USED = "podResourceRequest", "podUsed"
+#: ReverseResourceNameMap: the band whose pods free an extended resource
+_BAND_OF = {BATCH_CPU: PriorityClass.BATCH, MID_CPU: PriorityClass.MID}
 
 
 def be_release_milli(usage: int, request: int, limit: int, upper: int, lower: int, usage_threshold: int) -> int:
@@ -34,6 +53,40 @@ def be_release_milli(usage: int, request: int, limit: int, upper: int, lower: in
         return 0
     gap_percent_times_request = request * upper - limit * 100  # request × (upper/100 − limit/request) × 100
     return max(0, gap_percent_times_request // 100)
+
+
+def be_victims(pods: list[PodView], used: Callable[[PodView], int]) -> list[PodView]:
+    """getBEPodEvictInfoAndSort: lower `spec.priority` first, then the larger share of its
+    batch-cpu request a pod uses."""
+
+    def share(pod: PodView) -> float:
+        request = pod.batch_cpu_request()
+        return used(pod) / request if request > 0 else 0.0
+
+    return sorted(pods, key=lambda p: (p.priority, -share(p)))
+
+
+def allocatable_release(
+    pods: list[PodView], allocatable: dict[str, int], priority_limit: int, threshold: int, lower: int
+) -> Amounts:
+    """calculateMilliReleaseByAllocatableThresholdPercent: per resource the pods at or below
+    `priority_limit` request (mid-cpu, batch-cpu, or cpu for the other bands), what to release: the
+    whole request where the node offers none of it, else what passes `lower` % of the allocatable
+    once the requests pass `threshold` %."""
+    requested: Amounts = {}
+    for pod in pods:
+        if pod.priority_value > priority_limit:
+            continue
+        name, amount = pod.typed_request(RESOURCE_CPU)
+        requested[name] = requested.get(name, 0) + amount
+    release: Amounts = {}
+    for name, amount in requested.items():
+        total = allocatable.get(name, 0)
+        if total <= 0:
+            release[name] = amount
+        elif amount * 100 > threshold * total:
+            release[name] = int(amount - lower / 100 * total)
+    return release
 
 
 class CPUEvict:
@@ -58,85 +111,116 @@ class CPUEvict:
         t = inp.eviction_thresholds(result, self.last_evict_time, self.options.cpu_evict_cool_time)
         if t is None:
             return result
-        gates, usage = self.options.gates, inp.usage
+        gates = self.options.gates
+        tasks: list[EvictTask] = []
+        if gates.enabled(features.BE_CPU_EVICT):
+            tasks += self._be_task(inp, t, result)
+        if gates.enabled(features.CPU_ALLOCATABLE_EVICT):
+            tasks += self._allocatable_task(inp, t)
+        if gates.enabled(features.CPU_EVICT):
+            tasks += self._used_task(inp, t)
+        for task, pod in kill_and_evict(tasks):
+            result.evictions.append(Eviction(NAME, pod.pod, pod.key, task.reason))
+        if result.evictions:
+            self.last_evict_time = inp.now
+        return result
+
+    def _be_task(self, inp: RoundInput, t: ThresholdStrategy, result: StrategyResult) -> list[EvictTask]:
+        figures = inp.usage.be_cpu
+        upper, lower = t.cpu_evict_be_satisfaction_upper_percent, t.cpu_evict_be_satisfaction_lower_percent
+        if figures is None or upper is None or lower is None:
+            return []
+        limit: int | None = figures.limit_milli
+        if t.cpu_evict_policy == CPU_EVICT_POLICY_ALLOCATABLE:
+            limit = inp.node_amount("allocatable", BATCH_CPU)
+        if limit is None:
+            return []
+        release = be_release_milli(
+            figures.usage_milli, figures.request_milli, limit, upper, lower, t.cpu_evict_be_usage_threshold_percent
+        )
+        result.status["beSatisfactionPercent"] = limit * 100 // figures.request_milli if figures.request_milli else None
+        feature = features.BE_CPU_EVICT
+        be = [p for p in inp.pods if p.raw_qos is QoSClass.BE and p.eviction_policy_allows(feature)]
+        return [
+            EvictTask(
+                feature,
+                f"BE CPU satisfaction {limit}m/{figures.request_milli}m below {lower}%, releasing {release}m batch-cpu",
+                be_victims(be, self._used(inp)),
+                {BATCH_CPU: release},
+                TARGET_REQUEST,
+                lambda pod: {BATCH_CPU: pod.batch_cpu_request()},
+            )
+        ]
+
+    def _allocatable_task(self, inp: RoundInput, t: ThresholdStrategy) -> list[EvictTask]:
+        limit = t.allocatable_evict_priority_threshold
+        threshold = t.cpu_allocatable_evict_threshold_percent or DEFAULT_ALLOCATABLE_THRESHOLD
+        lower = t.cpu_allocatable_evict_lower_percent
+        if lower is None:
+            lower = DEFAULT_ALLOCATABLE_LOWER
+        if limit is None or limit > MAX_ALLOCATABLE_EVICT_PRIORITY or threshold < 0 or lower >= threshold:
+            return []
+        every_pod = [pod_view(p, inp.layout) for p in inp.state.pods]  # Koordinator sums every pod's requests
+        allocatable = {name: inp.node_amount("allocatable", name) for name in (RESOURCE_CPU, BATCH_CPU, MID_CPU)}
+        release = allocatable_release(every_pod, allocatable, limit, threshold, lower)
+        if not release:
+            return []
+        bands = {_BAND_OF[name] for name in release if name in _BAND_OF}
+
+        def freed(pod: PodView) -> Amounts:
+            if pod.priority_class not in bands:
+                return {}
+            name, amount = pod.typed_request(RESOURCE_CPU)
+            return {name: amount}
+
+        feature = features.CPU_ALLOCATABLE_EVICT
+        sampled = [p for p in inp.pods if p.key in inp.usage.pods]
+        shares = ", ".join(
+            f"{name} requests over {threshold}% of allocatable {allocatable.get(name, 0)}, releasing {amount}"
+            for name, amount in sorted(release.items())
+            if amount > 0
+        )
+        return [
+            EvictTask(
+                feature,
+                shares,
+                by_eviction_then_priority(sampled, feature, limit, lambda p: p.typed_request(RESOURCE_CPU)[1]),
+                release,
+                TARGET_REQUEST,
+                freed,
+            )
+        ]
+
+    def _used_task(self, inp: RoundInput, t: ThresholdStrategy) -> list[EvictTask]:
+        limit, threshold = t.evict_enabled_priority_threshold, t.cpu_evict_threshold_percent
+        if limit is None or threshold is None or threshold < 0 or inp.usage.node is None:
+            return []
+        found = release_for(
+            inp.usage.node.cpu_milli, inp.node_amount("capacity", "cpu"), threshold, t.cpu_evict_lower_percent
+        )
+        if not found:
+            return []
+        pct, release = found
+        used = self._used(inp)
+        feature = features.CPU_EVICT
+        sampled = [p for p in inp.pods if p.key in inp.usage.pods]
+        return [
+            EvictTask(
+                feature,
+                f"node CPU usage {pct}% >= threshold {threshold}%, releasing {release}m",
+                by_eviction_then_priority(sampled, feature, limit, used),
+                {RESOURCE_CPU: release},
+                TARGET_USED,
+                lambda pod: {RESOURCE_CPU: used(pod)},
+            )
+        ]
+
+    @staticmethod
+    def _used(inp: RoundInput) -> Callable[[PodView], int]:
+        usage = inp.usage
 
         def cpu(pod: PodView) -> int:
             found = usage.pods.get(pod.key)
             return found.cpu_milli if found else 0
 
-        chosen: set[str] = set()
-
-        def evict(victims: list[PodView], reason: str) -> None:
-            for pod in victims:
-                chosen.add(pod.key)
-                result.evictions.append(Eviction(NAME, pod.pod, pod.key, reason))
-
-        be = [p for p in inp.pods if p.raw_qos is QoSClass.BE]
-        if (
-            gates.enabled(features.BE_CPU_EVICT)
-            and usage.be_cpu is not None
-            and t.cpu_evict_be_satisfaction_upper_percent is not None
-            and t.cpu_evict_be_satisfaction_lower_percent is not None
-        ):
-            figures = usage.be_cpu
-            limit = figures.limit_milli
-            if t.cpu_evict_policy == CPU_EVICT_POLICY_ALLOCATABLE:
-                limit = inp.node_amount("allocatable", BATCH_CPU)
-            if limit is not None:
-                release = be_release_milli(
-                    figures.usage_milli,
-                    figures.request_milli,
-                    limit,
-                    t.cpu_evict_be_satisfaction_upper_percent,
-                    t.cpu_evict_be_satisfaction_lower_percent,
-                    t.cpu_evict_be_usage_threshold_percent,
-                )
-                result.status["beSatisfactionPercent"] = (
-                    limit * 100 // figures.request_milli if figures.request_milli else None
-                )
-                if release > 0:
-                    victims, _ = take_until(by_priority_then_usage(be, cpu), PodView.batch_cpu_request, release, chosen)
-                    evict(
-                        victims,
-                        f"BE CPU satisfaction {limit}m/{figures.request_milli}m below "
-                        f"{t.cpu_evict_be_satisfaction_lower_percent}%, releasing {release}m batch-cpu",
-                    )
-        capacity = inp.node_amount("capacity", "cpu")
-        if (
-            gates.enabled(features.CPU_EVICT)
-            and t.cpu_evict_threshold_percent is not None
-            and t.evict_enabled_priority_threshold is not None
-            and usage.node is not None
-        ):
-            found = release_for(
-                usage.node.cpu_milli, capacity, t.cpu_evict_threshold_percent, t.cpu_evict_lower_percent
-            )
-            if found:
-                pct, release = found
-                candidates = [p for p in inp.pods if p.priority < t.evict_enabled_priority_threshold]
-                victims, _ = take_until(by_priority_then_usage(candidates, cpu, annotated=True), cpu, release, chosen)
-                evict(
-                    victims,
-                    f"node CPU usage {pct}% >= threshold {t.cpu_evict_threshold_percent}%, releasing {release}m",
-                )
-        if gates.enabled(features.CPU_ALLOCATABLE_EVICT):
-            self._allocatable(inp, t, chosen, evict)
-        if result.evictions:
-            self.last_evict_time = inp.now
-        return result
-
-    def _allocatable(
-        self, inp: RoundInput, t: ThresholdStrategy, chosen: set[str], evict: Callable[[list[PodView], str], None]
-    ) -> None:
-        found = allocatable_victims(
-            inp.pods,
-            PodView.batch_cpu_request,
-            inp.node_amount("allocatable", BATCH_CPU),
-            t.allocatable_evict_priority_threshold,
-            t.cpu_allocatable_evict_threshold_percent,
-            t.cpu_allocatable_evict_lower_percent,
-            chosen,
-        )
-        if found:
-            victims, pct, threshold, release = found
-            evict(victims, f"batch-cpu requests {pct}% of allocatable >= {threshold}%, releasing {release}m")
+        return cpu

@@ -71,7 +71,11 @@ class MemoryEvict:
             found = release_for(used, capacity, t.memory_evict_threshold_percent, t.memory_evict_lower_percent)
             if found:
                 pct, release = found
-                be = [p for p in inp.pods if p.raw_qos is QoSClass.BE]
+                be = [
+                    p
+                    for p in inp.pods
+                    if p.raw_qos is QoSClass.BE and p.eviction_policy_allows(features.BE_MEMORY_EVICT)
+                ]
                 victims, _ = take_until(by_priority_then_usage(be, mem), mem, release, chosen)
                 evict(
                     victims,
@@ -89,7 +93,9 @@ class MemoryEvict:
             if found:
                 pct, release = found
                 limit = t.evict_enabled_priority_threshold
-                candidates = [p for p in inp.pods if p.priority < limit]
+                candidates = [
+                    p for p in inp.pods if p.priority < limit and p.eviction_policy_allows(features.MEMORY_EVICT)
+                ]
                 victims, _ = take_until(by_priority_then_usage(candidates, mem, annotated=True), mem, release, chosen)
                 evict(
                     victims,
@@ -104,7 +110,7 @@ class MemoryEvict:
         self, inp: RoundInput, t: ThresholdStrategy, chosen: set[str], evict: Callable[[list[PodView], str], None]
     ) -> None:
         found = allocatable_victims(
-            inp.pods,
+            [p for p in inp.pods if p.eviction_policy_allows(features.MEMORY_ALLOCATABLE_EVICT)],
             PodView.batch_memory_request,
             inp.node_amount("allocatable", BATCH_MEMORY),
             t.allocatable_evict_priority_threshold,

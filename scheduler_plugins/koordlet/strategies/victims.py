@@ -1,8 +1,10 @@
-"""Victim order and release amounts shared by the eviction strategies (spec §5–6)."""
+"""Victim order and release amounts shared by the eviction strategies (Koordinator's
+`pkg/koordlet/qosmanager/plugins/util/evict.go` and the cpuevict/memoryevict plugins)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from scheduler_plugins.koordlet.pods import PodView
 
@@ -77,3 +79,70 @@ def allocatable_victims(
     pct, release = found
     victims, _ = take_until(by_priority_then_usage(candidates, request), request, release, already)
     return victims, pct, threshold, release
+
+
+Amounts = dict[str, int]
+
+
+@dataclass(frozen=True)
+class EvictTask:
+    """EvictTaskInfo: one feature's victims in order, what it must release (per resource) and
+    which of a pod's amounts count towards it (`target`: its requests or its usage)."""
+
+    feature: str
+    reason: str
+    pods: Sequence[PodView]
+    release: Amounts
+    target: str
+    amount: Callable[[PodView], Amounts]
+
+
+def _short(wanted: Amounts, released: Amounts) -> bool:
+    return any(amount > released.get(name, 0) for name, amount in wanted.items())
+
+
+def kill_and_evict(tasks: Sequence[EvictTask]) -> list[tuple[EvictTask, PodView]]:
+    """KillAndEvictPods: each task in turn evicts its pods in order until what all the evicted pods
+    add up to, on the task's target, covers what it must release. A pod is evicted once; what it
+    frees counts for every task of the same target (the largest amount any of them gives it)."""
+    tasks = [t for t in tasks if any(v > 0 for v in t.release.values())]
+    released: dict[str, Amounts] = {}
+    evicted: set[str] = set()
+    chosen: list[tuple[EvictTask, PodView]] = []
+
+    def freed(pod: PodView) -> dict[str, Amounts]:
+        out: dict[str, Amounts] = {}
+        for task in tasks:
+            merged = out.setdefault(task.target, {})
+            for name, amount in task.amount(pod).items():
+                merged[name] = max(merged.get(name, 0), amount)
+        return out
+
+    for task in tasks:
+        if not _short(task.release, released.get(task.target, {})):
+            continue
+        for pod in task.pods:
+            if pod.key in evicted:
+                continue
+            evicted.add(pod.key)
+            chosen.append((task, pod))
+            for target, amounts in freed(pod).items():
+                total = released.setdefault(target, {})
+                for name, amount in amounts.items():
+                    total[name] = total.get(name, 0) + amount
+            if not _short(task.release, released.get(task.target, {})):
+                break
+    return chosen
+
+
+def by_eviction_then_priority(
+    pods: Iterable[PodView], feature: str, priority_limit: int, sub: Callable[[PodView], int]
+) -> list[PodView]:
+    """getPodEvictInfoAndSortByPriority: the pods at or below `priority_limit` (their defaulted
+    priority) that carry `koordinator.sh/eviction-enabled: "true"` and whose eviction policy allows
+    `feature`; lower `koordinator.sh/eviction-priority` first, then lower priority, then lower
+    `koordinator.sh/priority` label, then larger `sub` (usage or request)."""
+    chosen = [
+        p for p in pods if p.eviction_policy_allows(feature) and p.priority_value <= priority_limit and p.evict_enabled
+    ]
+    return sorted(chosen, key=lambda p: (p.eviction_priority, p.priority_value, p.label_priority, -sub(p)))

@@ -140,6 +140,9 @@ class ReservationIndex:
     def remaining(self, info: ReservationInfo) -> Vector:
         return remaining(info.allocatable, self.allocated(info.name))
 
+    def allocated_pods(self, name: str) -> int:
+        return len(self.allocations.get(name, {}))
+
     # --- allocations -----------------------------------------------------------------------------
     def allocate(self, name: str, pod: PodInfo) -> None:
         """Count `pod` as using reservation `name` (Reserve, or a bound pod carrying the annotation)."""

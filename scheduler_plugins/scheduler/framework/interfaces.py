@@ -302,6 +302,10 @@ class ReservationView(Protocol):
 
     def remaining(self, info: ReservationInfo) -> Vector: ...
 
+    def allocated_pods(self, name: str) -> int:
+        """How many pods use the reservation (its `pods` limit)."""
+        ...
+
     def allocate(self, name: str, pod: PodInfo) -> None:
         """Count the pod as using the reservation (Reserve); idempotent."""
         ...

@@ -42,7 +42,7 @@ def test_dry_run_json_reports_every_node_and_what_would_be_evicted(capsys: pytes
     assert [(e["pod"], e["node"], e["plugin"]) for e in round_["evictions"]] == [
         ("default/batch-1", "node-a", "LowNodeLoad"),
         ("default/web-4", "node-a", "LowNodeLoad"),
-        ("default/web-5", "node-b", "LowNodeLoad"),
+        ("default/web-8", "node-b", "LowNodeLoad"),
     ]
     assert round_["evictions"][0]["reason"] == "node is overutilized, node cpu usage(85.00%)>threshold(60.00%)"
 
@@ -144,7 +144,7 @@ def test_offline_evictions_honour_the_disruption_budgets_in_the_directory(
     assert [e["pod"] for e in round_["evictions"]] == ["default/batch-1", "default/web-4"]
     assert [(s["pod"], s["reason"]) for s in round_["skipped"]] == [
         (
-            "default/web-5",
+            "default/web-8",
             "blocked by a PodDisruptionBudget: Cannot evict pod as it would violate the pod's disruption budget.",
         )
     ]

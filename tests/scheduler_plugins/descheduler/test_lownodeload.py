@@ -1,4 +1,4 @@
-"""LowNodeLoad end to end over one round (spec §3): classification, the worked example, nodeFit,
+"""LowNodeLoad end to end over one round (docs/descheduler.md): classification, the worked example, nodeFit,
 victim order, pools, deviation thresholds, dry run."""
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ def node(name: str, pods: int = 10, cpu: str = "4000m", unschedulable: bool = Fa
 
 
 def worked_example() -> list[dict[str, Any]]:
-    """Spec §3.3 "without priorities": n1 hot (8 pods x 400m), n2 cold, n3 empty but unschedulable."""
+    """Koordinator's TestLowNodeLoad "without priorities": n1 hot (8 pods x 400m), n2 cold, n3 empty
+    but unschedulable."""
     pods, metric = loaded_node("n1", [(f"p{i}", "400m") for i in range(1, 9)])
     pods[5]["metadata"].pop("ownerReferences")  # p6: bare pod
     pods[6]["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds"}]  # p7
@@ -101,7 +102,7 @@ def test_paused_does_nothing() -> None:
     assert report.evictions == [] and report.nodes == []
 
 
-def test_low_priority_and_best_effort_pods_go_first_then_the_biggest_user() -> None:
+def test_low_priority_and_best_effort_pods_go_first_then_the_closest_to_the_excess() -> None:
     pods, metric = loaded_node("hot", [("prod-small", "500m"), ("prod-big", "1500m")])
     batch = make_pod("batch", node="hot", owner_kind="ReplicaSet", priority_class="koord-batch", qos="BE")
     metric["status"]["podsMetric"].append(pod_metric("batch", cpu="100m", priority="koord-batch"))
@@ -110,9 +111,10 @@ def test_low_priority_and_best_effort_pods_go_first_then_the_biggest_user() -> N
     args = {"lowThresholds": {"cpu": 20}, "highThresholds": {"cpu": 40}, "anomalyCondition": IMMEDIATE}
     backend = FakeEvictions()
     run_rounds(config(args), objects, backend=backend)
-    # hot: 2100m of 4000m (52.5 %) > 40 %; evicting the batch pod (100m) leaves 50 %, then the
-    # bigger prod pod (1500m) brings it to 12.5 %
-    assert backend.evicted == ["default/batch", "default/prod-big"]
+    # hot: 2100m of 4000m (52.5 %), 500m over the 40 % threshold; the batch pod (100m) goes first,
+    # then, of the prod pods, the one whose usage best matches the 500m excess (Koordinator's
+    # mostRequestedScorePod: 500m scores 2, 1500m scores 1.33): 1500m left, 37.5 %
+    assert backend.evicted == ["default/batch", "default/prod-small"]
 
 
 def test_a_pod_that_fits_no_cold_node_by_selector_or_taint_stays() -> None:

@@ -6,8 +6,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from scheduler_plugins.koordlet.cgroups.executor import Reader
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
+from scheduler_plugins.koordlet.host import HostView
 from scheduler_plugins.koordlet.nodeslo import NodeSLO
 from scheduler_plugins.koordlet.states import NodeState
 from scheduler_plugins.koordlet.strategies.base import RoundInput
@@ -45,6 +47,8 @@ def round_input(
     now: float = 1000.0,
     layout: CgroupLayout = LAYOUT,
     topology: Mapping[str, Any] | None = None,
+    host: HostView | None = None,
+    reader: Reader | None = None,
 ) -> RoundInput:
     state = NodeState(node, NodeSLO.parse(slo) if slo is not None else None, None, tuple(pods), topology)
     values = dict(current or {})
@@ -53,5 +57,11 @@ def round_input(
         return values.get((cgroup, resource.name))
 
     return RoundInput.build(
-        state, used or Usage(), layout, read, now, processors if processors is not None else flat_processors(20)
+        state,
+        used or Usage(),
+        layout,
+        reader or read,
+        now,
+        processors if processors is not None else flat_processors(20),
+        host,
     )

@@ -1,4 +1,4 @@
-"""CgroupReconcile (spec §7) and CPUBurst (spec §8): the values each writes, and where."""
+"""CgroupReconcile and CPUBurst (docs/koordlet.md): the values each writes, and where."""
 
 from __future__ import annotations
 
@@ -164,13 +164,23 @@ def test_cpu_burst_writes_the_burst_budget_of_limited_ls_containers() -> None:
     assert container == {"cpu.cfs_burst_us": 200_000 * 1000 // 100}
 
 
-def test_cfs_quota_burst_scales_up_while_the_share_pool_is_idle_and_back_when_busy() -> None:
-    idle = burst("cfsQuotaBurstOnly", 1)
-    assert writes_of(idle, "kubepods/burstable/podls/c1") == {"cpu.cfs_quota_us": 600_000}
-    assert writes_of(idle, "kubepods/burstable/podls") == {"cpu.cfs_quota_us": 600_000}
-    busy = burst("cfsQuotaBurstOnly", 6)
-    assert writes_of(busy, "kubepods/burstable/podls/c1") == {"cpu.cfs_quota_us": 200_000}
+def test_cfs_quota_burst_steps_down_when_the_share_pool_is_busy() -> None:
+    """Scaling is gradual (tests/.../test_cpuburst_koordinator.py has Koordinator's cases): an
+    overloaded share pool takes a boosted quota down by a fifth, never below the limit's."""
+    current = {
+        ("kubepods/burstable/podls/c1", "cpu.cfs_quota_us"): 600_000,
+        ("kubepods/burstable/podls", "cpu.cfs_quota_us"): 600_000,
+    }
+    busy = CPUBurst(StrategyOptions(koordlet_gates(""))).round(
+        round_input(
+            NODE, make_node_slo("n1", cpu_burst={"policy": "cfsQuotaBurstOnly"}), [LS_POD], usage(18), current=current
+        )
+    )
+    assert writes_of(busy, "kubepods/burstable/podls/c1")["cpu.cfs_quota_us"] == 480_000
+    assert writes_of(busy, "kubepods/burstable/podls")["cpu.cfs_quota_us"] == 480_000
 
 
-def test_cpu_burst_policy_none_writes_nothing() -> None:
-    assert not burst("none", 1).writes
+def test_cpu_burst_policy_none_resets_burst_to_zero() -> None:
+    """Koordinator writes 0 (and the limit's quota) for a pod whose policy is none."""
+    result = burst("none", 1)
+    assert writes_of(result, "kubepods/burstable/podls/c1") == {"cpu.cfs_burst_us": 0}

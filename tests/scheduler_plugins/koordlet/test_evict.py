@@ -1,4 +1,4 @@
-"""MemoryEvict and CPUEvict (spec §5–6): thresholds, what is released, the victim order, cool times."""
+"""MemoryEvict and CPUEvict (docs/koordlet.md): thresholds, what is released, the victim order, cool times."""
 
 from __future__ import annotations
 
@@ -111,12 +111,18 @@ def test_memory_allocatable_evict_compares_batch_requests_with_allocatable() -> 
 
 
 def test_cpu_allocatable_evict_compares_batch_cpu_requests_with_allocatable() -> None:
-    pods = [be(f"b{i}", requests={"kubernetes.io/batch-cpu": "1200"}) for i in range(4)]  # 4,800 of 4,000
+    enabled = {"koordinator.sh/eviction-enabled": "true"}
+    pods = [
+        be(f"b{i}", requests={"kubernetes.io/batch-cpu": "1200"}, labels=enabled) for i in range(4)
+    ]  # 4,800 of 4,000
+    used = usage(pods={f"default/b{i}": (1, 0) for i in range(4)})
     result = CPUEvict(options("CPUAllocatableEvict=true")).round(
-        round_input(NODE, slo(allocatableEvictPriorityThreshold=5999), pods, usage())
+        round_input(NODE, slo(allocatableEvictPriorityThreshold=5999), pods, used)
     )
-    # 120 % ≥ the default 110 % → release down to the default 100 %: 800 of batch-cpu, one 1,200 pod
-    assert [e.reason for e in result.evictions] == ["batch-cpu requests 120% of allocatable >= 110%, releasing 800m"]
+    # 120 % > the default 110 % → release down to the default 100 %: 800 of batch-cpu, one 1,200 pod
+    assert [e.reason for e in result.evictions] == [
+        "kubernetes.io/batch-cpu requests over 110% of allocatable 4000, releasing 800"
+    ]
 
 
 def test_allocatable_evict_never_reaches_prod_priorities() -> None:
@@ -149,9 +155,24 @@ def test_be_cpu_evict_picks_be_pods_by_priority_until_the_batch_cpu_is_released(
 
 
 def test_cpu_evict_by_node_usage() -> None:
-    pods = [make_pod("low", node="n1", priority=100), make_pod("prod", node="n1", priority=9000)]
-    used = usage(node_cpu=9.5, pods={"default/low": (3, 0), "default/prod": (6, 0)})
+    enabled = {"koordinator.sh/eviction-enabled": "true"}
+    pods = [
+        make_pod("low", node="n1", priority=100, labels=enabled),
+        make_pod("prod", node="n1", priority=9000, labels=enabled),
+        make_pod("not-enabled", node="n1", priority=100),
+    ]
+    used = usage(node_cpu=9.5, pods={"default/low": (3, 0), "default/prod": (6, 0), "default/not-enabled": (4, 0)})
     result = CPUEvict(options("CPUEvict=true")).round(
         round_input(NODE, slo(cpuEvictThresholdPercent=90, evictEnabledPriorityThreshold=8000), pods, used)
     )
     assert [e.key for e in result.evictions] == ["default/low"]
+
+
+def test_be_memory_evict_honours_the_eviction_policy_annotation() -> None:
+    """`koordinator.sh/eviction-policy` (Koordinator's IsEvictionPolicyAllowed): a pod that names
+    only other features is passed over; the next one goes instead."""
+    only_cpu = {"koordinator.sh/eviction-policy": '["CPUEvict"]'}
+    pods = [be("low", 5000, annotations=only_cpu), be("big", 5500)]
+    used = usage(node_memory=75 * GI, pods={"default/low": (0, 8 * GI), "default/big": (0, 8 * GI)})
+    result = MemoryEvict(options("BEMemoryEvict=true")).round(round_input(NODE, slo(), pods, used))
+    assert [e.key for e in result.evictions] == ["default/big"]

@@ -20,14 +20,27 @@ def test_the_strategy_table_names_each_strategy_once_with_its_gates_and_interval
     table = {e.name: (e.koordinator_name, e.gates, e.interval_flag) for e in builtin_strategies()}
     assert table["CPUSuppress"] == ("CPUSuppresss", ("BECPUSuppress",), "cpu-suppress-interval-seconds")
     assert table["MemoryEvict"][1] == ("BEMemoryEvict", "MemoryEvict", "MemoryAllocatableEvict")
-    assert list(table) == ["CPUSuppress", "CPUEvict", "MemoryEvict", "CgroupReconcile", "CPUBurst"]
+    assert list(table) == [
+        "CPUSuppress",
+        "CPUEvict",
+        "MemoryEvict",
+        "CgroupReconcile",
+        "CPUBurst",
+        "BlkIOReconcile",
+        "SystemConfig",
+        "ResctrlReconcile",
+    ]
+    assert table["ResctrlReconcile"][1] == ("RdtResctrl",)  # on by default
 
 
 @pytest.mark.parametrize(
     "gates, enabled",
     [
-        ("", {"CPUSuppress", "CPUBurst"}),
-        ("BECPUSuppress=false,CPUEvict=true,CgroupReconcile=true", {"CPUEvict", "CgroupReconcile", "CPUBurst"}),
+        ("", {"CPUSuppress", "CPUBurst", "ResctrlReconcile"}),
+        (
+            "BECPUSuppress=false,CPUEvict=true,CgroupReconcile=true,RdtResctrl=false,BlkIOReconcile=true",
+            {"CPUEvict", "CgroupReconcile", "CPUBurst", "BlkIOReconcile"},
+        ),
     ],
 )
 def test_a_strategy_runs_when_its_gate_is_on(gates: str, enabled: set[str]) -> None:

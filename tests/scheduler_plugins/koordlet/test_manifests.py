@@ -34,6 +34,23 @@ def test_every_koordlet_manifest_validates_against_the_kubernetes_schema(obj: di
     kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
 
 
+def shipped_pods() -> list[tuple[str, dict[str, Any]]]:
+    """Every v1 Pod the repository ships under manifests/ (examples and samples)."""
+    found = []
+    for path in sorted((REPO / "manifests").rglob("*.yaml")):
+        for obj in yaml.safe_load_all(path.read_text()):
+            if isinstance(obj, dict) and obj.get("kind") == "Pod" and obj.get("apiVersion") == "v1":
+                found.append((f"{path.relative_to(REPO)}:{obj['metadata']['name']}", obj))
+    return found
+
+
+@pytest.mark.parametrize("obj", [o for _, o in shipped_pods()], ids=[name for name, _ in shipped_pods()])
+def test_every_shipped_pod_is_a_valid_object(obj: dict[str, Any]) -> None:
+    """The example node's BE pod once lacked `status.containerStatuses[].ready` (and the other
+    fields a ContainerStatus requires): the API server would not take it."""
+    kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
 def test_rbac_covers_the_watched_kinds_evictions_events_and_node_metric_status_and_nothing_more() -> None:
     rules = one("ClusterRole")["rules"]
     granted = {(g, res, v) for r in rules for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}

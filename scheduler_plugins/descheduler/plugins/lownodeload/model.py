@@ -126,7 +126,8 @@ def node_usage(
         return None
     prod_pods = [p for p in pods if is_prod(p)]
     prod_keys = {pod_key(p) for p in prod_pods}
-    pod_usage = {m.key: m.usage for m in reading.pods if m.usage is not None}
+    # every pod the NodeMetric lists, with empty usage too (a best-effort pod): Koordinator's podMetrics
+    pod_usage = {m.key: m.usage or {} for m in reading.pods}
     usage: Amounts = {}
     prod_usage: Amounts = {}
     for resource in resource_names:

@@ -225,7 +225,8 @@ class LowNodeLoad:
         constrained = bool(spec.get("nodeSelector") or (spec.get("affinity") or {}).get("nodeAffinity"))
         for target in targets:
             high = target.node.prod_high if prod else target.node.high
-            adds = {r: 1 if r == RESOURCE_PODS else pod_usage.get(r, 0) for r in high}
+            # podFitsAnyNodeWithThreshold adds the pod's metric, which has no `pods` entry
+            adds = {r: pod_usage.get(r, 0) for r in high}
             usage = target.fit_usage
             if any(usage.get(r, 0) + adds[r] > high[r] for r in high):
                 continue
@@ -269,7 +270,13 @@ class LowNodeLoad:
         for source in sources:
             usage, high = (source.prod_usage, source.prod_high) if prod else (source.usage, source.high)
             removable = [p for p in (source.prod_pods if prod else source.pods) if self.pod_filter(p)]
+            over = [r for r in names if r in high and usage.get(r, 0) > high[r]]
+            weights = {r: pool.resource_weights.get(r, 0) for r in over}
+            exceed = {r: usage.get(r, 0) - high[r] for r in over}
+            removable = sort_pods(removable, source.pod_usage, exceed, weights)
             if self.args.node_fit:
+                # Koordinator books each fitting pod on its target in its pod list's (map) order;
+                # here in victim order, so the pods evicted first are the ones that find room
                 others = [t for t in candidates if t.node.name != source.name]
                 removable = [
                     p
@@ -277,8 +284,7 @@ class LowNodeLoad:
                     if pod_key(p) in source.pod_usage
                     and self._fits_some_target(p, source.pod_usage[pod_key(p)], others, prod)
                 ]
-            weights = {r: (pool.resource_weights.get(r, 0) if usage.get(r, 0) > high.get(r, 0) else 0) for r in names}
-            for pod in sort_pods(removable, source.pod_usage, source.capacity, weights):
+            for pod in removable:
                 if not overutilized(usage, high):
                     existing = detectors.existing(source.name)
                     if existing is not None:
@@ -294,7 +300,9 @@ class LowNodeLoad:
                     self.handle.report.evictions.append(EvictionEntry(pod_key(pod), source.name, NAME, reason))
                 elif not self.handle.evictor.evict(pod, EvictOptions(plugin_name=NAME, reason=reason)):
                     continue
-                pod_usage = source.pod_usage.get(pod_key(pod), {})
+                if pod_key(pod) not in source.pod_usage:
+                    continue  # no PodMetric: nothing to account (Koordinator's evictPods)
+                pod_usage = source.pod_usage[pod_key(pod)]
                 for resource in avail:
                     amount = 1 if resource == RESOURCE_PODS else pod_usage.get(resource, 0)
                     avail[resource] -= amount

@@ -1,8 +1,9 @@
-"""Which reservations a pod may use (spec §5.2, §5.3): the pod-side keys and the classification.
+"""Which reservations a pod may use, and whether it fits them (Koordinator's
+`pkg/scheduler/plugins/reservation`): the pod-side keys, the classification and the fit.
 
 Pure: a pod, a reservation, its node's labels and the reservation's remaining resources in; a
 decision out. Implemented: `reservation-ignored`, owners, the `reservation-affinity` name and
-`reservationSelector`, `unschedulable` reservations, and the allocate policies' reservation fit.
+`reservationSelector`, `unschedulable` reservations, and fitsNode/fitsReservation.
 Not implemented (recorded in docs/scheduler.md): affinity tolerations and selector terms, taints
 of reservations, `exact-match-reservation`, pre-allocation.
 """
@@ -13,9 +14,14 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from policies.constants import ANNOTATION_RESERVATION_AFFINITY, LABEL_RESERVATION_IGNORED
+from policies.constants import ANNOTATION_RESERVATION_AFFINITY, LABEL_RESERVATION_IGNORED, RESOURCE_PODS
+from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.plugins.noderesourcesfit import DEFAULT_MAX_PODS
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
-from scheduler_plugins.scheduler.reservations import POLICY_DEFAULT, ReservationInfo
+from scheduler_plugins.scheduler.reservations import ReservationInfo
+
+#: Koordinator's prefix of a reason about the reservation itself (`reservationutil.NewReservationReason`)
+REASON_PREFIX = "Reservation(s) "
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +59,7 @@ def is_ignored(pod: PodInfo) -> bool:
 
 
 def matches(pod: PodInfo, info: ReservationInfo, affinity: Affinity | None, node_labels: Mapping[str, str]) -> bool:
-    """§5.3 for one reservation the pod is not ignoring: owners, then the affinity, then schedulability."""
+    """For one reservation the pod is not ignoring: owners, then the affinity, then schedulability."""
     if not info.matches_owner(pod):
         return False
     if affinity is not None and affinity.name:
@@ -63,16 +69,57 @@ def matches(pod: PodInfo, info: ReservationInfo, affinity: Affinity | None, node
     return affinity is None or affinity.matches(info, node_labels)
 
 
-def fit_reasons(pod: PodInfo, info: ReservationInfo, remaining: Vector) -> list[str]:
-    """Why the pod does not fit the reservation itself (Aligned/Restricted policies), or []. The
-    Default policy lets a pod take more than the reservation holds from the node's free capacity."""
-    if info.allocate_policy == POLICY_DEFAULT:
-        return []
-    return [
-        f"Reservation(s) Insufficient {name}"
-        for name, amount in sorted(pod.requests.items())
-        if name in info.allocatable and amount > remaining.get(name, 0)
-    ]
+def available(info: ReservationInfo, remaining: Vector) -> Vector:
+    """GetAvailable: what the reservation still holds for its owners, its reserved part excluded."""
+    return {name: max(0, amount - info.reserved.get(name, 0)) for name, amount in remaining.items()}
+
+
+def node_shortage(pod: PodInfo, node: NodeInfo, remaining: Vector, matched: int) -> list[str]:
+    """fitsNode (Koordinator's `pkg/scheduler/plugins/reservation/plugin.go`): the resources the
+    node cannot give the pod even with `remaining` (what one matched reservation still holds)
+    given back; `node` is the cluster's node, every reservation still holding. The `matched`
+    reservations' placeholders do not count as pods."""
+    short = []
+    if len(node.pods) - matched + 1 > node.allocatable.get(RESOURCE_PODS, DEFAULT_MAX_PODS):
+        short.append(RESOURCE_PODS)
+    requests = pod.qos_requests
+    if not any(requests.values()):
+        return short
+    for name, amount in sorted(requests.items()):
+        if amount > node.allocatable.get(name, 0) - node.qos_requested.get(name, 0) + remaining.get(name, 0):
+            short.append(name)
+    return short
+
+
+def reservation_shortage(
+    pod: PodInfo, info: ReservationInfo, allocated: Vector, pods: int, detailed: bool
+) -> list[str]:
+    """fitsReservation, for the Restricted policy: why the pod does not fit what the reservation
+    has left (its reserved resources and, when it reserves `pods`, its pod count). `detailed` (the
+    pod names the reservation) adds the amounts, as Koordinator does."""
+    reasons = []
+    max_pods = info.allocatable.get(RESOURCE_PODS)
+    if max_pods is not None and pods + 1 > max_pods:
+        reasons.append(
+            f"{REASON_PREFIX}Too many pods, requested: 1, used: {pods}, capacity: {max_pods}"
+            if detailed
+            else f"{REASON_PREFIX}Too many pods"
+        )
+    for name, allocatable in sorted(info.allocatable.items()):
+        requested = pod.requests.get(name, 0)
+        if name == RESOURCE_PODS or not requested:
+            continue
+        used = max(0, allocated.get(name, 0))
+        capacity = allocatable - info.reserved.get(name, 0)  # the reserved part is not the owner's
+        if requested <= capacity - used:
+            continue
+        if not detailed:
+            reasons.append(f"{REASON_PREFIX}Insufficient {name}")
+        else:  # cpu in millicores, the rest in base units: Koordinator's MilliValue/Value
+            reasons.append(
+                f"{REASON_PREFIX}Insufficient {name}, requested: {requested}, used: {used}, capacity: {capacity}"
+            )
+    return reasons
 
 
 def shares_resources(pod: PodInfo, info: ReservationInfo) -> bool:
@@ -80,7 +127,7 @@ def shares_resources(pod: PodInfo, info: ReservationInfo) -> bool:
 
 
 def score(pod: PodInfo, info: ReservationInfo, allocated: Vector) -> int:
-    """ScoreReservation (§5.5): MostAllocated over the reservation's non-zero resources."""
+    """ScoreReservation: MostAllocated over the reservation's non-zero resources."""
     resources = {name: cap for name, cap in info.allocatable.items() if cap > 0}
     if not resources:
         return 0

@@ -1,11 +1,13 @@
-"""Reservation (spec §5): pods consume the resources Reservations hold; reserve pods are scheduled.
+"""Reservation (Koordinator's `pkg/scheduler/plugins/reservation`): pods consume the resources
+Reservations hold; reserve pods are scheduled.
 
 BeforePreFilter expires due reservations (in the scheduler's view) and, for a normal pod,
 classifies the reservations of every node that holds some (matching.py). BeforeFilter hands the
 Filter plugins a copy of a node with the pod's matched reservations removed, so the capacity they
 hold is free *for this pod*; a pod with no match skips it (and keeps the batch Filter path).
 PreFilter restricts a pod with `reservation-affinity` to nodes with a match. Filter enforces a
-reserve pod's `reservation-node` and the Aligned/Restricted reservation fit. PreScore nominates
+reserve pod's `reservation-node` and filterWithReservations (node plus reservation; Restricted
+also within the reservation). PreScore nominates
 one reservation per node; Score gives a node with the preferred (smallest `reservation-order`)
 reservation 1000 and others their ScoreReservation, then normalises to 0..100. Reserve counts the
 pod against the nominated reservation (re-checking `allocateOnce`), Unreserve undoes it, PreBind
@@ -45,6 +47,7 @@ from scheduler_plugins.scheduler.plugins.reservation import matching
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.reservations import (
     PHASE_AVAILABLE,
+    POLICY_RESTRICTED,
     ReservationInfo,
     is_reserve_pod,
     quantities,
@@ -54,6 +57,7 @@ NAME: Final = "Reservation"
 MOST_PREFERRED_SCORE: Final = 1000
 REASON_AFFINITY: Final = "node(s) no reservations match reservation affinity"
 REASON_NODE_NAME: Final = "node(s) didn't match the nodeName specified by reservation"
+REASON_NO_RESERVATION_FITS: Final = "node(s) no reservation(s) to meet the requirements"
 REASON_ALLOCATE_ONCE: Final = "reservation has allocateOnce enabled and has already been allocated"
 #: the CycleState key of the plugin's per-cycle state, and of the reservation a pod reserved
 STATE_KEY: Final = NAME
@@ -135,29 +139,50 @@ class Reservation:
         matched = cycle.matched.get(node.name)
         if not matched:
             return unresolvable(REASON_AFFINITY) if cycle.affinity is not None else SUCCESS
-        reasons: list[str] = []
-        for info in matched:
-            if cycle.affinity is None and not matching.shares_resources(pod, info):
-                continue
-            why = matching.fit_reasons(pod, info, self.index.remaining(info))
-            if not why:
-                return SUCCESS
-            reasons.extend(why)
-        if cycle.affinity is not None:
-            return unschedulable(*(sorted(set(reasons)) or ["node(s) no reservation(s) to meet the requirements"]))
-        return self._fits_without_reservations(pod, node)
+        return self._filter_with_reservations(cycle, pod, self._held(node), matched)
 
-    def _fits_without_reservations(self, pod: PodInfo, restored: NodeInfo) -> Status:
-        """No matched reservation fits: the pod may still fit the node with every reservation held
-        (the cluster's own NodeInfo, not the restored copy)."""
+    def _filter_with_reservations(
+        self, cycle: _Cycle, pod: PodInfo, held: NodeInfo, matched: list[ReservationInfo]
+    ) -> Status:
+        """filterWithReservations: the pod fits when, for one matched reservation, the node's free
+        resources plus what that reservation still holds cover it (every policy), and, for the
+        Restricted policy, the reservation's own remainder covers it too. Aligned and Default differ
+        only in Reserve, not here."""
+        required = cycle.affinity is not None
+        named = cycle.affinity.name if cycle.affinity is not None else ""
+        by_node: set[str] = set()
+        by_reservation: list[str] = []
+        for info in matched:
+            if not required and not matching.shares_resources(pod, info):
+                continue
+            node_short = matching.node_shortage(
+                pod, held, matching.available(info, self.index.remaining(info)), len(matched)
+            )
+            own_short = self._reservation_shortage(pod, info, detailed=named == info.name)
+            by_node.update(node_short)
+            by_reservation.extend(own_short)
+            if not node_short and not own_short:
+                return SUCCESS
+        node_reasons = [f"Insufficient {name} by node" for name in sorted(by_node)]
+        if required:
+            return unschedulable(*(node_reasons + by_reservation or [REASON_NO_RESERVATION_FITS]))
+        if not node_reasons:  # no reservation helps: the node alone, every reservation held
+            node_reasons = [
+                f"Insufficient {name} by node" for name in matching.node_shortage(pod, held, {}, len(matched))
+            ]
+        return unschedulable(*node_reasons) if node_reasons else SUCCESS
+
+    def _reservation_shortage(self, pod: PodInfo, info: ReservationInfo, detailed: bool = False) -> list[str]:
+        if info.allocate_policy != POLICY_RESTRICTED:
+            return []
+        pods = self.index.allocated_pods(info.name)
+        return matching.reservation_shortage(pod, info, self.index.allocated(info.name), pods, detailed)
+
+    def _held(self, restored: NodeInfo) -> NodeInfo:
+        """The cluster's own NodeInfo behind the restored copy Filter is given (every reservation
+        still holding)."""
         table = self.handle.cluster.by_index
-        node = table[restored.index] if 0 <= restored.index < len(table) else restored
-        short = [
-            f"Insufficient {name} by node"
-            for name, amount in sorted(pod.qos_requests.items())
-            if amount > node.allocatable.get(name, 0) - node.qos_requested.get(name, 0)
-        ]
-        return unschedulable(*short) if short else SUCCESS
+        return table[restored.index] if 0 <= restored.index < len(table) else restored
 
     def filter_mask(
         self, state: CycleState, pod: PodInfo, nodes: Any, index: NodeIndex
@@ -194,13 +219,13 @@ class Reservation:
         return SUCCESS
 
     def _nominate(self, cycle: _Cycle, pod: PodInfo, node_name: str) -> ReservationInfo | None:
-        """§5.5 NominateReservation: the fitting matches; smallest order, else highest score."""
+        """NominateReservation: the fitting matches; smallest order, else highest score."""
         if node_name in cycle.nominated:
             return cycle.nominated[node_name]
         fitting = [
             r
             for r in cycle.matched.get(node_name, ())
-            if self.index.matchable(r) and not matching.fit_reasons(pod, r, self.index.remaining(r))
+            if self.index.matchable(r) and not self._reservation_shortage(pod, r)
         ]
         if not fitting:
             return None

@@ -1,4 +1,4 @@
-"""The CPU accumulator and the annotations, on a 2-socket topology (spec §4)."""
+"""The CPU accumulator and the annotations, on a 2-socket topology (docs/scheduler.md)."""
 
 import json
 

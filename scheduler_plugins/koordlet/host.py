@@ -1,0 +1,146 @@
+"""The host files outside the pods' cgroups that the koordlet reads and writes: `/proc/sys`
+(SystemConfig), `/sys/kernel/mm` (memcg reaping), `/sys/class/block` (device numbers for blkio)
+and the resctrl filesystem (RdtResctrl).
+
+A strategy returns `HostWrite`s (a root, a path under it, the text); `HostFiles` applies them
+under the configured roots, so tests point the roots at fake trees in the kernel's formats. Each
+root is injectable (`--proc-root`, `--sys-root`, `--resctrl-root`), read once at the CLI edge.
+Whether an interface is there is a question a strategy asks here (`available`) and answers in
+its status and in `koordlet_interface_unavailable`, never by silently doing nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+log = logging.getLogger("colocate.koordlet.host")
+
+PROC, SYS, RESCTRL, CGROUP = "proc", "sys", "resctrl", "cgroup"
+ROOT_NAMES: Final = (PROC, SYS, RESCTRL, CGROUP)
+
+#: the interfaces a strategy may find missing: the closed label set of koordlet_interface_unavailable
+INTERFACE_BLKIO, INTERFACE_IO, INTERFACE_RESCTRL = "blkio", "io", "resctrl"
+INTERFACE_PROC_SYS_VM, INTERFACE_MEMCG_REAPER = "procSysVm", "memcgReaper"
+INTERFACES: Final = (INTERFACE_BLKIO, INTERFACE_IO, INTERFACE_RESCTRL, INTERFACE_PROC_SYS_VM, INTERFACE_MEMCG_REAPER)
+
+
+@dataclass(frozen=True)
+class HostRoots:
+    proc: Path = Path("/proc")
+    sys: Path = Path("/sys")
+    resctrl: Path = Path("/sys/fs/resctrl")
+    cgroup: Path = Path("/sys/fs/cgroup")
+
+    def of(self, root: str) -> Path:
+        return {PROC: self.proc, SYS: self.sys, RESCTRL: self.resctrl, CGROUP: self.cgroup}[root]
+
+
+@dataclass(frozen=True)
+class HostWrite:
+    """Write `value` into `path` below the root named `root` (making the directory first when
+    `mkdir`: a resctrl group)."""
+
+    strategy: str
+    root: str
+    path: str
+    value: str
+    mkdir: bool = False
+
+    def as_dict(self, roots: HostRoots) -> dict[str, Any]:
+        return {"strategy": self.strategy, "file": str(roots.of(self.root) / self.path), "value": self.value}
+
+
+class HostView:
+    """What a round may read of the host: files under the roots (None when missing)."""
+
+    def __init__(self, roots: HostRoots) -> None:
+        self.roots = roots
+
+    def read(self, root: str, path: str) -> str | None:
+        try:
+            return (self.roots.of(root) / path).read_text()
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def exists(self, root: str, path: str = "") -> bool:
+        return (self.roots.of(root) / path).exists()
+
+    def is_dir(self, root: str, path: str = "") -> bool:
+        return (self.roots.of(root) / path).is_dir()
+
+
+class NoHost(HostView):
+    """A host with none of the interfaces (the default of a round built without one)."""
+
+    def __init__(self) -> None:
+        super().__init__(HostRoots(Path("/nonexistent"), Path("/nonexistent"), Path("/nonexistent")))
+
+    def read(self, root: str, path: str) -> str | None:
+        return None
+
+    def exists(self, root: str, path: str = "") -> bool:
+        return False
+
+    def is_dir(self, root: str, path: str = "") -> bool:
+        return False
+
+
+@dataclass
+class HostStats:
+    written: int = 0
+    skipped: int = 0
+    failed: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class HostFiles:
+    """Applies `HostWrite`s; like the cgroup executor it skips the text it wrote last to a file
+    until `cache_ttl` has passed, and `dry_run` logs instead of writing."""
+
+    def __init__(
+        self,
+        roots: HostRoots,
+        clock: Callable[[], float],
+        cache_ttl: float = 60.0,
+        dry_run: bool = False,
+        on_write: Callable[[HostWrite], None] | None = None,
+    ) -> None:
+        self.roots, self.clock, self.cache_ttl, self.dry_run, self.on_write = roots, clock, cache_ttl, dry_run, on_write
+        self._cache: dict[str, tuple[str, float]] = {}
+
+    def apply(self, writes: Iterable[HostWrite]) -> HostStats:
+        stats = HostStats()
+        now = self.clock()
+        for w in writes:
+            target = self.roots.of(w.root) / w.path
+            key = str(target)
+            cached = self._cache.get(key)
+            if cached is not None and cached[0] == w.value and now - cached[1] < self.cache_ttl:
+                stats.skipped += 1
+                continue
+            if self.dry_run:
+                log.info("dry-run: write %r to %s", w.value, key)
+            else:
+                try:
+                    if w.mkdir and not target.parent.is_dir():
+                        target.parent.mkdir()
+                    fd = os.open(key, os.O_WRONLY | os.O_TRUNC)
+                    try:
+                        os.write(fd, w.value.encode())
+                    finally:
+                        os.close(fd)
+                except OSError as exc:
+                    self._cache.pop(key, None)
+                    stats.failed += 1
+                    stats.errors.append(f"{key}: {exc.strerror or exc}")
+                    continue
+            self._cache[key] = (w.value, now)
+            stats.written += 1
+            if self.on_write is not None:
+                self.on_write(w)
+        return stats

@@ -1,0 +1,138 @@
+"""ResctrlReconcile, the `RdtResctrl` gate (Koordinator's
+`pkg/koordlet/qosmanager/plugins/resctrl/resctrl_reconcile.go`): Intel RDT / AMD PQoS through the
+resctrl filesystem. One group per QoS class, `koordlet-LSR` (LSE pods too), `koordlet-LS` and
+`koordlet-BE`, whose `schemata` take the class's `resourceQOSStrategy.<class>.resctrlQOS`:
+
+* L3 CAT: `catRangeStartPercent`..`catRangeEndPercent` of the cache ways (the root's
+  `info/L3/cbm_mask`) as a contiguous mask (`CalculateCatL3MaskValue`), on every L3 cache id the
+  root `schemata` lists: `L3:0=7ff;1=7ff;`;
+* MBA: `mbaPercent` rounded up to a multiple of 10 on Intel; on AMD a bandwidth in Gbps of the
+  CCD's 160 (100 % = unlimited, 2048): `MB:0=50;1=50;`.
+
+A node without the resctrl filesystem mounted (or without L3 CAT) is reported unavailable, in the
+status and in `koordlet_interface_unavailable`. Moving the pods' tasks into the groups is not done.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Final
+
+from scheduler_plugins.koordlet import features
+from scheduler_plugins.koordlet.host import INTERFACE_RESCTRL, PROC, RESCTRL, HostWrite
+from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions, StrategyResult
+
+NAME: Final = "ResctrlReconcile"
+#: QoS class group -> the resourceQOSStrategy key it follows
+GROUPS: Final = {"LSR": "lsrClass", "LS": "lsClass", "BE": "beClass"}
+GROUP_PREFIX: Final = "koordlet-"
+AMD_VENDOR_ID: Final = "AuthenticAMD"
+AMD_CCD_MAX_MB_GBPS: Final = 25 * 8 * 0.8
+AMD_CCD_UNLIMITED_MB: Final = "2048"
+
+
+class ResctrlError(ValueError):
+    pass
+
+
+def l3_mask(cbm: int, start: int, end: int) -> str:
+    """CalculateCatL3MaskValue: the ways in [start %, end %) of the root mask, as hex."""
+    if cbm <= 0 or (cbm + 1) & cbm:
+        raise ResctrlError(f"illegal cbm {cbm:x}")
+    if start < 0 or end > 100 or end <= start:
+        raise ResctrlError(f"illegal l3 cat percent: start {start}, end {end}")
+    ways = cbm.bit_length()
+    start_way = math.ceil(ways * start / 100)
+    end_way = math.ceil(ways * end / 100)
+    return format((1 << end_way) - (1 << start_way), "x")
+
+
+def mba_value(percent: int, vendor: str) -> str | None:
+    """calculateMbaPercentForGroup: None when the percent is not in [1, 100]."""
+    if percent <= 0 or percent > 100:
+        return None
+    if vendor == AMD_VENDOR_ID:
+        return AMD_CCD_UNLIMITED_MB if percent == 100 else str(int(AMD_CCD_MAX_MB_GBPS * percent / 100))
+    return str(percent if percent % 10 == 0 else percent // 10 * 10 + 10)
+
+
+def cache_ids(root_schemata: str) -> list[int]:
+    """The L3 cache ids of the root group's `schemata` (`L3:0=fff;1=fff`)."""
+    for line in root_schemata.splitlines():
+        kind, _, domains = line.strip().partition(":")
+        if kind.strip() == "L3":
+            return sorted(int(d.split("=")[0]) for d in domains.split(";") if "=" in d)
+    return []
+
+
+def schemata_line(kind: str, ids: list[int], text: str) -> str:
+    """ResctrlSchemataRaw.L3String / MBString: every id the same value, a `;` after each."""
+    return f"{kind}:" + "".join(f"{i}={text};" for i in ids) + "\n"
+
+
+def _percent(spec: Mapping[str, Any], key: str) -> int | None:
+    raw = spec.get(key)
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+
+
+class ResctrlReconcile:
+    name = NAME
+
+    def __init__(self, options: StrategyOptions) -> None:
+        self.options = options
+        self.interval = options.reconcile_interval
+
+    def enabled(self) -> bool:
+        return self.options.gates.enabled(features.RDT_RESCTRL) and self.interval > 0
+
+    def setup(self, ctx: object) -> None:
+        pass
+
+    def round(self, inp: RoundInput) -> StrategyResult:
+        result = StrategyResult(NAME)
+        slo = inp.state.node_slo
+        strategy = slo.spec.get("resourceQOSStrategy") if slo is not None else None
+        if not isinstance(strategy, Mapping):
+            result.status["reason"] = "the NodeSLO has no resourceQOSStrategy"
+            return result
+        host = inp.host
+        root_schemata = host.read(RESCTRL, "schemata")
+        if root_schemata is None:
+            return result.lacks(INTERFACE_RESCTRL, "no resctrl filesystem mounted")
+        cbm_text = host.read(RESCTRL, "info/L3/cbm_mask")
+        ids = cache_ids(root_schemata)
+        if cbm_text is None or not ids:
+            return result.lacks(INTERFACE_RESCTRL, "resctrl has no L3 cache allocation (info/L3/cbm_mask)")
+        try:
+            cbm = int(cbm_text.strip(), 16)
+        except ValueError:
+            return result.lacks(INTERFACE_RESCTRL, f"unreadable info/L3/cbm_mask {cbm_text.strip()!r}")
+        vendor = AMD_VENDOR_ID if AMD_VENDOR_ID in (host.read(PROC, "cpuinfo") or "") else "GenuineIntel"
+        has_mba = host.exists(RESCTRL, "info/MB")
+        applied: dict[str, str] = {}
+        for group, key in GROUPS.items():
+            qos = strategy.get(key)
+            resctrl = qos.get("resctrlQOS") if isinstance(qos, Mapping) else None
+            if not isinstance(resctrl, Mapping):
+                continue
+            path = f"{GROUP_PREFIX}{group}/schemata"
+            start, end = _percent(resctrl, "catRangeStartPercent"), _percent(resctrl, "catRangeEndPercent")
+            if start is not None and end is not None:
+                try:
+                    mask = l3_mask(cbm, start, end)
+                except ResctrlError as exc:
+                    result.status[f"{group}Error"] = str(exc)
+                else:
+                    result.host_writes.append(HostWrite(NAME, RESCTRL, path, schemata_line("L3", ids, mask), True))
+                    applied[group] = f"L3={mask}"
+            mba = _percent(resctrl, "mbaPercent")
+            if mba is not None:
+                text = mba_value(mba, vendor)
+                if text is not None and has_mba:
+                    result.host_writes.append(HostWrite(NAME, RESCTRL, path, schemata_line("MB", ids, text), True))
+                    applied[group] = f"{applied.get(group, '')} MB={text}".strip()
+                elif text is not None:
+                    result.status["mba"] = "resctrl has no memory bandwidth allocation (info/MB)"
+        result.status["groups"] = applied
+        return result
