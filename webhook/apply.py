@@ -43,6 +43,8 @@ class ApplyOptions:
     output: str = "json"
     explain: bool = False
     strict: bool = False  # a problem with the cluster state (an invalid profile, say) fails the run
+    #: installed admission plugins to enable (`--admission-plugins`, `webhook.plugins`)
+    admission_plugins: tuple[str, ...] = ()
 
 
 class BadInput(ValueError):
@@ -113,7 +115,7 @@ def run_apply(
 ) -> int:
     """Admit every object of `options.files`; write the admitted ones back in the shape they came in."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
-    registry = default_routes()
+    registry = default_routes(options.admission_plugins)
     try:
         if options.operation not in OPERATIONS:
             raise BadInput(f"--operation must be one of {', '.join(OPERATIONS)}")

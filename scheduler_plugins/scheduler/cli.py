@@ -37,7 +37,7 @@ from scheduler_plugins.scheduler.plugins.elasticquota import args as elasticquot
 from scheduler_plugins.scheduler.plugins.elasticquota import plugin as elasticquota
 from scheduler_plugins.scheduler.plugins.elasticquota.report import quota_report
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from scheduler_plugins.scheduler.registry import in_tree_registry
+from scheduler_plugins.scheduler.registry import installed_registry
 from scheduler_plugins.scheduler.simulator import render
 from scheduler_plugins.scheduler.simulator.clockcheck import ClockCheck, expiration_seconds
 from scheduler_plugins.scheduler.simulator.explain import explain
@@ -147,7 +147,7 @@ def _fail(message: str) -> int:
 
 
 def _config(path: str | None) -> SchedulerConfig:
-    return load_config(path, in_tree_registry())
+    return load_config(path, installed_registry())
 
 
 def _settle() -> None:
@@ -190,7 +190,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         if not cluster.nodes:
             where = f"--cluster {args.cluster}" if args.cluster is not None else "the cluster"
             raise SnapshotError(f"{where}: no Nodes: there is nothing to schedule the pods onto")
-        framework = build_framework(config, in_tree_registry(), cluster, clock, features=features)
+        framework = build_framework(config, installed_registry(), cluster, clock, features=features)
     except (ConfigError, SnapshotError) as exc:
         return _fail(str(exc))
     _warn_about_the_clock(args, config, clock, cluster)
@@ -221,7 +221,7 @@ def run_explain(args: argparse.Namespace) -> int:
         clock, config, features = clock_at(args.now), _config(args.config), _features(args)
         cluster = _snapshot(args, config)
         pod = _read_pod(args.pod)
-        framework = build_framework(config, in_tree_registry(), cluster, clock, features=features)
+        framework = build_framework(config, installed_registry(), cluster, clock, features=features)
     except (ConfigError, SnapshotError, yaml.YAMLError) as exc:
         return _fail(str(exc))
     _warn_about_the_clock(args, config, clock, cluster)
