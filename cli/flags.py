@@ -147,6 +147,16 @@ def add_dns_names(container: Container) -> argparse.Action:
     )
 
 
+def add_progress(container: Container) -> argparse.Action:
+    """`--progress`/`--no-progress`: a bar on stderr for long work; by default only on a terminal."""
+    return container.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: when stderr is a terminal)",
+    )
+
+
 def add_log_level(container: Container, *, hidden: bool = False) -> argparse.Action:
     """The global `--log-level`; `hidden` keeps an old per-command spelling working without listing it."""
     return container.add_argument(

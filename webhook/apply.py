@@ -44,6 +44,7 @@ class ApplyOptions:
     output: str = "json"
     explain: bool = False
     refuse_sensitive_patches: bool = False
+    strict: bool = False  # a problem with the cluster state (an invalid profile, say) fails the run
     #: installed admission plugins to enable (`--admission-plugins`, `webhook.plugins`)
     admission_plugins: tuple[str, ...] = ()
 
@@ -152,11 +153,15 @@ def run_apply(
     except (BadInput, ManifestError, ScanError, UnknownKind) as exc:
         print(f"error: {exc}", file=stderr)
         return EXIT_BAD_INPUT
-    for problem in snapshot.problems:
-        print(f"warning: {problem.source}: {problem.message}", file=stderr)
     where = f"--cluster {options.cluster}" if options.cluster is not None else "the cluster"
-    for name in missing_namespaces(requests, snapshot):
-        print(f"warning: namespace {name!r} is not in {where}: namespaceSelectors see it without labels", file=stderr)
+    problems = [f"{problem.source}: {problem.message}" for problem in snapshot.problems] + [
+        f"namespace {name!r} is not in {where}: namespaceSelectors see it without labels"
+        for name in missing_namespaces(requests, snapshot)
+    ]
+    for problem in problems:
+        print(f"{'error' if options.strict else 'warning'}: {problem}", file=stderr)
+    if problems and options.strict:
+        return EXIT_BAD_INPUT
     admitted: dict[int, dict[str, Any] | None] = {}
     denied = False
     for obj, request in zip(objects, requests, strict=True):

@@ -178,6 +178,7 @@ def _apply(args: argparse.Namespace) -> int:
             output=args.output,
             explain=args.explain,
             refuse_sensitive_patches=args.refuse_sensitive_patches,
+            strict=args.strict,
             admission_plugins=admission_plugins,
         )
     )
@@ -365,7 +366,8 @@ def register_commands(subparsers: Subparsers) -> None:
         "apply",
         help="run the admission chain offline on objects",
         description="Print the objects as the webhooks would admit them, in the shape "
-        "they came in. Exit 0 admitted, 1 denied, 2 bad input.",
+        "they came in. Exit 0 admitted, 1 denied, 2 bad input (with --strict, also an invalid "
+        "profile or cluster object, or a namespace the cluster does not have).",
     )
     state = apply.add_mutually_exclusive_group(required=True)
     cluster = flags.add_cluster_dir(state, reads="ClusterColocationProfiles, Namespaces, PriorityClasses, ...")
@@ -394,5 +396,11 @@ def register_commands(subparsers: Subparsers) -> None:
         help="say on stderr which profiles matched, what each changed and which security-sensitive fields it patches",
     )
     flags.add_refuse_sensitive_patches(apply)
+    apply.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 2) instead of warning when a profile or cluster object is invalid and not used, "
+        "or an object's namespace is not in the cluster: for CI",
+    )
     _add_admission_plugins(apply)
     apply.set_defaults(func=_apply)

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from certs.generate import ensure_serving_certs
-from certs.manager import ManagerSettings, self_management
+from certs.manager import ManagerSettings, self_management, wait_for_projection
 from certs.material import CertPaths
 from cli import eventloop
 from cli.jsonlog import dropped_lines, json_logging
@@ -223,9 +223,15 @@ def _background(
     if config.audit_interval > 0:
         coroutines.append(_audit(config, state, metrics, published or asyncio.Event()))
     if config.self_managed is not None:
-        identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-        coroutines.append(self_management(api_client(config.kubeconfig, config.context), config.self_managed, identity))
+        coroutines.append(
+            self_management(api_client(config.kubeconfig, config.context), config.self_managed, _identity())
+        )
     return [asyncio.create_task(c) for c in coroutines]
+
+
+def _identity() -> str:
+    """This process's name in the certificate Lease election."""
+    return f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
 
 def _audit(config: ServeConfig, state: StateHolder, metrics: Any, published: asyncio.Event) -> Any:
@@ -388,6 +394,15 @@ def run(config: ServeConfig) -> int:
     with json_logging(config.log_level):  # a no-op under the CLI, which turned it on already
         if config.cluster is None:
             api_client(config.kubeconfig, config.context).close()  # fail now on an unusable kubeconfig
+        if config.self_managed is not None and not CertPaths(config.cert_dir).complete():
+            # In a cluster: the certificate comes from the Secret (created by the leader), never from here.
+            management = self_management(
+                api_client(config.kubeconfig, config.context), config.self_managed, _identity()
+            )
+            waiting = wait_for_projection(
+                CertPaths(config.cert_dir), management, config.self_managed, config.cert_reload_interval
+            )
+            eventloop.run(waiting, config.event_loop)
         paths, created = ensure_serving_certs(config.cert_dir, config.dns_names)
         if created:
             log.info("generated a CA and serving certificate in %s (trust %s)", config.cert_dir, paths.ca)

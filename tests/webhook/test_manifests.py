@@ -30,8 +30,9 @@ def load(path: Path) -> list[dict[str, Any]]:
 
 
 def kustomized() -> list[dict[str, Any]]:
-    """Every object `kubectl apply -k manifests/` creates."""
-    return render(MANIFESTS)
+    """Every object `kubectl apply -k manifests/overlays/everything` creates (the default install
+    and the example profiles among them)."""
+    return render(MANIFESTS / "overlays" / "everything")
 
 
 def by_kind(kind: str) -> list[dict[str, Any]]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -45,6 +45,7 @@ from webhook.registry import Registry, default_routes
 PASS, FAIL, WARN, SKIP, ERROR = "pass", "fail", "warn", "skip", "error"
 RESULTS: Final = (PASS, FAIL, WARN, ERROR, SKIP)
 DRIFTED: Final = frozenset({FAIL, WARN})
+FAILING: Final = frozenset({FAIL, ERROR})  # what makes `colocate audit` exit 1 (a warn-only trial does not)
 TERMINATED_PHASES: Final = frozenset({"Succeeded", "Failed"})
 PROFILE_STEP: Final = "profile/"
 #: What the audit reads of the cluster beyond what the registry's plugins read: every Pod, whole (its
@@ -203,9 +204,13 @@ def audit_pod(
 
 
 def audit(
-    snapshot: ClusterSnapshot, registry: Registry | None = None, pods: Iterable[Mapping[str, Any]] | None = None
+    snapshot: ClusterSnapshot,
+    registry: Registry | None = None,
+    pods: Iterable[Mapping[str, Any]] | None = None,
+    on_pod: Callable[[], None] | None = None,
 ) -> AuditReport:
-    """Audit the running pods of `snapshot` (or `pods`) against its profiles."""
+    """Audit the running pods of `snapshot` (or `pods`) against its profiles; `on_pod` is told of
+    each pod audited (a progress bar)."""
     started = time.perf_counter()
     registry = registry or default_routes()
     profiles = {p.name: p for p in snapshot.profiles}
@@ -216,6 +221,8 @@ def audit(
             report.audited += 1
             if (result := audit_pod(pod, snapshot, registry, profiles)) is not None:
                 report.pods.append(result)
+            if on_pod is not None:
+                on_pod()
     else:
         report.audited = len(running_pods(snapshot)) if pods is None else len(list(pods))
     report.seconds = time.perf_counter() - started

@@ -151,3 +151,11 @@ def test_kube_scheduler_manifest_uses_the_verbs_the_server_serves():
     assert ext["urlPrefix"].endswith("/scheduler")
     assert {ext["filterVerb"], ext["prioritizeVerb"], ext["preemptVerb"], ext["bindVerb"]} == set(VERBS)
     assert ext["nodeCacheCapable"] is True
+
+
+async def test_metrics_count_every_verb_by_status_so_an_alert_can_see_errors(client):
+    await post(client, "filter", {"Pod": LS_POD, "NodeNames": ["quiet"]})
+    await post(client, "filter", "not json", status=400)
+    page = await (await client.get("/scheduler/metrics")).text()
+    assert 'colocate_extender_requests_total{code="200",verb="filter"} 1.0' in page
+    assert 'colocate_extender_requests_total{code="400",verb="filter"} 1.0' in page
