@@ -61,6 +61,7 @@ NOT_OURS: dict[str, str] = {
     "FindOneNode": "a Reservation extension point of Koordinator's framework",
     "RestoreReservation": "a Reservation extension point of Koordinator's framework",
     "PerNamespace": "a descheduler eviction limit of Koordinator's",
+    "ResourceQuota": "a Kubernetes kind (its admission plugin limits critical priority classes)",
     "DistributeEvenly": "a value of Koordinator's numa-allocate-strategy; colocate reads any value but "
     "MostAllocated as the emptiest first",
 }
@@ -95,9 +96,10 @@ def python_files() -> tuple[Path, ...]:
 
 @cache
 def known_words() -> frozenset[str]:
-    """Every identifier our code defines or uses, and every word in its strings and comments."""
+    """Every identifier our code defines or uses, and every word in its strings and comments; and the
+    names our manifests define (the PrometheusRule's alerts, say)."""
     words: set[str] = set()
-    for path in python_files():
+    for path in (*python_files(), *sorted((REPO / "manifests").rglob("*.yaml"))):
         words.update(WORD.findall(path.read_text(encoding="utf-8")))
     return frozenset(words)
 
