@@ -132,13 +132,17 @@ def apply_profile(
         if too_big:
             raise Denied(f"ClusterColocationProfile {profile.name}: spec.patch not applied: {too_big}", code=400)
         try:
-            obj = strategic_merge(obj, profile.patch, schema)
+            patched = strategic_merge(obj, profile.patch, schema)
         except StrategicMergeError as exc:
             raise Denied(f"ClusterColocationProfile {profile.name}: spec.patch: {exc}", code=500) from exc
-        broken = structure(obj) if structure is not None else None
+        broken = structure(patched) if structure is not None else None
         if broken:
+            arrived_broken = structure(obj) if structure is not None else None
+            if arrived_broken:  # the request's fault, not the profile's: a malformed object is a 400
+                raise Denied(f"object: {arrived_broken}", code=400)
             message = f"ClusterColocationProfile {profile.name}: spec.patch makes an invalid object: {broken}"
             raise Denied(message, code=500)
+        return patched
     return obj
 
 

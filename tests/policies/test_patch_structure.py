@@ -50,3 +50,14 @@ def test_sound_patches_still_load_and_apply() -> None:
     snapshot = make_snapshot(profile(patch))
     outcome = admit("/mutate-pod", make_pod("ok", labels={"app": "x"}), snapshot)
     assert outcome.allowed and outcome.patch
+
+
+def test_a_pod_that_arrives_without_a_name_is_the_requests_fault_a_400_not_the_profiles() -> None:
+    """A sound patch meeting a pod that was malformed before it (no name: kube-apiserver names a pod
+    before admission) is a 400 naming the field; a 500 would blame the profile (and the webhook)."""
+    snapshot = make_snapshot(profile({"spec": {"terminationGracePeriodSeconds": 5}}))
+    pod = make_pod("nameless", labels={"app": "x"})
+    pod["metadata"]["name"] = None
+    outcome = admit("/mutate-pod", pod, snapshot)
+    assert not outcome.allowed and outcome.code == 400
+    assert outcome.message == "object: metadata.name: Required value"
