@@ -1,7 +1,8 @@
 """ResctrlReconcile, the `RdtResctrl` gate (Koordinator's
 `pkg/koordlet/qosmanager/plugins/resctrl/resctrl_reconcile.go`): Intel RDT / AMD PQoS through the
-resctrl filesystem. One group per QoS class, `koordlet-LSR` (LSE pods too), `koordlet-LS` and
-`koordlet-BE`, whose `schemata` take the class's `resourceQOSStrategy.<class>.resctrlQOS`:
+resctrl filesystem. One group per QoS class, `LSR` (LSE pods too), `LS` and `BE` directly under the
+resctrl root (`GetResctrlGroupRootDirPath`), whose `schemata` take the class's
+`resourceQOSStrategy.<class>.resctrlQOS`:
 
 * L3 CAT: `catRangeStartPercent`..`catRangeEndPercent` of the cache ways (the root's
   `info/L3/cbm_mask`) as a contiguous mask (`CalculateCatL3MaskValue`), on every L3 cache id the
@@ -9,8 +10,14 @@ resctrl filesystem. One group per QoS class, `koordlet-LSR` (LSE pods too), `koo
 * MBA: `mbaPercent` rounded up to a multiple of 10 on Intel; on AMD a bandwidth in Gbps of the
   CCD's 160 (100 % = unlimited, 2048): `MB:0=50;1=50;`.
 
+and the pods' tasks move into their class's group (`reconcileResctrlGroups`): for a class whose
+`resctrlQOS.enable` is true, every thread id of every running container of its active pods (the
+container cgroup's v1 `cpu/tasks`, v2 `cgroup.threads`) that the group's `tasks` does not list yet
+is appended to it, one id a write, sorted. Pods with their own resctrl config (the
+`node.koordinator.sh/resctrl` annotation) are left out, as are SYSTEM and class-less pods.
+
 A node without the resctrl filesystem mounted (or without L3 CAT) is reported unavailable, in the
-status and in `koordlet_interface_unavailable`. Moving the pods' tasks into the groups is not done.
+status and in `koordlet_interface_unavailable`.
 """
 
 from __future__ import annotations
@@ -19,14 +26,19 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
+from policies.constants import ANNOTATION_RESCTRL, QoSClass
+from policies.objects import annotations_of
 from scheduler_plugins.koordlet import features
+from scheduler_plugins.koordlet.cgroups.resources import CPU_TASKS
 from scheduler_plugins.koordlet.host import INTERFACE_RESCTRL, PROC, RESCTRL, HostWrite
+from scheduler_plugins.koordlet.pods import PodView
 from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions, StrategyResult
 
 NAME: Final = "ResctrlReconcile"
 #: QoS class group -> the resourceQOSStrategy key it follows
 GROUPS: Final = {"LSR": "lsrClass", "LS": "lsClass", "BE": "beClass"}
-GROUP_PREFIX: Final = "koordlet-"
+#: getPodResctrlGroup: a pod's (defaulted) QoS class -> its group
+GROUP_OF_CLASS: Final = {QoSClass.LSE: "LSR", QoSClass.LSR: "LSR", QoSClass.LS: "LS", QoSClass.BE: "BE"}
 AMD_VENDOR_ID: Final = "AuthenticAMD"
 AMD_CCD_MAX_MB_GBPS: Final = 25 * 8 * 0.8
 AMD_CCD_UNLIMITED_MB: Final = "2048"
@@ -69,6 +81,28 @@ def cache_ids(root_schemata: str) -> list[int]:
 def schemata_line(kind: str, ids: list[int], text: str) -> str:
     """ResctrlSchemataRaw.L3String / MBString: every id the same value, a `;` after each."""
     return f"{kind}:" + "".join(f"{i}={text};" for i in ids) + "\n"
+
+
+def task_ids(text: str | None) -> set[int]:
+    """The ids of a `tasks` (or `cgroup.threads`) file, one a line; nothing for a missing file."""
+    out: set[int] = set()
+    for line in (text or "").split():
+        try:
+            out.add(int(line))
+        except ValueError:
+            continue
+    return out
+
+
+def new_task_ids(inp: RoundInput, pod: PodView, known: set[int]) -> set[int]:
+    """getPodCgroupNewTaskIds: the thread ids of the pod's running containers not in `known`."""
+    ids: set[int] = set()
+    for container in pod.containers:
+        if container.dir is None:
+            continue
+        raw = inp.read(container.dir, CPU_TASKS)
+        ids |= task_ids(raw if isinstance(raw, str) else None)
+    return ids - known
 
 
 def _percent(spec: Mapping[str, Any], key: str) -> int | None:
@@ -116,7 +150,7 @@ class ResctrlReconcile:
             resctrl = qos.get("resctrlQOS") if isinstance(qos, Mapping) else None
             if not isinstance(resctrl, Mapping):
                 continue
-            path = f"{GROUP_PREFIX}{group}/schemata"
+            path = f"{group}/schemata"
             start, end = _percent(resctrl, "catRangeStartPercent"), _percent(resctrl, "catRangeEndPercent")
             if start is not None and end is not None:
                 try:
@@ -135,4 +169,32 @@ class ResctrlReconcile:
                 elif text is not None:
                     result.status["mba"] = "resctrl has no memory bandwidth allocation (info/MB)"
         result.status["groups"] = applied
+        self._move_tasks(inp, strategy, result)
         return result
+
+    def _move_tasks(self, inp: RoundInput, strategy: Mapping[str, Any], result: StrategyResult) -> None:
+        """reconcileResctrlGroups: append each enabled class's new task ids to its group's `tasks`."""
+        enabled = {group for group, key in GROUPS.items() if _resctrl_enabled(strategy.get(key))}
+        known = {group: task_ids(inp.host.read(RESCTRL, f"{group}/tasks")) for group in enabled}
+        new: dict[str, set[int]] = {group: set() for group in enabled}
+        for pod in inp.pods:
+            group = GROUP_OF_CLASS.get(pod.qos)
+            if group not in enabled or ANNOTATION_RESCTRL in annotations_of(pod.pod):
+                continue
+            new[group] |= new_task_ids(inp, pod, known[group])
+        moved: dict[str, int] = {}
+        for group in GROUPS:
+            ids = sorted(new.get(group, ()))
+            if not ids:
+                continue
+            text = "".join(f"{i}\n" for i in ids)
+            result.host_writes.append(
+                HostWrite(NAME, RESCTRL, f"{group}/tasks", text, True, each_line=True, cached=False)
+            )
+            moved[group] = len(ids)
+        result.status["tasks"] = moved if enabled else "no class has resctrlQOS.enable"
+
+
+def _resctrl_enabled(qos: object) -> bool:
+    resctrl = qos.get("resctrlQOS") if isinstance(qos, Mapping) else None
+    return isinstance(resctrl, Mapping) and resctrl.get("enable") is True

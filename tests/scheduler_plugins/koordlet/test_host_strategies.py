@@ -109,7 +109,7 @@ def resctrl_tree(root: Path) -> Path:
         "info/MB/min_bandwidth": "10\n",
     }
     for group in ("LSR", "LS", "BE"):
-        tree[f"koordlet-{group}/schemata"] = "L3:0=7ff;1=7ff\nMB:0=100;1=100\n"
+        tree[f"{group}/schemata"] = "L3:0=7ff;1=7ff\nMB:0=100;1=100\n"
     return files(root, tree)
 
 
@@ -118,9 +118,9 @@ def test_resctrl_writes_each_class_its_cache_ways_and_memory_bandwidth(tmp_path:
     slo = node_slo(resourceQOSStrategy=RESCTRL_QOS)
     result = ResctrlReconcile(OPTIONS).round(round_input(NODE, slo, [], host=HostView(roots)))
     writes = [(w.path, w.value) for w in result.host_writes]
-    assert ("koordlet-BE/schemata", "L3:0=f;1=f;\n") in writes
-    assert ("koordlet-BE/schemata", "MB:0=40;1=40;\n") in writes
-    assert ("koordlet-LSR/schemata", "L3:0=7ff;1=7ff;\n") in writes
+    assert ("BE/schemata", "L3:0=f;1=f;\n") in writes
+    assert ("BE/schemata", "MB:0=40;1=40;\n") in writes
+    assert ("LSR/schemata", "L3:0=7ff;1=7ff;\n") in writes
     assert HostFiles(roots, lambda: 0.0).apply(result.host_writes).written == 6
     assert result.status["groups"]["BE"] == "L3=f MB=40"
 
