@@ -184,14 +184,16 @@ class ResctrlReconcile:
             new[group] |= new_task_ids(inp, pod, known[group])
         moved: dict[str, int] = {}
         for group in GROUPS:
-            ids = sorted(new.get(group, ()))
+            if group not in enabled:
+                continue
+            ids = sorted(new[group])
+            moved[group] = len(ids)
             if not ids:
                 continue
             text = "".join(f"{i}\n" for i in ids)
             result.host_writes.append(
                 HostWrite(NAME, RESCTRL, f"{group}/tasks", text, True, each_line=True, cached=False)
             )
-            moved[group] = len(ids)
         result.status["tasks"] = moved if enabled else "no class has resctrlQOS.enable"
 
 
