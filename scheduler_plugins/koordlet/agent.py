@@ -187,7 +187,9 @@ class Agent:
         usage = usage_from_cache(
             self.cache, state, now, max_age=2 * self.options.collect_interval + 1, be_window=window
         )
-        return RoundInput.build(state, usage, self.layout, self.executor.read, now, self.processors, self.host)
+        return RoundInput.build(
+            state, usage, self.layout, self.executor.read, now, self.processors, self.host, self.executor.subdirs
+        )
 
     def compute(self, names: Sequence[str]) -> RoundReport:
         report = self.manager.run_round(self.round_input(), names)

@@ -94,13 +94,33 @@ def task_ids(text: str | None) -> set[int]:
     return out
 
 
+def sandbox_dir(inp: RoundInput, pod: PodView) -> str | None:
+    """GetPodSandboxContainerID: the one child of the pod's cpuset cgroup that is none of its
+    (init) containers' — the sandbox — or None (no container runs yet, or not exactly one such
+    child: a container is not ready)."""
+    status = pod.pod.get("status") or {}
+    if not status.get("containerStatuses"):
+        return None
+    known = set()
+    for entry in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+        runtime, _, cid = str((entry or {}).get("containerID") or "").partition("://")
+        known.add(inp.layout.container_dir("", runtime, cid).lstrip("/"))
+    candidates = [
+        name
+        for name in inp.subdirs(pod.dir, "cpuset")
+        if name not in known and not (name.startswith("crio-") and name.endswith(".scope"))
+    ]
+    return f"{pod.dir}/{candidates[0]}" if len(candidates) == 1 else None
+
+
 def new_task_ids(inp: RoundInput, pod: PodView, known: set[int]) -> set[int]:
-    """getPodCgroupNewTaskIds: the thread ids of the pod's running containers not in `known`."""
+    """getPodCgroupNewTaskIds: the thread ids of the pod's running containers and of its sandbox
+    container (VM-based runtimes run the pod there) not in `known`."""
+    dirs = [c.dir for c in pod.containers if c.dir is not None]
+    sandbox = sandbox_dir(inp, pod)
     ids: set[int] = set()
-    for container in pod.containers:
-        if container.dir is None:
-            continue
-        raw = inp.read(container.dir, CPU_TASKS)
+    for cgroup in [*dirs, *([sandbox] if sandbox else [])]:
+        raw = inp.read(cgroup, CPU_TASKS)
         ids |= task_ids(raw if isinstance(raw, str) else None)
     return ids - known
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from scheduler_plugins.koordlet.cgroups.executor import Reader
+from scheduler_plugins.koordlet.cgroups.executor import Lister, Reader
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
 from scheduler_plugins.koordlet.host import HostView
@@ -49,6 +49,7 @@ def round_input(
     topology: Mapping[str, Any] | None = None,
     host: HostView | None = None,
     reader: Reader | None = None,
+    subdirs: Lister | None = None,
 ) -> RoundInput:
     state = NodeState(node, NodeSLO.parse(slo) if slo is not None else None, None, tuple(pods), topology)
     values = dict(current or {})
@@ -64,4 +65,5 @@ def round_input(
         now,
         processors if processors is not None else flat_processors(20),
         host,
+        subdirs,
     )

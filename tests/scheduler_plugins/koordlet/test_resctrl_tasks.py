@@ -108,8 +108,16 @@ def cgroup_tree(root: Path) -> CgroupLayout:
 
 def one_round(tmp_path: Path, layout: CgroupLayout, pods: list[dict[str, Any]], strategy: Mapping[str, Any]) -> Any:
     roots = HostRoots(tmp_path / "proc", tmp_path / "sys", tmp_path / "resctrl")
-    reader = ResourceExecutor(layout, lambda: 0.0).read
-    inp = round_input(NODE, node_slo(strategy), pods, layout=layout, host=HostView(roots), reader=reader)
+    executor = ResourceExecutor(layout, lambda: 0.0)
+    inp = round_input(
+        NODE,
+        node_slo(strategy),
+        pods,
+        layout=layout,
+        host=HostView(roots),
+        reader=executor.read,
+        subdirs=executor.subdirs,
+    )
     return ResctrlReconcile(OPTIONS).round(inp), roots
 
 
@@ -180,6 +188,25 @@ def test_cgroup_v2_reads_the_container_threads(tmp_path: Path) -> None:
     result, _ = one_round(tmp_path, layout, [be_pod()], qos_strategy("beClass"))
     tasks = [(w.path, w.value) for w in result.host_writes if w.path.endswith("/tasks")]
     assert tasks == [("BE/tasks", "122454\n123111\n128912\n")]
+
+
+def test_the_sandbox_container_tasks_move_too(tmp_path: Path) -> None:
+    """Test_getPodCgroupNewTaskIds 'successfully get task ids from the sandbox container': the pod's
+    one cgroup child that is not a known container is its sandbox."""
+    resctrl_tree(tmp_path / "resctrl", {"BE": "122450\n"})
+    root = tmp_path / "cgroup2"
+    pod_dir = "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podp0.slice"
+    write(
+        root, {"cgroup.controllers": "cpu io memory\n", f"{pod_dir}/cri-containerd-abc.scope/cgroup.threads": BE_TASKS}
+    )
+    layout = CgroupLayout(root, CgroupVersion.V2, CgroupDriver.SYSTEMD)
+    result, _ = one_round(tmp_path, layout, [be_pod()], qos_strategy("beClass"))
+    tasks = [(w.path, w.value) for w in result.host_writes if w.path.endswith("/tasks")]
+    assert tasks == [("BE/tasks", "122454\n123111\n128912\n")]
+    # a second unknown child: the sandbox cannot be told (a container is not ready), nothing from it
+    write(root, {f"{pod_dir}/cri-containerd-def.scope/cgroup.threads": "9\n"})
+    result, _ = one_round(tmp_path, layout, [be_pod()], qos_strategy("beClass"))
+    assert [w for w in result.host_writes if w.path.endswith("/tasks")] == []
 
 
 def test_host_files_write_task_ids_every_round_never_from_the_cache(tmp_path: Path) -> None:
