@@ -11,9 +11,9 @@ resctrl root (`GetResctrlGroupRootDirPath`), whose `schemata` take the class's
   CCD's 160 (100 % = unlimited, 2048): `MB:0=50;1=50;`.
 
 and the pods' tasks move into their class's group (`reconcileResctrlGroups`): for a class whose
-`resctrlQOS.enable` is true, every thread id of every running container of its active pods (the
-container cgroup's v1 `cpu/tasks`, v2 `cgroup.threads`) that the group's `tasks` does not list yet
-is appended to it, one id a write, sorted. Pods with their own resctrl config (the
+`resctrlQOS.enable` is true, every thread id of every running container of its active pods, and
+of each pod's sandbox container (the container cgroup's v1 `cpu/tasks`, v2 `cgroup.threads`), that
+the group's `tasks` does not list yet is appended to it, one id a write, sorted. Pods with their own resctrl config (the
 `node.koordinator.sh/resctrl` annotation) are left out, as are SYSTEM and class-less pods.
 
 A node without the resctrl filesystem mounted (or without L3 CAT) is reported unavailable, in the
