@@ -23,11 +23,15 @@ from typing import Any
 
 import pytest
 
+from cluster.store import ClusterStore
+from policies.kinds import NODE_METRIC_KIND
+from scheduler_plugins.koordlet.agent import Agent, AgentSettings
 from scheduler_plugins.koordlet.cgroups.executor import ResourceExecutor
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
 from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.host import RESCTRL, HostFiles, HostRoots, HostView, HostWrite
+from scheduler_plugins.koordlet.states import KOORDLET_KINDS
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from scheduler_plugins.koordlet.strategies.resctrl import ResctrlReconcile
 from tests.scheduler_plugins.koordlet.rounds import round_input
@@ -207,6 +211,25 @@ def test_the_sandbox_container_tasks_move_too(tmp_path: Path) -> None:
     write(root, {f"{pod_dir}/cri-containerd-def.scope/cgroup.threads": "9\n"})
     result, _ = one_round(tmp_path, layout, [be_pod()], qos_strategy("beClass"))
     assert [w for w in result.host_writes if w.path.endswith("/tasks")] == []
+
+
+def test_the_running_agent_moves_the_tasks(tmp_path: Path) -> None:
+    """`run`: the agent's round reads the container cgroups under --cgroup-root and appends to the
+    groups under --resctrl-root."""
+    resctrl = resctrl_tree(tmp_path / "resctrl")
+    layout = cgroup_tree(tmp_path / "cgroup")
+    store = ClusterStore(KOORDLET_KINDS + (NODE_METRIC_KIND,))
+    store.replace("Node", [NODE])
+    store.replace("NodeSLO", [node_slo(qos_strategy("beClass"))])
+    pod = be_pod()
+    pod["spec"]["nodeName"] = "n1"
+    store.replace("Pod", [pod])
+    settings = AgentSettings("n1", layout.root, proc=tmp_path / "proc", sys_root=tmp_path / "sys", resctrl_root=resctrl)
+    agent = Agent(settings, OPTIONS, store, processors=())
+    agent.apply(agent.compute(["ResctrlReconcile"]))
+    assert lines(resctrl / "BE/tasks") == BE_TASKS.split()
+    # three schemata and one tasks write
+    assert agent.registry.get_sample_value("koordlet_host_writes_total", {"strategy": "ResctrlReconcile"}) == 4
 
 
 def test_host_files_write_task_ids_every_round_never_from_the_cache(tmp_path: Path) -> None:

@@ -10,8 +10,12 @@ from typing import Any
 
 import pytest
 
+from cluster.store import ClusterStore
+from policies.kinds import NODE_METRIC_KIND
+from scheduler_plugins.koordlet.agent import Agent, AgentSettings
 from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.host import HostFiles, HostRoots, HostView
+from scheduler_plugins.koordlet.states import KOORDLET_KINDS
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions, StrategyResult
 from scheduler_plugins.koordlet.strategies.systemconfig import (
     SchedFeaturesError,
@@ -159,3 +163,26 @@ def test_a_kernel_without_the_files_is_told_per_interface(tmp_path: Path) -> Non
     result = reconcile(roots, strategy)
     assert set(result.unavailable) == {"procSysKernel", "pageCacheLimit", "schedFeatures"}
     assert [w.path for w in result.host_writes] == [MIN_FREE]
+
+
+def test_run_exports_each_missing_system_interface_as_a_metric(tmp_path: Path) -> None:
+    """`run`: the agent's round over these roots sets koordlet_interface_unavailable per interface."""
+    cgroup = tmp_path / "cgroup"
+    (cgroup / "cpu/kubepods/besteffort").mkdir(parents=True)
+    roots = host(tmp_path)
+    (roots.proc / GROUP_IDENTITY).unlink()
+    (roots.sys / SCHED_FEATURES).unlink()
+    store = ClusterStore(KOORDLET_KINDS + (NODE_METRIC_KIND,))
+    store.replace("Node", [NODE])
+    slo = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO", "metadata": {"name": "n1"}}
+    slo["spec"] = {
+        "systemStrategy": {"schedGroupIdentityEnabled": 1, "pageCacheLimitEnabled": 1, "schedFeatures": {"A": True}}
+    }
+    store.replace("NodeSLO", [slo])
+    settings = AgentSettings("n1", cgroup, proc=roots.proc, sys_root=roots.sys, resctrl_root=tmp_path / "none")
+    agent = Agent(settings, OPTIONS, store, processors=())
+    agent.apply(agent.compute(["SystemConfig"]))
+    value = agent.registry.get_sample_value
+    for interface, missing in (("procSysKernel", 1), ("schedFeatures", 1), ("pageCacheLimit", 0)):
+        assert value("koordlet_interface_unavailable", {"strategy": "SystemConfig", "interface": interface}) == missing
+    assert read(roots, PAGE_CACHE) == "1"
