@@ -16,7 +16,8 @@ of each pod's sandbox container (the container cgroup's v1 `cpu/tasks`, v2 `cgro
 the group's `tasks` does not list yet is appended to it, one id a write, sorted. Pods with their own resctrl config (the
 `node.koordinator.sh/resctrl` annotation) are left out, as are SYSTEM and class-less pods.
 
-A node without the resctrl filesystem mounted (or without L3 CAT) is reported unavailable, in the
+A node whose CPU lacks the `cat_l3` or the `mba` flag (Koordinator's `IsSupportResctrl` wants both),
+or without the resctrl filesystem mounted (or without L3 CAT) is reported unavailable, in the
 status and in `koordlet_interface_unavailable`.
 """
 
@@ -81,6 +82,16 @@ def cache_ids(root_schemata: str) -> list[int]:
 def schemata_line(kind: str, ids: list[int], text: str) -> str:
     """ResctrlSchemataRaw.L3String / MBString: every id the same value, a `;` after each."""
     return f"{kind}:" + "".join(f"{i}={text};" for i in ids) + "\n"
+
+
+def cpu_supports_resctrl(cpuinfo: str) -> bool:
+    """isCPUSupportResctrl: the cpuinfo flags hold both `cat_l3` and `mba` (Koordinator acts on
+    neither alone: IsSupportResctrl)."""
+    flags: set[str] = set()
+    for line in cpuinfo.splitlines():
+        if "flags" in line:
+            flags.update(line.split(" "))
+    return "cat_l3" in flags and "mba" in flags
 
 
 def task_ids(text: str | None) -> set[int]:
@@ -151,6 +162,11 @@ class ResctrlReconcile:
             result.status["reason"] = "the NodeSLO has no resourceQOSStrategy"
             return result
         host = inp.host
+        cpuinfo = host.read(PROC, "cpuinfo")
+        if cpuinfo is None:
+            return result.lacks(INTERFACE_RESCTRL, "cannot read cpuinfo under the proc root")
+        if not cpu_supports_resctrl(cpuinfo):
+            return result.lacks(INTERFACE_RESCTRL, "the CPU has not both the cat_l3 and mba flags (cpuinfo)")
         root_schemata = host.read(RESCTRL, "schemata")
         if root_schemata is None:
             return result.lacks(INTERFACE_RESCTRL, "no resctrl filesystem mounted")
@@ -162,7 +178,7 @@ class ResctrlReconcile:
             cbm = int(cbm_text.strip(), 16)
         except ValueError:
             return result.lacks(INTERFACE_RESCTRL, f"unreadable info/L3/cbm_mask {cbm_text.strip()!r}")
-        vendor = AMD_VENDOR_ID if AMD_VENDOR_ID in (host.read(PROC, "cpuinfo") or "") else "GenuineIntel"
+        vendor = AMD_VENDOR_ID if AMD_VENDOR_ID in cpuinfo else "GenuineIntel"
         has_mba = host.exists(RESCTRL, "info/MB")
         applied: dict[str, str] = {}
         for group, key in GROUPS.items():

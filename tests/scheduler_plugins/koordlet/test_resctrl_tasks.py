@@ -40,6 +40,7 @@ from tests.support.builders import make_node, make_pod
 NODE = make_node("n1", capacity={"cpu": "20", "memory": "64Gi"}, allocatable={"cpu": "20", "memory": "64Gi"})
 OPTIONS = StrategyOptions(koordlet_gates("RdtResctrl=true"))
 FULL = {"catRangeStartPercent": 0, "catRangeEndPercent": 100}
+CPUINFO = "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu vme cat_l3 cdp_l3 mba\n"
 
 
 def qos_strategy(*enabled: str) -> dict[str, Any]:
@@ -65,7 +66,9 @@ def write(root: Path, files: Mapping[str, str]) -> Path:
 
 def resctrl_tree(root: Path, tasks: Mapping[str, str] | None = None) -> Path:
     """A resctrl mount (two L3 caches, 11 ways) whose LSR, LS and BE groups exist, their `tasks`
-    as the kernel shows them: one id a line, empty for none."""
+    as the kernel shows them: one id a line, empty for none; and, beside it, `proc/cpuinfo` of a CPU
+    with the cat_l3 and mba flags."""
+    write(root.parent / "proc", {"cpuinfo": CPUINFO})
     tree = {"schemata": "L3:0=7ff;1=7ff\n", "info/L3/cbm_mask": "7ff\n"}
     for group in ("LSR", "LS", "BE"):
         tree[f"{group}/schemata"] = "L3:0=7ff;1=7ff\n"
