@@ -41,6 +41,10 @@ NODE = make_node("n1", capacity={"cpu": "20", "memory": "64Gi"}, allocatable={"c
 OPTIONS = StrategyOptions(koordlet_gates("RdtResctrl=true"))
 FULL = {"catRangeStartPercent": 0, "catRangeEndPercent": 100}
 CPUINFO = "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu vme cat_l3 cdp_l3 mba\n"
+#: the pods' UIDs and container IDs in the formats the API server and the runtimes give them
+P0, P1, P2 = (f"0f0e0d0c-0000-4000-8000-00000000000{i}" for i in range(3))
+C0, C1, SANDBOX, OTHER = ("c0" * 32, "c1" * 32, "ab" * 32, "de" * 32)
+SYSTEMD_POD_DIR = f"kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{P0.replace('-', '_')}.slice"
 
 
 def qos_strategy(*enabled: str) -> dict[str, Any]:
@@ -85,13 +89,13 @@ def running(pod: dict[str, Any], uid: str, containers: Mapping[str, str]) -> dic
     return pod
 
 
-def be_pod(uid: str = "p0", container: str = "c0") -> dict[str, Any]:
+def be_pod(uid: str = P0, container: str = C0) -> dict[str, Any]:
     pod = make_pod("pod0", qos="BE", requests={"kubernetes.io/batch-cpu": "1000"})
     pod["spec"]["containers"][0]["name"] = "container0"
     return running(pod, uid, {"container0": container})
 
 
-def lse_pod(uid: str = "p1", container: str = "c1") -> dict[str, Any]:
+def lse_pod(uid: str = P1, container: str = C1) -> dict[str, Any]:
     pod = make_pod("pod1", qos="LSE", requests={"cpu": "2", "memory": "1Gi"}, limits={"cpu": "2", "memory": "1Gi"})
     pod["spec"]["containers"][0]["name"] = "container1"
     return running(pod, uid, {"container1": container})
@@ -106,8 +110,8 @@ def cgroup_tree(root: Path) -> CgroupLayout:
     write(
         root,
         {
-            "cpu/kubepods/besteffort/podp0/c0/tasks": BE_TASKS,
-            "cpu/kubepods/podp1/c1/tasks": LSE_TASKS,
+            f"cpu/kubepods/besteffort/pod{P0}/{C0}/tasks": BE_TASKS,
+            f"cpu/kubepods/pod{P1}/{C1}/tasks": LSE_TASKS,
         },
     )
     return CgroupLayout(root, CgroupVersion.V1, CgroupDriver.CGROUPFS)
@@ -178,9 +182,9 @@ def test_pods_with_their_own_resctrl_config_inactive_pods_and_unstarted_containe
     annotated["metadata"]["annotations"] = {"node.koordinator.sh/resctrl": '{"llc": {"schemata": {"range": [0, 30]}}}'}
     done = lse_pod()
     done["status"]["phase"] = "Succeeded"
-    unstarted = be_pod(uid="p2")
+    unstarted = be_pod(uid=P2)
     unstarted["status"]["containerStatuses"] = []
-    write(layout.root, {"cpu/kubepods/besteffort/podp2/c0/tasks": "777\n"})
+    write(layout.root, {f"cpu/kubepods/besteffort/pod{P2}/{C0}/tasks": "777\n"})
     result, _ = one_round(tmp_path, layout, [annotated, done, unstarted], qos_strategy("beClass", "lsrClass"))
     assert [w for w in result.host_writes if w.path.endswith("/tasks")] == []
 
@@ -189,7 +193,7 @@ def test_cgroup_v2_reads_the_container_threads(tmp_path: Path) -> None:
     """Test_getPodCgroupNewTaskIds 'successfully get task ids on cgroups v2' (systemd driver)."""
     resctrl_tree(tmp_path / "resctrl", {"BE": "122450\n"})
     root = tmp_path / "cgroup2"
-    scope = "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podp0.slice/cri-containerd-c0.scope"
+    scope = f"{SYSTEMD_POD_DIR}/cri-containerd-{C0}.scope"
     write(root, {"cgroup.controllers": "cpu io memory\n", f"{scope}/cgroup.threads": BE_TASKS})
     layout = CgroupLayout(root, CgroupVersion.V2, CgroupDriver.SYSTEMD)
     result, _ = one_round(tmp_path, layout, [be_pod()], qos_strategy("beClass"))
@@ -202,16 +206,17 @@ def test_the_sandbox_container_tasks_move_too(tmp_path: Path) -> None:
     one cgroup child that is not a known container is its sandbox."""
     resctrl_tree(tmp_path / "resctrl", {"BE": "122450\n"})
     root = tmp_path / "cgroup2"
-    pod_dir = "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podp0.slice"
+    pod_dir = SYSTEMD_POD_DIR
     write(
-        root, {"cgroup.controllers": "cpu io memory\n", f"{pod_dir}/cri-containerd-abc.scope/cgroup.threads": BE_TASKS}
+        root,
+        {"cgroup.controllers": "cpu io memory\n", f"{pod_dir}/cri-containerd-{SANDBOX}.scope/cgroup.threads": BE_TASKS},
     )
     layout = CgroupLayout(root, CgroupVersion.V2, CgroupDriver.SYSTEMD)
     result, _ = one_round(tmp_path, layout, [be_pod()], qos_strategy("beClass"))
     tasks = [(w.path, w.value) for w in result.host_writes if w.path.endswith("/tasks")]
     assert tasks == [("BE/tasks", "122454\n123111\n128912\n")]
     # a second unknown child: the sandbox cannot be told (a container is not ready), nothing from it
-    write(root, {f"{pod_dir}/cri-containerd-def.scope/cgroup.threads": "9\n"})
+    write(root, {f"{pod_dir}/cri-containerd-{OTHER}.scope/cgroup.threads": "9\n"})
     result, _ = one_round(tmp_path, layout, [be_pod()], qos_strategy("beClass"))
     assert [w for w in result.host_writes if w.path.endswith("/tasks")] == []
 
@@ -268,13 +273,13 @@ def _real_cpu_reason() -> str | None:
 
 @pytest.fixture
 def real_container(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
-    """A busy three-thread process in `<root>/cpu/kubepods/besteffort/podp0/c0` of a real v1 cpu
+    """A busy three-thread process in `<root>/cpu/kubepods/besteffort/pod<P0>/<C0>` of a real v1 cpu
     hierarchy (this test's own subtree), the root a directory of symlinks."""
     reason = _real_cpu_reason()
     if reason:
         pytest.skip(reason)
     top = HOST_CPU / f"colocate-test-{uuid.uuid4().hex[:8]}"
-    container = top / "kubepods/besteffort/podp0/c0"
+    container = top / f"kubepods/besteffort/pod{P0}/{C0}"
     try:
         container.mkdir(parents=True)
     except OSError as exc:
@@ -317,14 +322,14 @@ def test_one_id_a_write_on_a_real_tasks_file_survives_an_exited_task(
     """A real `tasks` file refuses an id without a task (ESRCH); the ids around it still move
     (UpdateResctrlTasksFunc writes them one by one for this)."""
     root, proc = real_container
-    target = root / "cpu/kubepods/besteffort/podp0"
+    target = root / f"cpu/kubepods/besteffort/pod{P0}"
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()  # an id that no task has now (a pid is not reused this soon)
     threads = sorted(int(t) for t in os.listdir(f"/proc/{proc.pid}/task"))
     roots = HostRoots(cgroup=root)
     value = "".join(f"{t}\n" for t in [threads[0], gone.pid, *threads[1:]])
     stats = HostFiles(roots, lambda: 0.0).apply(
-        [HostWrite("test", "cgroup", "cpu/kubepods/besteffort/podp0/tasks", value, each_line=True, cached=False)]
+        [HostWrite("test", "cgroup", f"cpu/kubepods/besteffort/pod{P0}/tasks", value, each_line=True, cached=False)]
     )
     assert stats.failed == 0 and stats.refused == 1, stats.errors
     assert sorted(int(t) for t in (target / "tasks").read_text().split()) == threads
