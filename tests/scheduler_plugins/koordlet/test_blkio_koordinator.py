@@ -13,8 +13,11 @@ fake /sys and cgroup trees in the kernel's formats and on this machine's real /s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +198,65 @@ def test_this_machines_block_devices_resolve_as_lsblk_lists_them() -> None:
             assert disk_number(host, f"/dev/{name}") == (entry / "dev").read_text().strip()
         checked += 1
     assert checked > 0
+
+
+# --- this machine's real blkio controller ---------------------------------------------------------
+HOST_BLKIO = Path("/sys/fs/cgroup/blkio")
+
+
+def _real_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root to create cgroups"
+    if not (HOST_BLKIO / "blkio.throttle.read_bps_device").is_file():
+        return f"no cgroup v1 blkio hierarchy with throttling at {HOST_BLKIO}"
+    return None
+
+
+@pytest.fixture
+def real_pod_cgroup(tmp_path: Path) -> Iterator[tuple[CgroupLayout, str]]:
+    """This test's own `kubepods/besteffort/pod<uid>` in the real blkio hierarchy, and a real disk."""
+    reason = _real_reason()
+    disks = [
+        p.name
+        for p in sorted(Path("/sys/class/block").glob("*"))
+        if not p.name.startswith(("loop", "dm-", "md", "zram")) and not (p / "partition").exists()
+    ]
+    if reason or not disks:
+        pytest.skip(reason or "no disk in /sys/class/block")
+    top = HOST_BLKIO / f"colocate-test-{uuid.uuid4().hex[:8]}"
+    pod = top / f"kubepods/besteffort/pod{UID}"
+    try:
+        pod.mkdir(parents=True)
+    except OSError as exc:
+        pytest.skip(f"blkio cgroups not writable here: {exc}")
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    (root / "blkio").symlink_to(top)
+    (root / "cpu").mkdir()
+    try:
+        yield CgroupLayout(root, CgroupVersion.V1, CgroupDriver.CGROUPFS), disks[0]
+    finally:
+        for d in (pod, pod.parent, pod.parent.parent, top):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+
+
+def test_a_pod_annotation_throttles_the_pod_on_the_real_controller(
+    tmp_path: Path, real_pod_cgroup: tuple[CgroupLayout, str]
+) -> None:
+    layout, disk = real_pod_cgroup
+    number = Path(f"/sys/class/block/{disk}/dev").read_text().strip()
+    annotation = {"blocks": [{"name": f"/dev/{disk}", "type": "device", "ioCfg": {"readBPS": 10485760}}]}
+    slo = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO", "metadata": {"name": "n1"}}
+    slo["spec"] = {"resourceQOSStrategy": {}}
+    roots = HostRoots(tmp_path / "proc", Path("/sys"), cgroup=layout.root)
+    executor = ResourceExecutor(layout, lambda: 0.0)
+    inp = round_input(NODE, slo, [blkio_pod(annotation)], layout=layout, host=HostView(roots), reader=executor.read)
+    stats = executor.apply(BlkIOReconcile(OPTIONS).round(inp).writes)
+    assert stats.failed == 0, stats.errors
+    read_bps = layout.root / f"{POD_DIR}/blkio.throttle.read_bps_device"
+    assert read_bps.read_text().split() == [number, "10485760"]
+    # the annotation gone from the pod's blocks: the kernel's file is emptied by the release
+    inp = round_input(NODE, slo, [blkio_pod({"blocks": []})], layout=layout, host=HostView(roots), reader=executor.read)
+    executor.apply(BlkIOReconcile(OPTIONS).round(inp).writes)
+    assert read_bps.read_text().strip() == ""
