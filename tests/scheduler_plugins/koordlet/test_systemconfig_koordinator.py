@@ -186,3 +186,26 @@ def test_run_exports_each_missing_system_interface_as_a_metric(tmp_path: Path) -
     for interface, missing in (("procSysKernel", 1), ("schedFeatures", 1), ("pageCacheLimit", 0)):
         assert value("koordlet_interface_unavailable", {"strategy": "SystemConfig", "interface": interface}) == missing
     assert read(roots, PAGE_CACHE) == "1"
+
+
+def test_this_machines_kernel_is_read_as_it_is() -> None:
+    """The real /proc and /sys (read only, nothing applied): each interface is reported missing
+    exactly when this kernel lacks its file."""
+    roots = HostRoots(Path("/proc"), Path("/sys"))
+    strategy = {
+        "watermarkScaleFactor": 150,
+        "schedGroupIdentityEnabled": 1,
+        "pageCacheLimitEnabled": 1,
+        "schedFeatures": {"ID_ABSOLUTE_EXPEL": True},
+    }
+    slo = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO", "metadata": {"name": "n1"}}
+    slo["spec"] = {"systemStrategy": strategy}
+    result = SystemConfig(OPTIONS).round(round_input(NODE, slo, [], host=HostView(roots)))
+    expected = {
+        "procSysVm": not Path("/proc", WATERMARK).is_file(),
+        "procSysKernel": not Path("/proc", GROUP_IDENTITY).is_file(),
+        "pageCacheLimit": not Path("/sys", PAGE_CACHE).is_file(),
+        "schedFeatures": not Path("/sys", SCHED_FEATURES).is_file(),
+    }
+    assert {k for k, missing in expected.items() if missing} == set(result.unavailable)
+    assert ([w.path for w in result.host_writes if w.path == WATERMARK] == [WATERMARK]) is not expected["procSysVm"]
