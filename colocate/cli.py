@@ -24,6 +24,7 @@ from cli import errors, flags
 from cli.jsonlog import json_logging
 from cli.parser import Parser, Subparsers
 from cluster.client import ClusterUnavailable
+from cluster.plugins import PluginError
 from colocate import __version__
 from webhook import commands as webhook_commands
 
@@ -35,6 +36,7 @@ log = logging.getLogger("colocate.cli")
 def command_groups() -> list[CommandGroup]:
     """Every subcommand group, in the order `colocate --help` lists them."""
     from certs import cli as certs_cli
+    from colocate import plugins as plugins_cli
     from scheduler_plugins.descheduler import cli as descheduler_cli
     from scheduler_plugins.koordlet import cli as koordlet_cli
     from scheduler_plugins.scheduler import cli as scheduler_cli
@@ -49,6 +51,7 @@ def command_groups() -> list[CommandGroup]:
         descheduler_cli.register_commands,
         webhook_configurations.register_commands,
         rollout_commands.register_commands,
+        plugins_cli.register_commands,
     ]
 
 
@@ -79,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = int(args.func(args))
             sys.stdout.flush()  # here, not at exit, so that a closed pipe is handled like any other
             return code
-        except (errors.UsageError, ClusterUnavailable) as exc:
+        except (errors.UsageError, ClusterUnavailable, PluginError) as exc:
             return errors.report(exc)
         except BrokenPipeError:
             return errors.stdout_closed()

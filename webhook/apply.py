@@ -42,6 +42,8 @@ class ApplyOptions:
     old_object: str | None = None
     output: str = "json"
     explain: bool = False
+    #: installed admission plugins to enable (`--admission-plugins`, `webhook.plugins`)
+    admission_plugins: tuple[str, ...] = ()
 
 
 class BadInput(ValueError):
@@ -112,7 +114,7 @@ def run_apply(
 ) -> int:
     """Admit every object of `options.files`; write the admitted ones back in the shape they came in."""
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
-    registry = default_routes()
+    registry = default_routes(options.admission_plugins)
     try:
         if options.operation not in OPERATIONS:
             raise BadInput(f"--operation must be one of {', '.join(OPERATIONS)}")

@@ -83,6 +83,7 @@ def _serve(args: argparse.Namespace) -> int:
     )
     kube = KubeSettings(reflector=ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max))
     workers = _workers(args.workers)
+    admission_plugins = _admission_plugins(args)
     try:
         return run(
             ServeConfig(
@@ -108,6 +109,7 @@ def _serve(args: argparse.Namespace) -> int:
                 stuck_scan_after=args.stuck_scan_after,
                 audit_interval=args.audit_interval,
                 event_loop=args.event_loop,
+                admission_plugins=admission_plugins,
             )
         )
     except ClusterUnavailable as exc:
@@ -129,8 +131,34 @@ def _workers(value: int | str) -> int:
     return cpus.workers
 
 
+def _admission_plugins(args: argparse.Namespace) -> tuple[str, ...]:
+    """`--admission-plugins`, checked now (each name installed, importable, its routes known)."""
+    from policies.field_errors import ConfigError
+    from webhook.plugins import parse_names
+    from webhook.registry import default_routes
+
+    try:
+        names = parse_names(args.admission_plugins)
+        default_routes(names)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from exc
+    return names
+
+
+def _add_admission_plugins(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--admission-plugins",
+        default="",
+        metavar="NAME[:/PATH...],...",
+        help="installed admission plugins to enable, run after each route's in-tree plugins in this order; "
+        "NAME:/PATH joins only that of its routes (`colocate plugins list`)",
+    )
+
+
 def _apply(args: argparse.Namespace) -> int:
     from webhook.apply import ApplyOptions, run_apply
+
+    admission_plugins = _admission_plugins(args)
 
     return run_apply(
         ApplyOptions(
@@ -142,6 +170,7 @@ def _apply(args: argparse.Namespace) -> int:
             old_object=args.old_object,
             output=args.output,
             explain=args.explain,
+            admission_plugins=admission_plugins,
         )
     )
 
@@ -304,6 +333,7 @@ def register_commands(subparsers: Subparsers) -> None:
         metavar="SECONDS",
         help="after a new CA is trusted, wait this long before serving from it",
     )
+    _add_admission_plugins(serve)
     flags.add_log_level(serve, hidden=True)  # the global `colocate --log-level` is the documented one
     serve.set_defaults(func=_serve)
 
@@ -337,4 +367,5 @@ def register_commands(subparsers: Subparsers) -> None:
     apply.add_argument(
         "--explain", action="store_true", help="say on stderr which profiles matched and what each changed"
     )
+    _add_admission_plugins(apply)
     apply.set_defaults(func=_apply)

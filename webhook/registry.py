@@ -26,6 +26,7 @@ from policies.constants import (
     SLO_CONFIG_TYPE,
 )
 from policies.elastic_quota import quota_mutating_plugins, quota_validating_plugins
+from policies.field_errors import ConfigError
 from policies.node import node_status_mutating_plugins, node_validating_plugins
 from policies.objects import copy_pod_for_mutation, json_copy
 from policies.pod_mutation import pod_mutating_plugins
@@ -340,9 +341,28 @@ def configmap_routes() -> Sequence[Route]:
     ]
 
 
-def default_routes() -> Registry:
-    """Every route colocate serves. Add a resource's routes here and nowhere else."""
+def in_tree_routes() -> list[Route]:
+    """Every route colocate serves with its in-tree plugins. Add a resource's routes here and nowhere else."""
     routes: list[Route] = []
     for group in (pod_routes, node_routes, reservation_routes, elastic_quota_routes, configmap_routes):
         routes.extend(group())
+    return routes
+
+
+def in_tree_plugin_names() -> list[str]:
+    return sorted({plugin.name for route in in_tree_routes() for plugin in route.plugins})
+
+
+def default_routes(admission_plugins: Sequence[str] = ()) -> Registry:
+    """Every route, with the installed admission plugins `admission_plugins` (`--admission-plugins`)
+    after each of their routes' in-tree plugins (`webhook.plugins`)."""
+    routes = in_tree_routes()
+    if admission_plugins:
+        from webhook.plugins import enabled_specs, join
+
+        routes = join(routes, enabled_specs(admission_plugins, in_tree_plugin_names()))
+        try:
+            return Registry(tuple(routes))
+        except RegistryError as exc:
+            raise ConfigError("--admission-plugins", str(exc)) from exc
     return Registry(tuple(routes))

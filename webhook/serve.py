@@ -81,6 +81,7 @@ class ServeConfig:
     stuck_scan_after: float = 30.0  # warn when a --cluster directory scan runs longer than this
     audit_interval: float = 0.0  # audit running pods (and write PolicyReports) this often; 0: never
     event_loop: str = "auto"  # cli.eventloop.EVENT_LOOPS: uvloop where installed
+    admission_plugins: tuple[str, ...] = ()  # installed plugins to enable (`webhook.plugins`)
 
 
 class Source(Protocol):
@@ -202,7 +203,7 @@ def _audit(config: ServeConfig, state: StateHolder, metrics: Any, published: asy
     writer = None if config.cluster is not None else ReportWriter(api_client(config.kubeconfig, config.context))
     return audit_forever(
         state,
-        default_routes(),
+        default_routes(config.admission_plugins),
         config.audit_interval,
         AuditMetrics(None if metrics.multiprocess_dir else metrics.registry),
         writer,
@@ -240,7 +241,7 @@ async def serve_forever(
 
     metrics = WebhookMetrics()
     state = StateHolder()
-    registry = default_routes()
+    registry = default_routes(config.admission_plugins)
     source = make_source(config, registry, metrics)
     lifecycle = Lifecycle()
     published = asyncio.Event()  # set on every reload of the state (the audit waits for the first)

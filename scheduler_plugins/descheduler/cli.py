@@ -33,7 +33,7 @@ from scheduler_plugins.descheduler.framework.config import DeschedulerConfig, lo
 from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend
 from scheduler_plugins.descheduler.framework.report import RoundReport
 from scheduler_plugins.descheduler.framework.runtime import Descheduler
-from scheduler_plugins.descheduler.registry import in_tree_registry
+from scheduler_plugins.descheduler.registry import installed_registry
 from scheduler_plugins.descheduler.render import rounds_table
 from scheduler_plugins.descheduler.service import Schedule
 
@@ -97,7 +97,7 @@ def _print(doc: dict[str, Any], output: str, *, compact: bool = False) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    registry = in_tree_registry()
+    registry = installed_registry()
     try:
         clock = clock_at(args.now)
         config = load_config(args.config, registry)

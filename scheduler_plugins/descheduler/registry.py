@@ -23,3 +23,11 @@ def in_tree_registry() -> Registry:
             ),
         ]
     )
+
+
+def installed_registry() -> Registry:
+    """The in-tree plugins and those of the installed distributions (`colocate.descheduler.plugins`
+    entry points, imported when a profile enables them): what the commands build profiles from."""
+    registry = in_tree_registry()
+    registry.merge_discovered("descheduler", PluginSpec)
+    return registry

@@ -14,6 +14,8 @@ def rounds_table(document: dict[str, Any]) -> str:
         lines.append(f"round {entry['round']}{dry}")
         for error in entry.get("errors", []):
             lines.append(f"  error: {error}")
+        for failed in entry.get("failedPlugins", []):
+            lines.append(f"  plugin failed: {failed}")
         if entry["nodes"]:
             rows: list[list[str]] = []
             for node in entry["nodes"]:

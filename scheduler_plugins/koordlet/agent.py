@@ -45,7 +45,11 @@ from scheduler_plugins.koordlet.framework import (
     ExtensionRegistry,
     QOSManager,
     RoundReport,
+    StrategyEntry,
+    builtin_strategies,
     default_extensions,
+    plugin_gates,
+    plugin_strategies,
 )
 from scheduler_plugins.koordlet.host import HostFiles, HostRoots, HostView
 from scheduler_plugins.koordlet.metrics.cache import MetricCache
@@ -90,6 +94,8 @@ class AgentSettings:
     host: str = "0.0.0.0"
     port: int = 9316
     extension_gates: dict[str, bool] = field(default_factory=dict)
+    #: the installed strategies enabled in `--qos-extension-plugins`, run after the built-in ones
+    plugin_strategies: tuple[StrategyEntry, ...] = ()
 
 
 class _SyncedIndex:
@@ -139,7 +145,9 @@ class Agent:
         )
         self.cache = MetricCache()
         self.collector = Collector(self.layout, self.cache, settings.proc)
-        self.manager = QOSManager(options, timer=time.perf_counter)
+        self.manager = QOSManager(
+            options, [*builtin_strategies(), *settings.plugin_strategies], timer=time.perf_counter
+        )
         self.extensions = extensions or default_extensions()
         self.processors = tuple(processors if processors is not None else machine_processors())
         self.evictor = self._evictor()
@@ -193,6 +201,8 @@ class Agent:
 
     def compute(self, names: Sequence[str]) -> RoundReport:
         report = self.manager.run_round(self.round_input(), names)
+        for name in report.failed:
+            self.metrics.strategy_failures.labels(name).inc()
         for name, seconds in report.durations.items():
             self.metrics.round_seconds.labels(name).observe(seconds)
         suppress = report.strategies.get("CPUSuppress") or {}
@@ -368,9 +378,6 @@ def add_run_command(commands: Subparsers) -> None:
         help="the cgroup root (v1: a directory per subsystem; v2: cgroup.controllers)",
     )
     add_strategy_flags(run)
-    run.add_argument(
-        "--qos-extension-plugins", default="", metavar="K=BOOL,...", help="gates of the QoS extension plugins"
-    )
     run.add_argument("--dry-run", action="store_true", help="log the cgroup writes and evictions, do none")
     run.add_argument(
         "--only-evict-by-api",
@@ -398,7 +405,7 @@ def run_agent(args: argparse.Namespace) -> int:
     try:
         options = strategy_options(args)
         extensions = default_extensions()
-        gates = extensions.gates(args.qos_extension_plugins)
+        gates = extensions.gates(args.qos_extension_plugins, plugin_gates())
         if not args.cgroup_root.is_dir():
             raise ConfigError("--cgroup-root", f"{args.cgroup_root}: not a directory")
         detect_version(args.cgroup_root)
@@ -415,6 +422,7 @@ def run_agent(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             extension_gates=gates,
+            plugin_strategies=tuple(plugin_strategies(gates)),
         )
         api = None
         if args.node_dir is None:

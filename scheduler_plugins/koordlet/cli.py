@@ -18,6 +18,7 @@ from scheduler_plugins.clock import clock_at
 from scheduler_plugins.koordlet.agent import add_run_command
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
+from scheduler_plugins.koordlet.framework import default_extensions, plugin_gates, plugin_strategies
 from scheduler_plugins.koordlet.options import add_strategy_flags, host_roots, strategy_options
 from scheduler_plugins.koordlet.plan import PlanError, PlanSettings, plan, plan_table
 
@@ -63,11 +64,13 @@ def register_commands(subparsers: Subparsers) -> None:
 def run_plan(args: argparse.Namespace) -> int:
     try:
         now = clock_at(args.now)()
+        gates = default_extensions().gates(args.qos_extension_plugins, plugin_gates())
         report = plan(
             args.node_dir,
             strategy_options(args),
             PlanSettings(CgroupDriver(args.cgroup_driver), CgroupVersion(args.cgroup_version), host_roots(args)),
             now,
+            plugin_strategies(gates),
         )
     except (ConfigError, PlanError) as exc:
         return errors.report(str(exc))

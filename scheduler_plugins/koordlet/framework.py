@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from cluster.plugins import discovered
 from policies.feature_gates import parse_gate_map
 from scheduler_plugins.koordlet import features, host
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite
@@ -34,6 +35,9 @@ log = logging.getLogger("colocate.koordlet")
 
 @dataclass(frozen=True)
 class StrategyEntry:
+    """A row of the strategy table; an out-of-tree strategy's entry point names one of these
+    (`colocate.koordlet.strategies`), whose gate is its name in `--qos-extension-plugins`."""
+
     name: str  # without Koordinator's typo: CPUSuppress, not CPUSuppresss
     koordinator_name: str
     gates: tuple[str, ...]
@@ -111,6 +115,19 @@ HOST_STRATEGIES: dict[str, tuple[str, ...]] = {
 }
 
 
+def plugin_gates() -> dict[str, bool]:
+    """The installed distributions' strategies (`cluster.plugins`), each a gate of
+    `--qos-extension-plugins`, off by default (not imported; a clash is a PluginError)."""
+    builtin = [e.name for e in builtin_strategies()]
+    return {found.name: False for found in discovered("koordlet", builtin)}
+
+
+def plugin_strategies(gates: Mapping[str, bool]) -> list[StrategyEntry]:
+    """The entries of the installed strategies whose gate is on, imported now (PluginError if not)."""
+    builtin = [e.name for e in builtin_strategies()]
+    return [found.load(StrategyEntry) for found in discovered("koordlet", builtin) if gates.get(found.name)]
+
+
 @dataclass
 class RoundReport:
     """One round of every strategy: what `plan` prints and the runner applies."""
@@ -122,6 +139,8 @@ class RoundReport:
     host_writes: list[HostWrite] = field(default_factory=list)
     #: strategy -> interface -> why the node lacks it
     unavailable: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: the strategies that raised this round (skipped: none of their writes or evictions are kept)
+    failed: list[str] = field(default_factory=list)
 
 
 class QOSManager:
@@ -155,7 +174,13 @@ class QOSManager:
                 report.strategies[name] = {"enabled": False}
                 continue
             started = self._timer() if self._timer else 0.0
-            result = strategy.round(inp)
+            try:
+                result = strategy.round(inp)
+            except Exception as exc:  # noqa: BLE001 - one strategy's bug skips its round, not the others'
+                log.error("strategy %s raised %s: %s; skipped this round", name, type(exc).__name__, exc)
+                report.strategies[name] = {"enabled": True, "error": f"{type(exc).__name__}: {exc}"[:500]}
+                report.failed.append(name)
+                continue
             if self._timer:
                 report.durations[name] = self._timer() - started
             report.strategies[name] = {"enabled": True, **result.status}
@@ -200,9 +225,10 @@ class ExtensionRegistry:
         for _, plugin in self._plugins.values():
             plugin.init_flags(parser)
 
-    def gates(self, text: str) -> dict[str, bool]:
-        """The plugins' gates: their defaults with `--qos-extension-plugins`; unknown key ⇒ ConfigError."""
-        defaults = {name: spec.default for name, (spec, _) in self._plugins.items()}
+    def gates(self, text: str, strategies: Mapping[str, bool] | None = None) -> dict[str, bool]:
+        """The plugins' gates, and the installed strategies' (`strategies`: `plugin_gates()`): their
+        defaults with `--qos-extension-plugins`; unknown key ⇒ ConfigError."""
+        defaults = {**(strategies or {}), **{name: spec.default for name, (spec, _) in self._plugins.items()}}
         return {**defaults, **parse_gate_map(text, defaults, "--qos-extension-plugins")}
 
     def setup_all(self, kube_client: Any, metric_cache: Any, states: Any) -> None:

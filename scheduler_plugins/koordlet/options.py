@@ -36,6 +36,12 @@ def add_strategy_flags(parser: argparse.ArgumentParser) -> None:
         help="koordlet feature gates, e.g. BECPUEvict=true,CgroupReconcile=true",
     )
     parser.add_argument(
+        "--qos-extension-plugins",
+        default="",
+        metavar="K=BOOL,...",
+        help="gates of the QoS extension plugins and of the installed strategies (`colocate plugins list`)",
+    )
+    parser.add_argument(
         "--sys-root",
         type=Path,
         default=Path("/sys"),

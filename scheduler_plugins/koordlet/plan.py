@@ -7,6 +7,7 @@ cpuset increase cap) act as on a fresh node.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from policies.kinds import NODE_METRIC_KIND
 from policies.objects import name_of, spec_of
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
-from scheduler_plugins.koordlet.framework import QOSManager
+from scheduler_plugins.koordlet.framework import QOSManager, StrategyEntry, builtin_strategies
 from scheduler_plugins.koordlet.host import HostRoots, HostView
 from scheduler_plugins.koordlet.states import KOORDLET_KINDS, node_state
 from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions
@@ -41,7 +42,14 @@ def _unknown(cgroup: str, resource: Resource) -> None:
     return None
 
 
-def plan(directory: Path, options: StrategyOptions, settings: PlanSettings, now: float) -> dict[str, Any]:
+def plan(
+    directory: Path,
+    options: StrategyOptions,
+    settings: PlanSettings,
+    now: float,
+    plugins: Sequence[StrategyEntry] = (),
+) -> dict[str, Any]:
+    """One round over the node directory; `plugins` are installed strategies enabled (after the built-in ones)."""
     if not directory.is_dir():
         raise PlanError(f"{directory}: not a directory")
     store = load_directory(directory, (*KOORDLET_KINDS, NODE_METRIC_KIND))
@@ -71,7 +79,7 @@ def plan(directory: Path, options: StrategyOptions, settings: PlanSettings, now:
     inp = RoundInput.build(
         state, usage_of_node_metric(state.node_metric), layout, _unknown, now, processors, HostView(settings.host)
     )
-    report = QOSManager(options).run_round(inp)
+    report = QOSManager(options, [*builtin_strategies(), *plugins]).run_round(inp)
     return {
         "node": node_name,
         "strategies": report.strategies,

@@ -36,6 +36,12 @@ class AgentMetrics:
             registry=registry,
             buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0),
         )
+        self.strategy_failures = Counter(
+            "koordlet_strategy_failures_total",
+            "strategy rounds skipped because the strategy raised, by strategy (names fixed at start-up)",
+            ["strategy"],
+            registry=registry,
+        )
         self.collect_seconds = Histogram(
             "koordlet_collect_seconds",
             "duration of one collection round",

@@ -36,7 +36,7 @@ from scheduler_plugins.scheduler.plugins.elasticquota import args as elasticquot
 from scheduler_plugins.scheduler.plugins.elasticquota import plugin as elasticquota
 from scheduler_plugins.scheduler.plugins.elasticquota.report import quota_report
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from scheduler_plugins.scheduler.registry import in_tree_registry
+from scheduler_plugins.scheduler.registry import installed_registry
 from scheduler_plugins.scheduler.simulator import render
 from scheduler_plugins.scheduler.simulator.explain import explain
 from scheduler_plugins.scheduler.simulator.simulate import simulate
@@ -134,7 +134,7 @@ def _fail(message: str) -> int:
 
 
 def _config(path: str | None) -> SchedulerConfig:
-    return load_config(path, in_tree_registry())
+    return load_config(path, installed_registry())
 
 
 def _settle() -> None:
@@ -157,7 +157,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     try:
         clock, config, features = clock_at(args.now), _config(args.config), _features(args)
         cluster = SnapshotDirectorySource(args.cluster).load()
-        framework = build_framework(config, in_tree_registry(), cluster, clock, features=features)
+        framework = build_framework(config, installed_registry(), cluster, clock, features=features)
     except (ConfigError, SnapshotError) as exc:
         return _fail(str(exc))
     progress = sys.stderr.isatty() if args.progress is None else args.progress
@@ -187,7 +187,7 @@ def run_explain(args: argparse.Namespace) -> int:
         clock, config, features = clock_at(args.now), _config(args.config), _features(args)
         cluster = SnapshotDirectorySource(args.cluster).load()
         pod = _read_pod(args.pod)
-        framework = build_framework(config, in_tree_registry(), cluster, clock, features=features)
+        framework = build_framework(config, installed_registry(), cluster, clock, features=features)
     except (ConfigError, SnapshotError, yaml.YAMLError) as exc:
         return _fail(str(exc))
     report = explain(framework, cluster, pod)

@@ -42,3 +42,11 @@ def in_tree_registry() -> Registry:
             PluginSpec(defaultbinder.NAME, defaultbinder.new),
         ]
     )
+
+
+def installed_registry() -> Registry:
+    """The in-tree plugins and those of the installed distributions (`colocate.scheduler.plugins`
+    entry points, imported when a profile enables them): what every command builds its profiles from."""
+    registry = in_tree_registry()
+    registry.merge_discovered("scheduler", PluginSpec)
+    return registry

@@ -34,6 +34,7 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
     "": (["--log-level {debug,info,warning,error}", "--version"], []),
     "serve": (
         [
+            "--admission-plugins",
             "--audit-interval",
             "--backoff-max",
             "--cert-check-interval",
@@ -71,6 +72,7 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
     "manifests webhooks": (["--cert-namespace", "--cert-service", "-o/--output {yaml,json}"], []),
     "apply": (
         [
+            "--admission-plugins",
             "--cluster",
             "--context",
             "--explain",
@@ -154,6 +156,8 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
         [],
     ),
     "koordlet": ([], []),
+    "plugins": ([], []),
+    "plugins list": (["-o/--output {table,json}"], []),
     "koordlet plan": (
         [
             "--cgroup-driver {cgroupfs,systemd}",
@@ -163,6 +167,7 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
             "--node-dir",
             "--now",
             "--proc-root",
+            "--qos-extension-plugins",
             "--resctrl-root",
             "--sys-root",
             "-o/--output {json,table}",

@@ -91,10 +91,32 @@ class Evictor:
         self.report = RoundReport(0)
 
     def filter(self, pod: Object) -> bool:
-        return all(f.filter(pod) for f in self.filters)
+        """Every Filter plugin lets the pod be considered; one that raises says no (and is reported)."""
+        for plugin in self.filters:
+            try:
+                if not plugin.filter(pod):
+                    return False
+            except Exception as exc:  # noqa: BLE001 - a plugin's bug keeps the pod, and is reported
+                self._raised(plugin.name, exc)
+                return False
+        return True
 
     def pre_eviction_filter(self, pod: Object) -> bool:
-        return all(f.pre_eviction_filter(pod) for f in self.filters)
+        for plugin in self.filters:
+            try:
+                if not plugin.pre_eviction_filter(pod):
+                    return False
+            except Exception as exc:  # noqa: BLE001
+                self._raised(plugin.name, exc)
+                return False
+        return True
+
+    def _raised(self, plugin: str, exc: Exception) -> None:
+        """A Filter or Evict plugin raised: the pod stays; the round's report names the plugin once."""
+        line = f"plugin {plugin} raised {type(exc).__name__}: {exc}; the pods it was asked about stay"
+        if not any(f.startswith(f"plugin {plugin} raised") for f in self.report.failed_plugins):
+            log.error("%s", line)
+            self.report.failed_plugins.append(line)
 
     def evict(self, pod: Object, options: EvictOptions | None = None) -> bool:
         if not self.evicts:
@@ -111,8 +133,13 @@ class Evictor:
             return False
         if self.dry_run:
             log.info("would evict %s from %s (dry run, %s): %s", entry.pod, node, entry.plugin, entry.reason)
-        elif not self.evicts[0].evict(pod, options):
-            return False
+        else:
+            try:
+                if not self.evicts[0].evict(pod, options):
+                    return False
+            except Exception as exc:  # noqa: BLE001
+                self._raised(self.evicts[0].name, exc)
+                return False
         self.limiter.count(node, namespace)
         self.report.evictions.append(entry)
         return True

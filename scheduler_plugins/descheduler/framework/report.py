@@ -49,6 +49,8 @@ class RoundReport:
     #: evictions that were attempted and did not happen (a limit, a disruption budget, a failure)
     skipped: list[EvictionEntry] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: plugins that raised and were skipped for this round, one line each
+    failed_plugins: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -60,4 +62,6 @@ class RoundReport:
             out["skipped"] = [e.as_dict() for e in self.skipped]
         if self.errors:
             out["errors"] = list(self.errors)
+        if self.failed_plugins:
+            out["failedPlugins"] = list(self.failed_plugins)
         return out

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from cluster.plugins import IN_TREE, PluginError
 from policies.field_errors import ConfigError
 from policies.objects import labels_of
 from policies.selectors import LabelSelector
@@ -34,7 +35,7 @@ from scheduler_plugins.descheduler.framework.report import RoundReport
 
 log = logging.getLogger("colocate.descheduler")
 
-_POINT_TYPES: dict[str, type] = {
+POINT_TYPES: dict[str, type] = {
     "deschedule": DeschedulePlugin,
     "balance": BalancePlugin,
     "evict": EvictPlugin,
@@ -56,21 +57,39 @@ class ProfileRuntime:
     deschedule: tuple[DeschedulePlugin, ...]
     balance: tuple[BalancePlugin, ...]
 
-    def run_deschedule_plugins(self, nodes: Sequence[Object]) -> list[str]:
-        return self._run(self.deschedule, lambda p: p.deschedule(nodes))
+    def run_deschedule_plugins(self, nodes: Sequence[Object], failed: list[str] | None = None) -> list[str]:
+        return self._run(self.deschedule, lambda p: p.deschedule(nodes), failed)
 
-    def run_balance_plugins(self, nodes: Sequence[Object]) -> list[str]:
-        return self._run(self.balance, lambda p: p.balance(nodes))
+    def run_balance_plugins(self, nodes: Sequence[Object], failed: list[str] | None = None) -> list[str]:
+        return self._run(self.balance, lambda p: p.balance(nodes), failed)
 
-    @staticmethod
-    def _run(plugins: Sequence[Plugin], call: Callable[..., Status]) -> list[str]:
+    def _run(self, plugins: Sequence[Plugin], call: Callable[..., Status], failed: list[str] | None) -> list[str]:
+        """The plugins' errors. A plugin that raises is skipped for the round (its evictions so far
+        stand), noted in `failed`, and the next plugin runs: one broken package stops nothing else."""
         errors = []
         for plugin in plugins:
-            with running(plugin.name):
-                status = call(plugin)
+            try:
+                with running(plugin.name):
+                    status = call(plugin)
+            except Exception as exc:  # noqa: BLE001 - a plugin's bug is contained to the plugin
+                line = f"profile {self.name}: plugin {plugin.name} raised {type(exc).__name__}: {exc}; skipped"
+                log.error("%s", line)
+                if failed is not None:
+                    failed.append(line)
+                continue
             if not status.ok:
                 errors.append(f"{plugin.name}: {status.err}")
         return errors
+
+
+def _instantiate(registry: Registry, name: str, profile: Profile, handle: Handle) -> Plugin:
+    source = registry.source(name)
+    if source == IN_TREE:
+        return registry[name].factory(profile.args.get(name), handle)
+    try:
+        return registry[name].factory(profile.args.get(name), handle)
+    except Exception as exc:  # noqa: BLE001 - a third-party constructor: one line, exit 2
+        raise PluginError(f"descheduler plugin {name} from distribution {source} failed to start: {exc!r}") from exc
 
 
 def _build_profile(
@@ -86,13 +105,13 @@ def _build_profile(
     evictor = Evictor((), (), limiter, dry_run)
     handle = Handle(evictor, dry_run, clock, evictions, events)
     instances: dict[str, Plugin] = {}
-    by_point: dict[str, list[Plugin]] = {point: [] for point in _POINT_TYPES}
+    by_point: dict[str, list[Plugin]] = {point: [] for point in POINT_TYPES}
     for point, names in profile.plugins.items():
         for position, name in enumerate(names):
             if name not in instances:
-                instances[name] = registry[name].factory(profile.args.get(name), handle)
+                instances[name] = _instantiate(registry, name, profile, handle)
             plugin = instances[name]
-            if not isinstance(plugin, _POINT_TYPES[point]):
+            if not isinstance(plugin, POINT_TYPES[point]):
                 raise ConfigError(
                     f"profiles[{index}].plugins.{point}.enabled[{position}].name",
                     f'plugin "{name}" does not extend {point}',
@@ -146,9 +165,9 @@ class Descheduler:
             for profile in self.profiles:
                 candidates = _matching(nodes, profile.node_selector)
                 errors = (
-                    profile.run_deschedule_plugins(candidates)
+                    profile.run_deschedule_plugins(candidates, report.failed_plugins)
                     if phase == "deschedule"
-                    else profile.run_balance_plugins(candidates)
+                    else profile.run_balance_plugins(candidates, report.failed_plugins)
                 )
                 if errors:
                     report.errors.extend(f"profile {profile.name}: {e}" for e in errors)

@@ -29,7 +29,7 @@ from scheduler_plugins.scheduler.cluster.sources import ClusterSource, LiveClust
 from scheduler_plugins.scheduler.extender.protocol import ArgsError
 from scheduler_plugins.scheduler.extender.service import ExtenderService, NotSynced
 from scheduler_plugins.scheduler.framework.config import SchedulerConfig
-from scheduler_plugins.scheduler.registry import in_tree_registry
+from scheduler_plugins.scheduler.registry import installed_registry
 from scheduler_plugins.scheduler.wiring import build_framework
 
 log = logging.getLogger("colocate.extender")
@@ -113,7 +113,7 @@ def build_service(
     if isinstance(source, LiveClusterSource):
         framework = build_framework(
             config,
-            in_tree_registry(),
+            installed_registry(),
             cluster,
             clock,
             client=source.client(clock),
@@ -122,7 +122,7 @@ def build_service(
         )
         return ExtenderService(framework, cluster, ready=source.synced)
     framework = build_framework(
-        config, in_tree_registry(), cluster, clock, scheduler_name=scheduler_name, features=features
+        config, installed_registry(), cluster, clock, scheduler_name=scheduler_name, features=features
     )
     return ExtenderService(framework, cluster)
 

@@ -25,6 +25,7 @@ from typing import Any, cast
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.extender import protocol as wire
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.guard import PluginRaised
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.runtime import Framework
 from scheduler_plugins.scheduler.framework.status import Code, Status
@@ -118,6 +119,20 @@ class ExtenderService:
             self._seen.popitem(last=False)
 
     def filter(self, body: Any) -> wire.ExtenderFilterResult:
+        """An out-of-tree plugin that raises makes the answer's Error (its Status is Error)."""
+        try:
+            return self._filter(body)
+        except PluginRaised as raised:
+            status = raised.status()
+            return {
+                "Nodes": None,
+                "NodeNames": None,
+                "FailedNodes": {},
+                "FailedAndUnresolvableNodes": {},
+                "Error": f"{status.plugin}: {status.message}",
+            }
+
+    def _filter(self, body: Any) -> wire.ExtenderFilterResult:
         self._require_sync()
         try:
             pod_obj, items, names = wire.parse_extender_args(body)
@@ -182,11 +197,14 @@ class ExtenderService:
         if not nodes:
             return []
         state = CycleState()
-        pod, _, status = self.framework.run_pre_filter(state, pod)  # the state PreScore builds on
-        if status.code is not Code.Error:
-            status = self.framework.run_pre_score(state, pod, nodes)
-        if status.is_success:
-            table, status = self.framework.run_score(state, pod, nodes)
+        try:
+            pod, _, status = self.framework.run_pre_filter(state, pod)  # the state PreScore builds on
+            if status.code is not Code.Error:
+                status = self.framework.run_pre_score(state, pod, nodes)
+            if status.is_success:
+                table, status = self.framework.run_score(state, pod, nodes)
+        except PluginRaised as raised:
+            status = raised.status()
         if not status.is_success:
             raise RuntimeError(f"{status.plugin}: {status.code.name}: {status.message}")
         weight_sum = sum(p.weight for p in table.plugins)
@@ -215,13 +233,16 @@ class ExtenderService:
         if node_name not in self.cluster.nodes:
             return {"Error": f"node {node_name} is unknown to the extender"}
         state = CycleState()
-        pod, _, status = self.framework.run_pre_filter(state, pod)  # the state Reserve builds on
-        if status.is_success:
-            status = self.framework.run_reserve_permit(state, pod, node_name)
-        if status.code is Code.Wait:
-            status = await self._wait_on_permit(pod, node_name)
-        elif status.is_success:
-            status = self.framework.run_binding_cycle(state, pod, node_name)
+        try:
+            pod, _, status = self.framework.run_pre_filter(state, pod)  # the state Reserve builds on
+            if status.is_success:
+                status = self.framework.run_reserve_permit(state, pod, node_name)
+            if status.code is Code.Wait:
+                status = await self._wait_on_permit(pod, node_name)
+            elif status.is_success:
+                status = self.framework.run_binding_cycle(state, pod, node_name)
+        except PluginRaised as raised:
+            status = raised.status()
         return {"Error": "" if status.is_success else f"{status.plugin}: {status.message}"}
 
     async def _wait_on_permit(self, pod: PodInfo, node_name: str) -> Status:

@@ -16,10 +16,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from cluster.plugins import IN_TREE, PluginError
 from scheduler_plugins.scheduler.framework import interfaces as fi
 from scheduler_plugins.scheduler.framework.batch import BatchFilter
 from scheduler_plugins.scheduler.framework.config import Profile
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.guard import guard
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.points import ExtensionPoints
@@ -62,7 +64,17 @@ class Framework:
         self.handle = handle
         self.plugins: dict[str, object] = {}
         for name in profile.plugin_names():
-            self.plugins[name] = registry[name].factory(profile.args.get(name), handle)
+            source = registry.source(name)
+            if source == IN_TREE:
+                self.plugins[name] = registry[name].factory(profile.args.get(name), handle)
+                continue
+            try:
+                self.plugins[name] = plugin = registry[name].factory(profile.args.get(name), handle)
+            except Exception as exc:  # noqa: BLE001 - a third-party constructor: one line, exit 2
+                raise PluginError(
+                    f"scheduler plugin {name} from distribution {source} failed to start: {exc!r}"
+                ) from exc
+            guard(plugin, name)
         self.points = points = ExtensionPoints.from_profile(profile, self.plugins)
         self.score_weights = {ref.name: ref.weight for ref in profile.enabled("score")}
         self._scorers = [

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, RESERVED_RESERVATION, CycleState
+from scheduler_plugins.scheduler.framework.guard import PluginRaised
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.runtime import Framework
@@ -116,7 +117,11 @@ class Scheduler:
         is updated in place when it is allowed or rejected."""
         if self.waiting:
             self.expire_waiting()
-        placement = self._cycle(pod)
+        try:
+            placement = self._cycle(pod)
+        except PluginRaised as raised:  # an out-of-tree plugin's exception: its Status is Error
+            status = raised.status()
+            placement = Placement(pod.key, status=status, message=f"{status.plugin}: {status.message}")
         if self.waiting:
             self.settle_waiting()
         return placement
@@ -188,6 +193,16 @@ class Scheduler:
 
     def _reserve_and_bind(self, state: CycleState, pod: PodInfo, node_name: str, score: int | None) -> Placement:
         self.cluster.assume(pod, node_name)
+        try:
+            return self._reserve_and_bind_assumed(state, pod, node_name, score)
+        except PluginRaised:
+            self.waiting.pop(pod.key, None)
+            self.cluster.forget(pod, node_name)
+            raise
+
+    def _reserve_and_bind_assumed(
+        self, state: CycleState, pod: PodInfo, node_name: str, score: int | None
+    ) -> Placement:
         status = self.framework.run_reserve_permit(state, pod, node_name)
         if status.code is Code.Wait:  # parked, assumed on the node; settled by a later cycle or its deadline
             placement = Placement(

@@ -14,6 +14,7 @@ from typing import Any
 
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, CycleState
+from scheduler_plugins.scheduler.framework.guard import PluginRaised
 from scheduler_plugins.scheduler.framework.interfaces import NodeDetailPlugin
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.runtime import Framework
@@ -22,10 +23,21 @@ from scheduler_plugins.scheduler.podinfo import PodInfo
 
 
 def explain(framework: Framework, cluster: ClusterState, pod: PodInfo) -> dict[str, Any]:
+    """The report; an out-of-tree plugin that raises ends it with that plugin's Error (`error`)."""
     cluster.delete_pod(pod.key)  # explain the pod as if it were not placed yet
+    report: dict[str, Any] = {"pod": pod.key, "nodes": [], "selected": None}
+    try:
+        return _explain(framework, cluster, pod, report)
+    except PluginRaised as raised:
+        status = raised.status()
+        report["selected"] = None
+        report["error"] = f"{raised.method} {status.plugin}: {status.code.name}: {status.message}"
+        return report
+
+
+def _explain(framework: Framework, cluster: ClusterState, pod: PodInfo, report: dict[str, Any]) -> dict[str, Any]:
     state = CycleState()
     nodes = cluster.node_list()
-    report: dict[str, Any] = {"pod": pod.key, "nodes": [], "selected": None}
     rows: dict[str, dict[str, Any]] = {
         n.name: {"name": n.name, "feasible": False, "filters": [], "scores": [], "total": None} for n in nodes
     }

@@ -1,0 +1,3 @@
+from tests.support.distributions import site
+
+__all__ = ["site"]
