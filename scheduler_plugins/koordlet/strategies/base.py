@@ -77,6 +77,7 @@ class RoundInput:
         now: float,
         processors: Sequence[CPUInfo],
         host: HostView | None = None,
+        *,
         subdirs: Lister | None = None,
     ) -> RoundInput:
         views = tuple(pod_view(p, layout) for p in state.pods if is_active(p))

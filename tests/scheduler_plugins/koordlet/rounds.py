@@ -65,5 +65,5 @@ def round_input(
         now,
         processors if processors is not None else flat_processors(20),
         host,
-        subdirs,
+        subdirs=subdirs,
     )
