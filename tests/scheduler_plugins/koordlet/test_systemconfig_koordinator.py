@@ -15,14 +15,16 @@ from policies.kinds import NODE_METRIC_KIND
 from scheduler_plugins.koordlet.agent import Agent, AgentSettings
 from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.host import HostFiles, HostRoots, HostView
-from scheduler_plugins.koordlet.states import KOORDLET_KINDS
-from scheduler_plugins.koordlet.strategies.base import StrategyOptions, StrategyResult
+from scheduler_plugins.koordlet.nodeslo import NodeSLO
+from scheduler_plugins.koordlet.states import KOORDLET_KINDS, NodeState
+from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions, StrategyResult
 from scheduler_plugins.koordlet.strategies.systemconfig import (
     SchedFeaturesError,
     SystemConfig,
     parse_sched_features,
 )
-from tests.scheduler_plugins.koordlet.rounds import round_input
+from scheduler_plugins.koordlet.usage import Usage
+from tests.scheduler_plugins.koordlet.rounds import LAYOUT, round_input
 from tests.support.builders import make_node
 
 MEMORY = 512 * 1024**3  # nodeValidMemory
@@ -56,10 +58,15 @@ def host(tmp_path: Path, sched_features: str = "") -> HostRoots:
     return HostRoots(proc, sys)
 
 
+def strategy_input(roots: HostRoots, strategy: dict[str, Any], node: dict[str, Any] = NODE) -> RoundInput:
+    """A round whose NodeSLO carries `strategy` as it is: Koordinator's test feeds values that the
+    NodeSLO's validation would refuse, to show the strategy's own range checks hold them off."""
+    state = NodeState(node, NodeSLO(spec={"systemStrategy": strategy}), None, ())
+    return RoundInput.build(state, Usage(), LAYOUT, lambda cgroup, resource: None, 0.0, (), HostView(roots))
+
+
 def reconcile(roots: HostRoots, strategy: dict[str, Any], node: dict[str, Any] = NODE) -> StrategyResult:
-    slo = {"apiVersion": "slo.koordinator.sh/v1alpha1", "kind": "NodeSLO", "metadata": {"name": "n1"}}
-    slo["spec"] = {"systemStrategy": strategy}
-    result = SystemConfig(OPTIONS).round(round_input(node, slo, [], host=HostView(roots)))
+    result = SystemConfig(OPTIONS).round(strategy_input(roots, strategy, node))
     stats = HostFiles(roots, lambda: 0.0).apply(result.host_writes)
     assert stats.failed == 0, stats.errors
     return result
