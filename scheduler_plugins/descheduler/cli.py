@@ -223,8 +223,9 @@ async def serve(
     from prometheus_client import CollectorRegistry
 
     from cluster.metrics import StoreHealthMetrics
+    from cluster.running import keep_leading, wait_synced
     from scheduler_plugins.descheduler.metrics import DeschedulerMetrics
-    from scheduler_plugins.descheduler.service import health_servers, keep_leading, run_rounds, wait_synced
+    from scheduler_plugins.descheduler.service import health_servers, run_rounds
 
     registry = CollectorRegistry()
     metrics = DeschedulerMetrics(registry)
@@ -264,7 +265,7 @@ async def serve(
                     duration=timedelta(seconds=election.lease_duration),
                 )
                 leading = asyncio.Event()
-                tasks.append(asyncio.create_task(keep_leading(elector, election.retry_period, leading, metrics)))
+                tasks.append(asyncio.create_task(keep_leading(elector, election.retry_period, leading, metrics.leader)))
         try:
             await asyncio.wait_for(wait_synced(view), None if schedule.rounds is None else SYNC_TIMEOUT_SECONDS)
         except TimeoutError as exc:

@@ -18,7 +18,6 @@ from prometheus_client import CollectorRegistry
 
 from cli.flags import bind_address
 from cluster.health import HealthServer
-from cluster.leader import LeaseElector
 from scheduler_plugins.descheduler.cluster import DeschedulerView
 from scheduler_plugins.descheduler.framework.report import RoundReport
 from scheduler_plugins.descheduler.framework.runtime import Descheduler
@@ -43,36 +42,6 @@ def health_servers(
         HealthServer(bind_address(healthz), {"/healthz"}, ready, registry, name="descheduler-http"),
         HealthServer(bind_address(metrics), {"/metrics"}, ready, registry, name="descheduler-http"),
     ]
-
-
-async def keep_leading(
-    elector: LeaseElector, retry_period: float, leading: asyncio.Event, metrics: DeschedulerMetrics
-) -> None:
-    """Acquire and renew the lease every `retry_period`; `leading` is set while we hold it."""
-    while True:
-        try:
-            leader = await asyncio.to_thread(elector.try_acquire_or_renew)
-        except Exception as exc:  # the API server is unreachable: we cannot know we still lead
-            log.warning("leader election failed: %s", exc)
-            leader = False
-        if leader != leading.is_set():
-            log.info("%s the lease %s/%s", "acquired" if leader else "lost", elector.namespace, elector.name)
-        (leading.set if leader else leading.clear)()
-        metrics.leader.set(1 if leader else 0)
-        await asyncio.sleep(retry_period)
-
-
-async def wait_synced(view: DeschedulerView) -> None:
-    """Until every kind has been listed once (awaited, not polled)."""
-    loop, synced = asyncio.get_running_loop(), asyncio.Event()
-
-    def notify() -> None:
-        loop.call_soon_threadsafe(synced.set)
-
-    view.on_synced = notify
-    if view.synced:
-        synced.set()
-    await synced.wait()
 
 
 async def run_rounds(

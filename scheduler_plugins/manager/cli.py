@@ -198,8 +198,9 @@ async def serve(
     from cli.flags import bind_address
     from cluster.health import HealthServer
     from cluster.metrics import StoreHealthMetrics
+    from cluster.running import keep_leading, wait_synced
     from scheduler_plugins.manager.metrics import ManagerMetrics
-    from scheduler_plugins.manager.service import keep_leading, run_rounds, wait_synced
+    from scheduler_plugins.manager.service import run_rounds
     from scheduler_plugins.manager.writer import KubeWriter, StoreWriter, Writer
 
     registry = CollectorRegistry()
@@ -255,7 +256,7 @@ async def serve(
                     duration=timedelta(seconds=durations[0]),
                 )
                 leading = asyncio.Event()
-                tasks.append(asyncio.create_task(keep_leading(elector, durations[1], leading, metrics)))
+                tasks.append(asyncio.create_task(keep_leading(elector, durations[1], leading, metrics.leader)))
         if schedule.rounds is None:
             health, exposition = bind_address(args.health_addr), bind_address(args.metrics_addr)
             ready = view.store.synced

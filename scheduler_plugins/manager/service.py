@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cli.eventloop import wait_set
-from cluster.leader import LeaseElector
 from scheduler_plugins.manager.cluster import ManagerView
 from scheduler_plugins.manager.metrics import ManagerMetrics
 from scheduler_plugins.manager.reconciler import Reconciler, Round, SpecWrite, StatusWrite, TopologyWrite
@@ -28,35 +27,6 @@ log = logging.getLogger("colocate.manager")
 class Schedule:
     rounds: int | None  # None: forever
     resync: float  # seconds between full rounds
-
-
-async def keep_leading(
-    elector: LeaseElector, retry_period: float, leading: asyncio.Event, metrics: ManagerMetrics
-) -> None:
-    """Acquire and renew the lease every `retry_period`; `leading` is set while we hold it."""
-    while True:
-        try:
-            leader = await asyncio.to_thread(elector.try_acquire_or_renew)
-        except Exception as exc:  # the API server is unreachable: we cannot know we still lead
-            log.warning("leader election failed: %s", exc)
-            leader = False
-        if leader != leading.is_set():
-            log.info("%s the lease %s/%s", "acquired" if leader else "lost", elector.namespace, elector.name)
-        (leading.set if leader else leading.clear)()
-        metrics.leader.set(1 if leader else 0)
-        await asyncio.sleep(retry_period)
-
-
-async def wait_synced(view: ManagerView) -> None:
-    loop, synced = asyncio.get_running_loop(), asyncio.Event()
-
-    def notify() -> None:
-        loop.call_soon_threadsafe(synced.set)
-
-    view.on_synced = notify
-    if view.synced:
-        synced.set()
-    await synced.wait()
 
 
 def apply_round(result: Round, reconciler: Reconciler, writer: Writer, metrics: ManagerMetrics) -> None:
