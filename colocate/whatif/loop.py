@@ -1,0 +1,426 @@
+"""The step loop of `colocate whatif`: arrivals are admitted, usage is sampled into NodeMetrics, the
+manager, the scheduler, the koordlet and the descheduler take their turn, evicted pods are
+re-created by their controllers. The order of a step and what each record holds are in
+docs/whatif.md. Everything is sorted and every random draw comes from the one seeded generator,
+so a run is a pure function of its inputs and seed.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cluster.store import ClusterStore, Object
+from policies.kinds import NODE_METRIC_KIND, kind_named
+from policies.quantity import scalar_text
+from scheduler_plugins.clock import format_time
+from scheduler_plugins.koordlet.cgroups.resources import DEFAULT_CFS_PERIOD
+from scheduler_plugins.koordlet.usage import BECPU
+
+from .components import (
+    Admission,
+    DeschedulerRunner,
+    Koordlet,
+    Manager,
+    SchedulerRunner,
+    SimClock,
+    capacity_milli,
+)
+from .inputs import Inputs
+from .pods import CLASSES, RECREATING_OWNERS, PodFacts, PodIndex
+from .workload import Usage
+
+#: a BE pod below this share of what its usage model asks for counts as starved
+STARVED_SHARE = 0.10
+CPU_SUPPRESS = "CPUSuppress"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    start: float
+    duration: float
+    step: float
+    seed: int = 0
+    koordlet_gates: str | None = None
+
+
+def _cpu(milli: int) -> str:
+    return scalar_text("cpu", milli)
+
+
+def _mem(amount: int) -> str:
+    return scalar_text("memory", amount)
+
+
+class Run:
+    """One timeline over one set of profiles."""
+
+    def __init__(self, inputs: Inputs, profiles: list[Object], options: RunOptions) -> None:
+        self.options = options
+        self.rand = random.Random(options.seed)
+        self.clock = SimClock(options.start)
+        self.store = store = inputs.fresh_store(profiles)
+        self.pods = PodIndex(store)
+        self.workload = inputs.workload
+        self.admission = Admission(store, self.rand)
+        self.manager = Manager(store, self.clock)
+        self.scheduler = SchedulerRunner(store, inputs.scheduler_config, self.clock)
+        self.koordlet = Koordlet(options.koordlet_gates, self.clock)
+        self.descheduler = DeschedulerRunner(store, inputs.descheduler_config, self.clock)
+        self.nodes = sorted(o["metadata"]["name"] for o in store.objects("Node"))
+        self.capacity = {n: capacity_milli(store.get("Node", ("", n)) or {}) for n in self.nodes}
+        self.system = inputs.system_usage
+        self.suppressed: dict[str, int] = {}
+        self.recreate: list[PodFacts] = []
+        self.counter = 0
+        self.pending_since: dict[str, float] = {}
+        self.pending_seconds: list[float] = []
+        bound = {k: p for node in self.pods.by_node.values() for k, p in node.items()}
+        for name in sorted(bound):
+            self._remember(bound[name], None, options.start, started=options.start)
+        for name, pod in sorted(self.pods.pending.items()):
+            self._remember(pod, None, options.start)
+            self.pending_since[name] = options.start
+        self.arrivals = sorted(
+            (
+                (options.start + t, a.name, n, a)
+                for a in self.workload.arrivals
+                for n, t in enumerate(a.times(options.duration))
+            ),
+            key=lambda x: (x[0], x[1], x[2]),
+        )
+        self.totals = {"admitted": 0, "denied": 0, "recreated": 0}
+
+    def _remember(self, pod: Object, usage: Usage | None, arrived: float, started: float | None = None) -> PodFacts:
+        if usage is None:
+            labels = (pod.get("metadata") or {}).get("labels") or {}
+            usage = self.workload.usage_of_running(labels)
+        facts = PodFacts.of(pod, usage, pod, arrived)
+        facts.started = started
+        self.pods.facts[facts.key] = facts
+        return facts
+
+    # --- one step ----------------------------------------------------------------------------
+    def run(self) -> list[dict[str, Any]]:
+        steps = []
+        count = int(self.options.duration // self.options.step)
+        if count * self.options.step < self.options.duration:
+            count += 1
+        queue = iter(self.arrivals)
+        upcoming = next(queue, None)
+        for i in range(count):
+            now = self.options.start + i * self.options.step
+            self.clock.now = now
+            due = []
+            while upcoming is not None and upcoming[0] < now + self.options.step:
+                due.append(upcoming)
+                upcoming = next(queue, None)
+            steps.append(self.step(now, due))
+        return steps
+
+    def step(self, now: float, due: list[tuple[float, str, int, Any]]) -> dict[str, Any]:
+        record: dict[str, Any] = {"t": format_time(now)}
+        admitted, denied, denials = self._arrive(now, due)
+        self._finish(now)
+        used = self._sample(now)
+        self.manager.round()
+        placements, unqueued = self.scheduler.step()
+        placed = 0
+        for placement in placements:
+            if placement.scheduled:
+                placed += 1
+                since = self.pending_since.pop(placement.pod, now)
+                self.pending_seconds.append(now - since)
+                facts = self.pods.facts.get(placement.pod)
+                if facts is not None:
+                    facts.started = now
+        reasons: dict[str, int] = {}
+        for placement in [*unqueued, *placements]:
+            if not placement.scheduled:
+                text = placement.message or placement.status.message or str(placement.status.code.name)
+                reasons[text] = reasons.get(text, 0) + 1
+        evictions = self._koordlet(now)
+        migrations: list[dict[str, Any]] = []
+        round_ = self.descheduler.step()
+        if round_ is not None:
+            evictions += [
+                {"pod": e.pod, "node": e.node, "by": f"descheduler/{e.plugin}", "reason": e.reason}
+                for e in round_.evictions
+            ]
+            migrations = [m.as_dict() for m in round_.migrations]
+        self._collect_gone()
+        record["nodes"] = self._nodes(used)
+        record.update(
+            pending=len(self.pods.pending),
+            pendingReasons=dict(sorted(reasons.items())),
+            admitted=admitted,
+            denied=denied,
+            placed=placed,
+            evictions=sorted(evictions, key=lambda e: (e["pod"], e["by"])),
+            migrations=migrations,
+        )
+        if denials:
+            record["denials"] = denials
+        return record
+
+    def _arrive(self, now: float, due: list[tuple[float, str, int, Any]]) -> tuple[int, int, list[dict[str, str]]]:
+        admitted = denied = 0
+        denials = []
+        batch = [(f.template, f.usage, f.lifetime, True) for f in self.recreate]
+        self.recreate = []
+        for _, name, number, arrival in due:
+            for k in range(arrival.count):
+                pod = copy.deepcopy(dict(arrival.template))
+                pod["metadata"] = dict(pod.get("metadata") or {})
+                pod["metadata"]["name"] = f"{name}-{number * arrival.count + k}"
+                batch.append((pod, arrival.usage, arrival.lifetime, False))
+        for template, usage, lifetime, recreated in batch:
+            pod = copy.deepcopy(dict(template))
+            meta = pod.setdefault("metadata", {})
+            pod.setdefault("apiVersion", "v1")
+            pod["kind"] = "Pod"
+            meta.setdefault("namespace", "default")
+            self.counter += 1
+            if recreated:
+                meta["name"] = f"{meta['name'].rsplit('-r', 1)[0]}-r{self.counter}"
+            meta["uid"] = f"whatif-{self.counter:08d}"
+            meta["creationTimestamp"] = format_time(now)
+            pod.setdefault("spec", {}).pop("nodeName", None)
+            pod["status"] = {"phase": "Pending"}
+            result = self.admission.admit(pod)
+            key = f"{meta['namespace']}/{meta['name']}"
+            if not result.allowed or result.object is None:
+                denied += 1
+                denials.append({"pod": key, "message": result.message})
+                continue
+            admitted += 1
+            self.totals["recreated" if recreated else "admitted"] += 1
+            facts = PodFacts.of(result.object, usage or None, template, now)
+            facts.lifetime = lifetime
+            self.pods.facts[key] = facts
+            self.pending_since[key] = now
+            self.store.put("Pod", result.object)
+        self.totals["denied"] += denied
+        return admitted, denied, denials
+
+    def _finish(self, now: float) -> None:
+        """Pods whose lifetime is over end (Succeeded) and are deleted."""
+        for node in self.nodes:
+            for key, pod in sorted(self.pods.by_node.get(node, {}).items()):
+                facts = self.pods.facts.get(key)
+                if facts and facts.lifetime is not None and facts.started is not None:
+                    if now >= facts.started + facts.lifetime:
+                        self.pods.facts.pop(key, None)
+                        self.store.delete("Pod", pod)
+
+    def _sample(self, now: float) -> dict[str, dict[str, tuple[int, int]]]:
+        """Every running pod's usage now, written as its node's NodeMetric; usage by node and class."""
+        elapsed = now - self.options.start
+        out: dict[str, dict[str, tuple[int, int]]] = {}
+        for node in self.nodes:
+            pods = sorted(self.pods.by_node.get(node, {}).items())
+            wants: list[tuple[str, Object, PodFacts, int, int, int]] = []
+            for key, pod in pods:
+                facts = self.pods.facts.get(key)
+                if facts is None:
+                    facts = self._remember(pod, None, now, started=now)
+                cpu, memory = self._want(facts, now, elapsed)
+                model_cpu = cpu
+                if facts.limit_cpu is not None:
+                    cpu = min(cpu, facts.limit_cpu)
+                if facts.limit_memory is not None:
+                    memory = min(memory, facts.limit_memory)
+                wants.append((key, pod, facts, cpu, memory, model_cpu))
+            allowed = self._suppress(node, now, wants) if any(w[2].best_effort for w in wants) else None
+            sys_cpu, sys_mem = self.system.get(node, (0, 0))
+            scale, ls_scale = _shares(wants, allowed, self.capacity.get(node, 0) - sys_cpu)
+            by_class = {c: (0, 0) for c in CLASSES}
+            items = []
+            starved = 0
+            for _key, pod, facts, cpu, memory, model_cpu in wants:
+                if facts.best_effort and scale < 1.0:
+                    cpu = int(cpu * scale)
+                elif not facts.best_effort and ls_scale < 1.0:
+                    cpu = int(cpu * ls_scale)
+                if facts.best_effort and model_cpu > 0 and cpu < STARVED_SHARE * model_cpu:
+                    starved += 1
+                c, m = by_class[facts.cls]
+                by_class[facts.cls] = (c + cpu, m + memory)
+                items.append(_pod_metric(pod, cpu, memory))
+            total_cpu = sys_cpu + sum(c for c, _ in by_class.values())
+            total_mem = sys_mem + sum(m for _, m in by_class.values())
+            self._write_metric(node, now, total_cpu, total_mem, sys_cpu, sys_mem, items)
+            out[node] = {**by_class, "_system": (sys_cpu, sys_mem), "_starved": (starved, 0)}
+        return out
+
+    def _suppress(self, node: str, now: float, wants: list[tuple[str, Object, PodFacts, int, int, int]]) -> int | None:
+        """What BE may use on the node this step: the koordlet's CPUSuppress over this step's usage
+        (it runs every second on a node, so within a step it has seen the step's usage)."""
+        obj = self.store.get("Node", ("", node))
+        if obj is None:
+            return None
+        sys_cpu, sys_mem = self.system.get(node, (0, 0))
+        items = [_pod_metric(pod, cpu, memory) for _, pod, _, cpu, memory, _ in wants]
+        self._write_metric(
+            node, now, sys_cpu + sum(w[3] for w in wants), sys_mem + sum(w[4] for w in wants), sys_cpu, sys_mem, items
+        )
+        pods = tuple(w[1] for w in wants)
+        report = self.koordlet.round(obj, pods, self.store, None, (CPU_SUPPRESS,))
+        return _allowance(report.strategies.get(CPU_SUPPRESS) or {})
+
+    def _want(self, facts: PodFacts, now: float, elapsed: float) -> tuple[int, int]:
+        usage = facts.usage or {}
+        cpu_model, memory_model = usage.get("cpu"), usage.get("memory")
+        cpu = cpu_model.value(now, elapsed, self.rand) if cpu_model else facts.request_cpu or (facts.limit_cpu or 0)
+        memory = (
+            memory_model.value(now, elapsed, self.rand)
+            if memory_model
+            else facts.request_memory or (facts.limit_memory or 0)
+        )
+        return cpu, memory
+
+    def _write_metric(
+        self, node: str, now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[dict[str, Any]]
+    ) -> None:
+        current = self.store.get(NODE_METRIC_KIND, ("", node))
+        metric: dict[str, Any] = (
+            dict(current)
+            if current is not None
+            else {
+                "apiVersion": kind_named(NODE_METRIC_KIND).api_version,
+                "kind": NODE_METRIC_KIND,
+                "metadata": {"name": node},
+            }
+        )
+        metric["status"] = {
+            "updateTime": format_time(now),
+            "nodeMetric": {
+                "nodeUsage": {"resources": {"cpu": _cpu(cpu), "memory": _mem(memory)}},
+                "systemUsage": {"resources": {"cpu": _cpu(sys_cpu), "memory": _mem(sys_mem)}},
+            },
+            "podsMetric": pods,
+        }
+        self.store.put(NODE_METRIC_KIND, metric)
+
+    def _koordlet(self, now: float) -> list[dict[str, Any]]:
+        from scheduler_plugins.descheduler.backends import StoreEvictions
+
+        evictions: list[dict[str, Any]] = []
+        evictor = StoreEvictions(self.store)
+        for node in self.nodes:
+            obj = self.store.get("Node", ("", node))
+            if obj is None:
+                continue
+            pods = tuple(p for _, p in sorted(self.pods.by_node.get(node, {}).items()))
+            be = [self.pods.facts[k] for k in sorted(self.pods.by_node.get(node, {})) if k in self.pods.facts]
+            be = [f for f in be if f.best_effort]
+            be_cpu = BECPU(0, sum(f.request_cpu for f in be), None) if be else None
+            report = self.koordlet.round(obj, pods, self.store, be_cpu)
+            status = report.strategies.get(CPU_SUPPRESS) or {}
+            self.suppressed[node] = int(status.get("suppressMilliCPU") or 0)
+            for eviction in report.evictions:
+                namespace, _, name = eviction.key.partition("/")
+                result = evictor.evict(namespace, name)
+                if result.code < 300:
+                    evictions.append(
+                        {
+                            "pod": eviction.key,
+                            "node": node,
+                            "by": f"koordlet/{eviction.strategy}",
+                            "reason": eviction.reason,
+                        }
+                    )
+        return evictions
+
+    def _collect_gone(self) -> None:
+        for key, facts in sorted(self.pods.gone.items()):
+            self.pending_since.pop(key, None)
+            if facts.owner_kind in RECREATING_OWNERS and (facts.lifetime is None or facts.started is None):
+                self.recreate.append(facts)
+        self.pods.gone.clear()
+
+    def _nodes(self, used: Mapping[str, Mapping[str, tuple[int, int]]]) -> list[dict[str, Any]]:
+        rows = []
+        for node in self.nodes:
+            obj = self.store.get("Node", ("", node)) or {}
+            requested = {c: [0, 0] for c in CLASSES}
+            for key in self.pods.by_node.get(node, {}):
+                facts = self.pods.facts.get(key)
+                if facts is not None:
+                    requested[facts.cls][0] += facts.request_cpu
+                    requested[facts.cls][1] += facts.request_memory
+            usage = used.get(node, {})
+            allocatable = (obj.get("status") or {}).get("allocatable") or {}
+            capacity = capacity_milli(obj)
+            total = sum(usage.get(c, (0, 0))[0] for c in CLASSES) + usage.get("_system", (0, 0))[0]
+            threshold = self.koordlet.threshold_percent(node)
+            has_prod = any(
+                facts.cls == "prod" for k in self.pods.by_node.get(node, {}) if (facts := self.pods.facts.get(k))
+            )
+            rows.append(
+                {
+                    "name": node,
+                    "requested": {c: {"cpu": _cpu(v[0]), "memory": _mem(v[1])} for c, v in requested.items()},
+                    "used": {
+                        c: {"cpu": _cpu(usage.get(c, (0, 0))[0]), "memory": _mem(usage.get(c, (0, 0))[1])}
+                        for c in CLASSES
+                    },
+                    "batchAllocatable": {
+                        k: allocatable[k]
+                        for k in ("kubernetes.io/batch-cpu", "kubernetes.io/batch-memory")
+                        if k in allocatable
+                    },
+                    "suppressedMilliCPU": self.suppressed.get(node, 0),
+                    "lsOverThreshold": has_prod and total * 100 > threshold * capacity,
+                    "beStarvedPods": usage.get("_starved", (0, 0))[0],
+                }
+            )
+        return rows
+
+
+def _shares(
+    wants: list[tuple[str, Object, PodFacts, int, int, int]], allowed: int | None, room: int
+) -> tuple[float, float]:
+    """The share of what they want that BE pods and the others get: BE at most what the koordlet
+    allows and what the others leave of the node's cpu (BE's cpu.shares are the lowest), the others
+    at most the node's cpu (split in proportion)."""
+    be = sum(w[3] for w in wants if w[2].best_effort)
+    others = sum(w[3] for w in wants if not w[2].best_effort)
+    ls_scale = 1.0 if others <= room else max(room, 0) / others
+    cap = max(room - others, 0)
+    if allowed is not None:
+        cap = min(cap, allowed)
+    return (1.0 if be <= cap else cap / be), ls_scale
+
+
+def _pod_metric(pod: Object, cpu: int, memory: int) -> dict[str, Any]:
+    meta = pod.get("metadata") or {}
+    return {
+        "namespace": meta.get("namespace") or "default",
+        "name": meta.get("name"),
+        "podUsage": {"resources": {"cpu": _cpu(cpu), "memory": _mem(memory)}},
+    }
+
+
+def _allowance(status: Mapping[str, Any]) -> int | None:
+    """The CPU BE may use after the koordlet's suppression (millicores), None when not suppressed."""
+    if "cpus" in status and status["cpus"]:
+        from policies.cpuset import parse_cpuset
+
+        return 1000 * len(parse_cpuset(str(status["cpus"])))
+    quota = status.get("cfsQuota")
+    if isinstance(quota, int) and quota > 0:
+        return quota * 1000 // DEFAULT_CFS_PERIOD
+    if "suppressMilliCPU" in status and status.get("policy") and "cfsQuota" in status:
+        return int(status["suppressMilliCPU"])
+    return None
+
+
+def run_timeline(inputs: Inputs, profiles: list[Object], options: RunOptions) -> list[dict[str, Any]]:
+    return Run(inputs, profiles, options).run()
+
+
+__all__ = ["ClusterStore", "Run", "RunOptions", "run_timeline"]
