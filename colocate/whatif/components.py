@@ -38,6 +38,7 @@ from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
 from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.framework import QOSManager, RoundReport, builtin_strategies
 from scheduler_plugins.koordlet.nodeslo import NodeSLO, ThresholdStrategy
+from scheduler_plugins.koordlet.pods import PodView, is_active, pod_view
 from scheduler_plugins.koordlet.states import NodeState
 from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions
 from scheduler_plugins.koordlet.topology import CPUInfo, flat_processors, processors_of_topology
@@ -187,6 +188,10 @@ class Koordlet:
         self.cgroups: dict[str, dict[tuple[str, str], object]] = {}
         self._processors: dict[str, list[CPUInfo]] = {}
         self.thresholds: dict[str, int] = {}
+        #: parsed once per stored object (the store replaces an object when it changes): a node's
+        #: NodeSLO and each pod's view are what the live koordlet keeps between rounds too
+        self._slos: dict[str, tuple[Object, NodeSLO | None, str | None]] = {}
+        self._views: dict[int, tuple[Object, PodView]] = {}
 
     def threshold_percent(self, node: str) -> int:
         """The node's `cpuSuppressThresholdPercent` (the NodeSLO's, else Koordinator's default)."""
@@ -202,13 +207,7 @@ class Koordlet:
     ) -> RoundReport:
         """One round of the enabled strategies (of `names` only), its cgroup writes remembered."""
         name = str(node["metadata"]["name"])
-        slo_obj = store.get(NODE_SLO_KIND, ("", name))
-        slo, error = None, None
-        if slo_obj is not None:
-            try:
-                slo = NodeSLO.parse(slo_obj)
-            except ValueError as exc:
-                error = f"NodeSLO {name}: {exc}"
+        slo, error = self._slo(name, store.get(NODE_SLO_KIND, ("", name)))
         metric = store.get(NODE_METRIC_KIND, ("", name))
         topology = store.get("NodeResourceTopology", ("", name))
         if slo is not None:
@@ -220,7 +219,8 @@ class Koordlet:
             return files.get((cgroup, resource.name))
 
         usage = dataclasses.replace(usage_of_node_metric(metric), be_cpu=be_cpu)
-        inp = RoundInput.build(state, usage, self.layout, read, self.clock(), self._cpus(name, node, topology))
+        views = tuple(self._view(p) for p in pods if is_active(p))
+        inp = RoundInput(state, usage, self.layout, read, self.clock(), tuple(self._cpus(name, node, topology)), views)
         manager = self.managers.get(name)
         if manager is None:
             manager = self.managers[name] = QOSManager(self.options, builtin_strategies())
@@ -228,6 +228,37 @@ class Koordlet:
         for write in report.writes:
             files[(write.cgroup, write.resource.name)] = write.value
         return report
+
+    def _slo(self, name: str, obj: Object | None) -> tuple[NodeSLO | None, str | None]:
+        if obj is None:
+            return None, None
+        cached = self._slos.get(name)
+        if cached is not None and cached[0] is obj:
+            return cached[1], cached[2]
+        slo, error = None, None
+        try:
+            slo = NodeSLO.parse(obj)
+        except ValueError as exc:
+            error = f"NodeSLO {name}: {exc}"
+        self._slos[name] = (obj, slo, error)
+        return slo, error
+
+    def _view(self, pod: Object) -> PodView:
+        cached = self._views.get(id(pod))
+        if cached is not None and cached[0] is pod:
+            return cached[1]
+        view = pod_view(pod, self.layout)
+        self._views[id(pod)] = (pod, view)
+        return view
+
+    @property
+    def views_cached(self) -> int:
+        return len(self._views)
+
+    def forget_pods(self, live: set[int]) -> None:
+        """Drop the views of pods no longer stored (bounded by the live pods)."""
+        for key in [k for k in self._views if k not in live]:
+            del self._views[key]
 
     def _cpus(self, name: str, node: Object, topology: Mapping[str, Any] | None) -> list[CPUInfo]:
         cpus = self._processors.get(name)

@@ -11,6 +11,7 @@ import copy
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from cluster.store import ClusterStore, Object
@@ -47,10 +48,12 @@ class RunOptions:
     koordlet_gates: str | None = None
 
 
+@lru_cache(maxsize=1 << 16)
 def _cpu(milli: int) -> str:
     return scalar_text("cpu", milli)
 
 
+@lru_cache(maxsize=1 << 16)
 def _mem(amount: int) -> str:
     return scalar_text("memory", amount)
 
@@ -152,6 +155,8 @@ class Run:
             ]
             migrations = [m.as_dict() for m in round_.migrations]
         self._collect_gone()
+        if self.koordlet.views_cached > 2 * (len(self.pods.node_of) + 64):
+            self.koordlet.forget_pods({id(p) for pods in self.pods.by_node.values() for p in pods.values()})
         record["nodes"] = self._nodes(used)
         record.update(
             pending=len(self.pods.pending),
