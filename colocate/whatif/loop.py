@@ -122,6 +122,11 @@ class Run:
                 due.append(upcoming)
                 upcoming = next(queue, None)
             steps.append(self.step(now, due))
+        end = self.options.start + count * self.options.step
+        # still waiting at the end: counted with the wait so far (else a run that never places them looks good)
+        self.pending_seconds.extend(
+            end - since for key, since in sorted(self.pending_since.items()) if key in self.pods.pending
+        )
         return steps
 
     def step(self, now: float, due: list[tuple[float, str, int, Any]]) -> dict[str, Any]:
@@ -145,7 +150,17 @@ class Run:
             if not placement.scheduled:
                 text = placement.message or placement.status.message or str(placement.status.code.name)
                 reasons[text] = reasons.get(text, 0) + 1
-        evictions = self._koordlet(now)
+        evictions = [  # preemption: the scheduler deleted these pods to place others
+            {
+                "pod": v["pod"],
+                "node": v.get("node", ""),
+                "by": f"scheduler/{p.preempted_by}",
+                "reason": v.get("reason", ""),
+            }
+            for p in placements
+            for v in p.victims
+        ]
+        evictions += self._koordlet(now)
         migrations: list[dict[str, Any]] = []
         round_ = self.descheduler.step()
         if round_ is not None:
