@@ -204,11 +204,15 @@ class Koordlet:
         store: ClusterStore,
         be_cpu: BECPU | None,
         names: tuple[str, ...] | None = None,
+        metric: Object | None = None,
     ) -> RoundReport:
-        """One round of the enabled strategies (of `names` only), its cgroup writes remembered."""
+        """One round of the enabled strategies (of `names` only), its cgroup writes remembered.
+        `metric`: the usage the node's metric cache holds now, when it is not yet the stored
+        NodeMetric's (the koordlet reads its own cache, not the object it reports)."""
         name = str(node["metadata"]["name"])
         slo, error = self._slo(name, store.get(NODE_SLO_KIND, ("", name)))
-        metric = store.get(NODE_METRIC_KIND, ("", name))
+        if metric is None:
+            metric = store.get(NODE_METRIC_KIND, ("", name))
         topology = store.get("NodeResourceTopology", ("", name))
         if slo is not None:
             self.thresholds[name] = slo.threshold.cpu_suppress_threshold_percent

@@ -284,11 +284,11 @@ class Run:
             return None
         sys_cpu, sys_mem = self.system.get(node, (0, 0))
         items = [_pod_metric(pod, cpu, memory) for _, pod, _, cpu, memory, _ in wants]
-        self._write_metric(
+        metric = _metric(
             node, now, sys_cpu + sum(w[3] for w in wants), sys_mem + sum(w[4] for w in wants), sys_cpu, sys_mem, items
         )
         pods = tuple(w[1] for w in wants)
-        report = self.koordlet.round(obj, pods, self.store, None, (CPU_SUPPRESS,))
+        report = self.koordlet.round(obj, pods, self.store, None, (CPU_SUPPRESS,), metric)
         return _allowance(report.strategies.get(CPU_SUPPRESS) or {})
 
     def _want(self, facts: PodFacts, now: float, elapsed: float) -> tuple[int, int]:
@@ -306,23 +306,9 @@ class Run:
         self, node: str, now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[dict[str, Any]]
     ) -> None:
         current = self.store.get(NODE_METRIC_KIND, ("", node))
-        metric: dict[str, Any] = (
-            dict(current)
-            if current is not None
-            else {
-                "apiVersion": kind_named(NODE_METRIC_KIND).api_version,
-                "kind": NODE_METRIC_KIND,
-                "metadata": {"name": node},
-            }
-        )
-        metric["status"] = {
-            "updateTime": format_time(now),
-            "nodeMetric": {
-                "nodeUsage": {"resources": {"cpu": _cpu(cpu), "memory": _mem(memory)}},
-                "systemUsage": {"resources": {"cpu": _cpu(sys_cpu), "memory": _mem(sys_mem)}},
-            },
-            "podsMetric": pods,
-        }
+        metric = _metric(node, now, cpu, memory, sys_cpu, sys_mem, pods)
+        if current is not None:
+            metric = {**current, "status": metric["status"]}
         self.store.put(NODE_METRIC_KIND, metric)
 
     def _koordlet(self, now: float) -> list[dict[str, Any]]:
@@ -414,6 +400,25 @@ def _shares(
     if allowed is not None:
         cap = min(cap, allowed)
     return (1.0 if be <= cap else cap / be), ls_scale
+
+
+def _metric(
+    node: str, now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A NodeMetric as the koordlet reports it (`policies/nodemetric.py` reads this shape)."""
+    return {
+        "apiVersion": kind_named(NODE_METRIC_KIND).api_version,
+        "kind": NODE_METRIC_KIND,
+        "metadata": {"name": node},
+        "status": {
+            "updateTime": format_time(now),
+            "nodeMetric": {
+                "nodeUsage": {"resources": {"cpu": _cpu(cpu), "memory": _mem(memory)}},
+                "systemUsage": {"resources": {"cpu": _cpu(sys_cpu), "memory": _mem(sys_mem)}},
+            },
+            "podsMetric": pods,
+        },
+    }
 
 
 def _pod_metric(pod: Object, cpu: int, memory: int) -> dict[str, Any]:
