@@ -43,7 +43,7 @@ def register_commands(subparsers: Subparsers) -> None:
         "--koordlet-feature-gates", metavar="NAME=BOOL,...", help="the koordlet's feature gates in the run"
     )
     cmd.add_argument("--report", type=Path, metavar="FILE", help="also write the HTML report to FILE")
-    add_output(cmd, ("json", "table", "html"), default="table")
+    add_output(cmd, ("table", "json", "html"), default="table")
     cmd.set_defaults(func=whatif_command)
 
 
