@@ -11,14 +11,11 @@ import copy
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
-from cluster.store import ClusterStore, Object
-from policies.kinds import NODE_METRIC_KIND, kind_named
-from policies.quantity import scalar_text
+from cluster.store import Object
 from scheduler_plugins.clock import format_time
-from scheduler_plugins.koordlet.cgroups.resources import DEFAULT_CFS_PERIOD
+from scheduler_plugins.descheduler.backends import StoreEvictions
 from scheduler_plugins.koordlet.usage import BECPU
 
 from .components import (
@@ -32,11 +29,8 @@ from .components import (
 )
 from .inputs import Inputs
 from .pods import CLASSES, RECREATING_OWNERS, PodFacts, PodIndex
+from .usage import CPU_SUPPRESS, Sampler, cpu_text, memory_text
 from .workload import Usage
-
-#: a BE pod below this share of what its usage model asks for counts as starved
-STARVED_SHARE = 0.10
-CPU_SUPPRESS = "CPUSuppress"
 
 
 @dataclass(frozen=True)
@@ -46,16 +40,6 @@ class RunOptions:
     step: float
     seed: int = 0
     koordlet_gates: str | None = None
-
-
-@lru_cache(maxsize=1 << 16)
-def _cpu(milli: int) -> str:
-    return scalar_text("cpu", milli)
-
-
-@lru_cache(maxsize=1 << 16)
-def _mem(amount: int) -> str:
-    return scalar_text("memory", amount)
 
 
 class Run:
@@ -75,7 +59,17 @@ class Run:
         self.descheduler = DeschedulerRunner(store, inputs.descheduler_config, self.clock)
         self.nodes = sorted(o["metadata"]["name"] for o in store.objects("Node"))
         self.capacity = {n: capacity_milli(store.get("Node", ("", n)) or {}) for n in self.nodes}
-        self.system = inputs.system_usage
+        self.sampler = Sampler(
+            store,
+            self.pods,
+            self.koordlet,
+            self.nodes,
+            inputs.system_usage,
+            self.capacity,
+            self.rand,
+            options.start,
+            lambda pod, usage, arrived, started: self._remember(pod, usage, arrived, started),
+        )
         self.suppressed: dict[str, int] = {}
         self.recreate: list[PodFacts] = []
         self.counter = 0
@@ -133,7 +127,7 @@ class Run:
         record: dict[str, Any] = {"t": format_time(now)}
         admitted, denied, denials = self._arrive(now, due)
         self._finish(now)
-        used = self._sample(now)
+        used = self.sampler.sample(now)
         self.manager.round()
         placements, unqueued = self.scheduler.step()
         placed = 0
@@ -236,84 +230,7 @@ class Run:
                         self.pods.facts.pop(key, None)
                         self.store.delete("Pod", pod)
 
-    def _sample(self, now: float) -> dict[str, dict[str, tuple[int, int]]]:
-        """Every running pod's usage now, written as its node's NodeMetric; usage by node and class."""
-        elapsed = now - self.options.start
-        out: dict[str, dict[str, tuple[int, int]]] = {}
-        for node in self.nodes:
-            pods = sorted(self.pods.by_node.get(node, {}).items())
-            wants: list[tuple[str, Object, PodFacts, int, int, int]] = []
-            for key, pod in pods:
-                facts = self.pods.facts.get(key)
-                if facts is None:
-                    facts = self._remember(pod, None, now, started=now)
-                cpu, memory = self._want(facts, now, elapsed)
-                model_cpu = cpu
-                if facts.limit_cpu is not None:
-                    cpu = min(cpu, facts.limit_cpu)
-                if facts.limit_memory is not None:
-                    memory = min(memory, facts.limit_memory)
-                wants.append((key, pod, facts, cpu, memory, model_cpu))
-            allowed = self._suppress(node, now, wants) if any(w[2].best_effort for w in wants) else None
-            sys_cpu, sys_mem = self.system.get(node, (0, 0))
-            scale, ls_scale = _shares(wants, allowed, self.capacity.get(node, 0) - sys_cpu)
-            by_class = {c: (0, 0) for c in CLASSES}
-            items = []
-            starved = 0
-            for _key, pod, facts, cpu, memory, model_cpu in wants:
-                if facts.best_effort and scale < 1.0:
-                    cpu = int(cpu * scale)
-                elif not facts.best_effort and ls_scale < 1.0:
-                    cpu = int(cpu * ls_scale)
-                if facts.best_effort and model_cpu > 0 and cpu < STARVED_SHARE * model_cpu:
-                    starved += 1
-                c, m = by_class[facts.cls]
-                by_class[facts.cls] = (c + cpu, m + memory)
-                items.append(_pod_metric(pod, cpu, memory))
-            total_cpu = sys_cpu + sum(c for c, _ in by_class.values())
-            total_mem = sys_mem + sum(m for _, m in by_class.values())
-            self._write_metric(node, now, total_cpu, total_mem, sys_cpu, sys_mem, items)
-            out[node] = {**by_class, "_system": (sys_cpu, sys_mem), "_starved": (starved, 0)}
-        return out
-
-    def _suppress(self, node: str, now: float, wants: list[tuple[str, Object, PodFacts, int, int, int]]) -> int | None:
-        """What BE may use on the node this step: the koordlet's CPUSuppress over this step's usage
-        (it runs every second on a node, so within a step it has seen the step's usage)."""
-        obj = self.store.get("Node", ("", node))
-        if obj is None:
-            return None
-        sys_cpu, sys_mem = self.system.get(node, (0, 0))
-        items = [_pod_metric(pod, cpu, memory) for _, pod, _, cpu, memory, _ in wants]
-        metric = _metric(
-            node, now, sys_cpu + sum(w[3] for w in wants), sys_mem + sum(w[4] for w in wants), sys_cpu, sys_mem, items
-        )
-        pods = tuple(w[1] for w in wants)
-        report = self.koordlet.round(obj, pods, self.store, None, (CPU_SUPPRESS,), metric)
-        return _allowance(report.strategies.get(CPU_SUPPRESS) or {})
-
-    def _want(self, facts: PodFacts, now: float, elapsed: float) -> tuple[int, int]:
-        usage = facts.usage or {}
-        cpu_model, memory_model = usage.get("cpu"), usage.get("memory")
-        cpu = cpu_model.value(now, elapsed, self.rand) if cpu_model else facts.request_cpu or (facts.limit_cpu or 0)
-        memory = (
-            memory_model.value(now, elapsed, self.rand)
-            if memory_model
-            else facts.request_memory or (facts.limit_memory or 0)
-        )
-        return cpu, memory
-
-    def _write_metric(
-        self, node: str, now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[dict[str, Any]]
-    ) -> None:
-        current = self.store.get(NODE_METRIC_KIND, ("", node))
-        metric = _metric(node, now, cpu, memory, sys_cpu, sys_mem, pods)
-        if current is not None:
-            metric = {**current, "status": metric["status"]}
-        self.store.put(NODE_METRIC_KIND, metric)
-
     def _koordlet(self, now: float) -> list[dict[str, Any]]:
-        from scheduler_plugins.descheduler.backends import StoreEvictions
-
         evictions: list[dict[str, Any]] = []
         evictor = StoreEvictions(self.store)
         for node in self.nodes:
@@ -369,9 +286,11 @@ class Run:
             rows.append(
                 {
                     "name": node,
-                    "requested": {c: {"cpu": _cpu(v[0]), "memory": _mem(v[1])} for c, v in requested.items()},
+                    "requested": {
+                        c: {"cpu": cpu_text(v[0]), "memory": memory_text(v[1])} for c, v in requested.items()
+                    },
                     "used": {
-                        c: {"cpu": _cpu(usage.get(c, (0, 0))[0]), "memory": _mem(usage.get(c, (0, 0))[1])}
+                        c: {"cpu": cpu_text(usage.get(c, (0, 0))[0]), "memory": memory_text(usage.get(c, (0, 0))[1])}
                         for c in CLASSES
                     },
                     "batchAllocatable": {
@@ -385,67 +304,3 @@ class Run:
                 }
             )
         return rows
-
-
-def _shares(
-    wants: list[tuple[str, Object, PodFacts, int, int, int]], allowed: int | None, room: int
-) -> tuple[float, float]:
-    """The share of what they want that BE pods and the others get: BE at most what the koordlet
-    allows and what the others leave of the node's cpu (BE's cpu.shares are the lowest), the others
-    at most the node's cpu (split in proportion)."""
-    be = sum(w[3] for w in wants if w[2].best_effort)
-    others = sum(w[3] for w in wants if not w[2].best_effort)
-    ls_scale = 1.0 if others <= room else max(room, 0) / others
-    cap = max(room - others, 0)
-    if allowed is not None:
-        cap = min(cap, allowed)
-    return (1.0 if be <= cap else cap / be), ls_scale
-
-
-def _metric(
-    node: str, now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """A NodeMetric as the koordlet reports it (`policies/nodemetric.py` reads this shape)."""
-    return {
-        "apiVersion": kind_named(NODE_METRIC_KIND).api_version,
-        "kind": NODE_METRIC_KIND,
-        "metadata": {"name": node},
-        "status": {
-            "updateTime": format_time(now),
-            "nodeMetric": {
-                "nodeUsage": {"resources": {"cpu": _cpu(cpu), "memory": _mem(memory)}},
-                "systemUsage": {"resources": {"cpu": _cpu(sys_cpu), "memory": _mem(sys_mem)}},
-            },
-            "podsMetric": pods,
-        },
-    }
-
-
-def _pod_metric(pod: Object, cpu: int, memory: int) -> dict[str, Any]:
-    meta = pod.get("metadata") or {}
-    return {
-        "namespace": meta.get("namespace") or "default",
-        "name": meta.get("name"),
-        "podUsage": {"resources": {"cpu": _cpu(cpu), "memory": _mem(memory)}},
-    }
-
-
-def _allowance(status: Mapping[str, Any]) -> int | None:
-    """The CPU BE may use after the koordlet's suppression (millicores), None when not suppressed."""
-    if "cpus" in status and status["cpus"]:
-        from policies.cpuset import parse_cpuset
-
-        return 1000 * len(parse_cpuset(str(status["cpus"])))
-    quota = status.get("cfsQuota")
-    if isinstance(quota, int) and quota > 0:
-        return quota * 1000 // DEFAULT_CFS_PERIOD
-    if "suppressMilliCPU" in status and status.get("policy") and "cfsQuota" in status:
-        return int(status["suppressMilliCPU"])
-    return None
-
-
-def run_timeline(inputs: Inputs, profiles: list[Object], options: RunOptions) -> list[dict[str, Any]]:
-    return Run(inputs, profiles, options).run()
-
-
-__all__ = ["ClusterStore", "Run", "RunOptions", "run_timeline"]
