@@ -261,7 +261,7 @@ class Run:
     def _collect_gone(self) -> None:
         for key, facts in sorted(self.pods.gone.items()):
             self.pending_since.pop(key, None)
-            if facts.owner_kind in RECREATING_OWNERS and (facts.lifetime is None or facts.started is None):
+            if facts.owner_kind in RECREATING_OWNERS:  # pods that ran their lifetime are not here
                 self.recreate.append(facts)
         self.pods.gone.clear()
 

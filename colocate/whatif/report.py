@@ -28,7 +28,11 @@ def _figures(run: dict[str, Any], label: str) -> list[tuple[str, dict[str, Any]]
             {"type": "scatter", "mode": "lines", "stackgroup": "used", "name": c, "x": times, "y": by_class[c]}
             for c in CLASSES
         ],
-        "layout": {"title": {"text": f"{label}: used cpu by class (cores)"}, "height": 320},
+        "layout": {
+            "title": {"text": f"{label}: used cpu by class"},
+            "yaxis": {"title": {"text": "cores"}},
+            "height": 320,
+        },
     }
     pending = {
         "data": [

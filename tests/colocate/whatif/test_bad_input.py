@@ -45,3 +45,12 @@ def test_a_bad_step_and_a_missing_directory_are_one_line(whatif: Whatif, tmp_pat
     assert (code, err.count("\n")) == (2, 1) and "--step" in err
     code, _, err = whatif("--cluster", str(tmp_path / "nope"), "--workload", workload)
     assert (code, err.count("\n")) == (2, 1) and "not a directory" in err
+
+
+def test_a_profiles_directory_holds_profiles_only(whatif: Whatif) -> None:
+    workload = str(EXAMPLE / "workload.yaml")
+    code, _, err = whatif(
+        "--cluster", str(EXAMPLE / "cluster"), "--workload", workload, "--profiles", str(EXAMPLE / "cluster")
+    )
+    assert code == 2 and err.count("\n") == 1
+    assert "--profiles" in err and "only ClusterColocationProfiles belong here" in err
