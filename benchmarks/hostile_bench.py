@@ -9,10 +9,15 @@ measured the same way) and prints one line of numbers:
 - gzip: a gzip body that inflates to `--inflated-mib`; time until it is refused, and how long a
   normal admission sent 0.3 s later waits.
 - nesting: a 900-deep affinity and a 1,000-deep limits map; status, time, longest log line.
+- cap: `--max-connections 50` held by 50 connections that finished TLS and sent nothing, then N
+  more TCP connections: how long each waits to be closed, and the server's CPU per refusal (the cap
+  acts right after accept, before TLS). Then 50 kept-alive connections idle between requests and N
+  new clients with one admission each: how many are served, and the CPU per admission with the
+  eviction that made its room.
 - loops (not in the default set): two symlinks to the --cluster directory itself, then a FIFO
   named *.yaml; RSS after `--hold` seconds, and whether a later profile deletion is still seen.
 
-Run: `.venv/bin/python benchmarks/hostile_bench.py [--repo DIR] [labels idle gzip nesting]`.
+Run: `.venv/bin/python benchmarks/hostile_bench.py [--repo DIR] [labels idle gzip nesting cap]`.
 Every loop is bounded; nothing leaves 127.0.0.1.
 """
 
@@ -52,6 +57,7 @@ class Server:
         shutil.copytree(REPO / "manifests" / "cluster", self.state)
         self.certs = work / "certs"
         self.port = free_port()
+        self.probes = free_port()  # /readyz and /metrics, on their own listener
         self.log = work / "serve.log"
         self.process = subprocess.Popen(
             [
@@ -67,6 +73,7 @@ class Server:
                 str(self.port),
                 "--host",
                 "127.0.0.1",
+                *self.probe_flags(repo),
                 *extra,
             ],
             cwd=repo,
@@ -77,13 +84,31 @@ class Server:
         while True:
             try:
                 self.tls = ssl.create_default_context(cafile=str(self.certs / "ca.crt"))
-                if self.request("/readyz", timeout=1)[0] == 200:
+                if self.probe("/readyz", timeout=1)[0] == 200:
                     break
             except (OSError, ssl.SSLError):
                 pass
             if time.monotonic() > deadline or self.process.poll() is not None:
                 raise SystemExit(f"server did not start: {self.log.read_text()[-2000:]}")
             time.sleep(0.1)
+
+    def probe_flags(self, repo: Path) -> list[str]:
+        """A checkout whose probes have their own listener (`webhook/probes.py`) is told where; an
+        older one (`--repo`) serves them on the webhook port."""
+        self.separate = (repo / "webhook" / "probes.py").exists()
+        if not self.separate:
+            return []
+        address = f"127.0.0.1:{self.probes}"
+        return ["--health-probe-bind-address", address, "--metrics-bind-address", address]
+
+    def probe(self, path: str, timeout: float = 60) -> tuple[int, bytes]:
+        if not self.separate:
+            return self.request(path, timeout=timeout)
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.probes}{path}", timeout=timeout) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
 
     def request(
         self, path: str, data: bytes | None = None, headers: dict[str, str] | None = None, timeout: float = 60
@@ -149,7 +174,7 @@ def labels(server: Server, count: int) -> str:
     for i in range(count):
         server.request("/validate-pod", json.dumps(review(pod(), f"u{i}", f"OP{i:06d}")).encode())
     started = time.monotonic()
-    _, body = server.request("/metrics")
+    _, body = server.probe("/metrics")
     render = time.monotonic() - started
     return (
         f"{count} made-up operations: /metrics {len(body) / 1e6:.2f} MB in {render:.2f}s, peak RSS "
@@ -185,6 +210,65 @@ def idle(server: Server, count: int, hold: float) -> str:
         f"{len(held)}/{count} idle TLS connections: RSS {before:.0f} -> {during:.0f} MiB ({per:.0f} KiB each); "
         f"{still_open} still open after {hold:.0f}s"
     )
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cap(server: Server, count: int) -> str:
+    """Run against a server started with --max-connections CAP (main)."""
+    held = [server.tls.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname="localhost")]
+    held += [
+        server.tls.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname="localhost")
+        for _ in range(CAP - 1)
+    ]
+    time.sleep(0.5)
+    waits, cpu = [], _cpu_seconds(server.process.pid)
+    for _ in range(count):
+        started = time.perf_counter()
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            try:
+                sock.recv(1)
+            except OSError:
+                pass
+        waits.append(time.perf_counter() - started)
+    refusal_us = (_cpu_seconds(server.process.pid) - cpu) / count * 1e6
+    for sock in held:
+        sock.close()
+    time.sleep(0.5)
+    waits.sort()
+    kept = []
+    body = json.dumps(review(pod())).encode()
+    request = (
+        b"POST /mutate-pod HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    for _ in range(CAP):  # one client holding every connection, kept alive between its requests
+        sock = server.tls.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname="localhost")
+        sock.sendall(request)
+        sock.recv(65536)
+        kept.append(sock)
+    served, cpu = 0, _cpu_seconds(server.process.pid)
+    for _ in range(count):
+        try:
+            status, _ = server.request("/mutate-pod", body, timeout=5)
+        except OSError:  # refused at the cap (urllib's URLError is an OSError)
+            status = 0
+        served += status == 200
+    newcomer_us = (_cpu_seconds(server.process.pid) - cpu) / count * 1e6
+    for sock in kept:
+        sock.close()
+    return (
+        f"{count} connections over a full cap: closed after {waits[len(waits) // 2] * 1e3:.2f} ms (p50), "
+        f"{waits[int(len(waits) * 0.99)] * 1e3:.2f} ms (p99), {refusal_us:.0f} us of server CPU each; "
+        f"with every connection idle-kept-alive by one client, {served}/{count} new clients served "
+        f"({newcomer_us:.0f} us of server CPU each: TLS handshake, eviction, admission)"
+    )
+
+
+CAP = 50
 
 
 def gzip_bomb(server: Server, inflated_mib: int) -> str:
@@ -281,7 +365,8 @@ def main() -> None:
     args = parser.parse_args()
     for scenario in args.scenarios:
         with tempfile.TemporaryDirectory(prefix="colocate-hostile-") as work:
-            server = Server(args.repo.resolve(), Path(work))
+            extra = ("--max-connections", str(CAP), "--first-request-timeout", "30") if scenario == "cap" else ()
+            server = Server(args.repo.resolve(), Path(work), *extra)
             try:
                 if scenario == "labels":
                     line = labels(server, args.operations)
@@ -289,6 +374,8 @@ def main() -> None:
                     line = idle(server, args.connections, args.hold)
                 elif scenario == "loops":
                     line = loops(server, args.hold)
+                elif scenario == "cap":
+                    line = cap(server, args.connections)
                 elif scenario == "gzip":
                     line = gzip_bomb(server, args.inflated_mib)
                 else:

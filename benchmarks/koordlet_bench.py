@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import tempfile
@@ -77,7 +78,7 @@ def pod(i: int) -> dict[str, Any]:
         "metadata": {
             "name": name,
             "namespace": "bench",
-            "uid": f"uid-{i:03d}",
+            "uid": f"00000000-0000-4000-8000-{i:012d}",
             "labels": {"koordinator.sh/qosClass": "BE" if be else "LS"},
         },
         "spec": {
@@ -88,7 +89,8 @@ def pod(i: int) -> dict[str, Any]:
         "status": {
             "phase": "Running",
             "containerStatuses": [
-                {"name": f"c{j}", "containerID": f"containerd://{name}-c{j}"} for j in range(CONTAINERS)
+                {"name": f"c{j}", "containerID": f"containerd://{hashlib.sha256(f'{name}-c{j}'.encode()).hexdigest()}"}
+                for j in range(CONTAINERS)
             ],
         },
     }

@@ -296,7 +296,7 @@ async def measure(scenario: Scenario, work: Path, args: argparse.Namespace) -> M
         try:
             context = ssl.create_default_context(cafile=str(certs.ca))
             async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as session:
-                base = f"https://127.0.0.1:{server.port}"
+                base = f"http://127.0.0.1:{server.health_port}"  # /readyz and /metrics (webhook.probes)
                 while not loaded(counts := await served_counts(session, base), scenario.expected):
                     if server.process.poll() is not None:
                         raise RuntimeError(

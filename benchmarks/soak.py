@@ -298,7 +298,7 @@ async def main(args: argparse.Namespace) -> int:
 
                 async def ready() -> bool:
                     try:
-                        async with session.get(f"{base}/readyz") as answer:
+                        async with session.get(f"http://127.0.0.1:{server.health_port}/readyz") as answer:
                             return answer.status == 200
                     except aiohttp.ClientError:
                         return False

@@ -83,9 +83,24 @@ def _cluster(args: argparse.Namespace) -> Cluster | None:
 
 
 def _policy(args: argparse.Namespace) -> Policy:
+    """The rotation policy the flags give; a validity within the renewal window names the flags
+    involved (`certs generate` has no --renew-before: it says what the window is)."""
+    for validity, window, default, renew_flag in (
+        ("--validity", "renew_before", SERVING_RENEW_BEFORE, "--renew-before"),
+        ("--ca-validity", "ca_renew_before", CA_RENEW_BEFORE, "--ca-renew-before"),
+    ):
+        days = getattr(args, validity[2:].replace("-", "_")).days
+        renew = getattr(args, window, None)
+        if renew is not None and days <= renew.days:
+            raise UsageError(f"{validity} {days}d: must exceed {renew_flag} ({renew.days}d), or every run renews")
+        if renew is None and days <= default.days:
+            raise UsageError(
+                f"{validity} {days}d: must exceed {default.days}d, the time before expiry at which "
+                "`certs rotate` and `serve --self-managed-certs` renew, or every run renews"
+            )
     try:
         return _new_policy(args)
-    except ValueError as exc:  # validity within renew-before: every run would renew
+    except ValueError as exc:  # the checks above are the policy's own: this is a safety net
         raise UsageError(str(exc)) from exc
 
 

@@ -1,4 +1,5 @@
-"""Self-signed CA and serving certificate for the webhook (Koordinator's generator, spec 12).
+"""Self-signed CA and serving certificate for the webhook (Koordinator's
+`pkg/webhook/util/generator/`).
 
 The CA (CN `webhook-cert-ca`) signs a serving certificate for serverAuth whose SANs always include
 `localhost` and `127.0.0.1`, plus the names the operator asks for (IP addresses become IP SANs).

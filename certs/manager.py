@@ -5,11 +5,17 @@ Secret and the webhook configurations every `check_interval`, which writes nothi
 `plan_rotation` fails. The others keep trying for the lease; all of them pick the new files up
 through their mounted Secret and the TLS reloader. Blocking API calls run in a thread, and every
 failure is logged and retried: serving never depends on this loop.
+
+In a cluster the first replicas start before any certificate exists: `wait_for_projection` runs the
+same loop (its leader creates the Secret, after putting the CA in both caBundles) until the kubelet
+has projected the Secret into the certificate directory. A replica never makes up a CA of its own
+there: no webhook configuration would trust it, and the directory is a read-only Secret volume.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 from collections.abc import Callable, Coroutine
@@ -19,6 +25,7 @@ from kubernetes import client
 
 from certs.generate import service_names, utcnow
 from certs.kube import Cluster
+from certs.material import CertPaths
 from certs.names import NAMESPACE, SECRET, SERVICE
 from certs.plan import Policy
 from certs.rotate import Rotation, Targets, rotate
@@ -55,6 +62,31 @@ def self_management(
     targets = Targets(cluster=Cluster(api, namespace=settings.namespace, secret=settings.secret))
     policy = Policy(names=service_names(settings.service, settings.namespace, settings.dns_names))
     return manage_certificates(elector, targets, policy, settings, clock)
+
+
+async def wait_for_projection(
+    paths: CertPaths, management: Coroutine[None, None, None], settings: ManagerSettings, interval: float = 1.0
+) -> None:
+    """Run `management` until `paths` holds a complete certificate (the kubelet projects the Secret on
+    its own sync period, up to a minute or so after the leader wrote it), then stop it."""
+    task = asyncio.create_task(management)
+    log.info(
+        "no certificate in %s yet: waiting for the leader to create Secret %s/%s and for its projection",
+        paths.directory,
+        settings.namespace,
+        settings.secret,
+    )
+    try:
+        while not paths.complete():
+            if task.done():
+                task.result()  # raise what stopped it
+                raise RuntimeError("certificate management stopped before any certificate was projected")
+            await asyncio.sleep(interval)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    log.info("certificate projected into %s", paths.directory)
 
 
 async def manage_certificates(

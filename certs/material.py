@@ -178,8 +178,29 @@ def write_directory(directory: Path, material: Material) -> bool:
         if not (link.is_symlink() and os.readlink(link) == f"{DATA_LINK}/{name}"):
             _replace_with_symlink(link, f"{DATA_LINK}/{name}")
     if previous and previous != version.name:
-        shutil.rmtree(directory / previous, ignore_errors=True)
+        old = own_version_directory(directory, previous)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
     return True
+
+
+def own_version_directory(directory: Path, target: str) -> Path | None:
+    """The directory a previous `..data` pointed at, only when it is one of ours: a `..version-*`
+    directory (not a symlink) directly inside `directory`, checked after resolving. A planted
+    `..data -> /somewhere` is left alone, whatever it points at."""
+    candidate = directory / target
+    try:
+        resolved, home = candidate.resolve(strict=True), directory.resolve(strict=True)
+    except OSError:
+        return None
+    if (
+        candidate.is_symlink()
+        or resolved.parent != home
+        or not resolved.name.startswith("..version-")
+        or not resolved.is_dir()
+    ):
+        return None
+    return resolved
 
 
 def _replace_with_symlink(path: Path, target: str) -> None:

@@ -1,4 +1,5 @@
-"""Koordinator's names for the webhook's Service, Secret and configurations (spec 12), in one place.
+"""Koordinator's names for the webhook's Service, Secret and configurations (`pkg/webhook/util/`),
+in one place.
 
 Kept free of heavy imports so that building the CLI parser does not load the Kubernetes client.
 """

@@ -1,9 +1,10 @@
 """What a rotation must change: a pure decision, made before anything is written.
 
-Koordinator's rules (spec 12): the serving certificate is renewed when it no longer matches its
-key, does not chain to the CA, lacks a name, or will not be valid 6 months from now; the CA is
-reused while it is still valid one year from now. `certs rotate`, `serve --self-managed-certs`
-and `inspect`'s exit code all decide through `plan_rotation`.
+Koordinator's rules (`pkg/webhook/util/controller/webhook_controller.go`, `util/writer/`): the
+serving certificate is renewed when it no longer matches its key, does not chain to the CA, lacks a
+name, or will not be valid 6 months from now; the CA is reused while it is still valid one year from
+now. `certs rotate`, `serve --self-managed-certs` and `inspect`'s exit code all decide through
+`plan_rotation`.
 
 The trust bundle (`ca.crt` and every webhook's `caBundle`) holds the signing CA first, then every
 older CA that has not expired: clients keep trusting servers that still present a certificate

@@ -50,3 +50,18 @@ def run(main: Coroutine[Any, Any, T], event_loop: str = "auto") -> T:
 
 def is_uvloop(loop: asyncio.AbstractEventLoop) -> bool:
     return type(loop).__module__.startswith("uvloop")
+
+
+async def wait_set(event: asyncio.Event, seconds: float) -> bool:
+    """Wait until `event` is set or `seconds` pass; True if it was set.
+
+    A loop that wakes on an event or a period must not use `asyncio.wait_for(event.wait(), t)` on
+    Python 3.11: when the event is set in the same turn of the loop as the task is cancelled,
+    `wait_for` returns the result and drops the cancellation (CPython gh-86296, fixed in 3.12), and
+    the loop runs on forever, so shutting the component down hangs. `asyncio.timeout` does not."""
+    try:
+        async with asyncio.timeout(seconds):
+            await event.wait()
+    except TimeoutError:
+        return event.is_set()
+    return True

@@ -52,6 +52,15 @@ class _DeprecatedAlias(argparse.Action):
         setattr(namespace, DEPRECATED, notes)
 
 
+def bind_address(text: str) -> tuple[str, int]:
+    """`host:port` as controller-runtime's bind-address flags take it: an empty host is every
+    address, an IPv6 host is in brackets (`[::1]:8080`)."""
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{text!r} is not host:port")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
 def add_alias(container: Container, alias: str, of: argparse.Action) -> None:
     """Accept `alias` as a hidden, deprecated spelling of the (value-taking) flag `of`."""
     typed: dict[str, Any] = {"type": of.type} if of.type is not None else {}
@@ -82,6 +91,18 @@ def add_cluster_dir(container: Container, *, required: bool = False, reads: str 
         metavar="DIR",
         required=required,
         help=f"directory of cluster objects (YAML/JSON, searched recursively){detail}",
+    )
+
+
+def add_refuse_sensitive_patches(parser: argparse.ArgumentParser) -> argparse.Action:
+    """`--refuse-sensitive-patches`: the opt-in guard of profiles whose patch changes security-
+    sensitive pod fields (policies/patch_risks.py); off by default, as in Koordinator."""
+    return parser.add_argument(
+        "--refuse-sensitive-patches",
+        action="store_true",
+        help="refuse ClusterColocationProfiles whose patch sets security-sensitive pod fields (privileged, "
+        "hostPath, hostNetwork, serviceAccountName, nodeName, namespace, ...) unless annotated "
+        "colocate.io/sensitive-patch: allow",
     )
 
 
@@ -123,6 +144,16 @@ def add_dns_names(container: Container) -> argparse.Action:
         default=[],
         metavar="NAME",
         help="extra name (SAN) of the serving certificate (repeatable)",
+    )
+
+
+def add_progress(container: Container) -> argparse.Action:
+    """`--progress`/`--no-progress`: a bar on stderr for long work; by default only on a terminal."""
+    return container.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: when stderr is a terminal)",
     )
 
 

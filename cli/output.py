@@ -11,7 +11,7 @@ A command offers the subset it can print, and its default is the first one a per
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cli.parser import Container
@@ -33,17 +33,28 @@ def add_output(container: Container, formats: Sequence[str], default: str) -> No
     )
 
 
-def table_lines(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+Painter = Callable[[int, str], str]
+"""Styles one body cell (column index, text) after alignment: colour that does not shift columns."""
+
+
+def table_lines(headers: Sequence[str], rows: Sequence[Sequence[Any]], paint: Painter | None = None) -> list[str]:
     """`-o table`'s lines: left-aligned columns two spaces apart, a header row first, no trailing
     blanks; a None cell is empty. Every command's plain-text table is drawn here."""
     cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip() for row in cells]
+
+    def line(row: list[str], body: bool) -> str:
+        padded = []
+        for i, (c, w) in enumerate(zip(row, widths, strict=False)):
+            padded.append((paint(i, c) if body and paint is not None and c else c) + " " * (w - len(c)))
+        return "  ".join(padded).rstrip()
+
+    return [line(row, index > 0) for index, row in enumerate(cells)]
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], paint: Painter | None = None) -> str:
     """`-o table`: `table_lines` as one text."""
-    return "\n".join(table_lines(headers, rows))
+    return "\n".join(table_lines(headers, rows, paint))
 
 
 def markdown_cell(text: str) -> str:

@@ -10,8 +10,13 @@ Whatever goes wrong keeps the last good objects and becomes a `LoadProblem` the 
 
 * a file that stops parsing, or cannot be read, keeps its last good objects;
 * a directory that cannot be listed keeps the objects of every file below it;
+* a file that raises anything while it is read or parsed is that file's problem, named and counted;
+  the other files reload;
 * only regular files are read (a FIFO named `x.yaml` would block `open()` forever), directories
-  reached twice through symlinks are walked once, and a scan has limits on files, bytes and time.
+  reached twice through symlinks are walked once, a symlink that resolves outside the directory is
+  not followed (a link to `/` would walk the whole file system), and a scan has limits on files,
+  bytes per file, bytes in all and time. A scan past a limit changes no object: before the first
+  load that is an error (not ready); later the last good objects stay and the limit is a problem.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ class ScanLimits:
 
     max_files: int = 10_000
     max_file_bytes: int = 8 * 1024 * 1024
+    max_total_bytes: int = 16 * 1024 * 1024  # two files at the per-file limit; ~20 s of parsing at worst
     deadline: float = 10.0  # seconds one scan may take before it gives up (keeping the last state)
 
 
@@ -60,10 +66,16 @@ class Listing:
     problems: list[LoadProblem] = field(default_factory=list)
 
 
+def _inside(path: Path, home: str) -> bool:
+    resolved = os.path.realpath(path)
+    return resolved == home or resolved.startswith(home.rstrip(os.sep) + os.sep)
+
+
 def list_manifests(root: Path, limits: ScanLimits = ScanLimits(), clock: Any = time.monotonic) -> Listing:
     """Manifest files below `root` (hidden entries such as a mounted volume's `..data` skipped),
-    following symlinks but walking each directory once."""
+    following symlinks that stay inside `root` and walking each directory once."""
     listing = Listing()
+    home = os.path.realpath(root)
     deadline = clock() + limits.deadline
     seen_directories: set[tuple[int, int]] = set()
     pending = [root]
@@ -92,6 +104,11 @@ def list_manifests(root: Path, limits: ScanLimits = ScanLimits(), clock: Any = t
                 continue
             path = Path(entry.path)
             try:
+                if entry.is_symlink() and not _inside(path, home):
+                    listing.problems.append(
+                        LoadProblem(str(path), "a symlink that resolves outside the directory, not followed")
+                    )
+                    continue
                 entry_stat = entry.stat()  # follows symlinks
             except OSError:
                 continue  # a dangling symlink: nothing there
@@ -113,20 +130,48 @@ def manifest_files(root: Path) -> list[Path]:
     return sorted(list_manifests(root).files)
 
 
-def read_manifest_file(path: Path, max_bytes: int = ScanLimits.max_file_bytes) -> list[dict[str, Any]]:
-    """Every object in one file; a file that cannot be read or parsed is a `ManifestError`."""
+def read_manifest_text(path: Path, max_bytes: int = ScanLimits.max_file_bytes) -> str:
+    """The text of one regular file of at most `max_bytes`; anything else is a `ManifestError`.
+    Opened without blocking and checked after opening, so a FIFO or a device named `x.yaml` is
+    refused instead of hanging the reader."""
     try:
-        with path.open("rb") as handle:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ManifestError(f"{path}: {exc.strerror or exc}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ManifestError(f"{path}: not a regular file")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
             raw = handle.read(max_bytes + 1)
     except OSError as exc:
         raise ManifestError(f"{path}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
     if len(raw) > max_bytes:
         raise ManifestError(f"{path}: larger than {max_bytes} bytes")
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ManifestError(f"{path}: {exc}") from exc
-    return parse_manifest_text(text, str(path))
+        raise ManifestError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+
+
+def read_manifest_file(path: Path, max_bytes: int = ScanLimits.max_file_bytes) -> list[dict[str, Any]]:
+    """Every object in one file; a file that cannot be read or parsed is a `ManifestError`."""
+    return parse_manifest_text(read_manifest_text(path, max_bytes), str(path))
+
+
+def file_problem(path: Path, error: str) -> LoadProblem:
+    """The problem of one file: its source is `path` (with `:line:column` when the error has a
+    position), its message the error without the path repeated."""
+    text = str(path)
+    if error.startswith(text):
+        rest = error[len(text) :]
+        position, sep, message = rest.lstrip(":").partition(": ")
+        if sep and position and all(part.isdigit() for part in position.split(":")):
+            return LoadProblem(f"{text}:{position}", message)
+        return LoadProblem(text, rest.lstrip(":").strip() or error)
+    return LoadProblem(text, error)
 
 
 def _signature(info: os.stat_result) -> Signature:
@@ -146,20 +191,47 @@ class DirectorySource:
     Every kind the store knows is replaced on each reload, so one that vanished from the files
     empties; the first scan makes the store synced."""
 
-    def __init__(self, root: Path, store: ClusterStore, limits: ScanLimits = ScanLimits()) -> None:
-        self.root, self.store, self.limits = root, store, limits
+    def __init__(
+        self, root: Path, store: ClusterStore, limits: ScanLimits = ScanLimits(), log_problems: bool = True
+    ) -> None:
+        self.root, self.store, self.limits, self.log_problems = root, store, limits, log_problems
+        self._logged: frozenset[LoadProblem] = frozenset()
         self._files: dict[Path, _CachedFile] = {}
         self._walk_problems: list[LoadProblem] = []
+        self._scan_problem: LoadProblem | None = None
         self._scanned_once = False
 
     def scan(self) -> bool:
         """Re-read changed files into the store; True when anything changed (always the first
-        time). Raises `ScanError`, changing nothing, when the directory cannot be scanned."""
+        time). When the directory cannot be scanned (missing, past a limit) nothing changes: the
+        first time that raises `ScanError`; later it is a problem of the root, shown with the last
+        good objects (True when that problem is new)."""
+        try:
+            changed = self._scan()
+        except ScanError as exc:
+            if not self._scanned_once:
+                raise
+            problem = LoadProblem(str(self.root), f"{exc}; the last good objects are kept")
+            if problem == self._scan_problem:
+                return False
+            self._scan_problem = problem
+            self._apply()
+            return True
+        if self._scan_problem is not None:
+            self._scan_problem = None
+            self._apply()
+            return True
+        return changed
+
+    def _scan(self) -> bool:
         if not self.root.is_dir():
             raise ScanError(f"{self.root}: not a directory")
         listing = list_manifests(self.root, self.limits)
         if self.root in listing.unreadable and not self._scanned_once:  # nothing to keep: not loaded, not ready
             raise ScanError(f"{self.root}: cannot read the directory ({listing.unreadable[self.root]})")
+        total = sum(info.st_size for info in listing.files.values())
+        if total > self.limits.max_total_bytes:
+            raise ScanError(f"{self.root}: {total} bytes of manifests, more than {self.limits.max_total_bytes}")
         changed = [p.message for p in listing.problems] != [p.message for p in self._walk_problems]
         self._walk_problems = listing.problems
         for path, info in listing.files.items():
@@ -170,10 +242,11 @@ class DirectorySource:
             changed = True
             try:
                 self._files[path] = _CachedFile(signature, read_manifest_file(path, self.limits.max_file_bytes))
-            except ManifestError as exc:
+            except Exception as exc:  # whatever a file does, it is that file's problem only
+                error = str(exc) if isinstance(exc, ManifestError) else f"{path}: {type(exc).__name__}: {exc}"
+                error = " ".join(error.split())[:1000]
                 kept = cached.objects if cached else []
-                self._files[path] = _CachedFile(signature, kept, str(exc))
-                log.error("cannot load %s, keeping its last good objects (%d): %s", path, len(kept), exc)
+                self._files[path] = _CachedFile(signature, kept, error)
         for gone in set(self._files) - set(listing.files):
             if any(gone.is_relative_to(d) for d in listing.unreadable):
                 continue  # not gone: hidden behind a directory we cannot read just now
@@ -188,8 +261,9 @@ class DirectorySource:
     def _apply(self) -> None:
         by_kind: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         problems = [
+            *([self._scan_problem] if self._scan_problem else []),
             *self._walk_problems,
-            *(LoadProblem(str(p), c.error) for p, c in sorted(self._files.items()) if c.error),
+            *(file_problem(p, c.error) for p, c in sorted(self._files.items()) if c.error),
         ]
         for path, cached in sorted(self._files.items()):
             for obj in cached.objects:
@@ -202,8 +276,11 @@ class DirectorySource:
             self.store.set_problems(tuple(problems))
             for kind in sorted(set(self.store.kinds()) | set(by_kind)):
                 self.store.replace_sourced(kind, by_kind.get(kind, ()))
-        for problem in problems:
-            log.warning("%s: %s", problem.source, problem.message)
+        if self.log_problems:  # each once, when it appears: a broken file is not a log line per scan
+            for problem in problems:
+                if problem not in self._logged:
+                    log.warning("%s: %s", problem.source, problem.message)
+        self._logged = frozenset(problems)
 
 
 def start_in_daemon_thread(call: Callable[[], T], name: str) -> asyncio.Future[T]:
@@ -235,7 +312,8 @@ def start_in_daemon_thread(call: Callable[[], T], name: str) -> asyncio.Future[T
 
 
 def load_directory(root: Path, kinds: Iterable[str] = ()) -> ClusterStore:
-    """A store holding every object below `root`, read once (the offline commands)."""
+    """A store holding every object below `root`, read once (the offline commands: their problems
+    are the store's, for the command to print)."""
     store = ClusterStore(kinds)
-    DirectorySource(root, store).scan()
+    DirectorySource(root, store, log_problems=False).scan()
     return store

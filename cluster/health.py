@@ -16,13 +16,6 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 
-def bind_address(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"{text!r} is not host:port")
-    return host.strip("[]") or "0.0.0.0", int(port)
-
-
 class HealthServer:
     """Some of `/healthz`, `/readyz`, `/metrics` on one address, in a daemon thread."""
 

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from cluster.files import manifest_files
+from cluster.files import list_manifests, read_manifest_text
 from policies.manifests import ManifestError, document_objects, parse_documents
 
 STDIN = "-"
@@ -33,22 +33,25 @@ class Document:
 
 
 def read_documents(locations: Sequence[str], stdin: TextIO) -> list[Document]:
-    """Every document of every location, in order; a location that cannot be read is a `ManifestError`."""
+    """Every document of every location, in order; a location that cannot be read (missing, not a
+    regular file, past a limit, not UTF-8, not parsing) is a `ManifestError` of one line."""
     documents: list[Document] = []
     for location in locations:
         if location == STDIN:
             documents.extend(_parse(stdin.read(), "<stdin>"))
             continue
         path = Path(location)
-        files = manifest_files(path) if path.is_dir() else [path]
-        if path.is_dir() and not files:
-            raise ManifestError(f"{location}: no .yaml, .yml or .json files")
+        files = [path]
+        if path.is_dir():
+            listing = list_manifests(path)  # ScanError (a limit) is the caller's one-line error
+            if listing.problems:  # what a live reload would skip (a FIFO, a link out) is an error here
+                first = listing.problems[0]
+                raise ManifestError(f"{first.source}: {first.message}")
+            files = sorted(listing.files)
+            if not files:
+                raise ManifestError(f"{location}: no .yaml, .yml or .json files")
         for file in files:
-            try:
-                text = file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ManifestError(f"cannot read {file}: {exc.strerror if isinstance(exc, OSError) else exc}") from exc
-            documents.extend(_parse(text, str(file)))
+            documents.extend(_parse(read_manifest_text(file), str(file)))
     return documents
 
 

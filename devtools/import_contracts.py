@@ -36,3 +36,45 @@ class AllowedImportsContract(Contract):
         for module, imported, line in check.metadata["offenders"]:
             output.print_error(f"{module} imports {imported} (l.{line}), which is not on the allowlist")
             output.new_line()
+
+
+class ForbiddenSubmodulesContract(Contract):
+    """Configuration: `source_packages` (root packages) and `forbidden` (dotted names inside an
+    external package, e.g. `asyncio.sslproto`).
+
+    import-linter sees an external package only as a whole (`asyncio`), so its `forbidden`
+    contract cannot name one of its modules; this one reads each import of the package's top-level
+    name and refuses those that reach the forbidden module (`import asyncio.sslproto`, `from
+    asyncio.sslproto import ...`, `from asyncio import sslproto`)."""
+
+    type_name = "forbidden_submodules"
+    source_packages = fields.ListField(subfield=fields.StringField())
+    forbidden = fields.ListField(subfield=fields.StringField())
+
+    def check(self, graph: ImportGraph, verbose: bool) -> ContractCheck:
+        forbidden = [str(name) for name in self.forbidden]  # type: ignore[attr-defined]
+        offenders: list[tuple[str, str, int]] = []
+        for package in (str(p) for p in self.source_packages):  # type: ignore[attr-defined]
+            for module in sorted({package, *graph.find_descendants(package)}):
+                for imported in sorted(graph.find_modules_directly_imported_by(module)):
+                    for name in forbidden:
+                        top, _, rest = name.partition(".")
+                        if imported.split(".")[0] != top:
+                            continue
+                        for detail in graph.get_import_details(importer=module, imported=imported):
+                            if _reaches(str(detail["line_contents"]), top, rest):
+                                offenders.append((module, name, int(detail["line_number"])))
+        return ContractCheck(kept=not offenders, metadata={"offenders": offenders})
+
+    def render_broken_contract(self, check: ContractCheck) -> None:
+        for module, name, line in check.metadata["offenders"]:
+            output.print_error(f"{module} imports {name} (l.{line}), which is forbidden")
+            output.new_line()
+
+
+def _reaches(line: str, top: str, rest: str) -> bool:
+    words = line.replace(",", " ").replace("(", " ").replace(")", " ").split()
+    dotted = f"{top}.{rest}"
+    if any(word == dotted or word.startswith(dotted + ".") for word in words):
+        return True
+    return len(words) >= 3 and words[0] == "from" and words[1] == top and rest.split(".")[0] in words[3:]

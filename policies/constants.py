@@ -78,6 +78,10 @@ ANNOTATION_ENFORCEMENT: Final = f"{COLOCATE_PREFIX}/enforcement"
 ENFORCEMENT_ENFORCE: Final = "enforce"
 ENFORCEMENT_WARN: Final = "warn"
 ENFORCEMENT_MODES: Final = (ENFORCEMENT_ENFORCE, ENFORCEMENT_WARN)
+# `colocate.io/sensitive-patch: allow` on a profile's metadata: its patch was reviewed, and
+# `--refuse-sensitive-patches` lets it through (policies/patch_risks.py).
+ANNOTATION_SENSITIVE_PATCH: Final = f"{COLOCATE_PREFIX}/sensitive-patch"
+SENSITIVE_PATCH_ALLOW: Final = "allow"
 
 # ElasticQuota keys read by the pod validator.
 LABEL_QUOTA_NAME: Final = "quota.scheduling.koordinator.sh/name"
@@ -103,7 +107,7 @@ ELASTIC_QUOTA_KIND: Final = "ElasticQuota"
 RESERVATION_GROUP: Final = "scheduling.koordinator.sh"
 RESERVATION_KIND: Final = "Reservation"
 RESERVATION_VERSION: Final = "v1alpha1"
-# Keys of the Reservation plugin (apis/extension/reservation.go, spec scheduler §5).
+# Keys of the Reservation plugin (apis/extension/reservation.go, pkg/scheduler/plugins/reservation/).
 ANNOTATION_RESERVATION_NAME: Final = "scheduling.koordinator.sh/reservation-name"
 ANNOTATION_RESERVATION_NODE: Final = "scheduling.koordinator.sh/reservation-node"
 ANNOTATION_PRE_ALLOCATION: Final = "scheduling.koordinator.sh/is-pre-allocation"
@@ -196,7 +200,7 @@ EXTENDED_RESOURCE_NAMES: Final[dict[PriorityClass, dict[str, str]]] = {
     PriorityClass.MID: {RESOURCE_CPU: MID_CPU, RESOURCE_MEMORY: MID_MEMORY},
 }
 
-# Device resources (spec 5.7).
+# Device resources (apis/extension/device_share.go, pkg/webhook/pod/mutating/device_resource_spec.go).
 GPU: Final = "koordinator.sh/gpu"
 GPU_CORE: Final = "koordinator.sh/gpu-core"
 GPU_MEMORY: Final = "koordinator.sh/gpu-memory"
@@ -206,7 +210,7 @@ DEVICE_RESOURCES: Final = frozenset({GPU, GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO
 NVIDIA_GPU: Final = "nvidia.com/gpu"
 AMD_GPU: Final = "amd.com/gpu"
 DCU_GPU: Final = "dcu.com/gpu"
-#: whole-GPU resources of the device plugins: N means N whole cards (spec §7)
+#: whole-GPU resources of the device plugins: N means N whole cards (apis/extension/device_share.go)
 WHOLE_GPU_RESOURCES: Final = (NVIDIA_GPU, AMD_GPU, DCU_GPU)
 
 # Device API (scheduling.koordinator.sh/v1alpha1 Device) and the pod annotation DeviceShare writes.

@@ -73,11 +73,6 @@ class FeatureGates:
     def any_enabled(self, *names: str) -> bool:
         return any(self.enabled(n) for n in names)
 
-    @property
-    def values(self) -> Mapping[str, bool]:
-        """Every gate with the value in effect."""
-        return MappingProxyType({**self.defaults, **self.overrides})
-
 
 def parse_feature_gates(text: str | None, known: Mapping[str, bool], flag: str = "--feature-gates") -> FeatureGates:
     """The gates `text` (the flag's value) sets over the `known` defaults; ConfigError naming `flag`."""

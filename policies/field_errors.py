@@ -170,6 +170,14 @@ class Fields:
     def sub(self, key: builtins.str) -> Fields:
         return Fields(self.raw.get(key), self.at(key))
 
+    def only(self, known: Iterable[builtins.str]) -> None:
+        """Refuse a key outside `known`, as Kubernetes' strict decoding does: a typo such as
+        `mesage:` must not be read as an absent field (`<path>.mesage: unknown field (supported: ...)`)."""
+        allowed = tuple(known)
+        for key in self.raw:
+            if key not in allowed:
+                raise ConfigError(self.at(builtins.str(key)), f"unknown field (supported: {', '.join(allowed)})")
+
 
 def check_range(path: str, value: int | float, low: float, high: float, *, open_low: bool = False) -> None:
     """Raise ConfigError unless value is in [low, high] (or (low, high] with open_low)."""

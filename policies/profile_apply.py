@@ -1,4 +1,6 @@
-"""Applying matched ClusterColocationProfiles to an object (spec 5.3, 5.4, 9).
+"""Applying matched ClusterColocationProfiles to an object
+(`pkg/webhook/pod/mutating/cluster_colocation_profile.go`,
+`pkg/webhook/reservation/mutating/cluster_colocation_profile.go`).
 
 Shared by pods and reservations: the metadata steps act on the object itself, the scheduling steps
 (schedulerName, priority) on the pod spec the caller points at, and the strategic merge patch on the
@@ -15,7 +17,11 @@ from policies.admission import AdmissionContext, Denied, Read
 from policies.constants import LABEL_KOORDINATOR_PRIORITY, LABEL_QOS_CLASS, PROFILE_KIND
 from policies.objects import ensure_map, json_copy, labels_of
 from policies.profiles import ColocationProfile
+from policies.shape import node_count_error
 from policies.strategic_merge import Schema, StrategicMergeError, strategic_merge
+
+#: what an object must still be after a profile's patch: None, or `field: why`
+StructureCheck = Callable[[Mapping[str, Any]], "str | None"]
 
 PodSpecLocator = Callable[[dict[str, Any]], dict[str, Any] | None]
 
@@ -29,7 +35,8 @@ def priority_class_not_found(name: str) -> Denied:
 
 
 def passes_probability(profile: ColocationProfile, rand_int: Callable[[int], int]) -> bool:
-    """Spec 5.3 step 2: 0 never applies, 100 (or unset) always does, else skip when r > percent."""
+    """`shouldSkipProfile`: 0 never applies, 100 (or unset) always does, else skip when r >
+    percent."""
     percent = profile.probability
     if percent is None or percent == 100:
         return True
@@ -58,11 +65,14 @@ def apply_profiles_in_place(
     ctx: AdmissionContext,
     pod_spec: PodSpecLocator,
     schema: Schema,
+    structure: StructureCheck | None = None,
 ) -> bool:
     """Apply `profiles` in order, leaving the result in `obj` (the runner diffs that dict).
 
     Returns whether a matched profile asked to skip the batch/mid resource rewrite; that holds even
-    when the profile itself is skipped by its probability (spec 5.3 step 1).
+    when the profile itself is skipped by its probability: Koordinator's
+    `clusterColocationProfileMutatingPod` reads `ShouldSkipUpdateResource` before
+    `shouldSkipProfile`.
     """
     skip_resource_rewrite = False
     explaining = ctx.explaining
@@ -73,7 +83,7 @@ def apply_profiles_in_place(
         applied = passes_probability(profile, ctx.rand_int)
         before = json_copy(obj) if explaining else None
         if applied:
-            mutated = apply_profile(obj, profile, ctx, pod_spec, schema)
+            mutated = apply_profile(obj, profile, ctx, pod_spec, schema, structure)
             if mutated is not obj:  # a strategic merge patch produced a new document
                 obj.clear()
                 obj.update(mutated)
@@ -88,8 +98,11 @@ def apply_profile(
     ctx: AdmissionContext,
     pod_spec: PodSpecLocator,
     schema: Schema,
+    structure: StructureCheck | None = None,
 ) -> dict[str, Any]:
-    """One profile, in Koordinator's exact order (spec 5.4); returns the object (replaced by a patch)."""
+    """One profile, in Koordinator's exact order (`doMutateByColocationProfile`); returns the object
+    (replaced by a patch). `structure`: what the patched object must still be (a Pod's containers,
+    names); a patch that breaks it is refused with the profile's name and the field, never admitted."""
     metadata = ensure_map(obj, "metadata")
     if profile.labels:
         _update(ensure_map(metadata, "labels"), profile.labels)
@@ -115,10 +128,21 @@ def apply_profile(
     if profile.koordinator_priority is not None:
         ensure_map(metadata, "labels")[LABEL_KOORDINATOR_PRIORITY] = str(profile.koordinator_priority)
     if profile.patch is not None:
+        too_big = node_count_error(obj, "object")  # before the merge, which walks every value
+        if too_big:
+            raise Denied(f"ClusterColocationProfile {profile.name}: spec.patch not applied: {too_big}", code=400)
         try:
-            obj = strategic_merge(obj, profile.patch, schema)
+            patched = strategic_merge(obj, profile.patch, schema)
         except StrategicMergeError as exc:
             raise Denied(f"ClusterColocationProfile {profile.name}: spec.patch: {exc}", code=500) from exc
+        broken = structure(patched) if structure is not None else None
+        if broken:
+            arrived_broken = structure(obj) if structure is not None else None
+            if arrived_broken:  # the request's fault, not the profile's: a malformed object is a 400
+                raise Denied(f"object: {arrived_broken}", code=400)
+            message = f"ClusterColocationProfile {profile.name}: spec.patch makes an invalid object: {broken}"
+            raise Denied(message, code=500)
+        return patched
     return obj
 
 
@@ -131,7 +155,8 @@ def _update(values: dict[str, Any], entries: Mapping[str, str]) -> None:
 
 def _suffixed_before(value: str, suffix: str, arrived_with: str | None) -> bool:
     """In an audit: the label still holds the value the pod came with, and that ends with the
-    suffix, so the suffix was appended when the pod was admitted (spec 5.4: suffixes append again)."""
+    suffix, so the suffix was appended when the pod was admitted (Koordinator's `labelSuffixes`
+    append again)."""
     return value == arrived_with and value.endswith(suffix)
 
 

@@ -1,4 +1,6 @@
-"""Which ClusterColocationProfiles apply to an object (spec 5.2, 9).
+"""Which ClusterColocationProfiles apply to an object
+(`pkg/webhook/pod/mutating/cluster_colocation_profile.go`,
+`pkg/webhook/reservation/mutating/cluster_colocation_profile.go`).
 
 Koordinator keeps a profile as matched when its selector cannot be evaluated (an invalid selector,
 or a namespace it cannot fetch): an error never *drops* a profile, only a clear non-match does.

@@ -22,16 +22,21 @@ from typing import Any, Final
 
 from policies.constants import (
     ANNOTATION_ENFORCEMENT,
+    ANNOTATION_SENSITIVE_PATCH,
     ANNOTATION_SKIP_UPDATE_RESOURCES,
     ENFORCEMENT_MODES,
     ENFORCEMENT_WARN,
     KNOWN_QOS_CLASSES,
     PROFILE_KIND,
+    SENSITIVE_PATCH_ALLOW,
 )
 from policies.field_errors import ConfigError, FieldError, invalid, required, unsupported
 from policies.objects import metadata_of
+from policies.patch_risks import sensitive_fields
 from policies.profile_schema import PROFILE_SCHEMA
 from policies.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
+from policies.shape import pod_structure_error
+from policies.strategic_merge import POD_SCHEMA, StrategicMergeError, strategic_merge
 from policies.structural import validate
 
 _PERCENT_RE: Final = re.compile(r"^(-?\d+)%$")
@@ -129,8 +134,31 @@ def _covered(path: str, reported: list[FieldError]) -> bool:
     return any(path == e.path or path.startswith((e.path + ".", e.path + "[")) for e in reported)
 
 
-def parse_profile(obj: Mapping[str, Any], *, strict: bool = False) -> ColocationProfile:
-    """Validate and freeze one ClusterColocationProfile object; `strict` adds the CRD's schema."""
+def _probe_pod() -> dict[str, Any]:
+    """A pod every sound patch leaves a pod: what `patch_structure_error` patches (a fresh copy)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "colocate-load-check", "namespace": "default"},
+        "spec": {"containers": [{"name": "colocate-load-check", "image": "colocate-load-check"}]},
+    }
+
+
+def patch_structure_error(patch: Mapping[str, Any]) -> str | None:
+    """`field: why` when `patch` turns a sound pod into something that is not a Pod (no spec, no
+    containers, a container without a name); a profile with such a patch is refused when it loads.
+    A patch that fails to merge is left to admission, where the pod it meets decides."""
+    try:
+        patched = strategic_merge(_probe_pod(), patch, POD_SCHEMA)
+    except StrategicMergeError:
+        return None
+    return pod_structure_error(patched)
+
+
+def parse_profile(obj: Mapping[str, Any], *, strict: bool = False, refuse_sensitive: bool = False) -> ColocationProfile:
+    """Validate and freeze one ClusterColocationProfile object; `strict` adds the CRD's schema;
+    `refuse_sensitive` refuses a patch of security-sensitive fields unless the profile is annotated
+    `colocate.io/sensitive-patch: allow`."""
     metadata = metadata_of(obj)
     name = metadata.get("name")
     problems: list[FieldError] = []
@@ -167,6 +195,24 @@ def parse_profile(obj: Mapping[str, Any], *, strict: bool = False) -> Colocation
     if patch is not None and not isinstance(patch, Mapping):
         problems.append(invalid("spec.patch", detail="must be an object (a strategic merge patch)"))
         patch = None
+    broken = patch_structure_error(patch) if patch is not None else None
+    if broken:
+        problems.append(invalid("spec.patch", detail=f"makes an invalid pod: {broken}"))
+    sensitive = sensitive_fields(patch)
+    allowed = (metadata.get("annotations") or {}).get(ANNOTATION_SENSITIVE_PATCH)
+    if allowed is not None and allowed != SENSITIVE_PATCH_ALLOW:
+        problems.append(
+            unsupported(f"metadata.annotations[{ANNOTATION_SENSITIVE_PATCH}]", allowed, [SENSITIVE_PATCH_ALLOW])
+        )
+    elif refuse_sensitive and sensitive and allowed != SENSITIVE_PATCH_ALLOW:
+        problems.append(
+            invalid(
+                "spec.patch",
+                detail=f"changes security-sensitive fields ({', '.join(sensitive)}): refused by "
+                f"--refuse-sensitive-patches (annotate the profile {ANNOTATION_SENSITIVE_PATCH}: "
+                f"{SENSITIVE_PATCH_ALLOW} once reviewed)",
+            )
+        )
 
     enforcement = (metadata.get("annotations") or {}).get(ANNOTATION_ENFORCEMENT, ENFORCEMENT_MODES[0])
     if enforcement not in ENFORCEMENT_MODES:

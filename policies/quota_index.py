@@ -1,4 +1,5 @@
-"""The ElasticQuota facts pod admission needs, indexed once per cluster snapshot (spec 7.3, 10.2)."""
+"""The ElasticQuota facts pod admission needs, indexed once per cluster snapshot
+(`pkg/webhook/elasticquota/pod_check.go`, `quota_topology.go`)."""
 
 from __future__ import annotations
 

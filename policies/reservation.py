@@ -1,4 +1,5 @@
-"""`/mutate-reservation` (spec 9): ClusterColocationProfiles applied to a Reservation on CREATE.
+"""`/mutate-reservation` (`pkg/webhook/reservation/mutating/`): ClusterColocationProfiles applied to
+a Reservation on CREATE.
 
 Same machinery as pods, with Koordinator's differences: namespaceSelectors are ignored (reservations
 are cluster-scoped), scheduling fields go to `spec.template.spec` and only when a template exists, and

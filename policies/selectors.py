@@ -2,8 +2,9 @@
 
 A selector that does not validate (an unknown operator, `In` without values, a malformed key) is
 kept as an `InvalidSelector`: Koordinator keeps a profile whose selector fails to parse *as matched*
-(spec 5.2, quirk 3), so the caller needs to know that the selector was invalid rather than having it
-silently match nothing.
+(`pkg/webhook/pod/mutating/cluster_colocation_profile.go`: a profile whose selector cannot be read
+matches, a quirk docs/koordinator.md keeps), so the caller needs to know that the selector was
+invalid rather than having it silently match nothing.
 """
 
 from __future__ import annotations

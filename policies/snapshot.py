@@ -109,7 +109,9 @@ class IndexEntry:
     problems: tuple[LoadProblem, ...] = ()
 
 
-def index_entry(source: str, obj: Mapping[str, Any], *, strict: bool = False) -> IndexEntry:
+def index_entry(
+    source: str, obj: Mapping[str, Any], *, strict: bool = False, refuse_sensitive: bool = False
+) -> IndexEntry:
     """Check one object and parse it when it is a profile: the only per-object work a snapshot needs."""
     kind = obj.get("kind")
     metadata = metadata_of(obj)
@@ -139,7 +141,7 @@ def index_entry(source: str, obj: Mapping[str, Any], *, strict: bool = False) ->
     if kind != PROFILE_KIND:
         return IndexEntry(kind, key)
     try:
-        profile = parse_profile(obj, strict=strict)
+        profile = parse_profile(obj, strict=strict, refuse_sensitive=refuse_sensitive)
     except ProfileError as exc:
         return IndexEntry(kind, None, None, (LoadProblem(source, str(exc)),))
     warnings = tuple(LoadProblem(source, f"ClusterColocationProfile {name!r}: {w}") for w in profile.warnings)
@@ -158,11 +160,12 @@ class SnapshotBuilder:
     for each event would make a burst of events quadratic. The builder keeps each object's parsed
     entry, and the frozen index of every kind that did not change since the last `build()`, and
     reuses them. Not thread-safe: one owner puts, deletes and builds. `strict`: the objects come from
-    files, not from an API server (see `policies.profiles`).
+    files, not from an API server (see `policies.profiles`). `refuse_sensitive`: profiles whose patch
+    changes security-sensitive fields are refused (`policies.patch_risks`).
     """
 
-    def __init__(self, *, strict: bool = False) -> None:
-        self.strict = strict
+    def __init__(self, *, strict: bool = False, refuse_sensitive: bool = False) -> None:
+        self.strict, self.refuse_sensitive = strict, refuse_sensitive
         self._objects: dict[str, dict[ObjectKey, Mapping[str, Any]]] = {}
         self._entries: dict[str, dict[ObjectKey, IndexEntry]] = {}
         self._frozen: dict[str, Mapping[ObjectKey, Mapping[str, Any]]] = {}
@@ -176,7 +179,7 @@ class SnapshotBuilder:
         kind = str(obj.get("kind"))
         old = self._entries.get(kind, {}).get(key)
         if old is None or not _same_version(self._objects.get(kind, {}).get(key), obj):
-            old = index_entry(source or kind, obj, strict=self.strict)
+            old = index_entry(source or kind, obj, strict=self.strict, refuse_sensitive=self.refuse_sensitive)
         self._dirty.add(kind)
         self._entries.setdefault(kind, {})[key] = old
         if old.key is None:  # unusable: remembered for its problem, not served

@@ -10,6 +10,10 @@ from datetime import UTC, datetime
 from policies.field_errors import ConfigError
 from policies.timestamps import parse_time
 
+#: `parse_time` is `policies.timestamps`' (the one reader of object times); re-exported for the
+#: callers that import it with the clock
+__all__ = ["Clock", "clock_at", "fixed_clock", "format_time", "parse_time", "system_clock"]
+
 Clock = Callable[[], float]
 
 

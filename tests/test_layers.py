@@ -3,9 +3,10 @@
 The contracts (run by `lint-imports`, and here so a plain `pytest` catches a violation too):
 the entry point composes independent components on the shared core (`colocate` > `webhook` |
 `scheduler_plugins` > `certs` > `cluster` > `policies`); no package has import cycles; `policies`
-imports only an allowlist (parsing and arithmetic, nothing with I/O); aiohttp stays in the
-extender's and the koordlet's HTTP adapters, and llhttp (`httptools`) in the webhook port's;
-`cli` (the command-line conventions every component uses) knows none of them.
+imports only an allowlist (parsing and arithmetic, nothing with I/O); aiohttp stays in the HTTP
+adapters (the webhook port's, the extender's, the koordlet's); nothing frames HTTP by hand
+(`httptools`, `h11`) or reaches into asyncio's internals (`asyncio.sslproto`); `cli` (the
+command-line conventions every component uses) knows none of them.
 """
 
 from __future__ import annotations
@@ -37,6 +38,16 @@ def test_a_contract_breaks_when_policies_imports_io(tmp_path: Path) -> None:
         kinds.write("\nimport socket  # noqa\n")
     result = subprocess.run([lint_imports(), "--no-cache"], cwd=copy, capture_output=True, text=True, timeout=120)
     assert result.returncode != 0 and "policies.kinds imports socket" in result.stdout
+
+
+def test_a_contract_breaks_when_anything_imports_asyncio_internals(tmp_path: Path) -> None:
+    """The webhook port once subclassed asyncio's private SSLProtocol: the contract refuses it."""
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(".venv", ".git", "tests", "__pycache__", "manifests"))
+    with (copy / "webhook" / "gate.py").open("a") as gate:
+        gate.write("\nfrom asyncio import sslproto  # noqa\n")
+    result = subprocess.run([lint_imports(), "--no-cache"], cwd=copy, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0 and "webhook.gate imports asyncio.sslproto" in result.stdout
 
 
 def test_an_import_under_type_checking_counts_for_the_contracts(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from cluster.files import ScanError
 from cluster.inputs import STDIN, objects_of, read_documents, write_documents
 from policies.admission import AdmissionRequest
 from policies.manifests import ManifestError
+from policies.patch_risks import sensitive_fields
 from policies.selectors import LabelSelector
 from policies.snapshot import ClusterSnapshot
 from webhook.chain import ChainResult, UnknownKind, request_for, run_chain
@@ -42,6 +43,8 @@ class ApplyOptions:
     old_object: str | None = None
     output: str = "json"
     explain: bool = False
+    refuse_sensitive_patches: bool = False
+    strict: bool = False  # a problem with the cluster state (an invalid profile, say) fails the run
     #: installed admission plugins to enable (`--admission-plugins`, `webhook.plugins`)
     admission_plugins: tuple[str, ...] = ()
 
@@ -66,12 +69,16 @@ def load_snapshot(options: ApplyOptions, registry: Registry) -> ClusterSnapshot:
     if options.cluster is not None:
         if not options.cluster.is_dir():
             raise BadInput(f"--cluster {options.cluster}: not a directory")
-        snapshot = DirectorySnapshots(options.cluster).scan()
+        snapshot = DirectorySnapshots(options.cluster, refuse_sensitive=options.refuse_sensitive_patches).scan()
         assert snapshot is not None  # the first scan always builds one
         return snapshot
     from cluster.client import api_client
 
-    source = ApiServerSnapshots(api_client(options.kubeconfig, options.context), watched_kinds(registry))
+    source = ApiServerSnapshots(
+        api_client(options.kubeconfig, options.context),
+        watched_kinds(registry),
+        refuse_sensitive=options.refuse_sensitive_patches,
+    )
     try:
         return source.list_once()
     finally:
@@ -90,11 +97,18 @@ def missing_namespaces(requests: list[AdmissionRequest], snapshot: ClusterSnapsh
     return [name for name in names if snapshot.namespace_labels(name) is None]
 
 
-def format_explanation(result: ChainResult) -> str:
+def format_explanation(result: ChainResult, snapshot: ClusterSnapshot | None = None) -> str:
+    """What `--explain` prints; with `snapshot`, each matched profile whose patch sets
+    security-sensitive fields (policies/patch_risks.py) is named with them."""
     matched, effects = result.matched_profiles, result.effects
     lines = [f"webhooks called, in order: {', '.join(result.called) if result.called else '(none)'}"]
     lines.extend(f"not called: {name}: {why}" for name, why in result.not_called)
     lines.append(f"matched profiles, in the order applied: {', '.join(matched) if matched else '(none)'}")
+    patches = {p.name: p.patch for p in snapshot.profiles} if snapshot is not None else {}
+    for name in matched:
+        fields = sensitive_fields(patches.get(name))
+        if fields:
+            lines.append(f"profile/{name}: patches security-sensitive fields: {', '.join(fields)}")
     for effect in effects:
         if not effect.applied:
             lines.append(f"{effect.step}: matched but skipped by its probability")
@@ -139,11 +153,15 @@ def run_apply(
     except (BadInput, ManifestError, ScanError, UnknownKind) as exc:
         print(f"error: {exc}", file=stderr)
         return EXIT_BAD_INPUT
-    for problem in snapshot.problems:
-        print(f"warning: {problem.source}: {problem.message}", file=stderr)
     where = f"--cluster {options.cluster}" if options.cluster is not None else "the cluster"
-    for name in missing_namespaces(requests, snapshot):
-        print(f"warning: namespace {name!r} is not in {where}: namespaceSelectors see it without labels", file=stderr)
+    problems = [f"{problem.source}: {problem.message}" for problem in snapshot.problems] + [
+        f"namespace {name!r} is not in {where}: namespaceSelectors see it without labels"
+        for name in missing_namespaces(requests, snapshot)
+    ]
+    for problem in problems:
+        print(f"{'error' if options.strict else 'warning'}: {problem}", file=stderr)
+    if problems and options.strict:
+        return EXIT_BAD_INPUT
     admitted: dict[int, dict[str, Any] | None] = {}
     denied = False
     for obj, request in zip(objects, requests, strict=True):
@@ -154,7 +172,7 @@ def run_apply(
             else ""
         )
         if options.explain:
-            text = format_explanation(result)
+            text = format_explanation(result, snapshot)
             print("\n".join(f"{label}{line}" for line in text.splitlines()) if label else text, file=stderr)
         for warning in result.warnings:  # as kubectl prints an AdmissionResponse's warnings
             print(f"{label}Warning: {warning}", file=stderr)

@@ -16,10 +16,13 @@ from cli.output import add_output
 from cli.parser import Subparsers
 from webhook.connections import (
     DEFAULT_FIRST_REQUEST_TIMEOUT,
+    DEFAULT_HEALTH_ADDRESS,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_METRICS_ADDRESS,
+    bind_address,
 )
 from webhook.workers import parse_workers
 
@@ -109,14 +112,18 @@ def _serve(args: argparse.Namespace) -> int:
                 stuck_scan_after=args.stuck_scan_after,
                 audit_interval=args.audit_interval,
                 event_loop=args.event_loop,
+                refuse_sensitive_patches=args.refuse_sensitive_patches,
                 admission_plugins=admission_plugins,
+                health_address=args.health_probe_bind_address,
+                metrics_address=args.metrics_bind_address,
             )
         )
     except ClusterUnavailable as exc:
         raise UsageError(f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
     except OSError as exc:
         if exc.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):  # the address to listen on
-            raise UsageError(f"cannot listen on {args.host}:{args.port}: {os.strerror(exc.errno)}") from exc
+            where = getattr(exc, "where", f"{args.host}:{args.port}")  # webhook.serve.CannotListen
+            raise UsageError(f"cannot listen on {where}: {os.strerror(exc.errno)}") from exc
         raise
 
 
@@ -170,6 +177,8 @@ def _apply(args: argparse.Namespace) -> int:
             old_object=args.old_object,
             output=args.output,
             explain=args.explain,
+            refuse_sensitive_patches=args.refuse_sensitive_patches,
+            strict=args.strict,
             admission_plugins=admission_plugins,
         )
     )
@@ -219,7 +228,22 @@ def register_commands(subparsers: Subparsers) -> None:
         type=int,
         default=DEFAULT_MAX_BODY,
         metavar="BYTES",
-        help="largest AdmissionReview accepted (default 8 MiB)",
+        help="largest AdmissionReview accepted (default: what kube-apiserver can send, an UPDATE "
+        "with two objects of 3 MiB, plus 64 KiB)",
+    )
+    serve.add_argument(
+        "--health-probe-bind-address",
+        type=bind_address,
+        default=DEFAULT_HEALTH_ADDRESS,
+        metavar="HOST:PORT",
+        help="serve /healthz and /readyz over HTTP here, not on the webhook port (default %(default)s)",
+    )
+    serve.add_argument(
+        "--metrics-bind-address",
+        type=bind_address,
+        default=DEFAULT_METRICS_ADDRESS,
+        metavar="HOST:PORT",
+        help="serve /metrics over HTTP here, not on the webhook port; 0 turns it off (default %(default)s)",
     )
     serve.add_argument(
         "--reload-interval",
@@ -333,6 +357,7 @@ def register_commands(subparsers: Subparsers) -> None:
         metavar="SECONDS",
         help="after a new CA is trusted, wait this long before serving from it",
     )
+    flags.add_refuse_sensitive_patches(serve)
     _add_admission_plugins(serve)
     flags.add_log_level(serve, hidden=True)  # the global `colocate --log-level` is the documented one
     serve.set_defaults(func=_serve)
@@ -341,7 +366,8 @@ def register_commands(subparsers: Subparsers) -> None:
         "apply",
         help="run the admission chain offline on objects",
         description="Print the objects as the webhooks would admit them, in the shape "
-        "they came in. Exit 0 admitted, 1 denied, 2 bad input.",
+        "they came in. Exit 0 admitted, 1 denied, 2 bad input (with --strict, also an invalid "
+        "profile or cluster object, or a namespace the cluster does not have).",
     )
     state = apply.add_mutually_exclusive_group(required=True)
     cluster = flags.add_cluster_dir(state, reads="ClusterColocationProfiles, Namespaces, PriorityClasses, ...")
@@ -365,7 +391,16 @@ def register_commands(subparsers: Subparsers) -> None:
     apply.add_argument("--old-object", metavar="FILE", help="the object before the change (UPDATE)")
     add_output(apply, ("json", "yaml"), default="json")
     apply.add_argument(
-        "--explain", action="store_true", help="say on stderr which profiles matched and what each changed"
+        "--explain",
+        action="store_true",
+        help="say on stderr which profiles matched, what each changed and which security-sensitive fields it patches",
+    )
+    flags.add_refuse_sensitive_patches(apply)
+    apply.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 2) instead of warning when a profile or cluster object is invalid and not used, "
+        "or an object's namespace is not in the cluster: for CI",
     )
     _add_admission_plugins(apply)
     apply.set_defaults(func=_apply)

@@ -1,19 +1,36 @@
-"""How many connections the webhook port may hold, and how long one may take to be useful.
+"""How many connections the webhook port may hold, how long one may take to be useful, and how
+large a request may be.
 
 The limits are read at the CLI edge (`colocate serve --max-connections --first-request-timeout
---idle-timeout --max-body-bytes`) and enforced by `webhook.gate`; this module is light so the CLI can import it.
+--idle-timeout --max-body --max-body-bytes`) and enforced by `webhook.gate` (connections),
+`webhook.port` (requests) and `webhook.budget` (bodies held at once); this module is light so the
+CLI can import it.
 """
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import Final
+
+from cli import flags
 
 DEFAULT_MAX_CONNECTIONS: Final = 1000
 DEFAULT_FIRST_REQUEST_TIMEOUT: Final = 10.0
 DEFAULT_IDLE_TIMEOUT: Final = 30.0
-DEFAULT_MAX_BODY: Final = 8 * 1024 * 1024  # one request body (--max-body)
-DEFAULT_MAX_BODY_BYTES: Final = 64 * 1024 * 1024  # request bodies held at once (webhook.http1.BodyBudget)
+#: the largest request body kube-apiserver accepts for an object (its MaxRequestBodyBytes,
+#: `staging/src/k8s.io/apiserver/pkg/server/config.go`): no object it admits is larger
+APISERVER_MAX_OBJECT: Final = 3 * 1024 * 1024
+#: what an AdmissionReview adds around its objects: kind, uid, resource, userInfo, options
+REVIEW_ENVELOPE: Final = 64 * 1024
+#: one request body (--max-body): the largest AdmissionReview kube-apiserver sends, an UPDATE
+#: carrying `object` and `oldObject` of at most APISERVER_MAX_OBJECT each
+DEFAULT_MAX_BODY: Final = 2 * APISERVER_MAX_OBJECT + REVIEW_ENVELOPE
+DEFAULT_MAX_BODY_BYTES: Final = 64 * 1024 * 1024  # request bodies held at once (webhook.budget.BodyBudget)
+#: the head of a request, as aiohttp bounds it: a request line, a field, and the number of fields
+MAX_LINE: Final = 8190
+MAX_FIELD: Final = 8190
+MAX_FIELDS: Final = 128
 #: the sizing rule of docs/serve.md, measured by benchmarks/hostile_bench.py (idle): a server
 #: process at rest, and what each open connection adds (TLS and HTTP buffers)
 MEMORY_BASE_MIB: Final = 100
@@ -22,7 +39,7 @@ MEMORY_PER_CONNECTION_KIB: Final = 64
 #: parsing does not yield the event loop)
 PARSED_BODY_FACTOR: Final = 8
 #: why the server closed a connection itself: the closed set of metric labels
-CLOSE_REASONS: Final = ("over_limit", "first_request_timeout", "tls_handshake_failed")
+CLOSE_REASONS: Final = ("over_limit", "idle_evicted", "first_request_timeout", "tls_handshake_failed")
 
 
 @dataclass(frozen=True)
@@ -31,3 +48,20 @@ class ConnectionLimits:
     first_request_timeout: float = DEFAULT_FIRST_REQUEST_TIMEOUT
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+
+#: where controller-runtime's managers serve metrics and health probes by default (`webhook.probes`)
+DEFAULT_METRICS_ADDRESS: Final = ":8080"
+DEFAULT_HEALTH_ADDRESS: Final = ":8081"
+DISABLED: Final = "0"
+Address = tuple[str, int]
+
+
+def bind_address(text: str) -> Address | None:
+    """`host:port` (an empty host: every address; `[::1]:8080` for IPv6), or None for `0` (off)."""
+    if text.strip() == DISABLED:
+        return None
+    try:
+        return flags.bind_address(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not host:port (or 0 to turn it off)") from None

@@ -1,138 +1,134 @@
 """The listener's guard: every accepted connection is counted, capped and timed before it is TLS.
 
 A connection costs memory from the moment it is accepted (TLS buffers, the HTTP parser), so it is
-counted from then, not from its first request: past `max_connections` a new one is closed before
-its TLS handshake, and counted. A connection must finish its handshake and send the headers of a
-first request within `first_request_timeout` (a client that connects and says nothing is closed),
-and a kept-alive connection is closed after `idle_timeout` without a request, or with a request
-whose headers never finish (`webhook.http1`'s deadline). The body of a request must arrive within
-`first_request_timeout` of its headers (the same deadline, for the body).
+counted from then, not from its first request. The cap (`--max-connections`) acts where public
+asyncio lets it act first: the listener accepts with `loop.sock_accept`, and a socket over the cap
+is closed right after accept(2), before a byte of TLS is read or written. (A protocol's
+`connection_made` would be too late on uvloop: its transports start reading as they are made, so
+the TLS layer must own the socket from its first byte.)
 
-TLS is started here, after the gate, rather than by the listening socket, with the TLS protocol
-class the running loop's own `start_tls` uses (`_tls_protocol`). On the stdlib loop that is
-`asyncio.sslproto.SSLProtocol`, whose server allocates and zero-fills a 256 KiB read buffer per
-connection before the handshake even starts (about 280 KiB per idle connection): `_LeanTLS` reads
-in `TLS_READ_BUFFER` chunks instead (a TLS record is at most 16 KiB). uvloop's `SSLProtocol` (in
-Cython, the faster of the two) mallocs its buffer without touching it, so an idle connection only
-makes resident the pages a read fills. The connection tests pin the behaviour on both loops.
+At the cap the server first makes room: it closes the kept-alive connection idle longest
+(`idle_evicted`), so one client holding every connection open between its requests cannot shut
+others out. Only when no connection is idle (each is in a request, in its TLS handshake, or new and
+not yet past its first request) is the new one closed at once (`over_limit`). A connection must
+finish its handshake and send the headers of a first request within `first_request_timeout` (a
+client that connects and says nothing is closed); after that aiohttp's keep-alive timer closes it
+when idle for `idle_timeout` (`webhook.port`).
+
+TLS is started here, after the gate, with `loop.connect_accepted_socket(ssl=...)` (public asyncio;
+uvloop implements it too), and the TLS transport is then handed to aiohttp's protocol. On uvloop
+(the default where it is installed) an idle connection makes resident only the pages its reads
+fill; asyncio's own loop allocates and fills a 256 KiB TLS read buffer per connection before its
+handshake (docs/serve.md, "Sizing", says what that costs).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import ssl
 import time
-from asyncio import sslproto
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final
 
-from cli.eventloop import is_uvloop
 from webhook.connections import ConnectionLimits
 
 log = logging.getLogger("colocate.connections")
 
-TLS_READ_BUFFER: Final = 32 * 1024
 LIMIT_WARNING_PERIOD: Final = 10.0
 
 
-class _LeanTLS(sslproto.SSLProtocol):
-    max_size = TLS_READ_BUFFER
-
-
-def _tls_protocol(loop: asyncio.AbstractEventLoop) -> Any:
-    """The class `loop.start_tls` would use on `loop` (uvloop's transports only take uvloop's)."""
-    if is_uvloop(loop):
-        import uvloop.loop
-
-        return uvloop.loop.SSLProtocol  # type: ignore[attr-defined]
-    return _LeanTLS
-
-
 class _Gate(asyncio.Protocol):
-    """One accepted connection: counted, upgraded to TLS, then handed to the HTTP protocol."""
+    """One accepted connection: counted, upgraded to TLS, then handed to the HTTP protocol, to
+    which it forwards what the TLS layer reads (it stays the TLS layer's protocol so that it sees
+    the connection end, and can count it)."""
 
     def __init__(self, site: GatedSite) -> None:
         self.site = site
         self.loop = asyncio.get_running_loop()
-        self.raw: asyncio.Transport | None = None
+        self.handshake: asyncio.Task[None] | None = None
+        self.tls: asyncio.Transport | None = None
         self.handler: asyncio.Protocol | None = None  # the HTTP protocol, once TLS is up
-        self.pending: list[bytes] = []
-        self.eof = False
-        self.first_request = False
+        self.served = False  # a request of this connection reached the application
         self.counted = False
         self.deadline: asyncio.TimerHandle | None = None
 
     # -- accepted ----------------------------------------------------------------------------
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        raw: asyncio.Transport = transport  # type: ignore[assignment]
-        self.raw = raw
-        if self.site.open >= self.site.limits.max_connections:
-            self.site.closed("over_limit")
-            raw.abort()
-            return
+    def accepted(self, sock: socket.socket) -> None:
+        """A socket `accept(2)` returned, within the cap: counted, timed, then its TLS handshake."""
         self.counted = True
         self.site.opened(self)
         timeout = self.site.limits.first_request_timeout
         self.deadline = self.loop.call_later(timeout, self._first_request_overdue)
-        waiter = self.loop.create_future()
-        tls = self.site.tls_protocol(
-            self.loop,
-            self,
-            self.site.tls_context,
-            waiter,
-            server_side=True,
-            ssl_handshake_timeout=timeout,
-            call_connection_made=False,
-        )
-        raw.set_protocol(tls)
-        tls.connection_made(raw)
-        waiter.add_done_callback(lambda done: self._handshake_done(done, tls))
+        self.handshake = self.loop.create_task(self._start_tls(sock, timeout))
 
-    def _handshake_done(self, done: asyncio.Future[None], tls: Any) -> None:
-        if done.cancelled() or done.exception() is not None:
-            if not self.first_request:
+    async def _start_tls(self, sock: socket.socket, timeout: float) -> None:
+        try:
+            await self.loop.connect_accepted_socket(
+                lambda: self, sock, ssl=self.site.tls_context, ssl_handshake_timeout=timeout
+            )
+        except (OSError, ssl.SSLError, TimeoutError, ConnectionError, RuntimeError, asyncio.CancelledError):
+            # a failed or cut handshake, or the connection closed by the first-request deadline
+            if self.counted and not self.served:
                 self.site.closed("tls_handshake_failed")
-            if self.raw is not None:
-                self.raw.close()
-            self._release()  # the TLS layer tells the application of no loss before its handshake
-            return
-        if self.raw is None or self.raw.is_closing():  # lost during the handshake (the waiter says "done")
+            sock.close()
             self._release()
+        finally:
+            self.handshake = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """The TLS handshake is done: aiohttp's protocol takes the TLS transport."""
+        tls: asyncio.Transport = transport  # type: ignore[assignment]
+        self.tls = tls
+        if not self.counted:  # closed by a deadline as the handshake finished
+            tls.abort()
             return
-        self.handler = self.site.connection(self.request_started)
-        self.handler.connection_made(tls._get_app_transport())
-        for data in self.pending:
-            self.handler.data_received(data)
-        self.pending.clear()
-        if self.eof:
-            self.handler.eof_received()
+        handler = self.handler = self.site.connection(self)
+        handler.connection_made(tls)
 
     def _first_request_overdue(self) -> None:
         self.deadline = None
-        if not self.first_request and self.raw is not None:
-            self.first_request = True  # counted once, as this reason only
+        if not self.served and self.counted:
+            self.served = True  # counted once, as this reason only
             self.site.closed("first_request_timeout")
-            self.raw.abort()
+            self._abort()
 
+    def _abort(self) -> None:
+        if self.tls is not None:
+            self.tls.abort()
+        elif self.handshake is not None:
+            self.handshake.cancel()
+
+    # -- what the HTTP protocol tells of its requests (`webhook.port.ConnectionWatcher`) -----
     def request_started(self) -> None:
-        """The HTTP protocol read a request's headers: the first-request deadline is met."""
-        if not self.first_request:
-            self.first_request = True
+        self.site.idle.pop(self, None)
+        if not self.served:
+            self.served = True
             if self.deadline is not None:
                 self.deadline.cancel()
                 self.deadline = None
 
+    def request_ended(self) -> None:
+        if self.counted:
+            self.site.idle[self] = None  # the most recently idle last
+
+    def evict(self) -> None:
+        """Close this idle kept-alive connection to make room for a new one (its client, like any
+        HTTP client, reconnects: the close comes between requests, never within one)."""
+        self.site.closed("idle_evicted")
+        self._release()
+        if self.tls is not None:
+            self.tls.close()
+
     # -- the TLS layer's application protocol: forwarded to the HTTP protocol -----------------
     def data_received(self, data: bytes) -> None:
-        if self.handler is None:
-            self.pending.append(data)
-        else:
+        if self.handler is not None:
             self.handler.data_received(data)
 
     def eof_received(self) -> bool | None:
         if self.handler is None:
-            self.eof = True
             return None
         result: bool | None = self.handler.eof_received()
         return result
@@ -162,11 +158,11 @@ class _Gate(asyncio.Protocol):
 
 class GatedSite:
     """A listener whose connections pass `_Gate`: counted, capped, timed, then TLS, then
-    `connection(on_first_request)`'s protocol (`webhook.http1.HttpServer.connection`)."""
+    `connection(gate)`'s protocol (`webhook.port.WebhookPort.connection`)."""
 
     def __init__(
         self,
-        connection: Callable[[Callable[[], None]], asyncio.Protocol],
+        connection: Callable[[Any], asyncio.Protocol],
         host: str,
         port: int,
         *,
@@ -179,13 +175,15 @@ class GatedSite:
         self.connection = connection
         self.host, self.port, self.backlog, self.reuse_port = host, port, backlog, reuse_port
         self.tls_context = tls_context
-        self.tls_protocol: Any = _LeanTLS  # the running loop's, chosen in start()
         self.limits = limits
         self.metrics = metrics
         self.open = 0
         self.gates: set[_Gate] = set()
+        #: kept-alive connections between requests, the longest idle first
+        self.idle: OrderedDict[_Gate, None] = OrderedDict()
         self._next_limit_warning = 0.0
-        self._server: asyncio.Server | None = None
+        self._listener: socket.socket | None = None
+        self._accepting: asyncio.Task[None] | None = None
 
     def opened(self, gate: _Gate) -> None:
         self.open += 1
@@ -196,8 +194,17 @@ class GatedSite:
     def lost(self, gate: _Gate) -> None:
         self.open -= 1
         self.gates.discard(gate)
+        self.idle.pop(gate, None)
         if self.metrics is not None:
             self.metrics.connections.dec()
+
+    def make_room(self) -> bool:
+        """At the cap: close the longest idle kept-alive connection; False when none is idle."""
+        if not self.idle:
+            return False
+        oldest, _ = self.idle.popitem(last=False)
+        oldest.evict()
+        return True
 
     def closed(self, reason: str) -> None:
         if self.metrics is not None:
@@ -206,21 +213,44 @@ class GatedSite:
             now = time.monotonic()
             if now >= self._next_limit_warning:  # one line per period, however many are refused
                 self._next_limit_warning = now + LIMIT_WARNING_PERIOD
-                log.warning("%d connections open (--max-connections): closing new ones", self.limits.max_connections)
+                log.warning(
+                    "%d connections open (--max-connections), none idle: closing new ones",
+                    self.limits.max_connections,
+                )
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self.tls_protocol = _tls_protocol(loop)
-        self._server = await loop.create_server(
-            lambda: _Gate(self), self.host, self.port, backlog=self.backlog, reuse_port=self.reuse_port
-        )
+        listener = socket.create_server((self.host, self.port), backlog=self.backlog, reuse_port=bool(self.reuse_port))
+        listener.setblocking(False)
+        self._listener = listener
+        self._accepting = loop.create_task(self._accept_forever(listener))
+
+    async def _accept_forever(self, listener: socket.socket) -> None:
+        """Accept connections one by one; the cap acts here, before anything else is done with one."""
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                sock, _ = await loop.sock_accept(listener)
+            except OSError as exc:  # out of file descriptors, or a connection reset in the backlog
+                log.warning("accept failed: %s", exc)
+                await asyncio.sleep(0.1)
+                continue
+            if self.open >= self.limits.max_connections and not self.make_room():
+                self.closed("over_limit")
+                sock.close()
+                continue
+            _Gate(self).accepted(sock)
 
     async def stop(self) -> None:
         """Stop listening; connections still in their TLS handshake are closed (the HTTP server
-        closes the others: `HttpServer.shutdown`)."""
-        if self._server is not None:
-            self._server.close()
-            self._server = None
+        closes the others: `WebhookPort.shutdown`)."""
+        if self._accepting is not None:
+            self._accepting.cancel()
+            await asyncio.gather(self._accepting, return_exceptions=True)
+            self._accepting = None
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
         for gate in list(self.gates):
-            if gate.handler is None and gate.raw is not None:
-                gate.raw.abort()
+            if gate.handler is None:
+                gate._abort()

@@ -200,8 +200,9 @@ class WebhookMetrics:
         )
         self.connections_closed = Counter(
             "colocate_webhook_connections_closed_total",
-            "Connections the server closed itself, by reason: over_limit (--max-connections), "
-            "first_request_timeout, tls_handshake_failed.",
+            "Connections the server closed itself, by reason: over_limit (--max-connections, none idle), "
+            "idle_evicted (the longest idle, to make room at --max-connections), first_request_timeout, "
+            "tls_handshake_failed.",
             ["reason"],
             registry=registry,
         )

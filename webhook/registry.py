@@ -231,7 +231,8 @@ def pod_routes() -> Sequence[Route]:
 
 
 def node_routes() -> Sequence[Route]:
-    """Status updates are amplified; label changes are checked against the node strategies (spec 8)."""
+    """Status updates are amplified; label changes are checked against the node strategies
+    (`pkg/webhook/node/`)."""
     node_status = Target(
         kind="Node", api_group="", api_version="v1", resource="nodes", sub_resource="status", object_type="node"
     )
@@ -255,7 +256,8 @@ def node_routes() -> Sequence[Route]:
 
 
 def reservation_routes() -> Sequence[Route]:
-    """Profiles applied to Reservations (spec 9); the validating route is colocate's and admits all."""
+    """Profiles applied to Reservations (`pkg/webhook/reservation/mutating/`); the validating route
+    is colocate's and admits all."""
     reservations = Target(
         kind=RESERVATION_KIND,
         api_group=RESERVATION_GROUP,
@@ -283,7 +285,7 @@ def reservation_routes() -> Sequence[Route]:
 
 
 def elastic_quota_routes() -> Sequence[Route]:
-    """Quota defaulting and the quota-tree checks (spec 10)."""
+    """Quota defaulting and the quota-tree checks (`pkg/webhook/elasticquota/`)."""
     quotas = Target(
         kind=ELASTIC_QUOTA_KIND,
         api_group=ELASTIC_QUOTA_GROUP,
@@ -311,7 +313,8 @@ def elastic_quota_routes() -> Sequence[Route]:
 
 
 def configmap_routes() -> Sequence[Route]:
-    """The slo-controller-config checks (spec 11); only ConfigMaps labelled as that config are sent."""
+    """The slo-controller-config checks (`pkg/webhook/cm/`); only ConfigMaps labelled as that config
+    are sent."""
     return [
         Route(
             path="/validate-configmap",

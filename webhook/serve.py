@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from certs.generate import ensure_serving_certs
-from certs.manager import ManagerSettings, self_management
+from certs.manager import ManagerSettings, self_management, wait_for_projection
 from certs.material import CertPaths
 from cli import eventloop
 from cli.jsonlog import dropped_lines, json_logging
@@ -45,10 +45,19 @@ from cluster.client import api_client
 from cluster.kinds import WatchedKind, transforms_of
 from cluster.store import ClusterStore
 from webhook.compiled import HOT_PATH, compiled_modules
-from webhook.connections import DEFAULT_MAX_BODY, ConnectionLimits
+from webhook.connections import (
+    DEFAULT_HEALTH_ADDRESS,
+    DEFAULT_MAX_BODY,
+    DEFAULT_METRICS_ADDRESS,
+    Address,
+    ConnectionLimits,
+    bind_address,
+)
 from webhook.gate import GatedSite
+from webhook.port import build_server
+from webhook.probes import ProbeListeners
 from webhook.registry import Registry, default_routes
-from webhook.server import Lifecycle, build_server
+from webhook.server import Lifecycle
 from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots, KubeSettings
 from webhook.state import StateHolder
 from webhook.tls_reload import CertReloader, LoadedChain, new_server_context
@@ -81,7 +90,26 @@ class ServeConfig:
     stuck_scan_after: float = 30.0  # warn when a --cluster directory scan runs longer than this
     audit_interval: float = 0.0  # audit running pods (and write PolicyReports) this often; 0: never
     event_loop: str = "auto"  # cli.eventloop.EVENT_LOOPS: uvloop where installed
+    refuse_sensitive_patches: bool = False  # policies/patch_risks.py: refuse such profiles
     admission_plugins: tuple[str, ...] = ()  # installed plugins to enable (`webhook.plugins`)
+    #: /healthz and /readyz, and /metrics, on their own listeners (None: metrics off; webhook.probes)
+    health_address: Address | None = bind_address(DEFAULT_HEALTH_ADDRESS)
+    metrics_address: Address | None = bind_address(DEFAULT_METRICS_ADDRESS)
+
+
+class CannotListen(OSError):
+    """Binding one of the listeners failed: `where` says which (`host:port (flag)`)."""
+
+    def __init__(self, where: str, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror)
+        self.where = where
+
+
+async def _listen(start: Awaitable[None], where: str) -> None:
+    try:
+        await start
+    except OSError as exc:
+        raise CannotListen(where, exc) from exc
 
 
 class Source(Protocol):
@@ -109,9 +137,14 @@ def make_source(config: ServeConfig, registry: Registry, metrics: Any) -> Source
             interval=config.reload_interval,
             stuck_after=config.stuck_scan_after,
             transforms=transforms_of(kinds),
+            refuse_sensitive=config.refuse_sensitive_patches,
         )
     return ApiServerSnapshots(
-        api_client(config.kubeconfig, config.context), kinds, config.kube, on_failure=metrics.store_health.watch_failed
+        api_client(config.kubeconfig, config.context),
+        kinds,
+        config.kube,
+        on_failure=metrics.store_health.watch_failed,
+        refuse_sensitive=config.refuse_sensitive_patches,
     )
 
 
@@ -190,9 +223,15 @@ def _background(
     if config.audit_interval > 0:
         coroutines.append(_audit(config, state, metrics, published or asyncio.Event()))
     if config.self_managed is not None:
-        identity = f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-        coroutines.append(self_management(api_client(config.kubeconfig, config.context), config.self_managed, identity))
+        coroutines.append(
+            self_management(api_client(config.kubeconfig, config.context), config.self_managed, _identity())
+        )
     return [asyncio.create_task(c) for c in coroutines]
+
+
+def _identity() -> str:
+    """This process's name in the certificate Lease election."""
+    return f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
 
 
 def _audit(config: ServeConfig, state: StateHolder, metrics: Any, published: asyncio.Event) -> Any:
@@ -276,7 +315,16 @@ async def serve_forever(
         body_timeout=limits.first_request_timeout,
         client_certs=config.client_ca is not None,
         max_body_bytes=limits.max_body_bytes,
+        max_connections=limits.max_connections,
         idle_timeout=limits.idle_timeout,
+    )
+    probes = ProbeListeners(
+        config.health_address,
+        config.metrics_address,
+        state,
+        metrics,
+        lifecycle,
+        reuse_port=reuse_port or config.reuse_port or None,
     )
     reloader = cert_reloader(config, metrics)
     if config.client_ca is not None:
@@ -302,11 +350,14 @@ async def serve_forever(
     try:
         if listen_when_ready and await _first(signals.get(), loaded.wait()) == 0:
             return  # stopped before the state was loaded: never listened, nothing to drain
-        await site.start()
+        await _listen(probes.start(), probes.describe())
+        await _listen(site.start(), f"{config.host}:{config.port}")
         log.info(
-            "serving admission webhooks on https://%s:%d (pid %d; hot path compiled: %d of %d modules)",
+            "serving admission webhooks on https://%s:%d, probes and metrics on %s "
+            "(pid %d; hot path compiled: %d of %d modules)",
             config.host,
             config.port,
+            ", ".join(f"http://{host}:{port}{sorted(paths)}" for (host, port), paths in probes.listeners.items()),
             os.getpid(),
             len(compiled_modules()),
             len(HOT_PATH),
@@ -322,6 +373,7 @@ async def serve_forever(
         lifecycle.draining = True
         await site.stop()  # stop listening
         await server.shutdown(config.shutdown_timeout)  # finish in-flight requests, close the connections
+        await probes.stop()
         for task in tasks:
             task.cancel()
         await asyncio.wait(tasks, timeout=6.0)
@@ -342,6 +394,15 @@ def run(config: ServeConfig) -> int:
     with json_logging(config.log_level):  # a no-op under the CLI, which turned it on already
         if config.cluster is None:
             api_client(config.kubeconfig, config.context).close()  # fail now on an unusable kubeconfig
+        if config.self_managed is not None and not CertPaths(config.cert_dir).complete():
+            # In a cluster: the certificate comes from the Secret (created by the leader), never from here.
+            management = self_management(
+                api_client(config.kubeconfig, config.context), config.self_managed, _identity()
+            )
+            waiting = wait_for_projection(
+                CertPaths(config.cert_dir), management, config.self_managed, config.cert_reload_interval
+            )
+            eventloop.run(waiting, config.event_loop)
         paths, created = ensure_serving_certs(config.cert_dir, config.dns_names)
         if created:
             log.info("generated a CA and serving certificate in %s (trust %s)", config.cert_dir, paths.ca)

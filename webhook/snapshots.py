@@ -31,7 +31,7 @@ from cluster.kinds import Transform, WatchedKind, transforms_of
 from cluster.kube import KubeSource
 from cluster.reflector import ReflectorSettings
 from cluster.store import ClusterStore, Object, ObjectKey, StoreSettings
-from policies.snapshot import ClusterSnapshot, SnapshotBuilder
+from policies.snapshot import ClusterSnapshot, LoadProblem, SnapshotBuilder
 from webhook.state import StateHolder
 
 log = logging.getLogger("colocate.state")
@@ -51,10 +51,10 @@ class SnapshotIndex:
     """Keeps a `SnapshotBuilder` in step with a store; `build()` makes the next snapshot.
     `strict` when the store is filled from files: profiles are held to the CRD's schema."""
 
-    def __init__(self, store: ClusterStore, *, strict: bool = False) -> None:
+    def __init__(self, store: ClusterStore, *, strict: bool = False, refuse_sensitive: bool = False) -> None:
         self.store = store
         self.dirty = threading.Event()
-        self._builder = SnapshotBuilder(strict=strict)
+        self._builder = SnapshotBuilder(strict=strict, refuse_sensitive=refuse_sensitive)
         store.subscribe(self)
 
     def object_put(self, kind: str, key: ObjectKey, obj: Object, old: Object | None, source: str) -> None:
@@ -79,7 +79,8 @@ class SnapshotIndex:
 class DirectorySnapshots:
     """Embedded mode: the snapshots of a directory of manifests, re-read when files change.
     `transforms`: what is kept of each object of a kind (`cluster.kinds.transforms_of` of the
-    watched kinds, as in live mode); other kinds are kept whole."""
+    watched kinds, as in live mode); other kinds are kept whole. `run` logs each problem once, when
+    it appears; a one-shot command (`scan`) prints them itself."""
 
     def __init__(
         self,
@@ -87,11 +88,13 @@ class DirectorySnapshots:
         interval: float = 1.0,
         stuck_after: float = 30.0,
         transforms: Mapping[str, Transform] | None = None,
+        refuse_sensitive: bool = False,
     ) -> None:
         self.root, self.interval, self.stuck_after = root, interval, stuck_after
         self.store = ClusterStore(transforms=transforms)
-        self._source = DirectorySource(root, self.store)
-        self._index = SnapshotIndex(self.store, strict=True)  # no API server checked these files
+        self._source = DirectorySource(root, self.store, log_problems=False)
+        self._logged: frozenset[LoadProblem] = frozenset()
+        self._index = SnapshotIndex(self.store, strict=True, refuse_sensitive=refuse_sensitive)  # files: no API server
 
     def scan(self) -> ClusterSnapshot | None:
         """Re-read changed files; a new snapshot when anything changed, else None. Blocking I/O."""
@@ -124,8 +127,10 @@ class DirectorySnapshots:
             else:
                 scan = None
                 if snapshot is not None:
-                    for problem in snapshot.problems:
-                        log.warning("%s: %s", problem.source, problem.message)
+                    for problem in snapshot.problems:  # once each: a broken file is not a log line per scan
+                        if problem not in self._logged:
+                            log.warning("%s: %s", problem.source, problem.message)
+                    self._logged = frozenset(snapshot.problems)
                     state.publish(snapshot)
                     log.info(
                         "cluster state loaded from %s: %d profiles, %d problems",
@@ -149,13 +154,14 @@ class ApiServerSnapshots:
         settings: KubeSettings = KubeSettings(),
         clock: Callable[[], float] = time.monotonic,
         on_failure: Callable[[str, str], None] | None = None,
+        refuse_sensitive: bool = False,
     ) -> None:
         self.settings, self.clock = settings, clock
         self.store = ClusterStore(
             [k.kind for k in kinds], StoreSettings(settings.stale_log_interval), clock, on_failure, transforms_of(kinds)
         )
         self._source = KubeSource(api, kinds, self.store, settings.reflector)
-        self._index = SnapshotIndex(self.store)
+        self._index = SnapshotIndex(self.store, refuse_sensitive=refuse_sensitive)
 
     def synced(self) -> bool:
         return self.store.synced()

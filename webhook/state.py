@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from policies.snapshot import EMPTY_SNAPSHOT, ClusterSnapshot
 
@@ -15,10 +14,8 @@ class StateHolder:
     snapshot: ClusterSnapshot = EMPTY_SNAPSHOT
     ready: bool = False
     generation: int = 0
-    updated_at: float = field(default_factory=time.monotonic)
 
     def publish(self, snapshot: ClusterSnapshot) -> None:
         self.snapshot = snapshot
         self.generation += 1
-        self.updated_at = time.monotonic()
         self.ready = True

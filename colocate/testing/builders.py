@@ -10,7 +10,9 @@ fails a test instead of agreeing with itself.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -46,6 +48,18 @@ def make_container(
     return container
 
 
+def pod_uid(name: str, namespace: str = "default") -> str:
+    """The UID `make_pod(..., uid=True)` gives a pod: a UUID, as the API server assigns, stable per
+    name (the node agent refuses pods whose UID is not a UUID)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"pod/{namespace}/{name}"))
+
+
+def container_hash(name: str) -> str:
+    """A 64-hex container ID (what containerd and docker report) standing for `name`: the agent
+    refuses `containerID`s of any other form."""
+    return hashlib.sha256(name.encode()).hexdigest()
+
+
 def make_pod(
     name: str = "pod-1",
     namespace: str = "default",
@@ -65,13 +79,17 @@ def make_pod(
     phase: str | None = None,
     scheduled_at: str | None = None,
     initialized_at: str | None = None,
+    uid: str | bool | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
     """A Pod. `requests`/`limits` go to one container `main` unless `containers` is given; `qos` and
     `priority_class` are Koordinator's labels; `node` is spec.nodeName; `scheduled_at` and
-    `initialized_at` are the times of the PodScheduled and Initialized conditions; any other keyword
+    `initialized_at` are the times of the PodScheduled and Initialized conditions; `uid=True` gives
+    the pod its `pod_uid`, as the API server gives every pod one (the node agent needs it); any other keyword
     is a spec field (Kubernetes' spelling, e.g. `priorityClassName="koord-batch"`)."""
     metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if uid is not None:
+        metadata["uid"] = pod_uid(name, namespace) if uid is True else uid
     if labels is not None or qos is not None or priority_class is not None:
         all_labels = dict(labels or {})
         if qos is not None:

@@ -1,4 +1,5 @@
-"""`/mutate-...-elasticquota` and `/validate-...-elasticquota` (spec 10).
+"""`/mutate-...-elasticquota` and `/validate-...-elasticquota` (Koordinator's
+`pkg/webhook/elasticquota/`).
 
 The quota tree comes from the cluster snapshot (`tree.quota_tree_of(snapshot)`, built once per
 snapshot); a request is judged against it and never changes it.
@@ -40,7 +41,9 @@ def validate_create(tree: QuotaTree, quota: Mapping[str, Any]) -> None:
 
 
 def _tracked_fields(quota: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What an UPDATE must touch to be validated at all (Koordinator's `quotaFieldsCopy`, quirk 9)."""
+    """What an UPDATE must touch to be validated at all (Koordinator's `quotaFieldsCopy`: an UPDATE
+    that changes none of the parent, is-parent and tree-id labels, the namespaces annotation or the
+    spec is not validated)."""
     labels = labels_of(quota)
     return (
         labels.get(LABEL_QUOTA_PARENT, ""),

@@ -1,4 +1,5 @@
-"""The quota checks of spec 10.4 step 3 (the quota on its own) and 10.6 (the quota in its tree).
+"""The quota checks of Koordinator's `pkg/webhook/elasticquota/quota_topology_check.go`: the quota
+on its own (`validateQuotaSelfItem`) and in its tree (`validateQuotaTopology`).
 
 Messages are Koordinator's (quota_topology_check.go), typos and spacing included. Where Go iterates a
 map (random order) we go by sorted name so that the same input always gives the same message.

@@ -1,4 +1,5 @@
-"""ElasticQuota defaulting on CREATE (spec 10.3, Koordinator's `fillQuotaDefaultInformation`)."""
+"""ElasticQuota defaulting on CREATE (Koordinator's `fillQuotaDefaultInformation`,
+`pkg/webhook/elasticquota/quota_topology.go`)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def fill_quota_defaults(quota: dict[str, Any], tree: QuotaTree) -> None:
     max_quota = resource_list(raw_max, f"ElasticQuota {name}: spec.max")
     current = annotations.get(ANNOTATION_QUOTA_SHARED_WEIGHT)
     if not current:
-        # A quota without spec.max gets the literal `null`, as Go marshals a nil map (quirk 8).
+        # A quota without spec.max gets the literal `null`, as Go marshals a nil map (docs/koordinator.md: kept).
         annotations[ANNOTATION_QUOTA_SHARED_WEIGHT] = "null" if raw_max is None else _resource_list_json(max_quota)
         return
     try:

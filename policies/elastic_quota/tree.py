@@ -1,4 +1,5 @@
-"""The ElasticQuota tree the quota webhooks judge against (spec 10.2).
+"""The ElasticQuota tree the quota webhooks judge against
+(`pkg/webhook/elasticquota/quota_topology.go`).
 
 Koordinator keeps it in memory, fed by an informer; colocate builds it once per cluster snapshot from
 the ElasticQuotas (and the Pods, for the "bound pods" checks) of the state directory. The tree is
@@ -163,5 +164,6 @@ class QuotaTree:
 
 
 def quota_tree_of(snapshot: ClusterSnapshot) -> QuotaTree:
-    """The snapshot's ElasticQuota tree (spec 10.2), built on first use and kept with it."""
+    """The snapshot's ElasticQuota tree (`quota_topology.go`), built on first use and kept with
+    it."""
     return snapshot.derived("quota_tree", lambda s: QuotaTree.build(s.list(ELASTIC_QUOTA_KIND), s.list("Pod")))

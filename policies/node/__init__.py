@@ -1,13 +1,14 @@
-"""`/mutate-node-status` and `/validate-node` (spec 8): one plugin each, run by the shared loop."""
+"""`/mutate-node-status` and `/validate-node` (Koordinator's `pkg/webhook/node/`): one plugin each,
+run by the shared loop."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from policies.admission import UPDATE, AdmissionContext, Denied, MutatingPlugin, Read, ValidatingPlugin
+from policies.admission import CREATE, UPDATE, AdmissionContext, Denied, MutatingPlugin, Read, ValidatingPlugin
 from policies.constants import SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
-from policies.node.amplification import amplify_node
+from policies.node.amplification import amplify_node, check_node_ratios
 from policies.objects import labels_of, name_of
 from policies.slo_config import node_conflict_in_config
 
@@ -47,9 +48,24 @@ class SLOManagerConfigConflictForNodePlugin:
             raise Denied(conflict)
 
 
+class NodeAmplificationRatioPlugin:
+    """A node whose amplification-ratio annotation would break `/mutate-node-status` is refused
+    where the annotation is written: a ratio that does not parse, is not finite, or amplifies the
+    node's allocatable past the largest quantity (Koordinator does not check; 1e308 crashed the
+    status webhook and 1e19 published 40E of cpu)."""
+
+    name = "NodeAmplificationRatio"
+    operations = frozenset({CREATE, UPDATE})
+    reads: frozenset[Read] = frozenset()
+
+    def validate(self, obj: Mapping[str, Any], ctx: AdmissionContext) -> None:
+        if ctx.request.operation in self.operations:
+            check_node_ratios(obj)
+
+
 def node_status_mutating_plugins() -> list[MutatingPlugin]:
     return [NodeResourceAmplificationPlugin()]
 
 
 def node_validating_plugins() -> list[ValidatingPlugin]:
-    return [SLOManagerConfigConflictForNodePlugin()]
+    return [SLOManagerConfigConflictForNodePlugin(), NodeAmplificationRatioPlugin()]

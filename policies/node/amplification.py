@@ -1,4 +1,5 @@
-"""Node resource amplification on `nodes/status` UPDATE (spec 8.1).
+"""Node resource amplification on `nodes/status` UPDATE
+(`pkg/webhook/node/plugins/resourceamplification/resource_amplification.go`).
 
 The kubelet reports the real allocatable; Koordinator keeps it in the raw-allocatable annotation and
 publishes cpu/memory multiplied by the node's amplification ratios, so the scheduler can overcommit a
@@ -8,6 +9,7 @@ node without the kubelet knowing. Only a change of the reported cpu/memory refre
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -17,6 +19,9 @@ from policies.objects import annotations_of, ensure_map, metadata_of
 from policies.quantity import Quantity, QuantityError
 
 AMPLIFIED_RESOURCES: Final = (RESOURCE_CPU, RESOURCE_MEMORY)
+#: the largest amount a Kubernetes quantity holds as an int64 (cpu in millicores, memory in bytes):
+#: what Koordinator's `Amplify` (apis/extension/node_resource_amplification.go) converts back to
+MAX_AMPLIFIED: Final = 2**63 - 1
 
 
 def _allocatable(node: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -33,7 +38,7 @@ def _amplified_quantities(allocatable: Mapping[str, Any] | None, where: str) -> 
             try:
                 found[name] = Quantity.parse(allocatable[name])
             except QuantityError as exc:
-                raise Denied(f"{where}[{name}]: {exc}", code=500) from exc
+                raise Denied(f"{where}[{name}]: {exc}", code=400) from exc  # as Go fails to decode it
     return found
 
 
@@ -61,8 +66,50 @@ def parse_ratios(text: str) -> dict[str, float]:
                 f"ratio of {name} must be a number, got {json.dumps(ratio)}",
                 code=500,
             )
-        ratios[name] = float(ratio)
+        try:
+            ratios[name] = float(ratio)
+        except OverflowError:  # an integer of hundreds of digits
+            ratios[name] = math.inf
+        if not math.isfinite(ratios[name]):
+            raise Denied(f"annotation {ANNOTATION_AMPLIFICATION_RATIO}: ratio of {name} must be a finite number")
     return ratios
+
+
+def _amount(quantity: Quantity, name: str) -> int:
+    """The int64 Koordinator amplifies: millicores of cpu, bytes of memory."""
+    return quantity.milli_value() if name == RESOURCE_CPU else quantity.value()
+
+
+def ratio_range_error(ratios: Mapping[str, float], raw: Mapping[str, Quantity]) -> str | None:
+    """Why amplifying `raw` by `ratios` leaves the range of a quantity, or None."""
+    for name in AMPLIFIED_RESOURCES:
+        ratio = ratios.get(name)
+        if ratio is None or ratio <= 1 or name not in raw:
+            continue
+        if _amount(raw[name], name) * ratio > MAX_AMPLIFIED:
+            return (
+                f"annotation {ANNOTATION_AMPLIFICATION_RATIO}: ratio {ratio:g} of {name} amplifies "
+                f"{raw[name].canonical()} past the largest quantity ({MAX_AMPLIFIED} "
+                f"{'millicores' if name == RESOURCE_CPU else 'bytes'})"
+            )
+    return None
+
+
+def check_node_ratios(node: Mapping[str, Any]) -> None:
+    """Refuse a node whose ratio annotation does not parse, is not finite, or amplifies its
+    allocatable (the raw-allocatable annotation, else status.allocatable) out of range."""
+    ratio_text = annotations_of(node).get(ANNOTATION_AMPLIFICATION_RATIO)
+    if not ratio_text:
+        return
+    ratios = parse_ratios(ratio_text)
+    raw_text = annotations_of(node).get(ANNOTATION_RAW_ALLOCATABLE)
+    if raw_text:
+        raw = _raw_from_annotation(raw_text)
+    else:
+        raw = _amplified_quantities(_allocatable(node), "status.allocatable")
+    error = ratio_range_error(ratios, raw)
+    if error:
+        raise Denied(error)
 
 
 def _raw_from_annotation(text: str) -> dict[str, Quantity]:
@@ -100,6 +147,9 @@ def amplify_node(node: dict[str, Any], old_node: Mapping[str, Any] | None) -> No
     else:
         raw = _raw_from_annotation(raw_text)
     ratios = parse_ratios(ratio_text)
+    error = ratio_range_error(ratios, raw)
+    if error:
+        raise Denied(error)
     for name in AMPLIFIED_RESOURCES:
         ratio = ratios.get(name)
         if ratio is None or ratio <= 1 or name not in raw:

@@ -1,4 +1,5 @@
-"""`/mutate-pod`: the pod mutating plugins, in Koordinator's order (spec 5.1).
+"""`/mutate-pod`: the pod mutating plugins, in Koordinator's order
+(`pkg/webhook/pod/mutating/mutating_handler.go`).
 
 CREATE only; UPDATE, DELETE and CONNECT are admitted untouched, even for pods that opted into the
 UPDATE registration with `pod.koordinator.sh/mutating-update`.
@@ -15,6 +16,7 @@ from policies.pod_mutation.extended_resource_spec import set_extended_resource_s
 from policies.pod_mutation.resource_rewrite import rewrite_pod_resources
 from policies.pod_validation import pod_validating_plugins
 from policies.profile_apply import PROFILE_READS, apply_profiles_in_place, enforced_profiles
+from policies.shape import pod_structure_error
 from policies.strategic_merge import POD_SCHEMA
 from policies.warn_only import WarnOnlyProfilesPlugin
 
@@ -27,7 +29,8 @@ def _pod_spec(pod: dict[str, Any]) -> dict[str, Any]:
 
 
 class ClusterColocationProfilePlugin:
-    """Matched profiles in name order, then the batch/mid resource rewrite once (spec 5.2-5.5)."""
+    """Matched profiles in name order, then the batch/mid resource rewrite once
+    (`pkg/webhook/pod/mutating/cluster_colocation_profile.go`)."""
 
     name = "ClusterColocationProfile"
     operations = frozenset({CREATE})
@@ -42,7 +45,7 @@ class ClusterColocationProfilePlugin:
         matched = enforced_profiles(matched, ctx)
         if not matched:
             return
-        if not apply_profiles_in_place(obj, matched, ctx, _pod_spec, POD_SCHEMA):
+        if not apply_profiles_in_place(obj, matched, ctx, _pod_spec, POD_SCHEMA, pod_structure_error):
             before = json_copy(obj) if ctx.explaining else None
             rewrite_pod_resources(obj)
             ctx.record("batch/mid resource rewrite", True, before, obj)

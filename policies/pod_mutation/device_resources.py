@@ -1,4 +1,4 @@
-"""GPU resource normalisation (spec 5.7).
+"""GPU resource normalisation (`pkg/webhook/pod/mutating/device_resource_spec.go`).
 
 `koordinator.sh/gpu: N` becomes `gpu-core: N` and `gpu-memory-ratio: N`; every GPU container gets a
 `gpu.shared` count unless it asked for one.

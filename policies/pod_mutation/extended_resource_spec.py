@@ -1,4 +1,5 @@
-"""The `node.koordinator.sh/extended-resource-spec` annotation (spec 5.6).
+"""The `node.koordinator.sh/extended-resource-spec` annotation
+(`pkg/webhook/pod/mutating/extended_resource_spec.go`).
 
 A JSON copy of each container's batch resources, for the node agent. Written on every CREATE when it
 differs from what the pod carries (compared by value), so a stale annotation is corrected to `{}`.

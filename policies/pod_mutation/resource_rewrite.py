@@ -1,4 +1,5 @@
-"""Batch / mid resource rewrite (spec 5.5).
+"""Batch / mid resource rewrite (`mutatePodResourceSpec` in
+`pkg/webhook/pod/mutating/cluster_colocation_profile.go`).
 
 For a pod whose defaulted priority class is koord-batch or koord-mid, cpu and memory of every init
 container and container become the extended resources of that class: cpu as an integer count of

@@ -1,4 +1,5 @@
-"""`/validate-pod`: the pod validating plugins in Koordinator's order (spec 7).
+"""`/validate-pod`: the pod validating plugins in Koordinator's order
+(`pkg/webhook/pod/validating/`).
 
 The first plugin that refuses ends the request with its message (code 400). Gated validators that
 Koordinator keeps off by default (quota admission, device resources, enhanced validator) are not run.
@@ -17,7 +18,8 @@ from policies.pod_validation.colocation import colocation_errors
 
 
 class ReservePodPlugin:
-    """Users may not set the internal reservation-pod marker (spec 7.1)."""
+    """Users may not set the internal reservation-pod marker
+    (`pkg/webhook/pod/validating/verify_annotations.go`)."""
 
     name = "ReservePod"
     operations = frozenset({CREATE, UPDATE})

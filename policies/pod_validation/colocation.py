@@ -1,4 +1,5 @@
-"""Colocation rules for pods (spec 7.2); every applicable error is collected."""
+"""Colocation rules for pods (`pkg/webhook/pod/validating/cluster_colocation_profile.go`); every
+applicable error is collected."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`/validate-configmap`: the slo-controller-config strategies (spec 11).
+"""`/validate-configmap`: the slo-controller-config strategies
+(`pkg/webhook/cm/plugins/sloconfig/`).
 
 Only `koordinator-system/slo-controller-config` is examined; every other ConfigMap, and every DELETE,
 is admitted. On CREATE every non-empty strategy key is checked, on UPDATE only the keys whose text

@@ -1,4 +1,5 @@
-"""The strategy documents of the slo-controller-config ConfigMap, parsed and checked (spec 11, 8.2).
+"""The strategy documents of the slo-controller-config ConfigMap, parsed and checked
+(`pkg/webhook/cm/plugins/sloconfig/`, `pkg/webhook/node/plugins/sloconfig/slo_plugin.go`).
 
 Each data key holds one JSON document: a cluster-wide strategy plus node-scoped entries, each with a
 name and a nodeSelector. Errors are Koordinator's JSON-shaped texts (`___{"reason":..,"message":..}___`,
@@ -200,7 +201,8 @@ def _synthetic_nodes(entries: Iterable[NodeEntry]) -> list[dict[str, str]]:
 
 
 def parse_all(data: Mapping[str, Any], configmap: str) -> list[StrategyDocument]:
-    """Every strategy document of the ConfigMap that parses; the others are skipped (spec 8.2)."""
+    """Every strategy document of the ConfigMap that parses; the others are skipped
+    (`slo_plugin.go`)."""
     documents = []
     for kind in STRATEGY_KINDS:
         text = data.get(kind.key)

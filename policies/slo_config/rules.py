@@ -116,6 +116,8 @@ def _check_type(value: Any, rule: Rule, path: str) -> None:
         raise TypeMismatch(f"cannot unmarshal {json_type(value)} into field {path} of type {kind}")
     if rule.integer and isinstance(value, float) and not value.is_integer():
         raise TypeMismatch(f"cannot unmarshal number {value} into field {path} of type int64")
+    if rule.integer and not -(2**63) <= value < 2**63:
+        raise TypeMismatch(f"cannot unmarshal number {value} into field {path} of type int64")
 
 
 def json_type(value: Any) -> str:
@@ -130,27 +132,47 @@ def json_type(value: Any) -> str:
     return "number"
 
 
-def _first_failure(name: str, value: float, rule: Rule, siblings: Mapping[str, Any]) -> str | None:
+def _partner_bound(schema: Schema, partner: str, upper: bool) -> float | None:
+    """The largest (`upper`) or smallest value the partner's own rule allows; None when unbounded."""
+    rule = schema.get(partner)
+    if not isinstance(rule, Rule):
+        return None
+    if upper:
+        return rule.max
+    return rule.min if rule.min is not None else rule.gt
+
+
+def _first_failure(
+    name: str, value: float, rule: Rule, siblings: Mapping[str, Any], schema: Schema, partner_required: bool
+) -> str | None:
     if rule.gt is not None and not value > rule.gt:
         return f"{name} must be greater than {_number_text(rule.gt)}"
     if rule.min is not None and value < rule.min:
         return f"{name} must be {_number_text(rule.min)} or greater"
     if rule.max is not None and value > rule.max:
         return f"{name} must be {_number_text(rule.max)} or less"
-    if rule.greater_than_field:
-        other = siblings.get(rule.greater_than_field)
-        if not isinstance(other, (int, float)) or not value > other:
-            return f"{name} must be greater than {rule.greater_than_field}"
-    if rule.less_than_field:
-        other = siblings.get(rule.less_than_field)
-        if not isinstance(other, (int, float)) or not value < other:
-            return f"{name} must be less than {rule.less_than_field}"
+    for partner, greater in ((rule.greater_than_field, True), (rule.less_than_field, False)):
+        if not partner:
+            continue
+        other = siblings.get(partner)
+        if other is None and not partner_required:
+            # an absent partner may take any value its own rule allows: the pair must be satisfiable
+            other = _partner_bound(schema, partner, upper=not greater)
+            if other is None:
+                continue
+        if not isinstance(other, (int, float)) or not (value > other if greater else value < other):
+            return f"{name} must be {'greater' if greater else 'less'} than {partner}"
     return None
 
 
-def check_fields(document: Mapping[str, Any], schema: Schema, path: str, failures: dict[str, str]) -> None:
+def check_fields(
+    document: Mapping[str, Any], schema: Schema, path: str, failures: dict[str, str], partner_required: bool = True
+) -> None:
     """Add `path.field -> reason` for every field of `document` that breaks its rule.
 
+    `partner_required` (the ConfigMap, as go-playground's `gtfield`/`ltfield` judge it): a field tied
+    to an absent sibling fails. Without it (a rendered NodeSLO, which carries Koordinator's defaults
+    such as `memoryEvictThresholdPercent: 70` alone) the pair need only be satisfiable.
     Raises TypeMismatch for a value of the wrong JSON type (Koordinator fails to decode those).
     """
     for name, rule in schema.items():
@@ -160,10 +182,10 @@ def check_fields(document: Mapping[str, Any], schema: Schema, path: str, failure
         where = f"{path}.{name}"
         if isinstance(rule, Rule):
             _check_type(value, rule, where)
-            failure = _first_failure(name, value, rule, document)
+            failure = _first_failure(name, value, rule, document, schema, partner_required)
             if failure:
                 failures[where] = failure
         else:
             if not isinstance(value, Mapping):
                 raise TypeMismatch(f"cannot unmarshal {json_type(value)} into field {where} of type object")
-            check_fields(value, rule, where, failures)
+            check_fields(value, rule, where, failures, partner_required)

@@ -150,13 +150,14 @@ def directory_rounds(
     if not args.cluster.is_dir():
         raise errors.UsageError(f"--cluster {args.cluster}: not a directory")
     store = ClusterStore((*DESCHEDULER_KINDS, PDB_KIND))  # offline, the budgets are ours to honour
-    source = DirectorySource(args.cluster, store)
+    source = DirectorySource(args.cluster, store, log_problems=False)  # the first scan's are an error
     try:
         source.scan()
     except ManifestError as exc:
         raise errors.UsageError(str(exc)) from exc
     if store.problems:
         raise errors.UsageError(f"{store.problems[0].source}: {store.problems[0].message}")
+    source.log_problems = True  # later scans keep the last good objects and log what broke
     view = DeschedulerView(store)
     from scheduler_plugins.descheduler.migration.backend import StoreMigrationBackend
 

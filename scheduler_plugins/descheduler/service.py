@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
-from cluster.health import HealthServer, bind_address
+from cli.flags import bind_address
+from cluster.health import HealthServer
 from cluster.leader import LeaseElector
 from scheduler_plugins.descheduler.cluster import DeschedulerView
 from scheduler_plugins.descheduler.framework.report import RoundReport

@@ -28,6 +28,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from cli import errors, flags
+from cli.eventloop import wait_set
 from cli.parser import Subparsers
 from cluster.files import DirectorySource
 from cluster.kinds import WatchedKind
@@ -37,6 +38,7 @@ from policies.cpuset import parse_cpuset
 from policies.field_errors import ConfigError
 from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, ResourceExecutor, WriteStats
+from scheduler_plugins.koordlet.cgroups.ids import RefusedPath
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout, LayoutError, detect_version
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
 from scheduler_plugins.koordlet.evictor import Evictor, EvictOutcome
@@ -58,7 +60,10 @@ from scheduler_plugins.koordlet.metrics.reporter import CollectPolicy, node_metr
 from scheduler_plugins.koordlet.options import add_strategy_flags, strategy_options
 from scheduler_plugins.koordlet.pods import pod_view
 from scheduler_plugins.koordlet.prometheus import AgentMetrics
-from scheduler_plugins.koordlet.states import KOORDLET_KINDS, CallbackType, NodeStates, node_state
+from scheduler_plugins.koordlet.refusals import EventQueue, Recorder, Refusals
+from scheduler_plugins.koordlet.slo_keeper import EVENT_REASON as SLO_EVENT_REASON
+from scheduler_plugins.koordlet.slo_keeper import NodeSLOKeeper
+from scheduler_plugins.koordlet.states import KOORDLET_KINDS, CallbackType, NodeState, NodeStates, node_state
 from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, StrategyOptions
 from scheduler_plugins.koordlet.topology import CPUInfo, machine_processors
 
@@ -134,7 +139,12 @@ class Agent:
         self.layout = CgroupLayout(settings.cgroup_root, detect_version(settings.cgroup_root), settings.driver)
         self.registry = registry or CollectorRegistry()
         self.metrics = AgentMetrics(self.registry)
-        self.executor = ResourceExecutor(self.layout, clock, dry_run=settings.dry_run, on_write=self._written)
+        self.events = EventQueue(self._recorder())
+        self.refusals = Refusals(self.metrics.path_refusals, self.events)
+        self.slo_keeper = NodeSLOKeeper(self._slo_rejected)
+        self.executor = ResourceExecutor(
+            self.layout, clock, dry_run=settings.dry_run, on_write=self._written, on_outside=self.refusals.outside
+        )
         self.host_roots = HostRoots(settings.proc, settings.sys_root, settings.resctrl_root, settings.cgroup_root)
         self.host = HostView(self.host_roots)
         self.host_files = HostFiles(
@@ -144,7 +154,7 @@ class Agent:
             on_write=lambda w: self.metrics.host_writes.labels(w.strategy).inc(),
         )
         self.cache = MetricCache()
-        self.collector = Collector(self.layout, self.cache, settings.proc)
+        self.collector = Collector(self.layout, self.cache, settings.proc, on_refused=self.refusals.pod)
         self.manager = QOSManager(
             options, [*builtin_strategies(), *settings.plugin_strategies], timer=time.perf_counter
         )
@@ -157,21 +167,50 @@ class Agent:
         self.last_reports: dict[str, RoundReport] = {}
         self._warned: set[tuple[str, str]] = set()
 
+    def _recorder(self) -> Recorder | None:
+        if self.api is None:
+            return None
+        from cluster.events import EventRecorder
+
+        return EventRecorder(self.api, "koordlet", self.settings.node_name)
+
     def _evictor(self) -> Evictor:
-        client = recorder = None
+        client = None
         if self.api is not None:
-            from cluster.events import EventRecorder
             from cluster.eviction import EvictionClient
 
             client = EvictionClient(self.api)
-            recorder = EventRecorder(self.api, "koordlet", self.settings.node_name)
+        recorder = self.events.recorder
         return Evictor(client, recorder, self.settings.only_evict_by_api, self.settings.dry_run, self._procs_files)
 
     def _procs_files(self, eviction: Eviction) -> list[Path]:
-        view = pod_view(eviction.pod, self.layout)
+        """The cgroup.procs files of the pod's cgroup, each checked to resolve inside the root:
+        nothing outside it is ever killed."""
+        try:
+            view = pod_view(eviction.pod, self.layout, self.refusals.pod)
+        except RefusedPath as refused:
+            self.refusals.pod(eviction.pod, refused)
+            return []
         subsystem = "cpu" if self.layout.version is CgroupVersion.V1 else ""
         base = self.layout.dir(view.dir, subsystem)
-        return sorted(base.rglob("cgroup.procs")) if base.is_dir() else []
+        if not self.layout.inside(base):
+            self.refusals.outside(str(base), eviction.pod)
+            return []
+        files = []
+        for procs in sorted(base.rglob("cgroup.procs")) if base.is_dir() else []:
+            if self.layout.inside(procs):
+                files.append(procs)
+            else:
+                self.refusals.outside(str(procs), eviction.pod)
+        return files
+
+    def _slo_rejected(self, slo: Object, message: str) -> None:
+        self.metrics.node_slo_rejected.inc()
+        self.events.warn(slo, SLO_EVENT_REASON, message)
+
+    def state(self) -> NodeState:
+        """The node's objects now, with the last good NodeSLO."""
+        return node_state(self.store, self.settings.node_name, self.slo_keeper)
 
     def _written(self, write: CgroupWrite, text: str) -> None:
         self.metrics.writes.labels(write.strategy, write.resource.file(self.layout.version)).inc()
@@ -182,12 +221,13 @@ class Agent:
     # --- one step of each loop (synchronous: tests and the benchmark call them) ------------------
     def collect_once(self) -> None:
         started = time.perf_counter()
-        self.collector.collect(node_state(self.store, self.settings.node_name), self.clock())
+        self.collector.collect(self.state(), self.clock())
         self.metrics.collect_seconds.observe(time.perf_counter() - started)
         self.collected = True
+        self.events.flush()
 
     def round_input(self) -> RoundInput:
-        state = node_state(self.store, self.settings.node_name)
+        state = self.state()
         now = self.clock()
         window = self.options.collect_interval
         if state.node_slo is not None and state.node_slo.threshold.cpu_evict_time_window_seconds:
@@ -195,7 +235,9 @@ class Agent:
         usage = usage_from_cache(
             self.cache, state, now, max_age=2 * self.options.collect_interval + 1, be_window=window
         )
-        return RoundInput.build(state, usage, self.layout, self.executor.read, now, self.processors, self.host)
+        return RoundInput.build(
+            state, usage, self.layout, self.executor.read, now, self.processors, self.host, self.refusals.pod
+        )
 
     def compute(self, names: Sequence[str]) -> RoundReport:
         report = self.manager.run_round(self.round_input(), names)
@@ -229,6 +271,8 @@ class Agent:
     def apply(self, report: RoundReport) -> tuple[WriteStats, list[EvictOutcome]]:
         """Blocking: the cgroup writes, then the evictions."""
         stats = self.executor.apply(report.writes)
+        for failed in stats.failures:
+            self.metrics.write_failures.labels(failed.strategy).inc()
         host = self.host_files.apply(report.host_writes)
         for error in host.errors[:3]:
             log.warning("host file write failed: %s", error)
@@ -239,10 +283,11 @@ class Agent:
             outcome = self.evictor.evict(eviction)
             self.metrics.evictions.labels(eviction.strategy, outcome.outcome).inc()
             outcomes.append(outcome)
+        self.events.flush()
         return stats, outcomes
 
     def report_once(self) -> bool:
-        state = node_state(self.store, self.settings.node_name)
+        state = self.state()
         policy = CollectPolicy.of(state.node_metric)
         status = node_metric_status(self.cache, state, self.clock(), self.clock(), policy)
         ok = write_status(self.api, self.settings.node_name, status)
@@ -259,8 +304,7 @@ class Agent:
             if wake is None:
                 await asyncio.sleep(interval)
                 continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), interval)
+            await wait_set(wake, interval)
             wake.clear()
 
     async def _collect(self) -> None:
@@ -278,12 +322,12 @@ class Agent:
         await asyncio.to_thread(self.report_once)
 
     def _report_interval(self) -> float:
-        return CollectPolicy.of(node_state(self.store, self.settings.node_name).node_metric).report_interval
+        return CollectPolicy.of(self.state().node_metric).report_interval
 
     async def run(self, source: Callable[[], Any]) -> None:
         """Run until cancelled; `source` is the coroutine that keeps the store current."""
         loop = asyncio.get_running_loop()
-        states = NodeStates(self.store, self.settings.node_name, loop)
+        states = NodeStates(self.store, self.settings.node_name, loop, self.slo_keeper)
         self.store.subscribe(states)
         self.store.subscribe(_SyncedIndex(self.store, loop, self.synced))
         for kind in (CallbackType.NODE_SLO_SPEC, CallbackType.ALL_PODS):

@@ -55,7 +55,7 @@ def register_commands(subparsers: Subparsers) -> None:
         "--proc-root", type=Path, default=Path("/proc"), metavar="PATH", help="the host's /proc (SystemConfig)"
     )
     p.add_argument("--now", help="RFC 3339 time of the round (default: now)")
-    add_output(p, ("json", "table"), default="json")
+    add_output(p, ("table", "json"), default="table")
     p.set_defaults(func=run_plan)
 
     add_run_command(commands)

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cluster.events import EventRecorder
 from cluster.eviction import EvictionClient, Outcome
+from scheduler_plugins.koordlet.refusals import Recorder
 from scheduler_plugins.koordlet.strategies.base import Eviction
 
 log = logging.getLogger("colocate.koordlet.evictor")
@@ -57,7 +57,7 @@ class Evictor:
     def __init__(
         self,
         client: EvictionClient | None,
-        recorder: EventRecorder | None,
+        recorder: Recorder | None,
         only_evict_by_api: bool,
         dry_run: bool,
         procs_files: Callable[[Eviction], list[Path]] | None = None,

@@ -26,7 +26,7 @@ CPU_BURST: Final = "CPUBurst"
 SYSTEM_CONFIG: Final = "SystemConfig"
 BE_CPU_MANAGER: Final = "BECPUManager"
 
-#: every koordlet gate with its default (Beta gates on, Alpha off), spec §1
+#: every koordlet gate with its default (Beta gates on, Alpha off), as `pkg/features/koordlet_features.go`
 DEFAULT_GATES: Final[Mapping[str, bool]] = MappingProxyType(
     {
         BE_CPU_SUPPRESS: True,

@@ -1,5 +1,6 @@
 """The NodeSLO (`slo.koordinator.sh/v1alpha1`), parsed once into frozen values with the defaults of
-Koordinator's `sloconfig` (spec §2). Absent fields take the defaults; a field of the wrong type is
+Koordinator's `sloconfig` (`pkg/util/sloconfig/nodeslo_config.go`,
+`apis/slo/v1alpha1/nodeslo_types.go`). Absent fields take the defaults; a field of the wrong type is
 a `ConfigError` naming it (the agent logs it and treats the NodeSLO as missing).
 """
 
@@ -11,6 +12,7 @@ from typing import Any, Final
 
 from policies.constants import QoSClass
 from policies.field_errors import ConfigError
+from policies.slo_config.node_slo import node_slo_failures
 
 CPU_SUPPRESS_POLICY_CPUSET: Final = "cpuset"
 CPU_SUPPRESS_POLICY_CFS_QUOTA: Final = "cfsQuota"
@@ -163,7 +165,7 @@ class ClassQOS:
     memory: MemoryQOS
 
 
-#: sloconfig's defaults per class (spec §2); every `enable` is false
+#: sloconfig's defaults per class (`pkg/util/sloconfig/nodeslo_config.go`); every `enable` is false
 DEFAULT_CLASS_QOS: Final[Mapping[str, ClassQOS]] = {
     QoSClass.LSR: ClassQOS(
         CPUQOS(False, 2, 0, True), MemoryQOS(wmark_ratio=95, wmark_scale_permill=20, wmark_min_adj=-25)
@@ -248,8 +250,17 @@ class NodeSLO:
     spec: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
-    def parse(cls, obj: Mapping[str, Any]) -> NodeSLO:
+    def parse(cls, obj: Mapping[str, Any], *, checked: bool = True) -> NodeSLO:
+        """The NodeSLO with its defaults; `ConfigError` for a field of the wrong type or a value
+        the slo-controller-config rules refuse (`policies/slo_config`, as the webhook does).
+        `checked=False` skips those rules: only tests of a strategy's own handling of such values
+        (Koordinator's strategy tests feed them) build one so."""
         spec = _map(obj, "spec", "")
+        failures = node_slo_failures(spec) if checked else {}
+        if failures:
+            where, reason = sorted(failures.items())[0]
+            more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+            raise ConfigError(where, f"{reason}{more}")
         threshold = ThresholdStrategy.parse(
             _map(spec, "resourceUsedThresholdWithBE", "spec"), "spec.resourceUsedThresholdWithBE"
         )
@@ -273,6 +284,9 @@ class NodeSLO:
                 raise ConfigError(f"spec.hostApplications[{i}].name", "Required value")
             raw_path = app.get("cgroupPath")
             path: Mapping[str, Any] = raw_path if isinstance(raw_path, Mapping) else {}
+            for key in ("parentDir", "relativePath"):
+                if ".." in str(path.get(key) or "").split("/"):
+                    raise ConfigError(f"spec.hostApplications[{i}].cgroupPath.{key}", "must not contain '..'")
             apps.append(
                 HostApplication(
                     str(app["name"]),

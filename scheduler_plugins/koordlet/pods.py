@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,8 +16,6 @@ from policies.constants import (
     LABEL_EVICTION_ENABLED,
     LABEL_KOORDINATOR_PRIORITY,
     PRIORITY_DEFAULT_VALUES,
-    RESOURCE_CPU,
-    RESOURCE_MEMORY,
     KubernetesQoSClass,
     PriorityClass,
     QoSClass,
@@ -25,7 +23,11 @@ from policies.constants import (
 from policies.objects import annotations_of, labels_of, metadata_of, spec_of
 from policies.qos import defaulted_priority_class, defaulted_qos_class, kubernetes_qos_class, raw_qos_class
 from policies.quantity import QuantityError, resource_list
+from scheduler_plugins.koordlet.cgroups.ids import RefusedPath
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout, container_id
+
+#: told of every pod field refused as a path: the pod and why (the agent counts and reports it)
+OnRefused = Callable[[Mapping[str, Any], RefusedPath], None]
 
 
 def _amounts(raw: Any) -> dict[str, int]:
@@ -72,14 +74,6 @@ class PodView:
 
     def batch_memory_request(self) -> int:
         return sum(c.requests.get(BATCH_MEMORY, 0) for c in self.containers)
-
-    def memory_request(self) -> int:
-        """Σ memory requests (BE: Σ batch-memory requests)."""
-        name = BATCH_MEMORY if self.qos is QoSClass.BE else RESOURCE_MEMORY
-        return sum(c.requests.get(name, 0) for c in self.containers)
-
-    def cpu_request_milli(self) -> int:
-        return self.batch_cpu_request() if self.qos is QoSClass.BE else self.request(RESOURCE_CPU)
 
     @property
     def eviction_priority(self) -> int:
@@ -136,16 +130,23 @@ def is_active(pod: Mapping[str, Any]) -> bool:
     return phase not in ("Succeeded", "Failed") and not metadata_of(pod).get("deletionTimestamp")
 
 
-def pod_view(pod: Mapping[str, Any], layout: CgroupLayout) -> PodView:
+def pod_view(pod: Mapping[str, Any], layout: CgroupLayout, on_refused: OnRefused | None = None) -> PodView:
+    """The pod as the strategies see it; `RefusedPath` when its UID is not a UUID. A container
+    whose ID is not its runtime's format gets no cgroup (as if not running), told to `on_refused`."""
     metadata = metadata_of(pod)
     kube_qos = kubernetes_qos_class(pod)
-    pod_dir = layout.pod_dir(kube_qos, str(metadata.get("uid") or ""))
+    pod_dir = layout.pod_dir(kube_qos, metadata.get("uid"))
     containers = []
     for container in spec_of(pod).get("containers") or []:
         if not isinstance(container, Mapping):
             continue
         resources = container.get("resources") or {}
-        found = container_id(pod, str(container.get("name")))
+        try:
+            found = container_id(pod, str(container.get("name")))
+        except RefusedPath as refused:
+            found = None
+            if on_refused is not None:
+                on_refused(pod, refused)
         containers.append(
             ContainerView(
                 str(container.get("name") or ""),
@@ -166,3 +167,24 @@ def pod_view(pod: Mapping[str, Any], layout: CgroupLayout) -> PodView:
         pod_dir,
         tuple(containers),
     )
+
+
+def active_pod_views(
+    pods: Iterable[Mapping[str, Any]], layout: CgroupLayout, on_refused: OnRefused | None = None
+) -> tuple[PodView, ...]:
+    """The views of the running pods; a pod whose UID is refused is left out (and told)."""
+    return every_pod_view((p for p in pods if is_active(p)), layout, on_refused)
+
+
+def every_pod_view(
+    pods: Iterable[Mapping[str, Any]], layout: CgroupLayout, on_refused: OnRefused | None = None
+) -> tuple[PodView, ...]:
+    """The views of `pods`; a pod whose UID is refused is left out (and told)."""
+    views = []
+    for pod in pods:
+        try:
+            views.append(pod_view(pod, layout, on_refused))
+        except RefusedPath as refused:
+            if on_refused is not None:
+                on_refused(pod, refused)
+    return tuple(views)

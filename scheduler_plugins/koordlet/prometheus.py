@@ -61,6 +61,17 @@ class AgentMetrics:
             ["strategy"],
             registry=registry,
         )
+        self.path_refusals = Counter(
+            "koordlet_cgroup_path_refusals_total",
+            "pod fields and paths refused as cgroup paths (pod_uid, container_id, outside_root)",
+            ["reason"],
+            registry=registry,
+        )
+        self.node_slo_rejected = Counter(
+            "koordlet_node_slo_rejected_total",
+            "NodeSLOs refused by the slo-controller-config rules (the last good one stays in force)",
+            registry=registry,
+        )
         self.reports = Counter(
             "koordlet_node_metric_reports_total", "NodeMetric status reports by result", ["result"], registry=registry
         )

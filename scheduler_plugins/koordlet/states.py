@@ -1,5 +1,5 @@
-"""The states the strategies read — the Node, its NodeSLO, its Pods, its NodeResourceTopology —
-and the states-informer callbacks (spec §1.2).
+"""The states the strategies read — the Node, its NodeSLO, its Pods, its NodeResourceTopology — and
+the states-informer callbacks (Koordinator's `pkg/koordlet/statesinformer/`).
 
 `NodeState` is an immutable snapshot taken at the start of a round. `NodeStates` is an index of
 the shared `ClusterStore` (fed by the API server with `spec.nodeName=<node>`, or by a node
@@ -7,7 +7,9 @@ directory) that keeps the objects of one node and signals the callbacks.
 
 Callbacks: `register(type, name, fn)`; `send(type)` puts a signal in a one-slot queue per type,
 dropped if a run is already pending, so a burst of changes costs one run. A worker per type runs
-that type's callbacks one after the other with the object of §1.2 (a None object skips the run).
+that type's callbacks one after the other with its object: the NodeSLO's spec (NodeSLOSpec), none
+(AllPods), the NodeResourceTopology (NodeTopology), the Node (NodeMetadata); a None object skips the
+run.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from policies.field_errors import ConfigError
 from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
 from policies.objects import name_of, spec_of
 from scheduler_plugins.koordlet.nodeslo import HostApplication, NodeSLO
+from scheduler_plugins.koordlet.slo_keeper import NodeSLOKeeper
 
 log = logging.getLogger("colocate.koordlet.states")
 
@@ -45,12 +48,15 @@ class NodeState:
         return name_of(self.node) if self.node else ""
 
 
-def node_state(store: ClusterStore, node_name: str) -> NodeState:
-    """The node's objects in `store` now (pods bound to other nodes are left out)."""
+def node_state(store: ClusterStore, node_name: str, keeper: NodeSLOKeeper | None = None) -> NodeState:
+    """The node's objects in `store` now (pods bound to other nodes are left out). With `keeper`, a
+    NodeSLO that fails validation leaves the last good one in place (and `node_slo_error` says so)."""
     node = store.get("Node", ("", node_name))
     slo_obj = store.get(NODE_SLO_KIND, ("", node_name))
     slo, error = None, None
-    if slo_obj is not None:
+    if slo_obj is not None and keeper is not None:
+        slo, error = keeper.parse(slo_obj)
+    elif slo_obj is not None:
         try:
             slo = NodeSLO.parse(slo_obj)
         except ConfigError as exc:
@@ -167,13 +173,19 @@ _KIND_SIGNALS = {
 class NodeStates:
     """A `StoreIndex` that turns changes of the node's objects into callback signals on the loop."""
 
-    def __init__(self, store: ClusterStore, node_name: str, loop: asyncio.AbstractEventLoop) -> None:
-        self.store, self.node_name, self.loop = store, node_name, loop
+    def __init__(
+        self,
+        store: ClusterStore,
+        node_name: str,
+        loop: asyncio.AbstractEventLoop,
+        keeper: NodeSLOKeeper | None = None,
+    ) -> None:
+        self.store, self.node_name, self.loop, self.keeper = store, node_name, loop, keeper
         self.callbacks = Callbacks(self.state)
         self._pending: set[CallbackType] = set()
 
     def state(self) -> NodeState:
-        return node_state(self.store, self.node_name)
+        return node_state(self.store, self.node_name, self.keeper)
 
     def object_put(self, kind: str, key: ObjectKey, obj: Object, old: Object | None, source: str) -> None:
         self._note(kind)

@@ -1,5 +1,5 @@
 """The node's processors (cpu id, core, socket, NUMA node) and the CPU selection of the cpuset
-suppress policy (`calculateBESuppressCPUSetPolicy`, spec §4).
+suppress policy (`calculateBESuppressCPUSetPolicy` in `cpu_suppress.go`).
 
 Processors come from the machine (`/sys/devices/system/cpu`), or, for `plan`, from a
 NodeResourceTopology's `node.koordinator.sh/cpu-topology` annotation; without either, a node of

@@ -195,7 +195,8 @@ async def serve(
 
     from prometheus_client import CollectorRegistry
 
-    from cluster.health import HealthServer, bind_address
+    from cli.flags import bind_address
+    from cluster.health import HealthServer
     from cluster.metrics import StoreHealthMetrics
     from scheduler_plugins.manager.metrics import ManagerMetrics
     from scheduler_plugins.manager.service import keep_leading, run_rounds, wait_synced

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cli.eventloop import wait_set
 from cluster.leader import LeaseElector
 from scheduler_plugins.manager.cluster import ManagerView
 from scheduler_plugins.manager.metrics import ManagerMetrics
@@ -129,7 +130,5 @@ async def run_rounds(
         if schedule.rounds is not None:
             full = True
             continue
-        try:
-            await asyncio.wait_for(wake.wait(), max(0.0, schedule.resync - (time.monotonic() - last_full)))
-        except TimeoutError:
+        if not await wait_set(wake, max(0.0, schedule.resync - (time.monotonic() - last_full))):
             full = True

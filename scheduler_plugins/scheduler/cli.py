@@ -19,11 +19,12 @@ import yaml
 from cli import errors, flags
 from cli.output import add_output
 from cli.parser import Subparsers
+from cli.progress import enabled as progress_enabled
 from cluster.inputs import objects_of, read_documents
 from policies.feature_gates import FeatureGates
 from policies.field_errors import ConfigError
 from policies.manifests import ManifestError
-from scheduler_plugins.clock import clock_at
+from scheduler_plugins.clock import Clock, clock_at
 from scheduler_plugins.scheduler.cluster.client import InMemoryClient
 from scheduler_plugins.scheduler.cluster.sources import ClusterSource, SnapshotDirectorySource, extender_kinds
 from scheduler_plugins.scheduler.cluster.state import ClusterState
@@ -38,6 +39,7 @@ from scheduler_plugins.scheduler.plugins.elasticquota.report import quota_report
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.registry import installed_registry
 from scheduler_plugins.scheduler.simulator import render
+from scheduler_plugins.scheduler.simulator.clockcheck import ClockCheck, expiration_seconds
 from scheduler_plugins.scheduler.simulator.explain import explain
 from scheduler_plugins.scheduler.simulator.simulate import simulate
 from scheduler_plugins.scheduler.wiring import build_framework
@@ -80,32 +82,43 @@ def register_commands(subparsers: Subparsers) -> None:
     _add_feature_gates(ext)
     ext.set_defaults(func=run_extender)
 
-    sim = commands.add_parser("simulate", help="schedule the pending pods of a snapshot and report placements")
+    sim = commands.add_parser(
+        "simulate",
+        help="schedule the pending pods of a snapshot and report placements",
+        description="Schedule the pending pods of a snapshot (a directory, or the cluster listed once) "
+        "with the profile's plugins, in memory: nothing is written to the cluster. Exit 0 done (even "
+        "with unschedulable pods), 2 bad input or a snapshot without Nodes. NodeMetrics and "
+        "Reservations are judged at --now (default: now); a warning says when that ages them.",
+    )
+    state = sim.add_mutually_exclusive_group(required=True)
     flags.add_cluster_dir(
-        sim,
-        required=True,
+        state,
         reads="Nodes, NodeMetrics, Pods, Reservations, PodGroups, "
         "ElasticQuotas, Devices and NodeResourceTopologies; the "
         "pending Pods are scheduled",
     )
+    flags.add_kubeconfig(state, help="list the cluster once through this kubeconfig instead of --cluster")
+    flags.add_context(sim)
     sim.add_argument("--config", help="KubeSchedulerConfiguration YAML")
     sim.add_argument("--now", help="RFC 3339 time metric expiry is judged against (default: now)")
     add_output(sim, ("table", "json"), default="table")
-    sim.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bar on stderr (default: when stderr is a terminal)",
-    )
+    flags.add_progress(sim)
     _add_feature_gates(sim)
     sim.set_defaults(func=run_simulate)
 
-    exp = commands.add_parser("explain", help="show every node's filter and score outcome for one pod")
+    exp = commands.add_parser(
+        "explain",
+        help="show every node's filter and score outcome for one pod",
+        description="Run one pod through the profile's filters and scores on every node of a snapshot "
+        "(a directory, or the cluster listed once). Exit 0 a node was selected, 1 none fits, 2 bad input.",
+    )
+    state = exp.add_mutually_exclusive_group(required=True)
     flags.add_cluster_dir(
-        exp,
-        required=True,
+        state,
         reads="Nodes, NodeMetrics, Pods, Reservations, PodGroups, ElasticQuotas, Devices and NodeResourceTopologies",
     )
+    flags.add_kubeconfig(state, help="list the cluster once through this kubeconfig instead of --cluster")
+    flags.add_context(exp)
     exp.add_argument(
         "--pod",
         required=True,
@@ -153,14 +166,35 @@ def _features(args: argparse.Namespace) -> FeatureGates:
     return scheduler_gates(args.feature_gates)
 
 
+def _snapshot(args: argparse.Namespace, config: SchedulerConfig) -> ClusterState:
+    """The directory of --cluster, else the cluster of --kubeconfig listed once (nothing is written)."""
+    if args.cluster is not None:
+        return SnapshotDirectorySource(args.cluster).load()
+    from scheduler_plugins.scheduler.cluster.sources import load_live_once
+
+    return load_live_once(_api(args), config.profile().plugin_names())
+
+
+def _warn_about_the_clock(
+    args: argparse.Namespace, config: SchedulerConfig, clock: Clock, cluster: ClusterState
+) -> None:
+    check = ClockCheck(clock(), args.now is not None, expiration_seconds(config))
+    for warning in check.warnings(cluster):
+        print(f"warning: {warning}", file=sys.stderr)
+
+
 def run_simulate(args: argparse.Namespace) -> int:
     try:
         clock, config, features = clock_at(args.now), _config(args.config), _features(args)
-        cluster = SnapshotDirectorySource(args.cluster).load()
+        cluster = _snapshot(args, config)
+        if not cluster.nodes:
+            where = f"--cluster {args.cluster}" if args.cluster is not None else "the cluster"
+            raise SnapshotError(f"{where}: no Nodes: there is nothing to schedule the pods onto")
         framework = build_framework(config, installed_registry(), cluster, clock, features=features)
     except (ConfigError, SnapshotError) as exc:
         return _fail(str(exc))
-    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    _warn_about_the_clock(args, config, clock, cluster)
+    progress = progress_enabled(args.progress)
     _settle()
     report = simulate(Scheduler(framework, cluster, config.percentage_of_nodes_to_score), cluster, progress)
     _emit(report.as_dict(), args.output, render.simulation_table)
@@ -185,11 +219,12 @@ def _read_pod(location: str) -> PodInfo:
 def run_explain(args: argparse.Namespace) -> int:
     try:
         clock, config, features = clock_at(args.now), _config(args.config), _features(args)
-        cluster = SnapshotDirectorySource(args.cluster).load()
+        cluster = _snapshot(args, config)
         pod = _read_pod(args.pod)
         framework = build_framework(config, installed_registry(), cluster, clock, features=features)
     except (ConfigError, SnapshotError, yaml.YAMLError) as exc:
         return _fail(str(exc))
+    _warn_about_the_clock(args, config, clock, cluster)
     report = explain(framework, cluster, pod)
     _emit(report, args.output, render.explain_table)
     return EXIT_OK if report["selected"] else EXIT_UNSCHEDULABLE

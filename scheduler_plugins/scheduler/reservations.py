@@ -1,4 +1,5 @@
-"""A Reservation as the scheduler sees it (spec §5.1): the object, its reserve pod, whom it serves.
+"""A Reservation as the scheduler sees it (Koordinator's `pkg/util/reservation/reservation.go`): the
+object, its reserve pod, whom it serves.
 
 A Reservation is scheduled as a fake *reserve pod* built from its template; once Available on a
 node it holds its resources there. `ReservationInfo` derives, once per object version, what the
@@ -175,10 +176,6 @@ class ReservationInfo:
         return self.expires_at is not None and now >= self.expires_at
 
     @cached_property
-    def template(self) -> Mapping[str, Any]:
-        return self.spec.get("template") or {}
-
-    @cached_property
     def allocatable(self) -> Vector:
         """What the reservation holds: `status.allocatable` once scheduled, else the template's requests."""
         try:
@@ -243,10 +240,11 @@ class ReservationInfo:
 
 
 def reserve_pod_object(reservation: Mapping[str, Any]) -> dict[str, Any]:
-    """The fake pod a Reservation is scheduled as (spec §5.1): the template's pod with the
-    Reservation's name and UID, its labels and annotations over the template's, the reserve-pod
-    annotations, priority from `koordinator.sh/priority` else MaxInt32, `reservation-node` taking
-    the template's nodeName (which Filter then enforces)."""
+    """The fake pod a Reservation is scheduled as (`NewReservePod` in
+    `pkg/util/reservation/reservation.go`): the template's pod with the Reservation's name and UID,
+    its labels and annotations over the template's, the reserve-pod annotations, priority from
+    `koordinator.sh/priority` else MaxInt32, `reservation-node` taking the template's nodeName
+    (which Filter then enforces)."""
     meta = reservation.get("metadata") or {}
     spec = reservation.get("spec") or {}
     template = spec.get("template") or {}

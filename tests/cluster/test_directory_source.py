@@ -65,7 +65,7 @@ def test_a_broken_file_keeps_its_last_good_objects_and_is_reported(tmp_path):
     bump(path)
     snapshot = source.scan()
     assert [p.name for p in snapshot.profiles] == ["p1"]
-    assert any(str(path) == problem.source for problem in snapshot.problems)
+    assert any(problem.source == f"{path}:2:1" for problem in snapshot.problems)  # file:line:column
 
 
 def test_a_broken_file_never_loaded_before_contributes_nothing(tmp_path):

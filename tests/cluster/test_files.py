@@ -122,7 +122,7 @@ def test_scans_are_bounded(tmp_path: Path) -> None:
     store = ClusterStore()
     DirectorySource(tmp_path, store, ScanLimits(max_file_bytes=1024)).scan()
     assert names(store) == ["p0", "p1", "p2"]
-    assert [p.message for p in store.problems] == [f"{tmp_path / 'big.yaml'}: larger than 1024 bytes"]
+    assert [(p.source, p.message) for p in store.problems] == [(str(tmp_path / "big.yaml"), "larger than 1024 bytes")]
     (tmp_path / "sub").mkdir()
     clock = iter([0.0, 0.0, 100.0])  # start, the root, then the subdirectory after "100 s"
     with pytest.raises(ScanError, match="longer than 1s"):

@@ -132,7 +132,7 @@ def test_an_unreadable_file_is_a_problem_of_the_store_not_a_crash(tmp_path: Path
     (tmp_path / "bad.yaml").write_text("kind: [unclosed")
     store = load_directory(tmp_path, ["Node"])
     assert store.synced() and [n["metadata"]["name"] for n in store.objects("Node")] == ["n1"]
-    assert [p.source for p in store.problems] == [str(tmp_path / "bad.yaml")]
+    assert [p.source for p in store.problems] == [f"{tmp_path / 'bad.yaml'}:2:1"]  # file:line:column
 
 
 async def test_a_loop_index_applies_changes_on_the_loop_in_order() -> None:

@@ -51,13 +51,16 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
             "--drain-delay",
             "--event-loop {auto,uvloop,asyncio}",
             "--first-request-timeout",
+            "--health-probe-bind-address",
             "--host",
             "--idle-timeout",
             "--kubeconfig",
             "--max-body",
             "--max-body-bytes",
             "--max-connections",
+            "--metrics-bind-address",
             "--port",
+            "--refuse-sensitive-patches",
             "--reload-interval",
             "--reuse-port",
             "--self-managed-certs",
@@ -79,6 +82,8 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
             "--kubeconfig",
             "--old-object",
             "--operation {CREATE,UPDATE,DELETE}",
+            "--refuse-sensitive-patches",
+            "--strict",
             "-f/--filename",
             "-o/--output {json,yaml}",
         ],
@@ -126,13 +131,43 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
         [],
     ),
     "scheduler simulate": (
-        ["--cluster", "--config", "--feature-gates", "--now", "--progress/--no-progress", "-o/--output {table,json}"],
+        [
+            "--cluster",
+            "--config",
+            "--context",
+            "--feature-gates",
+            "--kubeconfig",
+            "--now",
+            "--progress/--no-progress",
+            "-o/--output {table,json}",
+        ],
         [],
     ),
-    "test": (["-o/--output {table,json}"], []),
-    "audit": (["--cluster", "--context", "--kubeconfig", "--write-reports", "-o/--output {table,json}"], []),
+    "test": (["--scaffold", "--test-case-selector", "--update", "-o/--output {table,json}"], []),
+    "audit": (
+        [
+            "--cluster",
+            "--context",
+            "--kubeconfig",
+            "--policy-report",
+            "--progress/--no-progress",
+            "--refuse-sensitive-patches",
+            "--write-reports",
+            "-o/--output {table,json}",
+        ],
+        [],
+    ),
     "scheduler explain": (
-        ["--cluster", "--config", "--feature-gates", "--now", "--pod", "-o/--output {table,json}"],
+        [
+            "--cluster",
+            "--config",
+            "--context",
+            "--feature-gates",
+            "--kubeconfig",
+            "--now",
+            "--pod",
+            "-o/--output {table,json}",
+        ],
         [],
     ),
     "scheduler quota": (
@@ -209,7 +244,7 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
             "--qos-extension-plugins",
             "--resctrl-root",
             "--sys-root",
-            "-o/--output {json,table}",
+            "-o/--output {table,json}",
         ],
         [],
     ),
@@ -270,6 +305,34 @@ def test_every_output_flag_speaks_the_one_vocabulary() -> None:
     formats = {f for visible, _ in SURFACE.values() for f in visible if f.startswith("-o/--output")}
     choices = {name for spelled in formats for name in spelled.split("{")[1].rstrip("}").split(",")}
     assert choices <= {"json", "yaml", "table", "text", "html"}
+
+
+def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[str, argparse.ArgumentParser]:
+    found = {" ".join(path): parser}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, command in action.choices.items():
+                found.update(commands(command, (*path, name)))
+    return found
+
+
+def test_one_default_output_a_report_for_people_and_objects_as_objects() -> None:
+    """A command that reports defaults to its table (`text` for certs inspect's list of findings);
+    one that prints Kubernetes objects (apply, manifests webhooks) defaults to an object format."""
+    for name, parser in commands(build_parser()).items():
+        for action in parser._actions:
+            if action.dest != "output":
+                continue
+            choices = list(action.choices or ())
+            people = [f for f in ("table", "text") if f in choices]
+            assert action.default == (people[0] if people else action.default), name
+            assert people or action.default in ("json", "yaml"), name
+
+
+def test_every_command_says_what_it_does_in_its_help() -> None:
+    for name, parser in commands(build_parser()).items():
+        assert parser.description, f"`colocate {name} --help` has no description"
+        assert f"\n\n{parser.description.split()[0]}" in parser.format_help(), name
 
 
 def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[str]) -> None:
@@ -363,6 +426,8 @@ def test_an_old_spelling_logs_one_warning_naming_the_new_one(capsys: pytest.Capt
         ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--audit-interval", "often"],
         ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--workers", "0"],
         ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--workers", "many"],
+        ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--metrics-bind-address", "nowhere"],
+        ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--health-probe-bind-address", ":99999"],
         ["certs", "inspect", "--cert-dir", "/nonexistent"],
         ["certs", "generate"],
     ],
@@ -373,3 +438,9 @@ def test_a_mistake_is_one_line_on_stderr_and_exit_2(capsys: pytest.CaptureFixtur
     assert out == ""
     (line,) = [line for line in err.splitlines() if not line.startswith("{")]  # JSON lines are logs
     assert line.startswith("error: ") and "Traceback" not in err
+
+
+def test_docs_cli_lists_every_command_group() -> None:
+    page = (REPO / "docs" / "cli.md").read_text()
+    groups = [name for name in commands(build_parser()) if name and " " not in name]
+    assert groups and [g for g in groups if f"| `{g}` |" not in page] == []

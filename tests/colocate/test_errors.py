@@ -74,7 +74,7 @@ def test_a_time_that_is_not_one_says_so(tmp_path: Path) -> None:
 
 def test_a_validity_rotation_would_renew_every_run_is_a_usage_error(tmp_path: Path) -> None:
     error = one_line_error(colocate("certs", "generate", "--cert-dir", str(tmp_path / "c"), "--validity", "1"))
-    assert "must exceed renew-before" in error
+    assert "--validity 1d: must exceed 182d" in error
     assert "is not a positive number of days" in one_line_error(
         colocate("certs", "generate", "--cert-dir", str(tmp_path / "c"), "--validity", "soon")
     )
@@ -95,8 +95,37 @@ def test_serve_on_a_port_in_use(tmp_path: Path) -> None:
             "127.0.0.1",
             "--port",
             str(port),
+            "--health-probe-bind-address",
+            "127.0.0.1:0",
+            "--metrics-bind-address",
+            "127.0.0.1:0",
         )
     assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in one_line_error(result)
+
+
+def test_serve_with_its_health_port_in_use(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = colocate(
+            "serve",
+            "--cluster",
+            CLUSTER,
+            "--cert-dir",
+            str(tmp_path / "certs"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--health-probe-bind-address",
+            f"127.0.0.1:{port}",
+            "--metrics-bind-address",
+            "0",
+        )
+    assert f"cannot listen on 127.0.0.1:{port} (--health-probe-bind-address): Address already in use" in (
+        one_line_error(result)
+    )
 
 
 @pytest.mark.parametrize(
@@ -104,7 +133,16 @@ def test_serve_on_a_port_in_use(tmp_path: Path) -> None:
     [
         ["apply", "--cluster", CLUSTER, "-f", POD],
         ["certs", "inspect", "--cert-dir", "{certs}", "-o", "json"],
-        ["scheduler", "simulate", "--cluster", str(REPO / "manifests/scheduler/example-cluster"), "-o", "json"],
+        [
+            "scheduler",
+            "simulate",
+            "--cluster",
+            str(REPO / "manifests/scheduler/examples/reservation"),
+            "--now",
+            "2024-05-01T10:01:00Z",
+            "-o",
+            "json",
+        ],
         ["koordlet", "plan", "--node-dir", str(REPO / "manifests/koordlet/example-node"), "-o", "table"],
         [
             "descheduler",

@@ -15,8 +15,8 @@ HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
 def documents() -> list[Path]:
-    """The README and every page under docs/."""
-    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    """The README, CONTRIBUTING, the CHANGELOG and every page under docs/."""
+    return [REPO / "README.md", REPO / "CONTRIBUTING.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").rglob("*.md"))]
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ def test_koordlet_plan_runs_an_installed_strategy_behind_its_gate(site: Site, tm
         make_node("node-1", cpu="8", memory="16Gi", capacity={"cpu": "8", "memory": "16Gi"}),
         make_node_slo("node-1"),
         make_metric("node-1"),
-        make_pod("batch", qos="BE", node="node-1"),
+        make_pod("batch", qos="BE", node="node-1", uid=True),  # the agent refuses pods without a UUID
     ]
     result = koordlet_plan(tmp_path, objects, qos_extension_plugins="BECPUIdle=true")
     assert result.exit_code == 0, result.stderr

@@ -1,4 +1,4 @@
-"""Spec 5.7: GPU normalisation."""
+"""GPU normalisation (Koordinator's `pkg/webhook/pod/mutating/device_resource_spec.go`)."""
 
 import pytest
 

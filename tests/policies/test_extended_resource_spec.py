@@ -1,4 +1,4 @@
-"""Spec 5.6: the extended-resource-spec annotation."""
+"""The extended-resource-spec annotation (Koordinator's `extended_resource_spec.go`)."""
 
 import json
 

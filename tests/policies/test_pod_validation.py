@@ -1,4 +1,5 @@
-"""Spec 7: every `/validate-pod` rule with Koordinator's messages."""
+"""Every `/validate-pod` rule (Koordinator's `pkg/webhook/pod/validating/`) with Koordinator's
+messages."""
 
 import pytest
 

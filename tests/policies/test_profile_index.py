@@ -26,14 +26,16 @@ selectors = st.one_of(
 
 
 def _clear_non_match(selector, labels):
-    """Only a valid, non-empty selector over readable labels rules a profile out (spec 5.2, quirk 3)."""
+    """Only a valid, non-empty selector over readable labels rules a profile out (as Koordinator's
+    `cluster_colocation_profile.go` matches)."""
     if not isinstance(selector, LabelSelector) or selector.is_empty or labels is None:
         return False
     return not selector.matches(labels)
 
 
 def scan_every_profile(profiles, object_labels, namespace_labels):
-    """The reference: Koordinator's loop over every profile (spec 5.2)."""
+    """The reference: Koordinator's loop over every profile
+    (`clusterColocationProfileMutatingPod`)."""
     matched = []
     for profile in profiles:
         if namespace_labels is not None and _clear_non_match(profile.namespace_selector, namespace_labels()):

@@ -1,4 +1,5 @@
-"""Spec 5.2-5.4: which profiles apply, in which order, and what each step writes."""
+"""Koordinator's `cluster_colocation_profile.go`: which profiles apply, in which order, and what
+each step writes."""
 
 import pytest
 
@@ -107,7 +108,8 @@ class TestMatching:
         assert "hit" not in labels(mutate(make_pod(namespace="off"), snapshot))
 
     def test_unknown_namespace_keeps_the_profile(self):
-        """Quirk 3: a namespace that cannot be fetched makes a namespace-selecting profile match."""
+        """Koordinator's quirk: a namespace that cannot be fetched makes a namespace-selecting
+        profile match."""
         profile = make_profile(namespaceSelector={"matchLabels": {"colocate": "yes"}}, labels={"hit": "1"})
         assert labels(mutate(make_pod(namespace="nowhere"), make_snapshot(profile)))["hit"] == "1"
 
@@ -141,7 +143,8 @@ class TestProbability:
         assert ("hit" in labels(mutate(make_pod(), snapshot, rand=draw))) is applied
 
     def test_skipped_profile_still_triggers_the_resource_rewrite(self):
-        """Quirk 1: the rewrite runs when a profile matched, even if probability skipped it."""
+        """Koordinator's quirk: the rewrite runs when a profile matched, even if probability skipped
+        it."""
         snapshot = make_snapshot(make_profile(probability=0, qosClass="BE"))
         pod = make_pod(qos="BE", requests={"cpu": "1"})
         out = mutate(pod, snapshot)

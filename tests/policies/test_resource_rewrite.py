@@ -1,4 +1,5 @@
-"""Spec 5.5: batch / mid resource rewrite."""
+"""Batch / mid resource rewrite (`mutatePodResourceSpec`, Koordinator's
+`cluster_colocation_profile.go`)."""
 
 import pytest
 
@@ -103,7 +104,7 @@ def test_skip_update_resources_on_the_profile_metadata_disables_the_rewrite():
 
 
 def test_skip_key_in_spec_annotations_is_only_copied():
-    """Quirk 2: only the profile's own metadata annotation skips the rewrite."""
+    """Koordinator's quirk: only the profile's own metadata annotation skips the rewrite."""
     profile = make_profile(qosClass="BE", annotations={"config.koordinator.sh/skip-update-resources": "true"})
     out = mutate(make_pod(requests={"cpu": "1"}), make_snapshot(profile))
     assert resources(out) == {"requests": {"kubernetes.io/batch-cpu": "1k"}}

@@ -5,6 +5,7 @@ from colocate.testing.builders import (
     KOORD_PRIORITY_CLASSES,
     METRIC_TIME,
     NOW,
+    container_hash,
     make_container,
     make_metric,
     make_namespace,
@@ -17,12 +18,14 @@ from colocate.testing.builders import (
     make_reservation,
     make_slo_config,
     pod_metric,
+    pod_uid,
 )
 
 __all__ = [
     "KOORD_PRIORITY_CLASSES",
     "METRIC_TIME",
     "NOW",
+    "container_hash",
     "make_container",
     "make_metric",
     "make_namespace",
@@ -35,4 +38,5 @@ __all__ = [
     "make_reservation",
     "make_slo_config",
     "pod_metric",
+    "pod_uid",
 ]

@@ -95,6 +95,7 @@ def make_certs(directory: Path) -> CertPaths:
 class ColocateProcess:
     def __init__(self, kubeconfig: Path, cert_dir: Path, log: Path, extra: Sequence[str] = FAST_ARGS) -> None:
         self.port = free_port()
+        self.health_port = free_port()  # /readyz and /metrics, on their own listener (webhook.probes)
         self.log = log
         command = [
             sys.executable,
@@ -109,6 +110,10 @@ class ColocateProcess:
             "127.0.0.1",
             "--port",
             str(self.port),
+            "--health-probe-bind-address",
+            f"127.0.0.1:{self.health_port}",
+            "--metrics-bind-address",
+            f"127.0.0.1:{self.health_port}",  # one listener for both
             *extra,
         ]
         self.process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT, cwd=REPO)
@@ -152,7 +157,7 @@ class Service:
     async def _probe(self, session: aiohttp.ClientSession, replica: ColocateProcess) -> None:
         try:
             async with session.get(
-                f"https://127.0.0.1:{replica.port}/readyz", ssl=self._context, timeout=aiohttp.ClientTimeout(total=1)
+                f"http://127.0.0.1:{replica.health_port}/readyz", timeout=aiohttp.ClientTimeout(total=1)
             ) as response:
                 ok = response.status == 200
         except (TimeoutError, aiohttp.ClientError, OSError):

@@ -1,8 +1,10 @@
 """`kubectl kustomize DIR` for the tests, in Python: the part of kustomize our manifests use.
 
-`resources` (files and directories), `namespace`, `configMapGenerator` (files; the name without
-kustomize's content hash) and `images`. tests/test_kustomize.py checks that this gives what
-`kubectl kustomize` gives where kubectl is installed, so the other tests may trust it everywhere.
+`resources` (files and directories), `components` (directories of `kind: Component`),
+`namespace`, `configMapGenerator` (files and `options.labels`; the name without kustomize's
+content hash), `patches` (inline JSON 6902 patches with a `kind`/`name` target) and `images`.
+tests/test_kustomize.py checks that this gives what `kubectl kustomize` gives where kubectl is
+installed, so the other tests may trust it everywhere.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import jsonpatch
 import yaml
 
 from cluster.files import read_manifest_file
@@ -38,9 +41,32 @@ def render(directory: Path, *, images: bool = True) -> list[dict[str, Any]]:
     for entry in kustomization.get("resources", ()):
         target = directory / entry
         objects.extend(render(target, images=images) if target.is_dir() else read_manifest_file(target))
+    for entry in kustomization.get("components", ()):
+        component = directory / entry
+        assert yaml.safe_load((component / "kustomization.yaml").read_text())["kind"] == "Component"
+        objects = apply_component(component, objects, images=images)
+    return transform(directory, kustomization, objects, images=images)
+
+
+def apply_component(directory: Path, objects: list[dict[str, Any]], *, images: bool) -> list[dict[str, Any]]:
+    """A component's resources are added to `objects`, then its transformations apply to all of them."""
+    component = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    for entry in component.get("resources", ()):
+        target = directory / entry
+        objects = objects + (render(target, images=images) if target.is_dir() else read_manifest_file(target))
+    return transform(directory, component, objects, images=images)
+
+
+def transform(
+    directory: Path, kustomization: dict[str, Any], objects: list[dict[str, Any]], *, images: bool
+) -> list[dict[str, Any]]:
+    """Generators, patches, the namespace and the images of one kustomization, in kustomize's order."""
     namespace = kustomization.get("namespace")
     for generator in kustomization.get("configMapGenerator", ()):
-        metadata = {"name": generator["name"]}
+        metadata: dict[str, Any] = {"name": generator["name"]}
+        labels = (generator.get("options") or {}).get("labels")
+        if labels:
+            metadata["labels"] = dict(labels)
         if generator.get("namespace") or namespace:
             metadata["namespace"] = generator.get("namespace") or namespace
         objects.append(
@@ -51,6 +77,16 @@ def render(directory: Path, *, images: bool = True) -> list[dict[str, Any]]:
                 "data": {Path(f).name: (directory / f).read_text() for f in generator["files"]},
             }
         )
+    for patch in kustomization.get("patches", ()):
+        target = patch["target"]
+        matched = [
+            i
+            for i, o in enumerate(objects)
+            if o["kind"] == target["kind"] and o["metadata"]["name"] == target.get("name", o["metadata"]["name"])
+        ]
+        assert matched, f"{directory}: patch target {target} matches nothing"
+        for i in matched:
+            objects[i] = jsonpatch.apply_patch(objects[i], yaml.safe_load(patch["patch"]))
     if namespace:
         for obj in objects:
             if obj["kind"] not in CLUSTER_SCOPED:

@@ -1,5 +1,5 @@
-"""An in-process webhook port on 127.0.0.1: `webhook.server`'s HTTP server behind the same gate and
-TLS as `colocate serve`, for tests that want the server's objects (state, metrics) at hand."""
+"""An in-process webhook port on 127.0.0.1: `webhook.port`'s aiohttp server behind the same gate
+and TLS as `colocate serve`, for tests that want the server's objects (state, metrics) at hand."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from contextlib import asynccontextmanager
 from tests.support.cluster import free_port
 from webhook.connections import ConnectionLimits
 from webhook.gate import GatedSite
-from webhook.http1 import HttpServer
+from webhook.port import WebhookPort
 
 
 @asynccontextmanager
 async def listening(
-    server: HttpServer, tls: ssl.SSLContext, limits: ConnectionLimits = ConnectionLimits()
+    server: WebhookPort, tls: ssl.SSLContext, limits: ConnectionLimits = ConnectionLimits()
 ) -> AsyncIterator[str]:
     """Serve `server` on a free port while the block runs; yields its https:// base URL."""
     port = free_port()

@@ -4,7 +4,8 @@ the way a careless or hostile workload could: whole requests, raw bytes over TLS
     server = Served(tmp_path, "--max-connections", "10")
     server.wait_ready()
     status, body = server.request("/mutate-pod", admission_review(pod))
-    server.metric("colocate_webhook_connections")            # an unlabelled series
+    server.probe("/readyz")                                   # the health listener (plain HTTP)
+    server.metric("colocate_webhook_connections")            # an unlabelled series, from /metrics
     server.metric("controller_runtime_webhook_requests_total", code="400", webhook="/mutate-pod")
 """
 
@@ -99,6 +100,7 @@ class Served:
         shutil.copytree(state or REPO / "manifests" / "cluster", self.state)
         self.certs = base / "certs"
         self.port = free_port()
+        self.health_port, self.metrics_port = free_port(), free_port()  # webhook.probes' listeners
         self.log = tmp_path / f"serve-{self.port}.log"
         if user is not None:  # generated here, then readable by the server's user
             ensure_serving_certs(self.certs, ("webhook.example",))
@@ -124,6 +126,10 @@ class Served:
                 "0.2",
                 "--dns-name",
                 "webhook.example",
+                "--health-probe-bind-address",
+                f"127.0.0.1:{self.health_port}",
+                "--metrics-bind-address",
+                f"127.0.0.1:{self.metrics_port}",
                 *extra,
             ],
             cwd=REPO,
@@ -159,6 +165,16 @@ class Served:
         except urllib.error.HTTPError as error:
             return error.code, error.read()
 
+    def probe(self, path: str, timeout: float = 5) -> tuple[int, bytes]:
+        """GET `path` (/healthz, /readyz) on the health listener, or /metrics on the metrics one:
+        plain HTTP, as kubelet and Prometheus read them."""
+        port = self.metrics_port if path.startswith("/metrics") else self.health_port
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+
     def review(self, path: str, body: object, **kwargs: Any) -> dict[str, Any]:
         """The AdmissionReview `response` of a POST that must be answered with 200."""
         status, raw = self.request(path, body, **kwargs)
@@ -174,7 +190,7 @@ class Served:
 
     def metric(self, name: str, default: float | None = None, **labels: str) -> float:
         """The value of the series `name` whose labels include `labels` (summed over the rest)."""
-        status, body = self.request("/metrics")
+        status, body = self.probe("/metrics")
         assert status == 200
         total, found = 0.0, False
         for line in body.decode().splitlines():
@@ -204,7 +220,7 @@ class Served:
                     self.tls = ssl.create_default_context(cafile=str(self.certs / "ca.crt"))
                 except ssl.SSLError:
                     pass  # still being written
-            return self.tls is not None and self.request("/readyz", timeout=1)[0] == 200
+            return self.tls is not None and self.probe("/readyz", timeout=1)[0] == 200
 
         wait_for_sync(ready, timeout=deadline, interval=0.1, ignore=(OSError,), message="the server to become ready")
         return self

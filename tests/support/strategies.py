@@ -91,7 +91,8 @@ def profiles(draw, idempotent: bool = False) -> list[dict]:
         if draw(st.booleans()):
             spec["schedulerName"] = "koord-scheduler"
         # Suffixes append again, and a mapping whose source a later profile sets copies the new value on
-        # a second pass: both are Koordinator behaviour (spec 5.4), so they are left out of idempotence.
+        # a second pass: both are Koordinator behaviour (`doMutateByColocationProfile`), so they are left out of
+        # idempotence.
         if not idempotent and draw(st.booleans()):
             spec["labelKeysMapping"] = {draw(st.sampled_from(LABEL_KEYS)): "mapped"}
         if not idempotent and draw(st.booleans()):

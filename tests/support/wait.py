@@ -3,7 +3,7 @@
     await wait_for(lambda: state.ready, message="the informer to sync")
     result = await wait_for(lambda: dispatcher.admit(pod), until=lambda r: qos_of(r) == "BE",
                             message="the new profile to reach the webhook")
-    wait_for_sync(lambda: server.request("/readyz")[0] == 200, ignore=(OSError,), timeout=20,
+    wait_for_sync(lambda: server.probe("/readyz")[0] == 200, ignore=(OSError,), timeout=20,
                   message="the server to become ready")
 
 `probe` is called (and, in `wait_for`, awaited if it returns an awaitable) until `until(value)` holds,

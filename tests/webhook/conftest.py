@@ -15,12 +15,15 @@ import pytest
 from certs.generate import ensure_serving_certs
 from certs.material import CertPaths
 from policies.snapshot import ClusterSnapshot
+from tests.support.cluster import free_port
 from tests.support.listener import listening
 from tests.support.served import Served
 from webhook.metrics import WebhookMetrics
+from webhook.port import build_server
+from webhook.probes import ProbeListeners
 from webhook.registry import default_routes
 from webhook.serve import tls_context
-from webhook.server import build_server
+from webhook.server import Lifecycle
 from webhook.state import StateHolder
 
 
@@ -32,7 +35,8 @@ def cert_paths(tmp_path_factory: pytest.TempPathFactory) -> CertPaths:
 
 @dataclass
 class RunningServer:
-    url: str
+    url: str  # the webhook port (https)
+    probes: str  # /healthz, /readyz and /metrics, on their own listener (http)
     state: StateHolder
     metrics: WebhookMetrics
     session: aiohttp.ClientSession
@@ -53,10 +57,16 @@ async def start_server(
     state, metrics = StateHolder(), WebhookMetrics()
     kwargs = {"rand_int": (lambda n: rand)} if rand is not None else {}
     server = build_server(default_routes(), state, metrics, max_body=max_body, **kwargs)  # type: ignore[arg-type]
-    async with listening(server, tls_context(cert_paths)) as url:
-        client_tls = ssl.create_default_context(cafile=str(cert_paths.ca))
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_tls)) as session:
-            yield RunningServer(url, state, metrics, session)
+    probe_address = ("127.0.0.1", free_port())
+    probes = ProbeListeners(probe_address, probe_address, state, metrics, Lifecycle())
+    await probes.start()
+    try:
+        async with listening(server, tls_context(cert_paths)) as url:
+            client_tls = ssl.create_default_context(cafile=str(cert_paths.ca))
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=client_tls)) as session:
+                yield RunningServer(url, f"http://127.0.0.1:{probe_address[1]}", state, metrics, session)
+    finally:
+        await probes.stop()
 
 
 @pytest.fixture

@@ -120,6 +120,17 @@ def test_a_typo_in_a_profile_is_refused_once_and_no_longer_matches_every_pod(cap
     assert json.loads(out)["spec"]["priorityClassName"] == "koord-batch"
 
 
+def test_strict_makes_an_invalid_profile_exit_2_with_nothing_on_stdout(capsys, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    shutil.copytree(CLUSTER, state)
+    (state / "typo.yaml").write_text(yaml.safe_dump(make_profile("typo", qosclass="BE")))
+    code, out, err = run(capsys, "--cluster", state, "-f", BATCH_POD, "--strict")
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: {state / 'typo.yaml'}: ClusterColocationProfile 'typo' is invalid, not used: ")
+    code, out, _ = run(capsys, "--cluster", CLUSTER, "-f", BATCH_POD, "--strict")
+    assert code == 0 and json.loads(out)["spec"]["priorityClassName"] == "koord-batch"
+
+
 def test_a_pod_in_a_namespace_the_state_lacks_is_a_warning_with_its_name(capsys, tmp_path: Path) -> None:
     elsewhere = pod("a")
     elsewhere["metadata"]["namespace"] = "nowhere"

@@ -53,7 +53,7 @@ def test_an_update_of_an_opted_in_pod_is_sent_to_mpod_update_which_changes_nothi
     pod = make_pod(labels={LABEL_MUTATING_UPDATE: "true"})
     result = chain(pod, BATCH, operation="UPDATE", old=pod)
     assert result.called == ["mpod-update.koordinator.sh", "vpod.koordinator.sh"]
-    assert result.object == pod  # the pod mutating webhook acts on CREATE only (spec 5.1)
+    assert result.object == pod  # the pod mutating webhook acts on CREATE only (mutating_handler.go)
 
 
 def test_removing_the_opt_in_label_is_still_sent_because_the_old_object_matches() -> None:

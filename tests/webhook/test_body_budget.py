@@ -13,9 +13,9 @@ from tests.support.admission import admission_review, make_snapshot
 from tests.support.builders import make_pod
 from tests.support.listener import listening
 from webhook.metrics import WebhookMetrics
+from webhook.port import build_server
 from webhook.registry import default_routes
 from webhook.serve import tls_context
-from webhook.server import build_server
 from webhook.state import StateHolder
 
 

@@ -1,4 +1,4 @@
-"""ElasticQuota defaulting on CREATE (spec 10.3)."""
+"""ElasticQuota defaulting on CREATE (Koordinator's `fillQuotaDefaultInformation`)."""
 
 from __future__ import annotations
 

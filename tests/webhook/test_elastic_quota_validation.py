@@ -1,4 +1,5 @@
-"""ElasticQuota validation against the quota tree of the cluster state (spec 10.4-10.6)."""
+"""ElasticQuota validation against the quota tree of the cluster state (Koordinator's
+`pkg/webhook/elasticquota/quota_topology_check.go`)."""
 
 from __future__ import annotations
 

@@ -25,9 +25,9 @@ from tests.support.admission import QUOTA_MUTATE, QUOTA_VALIDATE, ROUTES
 from tests.support.builders import make_node, make_quota, make_reservation, make_slo_config
 from tests.support.listener import listening
 from webhook.metrics import WebhookMetrics
+from webhook.port import build_server
 from webhook.registry import default_routes
 from webhook.serve import tls_context
-from webhook.server import build_server
 from webhook.state import StateHolder
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -94,13 +94,13 @@ async def test_oversized_body_without_a_readable_uid_gets_http_400(small_body_se
 
 
 async def test_health_readiness_and_metrics(server):
-    assert (await server.session.get(server.url + "/healthz")).status == 200
-    assert (await server.session.get(server.url + "/readyz")).status == 503  # nothing loaded yet
+    assert (await server.session.get(server.probes + "/healthz")).status == 200
+    assert (await server.session.get(server.probes + "/readyz")).status == 503  # nothing loaded yet
     server.publish(make_snapshot())
-    assert (await server.session.get(server.url + "/readyz")).status == 200
+    assert (await server.session.get(server.probes + "/readyz")).status == 200
     await server.post("/mutate-pod", admission_review(make_pod()))
     await server.post("/mutate-pod", data=b"nonsense")
-    text = await (await server.session.get(server.url + "/metrics")).text()
+    text = await (await server.session.get(server.probes + "/metrics")).text()
     assert 'controller_runtime_webhook_requests_total{code="200",webhook="/mutate-pod"} 1.0' in text
     assert 'controller_runtime_webhook_requests_total{code="400",webhook="/mutate-pod"} 1.0' in text
     assert 'controller_runtime_webhook_latency_seconds_count{webhook="/mutate-pod"} 2.0' in text
@@ -118,7 +118,7 @@ async def test_profile_matches_are_counted_and_logged(server, caplog):
     with caplog.at_level(logging.INFO, logger="colocate.admission"):
         body = admission_review(make_pod("web-1", "shop"))
         await server.post("/mutate-pod", body)
-    text = await (await server.session.get(server.url + "/metrics")).text()
+    text = await (await server.session.get(server.probes + "/metrics")).text()
     assert 'colocate_profile_matches_total{profile="tag-everything"} 1.0' in text
     fields = [r.fields for r in caplog.records if getattr(r, "fields", None)]
     assert len(fields) == 1

@@ -30,8 +30,9 @@ def load(path: Path) -> list[dict[str, Any]]:
 
 
 def kustomized() -> list[dict[str, Any]]:
-    """Every object `kubectl apply -k manifests/` creates."""
-    return render(MANIFESTS)
+    """Every object `kubectl apply -k manifests/overlays/everything` creates (the default install
+    and the example profiles among them)."""
+    return render(MANIFESTS / "overlays" / "everything")
 
 
 def by_kind(kind: str) -> list[dict[str, Any]]:
@@ -156,6 +157,13 @@ def test_the_deployment_is_highly_available_and_locked_down() -> None:
     assert spec["affinity"]["podAntiAffinity"]
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    # the probes read the health listener, never the webhook port (webhook.probes)
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    args = dict(a.removeprefix("--").split("=", 1) for a in container["args"] if "=" in a)
+    assert int(args["health-probe-bind-address"].rpartition(":")[2]) == ports["health"]
+    assert int(args["metrics-bind-address"].rpartition(":")[2]) == ports["metrics"]
+    for probe in ("readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"]["port"] == "health" and container[probe]["httpGet"]["scheme"] == "HTTP"
     assert container["resources"]["requests"] and container["resources"]["limits"]
     assert spec["securityContext"]["runAsNonRoot"] and container["securityContext"]["readOnlyRootFilesystem"]
     args = dict(a.removeprefix("--").split("=", 1) for a in container["args"] if "=" in a)
@@ -165,16 +173,16 @@ def test_the_deployment_is_highly_available_and_locked_down() -> None:
     assert paths == {service["metadata"]["name"]}
 
 
-def test_the_network_policy_admits_only_the_webhook_port_of_the_webhook_pods() -> None:
+def test_the_network_policy_admits_only_the_ports_of_the_webhook_pods() -> None:
     deployment = webhook_deployment()
     (policy,) = [p for p in by_kind("NetworkPolicy") if p["metadata"]["name"] == "colocate-webhook"]
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
     assert policy["metadata"]["namespace"] == deployment["metadata"]["namespace"]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    (webhook_port,) = [p["containerPort"] for p in container["ports"] if p["name"] == "webhook"]
+    declared = [{"port": p["containerPort"], "protocol": "TCP"} for p in container["ports"]]
     ports = [port for rule in policy["spec"]["ingress"] for port in rule["ports"]]
-    assert ports == [{"port": webhook_port, "protocol": "TCP"}]
+    assert sorted(ports, key=str) == sorted(declared, key=str)
     assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
 
 
@@ -201,6 +209,7 @@ def test_the_memory_limit_covers_a_full_connection_table() -> None:
     """docs/serve.md "Sizing": base + connections x their cost + bodies held + one body parsing < limit."""
     from policies.quantity import Quantity
     from webhook.connections import (
+        DEFAULT_MAX_BODY,
         DEFAULT_MAX_BODY_BYTES,
         DEFAULT_MAX_CONNECTIONS,
         MEMORY_BASE_MIB,
@@ -213,7 +222,7 @@ def test_the_memory_limit_covers_a_full_connection_table() -> None:
     args = dict(a.removeprefix("--").split("=", 1) for a in container["args"] if "=" in a)
     connections = int(args.get("max-connections", DEFAULT_MAX_CONNECTIONS))
     workers = workers_of(container)
-    max_body_mib = int(args.get("max-body", 8 * 1024 * 1024)) / 2**20
+    max_body_mib = int(args.get("max-body", DEFAULT_MAX_BODY)) / 2**20
     bodies_mib = int(args.get("max-body-bytes", DEFAULT_MAX_BODY_BYTES)) / 2**20
     parent_mib = MEMORY_BASE_MIB if workers > 1 else 0  # the process that started the workers
     needed_mib = parent_mib + workers * (

@@ -1,4 +1,4 @@
-"""`/mutate-node-status`: resource amplification (spec 8.1)."""
+"""`/mutate-node-status`: resource amplification (Koordinator's `resource_amplification.go`)."""
 
 from __future__ import annotations
 
@@ -98,3 +98,30 @@ def test_an_unreadable_raw_annotation_is_a_clear_denial():
     outcome = status_update(new, make_node(annotations=annotations, allocatable={"cpu": "4"}))
     assert not outcome.allowed and outcome.code == 500
     assert "failed to parse annotation node.koordinator.sh/raw-allocatable" in outcome.message
+
+
+@pytest.mark.parametrize(
+    "ratio, why",
+    [
+        ("1e308", "past the largest quantity"),
+        ("1e19", "past the largest quantity"),
+        ("1" + "0" * 400, "must be a finite number"),
+        ("1e400", "must be a finite number"),
+    ],
+)
+def test_an_out_of_range_ratio_is_refused_by_the_status_webhook_and_the_node_validation(ratio, why):
+    """Before: 1e308 answered 500 (OverflowError) and 1e19 published allocatable cpu `40E`."""
+    annotations = {RATIO: f'{{"cpu": {ratio}}}'}
+    new = make_node(annotations=annotations, allocatable={"cpu": "4", "memory": "1Gi"})
+    old = make_node(allocatable={"cpu": "4", "memory": "1Gi"})
+    outcome = status_update(new, old)
+    assert (outcome.allowed, outcome.code) == (False, 400) and why in outcome.message
+    validated = admit("/validate-node", new, EMPTY, "UPDATE", old)
+    assert not validated.allowed and why in validated.message
+
+
+def test_a_large_ratio_in_range_still_amplifies():
+    new = make_node(annotations={RATIO: '{"cpu": 1000}'}, allocatable={"cpu": "4"})
+    result = patched(new, status_update(new, make_node(allocatable={"cpu": "4"})))
+    assert result["status"]["allocatable"]["cpu"] == "4k"
+    assert admit("/validate-node", new, EMPTY, "UPDATE", make_node(allocatable={"cpu": "4"})).allowed

@@ -1,4 +1,5 @@
-"""`/validate-node`: label changes against the slo-controller-config node strategies (spec 8.2)."""
+"""`/validate-node`: label changes against the slo-controller-config node strategies (Koordinator's
+`pkg/webhook/node/plugins/sloconfig/slo_plugin.go`)."""
 
 from __future__ import annotations
 

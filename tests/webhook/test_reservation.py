@@ -1,4 +1,5 @@
-"""`/mutate-reservation` and `/validate-reservation` (spec 9)."""
+"""`/mutate-reservation` and `/validate-reservation` (Koordinator's
+`pkg/webhook/reservation/mutating/`)."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ def test_tls_1_2_is_the_minimum_and_is_accepted(served):
     tls12 = ssl.create_default_context(cafile=str(server.certs / "ca.crt"))
     tls12.maximum_version = ssl.TLSVersion.TLSv1_2
     server.tls = tls12
-    assert server.request("/healthz")[0] == 200
+    assert server.probe("/healthz")[0] == 200
 
 
 def test_profile_changes_take_effect_without_restart_and_broken_files_keep_the_last_state(served):
@@ -81,7 +81,8 @@ def test_profile_changes_take_effect_without_restart_and_broken_files_keep_the_l
     )
     assert mutate(server) != []
     server.stop()
-    assert "cannot load" in server.log_text()
+    broken = [line for line in server.log_text().splitlines() if f"{profiles}:2:1:" in line]  # file:line:column
+    assert len(broken) == 1 and '"level":"warning"' in broken[0]  # logged once, not once per scan
 
 
 def test_workers_share_the_port_and_metrics(served):

@@ -1,4 +1,5 @@
-"""`/validate-configmap`: the slo-controller-config strategies (spec 11)."""
+"""`/validate-configmap`: the slo-controller-config strategies (Koordinator's
+`pkg/webhook/cm/plugins/sloconfig/`)."""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ from tests.support.wait import wait_for
 from webhook.connections import ConnectionLimits
 from webhook.gate import GatedSite
 from webhook.metrics import WebhookMetrics
+from webhook.port import build_server
 from webhook.registry import default_routes
-from webhook.server import build_server
 from webhook.state import StateHolder
 from webhook.tls_reload import CertReloader, LoadedChain
 
@@ -63,14 +63,14 @@ async def test_new_handshakes_get_the_new_chain_while_open_connections_keep_work
 ) -> None:
     before = read_directory(tmp_path)
     async with client(before) as kept:  # trusts only the old CA: it can only succeed on its open connection
-        assert (await (await kept.get(f"https://localhost:{running.port}/healthz")).text()) == "ok"
+        assert (await kept.get(f"https://localhost:{running.port}/mutate-pod")).status == 405  # answered over TLS
         new = generate_material(["localhost"], utcnow())
         write_directory(tmp_path, Material(new.ca_key, (new.ca, before.ca), new.cert, new.key))
         assert await running.reloader.check_once()
         assert not await running.reloader.check_once()  # no change, no reload
         for _ in range(3):
-            async with kept.get(f"https://localhost:{running.port}/healthz") as response:
-                assert await response.text() == "ok"
+            async with kept.get(f"https://localhost:{running.port}/mutate-pod") as response:
+                assert response.status == 405
     served = await asyncio.to_thread(served_certificate, running.port, pem_certs([new.ca]))
     assert served == new.cert
     with pytest.raises(ssl.SSLCertVerificationError):

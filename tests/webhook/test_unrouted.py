@@ -1,5 +1,6 @@
 """Every answer, routed or not, names no versions in its Server header, and says Connection: close
-while the server drains; an unknown path is a 404 and a known one asked with another method a 405."""
+while the server drains; an unknown path is a 404 (the probes and /metrics too: they have their own
+listener) and an admission path asked with another method a 405."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from tests.support.admission import admission_review
 from tests.support.builders import make_pod
 from tests.support.listener import listening
 from webhook.metrics import WebhookMetrics
+from webhook.port import build_server
 from webhook.registry import default_routes
 from webhook.serve import tls_context
-from webhook.server import Lifecycle, build_server
+from webhook.server import Lifecycle
 from webhook.state import StateHolder
 
 
@@ -34,14 +36,14 @@ async def test_unknown_paths_and_methods_get_our_headers(cert_paths: CertPaths):
             assert status == 404 and headers["Server"] == "colocate"
             status, headers = await answer("GET", "/mutate-pod")
             assert status == 405 and headers["Allow"] == "POST" and headers["Server"] == "colocate"
-            status, headers = await answer("POST", "/healthz")
-            assert status == 405 and set(headers["Allow"].split(",")) == {"GET", "HEAD"}
-            status, headers = await answer("GET", "/healthz")
+            for probe in ("/healthz", "/readyz", "/metrics"):  # on their own listener (webhook.probes)
+                status, headers = await answer("GET", probe)
+                assert status == 404 and headers["Server"] == "colocate", probe
+            status, headers = await answer("POST", "/mutate-pod", json=admission_review(make_pod("p")))
             assert status == 200 and headers["Server"] == "colocate" and headers.get("Connection") != "close"
 
             lifecycle.draining = True
             for method, path, kwargs in (
-                ("GET", "/healthz", {}),
                 ("GET", "/no-such-path", {}),
                 ("POST", "/mutate-pod", {"json": admission_review(make_pod("p"))}),
             ):

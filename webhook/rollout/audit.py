@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -36,6 +36,7 @@ from policies.admission import Effect, Read
 from policies.changes import Change, changes_of, overlaps, summary
 from policies.jsonpatch_diff import diff
 from policies.objects import metadata_of, name_of, namespace_of
+from policies.patch_risks import sensitive_fields
 from policies.profiles import ColocationProfile
 from policies.snapshot import ClusterSnapshot
 from webhook.chain import ChainResult, request_for, run_chain
@@ -44,6 +45,7 @@ from webhook.registry import Registry, default_routes
 PASS, FAIL, WARN, SKIP, ERROR = "pass", "fail", "warn", "skip", "error"
 RESULTS: Final = (PASS, FAIL, WARN, ERROR, SKIP)
 DRIFTED: Final = frozenset({FAIL, WARN})
+FAILING: Final = frozenset({FAIL, ERROR})  # what makes `colocate audit` exit 1 (a warn-only trial does not)
 TERMINATED_PHASES: Final = frozenset({"Succeeded", "Failed"})
 PROFILE_STEP: Final = "profile/"
 #: What the audit reads of the cluster beyond what the registry's plugins read: every Pod, whole (its
@@ -91,6 +93,8 @@ class AuditReport:
     audited: int = 0  # running pods looked at
     profiles: int = 0
     seconds: float = 0.0
+    #: per profile whose patch sets security-sensitive pod fields: those fields (policies/patch_risks.py)
+    sensitive: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def drifted(self) -> list[PodAudit]:
         return [p for p in self.pods if p.drifted]
@@ -117,6 +121,7 @@ class AuditReport:
             "profiles": self.profiles,
             "seconds": round(self.seconds, 3),
             "summary": {name: {r: c.get(r, 0) for r in RESULTS} for name, c in sorted(self.counts().items())},
+            "sensitivePatches": {name: list(fields) for name, fields in sorted(self.sensitive.items())},
             "results": rows,
         }
 
@@ -199,18 +204,25 @@ def audit_pod(
 
 
 def audit(
-    snapshot: ClusterSnapshot, registry: Registry | None = None, pods: Iterable[Mapping[str, Any]] | None = None
+    snapshot: ClusterSnapshot,
+    registry: Registry | None = None,
+    pods: Iterable[Mapping[str, Any]] | None = None,
+    on_pod: Callable[[], None] | None = None,
 ) -> AuditReport:
-    """Audit the running pods of `snapshot` (or `pods`) against its profiles."""
+    """Audit the running pods of `snapshot` (or `pods`) against its profiles; `on_pod` is told of
+    each pod audited (a progress bar)."""
     started = time.perf_counter()
     registry = registry or default_routes()
     profiles = {p.name: p for p in snapshot.profiles}
     report = AuditReport(profiles=len(profiles))
+    report.sensitive = {name: f for name, p in profiles.items() if (f := sensitive_fields(p.patch))}
     if profiles:
         for pod in running_pods(snapshot) if pods is None else pods:
             report.audited += 1
             if (result := audit_pod(pod, snapshot, registry, profiles)) is not None:
                 report.pods.append(result)
+            if on_pod is not None:
+                on_pod()
     else:
         report.audited = len(running_pods(snapshot)) if pods is None else len(list(pods))
     report.seconds = time.perf_counter() - started

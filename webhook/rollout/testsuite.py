@@ -28,15 +28,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
-import yaml
-
-from cluster.files import read_manifest_file
+from cluster.files import read_manifest_file, read_manifest_text
 from policies.field_errors import ConfigError, Fields
 from policies.jsonpatch_diff import diff
-from policies.manifests import ManifestError
+from policies.manifests import ManifestError, parse_documents
 from policies.objects import name_of, namespace_of
 from policies.snapshot import ClusterSnapshot
 from webhook.chain import UnknownKind, request_for, run_chain
@@ -48,6 +47,19 @@ KIND: Final = "Test"
 ADMITTED, DENIED = "admitted", "denied"
 PASS, FAIL = "pass", "fail"
 OPERATIONS: Final = ("CREATE", "UPDATE", "DELETE")
+#: every key of the suite format; any other is refused (exit 2), so a typo cannot pass unread
+SUITE_KEYS: Final = ("apiVersion", "kind", "metadata", "name", "profiles", "cluster", "resources", "results")
+METADATA_KEYS: Final = ("name", "labels", "annotations")
+RESULT_KEYS: Final = (
+    "resource",
+    "namespace",
+    "kind",
+    "operation",
+    "result",
+    "patchedResource",
+    "message",
+    "warnings",
+)
 _SHOWN_DIFFERENCES: Final = 5
 
 
@@ -90,6 +102,8 @@ class CaseResult:
     result: str  # pass | fail
     reason: str = ""
     warnings: tuple[str, ...] = field(default=())
+    produced: dict[str, Any] | None = field(default=None, repr=False, compare=False)  # what the chain admitted
+    golden: Path | None = None  # the patchedResource file this case compares with
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -104,7 +118,7 @@ class CaseResult:
 
 def find_suites(root: Path) -> list[Path]:
     """Every `colocate-test.yaml` at or below `root`, in path order."""
-    if root.is_file():
+    if root.exists() and not root.is_dir():  # a file, or a FIFO that load_suite refuses
         return [root]
     if not root.is_dir():
         raise SuiteError(f"{root}: no such directory")
@@ -127,6 +141,7 @@ def _read_objects(base: Path, files: list[str], where: str) -> list[tuple[str, d
 
 def _expectation(raw: Any, where: str, base: Path) -> Expectation:
     fields = Fields(raw, where)
+    fields.only(RESULT_KEYS)
     resource = fields.str("resource")
     if not resource:
         raise ConfigError(fields.at("resource"), "Required value: the metadata.name of a resource under test")
@@ -165,13 +180,15 @@ def _expectation(raw: Any, where: str, base: Path) -> Expectation:
 
 def load_suite(path: Path) -> Suite:
     """Read and check one suite file; a SuiteError names the file and the field."""
-    try:
-        text = path.read_text(encoding="utf-8")
-        raw = yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise SuiteError(f"{path}: {exc}") from exc
+    try:  # the loader of every manifest: regular files only, one-line errors, bounded aliases
+        documents = parse_documents(read_manifest_text(path), str(path))
+    except ManifestError as exc:
+        raise SuiteError(str(exc)) from exc
+    raw = documents[0] if documents else None
     try:
         fields = Fields(raw, "")
+        fields.only(SUITE_KEYS)
+        fields.sub("metadata").only(METADATA_KEYS)
         if fields.str("apiVersion", API_VERSION) != API_VERSION or fields.str("kind", KIND) != KIND:
             raise ConfigError("apiVersion", f"expected apiVersion {API_VERSION} and kind {KIND}")
         name = fields.sub("metadata").str("name") or fields.str("name") or path.parent.name
@@ -234,8 +251,11 @@ def run_case(suite: Suite, expectation: Expectation, snapshot: ClusterSnapshot, 
     obj = _resource_for(expectation, suite.resources, "results")
     expected = expectation.patched_file if expectation.patched is not None else expectation.result
 
-    def verdict(ok: bool, reason: str, warnings: Sequence[str] = ()) -> CaseResult:
-        return CaseResult(suite.name, expectation.label, expected, PASS if ok else FAIL, reason, tuple(warnings))
+    golden = suite.path.parent / expectation.patched_file if expectation.patched is not None else None
+
+    def verdict(ok: bool, reason: str, warnings: Sequence[str] = (), produced: Any = None) -> CaseResult:
+        result = PASS if ok else FAIL
+        return CaseResult(suite.name, expectation.label, expected, result, reason, tuple(warnings), produced, golden)
 
     operation = expectation.operation
     try:
@@ -261,21 +281,50 @@ def run_case(suite: Suite, expectation: Expectation, snapshot: ClusterSnapshot, 
         return verdict(False, f"no warning contains {missing[0]!r} (warnings: {warnings or 'none'})", warnings)
     if expectation.patched is not None and expectation.patched != outcome.object:
         differences = _differences(expectation.patched, outcome.object)
-        return verdict(False, f"differs from {expectation.patched_file}: {differences}", warnings)
+        return verdict(False, f"differs from {expectation.patched_file}: {differences}", warnings, outcome.object)
     noted = f", with {len(warnings)} warning(s)" if warnings else ""
     return verdict(True, "admitted" + (" as patched" if expectation.patched is not None else "") + noted, warnings)
 
 
-def run_suite(suite: Suite, registry: Registry | None = None) -> list[CaseResult]:
+@dataclass(frozen=True)
+class Selector:
+    """`--test-case-selector "test=NAME,resource=NAME"` (shell patterns), as `kyverno test` selects cases."""
+
+    test: str = "*"
+    resource: str = "*"
+
+    KEYS: ClassVar[tuple[str, ...]] = ("test", "resource")
+
+    @classmethod
+    def parse(cls, text: str) -> Selector:
+        values: dict[str, str] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            key, equals, value = part.partition("=")
+            if not equals or key.strip() not in cls.KEYS or not value.strip():
+                raise ValueError(f"{part!r}: expected KEY=PATTERN with KEY one of {', '.join(cls.KEYS)}")
+            values[key.strip()] = value.strip()
+        return cls(**values)
+
+    def matches(self, suite: str, expectation: Expectation) -> bool:
+        return fnmatchcase(suite, self.test) and (
+            fnmatchcase(expectation.resource, self.resource) or fnmatchcase(expectation.label, self.resource)
+        )
+
+
+def run_suite(suite: Suite, registry: Registry | None = None, selector: Selector = Selector()) -> list[CaseResult]:
     registry = registry or default_routes()
+    chosen = [e for e in suite.expectations if selector.matches(suite.name, e)]
+    if not chosen:
+        return []
     snapshot = snapshot_of(suite)
-    return [run_case(suite, expectation, snapshot, registry) for expectation in suite.expectations]
+    return [run_case(suite, expectation, snapshot, registry) for expectation in chosen]
 
 
-def run_suites(root: Path) -> list[CaseResult]:
-    """Every suite below `root`, every case of each; SuiteError when one cannot be read."""
+def run_suites(root: Path, selector: Selector = Selector()) -> list[CaseResult]:
+    """Every suite below `root`, every case of each that `selector` picks; SuiteError when one
+    cannot be read."""
     registry = default_routes()
     results: list[CaseResult] = []
     for path in find_suites(root):
-        results.extend(run_suite(load_suite(path), registry))
+        results.extend(run_suite(load_suite(path), registry, selector))
     return results

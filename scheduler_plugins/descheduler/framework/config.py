@@ -1,5 +1,7 @@
-"""DeschedulerConfiguration `descheduler/v1alpha2` (spec §2): parsed, defaulted and validated once
-at the boundary; every error names its field (`profiles[0].pluginConfig[1].args.lowThresholds.cpu`).
+"""DeschedulerConfiguration `descheduler/v1alpha2` (Koordinator's
+`pkg/descheduler/apis/config/types.go`, `v1alpha2/defaults.go`): parsed, defaulted and validated
+once at the boundary; every error names its field
+(`profiles[0].pluginConfig[1].args.lowThresholds.cpu`).
 
 Plugin sets are merged with the defaults (evict and filter: MigrationController): a disabled `*`
 drops every default, a disabled name drops that default, an enabled plugin with a default's name
@@ -166,7 +168,8 @@ def _plugin_names(fields: Fields, key: str) -> list[str]:
 
 
 def merge_plugin_set(defaults: tuple[str, ...], enabled: list[str], disabled: list[str]) -> tuple[str, ...]:
-    """Spec §2 plugin-set merging."""
+    """Plugin-set merging as kube-scheduler and Koordinator's descheduler merge a profile's
+    plugins."""
     kept = [] if "*" in disabled else [name for name in defaults if name not in disabled]
     out = list(kept)
     for name in enabled:

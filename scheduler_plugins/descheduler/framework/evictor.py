@@ -1,4 +1,5 @@
-"""The Evictor proxy every plugin evicts through (spec §1), and the eviction limits.
+"""The Evictor proxy every plugin evicts through (Koordinator's `runtime/evictor_proxy.go`,
+`pkg/descheduler/evictions/`), and the eviction limits.
 
 `filter`/`pre_eviction_filter` are the AND of every enabled Filter plugin. `evict` asks the
 limiter (per node, per namespace, total; reset each round), then — unless in dry run, where it

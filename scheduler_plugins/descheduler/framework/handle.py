@@ -1,5 +1,6 @@
-"""What a plugin is given (spec §1 `Handle`): the Evictor, the round's cluster snapshot, dry run,
-the clock, where evictions go (the Eviction API, or the store offline) and where Events go."""
+"""What a plugin is given (Koordinator's `Handle`, `pkg/descheduler/framework/types.go`): the
+Evictor, the round's cluster snapshot, dry run, the clock, where evictions go (the Eviction API, or
+the store offline) and where Events go."""
 
 from __future__ import annotations
 

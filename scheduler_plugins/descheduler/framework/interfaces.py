@@ -1,5 +1,6 @@
-"""The extension points (spec §1): one small interface per point; a plugin implements only what
-it does, and the framework finds out which by looking (`runtime_checkable`).
+"""The extension points (Koordinator's `pkg/descheduler/framework/types.go`): one small interface
+per point; a plugin implements only what it does, and the framework finds out which by looking
+(`runtime_checkable`).
 
 Contracts:
 * `DeschedulePlugin.deschedule` / `BalancePlugin.balance` get the round's candidate nodes (ready,

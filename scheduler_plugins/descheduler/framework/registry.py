@@ -1,6 +1,6 @@
-"""The plugin table (spec §1): name -> (args parser, factory). Built explicitly by
-`in_tree_registry()`, never by import side effects; registering a name twice or unregistering a
-missing one is an error."""
+"""The plugin table (Koordinator's `pkg/descheduler/framework/runtime/registry.go`): name -> (args
+parser, factory). Built explicitly by `in_tree_registry()`, never by import side effects;
+registering a name twice or unregistering a missing one is an error."""
 
 from __future__ import annotations
 

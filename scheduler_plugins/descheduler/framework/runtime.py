@@ -1,4 +1,5 @@
-"""Profiles and the descheduling round (spec §1).
+"""Profiles and the descheduling round (Koordinator's
+`pkg/descheduler/framework/runtime/framework.go`, `pkg/descheduler/descheduler.go`).
 
 A round: the ready nodes matching the global node selector (fewer than two: an error, the round is
 skipped); the limiter is reset; every profile's Deschedule plugins run, then every profile's

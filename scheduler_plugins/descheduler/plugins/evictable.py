@@ -1,5 +1,6 @@
-"""Which pods may be evicted at all: Kubernetes' DefaultEvictor semantics (spec §3.5), shared by
-the `DefaultEvictor` and `MigrationController` filters.
+"""Which pods may be evicted at all: Kubernetes' DefaultEvictor semantics (sigs.k8s.io/descheduler's
+`pkg/framework/plugins/defaultevictor`), shared by the `DefaultEvictor` and `MigrationController`
+filters.
 
 Not evictable: DaemonSet pods, mirror and static pods, terminating pods, pods without an owner
 (unless `evictFailedBarePods` and the pod failed), pods with local storage (emptyDir/hostPath)

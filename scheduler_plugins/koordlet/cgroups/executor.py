@@ -1,11 +1,13 @@
-"""Cgroup writes as values, and the ResourceUpdateExecutor that applies them (spec §3).
+"""Cgroup writes as values, and the ResourceUpdateExecutor that applies them (Koordinator's
+`pkg/koordlet/resourceexecutor/`).
 
 A strategy returns `CgroupWrite`s; `leveled_order` orders those of a hierarchical resource so that
 a parent is never smaller than a child while they are applied: first, top-down (QoS, pod,
 container), every cgroup is raised to the union of its old and new value; then, bottom-up, each
 is lowered to its new value. The executor remembers what it last wrote to each file and skips a
 write of the same text until the entry is older than `cache_ttl` (then the file is compared again,
-so a value changed behind the agent's back is restored).
+so a value changed behind the agent's back is restored). A path that resolves outside the cgroup
+root is never written, whatever built it.
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ class WriteStats:
     skipped: int = 0
     failed: int = 0
     errors: list[str] = field(default_factory=list)
+    #: the writes that failed, for their strategy's failure count
+    failures: list[CgroupWrite] = field(default_factory=list)
 
 
 class ResourceExecutor:
@@ -93,9 +97,10 @@ class ResourceExecutor:
         cache_ttl: float = 60.0,
         dry_run: bool = False,
         on_write: Callable[[CgroupWrite, str], None] | None = None,
+        on_outside: Callable[[str], None] | None = None,
     ) -> None:
         self.layout, self.clock, self.cache_ttl, self.dry_run = layout, clock, cache_ttl, dry_run
-        self.on_write = on_write
+        self.on_write, self.on_outside = on_write, on_outside
         self._cache: dict[str, tuple[str, float]] = {}
 
     def read(self, cgroup: str, resource: Resource) -> int | str | None:
@@ -104,9 +109,6 @@ class ResourceExecutor:
                 return resource.parse(self.layout.version, handle.read())
         except (OSError, ValueError, IndexError):
             return None
-
-    def exists(self, cgroup: str, subsystem: str) -> bool:
-        return self.layout.dir(cgroup, subsystem).is_dir()
 
     def apply(self, writes: Iterable[CgroupWrite]) -> WriteStats:
         """Apply `writes`: those the cache knows are in place are skipped first, the rest go in
@@ -120,6 +122,7 @@ class ResourceExecutor:
             except ValueError as exc:
                 stats.failed += 1
                 stats.errors.append(str(exc))
+                stats.failures.append(w)
                 continue
             cached = self._cache.get(self.layout.path_text(w.cgroup, w.resource))
             if cached is not None and cached[0] == text and now - cached[1] < self.cache_ttl:
@@ -130,6 +133,12 @@ class ResourceExecutor:
             key = self.layout.path_text(w.cgroup, w.resource)
             text = w.resource.render(self.layout.version, w.value)
             cached = self._cache.get(key)
+            if not self.layout.inside(key):  # a symlink or `..` out of the hierarchy: never written
+                stats.failed += 1
+                stats.errors.append(f"{key}: outside the cgroup root, refused")
+                if self.on_outside is not None:
+                    self.on_outside(key)
+                continue
             if self.dry_run:
                 log.info("dry-run: write %s to %s", text, key)
                 self._written(w, key, text, now, stats)
@@ -150,6 +159,7 @@ class ResourceExecutor:
                 self._cache.pop(key, None)
                 stats.failed += 1
                 stats.errors.append(f"{key}: {exc.strerror or exc}")
+                stats.failures.append(w)
                 log.debug("cannot write %s to %s: %s", text, key, exc)
                 continue
             self._written(w, key, text, now, stats)

@@ -1,4 +1,5 @@
-"""Where a QoS class, a pod and a container live below the cgroup root (spec §3).
+"""Where a QoS class, a pod and a container live below the cgroup root (Koordinator's
+`pkg/koordlet/util/system/cgroup_driver.go`).
 
 Paths are relative to the root with no leading slash and, on v1, without the subsystem directory:
 `kubepods/besteffort/pod<uid>`. The version is detected from the files under the root — a v2
@@ -17,9 +18,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from policies.constants import KubernetesQoSClass
-from policies.objects import metadata_of
+from scheduler_plugins.koordlet.cgroups.ids import checked_pod_uid, parse_container_id
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
 
+#: the v1 hierarchies a pod's cgroup files live in: every write and kill must stay below one of them
 V1_SUBSYSTEMS: Final = ("cpu", "cpuacct", "cpuset", "memory", "blkio", "net_cls")
 
 
@@ -62,12 +64,15 @@ _RUNTIME_SCOPE: Final = {"containerd": "cri-containerd", "docker": "docker", "cr
 
 
 def container_id(pod: Mapping[str, Any], name: str) -> tuple[str, str] | None:
-    """(runtime, id) of a container from the pod's status (`containerd://abc`), None before it runs."""
+    """(runtime, id) of a container from the pod's status (`containerd://<64 hex>`), None before it
+    runs; `RefusedPath` for an ID that is not its runtime's format."""
     status = pod.get("status") or {}
-    for entry in [*(status.get("containerStatuses") or []), *(status.get("initContainerStatuses") or [])]:
+    if not isinstance(status, Mapping):
+        return None
+    entries = [*(status.get("containerStatuses") or []), *(status.get("initContainerStatuses") or [])]
+    for entry in entries:
         if isinstance(entry, Mapping) and entry.get("name") == name and entry.get("containerID"):
-            runtime, _, cid = str(entry["containerID"]).partition("://")
-            return (runtime, cid) if cid else None
+            return parse_container_id(entry["containerID"])
     return None
 
 
@@ -83,7 +88,9 @@ class CgroupLayout:
         table = _CGROUPFS_QOS if self.driver is CgroupDriver.CGROUPFS else _SYSTEMD_QOS
         return table[kube_qos]
 
-    def pod_dir(self, kube_qos: str, uid: str) -> str:
+    def pod_dir(self, kube_qos: str, uid: object) -> str:
+        """The pod's cgroup; `RefusedPath` unless `uid` is a UUID."""
+        uid = checked_pod_uid(uid)
         if self.driver is CgroupDriver.CGROUPFS:
             return f"{self.qos_dir(kube_qos)}/pod{uid}"
         escaped = uid.replace("-", "_")
@@ -93,9 +100,6 @@ class CgroupLayout:
             else f"kubepods-{kube_qos.lower()}-pod{escaped}.slice"
         )
         return f"{self.qos_dir(kube_qos)}/{name}"
-
-    def pod_dir_of(self, pod: Mapping[str, Any], kube_qos: str) -> str:
-        return self.pod_dir(kube_qos, str(metadata_of(pod).get("uid") or ""))
 
     def container_dir(self, pod_dir: str, runtime: str, cid: str) -> str:
         if self.driver is CgroupDriver.CGROUPFS:
@@ -110,6 +114,18 @@ class CgroupLayout:
         """`path` as a string, cached: a reconcile round asks for thousands of them."""
         subsystem = resource.subsystem if self.version is CgroupVersion.V1 else ""
         return _join(str(self.root), subsystem, cgroup, resource.file(self.version))
+
+    def bases(self) -> tuple[str, ...]:
+        """The resolved directories every path must stay in: each subsystem's (v1), the root (v2)."""
+        if self.version is CgroupVersion.V2:
+            return (os.path.realpath(self.root),)
+        return tuple(os.path.realpath(self.root / sub) for sub in V1_SUBSYSTEMS)
+
+    def inside(self, path: str | Path) -> bool:
+        """Whether `path`, every symlink resolved, stays below the cgroup root: checked before any
+        write or kill, whatever built the path."""
+        resolved = os.path.realpath(path)
+        return any(resolved == base or resolved.startswith(base + os.sep) for base in self.bases())
 
     def dir(self, cgroup: str, subsystem: str) -> Path:
         base = self.root / subsystem if self.version is CgroupVersion.V1 else self.root

@@ -1,4 +1,5 @@
-"""Logical cgroup resources and their files in cgroup v1 and v2 (spec §3), with the validators.
+"""Logical cgroup resources and their files in cgroup v1 and v2 (Koordinator's
+`pkg/koordlet/util/system/cgroup_resource.go`), with the validators.
 
 A strategy names a logical resource (`CPU_SHARES`) and a value in v1 terms (shares, a quota in µs);
 `Resource.render` gives the file and the text of the chosen version (`cpu.weight` and a weight on v2).
@@ -45,7 +46,7 @@ class Resource:
     v2_file: str
     low: int | None = None
     high: int | None = None
-    #: a parent must be at least as large as a child (written leveled, spec §3)
+    #: a parent must be at least as large as a child (written leveled, as `pkg/koordlet/resourceexecutor/` does)
     hierarchical: bool = False
 
     def file(self, version: CgroupVersion) -> str:

@@ -21,7 +21,7 @@ from scheduler_plugins.koordlet.cgroups import resources as r
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout
 from scheduler_plugins.koordlet.metrics.cache import MetricCache
 from scheduler_plugins.koordlet.nodeslo import HostApplication
-from scheduler_plugins.koordlet.pods import PodView, is_active, pod_view
+from scheduler_plugins.koordlet.pods import OnRefused, PodView, active_pod_views
 from scheduler_plugins.koordlet.states import NodeState
 from scheduler_plugins.koordlet.usage import BECPU, ResourceUsage, Usage
 
@@ -37,10 +37,6 @@ _HOST_BASES: Final = {
 
 def pod_series(uid: str, resource: str) -> str:
     return f"pod/{uid}/{resource}"
-
-
-def app_series(name: str, resource: str) -> str:
-    return f"hostapp/{name}/{resource}"
 
 
 def read_proc_stat(proc: Path) -> tuple[int, int] | None:
@@ -101,6 +97,8 @@ class Collector:
     _last: dict[str, tuple[float, float]] = field(default_factory=dict)
     #: cgroup files read in the last round (the cost a benchmark reports)
     reads: int = 0
+    #: told of a pod whose UID or container ID is refused as a path
+    on_refused: OnRefused | None = None
 
     def _rate(self, series: str, at: float, counter: float, per_second: float) -> float | None:
         """Counter units per second × `per_second` since the last read of `series`."""
@@ -189,7 +187,7 @@ class Collector:
         used = read_meminfo_used(self.proc)
         if used is not None:
             self.cache.add(NODE_MEMORY, at, used)
-        views = [pod_view(p, self.layout) for p in state.pods if is_active(p)]
+        views = list(active_pod_views(state.pods, self.layout, self.on_refused))
         known = {v.uid for v in views}
         for view in views:
             self._cgroup(f"pod/{view.uid}", view.dir, at)

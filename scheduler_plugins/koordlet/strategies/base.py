@@ -16,7 +16,7 @@ from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, Reader
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout
 from scheduler_plugins.koordlet.host import HostView, HostWrite, NoHost
 from scheduler_plugins.koordlet.nodeslo import ThresholdStrategy
-from scheduler_plugins.koordlet.pods import PodView, is_active, pod_view
+from scheduler_plugins.koordlet.pods import OnRefused, PodView, active_pod_views
 from scheduler_plugins.koordlet.states import NodeState
 from scheduler_plugins.koordlet.topology import CPUInfo
 from scheduler_plugins.koordlet.usage import Usage
@@ -75,8 +75,9 @@ class RoundInput:
         now: float,
         processors: Sequence[CPUInfo],
         host: HostView | None = None,
+        on_refused: OnRefused | None = None,
     ) -> RoundInput:
-        views = tuple(pod_view(p, layout) for p in state.pods if is_active(p))
+        views = active_pod_views(state.pods, layout, on_refused)
         return cls(state, usage, layout, read, now, tuple(processors), views, host or NoHost())
 
     def node_amount(self, field_name: str, resource: str) -> int:

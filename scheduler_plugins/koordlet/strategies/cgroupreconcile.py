@@ -1,7 +1,9 @@
-"""CgroupReconcile (spec §7): the class's memory QoS (memory.min/low/high, watermarks, memcg
-priority, OOM group, page cache) at QoS, pod and container level, and the CPU side Koordinator
-leaves to its runtime hooks: BE `cpu.shares` and CFS quota from batch-cpu, group identity and
-idle from the class cpuQOS. Runs when the NodeSLO has a `resourceQOSStrategy`.
+"""CgroupReconcile (Koordinator's
+`pkg/koordlet/qosmanager/plugins/cgreconcile/cgroup_reconcile.go`): the class's memory QoS
+(memory.min/low/high, watermarks, memcg priority, OOM group, page cache) at QoS, pod and container
+level, and the CPU side Koordinator leaves to its runtime hooks: BE `cpu.shares` and CFS quota from
+batch-cpu, group identity and idle from the class cpuQOS. Runs when the NodeSLO has a
+`resourceQOSStrategy`.
 """
 
 from __future__ import annotations

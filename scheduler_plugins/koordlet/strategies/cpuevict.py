@@ -24,7 +24,7 @@ from collections.abc import Callable
 from policies.constants import BATCH_CPU, MID_CPU, RESOURCE_CPU, PriorityClass, QoSClass
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.nodeslo import CPU_EVICT_POLICY_ALLOCATABLE, ThresholdStrategy
-from scheduler_plugins.koordlet.pods import PodView, pod_view
+from scheduler_plugins.koordlet.pods import PodView, every_pod_view
 from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, StrategyOptions, StrategyResult
 from scheduler_plugins.koordlet.strategies.victims import (
     DEFAULT_ALLOCATABLE_LOWER,
@@ -160,7 +160,7 @@ class CPUEvict:
             lower = DEFAULT_ALLOCATABLE_LOWER
         if limit is None or limit > MAX_ALLOCATABLE_EVICT_PRIORITY or threshold < 0 or lower >= threshold:
             return []
-        every_pod = [pod_view(p, inp.layout) for p in inp.state.pods]  # Koordinator sums every pod's requests
+        every_pod = list(every_pod_view(inp.state.pods, inp.layout))  # Koordinator sums every pod's requests
         allocatable = {name: inp.node_amount("allocatable", name) for name in (RESOURCE_CPU, BATCH_CPU, MID_CPU)}
         release = allocatable_release(every_pod, allocatable, limit, threshold, lower)
         if not release:

@@ -1,6 +1,7 @@
-"""CPUSuppress (Koordinator's `CPUSuppresss`, gate `BECPUSuppress`, spec §4): BE pods get what the
-node has left under `cpuSuppressThresholdPercent` after the non-BE pods, the non-BE host
-applications and the system — as a cpuset (default) or as a CFS quota of the BE QoS cgroup.
+"""CPUSuppress (Koordinator's `CPUSuppresss`, gate `BECPUSuppress`,
+`pkg/koordlet/qosmanager/plugins/cpusuppress/cpu_suppress.go`): BE pods get what the node has left
+under `cpuSuppressThresholdPercent` after the non-BE pods, the non-BE host applications and the
+system — as a cpuset (default) or as a CFS quota of the BE QoS cgroup.
 """
 
 from __future__ import annotations

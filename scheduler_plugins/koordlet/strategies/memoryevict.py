@@ -1,4 +1,5 @@
-"""MemoryEvict (Koordinator's `memoryEvict`, spec §5): when the node's memory use passes a
+"""MemoryEvict (Koordinator's `memoryEvict`,
+`pkg/koordlet/qosmanager/plugins/memoryevict/memory_evict.go`): when the node's memory use passes a
 threshold, evict pods — BE first by priority and usage — until enough is released; then wait the
 cool time. Three tasks, in order, each with its gate and the NodeSLO switch: BEMemoryEvict,
 MemoryAllocatableEvict, MemoryEvict.

@@ -127,9 +127,6 @@ class ReservationIndex:
         chosen = self._any_owner | names if names else self._any_owner
         return [self.infos[name] for name in sorted(chosen)]
 
-    def on_node(self, node_name: str) -> list[ReservationInfo]:
-        return [self.infos[name] for name in sorted(self.by_node.get(node_name, ()))]
-
     def allocated(self, name: str) -> Vector:
         total: Vector = {}
         for requests in self.allocations.get(name, {}).values():

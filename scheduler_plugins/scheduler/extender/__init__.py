@@ -1,1 +1,2 @@
-"""kube-scheduler HTTP extender (spec §12): the plugin pipeline behind filter/prioritize/bind."""
+"""kube-scheduler HTTP extender (`k8s.io/kube-scheduler/extender/v1`): the plugin pipeline behind
+filter/prioritize/bind."""

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from itertools import repeat
 from typing import Any, TypedDict
 
+from policies.shape import depth_error, object_error
+
 MAX_EXTENDER_PRIORITY = 10
 
 
@@ -82,6 +84,9 @@ def parse_extender_args(body: Any) -> tuple[dict[str, Any], list[dict[str, Any]]
     pod = field(body, "Pod")
     if not isinstance(pod, dict) or not isinstance((pod.get("metadata") or {}).get("name"), str):
         raise ArgsError("ExtenderArgs.Pod must be a Pod with metadata.name")
+    shape = depth_error(pod, "ExtenderArgs.Pod") or object_error("Pod", pod, "ExtenderArgs.Pod")
+    if shape:  # what the API server would never send: the plugins read it as core/v1 shapes it
+        raise ArgsError(shape)
     names = field(body, "NodeNames")
     nodes = field(body, "Nodes")
     if names is not None:
@@ -92,9 +97,14 @@ def parse_extender_args(body: Any) -> tuple[dict[str, Any], list[dict[str, Any]]
         items = field(nodes, "items") if isinstance(nodes, dict) else None
         if not isinstance(items, list) or not all(isinstance(n, dict) for n in items):
             raise ArgsError("ExtenderArgs.Nodes must be a NodeList with items")
-        for item in items:
+        for index, item in enumerate(items):
             if not isinstance((item.get("metadata") or {}).get("name"), str):
                 raise ArgsError("ExtenderArgs.Nodes.items[] must have metadata.name")
+            shape = depth_error(item, f"ExtenderArgs.Nodes.items[{index}]") or object_error(
+                "Node", item, f"ExtenderArgs.Nodes.items[{index}]"
+            )
+            if shape:
+                raise ArgsError(shape)
         return pod, items, None
     raise ArgsError("ExtenderArgs needs NodeNames (nodeCacheCapable) or Nodes")
 

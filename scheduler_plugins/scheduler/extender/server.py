@@ -3,8 +3,9 @@
 Routes (under the URL prefix): POST filter, prioritize, bind; GET healthz (liveness), readyz
 (200 once the cluster state is loaded: at once from a snapshot, after the first list of every kind
 from the API server) and metrics (Prometheus: the cluster store's health, the same series the
-webhook exports). The application is built by `make_app` from a service passed in (no module
-globals) and frozen at start-up; a live source runs as a background task of the application.
+webhook exports, and `colocate_extender_requests_total{verb,code}`, what kube-scheduler got).
+The application is built by `make_app` from a service passed in (no module globals) and frozen
+at start-up; a live source runs as a background task of the application.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 import orjson
 from aiohttp import web
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from cluster.metrics import StoreHealthMetrics
@@ -41,6 +42,7 @@ access_log = logging.getLogger("colocate.extender.access")
 VERBS = ("filter", "prioritize", "preempt", "bind")
 SERVICE_KEY = web.AppKey("service", ExtenderService)
 METRICS_KEY = web.AppKey("metrics", CollectorRegistry)
+REQUESTS_KEY = web.AppKey("requests", Counter)
 
 
 def _json(value: Any, status: int = 200) -> web.Response:
@@ -58,23 +60,29 @@ async def _body(request: web.Request) -> Any:
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def _verb(call: Callable[[ExtenderService, Any], Any]) -> Handler:
+def _verb(verb: str, call: Callable[[ExtenderService, Any], Any]) -> Handler:
     async def handler(request: web.Request) -> web.Response:
-        service = request.app[SERVICE_KEY]
-        try:
-            result = call(service, await _body(request))
-            if inspect.isawaitable(result):  # bind: held while a gang member waits on Permit
-                result = await result
-        except ArgsError as exc:
-            return _json({"Error": str(exc)}, status=400)
-        except NotSynced as exc:
-            return _json({"Error": str(exc)}, status=503)
-        except Exception as exc:  # a plugin bug must not take the extender down
-            log.exception("extender %s failed", request.path)
-            return _json({"Error": f"internal error: {exc}"}, status=500)
-        return _json(result)
+        response = await _answer(request, call)
+        request.app[REQUESTS_KEY].labels(verb, str(response.status)).inc()  # verbs and codes: closed sets
+        return response
 
     return handler
+
+
+async def _answer(request: web.Request, call: Callable[[ExtenderService, Any], Any]) -> web.Response:
+    service = request.app[SERVICE_KEY]
+    try:
+        result = call(service, await _body(request))
+        if inspect.isawaitable(result):  # bind: held while a gang member waits on Permit
+            result = await result
+    except ArgsError as exc:
+        return _json({"Error": str(exc)}, status=400)
+    except NotSynced as exc:
+        return _json({"Error": str(exc)}, status=503)
+    except Exception as exc:  # a plugin bug must not take the extender down
+        log.exception("extender %s failed", request.path)
+        return _json({"Error": f"internal error: {exc}"}, status=500)
+    return _json(result)
 
 
 def make_app(
@@ -82,8 +90,8 @@ def make_app(
 ) -> web.Application:
     prefix = "/" + url_prefix.strip("/") if url_prefix.strip("/") else ""
     routes = web.RouteTableDef()
-    for verb in VERBS:  # filter and bind report a malformed body in their Error field
-        routes.post(f"{prefix}/{verb}")(_verb(getattr(ExtenderService, verb)))
+    for verb in VERBS:  # a malformed body is a 400 with the reason in Error
+        routes.post(f"{prefix}/{verb}")(_verb(verb, getattr(ExtenderService, verb)))
 
     @routes.get(f"{prefix}/healthz")
     async def healthz(request: web.Request) -> web.Response:
@@ -102,6 +110,12 @@ def make_app(
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app[SERVICE_KEY] = service
     app[METRICS_KEY] = metrics if metrics is not None else CollectorRegistry()
+    app[REQUESTS_KEY] = Counter(
+        "colocate_extender_requests_total",
+        "Extender requests by verb and HTTP status (400 a bad request, 503 not synced, 500 a plugin error).",
+        ["verb", "code"],
+        registry=app[METRICS_KEY],
+    )
     app.add_routes(routes)
     return app
 

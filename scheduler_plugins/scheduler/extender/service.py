@@ -1,6 +1,8 @@
 """ONE function per verb, over the framework and the cluster state; the aiohttp adapter only moves
-bytes. Two error families: a malformed request (`ArgsError`, answered in the response's Error
-field) and a pod the plugins reject (FailedNodes / FailedAndUnresolvableNodes).
+bytes. Two error families: a malformed request (`ArgsError`: a body that is not the wire type, or a
+pod or node the API server could not have sent, answered 400 with the reason in Error) and a pod
+the plugins reject (FailedNodes / FailedAndUnresolvableNodes). A bind whose PodUID is not the UID
+of the pod it names is refused: a stale or forged bind never places another pod of the same name.
 
 filter: PreFilter then Filter on each given node; a PreFilter rejection fails every node with its
 code. prioritize: PreFilter (for the cycle state it leaves, e.g. the reservations a pod matches; its
@@ -151,17 +153,9 @@ class ExtenderService:
             }
 
     def _filter(self, body: Any) -> wire.ExtenderFilterResult:
+        """Raises ArgsError on a malformed body (the adapter answers 400 with it in Error)."""
         self._require_sync()
-        try:
-            pod_obj, items, names = wire.parse_extender_args(body)
-        except wire.ArgsError as exc:
-            return {
-                "Nodes": None,
-                "NodeNames": None,
-                "FailedNodes": {},
-                "FailedAndUnresolvableNodes": {},
-                "Error": str(exc),
-            }
+        pod_obj, items, names = wire.parse_extender_args(body)
         pod = PodInfo(pod_obj)
         self._remember(pod)
         nodes, unresolvable = self._nodes(items, names)
@@ -278,12 +272,13 @@ class ExtenderService:
         rejected (its deadline passed, or its Strict gang was rejected): kube-scheduler runs each
         binding cycle in the background, so a held bind does not stop it from scheduling others."""
         self._require_sync()
-        try:
-            namespace, name, uid, node_name = wire.parse_binding_args(body)
-        except wire.ArgsError as exc:
-            return {"Error": str(exc)}
+        namespace, name, uid, node_name = wire.parse_binding_args(body)  # ArgsError: 400
         pod, _ = self.cluster.find_pod(namespace, name)
+        if pod is not None and str(pod.metadata.get("uid") or "") != uid:
+            return {"Error": f"PodUID {uid!r} is not the UID of pod {namespace}/{name}; not bound"}
         if pod is None and f"{namespace}/{name}" in self._seen:
+            if str(self._seen[f"{namespace}/{name}"].metadata.get("uid") or "") != uid:
+                return {"Error": f"PodUID {uid!r} is not the UID of pod {namespace}/{name}; not bound"}
             pod = self._seen.pop(f"{namespace}/{name}")
             self.cluster.pending[pod.key] = pod
         if pod is None:

@@ -1,5 +1,6 @@
-"""KubeSchedulerConfiguration (spec §2.3): profiles, plugin sets per extension point, weights and
-`pluginConfig` args, defaulted and validated once with the field path in every error.
+"""KubeSchedulerConfiguration (Koordinator's `pkg/scheduler/apis/config/`): profiles, plugin sets
+per extension point, weights and `pluginConfig` args, defaulted and validated once with the field
+path in every error.
 
 Plugin sets merge with the in-tree defaults as kube-scheduler does: a default plugin stays unless
 disabled (`"*"` disables every default of that point); an enabled plugin that is also a default

@@ -6,7 +6,8 @@ Every method returns a `Status` (or a tuple with one) instead of raising. Contra
 * `Filter` is called once per node and must not mutate the NodeInfo it is given.
 * `Score` returns 0..100 unless the plugin also normalises (`ScoreExtensions`).
 * `Unreserve` must be idempotent and may be called for a pod that was never reserved.
-* A transformer (spec §2.2) runs only when its plugin is enabled at the matching point.
+* A transformer (Koordinator's `pkg/scheduler/frameworkext/interface.go`) runs only when its plugin
+  is enabled at the matching point.
 """
 
 from __future__ import annotations
@@ -59,9 +60,9 @@ class PreEnqueuePlugin(Protocol):
 
 @runtime_checkable
 class NextPodPlugin(Protocol):
-    """FrameworkExtender NextPod (spec §6): consulted before the queue, it may name the pod to
-    schedule next (a gang's next member) among those still queued. Runs for plugins enabled at
-    preEnqueue; the first answer wins."""
+    """FrameworkExtender NextPod (used by Coscheduling, `pkg/scheduler/plugins/coscheduling/`):
+    consulted before the queue, it may name the pod to schedule next (a gang's next member) among
+    those still queued. Runs for plugins enabled at preEnqueue; the first answer wins."""
 
     name: str
 
@@ -80,15 +81,6 @@ class PreFilterPlugin(Protocol):
     name: str
 
     def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]: ...
-
-
-@runtime_checkable
-class PreFilterExtensions(Protocol):
-    """AddPod/RemovePod: evaluate the pod as if another pod were added to / removed from a node."""
-
-    def add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status: ...
-
-    def remove_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status: ...
 
 
 @runtime_checkable
@@ -215,7 +207,7 @@ class NodeDetailPlugin(Protocol):
     def explain_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> dict[str, Any] | None: ...
 
 
-# --- FrameworkExtender transformers (spec §2.2) --------------------------------------------------
+# --- FrameworkExtender transformers (pkg/scheduler/frameworkext/interface.go) ---------------------
 
 
 @runtime_checkable
@@ -301,8 +293,6 @@ class ReservationView(Protocol):
 
     infos: dict[str, ReservationInfo]
     by_node: dict[str, set[str]]
-
-    def on_node(self, node_name: str) -> list[ReservationInfo]: ...
 
     def candidates(self, pod: PodInfo) -> list[ReservationInfo]:
         """Holding reservations whose owners might match the pod (a superset), by name."""

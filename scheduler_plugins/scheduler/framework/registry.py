@@ -1,5 +1,5 @@
-"""The plugin table: name → (args parser, factory). Built explicitly, never by import side effect;
-a duplicate name is an error (conventions §4)."""
+"""The plugin table: name → (args parser, factory). Built explicitly, never by import side effect; a
+duplicate name is an error (docs/architecture.md)."""
 
 from __future__ import annotations
 

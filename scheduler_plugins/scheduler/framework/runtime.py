@@ -2,8 +2,9 @@
 
 Every method returns Status values; the scheduling loop (`framework/scheduling.py`, the extender's
 verbs) decides what a failure means. The plugins are held by extension point, typed
-(`ExtensionPoints`). Transformers (spec §2.2) run only for plugins enabled at the matching point, in
-profile order. Plugins that keep caches of cluster objects are subscribed to the cluster state.
+(`ExtensionPoints`). Transformers (`pkg/scheduler/frameworkext/interface.go`) run only for plugins
+enabled at the matching point, in profile order. Plugins that keep caches of cluster objects are
+subscribed to the cluster state.
 """
 
 from __future__ import annotations
@@ -415,12 +416,6 @@ class Framework:
             return status
         self.run_post_bind(state, pod, node_name)
         return SUCCESS
-
-    def run_reserve_to_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        """Reserve, Permit and, unless the pod waits, the binding cycle. A Wait is returned as
-        is: the caller decides how to wait (`handle.waiting`)."""
-        status = self.run_reserve_permit(state, pod, node_name)
-        return self.run_binding_cycle(state, pod, node_name) if status.is_success else status
 
     def finish_waiting(self, waiting: WaitingPod) -> Status:
         """A settled waiting pod: its binding cycle if allowed, else Unreserve. Removes it."""

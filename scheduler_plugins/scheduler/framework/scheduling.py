@@ -3,9 +3,10 @@ production loop of `colocate scheduler simulate`, and the node selection `explai
 
 Node sampling follows kube-scheduler's `percentageOfNodesToScore` (pkg/scheduler/schedule_one.go,
 numFeasibleNodesToFind): the profile's value when it sets one, else the configuration's; with 0
-(adaptive, the default) a cluster of n ≥ 100 nodes is searched for max(100, n × max(5, 50 − n/125)
-/ 100) feasible nodes, starting where the previous cycle stopped (nextStartNodeIndex). Ties between
-equal totals go to the lowest node name (spec §2.1).
+(adaptive, the default) a cluster of n ≥ 100 nodes is searched for max(100, n × max(5, 50 − n/125) /
+100) feasible nodes, starting where the previous cycle stopped (nextStartNodeIndex). Ties between
+equal totals go to the lowest node name (kube-scheduler's `selectHost` picks among equal totals at
+random; a fixed order keeps simulations repeatable).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The two per-resource scorers the plugins share (kube-scheduler's resource allocation scorers),
-in integer arithmetic as the spec states them."""
+"""The two per-resource scorers the plugins share (kube-scheduler's resource allocation scorers), in
+integer arithmetic as kube-scheduler's `noderesources` computes them."""
 
 from __future__ import annotations
 

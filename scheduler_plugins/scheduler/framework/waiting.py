@@ -1,4 +1,5 @@
-"""Pods parked by Permit (kube-scheduler's `waitingPodsMap`, spec §2.1 point 8).
+"""Pods parked by Permit (kube-scheduler's `waitingPodsMap`,
+`pkg/scheduler/framework/runtime/waiting_pods_map.go`).
 
 A Permit plugin that answers Wait parks the pod, reserved and assumed on its node, until every
 waiting plugin allows it (then the binding cycle runs) or one rejects it (then it is unreserved and

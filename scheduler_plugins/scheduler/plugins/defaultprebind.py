@@ -1,8 +1,9 @@
-"""DefaultPreBind (spec §9): PreBind is a no-op; `apply_patch` turns every PreBind modification of
-the pod (or Reservation) into one JSON patch and applies it through the API client, retrying on
-conflict (409), throttling (429) and a closed connection (code 0). A patched object that carries a
-deletionTimestamp yields Error "pod is being deleted". Success ends the PreBindExtensions chain.
-An empty diff is Success without an API call.
+"""DefaultPreBind (Koordinator's `pkg/scheduler/plugins/defaultprebind/plugin.go`): PreBind is a
+no-op; `apply_patch` turns every PreBind modification of the pod (or Reservation) into one JSON
+patch and applies it through the API client, retrying on conflict (409), throttling (429) and a
+closed connection (code 0). A patched object that carries a deletionTimestamp yields Error "pod is
+being deleted". Success ends the PreBindExtensions chain. An empty diff is Success without an API
+call.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""NetworkTraffic (spec §11b, the scheduler-plugins example): prefer nodes that received fewer bytes
-on a network interface over the last `timeRangeInMinutes`, as reported by Prometheus.
+"""NetworkTraffic (the example plugin of kubernetes-sigs/scheduler-plugins' tutorial;
+docs/scheduler.md): prefer nodes that received fewer bytes on a network interface over the last
+`timeRangeInMinutes`, as reported by Prometheus.
 
 Score(node) is the instant query
 `sum_over_time(node_network_receive_bytes_total{kubernetes_node="<node>",device="<iface>"}[<range>])`

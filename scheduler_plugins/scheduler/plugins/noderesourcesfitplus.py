@@ -1,6 +1,6 @@
-"""NodeResourcesFitPlus (spec §10): per-resource MostAllocated / LeastAllocated with weights, for
-the resources named in the args only. PreScore records which resources the pod requests; Score
-needs no normalisation."""
+"""NodeResourcesFitPlus (Koordinator's `pkg/scheduler/plugins/noderesourcefitplus/`): per-resource
+MostAllocated / LeastAllocated with weights, for the resources named in the args only. PreScore
+records which resources the pod requests; Score needs no normalisation."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""ScarceResourceAvoidance (spec §11): keep pods that do not need a scarce resource (a GPU, say)
-off the nodes that have it. Score = share of the node's unrequested resources that are not scarce;
-no normalisation."""
+"""ScarceResourceAvoidance (Koordinator's `pkg/scheduler/plugins/scarceresourceavoidance/`): keep
+pods that do not need a scarce resource (a GPU, say) off the nodes that have it. Score = share of
+the node's unrequested resources that are not scarce; no normalisation."""
 
 from __future__ import annotations
 

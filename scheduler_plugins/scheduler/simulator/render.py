@@ -60,13 +60,17 @@ def simulation_table(report: dict[str, Any]) -> str:
     return f"{placements}\n\n{nodes}{reservations}\n\n{summary}"
 
 
+#: filter outcomes that are not failures: passed, or the plugin had nothing to say (`Skip`)
+NOT_FAILURES = frozenset({"Success", "Skip"})
+
+
 def explain_table(report: dict[str, Any]) -> str:
     rows = []
     for node in report["nodes"]:
         failures = [
             f"{f['plugin']}: {f['code']}" + (f" ({'; '.join(f['reasons'])})" if f["reasons"] else "")
             for f in node["filters"]
-            if f["code"] != "Success"
+            if f["code"] not in NOT_FAILURES
         ]
         scores = " ".join(f"{s['plugin']}={s['raw']}/{s['normalized']}x{s['weight']}" for s in node["scores"])
         rows.append(
@@ -109,4 +113,4 @@ def _preemption_lines(preemption: dict[str, Any]) -> str:
 
 
 def quota_table(report: dict[str, Any]) -> str:
-    return table(["QUOTA", "PARENT", "MIN", "MAX", "REQUEST", "USED", "RUNTIME"], quota_rows(report))
+    return table(["QUOTA", "RESOURCE", "MIN", "MAX", "REQUEST", "USED", "RUNTIME"], quota_rows(report))

@@ -7,12 +7,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from cli.progress import Progress
 from policies.constants import BATCH_CPU, BATCH_MEMORY, RESOURCE_CPU, RESOURCE_MEMORY
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.scheduling import Placement, Scheduler
 from scheduler_plugins.scheduler.reservations import RESERVE_POD_KEY_PREFIX
-from scheduler_plugins.scheduler.simulator.progress import Progress
 
 #: Resources the utilisation report shows, when the node has them.
 REPORTED_RESOURCES = (RESOURCE_CPU, RESOURCE_MEMORY, BATCH_CPU, BATCH_MEMORY)

@@ -1,4 +1,5 @@
-"""Anomaly detection (spec §3.3): N consecutive abnormal rounds are tolerated, the (N+1)-th acts."""
+"""Anomaly detection (Koordinator's `pkg/descheduler/utils/anomaly/`): N consecutive abnormal rounds
+are tolerated, the (N+1)-th acts."""
 
 from __future__ import annotations
 

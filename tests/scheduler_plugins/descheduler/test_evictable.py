@@ -1,4 +1,4 @@
-"""Which pods the DefaultEvictor semantics let go (spec §3.5)."""
+"""Which pods the DefaultEvictor semantics let go (sigs.k8s.io/descheduler's `defaultevictor`)."""
 
 from __future__ import annotations
 

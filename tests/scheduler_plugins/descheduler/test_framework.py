@@ -1,4 +1,5 @@
-"""The framework (spec §1): registry, Evictor proxy and limits, phase order, the round's preconditions."""
+"""The framework (Koordinator's `pkg/descheduler/framework/`): registry, Evictor proxy and limits,
+phase order, the round's preconditions."""
 
 from __future__ import annotations
 

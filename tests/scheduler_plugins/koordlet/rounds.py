@@ -15,6 +15,7 @@ from scheduler_plugins.koordlet.states import NodeState
 from scheduler_plugins.koordlet.strategies.base import RoundInput
 from scheduler_plugins.koordlet.topology import CPUInfo, flat_processors
 from scheduler_plugins.koordlet.usage import ResourceUsage, Usage
+from tests.support.builders import pod_uid
 
 LAYOUT = CgroupLayout(Path("/cg"), CgroupVersion.V1, CgroupDriver.CGROUPFS)
 
@@ -37,6 +38,17 @@ def usage(
     )
 
 
+def with_uid(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`pod` with the UID the API server would have given it (the agent refuses pods without one)."""
+    metadata = pod.get("metadata") or {}
+    if metadata.get("uid"):
+        return pod
+    return {
+        **pod,
+        "metadata": {**metadata, "uid": pod_uid(metadata.get("name", ""), metadata.get("namespace", "default"))},
+    }
+
+
 def round_input(
     node: Mapping[str, Any],
     slo: Mapping[str, Any] | None,
@@ -49,8 +61,13 @@ def round_input(
     topology: Mapping[str, Any] | None = None,
     host: HostView | None = None,
     reader: Reader | None = None,
+    checked_slo: bool = True,
 ) -> RoundInput:
-    state = NodeState(node, NodeSLO.parse(slo) if slo is not None else None, None, tuple(pods), topology)
+    """`checked_slo=False`: the NodeSLO skips the slo-controller-config rules the agent applies, for
+    tests of a strategy's own handling of values those rules refuse."""
+    pods = [with_uid(p) for p in pods]
+    slo_value = NodeSLO.parse(slo, checked=checked_slo) if slo is not None else None
+    state = NodeState(node, slo_value, None, tuple(pods), topology)
     values = dict(current or {})
 
     def read(cgroup: str, resource: Resource) -> int | str | None:

@@ -58,8 +58,7 @@ def seed(api: ApiServer) -> None:
             },
         )
     )
-    be = make_pod("batch", node="n1", qos="BE", priority=5500)
-    be["metadata"]["uid"] = "be-1"
+    be = make_pod("batch", node="n1", qos="BE", priority=5500, uid=True)
     api.apply(be)
     api.apply(make_pod("elsewhere", node="n2", qos="BE"))
     api.apply(

@@ -14,7 +14,7 @@ from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, ResourceExe
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout, LayoutError, Level, detect_version
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
 
-UID = "6b1c-22-33"
+UID = "6b1c2233-0000-4000-8000-00000000abcd"
 
 
 def test_the_version_is_read_from_the_files_not_the_mounts(tmp_path: Path) -> None:
@@ -30,14 +30,14 @@ def test_the_version_is_read_from_the_files_not_the_mounts(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     "driver, qos, expected",
     [
-        (CgroupDriver.CGROUPFS, "BestEffort", "kubepods/besteffort/pod6b1c-22-33"),
-        (CgroupDriver.CGROUPFS, "Guaranteed", "kubepods/pod6b1c-22-33"),
+        (CgroupDriver.CGROUPFS, "BestEffort", "kubepods/besteffort/pod6b1c2233-0000-4000-8000-00000000abcd"),
+        (CgroupDriver.CGROUPFS, "Guaranteed", "kubepods/pod6b1c2233-0000-4000-8000-00000000abcd"),
         (
             CgroupDriver.SYSTEMD,
             "Burstable",
-            "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod6b1c_22_33.slice",
+            "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod6b1c2233_0000_4000_8000_00000000abcd.slice",
         ),
-        (CgroupDriver.SYSTEMD, "Guaranteed", "kubepods.slice/kubepods-pod6b1c_22_33.slice"),
+        (CgroupDriver.SYSTEMD, "Guaranteed", "kubepods.slice/kubepods-pod6b1c2233_0000_4000_8000_00000000abcd.slice"),
     ],
 )
 def test_pod_dirs_of_both_drivers(driver: CgroupDriver, qos: str, expected: str) -> None:
@@ -212,3 +212,19 @@ def test_leveled_cpuset_updates_keep_every_child_inside_its_parent(
         sets = [parse_cpuset(state[n]) for n in names]
         assert sets[2] <= sets[1] <= sets[0]
     assert [parse_cpuset(state[n]) for n in names] == new
+
+
+def test_a_failed_write_is_counted_on_the_agents_metric_by_strategy(tmp_path: Path) -> None:
+    """`koordlet_cgroup_write_failures_total` (docs/koordlet.md) moves when a write fails."""
+    from cluster.store import ClusterStore
+    from scheduler_plugins.koordlet.agent import Agent, AgentSettings
+    from scheduler_plugins.koordlet.features import koordlet_gates
+    from scheduler_plugins.koordlet.framework import RoundReport
+    from scheduler_plugins.koordlet.states import KOORDLET_KINDS
+    from scheduler_plugins.koordlet.strategies.base import StrategyOptions
+
+    (tmp_path / "cpu").mkdir()
+    agent = Agent(AgentSettings("n1", tmp_path), StrategyOptions(koordlet_gates()), ClusterStore(KOORDLET_KINDS))
+    agent.apply(RoundReport(writes=[CgroupWrite("CPUSuppress", "kubepods/gone", r.CPU_SHARES, 2, Level.POD)]))
+    failures = agent.registry.get_sample_value("koordlet_cgroup_write_failures_total", {"strategy": "CPUSuppress"})
+    assert failures == 1.0

@@ -14,10 +14,11 @@ from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from scheduler_plugins.koordlet.strategies.cpuburst import BurstLimiter, CPUBurst
 from tests.scheduler_plugins.koordlet.rounds import round_input, usage
-from tests.support.builders import make_node, make_node_slo, make_pod
+from tests.support.builders import container_hash, make_node, make_node_slo, make_pod
 
 NODE = make_node("n1", capacity={"cpu": "20", "memory": "100Gi"}, allocatable={"cpu": "20", "memory": "100Gi"})
-POD_DIR = "kubepods/burstable/podtest-pod-1"
+UID = "7e57c0de-0000-4000-8000-000000000001"  # test-pod-1 (the agent needs a UUID)
+POD_DIR = f"kubepods/burstable/pod{UID}"
 NODE_CPU = {"idle": 1, "cooling": 9.5, "overload": 12}
 AUTO = {"policy": "auto", "cpuBurstPercent": 1000, "cfsQuotaBurstPercent": 300, "cfsQuotaBurstPeriodSeconds": -1}
 
@@ -32,10 +33,11 @@ def pod(limits: dict[str, int | None]) -> dict[str, Any]:
         for name, limit in limits.items()
     ]
     made = make_pod("test-pod-1", node="n1", qos="LS", containers=containers)
-    made["metadata"]["uid"] = "test-pod-1"
+    made["metadata"]["uid"] = UID
     made["status"] = {
         "containerStatuses": [
-            {"name": name, "containerID": f"containerd://{name}", "state": {"running": {}}} for name in limits
+            {"name": name, "containerID": f"containerd://{container_hash(name)}", "state": {"running": {}}}
+            for name in limits
         ]
     }
     return made
@@ -180,25 +182,27 @@ def test_cfs_quota_burst_as_koordinator(limits, pod_quota, quotas, throttled, co
     slo = make_node_slo("n1", cpu_burst={**config, "sharePoolThresholdPercent": 50})
     current: dict[tuple[str, str], int | str] = {(POD_DIR, "cpu.cfs_quota_us"): pod_quota}
     for name, quota in quotas.items():
-        current[(f"{POD_DIR}/{name}", "cpu.cfs_quota_us")] = quota
+        current[(f"{POD_DIR}/{container_hash(name)}", "cpu.cfs_quota_us")] = quota
     used = usage(node_cpu=NODE_CPU[state])
     result = None
     for periods in (100, 200):  # two samples: throttled share = Δnr_throttled / Δnr_periods
         for name in limits:
-            current[(f"{POD_DIR}/{name}", "cpu.stat")] = stat(periods, int((periods - 100) * throttled))
-        result = strategy.round(round_input(NODE, slo, [pod(limits)], used, current=current))
+            current[(f"{POD_DIR}/{container_hash(name)}", "cpu.stat")] = stat(periods, int((periods - 100) * throttled))
+        # checked_slo=False: Koordinator's cases include values the agent now refuses (cfsQuotaBurstPercent
+        # 90); the strategy's own reset for them is what they test
+        result = strategy.round(round_input(NODE, slo, [pod(limits)], used, current=current, checked_slo=False))
     assert result is not None
     quotas_written = {w.cgroup: w.value for w in result.writes if w.resource.name == "cpu.cfs_quota_us"}
     assert quotas_written.get(POD_DIR, pod_quota) == want_pod
     for name, value in want.items():
-        assert quotas_written.get(f"{POD_DIR}/{name}", quotas[name]) == value
+        assert quotas_written.get(f"{POD_DIR}/{container_hash(name)}", quotas[name]) == value
 
 
 def test_the_quota_climbs_step_by_step_while_throttled_on_an_idle_node():
     """The gradual scale-up Koordinator does: ×1.2 a round, up to cfsQuotaBurstPercent."""
     strategy = CPUBurst(StrategyOptions(koordlet_gates("")), rng=lambda: 0.0)
     slo = make_node_slo("n1", cpu_burst={**AUTO, "sharePoolThresholdPercent": 50})
-    container = f"{POD_DIR}/c1"
+    container = f"{POD_DIR}/{container_hash('c1')}"
     current: dict[tuple[str, str], int | str] = {
         (POD_DIR, "cpu.cfs_quota_us"): 200_000,
         (container, "cpu.cfs_quota_us"): 200_000,
@@ -222,7 +226,11 @@ def test_the_burst_budget_is_written_for_each_container_and_the_pod():
     slo = make_node_slo("n1", cpu_burst=AUTO)
     result = strategy.round(round_input(NODE, slo, [pod({"c1": 2000, "c2": None})], usage(node_cpu=1)))
     bursts = {w.cgroup: w.value for w in result.writes if w.resource.name == "cpu.cfs_burst_us"}
-    assert bursts == {f"{POD_DIR}/c1": 2_000_000, f"{POD_DIR}/c2": 0, POD_DIR: 2_000_000}
+    assert bursts == {
+        f"{POD_DIR}/{container_hash('c1')}": 2_000_000,
+        f"{POD_DIR}/{container_hash('c2')}": 0,
+        POD_DIR: 2_000_000,
+    }
 
 
 @pytest.mark.parametrize(

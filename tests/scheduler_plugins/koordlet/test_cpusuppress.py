@@ -1,5 +1,5 @@
-"""CPUSuppress (spec §4): the suppress formula, the cpuset and cfsQuota policies, the recovery, and
-the topology-aware CPU selection (with its properties)."""
+"""CPUSuppress (Koordinator's `cpu_suppress.go`): the suppress formula, the cpuset and cfsQuota
+policies, the recovery, and the topology-aware CPU selection (with its properties)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from scheduler_plugins.koordlet.strategies.cpusuppress import CPUSuppress, suppress_milli
 from scheduler_plugins.koordlet.topology import CPUInfo, select_cpus
 from tests.scheduler_plugins.koordlet.rounds import round_input, usage
-from tests.support.builders import make_node, make_node_slo, make_pod
+from tests.support.builders import container_hash, make_node, make_node_slo, make_pod
 
 BE_QOS = "kubepods/besteffort"
 
@@ -32,9 +32,10 @@ def slo(**threshold: Any) -> dict[str, Any]:
 
 
 LS = make_pod("web", node="n1", requests={"cpu": "8"})
-BE = make_pod("batch", node="n1", qos="BE", requests={"kubernetes.io/batch-cpu": "2000"})
-BE["metadata"]["uid"] = "be-uid"
-BE["status"] = {"containerStatuses": [{"name": "main", "containerID": "containerd://c1"}]}
+BE = make_pod("batch", node="n1", qos="BE", requests={"kubernetes.io/batch-cpu": "2000"}, uid=True)
+BE_UID = BE["metadata"]["uid"]
+C1 = container_hash("c1")
+BE["status"] = {"containerStatuses": [{"name": "main", "containerID": f"containerd://{C1}"}]}
 
 
 def test_the_spec_example_leaves_four_cores_to_be() -> None:
@@ -114,8 +115,8 @@ def test_cpuset_policy_writes_the_be_dirs_and_restores_the_quota_once() -> None:
     assert result.status == {"policy": "cpuset", "suppressMilliCPU": 4000, "cpus": "0-3"}
     assert [(w.cgroup, w.resource.name, w.value) for w in result.writes] == [
         (BE_QOS, "cpuset.cpus", "0-3"),
-        (f"{BE_QOS}/podbe-uid", "cpuset.cpus", "0-3"),
-        (f"{BE_QOS}/podbe-uid/c1", "cpuset.cpus", "0-3"),
+        (f"{BE_QOS}/pod{BE_UID}", "cpuset.cpus", "0-3"),
+        (f"{BE_QOS}/pod{BE_UID}/{C1}", "cpuset.cpus", "0-3"),
         (BE_QOS, "cpu.cfs_quota_us", -1),
     ]
     assert [w.resource.name for w in s.round(inp).writes] == ["cpuset.cpus"] * 3

@@ -1,4 +1,5 @@
-"""Feature gates with the spec's defaults, and the NodeSLO parsed with sloconfig's defaults."""
+"""Feature gates with Koordinator's defaults (`pkg/features/koordlet_features.go`), and the NodeSLO
+parsed with sloconfig's defaults."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The framework (spec §1): the strategy table, extension plugins, and the callbacks' coalescing."""
+"""The framework (Koordinator's `pkg/koordlet/qosmanager/`): the strategy table, extension plugins,
+and the callbacks' coalescing."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from scheduler_plugins.koordlet.metrics.collector import Collector, usage_from_c
 from scheduler_plugins.koordlet.metrics.reporter import CollectPolicy, go_duration, node_metric_status
 from scheduler_plugins.koordlet.nodeslo import NodeSLO
 from scheduler_plugins.koordlet.states import NodeState
-from tests.support.builders import make_node, make_node_slo, make_pod
+from tests.support.builders import make_node, make_node_slo, make_pod, pod_uid
 
 MEMINFO = """MemTotal:       16000000 kB
 MemFree:         1000000 kB
@@ -39,9 +39,10 @@ def proc_stat(busy: int, idle: int) -> str:
     return f"cpu  {busy} 0 0 {idle} 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\n"
 
 
-def pod(uid: str, qos: str | None = None, **kw: Any) -> dict[str, Any]:
-    p = make_pod(f"p-{uid}", node="n1", qos=qos, **kw)
-    p["metadata"]["uid"] = uid
+def pod(short: str, qos: str | None = None, **kw: Any) -> dict[str, Any]:
+    """The pod `p-<short>`, whose UID is `pod_uid(short)`."""
+    p = make_pod(f"p-{short}", node="n1", qos=qos, **kw)
+    p["metadata"]["uid"] = pod_uid(short)
     return p
 
 
@@ -57,7 +58,7 @@ def test_node_and_pod_usage_from_proc_and_cgroup_files(
 ) -> None:
     layout = CgroupLayout(tmp_path / "cg", version, driver)
     be = pod("u-1", qos="BE")
-    be_dir = layout.pod_dir("BestEffort", "u-1")
+    be_dir = layout.pod_dir("BestEffort", pod_uid("u-1"))
     cache = MetricCache()
     collector = Collector(layout, cache, proc=tmp_path / "proc", cpu_count=lambda: 4)
 
@@ -132,8 +133,8 @@ def test_the_node_metric_status_is_what_load_aware_reads() -> None:
     for t in range(0, 300, 10):
         cache.add("node/cpu", float(t), 1000.0 + t * 10)
         cache.add("node/memory", float(t), 2.0 * 1024**3)
-        cache.add("pod/u-1/cpu", float(t), 500.0)
-        cache.add("pod/u-1/memory", float(t), 1024.0**2)
+        cache.add(f"pod/{pod_uid('u-1')}/cpu", float(t), 500.0)
+        cache.add(f"pod/{pod_uid('u-1')}/memory", float(t), 1024.0**2)
         cache.add("hostapp/nginx/cpu", float(t), 100.0)
     slo = make_node_slo("n1", host_applications=[{"name": "nginx", "priority": "koord-prod", "qos": "LS"}])
     status = node_metric_status(

@@ -16,7 +16,7 @@ EXAMPLE = REPO / "manifests" / "koordlet" / "example-node"
 
 
 def plan(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
-    assert main(["koordlet", "plan", *argv]) == 0
+    assert main(["koordlet", "plan", *argv, "-o", "json"]) == 0
     out = capsys.readouterr().out
     return json.loads(out)  # type: ignore[no-any-return]
 

@@ -33,13 +33,14 @@ from scheduler_plugins.koordlet.agent import Agent, AgentSettings, directory_sou
 from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.states import KOORDLET_KINDS
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
-from tests.support.builders import make_node, make_node_slo, make_pod
+from tests.support.builders import container_hash, make_node, make_node_slo, make_pod
 from tests.support.wait import wait_for
 
 HOST = Path("/sys/fs/cgroup")
 SUBSYSTEMS = ("cpu", "cpuacct", "cpuset", "memory")
-UID = "0f0e0d0c-real-cgroup-test"
+UID = "0f0e0d0c-0000-4000-8000-00000000c0de"
 CONTAINER = "busyloop"
+CONTAINER_ID = container_hash(CONTAINER)
 POD_DIR = f"kubepods/besteffort/pod{UID}"
 SUPPRESS_CORES = 0.2
 TOLERANCE_CORES = 0.05
@@ -88,7 +89,7 @@ def cgroup_root(tmp_path: Path) -> Iterator[Path]:
             top.mkdir()
             created.append(top)
             (root / sub).symlink_to(top)
-            for relative in ("", "kubepods", "kubepods/besteffort", POD_DIR, f"{POD_DIR}/{CONTAINER}"):
+            for relative in ("", "kubepods", "kubepods/besteffort", POD_DIR, f"{POD_DIR}/{CONTAINER_ID}"):
                 d = top / relative
                 d.mkdir(exist_ok=True)
                 if sub == "cpuset":  # a v1 cpuset cgroup needs cpus and mems before it takes a task
@@ -131,7 +132,7 @@ def _node_dir(path: Path) -> Path:
     pod["spec"]["containers"][0]["name"] = CONTAINER
     pod["status"] = {
         "phase": "Running",
-        "containerStatuses": [{"name": CONTAINER, "containerID": f"containerd://{CONTAINER}"}],
+        "containerStatuses": [{"name": CONTAINER, "containerID": f"containerd://{CONTAINER_ID}"}],
     }
     (path / "node.yaml").write_text(yaml.safe_dump_all([node, slo, pod]))
     return path
@@ -143,7 +144,7 @@ async def test_cfs_quota_suppress_holds_a_busy_be_process_to_the_suppressed_cpu(
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         for sub in SUBSYSTEMS:
-            (cgroup_root / sub / POD_DIR / CONTAINER / "cgroup.procs").write_text(str(busy.pid))
+            (cgroup_root / sub / POD_DIR / CONTAINER_ID / "cgroup.procs").write_text(str(busy.pid))
         before = await asyncio.to_thread(_measure, cgroup_root, 1.0)
         store = ClusterStore(KOORDLET_KINDS + (NODE_METRIC_KIND,))
         agent = Agent(AgentSettings("real-node", cgroup_root), StrategyOptions(koordlet_gates("")), store)

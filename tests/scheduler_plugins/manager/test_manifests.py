@@ -8,7 +8,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from cluster.health import bind_address
+from cli.flags import bind_address
 from colocate.cli import build_parser
 from policies.slo_config import changed_documents
 from policies.slo_config.manager_config import load_manager_config

@@ -197,3 +197,62 @@ spec:
     code, out, _ = run(capsys, "explain", "--cluster", example, "--pod", str(path), "--now", NOW, "-o", "json")
     report = json.loads(out)
     assert code == 0 and report["reservationNodes"] == ["node-2"] and report["selected"] == "node-2"
+
+
+def test_simulate_warns_when_the_clock_ages_the_snapshot_and_names_the_now_that_replays_it(capsys):
+    code, _, err = run(capsys, "simulate", "--cluster", EXAMPLE, "-o", "json")
+    assert code == 0
+    lines = err.splitlines()
+    assert lines[0].startswith("warning: 3 of 3 NodeMetrics are older than nodeMetricExpirationSeconds (180s) at ")
+    assert lines[-1] == "warning: replaying a snapshot? pass --now 2024-05-01T10:00:00Z (its newest NodeMetric)"
+    code, _, err = run(capsys, "simulate", "--cluster", EXAMPLE, "--now", "2024-05-01T10:00:30Z", "-o", "json")
+    assert code == 0 and err == (  # node-3's metric is 10 minutes old in the example, on purpose
+        "warning: 1 of 3 NodeMetrics are older than nodeMetricExpirationSeconds (180s) at 2024-05-01T10:00:30Z: "
+        "their nodes are scheduled as if they had no usage data\n"
+    )
+
+
+def test_the_reservation_example_says_which_now_it_needs_and_warns_without_it(capsys):
+    example = REPO / "manifests" / "scheduler" / "examples" / "reservation"
+    header = (example / "cluster.yaml").read_text().splitlines()[0]
+    now = header.split("--now ")[1].split("`")[0]
+    code, out, err = run(capsys, "simulate", "--cluster", str(example), "--now", now, "-o", "json")
+    assert code == 0 and err == ""
+    assert {r["phase"] for r in json.loads(out)["reservations"]} == {"Succeeded"}
+    code, out, err = run(capsys, "simulate", "--cluster", str(example), "-o", "json")
+    assert "warning: 2 Reservation(s) expired before " in err and "r-db (at 2024-05-02T09:00:00Z)" in err
+    assert {r["phase"] for r in json.loads(out)["reservations"]} == {"Failed"}
+
+
+def test_simulate_without_nodes_says_so_and_exits_2(capsys, tmp_path):
+    (tmp_path / "pods.yaml").write_text((REPO / "manifests" / "samples" / "batch-pod.yaml").read_text())
+    code, out, err = run(capsys, "simulate", "--cluster", str(tmp_path))
+    assert (code, out) == (2, "")
+    assert err == f"error: --cluster {tmp_path}: no Nodes: there is nothing to schedule the pods onto\n"
+
+
+async def test_simulate_and_explain_list_the_cluster_through_a_kubeconfig(capsys, api, kubeconfig, pod_file):
+    import asyncio
+
+    from cluster.files import read_manifest_file
+
+    for path in sorted((REPO / "manifests" / "scheduler" / "example-cluster").glob("*.yaml")):
+        for obj in read_manifest_file(path):
+            api.apply(obj)
+    argv = ["scheduler", "simulate", "--kubeconfig", str(kubeconfig), "--now", NOW, "-o", "json"]
+    code = await asyncio.to_thread(main, argv)
+    from_api = json.loads(capsys.readouterr().out)
+    assert code == 0
+    from_dir = json.loads(run(capsys, "simulate", "--cluster", EXAMPLE, "--now", NOW, "-o", "json")[1])
+    assert [p["node"] for p in from_api["placements"]] == [p["node"] for p in from_dir["placements"]]
+    argv = ["scheduler", "explain", "--kubeconfig", str(kubeconfig), "--now", NOW, "--pod", pod_file, "-o", "json"]
+    code = await asyncio.to_thread(main, argv)
+    assert code == 0 and json.loads(capsys.readouterr().out)["selected"]
+
+
+def test_explain_lists_only_the_filters_that_refused_a_node_under_filter_failures(capsys, pod_file):
+    code, out, _ = run(capsys, "explain", "--cluster", EXAMPLE, "--pod", pod_file, "--now", NOW)
+    rows = {line.split()[0]: line for line in out.splitlines()[2:6]}
+    assert code == 0 and "Skip" not in out
+    assert rows["node-1"].endswith("  -")
+    assert rows["node-3"].endswith("LoadAwareScheduling: Unschedulable (node(s) nodeMetric expired)")

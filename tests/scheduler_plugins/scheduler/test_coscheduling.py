@@ -1,4 +1,5 @@
-"""Coscheduling (spec §6): a gang is placed whole or not at all, in the simulator."""
+"""Coscheduling (Koordinator's `pkg/scheduler/plugins/coscheduling/`): a gang is placed whole or not
+at all, in the simulator."""
 
 import pytest
 from hypothesis import given, settings

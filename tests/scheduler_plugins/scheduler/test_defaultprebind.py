@@ -1,4 +1,5 @@
-"""DefaultPreBind (spec §9): one patch for all PreBind changes, retried on conflicts."""
+"""DefaultPreBind (Koordinator's `pkg/scheduler/plugins/defaultprebind/plugin.go`): one patch for
+all PreBind changes, retried on conflicts."""
 
 import pytest
 

@@ -70,18 +70,61 @@ async def test_prioritize_scales_to_zero_ten(client):
     "verb, body, status",
     [
         ("filter", "{not json", 400),
-        ("filter", {"Pod": "nope", "NodeNames": ["quiet"]}, 200),
-        ("filter", {"Pod": LS_POD}, 200),
-        ("filter", {"Pod": LS_POD, "NodeNames": "quiet"}, 200),
+        ("filter", {"Pod": "nope", "NodeNames": ["quiet"]}, 400),
+        ("filter", {"Pod": LS_POD}, 400),
+        ("filter", {"Pod": LS_POD, "NodeNames": "quiet"}, 400),
         ("prioritize", {"Pod": LS_POD, "Nodes": {"items": [{"metadata": {}}]}}, 400),
-        ("bind", {"PodName": 3}, 200),
-        ("bind", [], 200),
+        ("bind", {"PodName": 3}, 400),
+        ("bind", [], 400),
     ],
 )
 async def test_malformed_args_get_an_error_in_the_response(client, verb, body, status):
     result = await post(client, verb, body, status)
     assert result["Error"]
     assert (await client.get("/scheduler/healthz")).status == 200  # still serving
+
+
+def _malformed(kind: str) -> dict:
+    pod = make_pod("odd", "shop", qos="LS", requests={"cpu": "1"})
+    if kind == "containers":
+        pod["spec"]["containers"] = "x"
+    elif kind == "labels":
+        pod["metadata"]["labels"] = [1]
+    else:
+        pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = 1e308
+    return pod
+
+
+@pytest.mark.parametrize("verb", ["filter", "prioritize"])
+@pytest.mark.parametrize(
+    "kind, field",
+    [
+        ("containers", "spec.containers: must be a list"),
+        ("labels", "metadata.labels: must be an object"),
+        ("cpu", "spec.containers[0].resources.requests.cpu: quantity exponents must be within"),
+    ],
+)
+async def test_a_pod_the_api_server_could_not_send_is_a_400_naming_the_field(client, verb, kind, field):
+    """Before: 500 with a traceback in the log."""
+    result = await post(client, verb, {"Pod": _malformed(kind), "NodeNames": ["quiet"]}, 400)
+    assert result["Error"].startswith(f"ExtenderArgs.Pod.{field}")
+
+
+async def test_a_bind_whose_pod_uid_is_not_the_pods_is_refused(client):
+    pod = make_pod("uid", "shop", qos="LS", requests={"cpu": "1"})
+    pod["metadata"]["uid"] = "2f7e1c8a-0000-4000-8000-000000000001"
+    assert (await post(client, "filter", {"Pod": pod, "NodeNames": ["quiet"]}))["NodeNames"] == ["quiet"]
+    other = {
+        "PodName": "uid",
+        "PodNamespace": "shop",
+        "PodUID": "2f7e1c8a-0000-4000-8000-000000000002",
+        "Node": "quiet",
+    }
+    assert "is not the UID of pod shop/uid" in (await post(client, "bind", other))["Error"]
+    assert "shop/uid" not in client.cluster.nodes["quiet"].pods
+    right = {**other, "PodUID": pod["metadata"]["uid"]}
+    assert await post(client, "bind", right) == {"Error": ""}
+    assert "shop/uid" in client.cluster.nodes["quiet"].pods
 
 
 async def test_bind_places_the_pod_and_later_filters_see_it(client):
@@ -108,3 +151,11 @@ def test_kube_scheduler_manifest_uses_the_verbs_the_server_serves():
     assert ext["urlPrefix"].endswith("/scheduler")
     assert {ext["filterVerb"], ext["prioritizeVerb"], ext["preemptVerb"], ext["bindVerb"]} == set(VERBS)
     assert ext["nodeCacheCapable"] is True
+
+
+async def test_metrics_count_every_verb_by_status_so_an_alert_can_see_errors(client):
+    await post(client, "filter", {"Pod": LS_POD, "NodeNames": ["quiet"]})
+    await post(client, "filter", "not json", status=400)
+    page = await (await client.get("/scheduler/metrics")).text()
+    assert 'colocate_extender_requests_total{code="200",verb="filter"} 1.0' in page
+    assert 'colocate_extender_requests_total{code="400",verb="filter"} 1.0' in page

@@ -216,7 +216,8 @@ async def test_a_dropped_watch_is_resumed_and_a_compacted_one_relisted(api: ApiS
 
 async def test_bind_posts_a_binding_and_the_pod_counts_at_once(api: ApiServer, extender: Extender) -> None:
     big = make_pod("big", "shop", qos="LS", requests={"cpu": "20", "memory": "8Gi"})
-    uid = api.apply(big)["metadata"]["uid"]
+    big = api.apply(big)  # kube-scheduler sends the pod as the API server stored it, UID included
+    uid = big["metadata"]["uid"]
     assert (await extender.filter(big, ["quiet"]))["NodeNames"] == ["quiet"]
     args = {"PodName": "big", "PodNamespace": "shop", "PodUID": uid, "Node": "quiet"}
     assert await extender.post("bind", args) == {"Error": ""}
@@ -286,7 +287,8 @@ async def test_an_owner_bound_through_the_extender_consumes_its_reservation_in_t
         timeout=TIMEOUT,
         message="the reservation holds its cpu on quiet",
     )
-    uid = api.apply(owned)["metadata"]["uid"]
+    owned = api.apply(owned)  # as the API server stored it, UID included
+    uid = owned["metadata"]["uid"]
     assert (await extender.filter(owned, ["quiet"]))["NodeNames"] == ["quiet"]
     args = {"PodName": "owned", "PodNamespace": "shop", "PodUID": uid, "Node": "quiet"}
     assert await extender.post("bind", args) == {"Error": ""}

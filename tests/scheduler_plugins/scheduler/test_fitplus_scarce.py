@@ -1,4 +1,5 @@
-"""NodeResourcesFitPlus (spec §10) and ScarceResourceAvoidance (§11)."""
+"""NodeResourcesFitPlus and ScarceResourceAvoidance (Koordinator's
+`pkg/scheduler/plugins/noderesourcefitplus/`, `pkg/scheduler/plugins/scarceresourceavoidance/`)."""
 
 import pytest
 

@@ -1,4 +1,5 @@
-"""The assign cache (spec §3.4–3.5): which placed pods the reported usage already reflects."""
+"""The assign cache (Koordinator's `pkg/scheduler/plugins/loadaware/pod_assign_cache.go`): which
+placed pods the reported usage already reflects."""
 
 import pytest
 
@@ -99,8 +100,9 @@ def test_a_new_metric_rebuilds_the_aggregates():
 
 
 def test_a_reserve_pod_reserved_on_a_node_adds_no_estimate():
-    """Spec §3.4: the cache holds bound or assumed pods, not reserve pods: scheduling a Reservation
-    holds capacity for its owners, it puts no load on the node (the owner is counted once bound)."""
+    """`pod_assign_cache.go`: the cache holds bound or assumed pods, not reserve pods: scheduling a
+    Reservation holds capacity for its owners, it puts no load on the node (the owner is counted
+    once bound)."""
     from scheduler_plugins.scheduler.framework.cycle_state import CycleState
     from scheduler_plugins.scheduler.reservations import reserve_pod_object
 

@@ -1,4 +1,5 @@
-"""LoadAwareScheduling Filter (spec §3.6), table-driven over small clusters."""
+"""LoadAwareScheduling Filter (Koordinator's `pkg/scheduler/plugins/loadaware/load_aware.go`),
+table-driven over small clusters."""
 
 import json
 

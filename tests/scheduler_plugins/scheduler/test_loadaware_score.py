@@ -1,4 +1,5 @@
-"""LoadAwareScheduling Score (spec §3.7) and the estimator (§3.3)."""
+"""LoadAwareScheduling Score (`load_aware.go`) and the estimator
+(`estimator/default_estimator.go`)."""
 
 import pytest
 

@@ -1,4 +1,5 @@
-"""NetworkTraffic (spec §11b): scoring, normalisation guards, and failure outcomes."""
+"""NetworkTraffic (the scheduler-plugins tutorial's example; docs/scheduler.md): scoring,
+normalisation guards, and failure outcomes."""
 
 import socket
 

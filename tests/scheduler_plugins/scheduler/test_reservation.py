@@ -1,5 +1,6 @@
-"""Reservation (spec §5): owners consume what a reservation holds, others cannot; allocateOnce;
-expiry releases; Unreserve rolls back; reserve pods are scheduled and become Available."""
+"""Reservation (Koordinator's `pkg/scheduler/plugins/reservation/`): owners consume what a
+reservation holds, others cannot; allocateOnce; expiry releases; Unreserve rolls back; reserve pods
+are scheduled and become Available."""
 
 import json
 

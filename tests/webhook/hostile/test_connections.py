@@ -29,16 +29,16 @@ def _closed_by_server(sock: socket.socket, within: float) -> bool:
 
 
 def _open_gauge(server) -> float:
-    return server.metric("colocate_webhook_connections") - 1  # minus the scrape's own connection
+    return server.metric("colocate_webhook_connections")  # scrapes have their own listener
 
 
 @pytest.mark.parametrize("event_loop", ["uvloop", "asyncio"])
 def test_silent_connections_are_closed_after_the_first_request_timeout(served, event_loop):
-    # each loop has its own TLS protocol class behind the gate (webhook.gate._tls_protocol)
+    # each loop has its own TLS layer behind the gate (loop.connect_accepted_socket)
     server = served(*FAST, "--event-loop", event_loop)
     tls = [server.connect() for _ in range(20)]  # handshake done, nothing sent
     plain = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(5)]  # not even TLS
-    assert _open_gauge(server) >= 25
+    wait_for_sync(lambda: _open_gauge(server), until=lambda n: n >= 25, timeout=5, message="25 connections counted")
     started = time.monotonic()
     assert all(_closed_by_server(sock, within=5) for sock in [*tls, *plain])
     assert time.monotonic() - started < 4
@@ -77,22 +77,8 @@ def test_kept_alive_connections_are_closed_after_the_idle_timeout(served):
 
 def test_connections_over_the_cap_are_closed_before_tls_and_counted(served):
     server = served("--max-connections", "5", "--first-request-timeout", "30")
-    held = []
-    for _ in range(4):  # the readiness probe's connection is gone; 4 held + 1 scrape = the cap
-        held.append(server.connect())
-    wait_for_sync(lambda: _open_gauge(server), until=lambda n: n == 4, timeout=5, message="4 connections held")
-    # The scrape's own connection may still be closing on the server's side: until it has, the cap
-    # (rightly) refuses the fifth; those refusals are counted too.
-    settling: list[int] = []
-
-    def fifth() -> ssl.SSLSocket | None:
-        try:
-            return server.connect()
-        except (ConnectionResetError, ssl.SSLError, OSError):
-            settling.append(1)
-            return None
-
-    held.append(wait_for_sync(fifth, until=lambda sock: sock is not None, timeout=5, message="a fifth connection"))
+    held = [server.connect() for _ in range(5)]  # TLS done, no request yet: none of them is idle
+    wait_for_sync(lambda: _open_gauge(server), until=lambda n: n == 5, timeout=5, message="5 connections held")
     refused = 0
     for _ in range(10):
         try:
@@ -103,12 +89,12 @@ def test_connections_over_the_cap_are_closed_before_tls_and_counted(served):
     for sock in held:
         sock.close()
     wait_for_sync(
-        lambda: server.request("/healthz", timeout=1)[0] == 200,
+        lambda: server.request("/no-such-path", timeout=1)[0] == 404,
         ignore=(OSError,),
         timeout=5,
         message="the server to accept again",
     )
-    assert server.metric("colocate_webhook_connections_closed_total", reason="over_limit") == 10 + len(settling)
+    assert server.metric("colocate_webhook_connections_closed_total", reason="over_limit") == 10
 
     def warnings() -> list[dict]:
         return [line for line in server.log_lines() if "--max-connections" in str(line.get("msg"))]
@@ -116,6 +102,47 @@ def test_connections_over_the_cap_are_closed_before_tls_and_counted(served):
     wait_for_sync(warnings, timeout=5, message="the warning to be written")
     assert len(warnings()) == 1, "one warning per period, not one per refused connection"
     assert server.review("/mutate-pod", admission_review(make_pod("after")))["allowed"]
+
+
+def _admit_on(sock: ssl.SSLSocket, uid: str) -> bytes:
+    body = json.dumps(admission_review(make_pod("p"), uid=uid)).encode()
+    sock.sendall(
+        b"POST /mutate-pod HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    sock.settimeout(5)
+    return sock.recv(65536)
+
+
+def test_one_client_holding_every_connection_kept_alive_does_not_shut_out_another(served):
+    """At the cap the connection idle longest is closed for the new one (issue 24, item 7): before,
+    one client keeping --max-connections connections alive between its requests refused all others."""
+    server = served("--max-connections", "5")
+    hog = [server.connect() for _ in range(5)]
+    for i, sock in enumerate(hog):  # each served one request and is now kept alive, idle
+        assert _admit_on(sock, f"hog-{i}").startswith(b"HTTP/1.1 200")
+    newcomers = [server.connect() for _ in range(3)]  # each kept open: each needs a place of its own
+    for i, sock in enumerate(newcomers):
+        assert _admit_on(sock, f"new-{i}").startswith(b"HTTP/1.1 200")
+    closed = [_closed_by_server(sock, within=0.5) for sock in hog]
+    assert closed == [True, True, True, False, False], "the longest idle ones made room, oldest first"
+    assert server.metric("colocate_webhook_connections_closed_total", reason="idle_evicted") == 3
+    assert server.metric("colocate_webhook_connections_closed_total", reason="over_limit", default=0) == 0
+
+
+def test_a_connection_in_a_request_is_never_closed_to_make_room(served):
+    server = served("--max-connections", "2", "--first-request-timeout", "5")
+    busy = []
+    for _ in range(2):  # each in the middle of a body: in a request, not idle
+        sock = server.connect()
+        sock.sendall(b"POST /mutate-pod HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+        busy.append(sock)
+    wait_for_sync(lambda: _open_gauge(server), until=lambda n: n == 2, timeout=5, message="2 connections busy")
+    with pytest.raises((ConnectionResetError, ssl.SSLError, OSError)):
+        server.connect()
+    assert server.metric("colocate_webhook_connections_closed_total", reason="over_limit") >= 1
+    for sock in busy:
+        assert not _closed_by_server(sock, within=0.2)
 
 
 def test_tls_1_2_offers_only_forward_secret_aead_suites(served):
@@ -175,22 +202,30 @@ def test_with_a_client_ca_admission_paths_need_its_certificate_and_probes_do_not
     review = admission_review(make_pod("p"))
     status, body = server.request("/mutate-pod", review)
     assert status == 403 and b"client certificate" in body
-    assert server.request("/metrics")[0] == 200
+    assert server.probe("/metrics")[0] == 200 and server.probe("/readyz")[0] == 200
     server.tls.load_cert_chain(client / "client.crt", client / "client.key")
     assert server.review("/mutate-pod", review)["allowed"]
 
 
+def _hold_body(server, announced: int, sent: int) -> ssl.SSLSocket:
+    """A connection that sends `sent` bytes of an `announced`-byte body and waits."""
+    sock = server.connect()
+    sock.sendall(
+        b"POST /mutate-pod HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (announced, b" " * sent)
+    )
+    return sock
+
+
 def test_bodies_held_at_once_are_bounded_over_all_connections(served):
-    server = served("--max-body", "100000", "--max-body-bytes", "200000", "--first-request-timeout", "5")
-    head = b"POST /mutate-pod HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 90000\r\n\r\n"
-    held = []
-    for _ in range(2):  # 2 x 80,000 bytes held, short of their announced length: waiting for the rest
-        sock = server.connect()
-        sock.sendall(head + b" " * 80_000)
-        held.append(sock)
-    time.sleep(0.5)  # let the server read them: nothing to observe from outside until it answers
-    third = server.connect()
-    third.sendall(head + b" " * 80_000)
+    # 200,000 bytes over 10 connections: a 10,000-byte share each, and a 100,000-byte shared pool
+    server = served(
+        "--max-body", "100000", "--max-body-bytes", "200000", "--max-connections", "10", "--first-request-timeout", "5"
+    )
+    held = [_hold_body(server, 90_000, 60_000)]  # 50,000 beyond its share, from the pool
+    wait_for_sync(lambda: _open_gauge(server), until=lambda n: n == 1, timeout=5, message="the first body held")
+    time.sleep(0.5)  # let the server read it: nothing to observe from outside until it answers
+    third = _hold_body(server, 90_000, 80_000)  # 70,000 more would overdraw the pool
     third.settimeout(5)
     answer = third.recv(4096)
     assert answer.startswith(b"HTTP/1.1 503") and b"exceed 200000 bytes" in answer
@@ -198,3 +233,41 @@ def test_bodies_held_at_once_are_bounded_over_all_connections(served):
     for sock in held:
         sock.close()
     assert server.metric("colocate_webhook_refused_requests_total", reason="busy") == 1
+
+
+def test_a_few_clients_holding_large_bodies_do_not_turn_admissions_away(served):
+    """Issue 24, item 5: eight connections each sending --max-body minus one byte and waiting held
+    the whole budget, and every admission got 503 busy. Each connection's share of the budget
+    now keeps an ordinary AdmissionReview out of their reach."""
+    server = served(
+        "--max-body", "200000", "--max-body-bytes", "1600000", "--max-connections", "20", "--first-request-timeout", "8"
+    )
+    hogs = [_hold_body(server, 200_000, 199_999) for _ in range(8)]
+    wait_for_sync(lambda: _open_gauge(server), until=lambda n: n >= 8, timeout=5, message="8 bodies in flight")
+    time.sleep(0.5)  # let the server read what they sent
+    statuses = []
+    for i in range(10):
+        status, _ = server.request("/mutate-pod", admission_review(make_pod("p"), uid=f"legit-{i}"))
+        statuses.append(status)
+    assert statuses == [200] * 10
+    for sock in hogs:
+        sock.close()
+
+
+def test_the_default_max_body_is_what_kube_apiserver_can_send():
+    from webhook.connections import APISERVER_MAX_OBJECT, DEFAULT_MAX_BODY
+
+    assert APISERVER_MAX_OBJECT == 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
+    assert 2 * APISERVER_MAX_OBJECT < DEFAULT_MAX_BODY <= 2 * APISERVER_MAX_OBJECT + 128 * 1024
+
+
+def test_a_held_body_gets_its_408_after_the_first_request_timeout_as_documented(served):
+    """Issue 24, item 5: the body deadline was the idle timeout (30 s) while docs/serve.md says
+    --first-request-timeout (10 s)."""
+    server = served("--first-request-timeout", "1", "--idle-timeout", "6")
+    sock = _hold_body(server, 1000, 10)
+    started = time.monotonic()
+    sock.settimeout(8)
+    answer = sock.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
+    assert time.monotonic() - started < 3, "the first-request timeout, not the idle timeout"

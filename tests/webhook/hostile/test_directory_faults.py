@@ -19,6 +19,7 @@ import yaml
 
 from tests.support.admission import admission_review
 from tests.support.builders import make_namespace, make_pod
+from tests.support.hostile_files import alias_bomb, deep_json
 from tests.support.paths import REPO
 from tests.support.served import Served, unprivileged_user
 from tests.support.wait import wait_for_sync
@@ -49,12 +50,12 @@ def test_an_unreadable_profile_directory_keeps_its_profiles_and_is_a_problem(tmp
     profiles = server.state / "profiles"
     profiles.chmod(0)
     wait_for_sync(lambda: _problems(server), until=lambda n: n >= 1, timeout=10, message="the problem to be counted")
-    status, readyz = server.request("/readyz")
+    status, readyz = server.probe("/readyz")
     assert status == 200 and b"1 problem(s)" in readyz and b"Permission denied" in readyz
     assert _patched(server), "the profiles of the unreadable directory keep applying"
     profiles.chmod(0o755)
     wait_for_sync(lambda: _problems(server), until=lambda n: n == 0, timeout=10, message="the problem to clear")
-    assert server.request("/readyz")[1] == b"ok"
+    assert server.probe("/readyz")[1] == b"ok"
 
 
 def test_an_unreadable_root_keeps_the_whole_state(served):
@@ -124,3 +125,32 @@ def test_a_malformed_namespace_is_a_problem_not_a_500_per_pod(served):
     for path in ("/mutate-pod", "/validate-pod"):
         response = server.review(path, admission_review(make_pod("p", "broken")))
         assert response["allowed"], response
+
+
+def test_deep_json_is_a_named_problem_in_readyz_and_the_other_files_reload(served):
+    server = served()
+    deep_json(server.state / "deep.json")
+    wait_for_sync(lambda: _problems(server), until=lambda n: n == 1, timeout=10, message="deep.json to be counted")
+    status, readyz = server.probe("/readyz")
+    assert status == 200 and b"deep.json: nested too deeply to parse" in readyz
+    (server.state / "profiles.yaml").unlink()  # the reload goes on: the deleted profiles stop applying
+    wait_for_sync(lambda: _patched(server), until=lambda patched: not patched, timeout=10, message="the reload")
+
+
+def test_an_alias_bomb_profile_is_refused_and_costs_admissions_nothing(served):
+    server = served()
+    alias_bomb(server.state / "bomb.yaml")
+    wait_for_sync(lambda: _problems(server), until=lambda n: n == 1, timeout=10, message="the bomb to be refused")
+    assert b"bomb.yaml: aliases expand to more than" in server.probe("/readyz")[1]
+    started = time.monotonic()
+    answer = server.review("/mutate-pod", admission_review(POD))
+    assert time.monotonic() - started < 1.0 and len(base64.b64decode(answer["patch"])) < 4096
+
+
+def test_a_symlink_to_the_root_file_system_is_not_walked(served):
+    server = served()
+    (server.state / "everything").symlink_to("/")
+    wait_for_sync(lambda: _problems(server), until=lambda n: n == 1, timeout=10, message="the link to be named")
+    assert b"everything: a symlink that resolves outside the directory" in server.probe("/readyz")[1]
+    (server.state / "profiles.yaml").unlink()
+    wait_for_sync(lambda: _patched(server), until=lambda patched: not patched, timeout=5, message="the reload")

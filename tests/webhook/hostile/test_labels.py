@@ -11,7 +11,7 @@ REQUESTS = 300  # bounded: enough that one series per request would be plain on 
 
 def test_unknown_operations_are_refused_and_add_no_series(served):
     server = served()
-    _, before = server.request("/metrics")
+    _, before = server.probe("/metrics")
     for i in range(REQUESTS):
         review = admission_review(make_pod(f"p{i}"), uid=f"uid-{i}")
         review["request"]["operation"] = f"OP{i:06d}"
@@ -19,7 +19,7 @@ def test_unknown_operations_are_refused_and_add_no_series(served):
         assert response["uid"] == f"uid-{i}"
         assert not response["allowed"] and response["status"]["code"] == 400
         assert "request.operation must be one of" in response["status"]["message"]
-    _, after = server.request("/metrics")
+    _, after = server.probe("/metrics")
     assert b"OP000" not in after
     assert len(after) < len(before) + 4096, "series must not grow with the requests"
     assert server.metric("controller_runtime_webhook_requests_total", webhook="/validate-pod") == REQUESTS

@@ -136,14 +136,14 @@ def test_the_command_prints_a_table_and_json(capsys: pytest.CaptureFixture[str],
     before = cluster([BATCH, WEB], [])
     running = [admitted(batch_pod("b1"), before), {**web_pod("w1"), "status": {"phase": "Running"}}]
     root = write_cluster(tmp_path / "state", [*KOORD_PRIORITY_CLASSES, BATCH, WEB, *NAMESPACES, *running])
-    assert main(["audit", "--cluster", str(root)]) == 0
+    assert main(["audit", "--cluster", str(root)]) == 1  # w1 drifted from an enforced profile
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["NAMESPACE", "POD", "PROFILE", "RESULT", "DIFFERENCE"]
     assert out[1].split()[:4] == ["default", "w1", "web", "FAIL"]
     assert out[-1] == (
         "1 of 2 running pod(s) differ from what the current 2 profile(s) would make of them (2 matched by a profile)"
     )
-    assert main(["audit", "--cluster", str(root), "-o", "json"]) == 0
+    assert main(["audit", "--cluster", str(root), "-o", "json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert (report["audited"], report["drifted"]) == (2, 1)
     assert report["summary"]["web"] == {"pass": 0, "fail": 1, "warn": 0, "error": 0, "skip": 0}
@@ -170,7 +170,7 @@ async def test_the_command_lists_the_cluster_through_a_kubeconfig(
         api.apply(obj)
     code = await asyncio.to_thread(main, ["audit", "--kubeconfig", str(kubeconfig), "-o", "json"])
     report = json.loads(capsys.readouterr().out)
-    assert code == 0 and (report["audited"], report["drifted"]) == (2, 1)
+    assert code == 1 and (report["audited"], report["drifted"]) == (2, 1)
     assert [(r["pod"], r["profile"], r["result"]) for r in report["results"]] == [("w1", "web", "fail")]
 
 
@@ -202,7 +202,7 @@ def test_the_documented_sample_audit_finds_the_documented_pods(
     shutil.copytree(REPO / "manifests" / "cluster", state)
     shutil.copy(REPO / "manifests" / "samples" / "audit" / "running-pods.yaml", state)
     shutil.copy(REPO / "manifests" / "samples" / "tests" / "warn-only-profile.yaml", state)
-    assert main(["audit", "--cluster", str(state), "-o", "json"]) == 0
+    assert main(["audit", "--cluster", str(state), "-o", "json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert [(r["pod"], r["profile"], r["result"]) for r in report["results"]] == [
         ("spark-executor-0", "colocation-profile-example", "fail"),
@@ -210,8 +210,52 @@ def test_the_documented_sample_audit_finds_the_documented_pods(
     ]
 
 
+def test_no_drift_is_exit_0_and_a_warn_only_finding_does_not_fail(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tests.support.builders import KOORD_PRIORITY_CLASSES
+
+    before = cluster([BATCH, WEB], [])
+    running = [admitted(batch_pod("b1"), before), admitted(web_pod("w1"), before)]
+    root = write_cluster(tmp_path / "state", [*KOORD_PRIORITY_CLASSES, BATCH, WEB, *NAMESPACES, *running])
+    assert main(["audit", "--cluster", str(root)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("0 of 2 running pod(s) differ")
+    trial = {
+        **WEB,
+        "metadata": {**WEB["metadata"], "name": "trial", "annotations": {"colocate.io/enforcement": "warn"}},
+    }
+    trial["spec"] = {**WEB["spec"], "labels": {"owner": "shop"}}
+    write_cluster(root, [*KOORD_PRIORITY_CLASSES, BATCH, WEB, trial, *NAMESPACES, *running])
+    assert main(["audit", "--cluster", str(root), "-o", "json"]) == 0
+    assert {r["result"] for r in json.loads(capsys.readouterr().out)["results"]} == {"warn"}
+
+
+def test_policy_report_writes_the_reports_to_a_file_without_a_cluster(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tests.support.builders import KOORD_PRIORITY_CLASSES
+
+    before = cluster([BATCH, WEB], [])
+    running = [admitted(batch_pod("b1"), before), {**web_pod("w1"), "status": {"phase": "Running"}}]
+    root = write_cluster(tmp_path / "state", [*KOORD_PRIORITY_CLASSES, BATCH, WEB, *NAMESPACES, *running])
+    written = tmp_path / "reports.yaml"
+    assert main(["audit", "--cluster", str(root), "--policy-report", str(written)]) == 1
+    _, err = capsys.readouterr()
+    reports = list(yaml.safe_load_all(written.read_text()))
+    assert err == f"policy reports: {len(reports)} written to {written}\n"
+    assert {r["kind"] for r in reports} == {"PolicyReport"}
+    results = [(r["resources"][0]["name"], r["result"]) for report in reports for r in report["results"]]
+    assert ("w1", "fail") in results and ("b1", "pass") in results
+
+
 @pytest.mark.parametrize(
-    "argv", [["--cluster", "/nonexistent"], ["--kubeconfig", "/nonexistent"], ["--cluster", ".", "--write-reports"]]
+    "argv",
+    [
+        ["--cluster", "/nonexistent"],
+        ["--kubeconfig", "/nonexistent"],
+        ["--cluster", ".", "--write-reports"],
+        ["--cluster", "manifests/cluster", "--policy-report", "/nonexistent/dir/reports.yaml"],
+    ],
 )
 def test_a_cluster_that_cannot_be_read_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str], argv: list[str]

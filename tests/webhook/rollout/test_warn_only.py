@@ -71,7 +71,7 @@ async def test_warnings_and_audit_annotations_reach_an_https_client_and_nothing_
     changes = json.loads(annotations["warn-only-effects"])["batch-trial"]["changes"]
     assert 'spec.priorityClassName: (none) -> "koord-batch"' in changes
     assert 'spec.containers[0].resources.requests.cpu: "1" -> (none)' in changes
-    metrics = await (await server.session.get(server.url + "/metrics")).text()
+    metrics = await (await server.session.get(server.probes + "/metrics")).text()
     assert 'colocate_warn_only_profile_effects_total{outcome="change",profile="batch-trial"} 1.0' in metrics
     assert 'colocate_profile_matches_total{profile="batch-trial"}' not in metrics
 
@@ -108,7 +108,7 @@ async def test_a_denial_it_would_cause_is_a_warning(server: RunningServer) -> No
         'pod.spec.containers[*].resources.requests: Invalid value: "500m": the requested CPUs of LSR Pod must be '
         "integer",
     ]
-    metrics = await (await server.session.get(server.url + "/metrics")).text()
+    metrics = await (await server.session.get(server.probes + "/metrics")).text()
     assert 'colocate_warn_only_profile_effects_total{outcome="deny",profile="gold-trial"} 1.0' in metrics
 
 

@@ -1,5 +1,6 @@
-"""Anomaly detection (spec §3.3): a node is acted on only after it has been hot for more than
-`consecutiveAbnormalities` rounds in a row, so a short spike evicts nothing.
+"""Anomaly detection (Koordinator's `pkg/descheduler/utils/anomaly/`): a node is acted on only after
+it has been hot for more than `consecutiveAbnormalities` rounds in a row, so a short spike evicts
+nothing.
 
 A detector is OK or Anomaly. In OK an abnormal mark counts (a normal one resets the count) and the
 state turns Anomaly when the count exceeds `consecutiveAbnormalities` — on the (N+1)-th round. In

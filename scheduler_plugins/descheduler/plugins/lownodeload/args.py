@@ -1,4 +1,5 @@
-"""LowNodeLoadArgs (`descheduler/v1alpha2`, spec §3.1): parsed, defaulted, converted, validated.
+"""LowNodeLoadArgs (`descheduler/v1alpha2`, Koordinator's `apis/config/types_loadaware.go`): parsed,
+defaulted, converted, validated.
 
 Conversion from v1alpha2 always turns the top-level node selector, deviation flag, thresholds,
 weights and anomaly condition into a pool named `__default_node_pool__`, prepended to the

@@ -1,5 +1,6 @@
-"""Per-pool arithmetic of LowNodeLoad (spec §3.2): thresholds, node usage from NodeMetrics, and
-the classification of each node. Pure: nodes, pods and metrics in, values out.
+"""Per-pool arithmetic of LowNodeLoad (Koordinator's
+`pkg/descheduler/framework/plugins/loadaware/utilization_util.go`): thresholds, node usage from
+NodeMetrics, and the classification of each node. Pure: nodes, pods and metrics in, values out.
 
 Amounts are integer scalars (millicores for cpu, base units otherwise; `pods` counts pods).
 """
@@ -114,7 +115,8 @@ def node_usage(
     now: float,
     expiration_seconds: int,
 ) -> NodeUsage | None:
-    """The node's usage per spec §3.2, None when its NodeMetric is missing, empty or expired."""
+    """The node's usage as `utilization_util.go` computes it, None when its NodeMetric is missing,
+    empty or expired."""
     if metric is None:
         return None
     try:
@@ -199,7 +201,8 @@ def overutilized(usage: Mapping[str, int], thresholds: Mapping[str, int]) -> boo
 
 
 def classify(node: NodeUsage) -> str:
-    """Spec §3.2: high, prodHigh, low, prodLow, bothLow, or none (appropriately utilised)."""
+    """`utilization_util.go`'s classification: high, prodHigh, low, prodLow, bothLow, or none
+    (appropriately utilised)."""
     if not node.unschedulable and underutilized(node.usage, node.low):
         if overutilized(node.prod_usage, node.prod_high):
             return PROD_HIGH

@@ -1,4 +1,5 @@
-"""The LowNodeLoad Balance plugin (spec §3.2–3.4).
+"""The LowNodeLoad Balance plugin (Koordinator's
+`pkg/descheduler/framework/plugins/loadaware/low_node_load.go`).
 
 Per pool, in order (the top-level `__default_node_pool__` first): classify the pool's nodes that
 no earlier pool took as a source; if hot nodes are confirmed by anomaly detection and cold nodes

@@ -1,1 +1,2 @@
-"""Coscheduling (spec §6): gang definitions in `gang.py`, the plugin in `plugin.py`."""
+"""Coscheduling (Koordinator's `pkg/scheduler/plugins/coscheduling/`): gang definitions in
+`gang.py`, the plugin in `plugin.py`."""

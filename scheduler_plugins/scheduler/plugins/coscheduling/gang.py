@@ -1,4 +1,5 @@
-"""Gangs (spec §6): who belongs to one, and its rules, from a PodGroup or Koordinator's annotations.
+"""Gangs (Koordinator's `coscheduling/core/gang.go`, `apis/extension/coscheduling.go`): who belongs
+to one, and its rules, from a PodGroup or Koordinator's annotations.
 
 A pod's gang is named by the label `pod-group.scheduling.sigs.k8s.io` (a PodGroup), else the
 legacy label `pod-group.scheduling.sigs.k8s.io/name`, else the annotation

@@ -1,4 +1,5 @@
-"""Coscheduling (spec §6): all-or-nothing gangs.
+"""Coscheduling (Koordinator's `pkg/scheduler/plugins/coscheduling/coscheduling.go`): all-or-nothing
+gangs.
 
 PreEnqueue holds back a member of a gang that is undefined or has fewer members than `minMember`
 (members are counted only where every pending pod is known: not behind the extender, which

@@ -1,1 +1,2 @@
-"""DeviceShare (spec §7): whole and shared GPUs from the node's Device object."""
+"""DeviceShare (Koordinator's `pkg/scheduler/plugins/deviceshare/`): whole and shared GPUs from the
+node's Device object."""

@@ -1,4 +1,4 @@
-"""DeviceShareArgs (spec §2.3)."""
+"""DeviceShareArgs (Koordinator's `pkg/scheduler/apis/config/types.go`, `v1/defaults.go`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""DeviceShare (spec §7): GPUs for pods that ask for them, whole or shared, from the node's Device
-object; what each pod holds is read back from its device-allocated annotation.
+"""DeviceShare (Koordinator's `pkg/scheduler/plugins/deviceshare/plugin.go`): GPUs for pods that ask
+for them, whole or shared, from the node's Device object; what each pod holds is read back from its
+device-allocated annotation.
 
 Cards are chosen by the scoring strategy: LeastAllocated (the default) puts a shared request on the
 card with the most free memory ratio, MostAllocated packs it onto the busiest card that fits

@@ -1,6 +1,7 @@
-"""A pod's GPU request (spec §7): validated by the combination of names it asks for, converted to
-the per-card request (`gpu-core`, `gpu-memory-ratio`, `gpu-memory`) and the number of cards.
-Pure: the pod's requests in, a `GPURequest` or a reason out."""
+"""A pod's GPU request (Koordinator's `deviceshare/device_resources.go`,
+`apis/extension/device_share.go`): validated by the combination of names it asks for, converted to
+the per-card request (`gpu-core`, `gpu-memory-ratio`, `gpu-memory`) and the number of cards. Pure:
+the pod's requests in, a `GPURequest` or a reason out."""
 
 from __future__ import annotations
 

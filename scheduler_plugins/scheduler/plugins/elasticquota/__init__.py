@@ -1,1 +1,2 @@
-"""ElasticQuota (spec §8): the runtime quota tree, its distribution, and quota admission."""
+"""ElasticQuota (Koordinator's `pkg/scheduler/plugins/elasticquota/`): the runtime quota tree, its
+distribution, and quota admission."""

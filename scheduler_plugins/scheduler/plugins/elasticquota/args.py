@@ -1,4 +1,5 @@
-"""ElasticQuotaArgs (spec §2.3): named defaults, validated with the field path."""
+"""ElasticQuotaArgs (Koordinator's `pkg/scheduler/apis/config/types.go`, `v1/defaults.go`): named
+defaults, validated with the field path."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The runtime distribution of one resource among the children of one quota (spec §8.3, §8.4).
+"""The runtime distribution of one resource among the children of one quota (Koordinator's
+`core/runtime_quota_calculator.go`, `core/scale_minquota_when_over_root_res.go`).
 
 Pure integer arithmetic (Python integers are exact, so the 128-bit products of Koordinator's
 `computeHamiltonDeltas` need no special care): every child first gets its floor (`max(min,
@@ -72,8 +73,9 @@ def distribute(total: int, shares: Sequence[Share]) -> dict[str, int]:
 
 
 def scaled_mins(total: int, mins: dict[str, int], scalable: frozenset[str] | None = None) -> dict[str, int]:
-    """Min scaling (spec §8.4): when the children's mins exceed the parent's total, the scalable
-    children's mins shrink in proportion to what the others leave (`scalable` None: all)."""
+    """Min scaling (`scale_minquota_when_over_root_res.go`): when the children's mins exceed the
+    parent's total, the scalable children's mins shrink in proportion to what the others leave
+    (`scalable` None: all)."""
     if sum(mins.values()) <= total:
         return dict(mins)
     names = mins.keys() if scalable is None else scalable & mins.keys()

@@ -1,5 +1,6 @@
-"""The runtime quota tree (spec §8.2–§8.5): quota specs from the ElasticQuota objects, request and
-used from the pods, runtime computed top-down from the cluster total.
+"""The runtime quota tree (Koordinator's `elasticquota/core/group_quota_manager.go`): quota specs
+from the ElasticQuota objects, request and used from the pods, runtime computed top-down from the
+cluster total.
 
 The manager is fed events (quota put/deleted, pod added/removed, reserved/unreserved) and keeps
 per-quota sums of its own pods incrementally. Everything derived is recomputed lazily, as little
@@ -127,7 +128,6 @@ class QuotaManager:
         self._dirty: set[str] = set()  # quotas whose own pod sums changed since the last refresh
         self._version = 0  # bumped whenever something a distribution depends on changes
         self._distributed: dict[str, int] = {}  # parent -> version its children's runtimes are of
-        self._last_total: dict[str, int] | None = None
 
     # --- quotas ----------------------------------------------------------------------------------
     def set_quota(self, name: str, obj: Mapping[str, Any] | None) -> None:

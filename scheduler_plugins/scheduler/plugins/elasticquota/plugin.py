@@ -1,5 +1,5 @@
-"""The ElasticQuota plugin (spec §8.6): PreFilter refuses a pod whose quota would pass its runtime
-(or its max), Reserve/Unreserve count the pod in its quota's used.
+"""The ElasticQuota plugin (Koordinator's `elasticquota/plugin.go`): PreFilter refuses a pod whose
+quota would pass its runtime (or its max), Reserve/Unreserve count the pod in its quota's used.
 
 The plugin follows the quota objects and every live pod (pending ones count in their quota's
 request). A pod the cluster state does not hold (the extender is sent the pod being scheduled;

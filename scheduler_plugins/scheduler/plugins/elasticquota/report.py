@@ -40,25 +40,40 @@ def quota_report(manager: QuotaManager) -> dict[str, Any]:
     return {"quotas": quotas}
 
 
-def _cell(resources: Mapping[str, str]) -> str:
-    return ",".join(f"{k.removeprefix('kubernetes.io/')}={v}" for k, v in resources.items()) or "-"
+COLUMNS = ("min", "max", "request", "used", "runtime")
+
+
+def _children(report: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
+    children: dict[str, list[Mapping[str, Any]]] = {}
+    for quota in report["quotas"]:
+        children.setdefault(quota["parent"], []).append(quota)
+    return children
 
 
 def quota_rows(report: Mapping[str, Any]) -> list[list[str]]:
-    """Table rows: NAME, PARENT, MIN, MAX, REQUEST, USED, RUNTIME (the special quotas' huge max
-    is shown as "-")."""
-    rows = []
-    for q in report["quotas"]:
-        special = q["name"] in (SYSTEM_QUOTA_NAME, DEFAULT_QUOTA_NAME)
-        rows.append(
-            [
-                q["name"],
-                q["parent"] or "-",
-                _cell(q["min"]),
-                "-" if special else _cell(q["max"]),
-                _cell(q["request"]),
-                _cell(q["used"]),
-                "-" if special else _cell(q["runtime"]),
-            ]
-        )
+    """Table rows of the tree: the quota (indented under its parent), then one row per resource it
+    names, with its MIN, MAX, REQUEST, USED and RUNTIME; a quota that names none gets one row of
+    "-". The special quotas' huge max and runtime are shown as "-". A quota whose parent is not in
+    the tree is listed at the top level."""
+    children = _children(report)
+    names = {q["name"] for q in report["quotas"]}
+    top = [q for q in report["quotas"] if not q["parent"] or q["parent"] not in names]
+    rows: list[list[str]] = []
+
+    def visit(quota: Mapping[str, Any], prefix: str, branch: str, seen: frozenset[str]) -> None:
+        special = quota["name"] in (SYSTEM_QUOTA_NAME, DEFAULT_QUOTA_NAME)
+        shown = {c: ({} if special and c in ("max", "runtime") else quota[c]) for c in COLUMNS}
+        resources = sorted({r for c in COLUMNS for r in shown[c]}) or ["-"]
+        below = [c for c in children.get(quota["name"], ()) if c["name"] not in seen]
+        inner = prefix + ("│  " if branch == "├─ " else "   " if branch else "")
+        guide = (inner + ("│" if below else "")).rstrip()  # the lines the tree continues with
+        for i, resource in enumerate(resources):
+            label = prefix + branch + quota["name"] if i == 0 else guide
+            cells = [shown[c].get(resource, "-") for c in COLUMNS] if resource != "-" else ["-"] * len(COLUMNS)
+            rows.append([label, resource.removeprefix("kubernetes.io/"), *cells])
+        for j, child in enumerate(below):
+            visit(child, inner, "└─ " if j == len(below) - 1 else "├─ ", seen | {child["name"]})
+
+    for quota in top:
+        visit(quota, "", "", frozenset({quota["name"]}))
     return rows

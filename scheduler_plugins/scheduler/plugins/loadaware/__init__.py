@@ -1,1 +1,2 @@
-"""LoadAwareScheduling (spec §3): NodeMetric-based filter and score."""
+"""LoadAwareScheduling (Koordinator's `pkg/scheduler/plugins/loadaware/`): NodeMetric-based filter
+and score."""

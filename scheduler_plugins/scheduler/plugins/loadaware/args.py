@@ -1,5 +1,5 @@
-"""LoadAwareSchedulingArgs: named defaults and validation (Koordinator apis/config/v1 defaults.go
-and validation), with the quirks of spec §2.3 kept:
+"""LoadAwareSchedulingArgs: named defaults and validation (Koordinator's
+`pkg/scheduler/apis/config/v1/defaults.go` and `validation/`), with their quirks kept:
 
 * `resourceWeights` defaults to {cpu: 1, memory: 1} only when it is empty AND
   `dominantResourceWeight` is 0;
@@ -144,7 +144,7 @@ def _validate(args: LoadAwareSchedulingArgs, f: Fields) -> None:
 
 
 def resource_vector(args: LoadAwareSchedulingArgs) -> tuple[str, ...]:
-    """Spec §3.2: {cpu, memory} ∪ every resource named in the args, sorted."""
+    """`NewResourceVectorizerFromArgs` (`helper.go`): {cpu, memory} ∪ every resource named in the args, sorted."""
     names = {RESOURCE_CPU, RESOURCE_MEMORY}
     for table in (
         args.usage_thresholds,

@@ -1,4 +1,5 @@
-"""The per-node assign cache and the usage aggregates rebuilt from each NodeMetric (spec §3.4–3.5).
+"""The per-node assign cache and the usage aggregates rebuilt from each NodeMetric
+(`pkg/scheduler/plugins/loadaware/pod_assign_cache.go`).
 
 `AssignCache` remembers every pod bound or assumed on a node with its estimate, and for nodes
 that have a NodeMetric keeps `NodeLoad`: the reported usage plus the deltas of pods the metric
@@ -95,7 +96,8 @@ class AssignCache:
     # --- pods ------------------------------------------------------------------------------------
     def assign(self, node_name: str, pod: PodInfo, estimated: Vec | None = None) -> None:
         """Add (or refresh) a pod on a node; terminated pods and reserve pods (a Reservation being
-        scheduled: what it holds is not load a workload puts on the node) are not cached (spec §3.4)."""
+        scheduled: what it holds is not load a workload puts on the node) are not cached (as
+        `pod_assign_cache.go`)."""
         self.unassign(node_name, pod.key)
         self._touch(node_name)
         if pod.is_terminated or is_reserve_pod(pod):
@@ -195,8 +197,8 @@ class AssignCache:
             self._add_pod(load, entry)
 
     def estimated_usage(self, node_name: str, prod_pod: bool, agg_type: str, agg_duration: float) -> Vec | None:
-        """Spec §3.5: usage of the node including pods the metric does not reflect yet; None when
-        the node has no NodeMetric."""
+        """`pod_assign_cache.go`: usage of the node including pods the metric does not reflect yet;
+        None when the node has no NodeMetric."""
         load = self.loads.get(node_name)
         if load is None:
             return None

@@ -1,4 +1,5 @@
-"""defaultEstimator (spec §3.3): how much an incoming or recently placed pod is expected to use.
+"""defaultEstimator (`pkg/scheduler/plugins/loadaware/estimator/default_estimator.go`): how much an
+incoming or recently placed pod is expected to use.
 
 Estimates are vectors aligned with the plugin's sorted resource list, in scheduler units
 (millicores for cpu; batch-cpu is already millicores and read as a plain value).

@@ -1,6 +1,6 @@
-"""LoadAwareScheduling (spec §3): rejects nodes whose estimated usage would pass a threshold and
-prefers the least loaded nodes, judged from NodeMetric reports plus estimates of pods the
-report does not reflect yet.
+"""LoadAwareScheduling (Koordinator's `pkg/scheduler/plugins/loadaware/load_aware.go`): rejects
+nodes whose estimated usage would pass a threshold and prefers the least loaded nodes, judged from
+NodeMetric reports plus estimates of pods the report does not reflect yet.
 
 Extension points: PreFilter (computes the pod's estimate once), Filter, Score (no
 normalisation), Reserve/Unreserve (the assign cache). It listens to the cluster state for bound

@@ -1,1 +1,2 @@
-"""NodeNUMAResource (spec §4): CPU binding (FullPCPUs, SpreadByPCPUs) and NUMA topology policies."""
+"""NodeNUMAResource (Koordinator's `pkg/scheduler/plugins/nodenumaresource/`): CPU binding
+(FullPCPUs, SpreadByPCPUs) and NUMA topology policies."""

@@ -1,4 +1,5 @@
-"""NodeNUMAResourceArgs (spec §2.3): the default CPU bind policy and the two scoring strategies."""
+"""NodeNUMAResourceArgs (Koordinator's `pkg/scheduler/apis/config/types.go`, `v1/defaults.go`): the
+default CPU bind policy and the two scoring strategies."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""NodeNUMAResource (spec §4): LSR/LSE pods of the prod band with integer CPUs get whole,
-NUMA-aligned CPUs; pods and nodes with a NUMA topology policy are admitted by NUMA node.
+"""NodeNUMAResource (Koordinator's `pkg/scheduler/plugins/nodenumaresource/plugin.go`): LSR/LSE pods
+of the prod band with integer CPUs get whole, NUMA-aligned CPUs; pods and nodes with a NUMA topology
+policy are admitted by NUMA node.
 
 PreFilter decides whether the pod binds CPUs and by which policy; Filter checks each node's
 policies, topology and room; Reserve picks the CPUs (and NUMA nodes) and PreBind writes them in the

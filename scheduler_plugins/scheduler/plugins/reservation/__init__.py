@@ -1,1 +1,2 @@
-"""Reservation (spec §5): the plugin in `plugin.py`, the pod-side matching in `matching.py`."""
+"""Reservation (Koordinator's `pkg/scheduler/plugins/reservation/`): the plugin in `plugin.py`, the
+pod-side matching in `matching.py`."""

@@ -1,4 +1,5 @@
-"""GPU requests: validation by combination, conversion, and memory ratio <-> bytes (spec §7)."""
+"""GPU requests: validation by combination, conversion, and memory ratio <-> bytes (Koordinator's
+`pkg/scheduler/plugins/deviceshare/`)."""
 
 import pytest
 

@@ -1,4 +1,5 @@
-"""Quota admission through the scheduling loop, as pods arrive and finish (spec §8.6)."""
+"""Quota admission through the scheduling loop, as pods arrive and finish (Koordinator's
+`elasticquota/plugin.go` PreFilter)."""
 
 from cluster.store import ClusterStore
 from scheduler_plugins.scheduler.cluster.state import SCHEDULER_KINDS, ClusterState

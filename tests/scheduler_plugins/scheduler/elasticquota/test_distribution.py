@@ -1,4 +1,5 @@
-"""The runtime distribution (spec §8.3) and min scaling (§8.4) against worked examples."""
+"""The runtime distribution (`core/runtime_quota_calculator.go`) and min scaling
+(`core/scale_minquota_when_over_root_res.go`) against worked examples."""
 
 import pytest
 

@@ -44,12 +44,25 @@ def test_prints_every_quota_with_quantities_per_resource(capsys):
     assert quotas["batch"]["runtime"]["kubernetes.io/batch-cpu"] == "10k"  # its max
 
 
-def test_the_table_has_one_row_per_quota(capsys):
+def test_the_table_is_a_tree_with_a_row_per_resource_not_a_wide_table(capsys):
     code, out, _ = run(capsys, "--cluster", EXAMPLE)
     assert code == 0
-    lines = out.strip().splitlines()
-    assert lines[0].split() == ["QUOTA", "PARENT", "MIN", "MAX", "REQUEST", "USED", "RUNTIME"]
-    assert len(lines) == 7
+    lines = out.rstrip("\n").splitlines()
+    assert lines[0].split() == ["QUOTA", "RESOURCE", "MIN", "MAX", "REQUEST", "USED", "RUNTIME"]
+    assert max(map(len, lines)) <= 120
+    labels = [line[: lines[0].index("RESOURCE")].rstrip() for line in lines[1:]]
+    quotas = [label for label in labels if any(c.isalpha() for c in label)]
+    assert quotas == [
+        "koordinator-root-quota",
+        "├─ engineering",
+        "│  ├─ batch",
+        "│  └─ shop",
+        "├─ koordinator-default-quota",
+        "└─ koordinator-system-quota",
+    ]
+    shop = lines.index(next(line for line in lines if line.startswith("│  └─ shop")))
+    assert lines[shop].split()[3:] == ["cpu", "6", "48", "12", "4", "12"]  # │ └─ shop cpu ...
+    assert lines[shop + 3].split() == ["│", "memory", "16Gi", "192Gi", "32Gi", "8Gi", "32Gi"]
 
 
 def test_pending_pods_count_in_request_and_bound_ones_in_used(capsys, tmp_path):

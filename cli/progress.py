@@ -1,4 +1,7 @@
-"""A tiny progress bar on stderr for long simulations; silent when disabled."""
+"""A tiny progress bar on stderr for long work (`scheduler simulate`, `audit`); silent when disabled.
+
+Shown only where a person watches: `enabled(flag, stream)` is the flag when given (`--progress`,
+`--no-progress`), else whether the stream is a terminal, so a pipe or a CI log never gets one."""
 
 from __future__ import annotations
 
@@ -8,6 +11,11 @@ from typing import TextIO
 
 WIDTH = 30
 MIN_INTERVAL_SECONDS = 0.1
+
+
+def enabled(flag: bool | None, stream: TextIO | None = None) -> bool:
+    """`--progress`/`--no-progress` when given, else: is `stream` (stderr) a terminal?"""
+    return (stream or sys.stderr).isatty() if flag is None else flag
 
 
 class Progress:
