@@ -7,10 +7,11 @@ field; each run gets a fresh store, so the two runs of a comparison start from t
 from __future__ import annotations
 
 import copy
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from cluster.files import DirectorySource
 from cluster.store import ClusterStore, Object
@@ -25,6 +26,7 @@ from scheduler_plugins.descheduler.framework.config import KIND as DESCHEDULER_K
 from scheduler_plugins.descheduler.framework.config import DeschedulerConfig
 from scheduler_plugins.descheduler.framework.config import parse_config as parse_descheduler_config
 from scheduler_plugins.descheduler.registry import installed_registry as descheduler_registry
+from scheduler_plugins.koordlet.cgroups.ids import RefusedPath, checked_pod_uid
 from scheduler_plugins.scheduler.framework.config import KIND as SCHEDULER_KIND
 from scheduler_plugins.scheduler.framework.config import SchedulerConfig
 from scheduler_plugins.scheduler.framework.config import parse_config as parse_scheduler_config
@@ -75,9 +77,24 @@ class Inputs:
         """A store holding the snapshot with `profiles` (deep copies: a run never changes the inputs)."""
         store = ClusterStore()
         for kind in sorted(self.objects):
-            store.replace(kind, [copy.deepcopy(dict(o)) for o in self.objects[kind]])
+            objects = [copy.deepcopy(dict(o)) for o in self.objects[kind]]
+            if kind == "Pod":
+                for pod in objects:
+                    with_uid(pod)
+            store.replace(kind, objects)
         store.replace(PROFILE_KIND, [copy.deepcopy(dict(p)) for p in profiles])
         return store
+
+
+def with_uid(pod: dict[str, Any]) -> None:
+    """A hand-written snapshot pod gets the UUID an API server would have given it (the koordlet
+    refuses a cgroup path from anything else), derived from its namespace and name: deterministic."""
+    meta = pod.setdefault("metadata", {})
+    try:
+        checked_pod_uid(meta.get("uid"))
+    except RefusedPath:
+        name = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        meta["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"colocate-whatif:{name}"))
 
 
 def _system_usage(metrics: list[Object]) -> tuple[dict[str, tuple[int, int]], float | None]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import random
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -200,7 +201,7 @@ class Run:
             self.counter += 1
             if recreated:
                 meta["name"] = f"{meta['name'].rsplit('-r', 1)[0]}-r{self.counter}"
-            meta["uid"] = f"whatif-{self.counter:08d}"
+            meta["uid"] = str(uuid.UUID(int=self.counter))  # an API server's UIDs are UUIDs
             meta["creationTimestamp"] = format_time(now)
             pod.setdefault("spec", {}).pop("nodeName", None)
             pod["status"] = {"phase": "Pending"}
