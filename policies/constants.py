@@ -146,6 +146,11 @@ GANG_MODE_NON_STRICT: Final = "NonStrict"
 # Node annotations of resource amplification (apis/extension/node_resource_amplification.go).
 ANNOTATION_AMPLIFICATION_RATIO: Final = "node.koordinator.sh/resource-amplification-ratio"
 ANNOTATION_RAW_ALLOCATABLE: Final = "node.koordinator.sh/raw-allocatable"
+#: a pod's own resctrl config (apis/extension/resctrl.go AnnotationResctrl): such a pod is left out
+#: of its QoS class's resctrl group
+ANNOTATION_RESCTRL: Final = "node.koordinator.sh/resctrl"
+#: a pod's own blkio limits (apis/slo/v1alpha1/pod.go AnnotationPodBlkioQoS): `{"blocks": [...]}`
+ANNOTATION_BLKIO_QOS: Final = "koordinator.sh/blkioQOS"
 
 # Keys only the scheduler reads: LoadAwareScheduling's per-node thresholds and per-pod estimation
 # overrides (apis/extension/load_aware.go).

@@ -236,7 +236,15 @@ class Agent:
             self.cache, state, now, max_age=2 * self.options.collect_interval + 1, be_window=window
         )
         return RoundInput.build(
-            state, usage, self.layout, self.executor.read, now, self.processors, self.host, self.refusals.pod
+            state,
+            usage,
+            self.layout,
+            self.executor.read,
+            now,
+            self.processors,
+            self.host,
+            self.refusals.pod,
+            subdirs=self.executor.subdirs,
         )
 
     def compute(self, names: Sequence[str]) -> RoundReport:

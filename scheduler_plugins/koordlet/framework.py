@@ -104,7 +104,13 @@ def builtin_strategies() -> list[StrategyEntry]:
 #: the strategies that need host interfaces, and which (the closed labels of koordlet_interface_unavailable)
 HOST_STRATEGIES: dict[str, tuple[str, ...]] = {
     "BlkIOReconcile": (host.INTERFACE_BLKIO, host.INTERFACE_IO),
-    "SystemConfig": (host.INTERFACE_PROC_SYS_VM, host.INTERFACE_MEMCG_REAPER),
+    "SystemConfig": (
+        host.INTERFACE_PROC_SYS_VM,
+        host.INTERFACE_MEMCG_REAPER,
+        host.INTERFACE_PROC_SYS_KERNEL,
+        host.INTERFACE_PAGE_CACHE_LIMIT,
+        host.INTERFACE_SCHED_FEATURES,
+    ),
     "ResctrlReconcile": (host.INTERFACE_RESCTRL,),
 }
 

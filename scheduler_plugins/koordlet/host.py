@@ -26,7 +26,21 @@ ROOT_NAMES: Final = (PROC, SYS, RESCTRL, CGROUP)
 #: the interfaces a strategy may find missing: the closed label set of koordlet_interface_unavailable
 INTERFACE_BLKIO, INTERFACE_IO, INTERFACE_RESCTRL = "blkio", "io", "resctrl"
 INTERFACE_PROC_SYS_VM, INTERFACE_MEMCG_REAPER = "procSysVm", "memcgReaper"
-INTERFACES: Final = (INTERFACE_BLKIO, INTERFACE_IO, INTERFACE_RESCTRL, INTERFACE_PROC_SYS_VM, INTERFACE_MEMCG_REAPER)
+INTERFACE_PROC_SYS_KERNEL, INTERFACE_PAGE_CACHE_LIMIT, INTERFACE_SCHED_FEATURES = (
+    "procSysKernel",
+    "pageCacheLimit",
+    "schedFeatures",
+)
+INTERFACES: Final = (
+    INTERFACE_BLKIO,
+    INTERFACE_IO,
+    INTERFACE_RESCTRL,
+    INTERFACE_PROC_SYS_VM,
+    INTERFACE_MEMCG_REAPER,
+    INTERFACE_PROC_SYS_KERNEL,
+    INTERFACE_PAGE_CACHE_LIMIT,
+    INTERFACE_SCHED_FEATURES,
+)
 
 
 @dataclass(frozen=True)
@@ -43,13 +57,21 @@ class HostRoots:
 @dataclass(frozen=True)
 class HostWrite:
     """Write `value` into `path` below the root named `root` (making the directory first when
-    `mkdir`: a resctrl group)."""
+    `mkdir`: a resctrl group).
+
+    `each_line`: every line of `value` is its own write() on the file opened for appending, and a
+    line the kernel refuses does not stop the others — a resctrl `tasks` file takes one task id a
+    write, and a task may exit before it is moved (Koordinator's `UpdateResctrlTasksFunc`).
+    `cached: False` writes it every time: the value is a difference against what the file holds
+    now (task ids, sched_features toggles), so a remembered text says nothing."""
 
     strategy: str
     root: str
     path: str
     value: str
     mkdir: bool = False
+    each_line: bool = False
+    cached: bool = True
 
     def as_dict(self, roots: HostRoots) -> dict[str, Any]:
         return {"strategy": self.strategy, "file": str(roots.of(self.root) / self.path), "value": self.value}
@@ -95,6 +117,8 @@ class HostStats:
     written: int = 0
     skipped: int = 0
     failed: int = 0
+    #: lines of `each_line` writes the kernel refused (a task that exited meanwhile): not errors
+    refused: int = 0
     errors: list[str] = field(default_factory=list)
 
 
@@ -120,7 +144,7 @@ class HostFiles:
             target = self.roots.of(w.root) / w.path
             key = str(target)
             cached = self._cache.get(key)
-            if cached is not None and cached[0] == w.value and now - cached[1] < self.cache_ttl:
+            if w.cached and cached is not None and cached[0] == w.value and now - cached[1] < self.cache_ttl:
                 stats.skipped += 1
                 continue
             if self.dry_run:
@@ -129,18 +153,40 @@ class HostFiles:
                 try:
                     if w.mkdir and not target.parent.is_dir():
                         target.parent.mkdir()
-                    fd = os.open(key, os.O_WRONLY | os.O_TRUNC)
-                    try:
-                        os.write(fd, w.value.encode())
-                    finally:
-                        os.close(fd)
+                    if w.each_line:
+                        stats.refused += _append_lines(key, w.value)
+                    else:
+                        fd = os.open(key, os.O_WRONLY | os.O_TRUNC)
+                        try:
+                            os.write(fd, w.value.encode())
+                        finally:
+                            os.close(fd)
                 except OSError as exc:
                     self._cache.pop(key, None)
                     stats.failed += 1
                     stats.errors.append(f"{key}: {exc.strerror or exc}")
                     continue
-            self._cache[key] = (w.value, now)
+            if w.cached:
+                self._cache[key] = (w.value, now)
             stats.written += 1
             if self.on_write is not None:
                 self.on_write(w)
         return stats
+
+
+def _append_lines(path: str, value: str) -> int:
+    """Each non-empty line of `value` as its own write() (with its newline) on `path` opened for
+    appending; the number the kernel refused. Opening the file is the only error raised."""
+    refused = 0
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        for line in value.splitlines():
+            if not line.strip():
+                continue
+            try:
+                os.write(fd, f"{line.strip()}\n".encode())
+            except OSError:
+                refused += 1
+    finally:
+        os.close(fd)
+    return refused

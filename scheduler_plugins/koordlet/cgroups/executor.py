@@ -58,6 +58,8 @@ def merged(resource: Resource, old: int | str | None, new: int | str) -> int | s
 
 
 Reader = Callable[[str, Resource], "int | str | None"]
+#: the child cgroup names of a cgroup in a subsystem's hierarchy (`ResourceExecutor.subdirs`)
+Lister = Callable[[str, str], "tuple[str, ...]"]
 
 
 def leveled_order(writes: Sequence[CgroupWrite], current: Reader) -> list[CgroupWrite]:
@@ -109,6 +111,14 @@ class ResourceExecutor:
                 return resource.parse(self.layout.version, handle.read())
         except (OSError, ValueError, IndexError):
             return None
+
+    def subdirs(self, cgroup: str, subsystem: str) -> tuple[str, ...]:
+        """The names of the child cgroups of `cgroup` in `subsystem`'s hierarchy (none when missing)."""
+        try:
+            with os.scandir(self.layout.dir(cgroup, subsystem)) as entries:
+                return tuple(sorted(e.name for e in entries if e.is_dir(follow_symlinks=False)))
+        except OSError:
+            return ()
 
     def apply(self, writes: Iterable[CgroupWrite]) -> WriteStats:
         """Apply `writes`: those the cache knows are in place are skipped first, the rest go in

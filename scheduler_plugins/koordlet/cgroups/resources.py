@@ -70,7 +70,7 @@ class Resource:
     def parse(self, version: CgroupVersion, text: str) -> int | str:
         """The value (v1 terms) of a file's content."""
         text = text.strip()
-        if self is CPUSET_CPUS or self is CPU_STAT or self.subsystem == "blkio":
+        if self is CPUSET_CPUS or self is CPU_STAT or self is CPU_TASKS or self.subsystem == "blkio":
             return text
         if version is CgroupVersion.V2:
             if self is CPU_SHARES:
@@ -127,5 +127,8 @@ BLKIO_WEIGHT: Final = Resource("blkio.weight", "blkio", "blkio.cost.weight", "io
 IO_MAX: Final = Resource("io.max", "blkio", "io.max", "io.max")
 #: nr_periods / nr_throttled (read as text): CPUBurst's throttling signal
 CPU_STAT: Final = Resource("cpu.stat", "cpu", "cpu.stat", "cpu.stat")
+#: the thread ids of a cgroup, one a line (read as text; Koordinator's CPUTasks: v1 `cpu/tasks`,
+#: v2 `cgroup.threads`): ResctrlReconcile moves them into the class's resctrl group
+CPU_TASKS: Final = Resource("tasks", "cpu", "tasks", "cgroup.threads")
 
 _V2_MAX_MEANS_UNLIMITED: Final = (MEMORY_LIMIT, MEMORY_HIGH)

@@ -7,12 +7,12 @@ values — instead of doing it. The framework's runner applies them (or prints t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from policies.feature_gates import FeatureGates
 from policies.quantity import QuantityError, milli_value, value
-from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, Reader
+from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, Lister, Reader
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout
 from scheduler_plugins.koordlet.host import HostView, HostWrite, NoHost
 from scheduler_plugins.koordlet.nodeslo import ThresholdStrategy
@@ -64,6 +64,8 @@ class RoundInput:
     processors: tuple[CPUInfo, ...]
     pods: tuple[PodView, ...]
     host: HostView = field(default_factory=NoHost)
+    #: the child cgroups of a cgroup (a pod's sandbox container); none known by default (plan)
+    subdirs: Lister = field(default=lambda cgroup, subsystem: ())
 
     @classmethod
     def build(
@@ -76,9 +78,12 @@ class RoundInput:
         processors: Sequence[CPUInfo],
         host: HostView | None = None,
         on_refused: OnRefused | None = None,
+        *,
+        subdirs: Lister | None = None,
     ) -> RoundInput:
         views = active_pod_views(state.pods, layout, on_refused)
-        return cls(state, usage, layout, read, now, tuple(processors), views, host or NoHost())
+        inp = cls(state, usage, layout, read, now, tuple(processors), views, host or NoHost())
+        return inp if subdirs is None else replace(inp, subdirs=subdirs)
 
     def node_amount(self, field_name: str, resource: str) -> int:
         """The node's status.<capacity|allocatable>[resource] (cpu in millicores), 0 when absent."""

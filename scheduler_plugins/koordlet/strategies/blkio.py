@@ -1,25 +1,35 @@
-"""BlkIOReconcile (Koordinator's `pkg/koordlet/qosmanager/plugins/blkio/blkio_reconcile.go`): the
-BE class's disk I/O limits from `resourceQOSStrategy.beClass.blkioQOS` (Koordinator acts on the BE
-class only), written into the BestEffort QoS cgroup.
+"""BlkIOReconcile (Koordinator's `pkg/koordlet/qosmanager/plugins/blkio/blkio_reconcile.go`): disk
+I/O limits from `resourceQOSStrategy.beClass.blkioQOS` on the BestEffort QoS cgroup (Koordinator
+acts on the BE class only), and from a pod's own `koordinator.sh/blkioQOS` annotation
+(`{"blocks": [...]}`) on that pod's cgroup — for pods with a Koordinator QoS label, Running.
 
-Each block of type `device` (`name`: `sdb` or `/dev/sdb`; its `MAJ:MIN` from
-`/sys/class/block/<name>/dev`) gets its `ioCfg`: on cgroup v1
-`blkio.throttle.{read,write}_{iops,bps}_device` as `MAJ:MIN value` (0: no limit) and, where the
-kernel has it, `blkio.cost.weight` as `MAJ:MIN ioWeightPercent` (default 100); on v2 one `io.max`
-line `MAJ:MIN rbps=… wbps=… riops=… wiops=…` (0: `max`) and `io.weight` `MAJ:MIN weight`. A device
-configured before and no longer listed (or `enable: false`) is set back to no limit.
+Each block of type `device` (`name`: `/dev/sdb` or `sdb`) is resolved as Koordinator's
+`getDiskByDevice` does with its lsblk table: a disk is itself, a partition counts as its disk (the
+kernel throttles whole disks only), anything else (device-mapper, loop, md, a CD-ROM) is no disk;
+its `MAJ:MIN` is the disk's `/sys/class/block/<disk>/dev`. (lsblk's types from sysfs: a `partition`
+file makes a partition; a `dm-`, `loop` or `md` name, or SCSI type 5 (`device/type`), no disk.)
+It gets its `ioCfg`: on cgroup v1 `blkio.throttle.{read,write}_{iops,bps}_device` as
+`MAJ:MIN value` (0: no limit) and, where the kernel has it, `blkio.cost.weight` as
+`MAJ:MIN ioWeightPercent` (default 100); on v2 one `io.max` line
+`MAJ:MIN rbps=… wbps=… riops=… wiops=…` (0: `max`) and `io.weight` `MAJ:MIN weight`. A disk any of
+those files lists that is no longer configured (or `enable: false`) is set back to no limit
+(`getBlkIORecorder`, `getBlkIORemoverFromDiskNumber`).
 
-A node without the blkio controller (v1) or the io controller (v2) is reported unavailable;
-`volumegroup` and `podvolume` blocks (which need the node's local storage information) are
-reported as not supported.
+As `updateBlkIOConfig`, a block that cannot be resolved stops the whole cgroup's update: nothing
+is written for it that round, and the status names the block. `volumegroup` and `podvolume` blocks
+are such blocks here: Koordinator resolves them through its node storage collector (lsblk, vgs,
+lvs, findmnt), which colocate does not have. A node without the blkio controller (v1) or the io
+controller (v2) is reported unavailable.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from policies.constants import KubernetesQoSClass
+from policies.constants import ANNOTATION_BLKIO_QOS, KubernetesQoSClass, QoSClass
+from policies.objects import annotations_of
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite
 from scheduler_plugins.koordlet.cgroups.layout import Level
@@ -33,7 +43,7 @@ from scheduler_plugins.koordlet.cgroups.resources import (
     CgroupVersion,
     Resource,
 )
-from scheduler_plugins.koordlet.host import CGROUP, INTERFACE_BLKIO, INTERFACE_IO, SYS
+from scheduler_plugins.koordlet.host import CGROUP, INTERFACE_BLKIO, INTERFACE_IO, SYS, HostView
 from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions, StrategyResult
 
 NAME: Final = "BlkIOReconcile"
@@ -45,6 +55,12 @@ THROTTLES: Final[dict[str, tuple[Resource, str]]] = {
     "writeIOPS": (BLKIO_WRITE_IOPS, "wiops"),
     "writeBPS": (BLKIO_WRITE_BPS, "wbps"),
 }
+#: the name prefixes of the block devices lsblk gives another type than disk (dm, loop, raid)
+NOT_DISKS: Final = ("dm-", "loop", "md")
+
+
+class BlockError(ValueError):
+    """A block that names no disk this node can resolve."""
 
 
 def _amount(cfg: Mapping[str, Any], key: str, default: int) -> int:
@@ -52,22 +68,39 @@ def _amount(cfg: Mapping[str, Any], key: str, default: int) -> int:
     return raw if isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0 else default
 
 
+def disk_number(host: HostView, raw_name: object) -> str:
+    """getDiskNumberFromDevice: the `MAJ:MIN` of the disk `raw_name` is or is a partition of."""
+    name = str(raw_name or "").rsplit("/", 1)[-1]
+    base = f"class/block/{name}"
+    if not name or name in (".", "..") or host.read(SYS, f"{base}/dev") is None:
+        raise BlockError(f"no block device {name!r} (/sys/{base})")
+    if host.exists(SYS, f"{base}/partition"):  # a partition's directory sits in its disk's
+        number = host.read(SYS, f"{base}/../dev")
+    elif name.startswith(NOT_DISKS) or (host.read(SYS, f"{base}/device/type") or "").strip() == "5":
+        raise BlockError(f"{name!r} is neither a disk nor a partition")
+    else:
+        number = host.read(SYS, f"{base}/dev")
+    if not (number or "").strip():
+        raise BlockError(f"no device number for {name!r}")
+    return str(number).strip()
+
+
 def device_writes(
-    version: CgroupVersion, cgroup: str, device: str, cfg: Mapping[str, Any], weight: bool
+    version: CgroupVersion, cgroup: str, device: str, cfg: Mapping[str, Any], weight: bool, level: Level = Level.QOS
 ) -> list[CgroupWrite]:
     """getBlkIOUpdaterFromBlockCfg: the writes that give `device` the limits of `cfg`."""
     writes = []
     if version is CgroupVersion.V1:
         for key, (resource, _) in THROTTLES.items():
-            writes.append(CgroupWrite(NAME, cgroup, resource, f"{device} {_amount(cfg, key, 0)}", Level.QOS))
+            writes.append(CgroupWrite(NAME, cgroup, resource, f"{device} {_amount(cfg, key, 0)}", level))
     else:
         limits = " ".join(
             f"{v2_key}={_amount(cfg, key, 0) or 'max'}" for key, (_, v2_key) in sorted(THROTTLES.items(), key=_v2_order)
         )
-        writes.append(CgroupWrite(NAME, cgroup, IO_MAX, f"{device} {limits}", Level.QOS))
+        writes.append(CgroupWrite(NAME, cgroup, IO_MAX, f"{device} {limits}", level))
     if weight:
         percent = _amount(cfg, "ioWeightPercent", DEFAULT_IO_WEIGHT_PERCENT) or DEFAULT_IO_WEIGHT_PERCENT
-        writes.append(CgroupWrite(NAME, cgroup, BLKIO_WEIGHT, f"{device} {percent}", Level.QOS))
+        writes.append(CgroupWrite(NAME, cgroup, BLKIO_WEIGHT, f"{device} {percent}", level))
     return writes
 
 
@@ -80,6 +113,51 @@ def configured_devices(text: str | int | None) -> set[str]:
     if not isinstance(text, str):
         return set()
     return {line.split()[0] for line in text.splitlines() if line.split() and ":" in line.split()[0]}
+
+
+def recorded_devices(inp: RoundInput, cgroup: str, weight: bool) -> set[str]:
+    """getBlkIORecorder: the disks any of the cgroup's blkio files lists."""
+    if inp.layout.version is CgroupVersion.V1:
+        files = [resource for resource, _ in THROTTLES.values()]
+    else:
+        files = [IO_MAX]
+    files += [BLKIO_WEIGHT] if weight else []
+    return set().union(*(configured_devices(inp.read(cgroup, resource)) for resource in files))
+
+
+def cgroup_writes(inp: RoundInput, cgroup: str, level: Level, blocks: list[Any]) -> tuple[list[CgroupWrite], set[str]]:
+    """updateBlkIOConfig: the writes that give `cgroup` exactly `blocks`, and the disks configured;
+    BlockError on the first block that cannot be resolved (then nothing is written for the cgroup)."""
+    version = inp.layout.version
+    weight = version is CgroupVersion.V2 or inp.host.exists(CGROUP, f"blkio/{cgroup}/blkio.cost.weight")
+    writes: list[CgroupWrite] = []
+    wanted: set[str] = set()
+    for i, block in enumerate(blocks):
+        if not isinstance(block, Mapping):
+            raise BlockError(f"blocks[{i}] is not an object")
+        kind = str(block.get("type") or "")
+        if kind != "device":
+            raise BlockError(f"blocks[{i}]: type {kind!r} is not supported (only device)")
+        try:
+            number = disk_number(inp.host, block.get("name"))
+        except BlockError as exc:
+            raise BlockError(f"blocks[{i}]: {exc}") from None
+        raw_cfg = block.get("ioCfg")
+        wanted.add(number)
+        writes += device_writes(version, cgroup, number, raw_cfg if isinstance(raw_cfg, Mapping) else {}, weight, level)
+    for stale in sorted(recorded_devices(inp, cgroup, weight) - wanted):  # getBlkIORemoverFromDiskNumber
+        writes += device_writes(version, cgroup, stale, {}, weight, level)
+    return writes, wanted
+
+
+def pod_blocks(raw: str) -> list[Any]:
+    """parseBlkIOResult: the `blocks` of the pod annotation (BlockError when it is not JSON)."""
+    try:
+        parsed = json.loads(raw) if raw else {}
+    except ValueError:
+        raise BlockError(f"{ANNOTATION_BLKIO_QOS} is not JSON") from None
+    blocks = parsed.get("blocks") if isinstance(parsed, Mapping) else None
+    return blocks if isinstance(blocks, list) else []
 
 
 class BlkIOReconcile:
@@ -110,35 +188,36 @@ class BlkIOReconcile:
         result = StrategyResult(NAME)
         slo = inp.state.node_slo
         strategy = slo.spec.get("resourceQOSStrategy") if slo is not None else None
-        be = strategy.get("beClass") if isinstance(strategy, Mapping) else None
-        qos = be.get("blkioQOS") if isinstance(be, Mapping) else None
-        if not isinstance(qos, Mapping):
-            result.status["reason"] = "the NodeSLO has no resourceQOSStrategy.beClass.blkioQOS"
+        if not isinstance(strategy, Mapping):
+            result.status["reason"] = "the NodeSLO has no resourceQOSStrategy"
             return result
         if not self._available(inp, result):
             return result
-        cgroup = inp.layout.qos_dir(KubernetesQoSClass.BEST_EFFORT)
-        version = inp.layout.version
-        weight = version is CgroupVersion.V2 or inp.host.exists(CGROUP, f"blkio/{cgroup}/blkio.cost.weight")
-        blocks = qos.get("blocks") if qos.get("enable") is True else []
-        wanted: set[str] = set()
-        for i, block in enumerate(blocks if isinstance(blocks, list) else []):
-            if not isinstance(block, Mapping):
+        be = strategy.get("beClass")
+        qos = be.get("blkioQOS") if isinstance(be, Mapping) else None
+        if isinstance(qos, Mapping):
+            blocks = qos.get("blocks") if qos.get("enable") is True else []
+            cgroup = inp.layout.qos_dir(KubernetesQoSClass.BEST_EFFORT)
+            try:
+                writes, wanted = cgroup_writes(inp, cgroup, Level.QOS, blocks if isinstance(blocks, list) else [])
+            except BlockError as exc:
+                result.status["beClass"] = f"not updated: {exc}"
+            else:
+                result.writes += writes
+                result.status["devices"] = sorted(wanted)
+        else:
+            result.status["beClass"] = "no blkioQOS"
+        pods: dict[str, str] = {}
+        for pod in inp.pods:
+            raw = annotations_of(pod.pod).get(ANNOTATION_BLKIO_QOS)
+            if raw is None or pod.raw_qos is QoSClass.NONE or (pod.pod.get("status") or {}).get("phase") != "Running":
                 continue
-            kind, name = str(block.get("type") or ""), str(block.get("name") or "").rsplit("/", 1)[-1]
-            if kind != "device":
-                result.status[f"blocks[{i}]"] = f"type {kind!r} is not supported (only device)"
-                continue
-            number = (inp.host.read(SYS, f"class/block/{name}/dev") or "").strip()
-            if not number:
-                result.status[f"blocks[{i}]"] = f"no block device {name!r} (/sys/class/block/{name}/dev)"
-                continue
-            raw_cfg = block.get("ioCfg")
-            cfg: Mapping[str, Any] = raw_cfg if isinstance(raw_cfg, Mapping) else {}
-            wanted.add(number)
-            result.writes.extend(device_writes(version, cgroup, number, cfg, weight))
-        current = inp.read(cgroup, BLKIO_READ_IOPS if version is CgroupVersion.V1 else IO_MAX)
-        for stale in sorted(configured_devices(current) - wanted):  # getBlkIORemoverFromDiskNumber
-            result.writes.extend(device_writes(version, cgroup, stale, {}, weight))
-        result.status["devices"] = sorted(wanted)
+            try:
+                result.writes += cgroup_writes(inp, pod.dir, Level.POD, pod_blocks(raw))[0]
+            except BlockError as exc:
+                pods[pod.key] = f"not updated: {exc}"
+            else:
+                pods[pod.key] = "updated"
+        if pods:
+            result.status["pods"] = pods
         return result

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from scheduler_plugins.koordlet.cgroups.executor import Reader
+from scheduler_plugins.koordlet.cgroups.executor import Lister, Reader
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
 from scheduler_plugins.koordlet.host import HostView
@@ -62,6 +62,7 @@ def round_input(
     host: HostView | None = None,
     reader: Reader | None = None,
     checked_slo: bool = True,
+    subdirs: Lister | None = None,
 ) -> RoundInput:
     """`checked_slo=False`: the NodeSLO skips the slo-controller-config rules the agent applies, for
     tests of a strategy's own handling of values those rules refuse."""
@@ -81,4 +82,5 @@ def round_input(
         now,
         processors if processors is not None else flat_processors(20),
         host,
+        subdirs=subdirs,
     )

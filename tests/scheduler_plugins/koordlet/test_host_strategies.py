@@ -102,15 +102,21 @@ RESCTRL_QOS = {
 }
 
 
+#: /proc/cpuinfo of a CPU with both flags Koordinator's IsSupportResctrl wants
+CPUINFO = "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu vme cat_l3 cdp_l3 mba\n"
+
+
 def resctrl_tree(root: Path) -> Path:
-    """A resctrl mount with two L3 caches of 11 ways and MBA, the groups already made."""
+    """A resctrl mount with two L3 caches of 11 ways and MBA, the groups already made; and, beside
+    it, `proc/cpuinfo` with the cat_l3 and mba flags."""
+    files(root.parent / "proc", {"cpuinfo": CPUINFO})
     tree = {
         "schemata": "L3:0=7ff;1=7ff\nMB:0=100;1=100\n",
         "info/L3/cbm_mask": "7ff\n",
         "info/MB/min_bandwidth": "10\n",
     }
     for group in ("LSR", "LS", "BE"):
-        tree[f"koordlet-{group}/schemata"] = "L3:0=7ff;1=7ff\nMB:0=100;1=100\n"
+        tree[f"{group}/schemata"] = "L3:0=7ff;1=7ff\nMB:0=100;1=100\n"
     return files(root, tree)
 
 
@@ -119,9 +125,9 @@ def test_resctrl_writes_each_class_its_cache_ways_and_memory_bandwidth(tmp_path:
     slo = node_slo(resourceQOSStrategy=RESCTRL_QOS)
     result = ResctrlReconcile(OPTIONS).round(round_input(NODE, slo, [], host=HostView(roots)))
     writes = [(w.path, w.value) for w in result.host_writes]
-    assert ("koordlet-BE/schemata", "L3:0=f;1=f;\n") in writes
-    assert ("koordlet-BE/schemata", "MB:0=40;1=40;\n") in writes
-    assert ("koordlet-LSR/schemata", "L3:0=7ff;1=7ff;\n") in writes
+    assert ("BE/schemata", "L3:0=f;1=f;\n") in writes
+    assert ("BE/schemata", "MB:0=40;1=40;\n") in writes
+    assert ("LSR/schemata", "L3:0=7ff;1=7ff;\n") in writes
     assert HostFiles(roots, lambda: 0.0).apply(result.host_writes).written == 6
     assert result.status["groups"]["BE"] == "L3=f MB=40"
 
@@ -131,7 +137,8 @@ def test_without_a_resctrl_mount_plan_says_so(tmp_path: Path) -> None:
     node_dir.mkdir()
     (node_dir / "node.yaml").write_text(json.dumps(NODE))
     (node_dir / "nodeslo.yaml").write_text(json.dumps(node_slo(resourceQOSStrategy=RESCTRL_QOS)))
-    roots = HostRoots(tmp_path / "proc", tmp_path / "sys", tmp_path / "no-resctrl", tmp_path / "cgroup")
+    proc = files(tmp_path / "proc", {"cpuinfo": CPUINFO})
+    roots = HostRoots(proc, tmp_path / "sys", tmp_path / "no-resctrl", tmp_path / "cgroup")
     report = plan(node_dir, StrategyOptions(koordlet_gates("")), PlanSettings(host=roots), 0.0)
     assert report["unavailable"] == [
         {"strategy": "ResctrlReconcile", "interface": "resctrl", "reason": "no resctrl filesystem mounted"}
@@ -146,7 +153,6 @@ BLKIO_QOS = {
             "enable": True,
             "blocks": [
                 {"name": "/dev/sdb", "type": "device", "ioCfg": {"readIOPS": 1000, "writeBPS": 10485760}},
-                {"name": "vg0", "type": "volumegroup", "ioCfg": {"readIOPS": 10}},
             ],
         }
     }
@@ -176,7 +182,7 @@ def test_blkio_v1_throttles_the_be_class_per_device(tmp_path: Path) -> None:
         NODE, node_slo(resourceQOSStrategy=BLKIO_QOS), [], layout=layout, host=HostView(roots), reader=executor.read
     )
     result = BlkIOReconcile(OPTIONS).round(inp)
-    assert "volumegroup" in result.status["blocks[1]"]
+    assert result.status["devices"] == ["8:16"]
     written = {(w.resource.file(CgroupVersion.V1), w.value) for w in result.writes}
     assert ("blkio.throttle.read_iops_device", "8:16 1000") in written
     assert ("blkio.throttle.write_bps_device", "8:16 10485760") in written
@@ -210,6 +216,7 @@ def test_without_the_io_controller_blkio_says_so(tmp_path: Path) -> None:
 
 def test_run_exports_the_missing_interface_as_a_metric(tmp_path: Path) -> None:
     cgroup = files(tmp_path / "cgroup", {"cpu/kubepods/besteffort/cpu.shares": "2\n"})
+    files(tmp_path / "proc", {"cpuinfo": CPUINFO})
     store = ClusterStore(KOORDLET_KINDS + (NODE_METRIC_KIND,))
     store.replace("Node", [NODE])
     both = {**RESCTRL_QOS, "beClass": {**RESCTRL_QOS["beClass"], **BLKIO_QOS["beClass"]}}
@@ -288,6 +295,18 @@ def test_blkio_throttles_on_the_real_v1_controller(real_blkio_root: tuple[Path, 
     )
     executor.apply(BlkIOReconcile(OPTIONS).round(inp).writes)
     assert read_iops.read_text().strip() == ""
+
+
+@pytest.mark.parametrize("flags", ["fpu cat_l3 cdp_l3", "fpu mba", "fpu"])
+def test_resctrl_needs_both_the_cat_l3_and_mba_cpu_flags(tmp_path: Path, flags: str) -> None:
+    """IsSupportResctrl (isCPUSupportResctrl): a CPU without both flags gets nothing, and is told."""
+    roots = HostRoots(tmp_path / "proc", tmp_path / "sys", resctrl_tree(tmp_path / "resctrl"))
+    (roots.proc / "cpuinfo").write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+    result = ResctrlReconcile(OPTIONS).round(
+        round_input(NODE, node_slo(resourceQOSStrategy=RESCTRL_QOS), [], host=HostView(roots))
+    )
+    assert result.host_writes == []
+    assert "cat_l3 and mba" in result.unavailable["resctrl"]
 
 
 def test_plan_on_this_machine_reports_its_resctrl_as_it_is(tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ def objects() -> list[dict]:
         NODE,
         make_node_slo("node-1"),
         make_metric("node-1"),
-        make_pod("batch", qos="BE", node="node-1"),
-        make_pod("web", qos="LS", node="node-1", requests={"cpu": "1"}),
+        make_pod("batch", qos="BE", node="node-1", uid=True),  # the API server gives every pod a UID
+        make_pod("web", qos="LS", node="node-1", requests={"cpu": "1"}, uid=True),
     ]
 
 
