@@ -4,6 +4,7 @@
 - `yaml`  the same document as YAML (for objects a person will edit or `kubectl apply`)
 - `table` aligned columns, one row per item (for people), drawn by `table`/`table_lines` here
 - `text`  prose: lines of findings (for people)
+- `html`  one self-contained page (for people, in a browser: `colocate whatif`)
 
 A command offers the subset it can print, and its default is the first one a person would want.
 """
@@ -15,7 +16,7 @@ from typing import Any
 
 from cli.parser import Container
 
-FORMATS = ("json", "yaml", "table", "text")
+FORMATS = ("json", "yaml", "table", "text", "html")
 
 
 def add_output(container: Container, formats: Sequence[str], default: str) -> None:

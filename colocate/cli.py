@@ -37,6 +37,7 @@ def command_groups() -> list[CommandGroup]:
     """Every subcommand group, in the order `colocate --help` lists them."""
     from certs import cli as certs_cli
     from colocate import plugins as plugins_cli
+    from colocate.whatif import cli as whatif_cli
     from scheduler_plugins.descheduler import cli as descheduler_cli
     from scheduler_plugins.koordlet import cli as koordlet_cli
     from scheduler_plugins.manager import cli as manager_cli
@@ -54,6 +55,7 @@ def command_groups() -> list[CommandGroup]:
         webhook_configurations.register_commands,
         rollout_commands.register_commands,
         plugins_cli.register_commands,
+        whatif_cli.register_commands,
     ]
 
 

@@ -216,6 +216,22 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
     "koordlet": ([], []),
     "plugins": ([], []),
     "plugins list": (["-o/--output {table,json}"], []),
+    "whatif": (
+        [
+            "--cluster",
+            "--compare-profiles",
+            "--duration",
+            "--koordlet-feature-gates",
+            "--now",
+            "--profiles",
+            "--report",
+            "--seed",
+            "--step",
+            "--workload",
+            "-o/--output {table,json,html}",
+        ],
+        [],
+    ),
     "koordlet plan": (
         [
             "--cgroup-driver {cgroupfs,systemd}",
@@ -288,7 +304,7 @@ def test_the_command_line_surface_is_pinned() -> None:
 def test_every_output_flag_speaks_the_one_vocabulary() -> None:
     formats = {f for visible, _ in SURFACE.values() for f in visible if f.startswith("-o/--output")}
     choices = {name for spelled in formats for name in spelled.split("{")[1].rstrip("}").split(",")}
-    assert choices <= {"json", "yaml", "table", "text"}
+    assert choices <= {"json", "yaml", "table", "text", "html"}
 
 
 def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[str, argparse.ArgumentParser]:

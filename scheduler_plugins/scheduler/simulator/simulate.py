@@ -67,10 +67,12 @@ class SimulationReport:
         }
 
 
-def simulate(scheduler: Scheduler, cluster: ClusterState, progress: bool = False) -> SimulationReport:
+def schedule_pending(
+    scheduler: Scheduler, cluster: ClusterState, bar: Progress | None = None
+) -> tuple[list[Placement], list[Placement]]:
+    """One pass over the pending pods in queue order: (their placements, the pods PreEnqueue kept
+    out of the queue). `simulate` runs it once; `colocate whatif` once per step."""
     fwk = scheduler.framework
-    before = {n.name: utilisation(n) for n in cluster.node_list()}
-    pods_before = {n.name: _pod_count(n) for n in cluster.node_list()}
     queued, unqueued = [], []
     for pod in cluster.pending.values():
         status = fwk.run_pre_enqueue(pod)
@@ -79,16 +81,26 @@ def simulate(scheduler: Scheduler, cluster: ClusterState, progress: bool = False
         else:
             unqueued.append(Placement(pod.key, status=status, message=f"pre-enqueue: {status.message}"))
     queue = fwk.sort_pods(queued)
-    bar = Progress(len(queue), progress)
+    if bar is not None:
+        bar.total = max(len(queue), 1)
     placements = []
-    started, cpu_started = time.perf_counter(), time.process_time()
     remaining = {pod.key: pod for pod in queue}
     order = iter(queue)
     while remaining:
         pod = fwk.run_next_pod(remaining) or next(p for p in order if p.key in remaining)
         del remaining[pod.key]
         placements.append(scheduler.schedule_one(pod))
-        bar.advance()
+        if bar is not None:
+            bar.advance()
+    return placements, unqueued
+
+
+def simulate(scheduler: Scheduler, cluster: ClusterState, progress: bool = False) -> SimulationReport:
+    before = {n.name: utilisation(n) for n in cluster.node_list()}
+    pods_before = {n.name: _pod_count(n) for n in cluster.node_list()}
+    bar = Progress(len(cluster.pending), progress)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    placements, unqueued = schedule_pending(scheduler, cluster, bar)
     scheduler.expire_waiting(float("inf"))  # the run is over: whoever still waits on Permit times out
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     bar.close()

@@ -1,0 +1,209 @@
+"""`colocate whatif` benchmark (a script that prints numbers, not a test).
+
+    python -m benchmarks.whatif_bench [--nodes 1000] [--duration 24h] [--step 1m] [--arrivals 20000]
+                                      [--profile N]
+
+Issue 30's goal: 1,000 nodes, 24 hours at 1-minute steps, 20,000 pod arrivals in under 60 s on one
+core. The cluster is the example's shape at scale (examples/whatif): 32-core nodes, each with two
+latency-sensitive web pods whose usage peaks at noon, a NodeMetric, colocation on with a CFS-quota
+suppression threshold of 65 %; Spark executors (BE through the example's profile) arrive every
+5 minutes, `--arrivals` in all, each running 30 minutes. The snapshot is written to a temporary
+directory and read as `--cluster` is; the run is timed apart from the reading (CPU seconds of the
+process), and so is writing the JSON document. `--profile N` prints the N functions with the most
+own time (cProfile), and the same grouped by component.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from colocate.whatif.cli import run_document  # noqa: E402
+from colocate.whatif.inputs import load_inputs, load_profiles, start_time  # noqa: E402
+from colocate.whatif.loop import RunOptions  # noqa: E402
+from policies.durations import parse_duration  # noqa: E402
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "whatif"
+
+
+def write_cluster(root: Path, nodes: int) -> None:
+    cluster = root / "cluster"
+    cluster.mkdir()
+    for name in ("namespaces.yaml", "priorityclasses.yaml", "slo-controller-config.yaml"):
+        (cluster / name).write_text((EXAMPLE / "cluster" / name).read_text())
+    objects = []
+    for i in range(nodes):
+        node = f"node-{i:04d}"
+        resources = {"cpu": "32", "memory": "128Gi", "pods": "110"}
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": node},
+                "status": {"capacity": resources, "allocatable": resources},
+            }
+        )
+        objects.append(
+            {
+                "apiVersion": "slo.koordinator.sh/v1alpha1",
+                "kind": "NodeMetric",
+                "metadata": {"name": node},
+                "status": {
+                    "updateTime": "2026-01-01T00:00:00Z",
+                    "nodeMetric": {"nodeUsage": {"resources": {"cpu": "1", "memory": "4Gi"}}},
+                },
+            }
+        )
+        for j in range(2):
+            objects.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": f"web-{i:04d}-{j}",
+                        "namespace": "web",
+                        "uid": f"web-{i}-{j}",
+                        "labels": {"app": "web", "koordinator.sh/qosClass": "LS"},
+                        "ownerReferences": [
+                            {
+                                "apiVersion": "apps/v1",
+                                "kind": "ReplicaSet",
+                                "name": "web",
+                                "uid": "rs",
+                                "controller": True,
+                            }
+                        ],
+                    },
+                    "spec": {
+                        "nodeName": node,
+                        "priorityClassName": "koord-prod",
+                        "priority": 9000,
+                        "containers": [{"name": "web", "resources": {"requests": {"cpu": "12", "memory": "32Gi"}}}],
+                    },
+                    "status": {"phase": "Running"},
+                }
+            )
+    (cluster / "objects.yaml").write_text(yaml.safe_dump_all(objects))
+
+
+def write_workload(root: Path, arrivals: int, duration: float) -> Path:
+    times = max(int(duration // 300), 1)
+    workload = {
+        "apiVersion": "colocate.io/v1alpha1",
+        "kind": "Workload",
+        "spec": {
+            "running": [
+                {
+                    "selector": {"matchLabels": {"app": "web"}},
+                    "usage": {
+                        "cpu": {"daily": {"min": "2", "max": "9", "peakAt": "12:00"}},
+                        "memory": {"constant": "24Gi"},
+                    },
+                }
+            ],
+            "arrivals": [
+                {
+                    "name": "spark",
+                    "at": "0s",
+                    "every": "5m",
+                    "count": -(-arrivals // times),
+                    "lifetime": "30m",
+                    "template": {
+                        "metadata": {"namespace": "batch", "labels": {"koordinator.sh/enable-colocation": "true"}},
+                        "spec": {
+                            "containers": [
+                                {"name": "executor", "resources": {"requests": {"cpu": "1", "memory": "2Gi"}}}
+                            ]
+                        },
+                    },
+                    "usage": {"cpu": {"constant": "1500m", "noise": 10}, "memory": {"constant": "1536Mi"}},
+                }
+            ],
+        },
+    }
+    path = root / "workload.yaml"
+    path.write_text(yaml.safe_dump(workload))
+    return path
+
+
+COMPONENTS = (
+    ("admission (webhook chain)", ("/webhook/", "/policies/pod_mutation", "/policies/profile")),
+    ("manager", ("/scheduler_plugins/manager/", "/policies/noderesource/", "/policies/slo_config/")),
+    ("scheduler", ("/scheduler_plugins/scheduler/",)),
+    ("koordlet", ("/scheduler_plugins/koordlet/",)),
+    ("descheduler", ("/scheduler_plugins/descheduler/",)),
+    ("store and views", ("/cluster/",)),
+    ("whatif loop (usage, metrics, records)", ("/colocate/whatif/",)),
+)
+
+
+def by_component(stats: pstats.Stats) -> list[tuple[str, float]]:
+    totals: dict[str, float] = {}
+    for (filename, _, _), (_, _, own, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+        name = next(
+            (label for label, parts in COMPONENTS if any(p in filename for p in parts)),
+            "other (stdlib, quantities, yaml)",
+        )
+        totals[name] = totals.get(name, 0.0) + own
+    return sorted(totals.items(), key=lambda item: -item[1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--duration", default="24h")
+    parser.add_argument("--step", default="1m")
+    parser.add_argument("--arrivals", type=int, default=20000)
+    parser.add_argument("--profile", type=int, default=0, metavar="N")
+    args = parser.parse_args()
+    duration = parse_duration(args.duration)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        write_cluster(root, args.nodes)
+        workload = write_workload(root, args.arrivals, duration)
+        started = time.process_time()
+        inputs = load_inputs(root / "cluster", workload)
+        profiles = load_profiles(EXAMPLE / "profiles", "--profiles")
+        read = time.process_time() - started
+    options = RunOptions(start_time(inputs, None), duration, parse_duration(args.step), seed=0)
+    profiler = cProfile.Profile() if args.profile else None
+    started = time.process_time()
+    if profiler:
+        profiler.enable()
+    document = run_document(inputs, profiles, options)
+    if profiler:
+        profiler.disable()
+    ran = time.process_time() - started
+    started = time.process_time()
+    size = len(json.dumps(document, sort_keys=True, separators=(",", ":")))
+    dumped = time.process_time() - started
+    steps = len(document["steps"])
+    print(f"nodes {args.nodes}, steps {steps}, arrivals admitted {document['summary']['admitted']}")
+    print(f"read the snapshot: {read:.1f} s CPU")
+    print(f"run: {ran:.1f} s CPU ({1000 * ran / max(steps, 1):.1f} ms per step)")
+    print(f"JSON document: {dumped:.1f} s CPU, {size / 1e6:.0f} MB")
+    print(f"summary: {json.dumps(document['summary'], sort_keys=True)}")
+    if profiler:
+        out = io.StringIO()
+        stats = pstats.Stats(profiler, stream=out)
+        print("\nown time by component (profiled):")
+        total = sum(t for _, t in by_component(stats)) or 1.0
+        for name, seconds in by_component(stats):
+            print(f"  {name:45s} {seconds:7.1f} s  {100 * seconds / total:5.1f} %")
+        stats.sort_stats("tottime").print_stats(args.profile)
+        print(out.getvalue())
+
+
+if __name__ == "__main__":
+    main()

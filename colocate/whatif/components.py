@@ -1,0 +1,328 @@
+"""The live components of colocate, built over one in-memory `ClusterStore`, one phase each.
+
+Each phase calls the code the component runs in a cluster, through the same seams its offline
+command uses: the admission chain of `serve` and `apply` (`webhook.chain.run_chain` over a
+`SnapshotIndex`), the manager's reconcile and writes (`manager run --cluster`: `Reconciler`,
+`apply_round`, `StoreWriter`), the scheduler's framework and shipped plugins (`scheduler simulate`:
+`schedule_pending`), one koordlet round per node as values (`koordlet plan`: `QOSManager.run_round`)
+and the descheduler's round (`descheduler run --cluster`: `Descheduler.run_round`, `StoreEvictions`).
+Nothing here decides: it hands each component its inputs and the store its writes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+from prometheus_client import CollectorRegistry
+
+from cluster.store import ClusterStore, Object, ObjectKey
+from policies.admission import AdmissionRequest
+from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
+from policies.quantity import QuantityError, milli_value
+from policies.snapshot import ClusterSnapshot
+from scheduler_plugins.clock import format_time
+from scheduler_plugins.descheduler.backends import StoreEvictions
+from scheduler_plugins.descheduler.cluster import DeschedulerView
+from scheduler_plugins.descheduler.framework.config import DeschedulerConfig
+from scheduler_plugins.descheduler.framework.report import RoundReport as DeschedulerRound
+from scheduler_plugins.descheduler.framework.runtime import Descheduler
+from scheduler_plugins.descheduler.migration.backend import StoreMigrationBackend
+from scheduler_plugins.descheduler.registry import installed_registry as descheduler_registry
+from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
+from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
+from scheduler_plugins.koordlet.features import koordlet_gates
+from scheduler_plugins.koordlet.framework import QOSManager, RoundReport, builtin_strategies
+from scheduler_plugins.koordlet.nodeslo import NodeSLO, ThresholdStrategy
+from scheduler_plugins.koordlet.pods import PodView, is_active, pod_view
+from scheduler_plugins.koordlet.states import NodeState
+from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions
+from scheduler_plugins.koordlet.topology import CPUInfo, flat_processors, processors_of_topology
+from scheduler_plugins.koordlet.usage import BECPU, usage_of_node_metric
+from scheduler_plugins.manager.cluster import ManagerView
+from scheduler_plugins.manager.metrics import ManagerMetrics
+from scheduler_plugins.manager.reconciler import Reconciler
+from scheduler_plugins.manager.service import apply_round
+from scheduler_plugins.manager.writer import StoreWriter
+from scheduler_plugins.scheduler.cluster.client import bound_copy
+from scheduler_plugins.scheduler.cluster.state import ClusterState
+from scheduler_plugins.scheduler.framework.config import SchedulerConfig
+from scheduler_plugins.scheduler.framework.features import scheduler_gates
+from scheduler_plugins.scheduler.framework.handle import ClientError
+from scheduler_plugins.scheduler.framework.scheduling import Placement, Scheduler
+from scheduler_plugins.scheduler.registry import installed_registry as scheduler_registry
+from scheduler_plugins.scheduler.simulator.simulate import schedule_pending
+from scheduler_plugins.scheduler.wiring import build_framework
+from webhook.chain import ChainResult, request_for, run_chain
+from webhook.registry import Registry, default_routes
+from webhook.snapshots import SnapshotIndex
+from webhook.watched import watched_kinds
+
+
+class SimClock:
+    """The one clock of a run: every component reads it; the loop moves it."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class StoreClient:
+    """The scheduler's API client over the store: a binding, a patch or a deletion is a write to the
+    store, which every component's view then follows (as a watch would)."""
+
+    def __init__(self, store: ClusterStore, cluster: ClusterState, clock: SimClock) -> None:
+        self.store, self.cluster, self.clock = store, cluster, clock
+
+    def _pod(self, namespace: str, name: str) -> Object:
+        pod = self.store.get("Pod", (namespace, name))
+        if pod is None:
+            raise ClientError(404, f"pods {namespace}/{name} not found")
+        return pod
+
+    def patch(self, kind: str, namespace: str, name: str, patch: list[dict[str, Any]]) -> dict[str, Any]:
+        current = self.store.get(kind, (namespace, name))
+        if current is None:
+            raise ClientError(404, f"{kind} {namespace}/{name} not found")
+        patched: dict[str, Any] = jsonpatch.apply_patch(dict(current), patch)
+        self.store.put(kind, patched)
+        return patched
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        self._pod(namespace, name)
+        pod, bound_to = self.cluster.find_pod(namespace, name)
+        if pod is None:
+            raise ClientError(404, f"pods {namespace}/{name} not found")
+        if bound_to and bound_to != node_name:
+            raise ClientError(409, f"pod {namespace}/{name} is already assigned to node {bound_to}")
+        bound = bound_copy(pod, node_name, self.clock).obj
+        status = bound.setdefault("status", {})
+        status["phase"], status["startTime"] = "Running", format_time(self.clock())  # the kubelet starts it
+        self.store.put("Pod", bound)
+
+    def delete_pod(self, namespace: str, name: str, uid: str) -> None:
+        self.store.delete("Pod", self._pod(namespace, name))
+
+    def evict_pod(self, namespace: str, name: str) -> None:
+        result = StoreEvictions(self.store).evict(namespace, name)
+        if result.code >= 400 and result.code != 404:
+            raise ClientError(result.code, result.message)
+
+
+class Admission:
+    """`serve`'s admission chain over the store's current objects (profiles, namespaces, quotas)."""
+
+    def __init__(self, store: ClusterStore, rand: random.Random) -> None:
+        self.registry: Registry = default_routes()
+        kinds = frozenset(w.kind for w in watched_kinds(self.registry))
+        self.index = _FilteredSnapshotIndex(store, kinds)
+        self.rand = rand
+        self._snapshot: ClusterSnapshot | None = None
+
+    def snapshot(self) -> ClusterSnapshot:
+        if self._snapshot is None or self.index.dirty.is_set():
+            self._snapshot = self.index.build()
+        return self._snapshot
+
+    def admit(self, pod: dict[str, Any]) -> ChainResult:
+        request: AdmissionRequest = request_for(pod, self.registry, "CREATE")
+        return run_chain(request, self.registry, self.snapshot(), rand_int=self.rand.randrange)
+
+
+class _FilteredSnapshotIndex(SnapshotIndex):
+    """A `SnapshotIndex` told only of the kinds the webhook watches."""
+
+    def __init__(self, store: ClusterStore, kinds: frozenset[str]) -> None:
+        self.kinds = kinds
+        super().__init__(store, strict=True)
+
+    def object_put(self, kind: str, key: ObjectKey, obj: Object, old: Object | None, source: str) -> None:
+        if kind in self.kinds:
+            super().object_put(kind, key, obj, old, source)
+
+    def object_deleted(self, kind: str, key: ObjectKey, old: Object) -> None:
+        if kind in self.kinds:
+            super().object_deleted(kind, key, old)
+
+
+class Manager:
+    """koord-manager's slo-controller: a round over the nodes whose inputs changed (all at first)."""
+
+    def __init__(self, store: ClusterStore, clock: SimClock, resync: float = 300.0) -> None:
+        self.view = ManagerView(store)
+        self.reconciler = Reconciler(clock)
+        self.writer = StoreWriter(store)
+        self.metrics = ManagerMetrics(CollectorRegistry())
+        self.clock, self.resync = clock, resync
+        self.last_full: float | None = None
+
+    def round(self) -> None:
+        changes = self.view.take_changes()
+        self.reconciler.forget(changes.forgotten)
+        now = self.clock()
+        full = self.last_full is None or now - self.last_full >= self.resync or changes.config
+        names = None if full else changes.nodes
+        if names is not None and not names:
+            return
+        result = self.reconciler.reconcile(self.view.snapshot(), names)
+        apply_round(result, self.reconciler, self.writer, self.metrics)
+        if full:
+            self.last_full = now
+
+
+class Koordlet:
+    """One koordlet per node: its QoS manager keeps state across rounds (cool times); the cgroup
+    files it wrote are what it reads back next round."""
+
+    def __init__(self, gates: str | None, clock: SimClock) -> None:
+        self.options = StrategyOptions(gates=koordlet_gates(gates))
+        self.layout = CgroupLayout(Path("/"), CgroupVersion.V1, CgroupDriver.CGROUPFS)
+        self.clock = clock
+        self.managers: dict[str, QOSManager] = {}
+        self.cgroups: dict[str, dict[tuple[str, str], object]] = {}
+        self._processors: dict[str, list[CPUInfo]] = {}
+        self.thresholds: dict[str, int] = {}
+        #: parsed once per stored object (the store replaces an object when it changes): a node's
+        #: NodeSLO and each pod's view are what the live koordlet keeps between rounds too
+        self._slos: dict[str, tuple[Object, NodeSLO | None, str | None]] = {}
+        self._views: dict[int, tuple[Object, PodView]] = {}
+
+    def threshold_percent(self, node: str) -> int:
+        """The node's `cpuSuppressThresholdPercent` (the NodeSLO's, else Koordinator's default)."""
+        return self.thresholds.get(node, ThresholdStrategy().cpu_suppress_threshold_percent)
+
+    def round(
+        self,
+        node: Object,
+        pods: tuple[Object, ...],
+        store: ClusterStore,
+        be_cpu: BECPU | None,
+        names: tuple[str, ...] | None = None,
+        metric: Object | None = None,
+    ) -> RoundReport:
+        """One round of the enabled strategies (of `names` only), its cgroup writes remembered.
+        `metric`: the usage the node's metric cache holds now, when it is not yet the stored
+        NodeMetric's (the koordlet reads its own cache, not the object it reports)."""
+        name = str(node["metadata"]["name"])
+        slo, error = self._slo(name, store.get(NODE_SLO_KIND, ("", name)))
+        if metric is None:
+            metric = store.get(NODE_METRIC_KIND, ("", name))
+        topology = store.get("NodeResourceTopology", ("", name))
+        if slo is not None:
+            self.thresholds[name] = slo.threshold.cpu_suppress_threshold_percent
+        state = NodeState(node, slo, error, pods, topology, metric)
+        files = self.cgroups.setdefault(name, {})
+
+        def read(cgroup: str, resource: Resource) -> Any:
+            return files.get((cgroup, resource.name))
+
+        usage = dataclasses.replace(usage_of_node_metric(metric), be_cpu=be_cpu)
+        views = tuple(self._view(p) for p in pods if is_active(p))
+        inp = RoundInput(state, usage, self.layout, read, self.clock(), tuple(self._cpus(name, node, topology)), views)
+        manager = self.managers.get(name)
+        if manager is None:
+            manager = self.managers[name] = QOSManager(self.options, builtin_strategies())
+        report = manager.run_round(inp, names)
+        for write in report.writes:
+            files[(write.cgroup, write.resource.name)] = write.value
+        return report
+
+    def _slo(self, name: str, obj: Object | None) -> tuple[NodeSLO | None, str | None]:
+        if obj is None:
+            return None, None
+        cached = self._slos.get(name)
+        if cached is not None and cached[0] is obj:
+            return cached[1], cached[2]
+        slo, error = None, None
+        try:
+            slo = NodeSLO.parse(obj)
+        except ValueError as exc:
+            error = f"NodeSLO {name}: {exc}"
+        self._slos[name] = (obj, slo, error)
+        return slo, error
+
+    def _view(self, pod: Object) -> PodView:
+        cached = self._views.get(id(pod))
+        if cached is not None and cached[0] is pod:
+            return cached[1]
+        view = pod_view(pod, self.layout)
+        self._views[id(pod)] = (pod, view)
+        return view
+
+    @property
+    def views_cached(self) -> int:
+        return len(self._views)
+
+    def forget_pods(self, live: set[int]) -> None:
+        """Drop the views of pods no longer stored (bounded by the live pods)."""
+        for key in [k for k in self._views if k not in live]:
+            del self._views[key]
+
+    def _cpus(self, name: str, node: Object, topology: Mapping[str, Any] | None) -> list[CPUInfo]:
+        cpus = self._processors.get(name)
+        if cpus is None:
+            cpus = processors_of_topology(topology)
+            if cpus is None:
+                cpus = flat_processors(capacity_milli(node) // 1000)
+            self._processors[name] = cpus
+        return cpus
+
+
+def capacity_milli(node: Mapping[str, Any]) -> int:
+    raw = ((node.get("status") or {}).get("capacity") or {}).get("cpu")
+    try:
+        return milli_value(raw) if raw is not None else 0
+    except QuantityError:
+        return 0
+
+
+class DeschedulerRunner:
+    """The descheduler: a round every `deschedulingInterval` (never when 0), evicting in the store;
+    its PodMigrationJobs advance every step in between."""
+
+    def __init__(self, store: ClusterStore, config: DeschedulerConfig, clock: SimClock) -> None:
+        self.view = DeschedulerView(store)
+        self.interval = config.descheduling_interval
+        self.descheduler = Descheduler(
+            config,
+            descheduler_registry(),
+            clock,
+            StoreEvictions(store),
+            None,
+            migrations=StoreMigrationBackend(store),
+        )
+        self.clock, self.number = clock, 0
+        self.last: float | None = None
+
+    def step(self) -> DeschedulerRound | None:
+        now = self.clock()
+        if self.interval <= 0 or (self.last is not None and now - self.last < self.interval):
+            if self.last is not None:
+                self.descheduler.reconcile_migrations()
+            return None
+        self.last = now
+        self.number += 1
+        return self.descheduler.run_round(self.number, self.view.snapshot())
+
+
+class SchedulerRunner:
+    """kube-scheduler with the profile of the configuration: every pending pod, once per step."""
+
+    def __init__(self, store: ClusterStore, config: SchedulerConfig, clock: SimClock) -> None:
+        self.cluster = ClusterState.of_store(store)
+        client = StoreClient(store, self.cluster, clock)
+        framework = build_framework(
+            config, scheduler_registry(), self.cluster, clock, client=client, features=scheduler_gates()
+        )
+        self.scheduler = Scheduler(framework, self.cluster, config.percentage_of_nodes_to_score)
+
+    def step(self) -> tuple[list[Placement], list[Placement]]:
+        placements, unqueued = schedule_pending(self.scheduler, self.cluster)
+        self.scheduler.expire_waiting()
+        return placements, unqueued

@@ -1,0 +1,127 @@
+"""The run's own index of the store's pods: which run where, which wait, and what each one was
+before admission (what its controller re-creates after an eviction)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from cluster.store import ClusterStore, Object, ObjectKey
+from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.objects import spec_of
+from policies.qos import defaulted_priority_class, defaulted_qos_class
+from policies.quantity import QuantityError, resource_list
+from policies.resources import pod_resources
+
+from .workload import Usage
+
+#: owners whose controller re-creates an evicted pod
+RECREATING_OWNERS: Final = frozenset({"ReplicaSet", "Job", "StatefulSet"})
+CLASSES: Final = ("prod", "batch", "free")
+BAND_CLASS: Final = {
+    "koord-prod": "prod",
+    "": "prod",
+    "koord-mid": "batch",
+    "koord-batch": "batch",
+    "koord-free": "free",
+}
+#: the extended resources a band's requests are in, counted as cpu (millicores) and memory (bytes)
+CPU_NAMES: Final = (RESOURCE_CPU, "kubernetes.io/batch-cpu", "kubernetes.io/mid-cpu")
+MEMORY_NAMES: Final = (RESOURCE_MEMORY, "kubernetes.io/batch-memory", "kubernetes.io/mid-memory")
+
+
+def _amounts(raw: Any) -> dict[str, int]:
+    try:
+        return resource_list(raw if isinstance(raw, Mapping) else None)
+    except QuantityError:
+        return {}
+
+
+@dataclass
+class PodFacts:
+    """What the run needs of a pod, computed once when it is stored."""
+
+    key: str
+    cls: str
+    best_effort: bool
+    request_cpu: int
+    request_memory: int
+    limit_cpu: int | None
+    limit_memory: int | None
+    owner_kind: str
+    usage: Usage | None
+    template: Mapping[str, Any]
+    arrived: float
+    lifetime: float | None = None
+    started: float | None = None
+
+    @classmethod
+    def of(cls, pod: Object, usage: Usage | None, template: Mapping[str, Any], arrived: float) -> PodFacts:
+        requests = pod_resources(pod, "requests", _amounts)
+        limits = pod_resources(pod, "limits", _amounts)
+        cpu_limit = sum(limits.get(n, 0) for n in CPU_NAMES)
+        memory_limit = sum(limits.get(n, 0) for n in MEMORY_NAMES)
+        owners = (pod.get("metadata") or {}).get("ownerReferences") or []
+        owner = next((o for o in owners if isinstance(o, Mapping) and o.get("controller")), owners[0] if owners else {})
+        meta = pod.get("metadata") or {}
+        return cls(
+            key=f"{meta.get('namespace') or 'default'}/{meta.get('name')}",
+            cls=BAND_CLASS.get(str(defaulted_priority_class(pod)), "prod"),
+            best_effort=str(defaulted_qos_class(pod)) == "BE",
+            request_cpu=sum(requests.get(n, 0) for n in CPU_NAMES),
+            request_memory=sum(requests.get(n, 0) for n in MEMORY_NAMES),
+            limit_cpu=cpu_limit or None,
+            limit_memory=memory_limit or None,
+            owner_kind=str(owner.get("kind") or "") if isinstance(owner, Mapping) else "",
+            usage=usage,
+            template=template,
+            arrived=arrived,
+        )
+
+
+class PodIndex:
+    """Bound and pending pods of the store (a `StoreIndex`), with their facts; deleted pods are
+    kept in `gone` until the loop has looked at them (evictions become re-creations)."""
+
+    def __init__(self, store: ClusterStore) -> None:
+        self.facts: dict[str, PodFacts] = {}
+        self.by_node: dict[str, dict[str, Object]] = {}
+        self.node_of: dict[str, str] = {}
+        self.pending: dict[str, Object] = {}
+        self.gone: dict[str, PodFacts] = {}
+        store.subscribe(self)
+
+    def object_put(self, kind: str, key: ObjectKey, obj: Object, old: Object | None, source: str) -> None:
+        if kind != "Pod":
+            return
+        name = f"{key[0] or 'default'}/{key[1]}"
+        self._unplace(name)
+        phase = (obj.get("status") or {}).get("phase")
+        if phase in ("Succeeded", "Failed"):
+            return
+        node = str(spec_of(obj).get("nodeName") or "")
+        if node:
+            self.by_node.setdefault(node, {})[name] = obj
+            self.node_of[name] = node
+        else:
+            self.pending[name] = obj
+
+    def object_deleted(self, kind: str, key: ObjectKey, old: Object) -> None:
+        if kind != "Pod":
+            return
+        name = f"{key[0] or 'default'}/{key[1]}"
+        self._unplace(name)
+        facts = self.facts.pop(name, None)
+        if facts is not None:
+            self.gone[name] = facts
+
+    def changes_applied(self) -> None:
+        """Every change is applied as it comes."""
+
+    def _unplace(self, name: str) -> None:
+        self.pending.pop(name, None)
+        node = self.node_of.pop(name, None)
+        if node is not None:
+            pods = self.by_node.get(node, {})
+            pods.pop(name, None)

@@ -1,0 +1,187 @@
+"""Usage each step: every running pod's usage from its model, capped by its limit and by what the
+koordlet's CPUSuppress leaves BE (and the node's cpu), written as the node's NodeMetric in the shape
+the koordlet reports (`policies/nodemetric.py` reads it). The models and their draws are in
+`workload.py`; the draws come in sorted order from the run's one generator.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from typing import Any
+
+from cluster.store import ClusterStore, Object
+from policies.cpuset import parse_cpuset
+from policies.kinds import NODE_METRIC_KIND, kind_named
+from policies.quantity import scalar_text
+from scheduler_plugins.clock import format_time
+from scheduler_plugins.koordlet.cgroups.resources import DEFAULT_CFS_PERIOD
+
+from .components import Koordlet
+from .pods import CLASSES, PodFacts, PodIndex
+from .workload import Usage
+
+#: a BE pod below this share of what its usage model asks for counts as starved
+STARVED_SHARE = 0.10
+CPU_SUPPRESS = "CPUSuppress"
+
+
+@lru_cache(maxsize=1 << 16)
+def cpu_text(milli: int) -> str:
+    return scalar_text("cpu", milli)
+
+
+@lru_cache(maxsize=1 << 16)
+def memory_text(amount: int) -> str:
+    return scalar_text("memory", amount)
+
+
+Want = tuple[str, Object, PodFacts, int, int, int]  # key, pod, facts, cpu, memory, cpu the model asked
+
+
+class Sampler:
+    """Samples usage into NodeMetrics; `remember` makes the facts of a pod the run has not seen."""
+
+    def __init__(
+        self,
+        store: ClusterStore,
+        pods: PodIndex,
+        koordlet: Koordlet,
+        nodes: list[str],
+        system: Mapping[str, tuple[int, int]],
+        capacity: Mapping[str, int],
+        rand: random.Random,
+        start: float,
+        remember: Callable[[Object, Usage | None, float, float | None], PodFacts],
+    ) -> None:
+        self.store, self.pods, self.koordlet, self.nodes = store, pods, koordlet, nodes
+        self.system, self.capacity, self.rand, self.start, self.remember = system, capacity, rand, start, remember
+
+    def sample(self, now: float) -> dict[str, dict[str, tuple[int, int]]]:
+        """Every running pod's usage now, written as its node's NodeMetric; usage by node and class."""
+        elapsed = now - self.start
+        out: dict[str, dict[str, tuple[int, int]]] = {}
+        for node in self.nodes:
+            pods = sorted(self.pods.by_node.get(node, {}).items())
+            wants: list[Want] = []
+            for key, pod in pods:
+                facts = self.pods.facts.get(key)
+                if facts is None:
+                    facts = self.remember(pod, None, now, now)
+                cpu, memory = self._want(facts, now, elapsed)
+                model_cpu = cpu
+                if facts.limit_cpu is not None:
+                    cpu = min(cpu, facts.limit_cpu)
+                if facts.limit_memory is not None:
+                    memory = min(memory, facts.limit_memory)
+                wants.append((key, pod, facts, cpu, memory, model_cpu))
+            allowed = self._suppress(node, now, wants) if any(w[2].best_effort for w in wants) else None
+            sys_cpu, sys_mem = self.system.get(node, (0, 0))
+            scale, ls_scale = _shares(wants, allowed, self.capacity.get(node, 0) - sys_cpu)
+            by_class = {c: (0, 0) for c in CLASSES}
+            items = []
+            starved = 0
+            for _key, pod, facts, cpu, memory, model_cpu in wants:
+                if facts.best_effort and scale < 1.0:
+                    cpu = int(cpu * scale)
+                elif not facts.best_effort and ls_scale < 1.0:
+                    cpu = int(cpu * ls_scale)
+                if facts.best_effort and model_cpu > 0 and cpu < STARVED_SHARE * model_cpu:
+                    starved += 1
+                c, m = by_class[facts.cls]
+                by_class[facts.cls] = (c + cpu, m + memory)
+                items.append(_pod_metric(pod, cpu, memory))
+            total_cpu = sys_cpu + sum(c for c, _ in by_class.values())
+            total_mem = sys_mem + sum(m for _, m in by_class.values())
+            self._write_metric(node, now, total_cpu, total_mem, sys_cpu, sys_mem, items)
+            out[node] = {**by_class, "_system": (sys_cpu, sys_mem), "_starved": (starved, 0)}
+        return out
+
+    def _suppress(self, node: str, now: float, wants: list[Want]) -> int | None:
+        """What BE may use on the node this step: the koordlet's CPUSuppress over this step's usage
+        (it runs every second on a node, so within a step it has seen the step's usage)."""
+        obj = self.store.get("Node", ("", node))
+        if obj is None:
+            return None
+        sys_cpu, sys_mem = self.system.get(node, (0, 0))
+        items = [_pod_metric(pod, cpu, memory) for _, pod, _, cpu, memory, _ in wants]
+        metric = _metric(
+            node, now, sys_cpu + sum(w[3] for w in wants), sys_mem + sum(w[4] for w in wants), sys_cpu, sys_mem, items
+        )
+        pods = tuple(w[1] for w in wants)
+        report = self.koordlet.round(obj, pods, self.store, None, (CPU_SUPPRESS,), metric)
+        return allowance(report.strategies.get(CPU_SUPPRESS) or {})
+
+    def _want(self, facts: PodFacts, now: float, elapsed: float) -> tuple[int, int]:
+        usage = facts.usage or {}
+        cpu_model, memory_model = usage.get("cpu"), usage.get("memory")
+        cpu = cpu_model.value(now, elapsed, self.rand) if cpu_model else facts.request_cpu or (facts.limit_cpu or 0)
+        memory = (
+            memory_model.value(now, elapsed, self.rand)
+            if memory_model
+            else facts.request_memory or (facts.limit_memory or 0)
+        )
+        return cpu, memory
+
+    def _write_metric(
+        self, node: str, now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[dict[str, Any]]
+    ) -> None:
+        current = self.store.get(NODE_METRIC_KIND, ("", node))
+        metric = _metric(node, now, cpu, memory, sys_cpu, sys_mem, pods)
+        if current is not None:
+            metric = {**current, "status": metric["status"]}
+        self.store.put(NODE_METRIC_KIND, metric)
+
+
+def _shares(wants: list[Want], allowed: int | None, room: int) -> tuple[float, float]:
+    """The share of what they want that BE pods and the others get: BE at most what the koordlet
+    allows and what the others leave of the node's cpu (BE's cpu.shares are the lowest), the others
+    at most the node's cpu (split in proportion)."""
+    be = sum(w[3] for w in wants if w[2].best_effort)
+    others = sum(w[3] for w in wants if not w[2].best_effort)
+    ls_scale = 1.0 if others <= room else max(room, 0) / others
+    cap = max(room - others, 0)
+    if allowed is not None:
+        cap = min(cap, allowed)
+    return (1.0 if be <= cap else cap / be), ls_scale
+
+
+def _metric(
+    node: str, now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A NodeMetric as the koordlet reports it (`policies/nodemetric.py` reads this shape)."""
+    return {
+        "apiVersion": kind_named(NODE_METRIC_KIND).api_version,
+        "kind": NODE_METRIC_KIND,
+        "metadata": {"name": node},
+        "status": {
+            "updateTime": format_time(now),
+            "nodeMetric": {
+                "nodeUsage": {"resources": {"cpu": cpu_text(cpu), "memory": memory_text(memory)}},
+                "systemUsage": {"resources": {"cpu": cpu_text(sys_cpu), "memory": memory_text(sys_mem)}},
+            },
+            "podsMetric": pods,
+        },
+    }
+
+
+def _pod_metric(pod: Object, cpu: int, memory: int) -> dict[str, Any]:
+    meta = pod.get("metadata") or {}
+    return {
+        "namespace": meta.get("namespace") or "default",
+        "name": meta.get("name"),
+        "podUsage": {"resources": {"cpu": cpu_text(cpu), "memory": memory_text(memory)}},
+    }
+
+
+def allowance(status: Mapping[str, Any]) -> int | None:
+    """The CPU BE may use after the koordlet's suppression (millicores), None when not suppressed."""
+    if "cpus" in status and status["cpus"]:
+        return 1000 * len(parse_cpuset(str(status["cpus"])))
+    quota = status.get("cfsQuota")
+    if isinstance(quota, int) and quota > 0:
+        return quota * 1000 // DEFAULT_CFS_PERIOD
+    if "suppressMilliCPU" in status and status.get("policy") and "cfsQuota" in status:
+        return int(status["suppressMilliCPU"])
+    return None

@@ -1,0 +1,56 @@
+"""Bad input is one line on stderr naming the file and the field, exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import EXAMPLE, Whatif
+
+ARRIVAL = """\
+apiVersion: colocate.io/v1alpha1
+kind: Workload
+spec:
+  arrivals:
+    - name: spark
+      {field}
+      template: {{spec: {{containers: [{{name: c}}]}}}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("field", "named"),
+    [
+        ("every: soon", "spec.arrivals[0].every: not a duration"),
+        ("count: 0", "spec.arrivals[0].count"),
+        ('usage: {cpu: {daily: {min: "1", max: "2", peakAt: "25:00"}}}', "spec.arrivals[0].usage.cpu.daily.peakAt"),
+        ("usage: {cpu: {constant: lots}}", "spec.arrivals[0].usage.cpu.constant: not a quantity"),
+        ("usage: {gpu: {constant: 1}}", "spec.arrivals[0].usage.gpu"),
+    ],
+)
+def test_a_bad_workload_field_is_named_with_its_file(whatif: Whatif, tmp_path: Path, field: str, named: str) -> None:
+    workload = tmp_path / "workload.yaml"
+    workload.write_text(ARRIVAL.format(field=field))
+    code, out, err = whatif("--cluster", str(EXAMPLE / "cluster"), "--workload", str(workload))
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert str(workload) in err and named in err
+
+
+def test_a_bad_step_and_a_missing_directory_are_one_line(whatif: Whatif, tmp_path: Path) -> None:
+    workload = str(EXAMPLE / "workload.yaml")
+    code, _, err = whatif("--cluster", str(EXAMPLE / "cluster"), "--workload", workload, "--step", "0s")
+    assert (code, err.count("\n")) == (2, 1) and "--step" in err
+    code, _, err = whatif("--cluster", str(tmp_path / "nope"), "--workload", workload)
+    assert (code, err.count("\n")) == (2, 1) and "not a directory" in err
+
+
+def test_a_profiles_directory_holds_profiles_only(whatif: Whatif) -> None:
+    workload = str(EXAMPLE / "workload.yaml")
+    code, _, err = whatif(
+        "--cluster", str(EXAMPLE / "cluster"), "--workload", workload, "--profiles", str(EXAMPLE / "cluster")
+    )
+    assert code == 2 and err.count("\n") == 1
+    assert "--profiles" in err and "only ClusterColocationProfiles belong here" in err
