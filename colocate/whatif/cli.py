@@ -94,17 +94,31 @@ def whatif_document(args: argparse.Namespace) -> dict[str, Any]:
     return {"a": first, "b": second}
 
 
+def _plotly_missing() -> bool:
+    try:
+        import plotly.offline  # noqa: F401 - only whether it imports
+    except ImportError:
+        return True
+    return False
+
+
 def whatif_command(args: argparse.Namespace) -> int:
+    html_wanted = args.report is not None or args.output == "html"
+    if html_wanted and _plotly_missing():  # said before the run, not after it
+        return errors.report("--report and -o html need plotly: pip install 'colocate[report]'")
     try:
         document = whatif_document(args)
     except ConfigError as exc:
         return errors.report(str(exc))
-    if args.report is not None or args.output == "html":
+    if html_wanted:
         from .report import render_html
 
         page = render_html(document)
         if args.report is not None:
-            args.report.write_text(page, encoding="utf-8")
+            try:
+                args.report.write_text(page, encoding="utf-8")
+            except OSError as exc:
+                return errors.report(f"--report {args.report}: {exc.strerror or exc}")
     if args.output == "json":
         text = json.dumps(document, sort_keys=True, separators=(",", ":"))
     elif args.output == "html":

@@ -54,3 +54,25 @@ def test_a_profiles_directory_holds_profiles_only(whatif: Whatif) -> None:
     )
     assert code == 2 and err.count("\n") == 1
     assert "--profiles" in err and "only ClusterColocationProfiles belong here" in err
+
+
+def test_a_report_without_plotly_is_one_line_before_the_run(
+    whatif: Whatif, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """plotly is an extra (`colocate[report]`): without it the page cannot be drawn, said at once."""
+    monkeypatch.setitem(__import__("sys").modules, "plotly", None)  # as if not installed
+    workload = str(EXAMPLE / "workload.yaml")
+    code, out, err = whatif(
+        "--cluster", str(EXAMPLE / "cluster"), "--workload", workload, "--report", str(tmp_path / "r.html")
+    )
+    assert (code, out, err.count("\n")) == (2, "", 1) and "pip install 'colocate[report]'" in err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_a_report_that_cannot_be_written_is_one_line(whatif: Whatif, tmp_path: Path) -> None:
+    workload = str(EXAMPLE / "workload.yaml")
+    report = tmp_path / "no-such-dir" / "r.html"
+    code, _, err = whatif(
+        "--cluster", str(EXAMPLE / "cluster"), "--workload", workload, "--duration", "10m", "--report", str(report)
+    )
+    assert (code, err.count("\n")) == (2, 1) and "--report" in err
