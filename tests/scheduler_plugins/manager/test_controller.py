@@ -69,12 +69,16 @@ async def test_two_replicas_only_the_leader_writes(api: ApiServer, kubeconfig: P
     second = Manager(kubeconfig, leader_elect=True).start()
     try:
         await written(api)
+        # the round counts its writes once all of them are done, after the status patch `written` saw
         texts = await wait_for(
             lambda: asyncio.gather(first.metrics(), second.metrics()),
-            until=lambda t: sorted(metric_value(x, "colocate_manager_leader") for x in t) == [0.0, 1.0],
+            until=lambda t: (
+                sorted(metric_value(x, "colocate_manager_leader") for x in t) == [0.0, 1.0]
+                and sum(metric_value(x, "colocate_manager_nodes_updated_total") for x in t) >= 1
+            ),
             ignore=(OSError, AssertionError),
             timeout=20,
-            message="one leader",
+            message="one leader, and its round counted",
         )
         leader, follower = (first, second) if metric_value(texts[0], "colocate_manager_leader") else (second, first)
         assert metric_value(texts[1 if leader is second else 0], "colocate_manager_nodes_updated_total") == 1
