@@ -54,10 +54,16 @@ async def test_a_stale_node_metric_removes_batch_and_mid_resources(api: ApiServe
         )
         assert BATCH_CPU not in status["capacity"] and MID_CPU not in status["allocatable"]
         assert status["allocatable"]["cpu"] == "32"
-        degraded = events(api, "NodeResourceDegraded")
+        # the Event and the gauge follow the status patch within the same round
+        degraded = await wait_for(lambda: events(api, "NodeResourceDegraded"), timeout=20, message="the degrade Event")
         assert len(degraded) == 1 and degraded[0]["involvedObject"]["name"] == "node-1"
         assert "NodeMetric stale" in degraded[0]["message"]
-        assert metric_value(await manager.metrics(), "colocate_manager_degraded_nodes") == 1
+        await wait_for(
+            manager.metrics,
+            until=lambda text: metric_value(text, "colocate_manager_degraded_nodes") == 1,
+            timeout=20,
+            message="the degraded-nodes gauge",
+        )
     finally:
         await manager.stop()
 

@@ -107,7 +107,8 @@ async def test_a_small_change_is_not_written(api: ApiServer, kubeconfig: Path) -
             timeout=20,
             message="the first write",
         )
-        rounds = len(manager.rounds)
+        # the round is emitted once all its writes are done, after the status patch seen above
+        rounds = len(await wait_for(lambda: manager.rounds, timeout=20, message="the first round"))
         api.apply(prod_metric("2.5"))  # 16.2 -> 15.7 cores: 3 %
         await wait_for(lambda: len(manager.rounds), until=lambda n: n > rounds, timeout=20, message="the next round")
         assert node_status(api)["allocatable"][BATCH_CPU] == "16200"
