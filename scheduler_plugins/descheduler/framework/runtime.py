@@ -35,6 +35,7 @@ from scheduler_plugins.descheduler.framework.interfaces import (
 )
 from scheduler_plugins.descheduler.framework.registry import Registry
 from scheduler_plugins.descheduler.framework.report import MigrationEntry, RoundReport
+from scheduler_plugins.descheduler.migration.scavenger import Scavenger
 
 log = logging.getLogger("colocate.descheduler")
 
@@ -193,3 +194,12 @@ class Descheduler:
                 if isinstance(plugin, MigratingEvictPlugin):
                     entries.extend(plugin.reconcile())
         return entries
+
+    def scavenged_total(self) -> int:
+        """PodMigrationJobs the migrating plugins' scavengers deleted since the start."""
+        total = 0
+        for profile in self.profiles:
+            for plugin in profile.handle.evictor.evicts[:1]:
+                scavenger = getattr(plugin, "scavenger", None)
+                total += scavenger.deleted if isinstance(scavenger, Scavenger) else 0
+        return total

@@ -4,13 +4,19 @@
 API server — so PodDisruptionBudgets are honoured there. A refused eviction (429: a budget allows
 no disruption now) is recorded as a skip with the server's reason; an evicted pod gets an Event.
 
+Both take the pod off its node by the MigrationController's `evictionPolicy` (`Eviction`,
+`Delete`, `SoftEviction`: `migration/evictpolicy.py`; DefaultEvictor always evicts).
+
 MigrationController migrates when its args set `defaultJobMode` (`ReservationFirst` or
 `EvictDirectly`): an eviction a Balance plugin asks for becomes a PodMigrationJob
 (`pkg/descheduler/controllers/migration/evict.go`), which its reconciler (`migration/controller.py`)
 advances after every round: reserve room for the replacement, then evict. Without `defaultJobMode`
 it evicts directly, as it did before PodMigrationJobs existed here (a configuration that never
 asked for jobs keeps its behaviour). Under dry run the jobs it would create are reported, nothing
-is written.
+is written; its own `dryRun` arg does the same for this plugin only (Koordinator's `Evict` logs and
+returns true). With `ReservationFirst`, only pods whose `schedulerName` is in `schedulerNames` are
+migrated — the scheduler that places the Reservation must be the pod's (`arbitrator/filter.go`
+`reservationFilter`). Args Koordinator has and this plugin cannot honour are refused by name.
 """
 
 from __future__ import annotations
@@ -31,6 +37,11 @@ from scheduler_plugins.descheduler.framework.interfaces import EvictOptions, Obj
 from scheduler_plugins.descheduler.framework.report import EvictionEntry, MigrationEntry
 from scheduler_plugins.descheduler.migration import job as pmj
 from scheduler_plugins.descheduler.migration.controller import Reconciler
+from scheduler_plugins.descheduler.migration.evictpolicy import (
+    EVICTION_POLICIES,
+    EvictRate,
+    PolicyEvictor,
+)
 from scheduler_plugins.descheduler.migration.limits import (
     JobCounts,
     Limits,
@@ -38,6 +49,7 @@ from scheduler_plugins.descheduler.migration.limits import (
     PodIndex,
     parse_limits,
 )
+from scheduler_plugins.descheduler.migration.scavenger import Scavenger
 from scheduler_plugins.descheduler.plugins.evictable import (
     FILTER_FIELDS,
     EvictableArgs,
@@ -51,8 +63,9 @@ log = logging.getLogger("colocate.descheduler")
 MIGRATION_CONTROLLER: Final = "MigrationController"
 DEFAULT_EVICTOR: Final = "DefaultEvictor"
 EVENT_REASON: Final = "Descheduled"
-EVICTION_POLICIES: Final = ("Eviction",)
 JOB_MODES: Final = ("ReservationFirst", "EvictDirectly")
+#: a pod without `spec.schedulerName` is kube-scheduler's
+DEFAULT_SCHEDULER: Final = "default-scheduler"
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,12 @@ class MigrationControllerArgs:
     default_job_ttl: float = 300.0
     limits: MigrationLimits = MigrationLimits()
     paused: bool = False
+    #: the plugin's own dry run: reports what it would do, writes nothing
+    dry_run: bool = False
+    #: `maxConcurrentReconciles`: jobs reconciled at once
+    workers: int = 1
+    #: `evictQPS`/`evictBurst`; None: not rate-limited
+    evict_rate: EvictRate | None = None
 
 
 _MIGRATION_FIELDS: Final = FILTER_FIELDS | frozenset(
@@ -93,7 +112,7 @@ _MIGRATION_FIELDS: Final = FILTER_FIELDS | frozenset(
         "evictQPS",
         "evictBurst",
         "schedulerNames",
-        "arbitrationInterval",
+        "arbitrationArgs",
         "maxMigratingGlobally",
         "skipEvictionGates",
     }
@@ -116,14 +135,20 @@ def parse_migration_controller_args(fields: Fields) -> MigrationControllerArgs:
     include, exclude = namespaces.str_list("include"), namespaces.str_list("exclude")
     if include and exclude:
         raise ConfigError(namespaces.path, "only one of include or exclude may be set")
-    for key in ("maxConcurrentReconciles", "maxMigratingPerNode", "maxMigratingPerNamespace", "evictBurst"):
+    for key in ("maxMigratingPerNode", "maxMigratingPerNamespace"):
         value = fields.int(key, None)
         if value is not None and value < 0:
             raise ConfigError(fields.at(key), f"must be greater than or equal to 0, got {value}")
-    fields.duration("arbitrationInterval")
-    if fields.raw.get("skipEvictionGates"):
-        raise ConfigError(fields.at("skipEvictionGates"), "eviction gates cannot be skipped here: every limit applies")
-    grace = fields.sub("defaultDeleteOptions").int("gracePeriodSeconds", None)
+    workers = fields.int("maxConcurrentReconciles", 1)
+    if workers is None or not 1 <= workers <= MAX_WORKERS:
+        raise ConfigError(fields.at("maxConcurrentReconciles"), f"must be between 1 and {MAX_WORKERS}, got {workers}")
+    _refuse_unsupported(fields)
+    delete_options = fields.sub("defaultDeleteOptions")
+    check_fields(delete_options, frozenset({"gracePeriodSeconds"}))
+    grace = delete_options.int("gracePeriodSeconds", None)
+    scheduler_names = fields.str_list("schedulerNames") or ["koord-scheduler"]
+    if any(not name for name in scheduler_names):
+        raise ConfigError(fields.at("schedulerNames"), "Invalid value: a scheduler name must not be empty")
     return MigrationControllerArgs(
         evictable=parse_evictable(fields),
         namespaces_include=tuple(include),
@@ -131,24 +156,90 @@ def parse_migration_controller_args(fields: Fields) -> MigrationControllerArgs:
         eviction_policy=_choice(fields, "evictionPolicy", "Eviction", EVICTION_POLICIES),
         default_job_mode=_choice(fields, "defaultJobMode", "ReservationFirst", JOB_MODES),
         grace_period_seconds=grace,
-        scheduler_names=tuple(fields.str_list("schedulerNames") or ["koord-scheduler"]),
+        scheduler_names=tuple(scheduler_names),
         migrate=bool(fields.str("defaultJobMode")),
         default_job_ttl=fields.duration("defaultJobTTL", 300.0),
         limits=parse_limits(fields),
         paused=fields.bool("paused", False),
+        dry_run=fields.bool("dryRun", False),
+        workers=workers,
+        evict_rate=_evict_rate(fields),
     )
+
+
+#: bound on `maxConcurrentReconciles` (threads of one process)
+MAX_WORKERS: Final = 64
+
+
+def _evict_rate(fields: Fields) -> EvictRate | None:
+    """`evictQPS` (a number or a numeric string, as Koordinator's Float64OrString) and
+    `evictBurst` (default 1, as Koordinator's); neither set: no rate limit."""
+    if not fields.has("evictQPS") and not fields.has("evictBurst"):
+        return None
+    raw = fields.raw.get("evictQPS", 10)
+    try:
+        qps = float(raw) if not isinstance(raw, bool) else -1.0
+    except (TypeError, ValueError):
+        raise ConfigError(fields.at("evictQPS"), f"Invalid value: {raw!r}: must be a number") from None
+    if not qps > 0:
+        raise ConfigError(fields.at("evictQPS"), f"Invalid value: {raw!r}: must be greater than 0")
+    burst = fields.int("evictBurst", 1)
+    if burst is None or burst < 1:
+        raise ConfigError(fields.at("evictBurst"), f"Invalid value: {burst}: must be greater than or equal to 1")
+    return EvictRate(qps, burst)
+
+
+def _refuse_node_fit(fields: Fields) -> None:
+    """The evictor's `nodeFit` and the `nodeSelector` of the nodes it fits pods on."""
+    if fields.raw.get("nodeFit"):
+        raise ConfigError(
+            fields.at("nodeFit"),
+            "not supported: the evictor does not check that a pod fits another node; "
+            "LowNodeLoad's own nodeFit (on by default) does",
+        )
+    if fields.raw.get("nodeSelector"):
+        raise ConfigError(
+            fields.at("nodeSelector"),
+            "not supported: the evictor's node selector serves its nodeFit; select nodes with the "
+            "profile's or LowNodeLoad's nodeSelector",
+        )
+
+
+def _refuse_unsupported(fields: Fields) -> None:
+    """Koordinator's args this controller cannot honour: an error that says why, never silence."""
+    if fields.raw.get("skipEvictionGates"):
+        raise ConfigError(fields.at("skipEvictionGates"), "eviction gates cannot be skipped here: every limit applies")
+    _refuse_node_fit(fields)
+    arbitration = fields.sub("arbitrationArgs")
+    check_fields(arbitration, frozenset({"enabled", "interval"}))
+    if not arbitration.bool("enabled", True):
+        raise ConfigError(arbitration.at("enabled"), "arbitration cannot be turned off here: every job passes it")
+    if arbitration.has("interval"):
+        raise ConfigError(
+            arbitration.at("interval"),
+            "not supported: jobs are arbitrated at the start of every reconcile pass (after each round and every 3s)",
+        )
 
 
 def parse_default_evictor_args(fields: Fields) -> EvictableArgs:
     check_fields(fields, FILTER_FIELDS | {"apiVersion", "kind", "nodeSelector"})
+    _refuse_node_fit(fields)
     return parse_evictable(fields)
 
 
-def evict_through_api(handle: Handle, pod: Object, options: EvictOptions, grace: int | None) -> bool:
-    """Evict through the handle's backend; a refusal is a skip recorded with its reason."""
+def evict_through_api(
+    handle: Handle, pod: Object, options: EvictOptions, grace: int | None, evictor: PolicyEvictor | None = None
+) -> bool:
+    """Evict through the handle's backend (or by the evictor's policy); a refusal is a skip
+    recorded with its reason."""
     namespace, name = namespace_of(pod) or "default", name_of(pod)
     node = str(spec_of(pod).get("nodeName") or "")
-    result = handle.evictions.evict(namespace, name, options.grace_period_seconds or grace)
+    if evictor is None:
+        result = handle.evictions.evict(namespace, name, options.grace_period_seconds or grace)
+    else:
+        result = evictor.evict(
+            pod, options.grace_period_seconds or grace, trigger=options.plugin_name, reason=options.reason
+        )
     if result.outcome is Outcome.EVICTED:
         if handle.events is not None:
             handle.events.record(
@@ -180,6 +271,10 @@ class MigrationController:
         self.uid = new_name()
         self.limits = Limits(args.limits, handle.clock)
         self.reconciler: Reconciler | None = None
+        self.scavenger: Scavenger | None = None
+        self.pod_evictor = PolicyEvictor(
+            args.eviction_policy, handle.evictions, handle.migrations, handle.clock, args.evict_rate
+        )
         self._round_of: object = None
         self._round_pods = PodIndex()
         self._round_jobs: list[dict[str, Any]] = []
@@ -194,7 +289,10 @@ class MigrationController:
                 default_grace=args.grace_period_seconds,
                 events=handle.events,
                 pod_sorter=lambda pods: sort_pods(pods, {}, {}, {}),
+                evictor=self.pod_evictor,
+                workers=args.workers,
             )
+            self.scavenger = Scavenger(handle.migrations, handle.clock)
 
     def filter(self, pod: Object) -> bool:
         namespace = namespace_of(pod) or "default"
@@ -202,14 +300,29 @@ class MigrationController:
             return False
         if namespace in self.args.namespaces_exclude:
             return False
+        if self.args.migrate and self.args.default_job_mode == pmj.MODE_RESERVATION_FIRST:
+            scheduler = str(spec_of(pod).get("schedulerName") or DEFAULT_SCHEDULER)
+            if scheduler not in self.args.scheduler_names:
+                log.debug(
+                    "%s cannot be migrated by ReservationFirst: its scheduler %s is not one of schedulerNames %s",
+                    pod_key(pod),
+                    scheduler,
+                    list(self.args.scheduler_names),
+                )
+                return False
         return why_not_evictable(pod, self.args.evictable) is None
 
     def pre_eviction_filter(self, pod: Object) -> bool:
         return True
 
     def evict(self, pod: Object, options: EvictOptions) -> bool:
+        if self.args.dry_run:
+            log.info(
+                "%s would evict %s (MigrationController dryRun): %s", options.plugin_name, pod_key(pod), options.reason
+            )
+            return self.plan(pod, options)
         if not self.args.migrate:
-            return evict_through_api(self.handle, pod, options, self.args.grace_period_seconds)
+            return evict_through_api(self.handle, pod, options, self.args.grace_period_seconds, self.pod_evictor)
         job = self._job_for(pod, options)
         if job is None:
             return False
@@ -288,6 +401,8 @@ class MigrationController:
         backend = self.handle.migrations
         if self.reconciler is None or backend is None or self.args.paused or not self.args.migrate:
             return []
+        if self.scavenger is not None:
+            self.scavenger.run()
         was_active = {name_of(j) for j in backend.list_jobs() if pmj.is_active(j)}
         jobs = self.reconciler.reconcile_all(self._round()[0])
         return [

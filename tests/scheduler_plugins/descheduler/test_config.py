@@ -127,7 +127,7 @@ def test_default_evictor_can_replace_the_migration_controller() -> None:
             "profiles[0].pluginConfig[0].args.nodePools[0].lowThresholds.cpu",
         ),
         (
-            {"profiles": [{"pluginConfig": [{"name": "MigrationController", "args": {"evictionPolicy": "Delete"}}]}]},
+            {"profiles": [{"pluginConfig": [{"name": "MigrationController", "args": {"evictionPolicy": "Kill"}}]}]},
             "profiles[0].pluginConfig[0].args.evictionPolicy",
         ),
     ],

@@ -136,6 +136,7 @@ def _hot_cluster() -> list[dict[str, Any]]:
     for p in hot:
         p["metadata"]["ownerReferences"][0].update({"uid": "rs-uid", "controller": True, "name": "web-rs"})
         p["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        p["spec"]["schedulerName"] = "koord-scheduler"  # a Reservation is koord-scheduler's to place
     cold, cold_metric = loaded_node("node-b", [], namespace="shop")
     nodes = [make_node(n, allocatable={"cpu": "4", "memory": "8Gi", "pods": "110"}) for n in ("node-a", "node-b")]
     return [*nodes, *hot, hot_metric, cold_metric]
