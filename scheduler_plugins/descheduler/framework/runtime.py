@@ -35,7 +35,6 @@ from scheduler_plugins.descheduler.framework.interfaces import (
 )
 from scheduler_plugins.descheduler.framework.registry import Registry
 from scheduler_plugins.descheduler.framework.report import MigrationEntry, RoundReport
-from scheduler_plugins.descheduler.migration.scavenger import Scavenger
 
 log = logging.getLogger("colocate.descheduler")
 
@@ -200,6 +199,6 @@ class Descheduler:
         total = 0
         for profile in self.profiles:
             for plugin in profile.handle.evictor.evicts[:1]:
-                scavenger = getattr(plugin, "scavenger", None)
-                total += scavenger.deleted if isinstance(scavenger, Scavenger) else 0
+                scavenged = getattr(plugin, "scavenged", 0)  # a MigrationController's, else none
+                total += scavenged if isinstance(scavenged, int) else 0
         return total

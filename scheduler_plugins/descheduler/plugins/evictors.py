@@ -294,6 +294,11 @@ class MigrationController:
             )
             self.scavenger = Scavenger(handle.migrations, handle.clock)
 
+    @property
+    def scavenged(self) -> int:
+        """PodMigrationJobs its scavenger deleted since the start (the metric's source)."""
+        return self.scavenger.deleted if self.scavenger is not None else 0
+
     def filter(self, pod: Object) -> bool:
         namespace = namespace_of(pod) or "default"
         if self.args.namespaces_include and namespace not in self.args.namespaces_include:
