@@ -38,38 +38,22 @@ from policies.objects import name_of
 from policies.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend, MigrationBackend
 from scheduler_plugins.descheduler.migration import job as pmj
+from scheduler_plugins.descheduler.migration import reservation_status as rs
 from scheduler_plugins.descheduler.migration.evictpolicy import EVICTION, PolicyEvictor
 from scheduler_plugins.descheduler.migration.limits import Limits, arbitration_order
 
 log = logging.getLogger("colocate.descheduler.migration")
 
+#: what a job's `reservationOptions.preemptionOptions` gets: Koordinator's controller never
+#: preempts for a migration's Reservation either (`reservation/interpreter.go` `Preemption()` is nil,
+#: `Reservation.NeedPreemption()` false): an unschedulable Reservation fails the job
+REASON_PREEMPTION_NOT_SUPPORTED: Final = "PreemptionNotSupported"
+PREEMPTION_NOT_SUPPORTED: Final = (
+    "preemptionOptions is not acted on: a migration's Reservation never preempts other pods "
+    "(as in Koordinator); if the scheduler cannot place it, the job fails or times out"
+)
 #: Koordinator's default `maxConcurrentReconciles`
 DEFAULT_WORKERS: Final = 1
-
-
-def _ready(pod: Mapping[str, Any]) -> bool:
-    status = pod.get("status") or {}
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
-
-
-def _reservation_condition(reservation: Mapping[str, Any], kind: str, reason: str) -> Mapping[str, Any] | None:
-    for cond in (reservation.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == kind and cond.get("reason") == reason:
-            return dict(cond)
-    return None
-
-
-def _phase(reservation: Mapping[str, Any]) -> str:
-    return str((reservation.get("status") or {}).get("phase") or "")
-
-
-def _node(reservation: Mapping[str, Any]) -> str:
-    return str((reservation.get("status") or {}).get("nodeName") or "")
-
-
-def _bound_pod(reservation: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    owners = (reservation.get("status") or {}).get("currentOwners") or []
-    return dict(owners[0]) if owners else None
 
 
 class Reconciler:
@@ -223,7 +207,7 @@ class Reconciler:
                 job, pmj.FAILED, pmj.REASON_MISSING_RESERVATION, f'Abort job caused by missing Reservation "{name}"'
             )
             return self._write(job)
-        unschedulable = _reservation_condition(reservation, "Scheduled", "Unschedulable")
+        unschedulable = rs.condition(reservation, "Scheduled", "Unschedulable")
         scheduled_cond = pmj.condition(job, pmj.COND_RESERVATION_SCHEDULED)
         if unschedulable is not None and (scheduled_cond is None or scheduled_cond.get("status") == "False"):
             message = str(unschedulable.get("message") or "")
@@ -231,18 +215,18 @@ class Reconciler:
                 job, pmj.COND_RESERVATION_SCHEDULED, "False", self.clock(), pmj.REASON_UNSCHEDULABLE, message
             ):
                 self._event(job, "Warning", pmj.REASON_UNSCHEDULABLE, message)
-        phase = _phase(reservation)
+        phase = rs.phase(reservation)
         if phase in ("", "Pending"):
             return self._write(job)  # requeue: waiting for the scheduler
-        if phase == "Failed" and _reservation_condition(reservation, "Ready", "Expired") is not None:
+        if phase == "Failed" and rs.condition(reservation, "Ready", "Expired") is not None:
             pmj.finish(job, pmj.FAILED, pmj.REASON_RESERVATION_EXPIRED, "Reservation expired")
             return self._write(job)
-        scheduled = _node(reservation) and _reservation_condition(reservation, "Scheduled", "Scheduled") is not None
+        scheduled = rs.node(reservation) and rs.condition(reservation, "Scheduled", "Scheduled") is not None
         if not scheduled and phase not in ("Available", "Succeeded"):
             message = str((unschedulable or {}).get("message") or "")
             pmj.finish(job, pmj.FAILED, pmj.REASON_UNSCHEDULABLE, message)
             return self._write(job)
-        node = _node(reservation)
+        node = rs.node(reservation)
         ref = pmj.pod_ref(job)
         if not job["status"].get("nodeName"):
             pod = self.backend.get_pod(str(ref.get("namespace")), str(ref.get("name")))
@@ -263,7 +247,7 @@ class Reconciler:
         done, job = self._evict(job, pods, reservation)
         if not done or pmj.phase_of(job) != pmj.RUNNING:
             return job
-        bound = _bound_pod(reservation)
+        bound = rs.bound_pod(reservation)
         if bound is None:
             pmj.set_condition(
                 job, pmj.COND_POD_BOUND_RESERVATION, "False", self.clock(), pmj.REASON_WAIT_FOR_POD_BIND_RESERVATION
@@ -273,7 +257,7 @@ class Reconciler:
         job["status"]["podRef"] = dict(bound)
         pmj.set_condition(job, pmj.COND_RESERVATION_BOUND, "True", self.clock())
         replacement = self.backend.get_pod(str(bound.get("namespace")), str(bound.get("name")))
-        if replacement is not None and not _ready(replacement):
+        if replacement is not None and not rs.pod_ready(replacement):
             pmj.set_condition(job, pmj.COND_BOUND_POD_READY, "False", self.clock(), "WaitForBoundPodReady")
             return self._write(job)
         pmj.set_condition(job, pmj.COND_BOUND_POD_READY, "True", self.clock())
@@ -301,13 +285,17 @@ class Reconciler:
                 f"Failed to create Reservation caused by {exc}",
             )
             return self._write(job)
+        options = dict(job["spec"].get("reservationOptions") or {})
+        if "preemptionOptions" in options:
+            self._event(job, "Warning", REASON_PREEMPTION_NOT_SUPPORTED, PREEMPTION_NOT_SUPPORTED)
         job["spec"]["reservationOptions"] = {
+            **options,
             "reservationRef": {
                 "apiVersion": pmj.API_VERSION,
                 "kind": "Reservation",
                 "name": name_of(created),
                 "uid": str((created.get("metadata") or {}).get("uid") or ""),
-            }
+            },
         }
         pmj.set_condition(job, pmj.COND_RESERVATION_CREATED, "True", self.clock())
         self._event(
@@ -333,8 +321,8 @@ class Reconciler:
             return True, self._write(job)
         if cond is not None and cond.get("reason") == pmj.REASON_EVICTING:
             return False, job  # requeue: the pod is terminating
-        if reservation is not None and _phase(reservation) == "Succeeded":
-            bound = _bound_pod(reservation) or {}
+        if reservation is not None and rs.phase(reservation) == "Succeeded":
+            bound = rs.bound_pod(reservation) or {}
             if bound.get("uid") != (pod.get("metadata") or {}).get("uid"):
                 pmj.finish(
                     job, pmj.FAILED, pmj.REASON_FORBIDDEN_MIGRATE_POD, "Reservation is already bound by another Pod"

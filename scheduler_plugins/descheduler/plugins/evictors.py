@@ -16,7 +16,7 @@ asked for jobs keeps its behaviour). Under dry run the jobs it would create are 
 is written; its own `dryRun` arg does the same for this plugin only (Koordinator's `Evict` logs and
 returns true). With `ReservationFirst`, only pods whose `schedulerName` is in `schedulerNames` are
 migrated — the scheduler that places the Reservation must be the pod's (`arbitrator/filter.go`
-`reservationFilter`). Args Koordinator has and this plugin cannot honour are refused by name.
+`reservationFilter`). Its args are parsed in `evictor_args.py`.
 """
 
 from __future__ import annotations
@@ -24,13 +24,10 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from cluster.eviction import Outcome
-from policies.field_errors import ConfigError, Fields
 from policies.objects import name_of, namespace_of, spec_of
-from scheduler_plugins.descheduler.framework.config import check_fields
 from scheduler_plugins.descheduler.framework.evictor import pod_key
 from scheduler_plugins.descheduler.framework.handle import Handle
 from scheduler_plugins.descheduler.framework.interfaces import EvictOptions, Object
@@ -38,193 +35,26 @@ from scheduler_plugins.descheduler.framework.report import EvictionEntry, Migrat
 from scheduler_plugins.descheduler.migration import job as pmj
 from scheduler_plugins.descheduler.migration.controller import Reconciler
 from scheduler_plugins.descheduler.migration.evictpolicy import (
-    EVICTION_POLICIES,
-    EvictRate,
     PolicyEvictor,
 )
 from scheduler_plugins.descheduler.migration.limits import (
     JobCounts,
     Limits,
-    MigrationLimits,
     PodIndex,
-    parse_limits,
 )
 from scheduler_plugins.descheduler.migration.scavenger import Scavenger
-from scheduler_plugins.descheduler.plugins.evictable import (
-    FILTER_FIELDS,
-    EvictableArgs,
-    parse_evictable,
-    why_not_evictable,
+from scheduler_plugins.descheduler.plugins.evictable import EvictableArgs, why_not_evictable
+from scheduler_plugins.descheduler.plugins.evictor_args import (
+    DEFAULT_EVICTOR,
+    DEFAULT_SCHEDULER,
+    MIGRATION_CONTROLLER,
+    MigrationControllerArgs,
 )
 from scheduler_plugins.descheduler.plugins.lownodeload.sorting import sort_pods
 
 log = logging.getLogger("colocate.descheduler")
 
-MIGRATION_CONTROLLER: Final = "MigrationController"
-DEFAULT_EVICTOR: Final = "DefaultEvictor"
 EVENT_REASON: Final = "Descheduled"
-JOB_MODES: Final = ("ReservationFirst", "EvictDirectly")
-#: a pod without `spec.schedulerName` is kube-scheduler's
-DEFAULT_SCHEDULER: Final = "default-scheduler"
-
-
-@dataclass(frozen=True)
-class MigrationControllerArgs:
-    evictable: EvictableArgs = EvictableArgs()
-    namespaces_include: tuple[str, ...] = ()
-    namespaces_exclude: tuple[str, ...] = ()
-    eviction_policy: str = "Eviction"
-    default_job_mode: str = "ReservationFirst"
-    grace_period_seconds: int | None = None
-    scheduler_names: tuple[str, ...] = field(default=("koord-scheduler",))
-    #: whether evictions become PodMigrationJobs (`defaultJobMode` was given)
-    migrate: bool = False
-    default_job_ttl: float = 300.0
-    limits: MigrationLimits = MigrationLimits()
-    paused: bool = False
-    #: the plugin's own dry run: reports what it would do, writes nothing
-    dry_run: bool = False
-    #: `maxConcurrentReconciles`: jobs reconciled at once
-    workers: int = 1
-    #: `evictQPS`/`evictBurst`; None: not rate-limited
-    evict_rate: EvictRate | None = None
-
-
-_MIGRATION_FIELDS: Final = FILTER_FIELDS | frozenset(
-    {
-        "apiVersion",
-        "kind",
-        "paused",
-        "dryRun",
-        "namespaces",
-        "nodeSelector",
-        "maxConcurrentReconciles",
-        "maxMigratingPerNode",
-        "maxMigratingPerNamespace",
-        "maxMigratingPerWorkload",
-        "maxUnavailablePerWorkload",
-        "skipCheckExpectedReplicas",
-        "objectLimiters",
-        "defaultJobMode",
-        "defaultJobTTL",
-        "evictionPolicy",
-        "defaultDeleteOptions",
-        "evictQPS",
-        "evictBurst",
-        "schedulerNames",
-        "arbitrationArgs",
-        "maxMigratingGlobally",
-        "skipEvictionGates",
-    }
-)
-
-
-def _choice(fields: Fields, key: str, default: str, allowed: tuple[str, ...]) -> str:
-    value = fields.str(key, default) or default
-    if value not in allowed:
-        raise ConfigError(
-            fields.at(key), f'Unsupported value: "{value}": supported values: ' + ", ".join(f'"{a}"' for a in allowed)
-        )
-    return value
-
-
-def parse_migration_controller_args(fields: Fields) -> MigrationControllerArgs:
-    check_fields(fields, _MIGRATION_FIELDS)
-    namespaces = fields.sub("namespaces")
-    check_fields(namespaces, frozenset({"include", "exclude"}))
-    include, exclude = namespaces.str_list("include"), namespaces.str_list("exclude")
-    if include and exclude:
-        raise ConfigError(namespaces.path, "only one of include or exclude may be set")
-    for key in ("maxMigratingPerNode", "maxMigratingPerNamespace"):
-        value = fields.int(key, None)
-        if value is not None and value < 0:
-            raise ConfigError(fields.at(key), f"must be greater than or equal to 0, got {value}")
-    workers = fields.int("maxConcurrentReconciles", 1)
-    if workers is None or not 1 <= workers <= MAX_WORKERS:
-        raise ConfigError(fields.at("maxConcurrentReconciles"), f"must be between 1 and {MAX_WORKERS}, got {workers}")
-    _refuse_unsupported(fields)
-    delete_options = fields.sub("defaultDeleteOptions")
-    check_fields(delete_options, frozenset({"gracePeriodSeconds"}))
-    grace = delete_options.int("gracePeriodSeconds", None)
-    scheduler_names = fields.str_list("schedulerNames") or ["koord-scheduler"]
-    if any(not name for name in scheduler_names):
-        raise ConfigError(fields.at("schedulerNames"), "Invalid value: a scheduler name must not be empty")
-    return MigrationControllerArgs(
-        evictable=parse_evictable(fields),
-        namespaces_include=tuple(include),
-        namespaces_exclude=tuple(exclude),
-        eviction_policy=_choice(fields, "evictionPolicy", "Eviction", EVICTION_POLICIES),
-        default_job_mode=_choice(fields, "defaultJobMode", "ReservationFirst", JOB_MODES),
-        grace_period_seconds=grace,
-        scheduler_names=tuple(scheduler_names),
-        migrate=bool(fields.str("defaultJobMode")),
-        default_job_ttl=fields.duration("defaultJobTTL", 300.0),
-        limits=parse_limits(fields),
-        paused=fields.bool("paused", False),
-        dry_run=fields.bool("dryRun", False),
-        workers=workers,
-        evict_rate=_evict_rate(fields),
-    )
-
-
-#: bound on `maxConcurrentReconciles` (threads of one process)
-MAX_WORKERS: Final = 64
-
-
-def _evict_rate(fields: Fields) -> EvictRate | None:
-    """`evictQPS` (a number or a numeric string, as Koordinator's Float64OrString) and
-    `evictBurst` (default 1, as Koordinator's); neither set: no rate limit."""
-    if not fields.has("evictQPS") and not fields.has("evictBurst"):
-        return None
-    raw = fields.raw.get("evictQPS", 10)
-    try:
-        qps = float(raw) if not isinstance(raw, bool) else -1.0
-    except (TypeError, ValueError):
-        raise ConfigError(fields.at("evictQPS"), f"Invalid value: {raw!r}: must be a number") from None
-    if not qps > 0:
-        raise ConfigError(fields.at("evictQPS"), f"Invalid value: {raw!r}: must be greater than 0")
-    burst = fields.int("evictBurst", 1)
-    if burst is None or burst < 1:
-        raise ConfigError(fields.at("evictBurst"), f"Invalid value: {burst}: must be greater than or equal to 1")
-    return EvictRate(qps, burst)
-
-
-def _refuse_node_fit(fields: Fields) -> None:
-    """The evictor's `nodeFit` and the `nodeSelector` of the nodes it fits pods on."""
-    if fields.raw.get("nodeFit"):
-        raise ConfigError(
-            fields.at("nodeFit"),
-            "not supported: the evictor does not check that a pod fits another node; "
-            "LowNodeLoad's own nodeFit (on by default) does",
-        )
-    if fields.raw.get("nodeSelector"):
-        raise ConfigError(
-            fields.at("nodeSelector"),
-            "not supported: the evictor's node selector serves its nodeFit; select nodes with the "
-            "profile's or LowNodeLoad's nodeSelector",
-        )
-
-
-def _refuse_unsupported(fields: Fields) -> None:
-    """Koordinator's args this controller cannot honour: an error that says why, never silence."""
-    if fields.raw.get("skipEvictionGates"):
-        raise ConfigError(fields.at("skipEvictionGates"), "eviction gates cannot be skipped here: every limit applies")
-    _refuse_node_fit(fields)
-    arbitration = fields.sub("arbitrationArgs")
-    check_fields(arbitration, frozenset({"enabled", "interval"}))
-    if not arbitration.bool("enabled", True):
-        raise ConfigError(arbitration.at("enabled"), "arbitration cannot be turned off here: every job passes it")
-    if arbitration.has("interval"):
-        raise ConfigError(
-            arbitration.at("interval"),
-            "not supported: jobs are arbitrated at the start of every reconcile pass (after each round and every 3s)",
-        )
-
-
-def parse_default_evictor_args(fields: Fields) -> EvictableArgs:
-    check_fields(fields, FILTER_FIELDS | {"apiVersion", "kind", "nodeSelector"})
-    _refuse_node_fit(fields)
-    return parse_evictable(fields)
 
 
 def evict_through_api(

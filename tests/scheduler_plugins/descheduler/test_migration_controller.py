@@ -2,8 +2,9 @@
 `kubernetes` client: a `SoftEviction` job waits for the pod's owner to remove it
 (`evictor_soft_test.go` `TestSoftEvictor`, `controller_test.go` `TestEvictPodDirectly`),
 `maxConcurrentReconciles` reconciles jobs at once and no more (controller-runtime's
-`MaxConcurrentReconciles`), and the scavenger deletes old jobs with their Reservations
-(`controller_test.go` `TestDoScavenge`)."""
+`MaxConcurrentReconciles`), the scavenger deletes old jobs with their Reservations
+(`controller_test.go` `TestDoScavenge`), and a job's own `reservationOptions` shape its Reservation
+(`reservation/util_test.go` `TestCreateOrUpdateReservationOptions`, `TestCreateReservation`)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ from scheduler_plugins.descheduler.framework.runtime import Descheduler
 from scheduler_plugins.descheduler.metrics import DeschedulerMetrics
 from scheduler_plugins.descheduler.migration import job as pmj
 from scheduler_plugins.descheduler.migration.backend import ApiMigrationBackend
+from scheduler_plugins.descheduler.migration.controller import PREEMPTION_NOT_SUPPORTED
 from scheduler_plugins.descheduler.registry import in_tree_registry
-from tests.scheduler_plugins.descheduler.helpers import view_of
+from tests.scheduler_plugins.descheduler.helpers import FakeEvents, view_of
 from tests.support.apiserver import ApiServer
 from tests.support.builders import NOW, make_node, make_pod
 
@@ -57,6 +59,7 @@ class World:
         kubeconfig: Path,
         args: dict[str, Any],
         wrap_evictions: Callable[[EvictionClient], Any] = lambda e: e,
+        events: FakeEvents | None = None,
     ) -> None:
         self.api, self.now = api, START
         client = api_client(kubeconfig)
@@ -70,6 +73,7 @@ class World:
             in_tree_registry(),
             lambda: self.now,
             wrap_evictions(EvictionClient(client)),
+            events,
             dry_run=False,
             migrations=ApiMigrationBackend(ObjectClient(client)),
         )
@@ -100,6 +104,7 @@ class World:
             now=kw.pop("created", self.now),
         )
         job.setdefault("status", {}).update(kw.pop("status", {}))
+        job["spec"].update(kw.pop("spec", {}))
         self.api.apply(job)
 
 
@@ -213,3 +218,37 @@ async def test_the_scavenger_deletes_jobs_past_their_age_with_their_reservations
     assert set(await world.step()) == {"young-without-ttl"}
     metrics.observe_scavenged(world.descheduler.scavenged_total())
     assert registry.get_sample_value("colocate_descheduler_migration_jobs_scavenged_total") == 3.0
+
+
+async def test_a_jobs_reservation_template_is_used_and_preemption_options_are_said_to_be_ignored(
+    api: ApiServer, kubeconfig: Path
+) -> None:
+    for i in range(3):
+        api.apply(web_pod(f"web-{i}"))
+    events = FakeEvents()
+    world = World(api, kubeconfig, {"defaultJobMode": "ReservationFirst"}, events=events)
+    options = {
+        "template": {"metadata": {"name": "my-reservation", "labels": {"team": "a"}}, "spec": {"ttl": "10m"}},
+        "preemptionOptions": {},
+    }
+    world.add_job(
+        "job-1",
+        api.store.get(api.by_kind["Pod"], "shop", "web-0"),
+        mode=pmj.MODE_RESERVATION_FIRST,
+        spec={"reservationOptions": options},
+    )
+    await world.step()  # arbitrated, started
+    jobs = await world.step()  # the Reservation is created
+    (reservation,) = world.objects(RESERVATION_KIND)
+    assert reservation["metadata"]["name"] == "my-reservation"
+    assert reservation["metadata"]["labels"]["team"] == "a"
+    assert reservation["metadata"]["labels"]["app.kubernetes.io/created-by"] == "koord-descheduler"
+    assert reservation["spec"]["ttl"] == "10m"  # the template's, not the job's 5m
+    assert reservation["spec"]["allocateOnce"] is True
+    assert reservation["spec"]["owners"][0]["controller"]["name"] == "web-rs"  # filled from the pod
+    assert "nodeName" not in reservation["spec"]["template"]["spec"]
+    kept = jobs["job-1"]["spec"]["reservationOptions"]
+    assert kept["reservationRef"]["name"] == "my-reservation" and kept["preemptionOptions"] == {}
+    assert kept["template"] == options["template"]
+    warned = [(reason, message) for name, reason, message in events.events if name == "job-1"]
+    assert ("PreemptionNotSupported", PREEMPTION_NOT_SUPPORTED) in warned
