@@ -48,6 +48,8 @@ class EvictableArgs:
     evict_system_critical_pods: bool = False
     ignore_pvc_pods: bool = False
     evict_failed_bare_pods: bool = False
+    #: MigrationController's `evictAllBarePods`: a pod without owners may be evicted too
+    evict_all_bare_pods: bool = False
     label_selector: LabelSelector | None = None
     priority_threshold: int | None = None
 
@@ -96,7 +98,8 @@ def why_not_evictable(pod: Mapping[str, Any], args: EvictableArgs) -> str | None
         return "pod is a static pod"
     if metadata_of(pod).get("deletionTimestamp"):
         return "pod is terminating"
-    if not owners and not (args.evict_failed_bare_pods and (pod.get("status") or {}).get("phase") == "Failed"):
+    failed = (pod.get("status") or {}).get("phase") == "Failed"
+    if not owners and not args.evict_all_bare_pods and not (args.evict_failed_bare_pods and failed):
         return "pod does not have any ownerRefs"
     if not args.evict_system_critical_pods:
         if is_system_critical(pod):

@@ -8,7 +8,7 @@ off) are refused with the reason, never accepted silently.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from policies.field_errors import ConfigError, Fields
@@ -73,6 +73,7 @@ _MIGRATION_FIELDS: Final = FILTER_FIELDS | frozenset(
         "arbitrationArgs",
         "maxMigratingGlobally",
         "skipEvictionGates",
+        "evictAllBarePods",
     }
 )
 
@@ -108,7 +109,7 @@ def parse_migration_controller_args(fields: Fields) -> MigrationControllerArgs:
     if any(not name for name in scheduler_names):
         raise ConfigError(fields.at("schedulerNames"), "Invalid value: a scheduler name must not be empty")
     return MigrationControllerArgs(
-        evictable=parse_evictable(fields),
+        evictable=replace(parse_evictable(fields), evict_all_bare_pods=fields.bool("evictAllBarePods", False)),
         namespaces_include=tuple(include),
         namespaces_exclude=tuple(exclude),
         eviction_policy=_choice(fields, "evictionPolicy", "Eviction", EVICTION_POLICIES),
