@@ -34,9 +34,7 @@ from scheduler_plugins.descheduler.framework.interfaces import EvictOptions, Obj
 from scheduler_plugins.descheduler.framework.report import EvictionEntry, MigrationEntry
 from scheduler_plugins.descheduler.migration import job as pmj
 from scheduler_plugins.descheduler.migration.controller import Reconciler
-from scheduler_plugins.descheduler.migration.evictpolicy import (
-    PolicyEvictor,
-)
+from scheduler_plugins.descheduler.migration.evictpolicy import TOO_MANY_EVICTIONS, PolicyEvictor
 from scheduler_plugins.descheduler.migration.limits import (
     JobCounts,
     Limits,
@@ -84,6 +82,8 @@ def evict_through_api(
         Outcome.GONE: "pod is gone",
         Outcome.FAILED: "eviction failed",
     }[result.outcome]
+    if result.message.startswith(TOO_MANY_EVICTIONS):
+        reason = "rate-limited"
     detail = f"{reason}: {result.message}" if result.message else reason
     (log.info if result.outcome is not Outcome.FAILED else log.warning)("not evicted %s: %s", pod_key(pod), detail)
     handle.report.skipped.append(EvictionEntry(pod_key(pod), node, options.plugin_name, detail))

@@ -127,4 +127,4 @@ async def test_evict_qps_and_burst_hold_evictions_back(
     assert api.evictions == [("default", "web-4")]
     skipped = {s["pod"]: s["reason"] for s in report["skipped"]}
     assert "disruption budget" in skipped["default/db-1"]
-    assert "TooManyEvictions" in skipped["default/web-8"]
+    assert skipped["default/web-8"] == "rate-limited: TooManyEvictions: evictQPS/evictBurst reached"
