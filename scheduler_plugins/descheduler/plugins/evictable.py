@@ -84,6 +84,29 @@ def is_system_critical(pod: Mapping[str, Any]) -> bool:
     )
 
 
+#: the eviction cost that makes a pod unmigratable (`math.MaxInt32`, Koordinator's
+#: `FilterPodWithMaxEvictionCost` in `pkg/descheduler/controllers/migration/util/util.go`)
+MAX_EVICTION_COST: Final = 2**31 - 1
+
+
+def cost_annotation(pod: Mapping[str, Any], key: str) -> int:
+    """An int32 cost annotation (`controller.kubernetes.io/pod-deletion-cost`,
+    `scheduling.koordinator.sh/eviction-cost`) as Kubernetes' `GetDeletionCostFromPodAnnotations` and
+    Koordinator's `GetEvictionCost` read it: a decimal int32 without a plus sign or leading zeros,
+    anything else 0."""
+    value = annotations_of(pod).get(key)
+    if not isinstance(value, str) or not value:
+        return 0
+    first = value[0]
+    if not (first == "-" or value == "0" or "1" <= first <= "9"):
+        return 0
+    digits = value[1:] if first == "-" else value
+    if not digits.isascii() or not digits.isdigit():
+        return 0
+    cost = int(value)
+    return cost if -(2**31) <= cost <= MAX_EVICTION_COST else 0
+
+
 def why_not_evictable(pod: Mapping[str, Any], args: EvictableArgs) -> str | None:
     """None when the pod may be evicted, else the first reason it may not."""
     annotations, labels = annotations_of(pod), labels_of(pod)

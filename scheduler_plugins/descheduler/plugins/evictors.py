@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from cluster.eviction import Outcome
+from policies.constants import ANNOTATION_EVICTION_COST
 from policies.objects import name_of, namespace_of, spec_of
 from scheduler_plugins.descheduler.framework.evictor import pod_key
 from scheduler_plugins.descheduler.framework.handle import Handle
@@ -41,7 +42,12 @@ from scheduler_plugins.descheduler.migration.limits import (
     PodIndex,
 )
 from scheduler_plugins.descheduler.migration.scavenger import Scavenger
-from scheduler_plugins.descheduler.plugins.evictable import EvictableArgs, why_not_evictable
+from scheduler_plugins.descheduler.plugins.evictable import (
+    MAX_EVICTION_COST,
+    EvictableArgs,
+    cost_annotation,
+    why_not_evictable,
+)
 from scheduler_plugins.descheduler.plugins.evictor_args import (
     DEFAULT_EVICTOR,
     DEFAULT_SCHEDULER,
@@ -145,6 +151,9 @@ class MigrationController:
                     list(self.args.scheduler_names),
                 )
                 return False
+        if cost_annotation(pod, ANNOTATION_EVICTION_COST) == MAX_EVICTION_COST:
+            log.debug("%s is not migrated: its eviction cost is MaxInt32", pod_key(pod))
+            return False
         return why_not_evictable(pod, self.args.evictable) is None
 
     def pre_eviction_filter(self, pod: Object) -> bool:

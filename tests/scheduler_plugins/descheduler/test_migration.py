@@ -174,6 +174,19 @@ def test_reservation_first_migrates_only_pods_of_the_scheduler_names(
     assert len(view.store.objects(POD_MIGRATION_JOB_KIND)) == migrated
 
 
+@pytest.mark.parametrize(("cost", "migrated"), [("2147483647", 0), ("2147483646", 2), ("+2147483647", 2)])
+def test_a_pod_with_the_max_eviction_cost_is_never_migrated(cost: str, migrated: int) -> None:
+    """`FilterPodWithMaxEvictionCost` (Koordinator's `TestFilterPodWithMaxEvictionCost`): an
+    eviction cost of MaxInt32 keeps the pod in place; a cost Go cannot parse counts as 0."""
+    objects = _hot_cluster()
+    for obj in objects:
+        if obj["kind"] == "Pod":
+            obj["metadata"].setdefault("annotations", {})["scheduling.koordinator.sh/eviction-cost"] = cost
+    view = view_of(objects)
+    report = _descheduler("ReservationFirst", view.store, FakeEvictions()).run_round(1, view.snapshot())
+    assert len(report.migrations) == migrated
+
+
 @pytest.mark.parametrize("mode", ["ReservationFirst", "EvictDirectly"])
 def test_low_node_load_creates_jobs_instead_of_evicting(mode: str) -> None:
     view = view_of(_hot_cluster())
