@@ -1,12 +1,15 @@
 """Per-cycle scratch space shared by the plugins of one scheduling cycle (`framework.CycleState`).
 
 Keys are namespaced by the writing plugin's name; values are whatever that plugin needs. A
-`clone()` is shallow, as upstream: plugins store values they do not mutate after writing.
+`clone()` copies each value that is `StateData` (has its own `clone()`, kube's `StateData.Clone`)
+and shares the others: plugins store values they do not mutate after writing, except the per-cycle
+state their PreFilter extensions (AddPod/RemovePod) adjust, which is StateData so that preemption's
+per-node trials and the nominated-pods pass never see each other's changes.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Protocol, runtime_checkable
 
 #: The name of the reservation the pod reserved in this cycle (Koordinator frameworkext's
 #: nominated reservation): written by the Reservation plugin at Reserve, read by the scheduling
@@ -20,6 +23,13 @@ PREFERRED_NODES: Final = "frameworkext/preferred-nodes"
 #: The PreFilter plugin that rejected the pod this cycle (written by the scheduling loop): a
 #: preempting PostFilter that cannot resolve that plugin's rejection does not try.
 PREFILTER_REJECTED_BY: Final = "frameworkext/prefilter-rejected-by"
+
+
+@runtime_checkable
+class StateData(Protocol):
+    """A cycle-state value that is copied, not shared, when the state is cloned."""
+
+    def clone(self) -> StateData: ...
 
 
 class CycleState:
@@ -45,7 +55,7 @@ class CycleState:
 
     def clone(self) -> CycleState:
         other = CycleState()
-        other._data = dict(self._data)
+        other._data = {k: v.clone() if isinstance(v, StateData) else v for k, v in self._data.items()}
         other.skip_filter_plugins = set(self.skip_filter_plugins)
         other.skip_score_plugins = set(self.skip_score_plugins)
         other.before_filter_nodes = dict(self.before_filter_nodes)
