@@ -33,10 +33,12 @@ class StateData(Protocol):
 
 
 class CycleState:
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "before_filter_nodes")
+    __slots__ = ("_data", "_owned", "skip_filter_plugins", "skip_score_plugins", "before_filter_nodes")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
+        #: keys whose values are StateData (told apart once, at write: clones are frequent)
+        self._owned: set[str] = set()
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
         #: BeforeFilter transformers that change only these nodes for this pod (none when the set
@@ -49,13 +51,21 @@ class CycleState:
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value
+        if hasattr(value, "clone") and isinstance(value, StateData):
+            self._owned.add(key)
+        else:
+            self._owned.discard(key)
 
     def delete(self, key: str) -> None:
         self._data.pop(key, None)
+        self._owned.discard(key)
 
     def clone(self) -> CycleState:
         other = CycleState()
-        other._data = {k: v.clone() if isinstance(v, StateData) else v for k, v in self._data.items()}
+        other._data = dict(self._data)
+        for key in self._owned:
+            other._data[key] = self._data[key].clone()
+        other._owned = set(self._owned)
         other.skip_filter_plugins = set(self.skip_filter_plugins)
         other.skip_score_plugins = set(self.skip_score_plugins)
         other.before_filter_nodes = dict(self.before_filter_nodes)
