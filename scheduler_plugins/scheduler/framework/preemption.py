@@ -20,7 +20,7 @@ Every victim carries the reason it was chosen, for `simulate -o json` and `expla
 clone of the CycleState, from every plugin with PreFilter extensions (`RemovePod`; a reprieved
 victim comes back with `AddPod`), as kube's SelectVictimsOnNode does: NodeNUMAResource's CPUs,
 DeviceShare's GPUs and ElasticQuota's used follow the victims. Filter counts the pods nominated to
-the node (`RunFilterPluginsWithNominatedPods`). A policy's `fits` is checked after Filter passes,
+the node (`RunFilterPluginsWithNominatedPods`). A policy's `extra_fit` is checked after Filter passes,
 on the same adjusted state (ElasticQuota: the quota's used, less its victims, plus the pod).
 LoadAwareScheduling has no extensions (Koordinator's returns nil): the victims' usage stays in the
 NodeMetric until the koordlet reports again.
