@@ -195,10 +195,15 @@ class Scheduler:
         self, state: CycleState, pod: PodInfo, status: Status, failed: dict[str, Status], total: int, nominated: str
     ) -> Placement:
         """PostFilter for a pod no node accepted; when a plugin preempted, the pod is attempted
-        again at once (its victims are gone), as kube-scheduler's next cycle would."""
+        again at once (its victims are gone), as kube-scheduler's next cycle would. That attempt
+        does not preempt again: the pod stays nominated and waits (kube-scheduler's next cycle
+        would find its victims still terminating, or room the plugins see only once they update,
+        such as LoadAwareScheduling's NodeMetric)."""
+        if nominated:
+            return Placement(pod.key, status=status, message=failure_message(total, failed), failed_nodes=failed)
         result, post = self.framework.run_post_filter(state, pod, failed)
         candidate = state.read(PREEMPTION_CANDIDATE)
-        if post.is_success and result is not None and result.nominated_node and not nominated:
+        if post.is_success and result is not None and result.nominated_node:
             self.framework.handle.nominator.add(pod, result.nominated_node)
             placement = self._cycle(pod, result.nominated_node)
             placement.nominated_node, placement.preempted_by = result.nominated_node, post.plugin

@@ -13,7 +13,7 @@ from scheduler_plugins.scheduler.framework.scheduling import Scheduler
 from scheduler_plugins.scheduler.framework.status import unschedulable
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from tests.scheduler_plugins.scheduler.nodenumaresource.topologies import make_nrt
-from tests.support.builders import NOW, make_node, make_pod
+from tests.support.builders import NOW, make_metric, make_node, make_pod, pod_metric
 from tests.support.scheduling import make_config, make_framework
 
 STATUS = "scheduling.koordinator.sh/resource-status"
@@ -134,6 +134,25 @@ async def test_the_extender_keeps_a_node_where_the_gpu_victim_makes_room():
     # before, DeviceShare still counted both cards held and the node was dropped; one card is enough
     assert list(result["NodeNameToMetaVictims"]) == ["g1"]
     assert len(result["NodeNameToMetaVictims"]["g1"]["Pods"]) == 1
+
+
+# --- LoadAwareScheduling ---------------------------------------------------------------------------
+def test_a_victims_usage_no_longer_blocks_load_aware_filter_and_the_preemptor_waits_nominated():
+    """n1's NodeMetric shows 12 of 16 cpu used (75% > the 65% threshold), 10 of them by a
+    lower-priority pod: without it the pod fits. The victim is evicted; the NodeMetric still shows
+    its usage until the koordlet reports again, so the pod is nominated to n1, not placed yet."""
+    node = make_node("n1", cpu="16", memory="64Gi")
+    hungry = bound("hungry", "n1", 9100, {"cpu": "4", "memory": "1Gi"})
+    idle = bound("idle", "n1", 9000, {"cpu": "1", "memory": "1Gi"})
+    metric = make_metric(
+        "n1", cpu="12", memory="8Gi", pods=[pod_metric("hungry", "ml", cpu="10"), pod_metric("idle", "ml", cpu="100m")]
+    )
+    pod = make_pod("web", "ml", priority=9500, requests={"cpu": "1", "memory": "1Gi"})
+    placement, cluster = preempt([node, hungry, idle, metric, pod], None, pod)
+    assert placement.nominated_node == "n1" and placement.preempted_by == "DefaultPreemption"
+    assert [v["pod"] for v in placement.victims] == ["ml/hungry"]  # idle's usage is not what blocks
+    assert "ml/idle" in cluster.nodes["n1"].pods and "ml/hungry" not in cluster.nodes["n1"].pods
+    assert not placement.scheduled and placement.failed_nodes["n1"].reasons == ("node(s) cpu usage exceed threshold",)
 
 
 # --- nominated pods ------------------------------------------------------------------------------
