@@ -19,11 +19,10 @@ Every victim carries the reason it was chosen, for `simulate -o json` and `expla
 (`select_candidate`) deletes nothing. Victims are removed from a copy of the NodeInfo and, on a
 clone of the CycleState, from every plugin with PreFilter extensions (`RemovePod`; a reprieved
 victim comes back with `AddPod`), as kube's SelectVictimsOnNode does: NodeNUMAResource's CPUs,
-DeviceShare's GPUs and ElasticQuota's used follow the victims. Filter counts the pods nominated to
-the node (`RunFilterPluginsWithNominatedPods`). A policy's `extra_fit` is checked after Filter passes,
-on the same adjusted state (ElasticQuota: the quota's used, less its victims, plus the pod).
-LoadAwareScheduling has no extensions (Koordinator's returns nil): the victims' usage stays in the
-NodeMetric until the koordlet reports again.
+DeviceShare's GPUs, LoadAwareScheduling's usage and ElasticQuota's used follow the victims. Filter
+counts the pods nominated to the node (`RunFilterPluginsWithNominatedPods`). A policy's `extra_fit`
+is checked after Filter passes, on the same adjusted state (ElasticQuota: the quota's used, less
+its victims, plus the pod).
 """
 
 from __future__ import annotations
