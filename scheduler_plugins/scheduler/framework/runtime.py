@@ -244,13 +244,16 @@ class Framework:
 
     def _nominated_for(self, pod: PodInfo, node_name: str) -> list[PodInfo]:
         """The pods nominated to the node that this pod must leave room for: equal or higher
-        priority, not the pod itself, still pending."""
+        priority, not the pod itself, still pending (a nominated pod that is gone is forgotten)."""
         pending = self.handle.cluster.pending
-        return [
-            p
-            for p in self.handle.nominator.pods_for(node_name)
-            if p.key != pod.key and p.priority >= pod.priority and p.key in pending
-        ]
+        nominator = self.handle.nominator
+        out = []
+        for p in nominator.pods_for(node_name):
+            if p.key not in pending:
+                nominator.delete(p.key)
+            elif p.key != pod.key and p.priority >= pod.priority:
+                out.append(p)
+        return out
 
     def run_filter_with_nominated_pods(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         """Filter as if the pods nominated to the node were on it (kube's
