@@ -23,8 +23,10 @@ from typing import Any, Final
 from policies.constants import (
     ANNOTATION_NODE_RESERVATION,
     ANNOTATION_PRE_ALLOCATION,
+    ANNOTATION_RESERVATION_AFFINITY,
     ANNOTATION_RESERVATION_NAME,
     ANNOTATION_RESERVATION_NODE,
+    ANNOTATION_RESERVATION_RESIZE_ALLOCATABLE,
     ANNOTATION_RESERVE_POD,
     LABEL_KOORDINATOR_PRIORITY,
     LABEL_RESERVATION_ORDER,
@@ -49,6 +51,8 @@ PHASE_PENDING, PHASE_AVAILABLE, PHASE_SUCCEEDED, PHASE_FAILED, PHASE_WAITING = (
 )
 POLICY_DEFAULT, POLICY_ALIGNED, POLICY_RESTRICTED = "", "Aligned", "Restricted"
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
+#: Koordinator's prefix of a reason about the reservation itself (`reservationutil.NewReservationReason`)
+REASON_PREFIX: Final = "Reservation(s) "
 
 
 class ReservePodInfo(PodInfo):
@@ -186,6 +190,24 @@ class ReservationInfo:
         return dict(self.reserve_pod.requests)
 
     @cached_property
+    def allocatable_when_available(self) -> Vector:
+        """What Bind records as `status.allocatable` (`SetReservationAvailable`): the template's
+        requests, each resource of the `reservation-resize-allocatable` annotation
+        (`{"resources": {...}}`) replacing the template's; a malformed annotation is ignored."""
+        resized: Vector = {}
+        try:
+            text = (self.metadata.get("annotations") or {}).get(ANNOTATION_RESERVATION_RESIZE_ALLOCATABLE)
+            resources = json.loads(text).get("resources") if text else None
+            resized = resource_list(resources) if isinstance(resources, Mapping) else {}
+        except (ValueError, AttributeError, QuantityError):
+            resized = {}
+        return {**self.reserve_pod.requests, **resized}
+
+    @cached_property
+    def pre_allocation(self) -> bool:
+        return bool(self.spec.get("preAllocation"))
+
+    @cached_property
     def reserved(self) -> Vector:
         """What the reservation keeps from its owners too (`node.koordinator.sh/reservation`
         `{"resources": {...}}` on the Reservation): Koordinator's ReservationInfo.Reserved."""
@@ -304,3 +326,22 @@ def quantities(vector: Mapping[str, int]) -> dict[str, str]:
 def remaining(allocatable: Mapping[str, int], allocated: Mapping[str, int]) -> Vector:
     """allocatable − allocated per reserved resource, never below zero."""
     return {name: max(0, amount - allocated.get(name, 0)) for name, amount in allocatable.items()}
+
+
+def matched_on(state_value: object, node_name: str, nominated: object = None) -> list[ReservationInfo]:
+    """The reservations a pod may consume on `node_name`, from the cycle state's
+    `MATCHED_RESERVATIONS` (what the Reservation plugin wrote before PreFilter), the one it
+    reserved (`nominated`, a name, from `RESERVED_RESERVATION`) alone when there is one: the
+    reservations NodeNUMAResource, DeviceShare and ElasticQuota restore for the pod (Koordinator's
+    RestoreReservation `matched`)."""
+    if not isinstance(state_value, Mapping):
+        return []
+    matched = [r for r in state_value.get(node_name) or () if isinstance(r, ReservationInfo)]
+    if isinstance(nominated, str) and nominated:
+        return [r for r in matched if r.name == nominated]
+    return matched
+
+
+def requires_reservation(pod: PodInfo) -> bool:
+    """A pod with `reservation-affinity` must be placed through a reservation (requiredFromReservation)."""
+    return ANNOTATION_RESERVATION_AFFINITY in pod.annotations

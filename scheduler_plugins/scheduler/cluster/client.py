@@ -87,5 +87,6 @@ class InMemoryClient:
     def _replace(self, old: PodInfo, new: PodInfo, node_name: str) -> None:
         if node_name:
             self.cluster.nodes[node_name].add_pod(new)
+            self.cluster.reservations.pod_bound(new)  # a pod pre-allocated to a reservation
         else:
             self.cluster.pending[old.key] = new

@@ -17,6 +17,12 @@ RESERVED_RESERVATION: Final = "frameworkext/reserved-reservation"
 #: `percentageOfNodesToScore` of a large cluster never skips the node holding its reservation.
 PREFERRED_NODES: Final = "frameworkext/preferred-nodes"
 
+#: The reservations the pod may consume, by node (Koordinator's RestoreReservation `matched`):
+#: written by the Reservation plugin before PreFilter, read by the plugins with their own per-node
+#: state (NodeNUMAResource, DeviceShare, ElasticQuota) to offer what those reservations hold to the
+#: pod. A `dict[str, tuple[ReservationInfo, ...]]`.
+MATCHED_RESERVATIONS: Final = "frameworkext/matched-reservations"
+
 #: The PreFilter plugin that rejected the pod this cycle (written by the scheduling loop): a
 #: preempting PostFilter that cannot resolve that plugin's rejection does not try.
 PREFILTER_REJECTED_BY: Final = "frameworkext/prefilter-rejected-by"

@@ -102,7 +102,7 @@ class Framework:
         self.next_pod_plugins = [p for p in points.pre_enqueue if isinstance(p, fi.NextPodPlugin)]
         self.pre_bind_extensions = [p for p in points.pre_bind if isinstance(p, fi.PreBindExtensions)]
         for plugin in self.plugins.values():
-            if isinstance(plugin, (fi.ClusterListener, fi.PodListener, fi.ObjectListener)):
+            if isinstance(plugin, (fi.ClusterListener, fi.PodListener, fi.ObjectListener, fi.ReservationListener)):
                 handle.cluster.subscribe(plugin)
 
     def warm_up(self) -> None:

@@ -4,8 +4,15 @@ device-allocated annotation.
 
 Cards are chosen by the scoring strategy: LeastAllocated (the default) puts a shared request on the
 card with the most free memory ratio, MostAllocated packs it onto the busiest card that fits
-(ties: lower minor). A whole card must be untouched. Not implemented: RDMA/FPGA/NPU devices,
-topology hints and NUMA alignment of devices, the reservation hooks, ResizePod.
+(ties: lower minor). A whole card must be untouched.
+
+The cards a Reservation holds (its `device-allocated`, written on the Reservation at PreBind) are
+taken for every other pod; for an owner (Koordinator's `deviceshare/reservation.go`
+tryAllocateFromReusable) what a matched reservation still holds is free again and its cards come
+first; under the `Restricted` policy the owner gets only those cards, within what the reservation
+still holds of each. A pod that must use a reservation (`reservation-affinity`) is not placed on
+the node alone. Not implemented: RDMA/FPGA/NPU devices, topology hints and NUMA alignment of
+devices, ResizePod.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from policies.devices import (
     devices_of,
 )
 from policies.objects import ensure_map
-from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import MATCHED_RESERVATIONS, RESERVED_RESERVATION, CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, NodeScore, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
@@ -52,6 +59,13 @@ from scheduler_plugins.scheduler.plugins.deviceshare.args import DeviceShareArgs
 from scheduler_plugins.scheduler.plugins.deviceshare.request import GPURequest, InvalidRequest, gpu_request
 from scheduler_plugins.scheduler.plugins.nodenumaresource.args import MOST_ALLOCATED
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
+from scheduler_plugins.scheduler.reservations import (
+    POLICY_RESTRICTED,
+    REASON_PREFIX,
+    ReservationInfo,
+    matched_on,
+    requires_reservation,
+)
 
 NAME = "DeviceShare"
 _STATE_KEY = NAME + "/request"
@@ -97,9 +111,66 @@ class DeviceShare:
     def on_node_metric(self, node_name: str, metric: dict[str, Any] | None) -> None:
         """NodeMetrics are none of this plugin's business."""
 
+    def on_reservation_held(self, reserve_pod: PodInfo, node_name: str) -> None:
+        """An Available reservation's cards (its `device-allocated`) are taken for every other pod."""
+        self.on_pod_assigned(reserve_pod, node_name)
+        self.cluster.touch(node_name)
+
+    def on_reservation_released(self, reserve_pod: PodInfo, node_name: str) -> None:
+        self.on_pod_deleted(reserve_pod, node_name)
+        self.cluster.touch(node_name)
+
     # --- the allocator ---------------------------------------------------------------------------
-    def free(self, node_name: str) -> dict[int, Vector]:
-        """Free gpu-core, gpu-memory-ratio and gpu-memory of each healthy card of the node."""
+    def _held_view(self, node_name: str) -> dict[str, tuple[DeviceAllocation, ...]]:
+        """What each entry holds on the node, a reservation counting only what its owners have not
+        taken (they are counted as themselves)."""
+        held = self.held.get(node_name, {})
+        out = {key: h.gpus for key, h in held.items()}
+        index = self.cluster.reservations
+        for name in index.by_node.get(node_name, ()):
+            info = index.infos.get(name)
+            if info is None or info.reserve_pod.key not in out:
+                continue
+            owners = [held[o].gpus for o in index.allocations.get(name, {}) if o in held]
+            out[info.reserve_pod.key] = _less(out[info.reserve_pod.key], owners)
+        return out
+
+    def _restore(self, node_name: str, info: ReservationInfo) -> tuple[DeviceAllocation, ...] | None:
+        """What a matched reservation still holds on the node (None: it holds no card here)."""
+        key = info.reserve_pod.key
+        if key not in self.held.get(node_name, {}):
+            return None
+        return self._held_view(node_name).get(key)
+
+    def _options(
+        self, state: CycleState, pod: PodInfo, node_name: str, nominated: object = None
+    ) -> list[tuple[ReservationInfo, tuple[DeviceAllocation, ...]] | None]:
+        """Each matched reservation holding cards here (what it still holds), then the node alone
+        unless the pod must use one of them."""
+        options: list[tuple[ReservationInfo, tuple[DeviceAllocation, ...]] | None] = []
+        for info in matched_on(state.read(MATCHED_RESERVATIONS), node_name, nominated):
+            remaining = self._restore(node_name, info)
+            if remaining is not None:
+                options.append((info, remaining))
+        if not options or not requires_reservation(pod):
+            options.append(None)
+        return options
+
+    def _allocate_any(
+        self, state: CycleState, pod: PodInfo, node_name: str, request: GPURequest, nominated: object = None
+    ) -> tuple[DeviceAllocation, ...] | Status:
+        """The first option's cards; else Unschedulable (`Reservation(s) ...` when the pod may only
+        use its reservations, Koordinator's makeReasonsByReservation)."""
+        options = self._options(state, pod, node_name, nominated)
+        for option in options:
+            chosen = self.allocate(node_name, request, option)
+            if chosen is not None:
+                return chosen
+        return unschedulable((REASON_PREFIX if None not in options else "") + ERR_INSUFFICIENT)
+
+    def free(self, node_name: str, restore: str = "") -> dict[int, Vector]:
+        """Free gpu-core, gpu-memory-ratio and gpu-memory of each healthy card of the node (with
+        what the reservation keyed `restore` holds given back)."""
         free = {
             d.minor: {
                 GPU_CORE: d.resources.get(GPU_CORE, FULL),
@@ -109,18 +180,39 @@ class DeviceShare:
             for d in self.devices.get(node_name, [])
             if d.health
         }
-        for held in self.held.get(node_name, {}).values():
-            for gpu in held.gpus:
+        for key, gpus in self._held_view(node_name).items():
+            if key == restore:
+                continue
+            for gpu in gpus:
                 if gpu.minor in free:
                     for name, amount in gpu.resources.items():
                         if name in free[gpu.minor]:
                             free[gpu.minor][name] -= amount
         return free
 
-    def allocate(self, node_name: str, request: GPURequest) -> tuple[DeviceAllocation, ...] | None:
+    def allocate(
+        self,
+        node_name: str,
+        request: GPURequest,
+        option: tuple[ReservationInfo, tuple[DeviceAllocation, ...]] | None = None,
+    ) -> tuple[DeviceAllocation, ...] | None:
+        """The cards for `request`; with `option` (a matched reservation and what it still holds)
+        that reservation's cards first, or only them, within its holding, when it is Restricted."""
         cards = {d.minor: d for d in self.devices.get(node_name, []) if d.health}
+        preferred: dict[int, Mapping[str, int]] = {}
+        restricted = False
+        restore = ""
+        if option is not None:
+            info, remaining = option
+            preferred = {g.minor: g.resources for g in remaining}
+            restricted = info.allocate_policy == POLICY_RESTRICTED
+            restore = info.reserve_pod.key
         fitting = []
-        for minor, room in self.free(node_name).items():
+        for minor, room in self.free(node_name, restore).items():
+            if restricted:
+                if minor not in preferred:
+                    continue
+                room = {name: min(amount, preferred[minor].get(name, 0)) for name, amount in room.items()}
             card = cards[minor]
             core, ratio, memory = request.on_card(card.memory)
             if not request.shared:
@@ -130,7 +222,7 @@ class DeviceShare:
             if fits:
                 fitting.append((room[GPU_MEMORY_RATIO], minor, core, ratio, memory))
         sign = 1 if self.args.scoring_strategy.type == MOST_ALLOCATED else -1
-        fitting.sort(key=lambda f: (sign * f[0], f[1]))
+        fitting.sort(key=lambda f: (f[1] not in preferred, sign * f[0], f[1]))
         if len(fitting) < request.count:
             return None
         return tuple(
@@ -155,7 +247,8 @@ class DeviceShare:
             return SUCCESS
         if not any(d.health for d in self.devices.get(node.name, [])):
             return unresolvable(ERR_INSUFFICIENT)
-        return SUCCESS if self.allocate(node.name, request) is not None else unschedulable(ERR_INSUFFICIENT)
+        chosen = self._allocate_any(state, pod, node.name, request)
+        return chosen if isinstance(chosen, Status) else SUCCESS
 
     def filter_mask(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
@@ -168,7 +261,8 @@ class DeviceShare:
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
         request: GPURequest | None = state.read(_STATE_KEY)
-        chosen = self.allocate(node.name, request) if request is not None else None
+        found = self._allocate_any(state, pod, node.name, request) if request is not None else None
+        chosen = None if isinstance(found, Status) else found
         if chosen is None:
             return 0, SUCCESS
         cards = [d for d in self.devices.get(node.name, []) if d.health]
@@ -203,9 +297,9 @@ class DeviceShare:
                 return unresolvable(f"invalid GPU request: {exc}")
         if request is None:
             return SUCCESS
-        chosen = self.allocate(node_name, request)
-        if chosen is None:
-            return unschedulable(ERR_INSUFFICIENT)
+        chosen = self._allocate_any(state, pod, node_name, request, state.read(RESERVED_RESERVATION))
+        if isinstance(chosen, Status):
+            return chosen
         self.held.setdefault(node_name, {})[pod.key] = _Held(chosen, assumed=True)
         state.write(_RESERVED_KEY, chosen)
         self.cluster.touch(node_name)
@@ -227,11 +321,25 @@ class DeviceShare:
     def explain_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> dict[str, Any] | None:
         """The cards the pod would get on this node, for `explain`."""
         request: GPURequest | None = state.read(_STATE_KEY)
-        chosen = self.allocate(node.name, request) if request is not None else None
+        found = self._allocate_any(state, pod, node.name, request) if request is not None else None
+        chosen = None if isinstance(found, Status) else found
         if not chosen:
             return None
         detail: dict[str, Any] = json.loads(allocations_json({DEVICE_TYPE_GPU: list(chosen)}))
         return detail
+
+
+def _less(
+    gpus: tuple[DeviceAllocation, ...], taken: list[tuple[DeviceAllocation, ...]]
+) -> tuple[DeviceAllocation, ...]:
+    """`gpus` less what `taken` holds of the same cards, never below zero."""
+    left = {g.minor: dict(g.resources) for g in gpus}
+    for other in taken:
+        for gpu in other:
+            for name, amount in gpu.resources.items():
+                if gpu.minor in left and name in left[gpu.minor]:
+                    left[gpu.minor][name] = max(0, left[gpu.minor][name] - amount)
+    return tuple(DeviceAllocation(minor, resources) for minor, resources in left.items())
 
 
 def new(args: DeviceShareArgs, handle: Handle) -> DeviceShare:

@@ -28,10 +28,7 @@ from policies.placement import SCHEDULING_EFFECTS, term_matches_labels, tolerate
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.plugins.noderesourcesfit import DEFAULT_MAX_PODS
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
-from scheduler_plugins.scheduler.reservations import ReservationInfo
-
-#: Koordinator's prefix of a reason about the reservation itself (`reservationutil.NewReservationReason`)
-REASON_PREFIX = "Reservation(s) "
+from scheduler_plugins.scheduler.reservations import REASON_PREFIX, ReservationInfo
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,13 +25,19 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.constants import (
+    ANNOTATION_PRE_ALLOCATION,
     ANNOTATION_RESERVATION_ALLOCATED,
     ANNOTATION_RESERVATION_NAME,
     ANNOTATION_RESERVATION_NODE,
     RESERVATION_KIND,
 )
 from scheduler_plugins.clock import format_time
-from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, RESERVED_RESERVATION, CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import (
+    MATCHED_RESERVATIONS,
+    PREFERRED_NODES,
+    RESERVED_RESERVATION,
+    CycleState,
+)
 from scheduler_plugins.scheduler.framework.handle import ClientError, Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, NodeScore, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
@@ -43,10 +49,11 @@ from scheduler_plugins.scheduler.framework.status import (
     unresolvable,
     unschedulable,
 )
-from scheduler_plugins.scheduler.plugins.reservation import matching
+from scheduler_plugins.scheduler.plugins.reservation import matching, preallocation
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.reservations import (
     PHASE_AVAILABLE,
+    POLICY_DEFAULT,
     POLICY_RESTRICTED,
     ReservationInfo,
     is_reserve_pod,
@@ -59,9 +66,11 @@ REASON_AFFINITY: Final = "node(s) no reservations match reservation affinity"
 REASON_NODE_NAME: Final = "node(s) didn't match the nodeName specified by reservation"
 REASON_NO_RESERVATION_FITS: Final = "node(s) no reservation(s) to meet the requirements"
 REASON_ALLOCATE_ONCE: Final = "reservation has allocateOnce enabled and has already been allocated"
+REASON_POLICY_CONFLICT: Final = "node(s) reservation allocate policy conflict"
 #: the CycleState key of the plugin's per-cycle state, and of the reservation a pod reserved
 STATE_KEY: Final = NAME
 RESERVED_KEY: Final = NAME + "/reserved"
+PRE_ALLOCATED_KEY: Final = NAME + "/pre-allocated"
 
 
 @dataclass
@@ -70,6 +79,11 @@ class _Cycle:
     matched: dict[str, list[ReservationInfo]] = field(default_factory=dict)
     nominated: dict[str, ReservationInfo] = field(default_factory=dict)
     preferred: str = ""
+    #: a pre-allocation reserve pod: its reservation, whether pre-allocation is required, and the
+    #: running pods each node could pre-allocate
+    pre_allocation: ReservationInfo | None = None
+    pre_required: bool = False
+    pre_allocatable: dict[str, list[PodInfo]] = field(default_factory=dict)
 
 
 class Reservation:
@@ -83,6 +97,13 @@ class Reservation:
     def before_pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PodInfo, bool, Status]:
         self.index.expire(self.handle.clock())
         cycle = _Cycle()
+        if is_reserve_pod(pod) and pod.annotations.get(ANNOTATION_PRE_ALLOCATION) == "true":
+            info = self.index.infos.get(pod.annotations.get(ANNOTATION_RESERVATION_NAME, ""))
+            if info is not None:
+                if info.allocate_policy != POLICY_RESTRICTED:  # only a Restricted reservation pre-allocates
+                    return pod, False, unresolvable(preallocation.REASON_UNSUPPORTED)
+                cycle.pre_allocation, cycle.pre_required = info, preallocation.is_required(pod)
+                cycle.pre_allocatable = preallocation.candidates(info, self.handle.cluster.nodes)
         if not is_reserve_pod(pod) and not matching.is_ignored(pod):
             cycle.affinity = matching.affinity_of(pod)
             nodes = self.handle.cluster.nodes
@@ -96,9 +117,11 @@ class Reservation:
                     cycle.matched.setdefault(node.name, []).append(info)
             cycle.matched = dict(sorted(cycle.matched.items()))
         state.write(STATE_KEY, cycle)
-        state.before_filter_nodes[NAME] = frozenset(cycle.matched)  # only these nodes are restored
-        if cycle.matched:
-            state.write(PREFERRED_NODES, tuple(cycle.matched))
+        state.write(MATCHED_RESERVATIONS, {node: tuple(infos) for node, infos in cycle.matched.items()})
+        restored = frozenset(cycle.matched) | frozenset(cycle.pre_allocatable)
+        state.before_filter_nodes[NAME] = restored  # only these nodes are restored
+        if restored:
+            state.write(PREFERRED_NODES, tuple(sorted(restored)))
         return pod, False, SUCCESS
 
     def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
@@ -106,6 +129,11 @@ class Reservation:
             name = pod.annotations.get(ANNOTATION_RESERVATION_NAME, "")
             if name not in self.index.infos:
                 return None, error(f"reservation {name!r} not found")
+            cycle = self._cycle(state)
+            if cycle.pre_allocation is not None and cycle.pre_required:
+                if not cycle.pre_allocatable:
+                    return None, unresolvable(preallocation.REASON_REQUIRED)
+                return PreFilterResult(frozenset(cycle.pre_allocatable)), SUCCESS
             return None, SUCCESS
         cycle = self._cycle(state)
         if cycle.affinity is not None:
@@ -120,10 +148,14 @@ class Reservation:
 
     # --- BeforeFilter / Filter -------------------------------------------------------------------
     def before_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[PodInfo, NodeInfo, bool, Status]:
-        matched = self._cycle(state).matched.get(node.name)
-        if not matched:
+        cycle = self._cycle(state)
+        matched = cycle.matched.get(node.name)
+        if matched:
+            held = {r.reserve_pod.key for r in matched}
+        elif cycle.pre_allocatable.get(node.name):  # restorePreAllocatablePods
+            held = {p.key for p in cycle.pre_allocatable[node.name]}
+        else:
             return pod, node, False, SUCCESS
-        held = {r.reserve_pod.key for r in matched}
         restored = NodeInfo(node.node)
         restored.index = node.index
         for key, other in node.pods.items():
@@ -134,12 +166,42 @@ class Reservation:
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         if is_reserve_pod(pod):
             wanted = pod.annotations.get(ANNOTATION_RESERVATION_NODE)
-            return unresolvable(REASON_NODE_NAME) if wanted and wanted != node.name else SUCCESS
+            if wanted and wanted != node.name:
+                return unresolvable(REASON_NODE_NAME)
+            if self._policy_conflict(pod, node.name):
+                return unresolvable(REASON_POLICY_CONFLICT)
+            return self._filter_pre_allocation(state, pod, node)
         cycle = self._cycle(state)
         matched = cycle.matched.get(node.name)
         if not matched:
             return unresolvable(REASON_AFFINITY) if cycle.affinity is not None else SUCCESS
         return self._filter_with_reservations(cycle, pod, self._held(node), matched)
+
+    def _filter_pre_allocation(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        cycle = self._cycle(state)
+        if cycle.pre_allocation is None:
+            return SUCCESS
+        pods = cycle.pre_allocatable.get(node.name, [])
+        if not pods and not cycle.pre_required:
+            return SUCCESS  # NodeResourcesFit judges the node alone
+        _, status = preallocation.filter_node(pod, cycle.pre_allocation, self._held(node), pods, cycle.pre_required)
+        return status
+
+    def _policy_conflict(self, pod: PodInfo, node_name: str) -> bool:
+        """A reservation of the `Default` allocate policy shares no node with reservations of
+        another policy (Koordinator's Filter for a reserve pod, over the node's matchable ones)."""
+        own = self.index.infos.get(pod.annotations.get(ANNOTATION_RESERVATION_NAME, ""))
+        if own is None:
+            return False
+        mine = own.allocate_policy
+        for name in self.index.by_node.get(node_name, ()):
+            other = self.index.infos.get(name)
+            if other is None or other.name == own.name or not self.index.matchable(other):
+                continue
+            theirs = other.allocate_policy
+            if (mine == POLICY_DEFAULT or theirs == POLICY_DEFAULT) and mine != theirs:
+                return True
+        return False
 
     def _filter_with_reservations(
         self, cycle: _Cycle, pod: PodInfo, held: NodeInfo, matched: list[ReservationInfo]
@@ -191,10 +253,7 @@ class Reservation:
         asked one by one; every other node passes, or fails an affinity pod."""
         cycle = self._cycle(state)
         if is_reserve_pod(pod):
-            wanted = pod.annotations.get(ANNOTATION_RESERVATION_NODE)
-            if not wanted:
-                return np.ones(len(nodes), dtype=np.bool_)
-            return np.fromiter((n.name == wanted for n in nodes), dtype=np.bool_, count=len(nodes))
+            return np.fromiter((self.filter(state, pod, n).is_success for n in nodes), dtype=np.bool_, count=len(nodes))
         if not cycle.matched:
             return np.full(len(nodes), cycle.affinity is None, dtype=np.bool_)
         mask = np.full(len(nodes), cycle.affinity is None, dtype=np.bool_)
@@ -253,7 +312,7 @@ class Reservation:
     # --- Reserve / Unreserve ---------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         if is_reserve_pod(pod):
-            return SUCCESS
+            return self._reserve_pre_allocation(state, pod, node_name)
         cycle = self._cycle(state)
         chosen = self._nominate(cycle, pod, node_name)
         if chosen is None:
@@ -267,7 +326,23 @@ class Reservation:
         state.write(RESERVED_RESERVATION, chosen.name)
         return SUCCESS
 
+    def _reserve_pre_allocation(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """ReservationNominate for a pre-allocation reserve pod: the running pod it takes over."""
+        cycle = self._cycle(state)
+        node = self.handle.cluster.nodes.get(node_name)
+        if cycle.pre_allocation is None or node is None:
+            return SUCCESS
+        if pod.key in node.pods:  # judged as before the reserve pod was assumed on the node
+            node = node.copy()
+            node.remove_pod(pod.key)
+        chosen = preallocation.nominate(pod, cycle.pre_allocation, node, cycle.pre_allocatable.get(node_name, []))
+        if chosen is None:
+            return unschedulable(preallocation.REASON_NO_PODS) if cycle.pre_required else SUCCESS
+        state.write(PRE_ALLOCATED_KEY, chosen)
+        return SUCCESS
+
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        state.delete(PRE_ALLOCATED_KEY)
         chosen = state.read(RESERVED_KEY)
         if isinstance(chosen, ReservationInfo):
             self.index.release(chosen.name, pod.key)
@@ -278,6 +353,9 @@ class Reservation:
     def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """`pod` is the framework's copy: the annotation goes on it (DefaultPreBind patches it);
         the Reservation's status gains the owner and the allocated total."""
+        pre_allocated = state.read(PRE_ALLOCATED_KEY)
+        if is_reserve_pod(pod) and isinstance(pre_allocated, PodInfo):
+            return self._pre_bind_pre_allocated(pod, pre_allocated)
         chosen = state.read(RESERVED_KEY)
         if not isinstance(chosen, ReservationInfo):
             return SUCCESS
@@ -294,6 +372,21 @@ class Reservation:
         allocated = self.index.allocated(chosen.name)
         return self._patch_status(chosen.name, {"currentOwners": owners, "allocated": quantities(allocated)})
 
+    def _pre_bind_pre_allocated(self, reserve_pod: PodInfo, target: PodInfo) -> Status:
+        """PreBindReservation: the pre-allocated pod is marked as allocated from the reservation."""
+        info = self.index.infos.get(reserve_pod.annotations.get(ANNOTATION_RESERVATION_NAME, ""))
+        if info is None or not info.pre_allocation:
+            return error(preallocation.REASON_UNSUPPORTED)
+        value = json.dumps({"name": info.name, "uid": info.uid}, separators=(",", ":"))
+        annotations = dict(target.annotations)
+        annotations[ANNOTATION_RESERVATION_ALLOCATED] = value
+        ops: list[dict[str, Any]] = [{"op": "add", "path": "/metadata/annotations", "value": annotations}]
+        try:
+            self.handle.client.patch("Pod", target.namespace, target.name, ops)
+        except ClientError as exc:
+            return error(f"failed to pre-allocate pod {target.key}: {exc}")
+        return SUCCESS
+
     def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         if not is_reserve_pod(pod):
             return SKIP
@@ -302,12 +395,26 @@ class Reservation:
         if info is None:
             return error(f"reservation {name!r} not found")
         now = format_time(self.handle.clock())
+        pre_allocated = state.read(PRE_ALLOCATED_KEY)
+        owners: dict[str, Any] = {}
+        if isinstance(pre_allocated, PodInfo):
+            owners = {
+                "currentOwners": [
+                    {
+                        "namespace": pre_allocated.namespace,
+                        "name": pre_allocated.name,
+                        "uid": str(pre_allocated.metadata.get("uid") or ""),
+                    }
+                ],
+                "allocated": quantities(pre_allocated.requests),
+            }
         return self._patch_status(
             name,
             {
+                **owners,
                 "nodeName": node_name,
                 "phase": PHASE_AVAILABLE,
-                "allocatable": quantities(info.allocatable),
+                "allocatable": quantities(info.allocatable_when_available),
                 "conditions": [
                     {"type": "Scheduled", "status": "True", "reason": "Scheduled", "lastTransitionTime": now},
                     {"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": now},
