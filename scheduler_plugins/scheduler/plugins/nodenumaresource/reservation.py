@@ -40,14 +40,21 @@ class Option:
         return self.reservation is not None and self.reservation.allocate_policy == POLICY_RESTRICTED
 
     def allocate(self, n: int, policy: str, strategy: str, hint: list[int] | None = None) -> frozenset[int] | None:
-        """The pod's `n` CPUs: from the reservation's remaining CPUs first (only them when
-        Restricted), else from every free CPU of the restored node."""
+        """The pod's `n` CPUs: out of the reservation's remaining CPUs when they are enough (only
+        them when Restricted); a larger pod takes all of them and the rest from the node; else
+        any free CPUs of the restored node."""
         topology = self.state.topo.topology
-        if self.preferred is not None and (self.restricted or n <= len(self.preferred)):
-            chosen = allocate(topology, self.preferred, n, policy, strategy, hint)
+        free = self.state.free_cpus()
+        preferred = self.preferred
+        if preferred is not None and (self.restricted or n <= len(preferred)):
+            chosen = allocate(topology, preferred, n, policy, strategy, hint)
             if chosen is not None or self.restricted:
                 return chosen
-        return allocate(topology, self.state.free_cpus(), n, policy, strategy, hint)
+        elif preferred and (hint is None or all(c.node in hint for c in topology.cpus if c.id in preferred)):
+            extra = allocate(topology, free - preferred, n - len(preferred), policy, strategy, hint)
+            if extra is not None:  # all the reservation's CPUs, the rest from the node
+                return preferred | extra
+        return allocate(topology, free, n, policy, strategy, hint)
 
 
 def owners_view(
