@@ -8,14 +8,18 @@ import json
 
 import pytest
 
-from scheduler_plugins.scheduler.cluster.state import ClusterState
-from scheduler_plugins.scheduler.framework.config import parse_config
+from cluster.files import load_directory
+from colocate.cli import main
+from scheduler_plugins.scheduler.cluster.state import SCHEDULER_KINDS, ClusterState
+from scheduler_plugins.scheduler.framework.config import load_config, parse_config
 from scheduler_plugins.scheduler.framework.scheduling import Scheduler
 from scheduler_plugins.scheduler.registry import in_tree_registry
+from scheduler_plugins.scheduler.simulator.simulate import simulate
 from scheduler_plugins.scheduler.wiring import build_framework
 from tests.scheduler_plugins.scheduler.deviceshare.test_plugin import device, gpu_node
 from tests.scheduler_plugins.scheduler.nodenumaresource.topologies import make_nrt
 from tests.support.builders import make_node, make_pod, make_quota, make_reservation
+from tests.support.paths import REPO
 
 STATUS = "scheduling.koordinator.sh/resource-status"
 DEVICES = "scheduling.koordinator.sh/device-allocated"
@@ -242,3 +246,45 @@ def test_a_quota_counts_a_reservation_and_its_owner_once():
     assert not refused.scheduled and "Insufficient quotas, quotaName: team" in refused.message
     assert place(cluster, sched, "prod/owner").reservation == "r1"  # 4 + 4 > 5, but it is the same 4
     assert eq.manager.state_of("team").used["cpu"] == 4000
+
+
+EXAMPLE = REPO / "manifests" / "scheduler" / "examples" / "reservation-hooks"
+CONFIG = REPO / "manifests" / "scheduler" / "scheduler-config.yaml"
+
+
+def test_simulate_example_reserved_cpus_and_gpu_go_to_their_owners_and_a_running_pod_is_pre_allocated(capsys):
+    code = main(["scheduler", "simulate", "--cluster", str(EXAMPLE), "--config", str(CONFIG), "-o", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    placements = {p["pod"]: p for p in report["placements"]}
+    assert placements["shop/db-0"]["reservation"] == "r-db"
+    assert placements["shop/train-0"]["reservation"] == "r-train"
+    assert placements["shop/other-gpu-2"]["node"] is None  # the reserved card was not given to it
+    assert placements["Reservation/r-move"]["node"] == "node-2"  # full, but it takes web-0 over
+    rows = {r["name"]: r for r in report["reservations"]}
+    assert rows["r-move"] == {
+        "name": "r-move",
+        "node": "node-2",
+        "phase": "Available",
+        "holding": True,
+        "owners": ["shop/web-0"],
+    }
+    # the same run through the API, to read the CPUs and cards each pod got
+    cluster = ClusterState.of_store(load_directory(EXAMPLE, SCHEDULER_KINDS))
+    sched = Scheduler(build_framework(load_config(CONFIG, in_tree_registry()), in_tree_registry(), cluster), cluster)
+    simulate(sched, cluster)
+    reserved = cluster.reservations.infos
+
+    def held(name, key):
+        return json.loads(reserved[name].metadata["annotations"][key])
+
+    def got(name, key):
+        pod, _ = cluster.find_pod("shop", name)
+        return json.loads(pod.annotations[key])
+
+    assert got("db-0", STATUS) == held("r-db", STATUS)  # exactly the reserved CPUs
+    assert got("other-lsr", STATUS)["cpuset"] != held("r-db", STATUS)["cpuset"]
+    assert got("train-0", DEVICES)["gpu"][0]["minor"] == held("r-train", DEVICES)["gpu"][0]["minor"]
+    assert got("other-gpu", DEVICES)["gpu"][0]["minor"] != held("r-train", DEVICES)["gpu"][0]["minor"]
+    web, _ = cluster.find_pod("shop", "web-0")
+    assert json.loads(web.annotations["scheduling.koordinator.sh/reservation-allocated"])["name"] == "r-move"
