@@ -22,6 +22,11 @@ PREFERRED_NODES: Final = "frameworkext/preferred-nodes"
 #: state (NodeNUMAResource, DeviceShare, ElasticQuota) to offer what those reservations hold to the
 #: pod. A `dict[str, tuple[ReservationInfo, ...]]`.
 MATCHED_RESERVATIONS: Final = "frameworkext/matched-reservations"
+#: For a pre-allocation reserve pod, the running pods it may take over, by node, best first
+#: (Koordinator's RestoreReservationPreAllocation `preAllocatable`): written by the Reservation
+#: plugin before PreFilter, read by NodeNUMAResource and DeviceShare so the reservation takes over
+#: the CPUs and cards of the pod it pre-allocates. A `dict[str, tuple[PodInfo, ...]]`.
+PRE_ALLOCATABLE: Final = "frameworkext/pre-allocatable"
 
 #: The PreFilter plugin that rejected the pod this cycle (written by the scheduling loop): a
 #: preempting PostFilter that cannot resolve that plugin's rejection does not try.

@@ -288,3 +288,40 @@ def test_simulate_example_reserved_cpus_and_gpu_go_to_their_owners_and_a_running
     assert got("other-gpu", DEVICES)["gpu"][0]["minor"] != held("r-train", DEVICES)["gpu"][0]["minor"]
     web, _ = cluster.find_pod("shop", "web-0")
     assert json.loads(web.annotations["scheduling.koordinator.sh/reservation-allocated"])["name"] == "r-move"
+
+
+def takeover(requests, qos="LSR"):
+    obj = reservation("r-move", requests, policy="Restricted", qos=qos, preAllocation=True, allocateOnce=False)
+    obj["spec"]["owners"] = [{"labelSelector": {"matchLabels": {"app": "web"}}}]
+    obj["metadata"]["labels"]["scheduling.koordinator.sh/pre-allocation-required"] = "true"
+    return obj
+
+
+def test_a_pre_allocation_reservation_takes_over_the_cpus_of_the_pod():
+    # nodenumaresource TestPlugin_AllocateReservationPreAllocationFromPreAllocatablePods: the reserve
+    # pod pre-allocates a superset of the pod's CPUs; here the node has no other CPU left
+    web = lsr("web-0", annotations={STATUS: '{"cpuset":"4-5,12-13"}'}, labels={"app": "web"})
+    web["spec"]["nodeName"] = "n1"
+    rest = lsr("busy", "12", annotations={STATUS: '{"cpuset":"0-3,6-11,14-15"}'})
+    rest["spec"]["nodeName"] = "n1"
+    cluster, sched = world([*NUMA_NODE, takeover(CPUS_4), web, rest])
+    assert place(cluster, sched, "Reservation/r-move").node == "n1"
+    assert json.loads(cluster.reservations.infos["r-move"].metadata["annotations"][STATUS]) == {"cpuset": "4-5,12-13"}
+    assert annotation(cluster, "web-0", "scheduling.koordinator.sh/reservation-allocated")["name"] == "r-move"
+
+
+def test_a_pre_allocation_reservation_takes_over_the_card_of_the_pod():
+    # deviceshare Test_Plugin_RestoreReservationPreAllocation / Test_isDeviceAllocationsInclude
+    card = {
+        "koordinator.sh/gpu-core": "100",
+        "koordinator.sh/gpu-memory-ratio": "100",
+        "koordinator.sh/gpu-memory": "64Gi",
+    }
+    web = make_pod("web-0", "prod", requests=GPU, limits=GPU, labels={"app": "web"}, node="g1")
+    web["metadata"]["annotations"] = {DEVICES: json.dumps({"gpu": [{"minor": 1, "resources": card}]})}
+    other = make_pod("busy", "prod", requests=GPU, limits=GPU, node="g1")
+    other["metadata"]["annotations"] = {DEVICES: json.dumps({"gpu": [{"minor": 0, "resources": card}]})}
+    cluster, sched = gpu_world(takeover(GPU, qos=None), web, other)
+    assert place(cluster, sched, "Reservation/r-move").node == "g1"
+    held = json.loads(cluster.reservations.infos["r-move"].metadata["annotations"][DEVICES])
+    assert [g["minor"] for g in held["gpu"]] == [1]

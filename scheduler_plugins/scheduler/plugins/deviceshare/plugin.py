@@ -42,7 +42,12 @@ from policies.devices import (
     devices_of,
 )
 from policies.objects import ensure_map
-from scheduler_plugins.scheduler.framework.cycle_state import MATCHED_RESERVATIONS, RESERVED_RESERVATION, CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import (
+    MATCHED_RESERVATIONS,
+    PRE_ALLOCATABLE,
+    RESERVED_RESERVATION,
+    CycleState,
+)
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, NodeScore, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
@@ -71,6 +76,18 @@ NAME = "DeviceShare"
 _STATE_KEY = NAME + "/request"
 _RESERVED_KEY = NAME + "/reserved"
 ERR_INSUFFICIENT = "Insufficient gpu devices"
+
+
+@dataclass(frozen=True)
+class _Reuse:
+    """Cards a pod may take beyond the node's free ones: what the entry `key` holds (a matched
+    reservation's remainder, or the pod a pre-allocating reserve pod takes over), preferred.
+    `restricted`: only those cards, within that holding; `superset`: every one of those cards."""
+
+    key: str
+    gpus: tuple[DeviceAllocation, ...]
+    restricted: bool = False
+    superset: bool = False
 
 
 @dataclass(frozen=True)
@@ -144,14 +161,22 @@ class DeviceShare:
 
     def _options(
         self, state: CycleState, pod: PodInfo, node_name: str, nominated: object = None
-    ) -> list[tuple[ReservationInfo, tuple[DeviceAllocation, ...]] | None]:
-        """Each matched reservation holding cards here (what it still holds), then the node alone
-        unless the pod must use one of them."""
-        options: list[tuple[ReservationInfo, tuple[DeviceAllocation, ...]] | None] = []
+    ) -> list[_Reuse | None]:
+        """Each matched reservation holding cards here (what it still holds), each pod a
+        pre-allocating reserve pod may take over (its cards), then the node alone unless the pod
+        must use one of its reservations."""
+        options: list[_Reuse | None] = []
         for info in matched_on(state.read(MATCHED_RESERVATIONS), node_name, nominated):
             remaining = self._restore(node_name, info)
             if remaining is not None:
-                options.append((info, remaining))
+                restricted = info.allocate_policy == POLICY_RESTRICTED
+                options.append(_Reuse(info.reserve_pod.key, remaining, restricted))
+        takeover = state.read(PRE_ALLOCATABLE)
+        held = self.held.get(node_name, {})
+        if isinstance(takeover, Mapping):
+            for other in takeover.get(node_name) or ():
+                if other.key in held:
+                    options.append(_Reuse(other.key, held[other.key].gpus, superset=True))
         if not options or not requires_reservation(pod):
             options.append(None)
         return options
@@ -166,7 +191,8 @@ class DeviceShare:
             chosen = self.allocate(node_name, request, option)
             if chosen is not None:
                 return chosen
-        return unschedulable((REASON_PREFIX if None not in options else "") + ERR_INSUFFICIENT)
+        required = options and all(o is not None and not o.superset for o in options)
+        return unschedulable((REASON_PREFIX if required else "") + ERR_INSUFFICIENT)
 
     def free(self, node_name: str, restore: str = "") -> dict[int, Vector]:
         """Free gpu-core, gpu-memory-ratio and gpu-memory of each healthy card of the node (with
@@ -194,19 +220,18 @@ class DeviceShare:
         self,
         node_name: str,
         request: GPURequest,
-        option: tuple[ReservationInfo, tuple[DeviceAllocation, ...]] | None = None,
+        option: _Reuse | None = None,
     ) -> tuple[DeviceAllocation, ...] | None:
-        """The cards for `request`; with `option` (a matched reservation and what it still holds)
-        that reservation's cards first, or only them, within its holding, when it is Restricted."""
+        """The cards for `request`; with `option` its cards first (given back to the pod), or only
+        them, within what it holds of each, when it is restricted; all of them when a superset is
+        asked."""
         cards = {d.minor: d for d in self.devices.get(node_name, []) if d.health}
         preferred: dict[int, Mapping[str, int]] = {}
         restricted = False
         restore = ""
         if option is not None:
-            info, remaining = option
-            preferred = {g.minor: g.resources for g in remaining}
-            restricted = info.allocate_policy == POLICY_RESTRICTED
-            restore = info.reserve_pod.key
+            preferred = {g.minor: g.resources for g in option.gpus}
+            restricted, restore = option.restricted, option.key
         fitting = []
         for minor, room in self.free(node_name, restore).items():
             if restricted:
@@ -224,6 +249,8 @@ class DeviceShare:
         sign = 1 if self.args.scoring_strategy.type == MOST_ALLOCATED else -1
         fitting.sort(key=lambda f: (f[1] not in preferred, sign * f[0], f[1]))
         if len(fitting) < request.count:
+            return None
+        if option is not None and option.superset and not set(preferred) <= {f[1] for f in fitting[: request.count]}:
             return None
         return tuple(
             DeviceAllocation(minor, {GPU_CORE: core, GPU_MEMORY_RATIO: ratio, GPU_MEMORY: memory})

@@ -39,7 +39,12 @@ from policies.cpuset import NUMANodeResource, ResourceStatus, format_cpuset, res
 from policies.objects import ensure_map
 from policies.qos import raw_qos_class
 from policies.quantity import scalar_of, scalar_text
-from scheduler_plugins.scheduler.framework.cycle_state import MATCHED_RESERVATIONS, RESERVED_RESERVATION, CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import (
+    MATCHED_RESERVATIONS,
+    PRE_ALLOCATABLE,
+    RESERVED_RESERVATION,
+    CycleState,
+)
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
@@ -52,7 +57,12 @@ from scheduler_plugins.scheduler.plugins.nodenumaresource.args import (
     SPREAD_BY_PCPUS,
     NodeNUMAResourceArgs,
 )
-from scheduler_plugins.scheduler.plugins.nodenumaresource.reservation import Option, owners_view, restored
+from scheduler_plugins.scheduler.plugins.nodenumaresource.reservation import (
+    Option,
+    owners_view,
+    pre_allocatable,
+    restored,
+)
 from scheduler_plugins.scheduler.plugins.nodenumaresource.topology import (
     Allocation,
     NodeState,
@@ -182,6 +192,9 @@ class NodeNUMAResource:
             return [None]
         matched = matched_on(state.read(MATCHED_RESERVATIONS), node.name, nominated)
         options: list[Option | None] = list(restored(base, matched, self.cluster.reservations, pod.key))
+        takeover = state.read(PRE_ALLOCATABLE)
+        if isinstance(takeover, Mapping) and takeover.get(node.name):
+            options += pre_allocatable(base, tuple(takeover[node.name]))
         if not options or not requires_reservation(pod):
             options.append(Option(base))
         return options

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from scheduler_plugins.scheduler.framework.interfaces import ReservationView
 from scheduler_plugins.scheduler.plugins.nodenumaresource.allocator import allocate
 from scheduler_plugins.scheduler.plugins.nodenumaresource.topology import Allocation, NodeState
+from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.reservations import POLICY_RESTRICTED, ReservationInfo
 
 
@@ -34,6 +35,8 @@ class Option:
     state: NodeState
     reservation: ReservationInfo | None = None
     preferred: frozenset[int] | None = None
+    #: a pre-allocating reserve pod: its CPUs must include every CPU of the pod it takes over
+    superset: bool = False
 
     @property
     def restricted(self) -> bool:
@@ -43,6 +46,12 @@ class Option:
         """The pod's `n` CPUs: out of the reservation's remaining CPUs when they are enough (only
         them when Restricted); a larger pod takes all of them and the rest from the node; else
         any free CPUs of the restored node."""
+        chosen = self._allocate(n, policy, strategy, hint)
+        if chosen is not None and self.superset and self.preferred and not self.preferred <= chosen:
+            return None
+        return chosen
+
+    def _allocate(self, n: int, policy: str, strategy: str, hint: list[int] | None) -> frozenset[int] | None:
         topology = self.state.topo.topology
         free = self.state.free_cpus()
         preferred = self.preferred
@@ -83,6 +92,19 @@ def owners_view(
                         numa[n][resource] = max(0, numa[n][resource] - amount)
         out[key] = replace(held, numa=numa)
     return out
+
+
+def pre_allocatable(base: NodeState, pods: tuple[PodInfo, ...]) -> list[Option]:
+    """RestoreReservationPreAllocation: one option per pod the reserve pod may take over that holds
+    CPUs here, those CPUs free for the reserve pod, which must take them all."""
+    options = []
+    for pod in pods:
+        held = base.allocations.get(pod.key)
+        if held is None or not held.cpus:
+            continue
+        allocations = {k: v for k, v in base.allocations.items() if k != pod.key}
+        options.append(Option(replace(base, allocations=allocations), None, frozenset(held.cpus), superset=True))
+    return options
 
 
 def restored(

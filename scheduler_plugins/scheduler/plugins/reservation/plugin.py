@@ -34,6 +34,7 @@ from policies.constants import (
 from scheduler_plugins.clock import format_time
 from scheduler_plugins.scheduler.framework.cycle_state import (
     MATCHED_RESERVATIONS,
+    PRE_ALLOCATABLE,
     PREFERRED_NODES,
     RESERVED_RESERVATION,
     CycleState,
@@ -118,6 +119,7 @@ class Reservation:
             cycle.matched = dict(sorted(cycle.matched.items()))
         state.write(STATE_KEY, cycle)
         state.write(MATCHED_RESERVATIONS, {node: tuple(infos) for node, infos in cycle.matched.items()})
+        state.write(PRE_ALLOCATABLE, {node: tuple(pods) for node, pods in cycle.pre_allocatable.items()})
         restored = frozenset(cycle.matched) | frozenset(cycle.pre_allocatable)
         state.before_filter_nodes[NAME] = restored  # only these nodes are restored
         if restored:

@@ -49,6 +49,8 @@ def candidates(info: ReservationInfo, nodes: Mapping[str, NodeInfo]) -> dict[str
                 continue
             if matching.matches(pod, info, matching.affinity_of(pod), node.labels):
                 out.setdefault(node_name, []).append(pod)
+    for pods in out.values():  # best first: what nomination prefers (and the CPU/GPU plugins try first)
+        pods.sort(key=lambda p: (-matching.score(p, info, {}), p.key))
     return out
 
 
@@ -93,8 +95,9 @@ def filter_node(
 
 def nominate(reserve_pod: PodInfo, info: ReservationInfo, node: NodeInfo, pods: Sequence[PodInfo]) -> PodInfo | None:
     """NominatePreAllocation: of the candidates that fit on their own, the one the reservation
-    scores highest (MostAllocated of its requests over the reservation), ties by key."""
-    fitting = [p for p in pods if shares_resources(p, info) and not any(shortage(reserve_pod, info, node, p))]
-    if not fitting:
-        return None
-    return max(sorted(fitting, key=lambda p: p.key), key=lambda p: matching.score(p, info, {}))
+    scores highest (MostAllocated of its requests over the reservation), ties by key: the first
+    of `pods`, which `candidates` sorted so."""
+    for p in pods:
+        if shares_resources(p, info) and not any(shortage(reserve_pod, info, node, p)):
+            return p
+    return None
