@@ -37,6 +37,7 @@ from policies.durations import parse_duration
 from policies.quantity import QuantityError, resource_list
 from policies.selectors import LabelSelector, SelectorShapeError, compile_selector
 from policies.timestamps import parse_time
+from scheduler_plugins.clock import format_time
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector, clone
 
 MAX_INT32: Final = 2**31 - 1
@@ -316,6 +317,30 @@ def held_pod(info: ReservationInfo, remaining: Vector) -> ReservePodInfo:
     obj["spec"].pop("overhead", None)
     obj["spec"]["nodeName"] = info.node_name
     return ReservePodInfo(obj)
+
+
+def available_status(info: ReservationInfo, node_name: str, now: float, owner: PodInfo | None) -> dict[str, Any]:
+    """The status Bind gives a reserve pod's Reservation (`SetReservationAvailable`): Available on
+    the node, holding the template's requests with the resize annotation applied; a pre-allocated
+    pod is its first owner."""
+    stamp = format_time(now)
+    owners: dict[str, Any] = {}
+    if owner is not None:
+        uid = str(owner.metadata.get("uid") or "")
+        owners = {
+            "currentOwners": [{"namespace": owner.namespace, "name": owner.name, "uid": uid}],
+            "allocated": quantities(owner.requests),
+        }
+    return {
+        **owners,
+        "nodeName": node_name,
+        "phase": PHASE_AVAILABLE,
+        "allocatable": quantities(info.allocatable_when_available),
+        "conditions": [
+            {"type": "Scheduled", "status": "True", "reason": "Scheduled", "lastTransitionTime": stamp},
+            {"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": stamp},
+        ],
+    }
 
 
 def quantities(vector: Mapping[str, int]) -> dict[str, str]:

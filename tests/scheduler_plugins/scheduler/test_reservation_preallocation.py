@@ -68,6 +68,11 @@ def test_a_pre_allocation_reservation_takes_over_a_running_pod():
             [pending(policy="Aligned"), running()],
             "node(s) reservation pre allocation is unsupported with current attributes",
         ),
+        # ErrReasonReservationClusterModeDisabled: colocate has no cluster mode to enable
+        (
+            [pending(preAllocationPolicy={"mode": "Cluster"}), running()],
+            "reservation requires cluster mode pre-allocation which is disabled",
+        ),
         # Test_filterWithPreAllocatablePods "filter with pre allocation pods": a pod larger than the
         # Restricted reservation cannot be pre-allocated
         ([pending(required=True), running(cpu="4")], "Reservation(s) Insufficient cpu"),

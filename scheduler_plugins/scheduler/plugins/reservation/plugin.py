@@ -2,17 +2,22 @@
 Reservations hold; reserve pods are scheduled.
 
 BeforePreFilter expires due reservations (in the scheduler's view) and, for a normal pod,
-classifies the reservations of every node that holds some (matching.py). BeforeFilter hands the
+classifies the reservations of every node that holds some (matching.py), publishing them in the
+cycle state (`MATCHED_RESERVATIONS`) for NodeNUMAResource, DeviceShare and ElasticQuota; for a
+pre-allocation reserve pod it lists the running pods it may take over (`preallocation.py`,
+`PRE_ALLOCATABLE`). BeforeFilter hands the
 Filter plugins a copy of a node with the pod's matched reservations removed, so the capacity they
 hold is free *for this pod*; a pod with no match skips it (and keeps the batch Filter path).
 PreFilter restricts a pod with `reservation-affinity` to nodes with a match. Filter enforces a
-reserve pod's `reservation-node` and filterWithReservations (node plus reservation; Restricted
+reserve pod's `reservation-node`, the allocate-policy conflict between reservations of a node and
+the pre-allocation fit, and filterWithReservations (node plus reservation; Restricted
 also within the reservation). PreScore nominates
 one reservation per node; Score gives a node with the preferred (smallest `reservation-order`)
 reservation 1000 and others their ScoreReservation, then normalises to 0..100. Reserve counts the
 pod against the nominated reservation (re-checking `allocateOnce`), Unreserve undoes it, PreBind
-writes `reservation-allocated` and the Reservation's status, and Bind "binds" a reserve pod by
-making its Reservation Available on the node; a normal pod's Bind is skipped (DefaultBinder).
+writes `reservation-allocated` and the Reservation's status (on the pre-allocated pod, for a reserve
+pod), and Bind "binds" a reserve pod by making its Reservation Available on the node (with the
+resize annotation applied); a normal pod's Bind is skipped (DefaultBinder).
 """
 
 from __future__ import annotations
@@ -31,7 +36,6 @@ from policies.constants import (
     ANNOTATION_RESERVATION_NODE,
     RESERVATION_KIND,
 )
-from scheduler_plugins.clock import format_time
 from scheduler_plugins.scheduler.framework.cycle_state import (
     MATCHED_RESERVATIONS,
     PRE_ALLOCATABLE,
@@ -53,10 +57,9 @@ from scheduler_plugins.scheduler.framework.status import (
 from scheduler_plugins.scheduler.plugins.reservation import matching, preallocation
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.reservations import (
-    PHASE_AVAILABLE,
-    POLICY_DEFAULT,
     POLICY_RESTRICTED,
     ReservationInfo,
+    available_status,
     is_reserve_pod,
     quantities,
 )
@@ -101,8 +104,9 @@ class Reservation:
         if is_reserve_pod(pod) and pod.annotations.get(ANNOTATION_PRE_ALLOCATION) == "true":
             info = self.index.infos.get(pod.annotations.get(ANNOTATION_RESERVATION_NAME, ""))
             if info is not None:
-                if info.allocate_policy != POLICY_RESTRICTED:  # only a Restricted reservation pre-allocates
-                    return pod, False, unresolvable(preallocation.REASON_UNSUPPORTED)
+                reason = preallocation.unsupported(info)
+                if reason:
+                    return pod, False, unresolvable(reason)
                 cycle.pre_allocation, cycle.pre_required = info, preallocation.is_required(pod)
                 cycle.pre_allocatable = preallocation.candidates(info, self.handle.cluster.nodes)
         if not is_reserve_pod(pod) and not matching.is_ignored(pod):
@@ -190,20 +194,11 @@ class Reservation:
         return status
 
     def _policy_conflict(self, pod: PodInfo, node_name: str) -> bool:
-        """A reservation of the `Default` allocate policy shares no node with reservations of
-        another policy (Koordinator's Filter for a reserve pod, over the node's matchable ones)."""
         own = self.index.infos.get(pod.annotations.get(ANNOTATION_RESERVATION_NAME, ""))
         if own is None:
             return False
-        mine = own.allocate_policy
-        for name in self.index.by_node.get(node_name, ()):
-            other = self.index.infos.get(name)
-            if other is None or other.name == own.name or not self.index.matchable(other):
-                continue
-            theirs = other.allocate_policy
-            if (mine == POLICY_DEFAULT or theirs == POLICY_DEFAULT) and mine != theirs:
-                return True
-        return False
+        others = (self.index.infos.get(name) for name in self.index.by_node.get(node_name, ()))
+        return matching.policy_conflict(own, [o for o in others if o is not None and self.index.matchable(o)])
 
     def _filter_with_reservations(
         self, cycle: _Cycle, pod: PodInfo, held: NodeInfo, matched: list[ReservationInfo]
@@ -375,19 +370,8 @@ class Reservation:
         return self._patch_status(chosen.name, {"currentOwners": owners, "allocated": quantities(allocated)})
 
     def _pre_bind_pre_allocated(self, reserve_pod: PodInfo, target: PodInfo) -> Status:
-        """PreBindReservation: the pre-allocated pod is marked as allocated from the reservation."""
         info = self.index.infos.get(reserve_pod.annotations.get(ANNOTATION_RESERVATION_NAME, ""))
-        if info is None or not info.pre_allocation:
-            return error(preallocation.REASON_UNSUPPORTED)
-        value = json.dumps({"name": info.name, "uid": info.uid}, separators=(",", ":"))
-        annotations = dict(target.annotations)
-        annotations[ANNOTATION_RESERVATION_ALLOCATED] = value
-        ops: list[dict[str, Any]] = [{"op": "add", "path": "/metadata/annotations", "value": annotations}]
-        try:
-            self.handle.client.patch("Pod", target.namespace, target.name, ops)
-        except ClientError as exc:
-            return error(f"failed to pre-allocate pod {target.key}: {exc}")
-        return SUCCESS
+        return preallocation.mark(self.handle, info, target)
 
     def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         if not is_reserve_pod(pod):
@@ -396,33 +380,9 @@ class Reservation:
         info = self.index.infos.get(name)
         if info is None:
             return error(f"reservation {name!r} not found")
-        now = format_time(self.handle.clock())
         pre_allocated = state.read(PRE_ALLOCATED_KEY)
-        owners: dict[str, Any] = {}
-        if isinstance(pre_allocated, PodInfo):
-            owners = {
-                "currentOwners": [
-                    {
-                        "namespace": pre_allocated.namespace,
-                        "name": pre_allocated.name,
-                        "uid": str(pre_allocated.metadata.get("uid") or ""),
-                    }
-                ],
-                "allocated": quantities(pre_allocated.requests),
-            }
-        return self._patch_status(
-            name,
-            {
-                **owners,
-                "nodeName": node_name,
-                "phase": PHASE_AVAILABLE,
-                "allocatable": quantities(info.allocatable_when_available),
-                "conditions": [
-                    {"type": "Scheduled", "status": "True", "reason": "Scheduled", "lastTransitionTime": now},
-                    {"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": now},
-                ],
-            },
-        )
+        owner = pre_allocated if isinstance(pre_allocated, PodInfo) else None
+        return self._patch_status(name, available_status(info, node_name, self.handle.clock(), owner))
 
     def _patch_status(self, name: str, fields: dict[str, Any]) -> Status:
         info = self.index.infos.get(name)

@@ -7,7 +7,8 @@ A Reservation with `spec.preAllocation: true` (its reserve pod annotated
 `scheduling.koordinator.sh/is-pre-allocation: "true"`) may be placed on a node by taking over a
 running pod that matches it: that pod is marked as allocated from the reservation
 (`reservation-allocated`), so the reservation holds only `allocatable − pod` beside it and the node
-counts the reservation's size once. Only the `Restricted` policy supports it. Candidates are bound
+counts the reservation's size once. Only the `Restricted` policy supports it, and only the
+`Default` mode (`preAllocationPolicy.enableMultiple` is read as false). Candidates are bound
 pods matched by an owner with a `labelSelector` (Default mode), not reserve pods, not allocated
 from a reservation already, whose own reservation affinity and exact-match keys accept the
 reservation. One pod is pre-allocated per reservation (not the multiple-pods or Cluster modes).
@@ -15,19 +16,34 @@ reservation. One pod is pre-allocated per reservation (not the multiple-pods or 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 from policies.constants import ANNOTATION_RESERVATION_ALLOCATED, LABEL_PRE_ALLOCATION_REQUIRED
+from scheduler_plugins.scheduler.framework.handle import ClientError, Handle
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
-from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, unschedulable
+from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, error, unschedulable
 from scheduler_plugins.scheduler.plugins.reservation import matching
 from scheduler_plugins.scheduler.podinfo import PodInfo
-from scheduler_plugins.scheduler.reservations import ReservationInfo, is_reserve_pod
+from scheduler_plugins.scheduler.reservations import POLICY_RESTRICTED, ReservationInfo, is_reserve_pod
 
 REASON_REQUIRED: Final = "node(s) no pod match reservation with pre allocation required"
 REASON_UNSUPPORTED: Final = "node(s) reservation pre allocation is unsupported with current attributes"
 REASON_NO_PODS: Final = "node(s) no pod(s) to meet the pre-allocation requirements"
+#: `spec.preAllocationPolicy.mode: Cluster` needs the plugin's `preAllocationConfig.enableClusterMode`,
+#: which colocate does not offer: refused as Koordinator refuses it when disabled
+REASON_CLUSTER_MODE: Final = "reservation requires cluster mode pre-allocation which is disabled"
+
+
+def unsupported(info: ReservationInfo) -> str:
+    """Why the reservation cannot pre-allocate at all, or "" (transformer.go's checks)."""
+    if info.allocate_policy != POLICY_RESTRICTED:  # only a Restricted reservation pre-allocates
+        return REASON_UNSUPPORTED
+    policy = info.spec.get("preAllocationPolicy")
+    if isinstance(policy, Mapping) and policy.get("mode") == "Cluster":
+        return REASON_CLUSTER_MODE
+    return ""
 
 
 def is_required(reserve_pod: PodInfo) -> bool:
@@ -91,6 +107,22 @@ def filter_node(
     if not node_reasons and pods:
         node_reasons = [f"Insufficient {name} by node" for name in matching.node_shortage(reserve_pod, node, {}, 0)]
     return [], unschedulable(*node_reasons) if node_reasons else SUCCESS
+
+
+def mark(handle: Handle, info: ReservationInfo | None, target: PodInfo) -> Status:
+    """PreBindReservation: the pre-allocated pod is marked as allocated from the reservation."""
+    if info is None or not info.pre_allocation:
+        return error(REASON_UNSUPPORTED)
+    annotations = dict(target.annotations)
+    annotations[ANNOTATION_RESERVATION_ALLOCATED] = json.dumps(
+        {"name": info.name, "uid": info.uid}, separators=(",", ":")
+    )
+    ops: list[dict[str, Any]] = [{"op": "add", "path": "/metadata/annotations", "value": annotations}]
+    try:
+        handle.client.patch("Pod", target.namespace, target.name, ops)
+    except ClientError as exc:
+        return error(f"failed to pre-allocate pod {target.key}: {exc}")
+    return SUCCESS
 
 
 def nominate(reserve_pod: PodInfo, info: ReservationInfo, node: NodeInfo, pods: Sequence[PodInfo]) -> PodInfo | None:
