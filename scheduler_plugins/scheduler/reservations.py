@@ -353,18 +353,29 @@ def remaining(allocatable: Mapping[str, int], allocated: Mapping[str, int]) -> V
     return {name: max(0, amount - allocated.get(name, 0)) for name, amount in allocatable.items()}
 
 
-def matched_on(state_value: object, node_name: str, nominated: object = None) -> list[ReservationInfo]:
+def matched_on(state_value: object, node_name: str, nominated: str | None = None) -> list[ReservationInfo]:
     """The reservations a pod may consume on `node_name`, from the cycle state's
-    `MATCHED_RESERVATIONS` (what the Reservation plugin wrote before PreFilter), the one it
-    reserved (`nominated`, a name, from `RESERVED_RESERVATION`) alone when there is one: the
-    reservations NodeNUMAResource, DeviceShare and ElasticQuota restore for the pod (Koordinator's
-    RestoreReservation `matched`)."""
+    `MATCHED_RESERVATIONS` (what the Reservation plugin wrote before PreFilter): the reservations
+    NodeNUMAResource, DeviceShare and ElasticQuota restore for the pod (Koordinator's
+    RestoreReservation `matched`). With `nominated` (see `nominated_for`) only that one ("": none)."""
     if not isinstance(state_value, Mapping):
         return []
     matched = [r for r in state_value.get(node_name) or () if isinstance(r, ReservationInfo)]
-    if isinstance(nominated, str) and nominated:
+    if nominated is not None:
         return [r for r in matched if r.name == nominated]
     return matched
+
+
+def nominated_for(reserved: object, nominator: object, node_name: str) -> str | None:
+    """At Reserve, the reservation the pod is counted against on the node: the one it reserved
+    (`RESERVED_RESERVATION`), else the Reservation plugin's nomination (`RESERVATION_NOMINATOR`;
+    "" when it nominates none); None when neither is in the cycle state (any matched one may serve)."""
+    if isinstance(reserved, str) and reserved:
+        return reserved
+    if callable(nominator):
+        info = nominator(node_name)
+        return info.name if isinstance(info, ReservationInfo) else ""
+    return None
 
 
 def requires_reservation(pod: PodInfo) -> bool:

@@ -22,6 +22,11 @@ PREFERRED_NODES: Final = "frameworkext/preferred-nodes"
 #: state (NodeNUMAResource, DeviceShare, ElasticQuota) to offer what those reservations hold to the
 #: pod. A `dict[str, tuple[ReservationInfo, ...]]`.
 MATCHED_RESERVATIONS: Final = "frameworkext/matched-reservations"
+#: The Reservation plugin's nomination for the pod on a node (Koordinator's ReservationNominator):
+#: a `Callable[[str], ReservationInfo | None]` written before PreFilter, so the plugins that reserve
+#: CPUs or cards before the Reservation plugin's Reserve use the reservation it will count the pod
+#: against.
+RESERVATION_NOMINATOR: Final = "frameworkext/reservation-nominator"
 #: For a pre-allocation reserve pod, the running pods it may take over, by node, best first
 #: (Koordinator's RestoreReservationPreAllocation `preAllocatable`): written by the Reservation
 #: plugin before PreFilter, read by NodeNUMAResource and DeviceShare so the reservation takes over

@@ -280,6 +280,20 @@ class ReservationListener(Protocol):
 
 
 @runtime_checkable
+class NominateReservationFilterPlugin(Protocol):
+    """Koordinator's `frameworkext.NominateReservationFilterPlugin`: whether the reservation can
+    serve the pod on the node by this plugin's own resources (the CPUs, the cards it holds). The
+    Reservation plugin asks every Filter plugin implementing it before it nominates a reservation
+    (the Filter plugins restore the matched reservations in their own Filter)."""
+
+    name: str
+
+    def filter_nominate_reservation(
+        self, state: CycleState, pod: PodInfo, info: ReservationInfo, node: NodeInfo
+    ) -> Status: ...
+
+
+@runtime_checkable
 class PodListener(Protocol):
     """A plugin that follows every live pod, pending ones included (ElasticQuota's request counts
     pods not scheduled yet). `on_pod_added` is called again when a pod changes (bound, patched);

@@ -79,6 +79,9 @@ class Framework:
                 ) from exc
             guard(plugin, name)
         self.points = points = ExtensionPoints.from_profile(profile, self.plugins)
+        handle.nominate_reservation_filters = [
+            p for p in points.filter if isinstance(p, fi.NominateReservationFilterPlugin)
+        ]
         self.score_weights = {ref.name: ref.weight for ref in profile.enabled("score")}
         self._scorers = [
             (

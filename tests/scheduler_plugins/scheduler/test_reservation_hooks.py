@@ -325,3 +325,19 @@ def test_a_pre_allocation_reservation_takes_over_the_card_of_the_pod():
     assert place(cluster, sched, "Reservation/r-move").node == "g1"
     held = json.loads(cluster.reservations.infos["r-move"].metadata["annotations"][DEVICES])
     assert [g["minor"] for g in held["gpu"]] == [1]
+
+
+def test_the_reservation_nominated_is_one_whose_cpus_can_serve_the_pod():
+    # FilterNominateReservation (nodenumaresource TestPlugin_FilterNominateReservation): r-a is
+    # preferred (reservation-order 1) but holds only 2 of its 4 cpu as CPUs; r-b holds 4
+    def held(name, cpuset, order=None):
+        obj = reservation(name, CPUS_4, policy="Restricted", status={"phase": "Available", "nodeName": "n1"})
+        obj["metadata"]["annotations"] = {STATUS: json.dumps({"cpuset": cpuset})}
+        if order:
+            obj["metadata"]["labels"]["scheduling.koordinator.sh/reservation-order"] = order
+        return obj
+
+    cluster, sched = world([*NUMA_NODE, held("r-a", "0,8", "1"), held("r-b", "1-2,9-10"), lsr("owner")])
+    placement = place(cluster, sched, "prod/owner")
+    assert placement.reservation == "r-b"
+    assert annotation(cluster, "owner", STATUS) == {"cpuset": "1-2,9-10"}

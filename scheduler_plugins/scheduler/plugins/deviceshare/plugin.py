@@ -45,6 +45,7 @@ from policies.objects import ensure_map
 from scheduler_plugins.scheduler.framework.cycle_state import (
     MATCHED_RESERVATIONS,
     PRE_ALLOCATABLE,
+    RESERVATION_NOMINATOR,
     RESERVED_RESERVATION,
     CycleState,
 )
@@ -69,6 +70,7 @@ from scheduler_plugins.scheduler.reservations import (
     REASON_PREFIX,
     ReservationInfo,
     matched_on,
+    nominated_for,
     requires_reservation,
 )
 
@@ -160,7 +162,7 @@ class DeviceShare:
         return self._held_view(node_name).get(key)
 
     def _options(
-        self, state: CycleState, pod: PodInfo, node_name: str, nominated: object = None
+        self, state: CycleState, pod: PodInfo, node_name: str, nominated: str | None = None
     ) -> list[_Reuse | None]:
         """Each matched reservation holding cards here (what it still holds), each pod a
         pre-allocating reserve pod may take over (its cards), then the node alone unless the pod
@@ -182,7 +184,7 @@ class DeviceShare:
         return options
 
     def _allocate_any(
-        self, state: CycleState, pod: PodInfo, node_name: str, request: GPURequest, nominated: object = None
+        self, state: CycleState, pod: PodInfo, node_name: str, request: GPURequest, nominated: str | None = None
     ) -> tuple[DeviceAllocation, ...] | Status:
         """The first option's cards; else Unschedulable (`Reservation(s) ...` when the pod may only
         use its reservations, Koordinator's makeReasonsByReservation)."""
@@ -277,6 +279,18 @@ class DeviceShare:
         chosen = self._allocate_any(state, pod, node.name, request)
         return chosen if isinstance(chosen, Status) else SUCCESS
 
+    def filter_nominate_reservation(
+        self, state: CycleState, pod: PodInfo, info: ReservationInfo, node: NodeInfo
+    ) -> Status:
+        """FilterNominateReservation: whether this reservation's cards can serve the pod (one that holds
+        none has nothing to refuse)."""
+        request: GPURequest | None = state.read(_STATE_KEY)
+        remaining = self._restore(node.name, info) if request is not None else None
+        if request is None or remaining is None:
+            return SUCCESS
+        option = _Reuse(info.reserve_pod.key, remaining, info.allocate_policy == POLICY_RESTRICTED)
+        return SUCCESS if self.allocate(node.name, request, option) is not None else unschedulable(ERR_INSUFFICIENT)
+
     def filter_mask(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
     ) -> npt.NDArray[np.bool_] | None:
@@ -324,7 +338,8 @@ class DeviceShare:
                 return unresolvable(f"invalid GPU request: {exc}")
         if request is None:
             return SUCCESS
-        chosen = self._allocate_any(state, pod, node_name, request, state.read(RESERVED_RESERVATION))
+        nominated = nominated_for(state.read(RESERVED_RESERVATION), state.read(RESERVATION_NOMINATOR), node_name)
+        chosen = self._allocate_any(state, pod, node_name, request, nominated)
         if isinstance(chosen, Status):
             return chosen
         self.held.setdefault(node_name, {})[pod.key] = _Held(chosen, assumed=True)

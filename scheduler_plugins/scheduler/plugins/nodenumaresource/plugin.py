@@ -42,6 +42,7 @@ from policies.quantity import scalar_of, scalar_text
 from scheduler_plugins.scheduler.framework.cycle_state import (
     MATCHED_RESERVATIONS,
     PRE_ALLOCATABLE,
+    RESERVATION_NOMINATOR,
     RESERVED_RESERVATION,
     CycleState,
 )
@@ -71,7 +72,13 @@ from scheduler_plugins.scheduler.plugins.nodenumaresource.topology import (
     reserved_cpus,
 )
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
-from scheduler_plugins.scheduler.reservations import REASON_PREFIX, matched_on, requires_reservation
+from scheduler_plugins.scheduler.reservations import (
+    REASON_PREFIX,
+    ReservationInfo,
+    matched_on,
+    nominated_for,
+    requires_reservation,
+)
 
 NAME = "NodeNUMAResource"
 _STATE_KEY = NAME + "/preFilter"
@@ -183,7 +190,7 @@ class NodeNUMAResource:
         )
 
     def _options(
-        self, state: CycleState, pod: PodInfo, node: NodeInfo, nominated: object = None
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, nominated: str | None = None
     ) -> list[Option | None]:
         """The node as the pod sees it: once per matched reservation holding CPUs here (restored),
         then the node alone, unless the pod must use one of those reservations."""
@@ -284,7 +291,7 @@ class NodeNUMAResource:
         return _Decision(bind, policy, numa_policy, hint), SUCCESS
 
     def _decide_any(
-        self, state: CycleState, st: _PodState, pod: PodInfo, node: NodeInfo, nominated: object = None
+        self, state: CycleState, st: _PodState, pod: PodInfo, node: NodeInfo, nominated: str | None = None
     ) -> tuple[_Decision | None, Status, Option | None]:
         """`_decide` over the node's options (restored reservations first): the first that admits."""
         first: Status | None = None
@@ -308,6 +315,18 @@ class NodeNUMAResource:
         if st is None:
             return SUCCESS
         return self._decide_any(state, st, pod, node)[1]
+
+    def filter_nominate_reservation(
+        self, state: CycleState, pod: PodInfo, info: ReservationInfo, node: NodeInfo
+    ) -> Status:
+        """FilterNominateReservation: whether this reservation's CPUs can serve the pod (one that holds
+        none has nothing to refuse)."""
+        st = self._state(state, pod)
+        base = self.node_state(node)
+        if st is None or base is None:
+            return SUCCESS
+        options = restored(base, [info], self.cluster.reservations, pod.key)
+        return self._decide(st, node, options[0])[1] if options else SUCCESS
 
     def filter_mask(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
@@ -356,7 +375,8 @@ class NodeNUMAResource:
         st = self._state(state, pod)
         if st is None:
             return None, SUCCESS
-        decision, status, option = self._decide_any(state, st, pod, node, state.read(RESERVED_RESERVATION))
+        nominated = nominated_for(state.read(RESERVED_RESERVATION), state.read(RESERVATION_NOMINATOR), node.name)
+        decision, status, option = self._decide_any(state, st, pod, node, nominated)
         if decision is None or not (decision.bind or decision.hint is not None):
             return None, status
         ns = option.state if option is not None else self.node_state(node)

@@ -40,6 +40,7 @@ from scheduler_plugins.scheduler.framework.cycle_state import (
     MATCHED_RESERVATIONS,
     PRE_ALLOCATABLE,
     PREFERRED_NODES,
+    RESERVATION_NOMINATOR,
     RESERVED_RESERVATION,
     CycleState,
 )
@@ -124,6 +125,8 @@ class Reservation:
         state.write(STATE_KEY, cycle)
         state.write(MATCHED_RESERVATIONS, {node: tuple(infos) for node, infos in cycle.matched.items()})
         state.write(PRE_ALLOCATABLE, {node: tuple(pods) for node, pods in cycle.pre_allocatable.items()})
+        if cycle.matched:
+            state.write(RESERVATION_NOMINATOR, lambda node_name: self._nominate(state, cycle, pod, node_name))
         restored = frozenset(cycle.matched) | frozenset(cycle.pre_allocatable)
         state.before_filter_nodes[NAME] = restored  # only these nodes are restored
         if restored:
@@ -181,7 +184,7 @@ class Reservation:
         matched = cycle.matched.get(node.name)
         if not matched:
             return unresolvable(REASON_AFFINITY) if cycle.affinity is not None else SUCCESS
-        return self._filter_with_reservations(cycle, pod, self._held(node), matched)
+        return self._filter_with_reservations(state, cycle, pod, self._held(node), matched)
 
     def _filter_pre_allocation(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         cycle = self._cycle(state)
@@ -201,7 +204,7 @@ class Reservation:
         return matching.policy_conflict(own, [o for o in others if o is not None and self.index.matchable(o)])
 
     def _filter_with_reservations(
-        self, cycle: _Cycle, pod: PodInfo, held: NodeInfo, matched: list[ReservationInfo]
+        self, state: CycleState, cycle: _Cycle, pod: PodInfo, held: NodeInfo, matched: list[ReservationInfo]
     ) -> Status:
         """filterWithReservations: the pod fits when, for one matched reservation, the node's free
         resources plus what that reservation still holds cover it (every policy), and, for the
@@ -266,7 +269,7 @@ class Reservation:
             return SKIP
         best_order = 0
         for node in nodes:
-            chosen = self._nominate(cycle, pod, node.name)
+            chosen = self._nominate(state, cycle, pod, node.name)
             if chosen is None:
                 continue
             cycle.nominated[node.name] = chosen
@@ -274,14 +277,26 @@ class Reservation:
                 best_order, cycle.preferred = chosen.order, node.name
         return SUCCESS
 
-    def _nominate(self, cycle: _Cycle, pod: PodInfo, node_name: str) -> ReservationInfo | None:
-        """NominateReservation: the fitting matches; smallest order, else highest score."""
+    def _refused_by_plugins(self, state: CycleState, pod: PodInfo, info: ReservationInfo, node: NodeInfo) -> bool:
+        """RunNominateReservationFilterPlugins: a plugin with CPUs or cards of its own
+        (NodeNUMAResource, DeviceShare) says the reservation cannot serve the pod on the node."""
+        return any(
+            not p.filter_nominate_reservation(state, pod, info, node).is_success
+            for p in self.handle.nominate_reservation_filters
+        )
+
+    def _nominate(self, state: CycleState, cycle: _Cycle, pod: PodInfo, node_name: str) -> ReservationInfo | None:
+        """NominateReservation: the fitting matches (the NominateReservationFilterPlugins accept
+        them); smallest order, else highest score."""
         if node_name in cycle.nominated:
             return cycle.nominated[node_name]
+        node = self.handle.cluster.nodes.get(node_name)
         fitting = [
             r
             for r in cycle.matched.get(node_name, ())
-            if self.index.matchable(r) and not self._reservation_shortage(pod, r)
+            if self.index.matchable(r)
+            and not self._reservation_shortage(pod, r)
+            and (node is None or not self._refused_by_plugins(state, pod, r, node))
         ]
         if not fitting:
             return None
@@ -311,7 +326,7 @@ class Reservation:
         if is_reserve_pod(pod):
             return self._reserve_pre_allocation(state, pod, node_name)
         cycle = self._cycle(state)
-        chosen = self._nominate(cycle, pod, node_name)
+        chosen = self._nominate(state, cycle, pod, node_name)
         if chosen is None:
             if cycle.affinity is not None:
                 return unschedulable(REASON_AFFINITY)
