@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from scheduler_plugins.scheduler.framework.handle import ClientError
 from tests.scheduler_plugins.scheduler.test_reservation import available, setup
 from tests.support.builders import make_pod, make_reservation
 
@@ -147,3 +148,21 @@ def test_reserve_pods_of_conflicting_allocate_policies_do_not_share_a_node(mine,
     assert placement.scheduled is not conflict
     if conflict:
         assert "node(s) reservation allocate policy conflict" in placement.message
+
+
+def test_a_failed_bind_gives_the_pre_allocated_pod_back():
+    # Unreserve after PreBind (Koordinator's unreservePod): the pod loses reservation-allocated
+    scheduler, cluster, _ = setup(pending(), running(), nodes=("n1",))
+    client = scheduler.framework.handle.client
+    patch = client.patch
+
+    def refuse_status(kind, namespace, name, ops):
+        if kind == "Reservation" and ops[0]["path"] == "/status":
+            raise ClientError(500, "etcd is down")
+        return patch(kind, namespace, name, ops)
+
+    client.patch = refuse_status
+    placement = place(scheduler, cluster)
+    assert not placement.scheduled and "etcd is down" in placement.message
+    assert allocated_to(cluster, "default/web-0") is None
+    assert cluster.reservations.allocations.get("r-pa", {}) == {}

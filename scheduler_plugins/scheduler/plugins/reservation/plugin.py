@@ -354,7 +354,11 @@ class Reservation:
         return SUCCESS
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        pre_allocated = state.read(PRE_ALLOCATED_KEY)
+        if isinstance(pre_allocated, PodInfo) and state.read(PRE_ALLOCATED_KEY + "/marked"):
+            preallocation.unmark(self.handle, pre_allocated)  # unreservePod: the pod is its own again
         state.delete(PRE_ALLOCATED_KEY)
+        state.delete(PRE_ALLOCATED_KEY + "/marked")
         chosen = state.read(RESERVED_KEY)
         if isinstance(chosen, ReservationInfo):
             self.index.release(chosen.name, pod.key)
@@ -367,7 +371,10 @@ class Reservation:
         the Reservation's status gains the owner and the allocated total."""
         pre_allocated = state.read(PRE_ALLOCATED_KEY)
         if is_reserve_pod(pod) and isinstance(pre_allocated, PodInfo):
-            return self._pre_bind_pre_allocated(pod, pre_allocated)
+            status = self._pre_bind_pre_allocated(pod, pre_allocated)
+            if status.is_success:
+                state.write(PRE_ALLOCATED_KEY + "/marked", True)
+            return status
         chosen = state.read(RESERVED_KEY)
         if not isinstance(chosen, ReservationInfo):
             return SUCCESS

@@ -125,6 +125,15 @@ def mark(handle: Handle, info: ReservationInfo | None, target: PodInfo) -> Statu
     return SUCCESS
 
 
+def unmark(handle: Handle, target: PodInfo) -> None:
+    """Undo `mark` (Unreserve after PreBind): best effort, as Koordinator's unreservePod."""
+    path = "/metadata/annotations/" + ANNOTATION_RESERVATION_ALLOCATED.replace("~", "~0").replace("/", "~1")
+    try:
+        handle.client.patch("Pod", target.namespace, target.name, [{"op": "remove", "path": path}])
+    except ClientError:
+        return
+
+
 def nominate(reserve_pod: PodInfo, info: ReservationInfo, node: NodeInfo, pods: Sequence[PodInfo]) -> PodInfo | None:
     """NominatePreAllocation: of the candidates that fit on their own, the one the reservation
     scores highest (MostAllocated of its requests over the reservation), ties by key: the first
