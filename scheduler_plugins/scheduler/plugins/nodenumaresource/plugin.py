@@ -25,7 +25,6 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.constants import (
-    ANNOTATION_NUMA_TOPOLOGY_SPEC,
     ANNOTATION_RESOURCE_SPEC,
     ANNOTATION_RESOURCE_STATUS,
     LABEL_NODE_CPU_BIND_POLICY,
@@ -34,13 +33,10 @@ from policies.constants import (
     NODE_RESOURCE_TOPOLOGY_KIND,
     RESOURCE_CPU,
     RESOURCE_MEMORY,
-    PriorityClass,
-    QoSClass,
 )
-from policies.cpuset import NUMANodeResource, ResourceStatus, format_cpuset, resource_status_of
+from policies.cpuset import resource_status_of
 from policies.objects import ensure_map
-from policies.qos import raw_qos_class
-from policies.quantity import scalar_of, scalar_text
+from policies.quantity import scalar_of
 from scheduler_plugins.scheduler.framework.cycle_state import (
     MATCHED_RESERVATIONS,
     PRE_ALLOCATABLE,
@@ -53,13 +49,20 @@ from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, PreFilte
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.pod_overlay import PodOverlay
 from scheduler_plugins.scheduler.framework.scoring import least_requested, most_requested
-from scheduler_plugins.scheduler.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
+from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, unresolvable, unschedulable
 from scheduler_plugins.scheduler.plugins.nodenumaresource.allocator import numa_order
 from scheduler_plugins.scheduler.plugins.nodenumaresource.args import (
     FULL_PCPUS,
     MOST_ALLOCATED,
     SPREAD_BY_PCPUS,
     NodeNUMAResourceArgs,
+)
+from scheduler_plugins.scheduler.plugins.nodenumaresource.request import (
+    ERR_NOT_INTEGER,
+    PodState,
+    pod_state,
+    resource_status,
+    split_by_numa,
 )
 from scheduler_plugins.scheduler.plugins.nodenumaresource.reservation import (
     Option,
@@ -91,38 +94,13 @@ NODE_FULL_PCPUS_ONLY: Final = "FullPCPUsOnly"
 NODE_SPREAD_BY_PCPUS: Final = "SpreadByPCPUs"
 NUMA_RESTRICTED: Final = "Restricted"
 NUMA_SINGLE_NODE: Final = "SingleNUMANode"
-DEFAULT_POLICY: Final = "Default"
 
-ERR_NOT_INTEGER = "the requested CPUs must be integer"
 ERR_NUMA_POLICY = "node(s) NUMA Topology policy not match"
 ERR_INVALID_TOPOLOGY = "node(s) invalid CPU Topology"
 ERR_POLICY_CONFLICT = "node(s) cpu bind policy conflicts with pod's required cpu bind policy"
 ERR_NOT_MULTIPLE = "node(s) requested cpus not multiple cpus per core"
 ERR_NOT_ENOUGH = "not enough cpus available to satisfy request"
 ERR_NUMA_AFFINITY = "node(s) NUMA Topology affinity error"
-
-
-def _json_annotation(pod: PodInfo, key: str) -> Mapping[str, Any]:
-    try:
-        value = json.loads(pod.annotations.get(key) or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, Mapping) else {}
-
-
-@dataclass(frozen=True)
-class _PodState:
-    cpu: int  # millicores requested
-    memory: int
-    allow_cpuset: bool
-    bind: bool  # the pod itself asks for bound CPUs
-    policy: str  # FullPCPUs | SpreadByPCPUs | ""
-    required: bool
-    numa_policy: str
-
-    @property
-    def num_cpus(self) -> int:
-        return self.cpu // 1000
 
 
 @dataclass(frozen=True)
@@ -235,46 +213,24 @@ class NodeNUMAResource:
 
     # --- PreFilter -------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
-        st, status = self._pod_state(pod)
+        st, status = pod_state(pod, self.args.default_cpu_bind_policy)
         if st is not None:
             state.write(_STATE_KEY, st)
         return None, status
 
-    def _pod_state(self, pod: PodInfo) -> tuple[_PodState | None, Status]:
-        requests = pod.requests
-        if not any(requests.values()):
-            return None, SKIP
-        cpu = requests.get(RESOURCE_CPU, 0)
-        spec = _json_annotation(pod, ANNOTATION_RESOURCE_SPEC)
-        allow = raw_qos_class(pod.obj) in (QoSClass.LSE, QoSClass.LSR) and pod.priority_class is PriorityClass.PROD
-        policy, required = "", False
-        if allow:
-            preferred = str(spec.get("preferredCPUBindPolicy") or "")
-            policy = self.args.default_cpu_bind_policy if preferred in ("", DEFAULT_POLICY) else preferred
-            wanted = str(spec.get("requiredCPUBindPolicy") or "")
-            if wanted:
-                policy, required = (self.args.default_cpu_bind_policy if wanted == DEFAULT_POLICY else wanted), True
-        bind = False
-        if policy in (FULL_PCPUS, SPREAD_BY_PCPUS):
-            if cpu % 1000:
-                return None, unresolvable(ERR_NOT_INTEGER)
-            bind = cpu > 0
-        numa_policy = str(_json_annotation(pod, ANNOTATION_NUMA_TOPOLOGY_SPEC).get("numaTopologyPolicy") or "")
-        return _PodState(cpu, requests.get(RESOURCE_MEMORY, 0), allow, bind, policy, required, numa_policy), SUCCESS
-
-    def _state(self, state: CycleState, pod: PodInfo) -> _PodState | None:
+    def _state(self, state: CycleState, pod: PodInfo) -> PodState | None:
         """PreFilter's verdict, computed here when this cycle had no PreFilter (the extender's
         bind verb runs Reserve and PreBind in a cycle of their own)."""
-        st: _PodState | None = state.read(_STATE_KEY)
+        st: PodState | None = state.read(_STATE_KEY)
         if st is None:
-            st = self._pod_state(pod)[0]
+            st = pod_state(pod, self.args.default_cpu_bind_policy)[0]
             if st is not None:
                 state.write(_STATE_KEY, st)
         return st
 
     # --- Filter ----------------------------------------------------------------------------------
     def _decide(
-        self, st: _PodState, node: NodeInfo, option: Option | None = None, state: CycleState | None = None
+        self, st: PodState, node: NodeInfo, option: Option | None = None, state: CycleState | None = None
     ) -> tuple[_Decision | None, Status]:
         node_numa = node.labels.get(LABEL_NODE_NUMA_TOPOLOGY_POLICY, "")
         if st.numa_policy and node_numa and st.numa_policy != node_numa:
@@ -320,7 +276,7 @@ class NodeNUMAResource:
         return _Decision(bind, policy, numa_policy, hint), SUCCESS
 
     def _decide_any(
-        self, state: CycleState, st: _PodState, pod: PodInfo, node: NodeInfo, nominated: str | None = None
+        self, state: CycleState, st: PodState, pod: PodInfo, node: NodeInfo, nominated: str | None = None
     ) -> tuple[_Decision | None, Status, Option | None]:
         """`_decide` over the node's options (restored reservations first): the first that admits."""
         first: Status | None = None
@@ -418,7 +374,7 @@ class NodeNUMAResource:
             cpus = chosen
         numa: dict[int, Vector] = {}
         if decision.hint is not None:
-            numa = _split(ns, cpus, decision.hint, st.cpu, st.memory)
+            numa = split_by_numa(ns, cpus, decision.hint, st.cpu, st.memory)
         return Allocation(cpus, numa, assumed=True), SUCCESS
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -474,38 +430,6 @@ def _option(option: Option | None, ns: NodeState) -> Option:
 def _has_policy_labels(node: NodeInfo) -> bool:
     labels = node.labels
     return LABEL_NODE_CPU_BIND_POLICY in labels or LABEL_NODE_NUMA_TOPOLOGY_POLICY in labels
-
-
-def resource_status(allocation: Allocation) -> ResourceStatus:
-    return ResourceStatus(
-        format_cpuset(allocation.cpus),
-        tuple(
-            NUMANodeResource(n, {name: scalar_text(name, amount) for name, amount in sorted(res.items()) if amount})
-            for n, res in sorted(allocation.numa.items())
-        ),
-    )
-
-
-def _split(ns: NodeState, cpus: frozenset[int], hint: list[int], cpu: int, memory: int) -> dict[int, Vector]:
-    """The pod's cpu and memory per admitted NUMA node: bound CPUs where they are, the rest filled
-    into the NUMA nodes' free room in hint order."""
-    free = ns.numa_free()
-    out: dict[int, Vector] = {n: {} for n in hint}
-    cpu_node = {c.id: c.node for c in ns.topo.topology.cpus}
-    if cpus:
-        for cpu_id in cpus:
-            node = cpu_node[cpu_id]
-            out.setdefault(node, {})[RESOURCE_CPU] = out.get(node, {}).get(RESOURCE_CPU, 0) + 1000
-        cpu = 0
-    for name, left in ((RESOURCE_CPU, cpu), (RESOURCE_MEMORY, memory)):
-        for n in hint:
-            if left <= 0:
-                break
-            take = min(left, max(free[n].get(name, 0), 0)) if n != hint[-1] else left
-            if take:
-                out[n][name] = out[n].get(name, 0) + take
-                left -= take
-    return {n: res for n, res in out.items() if res}
 
 
 def new(args: NodeNUMAResourceArgs, handle: Handle) -> NodeNUMAResource:
