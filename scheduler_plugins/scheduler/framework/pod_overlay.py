@@ -12,7 +12,9 @@ as it is.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 
 T = TypeVar("T")
 
@@ -55,3 +57,19 @@ class PodOverlay(Generic[T]):
         if added:
             out.update(added)
         return out
+
+
+def overlay_in(state: CycleState, key: str) -> PodOverlay[Any]:
+    """The cycle's overlay under the plugin's `key`, written on first use (RemovePod, AddPod)."""
+    overlay: PodOverlay[Any] | None = state.read(key)
+    if overlay is None:
+        overlay = PodOverlay()
+        state.write(key, overlay)
+    return overlay
+
+
+def held_in_cycle(state: CycleState | None, key: str, node_name: str, cache: Mapping[str, T]) -> Mapping[str, T]:
+    """What the pods hold on the node as this cycle's overlay under `key` left it: the cache
+    itself when the cycle has none (no preemption trial)."""
+    overlay: PodOverlay[T] | None = state.read(key) if state is not None else None
+    return overlay.view(node_name, cache) if overlay is not None else cache

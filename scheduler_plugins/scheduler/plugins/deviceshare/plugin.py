@@ -55,7 +55,7 @@ from scheduler_plugins.scheduler.framework.cycle_state import (
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, NodeScore, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
-from scheduler_plugins.scheduler.framework.pod_overlay import PodOverlay
+from scheduler_plugins.scheduler.framework.pod_overlay import held_in_cycle, overlay_in
 from scheduler_plugins.scheduler.framework.scoring import least_requested, most_requested
 from scheduler_plugins.scheduler.framework.status import (
     MAX_NODE_SCORE,
@@ -149,10 +149,7 @@ class DeviceShare:
         """What each entry holds on the node, a reservation counting only what its owners have not
         taken (they are counted as themselves), as this cycle's PreFilter extensions left it
         (`state`'s overlay: preemption's victims removed)."""
-        held: Mapping[str, _Held] = self.held.get(node_name, {})
-        overlay: PodOverlay[_Held] | None = state.read(_OVERLAY_KEY) if state is not None else None
-        if overlay is not None:
-            held = overlay.view(node_name, held)
+        held = held_in_cycle(state, _OVERLAY_KEY, node_name, self.held.get(node_name, {}))
         out = {key: h.gpus for key, h in held.items()}
         index = self.cluster.reservations
         for name in index.by_node.get(node_name, ()):
@@ -311,24 +308,17 @@ class DeviceShare:
         return np.fromiter((self.filter(state, pod, n).is_success for n in nodes), np.bool_, len(nodes))
 
     # --- PreFilter extensions --------------------------------------------------------------------
-    def _overlay(self, state: CycleState) -> PodOverlay[_Held]:
-        overlay: PodOverlay[_Held] | None = state.read(_OVERLAY_KEY)
-        if overlay is None:
-            overlay = PodOverlay()
-            state.write(_OVERLAY_KEY, overlay)
-        return overlay
-
     def add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
         """`other` holds its cards again (a reprieved victim); a pod holding none here (a nominated
         pod not bound yet) adds nothing, as Koordinator's AddPod."""
         if state.read(_STATE_KEY) is not None and other.key in self.held.get(node.name, {}):
-            self._overlay(state).add(node.name, other.key, None)
+            overlay_in(state, _OVERLAY_KEY).add(node.name, other.key, None)
         return SUCCESS
 
     def remove_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
         """`other`'s cards are free in this cycle (a preemption's victim)."""
         if state.read(_STATE_KEY) is not None and other.key in self.held.get(node.name, {}):
-            self._overlay(state).remove(node.name, other.key)
+            overlay_in(state, _OVERLAY_KEY).remove(node.name, other.key)
         return SUCCESS
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:

@@ -26,7 +26,7 @@ from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
-from scheduler_plugins.scheduler.framework.pod_overlay import PodOverlay
+from scheduler_plugins.scheduler.framework.pod_overlay import PodOverlay, overlay_in
 from scheduler_plugins.scheduler.framework.scoring import least_requested
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, error, unschedulable
 from scheduler_plugins.scheduler.plugins.loadaware import estimator
@@ -251,11 +251,7 @@ class LoadAwareScheduling:
     def remove_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
         """A victim's usage is taken off the node's in this cycle."""
         if node.name in self.cache.loads:
-            overlay: PodOverlay[None] | None = state.read(_OVERLAY_KEY)
-            if overlay is None:
-                overlay = PodOverlay()
-                state.write(_OVERLAY_KEY, overlay)
-            overlay.remove(node.name, other.key)
+            overlay_in(state, _OVERLAY_KEY).remove(node.name, other.key)
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:

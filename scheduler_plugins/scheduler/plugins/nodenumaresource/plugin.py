@@ -47,7 +47,7 @@ from scheduler_plugins.scheduler.framework.cycle_state import (
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
-from scheduler_plugins.scheduler.framework.pod_overlay import PodOverlay
+from scheduler_plugins.scheduler.framework.pod_overlay import held_in_cycle, overlay_in
 from scheduler_plugins.scheduler.framework.scoring import least_requested, most_requested
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, unresolvable, unschedulable
 from scheduler_plugins.scheduler.plugins.nodenumaresource.allocator import numa_order
@@ -168,30 +168,21 @@ class NodeNUMAResource:
         if topo is None:
             return None
         held = owners_view(self.allocations.get(node.name, {}), self.cluster.reservations, node.name)
-        overlay: PodOverlay[Allocation] | None = state.read(_OVERLAY_KEY) if state is not None else None
-        if overlay is not None:
-            held = overlay.view(node.name, held)
+        held = held_in_cycle(state, _OVERLAY_KEY, node.name, held)
         return NodeState(topo, reserved_cpus(node.annotations), node.allocatable.get(RESOURCE_MEMORY, 0), held)
 
     # --- PreFilter extensions --------------------------------------------------------------------
-    def _overlay(self, state: CycleState) -> PodOverlay[Allocation]:
-        overlay: PodOverlay[Allocation] | None = state.read(_OVERLAY_KEY)
-        if overlay is None:
-            overlay = PodOverlay()
-            state.write(_OVERLAY_KEY, overlay)
-        return overlay
-
     def add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
         """`other` holds its CPUs again (a reprieved victim). A pod that holds none here (a
         nominated pod not bound yet) adds nothing, as Koordinator's AddPod."""
         if state.read(_STATE_KEY) is not None and other.key in self.allocations.get(node.name, {}):
-            self._overlay(state).add(node.name, other.key, None)
+            overlay_in(state, _OVERLAY_KEY).add(node.name, other.key, None)
         return SUCCESS
 
     def remove_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
         """`other`'s CPUs and NUMA resources are free in this cycle (a preemption's victim)."""
         if state.read(_STATE_KEY) is not None and other.key in self.allocations.get(node.name, {}):
-            self._overlay(state).remove(node.name, other.key)
+            overlay_in(state, _OVERLAY_KEY).remove(node.name, other.key)
         return SUCCESS
 
     def _options(
