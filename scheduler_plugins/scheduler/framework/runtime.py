@@ -219,28 +219,25 @@ class Framework:
         self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo
     ) -> Status:
         """Every PreFilter extension's AddPod, in order, except for plugins PreFilter skipped."""
-        skip = state.skip_filter_plugins
-        for plugin in self.pre_filter_extensions:
-            if plugin.name in skip:
-                continue
-            status = plugin.add_pod(state, pod, other, node)
-            if not status.is_success:
-                return error(f"running AddPod on PreFilter plugin {plugin.name}: {status.message}").with_plugin(
-                    plugin.name
-                )
-        return SUCCESS
+        return self._run_pre_filter_extensions("AddPod", state, pod, other, node)
 
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo
     ) -> Status:
         """Every PreFilter extension's RemovePod, in order, except for plugins PreFilter skipped."""
+        return self._run_pre_filter_extensions("RemovePod", state, pod, other, node)
+
+    def _run_pre_filter_extensions(
+        self, verb: str, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo
+    ) -> Status:
         skip = state.skip_filter_plugins
         for plugin in self.pre_filter_extensions:
             if plugin.name in skip:
                 continue
-            status = plugin.remove_pod(state, pod, other, node)
+            run = plugin.add_pod if verb == "AddPod" else plugin.remove_pod
+            status = run(state, pod, other, node)
             if not status.is_success:
-                return error(f"running RemovePod on PreFilter plugin {plugin.name}: {status.message}").with_plugin(
+                return error(f"running {verb} on PreFilter plugin {plugin.name}: {status.message}").with_plugin(
                     plugin.name
                 )
         return SUCCESS
