@@ -211,7 +211,10 @@ def _format_of(raw: object) -> QuantityFormat:
         return QuantityFormat.BINARY_SI
 
 
-def node_input(node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> NodeInput:
+def node_input(
+    node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], pod_inputs: tuple[PodInput, ...] | None = None
+) -> NodeInput:
+    """`pod_inputs`: the pods' inputs when the caller kept them (`memo.PlanMemo`), else read here."""
     status = node.get("status") or {}
     capacity = status.get("capacity") or {}
     annotations = annotations_of(node)
@@ -223,7 +226,7 @@ def node_input(node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> No
         allocatable=res_of(status.get("allocatable")),
         memory_format=_format_of(capacity.get(RESOURCE_MEMORY, "0")),
         reservation=reservation_of(annotations),
-        pods=tuple(pod_input(p) for p in pods),
+        pods=pod_inputs if pod_inputs is not None else tuple(pod_input(p) for p in pods),
     )
 
 

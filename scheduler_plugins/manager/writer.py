@@ -52,7 +52,12 @@ def new_object(action: SpecWrite) -> dict[str, Any]:
         metadata["ownerReferences"] = [
             {"apiVersion": "v1", "kind": "Node", "name": action.node, "uid": action.node_uid}
         ]
-    return {"apiVersion": kind.api_version, "kind": action.kind, "metadata": metadata, "spec": dict(action.spec)}
+    return {
+        "apiVersion": kind.api_version,
+        "kind": action.kind,
+        "metadata": metadata,
+        "spec": copy.deepcopy(dict(action.spec)),
+    }
 
 
 class KubeWriter:
@@ -161,6 +166,6 @@ class StoreWriter:
         elif isinstance(action, TopologyWrite):
             obj["zones"] = action.zones
         elif isinstance(action, SpecWrite):
-            obj["spec"] = dict(action.spec)
+            obj["spec"] = copy.deepcopy(dict(action.spec))
         self.store.put(kind, obj)
         return Written(obj)
