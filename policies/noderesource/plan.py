@@ -128,8 +128,11 @@ def plan_node(
     """One round for one node (nothing is written); `memo` keeps what rarely changes between rounds."""
     meta = node.get("metadata") or {}
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    strategy = config.colocation.strategy_for(labels, annotations)
     name = str(meta.get("name") or "")
+    if memo is not None:
+        strategy = memo.strategy(name, config.colocation, labels, annotations)
+    else:
+        strategy = config.colocation.strategy_for(labels, annotations)
     status = node.get("status") or {}
     current = _extended(status.get("allocatable") or {})
     if memo is not None:
