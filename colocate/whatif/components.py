@@ -11,7 +11,6 @@ Nothing here decides: it hands each component its inputs and the store its write
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections.abc import Mapping
 from pathlib import Path
@@ -42,7 +41,7 @@ from scheduler_plugins.koordlet.pods import PodView, is_active, pod_view
 from scheduler_plugins.koordlet.states import NodeState
 from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions
 from scheduler_plugins.koordlet.topology import CPUInfo, flat_processors, processors_of_topology
-from scheduler_plugins.koordlet.usage import BECPU, usage_of_node_metric
+from scheduler_plugins.koordlet.usage import BECPU, Usage, usage_of_node_metric
 from scheduler_plugins.manager.cluster import ManagerView
 from scheduler_plugins.manager.metrics import ManagerMetrics
 from scheduler_plugins.manager.reconciler import Reconciler
@@ -222,7 +221,8 @@ class Koordlet:
         def read(cgroup: str, resource: Resource) -> Any:
             return files.get((cgroup, resource.name))
 
-        usage = dataclasses.replace(usage_of_node_metric(metric), be_cpu=be_cpu)
+        reported = usage_of_node_metric(metric)
+        usage = Usage(reported.node, reported.pods, reported.host_apps, be_cpu)
         views = tuple(view for p in pods if (view := self._view(p)) is not None)
         inp = RoundInput(state, usage, self.layout, read, self.clock(), self._cpus(name, node, topology), views)
         manager = self.managers.get(name)

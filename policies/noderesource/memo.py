@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from policies.constants import ANNOTATION_NETWORK_BANDWIDTH, ANNOTATION_NODE_COLOCATION_STRATEGY
+from policies.noderesource.collect_policy import nodemetric_spec
 from policies.noderesource.inputs import PodInput, pod_input
 from policies.noderesource.nodeslo import render_nodeslo_spec
 from policies.slo_config.colocation import ColocationConfig, ColocationStrategy
@@ -32,6 +33,16 @@ class PlanMemo:
         self._pods: dict[str, dict[int, tuple[Mapping[str, Any], PodInput]]] = {}
         self._slos: dict[str, tuple[_SLOKey, dict[str, Any]]] = {}
         self._strategies: dict[str, tuple[_StrategyKey, ColocationStrategy]] = {}
+        self._metric_specs: dict[str, tuple[ColocationStrategy, dict[str, Any]]] = {}
+
+    def nodemetric(self, node: str, strategy: ColocationStrategy) -> dict[str, Any]:
+        """The node's NodeMetric spec (a function of its strategy; shared: read it, never change it)."""
+        cached = self._metric_specs.get(node)
+        if cached is not None and cached[0] is strategy:
+            return cached[1]
+        spec = nodemetric_spec(strategy)
+        self._metric_specs[node] = (strategy, spec)
+        return spec
 
     def strategy(
         self, node: str, config: ColocationConfig, labels: Mapping[str, str], annotations: Mapping[str, str]
@@ -81,3 +92,4 @@ class PlanMemo:
         self._pods.pop(node, None)
         self._slos.pop(node, None)
         self._strategies.pop(node, None)
+        self._metric_specs.pop(node, None)

@@ -139,7 +139,7 @@ def plan_node(
         nodeslo = memo.nodeslo(name, config.slo, labels, annotations, nodeslo_extensions)
     else:
         nodeslo = render_nodeslo_spec(config.slo, labels, annotations, nodeslo_extensions)
-    nodemetric = nodemetric_spec(strategy)
+    nodemetric = memo.nodemetric(name, strategy) if memo is not None else nodemetric_spec(strategy)
     has_nrt = nrt is not None
     base: dict[str, Any] = dict(name=name, strategy=strategy, nodeslo=nodeslo, nodemetric=nodemetric)
     if not config.available:
