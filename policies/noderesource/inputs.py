@@ -12,6 +12,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Final
 
 from policies.constants import (
@@ -76,7 +77,15 @@ def multiply_value(milli: int, factor: float) -> int:
     return int(float(value_of(milli)) * factor) * 1000
 
 
+@lru_cache(maxsize=4096, typed=True)
+def _milli_of(raw: str | int | float) -> int:
+    return Quantity.parse(raw).milli_value()
+
+
 def _milli(raw: object) -> int:
+    """Raises QuantityError on what is not a quantity (cached by text: capacities repeat)."""
+    if isinstance(raw, (str, int, float)):
+        return _milli_of(raw)
     return Quantity.parse(raw).milli_value()
 
 
