@@ -92,6 +92,7 @@ def cluster(nodes: int, pods: int) -> dict[str, list[dict[str, Any]]]:
                     },
                     "spec": {
                         "nodeName": name,
+                        "schedulerName": "koord-scheduler",  # ReservationFirst migrates koord-scheduler's pods
                         "containers": [
                             {
                                 "name": "main",

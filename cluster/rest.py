@@ -2,8 +2,8 @@
 
 The typed clients of `kubernetes` know no custom resources and would round-trip objects through
 models; this is the handful of REST verbs a controller needs (get, list, create, replace, replace
-status, delete), each one bounded by a timeout and answering an `ApiError` with the HTTP code on
-failure (0: no answer). Calls block: run them off the event loop.
+status, merge patch, delete with options), each one bounded by a timeout and answering an
+`ApiError` with the HTTP code on failure (0: no answer). Calls block: run them off the event loop.
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ class ObjectClient:
     def __init__(self, api: ApiClient, timeout: tuple[float, float] = TIMEOUT) -> None:
         self.api, self.timeout = api, timeout
 
-    def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+    def _call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> dict[str, Any]:
         request = self.api.param_serialize(
             method,
             path,
             body=body,
             auth_settings=["BearerToken"],
-            header_params={"Accept": "application/json", "Content-Type": "application/json"},
+            header_params={"Accept": "application/json", "Content-Type": content_type},
         )
         try:
             response = self.api.call_api(*request, _request_timeout=self.timeout)
@@ -86,10 +86,16 @@ class ObjectClient:
         path = object_path(kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         return self._call("PUT", path + ("/status" if status else ""), dict(obj))
 
-    def delete(self, kind: str, namespace: str, name: str) -> None:
-        """Delete; an object already gone is not an error."""
+    def patch(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch (RFC 7386) of the object: only the fields it names change."""
+        return self._call("PATCH", object_path(kind, namespace, name), dict(patch), "application/merge-patch+json")
+
+    def delete(self, kind: str, namespace: str, name: str, options: Mapping[str, Any] | None = None) -> None:
+        """Delete (with `DeleteOptions`, e.g. `gracePeriodSeconds`); an object already gone is not
+        an error."""
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", **options} if options else None
         try:
-            self._call("DELETE", object_path(kind, namespace, name))
+            self._call("DELETE", object_path(kind, namespace, name), body)
         except ApiError as exc:
             if exc.code != 404:
                 raise

@@ -41,15 +41,29 @@ async def wait_synced(view: SyncedView) -> None:
     await synced.wait()
 
 
-async def keep_leading(elector: LeaseElector, retry_period: float, leading: asyncio.Event, gauge: Gauge) -> None:
+async def keep_leading(
+    elector: LeaseElector,
+    retry_period: float,
+    leading: asyncio.Event,
+    gauge: Gauge,
+    renew_deadline: float | None = None,
+) -> None:
     """Acquire and renew the lease every `retry_period`; `leading` is set, and `gauge` is 1, while we
-    hold it. An API server that cannot be reached means we cannot know we still lead: we stop."""
+    hold it. An API server that cannot be reached means we cannot know we still lead: we stop —
+    at once, or, with `renew_deadline` (client-go's `renewDeadline`, shorter than the lease), once
+    no renewal has succeeded for that long; meanwhile the lease we wrote still holds the others off.
+    A lease another holder has taken stops us at once."""
+    loop = asyncio.get_running_loop()
+    renewed = loop.time()
     while True:
         try:
             leader = await asyncio.to_thread(elector.try_acquire_or_renew)
+            if leader:
+                renewed = loop.time()
         except Exception as exc:  # noqa: BLE001 - unreachable, refused: either way not known to lead
-            log.warning("leader election failed: %s", exc)
-            leader = False
+            within = renew_deadline is not None and loop.time() - renewed < renew_deadline
+            leader = leading.is_set() and within
+            log.warning("leader election failed%s: %s", " (still within renewDeadline)" if leader else "", exc)
         if leader != leading.is_set():
             log.info("%s the lease %s/%s", "acquired" if leader else "lost", elector.namespace, elector.name)
         (leading.set if leader else leading.clear)()

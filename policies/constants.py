@@ -127,6 +127,10 @@ ANNOTATION_EVICT_TRIGGER: Final = "koordinator.sh/evict-trigger"
 ANNOTATION_JOB_CREATED_BY: Final = "koordinator.sh/job-created-by"
 ANNOTATION_PASSED_ARBITRATION: Final = "descheduler.koordinator.sh/passed-arbitration"
 LABEL_RESERVATION_CREATED_BY: Final = "app.kubernetes.io/created-by"
+# how one pod (or its job) asks to be evicted (migration/evictor/interpreter.go LabelEvictPolicy)
+LABEL_EVICT_POLICY: Final = "koordinator.sh/evict-policy"
+# what the SoftEviction policy writes instead of evicting (apis/extension/descheduling.go)
+ANNOTATION_SOFT_EVICTION: Final = "scheduling.koordinator.sh/soft-eviction"
 
 # Gang scheduling (apis/extension/coscheduling.go; PodGroup of scheduling.sigs.k8s.io/v1alpha1).
 POD_GROUP_KIND: Final = "PodGroup"

@@ -3,7 +3,12 @@
 The one implementation the webhook and the scheduler share, so both see the same amount for one
 pod: containers are summed; a sidecar (an init container with `restartPolicy: Always`) keeps
 running, so it is added to the steady state; a regular init container runs beside the sidecars
-started before it, and the pod needs the largest such moment; then `spec.overhead` is added.
+started before it, and the pod needs the largest such moment. Pod-level resources
+(`spec.resources`, the PodLevelResources feature, on by default since Kubernetes 1.34) then replace
+the containers' total for each resource they name that is supported at pod level (cpu, memory,
+`hugepages-*`), as `PodRequests`/`PodLimits` of `k8s.io/component-helpers/resource` do for
+Koordinator's `util.GetPodRequest`. Last, `spec.overhead` is added: to every request, and only to
+limits that are set and not zero (a pod without a memory limit does not gain one).
 
 The amounts are generic: the webhook keeps exact `Quantity` values, the scheduler compares integer
 scalars (`policies.quantity.resource_list`). `non_missing` is kube-scheduler's
@@ -23,6 +28,33 @@ Amount = TypeVar("Amount", int, Quantity)
 ParseResources = Callable[[Any], dict[str, Amount]]
 
 CONTAINER_RESTART_POLICY_ALWAYS: Final = "Always"
+#: resources a pod may state at pod level (`IsSupportedPodLevelResource`); hugepages by prefix
+POD_LEVEL_RESOURCES: Final = frozenset({"cpu", "memory"})
+HUGEPAGES_PREFIX: Final = "hugepages-"
+
+
+def is_pod_level_resource(name: str) -> bool:
+    return name in POD_LEVEL_RESOURCES or name.startswith(HUGEPAGES_PREFIX)
+
+
+def _pod_level(spec: Mapping[str, Any], field: str) -> Mapping[str, Any] | None:
+    """`spec.resources.<field>` restricted to pod-level resources, or None when the pod states
+    none (`IsPodLevelRequestsSet`; for limits `IsPodLevelResourcesSet`, which looks at both)."""
+    resources = spec.get("resources")
+    if not isinstance(resources, Mapping):
+        return None
+    wanted = resources.get(field)
+    wanted = wanted if isinstance(wanted, Mapping) else {}
+    gate = ("requests",) if field == "requests" else ("requests", "limits")
+    if not any(
+        isinstance(resources.get(g), Mapping) and any(is_pod_level_resource(str(n)) for n in resources[g]) for g in gate
+    ):
+        return None
+    return {name: value for name, value in wanted.items() if is_pod_level_resource(str(name))}
+
+
+def _is_zero(amount: int | Quantity) -> bool:
+    return amount.is_zero() if isinstance(amount, Quantity) else amount == 0
 
 
 def _add(into: dict[str, Amount], other: Mapping[str, Amount]) -> None:
@@ -71,5 +103,11 @@ def pod_resources(
             _add(running, amounts)
             _max(init_peak, running)
     _max(total, init_peak)
-    _add(total, parse(spec.get("overhead")))
+    pod_level = _pod_level(spec, field)
+    if pod_level:
+        total.update(parse(pod_level))
+    overhead = parse(spec.get("overhead"))
+    if field == "limits":
+        overhead = {name: amount for name, amount in overhead.items() if name in total and not _is_zero(total[name])}
+    _add(total, overhead)
     return total

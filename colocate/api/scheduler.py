@@ -7,7 +7,7 @@ its `pluginConfig` args go to its own parser (`PluginSpec.parse_args(raw, path)`
 """
 
 from policies.field_errors import ConfigError, Fields
-from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState, StateData
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import (
     BindPlugin,
@@ -19,6 +19,7 @@ from scheduler_plugins.scheduler.framework.interfaces import (
     PostFilterResult,
     PreBindPlugin,
     PreEnqueuePlugin,
+    PreFilterExtensions,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
@@ -66,6 +67,7 @@ __all__ = [
     "PostFilterResult",
     "PreBindPlugin",
     "PreEnqueuePlugin",
+    "PreFilterExtensions",
     "PreFilterPlugin",
     "PreFilterResult",
     "PreScorePlugin",
@@ -73,6 +75,7 @@ __all__ = [
     "ReservePlugin",
     "ScoreExtensions",
     "ScorePlugin",
+    "StateData",
     "Status",
     "error",
     "no_args",

@@ -29,6 +29,7 @@ from policies.constants import (
 )
 from policies.durations import parse_duration
 from policies.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
+from policies.slo_config.rules import json_type
 
 CALCULATE_BY_USAGE: Final = "usage"
 CALCULATE_BY_REQUEST: Final = "request"
@@ -129,22 +130,10 @@ def _trim(value: int, scale: int) -> str:
     return f"{whole}.{digits}"
 
 
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "number"
-
-
 def _decode_field(name: str, kind: str, value: Any, path: str) -> Any:
     where = f"{path}.{name}" if path else name
     wrong = ColocationDecodeError(
-        f"json: cannot unmarshal {_json_type(value)} into Go struct field {where} of type {kind}"
+        f"json: cannot unmarshal {json_type(value)} into Go struct field {where} of type {kind}"
     )
     if kind == _BOOL:
         if not isinstance(value, bool):
@@ -177,12 +166,12 @@ def _decode_field(name: str, kind: str, value: Any, path: str) -> Any:
     if durations is None:
         return {}
     if not isinstance(durations, list):
-        raise ColocationDecodeError(f"json: cannot unmarshal {_json_type(durations)} into {where}.durations")
+        raise ColocationDecodeError(f"json: cannot unmarshal {json_type(durations)} into {where}.durations")
     texts = []
     for item in durations:
         if not isinstance(item, str):
             raise ColocationDecodeError(
-                f"json: cannot unmarshal {_json_type(item)} into {where}.durations of type string"
+                f"json: cannot unmarshal {json_type(item)} into {where}.durations of type string"
             )
         try:
             texts.append(go_duration(parse_duration(item)))
@@ -395,24 +384,24 @@ def decode_colocation(text: str) -> tuple[dict[str, Any], list[tuple[str, Any, d
     except ValueError as exc:
         raise ColocationDecodeError(f"invalid JSON: {exc}") from exc
     if not isinstance(raw, dict):
-        raise ColocationDecodeError(f"json: cannot unmarshal {_json_type(raw)} into Go value of type ColocationCfg")
+        raise ColocationDecodeError(f"json: cannot unmarshal {json_type(raw)} into Go value of type ColocationCfg")
     cluster = decode_strategy(raw)
     entries = raw.get("nodeConfigs")
     if entries is None:
         entries = []
     if not isinstance(entries, list):
-        raise ColocationDecodeError(f"json: cannot unmarshal {_json_type(entries)} into field nodeConfigs")
+        raise ColocationDecodeError(f"json: cannot unmarshal {json_type(entries)} into field nodeConfigs")
     nodes = []
     for index, entry in enumerate(entries):
         if not isinstance(entry, dict):
-            raise ColocationDecodeError(f"json: cannot unmarshal {_json_type(entry)} into nodeConfigs[{index}]")
+            raise ColocationDecodeError(f"json: cannot unmarshal {json_type(entry)} into nodeConfigs[{index}]")
         name = entry.get("name") or ""
         if not isinstance(name, str):
-            raise ColocationDecodeError(f"json: cannot unmarshal {_json_type(name)} into nodeConfigs[{index}].name")
+            raise ColocationDecodeError(f"json: cannot unmarshal {json_type(name)} into nodeConfigs[{index}].name")
         selector = entry.get("nodeSelector")
         if selector is not None and not isinstance(selector, dict):
             raise ColocationDecodeError(
-                f"json: cannot unmarshal {_json_type(selector)} into nodeConfigs[{index}].nodeSelector"
+                f"json: cannot unmarshal {json_type(selector)} into nodeConfigs[{index}].nodeSelector"
             )
         nodes.append((name, selector, decode_strategy(entry, f"nodeConfigs[{index}]")))
     return cluster, nodes

@@ -121,6 +121,7 @@ def _check_type(value: Any, rule: Rule, path: str) -> None:
 
 
 def json_type(value: Any) -> str:
+    """The JSON type of a decoded value as Go's encoding/json names it in an UnmarshalTypeError."""
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, str):

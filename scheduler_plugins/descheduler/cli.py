@@ -18,6 +18,7 @@ import logging
 import socket
 import uuid
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any, Final
 
 from cli import errors, flags
@@ -187,8 +188,13 @@ def kube_rounds(
     from cluster.client import api_client_or_else
     from cluster.events import EventRecorder
     from cluster.eviction import EvictionClient
+    from cluster.throttle import throttle
 
-    api = api_client_or_else(args.kubeconfig, args.context, instead="--cluster DIR")
+    connection = config.client_connection
+    kubeconfig = args.kubeconfig or (Path(connection.kubeconfig) if connection.kubeconfig else None)
+    api = throttle(
+        api_client_or_else(kubeconfig, args.context, instead="--cluster DIR"), connection.qps, connection.burst
+    )
     store = ClusterStore(DESCHEDULER_KINDS)
     view = DeschedulerView(store)
     from cluster.rest import ObjectClient
@@ -265,7 +271,11 @@ async def serve(
                     duration=timedelta(seconds=election.lease_duration),
                 )
                 leading = asyncio.Event()
-                tasks.append(asyncio.create_task(keep_leading(elector, election.retry_period, leading, metrics.leader)))
+                tasks.append(
+                    asyncio.create_task(
+                        keep_leading(elector, election.retry_period, leading, metrics.leader, election.renew_deadline)
+                    )
+                )
         try:
             await asyncio.wait_for(wait_synced(view), None if schedule.rounds is None else SYNC_TIMEOUT_SECONDS)
         except TimeoutError as exc:

@@ -32,6 +32,12 @@ class DeschedulerMetrics:
             ["classification"],
             registry=registry,
         )
+        self.scavenged = Counter(
+            "colocate_descheduler_migration_jobs_scavenged_total",
+            "PodMigrationJobs deleted by the MigrationController's scavenger (older than their TTL + 5m, or 30m).",
+            registry=registry,
+        )
+        self._scavenged_seen = 0
         self.leader = Gauge(
             "colocate_descheduler_leader", "1 while this replica holds the leader lease.", registry=registry
         )
@@ -47,3 +53,9 @@ class DeschedulerMetrics:
             counts[node.classification] = counts.get(node.classification, 0) + 1
         for classification, count in counts.items():
             self.nodes.labels(classification).set(count)
+
+    def observe_scavenged(self, total: int) -> None:
+        """Count the jobs scavenged since the last call (`total`: since the start)."""
+        if total > self._scavenged_seen:
+            self.scavenged.inc(total - self._scavenged_seen)
+            self._scavenged_seen = total

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scheduler_plugins.descheduler.framework.registry import PluginSpec, Registry
-from scheduler_plugins.descheduler.plugins import evictors
+from scheduler_plugins.descheduler.plugins import evictor_args, evictors
 from scheduler_plugins.descheduler.plugins.lownodeload import args as lownodeload_args
 from scheduler_plugins.descheduler.plugins.lownodeload.plugin import LowNodeLoad
 
@@ -13,13 +13,16 @@ def in_tree_registry() -> Registry:
         [
             PluginSpec(lownodeload_args.NAME, LowNodeLoad, lownodeload_args.parse_args, has_args=True),
             PluginSpec(
-                evictors.MIGRATION_CONTROLLER,
+                evictor_args.MIGRATION_CONTROLLER,
                 evictors.MigrationController,
-                evictors.parse_migration_controller_args,
+                evictor_args.parse_migration_controller_args,
                 has_args=True,
             ),
             PluginSpec(
-                evictors.DEFAULT_EVICTOR, evictors.DefaultEvictor, evictors.parse_default_evictor_args, has_args=True
+                evictor_args.DEFAULT_EVICTOR,
+                evictors.DefaultEvictor,
+                evictor_args.parse_default_evictor_args,
+                has_args=True,
             ),
         ]
     )

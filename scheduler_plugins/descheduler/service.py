@@ -64,16 +64,19 @@ async def run_rounds(
         number += 1
         report = await asyncio.to_thread(descheduler.run_round, number, view.snapshot())
         metrics.observe(report)
+        metrics.observe_scavenged(descheduler.scavenged_total())
         emit(report)
         if schedule.rounds is None:
-            await _between_rounds(descheduler, schedule.interval, leading)
+            await _between_rounds(descheduler, schedule.interval, leading, metrics)
 
 
 #: how often PodMigrationJobs advance between rounds (Koordinator's controller requeues after 3s)
 MIGRATION_REQUEUE_SECONDS = 3.0
 
 
-async def _between_rounds(descheduler: Descheduler, interval: float, leading: asyncio.Event | None) -> None:
+async def _between_rounds(
+    descheduler: Descheduler, interval: float, leading: asyncio.Event | None, metrics: DeschedulerMetrics | None = None
+) -> None:
     """Wait for the next round; meanwhile advance the PodMigrationJobs every few seconds (a job
     needs several passes: reserve, scheduled, evict, bound), as the leader only."""
     loop = asyncio.get_running_loop()
@@ -83,3 +86,5 @@ async def _between_rounds(descheduler: Descheduler, interval: float, leading: as
         if loop.time() < deadline and (leading is None or leading.is_set()):
             for entry in await asyncio.to_thread(descheduler.reconcile_migrations):
                 log.debug("PodMigrationJob %s of %s: %s %s", entry.job, entry.pod, entry.phase, entry.reason)
+            if metrics is not None:
+                metrics.observe_scavenged(descheduler.scavenged_total())

@@ -15,9 +15,9 @@ from cli.output import add_output
 from cli.parser import Subparsers
 from policies.field_errors import ConfigError
 from scheduler_plugins.clock import clock_at
-from scheduler_plugins.koordlet.agent import add_run_command
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
+from scheduler_plugins.koordlet.command import add_run_command
 from scheduler_plugins.koordlet.framework import default_extensions, plugin_gates, plugin_strategies
 from scheduler_plugins.koordlet.options import add_strategy_flags, host_roots, strategy_options
 from scheduler_plugins.koordlet.plan import PlanError, PlanSettings, plan, plan_table

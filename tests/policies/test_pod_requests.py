@@ -54,6 +54,18 @@ PODS = {
         ),
         {"cpu": 2250, "memory": 128 * 2**20 + GI + 64 * 2**20},  # memory: max(128Mi, 128Mi + 1Gi) + 64Mi
     ),
+    "pod-level requests replace the containers' total for cpu and memory, overhead on top": (
+        make_pod(
+            requests={"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "1Gi"},
+            overhead={"cpu": "100m"},
+            resources={"requests": {"cpu": "2", "ephemeral-storage": "5Gi"}},
+        ),
+        {"cpu": 2100, "memory": GI, "ephemeral-storage": GI},  # ephemeral-storage is not pod-level
+    ),
+    "pod-level limits alone leave the containers' requests": (
+        make_pod(requests={"cpu": "500m"}, resources={"limits": {"cpu": "4"}}),
+        {"cpu": 500},
+    ),
 }
 
 
@@ -70,6 +82,18 @@ def test_limits_follow_the_same_rules():
     )
     assert PodInfo(pod).limits == resource_list({"cpu": "1600m"})
     assert pod_resources(pod, "limits", quantity_list)["cpu"].milli_value() == 1600
+
+
+def test_overhead_is_added_only_to_limits_that_are_set():
+    """`PodLimits`: a pod without a memory limit does not gain one from its overhead."""
+    pod = make_pod(limits={"cpu": "1"}, overhead={"cpu": "100m", "memory": "64Mi"})
+    assert PodInfo(pod).limits == resource_list({"cpu": "1100m"})
+    assert set(pod_resources(pod, "limits", quantity_list)) == {"cpu"}
+
+
+def test_pod_level_limits_replace_the_containers_limits():
+    pod = make_pod(limits={"cpu": "1", "memory": "1Gi"}, resources={"limits": {"memory": "4Gi"}})
+    assert PodInfo(pod).limits == resource_list({"cpu": "1", "memory": "4Gi"})
 
 
 def test_non_missing_requests_apply_per_container_and_not_to_overhead():

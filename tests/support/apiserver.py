@@ -137,6 +137,8 @@ class ApiServer:
         self.bookmark_interval = bookmark_interval
         self.requests: Counter[str] = Counter()  # "GET list Namespace", "GET watch Namespace", ...
         self.evictions: list[tuple[str, str]] = []  # (namespace, name) of every pod evicted
+        #: (namespace, name, DeleteOptions sent) of every pod deleted through the API (not evicted)
+        self.pod_deletions: list[tuple[str, str, dict[str, Any]]] = []
         self._failures = 0
         self._failure_status = 500
         self._runner: web.AppRunner | None = None
@@ -283,7 +285,12 @@ class ApiServer:
                 patch = yaml.safe_load(body) if request.content_type.endswith("yaml") else json.loads(body)
                 return web.json_response(self.store.patch(resource, namespace, name, patch, patch_type))
             if request.method == "DELETE":
-                return web.json_response(self.store.delete(resource, namespace, name))
+                body = await request.text()
+                options = json.loads(body) if body else {}
+                deleted = self.store.delete(resource, namespace, name)
+                if resource.kind == "Pod":
+                    self.pod_deletions.append((namespace, name, options))
+                return web.json_response(deleted)
         except NotFound as exc:
             return _error(404, "NotFound", str(exc))
         except Conflict as exc:

@@ -11,6 +11,7 @@ args kind and no pluginConfig gets its defaulted args.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,8 @@ import yaml
 from policies.field_errors import ConfigError, Fields
 from policies.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
 from scheduler_plugins.descheduler.framework.registry import Registry
+
+log = logging.getLogger("colocate.descheduler")
 
 API_VERSION: Final = "descheduler/v1alpha2"
 KIND: Final = "DeschedulerConfiguration"
@@ -98,6 +101,21 @@ class LeaderElection:
 
 
 @dataclass(frozen=True)
+class ClientConnection:
+    """`clientConnection` (component-base's ClientConnectionConfiguration, the descheduler's
+    defaults: 50 requests a second, bursts of 100): the rate every API request is held to, and the
+    kubeconfig used when `--kubeconfig` is not given."""
+
+    kubeconfig: str = ""
+    qps: float = 50.0
+    burst: int = 100
+
+
+#: content types the `kubernetes` client speaks (protobuf, Koordinator's default, it cannot)
+JSON_CONTENT_TYPES: Final = frozenset({"", "application/json"})
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     node_selector: LabelSelector | None
@@ -119,6 +137,35 @@ class DeschedulerConfig:
     max_per_node: int | None = None
     max_per_namespace: int | None = None
     max_total: int | None = None
+    client_connection: ClientConnection = ClientConnection()
+
+
+def _client_connection(fields: Fields) -> ClientConnection:
+    check_fields(fields, frozenset({"kubeconfig", "acceptContentTypes", "contentType", "qps", "burst"}))
+    for key in ("qps", "burst"):
+        if fields.has(key) and (isinstance(fields.raw[key], bool) or not isinstance(fields.raw[key], int | float)):
+            raise ConfigError(fields.at(key), "must be a number")
+    qps = float(fields.raw.get("qps") or 50.0)  # 0: the default, as Koordinator's defaulting
+    burst = fields.raw.get("burst") or 100
+    if qps < 0:
+        raise ConfigError(fields.at("qps"), f"Invalid value: {qps:g}: must be greater than or equal to 0")
+    if burst < 0 or burst != int(burst):
+        raise ConfigError(fields.at("burst"), f"Invalid value: {burst}: must be a whole number >= 0")
+    for key in ("contentType", "acceptContentTypes"):
+        types = {t.strip() for t in (fields.str(key) or "").split(",")}
+        if not types <= JSON_CONTENT_TYPES:
+            log.warning("%s: %s is not used: the client speaks application/json only", fields.at(key), fields.str(key))
+    return ClientConnection(fields.str("kubeconfig") or "", qps, int(burst))
+
+
+def _warn_debugging(fields: Fields) -> None:
+    """Koordinator serves /debug/pprof under these; colocate has no profiling endpoint: say so."""
+    debugging = fields.sub("debuggingConfiguration")
+    check_fields(debugging, frozenset({"enableProfiling", "enableContentionProfiling"}))
+    for where in (fields, debugging):
+        for key in ("enableProfiling", "enableContentionProfiling"):
+            if where.bool(key, False):
+                log.warning("%s: true is not acted on: colocate serves no /debug/pprof endpoints", where.at(key))
 
 
 def _leader_election(fields: Fields) -> LeaderElection:
@@ -268,10 +315,7 @@ def parse_config(raw: Any, registry: Registry) -> DeschedulerConfig:
             raise ConfigError(f"profiles[{index}].name", f'Duplicate value: "{profile.name}"')
         names.add(profile.name)
         profiles.append(profile)
-    client = fields.sub("clientConnection")  # accepted for compatibility; the client is not throttled here
-    for key in ("qps", "burst"):
-        if client.has(key) and not isinstance(client.raw[key], int | float):
-            raise ConfigError(client.at(key), "must be a number")
+    _warn_debugging(fields)
     return DeschedulerConfig(
         profiles=tuple(profiles),
         leader_election=_leader_election(fields.sub("leaderElection")),
@@ -283,6 +327,7 @@ def parse_config(raw: Any, registry: Registry) -> DeschedulerConfig:
         max_per_node=_optional_count(fields, "maxNoOfPodsToEvictPerNode"),
         max_per_namespace=_optional_count(fields, "maxNoOfPodsToEvictPerNamespace"),
         max_total=_optional_count(fields, "maxNoOfPodsToEvictTotal"),
+        client_connection=_client_connection(fields.sub("clientConnection")),
     )
 
 

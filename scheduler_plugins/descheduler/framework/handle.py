@@ -41,6 +41,18 @@ class MigrationBackend(Protocol):
 
     def delete_reservation(self, name: str) -> None: ...
 
+    def delete_job(self, name: str) -> None:
+        """The scavenger's: a job already gone is not an error."""
+        ...
+
+    def delete_pod(self, namespace: str, name: str, grace_period_seconds: int | None = None) -> EvictionResult:
+        """The `Delete` eviction policy: DELETE the pod (no disruption budget is consulted)."""
+        ...
+
+    def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str]) -> EvictionResult:
+        """The `SoftEviction` policy: add these annotations to the pod."""
+        ...
+
 
 class EventSink(Protocol):
     def record(self, involved: Mapping[str, Any], type_: str, reason: str, message: str) -> None: ...

@@ -193,3 +193,12 @@ class Descheduler:
                 if isinstance(plugin, MigratingEvictPlugin):
                     entries.extend(plugin.reconcile())
         return entries
+
+    def scavenged_total(self) -> int:
+        """PodMigrationJobs the migrating plugins' scavengers deleted since the start."""
+        total = 0
+        for profile in self.profiles:
+            for plugin in profile.handle.evictor.evicts[:1]:
+                scavenged = getattr(plugin, "scavenged", 0)  # a MigrationController's, else none
+                total += scavenged if isinstance(scavenged, int) else 0
+        return total

@@ -2,15 +2,18 @@
 handle's `MigrationBackend`): the API server (`ApiMigrationBackend`, the REST verbs of
 `cluster.rest`), or the in-memory store of a directory of manifests (`StoreMigrationBackend`:
 offline, where nothing schedules a Reservation, so a `ReservationFirst` job waits and times out;
-`EvictDirectly` jobs evict from the store).
+`EvictDirectly` jobs evict from the store). Both also write pods for the `Delete` and
+`SoftEviction` eviction policies (`evictpolicy.py`) and delete old jobs (the scavenger).
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
-from cluster.rest import ObjectClient
+from cluster.eviction import EvictionResult, Outcome
+from cluster.rest import ApiError, ObjectClient
 from cluster.store import ClusterStore
 from policies.constants import POD_MIGRATION_JOB_KIND, RESERVATION_KIND
 from policies.objects import name_of
@@ -48,6 +51,28 @@ class ApiMigrationBackend:
     def delete_reservation(self, name: str) -> None:
         self.objects.delete(RESERVATION_KIND, "", name)
 
+    def delete_job(self, name: str) -> None:
+        self.objects.delete(POD_MIGRATION_JOB_KIND, "", name)
+
+    def delete_pod(self, namespace: str, name: str, grace_period_seconds: int | None = None) -> EvictionResult:
+        options = {"gracePeriodSeconds": grace_period_seconds} if grace_period_seconds is not None else None
+        try:
+            if self.objects.get("Pod", namespace, name) is None:
+                return EvictionResult(Outcome.GONE, f'pods "{name}" not found', 404)
+            self.objects.delete("Pod", namespace, name, options)
+        except ApiError as exc:
+            return EvictionResult(Outcome.FAILED, str(exc), exc.code)
+        return EvictionResult(Outcome.EVICTED, "", 200)
+
+    def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str]) -> EvictionResult:
+        try:
+            self.objects.patch("Pod", namespace, name, {"metadata": {"annotations": dict(annotations)}})
+        except ApiError as exc:
+            if exc.code == 404:
+                return EvictionResult(Outcome.GONE, f'pods "{name}" not found', 404)
+            return EvictionResult(Outcome.FAILED, str(exc), exc.code)
+        return EvictionResult(Outcome.EVICTED, "", 200)
+
 
 class StoreMigrationBackend:
     """The store of `descheduler run --cluster DIR`: jobs and Reservations live in memory only."""
@@ -82,6 +107,27 @@ class StoreMigrationBackend:
         obj = self.store.get(RESERVATION_KIND, ("", name))
         if obj is not None:
             self.store.delete(RESERVATION_KIND, obj)
+
+    def delete_job(self, name: str) -> None:
+        obj = self.store.get(POD_MIGRATION_JOB_KIND, ("", name))
+        if obj is not None:
+            self.store.delete(POD_MIGRATION_JOB_KIND, obj)
+
+    def delete_pod(self, namespace: str, name: str, grace_period_seconds: int | None = None) -> EvictionResult:
+        pod = self.store.get("Pod", (namespace, name))
+        if pod is None:
+            return EvictionResult(Outcome.GONE, f'pods "{name}" not found', 404)
+        self.store.delete("Pod", pod)
+        return EvictionResult(Outcome.EVICTED, "", 200)
+
+    def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str]) -> EvictionResult:
+        pod = self.store.get("Pod", (namespace, name))
+        if pod is None:
+            return EvictionResult(Outcome.GONE, f'pods "{name}" not found', 404)
+        changed = copy.deepcopy(dict(pod))
+        changed.setdefault("metadata", {}).setdefault("annotations", {}).update(annotations)
+        self.store.put("Pod", changed, "migration")
+        return EvictionResult(Outcome.EVICTED, "", 200)
 
 
 def job_name(job: dict[str, Any]) -> str:

@@ -13,54 +13,47 @@ eviction fail the job too. `EvictDirectly`: evict, Succeeded.
 
 New jobs go through arbitration first (`limits.py`): a job whose pod may never move fails
 (`ForbiddenMigratePod`); one over a limit waits for a later arbitration.
+
+The pod leaves its node by the configured `evictionPolicy` (`evictpolicy.py`). Up to
+`maxConcurrentReconciles` jobs are reconciled at once (controller-runtime's workers; one job is
+never reconciled by two at once); the object limiters are shared under a lock, as Koordinator's
+`limiterLock`.
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 import logging
+import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from cluster.eviction import Outcome
 from cluster.rest import ApiError
-from policies.constants import ANNOTATION_EVICT_REASON, ANNOTATION_PASSED_ARBITRATION
+from policies.constants import ANNOTATION_EVICT_REASON, ANNOTATION_EVICT_TRIGGER, ANNOTATION_PASSED_ARBITRATION
 from policies.durations import parse_duration
 from policies.objects import name_of
 from policies.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend, MigrationBackend
 from scheduler_plugins.descheduler.migration import job as pmj
+from scheduler_plugins.descheduler.migration import reservation_status as rs
+from scheduler_plugins.descheduler.migration.evictpolicy import EVICTION, PolicyEvictor
 from scheduler_plugins.descheduler.migration.limits import Limits, arbitration_order
 
 log = logging.getLogger("colocate.descheduler.migration")
 
-#: Koordinator's `doScavenge` deletes jobs older than this without a TTL (TTL + 5m with one)
-SCAVENGE_AFTER_SECONDS: Final = 30 * 60.0
-
-
-def _ready(pod: Mapping[str, Any]) -> bool:
-    status = pod.get("status") or {}
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
-
-
-def _reservation_condition(reservation: Mapping[str, Any], kind: str, reason: str) -> Mapping[str, Any] | None:
-    for cond in (reservation.get("status") or {}).get("conditions") or ():
-        if cond.get("type") == kind and cond.get("reason") == reason:
-            return dict(cond)
-    return None
-
-
-def _phase(reservation: Mapping[str, Any]) -> str:
-    return str((reservation.get("status") or {}).get("phase") or "")
-
-
-def _node(reservation: Mapping[str, Any]) -> str:
-    return str((reservation.get("status") or {}).get("nodeName") or "")
-
-
-def _bound_pod(reservation: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    owners = (reservation.get("status") or {}).get("currentOwners") or []
-    return dict(owners[0]) if owners else None
+#: what a job's `reservationOptions.preemptionOptions` gets: Koordinator's controller never
+#: preempts for a migration's Reservation either (`reservation/interpreter.go` `Preemption()` is nil,
+#: `Reservation.NeedPreemption()` false): an unschedulable Reservation fails the job
+REASON_PREEMPTION_NOT_SUPPORTED: Final = "PreemptionNotSupported"
+PREEMPTION_NOT_SUPPORTED: Final = (
+    "preemptionOptions is not acted on: a migration's Reservation never preempts other pods "
+    "(as in Koordinator); if the scheduler cannot place it, the job fails or times out"
+)
+#: Koordinator's default `maxConcurrentReconciles`
+DEFAULT_WORKERS: Final = 1
 
 
 class Reconciler:
@@ -75,17 +68,22 @@ class Reconciler:
         default_grace: int | None = None,
         events: EventSink | None = None,
         pod_sorter: Callable[[list[Mapping[str, Any]]], list[Mapping[str, Any]]] = list,
+        evictor: PolicyEvictor | None = None,
+        workers: int = DEFAULT_WORKERS,
     ) -> None:
         self.backend, self.evictions, self.limits, self.clock = backend, evictions, limits, clock
+        self.evictor = evictor or PolicyEvictor(EVICTION, evictions, None, clock)
+        self.workers = max(1, workers)
+        self._limits_lock = threading.Lock()
         self.default_mode, self.default_grace, self.events, self.pod_sorter = (
             default_mode,
             default_grace,
             events,
             pod_sorter,
         )
-        self._order = 0
-        #: the job as the current step read it (what `_write` compares with)
-        self._before: dict[str, Any] = {}
+        self._order = itertools.count(1)
+        #: each job as its current step read it (what `_write` compares with), by job name
+        self._before: dict[str, dict[str, Any]] = {}
 
     # --- arbitration ----------------------------------------------------------------------------
     def arbitrate(self, jobs: list[dict[str, Any]], pods: Mapping[str, Mapping[str, Any]]) -> None:
@@ -131,21 +129,38 @@ class Reconciler:
         """One pass: arbitrate the new jobs, then one step of every active job. The jobs after it."""
         jobs = self.backend.list_jobs()
         self.arbitrate(jobs, pods)
-        for i, job in enumerate(jobs):
-            if pmj.is_active(job) and (
+        ready = [
+            i
+            for i, job in enumerate(jobs)
+            if pmj.is_active(job)
+            and (
                 pmj.phase_of(job) == pmj.RUNNING
                 or ((job.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_PASSED_ARBITRATION) == "true"
-            ):
-                try:
-                    jobs[i] = self.reconcile(job, pods)
-                except ApiError as exc:  # retried on the next pass, as a requeue
-                    log.warning("reconciling PodMigrationJob %s: %s", name_of(job), exc)
+            )
+        ]
+        if self.workers == 1 or len(ready) <= 1:
+            for i in ready:
+                jobs[i] = self._reconcile_logged(jobs[i], pods)
+            return jobs
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(ready)), thread_name_prefix="pmj") as pool:
+            done = list(pool.map(lambda i: self._reconcile_logged(jobs[i], pods), ready))
+        for i, job in zip(ready, done, strict=True):
+            jobs[i] = job
         return jobs
+
+    def _reconcile_logged(self, job: dict[str, Any], pods: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        try:
+            return self.reconcile(job, pods)
+        except ApiError as exc:  # retried on the next pass, as a requeue
+            log.warning("reconciling PodMigrationJob %s: %s", name_of(job), exc)
+            return job
+        finally:
+            self._before.pop(name_of(job), None)
 
     def reconcile(self, job: dict[str, Any], pods: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         """One step of `doMigrate` for an active job; returns the job as stored. The job is
         written only when the step changed it (a job waiting on the scheduler costs no write)."""
-        self._before = copy.deepcopy(job)
+        self._before[name_of(job)] = copy.deepcopy(job)
         if self._timed_out(job):
             self._delete_reservation(job)
             pmj.finish(job, pmj.FAILED, pmj.REASON_TIMEOUT, "Abort job caused by timeout")
@@ -166,7 +181,9 @@ class Reconciler:
             job = self._write(job)
         if not pmj.condition_true(job, pmj.COND_EVICTION):
             pod = self.backend.get_pod(namespace, name)
-            if pod is not None and self.limits.limiter_refusal(pod, pods):
+            with self._limits_lock:
+                refused = pod is not None and self.limits.limiter_refusal(pod, pods)
+            if refused:
                 return job  # requeue: the object limiter has no token now
         if pmj.mode_of(job, self.default_mode) == pmj.MODE_EVICT_DIRECTLY:
             done, job = self._evict(job, pods)
@@ -190,7 +207,7 @@ class Reconciler:
                 job, pmj.FAILED, pmj.REASON_MISSING_RESERVATION, f'Abort job caused by missing Reservation "{name}"'
             )
             return self._write(job)
-        unschedulable = _reservation_condition(reservation, "Scheduled", "Unschedulable")
+        unschedulable = rs.condition(reservation, "Scheduled", "Unschedulable")
         scheduled_cond = pmj.condition(job, pmj.COND_RESERVATION_SCHEDULED)
         if unschedulable is not None and (scheduled_cond is None or scheduled_cond.get("status") == "False"):
             message = str(unschedulable.get("message") or "")
@@ -198,18 +215,18 @@ class Reconciler:
                 job, pmj.COND_RESERVATION_SCHEDULED, "False", self.clock(), pmj.REASON_UNSCHEDULABLE, message
             ):
                 self._event(job, "Warning", pmj.REASON_UNSCHEDULABLE, message)
-        phase = _phase(reservation)
+        phase = rs.phase(reservation)
         if phase in ("", "Pending"):
             return self._write(job)  # requeue: waiting for the scheduler
-        if phase == "Failed" and _reservation_condition(reservation, "Ready", "Expired") is not None:
+        if phase == "Failed" and rs.condition(reservation, "Ready", "Expired") is not None:
             pmj.finish(job, pmj.FAILED, pmj.REASON_RESERVATION_EXPIRED, "Reservation expired")
             return self._write(job)
-        scheduled = _node(reservation) and _reservation_condition(reservation, "Scheduled", "Scheduled") is not None
+        scheduled = rs.node(reservation) and rs.condition(reservation, "Scheduled", "Scheduled") is not None
         if not scheduled and phase not in ("Available", "Succeeded"):
             message = str((unschedulable or {}).get("message") or "")
             pmj.finish(job, pmj.FAILED, pmj.REASON_UNSCHEDULABLE, message)
             return self._write(job)
-        node = _node(reservation)
+        node = rs.node(reservation)
         ref = pmj.pod_ref(job)
         if not job["status"].get("nodeName"):
             pod = self.backend.get_pod(str(ref.get("namespace")), str(ref.get("name")))
@@ -230,7 +247,7 @@ class Reconciler:
         done, job = self._evict(job, pods, reservation)
         if not done or pmj.phase_of(job) != pmj.RUNNING:
             return job
-        bound = _bound_pod(reservation)
+        bound = rs.bound_pod(reservation)
         if bound is None:
             pmj.set_condition(
                 job, pmj.COND_POD_BOUND_RESERVATION, "False", self.clock(), pmj.REASON_WAIT_FOR_POD_BIND_RESERVATION
@@ -240,7 +257,7 @@ class Reconciler:
         job["status"]["podRef"] = dict(bound)
         pmj.set_condition(job, pmj.COND_RESERVATION_BOUND, "True", self.clock())
         replacement = self.backend.get_pod(str(bound.get("namespace")), str(bound.get("name")))
-        if replacement is not None and not _ready(replacement):
+        if replacement is not None and not rs.pod_ready(replacement):
             pmj.set_condition(job, pmj.COND_BOUND_POD_READY, "False", self.clock(), "WaitForBoundPodReady")
             return self._write(job)
         pmj.set_condition(job, pmj.COND_BOUND_POD_READY, "True", self.clock())
@@ -255,8 +272,7 @@ class Reconciler:
         pod = self.backend.get_pod(str(ref.get("namespace")), str(ref.get("name")))
         if pod is None:
             return self._missing_pod(job)
-        self._order += 1
-        reservation = pmj.reservation_for(job, pod, int(self.clock() * 1000) + self._order)
+        reservation = pmj.reservation_for(job, pod, int(self.clock() * 1000) + next(self._order))
         try:
             created = self.backend.create_reservation(reservation)
         except ApiError as exc:
@@ -269,13 +285,17 @@ class Reconciler:
                 f"Failed to create Reservation caused by {exc}",
             )
             return self._write(job)
+        options = dict(job["spec"].get("reservationOptions") or {})
+        if "preemptionOptions" in options:
+            self._event(job, "Warning", REASON_PREEMPTION_NOT_SUPPORTED, PREEMPTION_NOT_SUPPORTED)
         job["spec"]["reservationOptions"] = {
+            **options,
             "reservationRef": {
                 "apiVersion": pmj.API_VERSION,
                 "kind": "Reservation",
                 "name": name_of(created),
                 "uid": str((created.get("metadata") or {}).get("uid") or ""),
-            }
+            },
         }
         pmj.set_condition(job, pmj.COND_RESERVATION_CREATED, "True", self.clock())
         self._event(
@@ -301,15 +321,22 @@ class Reconciler:
             return True, self._write(job)
         if cond is not None and cond.get("reason") == pmj.REASON_EVICTING:
             return False, job  # requeue: the pod is terminating
-        if reservation is not None and _phase(reservation) == "Succeeded":
-            bound = _bound_pod(reservation) or {}
+        if reservation is not None and rs.phase(reservation) == "Succeeded":
+            bound = rs.bound_pod(reservation) or {}
             if bound.get("uid") != (pod.get("metadata") or {}).get("uid"):
                 pmj.finish(
                     job, pmj.FAILED, pmj.REASON_FORBIDDEN_MIGRATE_POD, "Reservation is already bound by another Pod"
                 )
                 return False, self._write(job)
         grace = ((job.get("spec") or {}).get("deleteOptions") or {}).get("gracePeriodSeconds", self.default_grace)
-        result = self.evictions.evict(namespace, name, grace)
+        annotations = (job.get("metadata") or {}).get("annotations") or {}
+        result = self.evictor.evict(
+            pod,
+            grace,
+            trigger=str(annotations.get(ANNOTATION_EVICT_TRIGGER) or ""),
+            reason=str(annotations.get(ANNOTATION_EVICT_REASON) or ""),
+            job=job,
+        )
         if result.outcome is Outcome.GONE:
             pmj.set_condition(job, pmj.COND_EVICTION, "True", self.clock(), pmj.REASON_EVICT_COMPLETE)
             return True, self._write(job)
@@ -317,8 +344,9 @@ class Reconciler:
             message = f'Failed evict Pod "{namespace}/{name}" caused by {result.message or result.outcome.value}'
             self._event(job, "Warning", pmj.REASON_EVICTING, message)
             return False, job  # requeue: a budget may allow it later
-        self.limits.track_eviction(pod, pods)
-        reason = ((job.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_EVICT_REASON, "")
+        with self._limits_lock:
+            self.limits.track_eviction(pod, pods)
+        reason = annotations.get(ANNOTATION_EVICT_REASON, "")
         node = str((pod.get("spec") or {}).get("nodeName") or "")
         message = f'Pod "{namespace}/{name}" evicted from node "{node}" by the reason "{reason}"'
         pmj.set_condition(job, pmj.COND_EVICTION, "False", self.clock(), pmj.REASON_EVICTING, message)
@@ -326,10 +354,10 @@ class Reconciler:
         return False, self._write(job)
 
     def _write(self, job: dict[str, Any]) -> dict[str, Any]:
-        if job == self._before:
+        if job == self._before.get(name_of(job)):
             return job
         stored = self.backend.update_job(job)
-        self._before = copy.deepcopy(stored)
+        self._before[name_of(job)] = copy.deepcopy(stored)
         return stored
 
     def _missing_pod(self, job: dict[str, Any]) -> dict[str, Any]:

@@ -166,16 +166,27 @@ def reservation_owners(pod: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def reservation_for(job: Mapping[str, Any], pod: Mapping[str, Any], order: int) -> dict[str, Any]:
-    """The Reservation that holds room for the pod's replacement: the pod's own template without
-    its node, never on the pod's node again (a `metadata.name NotIn` field requirement),
-    `allocateOnce`, the job's TTL, and a `reservation-order` so the replacement prefers it."""
-    template_spec = copy.deepcopy(dict(pod.get("spec") or {}))
-    node = template_spec.pop("nodeName", "")
-    template_meta = {
-        k: copy.deepcopy(v)
-        for k, v in (pod.get("metadata") or {}).items()
-        if k in ("labels", "annotations", "namespace", "name", "ownerReferences")
+    """The Reservation that holds room for the pod's replacement (`reservation/util.go`
+    `CreateOrUpdateReservationOptions`): the job's `reservationOptions.template` when it gives one,
+    each part it leaves out filled from the pod — the pod's own template, its controller as owner,
+    the job's name —; then always without a node and never on the pod's node again (a
+    `metadata.name NotIn` field requirement), `allocateOnce`, the job's TTL unless the template sets
+    `ttl` or `expires`, and a `reservation-order` so the replacement prefers it."""
+    options = (job.get("spec") or {}).get("reservationOptions") or {}
+    template = copy.deepcopy(dict(options.get("template") or {}))
+    meta = dict(template.get("metadata") or {})
+    spec = dict(template.get("spec") or {})
+    pod_template = spec.get("template") or {
+        "metadata": {
+            k: copy.deepcopy(v)
+            for k, v in (pod.get("metadata") or {}).items()
+            if k in ("labels", "annotations", "namespace", "name", "ownerReferences")
+        },
+        "spec": copy.deepcopy(dict(pod.get("spec") or {})),
     }
+    template_spec = pod_template.setdefault("spec", {})
+    template_spec.pop("nodeName", None)
+    node = str((pod.get("spec") or {}).get("nodeName") or "")
     if node:
         affinity = template_spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
         required = affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
@@ -185,21 +196,18 @@ def reservation_for(job: Mapping[str, Any], pod: Mapping[str, Any], order: int) 
             term.setdefault("matchFields", []).append(dict(skip))
         if not terms:
             terms.append({"matchFields": [skip]})
-    spec: dict[str, Any] = {
-        "template": {"metadata": template_meta, "spec": template_spec},
-        "owners": reservation_owners(pod),
-        "allocateOnce": True,
-    }
+    spec["template"] = pod_template
+    spec["owners"] = spec.get("owners") or reservation_owners(pod)
+    spec["allocateOnce"] = True
     ttl = (job.get("spec") or {}).get("ttl")
-    if ttl:
+    if ttl and not spec.get("ttl") and not spec.get("expires"):
         spec["ttl"] = ttl
+    labels = dict(meta.get("labels") or {})
+    labels.update({LABEL_RESERVATION_CREATED_BY: DEFAULT_CREATOR, LABEL_RESERVATION_ORDER: str(order)})
     return {
         "apiVersion": API_VERSION,
         "kind": RESERVATION_KIND,
-        "metadata": {
-            "name": name_of(job),
-            "labels": {LABEL_RESERVATION_CREATED_BY: DEFAULT_CREATOR, LABEL_RESERVATION_ORDER: str(order)},
-        },
+        "metadata": {**meta, "name": meta.get("name") or name_of(job), "labels": labels},
         "spec": spec,
     }
 

@@ -48,6 +48,8 @@ class EvictableArgs:
     evict_system_critical_pods: bool = False
     ignore_pvc_pods: bool = False
     evict_failed_bare_pods: bool = False
+    #: MigrationController's `evictAllBarePods`: a pod without owners may be evicted too
+    evict_all_bare_pods: bool = False
     label_selector: LabelSelector | None = None
     priority_threshold: int | None = None
 
@@ -82,6 +84,29 @@ def is_system_critical(pod: Mapping[str, Any]) -> bool:
     )
 
 
+#: the eviction cost that makes a pod unmigratable (`math.MaxInt32`, Koordinator's
+#: `FilterPodWithMaxEvictionCost` in `pkg/descheduler/controllers/migration/util/util.go`)
+MAX_EVICTION_COST: Final = 2**31 - 1
+
+
+def cost_annotation(pod: Mapping[str, Any], key: str) -> int:
+    """An int32 cost annotation (`controller.kubernetes.io/pod-deletion-cost`,
+    `scheduling.koordinator.sh/eviction-cost`) as Kubernetes' `GetDeletionCostFromPodAnnotations` and
+    Koordinator's `GetEvictionCost` read it: a decimal int32 without a plus sign or leading zeros,
+    anything else 0."""
+    value = annotations_of(pod).get(key)
+    if not isinstance(value, str) or not value:
+        return 0
+    first = value[0]
+    if not (first == "-" or value == "0" or "1" <= first <= "9"):
+        return 0
+    digits = value[1:] if first == "-" else value
+    if not digits.isascii() or not digits.isdigit():
+        return 0
+    cost = int(value)
+    return cost if -(2**31) <= cost <= MAX_EVICTION_COST else 0
+
+
 def why_not_evictable(pod: Mapping[str, Any], args: EvictableArgs) -> str | None:
     """None when the pod may be evicted, else the first reason it may not."""
     annotations, labels = annotations_of(pod), labels_of(pod)
@@ -96,7 +121,8 @@ def why_not_evictable(pod: Mapping[str, Any], args: EvictableArgs) -> str | None
         return "pod is a static pod"
     if metadata_of(pod).get("deletionTimestamp"):
         return "pod is terminating"
-    if not owners and not (args.evict_failed_bare_pods and (pod.get("status") or {}).get("phase") == "Failed"):
+    failed = (pod.get("status") or {}).get("phase") == "Failed"
+    if not owners and not args.evict_all_bare_pods and not (args.evict_failed_bare_pods and failed):
         return "pod does not have any ownerRefs"
     if not args.evict_system_critical_pods:
         if is_system_critical(pod):

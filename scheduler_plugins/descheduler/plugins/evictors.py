@@ -4,13 +4,19 @@
 API server — so PodDisruptionBudgets are honoured there. A refused eviction (429: a budget allows
 no disruption now) is recorded as a skip with the server's reason; an evicted pod gets an Event.
 
+Both take the pod off its node by the MigrationController's `evictionPolicy` (`Eviction`,
+`Delete`, `SoftEviction`: `migration/evictpolicy.py`; DefaultEvictor always evicts).
+
 MigrationController migrates when its args set `defaultJobMode` (`ReservationFirst` or
 `EvictDirectly`): an eviction a Balance plugin asks for becomes a PodMigrationJob
 (`pkg/descheduler/controllers/migration/evict.go`), which its reconciler (`migration/controller.py`)
 advances after every round: reserve room for the replacement, then evict. Without `defaultJobMode`
 it evicts directly, as it did before PodMigrationJobs existed here (a configuration that never
 asked for jobs keeps its behaviour). Under dry run the jobs it would create are reported, nothing
-is written.
+is written; its own `dryRun` arg does the same for this plugin only (Koordinator's `Evict` logs and
+returns true). With `ReservationFirst`, only pods whose `schedulerName` is in `schedulerNames` are
+migrated — the scheduler that places the Reservation must be the pod's (`arbitrator/filter.go`
+`reservationFilter`). Its args are parsed in `evictor_args.py`.
 """
 
 from __future__ import annotations
@@ -18,137 +24,56 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from cluster.eviction import Outcome
-from policies.field_errors import ConfigError, Fields
+from policies.constants import ANNOTATION_EVICTION_COST
 from policies.objects import name_of, namespace_of, spec_of
-from scheduler_plugins.descheduler.framework.config import check_fields
 from scheduler_plugins.descheduler.framework.evictor import pod_key
 from scheduler_plugins.descheduler.framework.handle import Handle
 from scheduler_plugins.descheduler.framework.interfaces import EvictOptions, Object
 from scheduler_plugins.descheduler.framework.report import EvictionEntry, MigrationEntry
 from scheduler_plugins.descheduler.migration import job as pmj
 from scheduler_plugins.descheduler.migration.controller import Reconciler
+from scheduler_plugins.descheduler.migration.evictpolicy import TOO_MANY_EVICTIONS, PolicyEvictor
 from scheduler_plugins.descheduler.migration.limits import (
     JobCounts,
     Limits,
-    MigrationLimits,
     PodIndex,
-    parse_limits,
 )
+from scheduler_plugins.descheduler.migration.scavenger import Scavenger
 from scheduler_plugins.descheduler.plugins.evictable import (
-    FILTER_FIELDS,
+    MAX_EVICTION_COST,
     EvictableArgs,
-    parse_evictable,
+    cost_annotation,
     why_not_evictable,
+)
+from scheduler_plugins.descheduler.plugins.evictor_args import (
+    DEFAULT_EVICTOR,
+    DEFAULT_SCHEDULER,
+    MIGRATION_CONTROLLER,
+    MigrationControllerArgs,
 )
 from scheduler_plugins.descheduler.plugins.lownodeload.sorting import sort_pods
 
 log = logging.getLogger("colocate.descheduler")
 
-MIGRATION_CONTROLLER: Final = "MigrationController"
-DEFAULT_EVICTOR: Final = "DefaultEvictor"
 EVENT_REASON: Final = "Descheduled"
-EVICTION_POLICIES: Final = ("Eviction",)
-JOB_MODES: Final = ("ReservationFirst", "EvictDirectly")
 
 
-@dataclass(frozen=True)
-class MigrationControllerArgs:
-    evictable: EvictableArgs = EvictableArgs()
-    namespaces_include: tuple[str, ...] = ()
-    namespaces_exclude: tuple[str, ...] = ()
-    eviction_policy: str = "Eviction"
-    default_job_mode: str = "ReservationFirst"
-    grace_period_seconds: int | None = None
-    scheduler_names: tuple[str, ...] = field(default=("koord-scheduler",))
-    #: whether evictions become PodMigrationJobs (`defaultJobMode` was given)
-    migrate: bool = False
-    default_job_ttl: float = 300.0
-    limits: MigrationLimits = MigrationLimits()
-    paused: bool = False
-
-
-_MIGRATION_FIELDS: Final = FILTER_FIELDS | frozenset(
-    {
-        "apiVersion",
-        "kind",
-        "paused",
-        "dryRun",
-        "namespaces",
-        "nodeSelector",
-        "maxConcurrentReconciles",
-        "maxMigratingPerNode",
-        "maxMigratingPerNamespace",
-        "maxMigratingPerWorkload",
-        "maxUnavailablePerWorkload",
-        "skipCheckExpectedReplicas",
-        "objectLimiters",
-        "defaultJobMode",
-        "defaultJobTTL",
-        "evictionPolicy",
-        "defaultDeleteOptions",
-        "evictQPS",
-        "evictBurst",
-        "schedulerNames",
-        "arbitrationInterval",
-        "maxMigratingGlobally",
-        "skipEvictionGates",
-    }
-)
-
-
-def _choice(fields: Fields, key: str, default: str, allowed: tuple[str, ...]) -> str:
-    value = fields.str(key, default) or default
-    if value not in allowed:
-        raise ConfigError(
-            fields.at(key), f'Unsupported value: "{value}": supported values: ' + ", ".join(f'"{a}"' for a in allowed)
-        )
-    return value
-
-
-def parse_migration_controller_args(fields: Fields) -> MigrationControllerArgs:
-    check_fields(fields, _MIGRATION_FIELDS)
-    namespaces = fields.sub("namespaces")
-    check_fields(namespaces, frozenset({"include", "exclude"}))
-    include, exclude = namespaces.str_list("include"), namespaces.str_list("exclude")
-    if include and exclude:
-        raise ConfigError(namespaces.path, "only one of include or exclude may be set")
-    for key in ("maxConcurrentReconciles", "maxMigratingPerNode", "maxMigratingPerNamespace", "evictBurst"):
-        value = fields.int(key, None)
-        if value is not None and value < 0:
-            raise ConfigError(fields.at(key), f"must be greater than or equal to 0, got {value}")
-    fields.duration("arbitrationInterval")
-    if fields.raw.get("skipEvictionGates"):
-        raise ConfigError(fields.at("skipEvictionGates"), "eviction gates cannot be skipped here: every limit applies")
-    grace = fields.sub("defaultDeleteOptions").int("gracePeriodSeconds", None)
-    return MigrationControllerArgs(
-        evictable=parse_evictable(fields),
-        namespaces_include=tuple(include),
-        namespaces_exclude=tuple(exclude),
-        eviction_policy=_choice(fields, "evictionPolicy", "Eviction", EVICTION_POLICIES),
-        default_job_mode=_choice(fields, "defaultJobMode", "ReservationFirst", JOB_MODES),
-        grace_period_seconds=grace,
-        scheduler_names=tuple(fields.str_list("schedulerNames") or ["koord-scheduler"]),
-        migrate=bool(fields.str("defaultJobMode")),
-        default_job_ttl=fields.duration("defaultJobTTL", 300.0),
-        limits=parse_limits(fields),
-        paused=fields.bool("paused", False),
-    )
-
-
-def parse_default_evictor_args(fields: Fields) -> EvictableArgs:
-    check_fields(fields, FILTER_FIELDS | {"apiVersion", "kind", "nodeSelector"})
-    return parse_evictable(fields)
-
-
-def evict_through_api(handle: Handle, pod: Object, options: EvictOptions, grace: int | None) -> bool:
-    """Evict through the handle's backend; a refusal is a skip recorded with its reason."""
+def evict_through_api(
+    handle: Handle, pod: Object, options: EvictOptions, grace: int | None, evictor: PolicyEvictor | None = None
+) -> bool:
+    """Evict through the handle's backend (or by the evictor's policy); a refusal is a skip
+    recorded with its reason."""
     namespace, name = namespace_of(pod) or "default", name_of(pod)
     node = str(spec_of(pod).get("nodeName") or "")
-    result = handle.evictions.evict(namespace, name, options.grace_period_seconds or grace)
+    if evictor is None:
+        result = handle.evictions.evict(namespace, name, options.grace_period_seconds or grace)
+    else:
+        result = evictor.evict(
+            pod, options.grace_period_seconds or grace, trigger=options.plugin_name, reason=options.reason
+        )
     if result.outcome is Outcome.EVICTED:
         if handle.events is not None:
             handle.events.record(
@@ -163,6 +88,8 @@ def evict_through_api(handle: Handle, pod: Object, options: EvictOptions, grace:
         Outcome.GONE: "pod is gone",
         Outcome.FAILED: "eviction failed",
     }[result.outcome]
+    if result.message.startswith(TOO_MANY_EVICTIONS):
+        reason = "rate-limited"
     detail = f"{reason}: {result.message}" if result.message else reason
     (log.info if result.outcome is not Outcome.FAILED else log.warning)("not evicted %s: %s", pod_key(pod), detail)
     handle.report.skipped.append(EvictionEntry(pod_key(pod), node, options.plugin_name, detail))
@@ -180,6 +107,10 @@ class MigrationController:
         self.uid = new_name()
         self.limits = Limits(args.limits, handle.clock)
         self.reconciler: Reconciler | None = None
+        self.scavenger: Scavenger | None = None
+        self.pod_evictor = PolicyEvictor(
+            args.eviction_policy, handle.evictions, handle.migrations, handle.clock, args.evict_rate
+        )
         self._round_of: object = None
         self._round_pods = PodIndex()
         self._round_jobs: list[dict[str, Any]] = []
@@ -194,7 +125,15 @@ class MigrationController:
                 default_grace=args.grace_period_seconds,
                 events=handle.events,
                 pod_sorter=lambda pods: sort_pods(pods, {}, {}, {}),
+                evictor=self.pod_evictor,
+                workers=args.workers,
             )
+            self.scavenger = Scavenger(handle.migrations, handle.clock)
+
+    @property
+    def scavenged(self) -> int:
+        """PodMigrationJobs its scavenger deleted since the start (the metric's source)."""
+        return self.scavenger.deleted if self.scavenger is not None else 0
 
     def filter(self, pod: Object) -> bool:
         namespace = namespace_of(pod) or "default"
@@ -202,14 +141,32 @@ class MigrationController:
             return False
         if namespace in self.args.namespaces_exclude:
             return False
+        if self.args.migrate and self.args.default_job_mode == pmj.MODE_RESERVATION_FIRST:
+            scheduler = str(spec_of(pod).get("schedulerName") or DEFAULT_SCHEDULER)
+            if scheduler not in self.args.scheduler_names:
+                log.debug(
+                    "%s cannot be migrated by ReservationFirst: its scheduler %s is not one of schedulerNames %s",
+                    pod_key(pod),
+                    scheduler,
+                    list(self.args.scheduler_names),
+                )
+                return False
+        if cost_annotation(pod, ANNOTATION_EVICTION_COST) == MAX_EVICTION_COST:
+            log.debug("%s is not migrated: its eviction cost is MaxInt32", pod_key(pod))
+            return False
         return why_not_evictable(pod, self.args.evictable) is None
 
     def pre_eviction_filter(self, pod: Object) -> bool:
         return True
 
     def evict(self, pod: Object, options: EvictOptions) -> bool:
+        if self.args.dry_run:
+            log.info(
+                "%s would evict %s (MigrationController dryRun): %s", options.plugin_name, pod_key(pod), options.reason
+            )
+            return self.plan(pod, options)
         if not self.args.migrate:
-            return evict_through_api(self.handle, pod, options, self.args.grace_period_seconds)
+            return evict_through_api(self.handle, pod, options, self.args.grace_period_seconds, self.pod_evictor)
         job = self._job_for(pod, options)
         if job is None:
             return False
@@ -288,6 +245,8 @@ class MigrationController:
         backend = self.handle.migrations
         if self.reconciler is None or backend is None or self.args.paused or not self.args.migrate:
             return []
+        if self.scavenger is not None:
+            self.scavenger.run()
         was_active = {name_of(j) for j in backend.list_jobs() if pmj.is_active(j)}
         jobs = self.reconciler.reconcile_all(self._round()[0])
         return [

@@ -3,7 +3,9 @@ window queries the strategies and the reporter ask (latest, average, percentiles
 
 Series are named `node/cpu`, `pod/<uid>/memory`, `be/cpu_request`...: CPU in millicores, memory
 in bytes. Nothing a series holds outlives `retention` seconds, and no series keeps more than
-`max_points` samples, whatever the collect interval.
+`max_points` samples, whatever the collect interval. A series that stops receiving samples (its pod
+was deleted) is dropped by `expire` once its newest sample is older than `retention`, as
+koordlet's metric cache drops data past its retention: pod churn does not grow the cache.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ class MetricCache:
         self.retention, self.max_points = retention, max_points
         self._series: dict[str, deque[tuple[float, float]]] = {}
         self._lock = threading.Lock()
+        #: when `expire` last swept every series (it sweeps at most every `retention / 4` seconds)
+        self._swept: float | None = None
 
     def add(self, series: str, at: float, value: float) -> None:
         with self._lock:
@@ -36,10 +40,28 @@ class MetricCache:
             while samples and samples[0][0] < at - self.retention:
                 samples.popleft()
 
-    def forget(self, prefix: str) -> None:
+    def expire(self, now: float) -> int:
+        """Drop the samples older than `retention` from every series, and the series left empty;
+        the number of series dropped. Sweeps at most every `retention / 4` seconds, so calling it
+        on every collection round costs nothing in between."""
+        if self._swept is not None and self._swept <= now < self._swept + self.retention / 4:
+            return 0
+        self._swept = now
+        horizon = now - self.retention
+        dropped = 0
         with self._lock:
-            for name in [n for n in self._series if n.startswith(prefix)]:
-                del self._series[name]
+            for name in list(self._series):
+                samples = self._series[name]
+                while samples and samples[0][0] < horizon:
+                    samples.popleft()
+                if not samples:
+                    del self._series[name]
+                    dropped += 1
+        return dropped
+
+    def __len__(self) -> int:
+        """The number of series held."""
+        return len(self._series)
 
     def names(self, prefix: str = "") -> list[str]:
         with self._lock:

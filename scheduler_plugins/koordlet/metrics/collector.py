@@ -196,6 +196,15 @@ class Collector:
         for app in state.node_slo.host_applications if state.node_slo else ():
             self._cgroup(f"hostapp/{app.name}", self.host_app_dir(app), at)
         self._be(views, at)
+        self._forget_gone(at)
+
+    def _forget_gone(self, at: float) -> None:
+        """Drop the counter readings of cgroups not read this round (a deleted pod, a removed host
+        application): they only serve the next rate, and pod churn would grow them without end.
+        The cache's own series of such a pod age out with its retention."""
+        for series in [s for s, (when, _) in self._last.items() if when != at]:
+            del self._last[series]
+        self.cache.expire(at)
 
     def _be(self, views: list[PodView], at: float) -> None:
         be = [v for v in views if v.raw_qos is QoSClass.BE]

@@ -229,7 +229,8 @@ class ExtenderService:
     def preempt(self, body: Any) -> wire.ExtenderPreemptionResult:
         """ProcessPreemption: of the victims kube-scheduler chose on each node, keep the nodes
         where colocate's plugins let the pod fit once they are gone, and on each the fewest of
-        them (the shared evaluator's reprieve: budgets' pods given back first). A node whose
+        them (the shared evaluator's reprieve: budgets' pods given back first; the victims leave
+        the plugins' own state through their PreFilter extensions, as in a PostFilter). A node whose
         victims the extender does not know, or where even all of them gone the pod does not pass
         colocate's Filter, is dropped; a pod PreFilter rejects drops every node. Raises ArgsError
         on a malformed body (the wire type has no Error field)."""
@@ -241,9 +242,9 @@ class ExtenderService:
         out: dict[str, wire.MetaVictims] = {}
         if not status.is_success:
             return {"NodeNameToMetaVictims": out}
-        filter_node = self.framework.run_filter
+        fwk = self.framework
         evaluator = Evaluator(
-            "extender", _GivenVictims(frozenset()), filter_node, self.cluster.nodes, self.cluster.disruption_budgets()
+            "extender", _GivenVictims(frozenset()), fwk, self.cluster.nodes, self.cluster.disruption_budgets()
         )
         for node_name, (uids, _) in sorted(table.items()):
             node = self.cluster.nodes.get(node_name)
@@ -255,7 +256,7 @@ class ExtenderService:
             allowed = frozenset(uids)
             evaluator.policy = _GivenVictims(allowed)
             if not allowed:
-                if filter_node(state, pod, node).is_success:
+                if fwk.run_filter_with_nominated_pods(state, pod, node).is_success:
                     out[node_name] = {"Pods": [], "NumPDBViolations": 0}
                 continue
             candidate, _ = evaluator.select_victims_on_node(state, pod, node)

@@ -1,12 +1,15 @@
 """Per-cycle scratch space shared by the plugins of one scheduling cycle (`framework.CycleState`).
 
 Keys are namespaced by the writing plugin's name; values are whatever that plugin needs. A
-`clone()` is shallow, as upstream: plugins store values they do not mutate after writing.
+`clone()` copies each value that is `StateData` (has its own `clone()`, kube's `StateData.Clone`)
+and shares the others: plugins store values they do not mutate after writing, except the per-cycle
+state their PreFilter extensions (AddPod/RemovePod) adjust, which is StateData so that preemption's
+per-node trials and the nominated-pods pass never see each other's changes.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Protocol, runtime_checkable
 
 #: The name of the reservation the pod reserved in this cycle (Koordinator frameworkext's
 #: nominated reservation): written by the Reservation plugin at Reserve, read by the scheduling
@@ -22,11 +25,20 @@ PREFERRED_NODES: Final = "frameworkext/preferred-nodes"
 PREFILTER_REJECTED_BY: Final = "frameworkext/prefilter-rejected-by"
 
 
+@runtime_checkable
+class StateData(Protocol):
+    """A cycle-state value that is copied, not shared, when the state is cloned."""
+
+    def clone(self) -> StateData: ...
+
+
 class CycleState:
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "before_filter_nodes")
+    __slots__ = ("_data", "_owned", "skip_filter_plugins", "skip_score_plugins", "before_filter_nodes")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
+        #: keys whose values are StateData (told apart once, at write: clones are frequent)
+        self._owned: set[str] = set()
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
         #: BeforeFilter transformers that change only these nodes for this pod (none when the set
@@ -39,13 +51,21 @@ class CycleState:
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value
+        if hasattr(value, "clone") and isinstance(value, StateData):
+            self._owned.add(key)
+        else:
+            self._owned.discard(key)
 
     def delete(self, key: str) -> None:
         self._data.pop(key, None)
+        self._owned.discard(key)
 
     def clone(self) -> CycleState:
         other = CycleState()
         other._data = dict(self._data)
+        for key in self._owned:
+            other._data[key] = self._data[key].clone()
+        other._owned = set(self._owned)
         other.skip_filter_plugins = set(self.skip_filter_plugins)
         other.skip_score_plugins = set(self.skip_score_plugins)
         other.before_filter_nodes = dict(self.before_filter_nodes)

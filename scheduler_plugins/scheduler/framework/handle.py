@@ -13,10 +13,9 @@ from typing import Any, Protocol
 
 from policies.feature_gates import FeatureGates
 from scheduler_plugins.clock import Clock, system_clock
-from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.features import scheduler_gates
-from scheduler_plugins.scheduler.framework.interfaces import ClusterView
-from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.interfaces import ClusterView, PodFilter
+from scheduler_plugins.scheduler.framework.nominator import Nominator
 from scheduler_plugins.scheduler.framework.status import Status
 from scheduler_plugins.scheduler.framework.waiting import WaitingPods
 from scheduler_plugins.scheduler.podinfo import PodInfo
@@ -54,9 +53,11 @@ class Handle:
     features: FeatureGates = field(default_factory=scheduler_gates)
     #: pods parked by Permit; plugins allow or reject them from other pods' cycles
     waiting: WaitingPods = field(default_factory=WaitingPods)
-    #: the profile's Filter for one node, transformers included (kube's
-    #: RunFilterPluginsWithNominatedPods): set by the Framework before it builds its plugins, for
-    #: the PostFilter plugins that preempt
-    filter_node: Callable[[CycleState, PodInfo, NodeInfo], Status] | None = None
+    #: pods nominated to a node by a preemption and not bound yet (kube's PodNominator)
+    nominator: Nominator = field(default_factory=Nominator)
+    #: the profile's Filter for one node with its nominated pods, and its PreFilter extensions
+    #: (the Framework): set by the Framework before it builds its plugins, for the PostFilter
+    #: plugins that preempt
+    filtering: PodFilter | None = None
     #: the profile's PreFilter (`Framework.run_pre_filter`), set likewise
     pre_filter: Callable[..., tuple[PodInfo, Any, Status]] | None = None

@@ -84,6 +84,37 @@ class PreFilterPlugin(Protocol):
 
 
 @runtime_checkable
+class PreFilterExtensions(Protocol):
+    """Optional, for a PreFilter plugin that keeps per-node state of its own (kube's
+    `framework.PreFilterExtensions`): adjust this cycle's state as if `other` were added to or
+    removed from `node`. Preemption removes its victims this way (`SelectVictimsOnNode`), and a
+    cycle adds the pods nominated to a node (`RunFilterPluginsWithNominatedPods`); both run on a
+    cloned CycleState, so what is adjusted must be `StateData` the plugin's Filter reads. A plugin
+    that has nothing for `other` does nothing."""
+
+    name: str
+
+    def add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status: ...
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status: ...
+
+
+class PodFilter(Protocol):
+    """The profile's Filter as preemption uses it (`Framework` implements it): Filter on one node
+    with the pods nominated there counted, and the PreFilter extensions."""
+
+    def run_filter_with_nominated_pods(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status: ...
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo
+    ) -> Status: ...
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo
+    ) -> Status: ...
+
+
+@runtime_checkable
 class FilterPlugin(Protocol):
     name: str
 

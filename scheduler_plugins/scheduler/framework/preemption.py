@@ -16,9 +16,13 @@ a victim, how many candidate nodes to try. The evaluator does the rest, as upstr
 4. delete the victims through the API (`PrepareCandidate`) and nominate the node.
 
 Every victim carries the reason it was chosen, for `simulate -o json` and `explain`. The dry run
-(`select_candidate`) deletes nothing. Victims are removed from a copy of the NodeInfo: a plugin
-that keeps its own per-node cache (NodeNUMAResource's CPUs, DeviceShare's devices, LoadAware's
-usage) still counts them, as kube-scheduler's out-of-tree plugins without PreFilterExtensions do.
+(`select_candidate`) deletes nothing. Victims are removed from a copy of the NodeInfo and, on a
+clone of the CycleState, from every plugin with PreFilter extensions (`RemovePod`; a reprieved
+victim comes back with `AddPod`), as kube's SelectVictimsOnNode does: NodeNUMAResource's CPUs,
+DeviceShare's GPUs, LoadAwareScheduling's usage and ElasticQuota's used follow the victims. Filter
+counts the pods nominated to the node (`RunFilterPluginsWithNominatedPods`). A policy's `extra_fit`
+is checked after Filter passes, on the same adjusted state (ElasticQuota: the quota's used, less
+its victims, plus the pod).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any, Protocol
 
 from policies.disruption import selector_of, status_allowed
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.interfaces import PodFilter
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Code, Status, unresolvable, unschedulable
 from scheduler_plugins.scheduler.podinfo import PodInfo
@@ -93,9 +98,10 @@ class PreemptionPolicy(Protocol):
         ...
 
 
-#: An extra check a policy adds after Filter passes on the reduced node (ElasticQuota: the quota's
-#: used minus the removed victims plus the pod within its runtime).
-ExtraFit = Callable[[PodInfo, Sequence[PodInfo]], bool]
+#: An extra check a policy adds after Filter passes on the reduced node, reading the cycle state the
+#: PreFilter extensions adjusted (ElasticQuota: the quota's used, less the victims removed, plus the
+#: pod within its runtime).
+ExtraFit = Callable[[CycleState, PodInfo], bool]
 
 
 def more_important(a: PodInfo, b: PodInfo) -> bool:
@@ -121,21 +127,21 @@ def _importance_key(pod: PodInfo) -> tuple[int, int, str]:
 class Evaluator:
     """Runs one preemption for one policy over the nodes of the cluster.
 
-    `filter_node` is the framework's Filter for a node (all plugins, transformers included);
-    `budgets` the cluster's PodDisruptionBudgets; `delete` removes a victim through the API."""
+    `filtering` is the framework's Filter for a node (all plugins, transformers and nominated pods
+    included) and its PreFilter extensions; `budgets` the cluster's PodDisruptionBudgets."""
 
     def __init__(
         self,
         plugin: str,
         policy: PreemptionPolicy,
-        filter_node: Callable[[CycleState, PodInfo, NodeInfo], Status],
+        filtering: PodFilter,
         nodes: Mapping[str, NodeInfo],
         budgets: Sequence[Mapping[str, Any]],
         extra_fit: ExtraFit | None = None,
     ) -> None:
         self.plugin = plugin
         self.policy = policy
-        self.filter_node = filter_node
+        self.filtering = filtering
         self.nodes = nodes
         self.budgets = budgets
         self.extra_fit = extra_fit
@@ -192,30 +198,39 @@ class Evaluator:
     def select_victims_on_node(
         self, state: CycleState, pod: PodInfo, node: NodeInfo
     ) -> tuple[Candidate | None, Status]:
-        """The fewest victims on `node` that let `pod` fit (`SelectVictimsOnNode`)."""
-        reduced = node.copy()
+        """The fewest victims on `node` that let `pod` fit (`SelectVictimsOnNode`). `state` is not
+        changed: the victims are removed on a clone."""
         potential = [p for p in node.pods.values() if not is_reserve_pod(p) and self.policy.can_preempt(pod, p)]
         if not potential:
             return None, unresolvable(f"No victims found on node {node.name} for preemptor pod {pod.name}")
+        state = state.clone()
+        reduced = node.copy()
+        filtering = self.filtering
         for victim in potential:
             reduced.remove_pod(victim.key)
-        status = self.filter_node(state, pod, reduced)
+            status = filtering.run_pre_filter_extension_remove_pod(state, pod, victim, reduced)
+            if not status.is_success:
+                return None, status
+        status = filtering.run_filter_with_nominated_pods(state, pod, reduced)
         if not status.is_success:
             return None, status
-        removed = list(potential)
-        if self.extra_fit is not None and not self.extra_fit(pod, removed):
+        if self.extra_fit is not None and not self.extra_fit(state, pod):
             return None, unschedulable(f"the pod does not fit its quota on node {node.name} even without victims")
         potential.sort(key=_importance_key)
         violating, non_violating = self.split_by_pdb(potential)
         victims: list[Victim] = []
         reprieved: list[dict[str, str]] = []
         violations = 0
+        failure: list[Status] = []
 
         def reprieve(candidate: PodInfo, violates: bool) -> None:
             reduced.add_pod(candidate)
-            removed.remove(candidate)
-            fits = self.filter_node(state, pod, reduced).is_success and (
-                self.extra_fit is None or self.extra_fit(pod, removed)
+            status = filtering.run_pre_filter_extension_add_pod(state, pod, candidate, reduced)
+            if not status.is_success:
+                failure.append(status)
+                return
+            fits = filtering.run_filter_with_nominated_pods(state, pod, reduced).is_success and (
+                self.extra_fit is None or self.extra_fit(state, pod)
             )
             if fits:
                 why = (
@@ -226,15 +241,22 @@ class Evaluator:
                 reprieved.append({"pod": candidate.key, "reason": why})
                 return
             reduced.remove_pod(candidate.key)
-            removed.append(candidate)
+            status = filtering.run_pre_filter_extension_remove_pod(state, pod, candidate, reduced)
+            if not status.is_success:
+                failure.append(status)
+                return
             victims.append(Victim(candidate, self._reason(pod, candidate, violates), violates))
 
         for p in violating:
             reprieve(p, True)
+            if failure:
+                return None, failure[0]
             if victims and victims[-1].pod is p:
                 violations += 1
         for p in non_violating:
             reprieve(p, False)
+            if failure:
+                return None, failure[0]
         victims.sort(key=lambda v: _importance_key(v.pod))  # highest priority first, as upstream
         return Candidate(node.name, victims, violations, reprieved), SUCCESS
 

@@ -64,7 +64,7 @@ class Framework:
         self.profile = profile
         self.handle = handle
         self.plugins: dict[str, object] = {}
-        handle.filter_node = self.run_filter
+        handle.filtering = self
         handle.pre_filter = self.run_pre_filter
         for name in profile.plugin_names():
             source = registry.source(name)
@@ -101,6 +101,7 @@ class Framework:
         self._batch_filters = {p.name: p for p in points.filter if isinstance(p, fi.BatchFilterPlugin)}
         self.next_pod_plugins = [p for p in points.pre_enqueue if isinstance(p, fi.NextPodPlugin)]
         self.pre_bind_extensions = [p for p in points.pre_bind if isinstance(p, fi.PreBindExtensions)]
+        self.pre_filter_extensions = [p for p in points.pre_filter if isinstance(p, fi.PreFilterExtensions)]
         for plugin in self.plugins.values():
             if isinstance(plugin, (fi.ClusterListener, fi.PodListener, fi.ObjectListener)):
                 handle.cluster.subscribe(plugin)
@@ -210,6 +211,76 @@ class Framework:
                 return status.with_plugin(plugin.name)
         return SUCCESS
 
+    # --- PreFilter extensions and nominated pods ---------------------------------------------------
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo
+    ) -> Status:
+        """Every PreFilter extension's AddPod, in order, except for plugins PreFilter skipped."""
+        skip = state.skip_filter_plugins
+        for plugin in self.pre_filter_extensions:
+            if plugin.name in skip:
+                continue
+            status = plugin.add_pod(state, pod, other, node)
+            if not status.is_success:
+                return error(f"running AddPod on PreFilter plugin {plugin.name}: {status.message}").with_plugin(
+                    plugin.name
+                )
+        return SUCCESS
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo
+    ) -> Status:
+        """Every PreFilter extension's RemovePod, in order, except for plugins PreFilter skipped."""
+        skip = state.skip_filter_plugins
+        for plugin in self.pre_filter_extensions:
+            if plugin.name in skip:
+                continue
+            status = plugin.remove_pod(state, pod, other, node)
+            if not status.is_success:
+                return error(f"running RemovePod on PreFilter plugin {plugin.name}: {status.message}").with_plugin(
+                    plugin.name
+                )
+        return SUCCESS
+
+    def _nominated_for(self, pod: PodInfo, node_name: str) -> list[PodInfo]:
+        """The pods nominated to the node that this pod must leave room for: equal or higher
+        priority, not the pod itself, still pending (a nominated pod that is gone is forgotten)."""
+        pending = self.handle.cluster.pending
+        nominator = self.handle.nominator
+        out = []
+        for p in nominator.pods_for(node_name):
+            if p.key not in pending:
+                nominator.delete(p.key)
+            elif p.key != pod.key and p.priority >= pod.priority:
+                out.append(p)
+        return out
+
+    def run_filter_with_nominated_pods(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        """Filter as if the pods nominated to the node were on it (kube's
+        RunFilterPluginsWithNominatedPods): first with them added (their room is taken), then,
+        when any were added and that passed, without them (a plugin such as inter-pod affinity may
+        pass only because of them); the pod fits only if both pass."""
+        nominated = self._nominated_for(pod, node.name) if len(self.handle.nominator) else ()
+        if not nominated:
+            return self.run_filter(state, pod, node)
+        with_nominated, node_with = state.clone(), node.copy()
+        for other in nominated:
+            node_with.add_pod(other)
+            status = self.run_pre_filter_extension_add_pod(with_nominated, pod, other, node_with)
+            if not status.is_success:
+                return status
+        status = self.run_filter(with_nominated, pod, node_with)
+        if not status.is_success:
+            return status
+        return self.run_filter(state, pod, node)
+
+    def _nominated_nodes(self, pod: PodInfo) -> frozenset[str]:
+        """Nodes whose nominated pods this pod must count (none, the common case, costs nothing)."""
+        nominator = self.handle.nominator
+        if not len(nominator):
+            return frozenset()
+        return frozenset(n for n in nominator.nodes() if self._nominated_for(pod, n))
+
     def find_feasible(
         self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], wanted: int | None = None, start: int = 0
     ) -> tuple[list[NodeInfo], dict[str, Status], int]:
@@ -222,19 +293,27 @@ class Framework:
         feasible: list[NodeInfo] = []
         failed: dict[str, Status] = {}
         scope = self._before_filter_scope(state) if self.before_filter else frozenset()
+        nominated = self._nominated_nodes(pod)
+        if scope is not None and nominated:
+            scope = scope | nominated  # filtered one by one, with their nominated pods
         if scope is None:  # transformers may swap the pod or node anywhere: no batch, no inlining
-            plugins: list[tuple[str, Any]] = [("", self.run_filter)]
+            one_by_one = self.run_filter_with_nominated_pods if nominated else self.run_filter
+            plugins: list[tuple[str, Any]] = [("", one_by_one)]
         else:
             skip = state.skip_filter_plugins
             active = [p for p in self.points.filter if p.name not in skip]
             if self.batch and total and all(p.name in self._batch_filters for p in active):
                 batch = [self._batch_filters[p.name] for p in active]
                 # the few nodes a transformer changes are filtered one by one, the rest in batch
-                overrides = {n.name: self.run_filter(state, pod, n) for n in nodes if n.name in scope} if scope else {}
+                overrides = (
+                    {n.name: self.run_filter_with_nominated_pods(state, pod, n) for n in nodes if n.name in scope}
+                    if scope
+                    else {}
+                )
                 found = self._batch.find_feasible(state, pod, nodes, batch, wanted, start, overrides)
                 if found is not None:
                     return found
-            plugins = [("", self.run_filter)] if scope else [(p.name, p.filter) for p in active]
+            plugins = [("", self.run_filter_with_nominated_pods)] if scope else [(p.name, p.filter) for p in active]
         success = Code.Success
         processed = 0
         for offset in range(total):

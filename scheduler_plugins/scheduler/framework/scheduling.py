@@ -7,6 +7,11 @@ numFeasibleNodesToFind): the profile's value when it sets one, else the configur
 100) feasible nodes, starting where the previous cycle stopped (nextStartNodeIndex). Ties between
 equal totals go to the lowest node name (kube-scheduler's `selectHost` picks among equal totals at
 random; a fixed order keeps simulations repeatable).
+
+A pod that preempted is nominated to the node (kube's PodNominator, `framework/nominator.py`) until
+it is assumed there; so is a pending pod read with `status.nominatedNodeName`. Every other pod's
+Filter counts the nominated pods of equal or higher priority on their node, so the room freed for
+the preemptor is not taken by a lower-priority pod in the meantime.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from scheduler_plugins.scheduler.framework.cycle_state import (
 from scheduler_plugins.scheduler.framework.guard import PluginRaised
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.nominator import nominated_node_of
 from scheduler_plugins.scheduler.framework.preemption import PREEMPTION_CANDIDATE
 from scheduler_plugins.scheduler.framework.runtime import Framework
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Code, Status, unschedulable
@@ -96,6 +102,7 @@ class Placement:
             out["reasons"] = {name: s.message or s.code.name for name, s in sorted(self.failed_nodes.items())}
         if self.nominated_node:
             out["nominatedNode"] = self.nominated_node
+        if self.preempted_by:
             out["preemptedBy"] = self.preempted_by
             out["victims"] = self.victims
         return out
@@ -127,6 +134,15 @@ class Scheduler:
         self.next_start_node_index = (start + processed) % total
         return feasible, failed
 
+    def nominate_pending(self, pods: Sequence[PodInfo]) -> None:
+        """Nominate every pod read with `status.nominatedNodeName` (kube's queue does so as pods are
+        added), before any of them is scheduled."""
+        nominator = self.framework.handle.nominator
+        for pod in pods:
+            node_name = nominated_node_of(pod)
+            if node_name and not nominator.node_of(pod.key):
+                nominator.add(pod, node_name)
+
     def schedule_one(self, pod: PodInfo) -> Placement:
         """One scheduling cycle; a pod that waits on Permit gets a placement with code Wait that
         is updated in place when it is allowed or rejected."""
@@ -139,6 +155,8 @@ class Scheduler:
             placement = Placement(pod.key, status=status, message=f"{status.plugin}: {status.message}")
         if self.waiting:
             self.settle_waiting()
+        if not placement.node:  # still pending: say where it is promised room, if anywhere
+            placement.nominated_node = placement.nominated_node or self.framework.handle.nominator.node_of(pod.key)
         return placement
 
     def _cycle(self, pod: PodInfo, nominated: str = "") -> Placement:
@@ -177,10 +195,16 @@ class Scheduler:
         self, state: CycleState, pod: PodInfo, status: Status, failed: dict[str, Status], total: int, nominated: str
     ) -> Placement:
         """PostFilter for a pod no node accepted; when a plugin preempted, the pod is attempted
-        again at once (its victims are gone), as kube-scheduler's next cycle would."""
+        again at once (its victims are gone), as kube-scheduler's next cycle would. That attempt
+        does not preempt again: the pod stays nominated and waits (kube-scheduler's next cycle
+        would find its victims still terminating, or room the plugins see only once they update,
+        such as LoadAwareScheduling's NodeMetric)."""
+        if nominated:
+            return Placement(pod.key, status=status, message=failure_message(total, failed), failed_nodes=failed)
         result, post = self.framework.run_post_filter(state, pod, failed)
         candidate = state.read(PREEMPTION_CANDIDATE)
-        if post.is_success and result is not None and result.nominated_node and not nominated:
+        if post.is_success and result is not None and result.nominated_node:
+            self.framework.handle.nominator.add(pod, result.nominated_node)
             placement = self._cycle(pod, result.nominated_node)
             placement.nominated_node, placement.preempted_by = result.nominated_node, post.plugin
             if candidate is not None:
@@ -227,6 +251,7 @@ class Scheduler:
 
     def _reserve_and_bind(self, state: CycleState, pod: PodInfo, node_name: str, score: int | None) -> Placement:
         self.cluster.assume(pod, node_name)
+        self.framework.handle.nominator.delete(pod.key)  # assumed: its room is counted on the node
         try:
             return self._reserve_and_bind_assumed(state, pod, node_name, score)
         except PluginRaised:

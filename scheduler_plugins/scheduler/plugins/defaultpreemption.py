@@ -21,6 +21,7 @@ from policies.field_errors import ConfigError, Fields, check_range
 from scheduler_plugins.scheduler.framework.cycle_state import PREFILTER_REJECTED_BY, CycleState
 from scheduler_plugins.scheduler.framework.handle import ClientError, Handle
 from scheduler_plugins.scheduler.framework.interfaces import PostFilterResult
+from scheduler_plugins.scheduler.framework.nominator import nominated_node_of
 from scheduler_plugins.scheduler.framework.preemption import (
     PREEMPT_NEVER,
     PREEMPTION_CANDIDATE,
@@ -28,7 +29,7 @@ from scheduler_plugins.scheduler.framework.preemption import (
     Evaluator,
     ExtraFit,
 )
-from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, error, unresolvable
+from scheduler_plugins.scheduler.framework.status import SUCCESS, Code, Status, error, unresolvable
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.reservations import is_reserve_pod
 
@@ -77,6 +78,21 @@ def preemption_disallowed(pod: PodInfo) -> str:
     return ""
 
 
+#: The pod condition kube-scheduler sets on a victim before deleting it, and its reason.
+DISRUPTION_TARGET = "DisruptionTarget"
+REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
+
+def terminating_by_preemption(pod: PodInfo) -> bool:
+    """`podTerminatingByPreemption`: being deleted, and marked as a preemption's victim."""
+    if not pod.metadata.get("deletionTimestamp"):
+        return False
+    return any(
+        c.get("type") == DISRUPTION_TARGET and c.get("reason") == REASON_PREEMPTION_BY_SCHEDULER
+        for c in (pod.obj.get("status") or {}).get("conditions") or ()
+    )
+
+
 class PreemptingPlugin:
     """What DefaultPreemption and ElasticQuota's PostFilter share: run the evaluator, delete the
     victims through the API, nominate the node; and the dry run `explain` shows."""
@@ -109,22 +125,41 @@ class PreemptingPlugin:
             return state, unresolvable(f"preemption cannot help: PreFilter plugin {rejected_by} rejected the pod")
         return state, SUCCESS
 
+    def victims_still_terminating(self, pod: PodInfo, statuses: Mapping[str, Status]) -> str:
+        """`PodEligibleToPreemptOthers`' second half: a pod nominated to a node where a
+        lower-priority victim of a preemption is still terminating waits for it instead of
+        preempting again (unless Filter now finds that node unresolvable). The reason, or ""."""
+        node_name = self.handle.nominator.node_of(pod.key) or nominated_node_of(pod)
+        if not node_name:
+            return ""
+        status = statuses.get(node_name)
+        if status is not None and status.code is Code.UnschedulableAndUnresolvable:
+            return ""
+        node = self.handle.cluster.nodes.get(node_name)
+        if node is None:
+            return ""
+        for other in node.pods.values():
+            if other.priority < pod.priority and terminating_by_preemption(other):
+                return "not eligible due to a terminating pod on the nominated node."
+        return ""
+
     # --- PostFilter ------------------------------------------------------------------------------
     def _evaluator(self, state: CycleState) -> Evaluator:
         cluster = self.handle.cluster
-        filter_node = self.handle.filter_node
-        assert filter_node is not None, "the Framework sets handle.filter_node"
-        return Evaluator(
-            self.name, self, filter_node, cluster.nodes, cluster.disruption_budgets(), self.extra_fit(state)
-        )
+        filtering = self.handle.filtering
+        assert filtering is not None, "the Framework sets handle.filtering"
+        return Evaluator(self.name, self, filtering, cluster.nodes, cluster.disruption_budgets(), self.extra_fit(state))
 
     def select(
         self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
     ) -> tuple[Candidate | None, list[Candidate], Status]:
+        waiting = self.victims_still_terminating(pod, statuses)
+        if waiting:
+            return None, [], unresolvable(waiting)
         filter_state, status = self.prepare_state(state, pod)
         if not status.is_success:
             return None, [], status
-        return self._evaluator(state).select_candidate(filter_state, pod, statuses)
+        return self._evaluator(filter_state).select_candidate(filter_state, pod, statuses)
 
     def post_filter(
         self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]

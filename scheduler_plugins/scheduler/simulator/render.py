@@ -29,8 +29,8 @@ def simulation_table(report: dict[str, Any]) -> str:
                 + (f" (waited on permit: {p['waitedOnPermit']})" if p.get("waitedOnPermit") else "")
                 + (
                     f" (preempted {', '.join(v['pod'] for v in p['victims']) or 'nothing'} on {p['nominatedNode']})"
-                    if p.get("nominatedNode")
-                    else ""
+                    if p.get("preemptedBy")
+                    else (f" (nominated to {p['nominatedNode']})" if p.get("nominatedNode") else "")
                 ),
             ]
             for p in report["placements"]

@@ -81,6 +81,7 @@ def schedule_pending(
         else:
             unqueued.append(Placement(pod.key, status=status, message=f"pre-enqueue: {status.message}"))
     queue = fwk.sort_pods(queued)
+    scheduler.nominate_pending(queue)
     if bar is not None:
         bar.total = max(len(queue), 1)
     placements = []

@@ -127,9 +127,77 @@ def test_default_evictor_can_replace_the_migration_controller() -> None:
             "profiles[0].pluginConfig[0].args.nodePools[0].lowThresholds.cpu",
         ),
         (
-            {"profiles": [{"pluginConfig": [{"name": "MigrationController", "args": {"evictionPolicy": "Delete"}}]}]},
+            {"profiles": [{"pluginConfig": [{"name": "MigrationController", "args": {"evictionPolicy": "Kill"}}]}]},
             "profiles[0].pluginConfig[0].args.evictionPolicy",
         ),
+        (
+            {"profiles": [{"pluginConfig": [{"name": "MigrationController", "args": {"maxConcurrentReconciles": 0}}]}]},
+            "profiles[0].pluginConfig[0].args.maxConcurrentReconciles",
+        ),
+        (
+            {
+                "profiles": [
+                    {"pluginConfig": [{"name": "MigrationController", "args": {"maxConcurrentReconciles": 1000}}]}
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.maxConcurrentReconciles",
+        ),
+        (
+            {"profiles": [{"pluginConfig": [{"name": "MigrationController", "args": {"evictQPS": "fast"}}]}]},
+            "profiles[0].pluginConfig[0].args.evictQPS",
+        ),
+        (
+            {"profiles": [{"pluginConfig": [{"name": "MigrationController", "args": {"evictBurst": 0}}]}]},
+            "profiles[0].pluginConfig[0].args.evictBurst",
+        ),
+        (
+            {"profiles": [{"pluginConfig": [{"name": "MigrationController", "args": {"nodeFit": True}}]}]},
+            "profiles[0].pluginConfig[0].args.nodeFit",
+        ),
+        (
+            {"profiles": [{"pluginConfig": [{"name": "MigrationController", "args": {"nodeSelector": "pool=a"}}]}]},
+            "profiles[0].pluginConfig[0].args.nodeSelector",
+        ),
+        (
+            {
+                "profiles": [
+                    {"pluginConfig": [{"name": "MigrationController", "args": {"arbitrationArgs": {"interval": "1s"}}}]}
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.arbitrationArgs.interval",
+        ),
+        (
+            {
+                "profiles": [
+                    {"pluginConfig": [{"name": "MigrationController", "args": {"arbitrationArgs": {"enabled": False}}}]}
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.arbitrationArgs.enabled",
+        ),
+        (
+            {"profiles": [{"pluginConfig": [{"name": "MigrationController", "args": {"arbitrationInterval": "1s"}}]}]},
+            "profiles[0].pluginConfig[0].args.arbitrationInterval",
+        ),
+        (
+            {
+                "profiles": [
+                    {
+                        "pluginConfig": [
+                            {
+                                "name": "MigrationController",
+                                "args": {"defaultDeleteOptions": {"propagationPolicy": "Foreground"}},
+                            }
+                        ]
+                    }
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.defaultDeleteOptions.propagationPolicy",
+        ),
+        (
+            {"profiles": [{"pluginConfig": [{"name": "MigrationController", "args": {"schedulerNames": [""]}}]}]},
+            "profiles[0].pluginConfig[0].args.schedulerNames",
+        ),
+        ({"leaderElection": {"resourceLock": "configmapsleases"}}, "leaderElection.resourceLock"),
     ],
 )
 def test_errors_name_their_field(fields: dict[str, Any], path: str) -> None:

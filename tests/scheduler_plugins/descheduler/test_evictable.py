@@ -6,8 +6,17 @@ from typing import Any
 
 import pytest
 
-from policies.field_errors import Fields
-from scheduler_plugins.descheduler.plugins.evictable import EvictableArgs, parse_evictable, why_not_evictable
+from policies.field_errors import ConfigError, Fields
+from scheduler_plugins.descheduler.plugins.evictable import (
+    EvictableArgs,
+    cost_annotation,
+    parse_evictable,
+    why_not_evictable,
+)
+from scheduler_plugins.descheduler.plugins.evictor_args import (
+    parse_default_evictor_args,
+    parse_migration_controller_args,
+)
 from tests.support.builders import make_pod
 
 
@@ -69,3 +78,23 @@ def test_a_priority_threshold_keeps_pods_at_or_above_it() -> None:
     args = parse_evictable(Fields({"priorityThreshold": {"value": 9000}}, "args"))
     assert why_not_evictable(pod(priority=8999), args) is None
     assert "threshold" in str(why_not_evictable(pod(priority=9000), args))
+
+
+def test_evict_all_bare_pods_lets_a_pod_without_owners_go_for_the_migration_controller_only() -> None:
+    """`arbitrator/filter.go`: `evictAllBarePods` is MigrationControllerArgs', not DefaultEvictor's."""
+    bare = pod(owner_kind=None)
+    args = parse_migration_controller_args(Fields({"evictAllBarePods": True}, "args"))
+    assert why_not_evictable(bare, args.evictable) is None
+    assert why_not_evictable(bare, parse_migration_controller_args(Fields({}, "args")).evictable) is not None
+    with pytest.raises(ConfigError):
+        parse_default_evictor_args(Fields({"evictAllBarePods": True}, "args"))
+
+
+@pytest.mark.parametrize(
+    ("value", "cost"),
+    [("10", 10), ("-5", -5), ("0", 0), ("+10", 0), ("008", 0), ("1.5", 0), ("1e3", 0), ("", 0), ("2147483648", 0)],
+)
+def test_cost_annotations_are_read_as_go_reads_an_int32(value: str, cost: int) -> None:
+    """`GetEvictionCost` / `GetDeletionCostFromPodAnnotations`: no plus sign, no leading zeros, int32."""
+    pod = make_pod(annotations={"scheduling.koordinator.sh/eviction-cost": value})
+    assert cost_annotation(pod, "scheduling.koordinator.sh/eviction-cost") == cost

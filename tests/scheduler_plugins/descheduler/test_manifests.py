@@ -39,7 +39,7 @@ def test_rbac_covers_the_watched_kinds_evictions_events_migrations_and_the_lease
     watched = {(k.group, k.plural, v) for k in WATCHED_KINDS for v in ("list", "watch")}
     migration = {  # the MigrationController's PodMigrationJobs and Reservations (migration/backend.py)
         ("", "pods", "get"),
-        *(("scheduling.koordinator.sh", "podmigrationjobs", v) for v in ("get", "list", "create", "update")),
+        *(("scheduling.koordinator.sh", "podmigrationjobs", v) for v in ("get", "list", "create", "update", "delete")),
         ("scheduling.koordinator.sh", "podmigrationjobs/status", "update"),
         *(("scheduling.koordinator.sh", "reservations", v) for v in ("get", "create", "delete")),
     }

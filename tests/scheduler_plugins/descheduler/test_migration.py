@@ -98,7 +98,7 @@ def test_dry_run_lists_the_jobs_low_node_load_would_create(capsys: pytest.Captur
     assert [e["pod"] for e in round_["evictions"]] == ["default/web-4"]
 
 
-def _descheduler(mode: str, store: ClusterStore, evictions: FakeEvictions) -> Descheduler:
+def _descheduler(mode: str, store: ClusterStore, evictions: FakeEvictions, **args: Any) -> Descheduler:
     raw = {
         "apiVersion": "descheduler/v1alpha2",
         "kind": "DeschedulerConfiguration",
@@ -115,7 +115,10 @@ def _descheduler(mode: str, store: ClusterStore, evictions: FakeEvictions) -> De
                             "anomalyCondition": {"consecutiveAbnormalities": 1},
                         },
                     },
-                    {"name": "MigrationController", "args": {"defaultJobMode": mode, "maxMigratingPerWorkload": 2}},
+                    {
+                        "name": "MigrationController",
+                        "args": {"defaultJobMode": mode, "maxMigratingPerWorkload": 2, **args},
+                    },
                 ],
             }
         ],
@@ -136,9 +139,52 @@ def _hot_cluster() -> list[dict[str, Any]]:
     for p in hot:
         p["metadata"]["ownerReferences"][0].update({"uid": "rs-uid", "controller": True, "name": "web-rs"})
         p["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        p["spec"]["schedulerName"] = "koord-scheduler"  # a Reservation is koord-scheduler's to place
     cold, cold_metric = loaded_node("node-b", [], namespace="shop")
     nodes = [make_node(n, allocatable={"cpu": "4", "memory": "8Gi", "pods": "110"}) for n in ("node-a", "node-b")]
     return [*nodes, *hot, hot_metric, cold_metric]
+
+
+@pytest.mark.parametrize(
+    ("mode", "pod_scheduler", "scheduler_names", "migrated"),
+    [
+        ("ReservationFirst", "koord-scheduler", None, 2),  # schedulerNames defaults to koord-scheduler
+        ("ReservationFirst", "default-scheduler", None, 0),  # nobody would place its Reservation
+        ("ReservationFirst", None, None, 0),  # no schedulerName: kube-scheduler's
+        ("ReservationFirst", "default-scheduler", ["default-scheduler"], 2),
+        ("EvictDirectly", "default-scheduler", None, 2),  # no Reservation: any scheduler
+    ],
+)
+def test_reservation_first_migrates_only_pods_of_the_scheduler_names(
+    mode: str, pod_scheduler: str | None, scheduler_names: list[str] | None, migrated: int
+) -> None:
+    """`arbitrator/filter.go` `reservationFilter` (Koordinator's `TestEvict` gives its pod
+    `SchedulerName: koord-scheduler`): a Reservation is placed by the pod's scheduler, so only its
+    pods can be migrated reservation-first."""
+    objects = _hot_cluster()
+    for obj in objects:
+        if obj["kind"] == "Pod":
+            obj["spec"].pop("schedulerName", None)
+            if pod_scheduler:
+                obj["spec"]["schedulerName"] = pod_scheduler
+    view = view_of(objects)
+    args = {"schedulerNames": scheduler_names} if scheduler_names else {}
+    report = _descheduler(mode, view.store, FakeEvictions(), **args).run_round(1, view.snapshot())
+    assert len(report.migrations) == migrated
+    assert len(view.store.objects(POD_MIGRATION_JOB_KIND)) == migrated
+
+
+@pytest.mark.parametrize(("cost", "migrated"), [("2147483647", 0), ("2147483646", 2), ("+2147483647", 2)])
+def test_a_pod_with_the_max_eviction_cost_is_never_migrated(cost: str, migrated: int) -> None:
+    """`FilterPodWithMaxEvictionCost` (Koordinator's `TestFilterPodWithMaxEvictionCost`): an
+    eviction cost of MaxInt32 keeps the pod in place; a cost Go cannot parse counts as 0."""
+    objects = _hot_cluster()
+    for obj in objects:
+        if obj["kind"] == "Pod":
+            obj["metadata"].setdefault("annotations", {})["scheduling.koordinator.sh/eviction-cost"] = cost
+    view = view_of(objects)
+    report = _descheduler("ReservationFirst", view.store, FakeEvictions()).run_round(1, view.snapshot())
+    assert len(report.migrations) == migrated
 
 
 @pytest.mark.parametrize("mode", ["ReservationFirst", "EvictDirectly"])

@@ -121,6 +121,32 @@ def test_the_cache_is_bounded_and_answers_windows() -> None:
     assert percentile([5], 99) == 5
 
 
+def test_pod_churn_does_not_grow_the_cache_or_the_collector(tmp_path: Path) -> None:
+    """A koordlet on a node where pods come and go: a deleted pod's counter reading is dropped on
+    the next round, and its series once its newest sample is older than the retention."""
+    layout = CgroupLayout(tmp_path / "cg", CgroupVersion.V1)
+    cache = MetricCache(retention=60)
+    collector = Collector(layout, cache, proc=tmp_path / "noproc")
+    for round_ in range(200):
+        short = f"churn-{round_}"
+        pod_dir = layout.pod_dir("BestEffort", pod_uid(short))
+        write(
+            tmp_path / "cg",
+            {
+                f"cpuacct/{pod_dir}/cpuacct.usage": f"{round_}\n",
+                f"memory/{pod_dir}/memory.usage_in_bytes": "4096\n",
+            },
+        )
+        collector.collect(state(pod(short, qos="BE")), float(round_ * 10))
+        (tmp_path / "cg" / "cpuacct" / pod_dir / "cpuacct.usage").unlink()  # the pod is gone
+        (tmp_path / "cg" / "memory" / pod_dir / "memory.usage_in_bytes").unlink()
+    pods = {name.split("/")[1] for name in cache.names("pod/")}
+    assert len(pods) <= 60 / 10 + 1 + 60 / 4 / 10  # the retention's worth, and one sweep's lag
+    assert pod_uid("churn-199") in pods and pod_uid("churn-0") not in pods
+    assert not any(key.startswith(f"pod/{pod_uid('churn-0')}") for key in collector._last)
+    assert len(collector._last) <= 2  # this round's pod cpu reading at most (no /proc here)
+
+
 def test_go_durations() -> None:
     assert [go_duration(s) for s in (300, 600, 1800, 3600, 45)] == ["5m0s", "10m0s", "30m0s", "1h0m0s", "45s"]
 

@@ -29,7 +29,8 @@ import yaml
 
 from cluster.store import ClusterStore
 from policies.kinds import NODE_METRIC_KIND
-from scheduler_plugins.koordlet.agent import Agent, AgentSettings, directory_source
+from scheduler_plugins.koordlet.agent import Agent, AgentSettings
+from scheduler_plugins.koordlet.command import directory_source
 from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.states import KOORDLET_KINDS
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions

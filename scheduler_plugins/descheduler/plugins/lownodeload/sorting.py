@@ -9,11 +9,11 @@ from typing import Any, Final
 
 from policies.constants import ANNOTATION_EVICTION_COST, ANNOTATION_POD_DELETION_COST, KubernetesQoSClass, QoSClass
 from policies.constants import PriorityClass as PC
-from policies.objects import annotations_of, metadata_of
+from policies.objects import metadata_of
 from policies.qos import defaulted_priority_class, defaulted_qos_class, kubernetes_qos_class
 from policies.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.evictor import pod_key
-from scheduler_plugins.descheduler.plugins.evictable import pod_priority
+from scheduler_plugins.descheduler.plugins.evictable import cost_annotation, pod_priority
 
 Object = Mapping[str, Any]
 
@@ -44,13 +44,6 @@ def usage_score(usage: Mapping[str, int], capacity: Mapping[str, int], weights: 
         if weight and capacity_r:
             score += weight * usage.get(resource, 0) * 1000 / capacity_r
     return score / total_weight
-
-
-def _cost(pod: Object, key: str) -> float:
-    try:
-        return float(annotations_of(pod).get(key, 0))
-    except ValueError:
-        return 0.0
 
 
 def _most_requested(used: int, capacity: int) -> float:
@@ -95,8 +88,8 @@ def sort_pods(
             pod_priority(pod),
             _KUBE_QOS_ORDER.get(kube_qos, 1),
             _QOS_ORDER.get(qos, 5),
-            _cost(pod, ANNOTATION_POD_DELETION_COST),
-            _cost(pod, ANNOTATION_EVICTION_COST),
+            cost_annotation(pod, ANNOTATION_POD_DELETION_COST),
+            cost_annotation(pod, ANNOTATION_EVICTION_COST),
             usage is None,
             -pod_usage_score(usage or {}, exceed, weights),
             -created,

@@ -4,7 +4,9 @@ device-allocated annotation.
 
 Cards are chosen by the scoring strategy: LeastAllocated (the default) puts a shared request on the
 card with the most free memory ratio, MostAllocated packs it onto the busiest card that fits
-(ties: lower minor). A whole card must be untouched. Not implemented: RDMA/FPGA/NPU devices,
+(ties: lower minor). A whole card must be untouched. PreFilter extensions (AddPod/RemovePod,
+Koordinator's `preemptibleDevices`): preemption's victims give their cards back in the cycle's
+`PodOverlay`, which Filter reads. Not implemented: RDMA/FPGA/NPU devices,
 topology hints and NUMA alignment of devices, the reservation hooks, ResizePod.
 """
 
@@ -39,6 +41,7 @@ from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, NodeScore, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.pod_overlay import PodOverlay
 from scheduler_plugins.scheduler.framework.scoring import least_requested, most_requested
 from scheduler_plugins.scheduler.framework.status import (
     MAX_NODE_SCORE,
@@ -56,6 +59,7 @@ from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
 NAME = "DeviceShare"
 _STATE_KEY = NAME + "/request"
 _RESERVED_KEY = NAME + "/reserved"
+_OVERLAY_KEY = NAME + "/preemptible"
 ERR_INSUFFICIENT = "Insufficient gpu devices"
 
 
@@ -98,8 +102,9 @@ class DeviceShare:
         """NodeMetrics are none of this plugin's business."""
 
     # --- the allocator ---------------------------------------------------------------------------
-    def free(self, node_name: str) -> dict[int, Vector]:
-        """Free gpu-core, gpu-memory-ratio and gpu-memory of each healthy card of the node."""
+    def free(self, node_name: str, state: CycleState | None = None) -> dict[int, Vector]:
+        """Free gpu-core, gpu-memory-ratio and gpu-memory of each healthy card of the node, as this
+        cycle's PreFilter extensions left it (`state`'s overlay: preemption's victims removed)."""
         free = {
             d.minor: {
                 GPU_CORE: d.resources.get(GPU_CORE, FULL),
@@ -109,7 +114,11 @@ class DeviceShare:
             for d in self.devices.get(node_name, [])
             if d.health
         }
-        for held in self.held.get(node_name, {}).values():
+        cache: Mapping[str, _Held] = self.held.get(node_name, {})
+        overlay: PodOverlay[_Held] | None = state.read(_OVERLAY_KEY) if state is not None else None
+        if overlay is not None:
+            cache = overlay.view(node_name, cache)
+        for held in cache.values():
             for gpu in held.gpus:
                 if gpu.minor in free:
                     for name, amount in gpu.resources.items():
@@ -117,10 +126,12 @@ class DeviceShare:
                             free[gpu.minor][name] -= amount
         return free
 
-    def allocate(self, node_name: str, request: GPURequest) -> tuple[DeviceAllocation, ...] | None:
+    def allocate(
+        self, node_name: str, request: GPURequest, state: CycleState | None = None
+    ) -> tuple[DeviceAllocation, ...] | None:
         cards = {d.minor: d for d in self.devices.get(node_name, []) if d.health}
         fitting = []
-        for minor, room in self.free(node_name).items():
+        for minor, room in self.free(node_name, state).items():
             card = cards[minor]
             core, ratio, memory = request.on_card(card.memory)
             if not request.shared:
@@ -155,13 +166,34 @@ class DeviceShare:
             return SUCCESS
         if not any(d.health for d in self.devices.get(node.name, [])):
             return unresolvable(ERR_INSUFFICIENT)
-        return SUCCESS if self.allocate(node.name, request) is not None else unschedulable(ERR_INSUFFICIENT)
+        return SUCCESS if self.allocate(node.name, request, state) is not None else unschedulable(ERR_INSUFFICIENT)
 
     def filter_mask(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
     ) -> npt.NDArray[np.bool_] | None:
         """Filter for many nodes (a node without GPUs is a dictionary lookup)."""
         return np.fromiter((self.filter(state, pod, n).is_success for n in nodes), np.bool_, len(nodes))
+
+    # --- PreFilter extensions --------------------------------------------------------------------
+    def _overlay(self, state: CycleState) -> PodOverlay[_Held]:
+        overlay: PodOverlay[_Held] | None = state.read(_OVERLAY_KEY)
+        if overlay is None:
+            overlay = PodOverlay()
+            state.write(_OVERLAY_KEY, overlay)
+        return overlay
+
+    def add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
+        """`other` holds its cards again (a reprieved victim); a pod holding none here (a nominated
+        pod not bound yet) adds nothing, as Koordinator's AddPod."""
+        if state.read(_STATE_KEY) is not None and other.key in self.held.get(node.name, {}):
+            self._overlay(state).add(node.name, other.key, None)
+        return SUCCESS
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
+        """`other`'s cards are free in this cycle (a preemption's victim)."""
+        if state.read(_STATE_KEY) is not None and other.key in self.held.get(node.name, {}):
+            self._overlay(state).remove(node.name, other.key)
+        return SUCCESS
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
         return SUCCESS if state.read(_STATE_KEY) is not None else SKIP

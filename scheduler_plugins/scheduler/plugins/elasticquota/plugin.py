@@ -20,10 +20,11 @@ from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.features import ELASTIC_QUOTA_GUARANTEE_USAGE
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import PostFilterResult, PreFilterResult
+from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.status import SKIP, SUCCESS, Code, Status
 from scheduler_plugins.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from scheduler_plugins.scheduler.plugins.elasticquota.manager import QuotaManager
-from scheduler_plugins.scheduler.plugins.elasticquota.preempt import QuotaPreemption
+from scheduler_plugins.scheduler.plugins.elasticquota.preempt import QuotaPreemption, adjust_used
 from scheduler_plugins.scheduler.plugins.elasticquota.revoke import OverUsedRevoker
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
 
@@ -71,6 +72,16 @@ class ElasticQuota:
         finally:
             if hypothetical:
                 manager.remove_pod(pod.key)
+
+    def add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
+        """PreFilter extension: a victim given back counts in the quota's used again."""
+        adjust_used(self.manager, state, other, +1)
+        return SUCCESS
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
+        """PreFilter extension: a victim removed no longer counts in the quota's used."""
+        adjust_used(self.manager, state, other, -1)
+        return SUCCESS
 
     def _check(self, quota: str, pod: PodInfo) -> Status:
         manager = self.manager

@@ -6,13 +6,17 @@ lower; never a non-preemptible pod (`quota.scheduling.koordinator.sh/preemptible
 a pod of the default quota when `disableDefaultQuotaPreemption`. Victims are chosen by the shared
 evaluator (`framework/preemption.py`) over every node, with one more condition than Filter: once
 they are gone the quota's used plus the pod's request fits its runtime (or max without
-`enableRuntimeQuota`). A pod PreFilter rejected for its quota is filtered on nodes after the other
-PreFilter plugins ran again without the quota check.
+`enableRuntimeQuota`). That used is this cycle's `QuotaUsed`, written before the evaluator runs and
+adjusted by the plugin's PreFilter extensions as victims are removed and given back (Koordinator's
+`postFilterState.used`, `AddPod`/`RemovePod` in `elasticquota/plugin.go`). A pod PreFilter
+rejected for its quota is filtered on nodes after the other PreFilter plugins ran again without the
+quota check.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Final
 
 from policies.constants import DEFAULT_QUOTA_NAME, LABEL_QUOTA_PREEMPTIBLE
@@ -23,9 +27,35 @@ from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, unreso
 from scheduler_plugins.scheduler.plugins.defaultpreemption import PreemptingPlugin
 from scheduler_plugins.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from scheduler_plugins.scheduler.plugins.elasticquota.manager import QuotaManager
-from scheduler_plugins.scheduler.podinfo import PodInfo
+from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
 
 NAME: Final = "ElasticQuota"
+#: CycleState key of `QuotaUsed` (written by the PostFilter, read and adjusted on clones).
+QUOTA_USED_KEY: Final = NAME + "/postFilter"
+
+
+@dataclass(slots=True)
+class QuotaUsed:
+    """The preemptor's quota and its used, as the victims removed so far leave it (StateData)."""
+
+    quota: str
+    used: Vector
+
+    def clone(self) -> QuotaUsed:
+        return QuotaUsed(self.quota, dict(self.used))
+
+
+def adjust_used(manager: QuotaManager, state: CycleState, other: PodInfo, sign: int) -> None:
+    """Count `other`'s request in (`sign` 1) or out of (-1) the preemptor's quota used, when it is a
+    pod of that quota; the resources the quota does not limit are left alone."""
+    st: QuotaUsed | None = state.read(QUOTA_USED_KEY)
+    if st is None or manager.quota_of(other) != st.quota:
+        return
+    info = manager.state_of(st.quota)
+    limited = info.spec.max if info is not None else {}
+    for name, amount in other.requests.items():
+        if name in limited:
+            st.used[name] = max(st.used.get(name, 0) + sign * amount, 0)
 
 
 class QuotaPreemption(PreemptingPlugin):
@@ -48,28 +78,33 @@ class QuotaPreemption(PreemptingPlugin):
     def extra_fit(self, state: CycleState) -> ExtraFit | None:
         return self._quota_fit
 
-    def _quota_fit(self, pod: PodInfo, removed: Sequence[PodInfo]) -> bool:
-        """used − the victims' requests + the pod's request ≤ the quota's limit, in the pod's resources."""
-        quota = self.manager.quota_of(pod)
-        info = self.manager.state_of(quota)
-        if info is None:
+    def _quota_fit(self, state: CycleState, pod: PodInfo) -> bool:
+        """used (less the victims removed in `state`) + the pod's request ≤ the quota's limit, in
+        the pod's resources."""
+        st: QuotaUsed | None = state.read(QUOTA_USED_KEY)
+        info = self.manager.state_of(st.quota) if st is not None else None
+        if st is None or info is None:
             return True
         limit = info.runtime if self.args.enable_runtime_quota else info.spec.max
-        request = {r: v for r, v in pod.requests.items() if r in info.spec.max}
-        for name, amount in request.items():
-            used = info.used.get(name, 0) - sum(v.requests.get(name, 0) for v in removed if v.key != pod.key)
-            if used + amount > limit.get(name, 0):
+        for name, amount in pod.requests.items():
+            if name in info.spec.max and st.used.get(name, 0) + amount > limit.get(name, 0):
                 return False
         return True
 
     def prepare_state(self, state: CycleState, pod: PodInfo) -> tuple[CycleState, Status]:
         rejected_by = state.read(PREFILTER_REJECTED_BY)
-        if not rejected_by:
-            return state, SUCCESS
-        if rejected_by != NAME:
+        if rejected_by and rejected_by != NAME:
             return state, unresolvable(f"preemption cannot help: PreFilter plugin {rejected_by} rejected the pod")
-        pre_filter: Callable[..., tuple[PodInfo, object, Status]] | None = self.handle.pre_filter
-        assert pre_filter is not None, "the Framework sets handle.pre_filter"
-        fresh = CycleState()
-        _, _, status = pre_filter(fresh, pod, frozenset({NAME}))
-        return fresh, status
+        if rejected_by:
+            pre_filter: Callable[..., tuple[PodInfo, object, Status]] | None = self.handle.pre_filter
+            assert pre_filter is not None, "the Framework sets handle.pre_filter"
+            fresh = CycleState()
+            _, _, status = pre_filter(fresh, pod, frozenset({NAME}))
+            if not status.is_success:
+                return fresh, status
+            state = fresh
+        quota = self.manager.quota_of(pod)
+        info = self.manager.state_of(quota)
+        if info is not None:
+            state.write(QUOTA_USED_KEY, QuotaUsed(quota, dict(info.used)))
+        return state, SUCCESS

@@ -196,6 +196,35 @@ class AssignCache:
         for entry in self.pods.get(node_name, {}).values():
             self._add_pod(load, entry)
 
+    def usage_of(self, node_name: str, keys: Sequence[str], prod_pod: bool, agg_type: str, agg_duration: float) -> Vec:
+        """What these pods add to `estimated_usage` with the same arguments (what their removal
+        takes off it): their reported usage and their estimate deltas. Of an aggregated usage a
+        pod's own share is not reported; its last reported usage stands for it."""
+        load = self.loads.get(node_name)
+        total = self._zero()
+        if load is None:
+            return total
+        estimated_only = False
+        if not prod_pod:
+            base = load.agg_usage.get((agg_type, agg_duration)) if agg_type else load.node_usage
+            estimated_only = base is None and (not agg_type or agg_duration != 0 or load.node_usage is None)
+        for key in keys:
+            contribution = load.contributions.get(key)
+            if prod_pod:
+                if contribution is not None:
+                    _add(total, contribution[2])
+                    _add(total, contribution[1])
+            elif estimated_only:
+                if contribution is not None:
+                    _add(total, contribution[3])
+            else:
+                usage = load.pod_usage.get(key)
+                if usage is not None:
+                    _add(total, usage)
+                if contribution is not None:
+                    _add(total, contribution[0])
+        return total
+
     def estimated_usage(self, node_name: str, prod_pod: bool, agg_type: str, agg_duration: float) -> Vec | None:
         """`pod_assign_cache.go`: usage of the node including pods the metric does not reflect yet;
         None when the node has no NodeMetric."""

@@ -3,14 +3,18 @@ nodes whose estimated usage would pass a threshold and prefers the least loaded 
 NodeMetric reports plus estimates of pods the report does not reflect yet.
 
 Extension points: PreFilter (computes the pod's estimate once), Filter, Score (no
-normalisation), Reserve/Unreserve (the assign cache). It listens to the cluster state for bound
-and deleted pods and for NodeMetric changes, as the Go plugin's informer handlers do.
+normalisation), Reserve/Unreserve (the assign cache). PreFilter extensions (AddPod/RemovePod): a
+preemption's victims are taken off the node's estimated usage in that cycle, their reported usage
+and their estimates (Koordinator's plugin has none, so its preemption never makes room for load;
+ours does, and the preemptor then waits, nominated, until the NodeMetric no longer shows them).
+It listens to the cluster state for bound and deleted pods and for NodeMetric changes, as the Go
+plugin's informer handlers do.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +26,7 @@ from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.pod_overlay import PodOverlay
 from scheduler_plugins.scheduler.framework.scoring import least_requested
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, error, unschedulable
 from scheduler_plugins.scheduler.plugins.loadaware import estimator
@@ -33,6 +38,7 @@ from scheduler_plugins.scheduler.podinfo import PodInfo
 
 NAME = "LoadAwareScheduling"
 _STATE_KEY = NAME + "/estimate"
+_OVERLAY_KEY = NAME + "/preemptible"
 REASON_EXPIRED = "node(s) nodeMetric expired"
 _MISSING: Any = object()
 
@@ -181,16 +187,19 @@ class LoadAwareScheduling:
             )
         return view
 
-    def filter_checks(self, node: NodeInfo, prod_pod: bool) -> list[Check] | None:
-        """None when every applicable threshold is 0 (nothing to filter)."""
+    def filter_checks(self, node: NodeInfo, prod_pod: bool, without: Sequence[str] = ()) -> list[Check] | None:
+        """None when every applicable threshold is 0 (nothing to filter). `without`: pods whose
+        usage is taken off the node's (a preemption's victims)."""
         profile = self._thresholds_of(node)
         aggregated = not prod_pod and profile.is_aggregated
         thresholds = profile.prod if prod_pod else (profile.agg_usage if aggregated else profile.usage)
         if not any(thresholds.values()):
             return None
-        usage = self.cache.estimated_usage(
-            node.name, prod_pod, profile.agg_type if aggregated else "", profile.agg_duration if aggregated else 0.0
-        )
+        agg_type, agg_duration = (profile.agg_type, profile.agg_duration) if aggregated else ("", 0.0)
+        usage = self.cache.estimated_usage(node.name, prod_pod, agg_type, agg_duration)
+        if without and usage is not None:
+            removed = self.cache.usage_of(node.name, without, prod_pod, agg_type, agg_duration)
+            usage = [max(u - r, 0) for u, r in zip(usage, removed, strict=False)]
         return threshold_checks(self.resources, thresholds, self._allocatable(node), usage, aggregated)
 
     def score_usage(self, node: NodeInfo, prod_pod: bool) -> Vec | None:
@@ -210,9 +219,14 @@ class LoadAwareScheduling:
             return SUCCESS  # nodes without koordlet are never rejected
         view = self.node_view(node)
         prod_pod = view.has_prod_thresholds and pod.priority_class == PriorityClass.PROD
-        checks: list[Check] | None = view.filter.get(prod_pod, _MISSING)
-        if checks is _MISSING:
-            checks = view.filter[prod_pod] = self.filter_checks(node, prod_pod)
+        overlay: PodOverlay[None] | None = state.read(_OVERLAY_KEY)
+        removed = overlay.removed.get(node.name) if overlay is not None else None
+        if removed:  # a preemption's trial: not memoised
+            checks: list[Check] | None = self.filter_checks(node, prod_pod, sorted(removed))
+        else:
+            checks = view.filter.get(prod_pod, _MISSING)
+            if checks is _MISSING:
+                checks = view.filter[prod_pod] = self.filter_checks(node, prod_pod)
         if checks is None:
             return SUCCESS
         if self.args.filter_expired_node_metrics and self._expired(load.update_time):
@@ -223,6 +237,25 @@ class LoadAwareScheduling:
         for i, limit, status in checks:
             if estimate[i] >= limit:
                 return status
+        return SUCCESS
+
+    # --- PreFilter extensions --------------------------------------------------------------------
+    def add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
+        """A victim given back counts in the node's usage again; a pod not running there yet (a
+        nominated pod) adds no usage the NodeMetric or the assign cache would know of."""
+        overlay: PodOverlay[None] | None = state.read(_OVERLAY_KEY)
+        if overlay is not None:
+            overlay.add(node.name, other.key, None)
+        return SUCCESS
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
+        """A victim's usage is taken off the node's in this cycle."""
+        if node.name in self.cache.loads:
+            overlay: PodOverlay[None] | None = state.read(_OVERLAY_KEY)
+            if overlay is None:
+                overlay = PodOverlay()
+                state.write(_OVERLAY_KEY, overlay)
+            overlay.remove(node.name, other.key)
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:

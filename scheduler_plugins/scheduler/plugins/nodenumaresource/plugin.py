@@ -7,7 +7,9 @@ policies, topology and room; Reserve picks the CPUs (and NUMA nodes) and PreBind
 `scheduling.koordinator.sh/resource-status` annotation, which is also how the CPUs of bound pods
 are read back. Score is the allocation scorer of `scoringStrategy` over the node, or of
 `numaScoringStrategy` over the admitted NUMA nodes (not enabled in the shipped profile:
-NodeResourcesFit scores the same resources). Not implemented: amplified-CPU checks, exclusive
+NodeResourcesFit scores the same resources). PreFilter extensions (AddPod/RemovePod, Koordinator's
+`preempt.go`): preemption's victims give their CPUs and NUMA resources back in the cycle's
+`PodOverlay`, which Filter reads. Not implemented: amplified-CPU checks, exclusive
 policies (PCPULevel/NUMANodeLevel), ConstrainedBurst, the reservation hooks.
 """
 
@@ -42,6 +44,7 @@ from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.pod_overlay import PodOverlay
 from scheduler_plugins.scheduler.framework.scoring import least_requested, most_requested
 from scheduler_plugins.scheduler.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
 from scheduler_plugins.scheduler.plugins.nodenumaresource.allocator import allocate, numa_order
@@ -63,6 +66,7 @@ from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
 NAME = "NodeNUMAResource"
 _STATE_KEY = NAME + "/preFilter"
 _RESERVED_KEY = NAME + "/reserved"
+_OVERLAY_KEY = NAME + "/preemptible"
 NODE_FULL_PCPUS_ONLY: Final = "FullPCPUsOnly"
 NODE_SPREAD_BY_PCPUS: Final = "SpreadByPCPUs"
 NUMA_RESTRICTED: Final = "Restricted"
@@ -149,16 +153,38 @@ class NodeNUMAResource:
     def on_node_metric(self, node_name: str, metric: dict[str, Any] | None) -> None:
         """NodeMetrics are none of this plugin's business."""
 
-    def node_state(self, node: NodeInfo) -> NodeState | None:
+    def node_state(self, node: NodeInfo, state: CycleState | None = None) -> NodeState | None:
+        """The node's topology and what its pods hold, as this cycle's PreFilter extensions left
+        it (`state`'s overlay: preemption's victims removed)."""
         topo = self.topologies.get(node.name)
         if topo is None:
             return None
-        return NodeState(
-            topo,
-            reserved_cpus(node.annotations),
-            node.allocatable.get(RESOURCE_MEMORY, 0),
-            self.allocations.get(node.name, {}),
-        )
+        held: Mapping[str, Allocation] = self.allocations.get(node.name, {})
+        overlay: PodOverlay[Allocation] | None = state.read(_OVERLAY_KEY) if state is not None else None
+        if overlay is not None:
+            held = overlay.view(node.name, held)
+        return NodeState(topo, reserved_cpus(node.annotations), node.allocatable.get(RESOURCE_MEMORY, 0), held)
+
+    # --- PreFilter extensions --------------------------------------------------------------------
+    def _overlay(self, state: CycleState) -> PodOverlay[Allocation]:
+        overlay: PodOverlay[Allocation] | None = state.read(_OVERLAY_KEY)
+        if overlay is None:
+            overlay = PodOverlay()
+            state.write(_OVERLAY_KEY, overlay)
+        return overlay
+
+    def add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
+        """`other` holds its CPUs again (a reprieved victim). A pod that holds none here (a
+        nominated pod not bound yet) adds nothing, as Koordinator's AddPod."""
+        if state.read(_STATE_KEY) is not None and other.key in self.allocations.get(node.name, {}):
+            self._overlay(state).add(node.name, other.key, None)
+        return SUCCESS
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
+        """`other`'s CPUs and NUMA resources are free in this cycle (a preemption's victim)."""
+        if state.read(_STATE_KEY) is not None and other.key in self.allocations.get(node.name, {}):
+            self._overlay(state).remove(node.name, other.key)
+        return SUCCESS
 
     # --- PreFilter -------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
@@ -200,7 +226,9 @@ class NodeNUMAResource:
         return st
 
     # --- Filter ----------------------------------------------------------------------------------
-    def _decide(self, st: _PodState, node: NodeInfo) -> tuple[_Decision | None, Status]:
+    def _decide(
+        self, st: _PodState, node: NodeInfo, state: CycleState | None = None
+    ) -> tuple[_Decision | None, Status]:
         node_numa = node.labels.get(LABEL_NODE_NUMA_TOPOLOGY_POLICY, "")
         if st.numa_policy and node_numa and st.numa_policy != node_numa:
             return None, unresolvable(ERR_NUMA_POLICY)
@@ -214,7 +242,7 @@ class NodeNUMAResource:
             bind = True
         if not bind and numa_policy not in (NUMA_RESTRICTED, NUMA_SINGLE_NODE):
             return _Decision(False, "", numa_policy, None), SUCCESS
-        ns = self.node_state(node)
+        ns = self.node_state(node, state)
         if bind:
             if ns is None or not ns.topo.topology.valid:
                 return None, unresolvable(ERR_INVALID_TOPOLOGY)
@@ -251,7 +279,7 @@ class NodeNUMAResource:
         st = state.read(_STATE_KEY)
         if st is None:
             return SUCCESS
-        return self._decide(st, node)[1]
+        return self._decide(st, node, state)[1]
 
     def filter_mask(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
@@ -263,9 +291,11 @@ class NodeNUMAResource:
         if st is None:
             return np.ones(len(nodes), dtype=np.bool_)
         if st.bind or st.numa_policy:
-            return np.fromiter((self._decide(st, n)[1].is_success for n in nodes), np.bool_, len(nodes))
+            return np.fromiter((self._decide(st, n, state)[1].is_success for n in nodes), np.bool_, len(nodes))
         return np.fromiter(
-            (not _has_policy_labels(n) or self._decide(st, n)[1].is_success for n in nodes), np.bool_, len(nodes)
+            (not _has_policy_labels(n) or self._decide(st, n, state)[1].is_success for n in nodes),
+            np.bool_,
+            len(nodes),
         )
 
     # --- Score -----------------------------------------------------------------------------------
