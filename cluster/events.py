@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from kubernetes.client import ApiClient
 
+from cluster.rest import request
 from policies.objects import metadata_of
 
 log = logging.getLogger("colocate.events")
@@ -67,19 +68,11 @@ class EventRecorder:
     def record(self, involved: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         event = event_for(involved, type_, reason, message, self.component, self.host)
         namespace = event["metadata"]["namespace"]
-        request = self.api.param_serialize(
-            "POST",
-            f"/api/v1/namespaces/{quote(namespace, safe='')}/events",
-            body=event,
-            auth_settings=["BearerToken"],
-            header_params={"Accept": "application/json", "Content-Type": "application/json"},
-        )
         try:
-            response = self.api.call_api(*request, _request_timeout=TIMEOUT)
-            response.read()
-            if not 200 <= int(response.status) < 300:
-                log.warning(
-                    "event %s about %s not recorded: HTTP %s", reason, event["involvedObject"]["name"], response.status
-                )
+            status, _ = request(
+                self.api, "POST", f"/api/v1/namespaces/{quote(namespace, safe='')}/events", event, timeout=TIMEOUT
+            )
+            if not 200 <= status < 300:
+                log.warning("event %s about %s not recorded: HTTP %s", reason, event["involvedObject"]["name"], status)
         except Exception as exc:  # best effort: the action it describes has happened
             log.warning("event %s about %s not recorded: %s", reason, event["involvedObject"]["name"], exc)

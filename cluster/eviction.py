@@ -8,16 +8,13 @@ now) is `BLOCKED` — a skip with the server's reason, retried on a later round 
 from __future__ import annotations
 
 import enum
-import json
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 from kubernetes.client import ApiClient
-from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
 
-TIMEOUT = (5.0, 30.0)  # connect, read
+from cluster.rest import TIMEOUT, ApiError, message_of, request
 
 
 class Outcome(enum.Enum):
@@ -53,34 +50,17 @@ class EvictionClient:
 
     def evict(self, namespace: str, name: str, grace_period_seconds: int | None = None) -> EvictionResult:
         path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(name, safe='')}/eviction"
-        request = self.api.param_serialize(
-            "POST",
-            path,
-            body=eviction_body(namespace, name, grace_period_seconds),
-            auth_settings=["BearerToken"],
-            header_params={"Accept": "application/json", "Content-Type": "application/json"},
-        )
         try:
-            response = self.api.call_api(*request, _request_timeout=self.timeout)
-            raw = response.read()
-        except ApiException as exc:
-            return EvictionResult(Outcome.FAILED, f"{exc.reason}", exc.status or 0)
-        except (HTTPError, OSError) as exc:
-            return EvictionResult(Outcome.FAILED, str(exc), 0)
-        status = int(response.status)
+            status, data = request(
+                self.api, "POST", path, eviction_body(namespace, name, grace_period_seconds), timeout=self.timeout
+            )
+        except ApiError as exc:
+            return EvictionResult(Outcome.FAILED, str(exc), exc.code)
         if 200 <= status < 300:
             return EvictionResult(Outcome.EVICTED, "", status)
-        message = _message(raw) or f"HTTP {status}"
+        message = message_of(data) or f"HTTP {status}"
         if status == 429:
             return EvictionResult(Outcome.BLOCKED, message, status)
         if status == 404:
             return EvictionResult(Outcome.GONE, message, status)
         return EvictionResult(Outcome.FAILED, message, status)
-
-
-def _message(raw: bytes) -> str:
-    try:
-        data = json.loads(raw) if raw else {}
-    except ValueError:
-        return ""
-    return str(data.get("message") or "") if isinstance(data, dict) else ""

@@ -33,33 +33,65 @@ def object_path(kind: str, namespace: str, name: str) -> str:
     return f"{table.collection_path(namespace if table.namespaced else '')}/{quote(name, safe='')}"
 
 
+def request(
+    api: ApiClient,
+    method: str,
+    path: str,
+    body: Any = None,
+    content_type: str = "application/json",
+    timeout: tuple[float, float] = TIMEOUT,
+) -> tuple[int, Any]:
+    """One API request: its HTTP status and decoded JSON body (None when there is none or it is not
+    JSON). Only no answer at all is an `ApiError` (code 0, or the client's own status). The one
+    place colocate speaks REST through the `kubernetes` client's ApiClient, so every caller gets the
+    same headers, authentication, timeout and throttle (`cluster.throttle`)."""
+    serialized = api.param_serialize(
+        method,
+        path,
+        body=body,
+        auth_settings=["BearerToken"],
+        header_params={"Accept": "application/json", "Content-Type": content_type},
+    )
+    try:
+        response = api.call_api(*serialized, _request_timeout=timeout)
+        raw = response.read()
+    except ApiException as exc:
+        raise ApiError(exc.status or 0, f"{method} {path}: {exc.reason}") from exc
+    except (HTTPError, OSError) as exc:
+        raise ApiError(0, f"{method} {path}: {exc}") from exc
+    try:
+        data = json.loads(raw) if raw else None
+    except ValueError:
+        data = None
+    return int(response.status), data
+
+
+def message_of(data: Any) -> str:
+    """The `message` of a Status body, or ""."""
+    return str(data.get("message") or "") if isinstance(data, dict) else ""
+
+
+def call(
+    api: ApiClient,
+    method: str,
+    path: str,
+    body: Any = None,
+    content_type: str = "application/json",
+    timeout: tuple[float, float] = TIMEOUT,
+) -> dict[str, Any]:
+    """`request`, with any answer but 2xx an `ApiError` carrying the server's message."""
+    status, data = request(api, method, path, body, content_type, timeout)
+    if not 200 <= status < 300:
+        raise ApiError(status, message_of(data) or f"{method} {path}: HTTP {status}")
+    return data if isinstance(data, dict) else {}
+
+
 class ObjectClient:
     def __init__(self, api: ApiClient, timeout: tuple[float, float] = TIMEOUT) -> None:
         self.api, self.timeout = api, timeout
 
     def _call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> dict[str, Any]:
-        request = self.api.param_serialize(
-            method,
-            path,
-            body=body,
-            auth_settings=["BearerToken"],
-            header_params={"Accept": "application/json", "Content-Type": content_type},
-        )
-        try:
-            response = self.api.call_api(*request, _request_timeout=self.timeout)
-            raw = response.read()
-        except ApiException as exc:
-            raise ApiError(exc.status or 0, f"{method} {path}: {exc.reason}") from exc
-        except (HTTPError, OSError) as exc:
-            raise ApiError(0, f"{method} {path}: {exc}") from exc
-        try:
-            data = json.loads(raw) if raw else {}
-        except ValueError:
-            data = {}
-        if not 200 <= response.status < 300:
-            message = data.get("message") if isinstance(data, dict) else None
-            raise ApiError(response.status, message or f"{method} {path}: HTTP {response.status}")
-        return data if isinstance(data, dict) else {}
+        return call(self.api, method, path, body, content_type, self.timeout)
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The object, or None when it does not exist."""

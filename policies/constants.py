@@ -118,6 +118,10 @@ ANNOTATION_EXACT_MATCH_RESERVATION: Final = "scheduling.koordinator.sh/exact-mat
 #: the taint an unschedulable (or terminating) Reservation behaves as if it carried
 TAINT_NODE_UNSCHEDULABLE: Final = "node.kubernetes.io/unschedulable"
 LABEL_RESERVATION_ORDER: Final = "scheduling.koordinator.sh/reservation-order"
+#: `{"resources": {...}}` overlaid on the template's requests when a Reservation becomes Available
+ANNOTATION_RESERVATION_RESIZE_ALLOCATABLE: Final = "scheduling.koordinator.sh/reservation-resize-allocatable"
+#: on a pre-allocation Reservation (its reserve pod): it is placed only by pre-allocating a running pod
+LABEL_PRE_ALLOCATION_REQUIRED: Final = "scheduling.koordinator.sh/pre-allocation-required"
 
 # PodMigrationJob API (apis/scheduling/v1alpha1/pod_migration_job_types.go), cluster-scoped.
 POD_MIGRATION_JOB_KIND: Final = "PodMigrationJob"

@@ -23,8 +23,10 @@ from typing import Any, Final
 from policies.constants import (
     ANNOTATION_NODE_RESERVATION,
     ANNOTATION_PRE_ALLOCATION,
+    ANNOTATION_RESERVATION_AFFINITY,
     ANNOTATION_RESERVATION_NAME,
     ANNOTATION_RESERVATION_NODE,
+    ANNOTATION_RESERVATION_RESIZE_ALLOCATABLE,
     ANNOTATION_RESERVE_POD,
     LABEL_KOORDINATOR_PRIORITY,
     LABEL_RESERVATION_ORDER,
@@ -35,6 +37,7 @@ from policies.durations import parse_duration
 from policies.quantity import QuantityError, resource_list
 from policies.selectors import LabelSelector, SelectorShapeError, compile_selector
 from policies.timestamps import parse_time
+from scheduler_plugins.clock import format_time
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector, clone
 
 MAX_INT32: Final = 2**31 - 1
@@ -49,6 +52,8 @@ PHASE_PENDING, PHASE_AVAILABLE, PHASE_SUCCEEDED, PHASE_FAILED, PHASE_WAITING = (
 )
 POLICY_DEFAULT, POLICY_ALIGNED, POLICY_RESTRICTED = "", "Aligned", "Restricted"
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
+#: Koordinator's prefix of a reason about the reservation itself (`reservationutil.NewReservationReason`)
+REASON_PREFIX: Final = "Reservation(s) "
 
 
 class ReservePodInfo(PodInfo):
@@ -186,6 +191,24 @@ class ReservationInfo:
         return dict(self.reserve_pod.requests)
 
     @cached_property
+    def allocatable_when_available(self) -> Vector:
+        """What Bind records as `status.allocatable` (`SetReservationAvailable`): the template's
+        requests, each resource of the `reservation-resize-allocatable` annotation
+        (`{"resources": {...}}`) replacing the template's; a malformed annotation is ignored."""
+        resized: Vector = {}
+        try:
+            text = (self.metadata.get("annotations") or {}).get(ANNOTATION_RESERVATION_RESIZE_ALLOCATABLE)
+            resources = json.loads(text).get("resources") if text else None
+            resized = resource_list(resources) if isinstance(resources, Mapping) else {}
+        except (ValueError, AttributeError, QuantityError):
+            resized = {}
+        return {**self.reserve_pod.requests, **resized}
+
+    @cached_property
+    def pre_allocation(self) -> bool:
+        return bool(self.spec.get("preAllocation"))
+
+    @cached_property
     def reserved(self) -> Vector:
         """What the reservation keeps from its owners too (`node.koordinator.sh/reservation`
         `{"resources": {...}}` on the Reservation): Koordinator's ReservationInfo.Reserved."""
@@ -296,6 +319,30 @@ def held_pod(info: ReservationInfo, remaining: Vector) -> ReservePodInfo:
     return ReservePodInfo(obj)
 
 
+def available_status(info: ReservationInfo, node_name: str, now: float, owner: PodInfo | None) -> dict[str, Any]:
+    """The status Bind gives a reserve pod's Reservation (`SetReservationAvailable`): Available on
+    the node, holding the template's requests with the resize annotation applied; a pre-allocated
+    pod is its first owner."""
+    stamp = format_time(now)
+    owners: dict[str, Any] = {}
+    if owner is not None:
+        uid = str(owner.metadata.get("uid") or "")
+        owners = {
+            "currentOwners": [{"namespace": owner.namespace, "name": owner.name, "uid": uid}],
+            "allocated": quantities(owner.requests),
+        }
+    return {
+        **owners,
+        "nodeName": node_name,
+        "phase": PHASE_AVAILABLE,
+        "allocatable": quantities(info.allocatable_when_available),
+        "conditions": [
+            {"type": "Scheduled", "status": "True", "reason": "Scheduled", "lastTransitionTime": stamp},
+            {"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": stamp},
+        ],
+    }
+
+
 def quantities(vector: Mapping[str, int]) -> dict[str, str]:
     """Scheduler integers back to quantity strings (millicores for cpu), sorted by name."""
     return {name: (f"{amount}m" if name == RESOURCE_CPU else str(amount)) for name, amount in sorted(vector.items())}
@@ -304,3 +351,33 @@ def quantities(vector: Mapping[str, int]) -> dict[str, str]:
 def remaining(allocatable: Mapping[str, int], allocated: Mapping[str, int]) -> Vector:
     """allocatable − allocated per reserved resource, never below zero."""
     return {name: max(0, amount - allocated.get(name, 0)) for name, amount in allocatable.items()}
+
+
+def matched_on(state_value: object, node_name: str, nominated: str | None = None) -> list[ReservationInfo]:
+    """The reservations a pod may consume on `node_name`, from the cycle state's
+    `MATCHED_RESERVATIONS` (what the Reservation plugin wrote before PreFilter): the reservations
+    NodeNUMAResource, DeviceShare and ElasticQuota restore for the pod (Koordinator's
+    RestoreReservation `matched`). With `nominated` (see `nominated_for`) only that one ("": none)."""
+    if not isinstance(state_value, Mapping):
+        return []
+    matched = [r for r in state_value.get(node_name) or () if isinstance(r, ReservationInfo)]
+    if nominated is not None:
+        return [r for r in matched if r.name == nominated]
+    return matched
+
+
+def nominated_for(reserved: object, nominator: object, node_name: str) -> str | None:
+    """At Reserve, the reservation the pod is counted against on the node: the one it reserved
+    (`RESERVED_RESERVATION`), else the Reservation plugin's nomination (`RESERVATION_NOMINATOR`;
+    "" when it nominates none); None when neither is in the cycle state (any matched one may serve)."""
+    if isinstance(reserved, str) and reserved:
+        return reserved
+    if callable(nominator):
+        info = nominator(node_name)
+        return info.name if isinstance(info, ReservationInfo) else ""
+    return None
+
+
+def requires_reservation(pod: PodInfo) -> bool:
+    """A pod with `reservation-affinity` must be placed through a reservation (requiredFromReservation)."""
+    return ANNOTATION_RESERVATION_AFFINITY in pod.annotations

@@ -137,31 +137,17 @@ def node_metric_path(name: str) -> str:
 def write_status(api: Any, name: str, status: Mapping[str, Any]) -> bool:
     """Merge-patch `status` into NodeMetric `name` (created with an empty spec if missing);
     blocking, best effort: a failure is logged and the next report tries again."""
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
+    from cluster.rest import ApiError, request
 
     kind = kind_named(NODE_METRIC_KIND)
-    headers = {"Accept": "application/json", "Content-Type": "application/json"}
-
-    def call(method: str, path: str, body: Any, content_type: str = "application/json") -> int:
-        request = api.param_serialize(
-            method,
-            path,
-            body=body,
-            auth_settings=["BearerToken"],
-            header_params={**headers, "Content-Type": content_type},
-        )
-        response = api.call_api(*request, _request_timeout=(5.0, 30.0))
-        response.read()
-        return int(response.status)
-
+    merge = "application/merge-patch+json"
     try:
-        code = call("PATCH", node_metric_path(name) + "/status", {"status": status}, "application/merge-patch+json")
+        code, _ = request(api, "PATCH", node_metric_path(name) + "/status", {"status": status}, merge)
         if code == 404:
             body = {"apiVersion": kind.api_version, "kind": NODE_METRIC_KIND, "metadata": {"name": name}, "spec": {}}
-            call("POST", kind.collection_path(), body)
-            code = call("PATCH", node_metric_path(name) + "/status", {"status": status}, "application/merge-patch+json")
-    except (ApiException, HTTPError, OSError) as exc:
+            request(api, "POST", kind.collection_path(), body)
+            code, _ = request(api, "PATCH", node_metric_path(name) + "/status", {"status": status}, merge)
+    except ApiError as exc:
         log.warning("NodeMetric %s not reported: %s", name, exc)
         return False
     if not 200 <= code < 300:

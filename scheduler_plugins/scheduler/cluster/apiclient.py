@@ -10,15 +10,13 @@ its event loop, the only thread allowed to touch the cluster state.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import quote
 
 from kubernetes.client import ApiClient
-from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
 
 from cluster.eviction import eviction_body
+from cluster.rest import ApiError, call
 from policies.constants import RESERVATION_KIND
 from policies.kinds import kind_named
 from scheduler_plugins.clock import Clock, system_clock
@@ -41,28 +39,10 @@ class ApiServerClient:
 
     def _call(self, method: str, path: str, body: Any, content_type: str = "application/json") -> dict[str, Any]:
         """One API request; any failure is a `ClientError` with the HTTP code (0: no response)."""
-        request = self.api.param_serialize(
-            method,
-            path,
-            body=body,
-            auth_settings=["BearerToken"],
-            header_params={"Accept": "application/json", "Content-Type": content_type},
-        )
         try:
-            response = self.api.call_api(*request, _request_timeout=self.timeout)
-            raw = response.read()
-        except ApiException as exc:
-            raise ClientError(exc.status or 0, f"{method} {path}: {exc.reason}") from exc
-        except (HTTPError, OSError) as exc:
-            raise ClientError(0, f"{method} {path}: {exc}") from exc
-        try:
-            data = json.loads(raw) if raw else {}
-        except ValueError:
-            data = {}
-        if not 200 <= response.status < 300:
-            message = data.get("message") if isinstance(data, dict) else None
-            raise ClientError(response.status, message or f"{method} {path}: HTTP {response.status}")
-        return data if isinstance(data, dict) else {}
+            return call(self.api, method, path, body, content_type, self.timeout)
+        except ApiError as exc:
+            raise ClientError(exc.code, str(exc)) from exc
 
     def patch(self, kind: str, namespace: str, name: str, patch: list[dict[str, Any]]) -> dict[str, Any]:
         """A JSON patch of a pod, or of a Reservation's status subresource (every op under /status)."""

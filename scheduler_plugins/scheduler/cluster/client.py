@@ -87,5 +87,7 @@ class InMemoryClient:
     def _replace(self, old: PodInfo, new: PodInfo, node_name: str) -> None:
         if node_name:
             self.cluster.nodes[node_name].add_pod(new)
+            self.cluster.reservations.pod_deleted(old)  # a pod pre-allocated to a reservation, or
+            self.cluster.reservations.pod_bound(new)  # no longer (Unreserve): counted as it is now
         else:
             self.cluster.pending[old.key] = new

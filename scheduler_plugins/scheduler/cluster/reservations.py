@@ -36,6 +36,10 @@ class ReservationHost(Protocol):
 
     def drop_pending(self, key: str) -> None: ...
 
+    def reservation_held(self, reserve_pod: PodInfo, node_name: str) -> None: ...
+
+    def reservation_released(self, reserve_pod: PodInfo, node_name: str) -> None: ...
+
 
 def allocated_reservation(pod: PodInfo) -> str:
     """The name of the reservation a pod's `reservation-allocated` annotation names, or ""."""
@@ -189,7 +193,9 @@ class ReservationIndex:
             self._by_owner_name.setdefault(owner, set()).add(info.name)
         node = self.state.node_named(info.node_name)
         if node is not None:
-            node.add_pod(held_pod(info, self.remaining(info)))
+            held = held_pod(info, self.remaining(info))
+            node.add_pod(held)
+            self.state.reservation_held(held, info.node_name)
 
     def _unhold(self, info: ReservationInfo) -> None:
         self._any_owner.discard(info.name)
@@ -206,7 +212,20 @@ class ReservationIndex:
                 del self.by_node[info.node_name]
         node = self.state.node_named(info.node_name) if info.node_name else None
         if node is not None:
-            node.remove_pod(info.reserve_pod.key)
+            removed = node.remove_pod(info.reserve_pod.key)
+            if removed is not None:
+                self.state.reservation_released(removed, info.node_name)
+
+    def held_pods(self) -> list[tuple[PodInfo, str]]:
+        """Every held entry with its node (what a late `ReservationListener` is replayed)."""
+        out = []
+        for node_name, names in sorted(self.by_node.items()):
+            node = self.state.node_named(node_name)
+            for name in sorted(names):
+                pod = node.pods.get(self.infos[name].reserve_pod.key) if node is not None else None
+                if pod is not None:
+                    out.append((pod, node_name))
+        return out
 
     def node_added(self, node_name: str) -> None:
         """A node (re)appeared: its reservations hold their capacity on it again."""

@@ -29,7 +29,12 @@ from policies.constants import (
 from policies.disruption import PDB_KIND
 from policies.kinds import NODE_METRIC_KIND, kind_named
 from scheduler_plugins.scheduler.cluster.reservations import ReservationIndex
-from scheduler_plugins.scheduler.framework.interfaces import ClusterListener, ObjectListener, PodListener
+from scheduler_plugins.scheduler.framework.interfaces import (
+    ClusterListener,
+    ObjectListener,
+    PodListener,
+    ReservationListener,
+)
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
@@ -48,6 +53,7 @@ class ClusterState:
         self._listeners: list[ClusterListener] = []
         self._pod_listeners: list[PodListener] = []
         self._object_listeners: list[ObjectListener] = []
+        self._reservation_listeners: list[ReservationListener] = []
         #: objects of the kinds only some plugins read (OBJECT_KINDS), by kind and name
         #: ("namespace/name" for a namespaced kind)
         self.objects: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in OBJECT_KINDS}
@@ -221,6 +227,15 @@ class ClusterState:
     def drop_pending(self, key: str) -> None:
         self.pending.pop(key, None)
 
+    def reservation_held(self, reserve_pod: PodInfo, node_name: str) -> None:
+        """An Available reservation holds `reserve_pod` on the node (put by `reservations`)."""
+        for listener in self._reservation_listeners:
+            listener.on_reservation_held(reserve_pod, node_name)
+
+    def reservation_released(self, reserve_pod: PodInfo, node_name: str) -> None:
+        for listener in self._reservation_listeners:
+            listener.on_reservation_released(reserve_pod, node_name)
+
     def find_pod(self, namespace: str, name: str) -> tuple[PodInfo | None, str]:
         key = f"{namespace}/{name}"
         if key in self.pending:
@@ -245,6 +260,10 @@ class ClusterState:
             for pods in [*(n.pods for n in self.nodes.values()), *self.homeless.values()]:
                 for pod in pods.values():
                     listener.on_pod_added(pod)
+        if isinstance(listener, ReservationListener):
+            self._reservation_listeners.append(listener)
+            for pod, node_name in self.reservations.held_pods():
+                listener.on_reservation_held(pod, node_name)
         if isinstance(listener, ClusterListener):
             self._listeners.append(listener)
             for name, metric in self.node_metrics.items():

@@ -20,6 +20,22 @@ RESERVED_RESERVATION: Final = "frameworkext/reserved-reservation"
 #: `percentageOfNodesToScore` of a large cluster never skips the node holding its reservation.
 PREFERRED_NODES: Final = "frameworkext/preferred-nodes"
 
+#: The reservations the pod may consume, by node (Koordinator's RestoreReservation `matched`):
+#: written by the Reservation plugin before PreFilter, read by the plugins with their own per-node
+#: state (NodeNUMAResource, DeviceShare, ElasticQuota) to offer what those reservations hold to the
+#: pod. A `dict[str, tuple[ReservationInfo, ...]]`.
+MATCHED_RESERVATIONS: Final = "frameworkext/matched-reservations"
+#: The Reservation plugin's nomination for the pod on a node (Koordinator's ReservationNominator):
+#: a `Callable[[str], ReservationInfo | None]` written before PreFilter, so the plugins that reserve
+#: CPUs or cards before the Reservation plugin's Reserve use the reservation it will count the pod
+#: against.
+RESERVATION_NOMINATOR: Final = "frameworkext/reservation-nominator"
+#: For a pre-allocation reserve pod, the running pods it may take over, by node, best first
+#: (Koordinator's RestoreReservationPreAllocation `preAllocatable`): written by the Reservation
+#: plugin before PreFilter, read by NodeNUMAResource and DeviceShare so the reservation takes over
+#: the CPUs and cards of the pod it pre-allocates. A `dict[str, tuple[PodInfo, ...]]`.
+PRE_ALLOCATABLE: Final = "frameworkext/pre-allocatable"
+
 #: The PreFilter plugin that rejected the pod this cycle (written by the scheduling loop): a
 #: preempting PostFilter that cannot resolve that plugin's rejection does not try.
 PREFILTER_REJECTED_BY: Final = "frameworkext/prefilter-rejected-by"

@@ -61,3 +61,8 @@ class Handle:
     filtering: PodFilter | None = None
     #: the profile's PreFilter (`Framework.run_pre_filter`), set likewise
     pre_filter: Callable[..., tuple[PodInfo, Any, Status]] | None = None
+    #: the profile's `NominateReservationFilterPlugin`s (Koordinator's
+    #: RunNominateReservationFilterPlugins): set by the Framework once its plugins are built, for the
+    #: Reservation plugin to ask whether a reservation can serve a pod (its CPUs, its cards) before
+    #: it nominates it
+    nominate_reservation_filters: list[Any] = field(default_factory=list)

@@ -298,6 +298,33 @@ class ClusterListener(Protocol):
 
 
 @runtime_checkable
+class ReservationListener(Protocol):
+    """A plugin that tracks what each Available Reservation holds on its node (Koordinator's
+    reservation event handlers of NodeNUMAResource and DeviceShare): `reserve_pod` is the held
+    entry (the reserve pod with the Reservation's annotations, `resource-status` and
+    `device-allocated` included, requesting what the reservation still holds). `on_reservation_held`
+    is called again whenever that changes; `on_reservation_released` once it stops holding."""
+
+    def on_reservation_held(self, reserve_pod: PodInfo, node_name: str) -> None: ...
+
+    def on_reservation_released(self, reserve_pod: PodInfo, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class NominateReservationFilterPlugin(Protocol):
+    """Koordinator's `frameworkext.NominateReservationFilterPlugin`: whether the reservation can
+    serve the pod on the node by this plugin's own resources (the CPUs, the cards it holds). The
+    Reservation plugin asks every Filter plugin implementing it before it nominates a reservation
+    (the Filter plugins restore the matched reservations in their own Filter)."""
+
+    name: str
+
+    def filter_nominate_reservation(
+        self, state: CycleState, pod: PodInfo, info: ReservationInfo, node: NodeInfo
+    ) -> Status: ...
+
+
+@runtime_checkable
 class PodListener(Protocol):
     """A plugin that follows every live pod, pending ones included (ElasticQuota's request counts
     pods not scheduled yet). `on_pod_added` is called again when a pod changes (bound, patched);
@@ -324,6 +351,8 @@ class ReservationView(Protocol):
 
     infos: dict[str, ReservationInfo]
     by_node: dict[str, set[str]]
+    #: reservation name -> pod key -> the requests that pod takes from it
+    allocations: dict[str, dict[str, Vector]]
 
     def candidates(self, pod: PodInfo) -> list[ReservationInfo]:
         """Holding reservations whose owners might match the pod (a superset), by name."""

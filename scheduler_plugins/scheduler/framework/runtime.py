@@ -79,6 +79,9 @@ class Framework:
                 ) from exc
             guard(plugin, name)
         self.points = points = ExtensionPoints.from_profile(profile, self.plugins)
+        handle.nominate_reservation_filters = [
+            p for p in points.filter if isinstance(p, fi.NominateReservationFilterPlugin)
+        ]
         self.score_weights = {ref.name: ref.weight for ref in profile.enabled("score")}
         self._scorers = [
             (
@@ -103,7 +106,7 @@ class Framework:
         self.pre_bind_extensions = [p for p in points.pre_bind if isinstance(p, fi.PreBindExtensions)]
         self.pre_filter_extensions = [p for p in points.pre_filter if isinstance(p, fi.PreFilterExtensions)]
         for plugin in self.plugins.values():
-            if isinstance(plugin, (fi.ClusterListener, fi.PodListener, fi.ObjectListener)):
+            if isinstance(plugin, (fi.ClusterListener, fi.PodListener, fi.ObjectListener, fi.ReservationListener)):
                 handle.cluster.subscribe(plugin)
 
     def warm_up(self) -> None:

@@ -4,10 +4,18 @@ device-allocated annotation.
 
 Cards are chosen by the scoring strategy: LeastAllocated (the default) puts a shared request on the
 card with the most free memory ratio, MostAllocated packs it onto the busiest card that fits
-(ties: lower minor). A whole card must be untouched. PreFilter extensions (AddPod/RemovePod,
-Koordinator's `preemptibleDevices`): preemption's victims give their cards back in the cycle's
-`PodOverlay`, which Filter reads. Not implemented: RDMA/FPGA/NPU devices,
-topology hints and NUMA alignment of devices, the reservation hooks, ResizePod.
+(ties: lower minor). A whole card must be untouched.
+
+The cards a Reservation holds (its `device-allocated`, written on the Reservation at PreBind) are
+taken for every other pod; for an owner (Koordinator's `deviceshare/reservation.go`
+tryAllocateFromReusable) what a matched reservation still holds is free again and its cards come
+first; under the `Restricted` policy the owner gets only those cards, within what the reservation
+still holds of each. A pod that must use a reservation (`reservation-affinity`) is not placed on
+the node alone. Not implemented: RDMA/FPGA/NPU devices, topology hints and NUMA alignment of
+devices, ResizePod.
+
+PreFilter extensions (AddPod/RemovePod, Koordinator's `preemptibleDevices`): preemption's victims
+give their cards back in the cycle's `PodOverlay`, which Filter reads.
 """
 
 from __future__ import annotations
@@ -37,7 +45,13 @@ from policies.devices import (
     devices_of,
 )
 from policies.objects import ensure_map
-from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import (
+    MATCHED_RESERVATIONS,
+    PRE_ALLOCATABLE,
+    RESERVATION_NOMINATOR,
+    RESERVED_RESERVATION,
+    CycleState,
+)
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, NodeScore, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
@@ -55,12 +69,32 @@ from scheduler_plugins.scheduler.plugins.deviceshare.args import DeviceShareArgs
 from scheduler_plugins.scheduler.plugins.deviceshare.request import GPURequest, InvalidRequest, gpu_request
 from scheduler_plugins.scheduler.plugins.nodenumaresource.args import MOST_ALLOCATED
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
+from scheduler_plugins.scheduler.reservations import (
+    POLICY_RESTRICTED,
+    REASON_PREFIX,
+    ReservationInfo,
+    matched_on,
+    nominated_for,
+    requires_reservation,
+)
 
 NAME = "DeviceShare"
 _STATE_KEY = NAME + "/request"
 _RESERVED_KEY = NAME + "/reserved"
 _OVERLAY_KEY = NAME + "/preemptible"
 ERR_INSUFFICIENT = "Insufficient gpu devices"
+
+
+@dataclass(frozen=True)
+class _Reuse:
+    """Cards a pod may take beyond the node's free ones: what the entry `key` holds (a matched
+    reservation's remainder, or the pod a pre-allocating reserve pod takes over), preferred.
+    `restricted`: only those cards, within that holding; `superset`: every one of those cards."""
+
+    key: str
+    gpus: tuple[DeviceAllocation, ...]
+    restricted: bool = False
+    superset: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,10 +135,81 @@ class DeviceShare:
     def on_node_metric(self, node_name: str, metric: dict[str, Any] | None) -> None:
         """NodeMetrics are none of this plugin's business."""
 
+    def on_reservation_held(self, reserve_pod: PodInfo, node_name: str) -> None:
+        """An Available reservation's cards (its `device-allocated`) are taken for every other pod."""
+        self.on_pod_assigned(reserve_pod, node_name)
+        self.cluster.touch(node_name)
+
+    def on_reservation_released(self, reserve_pod: PodInfo, node_name: str) -> None:
+        self.on_pod_deleted(reserve_pod, node_name)
+        self.cluster.touch(node_name)
+
     # --- the allocator ---------------------------------------------------------------------------
-    def free(self, node_name: str, state: CycleState | None = None) -> dict[int, Vector]:
-        """Free gpu-core, gpu-memory-ratio and gpu-memory of each healthy card of the node, as this
-        cycle's PreFilter extensions left it (`state`'s overlay: preemption's victims removed)."""
+    def _held_view(self, node_name: str, state: CycleState | None = None) -> dict[str, tuple[DeviceAllocation, ...]]:
+        """What each entry holds on the node, a reservation counting only what its owners have not
+        taken (they are counted as themselves), as this cycle's PreFilter extensions left it
+        (`state`'s overlay: preemption's victims removed)."""
+        held: Mapping[str, _Held] = self.held.get(node_name, {})
+        overlay: PodOverlay[_Held] | None = state.read(_OVERLAY_KEY) if state is not None else None
+        if overlay is not None:
+            held = overlay.view(node_name, held)
+        out = {key: h.gpus for key, h in held.items()}
+        index = self.cluster.reservations
+        for name in index.by_node.get(node_name, ()):
+            info = index.infos.get(name)
+            if info is None or info.reserve_pod.key not in out:
+                continue
+            owners = [held[o].gpus for o in index.allocations.get(name, {}) if o in held]
+            out[info.reserve_pod.key] = _less(out[info.reserve_pod.key], owners)
+        return out
+
+    def _restore(
+        self, node_name: str, info: ReservationInfo, state: CycleState | None = None
+    ) -> tuple[DeviceAllocation, ...] | None:
+        """What a matched reservation still holds on the node (None: it holds no card here)."""
+        key = info.reserve_pod.key
+        if key not in self.held.get(node_name, {}):
+            return None
+        return self._held_view(node_name, state).get(key)
+
+    def _options(
+        self, state: CycleState, pod: PodInfo, node_name: str, nominated: str | None = None
+    ) -> list[_Reuse | None]:
+        """Each matched reservation holding cards here (what it still holds), each pod a
+        pre-allocating reserve pod may take over (its cards), then the node alone unless the pod
+        must use one of its reservations."""
+        options: list[_Reuse | None] = []
+        for info in matched_on(state.read(MATCHED_RESERVATIONS), node_name, nominated):
+            remaining = self._restore(node_name, info, state)
+            if remaining is not None:
+                restricted = info.allocate_policy == POLICY_RESTRICTED
+                options.append(_Reuse(info.reserve_pod.key, remaining, restricted))
+        takeover = state.read(PRE_ALLOCATABLE)
+        held = self.held.get(node_name, {})
+        if isinstance(takeover, Mapping):
+            for other in takeover.get(node_name) or ():
+                if other.key in held:
+                    options.append(_Reuse(other.key, held[other.key].gpus, superset=True))
+        if not options or not requires_reservation(pod):
+            options.append(None)
+        return options
+
+    def _allocate_any(
+        self, state: CycleState, pod: PodInfo, node_name: str, request: GPURequest, nominated: str | None = None
+    ) -> tuple[DeviceAllocation, ...] | Status:
+        """The first option's cards; else Unschedulable (`Reservation(s) ...` when the pod may only
+        use its reservations, Koordinator's makeReasonsByReservation)."""
+        options = self._options(state, pod, node_name, nominated)
+        for option in options:
+            chosen = self.allocate(node_name, request, option, state)
+            if chosen is not None:
+                return chosen
+        required = options and all(o is not None and not o.superset for o in options)
+        return unschedulable((REASON_PREFIX if required else "") + ERR_INSUFFICIENT)
+
+    def free(self, node_name: str, restore: str = "", state: CycleState | None = None) -> dict[int, Vector]:
+        """Free gpu-core, gpu-memory-ratio and gpu-memory of each healthy card of the node (with
+        what the reservation keyed `restore` holds given back, and `state`'s preemption victims)."""
         free = {
             d.minor: {
                 GPU_CORE: d.resources.get(GPU_CORE, FULL),
@@ -114,12 +219,10 @@ class DeviceShare:
             for d in self.devices.get(node_name, [])
             if d.health
         }
-        cache: Mapping[str, _Held] = self.held.get(node_name, {})
-        overlay: PodOverlay[_Held] | None = state.read(_OVERLAY_KEY) if state is not None else None
-        if overlay is not None:
-            cache = overlay.view(node_name, cache)
-        for held in cache.values():
-            for gpu in held.gpus:
+        for key, gpus in self._held_view(node_name, state).items():
+            if key == restore:
+                continue
+            for gpu in gpus:
                 if gpu.minor in free:
                     for name, amount in gpu.resources.items():
                         if name in free[gpu.minor]:
@@ -127,11 +230,28 @@ class DeviceShare:
         return free
 
     def allocate(
-        self, node_name: str, request: GPURequest, state: CycleState | None = None
+        self,
+        node_name: str,
+        request: GPURequest,
+        option: _Reuse | None = None,
+        state: CycleState | None = None,
     ) -> tuple[DeviceAllocation, ...] | None:
+        """The cards for `request`; with `option` its cards first (given back to the pod), or only
+        them, within what it holds of each, when it is restricted; all of them when a superset is
+        asked."""
         cards = {d.minor: d for d in self.devices.get(node_name, []) if d.health}
+        preferred: dict[int, Mapping[str, int]] = {}
+        restricted = False
+        restore = ""
+        if option is not None:
+            preferred = {g.minor: g.resources for g in option.gpus}
+            restricted, restore = option.restricted, option.key
         fitting = []
-        for minor, room in self.free(node_name, state).items():
+        for minor, room in self.free(node_name, restore, state).items():
+            if restricted:
+                if minor not in preferred:
+                    continue
+                room = {name: min(amount, preferred[minor].get(name, 0)) for name, amount in room.items()}
             card = cards[minor]
             core, ratio, memory = request.on_card(card.memory)
             if not request.shared:
@@ -141,8 +261,10 @@ class DeviceShare:
             if fits:
                 fitting.append((room[GPU_MEMORY_RATIO], minor, core, ratio, memory))
         sign = 1 if self.args.scoring_strategy.type == MOST_ALLOCATED else -1
-        fitting.sort(key=lambda f: (sign * f[0], f[1]))
+        fitting.sort(key=lambda f: (f[1] not in preferred, sign * f[0], f[1]))
         if len(fitting) < request.count:
+            return None
+        if option is not None and option.superset and not set(preferred) <= {f[1] for f in fitting[: request.count]}:
             return None
         return tuple(
             DeviceAllocation(minor, {GPU_CORE: core, GPU_MEMORY_RATIO: ratio, GPU_MEMORY: memory})
@@ -166,7 +288,21 @@ class DeviceShare:
             return SUCCESS
         if not any(d.health for d in self.devices.get(node.name, [])):
             return unresolvable(ERR_INSUFFICIENT)
-        return SUCCESS if self.allocate(node.name, request, state) is not None else unschedulable(ERR_INSUFFICIENT)
+        chosen = self._allocate_any(state, pod, node.name, request)
+        return chosen if isinstance(chosen, Status) else SUCCESS
+
+    def filter_nominate_reservation(
+        self, state: CycleState, pod: PodInfo, info: ReservationInfo, node: NodeInfo
+    ) -> Status:
+        """FilterNominateReservation: whether this reservation's cards can serve the pod (one that holds
+        none has nothing to refuse)."""
+        request: GPURequest | None = state.read(_STATE_KEY)
+        remaining = self._restore(node.name, info, state) if request is not None else None
+        if request is None or remaining is None:
+            return SUCCESS
+        option = _Reuse(info.reserve_pod.key, remaining, info.allocate_policy == POLICY_RESTRICTED)
+        chosen = self.allocate(node.name, request, option, state)
+        return SUCCESS if chosen is not None else unschedulable(ERR_INSUFFICIENT)
 
     def filter_mask(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
@@ -200,7 +336,8 @@ class DeviceShare:
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
         request: GPURequest | None = state.read(_STATE_KEY)
-        chosen = self.allocate(node.name, request) if request is not None else None
+        found = self._allocate_any(state, pod, node.name, request) if request is not None else None
+        chosen = None if isinstance(found, Status) else found
         if chosen is None:
             return 0, SUCCESS
         cards = [d for d in self.devices.get(node.name, []) if d.health]
@@ -235,9 +372,10 @@ class DeviceShare:
                 return unresolvable(f"invalid GPU request: {exc}")
         if request is None:
             return SUCCESS
-        chosen = self.allocate(node_name, request)
-        if chosen is None:
-            return unschedulable(ERR_INSUFFICIENT)
+        nominated = nominated_for(state.read(RESERVED_RESERVATION), state.read(RESERVATION_NOMINATOR), node_name)
+        chosen = self._allocate_any(state, pod, node_name, request, nominated)
+        if isinstance(chosen, Status):
+            return chosen
         self.held.setdefault(node_name, {})[pod.key] = _Held(chosen, assumed=True)
         state.write(_RESERVED_KEY, chosen)
         self.cluster.touch(node_name)
@@ -259,11 +397,25 @@ class DeviceShare:
     def explain_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> dict[str, Any] | None:
         """The cards the pod would get on this node, for `explain`."""
         request: GPURequest | None = state.read(_STATE_KEY)
-        chosen = self.allocate(node.name, request) if request is not None else None
+        found = self._allocate_any(state, pod, node.name, request) if request is not None else None
+        chosen = None if isinstance(found, Status) else found
         if not chosen:
             return None
         detail: dict[str, Any] = json.loads(allocations_json({DEVICE_TYPE_GPU: list(chosen)}))
         return detail
+
+
+def _less(
+    gpus: tuple[DeviceAllocation, ...], taken: list[tuple[DeviceAllocation, ...]]
+) -> tuple[DeviceAllocation, ...]:
+    """`gpus` less what `taken` holds of the same cards, never below zero."""
+    left = {g.minor: dict(g.resources) for g in gpus}
+    for other in taken:
+        for gpu in other:
+            for name, amount in gpu.resources.items():
+                if gpu.minor in left and name in left[gpu.minor]:
+                    left[gpu.minor][name] = max(0, left[gpu.minor][name] - amount)
+    return tuple(DeviceAllocation(minor, resources) for minor, resources in left.items())
 
 
 def new(args: DeviceShareArgs, handle: Handle) -> DeviceShare:

@@ -7,6 +7,12 @@ pending pods are not watched) is judged as if it were pending in its quota. Post
 lower-priority pods of the pod's own quota (`preempt.py`); the over-quota monitor (`revoke.py`)
 says which pods of a quota that stayed over its runtime longer than `delayEvictTime` to evict, so
 a quota takes back what it lent.
+
+Reservations count like pods: an Available reservation is in its quota's used for what it still
+holds (the held entry of its node, `allocatable − allocated`), its owners for what they request.
+So a pod that consumes a reservation moves that amount from the reservation to itself, and
+PreFilter judges it with what a matched reservation of the same quota still holds taken off its
+request: it is never counted twice.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any
 
 from policies.constants import ELASTIC_QUOTA_KIND, LABEL_QUOTA_PREEMPTIBLE, ROOT_QUOTA_NAME
 from policies.quantity import scalar_text
-from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import MATCHED_RESERVATIONS, CycleState
 from scheduler_plugins.scheduler.framework.features import ELASTIC_QUOTA_GUARANTEE_USAGE
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import PostFilterResult, PreFilterResult
@@ -47,6 +53,7 @@ class ElasticQuota:
         )
         self.preemption = QuotaPreemption(args, handle, self.manager)
         self.revoker = OverUsedRevoker(args, self.manager)
+        self.reservations = handle.cluster.reservations
 
     # --- listeners -------------------------------------------------------------------------------
     def on_object(self, kind: str, name: str, obj: Mapping[str, Any] | None) -> None:
@@ -58,6 +65,13 @@ class ElasticQuota:
     def on_pod_removed(self, key: str) -> None:
         self.manager.remove_pod(key)
 
+    def on_reservation_held(self, reserve_pod: PodInfo, node_name: str) -> None:
+        """What an Available reservation still holds counts in its quota's used."""
+        self.manager.add_pod(reserve_pod, used=True)
+
+    def on_reservation_released(self, reserve_pod: PodInfo, node_name: str) -> None:
+        self.manager.remove_pod(reserve_pod.key)
+
     # --- extension points ------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
         manager = self.manager
@@ -68,7 +82,13 @@ class ElasticQuota:
         if hypothetical:
             manager.add_pod(pod, used=False)
         try:
-            return None, self._check(quota, pod)
+            status = self._check(quota, pod, pod.requests)
+            for held in self._covered(state, quota):  # what a matched reservation already counts
+                if status.is_success:
+                    break
+                if self._check(quota, pod, _less(pod.requests, held)).is_success:
+                    status = SUCCESS
+            return None, status
         finally:
             if hypothetical:
                 manager.remove_pod(pod.key)
@@ -83,12 +103,24 @@ class ElasticQuota:
         adjust_used(self.manager, state, other, -1)
         return SUCCESS
 
-    def _check(self, quota: str, pod: PodInfo) -> Status:
+    def _covered(self, state: CycleState, quota: str) -> list[Vector]:
+        """What each reservation the pod matches, counted in the same quota, still holds."""
+        matched = state.read(MATCHED_RESERVATIONS)
+        if not isinstance(matched, Mapping):
+            return []
+        return [
+            self.reservations.remaining(info)
+            for infos in matched.values()
+            for info in infos
+            if self.manager.quota_of(info.reserve_pod) == quota
+        ]
+
+    def _check(self, quota: str, pod: PodInfo, requests: Vector) -> Status:
         manager = self.manager
         state = manager.state_of(quota)
         assert state is not None
         spec = state.spec
-        request = {r: v for r, v in pod.requests.items() if r in spec.max}
+        request = {r: v for r, v in requests.items() if r in spec.max}
         limit = state.runtime if self.args.enable_runtime_quota else spec.max
         status = _fits(quota, "Insufficient quotas", limit, state.used, request, "runtime")
         if status is not None:
@@ -110,7 +142,7 @@ class ElasticQuota:
                 ancestor = manager.state_of(parent)
                 if ancestor is None:
                     break
-                masked = {r: v for r, v in pod.requests.items() if r in ancestor.spec.max}
+                masked = {r: v for r, v in requests.items() if r in ancestor.spec.max}
                 status = _fits(parent, "Insufficient parent quotas", ancestor.runtime, ancestor.used, masked, "runtime")
                 if status is not None:
                     return status
@@ -135,6 +167,10 @@ class ElasticQuota:
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         self.manager.set_used(pod, False)
+
+
+def _less(requests: Mapping[str, int], held: Mapping[str, int]) -> Vector:
+    return {name: max(0, amount - held.get(name, 0)) for name, amount in requests.items()}
 
 
 def _fits(

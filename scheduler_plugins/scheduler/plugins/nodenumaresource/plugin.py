@@ -7,10 +7,11 @@ policies, topology and room; Reserve picks the CPUs (and NUMA nodes) and PreBind
 `scheduling.koordinator.sh/resource-status` annotation, which is also how the CPUs of bound pods
 are read back. Score is the allocation scorer of `scoringStrategy` over the node, or of
 `numaScoringStrategy` over the admitted NUMA nodes (not enabled in the shipped profile:
-NodeResourcesFit scores the same resources). PreFilter extensions (AddPod/RemovePod, Koordinator's
-`preempt.go`): preemption's victims give their CPUs and NUMA resources back in the cycle's
-`PodOverlay`, which Filter reads. Not implemented: amplified-CPU checks, exclusive
-policies (PCPULevel/NUMANodeLevel), ConstrainedBurst, the reservation hooks.
+NodeResourcesFit scores the same resources). The CPUs a Reservation holds are set aside for its
+owners (`reservation.py`). PreFilter extensions (AddPod/RemovePod, Koordinator's `preempt.go`):
+preemption's victims give their CPUs and NUMA resources back in the cycle's `PodOverlay`, which
+Filter reads. Not implemented: amplified-CPU checks, exclusive policies
+(PCPULevel/NUMANodeLevel), ConstrainedBurst.
 """
 
 from __future__ import annotations
@@ -40,19 +41,31 @@ from policies.cpuset import NUMANodeResource, ResourceStatus, format_cpuset, res
 from policies.objects import ensure_map
 from policies.qos import raw_qos_class
 from policies.quantity import scalar_of, scalar_text
-from scheduler_plugins.scheduler.framework.cycle_state import CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import (
+    MATCHED_RESERVATIONS,
+    PRE_ALLOCATABLE,
+    RESERVATION_NOMINATOR,
+    RESERVED_RESERVATION,
+    CycleState,
+)
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.pod_overlay import PodOverlay
 from scheduler_plugins.scheduler.framework.scoring import least_requested, most_requested
 from scheduler_plugins.scheduler.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
-from scheduler_plugins.scheduler.plugins.nodenumaresource.allocator import allocate, numa_order
+from scheduler_plugins.scheduler.plugins.nodenumaresource.allocator import numa_order
 from scheduler_plugins.scheduler.plugins.nodenumaresource.args import (
     FULL_PCPUS,
     MOST_ALLOCATED,
     SPREAD_BY_PCPUS,
     NodeNUMAResourceArgs,
+)
+from scheduler_plugins.scheduler.plugins.nodenumaresource.reservation import (
+    Option,
+    owners_view,
+    pre_allocatable,
+    restored,
 )
 from scheduler_plugins.scheduler.plugins.nodenumaresource.topology import (
     Allocation,
@@ -62,6 +75,13 @@ from scheduler_plugins.scheduler.plugins.nodenumaresource.topology import (
     reserved_cpus,
 )
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
+from scheduler_plugins.scheduler.reservations import (
+    REASON_PREFIX,
+    ReservationInfo,
+    matched_on,
+    nominated_for,
+    requires_reservation,
+)
 
 NAME = "NodeNUMAResource"
 _STATE_KEY = NAME + "/preFilter"
@@ -153,13 +173,23 @@ class NodeNUMAResource:
     def on_node_metric(self, node_name: str, metric: dict[str, Any] | None) -> None:
         """NodeMetrics are none of this plugin's business."""
 
+    def on_reservation_held(self, reserve_pod: PodInfo, node_name: str) -> None:
+        """An Available reservation's CPUs (its `resource-status`) are taken for every other pod."""
+        self.on_pod_assigned(reserve_pod, node_name)
+        self.cluster.touch(node_name)
+
+    def on_reservation_released(self, reserve_pod: PodInfo, node_name: str) -> None:
+        self.on_pod_deleted(reserve_pod, node_name)
+        self.cluster.touch(node_name)
+
     def node_state(self, node: NodeInfo, state: CycleState | None = None) -> NodeState | None:
-        """The node's topology and what its pods hold, as this cycle's PreFilter extensions left
-        it (`state`'s overlay: preemption's victims removed)."""
+        """The node's topology and what its pods hold: each reservation counted for what its owners
+        do not hold (`owners_view`), as this cycle's PreFilter extensions left it (`state`'s
+        overlay: preemption's victims removed)."""
         topo = self.topologies.get(node.name)
         if topo is None:
             return None
-        held: Mapping[str, Allocation] = self.allocations.get(node.name, {})
+        held = owners_view(self.allocations.get(node.name, {}), self.cluster.reservations, node.name)
         overlay: PodOverlay[Allocation] | None = state.read(_OVERLAY_KEY) if state is not None else None
         if overlay is not None:
             held = overlay.view(node.name, held)
@@ -185,6 +215,23 @@ class NodeNUMAResource:
         if state.read(_STATE_KEY) is not None and other.key in self.allocations.get(node.name, {}):
             self._overlay(state).remove(node.name, other.key)
         return SUCCESS
+
+    def _options(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, nominated: str | None = None
+    ) -> list[Option | None]:
+        """The node as the pod sees it: once per matched reservation holding CPUs here (restored),
+        then the node alone, unless the pod must use one of those reservations."""
+        base = self.node_state(node, state)
+        if base is None:
+            return [None]
+        matched = matched_on(state.read(MATCHED_RESERVATIONS), node.name, nominated)
+        options: list[Option | None] = list(restored(base, matched, self.cluster.reservations, pod.key))
+        takeover = state.read(PRE_ALLOCATABLE)
+        if isinstance(takeover, Mapping) and takeover.get(node.name):
+            options += pre_allocatable(base, tuple(takeover[node.name]))
+        if not options or not requires_reservation(pod):
+            options.append(Option(base))
+        return options
 
     # --- PreFilter -------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
@@ -227,7 +274,7 @@ class NodeNUMAResource:
 
     # --- Filter ----------------------------------------------------------------------------------
     def _decide(
-        self, st: _PodState, node: NodeInfo, state: CycleState | None = None
+        self, st: _PodState, node: NodeInfo, option: Option | None = None, state: CycleState | None = None
     ) -> tuple[_Decision | None, Status]:
         node_numa = node.labels.get(LABEL_NODE_NUMA_TOPOLOGY_POLICY, "")
         if st.numa_policy and node_numa and st.numa_policy != node_numa:
@@ -242,7 +289,7 @@ class NodeNUMAResource:
             bind = True
         if not bind and numa_policy not in (NUMA_RESTRICTED, NUMA_SINGLE_NODE):
             return _Decision(False, "", numa_policy, None), SUCCESS
-        ns = self.node_state(node, state)
+        ns = option.state if option is not None else self.node_state(node, state)
         if bind:
             if ns is None or not ns.topo.topology.valid:
                 return None, unresolvable(ERR_INVALID_TOPOLOGY)
@@ -254,7 +301,7 @@ class NodeNUMAResource:
             if required and policy == FULL_PCPUS and st.num_cpus % ns.topo.topology.cpus_per_core:
                 return None, unresolvable(ERR_NOT_MULTIPLE)
             if required and numa_policy not in (NUMA_RESTRICTED, NUMA_SINGLE_NODE):
-                if allocate(ns.topo.topology, ns.free_cpus(), st.num_cpus, policy, self._strategy(node)) is None:
+                if _option(option, ns).allocate(st.num_cpus, policy, self._strategy(node)) is None:
                     return None, unschedulable(ERR_NOT_ENOUGH)
         hint = None
         if numa_policy in (NUMA_RESTRICTED, NUMA_SINGLE_NODE):
@@ -264,12 +311,29 @@ class NodeNUMAResource:
             hint = numa_hint(ns, {RESOURCE_CPU: st.cpu, RESOURCE_MEMORY: st.memory}, numa_policy, order)
             if hint is None:
                 return None, unschedulable(ERR_NUMA_AFFINITY)
-            if (
-                bind
-                and allocate(ns.topo.topology, ns.free_cpus(), st.num_cpus, policy, self._strategy(node), hint) is None
-            ):
+            if bind and _option(option, ns).allocate(st.num_cpus, policy, self._strategy(node), hint) is None:
                 return None, unschedulable(ERR_NUMA_AFFINITY)
+        if bind and option is not None and option.restricted and ns is not None:
+            # a Restricted reservation serves the pod only from its own CPUs, whatever the policy asks
+            if option.allocate(st.num_cpus, policy, self._strategy(node), hint) is None:
+                return None, unschedulable(ERR_NOT_ENOUGH)
         return _Decision(bind, policy, numa_policy, hint), SUCCESS
+
+    def _decide_any(
+        self, state: CycleState, st: _PodState, pod: PodInfo, node: NodeInfo, nominated: str | None = None
+    ) -> tuple[_Decision | None, Status, Option | None]:
+        """`_decide` over the node's options (restored reservations first): the first that admits."""
+        first: Status | None = None
+        options = self._options(state, pod, node, nominated)
+        for option in options:
+            decision, status = self._decide(st, node, option)
+            if status.is_success:
+                return decision, status, option
+            first = first or status
+        assert first is not None
+        if all(o is not None and o.reservation is not None for o in options):  # required from a reservation
+            first = Status(first.code, tuple(REASON_PREFIX + r for r in first.reasons))
+        return None, first, None
 
     @staticmethod
     def _strategy(node: NodeInfo) -> str:
@@ -279,7 +343,19 @@ class NodeNUMAResource:
         st = state.read(_STATE_KEY)
         if st is None:
             return SUCCESS
-        return self._decide(st, node, state)[1]
+        return self._decide_any(state, st, pod, node)[1]
+
+    def filter_nominate_reservation(
+        self, state: CycleState, pod: PodInfo, info: ReservationInfo, node: NodeInfo
+    ) -> Status:
+        """FilterNominateReservation: whether this reservation's CPUs can serve the pod (one that holds
+        none has nothing to refuse)."""
+        st = self._state(state, pod)
+        base = self.node_state(node, state)
+        if st is None or base is None:
+            return SUCCESS
+        options = restored(base, [info], self.cluster.reservations, pod.key)
+        return self._decide(st, node, options[0])[1] if options else SUCCESS
 
     def filter_mask(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
@@ -291,11 +367,9 @@ class NodeNUMAResource:
         if st is None:
             return np.ones(len(nodes), dtype=np.bool_)
         if st.bind or st.numa_policy:
-            return np.fromiter((self._decide(st, n, state)[1].is_success for n in nodes), np.bool_, len(nodes))
+            return np.fromiter((self.filter(state, pod, n).is_success for n in nodes), np.bool_, len(nodes))
         return np.fromiter(
-            (not _has_policy_labels(n) or self._decide(st, n, state)[1].is_success for n in nodes),
-            np.bool_,
-            len(nodes),
+            (not _has_policy_labels(n) or self.filter(state, pod, n).is_success for n in nodes), np.bool_, len(nodes)
         )
 
     # --- Score -----------------------------------------------------------------------------------
@@ -330,16 +404,15 @@ class NodeNUMAResource:
         st = self._state(state, pod)
         if st is None:
             return None, SUCCESS
-        decision, status = self._decide(st, node)
+        nominated = nominated_for(state.read(RESERVED_RESERVATION), state.read(RESERVATION_NOMINATOR), node.name)
+        decision, status, option = self._decide_any(state, st, pod, node, nominated)
         if decision is None or not (decision.bind or decision.hint is not None):
             return None, status
-        ns = self.node_state(node)
+        ns = option.state if option is not None else self.node_state(node)
         assert ns is not None
         cpus: frozenset[int] = frozenset()
         if decision.bind:
-            chosen = allocate(
-                ns.topo.topology, ns.free_cpus(), st.num_cpus, decision.policy, self._strategy(node), decision.hint
-            )
+            chosen = _option(option, ns).allocate(st.num_cpus, decision.policy, self._strategy(node), decision.hint)
             if chosen is None:
                 return None, unschedulable(ERR_NOT_ENOUGH)
             cpus = chosen
@@ -392,6 +465,10 @@ class NodeNUMAResource:
             return None
         detail: dict[str, Any] = json.loads(resource_status(allocation).to_json())
         return detail
+
+
+def _option(option: Option | None, ns: NodeState) -> Option:
+    return option if option is not None else Option(ns)
 
 
 def _has_policy_labels(node: NodeInfo) -> bool:

@@ -7,7 +7,7 @@ decision out (`matchReservation`, `apis/extension/reservation.go`; tests `TestMa
 `reservation-affinity` annotation (its `name`, `reservationSelector`,
 `requiredDuringSchedulingIgnoredDuringExecution.reservationSelectorTerms` and `tolerations`),
 `unschedulable` reservations, the reservation's `spec.taints`, `exact-match-reservation`, and
-fitsNode/fitsReservation. Not implemented (recorded in docs/scheduler.md): pre-allocation.
+fitsNode/fitsReservation; pre-allocation's candidates are matched here too (`preallocation.py`).
 """
 
 from __future__ import annotations
@@ -28,10 +28,7 @@ from policies.placement import SCHEDULING_EFFECTS, term_matches_labels, tolerate
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.plugins.noderesourcesfit import DEFAULT_MAX_PODS
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
-from scheduler_plugins.scheduler.reservations import ReservationInfo
-
-#: Koordinator's prefix of a reason about the reservation itself (`reservationutil.NewReservationReason`)
-REASON_PREFIX = "Reservation(s) "
+from scheduler_plugins.scheduler.reservations import POLICY_DEFAULT, REASON_PREFIX, ReservationInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +188,17 @@ def reservation_shortage(
                 f"{REASON_PREFIX}Insufficient {name}, requested: {requested}, used: {used}, capacity: {capacity}"
             )
     return reasons
+
+
+def policy_conflict(own: ReservationInfo, others: list[ReservationInfo]) -> bool:
+    """A reservation of the `Default` allocate policy shares no node with reservations of another
+    policy (Koordinator's Filter for a reserve pod, over the node's matchable reservations)."""
+    mine = own.allocate_policy
+    return any(
+        (mine == POLICY_DEFAULT or o.allocate_policy == POLICY_DEFAULT) and mine != o.allocate_policy
+        for o in others
+        if o.name != own.name
+    )
 
 
 def shares_resources(pod: PodInfo, info: ReservationInfo) -> bool:

@@ -2,17 +2,22 @@
 Reservations hold; reserve pods are scheduled.
 
 BeforePreFilter expires due reservations (in the scheduler's view) and, for a normal pod,
-classifies the reservations of every node that holds some (matching.py). BeforeFilter hands the
+classifies the reservations of every node that holds some (matching.py), publishing them in the
+cycle state (`MATCHED_RESERVATIONS`) for NodeNUMAResource, DeviceShare and ElasticQuota; for a
+pre-allocation reserve pod it lists the running pods it may take over (`preallocation.py`,
+`PRE_ALLOCATABLE`). BeforeFilter hands the
 Filter plugins a copy of a node with the pod's matched reservations removed, so the capacity they
 hold is free *for this pod*; a pod with no match skips it (and keeps the batch Filter path).
 PreFilter restricts a pod with `reservation-affinity` to nodes with a match. Filter enforces a
-reserve pod's `reservation-node` and filterWithReservations (node plus reservation; Restricted
+reserve pod's `reservation-node`, the allocate-policy conflict between reservations of a node and
+the pre-allocation fit, and filterWithReservations (node plus reservation; Restricted
 also within the reservation). PreScore nominates
 one reservation per node; Score gives a node with the preferred (smallest `reservation-order`)
 reservation 1000 and others their ScoreReservation, then normalises to 0..100. Reserve counts the
 pod against the nominated reservation (re-checking `allocateOnce`), Unreserve undoes it, PreBind
-writes `reservation-allocated` and the Reservation's status, and Bind "binds" a reserve pod by
-making its Reservation Available on the node; a normal pod's Bind is skipped (DefaultBinder).
+writes `reservation-allocated` and the Reservation's status (on the pre-allocated pod, for a reserve
+pod), and Bind "binds" a reserve pod by making its Reservation Available on the node (with the
+resize annotation applied); a normal pod's Bind is skipped (DefaultBinder).
 """
 
 from __future__ import annotations
@@ -25,13 +30,20 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.constants import (
+    ANNOTATION_PRE_ALLOCATION,
     ANNOTATION_RESERVATION_ALLOCATED,
     ANNOTATION_RESERVATION_NAME,
     ANNOTATION_RESERVATION_NODE,
     RESERVATION_KIND,
 )
-from scheduler_plugins.clock import format_time
-from scheduler_plugins.scheduler.framework.cycle_state import PREFERRED_NODES, RESERVED_RESERVATION, CycleState
+from scheduler_plugins.scheduler.framework.cycle_state import (
+    MATCHED_RESERVATIONS,
+    PRE_ALLOCATABLE,
+    PREFERRED_NODES,
+    RESERVATION_NOMINATOR,
+    RESERVED_RESERVATION,
+    CycleState,
+)
 from scheduler_plugins.scheduler.framework.handle import ClientError, Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, NodeScore, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
@@ -43,12 +55,12 @@ from scheduler_plugins.scheduler.framework.status import (
     unresolvable,
     unschedulable,
 )
-from scheduler_plugins.scheduler.plugins.reservation import matching
+from scheduler_plugins.scheduler.plugins.reservation import matching, preallocation
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.reservations import (
-    PHASE_AVAILABLE,
     POLICY_RESTRICTED,
     ReservationInfo,
+    available_status,
     is_reserve_pod,
     quantities,
 )
@@ -59,9 +71,11 @@ REASON_AFFINITY: Final = "node(s) no reservations match reservation affinity"
 REASON_NODE_NAME: Final = "node(s) didn't match the nodeName specified by reservation"
 REASON_NO_RESERVATION_FITS: Final = "node(s) no reservation(s) to meet the requirements"
 REASON_ALLOCATE_ONCE: Final = "reservation has allocateOnce enabled and has already been allocated"
+REASON_POLICY_CONFLICT: Final = "node(s) reservation allocate policy conflict"
 #: the CycleState key of the plugin's per-cycle state, and of the reservation a pod reserved
 STATE_KEY: Final = NAME
 RESERVED_KEY: Final = NAME + "/reserved"
+PRE_ALLOCATED_KEY: Final = NAME + "/pre-allocated"
 
 
 @dataclass
@@ -70,6 +84,11 @@ class _Cycle:
     matched: dict[str, list[ReservationInfo]] = field(default_factory=dict)
     nominated: dict[str, ReservationInfo] = field(default_factory=dict)
     preferred: str = ""
+    #: a pre-allocation reserve pod: its reservation, whether pre-allocation is required, and the
+    #: running pods each node could pre-allocate
+    pre_allocation: ReservationInfo | None = None
+    pre_required: bool = False
+    pre_allocatable: dict[str, list[PodInfo]] = field(default_factory=dict)
 
 
 class Reservation:
@@ -83,6 +102,14 @@ class Reservation:
     def before_pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PodInfo, bool, Status]:
         self.index.expire(self.handle.clock())
         cycle = _Cycle()
+        if is_reserve_pod(pod) and pod.annotations.get(ANNOTATION_PRE_ALLOCATION) == "true":
+            info = self.index.infos.get(pod.annotations.get(ANNOTATION_RESERVATION_NAME, ""))
+            if info is not None:
+                reason = preallocation.unsupported(info)
+                if reason:
+                    return pod, False, unresolvable(reason)
+                cycle.pre_allocation, cycle.pre_required = info, preallocation.is_required(pod)
+                cycle.pre_allocatable = preallocation.candidates(info, self.handle.cluster.nodes)
         if not is_reserve_pod(pod) and not matching.is_ignored(pod):
             cycle.affinity = matching.affinity_of(pod)
             nodes = self.handle.cluster.nodes
@@ -96,9 +123,14 @@ class Reservation:
                     cycle.matched.setdefault(node.name, []).append(info)
             cycle.matched = dict(sorted(cycle.matched.items()))
         state.write(STATE_KEY, cycle)
-        state.before_filter_nodes[NAME] = frozenset(cycle.matched)  # only these nodes are restored
+        state.write(MATCHED_RESERVATIONS, {node: tuple(infos) for node, infos in cycle.matched.items()})
+        state.write(PRE_ALLOCATABLE, {node: tuple(pods) for node, pods in cycle.pre_allocatable.items()})
         if cycle.matched:
-            state.write(PREFERRED_NODES, tuple(cycle.matched))
+            state.write(RESERVATION_NOMINATOR, lambda node_name: self._nominate(state, cycle, pod, node_name))
+        restored = frozenset(cycle.matched) | frozenset(cycle.pre_allocatable)
+        state.before_filter_nodes[NAME] = restored  # only these nodes are restored
+        if restored:
+            state.write(PREFERRED_NODES, tuple(sorted(restored)))
         return pod, False, SUCCESS
 
     def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
@@ -106,6 +138,11 @@ class Reservation:
             name = pod.annotations.get(ANNOTATION_RESERVATION_NAME, "")
             if name not in self.index.infos:
                 return None, error(f"reservation {name!r} not found")
+            cycle = self._cycle(state)
+            if cycle.pre_allocation is not None and cycle.pre_required:
+                if not cycle.pre_allocatable:
+                    return None, unresolvable(preallocation.REASON_REQUIRED)
+                return PreFilterResult(frozenset(cycle.pre_allocatable)), SUCCESS
             return None, SUCCESS
         cycle = self._cycle(state)
         if cycle.affinity is not None:
@@ -120,10 +157,14 @@ class Reservation:
 
     # --- BeforeFilter / Filter -------------------------------------------------------------------
     def before_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[PodInfo, NodeInfo, bool, Status]:
-        matched = self._cycle(state).matched.get(node.name)
-        if not matched:
+        cycle = self._cycle(state)
+        matched = cycle.matched.get(node.name)
+        if matched:
+            held = {r.reserve_pod.key for r in matched}
+        elif cycle.pre_allocatable.get(node.name):  # restorePreAllocatablePods
+            held = {p.key for p in cycle.pre_allocatable[node.name]}
+        else:
             return pod, node, False, SUCCESS
-        held = {r.reserve_pod.key for r in matched}
         restored = NodeInfo(node.node)
         restored.index = node.index
         for key, other in node.pods.items():
@@ -134,15 +175,36 @@ class Reservation:
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         if is_reserve_pod(pod):
             wanted = pod.annotations.get(ANNOTATION_RESERVATION_NODE)
-            return unresolvable(REASON_NODE_NAME) if wanted and wanted != node.name else SUCCESS
+            if wanted and wanted != node.name:
+                return unresolvable(REASON_NODE_NAME)
+            if self._policy_conflict(pod, node.name):
+                return unresolvable(REASON_POLICY_CONFLICT)
+            return self._filter_pre_allocation(state, pod, node)
         cycle = self._cycle(state)
         matched = cycle.matched.get(node.name)
         if not matched:
             return unresolvable(REASON_AFFINITY) if cycle.affinity is not None else SUCCESS
-        return self._filter_with_reservations(cycle, pod, self._held(node), matched)
+        return self._filter_with_reservations(state, cycle, pod, self._held(node), matched)
+
+    def _filter_pre_allocation(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        cycle = self._cycle(state)
+        if cycle.pre_allocation is None:
+            return SUCCESS
+        pods = cycle.pre_allocatable.get(node.name, [])
+        if not pods and not cycle.pre_required:
+            return SUCCESS  # NodeResourcesFit judges the node alone
+        _, status = preallocation.filter_node(pod, cycle.pre_allocation, self._held(node), pods, cycle.pre_required)
+        return status
+
+    def _policy_conflict(self, pod: PodInfo, node_name: str) -> bool:
+        own = self.index.infos.get(pod.annotations.get(ANNOTATION_RESERVATION_NAME, ""))
+        if own is None:
+            return False
+        others = (self.index.infos.get(name) for name in self.index.by_node.get(node_name, ()))
+        return matching.policy_conflict(own, [o for o in others if o is not None and self.index.matchable(o)])
 
     def _filter_with_reservations(
-        self, cycle: _Cycle, pod: PodInfo, held: NodeInfo, matched: list[ReservationInfo]
+        self, state: CycleState, cycle: _Cycle, pod: PodInfo, held: NodeInfo, matched: list[ReservationInfo]
     ) -> Status:
         """filterWithReservations: the pod fits when, for one matched reservation, the node's free
         resources plus what that reservation still holds cover it (every policy), and, for the
@@ -191,10 +253,7 @@ class Reservation:
         asked one by one; every other node passes, or fails an affinity pod."""
         cycle = self._cycle(state)
         if is_reserve_pod(pod):
-            wanted = pod.annotations.get(ANNOTATION_RESERVATION_NODE)
-            if not wanted:
-                return np.ones(len(nodes), dtype=np.bool_)
-            return np.fromiter((n.name == wanted for n in nodes), dtype=np.bool_, count=len(nodes))
+            return np.fromiter((self.filter(state, pod, n).is_success for n in nodes), dtype=np.bool_, count=len(nodes))
         if not cycle.matched:
             return np.full(len(nodes), cycle.affinity is None, dtype=np.bool_)
         mask = np.full(len(nodes), cycle.affinity is None, dtype=np.bool_)
@@ -210,7 +269,7 @@ class Reservation:
             return SKIP
         best_order = 0
         for node in nodes:
-            chosen = self._nominate(cycle, pod, node.name)
+            chosen = self._nominate(state, cycle, pod, node.name)
             if chosen is None:
                 continue
             cycle.nominated[node.name] = chosen
@@ -218,14 +277,26 @@ class Reservation:
                 best_order, cycle.preferred = chosen.order, node.name
         return SUCCESS
 
-    def _nominate(self, cycle: _Cycle, pod: PodInfo, node_name: str) -> ReservationInfo | None:
-        """NominateReservation: the fitting matches; smallest order, else highest score."""
+    def _refused_by_plugins(self, state: CycleState, pod: PodInfo, info: ReservationInfo, node: NodeInfo) -> bool:
+        """RunNominateReservationFilterPlugins: a plugin with CPUs or cards of its own
+        (NodeNUMAResource, DeviceShare) says the reservation cannot serve the pod on the node."""
+        return any(
+            not p.filter_nominate_reservation(state, pod, info, node).is_success
+            for p in self.handle.nominate_reservation_filters
+        )
+
+    def _nominate(self, state: CycleState, cycle: _Cycle, pod: PodInfo, node_name: str) -> ReservationInfo | None:
+        """NominateReservation: the fitting matches (the NominateReservationFilterPlugins accept
+        them); smallest order, else highest score."""
         if node_name in cycle.nominated:
             return cycle.nominated[node_name]
+        node = self.handle.cluster.nodes.get(node_name)
         fitting = [
             r
             for r in cycle.matched.get(node_name, ())
-            if self.index.matchable(r) and not self._reservation_shortage(pod, r)
+            if self.index.matchable(r)
+            and not self._reservation_shortage(pod, r)
+            and (node is None or not self._refused_by_plugins(state, pod, r, node))
         ]
         if not fitting:
             return None
@@ -253,9 +324,9 @@ class Reservation:
     # --- Reserve / Unreserve ---------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         if is_reserve_pod(pod):
-            return SUCCESS
+            return self._reserve_pre_allocation(state, pod, node_name)
         cycle = self._cycle(state)
-        chosen = self._nominate(cycle, pod, node_name)
+        chosen = self._nominate(state, cycle, pod, node_name)
         if chosen is None:
             if cycle.affinity is not None:
                 return unschedulable(REASON_AFFINITY)
@@ -267,7 +338,27 @@ class Reservation:
         state.write(RESERVED_RESERVATION, chosen.name)
         return SUCCESS
 
+    def _reserve_pre_allocation(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """ReservationNominate for a pre-allocation reserve pod: the running pod it takes over."""
+        cycle = self._cycle(state)
+        node = self.handle.cluster.nodes.get(node_name)
+        if cycle.pre_allocation is None or node is None:
+            return SUCCESS
+        if pod.key in node.pods:  # judged as before the reserve pod was assumed on the node
+            node = node.copy()
+            node.remove_pod(pod.key)
+        chosen = preallocation.nominate(pod, cycle.pre_allocation, node, cycle.pre_allocatable.get(node_name, []))
+        if chosen is None:
+            return unschedulable(preallocation.REASON_NO_PODS) if cycle.pre_required else SUCCESS
+        state.write(PRE_ALLOCATED_KEY, chosen)
+        return SUCCESS
+
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        pre_allocated = state.read(PRE_ALLOCATED_KEY)
+        if isinstance(pre_allocated, PodInfo) and state.read(PRE_ALLOCATED_KEY + "/marked"):
+            preallocation.unmark(self.handle, pre_allocated)  # unreservePod: the pod is its own again
+        state.delete(PRE_ALLOCATED_KEY)
+        state.delete(PRE_ALLOCATED_KEY + "/marked")
         chosen = state.read(RESERVED_KEY)
         if isinstance(chosen, ReservationInfo):
             self.index.release(chosen.name, pod.key)
@@ -278,6 +369,12 @@ class Reservation:
     def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """`pod` is the framework's copy: the annotation goes on it (DefaultPreBind patches it);
         the Reservation's status gains the owner and the allocated total."""
+        pre_allocated = state.read(PRE_ALLOCATED_KEY)
+        if is_reserve_pod(pod) and isinstance(pre_allocated, PodInfo):
+            status = self._pre_bind_pre_allocated(pod, pre_allocated)
+            if status.is_success:
+                state.write(PRE_ALLOCATED_KEY + "/marked", True)
+            return status
         chosen = state.read(RESERVED_KEY)
         if not isinstance(chosen, ReservationInfo):
             return SUCCESS
@@ -294,6 +391,10 @@ class Reservation:
         allocated = self.index.allocated(chosen.name)
         return self._patch_status(chosen.name, {"currentOwners": owners, "allocated": quantities(allocated)})
 
+    def _pre_bind_pre_allocated(self, reserve_pod: PodInfo, target: PodInfo) -> Status:
+        info = self.index.infos.get(reserve_pod.annotations.get(ANNOTATION_RESERVATION_NAME, ""))
+        return preallocation.mark(self.handle, info, target)
+
     def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         if not is_reserve_pod(pod):
             return SKIP
@@ -301,19 +402,9 @@ class Reservation:
         info = self.index.infos.get(name)
         if info is None:
             return error(f"reservation {name!r} not found")
-        now = format_time(self.handle.clock())
-        return self._patch_status(
-            name,
-            {
-                "nodeName": node_name,
-                "phase": PHASE_AVAILABLE,
-                "allocatable": quantities(info.allocatable),
-                "conditions": [
-                    {"type": "Scheduled", "status": "True", "reason": "Scheduled", "lastTransitionTime": now},
-                    {"type": "Ready", "status": "True", "reason": "Available", "lastTransitionTime": now},
-                ],
-            },
-        )
+        pre_allocated = state.read(PRE_ALLOCATED_KEY)
+        owner = pre_allocated if isinstance(pre_allocated, PodInfo) else None
+        return self._patch_status(name, available_status(info, node_name, self.handle.clock(), owner))
 
     def _patch_status(self, name: str, fields: dict[str, Any]) -> Status:
         info = self.index.infos.get(name)
