@@ -62,7 +62,30 @@ def _amounts(raw: Mapping[str, Any] | None) -> Amounts:
     return resource_list((raw or {}).get("resources"))
 
 
+#: the reading of each node's NodeMetric, by node name, while its `spec` and `status` are the very
+#: objects read (a reading depends on nothing else): the scheduler, the descheduler and the manager
+#: read the same stored object, or shallow copies of it, when they share a process (`colocate
+#: whatif`). A stored object is replaced when it changes, never edited, so its reading stays true
+#: while it is the one held. One entry per node (cleared past the bound).
+_READ_CACHE_SIZE: Final = 1 << 16
+_read_cache: dict[str, tuple[object, object, NodeMetricReading]] = {}
+
+
 def read_node_metric(metric: Mapping[str, Any]) -> NodeMetricReading:
+    """The NodeMetric's reading (the same value for the same spec and status: see `_read_cache`)."""
+    name = str((metric.get("metadata") or {}).get("name") or "")
+    spec, status = metric.get("spec"), metric.get("status")
+    cached = _read_cache.get(name)
+    if cached is not None and cached[0] is spec and cached[1] is status:
+        return cached[2]
+    reading = _read(metric)
+    if len(_read_cache) >= _READ_CACHE_SIZE:
+        _read_cache.clear()
+    _read_cache[name] = (spec, status, reading)
+    return reading
+
+
+def _read(metric: Mapping[str, Any]) -> NodeMetricReading:
     spec, status = metric.get("spec") or {}, metric.get("status") or {}
     interval = (spec.get("metricCollectPolicy") or {}).get("reportIntervalSeconds") or DEFAULT_REPORT_INTERVAL_SECONDS
     node_metric = status.get("nodeMetric")

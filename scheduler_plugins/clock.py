@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from policies.field_errors import ConfigError
 from policies.timestamps import parse_time
@@ -25,7 +26,9 @@ def fixed_clock(at: float) -> Clock:
     return lambda: at
 
 
+@lru_cache(maxsize=1024)
 def format_time(epoch: float) -> str:
+    """RFC 3339 in UTC, whole seconds (cached: a step's components stamp the same instants)."""
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

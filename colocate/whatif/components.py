@@ -11,7 +11,6 @@ Nothing here decides: it hands each component its inputs and the store its write
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections.abc import Mapping
 from pathlib import Path
@@ -42,7 +41,7 @@ from scheduler_plugins.koordlet.pods import PodView, is_active, pod_view
 from scheduler_plugins.koordlet.states import NodeState
 from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions
 from scheduler_plugins.koordlet.topology import CPUInfo, flat_processors, processors_of_topology
-from scheduler_plugins.koordlet.usage import BECPU, usage_of_node_metric
+from scheduler_plugins.koordlet.usage import BECPU, Usage, usage_of_node_metric
 from scheduler_plugins.manager.cluster import ManagerView
 from scheduler_plugins.manager.metrics import ManagerMetrics
 from scheduler_plugins.manager.reconciler import Reconciler
@@ -186,12 +185,12 @@ class Koordlet:
         self.clock = clock
         self.managers: dict[str, QOSManager] = {}
         self.cgroups: dict[str, dict[tuple[str, str], object]] = {}
-        self._processors: dict[str, list[CPUInfo]] = {}
+        self._processors: dict[str, tuple[CPUInfo, ...]] = {}
         self.thresholds: dict[str, int] = {}
         #: parsed once per stored object (the store replaces an object when it changes): a node's
         #: NodeSLO and each pod's view are what the live koordlet keeps between rounds too
         self._slos: dict[str, tuple[Object, NodeSLO | None, str | None]] = {}
-        self._views: dict[int, tuple[Object, PodView]] = {}
+        self._views: dict[int, tuple[Object, PodView | None]] = {}
 
     def threshold_percent(self, node: str) -> int:
         """The node's `cpuSuppressThresholdPercent` (the NodeSLO's, else Koordinator's default)."""
@@ -222,9 +221,10 @@ class Koordlet:
         def read(cgroup: str, resource: Resource) -> Any:
             return files.get((cgroup, resource.name))
 
-        usage = dataclasses.replace(usage_of_node_metric(metric), be_cpu=be_cpu)
-        views = tuple(self._view(p) for p in pods if is_active(p))
-        inp = RoundInput(state, usage, self.layout, read, self.clock(), tuple(self._cpus(name, node, topology)), views)
+        reported = usage_of_node_metric(metric)
+        usage = Usage(reported.node, reported.pods, reported.host_apps, be_cpu)
+        views = tuple(view for p in pods if (view := self._view(p)) is not None)
+        inp = RoundInput(state, usage, self.layout, read, self.clock(), self._cpus(name, node, topology), views)
         manager = self.managers.get(name)
         if manager is None:
             manager = self.managers[name] = QOSManager(self.options, builtin_strategies())
@@ -247,11 +247,12 @@ class Koordlet:
         self._slos[name] = (obj, slo, error)
         return slo, error
 
-    def _view(self, pod: Object) -> PodView:
+    def _view(self, pod: Object) -> PodView | None:
+        """The pod's view, None when it is not active (both depend on the pod object only)."""
         cached = self._views.get(id(pod))
         if cached is not None and cached[0] is pod:
             return cached[1]
-        view = pod_view(pod, self.layout)
+        view = pod_view(pod, self.layout) if is_active(pod) else None
         self._views[id(pod)] = (pod, view)
         return view
 
@@ -264,13 +265,13 @@ class Koordlet:
         for key in [k for k in self._views if k not in live]:
             del self._views[key]
 
-    def _cpus(self, name: str, node: Object, topology: Mapping[str, Any] | None) -> list[CPUInfo]:
+    def _cpus(self, name: str, node: Object, topology: Mapping[str, Any] | None) -> tuple[CPUInfo, ...]:
         cpus = self._processors.get(name)
         if cpus is None:
-            cpus = processors_of_topology(topology)
-            if cpus is None:
-                cpus = flat_processors(capacity_milli(node) // 1000)
-            self._processors[name] = cpus
+            found = processors_of_topology(topology)
+            if found is None:
+                found = flat_processors(capacity_milli(node) // 1000)
+            cpus = self._processors[name] = tuple(found)
         return cpus
 
 

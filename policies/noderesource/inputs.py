@@ -12,6 +12,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Final
 
 from policies.constants import (
@@ -76,7 +77,15 @@ def multiply_value(milli: int, factor: float) -> int:
     return int(float(value_of(milli)) * factor) * 1000
 
 
+@lru_cache(maxsize=4096, typed=True)
+def _milli_of(raw: str | int | float) -> int:
+    return Quantity.parse(raw).milli_value()
+
+
 def _milli(raw: object) -> int:
+    """Raises QuantityError on what is not a quantity (cached by text: capacities repeat)."""
+    if isinstance(raw, (str, int, float)):
+        return _milli_of(raw)
     return Quantity.parse(raw).milli_value()
 
 
@@ -211,7 +220,10 @@ def _format_of(raw: object) -> QuantityFormat:
         return QuantityFormat.BINARY_SI
 
 
-def node_input(node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> NodeInput:
+def node_input(
+    node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], pod_inputs: tuple[PodInput, ...] | None = None
+) -> NodeInput:
+    """`pod_inputs`: the pods' inputs when the caller kept them (`memo.PlanMemo`), else read here."""
     status = node.get("status") or {}
     capacity = status.get("capacity") or {}
     annotations = annotations_of(node)
@@ -223,7 +235,7 @@ def node_input(node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> No
         allocatable=res_of(status.get("allocatable")),
         memory_format=_format_of(capacity.get(RESOURCE_MEMORY, "0")),
         reservation=reservation_of(annotations),
-        pods=tuple(pod_input(p) for p in pods),
+        pods=pod_inputs if pod_inputs is not None else tuple(pod_input(p) for p in pods),
     )
 
 

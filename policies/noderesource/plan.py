@@ -26,6 +26,7 @@ from policies.noderesource.inputs import (
     node_input,
     zones_of,
 )
+from policies.noderesource.memo import PlanMemo
 from policies.noderesource.mid import node_mid
 from policies.noderesource.nodeslo import render_nodeslo_spec
 from policies.noderesource.normalization import normalization_ratio
@@ -122,16 +123,23 @@ def plan_node(
     now: float,
     last_write: float | None,
     nodeslo_extensions: Mapping[str, Any] | None = None,
+    memo: PlanMemo | None = None,
 ) -> NodePlan:
-    """One round for one node (nothing is written)."""
+    """One round for one node (nothing is written); `memo` keeps what rarely changes between rounds."""
     meta = node.get("metadata") or {}
     labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    strategy = config.colocation.strategy_for(labels, annotations)
     name = str(meta.get("name") or "")
+    if memo is not None:
+        strategy = memo.strategy(name, config.colocation, labels, annotations)
+    else:
+        strategy = config.colocation.strategy_for(labels, annotations)
     status = node.get("status") or {}
     current = _extended(status.get("allocatable") or {})
-    nodeslo = render_nodeslo_spec(config.slo, labels, annotations, nodeslo_extensions)
-    nodemetric = nodemetric_spec(strategy)
+    if memo is not None:
+        nodeslo = memo.nodeslo(name, config.slo, labels, annotations, nodeslo_extensions)
+    else:
+        nodeslo = render_nodeslo_spec(config.slo, labels, annotations, nodeslo_extensions)
+    nodemetric = memo.nodemetric(name, strategy) if memo is not None else nodemetric_spec(strategy)
     has_nrt = nrt is not None
     base: dict[str, Any] = dict(name=name, strategy=strategy, nodeslo=nodeslo, nodemetric=nodemetric)
     if not config.available:
@@ -144,7 +152,7 @@ def plan_node(
             zones={} if has_nrt else None,
             error="colocation config unavailable",
         )
-    node_in = node_input(node, pods)
+    node_in = node_input(node, pods, memo.pod_inputs(name, pods) if memo is not None else None)
     state = ""
     degraded = False
     zones: dict[str, dict[str, str]] | None = {} if has_nrt else None

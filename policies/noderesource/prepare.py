@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import lru_cache
+from typing import Any, Final
 
 from policies.constants import (
     ANNOTATION_AMPLIFICATION_RATIO,
@@ -97,15 +98,26 @@ def _third_party_batch(annotations: Mapping[str, str]) -> dict[str, int] | None:
     return used
 
 
+@lru_cache(maxsize=4096)
+def _parsed(text: str) -> Any:
+    """The annotation's JSON (cached by text: the manager wrote it and reads it back every round;
+    read it, never change it)."""
+    return json.loads(text)
+
+
+#: `json.dumps(..., separators=(",", ":"))` without building an encoder per call
+_COMPACT: Final = json.JSONEncoder(separators=(",", ":"))
+
+
 def _origin(annotations: Mapping[str, str], batch_cpu: int, batch_memory: int) -> str:
     try:
-        current = json.loads(annotations.get(ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE) or "{}")
+        current = _parsed(annotations.get(ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE) or "{}")
         resources = dict(current.get("resources") or {}) if isinstance(current, dict) else {}
     except ValueError:
         resources = {}
     resources[BATCH_CPU] = Quantity.from_int(max(batch_cpu, 0)).canonical()
     resources[BATCH_MEMORY] = Quantity.from_int(max(batch_memory, 0), QuantityFormat.BINARY_SI).canonical()
-    return json.dumps({"resources": dict(sorted(resources.items()))}, separators=(",", ":"))
+    return _COMPACT.encode({"resources": dict(sorted(resources.items()))})
 
 
 def prepare_node(node: Mapping[str, Any], calc: Calculated) -> dict[str, Any]:

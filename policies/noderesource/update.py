@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from policies.constants import ANNOTATION_CPU_NORMALIZATION_RATIO
 from policies.noderesource.amplification import amplification_differs
@@ -31,7 +32,18 @@ class Decision:
         return self.status or self.meta
 
 
+@lru_cache(maxsize=4096, typed=True)
+def _milli_of(value: str | int | float) -> int:
+    try:
+        return Quantity.parse(value).milli_value()
+    except QuantityError:
+        return 0
+
+
 def _milli(value: object) -> int:
+    """The quantity in thousandths, 0 when it is not one (cached by text: the values repeat)."""
+    if isinstance(value, (str, int, float)):
+        return _milli_of(value)
     try:
         return Quantity.parse(value).milli_value()
     except QuantityError:

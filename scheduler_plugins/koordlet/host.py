@@ -112,6 +112,10 @@ class NoHost(HostView):
         return False
 
 
+#: the one `NoHost` (it has no state): a round built without a host shares it
+NO_HOST: Final = NoHost()
+
+
 @dataclass
 class HostStats:
     written: int = 0

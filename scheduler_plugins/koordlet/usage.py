@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
-from policies.quantity import QuantityError, resource_list
+from policies.quantity import QuantityError, milli_value, resource_list, value
 
 
 @dataclass(frozen=True)
@@ -36,9 +37,23 @@ class Usage:
     be_cpu: BECPU | None = None
 
 
+@lru_cache(maxsize=4096)
+def _cpu_memory(cpu: str, memory: str) -> ResourceUsage | None:
+    """A ResourceList of exactly cpu and memory texts (what a NodeMetric holds; the texts repeat)."""
+    try:
+        return ResourceUsage(milli_value(cpu), value(memory))
+    except QuantityError:
+        return None
+
+
 def _usage(raw: Any) -> ResourceUsage | None:
     if not isinstance(raw, Mapping):
         return None
+    resources = raw.get("resources")
+    if type(resources) is dict and len(resources) == 2:
+        cpu, memory = resources.get(RESOURCE_CPU), resources.get(RESOURCE_MEMORY)
+        if type(cpu) is str and type(memory) is str:
+            return _cpu_memory(cpu, memory)
     try:
         amounts = resource_list(raw.get("resources") if isinstance(raw.get("resources"), Mapping) else None)
     except QuantityError:

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from policies.constants import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
+from policies.noderesource.memo import PlanMemo
 from policies.noderesource.plan import NodePlan, plan_node
 from policies.noderesource.topology import updated_zones
 from policies.slo_config.manager_config import ConfigIssue, ManagerConfig, load_manager_config
@@ -101,6 +102,8 @@ class Reconciler:
         #: that keeps a spec differently from what was sent (pruned or canonicalised) does not make
         #: the manager write it again and again, while anyone else's change is undone
         self.specs_stored: dict[tuple[str, str], tuple[Any, Any]] = {}
+        #: each node's pod inputs and NodeSLO spec, kept between rounds (they rarely change)
+        self.memo = PlanMemo()
 
     def observe_config(self, configmap: Mapping[str, Any] | None) -> list[ConfigIssue]:
         """Load the ConfigMap when its data changed; failures keep the previous config."""
@@ -118,6 +121,7 @@ class Reconciler:
         for name in names:
             self.last_write.pop(name, None)
             self.last_topology_write.pop(name, None)
+            self.memo.forget(name)
             for kind in (NODE_SLO_KIND, NODE_METRIC_KIND):
                 self.specs_stored.pop((kind, name), None)
 
@@ -158,6 +162,7 @@ class Reconciler:
                     now,
                     self.last_write.get(name),
                     ((slo or {}).get("spec") or {}).get("extensions"),
+                    self.memo,
                 )
                 actions = self._actions(config, snapshot, node, plan, now)
             except Exception:  # one node's malformed objects must not stop the others

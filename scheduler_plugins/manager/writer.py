@@ -52,7 +52,12 @@ def new_object(action: SpecWrite) -> dict[str, Any]:
         metadata["ownerReferences"] = [
             {"apiVersion": "v1", "kind": "Node", "name": action.node, "uid": action.node_uid}
         ]
-    return {"apiVersion": kind.api_version, "kind": action.kind, "metadata": metadata, "spec": dict(action.spec)}
+    return {
+        "apiVersion": kind.api_version,
+        "kind": action.kind,
+        "metadata": metadata,
+        "spec": copy.deepcopy(dict(action.spec)),
+    }
 
 
 class KubeWriter:
@@ -141,18 +146,20 @@ class StoreWriter:
             return Written(created)
         if current is None:
             return None
-        obj = copy.deepcopy(dict(current))
+        # a new object sharing what the write leaves alone (stored objects are replaced, never edited)
+        obj = dict(current)
         if isinstance(action, StatusWrite):
-            status = obj.setdefault("status", {})
+            status = obj["status"] = dict(obj.get("status") or {})
             for field in ("capacity", "allocatable"):
-                values = status.setdefault(field, {})
+                values = status[field] = dict(status.get(field) or {})
                 for name, value in action.resources.items():
                     if value is None:
                         values.pop(name, None)
                     else:
                         values[name] = value
         elif isinstance(action, MetaPatch):
-            annotations = obj.setdefault("metadata", {}).setdefault("annotations", {})
+            meta = obj["metadata"] = dict(obj.get("metadata") or {})
+            annotations = meta["annotations"] = dict(meta.get("annotations") or {})
             for name, text in action.annotations.items():
                 if text is None:
                     annotations.pop(name, None)
@@ -161,6 +168,6 @@ class StoreWriter:
         elif isinstance(action, TopologyWrite):
             obj["zones"] = action.zones
         elif isinstance(action, SpecWrite):
-            obj["spec"] = dict(action.spec)
+            obj["spec"] = copy.deepcopy(dict(action.spec))
         self.store.put(kind, obj)
         return Written(obj)

@@ -14,7 +14,7 @@ from policies.feature_gates import FeatureGates
 from policies.quantity import QuantityError, milli_value, value
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, Lister, Reader
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout
-from scheduler_plugins.koordlet.host import HostView, HostWrite, NoHost
+from scheduler_plugins.koordlet.host import NO_HOST, HostView, HostWrite
 from scheduler_plugins.koordlet.nodeslo import ThresholdStrategy
 from scheduler_plugins.koordlet.pods import OnRefused, PodView, active_pod_views
 from scheduler_plugins.koordlet.states import NodeState
@@ -63,7 +63,7 @@ class RoundInput:
     now: float
     processors: tuple[CPUInfo, ...]
     pods: tuple[PodView, ...]
-    host: HostView = field(default_factory=NoHost)
+    host: HostView = NO_HOST
     #: the child cgroups of a cgroup (a pod's sandbox container); none known by default (plan)
     subdirs: Lister = field(default=lambda cgroup, subsystem: ())
 
@@ -82,7 +82,7 @@ class RoundInput:
         subdirs: Lister | None = None,
     ) -> RoundInput:
         views = active_pod_views(state.pods, layout, on_refused)
-        inp = cls(state, usage, layout, read, now, tuple(processors), views, host or NoHost())
+        inp = cls(state, usage, layout, read, now, tuple(processors), views, host or NO_HOST)
         return inp if subdirs is None else replace(inp, subdirs=subdirs)
 
     def node_amount(self, field_name: str, resource: str) -> int:

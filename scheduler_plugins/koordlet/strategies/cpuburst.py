@@ -48,8 +48,11 @@ SCALE_UP, SCALE_DOWN, REMAIN, RESET = "scaleUp", "scaleDown", "remain", "reset"
 
 def pod_strategy(pod: PodView, node: CPUBurstStrategy) -> CPUBurstStrategy:
     """genPodBurstConfig: the pod's `koordinator.sh/cpuBurst` annotation over the node's."""
+    text = annotations_of(pod.pod).get(ANNOTATION_CPU_BURST)
+    if not text:
+        return node
     try:
-        override = json.loads(annotations_of(pod.pod).get(ANNOTATION_CPU_BURST) or "{}")
+        override = json.loads(text)
     except ValueError:
         return node
     if not isinstance(override, dict) or not override:

@@ -36,8 +36,11 @@ MIN_CPUS = 2
 def _json_annotation(obj: object, key: str) -> dict[str, object]:
     if not isinstance(obj, dict):
         return {}
+    text = annotations_of(obj).get(key)
+    if not text:
+        return {}
     try:
-        parsed = json.loads(annotations_of(obj).get(key) or "{}")
+        parsed = json.loads(text)
     except ValueError:
         return {}
     return parsed if isinstance(parsed, dict) else {}
