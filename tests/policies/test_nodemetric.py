@@ -45,3 +45,14 @@ def test_aggregated_usages_keep_their_duration() -> None:
 def test_a_malformed_quantity_is_an_error() -> None:
     with pytest.raises(QuantityError):
         read_node_metric(make_metric("n1", cpu="lots"))
+
+
+def test_a_replaced_metric_is_read_again_and_a_shallow_copy_shares_the_reading() -> None:
+    """The reading is kept per node while its spec and status are the objects read: the scheduler's
+    shallow copy of a stored NodeMetric reads the same, the koordlet's next report (a new object)
+    is read anew, and two nodes never share a reading."""
+    first = make_metric("n1", cpu="1")
+    assert read_node_metric(dict(first)) is read_node_metric(first)
+    assert read_node_metric(make_metric("n2", cpu="3")).node_usage == {"cpu": 3000, "memory": 0}
+    assert read_node_metric(make_metric("n1", cpu="2")).node_usage == {"cpu": 2000, "memory": 0}
+    assert read_node_metric(first).node_usage == {"cpu": 1000, "memory": 0}
