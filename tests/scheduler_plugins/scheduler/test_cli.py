@@ -256,3 +256,24 @@ def test_explain_lists_only_the_filters_that_refused_a_node_under_filter_failure
     assert code == 0 and "Skip" not in out
     assert rows["node-1"].endswith("  -")
     assert rows["node-3"].endswith("LoadAwareScheduling: Unschedulable (node(s) nodeMetric expired)")
+
+
+def test_the_documented_preemption_example_evicts_around_the_budget(capsys):
+    """docs/scheduler.md's `explain` of `examples/preemption`: the prod pod would evict train-b-1
+    and free-0 on node-1, and keeps train-a-0, whose PodDisruptionBudget allows no disruption."""
+    examples = REPO / "manifests" / "scheduler" / "examples"
+    code, out, _ = run(
+        capsys,
+        "explain",
+        "--cluster",
+        str(examples / "preemption"),
+        "--pod",
+        str(examples / "preemption-pod.yaml"),
+        "-o",
+        "json",
+    )
+    (preemption,) = json.loads(out)["preemption"]
+    assert code == 1 and preemption["nominatedNode"] == "node-1"  # 1: no node fits without preempting
+    (candidate,) = [c for c in preemption["candidates"] if c["node"] == "node-1"]
+    assert [v["pod"] for v in candidate["victims"]] == ["ml/train-b-1", "ml/free-0"]
+    assert "ml/train-a-0" in {r["pod"] for r in candidate["reprieved"]}
