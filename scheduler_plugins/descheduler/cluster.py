@@ -1,37 +1,28 @@
 """The descheduler's view of the cluster: an index of the one `ClusterStore` (nodes, the pods
 bound to each, NodeMetrics), from which every round takes an immutable `Snapshot`.
 
-Pods that are pending or have finished (Succeeded/Failed) are on no node: they use nothing there
-and cannot be evicted.
+Pods that are pending or have finished are on no node (`cluster.views.bound_node`): they use
+nothing there and cannot be evicted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from cluster.kinds import WatchedKind
 from cluster.store import ClusterStore, Object, ObjectKey
+from cluster.views import ACTIVE_BOUND_PODS, BoundPods, SyncedView
 from policies.kinds import NODE_METRIC_KIND
-from policies.objects import spec_of
 
 #: what a descheduler reads: nodes, NodeMetrics, pods (bound and running)
 DESCHEDULER_KINDS: Final = ("Node", NODE_METRIC_KIND, "Pod")
-ACTIVE_BOUND_PODS: Final = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 WATCHED_KINDS: Final = (
     WatchedKind.of("Node"),
     WatchedKind.of(NODE_METRIC_KIND),
     WatchedKind.of("Pod", field_selector=ACTIVE_BOUND_PODS),
 )
-TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
-
-
-def bound_node(pod: Object) -> str:
-    """The node an active pod runs on, "" when it is pending or has finished."""
-    if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
-        return ""
-    return str(spec_of(pod).get("nodeName") or "")
 
 
 @dataclass(frozen=True)
@@ -44,18 +35,14 @@ class Snapshot:
         return self.pods_by_node.get(node_name, ())
 
 
-class DeschedulerView:
+class DeschedulerView(SyncedView):
     """Keeps nodes, pods by node and NodeMetrics current as the store changes (a `StoreIndex`)."""
 
     def __init__(self, store: ClusterStore) -> None:
-        self.store = store
-        #: called (from the writing thread) once every kind has been listed or loaded
-        self.on_synced: Callable[[], None] | None = None
-        self._synced = False
+        super().__init__(store)
         self._nodes: dict[str, Object] = {}
         self._metrics: dict[str, Object] = {}
-        self._pods: dict[str, dict[ObjectKey, Object]] = {}
-        self._pod_node: dict[ObjectKey, str] = {}
+        self._pods = BoundPods()
         store.subscribe(self)
 
     def object_put(self, kind: str, key: ObjectKey, obj: Object, old: Object | None, source: str) -> None:
@@ -64,11 +51,7 @@ class DeschedulerView:
         elif kind == NODE_METRIC_KIND:
             self._metrics[key[1]] = obj
         elif kind == "Pod":
-            self._drop_pod(key)
-            node = bound_node(obj)
-            if node:
-                self._pods.setdefault(node, {})[key] = obj
-                self._pod_node[key] = node
+            self._pods.put(key, obj)
 
     def object_deleted(self, kind: str, key: ObjectKey, old: Object) -> None:
         if kind == "Node":
@@ -76,31 +59,13 @@ class DeschedulerView:
         elif kind == NODE_METRIC_KIND:
             self._metrics.pop(key[1], None)
         elif kind == "Pod":
-            self._drop_pod(key)
-
-    def changes_applied(self) -> None:
-        if not self._synced and self.store.synced():
-            self._synced = True
-            if self.on_synced is not None:
-                self.on_synced()
-
-    @property
-    def synced(self) -> bool:
-        return self._synced
-
-    def _drop_pod(self, key: ObjectKey) -> None:
-        node = self._pod_node.pop(key, None)
-        if node is not None:
-            pods = self._pods.get(node, {})
-            pods.pop(key, None)
-            if not pods:
-                self._pods.pop(node, None)
+            self._pods.drop(key)
 
     def snapshot(self) -> Snapshot:
         with self.store.lock:
             return Snapshot(
                 tuple(self._nodes[name] for name in sorted(self._nodes)),
-                {node: tuple(pods.values()) for node, pods in self._pods.items()},
+                self._pods.by_node(),
                 dict(self._metrics),
             )
 

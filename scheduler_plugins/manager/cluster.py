@@ -3,8 +3,8 @@ bound to each, NodeMetrics, NodeResourceTopologies, NodeSLOs, the slo-controller
 and the set of nodes whose inputs changed since the last round (`pkg/slo-controller/noderesource`
 event handlers: a Node change, a NodeMetric status change or deletion, an NRT change).
 
-Pods that finished are left out: Koordinator skips them too, and their metrics then count by the
-metric's own priority whether the pod is listed or not.
+Pods that finished are left out (`cluster.views.bound_node`): Koordinator skips them too, and
+their metrics then count by the metric's own priority whether the pod is listed or not.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from typing import Final
 
 from cluster.kinds import WatchedKind
 from cluster.store import ClusterStore, Object, ObjectKey
+from cluster.views import ACTIVE_BOUND_PODS, BoundPods, SyncedView
 from policies.constants import NODE_RESOURCE_TOPOLOGY_KIND, SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
 from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
-from policies.objects import spec_of
 
-ACTIVE_BOUND_PODS: Final = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
 MANAGER_KINDS: Final = ("Node", "Pod", NODE_METRIC_KIND, NODE_RESOURCE_TOPOLOGY_KIND, NODE_SLO_KIND, "ConfigMap")
 WATCHED_KINDS: Final = (
     WatchedKind.of("Node"),
@@ -29,13 +28,6 @@ WATCHED_KINDS: Final = (
     WatchedKind.of(NODE_SLO_KIND),
     WatchedKind.of("ConfigMap", namespace=SLO_CONFIG_NAMESPACE, field_selector=f"metadata.name={SLO_CONFIG_NAME}"),
 )
-TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
-
-
-def bound_node(pod: Object) -> str:
-    if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
-        return ""
-    return str(spec_of(pod).get("nodeName") or "")
 
 
 @dataclass(frozen=True)
@@ -62,22 +54,19 @@ class Changes:
     config: bool
 
 
-class ManagerView:
+class ManagerView(SyncedView):
     """Keeps the manager's inputs current as the store changes (a `StoreIndex`); `on_change` is
     called from the writing thread whenever some node needs a round."""
 
     def __init__(self, store: ClusterStore) -> None:
-        self.store = store
+        super().__init__(store)
         self.on_change: Callable[[], None] | None = None
-        self.on_synced: Callable[[], None] | None = None
-        self._synced = False
         self._nodes: dict[str, Object] = {}
         self._metrics: dict[str, Object] = {}
         self._nrts: dict[str, Object] = {}
         self._slos: dict[str, Object] = {}
         self._configmap: Object | None = None
-        self._pods: dict[str, dict[ObjectKey, Object]] = {}
-        self._pod_node: dict[ObjectKey, str] = {}
+        self._pods = BoundPods()
         self._dirty: set[str] = set()
         self._forgotten: set[str] = set()
         self._config_changed = True
@@ -110,11 +99,7 @@ class ManagerView:
                     self._config_changed = True
                 self._configmap = obj
         elif kind == "Pod":
-            self._drop_pod(key)
-            node = bound_node(obj)
-            if node:
-                self._pods.setdefault(node, {})[key] = obj
-                self._pod_node[key] = node
+            self._pods.put(key, obj)
 
     def object_deleted(self, kind: str, key: ObjectKey, old: Object) -> None:
         name = key[1]
@@ -132,28 +117,13 @@ class ManagerView:
             self._slos.pop(name, None)
             self._mark(name)
         elif kind == "Pod":
-            self._drop_pod(key)
+            self._pods.drop(key)
         # a deleted ConfigMap changes nothing until restart (Koordinator ignores the delete)
 
     def changes_applied(self) -> None:
-        if not self._synced and self.store.synced():
-            self._synced = True
-            if self.on_synced is not None:
-                self.on_synced()
+        super().changes_applied()
         if (self._dirty or self._config_changed or self._forgotten) and self.on_change is not None:
             self.on_change()
-
-    @property
-    def synced(self) -> bool:
-        return self._synced
-
-    def _drop_pod(self, key: ObjectKey) -> None:
-        node = self._pod_node.pop(key, None)
-        if node is not None:
-            pods = self._pods.get(node, {})
-            pods.pop(key, None)
-            if not pods:
-                self._pods.pop(node, None)
 
     def take_changes(self) -> Changes:
         """The changes since the last call (and forget them)."""
@@ -166,7 +136,7 @@ class ManagerView:
         with self.store.lock:
             return Snapshot(
                 dict(self._nodes),
-                {node: tuple(pods.values()) for node, pods in self._pods.items()},
+                self._pods.by_node(),
                 dict(self._metrics),
                 dict(self._nrts),
                 dict(self._slos),
