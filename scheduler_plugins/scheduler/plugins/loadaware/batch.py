@@ -108,7 +108,7 @@ class LoadColumns:
             self.valid[i] = node.node is not None
             if node.node is None:
                 continue
-            load = plugin.cache.loads.get(node.name)
+            load = plugin.cache.load(node.name)
             self.has_load[i] = load is not None
             self.has_node_metric[i] = load is not None and load.has_node_metric
             self.update_time[i] = np.nan if load is None or load.update_time is None else load.update_time

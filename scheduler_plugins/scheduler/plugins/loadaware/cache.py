@@ -5,6 +5,14 @@
 that have a NodeMetric keeps `NodeLoad`: the reported usage plus the deltas of pods the metric
 does not reflect yet. `deletePod` subtracts exactly what `addPod` added (contributions are stored
 per pod), so the aggregates never drift.
+
+A NodeMetric is read when it is first needed, not when it arrives: koordlets report every 60 s per
+node (and `colocate whatif` writes every node's each step), while a NodeLoad is read only when a
+pod is filtered or scored. The cache holds the NodeMetric object it was given and builds the
+node's `NodeLoad` from it on the first read (`load`), keyed on that very object: the store
+replaces a NodeMetric when it changes, never edits it, so a NodeLoad built from the object held is
+the one the eager rebuild would have made (its pods' contributions are sums, whatever order they
+are added in), and pods assigned or removed afterwards update it as before.
 """
 
 from __future__ import annotations
@@ -79,7 +87,10 @@ class AssignCache:
         self._include_sys = prod_usage_include_sys
         self._clock = clock
         self.pods: dict[str, dict[str, AssignedPod]] = {}
-        self.loads: dict[str, NodeLoad] = {}
+        #: each node's NodeMetric as last given (read on demand: `load`)
+        self._metrics: dict[str, Mapping[str, Any]] = {}
+        #: each node's NodeLoad with the NodeMetric object it was built from
+        self._loads: dict[str, tuple[Mapping[str, Any], NodeLoad]] = {}
         #: bumped on every change to a node's pods or metric, so derived views know to rebuild
         self.versions: dict[str, int] = {}
 
@@ -115,15 +126,15 @@ class AssignCache:
             estimated = self._estimate(pod)
         entry = AssignedPod(pod, timestamp, estimated if any(estimated) else None, deadline)
         self.pods.setdefault(node_name, {})[pod.key] = entry
-        load = self.loads.get(node_name)
-        if load is not None:
+        load = self._built(node_name)
+        if load is not None:  # else the pod is counted when the NodeLoad is built
             self._add_pod(load, entry)
 
     def unassign(self, node_name: str, key: str) -> None:
         entry = self.pods.get(node_name, {}).pop(key, None)
         if entry is not None:
             self._touch(node_name)
-        load = self.loads.get(node_name)
+        load = self._built(node_name)
         if entry is not None and load is not None:
             node_delta, prod_delta, prod_usage, estimated = load.contributions.pop(key)
             _sub(load.node_delta, node_delta)
@@ -163,11 +174,42 @@ class AssignCache:
 
     # --- NodeMetrics -----------------------------------------------------------------------------
     def set_metric(self, node_name: str, metric: Mapping[str, Any] | None) -> None:
-        """Rebuild the node's aggregates from scratch from a (new) NodeMetric; None drops them."""
+        """A (new) NodeMetric for the node, read when the node's load is first asked for (`load`);
+        None drops it."""
         self._touch(node_name)
+        self._loads.pop(node_name, None)
         if metric is None:
-            self.loads.pop(node_name, None)
-            return
+            self._metrics.pop(node_name, None)
+        else:
+            self._metrics[node_name] = metric
+
+    def has_metric(self, node_name: str) -> bool:
+        """Whether the node has a NodeMetric (without reading it)."""
+        return node_name in self._metrics
+
+    def load(self, node_name: str) -> NodeLoad | None:
+        """The node's NodeLoad (None without a NodeMetric), built from the NodeMetric held on the
+        first read since it was given."""
+        metric = self._metrics.get(node_name)
+        if metric is None:
+            return None
+        cached = self._loads.get(node_name)
+        if cached is not None and cached[0] is metric:
+            return cached[1]
+        load = self._build(node_name, metric)
+        self._loads[node_name] = (metric, load)
+        return load
+
+    def _built(self, node_name: str) -> NodeLoad | None:
+        """The node's NodeLoad if it is built from the NodeMetric held (pods assigned or removed
+        update it; one not built yet counts them when it is)."""
+        cached = self._loads.get(node_name)
+        if cached is not None and cached[0] is self._metrics.get(node_name):
+            return cached[1]
+        return None
+
+    def _build(self, node_name: str, metric: Mapping[str, Any]) -> NodeLoad:
+        """The node's aggregates from scratch from its NodeMetric and the pods assigned to it."""
         reading = read_node_metric(metric)
         pod_usage = {pod.key: self._vector(pod.usage) for pod in reading.pods if pod.usage is not None}
         prod_pods = {pod.key for pod in reading.pods if pod.priority == PriorityClass.PROD}
@@ -192,15 +234,15 @@ class AssignCache:
             prod_delta=self._zero(),
             node_estimated=self._zero(),
         )
-        self.loads[node_name] = load
         for entry in self.pods.get(node_name, {}).values():
             self._add_pod(load, entry)
+        return load
 
     def usage_of(self, node_name: str, keys: Sequence[str], prod_pod: bool, agg_type: str, agg_duration: float) -> Vec:
         """What these pods add to `estimated_usage` with the same arguments (what their removal
         takes off it): their reported usage and their estimate deltas. Of an aggregated usage a
         pod's own share is not reported; its last reported usage stands for it."""
-        load = self.loads.get(node_name)
+        load = self.load(node_name)
         total = self._zero()
         if load is None:
             return total
@@ -228,7 +270,7 @@ class AssignCache:
     def estimated_usage(self, node_name: str, prod_pod: bool, agg_type: str, agg_duration: float) -> Vec | None:
         """`pod_assign_cache.go`: usage of the node including pods the metric does not reflect yet;
         None when the node has no NodeMetric."""
-        load = self.loads.get(node_name)
+        load = self.load(node_name)
         if load is None:
             return None
         if prod_pod:

@@ -214,7 +214,7 @@ class LoadAwareScheduling:
             return error("node not found")
         if pod.is_daemonset_pod:
             return SUCCESS
-        load = self.cache.loads.get(node.name)
+        load = self.cache.load(node.name)
         if load is None:
             return SUCCESS  # nodes without koordlet are never rejected
         view = self.node_view(node)
@@ -250,7 +250,7 @@ class LoadAwareScheduling:
 
     def remove_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
         """A victim's usage is taken off the node's in this cycle."""
-        if node.name in self.cache.loads:
+        if self.cache.has_metric(node.name):
             overlay_in(state, _OVERLAY_KEY).remove(node.name, other.key)
         return SUCCESS
 
@@ -259,7 +259,7 @@ class LoadAwareScheduling:
             return 0, SUCCESS
         if node.node is None:
             return 0, error("node not found")
-        load = self.cache.loads.get(node.name)
+        load = self.cache.load(node.name)
         if load is None or self._expired(load.update_time) or not load.has_node_metric:
             return 0, SUCCESS
         prod_pod = self.args.score_according_prod_usage and pod.priority_class == PriorityClass.PROD
