@@ -94,8 +94,11 @@ class ClusterState:
             if info.index >= len(self.generations):
                 self.generations = np.concatenate([self.generations, np.zeros(len(self.generations), np.int64)])
         info.on_change = self._bump
-        for pod in (old.pods if old is not None else self.homeless.pop(info.name, {})).values():
-            info.add_pod(pod)
+        if old is not None:  # the same pods: their sums carry over (a Node's status is written often)
+            info.take_pods_of(old)
+        else:
+            for pod in self.homeless.pop(info.name, {}).values():
+                info.add_pod(pod)
         self.nodes[info.name] = info
         self.reservations.node_added(info.name)
         self._node_list = None

@@ -66,11 +66,16 @@ class NodeInfo:
         """A detached copy (no table index, no change hook) with the same pods and sums: what
         preemption removes its victims from."""
         other = NodeInfo(self.node)
-        other.pods = dict(self.pods)
-        other.requested = dict(self.requested)
-        other.non_zero_requested = dict(self.non_zero_requested)
-        other.qos_requested = dict(self.qos_requested)
+        other.take_pods_of(self)
         return other
+
+    def take_pods_of(self, other: NodeInfo) -> None:
+        """Hold the pods of `other` (the object this one replaces) with their sums, as adding each
+        of them would; `other` keeps its own."""
+        self.pods = dict(other.pods)
+        self.requested = dict(other.requested)
+        self.non_zero_requested = dict(other.non_zero_requested)
+        self.qos_requested = dict(other.qos_requested)
 
     def add_pod(self, pod: PodInfo) -> None:
         """Count `pod` on this node; adding a pod already present replaces it."""

@@ -17,6 +17,7 @@ are added in), and pods assigned or removed afterwards update it as before.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,7 @@ from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.reservations import is_reserve_pod
 
 Vec = list[int]
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -89,8 +91,8 @@ class AssignCache:
         self.pods: dict[str, dict[str, AssignedPod]] = {}
         #: each node's NodeMetric as last given (read on demand: `load`)
         self._metrics: dict[str, Mapping[str, Any]] = {}
-        #: each node's NodeLoad with the NodeMetric object it was built from
-        self._loads: dict[str, tuple[Mapping[str, Any], NodeLoad]] = {}
+        #: each node's NodeLoad with the NodeMetric object it was built from (None: unreadable)
+        self._loads: dict[str, tuple[Mapping[str, Any], NodeLoad | None]] = {}
         #: bumped on every change to a node's pods or metric, so derived views know to rebuild
         self.versions: dict[str, int] = {}
 
@@ -166,10 +168,14 @@ class AssignCache:
                     usage, should = None, True
                 if should:
                     prod_delta = _positive_delta(e, usage)
-        _add(load.prod_usage, prod_usage)
-        _add(load.node_delta, node_delta)
-        _add(load.prod_delta, prod_delta)
-        _add(load.node_estimated, estimated)
+        if prod_usage is not zero:  # (adding the zero vector changes nothing)
+            _add(load.prod_usage, prod_usage)
+        if node_delta is not zero:
+            _add(load.node_delta, node_delta)
+        if prod_delta is not zero:
+            _add(load.prod_delta, prod_delta)
+        if estimated is not zero:
+            _add(load.node_estimated, estimated)
         load.contributions[key] = (node_delta, prod_delta, prod_usage, estimated)
 
     # --- NodeMetrics -----------------------------------------------------------------------------
@@ -189,14 +195,23 @@ class AssignCache:
 
     def load(self, node_name: str) -> NodeLoad | None:
         """The node's NodeLoad (None without a NodeMetric), built from the NodeMetric held on the
-        first read since it was given."""
+        first read since it was given. A NodeMetric that cannot be read (a malformed quantity or
+        shape) counts as none, as in Koordinator, whose informer cannot decode such an object
+        (`load_aware.go`: a node without a NodeMetric is not filtered and scores 0)."""
         metric = self._metrics.get(node_name)
         if metric is None:
             return None
         cached = self._loads.get(node_name)
         if cached is not None and cached[0] is metric:
             return cached[1]
-        load = self._build(node_name, metric)
+        load: NodeLoad | None
+        try:
+            load = self._build(node_name, metric)
+        except (ValueError, TypeError, AttributeError) as exc:
+            log.warning(
+                "NodeMetric %s cannot be read (%s): its node counts as one without a NodeMetric", node_name, exc
+            )
+            load = None
         self._loads[node_name] = (metric, load)
         return load
 
