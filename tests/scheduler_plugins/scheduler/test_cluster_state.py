@@ -50,3 +50,23 @@ def test_deleting_a_pod_of_a_missing_node_tells_the_listeners():
     state.delete_pod("default/a", "gone")
     assert recorder.events == [("assigned", "default/a", "gone"), ("deleted", "default/a", "gone")]
     assert state.homeless == {}
+
+
+def test_a_node_whose_status_is_rewritten_keeps_its_pods_and_their_sums():
+    """A Node is replaced on every status write (the manager's batch resources): the new NodeInfo
+    counts the same pods, and what happens to it afterwards is not seen by the one it replaced."""
+    state = ClusterState()
+    state.add_node(make_node("n1", cpu="32", memory="128Gi"))
+    state.add_pod(make_pod("a", node="n1", requests={"cpu": "2", "memory": "1Gi"}))
+    state.add_pod(make_pod("b", node="n1", requests={"cpu": "1"}))
+    state.delete_pod("default/b", "n1")
+    old = state.nodes["n1"]
+    generation = state.generations[old.index]
+    state.add_node(make_node("n1", cpu="30", memory="128Gi"))
+    new = state.nodes["n1"]
+    assert new is not old and new.allocatable["cpu"] == 30000 and state.generations[new.index] > generation
+    assert list(new.pods) == ["default/a"]
+    assert (new.requested.get("cpu"), new.requested.get("memory")) == (2000, 1024**3)
+    assert new.qos_requested.get("cpu") == 2000 and new.non_zero_requested.get("cpu") == 2000
+    state.add_pod(make_pod("c", node="n1", requests={"cpu": "4"}))
+    assert new.requested["cpu"] == 6000 and old.requested["cpu"] == 2000 and "default/c" not in old.pods
