@@ -19,6 +19,7 @@ from .workload import Usage
 #: owners whose controller re-creates an evicted pod
 RECREATING_OWNERS: Final = frozenset({"ReplicaSet", "Job", "StatefulSet"})
 CLASSES: Final = ("prod", "batch", "free")
+CLASS_INDEX: Final = {name: index for index, name in enumerate(CLASSES)}
 BAND_CLASS: Final = {
     "koord-prod": "prod",
     "": "prod",
@@ -90,7 +91,25 @@ class PodIndex:
         self.node_of: dict[str, str] = {}
         self.pending: dict[str, Object] = {}
         self.gone: dict[str, PodFacts] = {}
+        #: a node's pods sorted by key, kept until one of them changes: every phase of a step walks
+        #: them in this order (the draws of the run's generator follow it), most steps change few
+        self._sorted: dict[str, tuple[tuple[tuple[str, Object], ...], tuple[Object, ...]]] = {}
         store.subscribe(self)
+
+    def _sorted_on(self, node: str) -> tuple[tuple[tuple[str, Object], ...], tuple[Object, ...]]:
+        cached = self._sorted.get(node)
+        if cached is None:
+            items = tuple(sorted(self.by_node.get(node, {}).items()))
+            cached = self._sorted[node] = (items, tuple(pod for _, pod in items))
+        return cached
+
+    def sorted_on(self, node: str) -> tuple[tuple[str, Object], ...]:
+        """The node's (key, pod) in key order (the same tuple until one of them changes)."""
+        return self._sorted_on(node)[0]
+
+    def objects_on(self, node: str) -> tuple[Object, ...]:
+        """The node's pods in key order (the same tuple until one of them changes)."""
+        return self._sorted_on(node)[1]
 
     def object_put(self, kind: str, key: ObjectKey, obj: Object, old: Object | None, source: str) -> None:
         if kind != "Pod":
@@ -104,6 +123,7 @@ class PodIndex:
         if node:
             self.by_node.setdefault(node, {})[name] = obj
             self.node_of[name] = node
+            self._sorted.pop(node, None)
         else:
             self.pending[name] = obj
 
@@ -125,3 +145,4 @@ class PodIndex:
         if node is not None:
             pods = self.by_node.get(node, {})
             pods.pop(name, None)
+            self._sorted.pop(node, None)
