@@ -33,7 +33,7 @@ from .components import (
     capacity_milli,
 )
 from .inputs import Inputs
-from .pods import CLASS_INDEX, CLASSES, RECREATING_OWNERS, PodFacts, PodIndex
+from .pods import RECREATING_OWNERS, PodFacts, PodIndex
 from .records import ABSENT, BATCH_RESOURCES, RAW, StepRecord, allocatable_slot
 from .usage import CPU_SUPPRESS, STARVED_PODS, SYSTEM_CPU, NodeUsage, Sampler
 from .workload import Usage
@@ -65,6 +65,9 @@ class Run:
         self.descheduler = DeschedulerRunner(store, inputs.descheduler_config, self.clock)
         self.nodes = sorted(o["metadata"]["name"] for o in store.objects("Node"))
         self.node_order = {node: index for index, node in enumerate(self.nodes)}
+        #: per node: the Node object last seen, its batch allocatable slots, those kept as written,
+        #: its cpu capacity (the store replaces an object when it changes)
+        self._node_facts: dict[str, tuple[Object | None, tuple[int, int], tuple[tuple[int, Any], ...], int]] = {}
         self.capacity = {n: capacity_milli(store.get("Node", ("", n)) or {}) for n in self.nodes}
         self.sampler = Sampler(
             store,
@@ -107,7 +110,7 @@ class Run:
             usage = self.workload.usage_of_running(labels)
         facts = PodFacts.of(pod, usage, pod, arrived)
         facts.started = started
-        self.pods.facts[facts.key] = facts
+        self.pods.set_facts(facts.key, facts)
         return facts
 
     # --- one step ----------------------------------------------------------------------------
@@ -233,7 +236,7 @@ class Run:
             self.totals["recreated" if recreated else "admitted"] += 1
             facts = PodFacts.of(result.object, usage or None, template, now)
             facts.lifetime = lifetime
-            self.pods.facts[key] = facts
+            self.pods.set_facts(key, facts)
             self.pending_since[key] = now
             self.store.put("Pod", result.object)
         self.totals["denied"] += denied
@@ -253,23 +256,18 @@ class Run:
                 done.append((self.node_order[node], key))
         for _, key in sorted(done):
             pod = self.pods.by_node[self.pods.node_of[key]][key]
-            self.pods.facts.pop(key, None)
+            self.pods.drop_facts(key)
             self.store.delete("Pod", pod)
 
     def _koordlet(self, now: float) -> list[dict[str, Any]]:
         evictions: list[dict[str, Any]] = []
         evictor = StoreEvictions(self.store)
-        facts_of = self.pods.facts
         for node in self.nodes:
             obj = self.store.get("Node", ("", node))
             if obj is None:
                 continue
             pods = self.pods.objects_on(node)
-            be_request = None
-            for key, _ in self.pods.sorted_on(node):
-                facts = facts_of.get(key)
-                if facts is not None and facts.best_effort:
-                    be_request = (be_request or 0) + facts.request_cpu
+            be_request = self.pods.requests_on(node).best_effort_cpu
             be_cpu = BECPU(0, be_request, None) if be_request is not None else None
             report = self.koordlet.round(obj, pods, self.store, be_cpu)
             status = report.strategies.get(CPU_SUPPRESS) or {}
@@ -300,32 +298,44 @@ class Run:
         as they were written."""
         values: list[int] = []
         raw: dict[tuple[int, int], Any] = {}
-        facts_of = self.pods.facts
         get = self.store.get
+        thresholds = self.koordlet.thresholds
         for index, node in enumerate(self.nodes):
-            obj = get("Node", ("", node)) or {}
-            requested = [0] * (2 * len(CLASSES))
-            has_prod = False
-            for key in self.pods.by_node.get(node, ()):
-                facts = facts_of.get(key)
-                if facts is not None:
-                    at = 2 * CLASS_INDEX[facts.cls]
-                    requested[at] += facts.request_cpu
-                    requested[at + 1] += facts.request_memory
-                    has_prod = has_prod or facts.cls == "prod"
+            obj = get("Node", ("", node))
+            facts = self._node_facts.get(node)
+            if facts is None or facts[0] is not obj:
+                facts = self._node_facts[node] = (obj, *_node_slots(obj or {}))
+            _, batch, batch_raw, capacity = facts
+            for slot, value in batch_raw:
+                raw[(index, slot)] = value
+            requests = self.pods.requests_on(node)
             usage = used[index]
-            values += requested
-            values += usage[: 2 * len(CLASSES)]
-            allocatable = (obj.get("status") or {}).get("allocatable") or {}
-            for slot, resource in BATCH_RESOURCES:
-                if resource not in allocatable:
-                    values.append(ABSENT)
-                    continue
-                number = allocatable_slot(allocatable[resource])
-                if number == RAW:
-                    raw[(index, slot)] = allocatable[resource]
-                values.append(number)
-            total = usage[SYSTEM_CPU] + sum(usage[0 : 2 * len(CLASSES) : 2])
-            over = has_prod and total * 100 > self.koordlet.threshold_percent(node) * capacity_milli(obj)
-            values += (self.suppressed.get(node, 0), int(over), usage[STARVED_PODS])
+            values += requests.by_class
+            values += usage[:SYSTEM_CPU]
+            values += batch
+            over = False
+            if requests.has_prod:
+                threshold = thresholds.get(node)
+                if threshold is None:
+                    threshold = self.koordlet.threshold_percent(node)
+                total = usage[SYSTEM_CPU] + usage[0] + usage[2] + usage[4]
+                over = total * 100 > threshold * capacity
+            values += (self.suppressed.get(node, 0), over, usage[STARVED_PODS])
         return array("q", values), raw
+
+
+def _node_slots(node: Object) -> tuple[tuple[int, int], tuple[tuple[int, Any], ...], int]:
+    """A node object's batch allocatable slots, the values among them kept as written, and its cpu
+    capacity (millicores)."""
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    slots = []
+    raw = []
+    for slot, resource in BATCH_RESOURCES:
+        if resource not in allocatable:
+            slots.append(ABSENT)
+            continue
+        number = allocatable_slot(allocatable[resource])
+        if number == RAW:
+            raw.append((slot, allocatable[resource]))
+        slots.append(number)
+    return (slots[0], slots[1]), tuple(raw), capacity_milli(node)
