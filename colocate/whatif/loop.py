@@ -7,7 +7,6 @@ so a run is a pure function of its inputs and seed.
 
 from __future__ import annotations
 
-import copy
 import gc
 import heapq
 import itertools
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cluster.store import Object
+from policies.objects import json_copy
 from scheduler_plugins.clock import format_time
 from scheduler_plugins.descheduler.backends import StoreEvictions
 from scheduler_plugins.koordlet.usage import BECPU
@@ -209,12 +209,12 @@ class Run:
         self.recreate = []
         for _, name, number, arrival in due:
             for k in range(arrival.count):
-                pod = copy.deepcopy(dict(arrival.template))
-                pod["metadata"] = dict(pod.get("metadata") or {})
-                pod["metadata"]["name"] = f"{name}-{number * arrival.count + k}"
+                # the pod's template, kept for its re-creation: only ever copied, never changed
+                pod = dict(arrival.template)
+                pod["metadata"] = {**(pod.get("metadata") or {}), "name": f"{name}-{number * arrival.count + k}"}
                 batch.append((pod, arrival.usage, arrival.lifetime, False))
         for template, usage, lifetime, recreated in batch:
-            pod = copy.deepcopy(dict(template))
+            pod = json_copy(dict(template))
             meta = pod.setdefault("metadata", {})
             pod.setdefault("apiVersion", "v1")
             pod["kind"] = "Pod"
