@@ -73,6 +73,7 @@ class Sampler:
         for node in self.nodes:
             wants: list[Want] = []
             be_wants = other_wants = 0
+            has_best_effort = False
             for key, pod in self.pods.sorted_on(node):
                 facts = facts_of.get(key)
                 if facts is None:
@@ -96,9 +97,10 @@ class Sampler:
                 wants.append((key, pod, facts, cpu, memory, model_cpu))
                 if facts.best_effort:
                     be_wants += cpu
+                    has_best_effort = True
                 else:
                     other_wants += cpu
-            allowed = self._suppress(node, now, wants) if any(w[2].best_effort for w in wants) else None
+            allowed = self._suppress(node, now, wants) if has_best_effort else None
             sys_cpu, sys_mem = self.system.get(node, (0, 0))
             scale, ls_scale = _shares(be_wants, other_wants, allowed, self.capacity.get(node, 0) - sys_cpu)
             by_class = [0] * (2 * len(CLASSES))
