@@ -8,9 +8,11 @@ core. The cluster is the example's shape at scale (examples/whatif): 32-core nod
 latency-sensitive web pods whose usage peaks at noon, a NodeMetric, colocation on with a CFS-quota
 suppression threshold of 65 %; Spark executors (BE through the example's profile) arrive every
 5 minutes, `--arrivals` in all, each running 30 minutes. The snapshot is written to a temporary
-directory and read as `--cluster` is; the run is timed apart from the reading (CPU seconds of the
-process), and so is writing the JSON document. `--profile N` prints the N functions with the most
-own time (cProfile), and the same grouped by component.
+directory and read as `--cluster` is. CPU seconds of the process, each apart: reading the
+snapshot; the run to its summary (what `-o table` and `--report` need: compact records,
+colocate/whatif/records.py); and the JSON document `-o json` writes, built and encoded a step at a
+time as the command does (the building of the rows alone is timed too). `--profile N` prints the N
+functions with the most own time in the run (cProfile), and the same grouped by component.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from colocate.whatif.cli import run_document  # noqa: E402
+from colocate.whatif.cli import run_timeline  # noqa: E402
 from colocate.whatif.inputs import load_inputs, load_profiles, start_time  # noqa: E402
 from colocate.whatif.loop import RunOptions  # noqa: E402
+from colocate.whatif.records import json_chunks, step_document  # noqa: E402
 from policies.durations import parse_duration  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "whatif"
@@ -181,19 +184,23 @@ def main() -> None:
     started = time.process_time()
     if profiler:
         profiler.enable()
-    document = run_document(inputs, profiles, options)
+    result = run_timeline(inputs, profiles, options)
     if profiler:
         profiler.disable()
     ran = time.process_time() - started
     started = time.process_time()
-    size = len(json.dumps(document, sort_keys=True, separators=(",", ":")))
+    for step in result.steps:
+        step_document(step, result.nodes)
+    built = time.process_time() - started
+    started = time.process_time()
+    size = sum(len(chunk) for chunk in json_chunks({"run": result}))
     dumped = time.process_time() - started
-    steps = len(document["steps"])
-    print(f"nodes {args.nodes}, steps {steps}, arrivals admitted {document['summary']['admitted']}")
+    steps = len(result.steps)
+    print(f"nodes {args.nodes}, steps {steps}, arrivals admitted {result.summary['admitted']}")
     print(f"read the snapshot: {read:.1f} s CPU")
-    print(f"run: {ran:.1f} s CPU ({1000 * ran / max(steps, 1):.1f} ms per step)")
-    print(f"JSON document: {dumped:.1f} s CPU, {size / 1e6:.0f} MB")
-    print(f"summary: {json.dumps(document['summary'], sort_keys=True)}")
+    print(f"run: {ran:.1f} s CPU ({1000 * ran / max(steps, 1):.1f} ms per step), to the summary")
+    print(f"JSON document (-o json): {dumped:.1f} s CPU, {size / 1e6:.0f} MB; of which building the rows {built:.1f} s")
+    print(f"summary: {json.dumps(result.summary, sort_keys=True)}")
     if profiler:
         out = io.StringIO()
         stats = pstats.Stats(profiler, stream=out)

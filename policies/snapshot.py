@@ -170,6 +170,9 @@ class SnapshotBuilder:
         self._entries: dict[str, dict[ObjectKey, IndexEntry]] = {}
         self._frozen: dict[str, Mapping[ObjectKey, Mapping[str, Any]]] = {}
         self._problems: dict[str, tuple[LoadProblem, ...]] = {}  # per kind, redone only for changed kinds
+        #: per kind, how many entries have problems: a kind with none (the usual case) is not walked
+        #: again for them when it changes (every pod admitted changes the pods)
+        self._with_problems: dict[str, int] = {}
         self._dirty: set[str] = set()
         self._last: ClusterSnapshot = EMPTY_SNAPSHOT
 
@@ -177,10 +180,12 @@ class SnapshotBuilder:
         """Add or replace one object (an ADDED or MODIFIED event)."""
         key = self._key_of(obj)
         kind = str(obj.get("kind"))
-        old = self._entries.get(kind, {}).get(key)
+        previous = old = self._entries.get(kind, {}).get(key)
         if old is None or not _same_version(self._objects.get(kind, {}).get(key), obj):
             old = index_entry(source or kind, obj, strict=self.strict, refuse_sensitive=self.refuse_sensitive)
         self._dirty.add(kind)
+        self._count_problems(kind, previous, -1)
+        self._count_problems(kind, old, 1)
         self._entries.setdefault(kind, {})[key] = old
         if old.key is None:  # unusable: remembered for its problem, not served
             self._objects.get(kind, {}).pop(key, None)
@@ -190,7 +195,11 @@ class SnapshotBuilder:
     def delete(self, kind: str, key: ObjectKey) -> None:
         self._dirty.add(kind)
         self._objects.get(kind, {}).pop(key, None)
-        self._entries.get(kind, {}).pop(key, None)
+        self._count_problems(kind, self._entries.get(kind, {}).pop(key, None), -1)
+
+    def _count_problems(self, kind: str, entry: IndexEntry | None, change: int) -> None:
+        if entry is not None and entry.problems:
+            self._with_problems[kind] = self._with_problems.get(kind, 0) + change
 
     def build(self) -> ClusterSnapshot:
         """A snapshot of the current objects; the previous one when nothing changed."""
@@ -198,7 +207,10 @@ class SnapshotBuilder:
             return self._last
         for kind in self._dirty:
             self._frozen[kind] = MappingProxyType(dict(self._objects.get(kind, {})))
-            self._problems[kind] = tuple(p for e in self._entries.get(kind, {}).values() for p in e.problems)
+            if self._with_problems.get(kind):
+                self._problems[kind] = tuple(p for e in self._entries.get(kind, {}).values() for p in e.problems)
+            else:
+                self._problems[kind] = ()
         last = self._last
         profiles, profile_index = last.profiles, last.profile_index
         if PROFILE_KIND in self._dirty:

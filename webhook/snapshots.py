@@ -64,7 +64,11 @@ class SnapshotIndex:
         self._builder.delete(kind, key)
 
     def changes_applied(self) -> None:
-        self.dirty.set()
+        # setting a set event again only costs (a lock and a notify per store write). Skipping it
+        # loses nothing: the change is in the builder before this check, and whoever clears the
+        # event after the check builds after clearing it, under the store's lock
+        if not self.dirty.is_set():
+            self.dirty.set()
 
     def build(self) -> ClusterSnapshot:
         with self.store.lock:

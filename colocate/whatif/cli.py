@@ -6,7 +6,7 @@ The edge: flags and files are read here; bad input is one line naming the file a
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from policies.field_errors import ConfigError
 
 from .inputs import Inputs, load_inputs, load_profiles, start_time
 from .loop import Run, RunOptions
+from .records import RunResult, document_of, json_chunks
 from .summary import document_table, gained, summarise
 
 
@@ -57,13 +58,18 @@ def _seconds(flag: str, text: str) -> float:
     return value
 
 
-def run_document(inputs: Inputs, profiles: list[Object], options: RunOptions) -> dict[str, Any]:
-    """One timeline as the `-o json` document: its steps and summary."""
+def run_timeline(inputs: Inputs, profiles: list[Object], options: RunOptions) -> RunResult:
+    """One timeline: its compact step records and summary."""
     run = Run(inputs, profiles, options)
     steps = run.run()
     allocatable = allocatable_of(inputs)
     summary = summarise(steps, allocatable, options.step, run.pending_seconds, run.totals)
-    return {"steps": steps, "summary": summary}
+    return RunResult(tuple(run.nodes), steps, summary)
+
+
+def run_document(inputs: Inputs, profiles: list[Object], options: RunOptions) -> dict[str, Any]:
+    """One timeline as the `-o json` document: its steps and summary."""
+    return document_of(run_timeline(inputs, profiles, options))
 
 
 def allocatable_of(inputs: Inputs) -> dict[str, tuple[int, int]]:
@@ -76,7 +82,8 @@ def allocatable_of(inputs: Inputs) -> dict[str, tuple[int, int]]:
     return out
 
 
-def whatif_document(args: argparse.Namespace) -> dict[str, Any]:
+def whatif_runs(args: argparse.Namespace) -> dict[str, RunResult]:
+    """The run (`{"run": ..}`), or the two runs compared (`{"a": .., "b": ..}`)."""
     inputs = load_inputs(args.cluster, args.workload)
     options = RunOptions(
         start=start_time(inputs, args.now),
@@ -86,11 +93,11 @@ def whatif_document(args: argparse.Namespace) -> dict[str, Any]:
         koordlet_gates=args.koordlet_feature_gates,
     )
     profiles = load_profiles(args.profiles, "--profiles") if args.profiles else list(inputs.profiles)
-    first = run_document(inputs, profiles, options)
+    first = run_timeline(inputs, profiles, options)
     if args.compare_profiles is None:
-        return first
-    second = run_document(inputs, load_profiles(args.compare_profiles, "--compare-profiles"), options)
-    second["summary"]["gainedOverA"] = gained(first["summary"], second["summary"])
+        return {"run": first}
+    second = run_timeline(inputs, load_profiles(args.compare_profiles, "--compare-profiles"), options)
+    second.summary["gainedOverA"] = gained(first.summary, second.summary)
     return {"a": first, "b": second}
 
 
@@ -107,23 +114,25 @@ def whatif_command(args: argparse.Namespace) -> int:
     if html_wanted and _plotly_missing():  # said before the run, not after it
         return errors.report("--report and -o html need plotly: pip install 'colocate[report]'")
     try:
-        document = whatif_document(args)
+        runs = whatif_runs(args)
     except ConfigError as exc:
         return errors.report(str(exc))
     if html_wanted:
         from .report import render_html
 
-        page = render_html(document)
+        page = render_html(runs)
         if args.report is not None:
             try:
                 args.report.write_text(page, encoding="utf-8")
             except OSError as exc:
                 return errors.report(f"--report {args.report}: {exc.strerror or exc}")
-    if args.output == "json":
-        text = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    if args.output == "json":  # a step at a time: the rows of every step at once are most of a run's memory
+        for chunk in json_chunks(runs):
+            sys.stdout.write(chunk)
+        text = ""
     elif args.output == "html":
         text = page
     else:
-        text = document_table(document)
+        text = document_table(runs)
     print(text, flush=True)
     return errors.EXIT_OK

@@ -7,15 +7,18 @@ so a run is a pure function of its inputs and seed.
 
 from __future__ import annotations
 
-import copy
 import gc
+import heapq
+import itertools
 import random
 import uuid
-from collections.abc import Mapping
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cluster.store import Object
+from policies.objects import json_copy
 from scheduler_plugins.clock import format_time
 from scheduler_plugins.descheduler.backends import StoreEvictions
 from scheduler_plugins.koordlet.usage import BECPU
@@ -30,8 +33,9 @@ from .components import (
     capacity_milli,
 )
 from .inputs import Inputs
-from .pods import CLASSES, RECREATING_OWNERS, PodFacts, PodIndex
-from .usage import CPU_SUPPRESS, Sampler, cpu_text, memory_text
+from .pods import RECREATING_OWNERS, PodFacts, PodIndex
+from .records import ABSENT, BATCH_RESOURCES, RAW, StepRecord, allocatable_slot
+from .usage import CPU_SUPPRESS, STARVED_PODS, SYSTEM_CPU, NodeUsage, Sampler
 from .workload import Usage
 
 
@@ -60,6 +64,10 @@ class Run:
         self.koordlet = Koordlet(options.koordlet_gates, self.clock)
         self.descheduler = DeschedulerRunner(store, inputs.descheduler_config, self.clock)
         self.nodes = sorted(o["metadata"]["name"] for o in store.objects("Node"))
+        self.node_order = {node: index for index, node in enumerate(self.nodes)}
+        #: per node: the Node object last seen, its batch allocatable slots, those kept as written,
+        #: its cpu capacity (the store replaces an object when it changes)
+        self._node_facts: dict[str, tuple[Object | None, tuple[int, int], tuple[tuple[int, Any], ...], int]] = {}
         self.capacity = {n: capacity_milli(store.get("Node", ("", n)) or {}) for n in self.nodes}
         self.sampler = Sampler(
             store,
@@ -74,6 +82,9 @@ class Run:
         )
         self.suppressed: dict[str, int] = {}
         self.recreate: list[PodFacts] = []
+        #: placed pods with a lifetime, by when it is over (`_finish`)
+        self.ending: list[tuple[float, int, str, PodFacts]] = []
+        self.pushed = itertools.count()
         self.counter = 0
         self.pending_since: dict[str, float] = {}
         self.pending_seconds: list[float] = []
@@ -99,11 +110,11 @@ class Run:
             usage = self.workload.usage_of_running(labels)
         facts = PodFacts.of(pod, usage, pod, arrived)
         facts.started = started
-        self.pods.facts[facts.key] = facts
+        self.pods.set_facts(facts.key, facts)
         return facts
 
     # --- one step ----------------------------------------------------------------------------
-    def run(self) -> list[dict[str, Any]]:
+    def run(self) -> list[StepRecord]:
         steps = []
         count = int(self.options.duration // self.options.step)
         if count * self.options.step < self.options.duration:
@@ -132,8 +143,7 @@ class Run:
         )
         return steps
 
-    def step(self, now: float, due: list[tuple[float, str, int, Any]]) -> dict[str, Any]:
-        record: dict[str, Any] = {"t": format_time(now)}
+    def step(self, now: float, due: list[tuple[float, str, int, Any]]) -> StepRecord:
         admitted, denied, denials = self._arrive(now, due)
         self._finish(now)
         used = self.sampler.sample(now)
@@ -148,6 +158,8 @@ class Run:
                 facts = self.pods.facts.get(placement.pod)
                 if facts is not None:
                     facts.started = now
+                    if facts.lifetime is not None:
+                        heapq.heappush(self.ending, (now + facts.lifetime, next(self.pushed), placement.pod, facts))
         reasons: dict[str, int] = {}
         for placement in [*unqueued, *placements]:
             if not placement.scheduled:
@@ -175,19 +187,20 @@ class Run:
         self._collect_gone()
         if self.koordlet.views_cached > 2 * (len(self.pods.node_of) + 64):
             self.koordlet.forget_pods({id(p) for pods in self.pods.by_node.values() for p in pods.values()})
-        record["nodes"] = self._nodes(used)
-        record.update(
+        nodes, raw = self._nodes(used)
+        return StepRecord(
+            t=format_time(now),
+            nodes=nodes,
             pending=len(self.pods.pending),
-            pendingReasons=dict(sorted(reasons.items())),
+            pending_reasons=dict(sorted(reasons.items())),
             admitted=admitted,
             denied=denied,
             placed=placed,
             evictions=sorted(evictions, key=lambda e: (e["pod"], e["by"])),
             migrations=migrations,
+            denials=denials,
+            raw=raw,
         )
-        if denials:
-            record["denials"] = denials
-        return record
 
     def _arrive(self, now: float, due: list[tuple[float, str, int, Any]]) -> tuple[int, int, list[dict[str, str]]]:
         admitted = denied = 0
@@ -196,12 +209,12 @@ class Run:
         self.recreate = []
         for _, name, number, arrival in due:
             for k in range(arrival.count):
-                pod = copy.deepcopy(dict(arrival.template))
-                pod["metadata"] = dict(pod.get("metadata") or {})
-                pod["metadata"]["name"] = f"{name}-{number * arrival.count + k}"
+                # the pod's template, kept for its re-creation: only ever copied, never changed
+                pod = dict(arrival.template)
+                pod["metadata"] = {**(pod.get("metadata") or {}), "name": f"{name}-{number * arrival.count + k}"}
                 batch.append((pod, arrival.usage, arrival.lifetime, False))
         for template, usage, lifetime, recreated in batch:
-            pod = copy.deepcopy(dict(template))
+            pod = json_copy(dict(template))
             meta = pod.setdefault("metadata", {})
             pod.setdefault("apiVersion", "v1")
             pod["kind"] = "Pod"
@@ -223,21 +236,28 @@ class Run:
             self.totals["recreated" if recreated else "admitted"] += 1
             facts = PodFacts.of(result.object, usage or None, template, now)
             facts.lifetime = lifetime
-            self.pods.facts[key] = facts
+            self.pods.set_facts(key, facts)
             self.pending_since[key] = now
             self.store.put("Pod", result.object)
         self.totals["denied"] += denied
         return admitted, denied, denials
 
     def _finish(self, now: float) -> None:
-        """Pods whose lifetime is over end (Succeeded) and are deleted."""
-        for node in self.nodes:
-            for key, pod in sorted(self.pods.by_node.get(node, {}).items()):
-                facts = self.pods.facts.get(key)
-                if facts and facts.lifetime is not None and facts.started is not None:
-                    if now >= facts.started + facts.lifetime:
-                        self.pods.facts.pop(key, None)
-                        self.store.delete("Pod", pod)
+        """Pods whose lifetime is over end (Succeeded) and are deleted, node by node in the run's
+        order and by key within a node. `ending` holds every placed pod with a lifetime by its end;
+        an entry whose pod is gone, or no longer bound to one of the run's nodes, is dropped."""
+        done = []
+        while self.ending and self.ending[0][0] <= now:
+            _, _, key, facts = heapq.heappop(self.ending)
+            node = self.pods.node_of.get(key)
+            if self.pods.facts.get(key) is not facts or node not in self.node_order:
+                continue
+            if facts.lifetime is not None and facts.started is not None and now >= facts.started + facts.lifetime:
+                done.append((self.node_order[node], key))
+        for _, key in sorted(done):
+            pod = self.pods.by_node[self.pods.node_of[key]][key]
+            self.pods.drop_facts(key)
+            self.store.delete("Pod", pod)
 
     def _koordlet(self, now: float) -> list[dict[str, Any]]:
         evictions: list[dict[str, Any]] = []
@@ -246,10 +266,9 @@ class Run:
             obj = self.store.get("Node", ("", node))
             if obj is None:
                 continue
-            pods = tuple(p for _, p in sorted(self.pods.by_node.get(node, {}).items()))
-            be = [self.pods.facts[k] for k in sorted(self.pods.by_node.get(node, {})) if k in self.pods.facts]
-            be = [f for f in be if f.best_effort]
-            be_cpu = BECPU(0, sum(f.request_cpu for f in be), None) if be else None
+            pods = self.pods.objects_on(node)
+            be_request = self.pods.requests_on(node).best_effort_cpu
+            be_cpu = BECPU(0, be_request, None) if be_request is not None else None
             report = self.koordlet.round(obj, pods, self.store, be_cpu)
             status = report.strategies.get(CPU_SUPPRESS) or {}
             self.suppressed[node] = int(status.get("suppressMilliCPU") or 0)
@@ -274,42 +293,49 @@ class Run:
                 self.recreate.append(facts)
         self.pods.gone.clear()
 
-    def _nodes(self, used: Mapping[str, Mapping[str, tuple[int, int]]]) -> list[dict[str, Any]]:
-        rows = []
-        facts_of = self.pods.facts
-        zero = (0, 0)
-        for node in self.nodes:
-            obj = self.store.get("Node", ("", node)) or {}
-            requested = {c: [0, 0] for c in CLASSES}
-            has_prod = False
-            for key in self.pods.by_node.get(node, {}):
-                facts = facts_of.get(key)
-                if facts is not None:
-                    row = requested[facts.cls]
-                    row[0] += facts.request_cpu
-                    row[1] += facts.request_memory
-                    has_prod = has_prod or facts.cls == "prod"
-            usage = used.get(node, {})
-            allocatable = (obj.get("status") or {}).get("allocatable") or {}
-            capacity = capacity_milli(obj)
-            by_class = [(c, usage.get(c, zero)) for c in CLASSES]
-            total = sum(u[0] for _, u in by_class) + usage.get("_system", zero)[0]
-            threshold = self.koordlet.threshold_percent(node)
-            rows.append(
-                {
-                    "name": node,
-                    "requested": {
-                        c: {"cpu": cpu_text(v[0]), "memory": memory_text(v[1])} for c, v in requested.items()
-                    },
-                    "used": {c: {"cpu": cpu_text(u[0]), "memory": memory_text(u[1])} for c, u in by_class},
-                    "batchAllocatable": {
-                        k: allocatable[k]
-                        for k in ("kubernetes.io/batch-cpu", "kubernetes.io/batch-memory")
-                        if k in allocatable
-                    },
-                    "suppressedMilliCPU": self.suppressed.get(node, 0),
-                    "lsOverThreshold": has_prod and total * 100 > threshold * capacity,
-                    "beStarvedPods": usage.get("_starved", zero)[0],
-                }
-            )
-        return rows
+    def _nodes(self, used: Sequence[NodeUsage]) -> tuple[array[int], dict[tuple[int, int], Any]]:
+        """The step's node slots (`records.FIELDS` per node) and the batch allocatable values kept
+        as they were written."""
+        values: list[int] = []
+        raw: dict[tuple[int, int], Any] = {}
+        get = self.store.get
+        thresholds = self.koordlet.thresholds
+        for index, node in enumerate(self.nodes):
+            obj = get("Node", ("", node))
+            facts = self._node_facts.get(node)
+            if facts is None or facts[0] is not obj:
+                facts = self._node_facts[node] = (obj, *_node_slots(obj or {}))
+            _, batch, batch_raw, capacity = facts
+            for slot, value in batch_raw:
+                raw[(index, slot)] = value
+            requests = self.pods.requests_on(node)
+            usage = used[index]
+            values += requests.by_class
+            values += usage[:SYSTEM_CPU]
+            values += batch
+            over = False
+            if requests.has_prod:
+                threshold = thresholds.get(node)
+                if threshold is None:
+                    threshold = self.koordlet.threshold_percent(node)
+                total = usage[SYSTEM_CPU] + usage[0] + usage[2] + usage[4]
+                over = total * 100 > threshold * capacity
+            values += (self.suppressed.get(node, 0), over, usage[STARVED_PODS])
+        return array("q", values), raw
+
+
+def _node_slots(node: Object) -> tuple[tuple[int, int], tuple[tuple[int, Any], ...], int]:
+    """A node object's batch allocatable slots, the values among them kept as written, and its cpu
+    capacity (millicores)."""
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    slots = []
+    raw = []
+    for slot, resource in BATCH_RESOURCES:
+        if resource not in allocatable:
+            slots.append(ABSENT)
+            continue
+        number = allocatable_slot(allocatable[resource])
+        if number == RAW:
+            raw.append((slot, allocatable[resource]))
+        slots.append(number)
+    return (slots[0], slots[1]), tuple(raw), capacity_milli(node)

@@ -3,7 +3,7 @@ before admission (what its controller re-creates after an eviction)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -19,6 +19,7 @@ from .workload import Usage
 #: owners whose controller re-creates an evicted pod
 RECREATING_OWNERS: Final = frozenset({"ReplicaSet", "Job", "StatefulSet"})
 CLASSES: Final = ("prod", "batch", "free")
+CLASS_INDEX: Final = {name: index for index, name in enumerate(CLASSES)}
 BAND_CLASS: Final = {
     "koord-prod": "prod",
     "": "prod",
@@ -80,6 +81,30 @@ class PodFacts:
         )
 
 
+@dataclass(frozen=True)
+class NodeRequests:
+    """What a node's pods request: cpu and memory by class (CLASSES order), whether prod pods run
+    there, and the BE pods' cpu (None without BE pods)."""
+
+    by_class: tuple[int, ...]
+    has_prod: bool
+    best_effort_cpu: int | None
+
+    @classmethod
+    def of(cls, pods: Iterable[PodFacts]) -> NodeRequests:
+        by_class = [0] * (2 * len(CLASSES))
+        has_prod = False
+        best_effort_cpu = None
+        for facts in pods:
+            at = 2 * CLASS_INDEX[facts.cls]
+            by_class[at] += facts.request_cpu
+            by_class[at + 1] += facts.request_memory
+            has_prod = has_prod or facts.cls == "prod"
+            if facts.best_effort:
+                best_effort_cpu = (best_effort_cpu or 0) + facts.request_cpu
+        return cls(tuple(by_class), has_prod, best_effort_cpu)
+
+
 class PodIndex:
     """Bound and pending pods of the store (a `StoreIndex`), with their facts; deleted pods are
     kept in `gone` until the loop has looked at them (evictions become re-creations)."""
@@ -90,7 +115,49 @@ class PodIndex:
         self.node_of: dict[str, str] = {}
         self.pending: dict[str, Object] = {}
         self.gone: dict[str, PodFacts] = {}
+        #: a node's pods sorted by key, kept until one of them changes: every phase of a step walks
+        #: them in this order (the draws of the run's generator follow it), most steps change few
+        self._sorted: dict[str, tuple[tuple[tuple[str, Object], ...], tuple[Object, ...]]] = {}
+        #: what a node's pods request, kept until its pods or their facts change
+        self._requests: dict[str, NodeRequests] = {}
         store.subscribe(self)
+
+    def set_facts(self, key: str, facts: PodFacts) -> None:
+        self.facts[key] = facts
+        self._changed(self.node_of.get(key))
+
+    def drop_facts(self, key: str) -> None:
+        self.facts.pop(key, None)
+        self._changed(self.node_of.get(key))
+
+    def _changed(self, node: str | None) -> None:
+        if node is not None:
+            self._sorted.pop(node, None)
+            self._requests.pop(node, None)
+
+    def requests_on(self, node: str) -> NodeRequests:
+        """What the node's pods with facts request."""
+        requests = self._requests.get(node)
+        if requests is None:
+            requests = self._requests[node] = NodeRequests.of(
+                facts for key in self.by_node.get(node, ()) if (facts := self.facts.get(key)) is not None
+            )
+        return requests
+
+    def _sorted_on(self, node: str) -> tuple[tuple[tuple[str, Object], ...], tuple[Object, ...]]:
+        cached = self._sorted.get(node)
+        if cached is None:
+            items = tuple(sorted(self.by_node.get(node, {}).items()))
+            cached = self._sorted[node] = (items, tuple(pod for _, pod in items))
+        return cached
+
+    def sorted_on(self, node: str) -> tuple[tuple[str, Object], ...]:
+        """The node's (key, pod) in key order (the same tuple until one of them changes)."""
+        return self._sorted_on(node)[0]
+
+    def objects_on(self, node: str) -> tuple[Object, ...]:
+        """The node's pods in key order (the same tuple until one of them changes)."""
+        return self._sorted_on(node)[1]
 
     def object_put(self, kind: str, key: ObjectKey, obj: Object, old: Object | None, source: str) -> None:
         if kind != "Pod":
@@ -104,6 +171,7 @@ class PodIndex:
         if node:
             self.by_node.setdefault(node, {})[name] = obj
             self.node_of[name] = node
+            self._changed(node)
         else:
             self.pending[name] = obj
 
@@ -125,3 +193,4 @@ class PodIndex:
         if node is not None:
             pods = self.by_node.get(node, {})
             pods.pop(name, None)
+            self._changed(node)

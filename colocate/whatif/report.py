@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from policies.quantity import scalar_of
-
 from .pods import CLASSES
+from .records import USED, RunResult
 
 
-def _figures(run: dict[str, Any], label: str) -> list[tuple[str, dict[str, Any]]]:
-    steps = run["steps"]
-    times = [s["t"] for s in steps]
-    nodes = [n["name"] for n in steps[0]["nodes"]] if steps else []
-    by_class = {
-        c: [sum(scalar_of("cpu", n["used"][c]["cpu"]) for n in s["nodes"]) / 1000 for s in steps] for c in CLASSES
-    }
+def _figures(run: RunResult, label: str) -> list[tuple[str, dict[str, Any]]]:
+    steps = run.steps
+    times = [s.t for s in steps]
+    nodes = list(run.nodes) if steps else []
+    by_class = {c: [sum(s.column(USED + 2 * i)) / 1000 for s in steps] for i, c in enumerate(CLASSES)}
     utilisation = {
         "data": [
             {"type": "scatter", "mode": "lines", "stackgroup": "used", "name": c, "x": times, "y": by_class[c]}
@@ -36,8 +34,8 @@ def _figures(run: dict[str, Any], label: str) -> list[tuple[str, dict[str, Any]]
     }
     pending = {
         "data": [
-            {"type": "scatter", "mode": "lines", "name": "pending", "x": times, "y": [s["pending"] for s in steps]},
-            {"type": "bar", "name": "evictions", "x": times, "y": [len(s["evictions"]) for s in steps]},
+            {"type": "scatter", "mode": "lines", "name": "pending", "x": times, "y": [s.pending for s in steps]},
+            {"type": "bar", "name": "evictions", "x": times, "y": [len(s.evictions) for s in steps]},
         ],
         "layout": {"title": {"text": f"{label}: pending pods and evictions"}, "height": 320},
     }
@@ -47,10 +45,7 @@ def _figures(run: dict[str, Any], label: str) -> list[tuple[str, dict[str, Any]]
                 "type": "heatmap",
                 "x": times,
                 "y": nodes,
-                "z": [
-                    [sum(scalar_of("cpu", s["nodes"][i]["used"][c]["cpu"]) for c in CLASSES) / 1000 for s in steps]
-                    for i in range(len(nodes))
-                ],
+                "z": [[s.used_cpu(i) / 1000 for s in steps] for i in range(len(nodes))],
                 "colorscale": "YlOrRd",
                 "reversescale": True,
             }
@@ -60,21 +55,20 @@ def _figures(run: dict[str, Any], label: str) -> list[tuple[str, dict[str, Any]]
     return [("utilisation", utilisation), ("pending", pending), ("heatmap", heat)]
 
 
-def _summary(run: dict[str, Any]) -> str:
+def _summary(run: RunResult) -> str:
     rows = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(json.dumps(v, sort_keys=True))}</td></tr>"
-        for k, v in sorted(run["summary"].items())
+        for k, v in sorted(run.summary.items())
     )
     return f"<table>{rows}</table>"
 
 
-def render_html(document: dict[str, Any]) -> str:
-    """The page for a run (`{"steps", "summary"}`) or a comparison (`{"a", "b"}`)."""
+def render_html(runs: Mapping[str, RunResult]) -> str:
+    """The page for a run (`{"run": ..}`) or a comparison (`{"a": .., "b": ..}`)."""
     from plotly.offline import get_plotlyjs
 
-    runs = [("a", document["a"]), ("b", document["b"])] if "a" in document else [("run", document)]
     columns, scripts = [], []
-    for label, run in runs:
+    for label, run in sorted(runs.items()):
         parts = [f"<h2>{html.escape(label)}</h2>", _summary(run)]
         for name, figure in _figures(run, label):
             element = f"plot-{label}-{name}"

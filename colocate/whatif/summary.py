@@ -1,16 +1,17 @@
-"""The run's document: the steps and their summary (utilisation, evictions per hour, pending time,
-the SLO signals), and the table people read (`-o table`: the summary and one line per hour)."""
+"""The run's summary (utilisation, evictions per hour, pending time, the SLO signals) and the table
+people read (`-o table`: the summary and one line per hour), both from the compact step records
+(`records.py`): neither needs the JSON rows."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cli.output import table_lines
-from policies.quantity import scalar_of
 
 from .pods import CLASSES
+from .records import LS_OVER, STARVED, SUPPRESSED, USED, RunResult, StepRecord
 
 
 def _percentile(values: Sequence[float], q: float) -> float:
@@ -20,20 +21,17 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
-def step_utilisation(step: dict[str, Any], allocatable: dict[str, tuple[int, int]]) -> tuple[float, float]:
+def step_utilisation(step: StepRecord, allocatable: dict[str, tuple[int, int]]) -> tuple[float, float]:
     """Used cpu and memory of every class over the nodes' allocatable."""
-    cpu = memory = 0
-    for node in step["nodes"]:
-        for cls in CLASSES:
-            cpu += scalar_of("cpu", node["used"][cls]["cpu"])
-            memory += scalar_of("memory", node["used"][cls]["memory"])
+    cpu = sum(sum(step.column(USED + 2 * i)) for i in range(len(CLASSES)))
+    memory = sum(sum(step.column(USED + 2 * i + 1)) for i in range(len(CLASSES)))
     total_cpu = sum(a[0] for a in allocatable.values()) or 1
     total_memory = sum(a[1] for a in allocatable.values()) or 1
     return cpu / total_cpu, memory / total_memory
 
 
 def summarise(
-    steps: list[dict[str, Any]],
+    steps: Sequence[StepRecord],
     allocatable: dict[str, tuple[int, int]],
     step_seconds: float,
     pending_seconds: Sequence[float],
@@ -41,9 +39,9 @@ def summarise(
 ) -> dict[str, Any]:
     cpu, memory = zip(*(step_utilisation(s, allocatable) for s in steps), strict=True) if steps else ((), ())
     hours = len(steps) * step_seconds / 3600 or 1.0
-    evictions = sum(len(s["evictions"]) for s in steps)
-    over = sum(1 for s in steps for n in s["nodes"] if n["lsOverThreshold"])
-    starved = sum(n["beStarvedPods"] for s in steps for n in s["nodes"])
+    evictions = sum(len(s.evictions) for s in steps)
+    over = sum(sum(s.column(LS_OVER)) for s in steps)
+    starved = sum(sum(s.column(STARVED)) for s in steps)
     return {
         "cpuUtilisation": {"mean": round(sum(cpu) / max(len(cpu), 1), 4), "p95": round(_percentile(cpu, 0.95), 4)},
         "memoryUtilisation": {
@@ -70,8 +68,8 @@ def gained(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def run_table(run: dict[str, Any], title: str = "") -> list[str]:
-    summary = run["summary"]
+def run_table(run: RunResult, title: str = "") -> list[str]:
+    summary = run.summary
     lines = [title] if title else []
     lines += [
         f"cpu utilisation: mean {summary['cpuUtilisation']['mean']:.1%}, p95 {summary['cpuUtilisation']['p95']:.1%}",
@@ -86,29 +84,29 @@ def run_table(run: dict[str, Any], title: str = "") -> list[str]:
     ]
     rows = []
     hour: str | None = None
-    for step in run["steps"]:
-        if step["t"][:13] == hour:
+    for step in run.steps:
+        if step.t[:13] == hour:
             continue
-        hour = step["t"][:13]
-        nodes = step["nodes"]
+        hour = step.t[:13]
         rows.append(
             (
-                step["t"],
-                str(step["pending"]),
-                str(sum(1 for n in nodes if n["lsOverThreshold"])),
-                str(sum(n["suppressedMilliCPU"] for n in nodes)),
-                str(len(step["evictions"])),
+                step.t,
+                str(step.pending),
+                str(sum(step.column(LS_OVER))),
+                str(sum(step.column(SUPPRESSED))),
+                str(len(step.evictions)),
             )
         )
     lines += table_lines(("TIME", "PENDING", "LS-OVER-NODES", "SUPPRESSED-MILLICPU", "EVICTIONS"), rows)
     return lines
 
 
-def document_table(document: dict[str, Any]) -> str:
-    if "a" in document:
-        lines = run_table(document["a"], "run a") + [""] + run_table(document["b"], "run b")
-        gain = document["b"]["summary"].get("gainedOverA")
+def document_table(runs: Mapping[str, RunResult]) -> str:
+    """The table of one run (`{"run": ..}`) or of a comparison (`{"a": .., "b": ..}`)."""
+    if "a" in runs:
+        lines = run_table(runs["a"], "run a") + [""] + run_table(runs["b"], "run b")
+        gain = runs["b"].summary.get("gainedOverA")
         if gain:
             lines += ["", f"utilisation gained by b over a: cpu {gain['cpu']:+.1%}, memory {gain['memory']:+.1%}"]
         return "\n".join(lines)
-    return "\n".join(run_table(document))
+    return "\n".join(run_table(runs["run"]))

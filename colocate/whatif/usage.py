@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 
 from cluster.store import ClusterStore, Object
 from policies.cpuset import parse_cpuset
@@ -19,7 +19,7 @@ from scheduler_plugins.clock import format_time
 from scheduler_plugins.koordlet.cgroups.resources import DEFAULT_CFS_PERIOD
 
 from .components import Koordlet
-from .pods import CLASSES, PodFacts, PodIndex
+from .pods import CLASS_INDEX, CLASSES, PodFacts, PodIndex
 from .workload import Usage
 
 #: a BE pod below this share of what its usage model asks for counts as starved
@@ -38,6 +38,11 @@ def memory_text(amount: int) -> str:
 
 
 Want = tuple[str, Object, PodFacts, int, int, int]  # key, pod, facts, cpu, memory, cpu the model asked
+#: a node's usage in a step: used cpu and memory by class (CLASSES order), the system's cpu, the BE
+#: pods starved
+NodeUsage = tuple[int, ...]
+SYSTEM_CPU: Final = 2 * len(CLASSES)
+STARVED_PODS: Final = SYSTEM_CPU + 1
 
 
 class Sampler:
@@ -58,44 +63,65 @@ class Sampler:
         self.store, self.pods, self.koordlet, self.nodes = store, pods, koordlet, nodes
         self.system, self.capacity, self.rand, self.start, self.remember = system, capacity, rand, start, remember
 
-    def sample(self, now: float) -> dict[str, dict[str, tuple[int, int]]]:
-        """Every running pod's usage now, written as its node's NodeMetric; usage by node and class."""
+    def sample(self, now: float) -> list[NodeUsage]:
+        """Every running pod's usage now, written as its node's NodeMetric; per node (in the run's
+        order) the used cpu and memory by class, the system's cpu and the BE pods starved."""
         elapsed = now - self.start
-        out: dict[str, dict[str, tuple[int, int]]] = {}
+        out: list[NodeUsage] = []
+        facts_of = self.pods.facts
+        rand = self.rand
         for node in self.nodes:
-            pods = sorted(self.pods.by_node.get(node, {}).items())
             wants: list[Want] = []
-            for key, pod in pods:
-                facts = self.pods.facts.get(key)
+            be_wants = other_wants = 0
+            has_best_effort = False
+            for key, pod in self.pods.sorted_on(node):
+                facts = facts_of.get(key)
                 if facts is None:
                     facts = self.remember(pod, None, now, now)
-                cpu, memory = self._want(facts, now, elapsed)
+                usage = facts.usage
+                cpu_model = usage.get("cpu") if usage else None
+                memory_model = usage.get("memory") if usage else None
+                if cpu_model is not None:
+                    cpu = cpu_model.value(now, elapsed, rand)
+                else:
+                    cpu = facts.request_cpu or (facts.limit_cpu or 0)
+                if memory_model is not None:
+                    memory = memory_model.value(now, elapsed, rand)
+                else:
+                    memory = facts.request_memory or (facts.limit_memory or 0)
                 model_cpu = cpu
                 if facts.limit_cpu is not None:
                     cpu = min(cpu, facts.limit_cpu)
                 if facts.limit_memory is not None:
                     memory = min(memory, facts.limit_memory)
                 wants.append((key, pod, facts, cpu, memory, model_cpu))
-            allowed = self._suppress(node, now, wants) if any(w[2].best_effort for w in wants) else None
+                if facts.best_effort:
+                    be_wants += cpu
+                    has_best_effort = True
+                else:
+                    other_wants += cpu
+            allowed = self._suppress(node, now, wants) if has_best_effort else None
             sys_cpu, sys_mem = self.system.get(node, (0, 0))
-            scale, ls_scale = _shares(wants, allowed, self.capacity.get(node, 0) - sys_cpu)
-            by_class = {c: (0, 0) for c in CLASSES}
+            scale, ls_scale = _shares(be_wants, other_wants, allowed, self.capacity.get(node, 0) - sys_cpu)
+            by_class = [0] * (2 * len(CLASSES))
             items = []
             starved = 0
             for _key, pod, facts, cpu, memory, model_cpu in wants:
-                if facts.best_effort and scale < 1.0:
-                    cpu = int(cpu * scale)
-                elif not facts.best_effort and ls_scale < 1.0:
+                if facts.best_effort:
+                    if scale < 1.0:
+                        cpu = int(cpu * scale)
+                    if model_cpu > 0 and cpu < STARVED_SHARE * model_cpu:
+                        starved += 1
+                elif ls_scale < 1.0:
                     cpu = int(cpu * ls_scale)
-                if facts.best_effort and model_cpu > 0 and cpu < STARVED_SHARE * model_cpu:
-                    starved += 1
-                c, m = by_class[facts.cls]
-                by_class[facts.cls] = (c + cpu, m + memory)
+                at = 2 * CLASS_INDEX[facts.cls]
+                by_class[at] += cpu
+                by_class[at + 1] += memory
                 items.append(_pod_metric(pod, cpu, memory))
-            total_cpu = sys_cpu + sum(c for c, _ in by_class.values())
-            total_mem = sys_mem + sum(m for _, m in by_class.values())
+            total_cpu = sys_cpu + by_class[0] + by_class[2] + by_class[4]
+            total_mem = sys_mem + by_class[1] + by_class[3] + by_class[5]
             self._write_metric(node, now, total_cpu, total_mem, sys_cpu, sys_mem, items)
-            out[node] = {**by_class, "_system": (sys_cpu, sys_mem), "_starved": (starved, 0)}
+            out.append((*by_class, sys_cpu, starved))
         return out
 
     def _suppress(self, node: str, now: float, wants: list[Want]) -> int | None:
@@ -113,33 +139,21 @@ class Sampler:
         report = self.koordlet.round(obj, pods, self.store, None, (CPU_SUPPRESS,), metric)
         return allowance(report.strategies.get(CPU_SUPPRESS) or {})
 
-    def _want(self, facts: PodFacts, now: float, elapsed: float) -> tuple[int, int]:
-        usage = facts.usage or {}
-        cpu_model, memory_model = usage.get("cpu"), usage.get("memory")
-        cpu = cpu_model.value(now, elapsed, self.rand) if cpu_model else facts.request_cpu or (facts.limit_cpu or 0)
-        memory = (
-            memory_model.value(now, elapsed, self.rand)
-            if memory_model
-            else facts.request_memory or (facts.limit_memory or 0)
-        )
-        return cpu, memory
-
     def _write_metric(
         self, node: str, now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[dict[str, Any]]
     ) -> None:
         current = self.store.get(NODE_METRIC_KIND, ("", node))
-        metric = _metric(node, now, cpu, memory, sys_cpu, sys_mem, pods)
-        if current is not None:
-            metric = {**current, "status": metric["status"]}
+        if current is None:
+            metric = _metric(node, now, cpu, memory, sys_cpu, sys_mem, pods)
+        else:
+            metric = {**current, "status": _status(now, cpu, memory, sys_cpu, sys_mem, pods)}
         self.store.put(NODE_METRIC_KIND, metric)
 
 
-def _shares(wants: list[Want], allowed: int | None, room: int) -> tuple[float, float]:
-    """The share of what they want that BE pods and the others get: BE at most what the koordlet
-    allows and what the others leave of the node's cpu (BE's cpu.shares are the lowest), the others
-    at most the node's cpu (split in proportion)."""
-    be = sum(w[3] for w in wants if w[2].best_effort)
-    others = sum(w[3] for w in wants if not w[2].best_effort)
+def _shares(be: int, others: int, allowed: int | None, room: int) -> tuple[float, float]:
+    """The share of what they want (`be`, `others`: cpu) that BE pods and the others get: BE at most
+    what the koordlet allows and what the others leave of the node's cpu (BE's cpu.shares are the
+    lowest), the others at most the node's cpu (split in proportion)."""
     ls_scale = 1.0 if others <= room else max(room, 0) / others
     cap = max(room - others, 0)
     if allowed is not None:
@@ -155,14 +169,20 @@ def _metric(
         "apiVersion": kind_named(NODE_METRIC_KIND).api_version,
         "kind": NODE_METRIC_KIND,
         "metadata": {"name": node},
-        "status": {
-            "updateTime": format_time(now),
-            "nodeMetric": {
-                "nodeUsage": {"resources": {"cpu": cpu_text(cpu), "memory": memory_text(memory)}},
-                "systemUsage": {"resources": {"cpu": cpu_text(sys_cpu), "memory": memory_text(sys_mem)}},
-            },
-            "podsMetric": pods,
+        "status": _status(now, cpu, memory, sys_cpu, sys_mem, pods),
+    }
+
+
+def _status(
+    now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[dict[str, Any]]
+) -> dict[str, Any]:
+    return {
+        "updateTime": format_time(now),
+        "nodeMetric": {
+            "nodeUsage": {"resources": {"cpu": cpu_text(cpu), "memory": memory_text(memory)}},
+            "systemUsage": {"resources": {"cpu": cpu_text(sys_cpu), "memory": memory_text(sys_mem)}},
         },
+        "podsMetric": pods,
     }
 
 
