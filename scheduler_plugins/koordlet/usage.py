@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 
 from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.nodemetric import NodeMetricReading, read_node_metric
 from policies.quantity import QuantityError, milli_value, resource_list, value
 
 
@@ -62,8 +63,65 @@ def _usage(raw: Any) -> ResourceUsage | None:
 
 
 def usage_of_node_metric(metric: Mapping[str, Any] | None) -> Usage:
-    """The latest usage a NodeMetric's status reports."""
-    status = (metric or {}).get("status") or {}
+    """The latest usage a NodeMetric's status reports: from the one reading of the object
+    (`policies.nodemetric.read_node_metric`, shared with the manager and the scheduler), kept while
+    that reading is the one held. A NodeMetric the reading refuses (a malformed quantity or shape)
+    is read entry by entry instead: the koordlet skips what it cannot read rather than all of it."""
+    if metric is None:
+        return Usage(None, {}, {})
+    try:
+        reading = read_node_metric(metric)
+    except (ValueError, TypeError, AttributeError):
+        return _tolerant_usage(metric)
+    name = str((metric.get("metadata") or {}).get("name") or "")
+    cached = _usage_cache.get(name)
+    if cached is not None and cached[0] is reading:
+        return cached[1]
+    usage = _usage_of_reading(metric.get("status") or {}, reading)
+    if len(_usage_cache) >= _USAGE_CACHE_SIZE:
+        _usage_cache.clear()
+    _usage_cache[name] = (reading, usage)
+    return usage
+
+
+#: the usage of each node's NodeMetric reading, by node name, while that reading is the one
+#: `read_node_metric` returns (it is the same object while the NodeMetric's spec and status are).
+#: One entry per node (cleared past the bound).
+_USAGE_CACHE_SIZE: Final = 1 << 16
+_usage_cache: dict[str, tuple[NodeMetricReading, Usage]] = {}
+
+
+def _usage_of_reading(status: Mapping[str, Any], reading: NodeMetricReading) -> Usage:
+    """The reading as the koordlet takes it (the same as `_tolerant_usage` of a readable status):
+    the reading has the amounts, `status` says which entries the koordlet counts — a node usage
+    and each pod's or host application's usage only when present as an object, a pod or host
+    application only when named."""
+    node_metric = status.get("nodeMetric") or {}
+    node = None
+    if isinstance(node_metric.get("nodeUsage"), Mapping) and reading.node_usage is not None:
+        node = _resource_usage(reading.node_usage)
+    pods: dict[str, ResourceUsage] = {}
+    for item, pod in zip(status.get("podsMetric") or [], reading.pods, strict=True):
+        if item.get("name") and isinstance(item.get("podUsage"), Mapping):
+            pods[pod.key] = _resource_usage(pod.usage) if pod.usage is not None else _ZERO
+    apps: dict[str, ResourceUsage] = {}
+    named = [item for item in status.get("hostApplicationMetric") or [] if isinstance(item, Mapping)]
+    for item, (_, amounts) in zip(named, reading.host_applications, strict=True):
+        if item.get("name") and isinstance(item.get("usage"), Mapping):
+            apps[str(item["name"])] = _resource_usage(amounts)
+    return Usage(node, pods, apps)
+
+
+_ZERO = ResourceUsage()
+
+
+def _resource_usage(amounts: Mapping[str, int]) -> ResourceUsage:
+    return ResourceUsage(amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0))
+
+
+def _tolerant_usage(metric: Mapping[str, Any]) -> Usage:
+    """A NodeMetric's usage entry by entry, skipping what is malformed."""
+    status = metric.get("status") or {}
     node = _usage((status.get("nodeMetric") or {}).get("nodeUsage"))
     pods: dict[str, ResourceUsage] = {}
     for item in status.get("podsMetric") or []:

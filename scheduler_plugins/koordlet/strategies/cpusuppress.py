@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from types import MappingProxyType
 
 from policies.constants import (
     ANNOTATION_NODE_RESERVATION,
@@ -29,21 +32,29 @@ from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptio
 from scheduler_plugins.koordlet.topology import CPUInfo, select_cpus
 
 NAME = "CPUSuppress"
+_EMPTY: Mapping[str, object] = MappingProxyType({})
 MIN_QUOTA = 2000
 MIN_CPUS = 2
 
 
-def _json_annotation(obj: object, key: str) -> dict[str, object]:
+def _json_annotation(obj: object, key: str) -> Mapping[str, object]:
     if not isinstance(obj, dict):
-        return {}
+        return _EMPTY
     text = annotations_of(obj).get(key)
     if not text:
-        return {}
+        return _EMPTY
+    return _json_object(text)
+
+
+@lru_cache(maxsize=1024)
+def _json_object(text: str) -> Mapping[str, object]:
+    """The JSON object an annotation holds, parsed once per text (a node's annotations are read
+    every round and change rarely); read-only, as it is shared. Empty when not an object."""
     try:
         parsed = json.loads(text)
     except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
+        return _EMPTY
+    return MappingProxyType(parsed) if isinstance(parsed, dict) else _EMPTY
 
 
 def node_reserved_milli(inp: RoundInput) -> int:
@@ -72,8 +83,11 @@ def suppress_milli(inp: RoundInput, threshold: ThresholdStrategy) -> int:
         return 0
     be_pods = {p.key for p in inp.pods if p.is_be}
     usage = inp.usage
-    pods_all = sum(u.cpu_milli for u in usage.pods.values())
-    pods_non_be = sum(u.cpu_milli for key, u in usage.pods.items() if key not in be_pods)
+    pods_all = pods_non_be = 0
+    for key, u in usage.pods.items():
+        pods_all += u.cpu_milli
+        if key not in be_pods:
+            pods_non_be += u.cpu_milli
     apps = inp.state.node_slo.host_applications if inp.state.node_slo else ()
     be_apps = {a.name for a in apps if a.is_be}
     apps_all = sum(u.cpu_milli for u in usage.host_apps.values())
@@ -187,12 +201,15 @@ class CPUSuppress:
         pass
 
     def _recover(self, inp: RoundInput, result: StrategyResult, cfs: bool, cpuset: bool) -> None:
-        be_qos = inp.layout.qos_dir(KubernetesQoSClass.BEST_EFFORT)
         cfs, cpuset = cfs and "cfsQuota" not in self.recovered, cpuset and "cpuset" not in self.recovered
-        self.recovered |= {name for name, done in (("cfsQuota", cfs), ("cpuset", cpuset)) if done}
+        if not (cfs or cpuset):  # recovered already (every round of a node that keeps one policy)
+            return
+        be_qos = inp.layout.qos_dir(KubernetesQoSClass.BEST_EFFORT)
         if cfs:
+            self.recovered.add("cfsQuota")
             result.writes.append(CgroupWrite(NAME, be_qos, CPU_CFS_QUOTA, -1, Level.QOS))
         if cpuset:
+            self.recovered.add("cpuset")
             pool = format_cpuset(p.cpu for p in cpu_pools(inp).all)
             if pool:
                 result.writes.extend(CgroupWrite(NAME, d, CPUSET_CPUS, pool, level) for d, level in _be_dirs(inp))
