@@ -226,9 +226,11 @@ class CPUBurst:
             pod_burst = 0
             pod_quota = inp.read(pod.dir, CPU_CFS_QUOTA)
             pod_delta = 0
+            started = False  # a pod not started has no cgroup yet
             for c in pod.containers:
                 if c.dir is None:
                     continue
+                started = True
                 seen.add(c.dir)
                 limit = c.limits.get(RESOURCE_CPU, 0)
                 burst = static_burst(limit, strategy)
@@ -252,7 +254,7 @@ class CPUBurst:
                 if target != current:
                     result.writes.append(CgroupWrite(NAME, c.dir, CPU_CFS_QUOTA, target, Level.CONTAINER))
                     pod_delta += target - current
-            if any(c.dir is not None for c in pod.containers):  # a pod not started has no cgroup yet
+            if started:
                 result.writes.append(CgroupWrite(NAME, pod.dir, CPU_BURST, pod_burst, Level.POD))
             if pod_delta and isinstance(pod_quota, int) and pod_quota > 0:
                 result.writes.append(CgroupWrite(NAME, pod.dir, CPU_CFS_QUOTA, pod_quota + pod_delta, Level.POD))

@@ -76,9 +76,29 @@ def node_reserved_milli(inp: RoundInput) -> int:
     return max(kubelet, annotated)
 
 
-def suppress_milli(inp: RoundInput, threshold: ThresholdStrategy) -> int:
-    """calculateBESuppressCPU: the millicores BE may use now."""
-    capacity = inp.node_amount("capacity", "cpu")
+class NodeFigures:
+    """The Node's figures a round reads: its CPU capacity, and the reserved CPU once asked for.
+    They depend on the Node object only, so a strategy keeps them while the Node it reads is the
+    very object read before (an informer replaces an object that changes, never edits it)."""
+
+    __slots__ = ("node", "capacity", "_reserved")
+
+    def __init__(self, inp: RoundInput) -> None:
+        self.node = inp.state.node
+        self.capacity = inp.node_amount("capacity", "cpu")
+        self._reserved: int | None = None
+
+    def reserved(self, inp: RoundInput) -> int:
+        if self._reserved is None:
+            self._reserved = node_reserved_milli(inp)
+        return self._reserved
+
+
+def suppress_milli(inp: RoundInput, threshold: ThresholdStrategy, node: NodeFigures | None = None) -> int:
+    """calculateBESuppressCPU: the millicores BE may use now (`node`: the Node's figures, if kept)."""
+    if node is None:
+        node = NodeFigures(inp)
+    capacity = node.capacity
     if capacity <= 0:
         return 0
     be_pods = {p.key for p in inp.pods if p.is_be}
@@ -94,7 +114,7 @@ def suppress_milli(inp: RoundInput, threshold: ThresholdStrategy) -> int:
     apps_non_be = sum(u.cpu_milli for name, u in usage.host_apps.items() if name not in be_apps)
     node_used = usage.node.cpu_milli if usage.node is not None else 0
     system = max(0, node_used - pods_all - apps_all)
-    system = max(system, node_reserved_milli(inp))
+    system = max(system, node.reserved(inp))
     suppress = capacity * threshold.cpu_suppress_threshold_percent // 100 - pods_non_be - apps_non_be - system
     if threshold.cpu_suppress_min_percent is not None:
         suppress = max(suppress, capacity * threshold.cpu_suppress_min_percent // 100)
@@ -171,9 +191,11 @@ def cpuset_for(inp: RoundInput, suppress: int, pools: CPUPools) -> list[int]:
     return sorted(chosen + rest)
 
 
-def cfs_quota_for(inp: RoundInput, suppress: int) -> int | None:
-    """adjustByCfsQuota: the BE QoS quota to write, None to leave it."""
-    capacity = inp.node_amount("capacity", "cpu")
+def cfs_quota_for(inp: RoundInput, suppress: int, capacity: int | None = None) -> int | None:
+    """adjustByCfsQuota: the BE QoS quota to write, None to leave it (`capacity`: the node's CPU
+    capacity in millicores, if known)."""
+    if capacity is None:
+        capacity = inp.node_amount("capacity", "cpu")
     new = max(suppress * DEFAULT_CFS_PERIOD // 1000, MIN_QUOTA)
     current = inp.read(inp.layout.qos_dir(KubernetesQoSClass.BEST_EFFORT), CPU_CFS_QUOTA)
     cur = current if isinstance(current, int) else -1
@@ -193,6 +215,14 @@ class CPUSuppress:
         self.interval = options.cpu_suppress_interval
         #: policies known to be recovered (Koordinator's suppressPolicyStatuses): recovered once, then left
         self.recovered: set[str] = set()
+        #: the figures of the Node last read (one: a koordlet serves one node)
+        self._node: NodeFigures | None = None
+
+    def _figures(self, inp: RoundInput) -> NodeFigures:
+        node = self._node
+        if node is None or node.node is not inp.state.node:
+            node = self._node = NodeFigures(inp)
+        return node
 
     def enabled(self) -> bool:
         return self.options.gates.enabled(features.BE_CPU_SUPPRESS) and self.interval > 0
@@ -226,12 +256,13 @@ class CPUSuppress:
             self._recover(inp, result, cfs=True, cpuset=True)
             return result
         threshold = slo.threshold
-        suppress = suppress_milli(inp, threshold)
+        node = self._figures(inp)
+        suppress = suppress_milli(inp, threshold, node)
         result.status.update({"policy": threshold.cpu_suppress_policy, "suppressMilliCPU": suppress})
         be_qos = inp.layout.qos_dir(KubernetesQoSClass.BEST_EFFORT)
         if threshold.cpu_suppress_policy == CPU_SUPPRESS_POLICY_CFS_QUOTA:
             self.recovered.discard("cfsQuota")
-            quota = cfs_quota_for(inp, suppress)
+            quota = cfs_quota_for(inp, suppress, node.capacity)
             result.status["cfsQuota"] = quota
             if quota is not None:
                 result.writes.append(CgroupWrite(NAME, be_qos, CPU_CFS_QUOTA, quota, Level.QOS))
