@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
+from typing import Final
 
 from policies.constants import (
     ANNOTATION_NODE_RESERVATION,
@@ -33,6 +34,9 @@ from scheduler_plugins.koordlet.topology import CPUInfo, select_cpus
 
 NAME = "CPUSuppress"
 _EMPTY: Mapping[str, object] = MappingProxyType({})
+#: read every round (a member of an enum class costs an attribute lookup through its type)
+_BEST_EFFORT: Final = KubernetesQoSClass.BEST_EFFORT
+_QOS: Final = Level.QOS
 MIN_QUOTA = 2000
 MIN_CPUS = 2
 
@@ -122,7 +126,7 @@ def suppress_milli(inp: RoundInput, threshold: ThresholdStrategy, node: NodeFigu
 
 
 def _be_dirs(inp: RoundInput) -> list[tuple[str, Level]]:
-    dirs = [(inp.layout.qos_dir(KubernetesQoSClass.BEST_EFFORT), Level.QOS)]
+    dirs = [(inp.layout.qos_dir(_BEST_EFFORT), Level.QOS)]
     for pod in inp.pods:
         if pod.is_be:
             dirs.append((pod.dir, Level.POD))
@@ -172,7 +176,7 @@ def cpu_pools(inp: RoundInput) -> CPUPools:
 def cpuset_for(inp: RoundInput, suppress: int, pools: CPUPools) -> list[int]:
     """adjustByCPUSet's choice of processors for `suppress` millicores."""
     count = max(math.ceil(suppress / 1000), MIN_CPUS)
-    old = inp.read(inp.layout.qos_dir(KubernetesQoSClass.BEST_EFFORT), CPUSET_CPUS)
+    old = inp.read(inp.layout.qos_dir(_BEST_EFFORT), CPUSET_CPUS)
     if isinstance(old, str):
         try:
             old_count = len(parse_cpuset(old))
@@ -197,7 +201,7 @@ def cfs_quota_for(inp: RoundInput, suppress: int, capacity: int | None = None) -
     if capacity is None:
         capacity = inp.node_amount("capacity", "cpu")
     new = max(suppress * DEFAULT_CFS_PERIOD // 1000, MIN_QUOTA)
-    current = inp.read(inp.layout.qos_dir(KubernetesQoSClass.BEST_EFFORT), CPU_CFS_QUOTA)
+    current = inp.read(inp.layout.qos_dir(_BEST_EFFORT), CPU_CFS_QUOTA)
     cur = current if isinstance(current, int) else -1
     # capacity_cores × period × 1 % == capacity in millicores
     if abs(new - cur) < capacity and new != MIN_QUOTA:
@@ -234,7 +238,7 @@ class CPUSuppress:
         cfs, cpuset = cfs and "cfsQuota" not in self.recovered, cpuset and "cpuset" not in self.recovered
         if not (cfs or cpuset):  # recovered already (every round of a node that keeps one policy)
             return
-        be_qos = inp.layout.qos_dir(KubernetesQoSClass.BEST_EFFORT)
+        be_qos = inp.layout.qos_dir(_BEST_EFFORT)
         if cfs:
             self.recovered.add("cfsQuota")
             result.writes.append(CgroupWrite(NAME, be_qos, CPU_CFS_QUOTA, -1, Level.QOS))
@@ -259,13 +263,13 @@ class CPUSuppress:
         node = self._figures(inp)
         suppress = suppress_milli(inp, threshold, node)
         result.status.update({"policy": threshold.cpu_suppress_policy, "suppressMilliCPU": suppress})
-        be_qos = inp.layout.qos_dir(KubernetesQoSClass.BEST_EFFORT)
+        be_qos = inp.layout.qos_dir(_BEST_EFFORT)
         if threshold.cpu_suppress_policy == CPU_SUPPRESS_POLICY_CFS_QUOTA:
             self.recovered.discard("cfsQuota")
             quota = cfs_quota_for(inp, suppress, node.capacity)
             result.status["cfsQuota"] = quota
             if quota is not None:
-                result.writes.append(CgroupWrite(NAME, be_qos, CPU_CFS_QUOTA, quota, Level.QOS))
+                result.writes.append(CgroupWrite(NAME, be_qos, CPU_CFS_QUOTA, quota, _QOS))
             self._recover(inp, result, cfs=False, cpuset=True)
             return result
         self.recovered.discard("cpuset")
