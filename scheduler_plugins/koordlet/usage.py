@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Final
+from typing import Any
 
 from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
 from policies.nodemetric import NodeMetricReading, read_node_metric
@@ -64,31 +64,16 @@ def _usage(raw: Any) -> ResourceUsage | None:
 
 def usage_of_node_metric(metric: Mapping[str, Any] | None) -> Usage:
     """The latest usage a NodeMetric's status reports: from the one reading of the object
-    (`policies.nodemetric.read_node_metric`, shared with the manager and the scheduler), kept while
-    that reading is the one held. A NodeMetric the reading refuses (a malformed quantity or shape)
-    is read entry by entry instead: the koordlet skips what it cannot read rather than all of it."""
+    (`policies.nodemetric.read_node_metric`, shared with the manager and the scheduler). A
+    NodeMetric the reading refuses (a malformed quantity or shape) is read entry by entry instead:
+    the koordlet skips what it cannot read rather than all of it."""
     if metric is None:
         return Usage(None, {}, {})
     try:
         reading = read_node_metric(metric)
     except (ValueError, TypeError, AttributeError):
         return _tolerant_usage(metric)
-    name = str((metric.get("metadata") or {}).get("name") or "")
-    cached = _usage_cache.get(name)
-    if cached is not None and cached[0] is reading:
-        return cached[1]
-    usage = _usage_of_reading(metric.get("status") or {}, reading)
-    if len(_usage_cache) >= _USAGE_CACHE_SIZE:
-        _usage_cache.clear()
-    _usage_cache[name] = (reading, usage)
-    return usage
-
-
-#: the usage of each node's NodeMetric reading, by node name, while that reading is the one
-#: `read_node_metric` returns (it is the same object while the NodeMetric's spec and status are).
-#: One entry per node (cleared past the bound).
-_USAGE_CACHE_SIZE: Final = 1 << 16
-_usage_cache: dict[str, tuple[NodeMetricReading, Usage]] = {}
+    return _usage_of_reading(metric.get("status") or {}, reading)
 
 
 def _usage_of_reading(status: Mapping[str, Any], reading: NodeMetricReading) -> Usage:
@@ -98,25 +83,36 @@ def _usage_of_reading(status: Mapping[str, Any], reading: NodeMetricReading) -> 
     application only when named."""
     node_metric = status.get("nodeMetric") or {}
     node = None
-    if isinstance(node_metric.get("nodeUsage"), Mapping) and reading.node_usage is not None:
+    if reading.node_usage is not None and _is_map(node_metric.get("nodeUsage")):
         node = _resource_usage(reading.node_usage)
     pods: dict[str, ResourceUsage] = {}
     for item, pod in zip(status.get("podsMetric") or [], reading.pods, strict=True):
-        if item.get("name") and isinstance(item.get("podUsage"), Mapping):
-            pods[pod.key] = _resource_usage(pod.usage) if pod.usage is not None else _ZERO
+        if item.get("name") and _is_map(item.get("podUsage")):
+            pods[pod.key] = _ZERO if pod.usage is None else _resource_usage(pod.usage)
     apps: dict[str, ResourceUsage] = {}
-    named = [item for item in status.get("hostApplicationMetric") or [] if isinstance(item, Mapping)]
-    for item, (_, amounts) in zip(named, reading.host_applications, strict=True):
-        if item.get("name") and isinstance(item.get("usage"), Mapping):
-            apps[str(item["name"])] = _resource_usage(amounts)
+    if reading.host_applications:
+        named = [item for item in status.get("hostApplicationMetric") or [] if isinstance(item, Mapping)]
+        for item, (_, amounts) in zip(named, reading.host_applications, strict=True):
+            if item.get("name") and _is_map(item.get("usage")):
+                apps[str(item["name"])] = _resource_usage(amounts)
     return Usage(node, pods, apps)
+
+
+def _is_map(value: object) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)  # `dict` first: the ABC check costs more
 
 
 _ZERO = ResourceUsage()
 
 
 def _resource_usage(amounts: Mapping[str, int]) -> ResourceUsage:
-    return ResourceUsage(amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0))
+    return _cpu_memory_usage(amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0))
+
+
+@lru_cache(maxsize=4096)
+def _cpu_memory_usage(cpu: int, memory: int) -> ResourceUsage:
+    """One shared value per pair (immutable; the amounts repeat as their texts do)."""
+    return ResourceUsage(cpu, memory)
 
 
 def _tolerant_usage(metric: Mapping[str, Any]) -> Usage:

@@ -1,6 +1,6 @@
 """The koordlet's usage of a NodeMetric (`plan`, `colocate whatif`) comes from the one reading of
-the object (`policies.nodemetric.read_node_metric`), kept while that reading is the one held; a
-NodeMetric the reading refuses is read entry by entry, as the koordlet always read it."""
+the object (`policies.nodemetric.read_node_metric`); a NodeMetric the reading refuses is read
+entry by entry, as the koordlet always read it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from scheduler_plugins.koordlet import usage as usage_module
 from scheduler_plugins.koordlet.usage import ResourceUsage, Usage, _tolerant_usage, usage_of_node_metric
 
 
@@ -86,18 +85,7 @@ def test_the_usage_of_a_metric_and_of_none() -> None:
 
 def test_a_replaced_metric_is_read_again() -> None:
     first = _metric("n-replaced", {"nodeMetric": {"nodeUsage": _res("1", "1Gi")}})
-    assert usage_of_node_metric(first) is usage_of_node_metric(dict(first))  # the same status: kept
+    assert usage_of_node_metric(first).node == ResourceUsage(1000, 1 << 30)
     second = _metric("n-replaced", {"nodeMetric": {"nodeUsage": _res("3", "1Gi")}})
     assert usage_of_node_metric(second).node == ResourceUsage(3000, 1 << 30)
     assert usage_of_node_metric(first).node == ResourceUsage(1000, 1 << 30)
-
-
-def test_the_kept_usages_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(usage_module, "_USAGE_CACHE_SIZE", 8)
-    monkeypatch.setattr(usage_module, "_usage_cache", {})
-    for i in range(50):
-        usage_of_node_metric(_metric(f"n{i}", {"nodeMetric": {"nodeUsage": _res(str(i + 1))}}))
-        assert len(usage_module._usage_cache) <= 8
-    assert usage_of_node_metric(_metric("n3", {"nodeMetric": {"nodeUsage": _res("4")}})).node == ResourceUsage(
-        4000, 1 << 30
-    )
