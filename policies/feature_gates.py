@@ -64,14 +64,26 @@ class FeatureGates:
 
     defaults: Mapping[str, bool]
     overrides: Mapping[str, bool] = field(default_factory=dict)
+    #: the gates in effect, merged once: a component asks for its gates every round (the koordlet
+    #: about ten times per node per round), and both parts are fixed when the gates are made
+    _effective: dict[str, bool] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        effective = dict(self.defaults)
+        effective.update((name, on) for name, on in self.overrides.items() if name in effective)
+        object.__setattr__(self, "_effective", effective)
 
     def enabled(self, name: str) -> bool:
-        if name not in self.defaults:
-            raise KeyError(f"no feature gate {name!r} (known: {', '.join(sorted(self.defaults))})")
-        return self.overrides.get(name, self.defaults[name])
+        try:
+            return self._effective[name]
+        except KeyError:
+            raise KeyError(f"no feature gate {name!r} (known: {', '.join(sorted(self.defaults))})") from None
 
     def any_enabled(self, *names: str) -> bool:
-        return any(self.enabled(n) for n in names)
+        for name in names:
+            if self.enabled(name):
+                return True
+        return False
 
 
 def parse_feature_gates(text: str | None, known: Mapping[str, bool], flag: str = "--feature-gates") -> FeatureGates:

@@ -15,8 +15,11 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 def _section(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = obj.get(key)
-    # `dict` first: an isinstance check against the Mapping ABC costs far more, and this runs per field.
-    return value if isinstance(value, dict) or isinstance(value, Mapping) else _EMPTY
+    # `dict` first, then absent: an isinstance check against the Mapping ABC costs far more, and
+    # this runs per field (most pods and nodes have no annotations, or no labels).
+    if isinstance(value, dict):
+        return value
+    return _EMPTY if value is None or not isinstance(value, Mapping) else value
 
 
 def metadata_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -203,28 +203,31 @@ class Koordlet:
         store: ClusterStore,
         be_cpu: BECPU | None,
         names: tuple[str, ...] | None = None,
-        metric: Object | None = None,
+        usage: Usage | None = None,
     ) -> RoundReport:
         """One round of the enabled strategies (of `names` only), its cgroup writes remembered.
-        `metric`: the usage the node's metric cache holds now, when it is not yet the stored
-        NodeMetric's (the koordlet reads its own cache, not the object it reports)."""
+        `usage`: what the node's metric cache holds now, when it is not yet the stored NodeMetric's
+        (the koordlet reads its own cache, numbers, not the object it reports)."""
         name = str(node["metadata"]["name"])
         slo, error = self._slo(name, store.get(NODE_SLO_KIND, ("", name)))
-        if metric is None:
-            metric = store.get(NODE_METRIC_KIND, ("", name))
+        metric = store.get(NODE_METRIC_KIND, ("", name))
         topology = store.get("NodeResourceTopology", ("", name))
         if slo is not None:
             self.thresholds[name] = slo.threshold.cpu_suppress_threshold_percent
         state = NodeState(node, slo, error, pods, topology, metric)
-        files = self.cgroups.setdefault(name, {})
+        files = self.cgroups.get(name)
+        if files is None:
+            files = self.cgroups[name] = {}
 
         def read(cgroup: str, resource: Resource) -> Any:
             return files.get((cgroup, resource.name))
 
-        reported = usage_of_node_metric(metric)
+        reported = usage if usage is not None else usage_of_node_metric(metric)
         usage = Usage(reported.node, reported.pods, reported.host_apps, be_cpu)
-        views = tuple(view for p in pods if (view := self._view(p)) is not None)
-        inp = RoundInput(state, usage, self.layout, read, self.clock(), self._cpus(name, node, topology), views)
+        view = self._view
+        views = tuple(v for p in pods if (v := view(p)) is not None)
+        cpus = self._processors.get(name) or self._cpus(name, node, topology)
+        inp = RoundInput(state, usage, self.layout, read, self.clock.now, cpus, views)
         manager = self.managers.get(name)
         if manager is None:
             manager = self.managers[name] = QOSManager(self.options, builtin_strategies())

@@ -17,6 +17,8 @@ from policies.kinds import NODE_METRIC_KIND, kind_named
 from policies.quantity import scalar_text
 from scheduler_plugins.clock import format_time
 from scheduler_plugins.koordlet.cgroups.resources import DEFAULT_CFS_PERIOD
+from scheduler_plugins.koordlet.usage import ResourceUsage
+from scheduler_plugins.koordlet.usage import Usage as MetricUsage
 
 from .components import Koordlet
 from .pods import CLASS_INDEX, CLASSES, PodFacts, PodIndex
@@ -131,12 +133,12 @@ class Sampler:
         if obj is None:
             return None
         sys_cpu, sys_mem = self.system.get(node, (0, 0))
-        items = [_pod_metric(pod, cpu, memory) for _, pod, _, cpu, memory, _ in wants]
-        metric = _metric(
-            node, now, sys_cpu + sum(w[3] for w in wants), sys_mem + sum(w[4] for w in wants), sys_cpu, sys_mem, items
+        usage = MetricUsage(
+            ResourceUsage(sys_cpu + sum(w[3] for w in wants), sys_mem + sum(w[4] for w in wants)),
+            {key: ResourceUsage(cpu, memory) for _, pod, _, cpu, memory, _ in wants if (key := _pod_key(pod))},
         )
         pods = tuple(w[1] for w in wants)
-        report = self.koordlet.round(obj, pods, self.store, None, (CPU_SUPPRESS,), metric)
+        report = self.koordlet.round(obj, pods, self.store, None, (CPU_SUPPRESS,), usage)
         return allowance(report.strategies.get(CPU_SUPPRESS) or {})
 
     def _write_metric(
@@ -193,6 +195,13 @@ def _pod_metric(pod: Object, cpu: int, memory: int) -> dict[str, Any]:
         "name": meta.get("name"),
         "podUsage": {"resources": {"cpu": cpu_text(cpu), "memory": memory_text(memory)}},
     }
+
+
+def _pod_key(pod: Object) -> str | None:
+    """The pod's key in the koordlet's usage (as a NodeMetric's `podsMetric` entry names it)."""
+    meta = pod.get("metadata") or {}
+    name = meta.get("name")
+    return f"{meta.get('namespace') or 'default'}/{name}" if name else None
 
 
 def allowance(status: Mapping[str, Any]) -> int | None:

@@ -167,26 +167,30 @@ class QOSManager:
     def run_round(self, inp: RoundInput, names: Sequence[str] | None = None) -> RoundReport:
         """One round of the enabled strategies (of `names` only, when given)."""
         report = RoundReport()
+        statuses, timer = report.strategies, self._timer
         for name, strategy in self.strategies.items():
             if names is not None and name not in names:
                 continue
             if not strategy.enabled():
-                report.strategies[name] = {"enabled": False}
+                statuses[name] = {"enabled": False}
                 continue
-            started = self._timer() if self._timer else 0.0
+            started = timer() if timer else 0.0
             try:
                 result = strategy.round(inp)
             except Exception as exc:  # noqa: BLE001 - one strategy's bug skips its round, not the others'
                 log.error("strategy %s raised %s: %s; skipped this round", name, type(exc).__name__, exc)
-                report.strategies[name] = {"enabled": True, "error": f"{type(exc).__name__}: {exc}"[:500]}
+                statuses[name] = {"enabled": True, "error": f"{type(exc).__name__}: {exc}"[:500]}
                 report.failed.append(name)
                 continue
-            if self._timer:
-                report.durations[name] = self._timer() - started
-            report.strategies[name] = {"enabled": True, **result.status}
-            report.writes.extend(result.writes)
-            report.evictions.extend(result.evictions)
-            report.host_writes.extend(result.host_writes)
+            if timer:
+                report.durations[name] = timer() - started
+            statuses[name] = {"enabled": True, **result.status}
+            if result.writes:
+                report.writes += result.writes
+            if result.evictions:
+                report.evictions += result.evictions
+            if result.host_writes:
+                report.host_writes += result.host_writes
             if result.unavailable:
                 report.unavailable[name] = dict(result.unavailable)
         return report

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from policies.constants import (
     ANNOTATION_EVICTION_POLICY,
@@ -28,6 +28,10 @@ from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout, container_id
 
 #: told of every pod field refused as a path: the pod and why (the agent counts and reports it)
 OnRefused = Callable[[Mapping[str, Any], RefusedPath], None]
+
+#: read per pod and round: a member of an enum class costs an attribute lookup through its type
+_BE: Final = QoSClass.BE
+_BEST_EFFORT: Final = KubernetesQoSClass.BEST_EFFORT
 
 
 def _amounts(raw: Any) -> dict[str, int]:
@@ -60,7 +64,7 @@ class PodView:
     @property
     def is_be(self) -> bool:
         """BE as the suppress formula counts it: the BE label, or Kubernetes BestEffort."""
-        return self.raw_qos is QoSClass.BE or self.kube_qos == KubernetesQoSClass.BEST_EFFORT
+        return self.raw_qos is _BE or self.kube_qos == _BEST_EFFORT
 
     @property
     def name(self) -> str:

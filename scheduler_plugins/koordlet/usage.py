@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import Any
 
 from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.nodemetric import NodeMetricReading, read_node_metric
 from policies.quantity import QuantityError, milli_value, resource_list, value
 
 
@@ -62,8 +63,61 @@ def _usage(raw: Any) -> ResourceUsage | None:
 
 
 def usage_of_node_metric(metric: Mapping[str, Any] | None) -> Usage:
-    """The latest usage a NodeMetric's status reports."""
-    status = (metric or {}).get("status") or {}
+    """The latest usage a NodeMetric's status reports: from the one reading of the object
+    (`policies.nodemetric.read_node_metric`, shared with the manager and the scheduler). A
+    NodeMetric the reading refuses (a malformed quantity or shape) is read entry by entry instead:
+    the koordlet skips what it cannot read rather than all of it."""
+    if metric is None:
+        return Usage(None, {}, {})
+    try:
+        reading = read_node_metric(metric)
+    except (ValueError, TypeError, AttributeError):
+        return _tolerant_usage(metric)
+    return _usage_of_reading(metric.get("status") or {}, reading)
+
+
+def _usage_of_reading(status: Mapping[str, Any], reading: NodeMetricReading) -> Usage:
+    """The reading as the koordlet takes it (the same as `_tolerant_usage` of a readable status):
+    the reading has the amounts, `status` says which entries the koordlet counts — a node usage
+    and each pod's or host application's usage only when present as an object, a pod or host
+    application only when named."""
+    node_metric = status.get("nodeMetric") or {}
+    node = None
+    if reading.node_usage is not None and _is_map(node_metric.get("nodeUsage")):
+        node = _resource_usage(reading.node_usage)
+    pods: dict[str, ResourceUsage] = {}
+    for item, pod in zip(status.get("podsMetric") or [], reading.pods, strict=True):
+        if item.get("name") and _is_map(item.get("podUsage")):
+            pods[pod.key] = _ZERO if pod.usage is None else _resource_usage(pod.usage)
+    apps: dict[str, ResourceUsage] = {}
+    if reading.host_applications:
+        named = [item for item in status.get("hostApplicationMetric") or [] if isinstance(item, Mapping)]
+        for item, (_, amounts) in zip(named, reading.host_applications, strict=True):
+            if item.get("name") and _is_map(item.get("usage")):
+                apps[str(item["name"])] = _resource_usage(amounts)
+    return Usage(node, pods, apps)
+
+
+def _is_map(value: object) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)  # `dict` first: the ABC check costs more
+
+
+_ZERO = ResourceUsage()
+
+
+def _resource_usage(amounts: Mapping[str, int]) -> ResourceUsage:
+    return _cpu_memory_usage(amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0))
+
+
+@lru_cache(maxsize=4096)
+def _cpu_memory_usage(cpu: int, memory: int) -> ResourceUsage:
+    """One shared value per pair (immutable; the amounts repeat as their texts do)."""
+    return ResourceUsage(cpu, memory)
+
+
+def _tolerant_usage(metric: Mapping[str, Any]) -> Usage:
+    """A NodeMetric's usage entry by entry, skipping what is malformed."""
+    status = metric.get("status") or {}
     node = _usage((status.get("nodeMetric") or {}).get("nodeUsage"))
     pods: dict[str, ResourceUsage] = {}
     for item in status.get("podsMetric") or []:

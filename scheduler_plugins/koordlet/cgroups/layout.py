@@ -50,6 +50,9 @@ def detect_version(root: Path) -> CgroupVersion:
     raise LayoutError(f"{root}: not a cgroup root (no cgroup.controllers, no cpu/cpuacct/cpuset/memory directory)")
 
 
+#: read for every cgroup path (a member of an enum class costs an attribute lookup through its type)
+_CGROUPFS: Final = CgroupDriver.CGROUPFS
+
 _CGROUPFS_QOS: Final[dict[str, str]] = {
     KubernetesQoSClass.GUARANTEED: "kubepods",
     KubernetesQoSClass.BURSTABLE: "kubepods/burstable",
@@ -85,7 +88,7 @@ class CgroupLayout:
     driver: CgroupDriver = CgroupDriver.CGROUPFS
 
     def qos_dir(self, kube_qos: str) -> str:
-        table = _CGROUPFS_QOS if self.driver is CgroupDriver.CGROUPFS else _SYSTEMD_QOS
+        table = _CGROUPFS_QOS if self.driver is _CGROUPFS else _SYSTEMD_QOS
         return table[kube_qos]
 
     def pod_dir(self, kube_qos: str, uid: object) -> str:

@@ -24,6 +24,7 @@ import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Final
 
 from policies.constants import ANNOTATION_CPU_BURST, RESOURCE_CPU, QoSClass
 from policies.objects import annotations_of
@@ -44,6 +45,11 @@ LIMITER_CONSUME_PERCENT, LIMITER_SAVE_PERCENT = 100, 60
 
 IDLE, COOLING, OVERLOAD, UNKNOWN = "idle", "cooling", "overload", "unknown"
 SCALE_UP, SCALE_DOWN, REMAIN, RESET = "scaleUp", "scaleDown", "remain", "reset"
+#: the classes whose CPUs are their own (not the share pool's), and those CPUBurst leaves alone
+_EXCLUSIVE: Final = (QoSClass.LSE, QoSClass.LSR)
+_NOT_BURSTED: Final = (QoSClass.LSE, QoSClass.LSR, QoSClass.BE)
+_POD: Final = Level.POD
+_CONTAINER: Final = Level.CONTAINER
 
 
 def pod_strategy(pod: PodView, node: CPUBurstStrategy) -> CPUBurstStrategy:
@@ -188,10 +194,10 @@ class CPUBurst:
         total = float(len(inp.processors))
         used = inp.usage.node.cpu_milli / 1000
         for pod in inp.pods:
-            if pod.raw_qos in (QoSClass.LSE, QoSClass.LSR):
+            if pod.raw_qos in _EXCLUSIVE:
                 total -= pod.request(RESOURCE_CPU) / 1000
             found = inp.usage.pods.get(pod.key)
-            if found is not None and pod.raw_qos in (QoSClass.LSE, QoSClass.LSR, QoSClass.BE):
+            if found is not None and pod.raw_qos in _NOT_BURSTED:
                 used -= found.cpu_milli / 1000
         return node_state(used, total, threshold)
 
@@ -219,21 +225,23 @@ class CPUBurst:
         result.status.update({"policy": node_strategy.policy, "sharePoolState": state})
         seen: set[str] = set()
         for pod in inp.pods:
-            if pod.raw_qos in (QoSClass.LSR, QoSClass.LSE, QoSClass.BE):
+            if pod.raw_qos in _NOT_BURSTED:
                 continue
             strategy = pod_strategy(pod, node_strategy)
             cfs_enabled = strategy.policy in (CFS_QUOTA_BURST_ONLY, AUTO)
             pod_burst = 0
             pod_quota = inp.read(pod.dir, CPU_CFS_QUOTA)
             pod_delta = 0
+            started = False  # a pod not started has no cgroup yet
             for c in pod.containers:
                 if c.dir is None:
                     continue
+                started = True
                 seen.add(c.dir)
                 limit = c.limits.get(RESOURCE_CPU, 0)
                 burst = static_burst(limit, strategy)
                 pod_burst += burst
-                result.writes.append(CgroupWrite(NAME, c.dir, CPU_BURST, burst, Level.CONTAINER))
+                result.writes.append(CgroupWrite(NAME, c.dir, CPU_BURST, burst, _CONTAINER))
                 base = limit * DEFAULT_CFS_PERIOD // 1000
                 current = inp.read(c.dir, CPU_CFS_QUOTA)
                 if base <= 0 or not isinstance(current, int):
@@ -250,12 +258,12 @@ class CPUBurst:
                 op = by_node(state, operation(cfs_enabled, self._allowed(c.dir, strategy, inp.now), throttled))
                 target = target_quota(base, ceil, current, op)
                 if target != current:
-                    result.writes.append(CgroupWrite(NAME, c.dir, CPU_CFS_QUOTA, target, Level.CONTAINER))
+                    result.writes.append(CgroupWrite(NAME, c.dir, CPU_CFS_QUOTA, target, _CONTAINER))
                     pod_delta += target - current
-            if any(c.dir is not None for c in pod.containers):  # a pod not started has no cgroup yet
-                result.writes.append(CgroupWrite(NAME, pod.dir, CPU_BURST, pod_burst, Level.POD))
+            if started:
+                result.writes.append(CgroupWrite(NAME, pod.dir, CPU_BURST, pod_burst, _POD))
             if pod_delta and isinstance(pod_quota, int) and pod_quota > 0:
-                result.writes.append(CgroupWrite(NAME, pod.dir, CPU_CFS_QUOTA, pod_quota + pod_delta, Level.POD))
+                result.writes.append(CgroupWrite(NAME, pod.dir, CPU_CFS_QUOTA, pod_quota + pod_delta, _POD))
         for gone in set(self.memory.stats) - seen:  # Recycle: forget containers that are gone
             del self.memory.stats[gone]
             self.memory.limiters.pop(gone, None)

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Final
 
 from policies.constants import (
     ANNOTATION_NODE_RESERVATION,
@@ -29,21 +33,32 @@ from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptio
 from scheduler_plugins.koordlet.topology import CPUInfo, select_cpus
 
 NAME = "CPUSuppress"
+_EMPTY: Mapping[str, object] = MappingProxyType({})
+#: read every round (a member of an enum class costs an attribute lookup through its type)
+_BEST_EFFORT: Final = KubernetesQoSClass.BEST_EFFORT
+_QOS: Final = Level.QOS
 MIN_QUOTA = 2000
 MIN_CPUS = 2
 
 
-def _json_annotation(obj: object, key: str) -> dict[str, object]:
+def _json_annotation(obj: object, key: str) -> Mapping[str, object]:
     if not isinstance(obj, dict):
-        return {}
+        return _EMPTY
     text = annotations_of(obj).get(key)
     if not text:
-        return {}
+        return _EMPTY
+    return _json_object(text)
+
+
+@lru_cache(maxsize=1024)
+def _json_object(text: str) -> Mapping[str, object]:
+    """The JSON object an annotation holds, parsed once per text (a node's annotations are read
+    every round and change rarely); read-only, as it is shared. Empty when not an object."""
     try:
         parsed = json.loads(text)
     except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
+        return _EMPTY
+    return MappingProxyType(parsed) if isinstance(parsed, dict) else _EMPTY
 
 
 def node_reserved_milli(inp: RoundInput) -> int:
@@ -65,22 +80,45 @@ def node_reserved_milli(inp: RoundInput) -> int:
     return max(kubelet, annotated)
 
 
-def suppress_milli(inp: RoundInput, threshold: ThresholdStrategy) -> int:
-    """calculateBESuppressCPU: the millicores BE may use now."""
-    capacity = inp.node_amount("capacity", "cpu")
+class NodeFigures:
+    """The Node's figures a round reads: its CPU capacity, and the reserved CPU once asked for.
+    They depend on the Node object only, so a strategy keeps them while the Node it reads is the
+    very object read before (an informer replaces an object that changes, never edits it)."""
+
+    __slots__ = ("node", "capacity", "_reserved")
+
+    def __init__(self, inp: RoundInput) -> None:
+        self.node = inp.state.node
+        self.capacity = inp.node_amount("capacity", "cpu")
+        self._reserved: int | None = None
+
+    def reserved(self, inp: RoundInput) -> int:
+        if self._reserved is None:
+            self._reserved = node_reserved_milli(inp)
+        return self._reserved
+
+
+def suppress_milli(inp: RoundInput, threshold: ThresholdStrategy, node: NodeFigures | None = None) -> int:
+    """calculateBESuppressCPU: the millicores BE may use now (`node`: the Node's figures, if kept)."""
+    if node is None:
+        node = NodeFigures(inp)
+    capacity = node.capacity
     if capacity <= 0:
         return 0
     be_pods = {p.key for p in inp.pods if p.is_be}
     usage = inp.usage
-    pods_all = sum(u.cpu_milli for u in usage.pods.values())
-    pods_non_be = sum(u.cpu_milli for key, u in usage.pods.items() if key not in be_pods)
+    pods_all = pods_non_be = 0
+    for key, u in usage.pods.items():
+        pods_all += u.cpu_milli
+        if key not in be_pods:
+            pods_non_be += u.cpu_milli
     apps = inp.state.node_slo.host_applications if inp.state.node_slo else ()
     be_apps = {a.name for a in apps if a.is_be}
     apps_all = sum(u.cpu_milli for u in usage.host_apps.values())
     apps_non_be = sum(u.cpu_milli for name, u in usage.host_apps.items() if name not in be_apps)
     node_used = usage.node.cpu_milli if usage.node is not None else 0
     system = max(0, node_used - pods_all - apps_all)
-    system = max(system, node_reserved_milli(inp))
+    system = max(system, node.reserved(inp))
     suppress = capacity * threshold.cpu_suppress_threshold_percent // 100 - pods_non_be - apps_non_be - system
     if threshold.cpu_suppress_min_percent is not None:
         suppress = max(suppress, capacity * threshold.cpu_suppress_min_percent // 100)
@@ -88,7 +126,7 @@ def suppress_milli(inp: RoundInput, threshold: ThresholdStrategy) -> int:
 
 
 def _be_dirs(inp: RoundInput) -> list[tuple[str, Level]]:
-    dirs = [(inp.layout.qos_dir(KubernetesQoSClass.BEST_EFFORT), Level.QOS)]
+    dirs = [(inp.layout.qos_dir(_BEST_EFFORT), Level.QOS)]
     for pod in inp.pods:
         if pod.is_be:
             dirs.append((pod.dir, Level.POD))
@@ -138,7 +176,7 @@ def cpu_pools(inp: RoundInput) -> CPUPools:
 def cpuset_for(inp: RoundInput, suppress: int, pools: CPUPools) -> list[int]:
     """adjustByCPUSet's choice of processors for `suppress` millicores."""
     count = max(math.ceil(suppress / 1000), MIN_CPUS)
-    old = inp.read(inp.layout.qos_dir(KubernetesQoSClass.BEST_EFFORT), CPUSET_CPUS)
+    old = inp.read(inp.layout.qos_dir(_BEST_EFFORT), CPUSET_CPUS)
     if isinstance(old, str):
         try:
             old_count = len(parse_cpuset(old))
@@ -157,11 +195,13 @@ def cpuset_for(inp: RoundInput, suppress: int, pools: CPUPools) -> list[int]:
     return sorted(chosen + rest)
 
 
-def cfs_quota_for(inp: RoundInput, suppress: int) -> int | None:
-    """adjustByCfsQuota: the BE QoS quota to write, None to leave it."""
-    capacity = inp.node_amount("capacity", "cpu")
+def cfs_quota_for(inp: RoundInput, suppress: int, capacity: int | None = None) -> int | None:
+    """adjustByCfsQuota: the BE QoS quota to write, None to leave it (`capacity`: the node's CPU
+    capacity in millicores, if known)."""
+    if capacity is None:
+        capacity = inp.node_amount("capacity", "cpu")
     new = max(suppress * DEFAULT_CFS_PERIOD // 1000, MIN_QUOTA)
-    current = inp.read(inp.layout.qos_dir(KubernetesQoSClass.BEST_EFFORT), CPU_CFS_QUOTA)
+    current = inp.read(inp.layout.qos_dir(_BEST_EFFORT), CPU_CFS_QUOTA)
     cur = current if isinstance(current, int) else -1
     # capacity_cores × period × 1 % == capacity in millicores
     if abs(new - cur) < capacity and new != MIN_QUOTA:
@@ -179,6 +219,14 @@ class CPUSuppress:
         self.interval = options.cpu_suppress_interval
         #: policies known to be recovered (Koordinator's suppressPolicyStatuses): recovered once, then left
         self.recovered: set[str] = set()
+        #: the figures of the Node last read (one: a koordlet serves one node)
+        self._node: NodeFigures | None = None
+
+    def _figures(self, inp: RoundInput) -> NodeFigures:
+        node = self._node
+        if node is None or node.node is not inp.state.node:
+            node = self._node = NodeFigures(inp)
+        return node
 
     def enabled(self) -> bool:
         return self.options.gates.enabled(features.BE_CPU_SUPPRESS) and self.interval > 0
@@ -187,12 +235,15 @@ class CPUSuppress:
         pass
 
     def _recover(self, inp: RoundInput, result: StrategyResult, cfs: bool, cpuset: bool) -> None:
-        be_qos = inp.layout.qos_dir(KubernetesQoSClass.BEST_EFFORT)
         cfs, cpuset = cfs and "cfsQuota" not in self.recovered, cpuset and "cpuset" not in self.recovered
-        self.recovered |= {name for name, done in (("cfsQuota", cfs), ("cpuset", cpuset)) if done}
+        if not (cfs or cpuset):  # recovered already (every round of a node that keeps one policy)
+            return
+        be_qos = inp.layout.qos_dir(_BEST_EFFORT)
         if cfs:
+            self.recovered.add("cfsQuota")
             result.writes.append(CgroupWrite(NAME, be_qos, CPU_CFS_QUOTA, -1, Level.QOS))
         if cpuset:
+            self.recovered.add("cpuset")
             pool = format_cpuset(p.cpu for p in cpu_pools(inp).all)
             if pool:
                 result.writes.extend(CgroupWrite(NAME, d, CPUSET_CPUS, pool, level) for d, level in _be_dirs(inp))
@@ -209,15 +260,16 @@ class CPUSuppress:
             self._recover(inp, result, cfs=True, cpuset=True)
             return result
         threshold = slo.threshold
-        suppress = suppress_milli(inp, threshold)
+        node = self._figures(inp)
+        suppress = suppress_milli(inp, threshold, node)
         result.status.update({"policy": threshold.cpu_suppress_policy, "suppressMilliCPU": suppress})
-        be_qos = inp.layout.qos_dir(KubernetesQoSClass.BEST_EFFORT)
+        be_qos = inp.layout.qos_dir(_BEST_EFFORT)
         if threshold.cpu_suppress_policy == CPU_SUPPRESS_POLICY_CFS_QUOTA:
             self.recovered.discard("cfsQuota")
-            quota = cfs_quota_for(inp, suppress)
+            quota = cfs_quota_for(inp, suppress, node.capacity)
             result.status["cfsQuota"] = quota
             if quota is not None:
-                result.writes.append(CgroupWrite(NAME, be_qos, CPU_CFS_QUOTA, quota, Level.QOS))
+                result.writes.append(CgroupWrite(NAME, be_qos, CPU_CFS_QUOTA, quota, _QOS))
             self._recover(inp, result, cfs=False, cpuset=True)
             return result
         self.recovered.discard("cpuset")

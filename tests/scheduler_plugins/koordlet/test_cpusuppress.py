@@ -276,3 +276,21 @@ def test_selection_spreads_over_numa_buckets(processors: list[CPUInfo], count: i
     nodes = {p.cpu: p.node for p in processors}
     per_node = [sum(1 for c in chosen if nodes[c] == n) for n in set(nodes.values())]
     assert max(per_node) - min(per_node) <= 2
+
+
+def test_a_replaced_node_is_read_again() -> None:
+    """The strategy keeps the Node's capacity and reservation while the Node is the very object
+    read; an informer replaces a Node that changes, so the next round reads the new one."""
+    s = strategy()
+    pods = usage(12, pods={"default/web": (8, 0), "default/batch": (2, 0)})
+    threshold = slo(cpuSuppressThresholdPercent=70)
+    first = node("20")
+    assert s.round(round_input(first, threshold, [LS, BE], pods)).status["suppressMilliCPU"] == 4000
+    assert s.round(round_input(first, threshold, [LS, BE], pods)).status["suppressMilliCPU"] == 4000
+    reserved = node("20", allocatable="16")  # kubelet reserves 4 CPUs
+    assert s.round(round_input(reserved, threshold, [LS, BE], pods)).status["suppressMilliCPU"] == 2000
+    annotated = node("20", annotations={"node.koordinator.sh/reservation": json.dumps({"resources": {"cpu": "6"}})})
+    assert s.round(round_input(annotated, threshold, [LS, BE], pods)).status["suppressMilliCPU"] == 0
+    bigger = node("40")
+    assert s.round(round_input(bigger, threshold, [LS, BE], pods)).status["suppressMilliCPU"] == 18000
+    assert s.round(round_input(first, threshold, [LS, BE], pods)).status["suppressMilliCPU"] == 4000
