@@ -142,6 +142,8 @@ def _parse(value: str | int | float) -> Quantity:
     text = repr(value) if isinstance(value, float) else str(value)
     if len(text) > MAX_TEXT:
         raise QuantityError(f"quantities must be at most {MAX_TEXT} characters, got {len(text)}")
+    if text.isascii() and text.isdigit():  # a plain integer ("25000"): what the regex below reads
+        return Quantity(int(text) * NANO, QuantityFormat.DECIMAL_SI)
     match = _QUANTITY_RE.match(text)
     if match is None or not (match.group(2) or match.group(3)):
         raise QuantityError(
@@ -180,6 +182,8 @@ def _canonical_binary(value: int) -> str:
 
 def _canonical_decimal(nanos: int, fmt: QuantityFormat) -> str:
     mantissa, exponent = nanos, -9
+    if mantissa % NANO == 0:  # a whole number (the usual case): its nine zeros at once
+        mantissa, exponent = mantissa // NANO, 0
     while mantissa % 10 == 0:
         mantissa //= 10
         exponent += 1
