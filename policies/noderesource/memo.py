@@ -15,10 +15,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from policies.constants import ANNOTATION_NETWORK_BANDWIDTH, ANNOTATION_NODE_COLOCATION_STRATEGY
+from policies.noderesource.amplification import amplification_ratio
 from policies.noderesource.collect_policy import nodemetric_spec
 from policies.noderesource.inputs import NodeInput, NodeRead, PodInput, node_input, pod_input, read_node
 from policies.noderesource.nodeslo import render_nodeslo_spec
+from policies.noderesource.normalization import normalization_ratio
+from policies.slo_config.amplification import AmplificationConfig
 from policies.slo_config.colocation import ColocationConfig, ColocationStrategy
+from policies.slo_config.cpu_normalization import NormalizationConfig
 from policies.slo_config.nodeslo import SLOConfig
 
 _StrategyKey = tuple[ColocationConfig, Mapping[str, str], str | None]
@@ -33,6 +37,7 @@ class PlanMemo:
         self._pods: dict[str, tuple[tuple[Mapping[str, Any], ...], tuple[PodInput, ...]]] = {}
         self._reads: dict[str, tuple[Mapping[str, Any], NodeRead]] = {}
         self._inputs: dict[str, tuple[Mapping[str, Any], tuple[PodInput, ...], NodeInput]] = {}
+        self._ratios: dict[str, tuple[tuple[object, object, NodeRead, object], tuple[str | None, str | None]]] = {}
         self._slos: dict[str, tuple[_SLOKey, dict[str, Any]]] = {}
         self._strategies: dict[str, tuple[_StrategyKey, ColocationStrategy]] = {}
         self._metric_specs: dict[str, tuple[ColocationStrategy, dict[str, Any]]] = {}
@@ -120,10 +125,37 @@ class PlanMemo:
         self._slos[node] = ((config, labels, bandwidth, extensions), spec)
         return spec
 
+    def ratios(
+        self,
+        normalization: NormalizationConfig,
+        amplification: AmplificationConfig,
+        read: NodeRead,
+        nrt_annotations: Mapping[str, str] | None,
+    ) -> tuple[str | None, str | None]:
+        """The node's CPU normalization and amplification ratio annotations to write, while the
+        configs, the Node object read and its NRT's annotations are the objects they came from."""
+        cached = self._ratios.get(read.name)
+        if cached is not None:
+            (c_normalization, c_amplification, c_read, c_nrt), ratios = cached
+            if (
+                c_normalization is normalization
+                and c_amplification is amplification
+                and c_read is read
+                and c_nrt is nrt_annotations
+            ):
+                return ratios
+        ratios = (
+            normalization_ratio(normalization, read.labels, nrt_annotations),
+            amplification_ratio(amplification, read.labels, read.annotations),
+        )
+        self._ratios[read.name] = ((normalization, amplification, read, nrt_annotations), ratios)
+        return ratios
+
     def forget(self, node: str) -> None:
         self._pods.pop(node, None)
         self._reads.pop(node, None)
         self._inputs.pop(node, None)
+        self._ratios.pop(node, None)
         self._slos.pop(node, None)
         self._strategies.pop(node, None)
         self._metric_specs.pop(node, None)

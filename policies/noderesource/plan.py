@@ -158,8 +158,12 @@ def plan_node(
         calc = Calculated(None, None, node_in.memory_format)
         state = REASON_DISABLED
     else:
-        ratio = normalization_ratio(config.normalization, labels, (nrt or {}).get("metadata", {}).get("annotations"))
-        amplified = amplification_ratio(config.amplification, labels, annotations)
+        nrt_annotations = (nrt or {}).get("metadata", {}).get("annotations")
+        if memo is not None:
+            ratio, amplified = memo.ratios(config.normalization, config.amplification, read, nrt_annotations)
+        else:
+            ratio = normalization_ratio(config.normalization, labels, nrt_annotations)
+            amplified = amplification_ratio(config.amplification, labels, annotations)
         try:
             reading = metric_input(metric)
         except QuantityError as exc:

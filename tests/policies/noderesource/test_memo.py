@@ -4,7 +4,7 @@ only while the pod object is the one it was read from, so a replaced pod is read
 from __future__ import annotations
 
 from policies.noderesource.memo import PlanMemo
-from tests.policies.noderesource.builders import node
+from tests.policies.noderesource.builders import STRATEGY_65, config, node
 from tests.support.builders import make_pod
 
 
@@ -67,3 +67,15 @@ def test_the_memo_keeps_one_entry_per_node_and_forgets_it() -> None:
     assert len(memo._inputs) == len(memo._reads) == len(memo._pods) == 1
     memo.forget("n1")
     assert not memo._inputs and not memo._reads and not memo._pods
+
+
+def test_the_ratios_follow_a_replaced_node_and_a_replaced_topology() -> None:
+    memo = PlanMemo()
+    manager = config(STRATEGY_65, cpu_normalization_config={"enable": True, "defaultRatio": 1.5})
+    rules = (manager.normalization, manager.amplification)
+    nrt = {"node.koordinator.sh/cpu-basic-info": '{"cpuModel": "x"}'}
+    plain = memo.read_node(node(name="n1"))
+    assert memo.ratios(*rules, plain, nrt) == ("1.50", None)
+    assert memo.ratios(*rules, plain, None) == (None, None)  # the NRT's annotations went
+    off = memo.read_node(node(name="n1", labels={"node.koordinator.sh/cpu-normalization-enabled": "false"}))
+    assert memo.ratios(*rules, off, nrt) == ("1.00", None)
