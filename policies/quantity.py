@@ -119,15 +119,7 @@ class Quantity:
 
     def canonical(self) -> str:
         """The text Kubernetes emits for this quantity (`Quantity.String()`)."""
-        if self.nanos == 0:
-            return "0"
-        fmt = self.format
-        if fmt is QuantityFormat.BINARY_SI:
-            if -1024 * NANO < self.nanos < 1024 * NANO or self.nanos % NANO:
-                fmt = QuantityFormat.DECIMAL_SI
-            else:
-                return _canonical_binary(self.nanos // NANO)
-        return _canonical_decimal(self.nanos, fmt)
+        return canonical_text(self.nanos, self.format)
 
     def __str__(self) -> str:
         return self.canonical()
@@ -170,6 +162,18 @@ def _parse(value: str | int | float) -> Quantity:
         raise QuantityError(f"unable to parse quantity's suffix in {text!r}")
     nanos = _ceil_div(numerator, denominator)
     return Quantity(-nanos if sign == "-" else nanos, fmt)
+
+
+def canonical_text(nanos: int, fmt: QuantityFormat = QuantityFormat.DECIMAL_SI) -> str:
+    """`Quantity(nanos, fmt).canonical()` without making the Quantity (for text written every round)."""
+    if nanos == 0:
+        return "0"
+    if fmt is QuantityFormat.BINARY_SI:
+        if -1024 * NANO < nanos < 1024 * NANO or nanos % NANO:
+            fmt = QuantityFormat.DECIMAL_SI
+        else:
+            return _canonical_binary(nanos // NANO)
+    return _canonical_decimal(nanos, fmt)
 
 
 def _canonical_binary(value: int) -> str:

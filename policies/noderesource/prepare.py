@@ -28,7 +28,7 @@ from policies.constants import (
     PriorityClass,
 )
 from policies.noderesource.inputs import Res, ceil_div, multiply_milli, value_of
-from policies.quantity import NANO, Quantity, QuantityError, QuantityFormat
+from policies.quantity import NANO, Quantity, QuantityError, QuantityFormat, canonical_text
 
 BATCH_RESOURCES = (BATCH_CPU, BATCH_MEMORY)
 MID_RESOURCES = (MID_CPU, MID_MEMORY)
@@ -51,7 +51,7 @@ class Calculated:
 
 def memory_text(milli: int, fmt: QuantityFormat) -> str:
     """Memory (milli-bytes) as Kubernetes prints a quantity of that format."""
-    return Quantity(milli * 10**6, fmt).canonical()
+    return canonical_text(milli * 10**6, fmt)
 
 
 def cpu_text(milli_cores: int) -> str:
@@ -131,8 +131,8 @@ def _origin(annotations: Mapping[str, str], batch_cpu: int, batch_memory: int) -
             kept = dict(kept)
     except ValueError:
         kept = {}
-    cpu = Quantity.from_int(max(batch_cpu, 0)).canonical()
-    memory = Quantity.from_int(max(batch_memory, 0), QuantityFormat.BINARY_SI).canonical()
+    cpu = canonical_text(max(batch_cpu, 0) * NANO)
+    memory = canonical_text(max(batch_memory, 0) * NANO, QuantityFormat.BINARY_SI)
     if kept.keys() <= _BATCH_ONLY:
         # what the encoder below writes for these two keys (sorted), without building it: canonical
         # quantity texts need no JSON escaping
