@@ -12,6 +12,7 @@ the node's labels and its colocation-strategy annotation). The result of a plan 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import is_
 from typing import Any
 
 from policies.constants import ANNOTATION_NETWORK_BANDWIDTH, ANNOTATION_NODE_COLOCATION_STRATEGY
@@ -69,7 +70,7 @@ class PlanMemo:
         last = self._pods.get(node)
         if last is not None:
             objects, inputs = last
-            if len(objects) == len(pods) and all(a is b for a, b in zip(objects, pods, strict=True)):
+            if len(objects) == len(pods) and all(map(is_, objects, pods)):
                 return inputs
             known = {id(pod): (pod, made) for pod, made in zip(objects, inputs, strict=True)}
         else:
