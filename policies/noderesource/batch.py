@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Final
 
 from policies.noderesource.inputs import (
+    LOW_PRIORITIES,
     MetricInput,
     NodeInput,
     Res,
     add,
     clamp0,
     hp_host_usage,
-    is_low_priority,
     is_lse,
     multiply_milli,
     multiply_value,
@@ -71,7 +71,7 @@ def hp_sums(node: NodeInput, metric: MetricInput) -> HPSums:
     request_cpu = request_memory = used_cpu = used_memory = max_cpu = max_memory = 0
     metrics = metric.pods
     for pod in node.pods:
-        if not pod.active or is_low_priority(pod.priority):
+        if not pod.active or pod.priority in LOW_PRIORITIES:
             continue
         cpu, memory = pod.request
         request_cpu += cpu
@@ -88,7 +88,7 @@ def hp_sums(node: NodeInput, metric: MetricInput) -> HPSums:
         max_memory += memory if memory > usage_memory else usage_memory
     listed = node.active_keys
     for key, (priority, usage) in metrics.items():
-        if key in listed or is_low_priority(priority):
+        if key in listed or priority in LOW_PRIORITIES:
             continue
         used_cpu += usage[0]
         used_memory += usage[1]

@@ -329,6 +329,8 @@ def zones_of(nrt: Mapping[str, Any] | None) -> tuple[ZoneInput, ...]:
 
 def hp_host_usage(metric: MetricInput, than: str) -> Res:
     """Σ usage of host applications whose class' default priority is above `than`'s (`GetHostAppHPUsed`)."""
+    if not metric.host_applications:
+        return ZERO
     floor = DEFAULT_PRIORITY.get(than, 0)
     total = ZERO
     for priority, usage in metric.host_applications:
@@ -337,8 +339,12 @@ def hp_host_usage(metric: MetricInput, than: str) -> Res:
     return total
 
 
+#: the batch and free classes, as plain text (a set of `str` hashes and compares in C)
+LOW_PRIORITIES: Final = frozenset({str(PriorityClass.BATCH), str(PriorityClass.FREE)})
+
+
 def is_low_priority(priority: str) -> bool:
-    return priority in (PriorityClass.BATCH, PriorityClass.FREE)
+    return priority in LOW_PRIORITIES
 
 
 def is_lse(qos: str) -> bool:
