@@ -6,7 +6,11 @@ keeps each pod's `PodInput` by the pod object it was read from (a store or infor
 object when it changes, never edits it in place) and the rendered NodeSLO spec by what it is
 rendered from (the SLO config, the node's labels, its network-bandwidth annotation and the NodeSLO's
 extensions), and the node's effective colocation strategy by what selects it (the colocation config,
-the node's labels and its colocation-strategy annotation). The result of a plan is the same with or without it.
+the node's labels and its colocation-strategy annotation). What a plan reads from the Node object
+alone (`NodeRead`), its `NodeInput` and its CPU normalization and amplification ratios are kept
+while the Node (and its pods, its NRT's annotations, the configs) are the very objects they were
+read from: the manager rewrites a node's status only every few rounds. One entry per node, dropped
+by `forget`. The result of a plan is the same with or without it.
 """
 
 from __future__ import annotations
