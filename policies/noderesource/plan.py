@@ -195,7 +195,8 @@ def plan_node(
             last_write,
             now,
         )
-        reason = "; ".join(p for p in (state, decision.reason) if p)
+        why = decision.reason
+        reason = f"{state}; {why}" if state and why else state or why
     return NodePlan(
         **base,
         allocatable=_extended(prepared["allocatable"]),
