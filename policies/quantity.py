@@ -119,15 +119,7 @@ class Quantity:
 
     def canonical(self) -> str:
         """The text Kubernetes emits for this quantity (`Quantity.String()`)."""
-        if self.nanos == 0:
-            return "0"
-        fmt = self.format
-        if fmt is QuantityFormat.BINARY_SI:
-            if -1024 * NANO < self.nanos < 1024 * NANO or self.nanos % NANO:
-                fmt = QuantityFormat.DECIMAL_SI
-            else:
-                return _canonical_binary(self.nanos // NANO)
-        return _canonical_decimal(self.nanos, fmt)
+        return canonical_text(self.nanos, self.format)
 
     def __str__(self) -> str:
         return self.canonical()
@@ -142,6 +134,8 @@ def _parse(value: str | int | float) -> Quantity:
     text = repr(value) if isinstance(value, float) else str(value)
     if len(text) > MAX_TEXT:
         raise QuantityError(f"quantities must be at most {MAX_TEXT} characters, got {len(text)}")
+    if text.isascii() and text.isdigit():  # a plain integer ("25000"): what the regex below reads
+        return Quantity(int(text) * NANO, QuantityFormat.DECIMAL_SI)
     match = _QUANTITY_RE.match(text)
     if match is None or not (match.group(2) or match.group(3)):
         raise QuantityError(
@@ -170,6 +164,18 @@ def _parse(value: str | int | float) -> Quantity:
     return Quantity(-nanos if sign == "-" else nanos, fmt)
 
 
+def canonical_text(nanos: int, fmt: QuantityFormat = QuantityFormat.DECIMAL_SI) -> str:
+    """`Quantity(nanos, fmt).canonical()` without making the Quantity (for text written every round)."""
+    if nanos == 0:
+        return "0"
+    if fmt is QuantityFormat.BINARY_SI:
+        if -1024 * NANO < nanos < 1024 * NANO or nanos % NANO:
+            fmt = QuantityFormat.DECIMAL_SI
+        else:
+            return _canonical_binary(nanos // NANO)
+    return _canonical_decimal(nanos, fmt)
+
+
 def _canonical_binary(value: int) -> str:
     exponent = 0
     while value % 1024 == 0 and exponent < 6:
@@ -180,6 +186,8 @@ def _canonical_binary(value: int) -> str:
 
 def _canonical_decimal(nanos: int, fmt: QuantityFormat) -> str:
     mantissa, exponent = nanos, -9
+    if mantissa % NANO == 0:  # a whole number (the usual case): its nine zeros at once
+        mantissa, exponent = mantissa // NANO, 0
     while mantissa % 10 == 0:
         mantissa //= 10
         exponent += 1

@@ -12,14 +12,13 @@ from dataclasses import dataclass
 from typing import Final
 
 from policies.noderesource.inputs import (
-    ZERO,
+    LOW_PRIORITIES,
     MetricInput,
     NodeInput,
     Res,
     add,
     clamp0,
     hp_host_usage,
-    is_low_priority,
     is_lse,
     multiply_milli,
     multiply_value,
@@ -67,33 +66,35 @@ def hp_sums(node: NodeInput, metric: MetricInput) -> HPSums:
     """Sum the HP pods' requests and usage; metrics of pods not listed count by their own priority.
 
     An HP pod without a metric counts its request as usage but adds nothing to max(request, usage)
-    (Koordinator's node-level quirk); an LSE pod counts its request for cpu."""
-    request, used, max_used = ZERO, ZERO, ZERO
-    dangling = dict(metric.pods)
+    (Koordinator's node-level quirk); an LSE pod counts its request for cpu. (Summed in plain
+    integers: this runs for every pod of every node, every round.)"""
+    request_cpu = request_memory = used_cpu = used_memory = max_cpu = max_memory = 0
+    metrics = metric.pods
     for pod in node.pods:
-        if not pod.active:
+        if not pod.active or pod.priority in LOW_PRIORITIES:
             continue
-        found = metric.pods.get(pod.key)
-        if found is not None:
-            dangling.pop(pod.key, None)
-        if is_low_priority(pod.priority):
-            continue
-        request = add(request, pod.request)
+        cpu, memory = pod.request
+        request_cpu += cpu
+        request_memory += memory
+        found = metrics.get(pod.key)
         if found is None:
-            used = add(used, pod.request)
+            used_cpu += cpu
+            used_memory += memory
             continue
-        usage = found[1]
-        if is_lse(pod.qos):
-            used = add(used, (pod.request[0], usage[1]))
-        else:
-            used = add(used, usage)
-        max_used = add(max_used, rmax(pod.request, usage))
-    for priority, usage in dangling.values():
-        if is_low_priority(priority):
+        usage_cpu, usage_memory = found[1]
+        used_cpu += cpu if is_lse(pod.qos) else usage_cpu
+        used_memory += usage_memory
+        max_cpu += cpu if cpu > usage_cpu else usage_cpu
+        max_memory += memory if memory > usage_memory else usage_memory
+    listed = node.active_keys
+    for key, (priority, usage) in metrics.items():
+        if key in listed or priority in LOW_PRIORITIES:
             continue
-        used = add(used, usage)
-        max_used = add(max_used, usage)
-    return HPSums(request, used, max_used)
+        used_cpu += usage[0]
+        used_memory += usage[1]
+        max_cpu += usage[0]
+        max_memory += usage[1]
+    return HPSums((request_cpu, request_memory), (used_cpu, used_memory), (max_cpu, max_memory))
 
 
 def batch_by_policy(

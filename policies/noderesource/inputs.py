@@ -17,6 +17,10 @@ from typing import Any, Final
 
 from policies.constants import (
     ANNOTATION_NODE_RESERVATION,
+    BATCH_CPU,
+    BATCH_MEMORY,
+    MID_CPU,
+    MID_MEMORY,
     RESOURCE_CPU,
     RESOURCE_MEMORY,
     PriorityClass,
@@ -152,15 +156,50 @@ class NodeInput:
     memory_format: QuantityFormat
     reservation: Res | None  # the node.koordinator.sh/reservation annotation, None when absent or unusable
     pods: tuple[PodInput, ...] = field(default=())
+    #: capacity − allocatable (never negative), derived once: every calculation reads it
+    kubelet_reserved: Res = field(init=False)
+    #: max(kubelet reservation, annotation reservation), per resource
+    reserved: Res = field(init=False)
+    #: the keys of the active (Running/Pending) pods, whose metrics are not dangling
+    active_keys: frozenset[str] = field(init=False)
 
-    @property
-    def kubelet_reserved(self) -> Res:
-        return clamp0(sub(self.capacity, self.allocatable))
+    def __post_init__(self) -> None:
+        kubelet = clamp0(sub(self.capacity, self.allocatable))
+        object.__setattr__(self, "kubelet_reserved", kubelet)
+        object.__setattr__(self, "reserved", rmax(kubelet, self.reservation or ZERO))
+        object.__setattr__(self, "active_keys", frozenset(p.key for p in self.pods if p.active))
 
-    @property
-    def reserved(self) -> Res:
-        """max(kubelet reservation, annotation reservation), per resource."""
-        return rmax(self.kubelet_reserved, self.reservation or ZERO)
+
+#: the node's batch and mid resources, as the manager writes them
+EXTENDED: Final = (BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRead:
+    """The sections of a Node object a plan reads, and its current batch/mid texts (shared: read them)."""
+
+    name: str
+    labels: Mapping[str, Any]
+    annotations: Mapping[str, Any]
+    status: Mapping[str, Any]
+    #: `status.allocatable`'s batch and mid resources as text
+    current: Mapping[str, str]
+    #: whether the status has capacity and allocatable (else nothing may be written)
+    writable: bool
+
+
+def read_node(node: Mapping[str, Any]) -> NodeRead:
+    meta = node.get("metadata") or {}
+    status = node.get("status") or {}
+    allocatable = status.get("allocatable") or {}
+    return NodeRead(
+        name=str(meta.get("name") or ""),
+        labels=meta.get("labels") or {},
+        annotations=meta.get("annotations") or {},
+        status=status,
+        current={name: str(allocatable[name]) for name in EXTENDED if name in allocatable},
+        writable="capacity" in status and "allocatable" in status and status.get("capacity") is not None,
+    )
 
 
 def reservation_of(annotations: Mapping[str, str]) -> Res | None:
@@ -239,6 +278,12 @@ def node_input(
     )
 
 
+@lru_cache(maxsize=256)
+def _update_time(text: str | None) -> float | None:
+    """`parse_time`, cached by text: the koordlets of a cluster report at the same few instants."""
+    return parse_time(text)
+
+
 def metric_input(metric: Mapping[str, Any] | None) -> MetricInput | None:
     """The NodeMetric's status, or None without a NodeMetric; raises QuantityError on a bad quantity."""
     if metric is None:
@@ -246,13 +291,21 @@ def metric_input(metric: Mapping[str, Any] | None) -> MetricInput | None:
     reading = read_node_metric(metric)
     usage = reading.node_usage
     node_usage = res_of_scalars(usage) if usage and RESOURCE_CPU in usage and RESOURCE_MEMORY in usage else None
+    pods: dict[str, tuple[str, Res]] = {}
+    for pod in reading.pods:  # res_of_scalars, inlined: this runs for every pod of every node, every round
+        amounts = pod.usage
+        pods[pod.key] = (
+            pod.priority,
+            (amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0) * 1000) if amounts else ZERO,
+        )
+    hosts = reading.host_applications
     return MetricInput(
-        update_time=parse_time(reading.update_time),
+        update_time=_update_time(reading.update_time),
         has_node_metric=reading.has_node_metric,
         node_usage=node_usage,
         system_usage=res_of_scalars(reading.system_usage),
-        pods={p.key: (p.priority, res_of_scalars(p.usage)) for p in reading.pods},
-        host_applications=tuple((prio, res_of_scalars(u)) for prio, u in reading.host_applications),
+        pods=pods,
+        host_applications=tuple((prio, res_of_scalars(u)) for prio, u in hosts) if hosts else (),
         prod_reclaimable=res_of_scalars(reading.prod_reclaimable) if reading.prod_reclaimable is not None else None,
     )
 
@@ -276,6 +329,8 @@ def zones_of(nrt: Mapping[str, Any] | None) -> tuple[ZoneInput, ...]:
 
 def hp_host_usage(metric: MetricInput, than: str) -> Res:
     """Σ usage of host applications whose class' default priority is above `than`'s (`GetHostAppHPUsed`)."""
+    if not metric.host_applications:
+        return ZERO
     floor = DEFAULT_PRIORITY.get(than, 0)
     total = ZERO
     for priority, usage in metric.host_applications:
@@ -284,8 +339,12 @@ def hp_host_usage(metric: MetricInput, than: str) -> Res:
     return total
 
 
+#: the batch and free classes, as plain text (a set of `str` hashes and compares in C)
+LOW_PRIORITIES: Final = frozenset({str(PriorityClass.BATCH), str(PriorityClass.FREE)})
+
+
 def is_low_priority(priority: str) -> bool:
-    return priority in (PriorityClass.BATCH, PriorityClass.FREE)
+    return priority in LOW_PRIORITIES
 
 
 def is_lse(qos: str) -> bool:

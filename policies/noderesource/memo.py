@@ -6,19 +6,28 @@ keeps each pod's `PodInput` by the pod object it was read from (a store or infor
 object when it changes, never edits it in place) and the rendered NodeSLO spec by what it is
 rendered from (the SLO config, the node's labels, its network-bandwidth annotation and the NodeSLO's
 extensions), and the node's effective colocation strategy by what selects it (the colocation config,
-the node's labels and its colocation-strategy annotation). The result of a plan is the same with or without it.
+the node's labels and its colocation-strategy annotation). What a plan reads from the Node object
+alone (`NodeRead`), its `NodeInput` and its CPU normalization and amplification ratios are kept
+while the Node (and its pods, its NRT's annotations, the configs) are the very objects they were
+read from: the manager rewrites a node's status only every few rounds. One entry per node, dropped
+by `forget`. The result of a plan is the same with or without it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import is_
 from typing import Any
 
 from policies.constants import ANNOTATION_NETWORK_BANDWIDTH, ANNOTATION_NODE_COLOCATION_STRATEGY
+from policies.noderesource.amplification import amplification_ratio
 from policies.noderesource.collect_policy import nodemetric_spec
-from policies.noderesource.inputs import PodInput, pod_input
+from policies.noderesource.inputs import NodeInput, NodeRead, PodInput, node_input, pod_input, read_node
 from policies.noderesource.nodeslo import render_nodeslo_spec
+from policies.noderesource.normalization import normalization_ratio
+from policies.slo_config.amplification import AmplificationConfig
 from policies.slo_config.colocation import ColocationConfig, ColocationStrategy
+from policies.slo_config.cpu_normalization import NormalizationConfig
 from policies.slo_config.nodeslo import SLOConfig
 
 _StrategyKey = tuple[ColocationConfig, Mapping[str, str], str | None]
@@ -30,7 +39,10 @@ class PlanMemo:
     rendered NodeSLO spec. The rendered spec is shared between plans: read it, never change it."""
 
     def __init__(self) -> None:
-        self._pods: dict[str, dict[int, tuple[Mapping[str, Any], PodInput]]] = {}
+        self._pods: dict[str, tuple[tuple[Mapping[str, Any], ...], tuple[PodInput, ...]]] = {}
+        self._reads: dict[str, tuple[Mapping[str, Any], NodeRead]] = {}
+        self._inputs: dict[str, tuple[Mapping[str, Any], tuple[PodInput, ...], NodeInput]] = {}
+        self._ratios: dict[str, tuple[tuple[object, object, NodeRead, object], tuple[str | None, str | None]]] = {}
         self._slos: dict[str, tuple[_SLOKey, dict[str, Any]]] = {}
         self._strategies: dict[str, tuple[_StrategyKey, ColocationStrategy]] = {}
         self._metric_specs: dict[str, tuple[ColocationStrategy, dict[str, Any]]] = {}
@@ -51,24 +63,49 @@ class PlanMemo:
         cached = self._strategies.get(node)
         if cached is not None:
             (c_config, c_labels, c_overlay), strategy = cached
-            if c_config is config and c_labels == labels and c_overlay == overlay:
+            if c_config is config and (c_labels is labels or c_labels == labels) and c_overlay == overlay:
                 return strategy
         strategy = config.strategy_for(labels, annotations)
         self._strategies[node] = ((config, labels, overlay), strategy)
         return strategy
 
     def pod_inputs(self, node: str, pods: Sequence[Mapping[str, Any]]) -> tuple[PodInput, ...]:
-        known = self._pods.get(node) or {}
-        kept: dict[int, tuple[Mapping[str, Any], PodInput]] = {}
+        """The pods' inputs; the very tuple of the last call while the pods are the same objects."""
+        last = self._pods.get(node)
+        if last is not None:
+            objects, inputs = last
+            if len(objects) == len(pods) and all(map(is_, objects, pods)):
+                return inputs
+            known = {id(pod): (pod, made) for pod, made in zip(objects, inputs, strict=True)}
+        else:
+            known = {}
         out = []
         for pod in pods:
             hit = known.get(id(pod))
-            if hit is None or hit[0] is not pod:
-                hit = (pod, pod_input(pod))
-            kept[id(pod)] = hit
-            out.append(hit[1])
-        self._pods[node] = kept
-        return tuple(out)
+            out.append(hit[1] if hit is not None and hit[0] is pod else pod_input(pod))
+        result = tuple(out)
+        self._pods[node] = (tuple(pods), result)
+        return result
+
+    def read_node(self, node: Mapping[str, Any]) -> NodeRead:
+        """The Node object's reading, while it is the object last read for its name."""
+        name = str((node.get("metadata") or {}).get("name") or "")
+        cached = self._reads.get(name)
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        read = read_node(node)
+        self._reads[name] = (node, read)
+        return read
+
+    def node_input(self, name: str, node: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> NodeInput:
+        """The node's `NodeInput`, while the Node and its pods are the objects it was read from."""
+        inputs = self.pod_inputs(name, pods)
+        cached = self._inputs.get(name)
+        if cached is not None and cached[0] is node and cached[1] is inputs:
+            return cached[2]
+        made = node_input(node, pods, inputs)
+        self._inputs[name] = (node, inputs, made)
+        return made
 
     def nodeslo(
         self,
@@ -82,14 +119,48 @@ class PlanMemo:
         cached = self._slos.get(node)
         if cached is not None:
             (c_config, c_labels, c_bandwidth, c_extensions), spec = cached
-            if c_config is config and c_labels == labels and c_bandwidth == bandwidth and c_extensions == extensions:
+            if (
+                c_config is config
+                and (c_labels is labels or c_labels == labels)
+                and c_bandwidth == bandwidth
+                and (c_extensions is extensions or c_extensions == extensions)
+            ):
                 return spec
         spec = render_nodeslo_spec(config, labels, annotations, extensions)
         self._slos[node] = ((config, labels, bandwidth, extensions), spec)
         return spec
 
+    def ratios(
+        self,
+        normalization: NormalizationConfig,
+        amplification: AmplificationConfig,
+        read: NodeRead,
+        nrt_annotations: Mapping[str, str] | None,
+    ) -> tuple[str | None, str | None]:
+        """The node's CPU normalization and amplification ratio annotations to write, while the
+        configs, the Node object read and its NRT's annotations are the objects they came from."""
+        cached = self._ratios.get(read.name)
+        if cached is not None:
+            (c_normalization, c_amplification, c_read, c_nrt), ratios = cached
+            if (
+                c_normalization is normalization
+                and c_amplification is amplification
+                and c_read is read
+                and c_nrt is nrt_annotations
+            ):
+                return ratios
+        ratios = (
+            normalization_ratio(normalization, read.labels, nrt_annotations),
+            amplification_ratio(amplification, read.labels, read.annotations),
+        )
+        self._ratios[read.name] = ((normalization, amplification, read, nrt_annotations), ratios)
+        return ratios
+
     def forget(self, node: str) -> None:
         self._pods.pop(node, None)
+        self._reads.pop(node, None)
+        self._inputs.pop(node, None)
+        self._ratios.pop(node, None)
         self._slos.pop(node, None)
         self._strategies.pop(node, None)
         self._metric_specs.pop(node, None)

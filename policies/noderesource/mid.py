@@ -50,11 +50,12 @@ def static_mid(strategy: ColocationStrategy, capacity: Res) -> Res:
 
 
 def prod_requested(node: NodeInput) -> Res:
-    total = ZERO
+    cpu = memory = 0
     for pod in node.pods:
         if pod.active and pod.priority not in _NOT_PROD:
-            total = add(total, pod.request)
-    return total
+            cpu += pod.request[0]
+            memory += pod.request[1]
+    return (cpu, memory)
 
 
 def policy_mid(strategy: ColocationStrategy, node: NodeInput, metric: MetricInput) -> Res:

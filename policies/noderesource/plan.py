@@ -24,6 +24,7 @@ from policies.noderesource.inputs import (
     metric_input,
     multiply_milli,
     node_input,
+    read_node,
     zones_of,
 )
 from policies.noderesource.memo import PlanMemo
@@ -126,20 +127,17 @@ def plan_node(
     memo: PlanMemo | None = None,
 ) -> NodePlan:
     """One round for one node (nothing is written); `memo` keeps what rarely changes between rounds."""
-    meta = node.get("metadata") or {}
-    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    name = str(meta.get("name") or "")
+    read = memo.read_node(node) if memo is not None else read_node(node)
+    labels, annotations, name = read.labels, read.annotations, read.name
     if memo is not None:
         strategy = memo.strategy(name, config.colocation, labels, annotations)
+        nodeslo = memo.nodeslo(name, config.slo, labels, annotations, nodeslo_extensions)
+        nodemetric = memo.nodemetric(name, strategy)
     else:
         strategy = config.colocation.strategy_for(labels, annotations)
-    status = node.get("status") or {}
-    current = _extended(status.get("allocatable") or {})
-    if memo is not None:
-        nodeslo = memo.nodeslo(name, config.slo, labels, annotations, nodeslo_extensions)
-    else:
         nodeslo = render_nodeslo_spec(config.slo, labels, annotations, nodeslo_extensions)
-    nodemetric = memo.nodemetric(name, strategy) if memo is not None else nodemetric_spec(strategy)
+        nodemetric = nodemetric_spec(strategy)
+    current = read.current
     has_nrt = nrt is not None
     base: dict[str, Any] = dict(name=name, strategy=strategy, nodeslo=nodeslo, nodemetric=nodemetric)
     if not config.available:
@@ -152,7 +150,7 @@ def plan_node(
             zones={} if has_nrt else None,
             error="colocation config unavailable",
         )
-    node_in = node_input(node, pods, memo.pod_inputs(name, pods) if memo is not None else None)
+    node_in = memo.node_input(name, node, pods) if memo is not None else node_input(node, pods)
     state = ""
     degraded = False
     zones: dict[str, dict[str, str]] | None = {} if has_nrt else None
@@ -160,8 +158,12 @@ def plan_node(
         calc = Calculated(None, None, node_in.memory_format)
         state = REASON_DISABLED
     else:
-        ratio = normalization_ratio(config.normalization, labels, (nrt or {}).get("metadata", {}).get("annotations"))
-        amplified = amplification_ratio(config.amplification, labels, annotations)
+        nrt_annotations = (nrt or {}).get("metadata", {}).get("annotations")
+        if memo is not None:
+            ratio, amplified = memo.ratios(config.normalization, config.amplification, read, nrt_annotations)
+        else:
+            ratio = normalization_ratio(config.normalization, labels, nrt_annotations)
+            amplified = amplification_ratio(config.amplification, labels, annotations)
         try:
             reading = metric_input(metric)
         except QuantityError as exc:
@@ -178,7 +180,7 @@ def plan_node(
                 strategy, node_in, reading, zones_of(nrt), (ratio, amplified), _zone_formats(nrt), has_nrt
             )
     prepared = prepare_node(node, calc)
-    if "capacity" not in status or "allocatable" not in status or status.get("capacity") is None:
+    if not read.writable:
         decision = None
         reason = "; ".join(
             p for p in (state, "node has no status.capacity or status.allocatable: nothing written") if p
@@ -186,14 +188,15 @@ def plan_node(
     else:
         decision = decide(
             strategy,
-            status.get("allocatable") or {},
+            read.status.get("allocatable") or {},
             prepared["allocatable"],
             annotations,
             prepared["annotations"],
             last_write,
             now,
         )
-        reason = "; ".join(p for p in (state, decision.reason) if p)
+        why = decision.reason
+        reason = f"{state}; {why}" if state and why else state or why
     return NodePlan(
         **base,
         allocatable=_extended(prepared["allocatable"]),

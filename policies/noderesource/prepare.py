@@ -28,10 +28,11 @@ from policies.constants import (
     PriorityClass,
 )
 from policies.noderesource.inputs import Res, ceil_div, multiply_milli, value_of
-from policies.quantity import NANO, Quantity, QuantityError, QuantityFormat
+from policies.quantity import NANO, Quantity, QuantityError, QuantityFormat, canonical_text
 
 BATCH_RESOURCES = (BATCH_CPU, BATCH_MEMORY)
 MID_RESOURCES = (MID_CPU, MID_MEMORY)
+_WRITTEN: Final = (*MID_RESOURCES, *BATCH_RESOURCES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +51,7 @@ class Calculated:
 
 def memory_text(milli: int, fmt: QuantityFormat) -> str:
     """Memory (milli-bytes) as Kubernetes prints a quantity of that format."""
-    return Quantity(milli * 10**6, fmt).canonical()
+    return canonical_text(milli * 10**6, fmt)
 
 
 def cpu_text(milli_cores: int) -> str:
@@ -70,14 +71,23 @@ def _normalized_cpu(milli_cores: int, ratio: str | None) -> int:
 
 def extended_values(calc: Calculated) -> dict[str, str]:
     """The four resources as written to the node (removed ones left out), before third-party deductions."""
+    return _extended(calc)[0]
+
+
+def _extended(calc: Calculated) -> tuple[dict[str, str], int, int]:
+    """The texts, and the batch-cpu and batch-memory values they say (-1 for one removed): the
+    values are taken from the integers formatted, not parsed back from the texts (the same number)."""
     out: dict[str, str] = {}
+    batch_cpu = batch_memory = -1
     if calc.batch is not None:
-        out[BATCH_CPU] = cpu_text(_normalized_cpu(calc.batch[0], calc.normalization_ratio))
-        out[BATCH_MEMORY] = memory_text(ceil_div(calc.batch[1], 1000) * 1000, calc.memory_format)
+        batch_cpu = _normalized_cpu(calc.batch[0], calc.normalization_ratio)
+        batch_memory = ceil_div(calc.batch[1], 1000)
+        out[BATCH_CPU] = cpu_text(batch_cpu)
+        out[BATCH_MEMORY] = memory_text(batch_memory * 1000, calc.memory_format)
     if calc.mid is not None:
         out[MID_CPU] = cpu_text(calc.mid[0])
         out[MID_MEMORY] = memory_text(ceil_div(calc.mid[1], 1000) * 1000, QuantityFormat.BINARY_SI)
-    return out
+    return out, batch_cpu, batch_memory
 
 
 def _third_party_batch(annotations: Mapping[str, str]) -> dict[str, int] | None:
@@ -109,14 +119,26 @@ def _parsed(text: str) -> Any:
 _COMPACT: Final = json.JSONEncoder(separators=(",", ":"))
 
 
+#: the annotation's keys when it holds only the batch resources (what the manager itself writes)
+_BATCH_ONLY: Final = frozenset(BATCH_RESOURCES)
+
+
 def _origin(annotations: Mapping[str, str], batch_cpu: int, batch_memory: int) -> str:
     try:
         current = _parsed(annotations.get(ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE) or "{}")
-        resources = dict(current.get("resources") or {}) if isinstance(current, dict) else {}
+        kept = (current.get("resources") or {}) if isinstance(current, dict) else {}
+        if not isinstance(kept, dict):
+            kept = dict(kept)
     except ValueError:
-        resources = {}
-    resources[BATCH_CPU] = Quantity.from_int(max(batch_cpu, 0)).canonical()
-    resources[BATCH_MEMORY] = Quantity.from_int(max(batch_memory, 0), QuantityFormat.BINARY_SI).canonical()
+        kept = {}
+    cpu = canonical_text(max(batch_cpu, 0) * NANO)
+    memory = canonical_text(max(batch_memory, 0) * NANO, QuantityFormat.BINARY_SI)
+    if kept.keys() <= _BATCH_ONLY:
+        # what the encoder below writes for these two keys (sorted), without building it: canonical
+        # quantity texts need no JSON escaping
+        return f'{{"resources":{{"{BATCH_CPU}":"{cpu}","{BATCH_MEMORY}":"{memory}"}}}}'
+    resources = dict(kept)
+    resources[BATCH_CPU], resources[BATCH_MEMORY] = cpu, memory
     return _COMPACT.encode({"resources": dict(sorted(resources.items()))})
 
 
@@ -128,15 +150,13 @@ def prepare_node(node: Mapping[str, Any], calc: Calculated) -> dict[str, Any]:
     capacity = dict(status.get("capacity") or {})
     allocatable = dict(status.get("allocatable") or {})
     annotations = dict((node.get("metadata") or {}).get("annotations") or {})
-    values = extended_values(calc)
-    for name in (*MID_RESOURCES, *BATCH_RESOURCES):
+    values, batch_cpu, batch_memory = _extended(calc)
+    for name in _WRITTEN:
         if name in values:
             capacity[name] = allocatable[name] = values[name]
         else:
             capacity.pop(name, None)
             allocatable.pop(name, None)
-    batch_cpu = Quantity.parse(allocatable[BATCH_CPU]).value() if BATCH_CPU in allocatable else -1
-    batch_memory = Quantity.parse(allocatable[BATCH_MEMORY]).value() if BATCH_MEMORY in allocatable else -1
     annotations[ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE] = _origin(annotations, batch_cpu, batch_memory)
     if batch_cpu >= 0 and batch_memory >= 0:
         used = _third_party_batch(annotations)

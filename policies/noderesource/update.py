@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Final
 
 from policies.constants import ANNOTATION_CPU_NORMALIZATION_RATIO
 from policies.noderesource.amplification import amplification_differs
@@ -19,6 +20,8 @@ from policies.noderesource.normalization import parse_ratio, ratio_differs
 from policies.noderesource.prepare import BATCH_RESOURCES, MID_RESOURCES
 from policies.quantity import Quantity, QuantityError
 from policies.slo_config.colocation import ColocationStrategy
+
+_COMPARED: Final = (*MID_RESOURCES, *BATCH_RESOURCES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,23 +107,23 @@ def decide(
     elif now - last_write > strategy.update_time_threshold_seconds:
         status = True
         reasons.append(f"last write {now - last_write:.0f}s ago (threshold {strategy.update_time_threshold_seconds}s)")
-    for name in (*MID_RESOURCES, *BATCH_RESOURCES):
-        why = resource_difference(old_allocatable, new_allocatable, name, strategy.resource_diff_threshold)
+    threshold = strategy.resource_diff_threshold
+    for name in _COMPARED:
+        why = resource_difference(old_allocatable, new_allocatable, name, threshold)
         if why is not None:
             status = True
             reasons.append(why)
-    meta_reasons = [
-        why
-        for why in (
-            _meta_reason(old_annotations, new_annotations),
-            amplification_differs(old_annotations, new_annotations),
-        )
-        if why is not None
-    ]
-    reasons.extend(meta_reasons)
+    meta = False
+    for why in (
+        _meta_reason(old_annotations, new_annotations),
+        amplification_differs(old_annotations, new_annotations),
+    ):
+        if why is not None:
+            meta = True
+            reasons.append(why)
     if not reasons:
         reasons.append(
             f"unchanged within {strategy.resource_diff_threshold * 100:g} %, "
             f"written {now - (last_write or now):.0f}s ago (threshold {strategy.update_time_threshold_seconds}s)"
         )
-    return Decision(status, bool(meta_reasons), "; ".join(reasons))
+    return Decision(status, meta, "; ".join(reasons))

@@ -102,6 +102,8 @@ class Reconciler:
         #: that keeps a spec differently from what was sent (pruned or canonicalised) does not make
         #: the manager write it again and again, while anyone else's change is undone
         self.specs_stored: dict[tuple[str, str], tuple[Any, Any]] = {}
+        #: (kind, node) -> (stored spec, wanted spec, specs_stored entry, differs): `_differs`' last answer
+        self._compared: dict[tuple[str, str], tuple[Any, Any, Any, bool]] = {}
         #: each node's pod inputs and NodeSLO spec, kept between rounds (they rarely change)
         self.memo = PlanMemo()
 
@@ -124,6 +126,7 @@ class Reconciler:
             self.memo.forget(name)
             for kind in (NODE_SLO_KIND, NODE_METRIC_KIND):
                 self.specs_stored.pop((kind, name), None)
+                self._compared.pop((kind, name), None)
 
     def written(self, name: str, when: float) -> None:
         self.last_write[name] = when
@@ -137,11 +140,19 @@ class Reconciler:
             self.specs_stored[(action.kind, action.node)] = (action.spec, stored.get("spec"))
 
     def _differs(self, kind: str, name: str, stored: Any, wanted: Mapping[str, Any]) -> bool:
-        """The stored spec is not what the manager wants, nor the server's version of its last write of it."""
-        if stored == wanted:
-            return False
-        last = self.specs_stored.get((kind, name))
-        return last is None or last != (wanted, stored)
+        """The stored spec is not what the manager wants, nor the server's version of its last write of it.
+
+        The answer is kept while the stored spec, the wanted one and the last write's record are the
+        very objects compared (a store replaces an object when it changes, and the memo hands out the
+        same rendered spec while its inputs hold): comparing two NodeSLO specs is a deep walk."""
+        key = (kind, name)
+        last = self.specs_stored.get(key)
+        seen = self._compared.get(key)
+        if seen is not None and seen[0] is stored and seen[1] is wanted and seen[2] is last:
+            return seen[3]
+        differs = stored != wanted and (last is None or last != (wanted, stored))
+        self._compared[key] = (stored, wanted, last, differs)
+        return differs
 
     def reconcile(self, snapshot: Snapshot, names: Iterable[str] | None = None) -> Round:
         """Plan the named nodes (all without names) and list the writes."""

@@ -75,3 +75,13 @@ def test_normalization_ratio_multiplies_batch_cpu_only() -> None:
 def test_other_resources_untouched() -> None:
     prepared = prepare_node(the_node(), Calculated((1000, 1000), None))
     assert prepared["allocatable"]["cpu"] == "100" and prepared["allocatable"]["memory"] == "380Gi"
+
+
+def test_the_origin_annotation_is_the_compact_sorted_json_whatever_it_held() -> None:
+    """The manager's own annotation is rewritten without a JSON encoder; other resources it held are kept."""
+    for held in ({}, {BATCH_CPU: "1"}, {BATCH_MEMORY: "2Gi", BATCH_CPU: "3"}, {"a/b": "1", BATCH_CPU: "9"}):
+        annotations = {ORIGIN: json.dumps({"resources": held})}
+        calc = Calculated((12_345, 3 * GI * 1000 + 7000), None, QuantityFormat.BINARY_SI)
+        text = prepare_node(the_node(annotations), calc)["annotations"][ORIGIN]
+        wanted = {**held, BATCH_CPU: "12345", BATCH_MEMORY: str(3 * GI + 7)}
+        assert text == json.dumps({"resources": dict(sorted(wanted.items()))}, separators=(",", ":"))

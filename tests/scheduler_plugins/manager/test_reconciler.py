@@ -64,3 +64,19 @@ def test_a_forgotten_node_is_written_again() -> None:
     assert apply(reconciler, store) == []
     reconciler.forget(["node-1"])
     assert any(isinstance(a, StatusWrite) for a in apply(reconciler, store))
+
+
+def test_a_spec_compared_once_is_compared_again_when_replaced_and_forgotten_with_its_node() -> None:
+    """`_differs` keeps its last answer only while the stored and wanted specs are the objects compared."""
+    store = store_of(cluster())
+    reconciler = Reconciler(fixed_clock(parse_time(NOW) or 0.0))
+    apply(reconciler, store)
+    for _ in range(3):
+        assert apply(reconciler, store) == []
+    slo = dict(store.get("NodeSLO", ("", "node-1")) or {})
+    store.put("NodeSLO", {**slo, "spec": {**slo["spec"], "cpuBurstStrategy": {"policy": "auto"}}})
+    assert [type(a).__name__ for a in apply(reconciler, store)] == ["SpecWrite"]
+    assert apply(reconciler, store) == []  # undone, and quiet again
+    assert len(reconciler._compared) <= 2  # one per kind and node
+    reconciler.forget(["node-1"])
+    assert not reconciler._compared
