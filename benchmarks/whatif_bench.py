@@ -1,7 +1,7 @@
 """`colocate whatif` benchmark (a script that prints numbers, not a test).
 
     python -m benchmarks.whatif_bench [--nodes 1000] [--duration 24h] [--step 1m] [--arrivals 20000]
-                                      [--profile N]
+                                      [--profile N] [--compiled]
 
 Issue 30's goal: 1,000 nodes, 24 hours at 1-minute steps, 20,000 pod arrivals in under 60 s on one
 core. The cluster is the example's shape at scale (examples/whatif): 32-core nodes, each with two
@@ -10,7 +10,11 @@ suppression threshold of 65 %; Spark executors (BE through the example's profile
 5 minutes, `--arrivals` in all, each running 30 minutes. The snapshot is written to a temporary
 directory and read as `--cluster` is; the run is timed apart from the reading (CPU seconds of the
 process), and so is writing the JSON document. `--profile N` prints the N functions with the most
-own time (cProfile), and the same grouped by component.
+own time (cProfile), and the same grouped by component. `--compiled` runs it as `pip install .` and
+the image run colocate: in a copy of the tree with `cluster/compiled.py`'s modules compiled by mypyc
+(`devtools.compiled_copy`, built first, a few minutes; or build one with `python -m
+devtools.compiled_copy DIR` and run this script from DIR). cProfile does not see inside compiled
+functions: their time is their caller's.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import cProfile
 import io
 import json
 import pstats
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +34,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from cluster.compiled import describe  # noqa: E402
 from colocate.whatif.cli import run_document  # noqa: E402
 from colocate.whatif.inputs import load_inputs, load_profiles, start_time  # noqa: E402
 from colocate.whatif.loop import RunOptions  # noqa: E402
@@ -166,7 +172,15 @@ def main() -> None:
     parser.add_argument("--step", default="1m")
     parser.add_argument("--arrivals", type=int, default=20000)
     parser.add_argument("--profile", type=int, default=0, metavar="N")
+    parser.add_argument("--compiled", action="store_true", help="run in a compiled copy of the tree (mypyc)")
     args = parser.parse_args()
+    if args.compiled:
+        from devtools.compiled_copy import compiled_copy
+
+        with tempfile.TemporaryDirectory(prefix="colocate-whatif-") as tmp:
+            tree = compiled_copy(Path(tmp) / "compiled")
+            argv = [arg for arg in sys.argv[1:] if arg != "--compiled"]
+            sys.exit(subprocess.run([sys.executable, "-m", "benchmarks.whatif_bench", *argv], cwd=tree).returncode)
     duration = parse_duration(args.duration)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -190,6 +204,7 @@ def main() -> None:
     dumped = time.process_time() - started
     steps = len(document["steps"])
     print(f"nodes {args.nodes}, steps {steps}, arrivals admitted {document['summary']['admitted']}")
+    print(f"modules compiled with mypyc: {describe()}")
     print(f"read the snapshot: {read:.1f} s CPU")
     print(f"run: {ran:.1f} s CPU ({1000 * ran / max(steps, 1):.1f} ms per step)")
     print(f"JSON document: {dumped:.1f} s CPU, {size / 1e6:.0f} MB")

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 from cli import errors, flags
 from cli.output import add_output
 from cli.parser import Subparsers
+from cluster.compiled import describe
 from cluster.store import Object
 from policies.durations import parse_duration
 from policies.field_errors import ConfigError
@@ -20,6 +22,8 @@ from policies.field_errors import ConfigError
 from .inputs import Inputs, load_inputs, load_profiles, start_time
 from .loop import Run, RunOptions
 from .summary import document_table, gained, summarise
+
+log = logging.getLogger("colocate.whatif")
 
 
 def register_commands(subparsers: Subparsers) -> None:
@@ -106,6 +110,8 @@ def whatif_command(args: argparse.Namespace) -> int:
     html_wanted = args.report is not None or args.output == "html"
     if html_wanted and _plotly_missing():  # said before the run, not after it
         return errors.report("--report and -o html need plotly: pip install 'colocate[report]'")
+    if log.isEnabledFor(logging.INFO):  # imports the admission port's modules too: only when asked
+        log.info("modules compiled with mypyc: %s (cluster/compiled.py)", describe())
     try:
         document = whatif_document(args)
     except ConfigError as exc:
