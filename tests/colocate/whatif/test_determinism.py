@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 from .conftest import EXAMPLE, Whatif
@@ -51,3 +52,14 @@ def test_the_same_inputs_and_seed_give_byte_identical_output(whatif: Whatif, tmp
     first, second = _run(whatif, workload, "7"), _run(whatif, workload, "7")
     assert first == second
     assert _run(whatif, workload, "8") != first  # the noise comes from the seed
+
+
+def test_a_run_leaves_the_collector_as_it_found_it(whatif: Whatif, tmp_path: Path) -> None:
+    """The run raises the collector's young-generation threshold while it steps (colocate/whatif/loop.py);
+    a program that runs whatif in its own process gets its own thresholds back, and nothing stays frozen."""
+    before = gc.get_threshold()
+    workload = tmp_path / "noisy.yaml"
+    workload.write_text(NOISY)
+    _run(whatif, workload, "1")
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
