@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from policies.constants import RESOURCE_CPU
 from policies.durations import parse_duration
-from policies.quantity import milli_value, resource_list, value
+from policies.quantity import milli_value, value
 
 #: koordlet's default `spec.metricCollectPolicy.reportIntervalSeconds`
 DEFAULT_REPORT_INTERVAL_SECONDS: Final = 60
@@ -59,8 +59,14 @@ class NodeMetricReading:
 
 
 def _amounts(raw: Mapping[str, Any] | None) -> Amounts:
-    """A ResourceMap (`{"resources": {...}}`) as scalars."""
-    return resource_list((raw or {}).get("resources"))
+    """A ResourceMap (`{"resources": {...}}`) as scalars (`resource_list`, without its comprehension's
+    frame: a NodeMetric has several, read on every report)."""
+    resources = raw.get("resources") if raw else None
+    out: Amounts = {}
+    if resources:
+        for resource, text in resources.items():
+            out[resource] = milli_value(text) if resource == RESOURCE_CPU else value(text)
+    return out
 
 
 #: the reading of each node's NodeMetric, by node name, while its `spec` and `status` are the very
