@@ -1,4 +1,4 @@
-"""Builds colocate; compiles the admission hot path (`webhook/compiled.py`'s HOT_PATH) with mypyc.
+"""Builds colocate; compiles the modules `cluster/compiled.py` lists (`COMPILED`) with mypyc.
 
 Everything else is in pyproject.toml. The compiled modules are optional extensions: without a C
 compiler (or Python's headers) the build warns and installs the plain modules. Editable installs are
@@ -37,23 +37,25 @@ def _wanted() -> bool:
 _MYPY_OPTIONS = ["--config-file=", "--ignore-missing-imports", "--follow-imports=silent"]
 
 
-def hot_path_extensions() -> list:
+def _source(name: str) -> str:
+    """The file of a dotted module name, relative to the root (a package's `__init__.py`)."""
+    path = Path(*name.split("."))
+    return str(path / "__init__.py") if (ROOT / path).is_dir() else str(path) + ".py"
+
+
+def compiled_extensions() -> list:
     if not _wanted():
         return []
     try:
         from mypyc.build import mypycify
     except ImportError:
-        print("colocate: mypyc is not installed; the hot path stays plain Python", file=sys.stderr)
+        print("colocate: mypyc is not installed; the compiled modules stay plain Python", file=sys.stderr)
         return []
-    hot_path = runpy.run_path(str(ROOT / "webhook" / "compiled.py"))["HOT_PATH"]
-    paths = [
-        str(Path(*name.split("."))) + ("/__init__.py" if (ROOT / Path(*name.split("."))).is_dir() else ".py")
-        for name in hot_path
-    ]
+    paths = [_source(name) for name in runpy.run_path(str(ROOT / "cluster" / "compiled.py"))["COMPILED"]]
     extensions = mypycify([*_MYPY_OPTIONS, *paths], opt_level="3")
     for extension in extensions:
         extension.optional = True  # no compiler: warn and install the plain modules
     return extensions
 
 
-setup(ext_modules=hot_path_extensions())
+setup(ext_modules=compiled_extensions())

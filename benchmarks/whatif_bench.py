@@ -1,7 +1,7 @@
 """`colocate whatif` benchmark (a script that prints numbers, not a test).
 
     python -m benchmarks.whatif_bench [--nodes 1000] [--duration 24h] [--step 1m] [--arrivals 20000]
-                                      [--profile N]
+                                      [--profile N] [--compiled]
 
 Issue 30's goal: 1,000 nodes, 24 hours at 1-minute steps, 20,000 pod arrivals in under 60 s on one
 core. The cluster is the example's shape at scale (examples/whatif): 32-core nodes, each with two
@@ -13,6 +13,10 @@ snapshot; the run to its summary (what `-o table` and `--report` need: compact r
 colocate/whatif/records.py); and the JSON document `-o json` writes, built and encoded a step at a
 time as the command does (the building of the rows alone is timed too). `--profile N` prints the N
 functions with the most own time in the run (cProfile), and the same grouped by component.
+`--compiled` runs it as `pip install .` and the image run colocate: in a copy of the tree with
+`cluster/compiled.py`'s modules compiled by mypyc (`devtools.compiled_copy`, built first, a few
+minutes; or build one with `python -m devtools.compiled_copy DIR` and run this script from DIR).
+cProfile does not see inside compiled functions: their time is their caller's.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import cProfile
 import io
 import json
 import pstats
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +36,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from cluster.compiled import describe  # noqa: E402
 from colocate.whatif.cli import run_timeline  # noqa: E402
 from colocate.whatif.inputs import load_inputs, load_profiles, start_time  # noqa: E402
 from colocate.whatif.loop import RunOptions  # noqa: E402
@@ -169,7 +175,15 @@ def main() -> None:
     parser.add_argument("--step", default="1m")
     parser.add_argument("--arrivals", type=int, default=20000)
     parser.add_argument("--profile", type=int, default=0, metavar="N")
+    parser.add_argument("--compiled", action="store_true", help="run in a compiled copy of the tree (mypyc)")
     args = parser.parse_args()
+    if args.compiled:
+        from devtools.compiled_copy import compiled_copy
+
+        with tempfile.TemporaryDirectory(prefix="colocate-whatif-") as tmp:
+            tree = compiled_copy(Path(tmp) / "compiled")
+            argv = [arg for arg in sys.argv[1:] if arg != "--compiled"]
+            sys.exit(subprocess.run([sys.executable, "-m", "benchmarks.whatif_bench", *argv], cwd=tree).returncode)
     duration = parse_duration(args.duration)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -197,6 +211,7 @@ def main() -> None:
     dumped = time.process_time() - started
     steps = len(result.steps)
     print(f"nodes {args.nodes}, steps {steps}, arrivals admitted {result.summary['admitted']}")
+    print(f"modules compiled with mypyc: {describe()}")
     print(f"read the snapshot: {read:.1f} s CPU")
     print(f"run: {ran:.1f} s CPU ({1000 * ran / max(steps, 1):.1f} ms per step), to the summary")
     print(f"JSON document (-o json): {dumped:.1f} s CPU, {size / 1e6:.0f} MB; of which building the rows {built:.1f} s")

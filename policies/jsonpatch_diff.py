@@ -52,7 +52,7 @@ def _diff(before: Any, after: Any, path: str, out: list[dict[str, Any]]) -> None
         out.append({"op": "replace", "path": path, "value": after})
 
 
-# The two walks take typed containers: compiled (webhook/compiled.py), they then use the dict and
+# The two walks take typed containers: compiled (cluster/compiled.py), they then use the dict and
 # list C API directly instead of the generic object protocol.
 def _diff_dict(before: dict[str, Any], after: dict[str, Any], path: str, out: list[dict[str, Any]]) -> None:
     for key in before:

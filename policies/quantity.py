@@ -114,6 +114,17 @@ class Quantity:
     def __ge__(self, other: Quantity) -> bool:
         return self.nanos >= other.nanos
 
+    # The dataclass's own equality and hash, written out: compiled with mypyc (cluster/compiled.py),
+    # a class that orders itself keeps only identity for ==, and no hash, unless it says so.
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Quantity)
+        return self.nanos == other.nanos and self.format is other.format
+
+    def __hash__(self) -> int:
+        return hash((self.nanos, self.format))
+
     def same_value(self, other: Quantity) -> bool:
         return self.nanos == other.nanos
 

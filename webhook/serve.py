@@ -42,9 +42,9 @@ from certs.material import CertPaths
 from cli import eventloop
 from cli.jsonlog import dropped_lines, json_logging
 from cluster.client import api_client
+from cluster.compiled import ADMISSION, compiled_modules
 from cluster.kinds import WatchedKind, transforms_of
 from cluster.store import ClusterStore
-from webhook.compiled import HOT_PATH, compiled_modules
 from webhook.connections import (
     DEFAULT_HEALTH_ADDRESS,
     DEFAULT_MAX_BODY,
@@ -359,8 +359,8 @@ async def serve_forever(
             config.port,
             ", ".join(f"http://{host}:{port}{sorted(paths)}" for (host, port), paths in probes.listeners.items()),
             os.getpid(),
-            len(compiled_modules()),
-            len(HOT_PATH),
+            len(compiled_modules(ADMISSION)),
+            len(ADMISSION),
         )
         await signals.get()
         lifecycle.draining = True

@@ -6,6 +6,7 @@ The edge: flags and files are read here; bad input is one line naming the file a
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from cli import errors, flags
 from cli.output import add_output
 from cli.parser import Subparsers
+from cluster.compiled import describe
 from cluster.store import Object
 from policies.durations import parse_duration
 from policies.field_errors import ConfigError
@@ -21,6 +23,8 @@ from .inputs import Inputs, load_inputs, load_profiles, start_time
 from .loop import Run, RunOptions
 from .records import RunResult, document_of, json_chunks
 from .summary import document_table, gained, summarise
+
+log = logging.getLogger("colocate.whatif")
 
 
 def register_commands(subparsers: Subparsers) -> None:
@@ -113,6 +117,8 @@ def whatif_command(args: argparse.Namespace) -> int:
     html_wanted = args.report is not None or args.output == "html"
     if html_wanted and _plotly_missing():  # said before the run, not after it
         return errors.report("--report and -o html need plotly: pip install 'colocate[report]'")
+    if log.isEnabledFor(logging.INFO):  # imports the admission port's modules too: only when asked
+        log.info("modules compiled with mypyc: %s (cluster/compiled.py)", describe())
     try:
         runs = whatif_runs(args)
     except ConfigError as exc:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from policies.constants import MID_CPU, MID_MEMORY
-from policies.noderesource.inputs import node_input
+from policies.noderesource.inputs import metric_input, node_input
 from policies.noderesource.mid import node_mid
 from policies.slo_config.colocation import DEFAULT_STRATEGY, ColocationStrategy, merge
 from tests.policies.noderesource.builders import config, metric, node, pod, run, value
@@ -112,5 +112,9 @@ def test_mid_is_never_amplified_and_is_zero_by_default() -> None:
 
 
 def test_static_mode_reads_no_metric() -> None:
+    """Static mode's mid is a share of capacity: a NodeMetric that policy mode would read changes nothing."""
     n = node_input(node("100", "210G"), [])
-    assert node_mid(strategy(midReclaimMode="static", midStaticCPUReservedPercent=10), n, None) == (10000, 0)  # type: ignore[arg-type]
+    read = metric_input(metric([], node_usage=("20", "50G"), prod_reclaimable=("30", "60G")))
+    assert read is not None
+    assert node_mid(strategy(midReclaimMode="policy"), n, read) != (10000, 0)
+    assert node_mid(strategy(midReclaimMode="static", midStaticCPUReservedPercent=10), n, read) == (10000, 0)
