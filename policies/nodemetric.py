@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from policies.constants import RESOURCE_CPU
 from policies.durations import parse_duration
-from policies.quantity import resource_list
+from policies.quantity import milli_value, value
 
 #: koordlet's default `spec.metricCollectPolicy.reportIntervalSeconds`
 DEFAULT_REPORT_INTERVAL_SECONDS: Final = 60
@@ -58,8 +59,14 @@ class NodeMetricReading:
 
 
 def _amounts(raw: Mapping[str, Any] | None) -> Amounts:
-    """A ResourceMap (`{"resources": {...}}`) as scalars."""
-    return resource_list((raw or {}).get("resources"))
+    """A ResourceMap (`{"resources": {...}}`) as scalars (`resource_list`, without its comprehension's
+    frame: a NodeMetric has several, read on every report)."""
+    resources = raw.get("resources") if raw else None
+    out: Amounts = {}
+    if resources:
+        for resource, text in resources.items():
+            out[resource] = milli_value(text) if resource == RESOURCE_CPU else value(text)
+    return out
 
 
 #: the reading of each node's NodeMetric, by node name, while its `spec` and `status` are the very
@@ -90,19 +97,31 @@ def _read(metric: Mapping[str, Any]) -> NodeMetricReading:
     interval = (spec.get("metricCollectPolicy") or {}).get("reportIntervalSeconds") or DEFAULT_REPORT_INTERVAL_SECONDS
     node_metric = status.get("nodeMetric")
     pods = []
-    for item in status.get("podsMetric") or []:
-        key = f"{item.get('namespace') or 'default'}/{item.get('name', '')}"
+    # `resource_list` inlined (no frame per pod or per amount): this runs for every pod of every
+    # node, every report; `milli_value`/`value` are the cached parsers `scalar_of` picks between
+    for item in status.get("podsMetric") or ():
         pod_usage = item.get("podUsage")
-        usage = _amounts(pod_usage) if (pod_usage or {}).get("resources") else None
+        resources = pod_usage.get("resources") if pod_usage else None
+        usage: Amounts | None = None
+        if resources:
+            usage = {}
+            for resource, text in resources.items():
+                usage[resource] = milli_value(text) if resource == RESOURCE_CPU else value(text)
+        key = f"{item.get('namespace') or 'default'}/{item.get('name', '')}"
         pods.append(PodMetric(key, str(item.get("priority") or ""), usage))
     aggregated = []
     for entry in (node_metric or {}).get("aggregatedNodeUsages") or []:
-        by_kind = {str(kind): _amounts(value) for kind, value in (entry.get("usage") or {}).items()}
+        by_kind = {str(kind): _amounts(raw) for kind, raw in (entry.get("usage") or {}).items()}
         aggregated.append(AggregatedUsage(parse_duration(entry.get("duration")), by_kind))
-    hosts = tuple(
-        (str(item.get("priority") or ""), _amounts(item.get("usage")))
-        for item in status.get("hostApplicationMetric") or []
-        if isinstance(item, Mapping)
+    host_items = status.get("hostApplicationMetric")
+    hosts = (
+        tuple(
+            (str(item.get("priority") or ""), _amounts(item.get("usage")))
+            for item in host_items
+            if isinstance(item, Mapping)
+        )
+        if host_items
+        else ()
     )
     reclaimable = (status.get("prodReclaimableMetric") or {}).get("resource") or {}
     return NodeMetricReading(

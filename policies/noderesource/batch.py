@@ -19,7 +19,6 @@ from policies.noderesource.inputs import (
     add,
     clamp0,
     hp_host_usage,
-    is_lse,
     multiply_milli,
     multiply_value,
     rmax,
@@ -68,21 +67,16 @@ def hp_sums(node: NodeInput, metric: MetricInput) -> HPSums:
     An HP pod without a metric counts its request as usage but adds nothing to max(request, usage)
     (Koordinator's node-level quirk); an LSE pod counts its request for cpu. (Summed in plain
     integers: this runs for every pod of every node, every round.)"""
-    request_cpu = request_memory = used_cpu = used_memory = max_cpu = max_memory = 0
+    used_cpu = used_memory = max_cpu = max_memory = 0
     metrics = metric.pods
-    for pod in node.pods:
-        if not pod.active or pod.priority in LOW_PRIORITIES:
-            continue
-        cpu, memory = pod.request
-        request_cpu += cpu
-        request_memory += memory
-        found = metrics.get(pod.key)
+    for key, cpu, memory, lse in node.hp_pods:  # the active pods above batch priority
+        found = metrics.get(key)
         if found is None:
             used_cpu += cpu
             used_memory += memory
             continue
         usage_cpu, usage_memory = found[1]
-        used_cpu += cpu if is_lse(pod.qos) else usage_cpu
+        used_cpu += cpu if lse else usage_cpu
         used_memory += usage_memory
         max_cpu += cpu if cpu > usage_cpu else usage_cpu
         max_memory += memory if memory > usage_memory else usage_memory
@@ -94,7 +88,7 @@ def hp_sums(node: NodeInput, metric: MetricInput) -> HPSums:
         used_memory += usage[1]
         max_cpu += usage[0]
         max_memory += usage[1]
-    return HPSums((request_cpu, request_memory), (used_cpu, used_memory), (max_cpu, max_memory))
+    return HPSums(node.hp_request, (used_cpu, used_memory), (max_cpu, max_memory))
 
 
 def batch_by_policy(

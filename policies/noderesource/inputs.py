@@ -113,6 +113,10 @@ def res_of_scalars(amounts: Mapping[str, int] | None) -> Res:
     return (amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0) * 1000)
 
 
+#: the classes below prod, as plain text (what `prod_request` leaves out)
+NOT_PROD: Final = frozenset({str(PriorityClass.MID), str(PriorityClass.BATCH), str(PriorityClass.FREE)})
+
+
 @dataclass(frozen=True, slots=True)
 class PodInput:
     """One pod on the node: whether it counts (Running/Pending), its classes, request and NUMA binding."""
@@ -162,12 +166,34 @@ class NodeInput:
     reserved: Res = field(init=False)
     #: the keys of the active (Running/Pending) pods, whose metrics are not dangling
     active_keys: frozenset[str] = field(init=False)
+    #: Σ request of the active prod pods (neither mid, batch nor free): the mid calculation's
+    #: prod request, which depends on the pods alone (a NodeInput is kept while they are the same)
+    prod_request: Res = field(init=False)
+    #: (key, request cpu, request memory, is LSE) of the active pods above batch priority, and Σ of
+    #: their requests: what the node-level HP sums read of the pods (`batch.hp_sums`)
+    hp_pods: tuple[tuple[str, int, int, bool], ...] = field(init=False)
+    hp_request: Res = field(init=False)
 
     def __post_init__(self) -> None:
         kubelet = clamp0(sub(self.capacity, self.allocatable))
         object.__setattr__(self, "kubelet_reserved", kubelet)
         object.__setattr__(self, "reserved", rmax(kubelet, self.reservation or ZERO))
         object.__setattr__(self, "active_keys", frozenset(p.key for p in self.pods if p.active))
+        cpu = memory = hp_cpu = hp_memory = 0
+        hp_pods = []
+        for pod in self.pods:
+            if not pod.active:
+                continue
+            if pod.priority not in NOT_PROD:
+                cpu += pod.request[0]
+                memory += pod.request[1]
+            if pod.priority not in LOW_PRIORITIES:
+                hp_pods.append((pod.key, pod.request[0], pod.request[1], is_lse(pod.qos)))
+                hp_cpu += pod.request[0]
+                hp_memory += pod.request[1]
+        object.__setattr__(self, "prod_request", (cpu, memory))
+        object.__setattr__(self, "hp_pods", tuple(hp_pods))
+        object.__setattr__(self, "hp_request", (hp_cpu, hp_memory))
 
 
 #: the node's batch and mid resources, as the manager writes them

@@ -29,7 +29,6 @@ from policies.noderesource.inputs import (
 from policies.slo_config.colocation import MID_RECLAIM_MODE_STATIC, ColocationStrategy
 
 DEGRADE_MESSAGE: Final = "degrade node Mid resource because of abnormal nodeMetric, reason: degradedByMidResource"
-_NOT_PROD: Final = frozenset({PriorityClass.MID, PriorityClass.BATCH, PriorityClass.FREE})
 
 
 def _cap(strategy: ColocationStrategy, capacity: Res, cpu: int, memory_bytes: int) -> Res:
@@ -50,12 +49,8 @@ def static_mid(strategy: ColocationStrategy, capacity: Res) -> Res:
 
 
 def prod_requested(node: NodeInput) -> Res:
-    cpu = memory = 0
-    for pod in node.pods:
-        if pod.active and pod.priority not in _NOT_PROD:
-            cpu += pod.request[0]
-            memory += pod.request[1]
-    return (cpu, memory)
+    """Σ request of the node's active prod pods (summed once per NodeInput)."""
+    return node.prod_request
 
 
 def policy_mid(strategy: ColocationStrategy, node: NodeInput, metric: MetricInput) -> Res:

@@ -197,13 +197,17 @@ def plan_node(
         )
         why = decision.reason
         reason = f"{state}; {why}" if state and why else state or why
+    # the fields spelled out (not `**base`): this runs for every node, every round
     return NodePlan(
-        **base,
+        name=name,
+        strategy=strategy,
         allocatable=_extended(prepared["allocatable"]),
         prepared=prepared,
         decision=decision,
         reason=reason,
         zones=zones,
+        nodeslo=nodeslo,
+        nodemetric=nodemetric,
         degraded=degraded,
     )
 

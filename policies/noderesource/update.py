@@ -109,6 +109,8 @@ def decide(
         reasons.append(f"last write {now - last_write:.0f}s ago (threshold {strategy.update_time_threshold_seconds}s)")
     threshold = strategy.resource_diff_threshold
     for name in _COMPARED:
+        if name not in old_allocatable and name not in new_allocatable:
+            continue  # absent on both sides: no difference (mid resources of a node without mid)
         why = resource_difference(old_allocatable, new_allocatable, name, threshold)
         if why is not None:
             status = True

@@ -29,6 +29,28 @@ def test_usage_is_read_as_scalars_with_pods_and_system_usage() -> None:
     ]
 
 
+def test_a_pod_entry_without_resources_has_no_usage_and_a_host_application_keeps_its_class() -> None:
+    metric = make_metric("n1", cpu="1", memory="1Gi")
+    metric["status"]["podsMetric"] = [
+        {"name": "bare"},
+        {"namespace": "ns", "name": "empty", "podUsage": {}},
+        {"namespace": "ns", "name": "none", "podUsage": {"resources": {}}, "priority": "koord-mid"},
+    ]
+    metric["status"]["hostApplicationMetric"] = [{"priority": "koord-batch", "usage": {"resources": {"cpu": "2"}}}]
+    reading = read_node_metric(metric)
+    assert [(p.key, p.priority, p.usage) for p in reading.pods] == [
+        ("default/bare", "", None),
+        ("ns/empty", "", None),
+        ("ns/none", "koord-mid", None),
+    ]
+    assert reading.host_applications == (("koord-batch", {"cpu": 2000}),)
+
+
+def test_a_malformed_pod_quantity_is_an_error() -> None:
+    with pytest.raises(QuantityError):
+        read_node_metric(make_metric("n1", pods=[pod_metric("p1", cpu="lots")]))
+
+
 def test_a_metric_without_node_metric_or_update_time_says_so() -> None:
     reading = read_node_metric(make_metric("n1", update_time=None, no_node_metric=True, report_interval=None))
     assert (reading.has_node_metric, reading.node_usage, reading.update_time) == (False, None, None)
