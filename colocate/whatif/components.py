@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import jsonpatch
 from prometheus_client import CollectorRegistry
@@ -175,6 +175,11 @@ class Manager:
             self.last_full = now
 
 
+#: Koordinator's default `cpuSuppressThresholdPercent`, for a node without a NodeSLO (made once:
+#: the record asks for it per node and step)
+DEFAULT_CPU_SUPPRESS_THRESHOLD_PERCENT: Final = ThresholdStrategy().cpu_suppress_threshold_percent
+
+
 class Koordlet:
     """One koordlet per node: its QoS manager keeps state across rounds (cool times); the cgroup
     files it wrote are what it reads back next round."""
@@ -194,7 +199,7 @@ class Koordlet:
 
     def threshold_percent(self, node: str) -> int:
         """The node's `cpuSuppressThresholdPercent` (the NodeSLO's, else Koordinator's default)."""
-        return self.thresholds.get(node, ThresholdStrategy().cpu_suppress_threshold_percent)
+        return self.thresholds.get(node, DEFAULT_CPU_SUPPRESS_THRESHOLD_PERCENT)
 
     def round(
         self,

@@ -308,7 +308,6 @@ class Run:
         values: list[int] = []
         raw: dict[tuple[int, int], Any] = {}
         get = self.store.get
-        thresholds = self.koordlet.thresholds
         for index, node in enumerate(self.nodes):
             obj = get("Node", ("", node))
             facts = self._node_facts.get(node)
@@ -324,9 +323,7 @@ class Run:
             values += batch
             over = False
             if requests.has_prod:
-                threshold = thresholds.get(node)
-                if threshold is None:
-                    threshold = self.koordlet.threshold_percent(node)
+                threshold = self.koordlet.threshold_percent(node)
                 total = usage[SYSTEM_CPU] + usage[0] + usage[2] + usage[4]
                 over = total * 100 > threshold * capacity
             values += (self.suppressed.get(node, 0), over, usage[STARVED_PODS])
