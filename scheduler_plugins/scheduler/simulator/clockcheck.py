@@ -41,7 +41,10 @@ class ClockCheck:
         stamps: list[float] = []
         stale = 0
         for metric in cluster.node_metrics.values():
-            updated = parse_time(read_node_metric(metric).update_time)
+            try:
+                updated = parse_time(read_node_metric(metric).update_time)
+            except (ValueError, TypeError, AttributeError):
+                continue  # LoadAware counts it as none and warns, naming it (`loadaware/cache.py`)
             if updated is not None:
                 stamps.append(updated)
             if updated is None or self.now - updated > self.expiration:

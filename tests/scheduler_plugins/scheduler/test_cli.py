@@ -1,6 +1,7 @@
 """`colocate scheduler simulate|explain` as a user runs them, on the shipped example snapshot."""
 
 import json
+import shutil
 
 import pytest
 
@@ -277,3 +278,14 @@ def test_the_documented_preemption_example_evicts_around_the_budget(capsys):
     (candidate,) = [c for c in preemption["candidates"] if c["node"] == "node-1"]
     assert [v["pod"] for v in candidate["victims"]] == ["ml/train-b-1", "ml/free-0"]
     assert "ml/train-a-0" in {r["pod"] for r in candidate["reprieved"]}
+
+
+def test_simulate_with_an_unreadable_node_metric_warns_and_schedules_its_node_without_usage(capsys, caplog, tmp_path):
+    cluster = tmp_path / "cluster"
+    shutil.copytree(EXAMPLE, cluster)
+    metrics = cluster / "nodemetrics.yaml"
+    metrics.write_text(metrics.read_text().replace('cpu: "12"', 'cpu: "twelve"', 1))
+    code, out, err = run(capsys, "simulate", "--cluster", str(cluster), "--now", NOW, "-o", "json")
+    assert code == 0 and "Traceback" not in err  # it was, from the clock check
+    assert "NodeMetric node-1 cannot be read" in caplog.text and "'twelve'" in caplog.text
+    assert len(json.loads(out)["placements"]) == 5
