@@ -68,6 +68,26 @@ def overlay_in(state: CycleState, key: str) -> PodOverlay[Any]:
     return overlay
 
 
+def give_back_in_cycle(
+    state: CycleState, prefilter_key: str, key: str, node_name: str, pod_key: str, cache: Mapping[str, Any]
+) -> None:
+    """AddPod: the pod holds on the node again what the plugin's `cache` says it holds. Only in a
+    cycle the plugin's PreFilter ran in (state under `prefilter_key`), and only for a pod the cache
+    has: one holding nothing here (a nominated pod not bound yet) adds nothing, as Koordinator's
+    AddPod."""
+    if state.read(prefilter_key) is not None and pod_key in cache:
+        overlay_in(state, key).add(node_name, pod_key, None)
+
+
+def free_in_cycle(
+    state: CycleState, prefilter_key: str, key: str, node_name: str, pod_key: str, cache: Mapping[str, Any]
+) -> None:
+    """RemovePod: what the pod holds on the node is free in this cycle (a preemption's victim);
+    under the same conditions as `give_back_in_cycle`."""
+    if state.read(prefilter_key) is not None and pod_key in cache:
+        overlay_in(state, key).remove(node_name, pod_key)
+
+
 def held_in_cycle(state: CycleState | None, key: str, node_name: str, cache: Mapping[str, T]) -> Mapping[str, T]:
     """What the pods hold on the node as this cycle's overlay under `key` left it: the cache
     itself when the cycle has none (no preemption trial)."""

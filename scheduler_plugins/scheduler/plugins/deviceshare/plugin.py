@@ -55,7 +55,11 @@ from scheduler_plugins.scheduler.framework.cycle_state import (
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, NodeScore, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
-from scheduler_plugins.scheduler.framework.pod_overlay import held_in_cycle, overlay_in
+from scheduler_plugins.scheduler.framework.pod_overlay import (
+    free_in_cycle,
+    give_back_in_cycle,
+    held_in_cycle,
+)
 from scheduler_plugins.scheduler.framework.scoring import least_requested, most_requested
 from scheduler_plugins.scheduler.framework.status import (
     MAX_NODE_SCORE,
@@ -311,14 +315,12 @@ class DeviceShare:
     def add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
         """`other` holds its cards again (a reprieved victim); a pod holding none here (a nominated
         pod not bound yet) adds nothing, as Koordinator's AddPod."""
-        if state.read(_STATE_KEY) is not None and other.key in self.held.get(node.name, {}):
-            overlay_in(state, _OVERLAY_KEY).add(node.name, other.key, None)
+        give_back_in_cycle(state, _STATE_KEY, _OVERLAY_KEY, node.name, other.key, self.held.get(node.name, {}))
         return SUCCESS
 
     def remove_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
         """`other`'s cards are free in this cycle (a preemption's victim)."""
-        if state.read(_STATE_KEY) is not None and other.key in self.held.get(node.name, {}):
-            overlay_in(state, _OVERLAY_KEY).remove(node.name, other.key)
+        free_in_cycle(state, _STATE_KEY, _OVERLAY_KEY, node.name, other.key, self.held.get(node.name, {}))
         return SUCCESS
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:

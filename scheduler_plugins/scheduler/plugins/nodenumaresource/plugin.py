@@ -47,7 +47,11 @@ from scheduler_plugins.scheduler.framework.cycle_state import (
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
-from scheduler_plugins.scheduler.framework.pod_overlay import held_in_cycle, overlay_in
+from scheduler_plugins.scheduler.framework.pod_overlay import (
+    free_in_cycle,
+    give_back_in_cycle,
+    held_in_cycle,
+)
 from scheduler_plugins.scheduler.framework.scoring import least_requested, most_requested
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, unresolvable, unschedulable
 from scheduler_plugins.scheduler.plugins.nodenumaresource.allocator import numa_order
@@ -175,14 +179,12 @@ class NodeNUMAResource:
     def add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
         """`other` holds its CPUs again (a reprieved victim). A pod that holds none here (a
         nominated pod not bound yet) adds nothing, as Koordinator's AddPod."""
-        if state.read(_STATE_KEY) is not None and other.key in self.allocations.get(node.name, {}):
-            overlay_in(state, _OVERLAY_KEY).add(node.name, other.key, None)
+        give_back_in_cycle(state, _STATE_KEY, _OVERLAY_KEY, node.name, other.key, self.allocations.get(node.name, {}))
         return SUCCESS
 
     def remove_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
         """`other`'s CPUs and NUMA resources are free in this cycle (a preemption's victim)."""
-        if state.read(_STATE_KEY) is not None and other.key in self.allocations.get(node.name, {}):
-            overlay_in(state, _OVERLAY_KEY).remove(node.name, other.key)
+        free_in_cycle(state, _STATE_KEY, _OVERLAY_KEY, node.name, other.key, self.allocations.get(node.name, {}))
         return SUCCESS
 
     def _options(
