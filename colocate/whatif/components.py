@@ -186,7 +186,22 @@ class _NodeKoordlet:
     objects it read last, kept while they are the very objects (the store replaces an object when it
     changes, never edits it): the NodeSLO's parse, the node's state and its pods' views."""
 
-    __slots__ = ("manager", "files", "read", "processors", "slo_obj", "slo", "slo_error", "state", "pods", "views")
+    __slots__ = (
+        "manager",
+        "files",
+        "read",
+        "processors",
+        "slo_obj",
+        "slo",
+        "slo_error",
+        "state",
+        "node",
+        "state_pods",
+        "metric",
+        "topology",
+        "pods",
+        "views",
+    )
 
     def __init__(self, manager: QOSManager) -> None:
         self.manager = manager
@@ -197,6 +212,11 @@ class _NodeKoordlet:
         self.slo: NodeSLO | None = None
         self.slo_error: str | None = None
         self.state: NodeState | None = None
+        #: what `state` holds (the Node, the pods, the NodeMetric and the NodeResourceTopology)
+        self.node: Object | None = None
+        self.state_pods: tuple[Object, ...] | None = None
+        self.metric: Object | None = None
+        self.topology: Object | None = None
         self.pods: tuple[Object, ...] | None = None
         self.views: tuple[PodView, ...] = ()
 
@@ -245,14 +265,17 @@ class Koordlet:
         metric = store.get(NODE_METRIC_KIND, ("", name))
         topology = store.get("NodeResourceTopology", ("", name))
         state = agent.state
+        # the objects the state holds are compared as the agent keeps them (its own slots: the
+        # state object itself is not read unless it is kept)
         if (
             state is None
-            or state.node is not node
-            or state.pods is not pods
-            or state.node_metric is not metric
-            or state.topology is not topology
+            or metric is not agent.metric
+            or node is not agent.node
+            or pods is not agent.state_pods
+            or topology is not agent.topology
         ):
             state = agent.state = NodeState(node, agent.slo, agent.slo_error, pods, topology, metric)
+            agent.node, agent.state_pods, agent.metric, agent.topology = node, pods, metric, topology
         if usage is None:
             usage = usage_of_node_metric(metric, be_cpu)
         elif usage.be_cpu is not be_cpu:

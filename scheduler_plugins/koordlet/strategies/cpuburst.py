@@ -300,7 +300,8 @@ class CPUBurst:
         if len(self._plans) > planned:  # forget the plans of pods gone (or no longer burstable)
             keep = {pod.key for pod in inp.pods if pod.raw_qos not in _NOT_BURSTED}
             self._plans = {key: plan for key, plan in self._plans.items() if key in keep}
-        for gone in stats.keys() - seen:  # Recycle: forget containers that are gone
-            del stats[gone]
-            self.memory.limiters.pop(gone, None)
+        if stats:  # Recycle: forget containers that are gone
+            for gone in stats.keys() - seen:
+                del stats[gone]
+                self.memory.limiters.pop(gone, None)
         return result
