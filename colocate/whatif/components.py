@@ -196,10 +196,9 @@ class _NodeKoordlet:
         "slo_error",
         "state",
         "node",
-        "state_pods",
+        "pods",
         "metric",
         "topology",
-        "pods",
         "views",
     )
 
@@ -212,12 +211,12 @@ class _NodeKoordlet:
         self.slo: NodeSLO | None = None
         self.slo_error: str | None = None
         self.state: NodeState | None = None
-        #: what `state` holds (the Node, the pods, the NodeMetric and the NodeResourceTopology)
+        #: what `state` holds (the Node, the pods, the NodeMetric and the NodeResourceTopology), and
+        #: the views of those pods
         self.node: Object | None = None
-        self.state_pods: tuple[Object, ...] | None = None
+        self.pods: tuple[Object, ...] | None = None
         self.metric: Object | None = None
         self.topology: Object | None = None
-        self.pods: tuple[Object, ...] | None = None
         self.views: tuple[PodView, ...] = ()
 
     def _read(self, cgroup: str, resource: Resource) -> Any:
@@ -271,19 +270,18 @@ class Koordlet:
             state is None
             or metric is not agent.metric
             or node is not agent.node
-            or pods is not agent.state_pods
+            or pods is not agent.pods
             or topology is not agent.topology
         ):
+            if pods is not agent.pods:
+                view = self._view
+                agent.views = tuple(v for p in pods if (v := view(p)) is not None)
             state = agent.state = NodeState(node, agent.slo, agent.slo_error, pods, topology, metric)
-            agent.node, agent.state_pods, agent.metric, agent.topology = node, pods, metric, topology
+            agent.node, agent.pods, agent.metric, agent.topology = node, pods, metric, topology
         if usage is None:
             usage = usage_of_node_metric(metric, be_cpu)
         elif usage.be_cpu is not be_cpu:
             usage = Usage(usage.node, usage.pods, usage.host_apps, be_cpu)
-        if pods is not agent.pods:
-            view = self._view
-            agent.views = tuple(v for p in pods if (v := view(p)) is not None)
-            agent.pods = pods
         cpus = agent.processors
         if cpus is None:
             found = processors_of_topology(topology)
