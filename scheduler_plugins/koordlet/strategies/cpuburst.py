@@ -224,12 +224,15 @@ class CPUBurst:
             return UNKNOWN
         total = float(len(inp.processors))
         used = inp.usage.node.cpu_milli / 1000
+        pods_used = inp.usage.pods
         for pod in inp.pods:
-            if pod.raw_qos in _EXCLUSIVE:
+            qos = pod.raw_qos
+            if qos in _EXCLUSIVE:
                 total -= pod.request(RESOURCE_CPU) / 1000
-            found = inp.usage.pods.get(pod.key)
-            if found is not None and pod.raw_qos in _NOT_BURSTED:
-                used -= found.cpu_milli / 1000
+            if qos in _NOT_BURSTED:
+                found = pods_used.get(pod.key)
+                if found is not None:
+                    used -= found.cpu_milli / 1000
         return node_state(used, total, threshold)
 
     def _allowed(self, key: str, strategy: CPUBurstStrategy, now: float) -> bool:
