@@ -12,7 +12,7 @@ Nothing here decides: it hands each component its inputs and the store its write
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -180,6 +180,49 @@ class Manager:
 DEFAULT_CPU_SUPPRESS_THRESHOLD_PERCENT: Final = ThresholdStrategy().cpu_suppress_threshold_percent
 
 
+class _NodeKoordlet:
+    """One node's koordlet between rounds: its QoS manager (cool times, recovered policies), the
+    cgroup files it wrote (what it reads back next round), its processors, and what it made of the
+    objects it read last, kept while they are the very objects (the store replaces an object when it
+    changes, never edits it): the NodeSLO's parse, the node's state and its pods' views."""
+
+    __slots__ = (
+        "manager",
+        "files",
+        "read",
+        "processors",
+        "slo_obj",
+        "slo",
+        "slo_error",
+        "state",
+        "node",
+        "pods",
+        "metric",
+        "topology",
+        "views",
+    )
+
+    def __init__(self, manager: QOSManager) -> None:
+        self.manager = manager
+        self.files: dict[tuple[str, str], object] = {}
+        self.read: Callable[[str, Resource], Any] = self._read
+        self.processors: tuple[CPUInfo, ...] | None = None
+        self.slo_obj: Object | None = None
+        self.slo: NodeSLO | None = None
+        self.slo_error: str | None = None
+        self.state: NodeState | None = None
+        #: what `state` holds (the Node, the pods, the NodeMetric and the NodeResourceTopology), and
+        #: the views of those pods
+        self.node: Object | None = None
+        self.pods: tuple[Object, ...] | None = None
+        self.metric: Object | None = None
+        self.topology: Object | None = None
+        self.views: tuple[PodView, ...] = ()
+
+    def _read(self, cgroup: str, resource: Resource) -> Any:
+        return self.files.get((cgroup, resource.name))
+
+
 class Koordlet:
     """One koordlet per node: its QoS manager keeps state across rounds (cool times); the cgroup
     files it wrote are what it reads back next round."""
@@ -188,13 +231,11 @@ class Koordlet:
         self.options = StrategyOptions(gates=koordlet_gates(gates))
         self.layout = CgroupLayout(Path("/"), CgroupVersion.V1, CgroupDriver.CGROUPFS)
         self.clock = clock
-        self.managers: dict[str, QOSManager] = {}
-        self.cgroups: dict[str, dict[tuple[str, str], object]] = {}
-        self._processors: dict[str, tuple[CPUInfo, ...]] = {}
+        #: one per node (bounded by the run's nodes)
+        self._nodes: dict[str, _NodeKoordlet] = {}
         self.thresholds: dict[str, int] = {}
-        #: parsed once per stored object (the store replaces an object when it changes): a node's
-        #: NodeSLO and each pod's view are what the live koordlet keeps between rounds too
-        self._slos: dict[str, tuple[Object, NodeSLO | None, str | None]] = {}
+        #: each pod's view, parsed once per stored object (the live koordlet keeps its pods between
+        #: rounds too); a node's views are kept while its pods are the very tuple read before
         self._views: dict[int, tuple[Object, PodView | None]] = {}
 
     def threshold_percent(self, node: str) -> int:
@@ -214,46 +255,58 @@ class Koordlet:
         `usage`: what the node's metric cache holds now, when it is not yet the stored NodeMetric's
         (the koordlet reads its own cache, numbers, not the object it reports)."""
         name = str(node["metadata"]["name"])
-        slo, error = self._slo(name, store.get(NODE_SLO_KIND, ("", name)))
+        agent = self._nodes.get(name)
+        if agent is None:
+            agent = self._nodes[name] = _NodeKoordlet(QOSManager(self.options, builtin_strategies()))
+        slo_obj = store.get(NODE_SLO_KIND, ("", name))
+        if slo_obj is not agent.slo_obj:
+            self._parse_slo(name, agent, slo_obj)
         metric = store.get(NODE_METRIC_KIND, ("", name))
         topology = store.get("NodeResourceTopology", ("", name))
-        if slo is not None:
-            self.thresholds[name] = slo.threshold.cpu_suppress_threshold_percent
-        state = NodeState(node, slo, error, pods, topology, metric)
-        files = self.cgroups.get(name)
-        if files is None:
-            files = self.cgroups[name] = {}
-
-        def read(cgroup: str, resource: Resource) -> Any:
-            return files.get((cgroup, resource.name))
-
-        reported = usage if usage is not None else usage_of_node_metric(metric)
-        usage = Usage(reported.node, reported.pods, reported.host_apps, be_cpu)
-        view = self._view
-        views = tuple(v for p in pods if (v := view(p)) is not None)
-        cpus = self._processors.get(name) or self._cpus(name, node, topology)
-        inp = RoundInput(state, usage, self.layout, read, self.clock.now, cpus, views)
-        manager = self.managers.get(name)
-        if manager is None:
-            manager = self.managers[name] = QOSManager(self.options, builtin_strategies())
-        report = manager.run_round(inp, names)
+        state = agent.state
+        # the objects the state holds are compared as the agent keeps them (its own slots: the
+        # state object itself is not read unless it is kept)
+        if (
+            state is None
+            or metric is not agent.metric
+            or node is not agent.node
+            or pods is not agent.pods
+            or topology is not agent.topology
+        ):
+            if pods is not agent.pods:
+                view = self._view
+                agent.views = tuple(v for p in pods if (v := view(p)) is not None)
+            state = agent.state = NodeState(node, agent.slo, agent.slo_error, pods, topology, metric)
+            agent.node, agent.pods, agent.metric, agent.topology = node, pods, metric, topology
+        if usage is None:
+            usage = usage_of_node_metric(metric, be_cpu)
+        elif usage.be_cpu is not be_cpu:
+            usage = Usage(usage.node, usage.pods, usage.host_apps, be_cpu)
+        cpus = agent.processors
+        if cpus is None:
+            found = processors_of_topology(topology)
+            if found is None:
+                found = flat_processors(capacity_milli(node) // 1000)
+            cpus = agent.processors = tuple(found)
+        inp = RoundInput(state, usage, self.layout, agent.read, self.clock.now, cpus, agent.views)
+        report = agent.manager.run_round(inp, names)
+        files = agent.files
         for write in report.writes:
             files[(write.cgroup, write.resource.name)] = write.value
         return report
 
-    def _slo(self, name: str, obj: Object | None) -> tuple[NodeSLO | None, str | None]:
-        if obj is None:
-            return None, None
-        cached = self._slos.get(name)
-        if cached is not None and cached[0] is obj:
-            return cached[1], cached[2]
+    def _parse_slo(self, name: str, agent: _NodeKoordlet, obj: Object | None) -> None:
+        """The NodeSLO `obj` parsed (its error kept instead when it is refused)."""
         slo, error = None, None
-        try:
-            slo = NodeSLO.parse(obj)
-        except ValueError as exc:
-            error = f"NodeSLO {name}: {exc}"
-        self._slos[name] = (obj, slo, error)
-        return slo, error
+        if obj is not None:
+            try:
+                slo = NodeSLO.parse(obj)
+            except ValueError as exc:
+                error = f"NodeSLO {name}: {exc}"
+        if slo is not None:
+            self.thresholds[name] = slo.threshold.cpu_suppress_threshold_percent
+        agent.slo_obj, agent.slo, agent.slo_error = obj, slo, error
+        agent.state = None
 
     def _view(self, pod: Object) -> PodView | None:
         """The pod's view, None when it is not active (both depend on the pod object only)."""
@@ -272,15 +325,6 @@ class Koordlet:
         """Drop the views of pods no longer stored (bounded by the live pods)."""
         for key in [k for k in self._views if k not in live]:
             del self._views[key]
-
-    def _cpus(self, name: str, node: Object, topology: Mapping[str, Any] | None) -> tuple[CPUInfo, ...]:
-        cpus = self._processors.get(name)
-        if cpus is None:
-            found = processors_of_topology(topology)
-            if found is None:
-                found = flat_processors(capacity_milli(node) // 1000)
-            cpus = self._processors[name] = tuple(found)
-        return cpus
 
 
 def capacity_milli(node: Mapping[str, Any]) -> int:

@@ -132,13 +132,19 @@ class Sampler:
         obj = self.store.get("Node", ("", node))
         if obj is None:
             return None
-        sys_cpu, sys_mem = self.system.get(node, (0, 0))
-        usage = MetricUsage(
-            ResourceUsage(sys_cpu + sum(w[3] for w in wants), sys_mem + sum(w[4] for w in wants)),
-            {key: ResourceUsage(cpu, memory) for _, pod, _, cpu, memory, _ in wants if (key := _pod_key(pod))},
-        )
-        pods = tuple(w[1] for w in wants)
-        report = self.koordlet.round(obj, pods, self.store, None, (CPU_SUPPRESS,), usage)
+        node_cpu, node_mem = self.system.get(node, (0, 0))
+        pods: dict[str, ResourceUsage] = {}
+        for key, pod, _, cpu, memory, _ in wants:
+            node_cpu += cpu
+            node_mem += memory
+            # the index's key is the pod's NodeMetric entry's (`_pod_key`), but for a pod without
+            # a name, which has no entry
+            if key[-1] != "/" or _pod_key(pod) is not None:
+                pods[key] = ResourceUsage(cpu, memory)
+        usage = MetricUsage(ResourceUsage(node_cpu, node_mem), pods)
+        # `wants` are the node's pods in the index's order: its tuple of them, the same object while
+        # they do not change (the koordlet keeps its views of them while it is)
+        report = self.koordlet.round(obj, self.pods.objects_on(node), self.store, None, (CPU_SUPPRESS,), usage)
         return allowance(report.strategies.get(CPU_SUPPRESS) or {})
 
     def _write_metric(

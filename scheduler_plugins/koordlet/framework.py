@@ -156,22 +156,27 @@ class QOSManager:
         self.entries = list(table if table is not None else builtin_strategies())
         self.strategies: dict[str, Strategy] = {e.name: e.factory(options) for e in self.entries}
         self._timer = timer
+        #: each strategy with its gate, asked once: `enabled()` is fixed at start-up (the gates and
+        #: intervals are flags), so a round does not ask again
+        self._gated: tuple[tuple[str, Strategy, bool], ...] = tuple(
+            (name, strategy, strategy.enabled()) for name, strategy in self.strategies.items()
+        )
 
     def setup(self, ctx: Any) -> None:
         for strategy in self.strategies.values():
             strategy.setup(ctx)
 
     def enabled(self) -> list[Strategy]:
-        return [s for s in self.strategies.values() if s.enabled()]
+        return [strategy for _, strategy, on in self._gated if on]
 
     def run_round(self, inp: RoundInput, names: Sequence[str] | None = None) -> RoundReport:
         """One round of the enabled strategies (of `names` only, when given)."""
         report = RoundReport()
         statuses, timer = report.strategies, self._timer
-        for name, strategy in self.strategies.items():
+        for name, strategy, on in self._gated:
             if names is not None and name not in names:
                 continue
-            if not strategy.enabled():
+            if not on:
                 statuses[name] = {"enabled": False}
                 continue
             started = timer() if timer else 0.0

@@ -62,21 +62,22 @@ def _usage(raw: Any) -> ResourceUsage | None:
     return ResourceUsage(amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0))
 
 
-def usage_of_node_metric(metric: Mapping[str, Any] | None) -> Usage:
-    """The latest usage a NodeMetric's status reports: from the one reading of the object
+def usage_of_node_metric(metric: Mapping[str, Any] | None, be_cpu: BECPU | None = None) -> Usage:
+    """The latest usage a NodeMetric's status reports (with `be_cpu`, BE's windowed figures, which a
+    NodeMetric does not hold): from the one reading of the object
     (`policies.nodemetric.read_node_metric`, shared with the manager and the scheduler). A
     NodeMetric the reading refuses (a malformed quantity or shape) is read entry by entry instead:
     the koordlet skips what it cannot read rather than all of it."""
     if metric is None:
-        return Usage(None, {}, {})
+        return Usage(None, {}, {}, be_cpu)
     try:
         reading = read_node_metric(metric)
     except (ValueError, TypeError, AttributeError):
-        return _tolerant_usage(metric)
-    return _usage_of_reading(metric.get("status") or {}, reading)
+        return _tolerant_usage(metric, be_cpu)
+    return _usage_of_reading(metric.get("status") or {}, reading, be_cpu)
 
 
-def _usage_of_reading(status: Mapping[str, Any], reading: NodeMetricReading) -> Usage:
+def _usage_of_reading(status: Mapping[str, Any], reading: NodeMetricReading, be_cpu: BECPU | None) -> Usage:
     """The reading as the koordlet takes it (the same as `_tolerant_usage` of a readable status):
     the reading has the amounts, `status` says which entries the koordlet counts — a node usage
     and each pod's or host application's usage only when present as an object, a pod or host
@@ -87,15 +88,23 @@ def _usage_of_reading(status: Mapping[str, Any], reading: NodeMetricReading) -> 
         node = _resource_usage(reading.node_usage)
     pods: dict[str, ResourceUsage] = {}
     for item, pod in zip(status.get("podsMetric") or [], reading.pods, strict=True):
-        if item.get("name") and _is_map(item.get("podUsage")):
-            pods[pod.key] = _ZERO if pod.usage is None else _resource_usage(pod.usage)
+        if item.get("name"):
+            pod_usage = item.get("podUsage")
+            # `_is_map` and `_resource_usage` inlined: this runs per pod of every node every round
+            if type(pod_usage) is dict or isinstance(pod_usage, Mapping):
+                amounts = pod.usage
+                pods[pod.key] = (
+                    _ZERO
+                    if amounts is None
+                    else _cpu_memory_usage(amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0))
+                )
     apps: dict[str, ResourceUsage] = {}
     if reading.host_applications:
         named = [item for item in status.get("hostApplicationMetric") or [] if isinstance(item, Mapping)]
         for item, (_, amounts) in zip(named, reading.host_applications, strict=True):
             if item.get("name") and _is_map(item.get("usage")):
                 apps[str(item["name"])] = _resource_usage(amounts)
-    return Usage(node, pods, apps)
+    return Usage(node, pods, apps, be_cpu)
 
 
 def _is_map(value: object) -> bool:
@@ -115,7 +124,7 @@ def _cpu_memory_usage(cpu: int, memory: int) -> ResourceUsage:
     return ResourceUsage(cpu, memory)
 
 
-def _tolerant_usage(metric: Mapping[str, Any]) -> Usage:
+def _tolerant_usage(metric: Mapping[str, Any], be_cpu: BECPU | None = None) -> Usage:
     """A NodeMetric's usage entry by entry, skipping what is malformed."""
     status = metric.get("status") or {}
     node = _usage((status.get("nodeMetric") or {}).get("nodeUsage"))
@@ -131,4 +140,4 @@ def _tolerant_usage(metric: Mapping[str, Any]) -> Usage:
             found = _usage(item.get("usage"))
             if found is not None:
                 apps[str(item["name"])] = found
-    return Usage(node, pods, apps)
+    return Usage(node, pods, apps, be_cpu)

@@ -47,8 +47,12 @@ class StrategyResult:
 
     def lacks(self, interface: str, why: str) -> StrategyResult:
         """Record that the node lacks `interface`: `plan`/`run` print it, the agent's metric counts it."""
-        self.unavailable[interface] = why
-        self.status["unavailable"] = "; ".join(f"{k}: {v}" for k, v in sorted(self.unavailable.items()))
+        unavailable = self.unavailable
+        unavailable[interface] = why
+        if len(unavailable) == 1:  # the usual case: one interface lacking, no list to sort and join
+            self.status["unavailable"] = f"{interface}: {why}"
+        else:
+            self.status["unavailable"] = "; ".join(f"{k}: {v}" for k, v in sorted(unavailable.items()))
         return self
 
 

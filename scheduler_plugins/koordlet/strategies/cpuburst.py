@@ -173,6 +173,35 @@ class _Memory:
     limiters: dict[str, BurstLimiter] = field(default_factory=dict)
 
 
+class _PodPlan:
+    """What a round derives of one pod before reading its cgroups: its burst strategy, and per
+    started container its cgroup, its `cpu.cfs_burst_us` write, its limit's quota and the quota's
+    ceiling; the pod's own burst write. All of it depends on the pod object (the layout and the
+    node's strategy being the same), so it is kept while the pod is the very object read before:
+    an informer replaces a pod that changes, never edits it."""
+
+    __slots__ = ("pod", "node_strategy", "layout", "strategy", "cfs_enabled", "containers", "pod_write")
+
+    def __init__(self, view: PodView, node_strategy: CPUBurstStrategy, layout: object) -> None:
+        self.pod, self.node_strategy, self.layout = view.pod, node_strategy, layout
+        strategy = self.strategy = pod_strategy(view, node_strategy)
+        self.cfs_enabled = strategy.policy in (CFS_QUOTA_BURST_ONLY, AUTO)
+        containers = []
+        pod_burst = 0
+        for c in view.containers:
+            if c.dir is None:  # not started: no cgroup yet
+                continue
+            limit = c.limits.get(RESOURCE_CPU, 0)
+            burst = static_burst(limit, strategy)
+            pod_burst += burst
+            base = limit * DEFAULT_CFS_PERIOD // 1000
+            ceil = base * strategy.cfs_quota_burst_percent // 100 if strategy.cfs_quota_burst_percent > 100 else base
+            containers.append((c.dir, CgroupWrite(NAME, c.dir, CPU_BURST, burst, _CONTAINER), base, ceil))
+        self.containers: tuple[tuple[str, CgroupWrite, int, int], ...] = tuple(containers)
+        #: a pod none of whose containers started has no cgroup yet
+        self.pod_write = CgroupWrite(NAME, view.dir, CPU_BURST, pod_burst, _POD) if containers else None
+
+
 class CPUBurst:
     name = NAME
 
@@ -181,6 +210,8 @@ class CPUBurst:
         self.interval = options.reconcile_interval
         self.rng = rng
         self.memory = _Memory()
+        #: by pod key, the plan of the pod object last read (bounded by the node's pods)
+        self._plans: dict[str, _PodPlan] = {}
 
     def enabled(self) -> bool:
         return self.options.gates.enabled(features.CPU_BURST) and self.interval > 0
@@ -193,12 +224,15 @@ class CPUBurst:
             return UNKNOWN
         total = float(len(inp.processors))
         used = inp.usage.node.cpu_milli / 1000
+        pods_used = inp.usage.pods
         for pod in inp.pods:
-            if pod.raw_qos in _EXCLUSIVE:
+            qos = pod.raw_qos
+            if qos in _EXCLUSIVE:
                 total -= pod.request(RESOURCE_CPU) / 1000
-            found = inp.usage.pods.get(pod.key)
-            if found is not None and pod.raw_qos in _NOT_BURSTED:
-                used -= found.cpu_milli / 1000
+            if qos in _NOT_BURSTED:
+                found = pods_used.get(pod.key)
+                if found is not None:
+                    used -= found.cpu_milli / 1000
         return node_state(used, total, threshold)
 
     def _allowed(self, key: str, strategy: CPUBurstStrategy, now: float) -> bool:
@@ -214,6 +248,17 @@ class CPUBurst:
             limiter = self.memory.limiters[key] = BurstLimiter.new(period, percent, now, self.rng)
         return limiter.allow(now, 100)
 
+    def _plan(self, pod: PodView, node_strategy: CPUBurstStrategy, layout: object) -> _PodPlan:
+        plan = self._plans.get(pod.key)
+        if (
+            plan is None
+            or plan.pod is not pod.pod
+            or plan.node_strategy is not node_strategy
+            or plan.layout is not layout
+        ):
+            plan = self._plans[pod.key] = _PodPlan(pod, node_strategy, layout)
+        return plan
+
     def round(self, inp: RoundInput) -> StrategyResult:
         result = StrategyResult(NAME)
         slo = inp.state.node_slo
@@ -222,49 +267,44 @@ class CPUBurst:
             return result
         node_strategy = slo.cpu_burst
         state = self._node_state(inp, node_strategy.share_pool_threshold_percent)
-        result.status.update({"policy": node_strategy.policy, "sharePoolState": state})
+        result.status["policy"] = node_strategy.policy
+        result.status["sharePoolState"] = state
+        writes = result.writes
+        read, layout, stats = inp.read, inp.layout, self.memory.stats
         seen: set[str] = set()
+        planned = 0
         for pod in inp.pods:
             if pod.raw_qos in _NOT_BURSTED:
                 continue
-            strategy = pod_strategy(pod, node_strategy)
-            cfs_enabled = strategy.policy in (CFS_QUOTA_BURST_ONLY, AUTO)
-            pod_burst = 0
-            pod_quota = inp.read(pod.dir, CPU_CFS_QUOTA)
+            plan = self._plan(pod, node_strategy, layout)
+            planned += 1
+            strategy = plan.strategy
+            pod_quota = read(pod.dir, CPU_CFS_QUOTA)
             pod_delta = 0
-            started = False  # a pod not started has no cgroup yet
-            for c in pod.containers:
-                if c.dir is None:
-                    continue
-                started = True
-                seen.add(c.dir)
-                limit = c.limits.get(RESOURCE_CPU, 0)
-                burst = static_burst(limit, strategy)
-                pod_burst += burst
-                result.writes.append(CgroupWrite(NAME, c.dir, CPU_BURST, burst, _CONTAINER))
-                base = limit * DEFAULT_CFS_PERIOD // 1000
-                current = inp.read(c.dir, CPU_CFS_QUOTA)
+            for c_dir, burst_write, base, ceil in plan.containers:
+                seen.add(c_dir)
+                writes.append(burst_write)
+                current = read(c_dir, CPU_CFS_QUOTA)
                 if base <= 0 or not isinstance(current, int):
                     continue
-                stat = inp.read(c.dir, CPU_STAT)
-                throttled, sample = throttled_ratio(
-                    self.memory.stats.get(c.dir), stat if isinstance(stat, str) else None
-                )
+                stat = read(c_dir, CPU_STAT)
+                throttled, sample = throttled_ratio(stats.get(c_dir), stat if isinstance(stat, str) else None)
                 if sample is not None:
-                    self.memory.stats[c.dir] = sample
-                ceil = (
-                    base * strategy.cfs_quota_burst_percent // 100 if strategy.cfs_quota_burst_percent > 100 else base
-                )
-                op = by_node(state, operation(cfs_enabled, self._allowed(c.dir, strategy, inp.now), throttled))
+                    stats[c_dir] = sample
+                op = by_node(state, operation(plan.cfs_enabled, self._allowed(c_dir, strategy, inp.now), throttled))
                 target = target_quota(base, ceil, current, op)
                 if target != current:
-                    result.writes.append(CgroupWrite(NAME, c.dir, CPU_CFS_QUOTA, target, _CONTAINER))
+                    writes.append(CgroupWrite(NAME, c_dir, CPU_CFS_QUOTA, target, _CONTAINER))
                     pod_delta += target - current
-            if started:
-                result.writes.append(CgroupWrite(NAME, pod.dir, CPU_BURST, pod_burst, _POD))
+            if plan.pod_write is not None:
+                writes.append(plan.pod_write)
             if pod_delta and isinstance(pod_quota, int) and pod_quota > 0:
-                result.writes.append(CgroupWrite(NAME, pod.dir, CPU_CFS_QUOTA, pod_quota + pod_delta, _POD))
-        for gone in set(self.memory.stats) - seen:  # Recycle: forget containers that are gone
-            del self.memory.stats[gone]
-            self.memory.limiters.pop(gone, None)
+                writes.append(CgroupWrite(NAME, pod.dir, CPU_CFS_QUOTA, pod_quota + pod_delta, _POD))
+        if len(self._plans) > planned:  # forget the plans of pods gone (or no longer burstable)
+            keep = {pod.key for pod in inp.pods if pod.raw_qos not in _NOT_BURSTED}
+            self._plans = {key: plan for key, plan in self._plans.items() if key in keep}
+        if stats:  # Recycle: forget containers that are gone
+            for gone in stats.keys() - seen:
+                del stats[gone]
+                self.memory.limiters.pop(gone, None)
         return result

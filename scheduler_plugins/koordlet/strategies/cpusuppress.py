@@ -29,6 +29,7 @@ from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite
 from scheduler_plugins.koordlet.cgroups.layout import Level
 from scheduler_plugins.koordlet.cgroups.resources import CPU_CFS_QUOTA, CPUSET_CPUS, DEFAULT_CFS_PERIOD
 from scheduler_plugins.koordlet.nodeslo import CPU_SUPPRESS_POLICY_CFS_QUOTA, ThresholdStrategy
+from scheduler_plugins.koordlet.pods import PodView
 from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions, StrategyResult
 from scheduler_plugins.koordlet.topology import CPUInfo, select_cpus
 
@@ -98,27 +99,45 @@ class NodeFigures:
         return self._reserved
 
 
-def suppress_milli(inp: RoundInput, threshold: ThresholdStrategy, node: NodeFigures | None = None) -> int:
-    """calculateBESuppressCPU: the millicores BE may use now (`node`: the Node's figures, if kept)."""
+def be_pod_keys(pods: tuple[PodView, ...]) -> frozenset[str]:
+    """The keys of the pods the suppress formula counts as BE."""
+    return frozenset([p.key for p in pods if p.is_be])
+
+
+def suppress_milli(
+    inp: RoundInput,
+    threshold: ThresholdStrategy,
+    node: NodeFigures | None = None,
+    be_pods: frozenset[str] | None = None,
+) -> int:
+    """calculateBESuppressCPU: the millicores BE may use now (`node`: the Node's figures, if kept;
+    `be_pods`: `be_pod_keys` of the round's pods, if kept)."""
     if node is None:
         node = NodeFigures(inp)
     capacity = node.capacity
     if capacity <= 0:
         return 0
-    be_pods = {p.key for p in inp.pods if p.is_be}
     usage = inp.usage
     pods_all = pods_non_be = 0
-    for key, u in usage.pods.items():
-        pods_all += u.cpu_milli
-        if key not in be_pods:
-            pods_non_be += u.cpu_milli
-    apps = inp.state.node_slo.host_applications if inp.state.node_slo else ()
-    be_apps = {a.name for a in apps if a.is_be}
-    apps_all = sum(u.cpu_milli for u in usage.host_apps.values())
-    apps_non_be = sum(u.cpu_milli for name, u in usage.host_apps.items() if name not in be_apps)
+    if usage.pods:
+        if be_pods is None:
+            be_pods = be_pod_keys(inp.pods)
+        for key, u in usage.pods.items():
+            cpu = u.cpu_milli
+            pods_all += cpu
+            if key not in be_pods:
+                pods_non_be += cpu
+    apps_all = apps_non_be = 0
+    if usage.host_apps:  # most nodes report none: no sets or sums to build then
+        apps = inp.state.node_slo.host_applications if inp.state.node_slo else ()
+        be_apps = {a.name for a in apps if a.is_be}
+        for name, u in usage.host_apps.items():
+            cpu = u.cpu_milli
+            apps_all += cpu
+            if name not in be_apps:
+                apps_non_be += cpu
     node_used = usage.node.cpu_milli if usage.node is not None else 0
-    system = max(0, node_used - pods_all - apps_all)
-    system = max(system, node.reserved(inp))
+    system = max(0, node_used - pods_all - apps_all, node.reserved(inp))
     suppress = capacity * threshold.cpu_suppress_threshold_percent // 100 - pods_non_be - apps_non_be - system
     if threshold.cpu_suppress_min_percent is not None:
         suppress = max(suppress, capacity * threshold.cpu_suppress_min_percent // 100)
@@ -217,16 +236,27 @@ class CPUSuppress:
     def __init__(self, options: StrategyOptions) -> None:
         self.options = options
         self.interval = options.cpu_suppress_interval
+        #: the gate is fixed at start-up: read once, not every round
+        self._be_cpu_manager = options.gates.enabled(features.BE_CPU_MANAGER)
         #: policies known to be recovered (Koordinator's suppressPolicyStatuses): recovered once, then left
         self.recovered: set[str] = set()
         #: the figures of the Node last read (one: a koordlet serves one node)
         self._node: NodeFigures | None = None
+        #: the BE pods' keys of the pod views last read, while they are the very tuple
+        self._pods: tuple[PodView, ...] | None = None
+        self._be_pods: frozenset[str] = frozenset()
 
     def _figures(self, inp: RoundInput) -> NodeFigures:
         node = self._node
         if node is None or node.node is not inp.state.node:
             node = self._node = NodeFigures(inp)
         return node
+
+    def _be_keys(self, pods: tuple[PodView, ...]) -> frozenset[str]:
+        if pods is not self._pods:
+            self._be_pods = be_pod_keys(pods)
+            self._pods = pods
+        return self._be_pods
 
     def enabled(self) -> bool:
         return self.options.gates.enabled(features.BE_CPU_SUPPRESS) and self.interval > 0
@@ -250,7 +280,7 @@ class CPUSuppress:
 
     def round(self, inp: RoundInput) -> StrategyResult:
         result = StrategyResult(NAME)
-        if self.options.gates.enabled(features.BE_CPU_MANAGER):
+        if self._be_cpu_manager:
             result.status["reason"] = "BECPUManager is on: suppress is left to the BE CPU manager"
             self._recover(inp, result, cfs=True, cpuset=False)
             return result
@@ -261,22 +291,25 @@ class CPUSuppress:
             return result
         threshold = slo.threshold
         node = self._figures(inp)
-        suppress = suppress_milli(inp, threshold, node)
-        result.status.update({"policy": threshold.cpu_suppress_policy, "suppressMilliCPU": suppress})
-        be_qos = inp.layout.qos_dir(_BEST_EFFORT)
+        suppress = suppress_milli(inp, threshold, node, self._be_keys(inp.pods))
+        status = result.status
+        status["policy"] = threshold.cpu_suppress_policy
+        status["suppressMilliCPU"] = suppress
         if threshold.cpu_suppress_policy == CPU_SUPPRESS_POLICY_CFS_QUOTA:
             self.recovered.discard("cfsQuota")
             quota = cfs_quota_for(inp, suppress, node.capacity)
-            result.status["cfsQuota"] = quota
+            status["cfsQuota"] = quota
             if quota is not None:
-                result.writes.append(CgroupWrite(NAME, be_qos, CPU_CFS_QUOTA, quota, _QOS))
-            self._recover(inp, result, cfs=False, cpuset=True)
+                result.writes.append(CgroupWrite(NAME, inp.layout.qos_dir(_BEST_EFFORT), CPU_CFS_QUOTA, quota, _QOS))
+            if "cpuset" not in self.recovered:
+                self._recover(inp, result, cfs=False, cpuset=True)
             return result
         self.recovered.discard("cpuset")
         cpus = cpuset_for(inp, suppress, cpu_pools(inp))
         text = format_cpuset(cpus)
-        result.status["cpus"] = text
+        status["cpus"] = text
         if cpus:
             result.writes.extend(CgroupWrite(NAME, d, CPUSET_CPUS, text, level) for d, level in _be_dirs(inp))
-        self._recover(inp, result, cfs=True, cpuset=False)
+        if "cfsQuota" not in self.recovered:
+            self._recover(inp, result, cfs=True, cpuset=False)
         return result

@@ -165,7 +165,7 @@ class ResctrlReconcile:
         result = StrategyResult(NAME)
         slo = inp.state.node_slo
         strategy = slo.spec.get("resourceQOSStrategy") if slo is not None else None
-        if not isinstance(strategy, Mapping):
+        if type(strategy) is not dict and not isinstance(strategy, Mapping):  # `dict` first: the ABC check costs more
             result.status["reason"] = "the NodeSLO has no resourceQOSStrategy"
             return result
         host = inp.host
