@@ -1,6 +1,6 @@
 """Usage each step: every running pod's usage from its model, capped by its limit and by what the
 koordlet's CPUSuppress leaves BE (and the node's cpu), written as the node's NodeMetric in the shape
-the koordlet reports (`policies/nodemetric.py` reads it). The models and their draws are in
+the koordlet reports (`policies/nodemetric.py` renders and reads it). The models and their draws are in
 `workload.py`; the draws come in sorted order from the run's one generator.
 """
 
@@ -12,8 +12,10 @@ from functools import lru_cache
 from typing import Any, Final
 
 from cluster.store import ClusterStore, Object
+from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
 from policies.cpuset import parse_cpuset
-from policies.kinds import NODE_METRIC_KIND, kind_named
+from policies.kinds import NODE_METRIC_KIND
+from policies.nodemetric import DEFAULT_REPORT_INTERVAL_SECONDS, NodeMetricReading, PodMetric, render_node_metric
 from policies.quantity import scalar_text
 from scheduler_plugins.clock import format_time
 from scheduler_plugins.koordlet.cgroups.resources import DEFAULT_CFS_PERIOD
@@ -108,7 +110,7 @@ class Sampler:
             by_class = [0] * (2 * len(CLASSES))
             items = []
             starved = 0
-            for _key, pod, facts, cpu, memory, model_cpu in wants:
+            for _key, _pod, facts, cpu, memory, model_cpu in wants:
                 if facts.best_effort:
                     if scale < 1.0:
                         cpu = int(cpu * scale)
@@ -119,7 +121,7 @@ class Sampler:
                 at = 2 * CLASS_INDEX[facts.cls]
                 by_class[at] += cpu
                 by_class[at + 1] += memory
-                items.append(_pod_metric(pod, cpu, memory))
+                items.append(PodMetric(facts.key, "", {RESOURCE_CPU: cpu, RESOURCE_MEMORY: memory}))
             total_cpu = sys_cpu + by_class[0] + by_class[2] + by_class[4]
             total_mem = sys_mem + by_class[1] + by_class[3] + by_class[5]
             self._write_metric(node, now, total_cpu, total_mem, sys_cpu, sys_mem, items)
@@ -142,14 +144,21 @@ class Sampler:
         return allowance(report.strategies.get(CPU_SUPPRESS) or {})
 
     def _write_metric(
-        self, node: str, now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[dict[str, Any]]
+        self, node: str, now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[PodMetric]
     ) -> None:
+        """The node's NodeMetric as the koordlet reports it (`render_node_metric`: its readers are
+        handed this reading rather than parsing it back)."""
+        reading = NodeMetricReading(
+            update_time=format_time(now),
+            report_interval_seconds=DEFAULT_REPORT_INTERVAL_SECONDS,
+            has_node_metric=True,
+            node_usage={RESOURCE_CPU: cpu, RESOURCE_MEMORY: memory},
+            system_usage={RESOURCE_CPU: sys_cpu, RESOURCE_MEMORY: sys_mem},
+            aggregated=(),
+            pods=tuple(pods),
+        )
         current = self.store.get(NODE_METRIC_KIND, ("", node))
-        if current is None:
-            metric = _metric(node, now, cpu, memory, sys_cpu, sys_mem, pods)
-        else:
-            metric = {**current, "status": _status(now, cpu, memory, sys_cpu, sys_mem, pods)}
-        self.store.put(NODE_METRIC_KIND, metric)
+        self.store.put(NODE_METRIC_KIND, render_node_metric(node, reading, current))
 
 
 def _shares(be: int, others: int, allowed: int | None, room: int) -> tuple[float, float]:
@@ -161,40 +170,6 @@ def _shares(be: int, others: int, allowed: int | None, room: int) -> tuple[float
     if allowed is not None:
         cap = min(cap, allowed)
     return (1.0 if be <= cap else cap / be), ls_scale
-
-
-def _metric(
-    node: str, now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """A NodeMetric as the koordlet reports it (`policies/nodemetric.py` reads this shape)."""
-    return {
-        "apiVersion": kind_named(NODE_METRIC_KIND).api_version,
-        "kind": NODE_METRIC_KIND,
-        "metadata": {"name": node},
-        "status": _status(now, cpu, memory, sys_cpu, sys_mem, pods),
-    }
-
-
-def _status(
-    now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[dict[str, Any]]
-) -> dict[str, Any]:
-    return {
-        "updateTime": format_time(now),
-        "nodeMetric": {
-            "nodeUsage": {"resources": {"cpu": cpu_text(cpu), "memory": memory_text(memory)}},
-            "systemUsage": {"resources": {"cpu": cpu_text(sys_cpu), "memory": memory_text(sys_mem)}},
-        },
-        "podsMetric": pods,
-    }
-
-
-def _pod_metric(pod: Object, cpu: int, memory: int) -> dict[str, Any]:
-    meta = pod.get("metadata") or {}
-    return {
-        "namespace": meta.get("namespace") or "default",
-        "name": meta.get("name"),
-        "podUsage": {"resources": {"cpu": cpu_text(cpu), "memory": memory_text(memory)}},
-    }
 
 
 def _pod_key(pod: Object) -> str | None:
