@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Final
 
-from policies.constants import RESOURCE_CPU
+from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
 from policies.durations import format_duration, parse_duration
 from policies.kinds import NODE_METRIC_KIND, kind_named
 from policies.quantity import milli_value, scalar_text, value
@@ -153,17 +153,34 @@ def _read(metric: Mapping[str, Any]) -> NodeMetricReading:
 
 
 @lru_cache(maxsize=1 << 16)
-def _text(resource: str, amount: int) -> str:
-    """An amount's quantity text (`scalar_text`, which `_amounts` reads back to the same integer),
+def cpu_text(milli: int) -> str:
+    """Millicores as quantity text (`scalar_text`; `_amounts` reads it back to the same integer),
     cached: a reporter writes the same few amounts again and again."""
+    return scalar_text(RESOURCE_CPU, milli)
+
+
+@lru_cache(maxsize=1 << 16)
+def memory_text(amount: int) -> str:
+    """Bytes as quantity text (`scalar_text`), cached as `cpu_text` is."""
+    return scalar_text(RESOURCE_MEMORY, amount)
+
+
+@lru_cache(maxsize=1 << 12)
+def _text(resource: str, amount: int) -> str:
     return scalar_text(resource, amount)
 
 
 def _resources(amounts: Amounts) -> dict[str, Any]:
-    # a loop, not a comprehension (no frame of its own): this runs for every pod of every report
+    # a loop, not a comprehension (no frame of its own), and cpu and memory by their own caches
+    # (keyed by the integer alone): this runs for every pod of every report
     resources = {}
     for resource, amount in amounts.items():
-        resources[resource] = _text(resource, amount)
+        if resource == RESOURCE_CPU:
+            resources[resource] = cpu_text(amount)
+        elif resource == RESOURCE_MEMORY:
+            resources[resource] = memory_text(amount)
+        else:
+            resources[resource] = _text(resource, amount)
     return {"resources": resources}
 
 

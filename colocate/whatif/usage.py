@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from functools import lru_cache
 from typing import Any, Final
 
 from cluster.store import ClusterStore, Object
@@ -16,7 +15,6 @@ from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
 from policies.cpuset import parse_cpuset
 from policies.kinds import NODE_METRIC_KIND
 from policies.nodemetric import DEFAULT_REPORT_INTERVAL_SECONDS, NodeMetricReading, PodMetric, render_node_metric
-from policies.quantity import scalar_text
 from scheduler_plugins.clock import format_time
 from scheduler_plugins.koordlet.cgroups.resources import DEFAULT_CFS_PERIOD
 from scheduler_plugins.koordlet.usage import ResourceUsage
@@ -29,16 +27,6 @@ from .workload import Usage
 #: a BE pod below this share of what its usage model asks for counts as starved
 STARVED_SHARE = 0.10
 CPU_SUPPRESS = "CPUSuppress"
-
-
-@lru_cache(maxsize=1 << 16)
-def cpu_text(milli: int) -> str:
-    return scalar_text("cpu", milli)
-
-
-@lru_cache(maxsize=1 << 16)
-def memory_text(amount: int) -> str:
-    return scalar_text("memory", amount)
 
 
 Want = tuple[str, Object, PodFacts, int, int, int]  # key, pod, facts, cpu, memory, cpu the model asked
@@ -73,18 +61,25 @@ class Sampler:
         elapsed = now - self.start
         out: list[NodeUsage] = []
         facts_of = self.pods.facts
+        sorted_on = self.pods.sorted_on
+        system, capacity = self.system, self.capacity
+        get, put = self.store.get, self.store.put
         rand = self.rand
+        update_time = format_time(now)
         for node in self.nodes:
             wants: list[Want] = []
             be_wants = other_wants = 0
             has_best_effort = False
-            for key, pod in self.pods.sorted_on(node):
+            for key, pod in sorted_on(node):
                 facts = facts_of.get(key)
                 if facts is None:
                     facts = self.remember(pod, None, now, now)
                 usage = facts.usage
-                cpu_model = usage.get("cpu") if usage else None
-                memory_model = usage.get("memory") if usage else None
+                if usage:
+                    cpu_model = usage.get(RESOURCE_CPU)
+                    memory_model = usage.get(RESOURCE_MEMORY)
+                else:
+                    cpu_model = memory_model = None
                 if cpu_model is not None:
                     cpu = cpu_model.value(now, elapsed, rand)
                 else:
@@ -94,10 +89,10 @@ class Sampler:
                 else:
                     memory = facts.request_memory or (facts.limit_memory or 0)
                 model_cpu = cpu
-                if facts.limit_cpu is not None:
-                    cpu = min(cpu, facts.limit_cpu)
-                if facts.limit_memory is not None:
-                    memory = min(memory, facts.limit_memory)
+                if facts.limit_cpu is not None and facts.limit_cpu < cpu:
+                    cpu = facts.limit_cpu
+                if facts.limit_memory is not None and facts.limit_memory < memory:
+                    memory = facts.limit_memory
                 wants.append((key, pod, facts, cpu, memory, model_cpu))
                 if facts.best_effort:
                     be_wants += cpu
@@ -105,10 +100,10 @@ class Sampler:
                 else:
                     other_wants += cpu
             allowed = self._suppress(node, now, wants) if has_best_effort else None
-            sys_cpu, sys_mem = self.system.get(node, (0, 0))
-            scale, ls_scale = _shares(be_wants, other_wants, allowed, self.capacity.get(node, 0) - sys_cpu)
+            sys_cpu, sys_mem = system.get(node, (0, 0))
+            scale, ls_scale = _shares(be_wants, other_wants, allowed, capacity.get(node, 0) - sys_cpu)
             by_class = [0] * (2 * len(CLASSES))
-            items = []
+            pods = []
             starved = 0
             for _key, _pod, facts, cpu, memory, model_cpu in wants:
                 if facts.best_effort:
@@ -121,10 +116,21 @@ class Sampler:
                 at = 2 * CLASS_INDEX[facts.cls]
                 by_class[at] += cpu
                 by_class[at + 1] += memory
-                items.append(PodMetric(facts.key, "", {RESOURCE_CPU: cpu, RESOURCE_MEMORY: memory}))
+                pods.append(PodMetric(facts.key, "", {RESOURCE_CPU: cpu, RESOURCE_MEMORY: memory}))
             total_cpu = sys_cpu + by_class[0] + by_class[2] + by_class[4]
             total_mem = sys_mem + by_class[1] + by_class[3] + by_class[5]
-            self._write_metric(node, now, total_cpu, total_mem, sys_cpu, sys_mem, items)
+            # the node's NodeMetric as the koordlet reports it (`render_node_metric`: its readers are
+            # handed this reading rather than parsing it back)
+            reading = NodeMetricReading(
+                update_time,
+                DEFAULT_REPORT_INTERVAL_SECONDS,
+                True,
+                {RESOURCE_CPU: total_cpu, RESOURCE_MEMORY: total_mem},
+                {RESOURCE_CPU: sys_cpu, RESOURCE_MEMORY: sys_mem},
+                (),
+                tuple(pods),
+            )
+            put(NODE_METRIC_KIND, render_node_metric(node, reading, get(NODE_METRIC_KIND, ("", node))))
             out.append((*by_class, sys_cpu, starved))
         return out
 
@@ -142,23 +148,6 @@ class Sampler:
         pods = tuple(w[1] for w in wants)
         report = self.koordlet.round(obj, pods, self.store, None, (CPU_SUPPRESS,), usage)
         return allowance(report.strategies.get(CPU_SUPPRESS) or {})
-
-    def _write_metric(
-        self, node: str, now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[PodMetric]
-    ) -> None:
-        """The node's NodeMetric as the koordlet reports it (`render_node_metric`: its readers are
-        handed this reading rather than parsing it back)."""
-        reading = NodeMetricReading(
-            update_time=format_time(now),
-            report_interval_seconds=DEFAULT_REPORT_INTERVAL_SECONDS,
-            has_node_metric=True,
-            node_usage={RESOURCE_CPU: cpu, RESOURCE_MEMORY: memory},
-            system_usage={RESOURCE_CPU: sys_cpu, RESOURCE_MEMORY: sys_mem},
-            aggregated=(),
-            pods=tuple(pods),
-        )
-        current = self.store.get(NODE_METRIC_KIND, ("", node))
-        self.store.put(NODE_METRIC_KIND, render_node_metric(node, reading, current))
 
 
 def _shares(be: int, others: int, allowed: int | None, room: int) -> tuple[float, float]:
