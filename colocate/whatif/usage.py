@@ -66,6 +66,9 @@ class Sampler:
         get, put = self.store.get, self.store.put
         rand = self.rand
         update_time = format_time(now)
+        # a model without noise draws nothing: its value is the same for every pod this step (the
+        # web tier's pods share one model), so it is computed once per model
+        steady: dict[int, int] = {}
         for node in self.nodes:
             wants: list[Want] = []
             be_wants = other_wants = 0
@@ -81,11 +84,17 @@ class Sampler:
                 else:
                     cpu_model = memory_model = None
                 if cpu_model is not None:
-                    cpu = cpu_model.value(now, elapsed, rand)
+                    if cpu_model.noise:
+                        cpu = cpu_model.value(now, elapsed, rand)
+                    elif (cpu := steady.get(id(cpu_model), -1)) < 0:
+                        cpu = steady[id(cpu_model)] = cpu_model.value(now, elapsed, rand)
                 else:
                     cpu = facts.request_cpu or (facts.limit_cpu or 0)
                 if memory_model is not None:
-                    memory = memory_model.value(now, elapsed, rand)
+                    if memory_model.noise:
+                        memory = memory_model.value(now, elapsed, rand)
+                    elif (memory := steady.get(id(memory_model), -1)) < 0:
+                        memory = steady[id(memory_model)] = memory_model.value(now, elapsed, rand)
                 else:
                     memory = facts.request_memory or (facts.limit_memory or 0)
                 model_cpu = cpu
