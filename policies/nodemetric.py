@@ -1,21 +1,28 @@
-"""Reading a NodeMetric (`slo.koordinator.sh/v1alpha1`) as the koordlet reports it.
+"""Reading a NodeMetric (`slo.koordinator.sh/v1alpha1`) as the koordlet reports it, and rendering one.
 
 The one reader of the schema: the scheduler's LoadAware cache and the descheduler's LowNodeLoad
 both take their usage from here, and the koordlet writes NodeMetrics in the same shape. Amounts are
 the scheduler's integer scalars (`policies.quantity.resource_list`: millicores for cpu, base units
 otherwise); a malformed quantity raises `QuantityError`. Times stay the RFC 3339 text the object
 carries (parsing a time is the caller's, who owns the clock).
+
+`render_node_metric` is the inverse, for a reporter (the koordlet's NodeMetric report, `colocate
+whatif`'s sampler): it writes a reading as the object's `status`, and since reading that object back
+gives the very reading it was rendered from (`tests/policies/test_nodemetric_render.py` proves it
+over many readings), it hands the reading to `read_node_metric`'s cache instead of having it parsed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Final
 
-from policies.constants import RESOURCE_CPU
-from policies.durations import parse_duration
-from policies.quantity import milli_value, value
+from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.durations import format_duration, parse_duration
+from policies.kinds import NODE_METRIC_KIND, kind_named
+from policies.quantity import milli_value, scalar_text, value
 
 #: koordlet's default `spec.metricCollectPolicy.reportIntervalSeconds`
 DEFAULT_REPORT_INTERVAL_SECONDS: Final = 60
@@ -86,15 +93,23 @@ def read_node_metric(metric: Mapping[str, Any]) -> NodeMetricReading:
     if cached is not None and cached[0] is spec and cached[1] is status:
         return cached[2]
     reading = _read(metric)
+    _remember(name, spec, status, reading)
+    return reading
+
+
+def _remember(name: str, spec: object, status: object, reading: NodeMetricReading) -> None:
     if len(_read_cache) >= _READ_CACHE_SIZE:
         _read_cache.clear()
     _read_cache[name] = (spec, status, reading)
-    return reading
+
+
+def _interval(spec: Mapping[str, Any]) -> Any:
+    return (spec.get("metricCollectPolicy") or {}).get("reportIntervalSeconds") or DEFAULT_REPORT_INTERVAL_SECONDS
 
 
 def _read(metric: Mapping[str, Any]) -> NodeMetricReading:
     spec, status = metric.get("spec") or {}, metric.get("status") or {}
-    interval = (spec.get("metricCollectPolicy") or {}).get("reportIntervalSeconds") or DEFAULT_REPORT_INTERVAL_SECONDS
+    interval = _interval(spec)
     node_metric = status.get("nodeMetric")
     pods = []
     # `resource_list` inlined (no frame per pod or per amount): this runs for every pod of every
@@ -135,3 +150,113 @@ def _read(metric: Mapping[str, Any]) -> NodeMetricReading:
         aggregated=tuple(aggregated),
         pods=tuple(pods),
     )
+
+
+@lru_cache(maxsize=1 << 16)
+def cpu_text(milli: int) -> str:
+    """Millicores as quantity text (`scalar_text`; `_amounts` reads it back to the same integer),
+    cached: a reporter writes the same few amounts again and again."""
+    return scalar_text(RESOURCE_CPU, milli)
+
+
+@lru_cache(maxsize=1 << 16)
+def memory_text(amount: int) -> str:
+    """Bytes as quantity text (`scalar_text`), cached as `cpu_text` is."""
+    return scalar_text(RESOURCE_MEMORY, amount)
+
+
+@lru_cache(maxsize=1 << 12)
+def _text(resource: str, amount: int) -> str:
+    return scalar_text(resource, amount)
+
+
+def _resources(amounts: Amounts) -> dict[str, Any]:
+    # a loop, not a comprehension (no frame of its own), and cpu and memory by their own caches
+    # (keyed by the integer alone): this runs for every pod of every report
+    resources = {}
+    for resource, amount in amounts.items():
+        if resource == RESOURCE_CPU:
+            resources[resource] = cpu_text(amount)
+        elif resource == RESOURCE_MEMORY:
+            resources[resource] = memory_text(amount)
+        else:
+            resources[resource] = _text(resource, amount)
+    return {"resources": resources}
+
+
+def render_status(reading: NodeMetricReading) -> dict[str, Any]:
+    """The NodeMetric `status` that reads as `reading` (but for `report_interval_seconds`, which is
+    the `spec`'s). Raises ValueError for a reading no status reads as: a pod key that is not
+    `namespace/name` with a namespace, an empty pod usage (read as none), an empty `update_time`,
+    node-level usage without a `nodeMetric`, an aggregation window `format_duration` cannot write."""
+    if reading.update_time == "":
+        raise ValueError("an empty updateTime reads as none")
+    status: dict[str, Any] = {}
+    if reading.update_time is not None:
+        status["updateTime"] = reading.update_time
+    if reading.has_node_metric:
+        if reading.node_usage is None:
+            raise ValueError("a nodeMetric always reads with a nodeUsage")
+        node_metric: dict[str, Any] = {
+            "nodeUsage": _resources(reading.node_usage),
+            "systemUsage": _resources(reading.system_usage),
+        }
+        if reading.aggregated:
+            node_metric["aggregatedNodeUsages"] = [_aggregated(entry) for entry in reading.aggregated]
+        status["nodeMetric"] = node_metric
+    elif reading.node_usage is not None or reading.system_usage or reading.aggregated:
+        raise ValueError("node usage without a nodeMetric")
+    items = []
+    for pod in reading.pods:  # inline (no call per pod): this runs for every pod of every report
+        namespace, slash, name = pod.key.partition("/")
+        if not namespace or not slash:
+            raise ValueError(f"pod key {pod.key!r} is not namespace/name")
+        item: dict[str, Any] = {"namespace": namespace, "name": name}
+        if pod.priority:
+            item["priority"] = pod.priority
+        usage = pod.usage
+        if usage is not None:
+            if not usage:
+                raise ValueError(f"pod {pod.key}: an empty usage reads as none")
+            item["podUsage"] = _resources(usage)
+        items.append(item)
+    status["podsMetric"] = items
+    if reading.host_applications:
+        status["hostApplicationMetric"] = [
+            {"priority": priority, "usage": _resources(usage)} if priority else {"usage": _resources(usage)}
+            for priority, usage in reading.host_applications
+        ]
+    if reading.prod_reclaimable is not None:
+        status["prodReclaimableMetric"] = {"resource": _resources(reading.prod_reclaimable)}
+    return status
+
+
+def _aggregated(entry: AggregatedUsage) -> dict[str, Any]:
+    duration = format_duration(entry.duration)
+    if parse_duration(duration) != entry.duration:
+        raise ValueError(f"aggregation window {entry.duration}s has no exact duration text")
+    return {"duration": duration, "usage": {kind: _resources(usage) for kind, usage in entry.usage.items()}}
+
+
+def render_node_metric(
+    name: str, reading: NodeMetricReading, current: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The node's NodeMetric reporting `reading`: `current` (the stored object) with its `status`
+    replaced, or a new object without a `spec`. Its reading (`read_node_metric`) is `reading` with
+    the `spec`'s report interval: that is what the cache is handed, so readers do not parse it."""
+    status = render_status(reading)
+    if current is None:
+        metric: dict[str, Any] = {
+            "apiVersion": kind_named(NODE_METRIC_KIND).api_version,
+            "kind": NODE_METRIC_KIND,
+            "metadata": {"name": name},
+            "status": status,
+        }
+    else:
+        metric = {**current, "status": status}
+    spec = metric.get("spec")
+    interval = int(_interval(spec or {}))
+    if interval != reading.report_interval_seconds:
+        reading = replace(reading, report_interval_seconds=interval)
+    _remember(str((metric.get("metadata") or {}).get("name") or ""), spec, status, reading)
+    return metric

@@ -15,8 +15,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from policies.nodemetric import cpu_text, memory_text
+
 from .pods import CLASSES
-from .usage import cpu_text, memory_text
 
 #: a node's slots in a step's array: requested then used (cpu, memory) per class in CLASSES order,
 #: the batch allocatable the manager wrote (cpu, memory), suppressed millicores, LS over its

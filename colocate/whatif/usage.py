@@ -1,6 +1,6 @@
 """Usage each step: every running pod's usage from its model, capped by its limit and by what the
 koordlet's CPUSuppress leaves BE (and the node's cpu), written as the node's NodeMetric in the shape
-the koordlet reports (`policies/nodemetric.py` reads it). The models and their draws are in
+the koordlet reports (`policies/nodemetric.py` renders and reads it). The models and their draws are in
 `workload.py`; the draws come in sorted order from the run's one generator.
 """
 
@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from functools import lru_cache
 from typing import Any, Final
 
 from cluster.store import ClusterStore, Object
+from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
 from policies.cpuset import parse_cpuset
-from policies.kinds import NODE_METRIC_KIND, kind_named
-from policies.quantity import scalar_text
+from policies.kinds import NODE_METRIC_KIND
+from policies.nodemetric import DEFAULT_REPORT_INTERVAL_SECONDS, NodeMetricReading, PodMetric, render_node_metric
 from scheduler_plugins.clock import format_time
 from scheduler_plugins.koordlet.cgroups.resources import DEFAULT_CFS_PERIOD
 from scheduler_plugins.koordlet.usage import ResourceUsage
@@ -27,16 +27,6 @@ from .workload import Usage
 #: a BE pod below this share of what its usage model asks for counts as starved
 STARVED_SHARE = 0.10
 CPU_SUPPRESS = "CPUSuppress"
-
-
-@lru_cache(maxsize=1 << 16)
-def cpu_text(milli: int) -> str:
-    return scalar_text("cpu", milli)
-
-
-@lru_cache(maxsize=1 << 16)
-def memory_text(amount: int) -> str:
-    return scalar_text("memory", amount)
 
 
 Want = tuple[str, Object, PodFacts, int, int, int]  # key, pod, facts, cpu, memory, cpu the model asked
@@ -71,31 +61,47 @@ class Sampler:
         elapsed = now - self.start
         out: list[NodeUsage] = []
         facts_of = self.pods.facts
+        sorted_on = self.pods.sorted_on
+        system, capacity = self.system, self.capacity
+        get, put = self.store.get, self.store.put
         rand = self.rand
+        update_time = format_time(now)
+        # a model without noise draws nothing: its value is the same for every pod this step (the
+        # web tier's pods share one model), so it is computed once per model
+        steady: dict[int, int] = {}
         for node in self.nodes:
             wants: list[Want] = []
             be_wants = other_wants = 0
             has_best_effort = False
-            for key, pod in self.pods.sorted_on(node):
+            for key, pod in sorted_on(node):
                 facts = facts_of.get(key)
                 if facts is None:
                     facts = self.remember(pod, None, now, now)
                 usage = facts.usage
-                cpu_model = usage.get("cpu") if usage else None
-                memory_model = usage.get("memory") if usage else None
+                if usage:
+                    cpu_model = usage.get(RESOURCE_CPU)
+                    memory_model = usage.get(RESOURCE_MEMORY)
+                else:
+                    cpu_model = memory_model = None
                 if cpu_model is not None:
-                    cpu = cpu_model.value(now, elapsed, rand)
+                    if cpu_model.noise:
+                        cpu = cpu_model.value(now, elapsed, rand)
+                    elif (cpu := steady.get(id(cpu_model), -1)) < 0:
+                        cpu = steady[id(cpu_model)] = cpu_model.value(now, elapsed, rand)
                 else:
                     cpu = facts.request_cpu or (facts.limit_cpu or 0)
                 if memory_model is not None:
-                    memory = memory_model.value(now, elapsed, rand)
+                    if memory_model.noise:
+                        memory = memory_model.value(now, elapsed, rand)
+                    elif (memory := steady.get(id(memory_model), -1)) < 0:
+                        memory = steady[id(memory_model)] = memory_model.value(now, elapsed, rand)
                 else:
                     memory = facts.request_memory or (facts.limit_memory or 0)
                 model_cpu = cpu
-                if facts.limit_cpu is not None:
-                    cpu = min(cpu, facts.limit_cpu)
-                if facts.limit_memory is not None:
-                    memory = min(memory, facts.limit_memory)
+                if facts.limit_cpu is not None and facts.limit_cpu < cpu:
+                    cpu = facts.limit_cpu
+                if facts.limit_memory is not None and facts.limit_memory < memory:
+                    memory = facts.limit_memory
                 wants.append((key, pod, facts, cpu, memory, model_cpu))
                 if facts.best_effort:
                     be_wants += cpu
@@ -103,12 +109,12 @@ class Sampler:
                 else:
                     other_wants += cpu
             allowed = self._suppress(node, now, wants) if has_best_effort else None
-            sys_cpu, sys_mem = self.system.get(node, (0, 0))
-            scale, ls_scale = _shares(be_wants, other_wants, allowed, self.capacity.get(node, 0) - sys_cpu)
+            sys_cpu, sys_mem = system.get(node, (0, 0))
+            scale, ls_scale = _shares(be_wants, other_wants, allowed, capacity.get(node, 0) - sys_cpu)
             by_class = [0] * (2 * len(CLASSES))
-            items = []
+            pods = []
             starved = 0
-            for _key, pod, facts, cpu, memory, model_cpu in wants:
+            for _key, _pod, facts, cpu, memory, model_cpu in wants:
                 if facts.best_effort:
                     if scale < 1.0:
                         cpu = int(cpu * scale)
@@ -119,10 +125,21 @@ class Sampler:
                 at = 2 * CLASS_INDEX[facts.cls]
                 by_class[at] += cpu
                 by_class[at + 1] += memory
-                items.append(_pod_metric(pod, cpu, memory))
+                pods.append(PodMetric(facts.key, "", {RESOURCE_CPU: cpu, RESOURCE_MEMORY: memory}))
             total_cpu = sys_cpu + by_class[0] + by_class[2] + by_class[4]
             total_mem = sys_mem + by_class[1] + by_class[3] + by_class[5]
-            self._write_metric(node, now, total_cpu, total_mem, sys_cpu, sys_mem, items)
+            # the node's NodeMetric as the koordlet reports it (`render_node_metric`: its readers are
+            # handed this reading rather than parsing it back)
+            reading = NodeMetricReading(
+                update_time,
+                DEFAULT_REPORT_INTERVAL_SECONDS,
+                True,
+                {RESOURCE_CPU: total_cpu, RESOURCE_MEMORY: total_mem},
+                {RESOURCE_CPU: sys_cpu, RESOURCE_MEMORY: sys_mem},
+                (),
+                tuple(pods),
+            )
+            put(NODE_METRIC_KIND, render_node_metric(node, reading, get(NODE_METRIC_KIND, ("", node))))
             out.append((*by_class, sys_cpu, starved))
         return out
 
@@ -147,16 +164,6 @@ class Sampler:
         report = self.koordlet.round(obj, self.pods.objects_on(node), self.store, None, (CPU_SUPPRESS,), usage)
         return allowance(report.strategies.get(CPU_SUPPRESS) or {})
 
-    def _write_metric(
-        self, node: str, now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[dict[str, Any]]
-    ) -> None:
-        current = self.store.get(NODE_METRIC_KIND, ("", node))
-        if current is None:
-            metric = _metric(node, now, cpu, memory, sys_cpu, sys_mem, pods)
-        else:
-            metric = {**current, "status": _status(now, cpu, memory, sys_cpu, sys_mem, pods)}
-        self.store.put(NODE_METRIC_KIND, metric)
-
 
 def _shares(be: int, others: int, allowed: int | None, room: int) -> tuple[float, float]:
     """The share of what they want (`be`, `others`: cpu) that BE pods and the others get: BE at most
@@ -167,40 +174,6 @@ def _shares(be: int, others: int, allowed: int | None, room: int) -> tuple[float
     if allowed is not None:
         cap = min(cap, allowed)
     return (1.0 if be <= cap else cap / be), ls_scale
-
-
-def _metric(
-    node: str, now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """A NodeMetric as the koordlet reports it (`policies/nodemetric.py` reads this shape)."""
-    return {
-        "apiVersion": kind_named(NODE_METRIC_KIND).api_version,
-        "kind": NODE_METRIC_KIND,
-        "metadata": {"name": node},
-        "status": _status(now, cpu, memory, sys_cpu, sys_mem, pods),
-    }
-
-
-def _status(
-    now: float, cpu: int, memory: int, sys_cpu: int, sys_mem: int, pods: list[dict[str, Any]]
-) -> dict[str, Any]:
-    return {
-        "updateTime": format_time(now),
-        "nodeMetric": {
-            "nodeUsage": {"resources": {"cpu": cpu_text(cpu), "memory": memory_text(memory)}},
-            "systemUsage": {"resources": {"cpu": cpu_text(sys_cpu), "memory": memory_text(sys_mem)}},
-        },
-        "podsMetric": pods,
-    }
-
-
-def _pod_metric(pod: Object, cpu: int, memory: int) -> dict[str, Any]:
-    meta = pod.get("metadata") or {}
-    return {
-        "namespace": meta.get("namespace") or "default",
-        "name": meta.get("name"),
-        "podUsage": {"resources": {"cpu": cpu_text(cpu), "memory": memory_text(memory)}},
-    }
 
 
 def _pod_key(pod: Object) -> str | None:
