@@ -50,3 +50,32 @@ def format_duration(seconds: float) -> str:
     if whole == seconds:
         return f"{whole}s"
     return f"{int(seconds * 1000)}ms"
+
+
+def go_duration(seconds: float) -> str:
+    """Seconds as Go's `time.Duration.String()` ("5m0s", "1h0m0s", "1.5s", "250ms"): how a Go
+    component writes a duration (a `metav1.Duration` in JSON, a ColocationCfg field), to the nanosecond."""
+    if seconds == 0:
+        return "0s"
+    sign = "-" if seconds < 0 else ""
+    nanos = round(abs(seconds) * 1e9)
+    if nanos < 10**9:
+        for unit, scale in (("ms", 10**6), ("µs", 10**3), ("ns", 1)):
+            if nanos >= scale or unit == "ns":
+                return f"{sign}{_trim(nanos, scale)}{unit}"
+    hours, rest = divmod(nanos, 3600 * 10**9)
+    minutes, rest = divmod(rest, 60 * 10**9)
+    text = f"{_trim(rest, 10**9)}s"
+    if hours or minutes:
+        text = f"{minutes}m{text}"
+    if hours:
+        text = f"{hours}h{text}"
+    return sign + text
+
+
+def _trim(value: int, scale: int) -> str:
+    whole, frac = divmod(value, scale)
+    if not frac:
+        return str(whole)
+    digits = str(frac).rjust(len(str(scale)) - 1, "0").rstrip("0")
+    return f"{whole}.{digits}"

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
-from policies.durations import format_duration, parse_duration
+from policies.durations import go_duration, parse_duration
 from policies.kinds import NODE_METRIC_KIND, kind_named
 from policies.quantity import milli_value, scalar_text, value
 
@@ -37,6 +37,20 @@ class PodMetric:
     key: str  # namespace/name
     priority: str  # the priority class the koordlet saw ("koord-prod", ...), "" when absent
     usage: Amounts | None
+    #: the pod's QoS class the koordlet saw ("LS", "BE", ...), "" when absent (last, defaulted:
+    #: `colocate whatif`'s sampler builds these positionally without one)
+    qos: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HostApplicationMetric:
+    """One `status.hostApplicationMetric` entry: a host application (NodeSLO `hostApplications`) and
+    its usage; "" for a field the entry does not carry."""
+
+    name: str
+    priority: str
+    qos: str
+    usage: Amounts
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +73,8 @@ class NodeMetricReading:
     system_usage: Amounts
     aggregated: tuple[AggregatedUsage, ...]
     pods: tuple[PodMetric, ...]
-    #: `status.hostApplicationMetric`: (priority class, usage) per host application
-    host_applications: tuple[tuple[str, Amounts], ...] = ()
+    #: `status.hostApplicationMetric`, in its order
+    host_applications: tuple[HostApplicationMetric, ...] = ()
     #: `status.prodReclaimableMetric.resource` (None when absent or without resources)
     prod_reclaimable: Amounts | None = None
 
@@ -123,7 +137,7 @@ def _read(metric: Mapping[str, Any]) -> NodeMetricReading:
             for resource, text in resources.items():
                 usage[resource] = milli_value(text) if resource == RESOURCE_CPU else value(text)
         key = f"{item.get('namespace') or 'default'}/{item.get('name', '')}"
-        pods.append(PodMetric(key, str(item.get("priority") or ""), usage))
+        pods.append(PodMetric(key, str(item.get("priority") or ""), usage, str(item.get("qos") or "")))
     aggregated = []
     for entry in (node_metric or {}).get("aggregatedNodeUsages") or []:
         by_kind = {str(kind): _amounts(raw) for kind, raw in (entry.get("usage") or {}).items()}
@@ -131,7 +145,12 @@ def _read(metric: Mapping[str, Any]) -> NodeMetricReading:
     host_items = status.get("hostApplicationMetric")
     hosts = (
         tuple(
-            (str(item.get("priority") or ""), _amounts(item.get("usage")))
+            HostApplicationMetric(
+                str(item.get("name") or ""),
+                str(item.get("priority") or ""),
+                str(item.get("qos") or ""),
+                _amounts(item.get("usage")),
+            )
             for item in host_items
             if isinstance(item, Mapping)
         )
@@ -188,7 +207,7 @@ def render_status(reading: NodeMetricReading) -> dict[str, Any]:
     """The NodeMetric `status` that reads as `reading` (but for `report_interval_seconds`, which is
     the `spec`'s). Raises ValueError for a reading no status reads as: a pod key that is not
     `namespace/name` with a namespace, an empty pod usage (read as none), an empty `update_time`,
-    node-level usage without a `nodeMetric`, an aggregation window `format_duration` cannot write."""
+    node-level usage without a `nodeMetric`, an aggregation window `go_duration` cannot write exactly."""
     if reading.update_time == "":
         raise ValueError("an empty updateTime reads as none")
     status: dict[str, Any] = {}
@@ -197,10 +216,9 @@ def render_status(reading: NodeMetricReading) -> dict[str, Any]:
     if reading.has_node_metric:
         if reading.node_usage is None:
             raise ValueError("a nodeMetric always reads with a nodeUsage")
-        node_metric: dict[str, Any] = {
-            "nodeUsage": _resources(reading.node_usage),
-            "systemUsage": _resources(reading.system_usage),
-        }
+        node_metric: dict[str, Any] = {"nodeUsage": _resources(reading.node_usage)}
+        if reading.system_usage:  # absent reads as empty: a reporter that measures none writes none
+            node_metric["systemUsage"] = _resources(reading.system_usage)
         if reading.aggregated:
             node_metric["aggregatedNodeUsages"] = [_aggregated(entry) for entry in reading.aggregated]
         status["nodeMetric"] = node_metric
@@ -214,6 +232,8 @@ def render_status(reading: NodeMetricReading) -> dict[str, Any]:
         item: dict[str, Any] = {"namespace": namespace, "name": name}
         if pod.priority:
             item["priority"] = pod.priority
+        if pod.qos:
+            item["qos"] = pod.qos
         usage = pod.usage
         if usage is not None:
             if not usage:
@@ -222,17 +242,27 @@ def render_status(reading: NodeMetricReading) -> dict[str, Any]:
         items.append(item)
     status["podsMetric"] = items
     if reading.host_applications:
-        status["hostApplicationMetric"] = [
-            {"priority": priority, "usage": _resources(usage)} if priority else {"usage": _resources(usage)}
-            for priority, usage in reading.host_applications
-        ]
+        status["hostApplicationMetric"] = [_host_application(app) for app in reading.host_applications]
     if reading.prod_reclaimable is not None:
         status["prodReclaimableMetric"] = {"resource": _resources(reading.prod_reclaimable)}
     return status
 
 
+def _host_application(app: HostApplicationMetric) -> dict[str, Any]:
+    item: dict[str, Any] = {}
+    if app.name:
+        item["name"] = app.name
+    item["usage"] = _resources(app.usage)
+    if app.priority:
+        item["priority"] = app.priority
+    if app.qos:
+        item["qos"] = app.qos
+    return item
+
+
 def _aggregated(entry: AggregatedUsage) -> dict[str, Any]:
-    duration = format_duration(entry.duration)
+    # Go's text, as the koordlet's `metav1.Duration` marshals ("5m0s")
+    duration = go_duration(entry.duration)
     if parse_duration(duration) != entry.duration:
         raise ValueError(f"aggregation window {entry.duration}s has no exact duration text")
     return {"duration": duration, "usage": {kind: _resources(usage) for kind, usage in entry.usage.items()}}

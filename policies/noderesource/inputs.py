@@ -331,7 +331,7 @@ def metric_input(metric: Mapping[str, Any] | None) -> MetricInput | None:
         node_usage=node_usage,
         system_usage=res_of_scalars(reading.system_usage),
         pods=pods,
-        host_applications=tuple((prio, res_of_scalars(u)) for prio, u in hosts) if hosts else (),
+        host_applications=tuple((app.priority, res_of_scalars(app.usage)) for app in hosts) if hosts else (),
         prod_reclaimable=res_of_scalars(reading.prod_reclaimable) if reading.prod_reclaimable is not None else None,
     )
 

@@ -27,7 +27,7 @@ from policies.constants import (
     LABEL_MID_STATIC_CPU_RESERVED_RATIO,
     LABEL_MID_STATIC_MEMORY_RESERVED_RATIO,
 )
-from policies.durations import parse_duration
+from policies.durations import go_duration, parse_duration
 from policies.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
 from policies.slo_config.rules import json_type
 
@@ -100,34 +100,6 @@ RATIO_LABELS: Final = (
 
 class ColocationDecodeError(ValueError):
     """The document does not decode into a ColocationCfg (what Go's json.Unmarshal refuses)."""
-
-
-def go_duration(seconds: float) -> str:
-    """Go's `time.Duration.String()` for whole and fractional seconds ("5m0s", "1h0m0s", "1.5s")."""
-    if seconds == 0:
-        return "0s"
-    sign = "-" if seconds < 0 else ""
-    nanos = round(abs(seconds) * 1e9)
-    if nanos < 10**9:
-        for unit, scale in (("ms", 10**6), ("µs", 10**3), ("ns", 1)):
-            if nanos >= scale or unit == "ns":
-                return f"{sign}{_trim(nanos, scale)}{unit}"
-    hours, rest = divmod(nanos, 3600 * 10**9)
-    minutes, rest = divmod(rest, 60 * 10**9)
-    text = f"{_trim(rest, 10**9)}s"
-    if hours or minutes:
-        text = f"{minutes}m{text}"
-    if hours:
-        text = f"{hours}h{text}"
-    return sign + text
-
-
-def _trim(value: int, scale: int) -> str:
-    whole, frac = divmod(value, scale)
-    if not frac:
-        return str(whole)
-    digits = str(frac).rjust(len(str(scale)) - 1, "0").rstrip("0")
-    return f"{whole}.{digits}"
 
 
 def _decode_field(name: str, kind: str, value: Any, path: str) -> Any:

@@ -101,9 +101,9 @@ def _usage_of_reading(status: Mapping[str, Any], reading: NodeMetricReading, be_
     apps: dict[str, ResourceUsage] = {}
     if reading.host_applications:
         named = [item for item in status.get("hostApplicationMetric") or [] if isinstance(item, Mapping)]
-        for item, (_, amounts) in zip(named, reading.host_applications, strict=True):
-            if item.get("name") and _is_map(item.get("usage")):
-                apps[str(item["name"])] = _resource_usage(amounts)
+        for item, app in zip(named, reading.host_applications, strict=True):
+            if app.name and _is_map(item.get("usage")):
+                apps[app.name] = _resource_usage(app.usage)
     return Usage(node, pods, apps, be_cpu)
 
 

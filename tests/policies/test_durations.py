@@ -1,6 +1,6 @@
 import pytest
 
-from policies.durations import format_duration, parse_duration
+from policies.durations import format_duration, go_duration, parse_duration
 
 
 @pytest.mark.parametrize(
@@ -14,7 +14,7 @@ from policies.durations import format_duration, parse_duration
         ("", 0),
     ],
 )
-def test_go_durations(text, seconds):
+def test_go_durations_parse(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds)
 
 
@@ -26,3 +26,25 @@ def test_bad_duration_is_rejected():
 @pytest.mark.parametrize("seconds, text", [(180, "3m"), (3600, "1h"), (90, "90s")])
 def test_prometheus_durations(seconds, text):
     assert format_duration(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0, "0s"),
+        (45, "45s"),
+        (90, "1m30s"),
+        (300, "5m0s"),
+        (600, "10m0s"),
+        (1800, "30m0s"),
+        (3600, "1h0m0s"),
+        (90061, "25h1m1s"),
+        (1.5, "1.5s"),
+        (0.25, "250ms"),
+        (-300, "-5m0s"),
+    ],
+)
+def test_go_duration_text_is_what_go_writes(seconds: float, text: str) -> None:
+    """Go's `time.Duration.String()`: whole seconds as a metav1.Duration in a NodeMetric, and fractions."""
+    assert go_duration(seconds) == text
+    assert parse_duration(text) == pytest.approx(seconds)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.nodemetric import read_node_metric
+from policies.nodemetric import HostApplicationMetric, read_node_metric
 from policies.quantity import QuantityError
 from tests.support.builders import METRIC_TIME, make_metric, pod_metric
 
@@ -36,14 +36,20 @@ def test_a_pod_entry_without_resources_has_no_usage_and_a_host_application_keeps
         {"namespace": "ns", "name": "empty", "podUsage": {}},
         {"namespace": "ns", "name": "none", "podUsage": {"resources": {}}, "priority": "koord-mid"},
     ]
-    metric["status"]["hostApplicationMetric"] = [{"priority": "koord-batch", "usage": {"resources": {"cpu": "2"}}}]
+    metric["status"]["hostApplicationMetric"] = [
+        {"priority": "koord-batch", "usage": {"resources": {"cpu": "2"}}},
+        {"name": "nginx", "qos": "LS", "usage": {"resources": {"memory": "1Mi"}}},
+    ]
     reading = read_node_metric(metric)
     assert [(p.key, p.priority, p.usage) for p in reading.pods] == [
         ("default/bare", "", None),
         ("ns/empty", "", None),
         ("ns/none", "koord-mid", None),
     ]
-    assert reading.host_applications == (("koord-batch", {"cpu": 2000}),)
+    assert reading.host_applications == (
+        HostApplicationMetric("", "koord-batch", "", {"cpu": 2000}),
+        HostApplicationMetric("nginx", "", "LS", {"memory": 1 << 20}),
+    )
 
 
 def test_a_malformed_pod_quantity_is_an_error() -> None:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from policies.nodemetric import (
     DEFAULT_REPORT_INTERVAL_SECONDS,
     AggregatedUsage,
+    HostApplicationMetric,
     NodeMetricReading,
     PodMetric,
     read_node_metric,
@@ -36,6 +37,14 @@ pods = st.builds(
     key=st.builds(lambda ns, n: f"{ns}/{n}", label, name),
     priority=st.sampled_from(["", "koord-prod", "koord-batch", "koord-mid", "koord-free"]),
     usage=st.one_of(st.none(), some_amounts),
+    qos=st.sampled_from(["", "LSE", "LSR", "LS", "BE", "SYSTEM"]),
+)
+host_applications = st.builds(
+    HostApplicationMetric,
+    name=st.one_of(st.just(""), label),
+    priority=st.sampled_from(["", "koord-prod", "koord-batch"]),
+    qos=st.sampled_from(["", "LS", "BE"]),
+    usage=amounts,
 )
 windows = st.one_of(
     st.sampled_from([0.0, 1.0, 60.0, 300.0, 1800.0, 3600.0, 86400.0]),
@@ -57,9 +66,7 @@ def readings(draw: st.DrawFn) -> NodeMetricReading:
         system_usage=draw(amounts) if has_node_metric else {},
         aggregated=tuple(draw(st.lists(aggregated, max_size=3))) if has_node_metric else (),
         pods=tuple(draw(st.lists(pods, max_size=6))),
-        host_applications=tuple(
-            draw(st.lists(st.tuples(st.sampled_from(["", "koord-prod", "koord-batch"]), amounts), max_size=3))
-        ),
+        host_applications=tuple(draw(st.lists(host_applications, max_size=3))),
         prod_reclaimable=draw(st.one_of(st.none(), amounts)),
     )
 

@@ -14,8 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from policies.durations import parse_duration
+from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.durations import go_duration, parse_duration
 from policies.kinds import NODE_METRIC_KIND, kind_named
+from policies.nodemetric import (
+    AggregatedUsage,
+    Amounts,
+    HostApplicationMetric,
+    NodeMetricReading,
+    PodMetric,
+    render_status,
+)
 from policies.objects import metadata_of
 from policies.qos import defaulted_priority_class, defaulted_qos_class
 from scheduler_plugins.clock import format_time
@@ -27,18 +36,6 @@ log = logging.getLogger("colocate.koordlet.reporter")
 
 PERCENTILES: tuple[tuple[str, float], ...] = (("p50", 50), ("p90", 90), ("p95", 95), ("p99", 99))
 DEFAULT_DURATIONS = (300.0, 600.0, 1800.0)
-
-
-def go_duration(seconds: float) -> str:
-    """Seconds as Go's `time.Duration.String()` for whole seconds: 300 -> "5m0s"."""
-    total = int(seconds)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    if minutes:
-        return f"{minutes}m{secs}s"
-    return f"{secs}s"
 
 
 @dataclass(frozen=True)
@@ -54,7 +51,9 @@ class CollectPolicy:
         parsed = []
         for text in durations:
             try:
-                parsed.append(parse_duration(text))
+                # to the nanosecond, as Go holds a `metav1.Duration`: the window is then one
+                # `go_duration` writes exactly (`render_status` refuses one it cannot)
+                parsed.append(parse_duration(go_duration(parse_duration(text))))
             except ValueError:
                 continue
         return cls(
@@ -64,37 +63,30 @@ class CollectPolicy:
         )
 
 
-def _resources(cpu: float | None, memory: float | None) -> dict[str, Any]:
-    found: dict[str, str] = {}
+def _amounts(cpu: float | None, memory: float | None) -> Amounts:
+    """Millicores and bytes as the reading's scalars: negatives clamp to 0, an unmeasured one is left out."""
+    found: Amounts = {}
     if cpu is not None:
-        found["cpu"] = f"{max(0, int(cpu))}m"
+        found[RESOURCE_CPU] = max(0, int(cpu))
     if memory is not None:
-        found["memory"] = str(max(0, int(memory)))
-    return {"resources": found}
+        found[RESOURCE_MEMORY] = max(0, int(memory))
+    return found
 
 
-def node_metric_status(
+def node_metric_reading(
     cache: MetricCache, state: NodeState, now: float, wall: float, policy: CollectPolicy
-) -> dict[str, Any]:
-    """The status to write; `now` is the cache's clock, `wall` the updateTime."""
+) -> NodeMetricReading:
+    """What the koordlet reports: `now` is the cache's clock, `wall` the updateTime. A pod or host
+    application without a sample in the window is left out."""
     window = policy.aggregate_seconds
-    node_metric: dict[str, Any] = {
-        "nodeUsage": _resources(cache.average(NODE_CPU, now, window), cache.average(NODE_MEMORY, now, window)),
-    }
     aggregated = []
     for duration in policy.durations:
         cpu = cache.percentiles(NODE_CPU, now, duration, [p for _, p in PERCENTILES])
         memory = cache.percentiles(NODE_MEMORY, now, duration, [p for _, p in PERCENTILES])
         if cpu is None and memory is None:
             continue
-        aggregated.append(
-            {
-                "usage": {name: _resources((cpu or {}).get(p), (memory or {}).get(p)) for name, p in PERCENTILES},
-                "duration": go_duration(duration),
-            }
-        )
-    if aggregated:
-        node_metric["aggregatedNodeUsages"] = aggregated
+        usage = {name: _amounts((cpu or {}).get(p), (memory or {}).get(p)) for name, p in PERCENTILES}
+        aggregated.append(AggregatedUsage(duration, usage))
     pods = []
     for pod in state.pods:
         metadata = metadata_of(pod)
@@ -104,30 +96,37 @@ def node_metric_status(
         if pod_cpu is None and pod_memory is None:
             continue
         qos = defaulted_qos_class(pod)
-        pods.append(
-            {
-                "namespace": str(metadata.get("namespace") or "default"),
-                "name": str(metadata.get("name")),
-                "priority": str(defaulted_priority_class(pod, qos)),
-                "qos": str(qos),
-                "podUsage": _resources(pod_cpu, pod_memory),
-            }
-        )
+        key = f"{metadata.get('namespace') or 'default'}/{metadata.get('name')}"
+        priority = str(defaulted_priority_class(pod, qos))
+        pods.append(PodMetric(key, priority, _amounts(pod_cpu, pod_memory), str(qos)))
     apps = []
     for app in state.node_slo.host_applications if state.node_slo else ():
         app_cpu = cache.average(f"hostapp/{app.name}/cpu", now, window)
         app_memory = cache.average(f"hostapp/{app.name}/memory", now, window)
         if app_cpu is None and app_memory is None:
             continue
-        apps.append(
-            {"name": app.name, "usage": _resources(app_cpu, app_memory), "priority": app.priority, "qos": app.qos}
-        )
-    return {
-        "nodeMetric": node_metric,
-        "podsMetric": pods,
-        "hostApplicationMetric": apps,
-        "updateTime": format_time(wall),
-    }
+        apps.append(HostApplicationMetric(app.name, app.priority, app.qos, _amounts(app_cpu, app_memory)))
+    return NodeMetricReading(
+        update_time=format_time(wall),
+        report_interval_seconds=int(policy.report_interval),
+        has_node_metric=True,
+        node_usage=_amounts(cache.average(NODE_CPU, now, window), cache.average(NODE_MEMORY, now, window)),
+        system_usage={},
+        aggregated=tuple(aggregated),
+        pods=tuple(pods),
+        host_applications=tuple(apps),
+    )
+
+
+def node_metric_status(
+    cache: MetricCache, state: NodeState, now: float, wall: float, policy: CollectPolicy
+) -> dict[str, Any]:
+    """The status to write (`render_status` of `node_metric_reading`). `write_status` merge-patches
+    it, where a key left out keeps the stored value: an empty list of host applications is written
+    as one, so that the last application's entry goes when it does."""
+    status = render_status(node_metric_reading(cache, state, now, wall, policy))
+    status.setdefault("hostApplicationMetric", [])
+    return status
 
 
 def node_metric_path(name: str) -> str:

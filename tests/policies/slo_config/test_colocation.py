@@ -11,7 +11,6 @@ import pytest
 from policies.slo_config.colocation import (
     DEFAULT_STRATEGY,
     ColocationDecodeError,
-    go_duration,
     is_valid,
     load_colocation,
 )
@@ -202,13 +201,6 @@ def test_no_configmap_at_start_is_defaults_in_error_status() -> None:
     config, _ = load_manager_config(None)
     assert config.available and config.error and not config.colocation.cluster.enable
     assert load_manager_config(None, config)[0] is config  # a deleted ConfigMap changes nothing
-
-
-@pytest.mark.parametrize(
-    ("seconds", "text"), [(300, "5m0s"), (3600, "1h0m0s"), (90, "1m30s"), (1.5, "1.5s"), (0.25, "250ms")]
-)
-def test_go_duration(seconds: float, text: str) -> None:
-    assert go_duration(seconds) == text
 
 
 def test_webhook_refuses_what_the_manager_cannot_decode() -> None:

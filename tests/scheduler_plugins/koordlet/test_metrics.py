@@ -12,7 +12,7 @@ from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
 from scheduler_plugins.koordlet.metrics.cache import MetricCache, percentile
 from scheduler_plugins.koordlet.metrics.collector import Collector, usage_from_cache
-from scheduler_plugins.koordlet.metrics.reporter import CollectPolicy, go_duration, node_metric_status
+from scheduler_plugins.koordlet.metrics.reporter import CollectPolicy, node_metric_status
 from scheduler_plugins.koordlet.nodeslo import NodeSLO
 from scheduler_plugins.koordlet.states import NodeState
 from tests.support.builders import make_node, make_node_slo, make_pod, pod_uid
@@ -147,10 +147,6 @@ def test_pod_churn_does_not_grow_the_cache_or_the_collector(tmp_path: Path) -> N
     assert len(collector._last) <= 2  # this round's pod cpu reading at most (no /proc here)
 
 
-def test_go_durations() -> None:
-    assert [go_duration(s) for s in (300, 600, 1800, 3600, 45)] == ["5m0s", "10m0s", "30m0s", "1h0m0s", "45s"]
-
-
 def test_the_node_metric_status_is_what_load_aware_reads() -> None:
     from scheduler_plugins.clock import fixed_clock
     from scheduler_plugins.scheduler.plugins.loadaware.cache import AssignCache
@@ -181,7 +177,8 @@ def test_the_node_metric_status_is_what_load_aware_reads() -> None:
     )
     assert status["updateTime"] == "2024-05-01T10:00:00Z"
     # the mean of the samples of 230..290 s
-    assert status["nodeMetric"]["nodeUsage"] == {"resources": {"cpu": "3600m", "memory": str(2 * 1024**3)}}
+    # quantities in their canonical text, as the koordlet's resource.Quantity marshals them
+    assert status["nodeMetric"]["nodeUsage"] == {"resources": {"cpu": "3600m", "memory": "2Gi"}}
     first = status["nodeMetric"]["aggregatedNodeUsages"][0]
     assert first["duration"] == "5m0s" and set(first["usage"]) == {"p50", "p90", "p95", "p99"}
     assert status["podsMetric"] == [
@@ -190,7 +187,7 @@ def test_the_node_metric_status_is_what_load_aware_reads() -> None:
             "name": "p-u-1",
             "priority": "koord-batch",
             "qos": "BE",
-            "podUsage": {"resources": {"cpu": "500m", "memory": "1048576"}},
+            "podUsage": {"resources": {"cpu": "500m", "memory": "1Mi"}},
         }
     ]
     assert status["hostApplicationMetric"] == [
@@ -206,3 +203,33 @@ def test_the_node_metric_status_is_what_load_aware_reads() -> None:
     assign.set_metric("n1", {"spec": {}, "status": status})
     assert assign.estimated_usage("n1", False, "", 0) == [3600, 2 * 1024**3]
     assert assign.estimated_usage("n1", False, "p95", 300) == [3800, 2 * 1024**3]  # rank 29 of 30 samples
+
+
+def test_the_status_clamps_negatives_leaves_out_the_unmeasured_and_clears_host_applications() -> None:
+    """A counter that went backwards reports 0; a pod with only a memory sample reports only memory;
+    with no host application left the merge-patched status still replaces the list; and the status
+    reads back (`read_node_metric`) as the reading the reporter rendered it from."""
+    from policies.nodemetric import read_node_metric
+    from scheduler_plugins.koordlet.metrics.reporter import node_metric_reading
+
+    cache = MetricCache()
+    cache.add("node/cpu", 100.0, -250.0)
+    cache.add(f"pod/{pod_uid('u-1')}/memory", 100.0, 4096.0)
+    node = state(pod("u-1", qos="LS"), pod("u-2", qos="BE"))  # u-2 has no sample: left out
+    policy = CollectPolicy()
+
+    status = node_metric_status(cache, node, 100.0, 1714557600.0, policy)
+
+    assert status["nodeMetric"]["nodeUsage"] == {"resources": {"cpu": "0"}}
+    assert status["podsMetric"] == [
+        {
+            "namespace": "default",
+            "name": "p-u-1",
+            "priority": "koord-prod",
+            "qos": "LS",
+            "podUsage": {"resources": {"memory": "4Ki"}},
+        }
+    ]
+    assert status["hostApplicationMetric"] == []
+    reading = node_metric_reading(cache, node, 100.0, 1714557600.0, policy)
+    assert read_node_metric({"spec": {}, "status": status}) == reading
