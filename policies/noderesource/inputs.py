@@ -93,6 +93,25 @@ def _milli(raw: object) -> int:
     return Quantity.parse(raw).milli_value()
 
 
+@lru_cache(maxsize=4096, typed=True)
+def _lenient_milli_of(raw: str | int | float) -> int:
+    try:
+        return Quantity.parse(raw).milli_value()
+    except QuantityError:
+        return 0
+
+
+def lenient_milli(raw: object) -> int:
+    """The quantity in thousandths, 0 when it is not one (what the update rule compares; cached by
+    text: the values repeat)."""
+    if isinstance(raw, (str, int, float)):
+        return _lenient_milli_of(raw)
+    try:
+        return Quantity.parse(raw).milli_value()
+    except QuantityError:
+        return 0
+
+
 def res_of(raw: Mapping[str, Any] | None) -> Res:
     """cpu and memory of a ResourceList in milli; absent or malformed entries count 0."""
     if not isinstance(raw, Mapping):
@@ -210,6 +229,8 @@ class NodeRead:
     status: Mapping[str, Any]
     #: `status.allocatable`'s batch and mid resources as text
     current: Mapping[str, str]
+    #: the same in thousandths (`lenient_milli`: what the update rule compares them by)
+    current_milli: Mapping[str, int]
     #: whether the status has capacity and allocatable (else nothing may be written)
     writable: bool
 
@@ -224,6 +245,7 @@ def read_node(node: Mapping[str, Any]) -> NodeRead:
         annotations=meta.get("annotations") or {},
         status=status,
         current={name: str(allocatable[name]) for name in EXTENDED if name in allocatable},
+        current_milli={name: lenient_milli(allocatable[name]) for name in EXTENDED if name in allocatable},
         writable="capacity" in status and "allocatable" in status and status.get("capacity") is not None,
     )
 

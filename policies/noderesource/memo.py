@@ -16,6 +16,7 @@ by `forget`. The result of a plan is the same with or without it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from operator import is_
 from typing import Any
 
@@ -28,10 +29,52 @@ from policies.noderesource.normalization import normalization_ratio
 from policies.slo_config.amplification import AmplificationConfig
 from policies.slo_config.colocation import ColocationConfig, ColocationStrategy
 from policies.slo_config.cpu_normalization import NormalizationConfig
+from policies.slo_config.manager_config import ManagerConfig
 from policies.slo_config.nodeslo import SLOConfig
 
 _StrategyKey = tuple[ColocationConfig, Mapping[str, str], str | None]
 _SLOKey = tuple[SLOConfig, Mapping[str, str], str | None, Mapping[str, Any] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFixed:
+    """What a node's plan takes from its Node object, the config, its NodeResourceTopology and its
+    NodeSLO's extensions, and from nothing else (not its pods, not its NodeMetric)."""
+
+    read: NodeRead
+    strategy: ColocationStrategy
+    #: the NodeSLO and NodeMetric specs to hold (shared: read them, never change them)
+    nodeslo: dict[str, Any]
+    nodemetric: dict[str, Any]
+    #: whether colocation is on for the node (`ColocationConfig.node_enabled`)
+    enabled: bool
+    #: the CPU normalization and amplification ratio annotations to write; None when the config is
+    #: unavailable or colocation is off for the node (then they are not computed)
+    ratios: tuple[str | None, str | None] | None
+
+
+def _nrt_annotations(nrt: Mapping[str, Any] | None) -> Any:
+    return (nrt or {}).get("metadata", {}).get("annotations")
+
+
+def node_fixed(
+    config: ManagerConfig, node: Mapping[str, Any], nrt: Mapping[str, Any] | None, extensions: Mapping[str, Any] | None
+) -> NodeFixed:
+    """The node's `NodeFixed`, computed (`PlanMemo.fixed` keeps it)."""
+    read = read_node(node)
+    labels, annotations = read.labels, read.annotations
+    strategy = config.colocation.strategy_for(labels, annotations)
+    nodeslo = render_nodeslo_spec(config.slo, labels, annotations, extensions)
+    nodemetric = nodemetric_spec(strategy)
+    enabled = config.colocation.node_enabled(strategy)
+    ratios = None
+    if config.available and enabled:
+        nrt_annotations = _nrt_annotations(nrt)
+        ratios = (
+            normalization_ratio(config.normalization, labels, nrt_annotations),
+            amplification_ratio(config.amplification, labels, annotations),
+        )
+    return NodeFixed(read, strategy, nodeslo, nodemetric, enabled, ratios)
 
 
 class PlanMemo:
@@ -46,6 +89,40 @@ class PlanMemo:
         self._slos: dict[str, tuple[_SLOKey, dict[str, Any]]] = {}
         self._strategies: dict[str, tuple[_StrategyKey, ColocationStrategy]] = {}
         self._metric_specs: dict[str, tuple[ColocationStrategy, dict[str, Any]]] = {}
+        self._fixed: dict[str, tuple[object, object, object, object, NodeFixed]] = {}
+
+    def fixed(
+        self,
+        config: ManagerConfig,
+        node: Mapping[str, Any],
+        nrt: Mapping[str, Any] | None,
+        extensions: Mapping[str, Any] | None,
+    ) -> NodeFixed:
+        """The node's `NodeFixed`, the very value of the last call while the Node, the config, the NRT
+        and the extensions are the objects it was made from (else made again from the parts below,
+        which keep what did not change)."""
+        name = str((node.get("metadata") or {}).get("name") or "")
+        cached = self._fixed.get(name)
+        if (
+            cached is not None
+            and cached[0] is node
+            and cached[1] is config
+            and cached[2] is nrt
+            and cached[3] is extensions
+        ):
+            return cached[4]
+        read = self.read_node(node)
+        labels, annotations = read.labels, read.annotations
+        strategy = self.strategy(name, config.colocation, labels, annotations)
+        nodeslo = self.nodeslo(name, config.slo, labels, annotations, extensions)
+        nodemetric = self.nodemetric(name, strategy)
+        enabled = config.colocation.node_enabled(strategy)
+        ratios = None
+        if config.available and enabled:
+            ratios = self.ratios(config.normalization, config.amplification, read, _nrt_annotations(nrt))
+        fixed = NodeFixed(read, strategy, nodeslo, nodemetric, enabled, ratios)
+        self._fixed[name] = (node, config, nrt, extensions, fixed)
+        return fixed
 
     def nodemetric(self, node: str, strategy: ColocationStrategy) -> dict[str, Any]:
         """The node's NodeMetric spec (a function of its strategy; shared: read it, never change it)."""
@@ -157,6 +234,7 @@ class PlanMemo:
         return ratios
 
     def forget(self, node: str) -> None:
+        self._fixed.pop(node, None)
         self._pods.pop(node, None)
         self._reads.pop(node, None)
         self._inputs.pop(node, None)

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Final
 
 from policies.constants import ANNOTATION_CPU_NORMALIZATION_RATIO
 from policies.noderesource.amplification import amplification_differs
+from policies.noderesource.inputs import lenient_milli
 from policies.noderesource.normalization import parse_ratio, ratio_differs
 from policies.noderesource.prepare import BATCH_RESOURCES, MID_RESOURCES
-from policies.quantity import Quantity, QuantityError
 from policies.slo_config.colocation import ColocationStrategy
 
 _COMPARED: Final = (*MID_RESOURCES, *BATCH_RESOURCES)
@@ -35,33 +34,24 @@ class Decision:
         return self.status or self.meta
 
 
-@lru_cache(maxsize=4096, typed=True)
-def _milli_of(value: str | int | float) -> int:
-    try:
-        return Quantity.parse(value).milli_value()
-    except QuantityError:
-        return 0
-
-
-def _milli(value: object) -> int:
-    """The quantity in thousandths, 0 when it is not one (cached by text: the values repeat)."""
-    if isinstance(value, (str, int, float)):
-        return _milli_of(value)
-    try:
-        return Quantity.parse(value).milli_value()
-    except QuantityError:
-        return 0
-
-
 def resource_difference(
     old: Mapping[str, object], new: Mapping[str, object], name: str, threshold: float
 ) -> str | None:
     """Why `name` differs (`IsResourceDiff`), or None when it does not."""
-    if (name in old) != (name in new):
-        return f"{name.removeprefix('kubernetes.io/')} {'added' if name in new else 'removed'}"
-    if name not in old:
-        return None
-    before, after = _milli(old[name]), _milli(new[name])
+    return _difference(
+        name,
+        lenient_milli(old[name]) if name in old else None,
+        lenient_milli(new[name]) if name in new else None,
+        threshold,
+    )
+
+
+def _difference(name: str, before: int | None, after: int | None, threshold: float) -> str | None:
+    """`IsResourceDiff` over the amounts in thousandths (None: the resource is absent on that side)."""
+    if before is None or after is None:
+        if before is None and after is None:
+            return None
+        return f"{name.removeprefix('kubernetes.io/')} {'added' if before is None else 'removed'}"
     if abs(float(after - before)) > float(before) * threshold:
         percent = f"{abs(after - before) * 100 / before:.0f} %" if before else "from 0"
         return f"{name.removeprefix('kubernetes.io/')} differs by {percent} (threshold {threshold * 100:g} %)"
@@ -99,6 +89,29 @@ def decide(
     now: float,
 ) -> Decision:
     """The write decision for one node; `last_write` None means no write since start."""
+    return decide_amounts(
+        strategy,
+        {name: lenient_milli(old_allocatable[name]) for name in _COMPARED if name in old_allocatable},
+        {name: lenient_milli(new_allocatable[name]) for name in _COMPARED if name in new_allocatable},
+        old_annotations,
+        new_annotations,
+        last_write,
+        now,
+    )
+
+
+def decide_amounts(
+    strategy: ColocationStrategy,
+    old: Mapping[str, int],
+    new: Mapping[str, int],
+    old_annotations: Mapping[str, str],
+    new_annotations: Mapping[str, str],
+    last_write: float | None,
+    now: float,
+) -> Decision:
+    """`decide` over the batch and mid amounts in thousandths (a quantity that does not parse counts
+    0), as the plan has them at hand: the node's current ones are read once per Node object, the new
+    ones are the integers the texts are formatted from."""
     reasons = []
     status = False
     if last_write is None:
@@ -109,9 +122,8 @@ def decide(
         reasons.append(f"last write {now - last_write:.0f}s ago (threshold {strategy.update_time_threshold_seconds}s)")
     threshold = strategy.resource_diff_threshold
     for name in _COMPARED:
-        if name not in old_allocatable and name not in new_allocatable:
-            continue  # absent on both sides: no difference (mid resources of a node without mid)
-        why = resource_difference(old_allocatable, new_allocatable, name, threshold)
+        # absent on both sides: no difference (mid resources of a node without mid)
+        why = _difference(name, old.get(name), new.get(name), threshold)
         if why is not None:
             status = True
             reasons.append(why)
