@@ -86,13 +86,6 @@ def _third_party_batch(annotations: Mapping[str, str]) -> dict[str, int] | None:
     return used
 
 
-@lru_cache(maxsize=4096)
-def _parsed(text: str) -> Any:
-    """The annotation's JSON (cached by text: the manager wrote it and reads it back every round;
-    read it, never change it)."""
-    return json.loads(text)
-
-
 #: `json.dumps(..., separators=(",", ":"))` without building an encoder per call
 _COMPACT: Final = json.JSONEncoder(separators=(",", ":"))
 
@@ -101,17 +94,25 @@ _COMPACT: Final = json.JSONEncoder(separators=(",", ":"))
 _BATCH_ONLY: Final = frozenset(BATCH_RESOURCES)
 
 
-def _origin(annotations: Mapping[str, str], batch_cpu: int, batch_memory: int) -> str:
+@lru_cache(maxsize=4096)
+def _kept(text: str) -> dict[str, Any] | None:
+    """The resources of the `originExtendedAllocatable` annotation's JSON text, None when it holds no
+    other than batch-cpu and batch-memory (what the manager itself writes). Cached by text: the
+    manager writes it and reads it back every round; read it, never change it."""
     try:
-        current = _parsed(annotations.get(ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE) or "{}")
+        current = json.loads(text)
         kept = (current.get("resources") or {}) if isinstance(current, dict) else {}
         if not isinstance(kept, dict):
             kept = dict(kept)
     except ValueError:
         kept = {}
-    cpu = canonical_text(max(batch_cpu, 0) * NANO)
-    memory = canonical_text(max(batch_memory, 0) * NANO, QuantityFormat.BINARY_SI)
-    if kept.keys() <= _BATCH_ONLY:
+    return None if kept.keys() <= _BATCH_ONLY else kept
+
+
+def _origin(annotations: Mapping[str, str], cpu: str, memory: str) -> str:
+    """The annotation with batch-cpu and batch-memory set to these canonical texts."""
+    kept = _kept(annotations.get(ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE) or "{}")
+    if kept is None:
         # what the encoder below writes for these two keys (sorted), without building it: canonical
         # quantity texts need no JSON escaping
         return f'{{"resources":{{"{BATCH_CPU}":"{cpu}","{BATCH_MEMORY}":"{memory}"}}}}'
@@ -165,6 +166,8 @@ def prepare_amounts(
             capacity.pop(name, None)
             allocatable.pop(name, None)
     batch_cpu = batch_memory = -1
+    # the annotation's texts (canonical, memory in binary form): "0" for a removed resource
+    origin_cpu = origin_memory = "0"
     if batch is not None:
         batch_cpu = _normalized_cpu(batch[0], normalization_ratio)
         batch_memory = ceil_div(batch[1], 1000)
@@ -172,11 +175,16 @@ def prepare_amounts(
         text = capacity[BATCH_MEMORY] = allocatable[BATCH_MEMORY] = canonical_text(batch_memory * NANO, memory_format)
         amounts[BATCH_CPU] = batch_cpu * 1000
         amounts[BATCH_MEMORY] = _memory_milli(text, batch_memory * 1000)
+        origin_cpu = canonical_text(max(batch_cpu, 0) * NANO)
+        if memory_format is QuantityFormat.BINARY_SI and batch_memory >= 0:
+            origin_memory = text  # the same text
+        else:
+            origin_memory = canonical_text(max(batch_memory, 0) * NANO, QuantityFormat.BINARY_SI)
     else:
         for name in BATCH_RESOURCES:
             capacity.pop(name, None)
             allocatable.pop(name, None)
-    annotations[ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE] = _origin(annotations, batch_cpu, batch_memory)
+    annotations[ANNOTATION_ORIGIN_EXTENDED_ALLOCATABLE] = _origin(annotations, origin_cpu, origin_memory)
     if batch_cpu >= 0 and batch_memory >= 0:
         used = _third_party_batch(annotations)
         if used is not None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
-from policies.constants import ANNOTATION_CPU_NORMALIZATION_RATIO
+from policies.constants import ANNOTATION_AMPLIFICATION_RATIO, ANNOTATION_CPU_NORMALIZATION_RATIO
 from policies.noderesource.amplification import amplification_differs
 from policies.noderesource.inputs import lenient_milli
 from policies.noderesource.normalization import parse_ratio, ratio_differs
@@ -56,6 +57,16 @@ def _difference(name: str, before: int | None, after: int | None, threshold: flo
         percent = f"{abs(after - before) * 100 / before:.0f} %" if before else "from 0"
         return f"{name.removeprefix('kubernetes.io/')} differs by {percent} (threshold {threshold * 100:g} %)"
     return None
+
+
+@lru_cache(maxsize=256)
+def _ratio_parses(text: str | None) -> bool:
+    """Whether `parse_ratio` takes the text (cached by text: the manager wrote it)."""
+    try:
+        parse_ratio(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _meta_reason(old: Mapping[str, str], new: Mapping[str, str]) -> str | None:
@@ -122,16 +133,26 @@ def decide_amounts(
         reasons.append(f"last write {now - last_write:.0f}s ago (threshold {strategy.update_time_threshold_seconds}s)")
     threshold = strategy.resource_diff_threshold
     for name in _COMPARED:
+        before, after = old.get(name), new.get(name)
+        if before is not None and after is not None and abs(float(after - before)) <= float(before) * threshold:
+            continue  # within the threshold (`_difference`'s None, without the call)
         # absent on both sides: no difference (mid resources of a node without mid)
-        why = _difference(name, old.get(name), new.get(name), threshold)
+        why = _difference(name, before, after, threshold)
         if why is not None:
             status = True
             reasons.append(why)
     meta = False
-    for why in (
-        _meta_reason(old_annotations, new_annotations),
-        amplification_differs(old_annotations, new_annotations),
+    if old_annotations.get(ANNOTATION_CPU_NORMALIZATION_RATIO) != new_annotations.get(
+        ANNOTATION_CPU_NORMALIZATION_RATIO
+    ) or not _ratio_parses(old_annotations.get(ANNOTATION_CPU_NORMALIZATION_RATIO)):
+        why = _meta_reason(old_annotations, new_annotations)
+        if why is not None:
+            meta = True
+            reasons.append(why)
+    if old_annotations.get(ANNOTATION_AMPLIFICATION_RATIO, "") != new_annotations.get(
+        ANNOTATION_AMPLIFICATION_RATIO, ""
     ):
+        why = amplification_differs(old_annotations, new_annotations)
         if why is not None:
             meta = True
             reasons.append(why)
