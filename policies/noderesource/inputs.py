@@ -338,23 +338,30 @@ def metric_input(metric: Mapping[str, Any] | None) -> MetricInput | None:
         return None
     reading = read_node_metric(metric)
     usage = reading.node_usage
-    node_usage = res_of_scalars(usage) if usage and RESOURCE_CPU in usage and RESOURCE_MEMORY in usage else None
+    # `res_of_scalars`, inlined: this runs for every node (and every pod of it), every round
+    node_usage = (
+        (usage[RESOURCE_CPU], usage[RESOURCE_MEMORY] * 1000)
+        if usage and RESOURCE_CPU in usage and RESOURCE_MEMORY in usage
+        else None
+    )
     pods: dict[str, tuple[str, Res]] = {}
-    for pod in reading.pods:  # res_of_scalars, inlined: this runs for every pod of every node, every round
+    for pod in reading.pods:
         amounts = pod.usage
         pods[pod.key] = (
             pod.priority,
             (amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0) * 1000) if amounts else ZERO,
         )
+    system = reading.system_usage
     hosts = reading.host_applications
+    reclaimable = reading.prod_reclaimable
     return MetricInput(
-        update_time=_update_time(reading.update_time),
-        has_node_metric=reading.has_node_metric,
-        node_usage=node_usage,
-        system_usage=res_of_scalars(reading.system_usage),
-        pods=pods,
-        host_applications=tuple((prio, res_of_scalars(u)) for prio, u in hosts) if hosts else (),
-        prod_reclaimable=res_of_scalars(reading.prod_reclaimable) if reading.prod_reclaimable is not None else None,
+        _update_time(reading.update_time),
+        reading.has_node_metric,
+        node_usage,
+        (system.get(RESOURCE_CPU, 0), system.get(RESOURCE_MEMORY, 0) * 1000) if system else ZERO,
+        pods,
+        tuple((prio, res_of_scalars(u)) for prio, u in hosts) if hosts else (),
+        res_of_scalars(reclaimable) if reclaimable is not None else None,
     )
 
 

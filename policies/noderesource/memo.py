@@ -151,7 +151,7 @@ class PlanMemo:
         last = self._pods.get(node)
         if last is not None:
             objects, inputs = last
-            if len(objects) == len(pods) and all(map(is_, objects, pods)):
+            if objects is pods or (len(objects) == len(pods) and all(map(is_, objects, pods))):
                 return inputs
             known = {id(pod): (pod, made) for pod, made in zip(objects, inputs, strict=True)}
         else:
@@ -161,7 +161,7 @@ class PlanMemo:
             hit = known.get(id(pod))
             out.append(hit[1] if hit is not None and hit[0] is pod else pod_input(pod))
         result = tuple(out)
-        self._pods[node] = (tuple(pods), result)
+        self._pods[node] = (pods if isinstance(pods, tuple) else tuple(pods), result)
         return result
 
     def read_node(self, node: Mapping[str, Any]) -> NodeRead:
