@@ -28,7 +28,7 @@ from policies.constants import (
 )
 from policies.cpuset import CPUSetError, parse_cpuset, resource_status_of
 from policies.nodemetric import read_node_metric
-from policies.objects import annotations_of, labels_of, name_of, namespace_of
+from policies.objects import annotations_of, name_of, namespace_of
 from policies.qos import defaulted_priority_class, defaulted_qos_class
 from policies.quantity import Quantity, QuantityError, QuantityFormat
 from policies.resources import pod_resources
@@ -171,9 +171,10 @@ class ZoneInput:
 
 @dataclass(frozen=True, slots=True)
 class NodeInput:
+    """What the calculations read of the Node and its pods (`node_input_source` says which parts of
+    the Node: a status write of the batch and mid resources leaves them as they were)."""
+
     name: str
-    labels: Mapping[str, str]
-    annotations: Mapping[str, str]
     capacity: Res
     allocatable: Res
     memory_format: QuantityFormat
@@ -310,19 +311,42 @@ def _format_of(raw: object) -> QuantityFormat:
 def node_input(
     node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], pod_inputs: tuple[PodInput, ...] | None = None
 ) -> NodeInput:
-    """`pod_inputs`: the pods' inputs when the caller kept them (`memo.PlanMemo`), else read here."""
+    """`pod_inputs`: the pods' inputs when the caller kept them (`memo.PlanMemo`), else read here.
+    Reads of the Node only what `node_input_source` lists."""
     status = node.get("status") or {}
     capacity = status.get("capacity") or {}
-    annotations = annotations_of(node)
     return NodeInput(
         name=name_of(node),
-        labels=labels_of(node),
-        annotations=annotations,
         capacity=res_of(capacity),
         allocatable=res_of(status.get("allocatable")),
         memory_format=_format_of(capacity.get(RESOURCE_MEMORY, "0")),
-        reservation=reservation_of(annotations),
+        reservation=reservation_of(annotations_of(node)),
         pods=pod_inputs if pod_inputs is not None else tuple(pod_input(p) for p in pods),
+    )
+
+
+_ABSENT: Final = object()
+
+
+def _cpu_and_memory(raw: object) -> tuple[object, ...] | None:
+    """A ResourceList's cpu and memory entries with their types (None when it is no mapping)."""
+    if not isinstance(raw, Mapping):
+        return None
+    cpu, memory = raw.get(RESOURCE_CPU, _ABSENT), raw.get(RESOURCE_MEMORY, _ABSENT)
+    return (type(cpu), cpu, type(memory), memory)
+
+
+def node_input_source(node: Mapping[str, Any]) -> tuple[object, ...]:
+    """The parts of the Node `node_input` reads (its name, the cpu and memory of its capacity and
+    allocatable, its reservation annotation): Nodes whose sources are equal give equal inputs for
+    the same pods. A status write of the batch and mid resources, or an annotation write of
+    others, leaves the source as it was."""
+    status = node.get("status") or {}
+    return (
+        name_of(node),
+        _cpu_and_memory(status.get("capacity") or {}),
+        _cpu_and_memory(status.get("allocatable")),
+        annotations_of(node).get(ANNOTATION_NODE_RESERVATION, _ABSENT),
     )
 
 

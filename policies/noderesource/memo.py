@@ -20,10 +20,22 @@ from dataclasses import dataclass
 from operator import is_
 from typing import Any
 
-from policies.constants import ANNOTATION_NETWORK_BANDWIDTH, ANNOTATION_NODE_COLOCATION_STRATEGY
+from policies.constants import (
+    ANNOTATION_CPU_NORMALIZATION_RATIO,
+    ANNOTATION_NETWORK_BANDWIDTH,
+    ANNOTATION_NODE_COLOCATION_STRATEGY,
+)
 from policies.noderesource.amplification import amplification_ratio
 from policies.noderesource.collect_policy import nodemetric_spec
-from policies.noderesource.inputs import NodeInput, NodeRead, PodInput, node_input, pod_input, read_node
+from policies.noderesource.inputs import (
+    NodeInput,
+    NodeRead,
+    PodInput,
+    node_input,
+    node_input_source,
+    pod_input,
+    read_node,
+)
 from policies.noderesource.nodeslo import render_nodeslo_spec
 from policies.noderesource.normalization import normalization_ratio
 from policies.slo_config.amplification import AmplificationConfig
@@ -84,8 +96,10 @@ class PlanMemo:
     def __init__(self) -> None:
         self._pods: dict[str, tuple[tuple[Mapping[str, Any], ...], tuple[PodInput, ...]]] = {}
         self._reads: dict[str, tuple[Mapping[str, Any], NodeRead]] = {}
-        self._inputs: dict[str, tuple[Mapping[str, Any], tuple[PodInput, ...], NodeInput]] = {}
-        self._ratios: dict[str, tuple[tuple[object, object, NodeRead, object], tuple[str | None, str | None]]] = {}
+        self._inputs: dict[str, tuple[Mapping[str, Any], tuple[object, ...], tuple[PodInput, ...], NodeInput]] = {}
+        self._ratios: dict[
+            str, tuple[tuple[object, object, Mapping[str, Any], object, object], tuple[str | None, str | None]]
+        ] = {}
         self._slos: dict[str, tuple[_SLOKey, dict[str, Any]]] = {}
         self._strategies: dict[str, tuple[_StrategyKey, ColocationStrategy]] = {}
         self._metric_specs: dict[str, tuple[ColocationStrategy, dict[str, Any]]] = {}
@@ -175,13 +189,22 @@ class PlanMemo:
         return read
 
     def node_input(self, name: str, node: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> NodeInput:
-        """The node's `NodeInput`, while the Node and its pods are the objects it was read from."""
+        """The node's `NodeInput`, while its pods are the objects it was read from and the Node is
+        the object read, or one with the same `node_input_source` (a status write of the batch and
+        mid resources replaces the Node, not what its input reads)."""
         inputs = self.pod_inputs(name, pods)
         cached = self._inputs.get(name)
-        if cached is not None and cached[0] is node and cached[1] is inputs:
-            return cached[2]
+        if cached is not None and cached[2] is inputs:
+            if cached[0] is node:
+                return cached[3]
+            source = node_input_source(node)
+            if source == cached[1]:
+                self._inputs[name] = (node, source, inputs, cached[3])
+                return cached[3]
+        else:
+            source = node_input_source(node)
         made = node_input(node, pods, inputs)
-        self._inputs[name] = (node, inputs, made)
+        self._inputs[name] = (node, source, inputs, made)
         return made
 
     def nodeslo(
@@ -214,23 +237,28 @@ class PlanMemo:
         read: NodeRead,
         nrt_annotations: Mapping[str, str] | None,
     ) -> tuple[str | None, str | None]:
-        """The node's CPU normalization and amplification ratio annotations to write, while the
-        configs, the Node object read and its NRT's annotations are the objects they came from."""
+        """The node's CPU normalization and amplification ratio annotations to write, while what
+        they are computed from holds: the configs and the NRT's annotations (the objects), the
+        node's labels (equal) and its normalization ratio annotation, the one annotation the
+        amplification ratio reads (a status write replaces the Node, rarely these)."""
+        labels = read.labels
+        written = read.annotations.get(ANNOTATION_CPU_NORMALIZATION_RATIO)
         cached = self._ratios.get(read.name)
         if cached is not None:
-            (c_normalization, c_amplification, c_read, c_nrt), ratios = cached
+            (c_normalization, c_amplification, c_labels, c_written, c_nrt), ratios = cached
             if (
                 c_normalization is normalization
                 and c_amplification is amplification
-                and c_read is read
+                and (c_labels is labels or c_labels == labels)
+                and c_written == written
                 and c_nrt is nrt_annotations
             ):
                 return ratios
         ratios = (
-            normalization_ratio(normalization, read.labels, nrt_annotations),
-            amplification_ratio(amplification, read.labels, read.annotations),
+            normalization_ratio(normalization, labels, nrt_annotations),
+            amplification_ratio(amplification, labels, read.annotations),
         )
-        self._ratios[read.name] = ((normalization, amplification, read, nrt_annotations), ratios)
+        self._ratios[read.name] = ((normalization, amplification, labels, written, nrt_annotations), ratios)
         return ratios
 
     def forget(self, node: str) -> None:
