@@ -155,7 +155,7 @@ def plan_node(
             mid = node_mid(strategy, node_in, reading)
             if nrt is not None:
                 zones = _zones(strategy, node_in, reading, nrt, ratio)
-    prepared, amounts = prepare_amounts(node, batch, mid, node_in.memory_format, ratio, amplified)
+    prepared, amounts, written = prepare_amounts(node, batch, mid, node_in.memory_format, ratio, amplified)
     if not read.writable:
         decision = None
         reason = "; ".join(
@@ -167,12 +167,11 @@ def plan_node(
         )
         why = decision.reason
         reason = f"{state}; {why}" if state and why else state or why
-    allocatable = prepared["allocatable"]
     # the fields spelled out (no `**` of a dict): this runs for every node, every round
     return NodePlan(
         name=read.name,
         strategy=strategy,
-        allocatable={name: allocatable[name] for name in EXTENDED if name in allocatable},
+        allocatable=written,
         prepared=prepared,
         decision=decision,
         reason=reason,

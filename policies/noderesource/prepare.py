@@ -143,10 +143,11 @@ def prepare_amounts(
     memory_format: QuantityFormat,
     normalization_ratio: str | None,
     amplification_ratio: str | None,
-) -> tuple[dict[str, Any], dict[str, int]]:
-    """`prepare_node` (its `Calculated` as arguments), and the batch and mid resources it leaves in
-    `allocatable` in thousandths, absent ones left out: what `update.decide_amounts` compares, taken
-    from the integers the texts are formatted from rather than parsed back from them."""
+) -> tuple[dict[str, Any], dict[str, int], dict[str, str]]:
+    """`prepare_node` (its `Calculated` as arguments), the batch and mid resources it leaves in
+    `allocatable` in thousandths (what `update.decide_amounts` compares, taken from the integers the
+    texts are formatted from rather than parsed back from them), and their texts in the order
+    batch-cpu, batch-memory, mid-cpu, mid-memory; absent ones left out of both."""
     status = node.get("status") or {}
     capacity = dict(status.get("capacity") or {})
     allocatable = dict(status.get("allocatable") or {})
@@ -154,8 +155,8 @@ def prepare_amounts(
     amounts: dict[str, int] = {}
     # set or removed in the order mid-cpu, mid-memory, batch-cpu, batch-memory (the keys' order)
     if mid is not None:
-        mid_memory = ceil_div(mid[1], 1000)
-        capacity[MID_CPU] = allocatable[MID_CPU] = cpu_text(mid[0])
+        mid_memory = -(-mid[1] // 1000)  # `ceil_div`, inlined (as below): this runs for every node, every round
+        capacity[MID_CPU] = allocatable[MID_CPU] = str(mid[0])  # `cpu_text`
         text = capacity[MID_MEMORY] = allocatable[MID_MEMORY] = canonical_text(
             mid_memory * NANO, QuantityFormat.BINARY_SI
         )
@@ -170,8 +171,8 @@ def prepare_amounts(
     origin_cpu = origin_memory = "0"
     if batch is not None:
         batch_cpu = _normalized_cpu(batch[0], normalization_ratio)
-        batch_memory = ceil_div(batch[1], 1000)
-        capacity[BATCH_CPU] = allocatable[BATCH_CPU] = cpu_text(batch_cpu)
+        batch_memory = -(-batch[1] // 1000)
+        capacity[BATCH_CPU] = allocatable[BATCH_CPU] = str(batch_cpu)
         text = capacity[BATCH_MEMORY] = allocatable[BATCH_MEMORY] = canonical_text(batch_memory * NANO, memory_format)
         amounts[BATCH_CPU] = batch_cpu * 1000
         amounts[BATCH_MEMORY] = _memory_milli(text, batch_memory * 1000)
@@ -202,4 +203,9 @@ def prepare_amounts(
         annotations[ANNOTATION_AMPLIFICATION_RATIO] = amplification_ratio
     else:
         annotations.pop(ANNOTATION_AMPLIFICATION_RATIO, None)
-    return {"annotations": annotations, "capacity": capacity, "allocatable": allocatable}, amounts
+    written: dict[str, str] = {}
+    if batch is not None:
+        written[BATCH_CPU], written[BATCH_MEMORY] = allocatable[BATCH_CPU], allocatable[BATCH_MEMORY]
+    if mid is not None:
+        written[MID_CPU], written[MID_MEMORY] = allocatable[MID_CPU], allocatable[MID_MEMORY]
+    return {"annotations": annotations, "capacity": capacity, "allocatable": allocatable}, amounts, written
