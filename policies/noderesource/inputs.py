@@ -148,17 +148,41 @@ class PodInput:
     numa_nodes: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
 class MetricInput:
-    """The NodeMetric's status as the calculations read it; `update_time` in epoch seconds."""
+    """The NodeMetric's status as the calculations read it; `update_time` in epoch seconds.
 
-    update_time: float | None
-    has_node_metric: bool
-    node_usage: Res | None  # None unless nodeUsage has both cpu and memory
-    system_usage: Res
-    pods: Mapping[str, tuple[str, Res]]  # namespace/name -> (priority of the metric, usage)
-    host_applications: tuple[tuple[str, Res], ...] = ()
-    prod_reclaimable: Res | None = None
+    A value (`Final` attributes), written as a plain class rather than a frozen dataclass: one is
+    made per node and round (see `update.Decision`)."""
+
+    __slots__ = (
+        "update_time",
+        "has_node_metric",
+        "node_usage",
+        "system_usage",
+        "pods",
+        "host_applications",
+        "prod_reclaimable",
+    )
+
+    def __init__(
+        self,
+        update_time: float | None,
+        has_node_metric: bool,
+        node_usage: Res | None,
+        system_usage: Res,
+        pods: Mapping[str, tuple[str, Res]],
+        host_applications: tuple[tuple[str, Res], ...] = (),
+        prod_reclaimable: Res | None = None,
+    ) -> None:
+        self.update_time: Final = update_time
+        self.has_node_metric: Final = has_node_metric
+        #: None unless nodeUsage has both cpu and memory
+        self.node_usage: Final = node_usage
+        self.system_usage: Final = system_usage
+        #: namespace/name -> (priority of the metric, usage)
+        self.pods: Final = pods
+        self.host_applications: Final = host_applications
+        self.prod_reclaimable: Final = prod_reclaimable
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,6 @@ only its arguments (the clock is `now`), so a simulation can call it per step.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from policies.constants import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY, RESOURCE_MEMORY
@@ -37,22 +36,52 @@ REASON_DISABLED: Final = "disabled: DisableInConfig"
 UNAVAILABLE: Final = "colocation config unavailable"
 
 
-@dataclass(frozen=True, slots=True)
 class NodePlan:
-    name: str
-    strategy: ColocationStrategy
-    #: the node's batch/mid resources after this round (what a write leaves on the node)
-    allocatable: Mapping[str, str]
-    #: the prepared node: {"annotations", "capacity", "allocatable"}; None when nothing may be written
-    prepared: Mapping[str, Any] | None
-    decision: Decision | None
-    reason: str
-    #: zone name -> {batch-cpu, batch-memory} text; None without a NodeResourceTopology
-    zones: Mapping[str, Mapping[str, str]] | None
-    nodeslo: Mapping[str, Any]
-    nodemetric: Mapping[str, Any]
-    degraded: bool = False
-    error: str | None = None
+    """One node's plan. A value (`Final` attributes), written as a plain class rather than a frozen
+    dataclass: one is made per node and round (see `update.Decision`)."""
+
+    __slots__ = (
+        "name",
+        "strategy",
+        "allocatable",
+        "prepared",
+        "decision",
+        "reason",
+        "zones",
+        "nodeslo",
+        "nodemetric",
+        "degraded",
+        "error",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        strategy: ColocationStrategy,
+        allocatable: Mapping[str, str],
+        prepared: Mapping[str, Any] | None,
+        decision: Decision | None,
+        reason: str,
+        zones: Mapping[str, Mapping[str, str]] | None,
+        nodeslo: Mapping[str, Any],
+        nodemetric: Mapping[str, Any],
+        degraded: bool = False,
+        error: str | None = None,
+    ) -> None:
+        self.name: Final = name
+        self.strategy: Final = strategy
+        #: the node's batch/mid resources after this round (what a write leaves on the node)
+        self.allocatable: Final = allocatable
+        #: the prepared node: {"annotations", "capacity", "allocatable"}; None when nothing may be written
+        self.prepared: Final = prepared
+        self.decision: Final = decision
+        self.reason: Final = reason
+        #: zone name -> {batch-cpu, batch-memory} text; None without a NodeResourceTopology
+        self.zones: Final = zones
+        self.nodeslo: Final = nodeslo
+        self.nodemetric: Final = nodemetric
+        self.degraded: Final = degraded
+        self.error: Final = error
 
     @property
     def update(self) -> bool:

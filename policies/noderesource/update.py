@@ -10,7 +10,6 @@ ratio annotation is created, removed or moves by more than 0.01.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
@@ -24,15 +23,27 @@ from policies.slo_config.colocation import ColocationStrategy
 _COMPARED: Final = (*MID_RESOURCES, *BATCH_RESOURCES)
 
 
-@dataclass(frozen=True, slots=True)
 class Decision:
-    status: bool
-    meta: bool
-    reason: str
+    """Whether the node's status (`status`) and its metadata (`meta`) are written, and why.
+
+    A value (its attributes are `Final`, never assigned after `__init__`), written as a plain class
+    rather than a frozen dataclass: one is made per node and round, and a frozen dataclass's
+    generated `__init__` sets each field through `object.__setattr__` in the interpreter, even in
+    a module mypyc compiles (~25 times a compiled `__init__`; see docs/benchmarks.md)."""
+
+    __slots__ = ("status", "meta", "reason")
+
+    def __init__(self, status: bool, meta: bool, reason: str) -> None:
+        self.status: Final = status
+        self.meta: Final = meta
+        self.reason: Final = reason
 
     @property
     def update(self) -> bool:
         return self.status or self.meta
+
+    def __repr__(self) -> str:
+        return f"Decision(status={self.status!r}, meta={self.meta!r}, reason={self.reason!r})"
 
 
 def resource_difference(
