@@ -168,8 +168,15 @@ def decide_amounts(
             meta = True
             reasons.append(why)
     if not reasons:
-        reasons.append(
-            f"unchanged within {strategy.resource_diff_threshold * 100:g} %, "
-            f"written {now - (last_write or now):.0f}s ago (threshold {strategy.update_time_threshold_seconds}s)"
+        return Decision(
+            status,
+            meta,
+            _unchanged(threshold, now - (last_write or now), strategy.update_time_threshold_seconds),
         )
     return Decision(status, meta, "; ".join(reasons))
+
+
+@lru_cache(maxsize=1024)
+def _unchanged(threshold: float, since: float, update_seconds: int) -> str:
+    """The reason of a node left as it is (cached: most nodes, most rounds, at the same few ages)."""
+    return f"unchanged within {threshold * 100:g} %, written {since:.0f}s ago (threshold {update_seconds}s)"

@@ -142,11 +142,12 @@ def test_the_ratios_are_kept_across_a_write_of_other_annotations_and_follow_the_
     rules = (manager.normalization, manager.amplification)
     plain = node(name="n1")
     first = memo.ratios(*rules, memo.read_node(plain), None)
+    kept = memo._ratios["n1"]  # the entry, not the tuple: a compiled memo hands out a new tuple each time
     written = {
         **plain,
         "metadata": {**plain["metadata"], "annotations": {"node.koordinator.sh/originExtendedAllocatable": "{}"}},
     }
-    assert memo.ratios(*rules, memo.read_node(written), None) is first
+    assert memo.ratios(*rules, memo.read_node(written), None) == first and memo._ratios["n1"] is kept
     ratio = {
         **plain,
         "metadata": {**plain["metadata"], "annotations": {"node.koordinator.sh/cpu-normalization-ratio": "1.50"}},
