@@ -1,7 +1,7 @@
 """`colocate whatif` benchmark (a script that prints numbers, not a test).
 
     python -m benchmarks.whatif_bench [--nodes 1000] [--duration 24h] [--step 1m] [--arrivals 20000]
-                                      [--profile N] [--compiled]
+                                      [--profile N] [--phases] [--compiled]
 
 Issue 30's goal: 1,000 nodes, 24 hours at 1-minute steps, 20,000 pod arrivals in under 60 s on one
 core. The cluster is the example's shape at scale (examples/whatif): 32-core nodes, each with two
@@ -16,7 +16,10 @@ functions with the most own time in the run (cProfile), and the same grouped by 
 `--compiled` runs it as `pip install .` and the image run colocate: in a copy of the tree with
 `cluster/compiled.py`'s modules compiled by mypyc (`devtools.compiled_copy`, built first, a few
 minutes; or build one with `python -m devtools.compiled_copy DIR` and run this script from DIR).
-cProfile does not see inside compiled functions: their time is their caller's.
+cProfile does not see inside compiled functions: their time is their caller's. `--phases` prints
+the CPU of each phase of a step (the manager's round, the koordlet's, sampling usage and writing the
+NodeMetrics, the scheduler's pass, ...) in µs per node and step, each timed by wrapping it: plain
+modules only (a compiled class's methods cannot be wrapped).
 """
 
 from __future__ import annotations
@@ -31,15 +34,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cluster.compiled import describe  # noqa: E402
+from cluster.compiled import WHATIF, compiled_modules, describe  # noqa: E402
 from colocate.whatif.cli import run_timeline  # noqa: E402
-from colocate.whatif.inputs import load_inputs, load_profiles, start_time  # noqa: E402
-from colocate.whatif.loop import RunOptions  # noqa: E402
+from colocate.whatif.inputs import Inputs, load_inputs, load_profiles, start_time  # noqa: E402
+from colocate.whatif.loop import Run, RunOptions  # noqa: E402
 from colocate.whatif.records import json_chunks, step_document  # noqa: E402
 from policies.durations import parse_duration  # noqa: E402
 
@@ -168,6 +172,54 @@ def by_component(stats: pstats.Stats) -> list[tuple[str, float]]:
     return sorted(totals.items(), key=lambda item: -item[1])
 
 
+#: the phases `--phases` times: (label, path of the bound method from the Run); nested ones are
+#: also inside their parent's figure
+PHASES = (
+    ("manager's round", "manager.round"),
+    ("koordlet's rounds", "_koordlet"),
+    ("sampling usage, NodeMetrics written", "sampler.sample"),
+    ("  of which the in-step CPUSuppress", "sampler._suppress"),
+    ("scheduler's pass", "scheduler.step"),
+    ("descheduler", "descheduler.step"),
+    ("step records", "_nodes"),
+    ("arrivals admitted", "_arrive"),
+    ("pods finished", "_finish"),
+)
+
+
+def timed_phases(run: Run) -> dict[str, float]:
+    """Wrap each of `PHASES`' methods on `run` to add up its CPU seconds in the returned dict."""
+    spent: dict[str, float] = {}
+    for label, path in PHASES:
+        *owners, name = path.split(".")
+        owner: Any = run
+        for attribute in owners:
+            owner = getattr(owner, attribute)
+        method = getattr(owner, name)
+
+        def wrapper(*args: Any, _method: Any = method, _label: str = label, **kwargs: Any) -> Any:
+            started = time.process_time()
+            try:
+                return _method(*args, **kwargs)
+            finally:
+                spent[_label] = spent.get(_label, 0.0) + time.process_time() - started
+
+        setattr(owner, name, wrapper)
+    return spent
+
+
+def print_phases(inputs: Inputs, profiles: list[Any], options: RunOptions, nodes: int) -> None:
+    run = Run(inputs, profiles, options)
+    spent = timed_phases(run)
+    started = time.process_time()
+    steps = len(run.run())
+    total = time.process_time() - started
+    per = 1e6 / max(steps * nodes, 1)
+    print(f"per node and step (plain modules, each phase wrapped): {total * per:.0f} µs in all")
+    for label, _ in PHASES:
+        print(f"  {label:40s} {spent.get(label, 0.0) * per:6.1f} µs")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=1000)
@@ -175,8 +227,13 @@ def main() -> None:
     parser.add_argument("--step", default="1m")
     parser.add_argument("--arrivals", type=int, default=20000)
     parser.add_argument("--profile", type=int, default=0, metavar="N")
+    parser.add_argument("--phases", action="store_true", help="CPU per phase of a step, per node (plain modules)")
     parser.add_argument("--compiled", action="store_true", help="run in a compiled copy of the tree (mypyc)")
     args = parser.parse_args()
+    if args.phases and (args.compiled or args.profile):
+        parser.error("--phases wraps the plain modules' methods: not with --compiled or --profile")
+    if args.phases and compiled_modules(WHATIF):
+        parser.error("--phases needs the plain modules: run it from a checkout, not a compiled copy")
     if args.compiled:
         from devtools.compiled_copy import compiled_copy
 
@@ -194,6 +251,9 @@ def main() -> None:
         profiles = load_profiles(EXAMPLE / "profiles", "--profiles")
         read = time.process_time() - started
     options = RunOptions(start_time(inputs, None), duration, parse_duration(args.step), seed=0)
+    if args.phases:
+        print_phases(inputs, profiles, options, args.nodes)
+        return
     profiler = cProfile.Profile() if args.profile else None
     started = time.process_time()
     if profiler:

@@ -33,6 +33,9 @@ class BoundPods:
     def __init__(self) -> None:
         self._by_node: dict[str, dict[ObjectKey, Object]] = {}
         self._node_of: dict[ObjectKey, str] = {}
+        #: each node's pods as the tuple `by_node` last handed out, while they are unchanged (a
+        #: controller that keeps something per node can tell "the same pods" by the tuple's identity)
+        self._tuples: dict[str, tuple[Object, ...]] = {}
 
     def put(self, key: ObjectKey, pod: Object) -> None:
         self.drop(key)
@@ -40,18 +43,28 @@ class BoundPods:
         if node:
             self._by_node.setdefault(node, {})[key] = pod
             self._node_of[key] = node
+            self._tuples.pop(node, None)
 
     def drop(self, key: ObjectKey) -> None:
         node = self._node_of.pop(key, None)
         if node is not None:
+            self._tuples.pop(node, None)
             pods = self._by_node.get(node, {})
             pods.pop(key, None)
             if not pods:
                 self._by_node.pop(node, None)
 
     def by_node(self) -> dict[str, tuple[Object, ...]]:
-        """A copy, for a snapshot (take it under the store's lock)."""
-        return {node: tuple(pods.values()) for node, pods in self._by_node.items()}
+        """A copy, for a snapshot (take it under the store's lock); a node's tuple is the very one of
+        the last call while its pods are unchanged."""
+        tuples = self._tuples
+        out: dict[str, tuple[Object, ...]] = {}
+        for node, pods in self._by_node.items():
+            found = tuples.get(node)
+            if found is None:
+                found = tuples[node] = tuple(pods.values())
+            out[node] = found
+        return out
 
 
 class SyncedView:

@@ -28,7 +28,7 @@ from policies.constants import (
 )
 from policies.cpuset import CPUSetError, parse_cpuset, resource_status_of
 from policies.nodemetric import read_node_metric
-from policies.objects import annotations_of, labels_of, name_of, namespace_of
+from policies.objects import annotations_of, name_of, namespace_of
 from policies.qos import defaulted_priority_class, defaulted_qos_class
 from policies.quantity import Quantity, QuantityError, QuantityFormat
 from policies.resources import pod_resources
@@ -93,6 +93,25 @@ def _milli(raw: object) -> int:
     return Quantity.parse(raw).milli_value()
 
 
+@lru_cache(maxsize=4096, typed=True)
+def _lenient_milli_of(raw: str | int | float) -> int:
+    try:
+        return Quantity.parse(raw).milli_value()
+    except QuantityError:
+        return 0
+
+
+def lenient_milli(raw: object) -> int:
+    """The quantity in thousandths, 0 when it is not one (what the update rule compares; cached by
+    text: the values repeat)."""
+    if isinstance(raw, (str, int, float)):
+        return _lenient_milli_of(raw)
+    try:
+        return Quantity.parse(raw).milli_value()
+    except QuantityError:
+        return 0
+
+
 def res_of(raw: Mapping[str, Any] | None) -> Res:
     """cpu and memory of a ResourceList in milli; absent or malformed entries count 0."""
     if not isinstance(raw, Mapping):
@@ -129,17 +148,41 @@ class PodInput:
     numa_nodes: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
 class MetricInput:
-    """The NodeMetric's status as the calculations read it; `update_time` in epoch seconds."""
+    """The NodeMetric's status as the calculations read it; `update_time` in epoch seconds.
 
-    update_time: float | None
-    has_node_metric: bool
-    node_usage: Res | None  # None unless nodeUsage has both cpu and memory
-    system_usage: Res
-    pods: Mapping[str, tuple[str, Res]]  # namespace/name -> (priority of the metric, usage)
-    host_applications: tuple[tuple[str, Res], ...] = ()
-    prod_reclaimable: Res | None = None
+    A value (`Final` attributes), written as a plain class rather than a frozen dataclass: one is
+    made per node and round (see `update.Decision`)."""
+
+    __slots__ = (
+        "update_time",
+        "has_node_metric",
+        "node_usage",
+        "system_usage",
+        "pods",
+        "host_applications",
+        "prod_reclaimable",
+    )
+
+    def __init__(
+        self,
+        update_time: float | None,
+        has_node_metric: bool,
+        node_usage: Res | None,
+        system_usage: Res,
+        pods: Mapping[str, tuple[str, Res]],
+        host_applications: tuple[tuple[str, Res], ...] = (),
+        prod_reclaimable: Res | None = None,
+    ) -> None:
+        self.update_time: Final = update_time
+        self.has_node_metric: Final = has_node_metric
+        #: None unless nodeUsage has both cpu and memory
+        self.node_usage: Final = node_usage
+        self.system_usage: Final = system_usage
+        #: namespace/name -> (priority of the metric, usage)
+        self.pods: Final = pods
+        self.host_applications: Final = host_applications
+        self.prod_reclaimable: Final = prod_reclaimable
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,9 +195,10 @@ class ZoneInput:
 
 @dataclass(frozen=True, slots=True)
 class NodeInput:
+    """What the calculations read of the Node and its pods (`node_input_source` says which parts of
+    the Node: a status write of the batch and mid resources leaves them as they were)."""
+
     name: str
-    labels: Mapping[str, str]
-    annotations: Mapping[str, str]
     capacity: Res
     allocatable: Res
     memory_format: QuantityFormat
@@ -210,6 +254,8 @@ class NodeRead:
     status: Mapping[str, Any]
     #: `status.allocatable`'s batch and mid resources as text
     current: Mapping[str, str]
+    #: the same in thousandths (`lenient_milli`: what the update rule compares them by)
+    current_milli: Mapping[str, int]
     #: whether the status has capacity and allocatable (else nothing may be written)
     writable: bool
 
@@ -224,6 +270,7 @@ def read_node(node: Mapping[str, Any]) -> NodeRead:
         annotations=meta.get("annotations") or {},
         status=status,
         current={name: str(allocatable[name]) for name in EXTENDED if name in allocatable},
+        current_milli={name: lenient_milli(allocatable[name]) for name in EXTENDED if name in allocatable},
         writable="capacity" in status and "allocatable" in status and status.get("capacity") is not None,
     )
 
@@ -288,19 +335,42 @@ def _format_of(raw: object) -> QuantityFormat:
 def node_input(
     node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], pod_inputs: tuple[PodInput, ...] | None = None
 ) -> NodeInput:
-    """`pod_inputs`: the pods' inputs when the caller kept them (`memo.PlanMemo`), else read here."""
+    """`pod_inputs`: the pods' inputs when the caller kept them (`memo.PlanMemo`), else read here.
+    Reads of the Node only what `node_input_source` lists."""
     status = node.get("status") or {}
     capacity = status.get("capacity") or {}
-    annotations = annotations_of(node)
     return NodeInput(
         name=name_of(node),
-        labels=labels_of(node),
-        annotations=annotations,
         capacity=res_of(capacity),
         allocatable=res_of(status.get("allocatable")),
         memory_format=_format_of(capacity.get(RESOURCE_MEMORY, "0")),
-        reservation=reservation_of(annotations),
+        reservation=reservation_of(annotations_of(node)),
         pods=pod_inputs if pod_inputs is not None else tuple(pod_input(p) for p in pods),
+    )
+
+
+_ABSENT: Final = object()
+
+
+def _cpu_and_memory(raw: object) -> tuple[object, ...] | None:
+    """A ResourceList's cpu and memory entries with their types (None when it is no mapping)."""
+    if not isinstance(raw, Mapping):
+        return None
+    cpu, memory = raw.get(RESOURCE_CPU, _ABSENT), raw.get(RESOURCE_MEMORY, _ABSENT)
+    return (type(cpu), cpu, type(memory), memory)
+
+
+def node_input_source(node: Mapping[str, Any]) -> tuple[object, ...]:
+    """The parts of the Node `node_input` reads (its name, the cpu and memory of its capacity and
+    allocatable, its reservation annotation): Nodes whose sources are equal give equal inputs for
+    the same pods. A status write of the batch and mid resources, or an annotation write of
+    others, leaves the source as it was."""
+    status = node.get("status") or {}
+    return (
+        name_of(node),
+        _cpu_and_memory(status.get("capacity") or {}),
+        _cpu_and_memory(status.get("allocatable")),
+        annotations_of(node).get(ANNOTATION_NODE_RESERVATION, _ABSENT),
     )
 
 
@@ -316,23 +386,30 @@ def metric_input(metric: Mapping[str, Any] | None) -> MetricInput | None:
         return None
     reading = read_node_metric(metric)
     usage = reading.node_usage
-    node_usage = res_of_scalars(usage) if usage and RESOURCE_CPU in usage and RESOURCE_MEMORY in usage else None
+    # `res_of_scalars`, inlined: this runs for every node (and every pod of it), every round
+    node_usage = (
+        (usage[RESOURCE_CPU], usage[RESOURCE_MEMORY] * 1000)
+        if usage and RESOURCE_CPU in usage and RESOURCE_MEMORY in usage
+        else None
+    )
     pods: dict[str, tuple[str, Res]] = {}
-    for pod in reading.pods:  # res_of_scalars, inlined: this runs for every pod of every node, every round
+    for pod in reading.pods:
         amounts = pod.usage
         pods[pod.key] = (
             pod.priority,
             (amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0) * 1000) if amounts else ZERO,
         )
+    system = reading.system_usage
     hosts = reading.host_applications
+    reclaimable = reading.prod_reclaimable
     return MetricInput(
-        update_time=_update_time(reading.update_time),
-        has_node_metric=reading.has_node_metric,
-        node_usage=node_usage,
-        system_usage=res_of_scalars(reading.system_usage),
-        pods=pods,
-        host_applications=tuple((app.priority, res_of_scalars(app.usage)) for app in hosts) if hosts else (),
-        prod_reclaimable=res_of_scalars(reading.prod_reclaimable) if reading.prod_reclaimable is not None else None,
+        _update_time(reading.update_time),
+        reading.has_node_metric,
+        node_usage,
+        (system.get(RESOURCE_CPU, 0), system.get(RESOURCE_MEMORY, 0) * 1000) if system else ZERO,
+        pods,
+        tuple((app.priority, res_of_scalars(app.usage)) for app in hosts) if hosts else (),
+        res_of_scalars(reclaimable) if reclaimable is not None else None,
     )
 
 

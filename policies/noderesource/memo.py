@@ -16,22 +16,77 @@ by `forget`. The result of a plan is the same with or without it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from operator import is_
 from typing import Any
 
-from policies.constants import ANNOTATION_NETWORK_BANDWIDTH, ANNOTATION_NODE_COLOCATION_STRATEGY
+from policies.constants import (
+    ANNOTATION_CPU_NORMALIZATION_RATIO,
+    ANNOTATION_NETWORK_BANDWIDTH,
+    ANNOTATION_NODE_COLOCATION_STRATEGY,
+)
 from policies.noderesource.amplification import amplification_ratio
 from policies.noderesource.collect_policy import nodemetric_spec
-from policies.noderesource.inputs import NodeInput, NodeRead, PodInput, node_input, pod_input, read_node
+from policies.noderesource.inputs import (
+    NodeInput,
+    NodeRead,
+    PodInput,
+    node_input,
+    node_input_source,
+    pod_input,
+    read_node,
+)
 from policies.noderesource.nodeslo import render_nodeslo_spec
 from policies.noderesource.normalization import normalization_ratio
 from policies.slo_config.amplification import AmplificationConfig
 from policies.slo_config.colocation import ColocationConfig, ColocationStrategy
 from policies.slo_config.cpu_normalization import NormalizationConfig
+from policies.slo_config.manager_config import ManagerConfig
 from policies.slo_config.nodeslo import SLOConfig
 
 _StrategyKey = tuple[ColocationConfig, Mapping[str, str], str | None]
 _SLOKey = tuple[SLOConfig, Mapping[str, str], str | None, Mapping[str, Any] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFixed:
+    """What a node's plan takes from its Node object, the config, its NodeResourceTopology and its
+    NodeSLO's extensions, and from nothing else (not its pods, not its NodeMetric)."""
+
+    read: NodeRead
+    strategy: ColocationStrategy
+    #: the NodeSLO and NodeMetric specs to hold (shared: read them, never change them)
+    nodeslo: dict[str, Any]
+    nodemetric: dict[str, Any]
+    #: whether colocation is on for the node (`ColocationConfig.node_enabled`)
+    enabled: bool
+    #: the CPU normalization and amplification ratio annotations to write; None when the config is
+    #: unavailable or colocation is off for the node (then they are not computed)
+    ratios: tuple[str | None, str | None] | None
+
+
+def _nrt_annotations(nrt: Mapping[str, Any] | None) -> Any:
+    return (nrt or {}).get("metadata", {}).get("annotations")
+
+
+def node_fixed(
+    config: ManagerConfig, node: Mapping[str, Any], nrt: Mapping[str, Any] | None, extensions: Mapping[str, Any] | None
+) -> NodeFixed:
+    """The node's `NodeFixed`, computed (`PlanMemo.fixed` keeps it)."""
+    read = read_node(node)
+    labels, annotations = read.labels, read.annotations
+    strategy = config.colocation.strategy_for(labels, annotations)
+    nodeslo = render_nodeslo_spec(config.slo, labels, annotations, extensions)
+    nodemetric = nodemetric_spec(strategy)
+    enabled = config.colocation.node_enabled(strategy)
+    ratios = None
+    if config.available and enabled:
+        nrt_annotations = _nrt_annotations(nrt)
+        ratios = (
+            normalization_ratio(config.normalization, labels, nrt_annotations),
+            amplification_ratio(config.amplification, labels, annotations),
+        )
+    return NodeFixed(read, strategy, nodeslo, nodemetric, enabled, ratios)
 
 
 class PlanMemo:
@@ -41,11 +96,47 @@ class PlanMemo:
     def __init__(self) -> None:
         self._pods: dict[str, tuple[tuple[Mapping[str, Any], ...], tuple[PodInput, ...]]] = {}
         self._reads: dict[str, tuple[Mapping[str, Any], NodeRead]] = {}
-        self._inputs: dict[str, tuple[Mapping[str, Any], tuple[PodInput, ...], NodeInput]] = {}
-        self._ratios: dict[str, tuple[tuple[object, object, NodeRead, object], tuple[str | None, str | None]]] = {}
+        self._inputs: dict[str, tuple[Mapping[str, Any], tuple[object, ...], tuple[PodInput, ...], NodeInput]] = {}
+        self._ratios: dict[
+            str, tuple[tuple[object, object, Mapping[str, Any], object, object], tuple[str | None, str | None]]
+        ] = {}
         self._slos: dict[str, tuple[_SLOKey, dict[str, Any]]] = {}
         self._strategies: dict[str, tuple[_StrategyKey, ColocationStrategy]] = {}
         self._metric_specs: dict[str, tuple[ColocationStrategy, dict[str, Any]]] = {}
+        self._fixed: dict[str, tuple[object, object, object, object, NodeFixed]] = {}
+
+    def fixed(
+        self,
+        config: ManagerConfig,
+        node: Mapping[str, Any],
+        nrt: Mapping[str, Any] | None,
+        extensions: Mapping[str, Any] | None,
+    ) -> NodeFixed:
+        """The node's `NodeFixed`, the very value of the last call while the Node, the config, the NRT
+        and the extensions are the objects it was made from (else made again from the parts below,
+        which keep what did not change)."""
+        name = str((node.get("metadata") or {}).get("name") or "")
+        cached = self._fixed.get(name)
+        if (
+            cached is not None
+            and cached[0] is node
+            and cached[1] is config
+            and cached[2] is nrt
+            and cached[3] is extensions
+        ):
+            return cached[4]
+        read = self.read_node(node)
+        labels, annotations = read.labels, read.annotations
+        strategy = self.strategy(name, config.colocation, labels, annotations)
+        nodeslo = self.nodeslo(name, config.slo, labels, annotations, extensions)
+        nodemetric = self.nodemetric(name, strategy)
+        enabled = config.colocation.node_enabled(strategy)
+        ratios = None
+        if config.available and enabled:
+            ratios = self.ratios(config.normalization, config.amplification, read, _nrt_annotations(nrt))
+        fixed = NodeFixed(read, strategy, nodeslo, nodemetric, enabled, ratios)
+        self._fixed[name] = (node, config, nrt, extensions, fixed)
+        return fixed
 
     def nodemetric(self, node: str, strategy: ColocationStrategy) -> dict[str, Any]:
         """The node's NodeMetric spec (a function of its strategy; shared: read it, never change it)."""
@@ -74,7 +165,7 @@ class PlanMemo:
         last = self._pods.get(node)
         if last is not None:
             objects, inputs = last
-            if len(objects) == len(pods) and all(map(is_, objects, pods)):
+            if objects is pods or (len(objects) == len(pods) and all(map(is_, objects, pods))):
                 return inputs
             known = {id(pod): (pod, made) for pod, made in zip(objects, inputs, strict=True)}
         else:
@@ -84,7 +175,7 @@ class PlanMemo:
             hit = known.get(id(pod))
             out.append(hit[1] if hit is not None and hit[0] is pod else pod_input(pod))
         result = tuple(out)
-        self._pods[node] = (tuple(pods), result)
+        self._pods[node] = (pods if isinstance(pods, tuple) else tuple(pods), result)
         return result
 
     def read_node(self, node: Mapping[str, Any]) -> NodeRead:
@@ -98,13 +189,22 @@ class PlanMemo:
         return read
 
     def node_input(self, name: str, node: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> NodeInput:
-        """The node's `NodeInput`, while the Node and its pods are the objects it was read from."""
+        """The node's `NodeInput`, while its pods are the objects it was read from and the Node is
+        the object read, or one with the same `node_input_source` (a status write of the batch and
+        mid resources replaces the Node, not what its input reads)."""
         inputs = self.pod_inputs(name, pods)
         cached = self._inputs.get(name)
-        if cached is not None and cached[0] is node and cached[1] is inputs:
-            return cached[2]
+        if cached is not None and cached[2] is inputs:
+            if cached[0] is node:
+                return cached[3]
+            source = node_input_source(node)
+            if source == cached[1]:
+                self._inputs[name] = (node, source, inputs, cached[3])
+                return cached[3]
+        else:
+            source = node_input_source(node)
         made = node_input(node, pods, inputs)
-        self._inputs[name] = (node, inputs, made)
+        self._inputs[name] = (node, source, inputs, made)
         return made
 
     def nodeslo(
@@ -137,26 +237,32 @@ class PlanMemo:
         read: NodeRead,
         nrt_annotations: Mapping[str, str] | None,
     ) -> tuple[str | None, str | None]:
-        """The node's CPU normalization and amplification ratio annotations to write, while the
-        configs, the Node object read and its NRT's annotations are the objects they came from."""
+        """The node's CPU normalization and amplification ratio annotations to write, while what
+        they are computed from holds: the configs and the NRT's annotations (the objects), the
+        node's labels (equal) and its normalization ratio annotation, the one annotation the
+        amplification ratio reads (a status write replaces the Node, rarely these)."""
+        labels = read.labels
+        written = read.annotations.get(ANNOTATION_CPU_NORMALIZATION_RATIO)
         cached = self._ratios.get(read.name)
         if cached is not None:
-            (c_normalization, c_amplification, c_read, c_nrt), ratios = cached
+            (c_normalization, c_amplification, c_labels, c_written, c_nrt), ratios = cached
             if (
                 c_normalization is normalization
                 and c_amplification is amplification
-                and c_read is read
+                and (c_labels is labels or c_labels == labels)
+                and c_written == written
                 and c_nrt is nrt_annotations
             ):
                 return ratios
         ratios = (
-            normalization_ratio(normalization, read.labels, nrt_annotations),
-            amplification_ratio(amplification, read.labels, read.annotations),
+            normalization_ratio(normalization, labels, nrt_annotations),
+            amplification_ratio(amplification, labels, read.annotations),
         )
-        self._ratios[read.name] = ((normalization, amplification, read, nrt_annotations), ratios)
+        self._ratios[read.name] = ((normalization, amplification, labels, written, nrt_annotations), ratios)
         return ratios
 
     def forget(self, node: str) -> None:
+        self._fixed.pop(node, None)
         self._pods.pop(node, None)
         self._reads.pop(node, None)
         self._inputs.pop(node, None)

@@ -18,13 +18,9 @@ from policies.noderesource.inputs import (
     NodeInput,
     Res,
     add,
-    clamp0,
     hp_host_usage,
     multiply_milli,
     multiply_value,
-    rmax,
-    sub,
-    value_of,
 )
 from policies.slo_config.colocation import MID_RECLAIM_MODE_STATIC, ColocationStrategy
 
@@ -36,7 +32,7 @@ def _cap(strategy: ColocationStrategy, capacity: Res, cpu: int, memory_bytes: in
     max_cpu = int(float(capacity[0]) * (float(strategy.mid_cpu_threshold_percent) / 100))
     if cpu > max_cpu:
         cpu = max_cpu
-    max_memory = int(float(value_of(capacity[1])) * (float(strategy.mid_memory_threshold_percent) / 100))
+    max_memory = int(float(-(-capacity[1] // 1000)) * (float(strategy.mid_memory_threshold_percent) / 100))
     if memory_bytes > max_memory:
         memory_bytes = max_memory
     return (cpu, memory_bytes * 1000)
@@ -54,19 +50,29 @@ def prod_requested(node: NodeInput) -> Res:
 
 
 def policy_mid(strategy: ColocationStrategy, node: NodeInput, metric: MetricInput) -> Res:
-    capacity = node.capacity
+    """(In plain integers, `value_of` as ceil divisions, inlined: this runs for every node, every round.)"""
+    capacity_cpu, capacity_memory = node.capacity
     reclaimable = metric.prod_reclaimable or ZERO
-    cpu, memory = reclaimable[0], value_of(reclaimable[1])
-    unused = sub(capacity, metric.node_usage) if metric.node_usage is not None else ZERO
-    cpu = max(min(cpu, unused[0]), 0)
-    memory = max(min(memory, value_of(unused[1])), 0)
-    system = add(metric.system_usage, hp_host_usage(metric, PriorityClass.MID))
-    reserved = rmax(system, node.reserved)
-    unallocated = clamp0(sub(sub(capacity, reserved), prod_requested(node)))
+    cpu, memory = reclaimable[0], -(-reclaimable[1] // 1000)
+    usage = metric.node_usage
+    if usage is not None:  # bounded by what the node leaves unused
+        unused_cpu, unused_memory = capacity_cpu - usage[0], -(-(capacity_memory - usage[1]) // 1000)
+    else:
+        unused_cpu = unused_memory = 0
+    cpu = max(min(cpu, unused_cpu), 0)
+    memory = max(min(memory, unused_memory), 0)
+    system = metric.system_usage
+    if metric.host_applications:
+        system = add(system, hp_host_usage(metric, PriorityClass.MID))
+    reserved = node.reserved
+    prod_cpu, prod_memory = node.prod_request
+    # capacity − max(system, reserved) − prod request, never negative
+    unallocated_cpu = capacity_cpu - (system[0] if system[0] > reserved[0] else reserved[0]) - prod_cpu
+    unallocated_memory = capacity_memory - (system[1] if system[1] > reserved[1] else reserved[1]) - prod_memory
     ratio = float(strategy.mid_unallocated_percent) / 100
-    cpu += int(float(unallocated[0]) * ratio)
-    memory += int(float(value_of(unallocated[1])) * ratio)
-    return _cap(strategy, capacity, cpu, memory)
+    cpu += int(float(unallocated_cpu if unallocated_cpu > 0 else 0) * ratio)
+    memory += int(float(-(-unallocated_memory // 1000) if unallocated_memory > 0 else 0) * ratio)
+    return _cap(strategy, node.capacity, cpu, memory)
 
 
 def node_mid(strategy: ColocationStrategy, node: NodeInput, metric: MetricInput) -> Res:

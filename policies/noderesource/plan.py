@@ -9,55 +9,79 @@ only its arguments (the clock is `now`), so a simulation can call it per step.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from policies.constants import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY, RESOURCE_MEMORY
-from policies.noderesource.amplification import amplification_ratio
 from policies.noderesource.batch import is_degraded, node_batch
-from policies.noderesource.collect_policy import nodemetric_spec
 from policies.noderesource.inputs import (
     MetricInput,
     NodeInput,
     Res,
-    ZoneInput,
     metric_input,
     multiply_milli,
     node_input,
-    read_node,
     zones_of,
 )
-from policies.noderesource.memo import PlanMemo
+from policies.noderesource.memo import NodeFixed, PlanMemo, node_fixed
 from policies.noderesource.mid import node_mid
-from policies.noderesource.nodeslo import render_nodeslo_spec
-from policies.noderesource.normalization import normalization_ratio
 from policies.noderesource.numa import zone_batch
-from policies.noderesource.prepare import Calculated, cpu_text, memory_text, prepare_node
-from policies.noderesource.update import Decision, decide
+from policies.noderesource.prepare import cpu_text, memory_text, prepare_amounts
+from policies.noderesource.update import Decision, decide_amounts
 from policies.quantity import Quantity, QuantityError, QuantityFormat
 from policies.slo_config.colocation import ColocationStrategy
 from policies.slo_config.manager_config import ManagerConfig
 
 EXTENDED: Final = (BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY)
 REASON_DISABLED: Final = "disabled: DisableInConfig"
+UNAVAILABLE: Final = "colocation config unavailable"
 
 
-@dataclass(frozen=True, slots=True)
 class NodePlan:
-    name: str
-    strategy: ColocationStrategy
-    #: the node's batch/mid resources after this round (what a write leaves on the node)
-    allocatable: Mapping[str, str]
-    #: the prepared node: {"annotations", "capacity", "allocatable"}; None when nothing may be written
-    prepared: Mapping[str, Any] | None
-    decision: Decision | None
-    reason: str
-    #: zone name -> {batch-cpu, batch-memory} text; None without a NodeResourceTopology
-    zones: Mapping[str, Mapping[str, str]] | None
-    nodeslo: Mapping[str, Any]
-    nodemetric: Mapping[str, Any]
-    degraded: bool = False
-    error: str | None = None
+    """One node's plan. A value (`Final` attributes), written as a plain class rather than a frozen
+    dataclass: one is made per node and round (see `update.Decision`)."""
+
+    __slots__ = (
+        "name",
+        "strategy",
+        "allocatable",
+        "prepared",
+        "decision",
+        "reason",
+        "zones",
+        "nodeslo",
+        "nodemetric",
+        "degraded",
+        "error",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        strategy: ColocationStrategy,
+        allocatable: Mapping[str, str],
+        prepared: Mapping[str, Any] | None,
+        decision: Decision | None,
+        reason: str,
+        zones: Mapping[str, Mapping[str, str]] | None,
+        nodeslo: Mapping[str, Any],
+        nodemetric: Mapping[str, Any],
+        degraded: bool = False,
+        error: str | None = None,
+    ) -> None:
+        self.name: Final = name
+        self.strategy: Final = strategy
+        #: the node's batch/mid resources after this round (what a write leaves on the node)
+        self.allocatable: Final = allocatable
+        #: the prepared node: {"annotations", "capacity", "allocatable"}; None when nothing may be written
+        self.prepared: Final = prepared
+        self.decision: Final = decision
+        self.reason: Final = reason
+        #: zone name -> {batch-cpu, batch-memory} text; None without a NodeResourceTopology
+        self.zones: Final = zones
+        self.nodeslo: Final = nodeslo
+        self.nodemetric: Final = nodemetric
+        self.degraded: Final = degraded
+        self.error: Final = error
 
     @property
     def update(self) -> bool:
@@ -74,10 +98,6 @@ class NodePlan:
         out["nodeSLO"] = self.nodeslo
         out["nodeMetric"] = self.nodemetric
         return out
-
-
-def _extended(allocatable: Mapping[str, Any]) -> dict[str, str]:
-    return {name: str(allocatable[name]) for name in EXTENDED if name in allocatable}
 
 
 def _zone_formats(nrt: Mapping[str, Any] | None) -> dict[str, QuantityFormat]:
@@ -127,87 +147,66 @@ def plan_node(
     memo: PlanMemo | None = None,
 ) -> NodePlan:
     """One round for one node (nothing is written); `memo` keeps what rarely changes between rounds."""
-    read = memo.read_node(node) if memo is not None else read_node(node)
-    labels, annotations, name = read.labels, read.annotations, read.name
     if memo is not None:
-        strategy = memo.strategy(name, config.colocation, labels, annotations)
-        nodeslo = memo.nodeslo(name, config.slo, labels, annotations, nodeslo_extensions)
-        nodemetric = memo.nodemetric(name, strategy)
+        fixed = memo.fixed(config, node, nrt, nodeslo_extensions)
     else:
-        strategy = config.colocation.strategy_for(labels, annotations)
-        nodeslo = render_nodeslo_spec(config.slo, labels, annotations, nodeslo_extensions)
-        nodemetric = nodemetric_spec(strategy)
-    current = read.current
+        fixed = node_fixed(config, node, nrt, nodeslo_extensions)
+    read, strategy = fixed.read, fixed.strategy
     has_nrt = nrt is not None
-    base: dict[str, Any] = dict(name=name, strategy=strategy, nodeslo=nodeslo, nodemetric=nodemetric)
     if not config.available:
-        return NodePlan(
-            **base,
-            allocatable=current,
-            prepared=None,
-            decision=None,
-            reason="colocation config unavailable: nothing is written until it parses",
-            zones={} if has_nrt else None,
-            error="colocation config unavailable",
+        return _nothing(
+            fixed, has_nrt, "colocation config unavailable: nothing is written until it parses", UNAVAILABLE
         )
-    node_in = memo.node_input(name, node, pods) if memo is not None else node_input(node, pods)
+    node_in = memo.node_input(read.name, node, pods) if memo is not None else node_input(node, pods)
     state = ""
     degraded = False
     zones: dict[str, dict[str, str]] | None = {} if has_nrt else None
-    if not config.colocation.node_enabled(strategy):
-        calc = Calculated(None, None, node_in.memory_format)
+    batch: Res | None = None
+    mid: Res | None = None
+    ratio = amplified = None
+    if not fixed.enabled:
         state = REASON_DISABLED
     else:
-        nrt_annotations = (nrt or {}).get("metadata", {}).get("annotations")
-        if memo is not None:
-            ratio, amplified = memo.ratios(config.normalization, config.amplification, read, nrt_annotations)
-        else:
-            ratio = normalization_ratio(config.normalization, labels, nrt_annotations)
-            amplified = amplification_ratio(config.amplification, labels, annotations)
+        assert fixed.ratios is not None
+        ratio, amplified = fixed.ratios
         try:
             reading = metric_input(metric)
         except QuantityError as exc:
-            return _error(base, current, has_nrt, f"NodeMetric has a malformed quantity: {exc}")
+            return _error(fixed, has_nrt, f"NodeMetric has a malformed quantity: {exc}")
         if is_degraded(strategy, reading, now):
             degraded = True
-            calc = Calculated(None, None, node_in.memory_format, ratio, amplified)
             state = "degraded: " + _why_degraded(reading)
         else:
             assert reading is not None
             if not reading.has_node_metric:
-                return _error(base, current, has_nrt, "NodeMetric has no status.nodeMetric")
-            calc, zones = _calculate(
-                strategy, node_in, reading, zones_of(nrt), (ratio, amplified), _zone_formats(nrt), has_nrt
-            )
-    prepared = prepare_node(node, calc)
+                return _error(fixed, has_nrt, "NodeMetric has no status.nodeMetric")
+            batch = node_batch(strategy, node_in, reading)
+            mid = node_mid(strategy, node_in, reading)
+            if nrt is not None:
+                zones = _zones(strategy, node_in, reading, nrt, ratio)
+    prepared, amounts, written = prepare_amounts(node, batch, mid, node_in.memory_format, ratio, amplified)
     if not read.writable:
         decision = None
         reason = "; ".join(
             p for p in (state, "node has no status.capacity or status.allocatable: nothing written") if p
         )
     else:
-        decision = decide(
-            strategy,
-            read.status.get("allocatable") or {},
-            prepared["allocatable"],
-            annotations,
-            prepared["annotations"],
-            last_write,
-            now,
+        decision = decide_amounts(
+            strategy, read.current_milli, amounts, read.annotations, prepared["annotations"], last_write, now
         )
         why = decision.reason
         reason = f"{state}; {why}" if state and why else state or why
-    # the fields spelled out (not `**base`): this runs for every node, every round
+    # the fields spelled out (no `**` of a dict): this runs for every node, every round
     return NodePlan(
-        name=name,
+        name=read.name,
         strategy=strategy,
-        allocatable=_extended(prepared["allocatable"]),
+        allocatable=written,
         prepared=prepared,
         decision=decision,
         reason=reason,
         zones=zones,
-        nodeslo=nodeslo,
-        nodemetric=nodemetric,
+        nodeslo=fixed.nodeslo,
+        nodemetric=fixed.nodemetric,
         degraded=degraded,
     )
 
@@ -220,30 +219,32 @@ def _why_degraded(reading: MetricInput | None) -> str:
     return "NodeMetric stale"
 
 
-def _calculate(
+def _zones(
     strategy: ColocationStrategy,
     node: NodeInput,
     reading: MetricInput,
-    zones: Sequence[ZoneInput],
-    ratios: tuple[str | None, str | None],
-    formats: Mapping[str, QuantityFormat],
-    has_nrt: bool,
-) -> tuple[Calculated, dict[str, dict[str, str]] | None]:
-    ratio = ratios[0]
-    batch = node_batch(strategy, node, reading)
-    mid = node_mid(strategy, node, reading)
-    zone_values = zone_batch(strategy, node, reading, zones)
-    calc = Calculated(batch, mid, node.memory_format, ratio, ratios[1], zone_values, formats)
-    return calc, (zone_texts(zone_values, formats, ratio) if has_nrt else None)
+    nrt: Mapping[str, Any],
+    ratio: str | None,
+) -> dict[str, dict[str, str]]:
+    """The NRT zones' batch texts (`zone_batch` over the zones the NRT lists)."""
+    return zone_texts(zone_batch(strategy, node, reading, zones_of(nrt)), _zone_formats(nrt), ratio)
 
 
-def _error(base: dict[str, Any], current: Mapping[str, str], has_nrt: bool, message: str) -> NodePlan:
+def _error(fixed: NodeFixed, has_nrt: bool, message: str) -> NodePlan:
+    return _nothing(fixed, has_nrt, f"error: {message}; nothing written", message)
+
+
+def _nothing(fixed: NodeFixed, has_nrt: bool, reason: str, error: str) -> NodePlan:
+    """A plan that writes nothing, for `error`."""
     return NodePlan(
-        **base,
-        allocatable=current,
+        name=fixed.read.name,
+        strategy=fixed.strategy,
+        allocatable=fixed.read.current,
         prepared=None,
         decision=None,
-        reason=f"error: {message}; nothing written",
+        reason=reason,
         zones={} if has_nrt else None,
-        error=message,
+        nodeslo=fixed.nodeslo,
+        nodemetric=fixed.nodemetric,
+        error=error,
     )

@@ -10,62 +10,74 @@ ratio annotation is created, removed or moves by more than 0.01.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
 
-from policies.constants import ANNOTATION_CPU_NORMALIZATION_RATIO
+from policies.constants import ANNOTATION_AMPLIFICATION_RATIO, ANNOTATION_CPU_NORMALIZATION_RATIO
 from policies.noderesource.amplification import amplification_differs
+from policies.noderesource.inputs import lenient_milli
 from policies.noderesource.normalization import parse_ratio, ratio_differs
 from policies.noderesource.prepare import BATCH_RESOURCES, MID_RESOURCES
-from policies.quantity import Quantity, QuantityError
 from policies.slo_config.colocation import ColocationStrategy
 
 _COMPARED: Final = (*MID_RESOURCES, *BATCH_RESOURCES)
 
 
-@dataclass(frozen=True, slots=True)
 class Decision:
-    status: bool
-    meta: bool
-    reason: str
+    """Whether the node's status (`status`) and its metadata (`meta`) are written, and why.
+
+    A value (its attributes are `Final`, never assigned after `__init__`), written as a plain class
+    rather than a frozen dataclass: one is made per node and round, and a frozen dataclass's
+    generated `__init__` sets each field through `object.__setattr__` in the interpreter, even in
+    a module mypyc compiles (~25 times a compiled `__init__`; see docs/benchmarks.md)."""
+
+    __slots__ = ("status", "meta", "reason")
+
+    def __init__(self, status: bool, meta: bool, reason: str) -> None:
+        self.status: Final = status
+        self.meta: Final = meta
+        self.reason: Final = reason
 
     @property
     def update(self) -> bool:
         return self.status or self.meta
 
-
-@lru_cache(maxsize=4096, typed=True)
-def _milli_of(value: str | int | float) -> int:
-    try:
-        return Quantity.parse(value).milli_value()
-    except QuantityError:
-        return 0
-
-
-def _milli(value: object) -> int:
-    """The quantity in thousandths, 0 when it is not one (cached by text: the values repeat)."""
-    if isinstance(value, (str, int, float)):
-        return _milli_of(value)
-    try:
-        return Quantity.parse(value).milli_value()
-    except QuantityError:
-        return 0
+    def __repr__(self) -> str:
+        return f"Decision(status={self.status!r}, meta={self.meta!r}, reason={self.reason!r})"
 
 
 def resource_difference(
     old: Mapping[str, object], new: Mapping[str, object], name: str, threshold: float
 ) -> str | None:
     """Why `name` differs (`IsResourceDiff`), or None when it does not."""
-    if (name in old) != (name in new):
-        return f"{name.removeprefix('kubernetes.io/')} {'added' if name in new else 'removed'}"
-    if name not in old:
-        return None
-    before, after = _milli(old[name]), _milli(new[name])
+    return _difference(
+        name,
+        lenient_milli(old[name]) if name in old else None,
+        lenient_milli(new[name]) if name in new else None,
+        threshold,
+    )
+
+
+def _difference(name: str, before: int | None, after: int | None, threshold: float) -> str | None:
+    """`IsResourceDiff` over the amounts in thousandths (None: the resource is absent on that side)."""
+    if before is None or after is None:
+        if before is None and after is None:
+            return None
+        return f"{name.removeprefix('kubernetes.io/')} {'added' if before is None else 'removed'}"
     if abs(float(after - before)) > float(before) * threshold:
         percent = f"{abs(after - before) * 100 / before:.0f} %" if before else "from 0"
         return f"{name.removeprefix('kubernetes.io/')} differs by {percent} (threshold {threshold * 100:g} %)"
     return None
+
+
+@lru_cache(maxsize=256)
+def _ratio_parses(text: str | None) -> bool:
+    """Whether `parse_ratio` takes the text (cached by text: the manager wrote it)."""
+    try:
+        parse_ratio(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _meta_reason(old: Mapping[str, str], new: Mapping[str, str]) -> str | None:
@@ -99,6 +111,29 @@ def decide(
     now: float,
 ) -> Decision:
     """The write decision for one node; `last_write` None means no write since start."""
+    return decide_amounts(
+        strategy,
+        {name: lenient_milli(old_allocatable[name]) for name in _COMPARED if name in old_allocatable},
+        {name: lenient_milli(new_allocatable[name]) for name in _COMPARED if name in new_allocatable},
+        old_annotations,
+        new_annotations,
+        last_write,
+        now,
+    )
+
+
+def decide_amounts(
+    strategy: ColocationStrategy,
+    old: Mapping[str, int],
+    new: Mapping[str, int],
+    old_annotations: Mapping[str, str],
+    new_annotations: Mapping[str, str],
+    last_write: float | None,
+    now: float,
+) -> Decision:
+    """`decide` over the batch and mid amounts in thousandths (a quantity that does not parse counts
+    0), as the plan has them at hand: the node's current ones are read once per Node object, the new
+    ones are the integers the texts are formatted from."""
     reasons = []
     status = False
     if last_write is None:
@@ -109,23 +144,39 @@ def decide(
         reasons.append(f"last write {now - last_write:.0f}s ago (threshold {strategy.update_time_threshold_seconds}s)")
     threshold = strategy.resource_diff_threshold
     for name in _COMPARED:
-        if name not in old_allocatable and name not in new_allocatable:
-            continue  # absent on both sides: no difference (mid resources of a node without mid)
-        why = resource_difference(old_allocatable, new_allocatable, name, threshold)
+        before, after = old.get(name), new.get(name)
+        if before is not None and after is not None and abs(float(after - before)) <= float(before) * threshold:
+            continue  # within the threshold (`_difference`'s None, without the call)
+        # absent on both sides: no difference (mid resources of a node without mid)
+        why = _difference(name, before, after, threshold)
         if why is not None:
             status = True
             reasons.append(why)
     meta = False
-    for why in (
-        _meta_reason(old_annotations, new_annotations),
-        amplification_differs(old_annotations, new_annotations),
+    if old_annotations.get(ANNOTATION_CPU_NORMALIZATION_RATIO) != new_annotations.get(
+        ANNOTATION_CPU_NORMALIZATION_RATIO
+    ) or not _ratio_parses(old_annotations.get(ANNOTATION_CPU_NORMALIZATION_RATIO)):
+        why = _meta_reason(old_annotations, new_annotations)
+        if why is not None:
+            meta = True
+            reasons.append(why)
+    if old_annotations.get(ANNOTATION_AMPLIFICATION_RATIO, "") != new_annotations.get(
+        ANNOTATION_AMPLIFICATION_RATIO, ""
     ):
+        why = amplification_differs(old_annotations, new_annotations)
         if why is not None:
             meta = True
             reasons.append(why)
     if not reasons:
-        reasons.append(
-            f"unchanged within {strategy.resource_diff_threshold * 100:g} %, "
-            f"written {now - (last_write or now):.0f}s ago (threshold {strategy.update_time_threshold_seconds}s)"
+        return Decision(
+            status,
+            meta,
+            _unchanged(threshold, now - (last_write or now), strategy.update_time_threshold_seconds),
         )
     return Decision(status, meta, "; ".join(reasons))
+
+
+@lru_cache(maxsize=1024)
+def _unchanged(threshold: float, since: float, update_seconds: int) -> str:
+    """The reason of a node left as it is (cached: most nodes, most rounds, at the same few ages)."""
+    return f"unchanged within {threshold * 100:g} %, written {since:.0f}s ago (threshold {update_seconds}s)"

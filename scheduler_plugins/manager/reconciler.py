@@ -159,65 +159,83 @@ class Reconciler:
         result = Round(config_issues=self.observe_config(snapshot.configmap))
         config = self.config or ManagerConfig()
         now = self.clock()
-        wanted = sorted(snapshot.nodes) if names is None else sorted(n for n in names if n in snapshot.nodes)
+        nodes = snapshot.nodes
+        wanted = sorted(nodes) if names is None else sorted(n for n in names if n in nodes)
+        slos, metrics, topologies, pods = (
+            snapshot.node_slos,
+            snapshot.node_metrics,
+            snapshot.topologies,
+            snapshot.pods_by_node,
+        )
+        last_write, memo = self.last_write, self.memo
+        plans, actions = result.plans, result.actions
         for name in wanted:
-            node = snapshot.nodes[name]
-            slo = snapshot.node_slos.get(name)
+            node = nodes[name]
+            slo = slos.get(name)
+            metric = metrics.get(name)
+            nrt = topologies.get(name)
             try:
                 plan = plan_node(
                     config,
                     node,
-                    snapshot.pods_on(name),
-                    snapshot.node_metrics.get(name),
-                    snapshot.topologies.get(name),
+                    pods.get(name, ()),
+                    metric,
+                    nrt,
                     now,
-                    self.last_write.get(name),
+                    last_write.get(name),
                     ((slo or {}).get("spec") or {}).get("extensions"),
-                    self.memo,
+                    memo,
                 )
-                actions = self._actions(config, snapshot, node, plan, now)
+                self._actions(config, node, slo, metric, nrt, plan, now, actions)
             except Exception:  # one node's malformed objects must not stop the others
                 log.exception("node %s: the round failed; nothing written for it", name)
                 result.failed.append(name)
                 continue
-            result.plans.append(plan)
-            result.actions.extend(actions)
+            plans.append(plan)
         return result
 
     def _actions(
-        self, config: ManagerConfig, snapshot: Snapshot, node: Mapping[str, Any], plan: NodePlan, now: float
-    ) -> list[Action]:
+        self,
+        config: ManagerConfig,
+        node: Mapping[str, Any],
+        slo: Mapping[str, Any] | None,
+        metric: Mapping[str, Any] | None,
+        nrt: Mapping[str, Any] | None,
+        plan: NodePlan,
+        now: float,
+        out: list[Action],
+    ) -> None:
+        """Append the node's writes to `out` (all of them, or none when this raises)."""
         name = plan.name
         meta = node.get("metadata") or {}
         actions: list[Action] = []
-        if plan.degraded and name not in self.degraded:
-            self.degraded.add(name)
-            actions.append(NodeEvent(node, REASON_DEGRADED, f"batch and mid resources removed: {plan.reason}"))
-        elif not plan.degraded:
+        if plan.degraded:
+            if name not in self.degraded:
+                self.degraded.add(name)
+                actions.append(NodeEvent(node, REASON_DEGRADED, f"batch and mid resources removed: {plan.reason}"))
+        elif name in self.degraded:
             self.degraded.discard(name)
-        if plan.prepared is not None and plan.decision is not None and plan.decision.update:
-            if plan.decision.status:
+        decision = plan.decision
+        if plan.prepared is not None and decision is not None and (decision.status or decision.meta):
+            if decision.status:
                 old = (node.get("status") or {}).get("allocatable") or {}
                 actions.append(StatusWrite(name, _resource_patch(old, plan.prepared["allocatable"])))
             annotations = _annotation_patch(meta.get("annotations") or {}, plan.prepared["annotations"])
             if annotations:
                 actions.append(MetaPatch(name, annotations))
-        nrt = snapshot.topologies.get(name)
         if nrt is not None and plan.zones:
             zones, changed = updated_zones(nrt.get("zones") or [], plan.zones, plan.strategy.resource_diff_threshold)
             last = self.last_topology_write.get(name)
             if changed or last is None or now - last > plan.strategy.update_time_threshold_seconds:
                 actions.append(TopologyWrite(name, zones))
-        uid = str(meta.get("uid") or "")
-        slo = snapshot.node_slos.get(name)
         if slo is None:
-            actions.append(SpecWrite(NODE_SLO_KIND, name, plan.nodeslo, True, uid))
+            actions.append(SpecWrite(NODE_SLO_KIND, name, plan.nodeslo, True, str(meta.get("uid") or "")))
         elif self._differs(NODE_SLO_KIND, name, slo.get("spec"), plan.nodeslo):
             actions.append(SpecWrite(NODE_SLO_KIND, name, plan.nodeslo, False))
         if config.available:
-            metric = snapshot.node_metrics.get(name)
             if metric is None:
-                actions.append(SpecWrite(NODE_METRIC_KIND, name, plan.nodemetric, True, uid))
+                actions.append(SpecWrite(NODE_METRIC_KIND, name, plan.nodemetric, True, str(meta.get("uid") or "")))
             elif not config.error and self._differs(NODE_METRIC_KIND, name, metric.get("spec"), plan.nodemetric):
                 actions.append(SpecWrite(NODE_METRIC_KIND, name, plan.nodemetric, False))
-        return actions
+        if actions:
+            out.extend(actions)

@@ -3,7 +3,10 @@ only while the pod object is the one it was read from, so a replaced pod is read
 
 from __future__ import annotations
 
-from policies.noderesource.memo import PlanMemo
+from policies.noderesource.amplification import amplification_ratio
+from policies.noderesource.inputs import node_input
+from policies.noderesource.memo import PlanMemo, node_fixed
+from policies.noderesource.normalization import normalization_ratio
 from tests.policies.noderesource.builders import STRATEGY_65, config, node
 from tests.support.builders import make_pod
 
@@ -79,3 +82,81 @@ def test_the_ratios_follow_a_replaced_node_and_a_replaced_topology() -> None:
     assert memo.ratios(*rules, plain, None) == (None, None)  # the NRT's annotations went
     off = memo.read_node(node(name="n1", labels={"node.koordinator.sh/cpu-normalization-enabled": "false"}))
     assert memo.ratios(*rules, off, nrt) == ("1.00", None)
+
+
+def test_a_status_write_of_the_batch_resources_keeps_the_node_input_and_a_capacity_change_does_not() -> None:
+    """`node_input_source`: the Node object the manager's own write replaced reads the same."""
+    memo = PlanMemo()
+    pods = (make_pod("a", requests={"cpu": "1"}, phase="Running"),)
+    n1 = node("10", "10Gi", name="n1")
+    first = memo.node_input("n1", n1, pods)
+    written = {
+        **n1,
+        "metadata": {**n1["metadata"], "annotations": {"node.koordinator.sh/originExtendedAllocatable": "{}"}},
+        "status": {
+            "capacity": {**n1["status"]["capacity"], "kubernetes.io/batch-cpu": "5000"},
+            "allocatable": {**n1["status"]["allocatable"], "kubernetes.io/batch-cpu": "5000"},
+        },
+    }
+    assert memo.node_input("n1", written, pods) is first
+    reserved = {
+        **written,
+        "metadata": {"name": "n1", "annotations": {"node.koordinator.sh/reservation": '{"resources": {"cpu": "2"}}'}},
+    }
+    assert memo.node_input("n1", reserved, pods).reserved == (2000, 0)
+    for changed in (
+        node("20", "10Gi", name="n1"),
+        node("10", "10G", name="n1"),
+        node("10", "10Gi", name="n1", alloc_cpu="8"),
+    ):
+        again = memo.node_input("n1", changed, pods)
+        assert again is not first and again == node_input(changed, pods)
+    numbers = {
+        **n1,
+        "status": {"capacity": {"cpu": 10, "memory": "10Gi"}, "allocatable": {"cpu": 10, "memory": "10Gi"}},
+    }
+    assert memo.node_input("n1", numbers, pods) == node_input(numbers, pods)  # 10 is not "10": read again
+
+
+def test_the_fixed_reading_is_kept_while_its_objects_are_the_ones_read() -> None:
+    memo = PlanMemo()
+    manager = config(STRATEGY_65)
+    n1 = node(name="n1", labels={"pool": "a"})
+    fixed = memo.fixed(manager, n1, None, None)
+    assert memo.fixed(manager, n1, None, None) is fixed
+    assert fixed == node_fixed(manager, n1, None, None)
+    other = config({**STRATEGY_65, "nodeConfigs": [{"nodeSelector": {"matchLabels": {"pool": "a"}}, "enable": False}]})
+    off = memo.fixed(other, n1, None, None)
+    assert not off.enabled and off.ratios is None and off == node_fixed(other, n1, None, None)
+    extensions = {"x": 1}
+    assert memo.fixed(other, n1, None, extensions).nodeslo["extensions"] == extensions
+    memo.forget("n1")
+    assert not memo._fixed
+
+
+def test_the_ratios_are_kept_across_a_write_of_other_annotations_and_follow_the_normalization_one() -> None:
+    memo = PlanMemo()
+    manager = config(
+        STRATEGY_65, resource_amplification_config={"enable": True, "resourceAmplificationRatio": {"cpu": 1.2}}
+    )
+    rules = (manager.normalization, manager.amplification)
+    plain = node(name="n1")
+    first = memo.ratios(*rules, memo.read_node(plain), None)
+    kept = memo._ratios["n1"]  # the entry, not the tuple: a compiled memo hands out a new tuple each time
+    written = {
+        **plain,
+        "metadata": {**plain["metadata"], "annotations": {"node.koordinator.sh/originExtendedAllocatable": "{}"}},
+    }
+    assert memo.ratios(*rules, memo.read_node(written), None) == first and memo._ratios["n1"] is kept
+    ratio = {
+        **plain,
+        "metadata": {**plain["metadata"], "annotations": {"node.koordinator.sh/cpu-normalization-ratio": "1.50"}},
+    }
+    assert (
+        memo.ratios(*rules, memo.read_node(ratio), None)
+        == (
+            normalization_ratio(manager.normalization, {}, None),
+            amplification_ratio(manager.amplification, {}, ratio["metadata"]["annotations"]),
+        )
+        != first
+    )
