@@ -37,6 +37,10 @@ log = logging.getLogger("colocate.informer")
 ObjectKey = tuple[str, str]  # (namespace or "", name)
 Object = Mapping[str, Any]
 
+#: what a kind the store has never held reads as (shared and never written: `get` runs per object
+#: read, and a fresh `{}` per call is most of its cost)
+_NO_OBJECTS: Mapping[ObjectKey, Object] = {}
+
 
 def key_of(obj: Object) -> ObjectKey:
     metadata = metadata_of(obj)
@@ -110,7 +114,7 @@ class ClusterStore:
             return list(self._objects.get(kind, {}).values())
 
     def get(self, kind: str, key: ObjectKey) -> Object | None:
-        return self._objects.get(kind, {}).get(key)
+        return self._objects.get(kind, _NO_OBJECTS).get(key)
 
     def synced(self) -> bool:
         """Every kind has been listed or loaded once (and a store of no kinds is never synced)."""
@@ -159,8 +163,10 @@ class ClusterStore:
     def put(self, kind: str, obj: Object, source: str = "") -> None:
         """Add or replace one object (an ADDED or MODIFIED event)."""
         with self.lock:
-            self._objects.setdefault(kind, {})
-            self._sources.setdefault(kind, {})
+            if kind not in self._objects:
+                self._objects[kind] = {}
+            if kind not in self._sources:
+                self._sources[kind] = {}
             self._put(kind, key_of(obj), obj, source)
             self._applied()
 
@@ -180,10 +186,11 @@ class ClusterStore:
         transform = self.transforms.get(kind)
         if transform is not None:
             obj = transform(obj)
-        old = self._objects[kind].get(key)
+        objects = self._objects[kind]
+        old = objects.get(key)
         if _unchanged(old, obj):
             return
-        self._objects[kind][key] = obj
+        objects[key] = obj
         self._sources[kind][key] = source
         for index in self._indexes:
             index.object_put(kind, key, obj, old, source)

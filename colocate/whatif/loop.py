@@ -13,8 +13,9 @@ import itertools
 import random
 import uuid
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Final
 
 from cluster.store import Object
@@ -40,6 +41,17 @@ from .workload import Usage
 
 #: the cyclic collector's young-generation threshold while a run steps (see `Run.run`)
 RUN_GC_THRESHOLD: Final = 100_000
+
+#: a strategy's status when the round has none (shared and never written)
+_NO_STATUS: Final[Mapping[str, Any]] = {}
+
+
+@lru_cache(maxsize=4096)
+def _be_cpu(request_milli: int) -> BECPU:
+    """BE's CPU as the loop hands it to a koordlet round: what BE pods request (the run has no
+    cgroups to read usage or limit from). One shared value per request (immutable; requests repeat
+    across nodes and steps), instead of one built per node per step."""
+    return BECPU(0, request_milli, None)
 
 
 @dataclass(frozen=True)
@@ -271,16 +283,16 @@ class Run:
     def _koordlet(self, now: float) -> list[dict[str, Any]]:
         evictions: list[dict[str, Any]] = []
         evictor = StoreEvictions(self.store)
+        store, get, round_of = self.store, self.store.get, self.koordlet.round
+        objects_on, requests_on, suppressed = self.pods.objects_on, self.pods.requests_on, self.suppressed
         for node in self.nodes:
-            obj = self.store.get("Node", ("", node))
+            obj = get("Node", ("", node))
             if obj is None:
                 continue
-            pods = self.pods.objects_on(node)
-            be_request = self.pods.requests_on(node).best_effort_cpu
-            be_cpu = BECPU(0, be_request, None) if be_request is not None else None
-            report = self.koordlet.round(obj, pods, self.store, be_cpu)
-            status = report.strategies.get(CPU_SUPPRESS) or {}
-            self.suppressed[node] = int(status.get("suppressMilliCPU") or 0)
+            be_request = requests_on(node).best_effort_cpu
+            report = round_of(obj, objects_on(node), store, _be_cpu(be_request) if be_request is not None else None)
+            status = report.strategies.get(CPU_SUPPRESS) or _NO_STATUS
+            suppressed[node] = int(status.get("suppressMilliCPU") or 0)
             for eviction in report.evictions:
                 namespace, _, name = eviction.key.partition("/")
                 result = evictor.evict(namespace, name)

@@ -128,7 +128,7 @@ def plugin_strategies(gates: Mapping[str, bool]) -> list[StrategyEntry]:
     return [found.load(StrategyEntry) for found in discovered("koordlet", builtin) if gates.get(found.name)]
 
 
-@dataclass
+@dataclass(init=False)
 class RoundReport:
     """One round of every strategy: what `plan` prints and the runner applies."""
 
@@ -141,6 +141,26 @@ class RoundReport:
     unavailable: dict[str, dict[str, str]] = field(default_factory=dict)
     #: the strategies that raised this round (skipped: none of their writes or evictions are kept)
     failed: list[str] = field(default_factory=list)
+
+    def __init__(
+        self,
+        strategies: dict[str, dict[str, Any]] | None = None,
+        writes: list[CgroupWrite] | None = None,
+        evictions: list[Eviction] | None = None,
+        durations: dict[str, float] | None = None,
+        host_writes: list[HostWrite] | None = None,
+        unavailable: dict[str, dict[str, str]] | None = None,
+        failed: list[str] | None = None,
+    ) -> None:
+        # the generated __init__'s, without a factory call per field: every node makes one or two
+        # each step of a whatif run
+        self.strategies = {} if strategies is None else strategies
+        self.writes = [] if writes is None else writes
+        self.evictions = [] if evictions is None else evictions
+        self.durations = {} if durations is None else durations
+        self.host_writes = [] if host_writes is None else host_writes
+        self.unavailable = {} if unavailable is None else unavailable
+        self.failed = [] if failed is None else failed
 
 
 class QOSManager:

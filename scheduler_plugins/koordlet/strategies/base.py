@@ -33,7 +33,7 @@ class Eviction:
         return {"strategy": self.strategy, "pod": self.key, "reason": self.reason}
 
 
-@dataclass
+@dataclass(init=False)
 class StrategyResult:
     name: str
     #: what `plan` prints under strategies.<name> (besides `enabled`)
@@ -44,6 +44,24 @@ class StrategyResult:
     host_writes: list[HostWrite] = field(default_factory=list)
     #: interface (`host.INTERFACES`) -> why this node lacks it; also in `status["unavailable"]`
     unavailable: dict[str, str] = field(default_factory=dict)
+
+    def __init__(
+        self,
+        name: str,
+        status: dict[str, Any] | None = None,
+        writes: list[CgroupWrite] | None = None,
+        evictions: list[Eviction] | None = None,
+        host_writes: list[HostWrite] | None = None,
+        unavailable: dict[str, str] | None = None,
+    ) -> None:
+        # the generated __init__'s, without a factory call per field: every strategy of every node
+        # makes one each round
+        self.name = name
+        self.status = {} if status is None else status
+        self.writes = [] if writes is None else writes
+        self.evictions = [] if evictions is None else evictions
+        self.host_writes = [] if host_writes is None else host_writes
+        self.unavailable = {} if unavailable is None else unavailable
 
     def lacks(self, interface: str, why: str) -> StrategyResult:
         """Record that the node lacks `interface`: `plan`/`run` print it, the agent's metric counts it."""
