@@ -174,11 +174,13 @@ class Evaluator:
         wanted = self.policy.num_candidates(len(potential))
         candidates: list[Candidate] = []
         non_violating = 0
-        failures: dict[str, str] = {}
         for name in potential:
-            candidate, status = self.select_victims_on_node(state, pod, self.nodes[name])
+            node = self.nodes[name]
+            victims = self.potential_victims(pod, node)
+            if not victims:  # (`SelectVictimsOnNode`'s "No victims found": nothing to try here)
+                continue
+            candidate, _ = self._select_victims(state, pod, node, victims)
             if candidate is None:
-                failures[name] = status.message
                 continue
             candidates.append(candidate)
             if candidate.num_pdb_violations == 0:
@@ -200,9 +202,20 @@ class Evaluator:
     ) -> tuple[Candidate | None, Status]:
         """The fewest victims on `node` that let `pod` fit (`SelectVictimsOnNode`). `state` is not
         changed: the victims are removed on a clone."""
-        potential = [p for p in node.pods.values() if not is_reserve_pod(p) and self.policy.can_preempt(pod, p)]
+        potential = self.potential_victims(pod, node)
         if not potential:
             return None, unresolvable(f"No victims found on node {node.name} for preemptor pod {pod.name}")
+        return self._select_victims(state, pod, node, potential)
+
+    def potential_victims(self, pod: PodInfo, node: NodeInfo) -> list[PodInfo]:
+        """The pods on `node` the policy lets `pod` evict (reserve pods are never victims)."""
+        can_preempt = self.policy.can_preempt
+        return [p for p in node.pods.values() if not is_reserve_pod(p) and can_preempt(pod, p)]
+
+    def _select_victims(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, potential: list[PodInfo]
+    ) -> tuple[Candidate | None, Status]:
+        """`select_victims_on_node` given the node's potential victims (not empty)."""
         state = state.clone()
         reduced = node.copy()
         filtering = self.filtering

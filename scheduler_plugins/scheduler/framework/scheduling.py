@@ -65,7 +65,11 @@ def failure_message(total: int, statuses: dict[str, Status]) -> str:
 def select_host(nodes: list[NodeInfo], totals: Sequence[int] | npt.NDArray[np.int64]) -> int:
     """Index of the highest total; equal totals go to the lowest node name."""
     values = np.asarray(totals)
-    return min(np.flatnonzero(values == values.max()).tolist(), key=lambda i: nodes[i].name)
+    best = np.flatnonzero(values == values.max()).tolist()
+    if len(best) == 1:
+        return int(best[0])
+    names = [nodes[i].name for i in best]  # (often hundreds of ties: no key function per item)
+    return int(best[names.index(min(names))])
 
 
 @dataclass

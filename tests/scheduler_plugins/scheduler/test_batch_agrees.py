@@ -440,3 +440,26 @@ def test_a_profile_percentage_of_nodes_to_score_wins_over_the_top_level_one(top,
     scheduler = Scheduler(fwk, cluster, config.percentage_of_nodes_to_score)
     assert scheduler.percentage == expected
     assert num_feasible_nodes_to_find(scheduler.percentage, 5000) == {0: 500, 30: 1500, 70: 3500}[expected]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_batch_refresh_leaves_the_per_node_filter_and_score_as_they_were(seed):
+    """The batch columns share their per-node values with the plugin's per-node memo (Filter's
+    checks and Score's usage per variant, read again for the reasons of rejected nodes): a twin
+    framework whose batch forms never ran gives the same statuses, reasons and scores."""
+    rng = random.Random(seed)
+    config = make_config({"LoadAwareScheduling": rng.choice(ARGS)})
+    objects = random_cluster(rng)
+    pods = [PodInfo(random_pod(rng)) for _ in range(4)]
+    fwk, cluster = make_framework(objects, config)
+    twin, twin_cluster = make_framework(objects, config)
+    nodes, twin_nodes = cluster.node_list(), twin_cluster.node_list()
+    index = node_indexes(nodes)
+    plugin, twin_plugin = fwk.plugins["LoadAwareScheduling"], twin.plugins["LoadAwareScheduling"]
+    for pod in pods:  # the batch forms first (they fill the memo), then the per-node ones
+        plugin.filter_mask(CycleState(), pod, nodes, index)
+        plugin.score_array(CycleState(), pod, nodes, index)
+        for node, twin_node in zip(nodes, twin_nodes, strict=True):
+            got, want = plugin.filter(CycleState(), pod, node), twin_plugin.filter(CycleState(), pod, twin_node)
+            assert (got.code, got.reasons) == (want.code, want.reasons), node.name
+            assert plugin.score(CycleState(), pod, node)[0] == twin_plugin.score(CycleState(), pod, twin_node)[0]

@@ -9,8 +9,10 @@ import pytest
 
 from colocate.cli import main
 from policies.field_errors import ConfigError
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.preemption import Candidate, Victim, pick_one_node
 from scheduler_plugins.scheduler.framework.scheduling import Scheduler
+from scheduler_plugins.scheduler.framework.status import Code, unschedulable
 from scheduler_plugins.scheduler.plugins.defaultpreemption import DefaultPreemptionArgs, num_candidates, parse_args
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from tests.support.builders import make_node, make_pod, make_reservation
@@ -197,3 +199,28 @@ def test_candidate_count_and_args():
         parse_args({"minCandidateNodesPercentage": 101}, "args")
     with pytest.raises(ConfigError, match="same time"):
         parse_args({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}, "args")
+
+
+def test_nodes_without_lower_priority_pods_are_passed_over_for_the_one_with_a_victim():
+    # nodes are tried in name order: the first ones hold only pods of the preemptor's priority or
+    # higher, which cannot yield a victim; the last one can
+    objects = [
+        gpu_node("node-a", 1),
+        gpu_node("node-b", 1),
+        gpu_node("node-c", 1),
+        gpu_pod("same", 9500, "node-a"),
+        gpu_pod("higher", 9800, "node-b"),
+        gpu_pod("batch", 5500, "node-c"),
+    ]
+    placement, cluster = schedule(objects, gpu_pod("p", 9500))
+    assert placement.nominated_node == "node-c" and [v["pod"] for v in placement.victims] == ["ml/batch"]
+    assert "ml/same" in cluster.nodes["node-a"].pods and "ml/higher" in cluster.nodes["node-b"].pods
+
+
+def test_when_no_node_has_a_victim_preemption_says_so():
+    objects = [gpu_node("node-a", 1), gpu_node("node-b", 1), gpu_pod("x", 9500, "node-a"), gpu_pod("y", 9800, "node-b")]
+    fwk, _ = make_framework(objects)
+    rejected = {name: unschedulable("Insufficient nvidia.com/gpu") for name in ("node-a", "node-b")}
+    result, status = fwk.plugins["DefaultPreemption"].post_filter(CycleState(), PodInfo(gpu_pod("p", 9500)), rejected)
+    assert result is None and status.code is Code.Unschedulable
+    assert status.message == "0/2 nodes are available: no preemption victims found for incoming pod."

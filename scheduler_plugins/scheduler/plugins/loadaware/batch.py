@@ -117,14 +117,22 @@ class LoadColumns:
             self.allocatable[:, i] = view.allocatable
             for v in VARIANTS:
                 # the prod variant is read only where it applies: Filter on nodes with prod
-                # thresholds, Score when scoreAccordingProdUsage is set
-                checks = plugin.filter_checks(node, v) if not v or view.has_prod_thresholds else None
+                # thresholds, Score when scoreAccordingProdUsage is set. The values go to the
+                # node's view too, the memo the per-node Filter and Score read (the reasons of
+                # rejected nodes are asked of Filter): same version, same values
+                checks = None
+                if not v or view.has_prod_thresholds:
+                    checks = (
+                        view.filter[v] if v in view.filter else view.filter.setdefault(v, plugin.filter_checks(node, v))
+                    )
                 self.all_zero[v][i] = checks is None
                 limits = self.limits[v]
                 limits[:, i] = NO_LIMIT
                 for r, limit, _ in checks or ():
                     limits[r, i] = limit
-                usage = plugin.score_usage(node, v) if not v or plugin.args.score_according_prod_usage else None
+                usage = None
+                if not v or plugin.args.score_according_prod_usage:
+                    usage = view.score[v] if v in view.score else view.score.setdefault(v, plugin.score_usage(node, v))
                 self.has_usage[v][i] = usage is not None
                 self.usage[v][:, i] = usage if usage is not None else 0
 
