@@ -57,12 +57,13 @@ class NodeInputs(Protocol):
         """The node's allocatable and threshold profile, cached per version of its load."""
         ...
 
-    def filter_checks(self, node: NodeInfo, prod_pod: bool) -> list[Check] | None:
-        """Filter's checks on the node; None when no threshold applies."""
+    def kept_filter_checks(self, view: NodeView, node: NodeInfo, prod_pod: bool) -> list[Check] | None:
+        """Filter's checks on the node, kept in its view; None when no threshold applies."""
         ...
 
-    def score_usage(self, node: NodeInfo, prod_pod: bool) -> Vec | None:
-        """The usage Score adds the pod's estimate to; None when the node reports none."""
+    def kept_score_usage(self, view: NodeView, node: NodeInfo, prod_pod: bool) -> Vec | None:
+        """The usage Score adds the pod's estimate to, kept in the node's view; None when the node
+        reports none."""
         ...
 
 
@@ -117,22 +118,18 @@ class LoadColumns:
             self.allocatable[:, i] = view.allocatable
             for v in VARIANTS:
                 # the prod variant is read only where it applies: Filter on nodes with prod
-                # thresholds, Score when scoreAccordingProdUsage is set. The values go to the
-                # node's view too, the memo the per-node Filter and Score read (the reasons of
-                # rejected nodes are asked of Filter): same version, same values
-                checks = None
-                if not v or view.has_prod_thresholds:
-                    checks = (
-                        view.filter[v] if v in view.filter else view.filter.setdefault(v, plugin.filter_checks(node, v))
-                    )
+                # thresholds, Score when scoreAccordingProdUsage is set. They are the values the
+                # per-node Filter and Score read (kept in the node's view: the reasons of rejected
+                # nodes are asked of Filter)
+                checks = plugin.kept_filter_checks(view, node, v) if not v or view.has_prod_thresholds else None
                 self.all_zero[v][i] = checks is None
                 limits = self.limits[v]
                 limits[:, i] = NO_LIMIT
                 for r, limit, _ in checks or ():
                     limits[r, i] = limit
-                usage = None
-                if not v or plugin.args.score_according_prod_usage:
-                    usage = view.score[v] if v in view.score else view.score.setdefault(v, plugin.score_usage(node, v))
+                usage = (
+                    plugin.kept_score_usage(view, node, v) if not v or plugin.args.score_according_prod_usage else None
+                )
                 self.has_usage[v][i] = usage is not None
                 self.usage[v][:, i] = usage if usage is not None else 0
 

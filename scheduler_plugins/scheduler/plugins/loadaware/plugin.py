@@ -202,6 +202,21 @@ class LoadAwareScheduling:
             usage = [max(u - r, 0) for u, r in zip(usage, removed, strict=False)]
         return threshold_checks(self.resources, thresholds, self._allocatable(node), usage, aggregated)
 
+    def kept_filter_checks(self, view: NodeView, node: NodeInfo, prod_pod: bool) -> list[Check] | None:
+        """`filter_checks`, kept in the node's view (per version of its load): Filter, the reasons
+        asked of it for rejected nodes and the batch table's refresh read the one value."""
+        checks: list[Check] | None = view.filter.get(prod_pod, _MISSING)
+        if checks is _MISSING:
+            checks = view.filter[prod_pod] = self.filter_checks(node, prod_pod)
+        return checks
+
+    def kept_score_usage(self, view: NodeView, node: NodeInfo, prod_pod: bool) -> Vec | None:
+        """`score_usage`, kept in the node's view as `kept_filter_checks` is."""
+        usage: Vec | None = view.score.get(prod_pod, _MISSING)
+        if usage is _MISSING:
+            usage = view.score[prod_pod] = self.score_usage(node, prod_pod)
+        return usage
+
     def score_usage(self, node: NodeInfo, prod_pod: bool) -> Vec | None:
         agg = self.args.aggregated
         agg_type = agg.score_aggregation_type if not prod_pod else ""
@@ -224,9 +239,7 @@ class LoadAwareScheduling:
         if removed:  # a preemption's trial: not memoised
             checks: list[Check] | None = self.filter_checks(node, prod_pod, sorted(removed))
         else:
-            checks = view.filter.get(prod_pod, _MISSING)
-            if checks is _MISSING:
-                checks = view.filter[prod_pod] = self.filter_checks(node, prod_pod)
+            checks = self.kept_filter_checks(view, node, prod_pod)
         if checks is None:
             return SUCCESS
         if self.args.filter_expired_node_metrics and self._expired(load.update_time):
@@ -264,9 +277,7 @@ class LoadAwareScheduling:
             return 0, SUCCESS
         prod_pod = self.args.score_according_prod_usage and pod.priority_class == PriorityClass.PROD
         view = self.node_view(node)
-        usage: Vec | None = view.score.get(prod_pod, _MISSING)
-        if usage is _MISSING:
-            usage = view.score[prod_pod] = self.score_usage(node, prod_pod)
+        usage = self.kept_score_usage(view, node, prod_pod)
         estimate = self._pod_estimate(state, pod)
         used = estimate if usage is None else [u + e for u, e in zip(usage, estimate, strict=False)]
         return load_aware_score(self.args.dominant_resource_weight, self.weights, used, view.allocatable), SUCCESS
