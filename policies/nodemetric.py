@@ -22,7 +22,7 @@ from typing import Any, Final
 from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
 from policies.durations import go_duration, parse_duration
 from policies.kinds import NODE_METRIC_KIND, kind_named
-from policies.quantity import milli_value, scalar_text, value
+from policies.quantity import resource_list, scalar_text
 
 #: koordlet's default `spec.metricCollectPolicy.reportIntervalSeconds`
 DEFAULT_REPORT_INTERVAL_SECONDS: Final = 60
@@ -80,14 +80,8 @@ class NodeMetricReading:
 
 
 def _amounts(raw: Mapping[str, Any] | None) -> Amounts:
-    """A ResourceMap (`{"resources": {...}}`) as scalars (`resource_list`, without its comprehension's
-    frame: a NodeMetric has several, read on every report)."""
-    resources = raw.get("resources") if raw else None
-    out: Amounts = {}
-    if resources:
-        for resource, text in resources.items():
-            out[resource] = milli_value(text) if resource == RESOURCE_CPU else value(text)
-    return out
+    """A ResourceMap (`{"resources": {...}}`) as scalars."""
+    return resource_list((raw or {}).get("resources"))
 
 
 #: the reading of each node's NodeMetric, by node name, while its `spec` and `status` are the very
@@ -126,16 +120,9 @@ def _read(metric: Mapping[str, Any]) -> NodeMetricReading:
     interval = _interval(spec)
     node_metric = status.get("nodeMetric")
     pods = []
-    # `resource_list` inlined (no frame per pod or per amount): this runs for every pod of every
-    # node, every report; `milli_value`/`value` are the cached parsers `scalar_of` picks between
     for item in status.get("podsMetric") or ():
         pod_usage = item.get("podUsage")
-        resources = pod_usage.get("resources") if pod_usage else None
-        usage: Amounts | None = None
-        if resources:
-            usage = {}
-            for resource, text in resources.items():
-                usage[resource] = milli_value(text) if resource == RESOURCE_CPU else value(text)
+        usage = _amounts(pod_usage) if pod_usage and pod_usage.get("resources") else None
         key = f"{item.get('namespace') or 'default'}/{item.get('name', '')}"
         pods.append(PodMetric(key, str(item.get("priority") or ""), usage, str(item.get("qos") or "")))
     aggregated = []
