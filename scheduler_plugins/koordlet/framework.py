@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cluster.plugins import discovered
@@ -130,17 +130,18 @@ def plugin_strategies(gates: Mapping[str, bool]) -> list[StrategyEntry]:
 
 @dataclass(init=False)
 class RoundReport:
-    """One round of every strategy: what `plan` prints and the runner applies."""
+    """One round of every strategy: what `plan` prints and the runner applies. Every field
+    defaults to empty, in `__init__` (written out: the generated one calls a factory per field)."""
 
-    strategies: dict[str, dict[str, Any]] = field(default_factory=dict)
-    writes: list[CgroupWrite] = field(default_factory=list)
-    evictions: list[Eviction] = field(default_factory=list)
-    durations: dict[str, float] = field(default_factory=dict)
-    host_writes: list[HostWrite] = field(default_factory=list)
+    strategies: dict[str, dict[str, Any]]
+    writes: list[CgroupWrite]
+    evictions: list[Eviction]
+    durations: dict[str, float]
+    host_writes: list[HostWrite]
     #: strategy -> interface -> why the node lacks it
-    unavailable: dict[str, dict[str, str]] = field(default_factory=dict)
+    unavailable: dict[str, dict[str, str]]
     #: the strategies that raised this round (skipped: none of their writes or evictions are kept)
-    failed: list[str] = field(default_factory=list)
+    failed: list[str]
 
     def __init__(
         self,

@@ -35,15 +35,17 @@ class Eviction:
 
 @dataclass(init=False)
 class StrategyResult:
+    """One strategy's round on one node; every field but `name` defaults to empty, in `__init__`."""
+
     name: str
     #: what `plan` prints under strategies.<name> (besides `enabled`)
-    status: dict[str, Any] = field(default_factory=dict)
-    writes: list[CgroupWrite] = field(default_factory=list)
-    evictions: list[Eviction] = field(default_factory=list)
+    status: dict[str, Any]
+    writes: list[CgroupWrite]
+    evictions: list[Eviction]
     #: writes outside the pods' cgroups (/proc/sys, resctrl)
-    host_writes: list[HostWrite] = field(default_factory=list)
+    host_writes: list[HostWrite]
     #: interface (`host.INTERFACES`) -> why this node lacks it; also in `status["unavailable"]`
-    unavailable: dict[str, str] = field(default_factory=dict)
+    unavailable: dict[str, str]
 
     def __init__(
         self,
