@@ -22,7 +22,7 @@ from scheduler_plugins.koordlet.usage import Usage as MetricUsage
 
 from .components import Koordlet
 from .pods import CLASS_INDEX, CLASSES, PodFacts, PodIndex
-from .workload import Usage
+from .workload import Model, Usage
 
 #: a BE pod below this share of what its usage model asks for counts as starved
 STARVED_SHARE = 0.10
@@ -66,9 +66,7 @@ class Sampler:
         get, put = self.store.get, self.store.put
         rand = self.rand
         update_time = format_time(now)
-        # a model without noise draws nothing: its value is the same for every pod this step (the
-        # web tier's pods share one model), so it is computed once per model
-        steady: dict[int, int] = {}
+        steady: dict[int, int] = {}  # `_sampled`'s values of this step
         for node in self.nodes:
             wants: list[Want] = []
             be_wants = other_wants = 0
@@ -84,17 +82,11 @@ class Sampler:
                 else:
                     cpu_model = memory_model = None
                 if cpu_model is not None:
-                    if cpu_model.noise:
-                        cpu = cpu_model.value(now, elapsed, rand)
-                    elif (cpu := steady.get(id(cpu_model), -1)) < 0:
-                        cpu = steady[id(cpu_model)] = cpu_model.value(now, elapsed, rand)
+                    cpu = _sampled(cpu_model, steady, now, elapsed, rand)
                 else:
                     cpu = facts.request_cpu or (facts.limit_cpu or 0)
                 if memory_model is not None:
-                    if memory_model.noise:
-                        memory = memory_model.value(now, elapsed, rand)
-                    elif (memory := steady.get(id(memory_model), -1)) < 0:
-                        memory = steady[id(memory_model)] = memory_model.value(now, elapsed, rand)
+                    memory = _sampled(memory_model, steady, now, elapsed, rand)
                 else:
                     memory = facts.request_memory or (facts.limit_memory or 0)
                 model_cpu = cpu
@@ -163,6 +155,17 @@ class Sampler:
         # they do not change (the koordlet keeps its views of them while it is)
         report = self.koordlet.round(obj, self.pods.objects_on(node), self.store, None, (CPU_SUPPRESS,), usage)
         return allowance(report.strategies.get(CPU_SUPPRESS) or {})
+
+
+def _sampled(model: Model, steady: dict[int, int], now: float, elapsed: float, rand: random.Random) -> int:
+    """The model's value now. A model without noise draws nothing, so its value is the same for every
+    pod this step (the web tier's pods share one model): it is computed once per step, in `steady`."""
+    if model.noise:
+        return model.value(now, elapsed, rand)
+    value = steady.get(id(model))
+    if value is None:
+        value = steady[id(model)] = model.value(now, elapsed, rand)
+    return value
 
 
 def _shares(be: int, others: int, allowed: int | None, room: int) -> tuple[float, float]:
