@@ -1,4 +1,4 @@
-"""Builds colocate; compiles the modules `cluster/compiled.py` lists (`COMPILED`) with mypyc.
+"""Builds colocate; compiles the modules `colocate/cluster/compiled.py` lists (`COMPILED`) with mypyc.
 
 Everything else is in pyproject.toml. The compiled modules are optional extensions: without a C
 compiler (or Python's headers) the build warns and installs the plain modules. Editable installs are
@@ -51,7 +51,7 @@ def compiled_extensions() -> list:
     except ImportError:
         print("colocate: mypyc is not installed; the compiled modules stay plain Python", file=sys.stderr)
         return []
-    paths = [_source(name) for name in runpy.run_path(str(ROOT / "cluster" / "compiled.py"))["COMPILED"]]
+    paths = [_source(name) for name in runpy.run_path(str(ROOT / "colocate" / "cluster" / "compiled.py"))["COMPILED"]]
     extensions = mypycify([*_MYPY_OPTIONS, *paths], opt_level="3")
     for extension in extensions:
         extension.optional = True  # no compiler: warn and install the plain modules

@@ -450,7 +450,7 @@ def main() -> int:
         serve = [
             sys.executable,
             "-m",
-            "colocate.cli",
+            "colocate.main",
             "serve",
             "--cert-dir",
             str(root / "certs"),

@@ -24,10 +24,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.admission_bench import review_body, write_state  # noqa: E402
-from cli.jsonlog import ADMISSION_LOGGER, log_admission, setup_logging  # noqa: E402
-from policies.admission import AdmissionContext  # noqa: E402
-from policies.jsonpatch_diff import diff  # noqa: E402
-from policies.shape import depth_error, object_error  # noqa: E402
+from colocate.cli.jsonlog import ADMISSION_LOGGER, log_admission, setup_logging  # noqa: E402
+from policies.admission.plugin import AdmissionContext  # noqa: E402
+from policies.apis.jsonpatch_diff import diff  # noqa: E402
+from policies.apis.shape import depth_error, object_error  # noqa: E402
 from webhook.admission import run_route, serve_review  # noqa: E402
 from webhook.metrics import WebhookMetrics  # noqa: E402
 from webhook.registry import Route, default_routes  # noqa: E402

@@ -24,8 +24,8 @@ import time
 import tracemalloc
 from typing import Any
 
-from cluster.store import ClusterStore
-from policies.timestamps import parse_time
+from colocate.cluster.store import ClusterStore
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import fixed_clock
 from scheduler_plugins.descheduler.backends import StoreEvictions
 from scheduler_plugins.descheduler.cluster import DESCHEDULER_KINDS, DeschedulerView

@@ -63,7 +63,7 @@ class Server:
             [
                 sys.executable,
                 "-m",
-                "colocate.cli",
+                "colocate.main",
                 "serve",
                 "--cluster",
                 str(self.state),

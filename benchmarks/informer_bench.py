@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 import yaml
 
-from cluster.client import api_client
+from colocate.cluster.client import api_client
 from tests.support.apiserver import ApiServer
 from tests.support.cluster import ColocateProcess, make_certs
 from webhook.registry import default_routes
@@ -203,7 +203,7 @@ def _embedded(cert_dir: Path, state_dir: Path, work: Path) -> ColocateProcess:
         [
             sys.executable,
             "-m",
-            "colocate.cli",
+            "colocate.main",
             "--log-level",
             "warning",
             "serve",

@@ -22,14 +22,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cluster.store import ClusterStore
+from colocate.cluster.store import ClusterStore
 from scheduler_plugins.koordlet.cgroups import resources as r
 from scheduler_plugins.koordlet.cgroups.executor import ResourceExecutor
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout, detect_version
 from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.framework import QOSManager
-from scheduler_plugins.koordlet.metrics.cache import MetricCache
-from scheduler_plugins.koordlet.metrics.collector import Collector
+from scheduler_plugins.koordlet.metricsadvisor.cache import MetricCache
+from scheduler_plugins.koordlet.metricsadvisor.collector import Collector
 from scheduler_plugins.koordlet.pods import pod_view
 from scheduler_plugins.koordlet.states import node_state
 from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions

@@ -32,8 +32,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cluster.store import ClusterStore  # noqa: E402
-from policies.timestamps import parse_time  # noqa: E402
+from colocate.cluster.store import ClusterStore  # noqa: E402
+from policies.apis.timestamps import parse_time  # noqa: E402
 from scheduler_plugins.clock import fixed_clock  # noqa: E402
 from scheduler_plugins.manager.cluster import MANAGER_KINDS, ManagerView  # noqa: E402
 from scheduler_plugins.manager.reconciler import Reconciler  # noqa: E402

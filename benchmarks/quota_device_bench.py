@@ -21,7 +21,7 @@ import statistics
 import time
 from typing import Any
 
-from policies.timestamps import parse_time
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import fixed_clock
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.config import parse_config

@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.admission_bench import realistic_pod, review_body  # noqa: E402
-from cluster.files import read_manifest_file  # noqa: E402
-from policies.snapshot import ClusterSnapshot  # noqa: E402
+from colocate.cluster.files import read_manifest_file  # noqa: E402
+from policies.admission.snapshot import ClusterSnapshot  # noqa: E402
 from webhook.admission import serve_review  # noqa: E402
 from webhook.chain import request_for, run_chain  # noqa: E402
 from webhook.registry import default_routes  # noqa: E402

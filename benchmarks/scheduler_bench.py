@@ -28,7 +28,7 @@ import time
 import orjson
 from aiohttp.test_utils import TestClient, TestServer
 
-from policies.timestamps import parse_time
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import fixed_clock
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.extender.server import make_app

@@ -14,7 +14,7 @@ colocate/whatif/records.py); and the JSON document `-o json` writes, built and e
 time as the command does (the building of the rows alone is timed too). `--profile N` prints the N
 functions with the most own time in the run (cProfile), and the same grouped by component.
 `--compiled` runs it as `pip install .` and the image run colocate: in a copy of the tree with
-`cluster/compiled.py`'s modules compiled by mypyc (`devtools.compiled_copy`, built first, a few
+`colocate/cluster/compiled.py`'s modules compiled by mypyc (`devtools.compiled_copy`, built first, a few
 minutes; or build one with `python -m devtools.compiled_copy DIR` and run this script from DIR).
 cProfile does not see inside compiled functions: their time is their caller's. `--phases` prints
 the CPU of each phase of a step (the manager's round, the koordlet's, sampling usage and writing the
@@ -41,12 +41,12 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cluster.compiled import WHATIF, compiled_modules, describe  # noqa: E402
+from colocate.cluster.compiled import WHATIF, compiled_modules, describe  # noqa: E402
 from colocate.whatif.cli import run_timeline  # noqa: E402
 from colocate.whatif.inputs import Inputs, load_inputs, load_profiles, start_time  # noqa: E402
 from colocate.whatif.loop import Run, RunOptions  # noqa: E402
 from colocate.whatif.records import json_chunks, step_document  # noqa: E402
-from policies.durations import parse_duration  # noqa: E402
+from policies.apis.durations import parse_duration  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "whatif"
 

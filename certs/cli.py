@@ -22,11 +22,11 @@ from certs.generate import DEFAULT_VALIDITY, KEY_TYPES, generate_material, servi
 from certs.material import MaterialError, from_files, read_directory, secret_files, write_directory
 from certs.names import NAMESPACE, SECRET, SERVICE
 from certs.plan import CA_RENEW_BEFORE, SERVING_RENEW_BEFORE, Policy
-from cli import flags
-from cli.errors import UsageError
-from cli.output import add_output
-from cli.parser import Container, Subparsers
-from cluster.client import api_errors
+from colocate.cli import flags
+from colocate.cli.errors import UsageError
+from colocate.cli.output import add_output
+from colocate.cli.parser import Container, Subparsers
+from colocate.cluster.client import api_errors
 
 if TYPE_CHECKING:
     from certs.kube import Cluster
@@ -75,7 +75,7 @@ def _not_a_package(directory: Path) -> None:
 
 def _cluster(args: argparse.Namespace) -> Cluster | None:
     from certs.kube import Cluster
-    from cluster.client import api_client
+    from colocate.cluster.client import api_client
 
     if args.kubeconfig is None and not args.in_cluster:
         return None

@@ -16,7 +16,7 @@ from kubernetes import client
 
 from certs.material import Material, secret_data
 from certs.names import MUTATING, NAMESPACE, SECRET, TLS_TYPE, VALIDATING
-from cluster.client import read_object
+from colocate.cluster.client import read_object
 
 
 def ca_bundle_patch(configuration: Mapping[str, Any], bundle: str) -> list[dict[str, Any]]:

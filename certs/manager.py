@@ -29,7 +29,7 @@ from certs.material import CertPaths
 from certs.names import NAMESPACE, SECRET, SERVICE
 from certs.plan import Policy
 from certs.rotate import Rotation, Targets, rotate
-from cluster.leader import LeaseElector
+from colocate.cluster.leader import LeaseElector
 
 log = logging.getLogger("colocate.certs")
 LEASE_NAME = "colocate-webhook-certs"  # the Lease the replicas of one webhook elect a rotator with

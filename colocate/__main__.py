@@ -2,6 +2,6 @@
 
 import sys
 
-from colocate.cli import main
+from colocate.main import main
 
 sys.exit(main())

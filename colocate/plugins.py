@@ -2,7 +2,7 @@
 
 The surfaces' tables are the components' own (`scheduler_plugins.scheduler.registry`,
 `scheduler_plugins.descheduler.registry`, the koordlet's strategy table, the webhook's routes);
-installed distributions join them through `cluster.plugins`. Listing imports every installed
+installed distributions join them through `colocate.cluster.plugins`. Listing imports every installed
 plugin, so a package whose import fails is reported here, one line on stderr naming its
 distribution, and listed with its `error`; that is not a failure of the command (exit 0), a name
 clash is (exit 2, after the list).
@@ -17,10 +17,10 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from cli import errors
-from cli.output import add_output, table
-from cli.parser import Subparsers
-from cluster.plugins import IN_TREE, Discovered, PluginError, discovered, problems
+from colocate.cli import errors
+from colocate.cli.output import add_output, table
+from colocate.cli.parser import Subparsers
+from colocate.cluster.plugins import IN_TREE, Discovered, PluginError, discovered, problems
 
 Row = dict[str, Any]
 

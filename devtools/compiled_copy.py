@@ -1,4 +1,4 @@
-"""A copy of the source tree with `cluster/compiled.py`'s modules compiled in place (mypyc, `setup.py`).
+"""A copy of the source tree with `colocate/cluster/compiled.py`'s modules compiled in place (mypyc, `setup.py`).
 
 The checkout itself stays plain Python (an edit must take effect; a stale compiled module beside
 its source would shadow it), so what users run (`pip install .`, the image) is tested and measured
@@ -39,7 +39,7 @@ SKIPPED = (
     "certs-local",
 )
 #: the packages the wheel installs (pyproject.toml, `[tool.setuptools.packages.find]`)
-PACKAGES = ("policies", "cluster", "cli", "certs", "webhook", "scheduler_plugins", "colocate")
+PACKAGES = ("policies", "certs", "webhook", "scheduler_plugins", "colocate")
 
 
 def project_modules() -> list[str]:
@@ -107,7 +107,7 @@ def ordering_drops_equality(cls: type) -> bool:
 
 #: run in the copy before the build, while it is plain Python: none of `hazards`
 _BEFORE = """
-from cluster.compiled import COMPILED
+from colocate.cluster.compiled import COMPILED
 from devtools.compiled_copy import hazards
 found = hazards(COMPILED)
 assert not found, "\\n".join(found)
@@ -115,7 +115,7 @@ assert not found, "\\n".join(found)
 #: run in the copy after the build: every listed module imported from its extension, and every
 #: module of the project importing beside them
 _AFTER = """
-from cluster.compiled import COMPILED, compiled_modules
+from colocate.cluster.compiled import COMPILED, compiled_modules
 from devtools.compiled_copy import project_modules
 missing = set(COMPILED) - set(compiled_modules())
 assert not missing, f"not compiled: {sorted(missing)}"
@@ -125,7 +125,7 @@ project_modules()
 
 def compiled_copy(destination: Path, source: Path = REPO) -> Path:
     """Copy `source` to `destination` and compile its modules there; raises if any module of
-    `cluster.compiled.COMPILED` did not compile (a missing compiler is a failure here, not a
+    `colocate.cluster.compiled.COMPILED` did not compile (a missing compiler is a failure here, not a
     fallback), mypyc would run a class differently (`hazards`) or the compiled tree does not import."""
     shutil.copytree(source, destination, ignore=shutil.ignore_patterns(*SKIPPED), dirs_exist_ok=True)
     subprocess.run([sys.executable, "-c", _BEFORE], cwd=destination, check=True)

@@ -1,7 +1,7 @@
 """The reference pages of docs/, generated from the code so that they cannot drift from it.
 
 - docs/reference/webhook-paths.md from the handler registry, `webhook.registry.default_routes()`;
-- docs/reference/cli.md from the argument parser, `colocate.cli.build_parser()`.
+- docs/reference/cli.md from the argument parser, `colocate.main.build_parser()`.
 
 `python -m devtools.reference` (from the repository root) rewrites both; `--check` writes nothing
 and exits 1 naming the pages that are out of date. tests/devtools/test_reference.py runs the check,
@@ -20,7 +20,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from cli.output import markdown_cell, markdown_table
+from colocate.cli.output import markdown_cell, markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "python -m devtools.reference"
@@ -233,13 +233,13 @@ def _old_spelling(alias: argparse.Action, chain: tuple[Command, ...]) -> str:
 
 def cli_reference() -> str:
     """docs/reference/cli.md: every command with its flags, defaults and help, from the parser."""
-    from colocate.cli import build_parser
+    from colocate.main import build_parser
 
     parser = build_parser()
     lines = [
         "# Command-line reference",
         "",
-        _banner("`colocate.cli.build_parser()`"),
+        _banner("`colocate.main.build_parser()`"),
         "",
         "Every command, its flags, their defaults and help. Every command also takes `-h/--help`.",
         "The conventions the commands share (the `-o` formats, exit codes, logs, old spellings) are in",

@@ -1,5 +1,5 @@
 """Time is injected: plugins call a `Clock` (epoch seconds) rather than reading the system time,
-so `--now` and tests can fix it. Timestamps are read by `policies.timestamps.parse_time`."""
+so `--now` and tests can fix it. Timestamps are read by `policies.apis.timestamps.parse_time`."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
 
-from policies.field_errors import ConfigError
-from policies.timestamps import parse_time
+from policies.apis.field_errors import ConfigError
+from policies.apis.timestamps import parse_time
 
-#: `parse_time` is `policies.timestamps`' (the one reader of object times); re-exported for the
+#: `parse_time` is `policies.apis.timestamps`' (the one reader of object times); re-exported for the
 #: callers that import it with the clock
 __all__ = ["Clock", "clock_at", "fixed_clock", "format_time", "parse_time", "system_clock"]
 

@@ -4,7 +4,7 @@ Built explicitly by each component's `in_tree_registry()`, never by import side 
 a name twice, or unregistering one that is not there, is an error. The components' plugin specs
 differ (their args parsers take different inputs), so the table is generic over the spec.
 
-Out-of-tree plugins (`cluster.plugins`) join by `merge_discovered`: their names are known at once,
+Out-of-tree plugins (`colocate.cluster.plugins`) join by `merge_discovered`: their names are known at once,
 their specs are imported only when a configuration enables them (`table[name]`), so a broken package
 costs nothing until then, and then it is a `PluginError` naming its distribution.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Generic, Protocol, TypeVar
 
-from cluster.plugins import IN_TREE, Discovered, discovered
+from colocate.cluster.plugins import IN_TREE, Discovered, discovered
 
 
 class NamedSpec(Protocol):
@@ -49,7 +49,7 @@ class PluginTable(Generic[Spec]):
             self.register(spec)
 
     def merge_discovered(self, surface: str, kind: type[Spec]) -> None:
-        """Add the installed distributions' plugins of `surface` (`cluster.plugins`), unloaded; a name
+        """Add the installed distributions' plugins of `surface` (`colocate.cluster.plugins`), unloaded; a name
         this table has already is a PluginError naming both sources."""
         for item in discovered(surface, self.names()):
             self._lazy[item.name] = (item, kind)

@@ -61,7 +61,7 @@ def test_the_build_context_leaves_out_local_state() -> None:
     patterns = [p for p in (REPO / ".dockerignore").read_text().splitlines() if p and not p.startswith("#")]
     for local in (".venv", ".git", "certs-local", "certs/__pycache__", "colocate.egg-info"):
         assert ignored(Path(local), patterns), local
-    for shipped in ("pyproject.toml", "README.md", "policies/profiles.py", "manifests/cluster/profiles.yaml"):
+    for shipped in ("pyproject.toml", "README.md", "policies/admission/profiles.py", "manifests/cluster/profiles.yaml"):
         assert not ignored(Path(shipped), patterns), shipped
 
 
@@ -125,12 +125,13 @@ def test_the_image_steps_build_an_installable_colocate(tmp_path: Path) -> None:
     site = Path(where.stdout.split()[0]).parents[1]
     assert all((site / package / "py.typed").is_file() for package in INSTALLED_PACKAGES)
     assert list(site.glob(f"colocate-{colocate.__version__}.dist-info/**/LICENSE"))
-    # every module of `cluster/compiled.py` compiled (this machine, like the build image, has a compiler)
+    # every module of `colocate/cluster/compiled.py` compiled (this machine, like the build image, has a compiler)
     compiled = run(
         [
             str(paths["/opt/colocate"] / "bin/python"),
             "-c",
-            "from cluster.compiled import COMPILED, compiled_modules; print(len(compiled_modules()), len(COMPILED))",
+            "from colocate.cluster.compiled import COMPILED, compiled_modules;"
+            " print(len(compiled_modules()), len(COMPILED))",
         ],
         cwd=elsewhere,
         env=env,

@@ -15,7 +15,7 @@ from typing import Any, Final, Protocol
 
 import orjson
 
-from policies.admission import (
+from policies.admission.plugin import (
     DELETE,
     UPDATE,
     AdmissionContext,
@@ -25,11 +25,11 @@ from policies.admission import (
     ProfileWarning,
     default_rand_int,
 )
-from policies.jsonpatch_diff import diff
-from policies.objects import json_copy, metadata_of
-from policies.shape import object_error
-from policies.snapshot import ClusterSnapshot
-from policies.warn_only import audit_annotations, warning_lines
+from policies.admission.snapshot import ClusterSnapshot
+from policies.admission.warn_only import audit_annotations, warning_lines
+from policies.apis.jsonpatch_diff import diff
+from policies.apis.objects import json_copy, metadata_of
+from policies.apis.shape import object_error
 from webhook.registry import Route
 from webhook.review import MalformedReview, build_review, parse_review
 

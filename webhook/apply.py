@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from cluster.files import ScanError
-from cluster.inputs import STDIN, objects_of, read_documents, write_documents
-from policies.admission import AdmissionRequest
-from policies.manifests import ManifestError
-from policies.patch_risks import sensitive_fields
-from policies.selectors import LabelSelector
-from policies.snapshot import ClusterSnapshot
+from colocate.cluster.files import ScanError
+from colocate.cluster.inputs import STDIN, objects_of, read_documents, write_documents
+from policies.admission.patch_risks import sensitive_fields
+from policies.admission.plugin import AdmissionRequest
+from policies.admission.snapshot import ClusterSnapshot
+from policies.apis.manifests import ManifestError
+from policies.apis.selectors import LabelSelector
 from webhook.chain import ChainResult, UnknownKind, request_for, run_chain
 from webhook.registry import Registry, default_routes
 from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots
@@ -72,7 +72,7 @@ def load_snapshot(options: ApplyOptions, registry: Registry) -> ClusterSnapshot:
         snapshot = DirectorySnapshots(options.cluster, refuse_sensitive=options.refuse_sensitive_patches).scan()
         assert snapshot is not None  # the first scan always builds one
         return snapshot
-    from cluster.client import api_client
+    from colocate.cluster.client import api_client
 
     source = ApiServerSnapshots(
         api_client(options.kubeconfig, options.context),
@@ -99,7 +99,7 @@ def missing_namespaces(requests: list[AdmissionRequest], snapshot: ClusterSnapsh
 
 def format_explanation(result: ChainResult, snapshot: ClusterSnapshot | None = None) -> str:
     """What `--explain` prints; with `snapshot`, each matched profile whose patch sets
-    security-sensitive fields (policies/patch_risks.py) is named with them."""
+    security-sensitive fields (policies/admission/patch_risks.py) is named with them."""
     matched, effects = result.matched_profiles, result.effects
     lines = [f"webhooks called, in order: {', '.join(result.called) if result.called else '(none)'}"]
     lines.extend(f"not called: {name}: {why}" for name, why in result.not_called)

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from policies.admission import AdmissionRequest, Effect, GroupVersionResource, default_rand_int
-from policies.kinds import KINDS
-from policies.snapshot import ClusterSnapshot
-from policies.warn_only import warning_lines
+from policies.admission.plugin import AdmissionRequest, Effect, GroupVersionResource, default_rand_int
+from policies.admission.snapshot import ClusterSnapshot
+from policies.admission.warn_only import warning_lines
+from policies.apis.kinds import KINDS
 from webhook.admission import run_route
 from webhook.registry import Registry
 
@@ -81,7 +81,7 @@ def run_chain(
 ) -> ChainResult:
     """Mutate through each mutating webhook that would be called, then validate the result.
 
-    `audit`: the object was admitted before and is evaluated again (`policies.admission.AdmissionContext`).
+    `audit`: the object was admitted before and is evaluated again (`policies.admission.plugin.AdmissionContext`).
     """
     current = request
     result = ChainResult(True, dict(request.object) if request.object else None)

@@ -9,11 +9,11 @@ import os
 from pathlib import Path
 
 from certs.cli import add_service_names
-from cli import flags
-from cli.errors import UsageError
-from cli.eventloop import EVENT_LOOPS
-from cli.output import add_output
-from cli.parser import Subparsers
+from colocate.cli import flags
+from colocate.cli.errors import UsageError
+from colocate.cli.eventloop import EVENT_LOOPS
+from colocate.cli.output import add_output
+from colocate.cli.parser import Subparsers
 from webhook.connections import (
     DEFAULT_FIRST_REQUEST_TIMEOUT,
     DEFAULT_HEALTH_ADDRESS,
@@ -30,7 +30,7 @@ log = logging.getLogger("colocate.serve")
 
 
 def _duration(text: str) -> float:
-    from policies.durations import parse_duration
+    from policies.apis.durations import parse_duration
 
     try:
         seconds = parse_duration(text)
@@ -42,8 +42,8 @@ def _duration(text: str) -> float:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from cluster.client import ClusterUnavailable
-    from cluster.reflector import ReflectorSettings
+    from colocate.cluster.client import ClusterUnavailable
+    from colocate.cluster.reflector import ReflectorSettings
     from webhook.connections import ConnectionLimits
     from webhook.serve import ServeConfig, run
     from webhook.snapshots import KubeSettings
@@ -140,7 +140,7 @@ def _workers(value: int | str) -> int:
 
 def _admission_plugins(args: argparse.Namespace) -> tuple[str, ...]:
     """`--admission-plugins`, checked now (each name installed, importable, its routes known)."""
-    from policies.field_errors import ConfigError
+    from policies.apis.field_errors import ConfigError
     from webhook.plugins import parse_names
     from webhook.registry import default_routes
 

@@ -25,8 +25,8 @@ from typing import Any, Final, TextIO
 import yaml
 
 from certs import names
-from cli.output import add_output
-from cli.parser import Subparsers
+from colocate.cli.output import add_output
+from colocate.cli.parser import Subparsers
 from webhook.dispatch import NAMESPACE_NAME_LABEL
 from webhook.registry import Registration, Registry, Route, default_routes
 

@@ -13,7 +13,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Final
 
-from cli import flags
+from colocate.cli import flags
 
 DEFAULT_MAX_CONNECTIONS: Final = 1000
 DEFAULT_FIRST_REQUEST_TIMEOUT: Final = 10.0

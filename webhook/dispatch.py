@@ -29,9 +29,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from policies.admission import CREATE, UPDATE, AdmissionRequest
-from policies.objects import labels_of, name_of
-from policies.selectors import LabelSelector, SelectorShapeError, compile_selector
+from policies.admission.plugin import CREATE, UPDATE, AdmissionRequest
+from policies.apis.objects import labels_of, name_of
+from policies.apis.selectors import LabelSelector, SelectorShapeError, compile_selector
 
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 ALL: Final = "*"

@@ -25,8 +25,8 @@ from typing import Any, Final, TypeVar
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from cluster.metrics import StoreHealthMetrics
-from policies.admission import ProfileWarning
+from colocate.cluster.metrics import StoreHealthMetrics
+from policies.admission.plugin import ProfileWarning
 from webhook.registry import Route
 
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST

@@ -20,10 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cluster.plugins import discovered
-from policies.admission import AdmissionContext, Denied, MutatingPlugin, ValidatingPlugin
-from policies.field_errors import ConfigError
-from policies.objects import json_copy
+from colocate.cluster.plugins import discovered
+from policies.admission.plugin import AdmissionContext, Denied, MutatingPlugin, ValidatingPlugin
+from policies.apis.field_errors import ConfigError
+from policies.apis.objects import json_copy
 
 log = logging.getLogger("colocate.admission")
 

@@ -37,7 +37,7 @@ from typing import Any, Final
 from aiohttp import web
 from aiohttp.http import HttpVersion11
 
-from policies.admission import default_rand_int
+from policies.admission.plugin import default_rand_int
 from webhook.budget import BodyBudget
 from webhook.connections import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY, MAX_FIELD, MAX_FIELDS, MAX_LINE
 from webhook.metrics import WebhookMetrics

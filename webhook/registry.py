@@ -15,8 +15,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Final, Literal, TypedDict
 
-from policies.admission import CREATE, DELETE, OPERATIONS, UPDATE, MutatingPlugin, Read, ValidatingPlugin
-from policies.constants import (
+from policies.admission.configmap import configmap_validating_plugins
+from policies.admission.elastic_quota import quota_mutating_plugins, quota_validating_plugins
+from policies.admission.node import node_status_mutating_plugins, node_validating_plugins
+from policies.admission.plugin import CREATE, DELETE, OPERATIONS, UPDATE, MutatingPlugin, Read, ValidatingPlugin
+from policies.admission.pod_mutation import pod_mutating_plugins
+from policies.admission.pod_validation import pod_validating_plugins
+from policies.admission.reservation import reservation_mutating_plugins, reservation_validating_plugins
+from policies.apis.constants import (
     ELASTIC_QUOTA_GROUP,
     ELASTIC_QUOTA_KIND,
     LABEL_CONFIGMAP_TYPE,
@@ -25,14 +31,8 @@ from policies.constants import (
     RESERVATION_KIND,
     SLO_CONFIG_TYPE,
 )
-from policies.elastic_quota import quota_mutating_plugins, quota_validating_plugins
-from policies.field_errors import ConfigError
-from policies.node import node_status_mutating_plugins, node_validating_plugins
-from policies.objects import copy_pod_for_mutation, json_copy
-from policies.pod_mutation import pod_mutating_plugins
-from policies.pod_validation import pod_validating_plugins
-from policies.reservation import reservation_mutating_plugins, reservation_validating_plugins
-from policies.slo_config import configmap_validating_plugins
+from policies.apis.field_errors import ConfigError
+from policies.apis.objects import copy_pod_for_mutation, json_copy
 from webhook.dispatch import Rule, Webhook, WebhookConfigurationError, compile_webhook_selector
 
 FailurePolicy = Literal["Fail", "Ignore"]

@@ -1,7 +1,7 @@
 """AdmissionReview (`admission.k8s.io/v1` and `v1beta1`) in and out.
 
 Payloads stay plain JSON dicts typed with TypedDicts, as in kopf. Parsing turns the wire request into
-a `policies.admission.AdmissionRequest` or raises `MalformedReview`, which carries the uid when one
+a `policies.admission.plugin.AdmissionRequest` or raises `MalformedReview`, which carries the uid when one
 could be read, so the caller can answer with a proper AdmissionReview rather than a bare HTTP error.
 """
 
@@ -15,8 +15,8 @@ from typing import Any, Final, NotRequired, TypedDict
 
 import orjson
 
-from policies.admission import OPERATIONS, AdmissionRequest, GroupVersionResource
-from policies.shape import depth_error
+from policies.admission.plugin import OPERATIONS, AdmissionRequest, GroupVersionResource
+from policies.apis.shape import depth_error
 
 SUPPORTED_API_VERSIONS: Final = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 DEFAULT_API_VERSION: Final = SUPPORTED_API_VERSIONS[0]

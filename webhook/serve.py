@@ -39,12 +39,12 @@ from typing import Any, Protocol
 from certs.generate import ensure_serving_certs
 from certs.manager import ManagerSettings, self_management, wait_for_projection
 from certs.material import CertPaths
-from cli import eventloop
-from cli.jsonlog import dropped_lines, json_logging
-from cluster.client import api_client
-from cluster.compiled import ADMISSION, compiled_modules
-from cluster.kinds import WatchedKind, transforms_of
-from cluster.store import ClusterStore
+from colocate.cli import eventloop
+from colocate.cli.jsonlog import dropped_lines, json_logging
+from colocate.cluster.client import api_client
+from colocate.cluster.compiled import ADMISSION, compiled_modules
+from colocate.cluster.kinds import WatchedKind, transforms_of
+from colocate.cluster.store import ClusterStore
 from webhook.connections import (
     DEFAULT_HEALTH_ADDRESS,
     DEFAULT_MAX_BODY,
@@ -89,8 +89,8 @@ class ServeConfig:
     client_ca: Path | None = None  # admission paths need a client certificate issued by this CA
     stuck_scan_after: float = 30.0  # warn when a --cluster directory scan runs longer than this
     audit_interval: float = 0.0  # audit running pods (and write PolicyReports) this often; 0: never
-    event_loop: str = "auto"  # cli.eventloop.EVENT_LOOPS: uvloop where installed
-    refuse_sensitive_patches: bool = False  # policies/patch_risks.py: refuse such profiles
+    event_loop: str = "auto"  # colocate.cli.eventloop.EVENT_LOOPS: uvloop where installed
+    refuse_sensitive_patches: bool = False  # policies/admission/patch_risks.py: refuse such profiles
     admission_plugins: tuple[str, ...] = ()  # installed plugins to enable (`webhook.plugins`)
     #: /healthz and /readyz, and /metrics, on their own listeners (None: metrics off; webhook.probes)
     health_address: Address | None = bind_address(DEFAULT_HEALTH_ADDRESS)

@@ -19,7 +19,7 @@ from typing import Final
 
 from aiohttp import web
 
-from cli.jsonlog import ADMISSION_LOGGER, log_admission
+from colocate.cli.jsonlog import ADMISSION_LOGGER, log_admission
 from webhook.admission import ServedReview, http_error, malformed_response, serve_review
 from webhook.metrics import RouteSeries, WebhookMetrics
 from webhook.registry import Route

@@ -1,7 +1,7 @@
 """The webhook's view of the cluster store: immutable snapshots, swapped into a `StateHolder`.
 
 Admissions read only the current `ClusterSnapshot`; no API call and no parsing happens on the
-admission path. The view is an index of the one `ClusterStore` (`cluster.store`): every change
+admission path. The view is an index of the one `ClusterStore` (`colocate.cluster.store`): every change
 reaches a `SnapshotBuilder`, which re-parses only what changed. How often a new snapshot is built
 depends on the source:
 
@@ -26,12 +26,12 @@ from pathlib import Path
 
 from kubernetes import client
 
-from cluster.files import DirectorySource, start_in_daemon_thread
-from cluster.kinds import Transform, WatchedKind, transforms_of
-from cluster.kube import KubeSource
-from cluster.reflector import ReflectorSettings
-from cluster.store import ClusterStore, Object, ObjectKey, StoreSettings
-from policies.snapshot import ClusterSnapshot, LoadProblem, SnapshotBuilder
+from colocate.cluster.files import DirectorySource, start_in_daemon_thread
+from colocate.cluster.kinds import Transform, WatchedKind, transforms_of
+from colocate.cluster.kube import KubeSource
+from colocate.cluster.reflector import ReflectorSettings
+from colocate.cluster.store import ClusterStore, Object, ObjectKey, StoreSettings
+from policies.admission.snapshot import ClusterSnapshot, LoadProblem, SnapshotBuilder
 from webhook.state import StateHolder
 
 log = logging.getLogger("colocate.state")
@@ -82,7 +82,7 @@ class SnapshotIndex:
 
 class DirectorySnapshots:
     """Embedded mode: the snapshots of a directory of manifests, re-read when files change.
-    `transforms`: what is kept of each object of a kind (`cluster.kinds.transforms_of` of the
+    `transforms`: what is kept of each object of a kind (`colocate.cluster.kinds.transforms_of` of the
     watched kinds, as in live mode); other kinds are kept whole. `run` logs each problem once, when
     it appears; a one-shot command (`scan`) prints them itself."""
 
@@ -149,7 +149,7 @@ class DirectorySnapshots:
 
 class ApiServerSnapshots:
     """Live mode: the snapshots of the kinds the routes read, listed and watched from the API server;
-    of a metadata-only kind the store keeps only the metadata (`cluster.kinds.keep_metadata`)."""
+    of a metadata-only kind the store keeps only the metadata (`colocate.cluster.kinds.keep_metadata`)."""
 
     def __init__(
         self,

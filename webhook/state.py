@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from policies.snapshot import EMPTY_SNAPSHOT, ClusterSnapshot
+from policies.admission.snapshot import EMPTY_SNAPSHOT, ClusterSnapshot
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """What the webhook lists and watches, and the RBAC rules for it: both derived from the plugins.
 
 Each admission plugin declares what it reads from the cluster snapshot (`reads`, a set of
-`policies.admission.Read`); the routes of a registry read the union. A kind read whole is watched
+`policies.admission.plugin.Read`); the routes of a registry read the union. A kind read whole is watched
 whole; a kind read only in one namespace, or as one named object, is watched that narrowly (the
 slo-controller-config ConfigMap: namespace koordinator-system, `metadata.name=slo-controller-config`).
 The same narrowing gives the RBAC rule: list and watch, cluster-wide or in that namespace, and for
@@ -10,7 +10,7 @@ one named object only that name (RBAC authorises a list or watch by resourceName
 
 A kind every reader of which reads only metadata (`Read(..., metadata_only=True)`: the quota tree's
 Pods) is watched metadata-only: the store keeps apiVersion, kind and metadata of each object
-(`cluster.kinds.keep_metadata`). One reader of the whole object (the background audit's
+(`colocate.cluster.kinds.keep_metadata`). One reader of the whole object (the background audit's
 `AUDIT_READS`, passed as `also` when the audit runs) keeps the kind whole.
 """
 
@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cluster.kinds import WatchedKind
-from policies.admission import Read
-from policies.kinds import KINDS, kind_named
+from colocate.cluster.kinds import WatchedKind
+from policies.admission.plugin import Read
+from policies.apis.kinds import KINDS, kind_named
 from webhook.registry import Registry
 
 READ_VERBS = ("list", "watch")

@@ -9,6 +9,6 @@ internal and may change in any release. Each entry point group names one kind of
 * `colocate.webhook.plugins`     → `colocate.api.webhook.AdmissionPluginSpec`
 """
 
-from cluster.plugins import GROUPS, IN_TREE
+from colocate.cluster.plugins import GROUPS, IN_TREE
 
 __all__ = ["GROUPS", "IN_TREE"]

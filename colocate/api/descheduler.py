@@ -6,7 +6,7 @@ args go to its own parser (`PluginSpec.parse_args(fields)`). It evicts only thro
 round's report lists it under `failedPlugins`) and the next plugin runs.
 """
 
-from policies.field_errors import ConfigError, Fields
+from policies.apis.field_errors import ConfigError, Fields
 from scheduler_plugins.descheduler.framework.handle import Handle
 from scheduler_plugins.descheduler.framework.interfaces import (
     SUCCESS,

@@ -6,7 +6,7 @@ its `pluginConfig` args go to its own parser (`PluginSpec.parse_args(raw, path)`
 `ConfigError(path, message)`). An exception that escapes it makes its Status `Error` for that pod.
 """
 
-from policies.field_errors import ConfigError, Fields
+from policies.apis.field_errors import ConfigError, Fields
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState, StateData
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import (

@@ -7,7 +7,7 @@ them, after each route's in-tree plugins, in that order. A plugin that raises: t
 policy decides (Fail: the request is denied; Ignore: the plugin is skipped, its changes dropped).
 """
 
-from policies.admission import (
+from policies.admission.plugin import (
     CREATE,
     DELETE,
     UPDATE,

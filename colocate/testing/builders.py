@@ -4,7 +4,7 @@ colocate's own tests (through `tests.support.builders`) and by plugin authors' (
 Every builder returns a plain dict, as the API server would send it, and writes only what it is
 asked for: a map argument left at `None` leaves its field out, an empty map (`labels={}`) writes an
 empty field. Defaults are the smallest valid object; a test that depends on a field passes it. Label and
-annotation keys are spelled out here, not imported from `policies.constants`, so a typo there
+annotation keys are spelled out here, not imported from `policies.apis.constants`, so a typo there
 fails a test instead of agreeing with itself.
 """
 

@@ -1,7 +1,7 @@
 """Run colocate's commands from a test, as a user runs them, with the installed plugins.
 
 Each helper writes the objects a test built into a directory, runs the command through
-`colocate.cli.main` in this process (the entry points of the installed distributions are what
+`colocate.main.main` in this process (the entry points of the installed distributions are what
 the command discovers) and returns its exit code, stdout and stderr; `.json()` parses stdout.
 """
 
@@ -32,7 +32,7 @@ class CommandResult:
 
 def run_colocate(*argv: str) -> CommandResult:
     """`colocate ARGV...` in this process, its output captured."""
-    from colocate.cli import main
+    from colocate.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

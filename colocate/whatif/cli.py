@@ -11,13 +11,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cli import errors, flags
-from cli.output import add_output
-from cli.parser import Subparsers
-from cluster.compiled import describe
-from cluster.store import Object
-from policies.durations import parse_duration
-from policies.field_errors import ConfigError
+from colocate.cli import errors, flags
+from colocate.cli.output import add_output
+from colocate.cli.parser import Subparsers
+from colocate.cluster.compiled import describe
+from colocate.cluster.store import Object
+from policies.apis.durations import parse_duration
+from policies.apis.field_errors import ConfigError
 
 from .inputs import Inputs, load_inputs, load_profiles, start_time
 from .loop import Run, RunOptions
@@ -77,7 +77,7 @@ def run_document(inputs: Inputs, profiles: list[Object], options: RunOptions) ->
 
 
 def allocatable_of(inputs: Inputs) -> dict[str, tuple[int, int]]:
-    from policies.quantity import resource_list
+    from policies.apis.quantity import resource_list
 
     out = {}
     for node in inputs.objects.get("Node", ()):
@@ -118,7 +118,7 @@ def whatif_command(args: argparse.Namespace) -> int:
     if html_wanted and _plotly_missing():  # said before the run, not after it
         return errors.report("--report and -o html need plotly: pip install 'colocate[report]'")
     if log.isEnabledFor(logging.INFO):  # imports the admission port's modules too: only when asked
-        log.info("modules compiled with mypyc: %s (cluster/compiled.py)", describe())
+        log.info("modules compiled with mypyc: %s (colocate/cluster/compiled.py)", describe())
     try:
         runs = whatif_runs(args)
     except ConfigError as exc:

@@ -19,11 +19,11 @@ from typing import Any, Final
 import jsonpatch
 from prometheus_client import CollectorRegistry
 
-from cluster.store import ClusterStore, Object, ObjectKey
-from policies.admission import AdmissionRequest
-from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
-from policies.quantity import QuantityError, milli_value
-from policies.snapshot import ClusterSnapshot
+from colocate.cluster.store import ClusterStore, Object, ObjectKey
+from policies.admission.plugin import AdmissionRequest
+from policies.admission.snapshot import ClusterSnapshot
+from policies.apis.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
+from policies.apis.quantity import QuantityError, milli_value
 from scheduler_plugins.clock import format_time
 from scheduler_plugins.descheduler.backends import StoreEvictions
 from scheduler_plugins.descheduler.cluster import DeschedulerView

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from cluster.files import DirectorySource
-from cluster.store import ClusterStore, Object
-from policies.field_errors import ConfigError
-from policies.kinds import NODE_METRIC_KIND
-from policies.manifests import ManifestError
-from policies.nodemetric import read_node_metric
-from policies.quantity import QuantityError
-from policies.timestamps import parse_time
+from colocate.cluster.files import DirectorySource
+from colocate.cluster.store import ClusterStore, Object
+from policies.apis.field_errors import ConfigError
+from policies.apis.kinds import NODE_METRIC_KIND
+from policies.apis.manifests import ManifestError
+from policies.apis.nodemetric import read_node_metric
+from policies.apis.quantity import QuantityError
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.config import API_VERSION as DESCHEDULER_API_VERSION
 from scheduler_plugins.descheduler.framework.config import KIND as DESCHEDULER_KIND
 from scheduler_plugins.descheduler.framework.config import DeschedulerConfig

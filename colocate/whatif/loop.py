@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
 
-from cluster.store import Object
-from policies.objects import json_copy
+from colocate.cluster.store import Object
+from policies.apis.objects import json_copy
 from scheduler_plugins.clock import format_time
 from scheduler_plugins.descheduler.backends import StoreEvictions
 from scheduler_plugins.koordlet.usage import BECPU

@@ -7,12 +7,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from cluster.store import ClusterStore, Object, ObjectKey
-from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
-from policies.objects import spec_of
-from policies.qos import defaulted_priority_class, defaulted_qos_class
-from policies.quantity import QuantityError, resource_list
-from policies.resources import pod_resources
+from colocate.cluster.store import ClusterStore, Object, ObjectKey
+from policies.apis.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.apis.objects import spec_of
+from policies.apis.qos import defaulted_priority_class, defaulted_qos_class
+from policies.apis.quantity import QuantityError, resource_list
+from policies.apis.resources import pod_resources
 
 from .workload import Usage
 

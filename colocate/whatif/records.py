@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from policies.nodemetric import cpu_text, memory_text
+from policies.apis.nodemetric import cpu_text, memory_text
 
 from .pods import CLASSES
 

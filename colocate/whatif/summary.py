@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cli.output import table_lines
+from colocate.cli.output import table_lines
 
 from .pods import CLASSES
 from .records import LS_OVER, STARVED, SUPPRESSED, USED, RunResult, StepRecord

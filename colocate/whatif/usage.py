@@ -1,6 +1,6 @@
 """Usage each step: every running pod's usage from its model, capped by its limit and by what the
 koordlet's CPUSuppress leaves BE (and the node's cpu), written as the node's NodeMetric in the shape
-the koordlet reports (`policies/nodemetric.py` renders and reads it). The models and their draws are in
+the koordlet reports (`policies/apis/nodemetric.py` renders and reads it). The models and their draws are in
 `workload.py`; the draws come in sorted order from the run's one generator.
 """
 
@@ -10,11 +10,11 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from cluster.store import ClusterStore, Object
-from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
-from policies.cpuset import parse_cpuset
-from policies.kinds import NODE_METRIC_KIND
-from policies.nodemetric import DEFAULT_REPORT_INTERVAL_SECONDS, NodeMetricReading, PodMetric, render_node_metric
+from colocate.cluster.store import ClusterStore, Object
+from policies.apis.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.apis.cpuset import parse_cpuset
+from policies.apis.kinds import NODE_METRIC_KIND
+from policies.apis.nodemetric import DEFAULT_REPORT_INTERVAL_SECONDS, NodeMetricReading, PodMetric, render_node_metric
 from scheduler_plugins.clock import format_time
 from scheduler_plugins.koordlet.cgroups.resources import DEFAULT_CFS_PERIOD
 from scheduler_plugins.koordlet.usage import ResourceUsage

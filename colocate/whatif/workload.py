@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
-from policies.durations import parse_duration
-from policies.field_errors import ConfigError
-from policies.manifests import ManifestError, parse_documents
-from policies.quantity import QuantityError, scalar_of
-from policies.selectors import InvalidSelector, LabelSelector, compile_selector
+from policies.apis.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.apis.durations import parse_duration
+from policies.apis.field_errors import ConfigError
+from policies.apis.manifests import ManifestError, parse_documents
+from policies.apis.quantity import QuantityError, scalar_of
+from policies.apis.selectors import InvalidSelector, LabelSelector, compile_selector
 
 API_VERSION: Final = "colocate.io/v1alpha1"
 KIND: Final = "Workload"

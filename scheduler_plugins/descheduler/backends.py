@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from cluster.eviction import EvictionResult, Outcome
-from cluster.store import ClusterStore
-from policies.disruption import PDB_KIND, disruptions_allowed, selects
-from policies.objects import namespace_of
+from colocate.cluster.eviction import EvictionResult, Outcome
+from colocate.cluster.store import ClusterStore
+from policies.apis.disruption import PDB_KIND, disruptions_allowed, selects
+from policies.apis.objects import namespace_of
 
 __all__ = ["PDB_KIND", "BLOCKED_MESSAGE", "StoreEvictions"]
 

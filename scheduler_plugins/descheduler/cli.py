@@ -21,13 +21,13 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, Final
 
-from cli import errors, flags
-from cli.output import add_output
-from cli.parser import Subparsers
-from cluster.files import DirectorySource
-from cluster.store import ClusterStore
-from policies.field_errors import ConfigError
-from policies.manifests import ManifestError
+from colocate.cli import errors, flags
+from colocate.cli.output import add_output
+from colocate.cli.parser import Subparsers
+from colocate.cluster.files import DirectorySource
+from colocate.cluster.store import ClusterStore
+from policies.apis.field_errors import ConfigError
+from policies.apis.manifests import ManifestError
 from scheduler_plugins.clock import Clock, clock_at
 from scheduler_plugins.descheduler.cluster import DESCHEDULER_KINDS, DeschedulerView
 from scheduler_plugins.descheduler.framework.config import DeschedulerConfig, load_config
@@ -185,10 +185,10 @@ def kube_rounds(
     emit: Callable[[RoundReport], None],
 ) -> Coroutine[Any, Any, None]:
     """The rounds against the API server: list/watch, evict through policy/v1, Events."""
-    from cluster.client import api_client_or_else
-    from cluster.events import EventRecorder
-    from cluster.eviction import EvictionClient
-    from cluster.throttle import throttle
+    from colocate.cluster.client import api_client_or_else
+    from colocate.cluster.events import EventRecorder
+    from colocate.cluster.eviction import EvictionClient
+    from colocate.cluster.throttle import throttle
 
     connection = config.client_connection
     kubeconfig = args.kubeconfig or (Path(connection.kubeconfig) if connection.kubeconfig else None)
@@ -197,7 +197,7 @@ def kube_rounds(
     )
     store = ClusterStore(DESCHEDULER_KINDS)
     view = DeschedulerView(store)
-    from cluster.rest import ObjectClient
+    from colocate.cluster.rest import ObjectClient
     from scheduler_plugins.descheduler.migration.backend import ApiMigrationBackend
 
     descheduler = _build(
@@ -228,8 +228,8 @@ async def serve(
 ) -> None:
     from prometheus_client import CollectorRegistry
 
-    from cluster.metrics import StoreHealthMetrics
-    from cluster.running import keep_leading, wait_synced
+    from colocate.cluster.metrics import StoreHealthMetrics
+    from colocate.cluster.running import keep_leading, wait_synced
     from scheduler_plugins.descheduler.metrics import DeschedulerMetrics
     from scheduler_plugins.descheduler.service import health_servers, run_rounds
 
@@ -242,8 +242,8 @@ async def serve(
     leading: asyncio.Event | None = None
     try:
         if api is not None:
-            from cluster.kube import KubeSource
-            from cluster.reflector import ReflectorSettings
+            from colocate.cluster.kube import KubeSource
+            from colocate.cluster.reflector import ReflectorSettings
             from scheduler_plugins.descheduler.cluster import WATCHED_KINDS
 
             source = KubeSource(
@@ -260,7 +260,7 @@ async def serve(
             if api is not None and config.leader_election.leader_elect:
                 from datetime import timedelta
 
-                from cluster.leader import LeaseElector
+                from colocate.cluster.leader import LeaseElector
 
                 election = config.leader_election
                 elector = LeaseElector(

@@ -1,7 +1,7 @@
 """The descheduler's view of the cluster: an index of the one `ClusterStore` (nodes, the pods
 bound to each, NodeMetrics), from which every round takes an immutable `Snapshot`.
 
-Pods that are pending or have finished are on no node (`cluster.views.bound_node`): they use
+Pods that are pending or have finished are on no node (`colocate.cluster.views.bound_node`): they use
 nothing there and cannot be evicted.
 """
 
@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from cluster.kinds import WatchedKind
-from cluster.store import ClusterStore, Object, ObjectKey
-from cluster.views import ACTIVE_BOUND_PODS, BoundPods, SyncedView
-from policies.kinds import NODE_METRIC_KIND
+from colocate.cluster.kinds import WatchedKind
+from colocate.cluster.store import ClusterStore, Object, ObjectKey
+from colocate.cluster.views import ACTIVE_BOUND_PODS, BoundPods, SyncedView
+from policies.apis.kinds import NODE_METRIC_KIND
 
 #: what a descheduler reads: nodes, NodeMetrics, pods (bound and running)
 DESCHEDULER_KINDS: Final = ("Node", NODE_METRIC_KIND, "Pod")

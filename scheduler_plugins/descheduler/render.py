@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cli.output import table_lines
+from colocate.cli.output import table_lines
 
 
 def rounds_table(document: dict[str, Any]) -> str:

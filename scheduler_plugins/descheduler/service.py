@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
-from cli.flags import bind_address
-from cluster.health import HealthServer
+from colocate.cli.flags import bind_address
+from colocate.cluster.health import HealthServer
 from scheduler_plugins.descheduler.cluster import DeschedulerView
 from scheduler_plugins.descheduler.framework.report import RoundReport
 from scheduler_plugins.descheduler.framework.runtime import Descheduler

@@ -25,12 +25,12 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from cli.eventloop import wait_set
-from cluster.kinds import WatchedKind
-from cluster.store import ClusterStore, Object, ObjectKey
-from policies.constants import NODE_RESOURCE_TOPOLOGY_KIND
-from policies.cpuset import parse_cpuset
-from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
+from colocate.cli.eventloop import wait_set
+from colocate.cluster.kinds import WatchedKind
+from colocate.cluster.store import ClusterStore, Object, ObjectKey
+from policies.apis.constants import NODE_RESOURCE_TOPOLOGY_KIND
+from policies.apis.cpuset import parse_cpuset
+from policies.apis.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, ResourceExecutor, WriteStats
 from scheduler_plugins.koordlet.cgroups.ids import RefusedPath
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout, detect_version
@@ -46,9 +46,9 @@ from scheduler_plugins.koordlet.framework import (
     default_extensions,
 )
 from scheduler_plugins.koordlet.host import HostFiles, HostRoots, HostView
-from scheduler_plugins.koordlet.metrics.cache import MetricCache
-from scheduler_plugins.koordlet.metrics.collector import Collector, usage_from_cache
-from scheduler_plugins.koordlet.metrics.reporter import CollectPolicy, node_metric_status, write_status
+from scheduler_plugins.koordlet.metricsadvisor.cache import MetricCache
+from scheduler_plugins.koordlet.metricsadvisor.collector import Collector, usage_from_cache
+from scheduler_plugins.koordlet.metricsadvisor.reporter import CollectPolicy, node_metric_status, write_status
 from scheduler_plugins.koordlet.pods import pod_view
 from scheduler_plugins.koordlet.prometheus import AgentMetrics
 from scheduler_plugins.koordlet.refusals import EventQueue, Recorder, Refusals
@@ -161,14 +161,14 @@ class Agent:
     def _recorder(self) -> Recorder | None:
         if self.api is None:
             return None
-        from cluster.events import EventRecorder
+        from colocate.cluster.events import EventRecorder
 
         return EventRecorder(self.api, "koordlet", self.settings.node_name)
 
     def _evictor(self) -> Evictor:
         client = None
         if self.api is not None:
-            from cluster.eviction import EvictionClient
+            from colocate.cluster.eviction import EvictionClient
 
             client = EvictionClient(self.api)
         recorder = self.events.recorder

@@ -10,10 +10,10 @@ import argparse
 import json
 from pathlib import Path
 
-from cli import errors
-from cli.output import add_output
-from cli.parser import Subparsers
-from policies.field_errors import ConfigError
+from colocate.cli import errors
+from colocate.cli.output import add_output
+from colocate.cli.parser import Subparsers
+from policies.apis.field_errors import ConfigError
 from scheduler_plugins.clock import clock_at
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion

@@ -10,12 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cli import errors, flags
-from cli.parser import Subparsers
-from cluster.files import DirectorySource
-from cluster.store import ClusterStore
-from policies.field_errors import ConfigError
-from policies.kinds import NODE_METRIC_KIND
+from colocate.cli import errors, flags
+from colocate.cli.parser import Subparsers
+from colocate.cluster.files import DirectorySource
+from colocate.cluster.store import ClusterStore
+from policies.apis.field_errors import ConfigError
+from policies.apis.kinds import NODE_METRIC_KIND
 from scheduler_plugins.koordlet.agent import SYNC_TIMEOUT, Agent, AgentSettings, log, watched_kinds
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, LayoutError, detect_version
 from scheduler_plugins.koordlet.framework import ExtensionRegistry, default_extensions, plugin_gates, plugin_strategies
@@ -121,7 +121,7 @@ def run_agent(args: argparse.Namespace) -> int:
 
 
 def _api(args: argparse.Namespace) -> Any:
-    from cluster.client import api_client_or_else
+    from colocate.cluster.client import api_client_or_else
 
     return api_client_or_else(args.kubeconfig, args.context, instead="--node-dir DIR")
 
@@ -135,8 +135,8 @@ async def serve(
 ) -> int:
     import signal
 
-    from cluster.kube import KubeSource
-    from cluster.reflector import ReflectorSettings
+    from colocate.cluster.kube import KubeSource
+    from colocate.cluster.reflector import ReflectorSettings
     from scheduler_plugins.koordlet import server
 
     store = ClusterStore(KOORDLET_KINDS + (NODE_METRIC_KIND,))

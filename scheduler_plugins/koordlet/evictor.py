@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cluster.eviction import EvictionClient, Outcome
+from colocate.cluster.eviction import EvictionClient, Outcome
 from scheduler_plugins.koordlet.refusals import Recorder
 from scheduler_plugins.koordlet.strategies.base import Eviction
 

@@ -1,6 +1,6 @@
 """koordlet's feature gates (`pkg/features/koordlet_features.go`): their names and defaults.
 
-The flag is parsed and the gates are read by `policies.feature_gates`, the one parser every
+The flag is parsed and the gates are read by `policies.apis.feature_gates`, the one parser every
 component's `--feature-gates` uses.
 """
 
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from policies.feature_gates import FeatureGates, parse_feature_gates
+from policies.apis.feature_gates import FeatureGates, parse_feature_gates
 
 BE_CPU_SUPPRESS: Final = "BECPUSuppress"
 BE_CPU_EVICT: Final = "BECPUEvict"

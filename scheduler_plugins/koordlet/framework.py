@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cluster.plugins import discovered
-from policies.feature_gates import parse_gate_map
+from colocate.cluster.plugins import discovered
+from policies.apis.feature_gates import parse_gate_map
 from scheduler_plugins.koordlet import features, host
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite
 from scheduler_plugins.koordlet.host import HostWrite
@@ -116,7 +116,7 @@ HOST_STRATEGIES: dict[str, tuple[str, ...]] = {
 
 
 def plugin_gates() -> dict[str, bool]:
-    """The installed distributions' strategies (`cluster.plugins`), each a gate of
+    """The installed distributions' strategies (`colocate.cluster.plugins`), each a gate of
     `--qos-extension-plugins`, off by default (not imported; a clash is a PluginError)."""
     builtin = [e.name for e in builtin_strategies()]
     return {found.name: False for found in discovered("koordlet", builtin)}

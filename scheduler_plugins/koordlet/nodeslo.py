@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from policies.constants import QoSClass
-from policies.field_errors import ConfigError
-from policies.slo_config.node_slo import node_slo_failures
+from policies.apis.constants import QoSClass
+from policies.apis.field_errors import ConfigError
+from policies.apis.slo_config.nodeslo_checks import node_slo_failures
 
 CPU_SUPPRESS_POLICY_CPUSET: Final = "cpuset"
 CPU_SUPPRESS_POLICY_CFS_QUOTA: Final = "cfsQuota"
@@ -252,7 +252,7 @@ class NodeSLO:
     @classmethod
     def parse(cls, obj: Mapping[str, Any], *, checked: bool = True) -> NodeSLO:
         """The NodeSLO with its defaults; `ConfigError` for a field of the wrong type or a value
-        the slo-controller-config rules refuse (`policies/slo_config`, as the webhook does).
+        the slo-controller-config rules refuse (`policies/apis/slo_config`, as the webhook does).
         `checked=False` skips those rules: only tests of a strategy's own handling of such values
         (Koordinator's strategy tests feed them) build one so."""
         spec = _map(obj, "spec", "")

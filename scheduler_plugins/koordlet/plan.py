@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cli.output import table_lines
-from cluster.files import load_directory
-from policies.kinds import NODE_METRIC_KIND
-from policies.objects import name_of, spec_of
+from colocate.cli.output import table_lines
+from colocate.cluster.files import load_directory
+from policies.apis.kinds import NODE_METRIC_KIND
+from policies.apis.objects import name_of, spec_of
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
 from scheduler_plugins.koordlet.framework import QOSManager, StrategyEntry, builtin_strategies

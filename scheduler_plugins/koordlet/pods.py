@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from policies.constants import (
+from policies.apis.constants import (
     ANNOTATION_EVICTION_POLICY,
     ANNOTATION_EVICTION_PRIORITY,
     BATCH_CPU,
@@ -20,9 +20,9 @@ from policies.constants import (
     PriorityClass,
     QoSClass,
 )
-from policies.objects import annotations_of, labels_of, metadata_of, spec_of
-from policies.qos import defaulted_priority_class, defaulted_qos_class, kubernetes_qos_class, raw_qos_class
-from policies.quantity import QuantityError, resource_list
+from policies.apis.objects import annotations_of, labels_of, metadata_of, spec_of
+from policies.apis.qos import defaulted_priority_class, defaulted_qos_class, kubernetes_qos_class, raw_qos_class
+from policies.apis.quantity import QuantityError, resource_list
 from scheduler_plugins.koordlet.cgroups.ids import RefusedPath
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout, container_id
 

@@ -14,7 +14,7 @@ from collections import OrderedDict, deque
 from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
-from policies.objects import metadata_of
+from policies.apis.objects import metadata_of
 from scheduler_plugins.koordlet.cgroups.ids import Refusal, RefusedPath
 
 log = logging.getLogger("colocate.koordlet.refusals")

@@ -12,8 +12,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from policies.field_errors import ConfigError
-from policies.objects import metadata_of, name_of
+from policies.apis.field_errors import ConfigError
+from policies.apis.objects import metadata_of, name_of
 from scheduler_plugins.koordlet.nodeslo import NodeSLO
 
 log = logging.getLogger("colocate.koordlet.nodeslo")

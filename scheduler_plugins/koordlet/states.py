@@ -21,11 +21,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cluster.store import ClusterStore, Object, ObjectKey
-from policies.constants import NODE_RESOURCE_TOPOLOGY_KIND
-from policies.field_errors import ConfigError
-from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
-from policies.objects import name_of, spec_of
+from colocate.cluster.store import ClusterStore, Object, ObjectKey
+from policies.apis.constants import NODE_RESOURCE_TOPOLOGY_KIND
+from policies.apis.field_errors import ConfigError
+from policies.apis.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
+from policies.apis.objects import name_of, spec_of
 from scheduler_plugins.koordlet.nodeslo import HostApplication, NodeSLO
 from scheduler_plugins.koordlet.slo_keeper import NodeSLOKeeper
 

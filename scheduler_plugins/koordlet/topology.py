@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from policies.cpuset import cpu_topology_of
+from policies.apis.cpuset import cpu_topology_of
 
 
 @dataclass(frozen=True, order=True)
@@ -27,7 +27,7 @@ class CPUInfo:
 
 def processors_of_topology(topology: Mapping[str, Any] | None) -> list[CPUInfo] | None:
     """The processors of a NodeResourceTopology's cpu-topology annotation (read by the one parser,
-    `policies.cpuset.cpu_topology_of`); None when it has none or it is malformed."""
+    `policies.apis.cpuset.cpu_topology_of`); None when it has none or it is malformed."""
     cpus = cpu_topology_of(topology).cpus
     if not cpus:
         return None

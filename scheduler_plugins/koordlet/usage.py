@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
-from policies.nodemetric import NodeMetricReading, read_node_metric
-from policies.quantity import QuantityError, milli_value, resource_list, value
+from policies.apis.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.apis.nodemetric import NodeMetricReading, read_node_metric
+from policies.apis.quantity import QuantityError, milli_value, resource_list, value
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def _usage(raw: Any) -> ResourceUsage | None:
 def usage_of_node_metric(metric: Mapping[str, Any] | None, be_cpu: BECPU | None = None) -> Usage:
     """The latest usage a NodeMetric's status reports (with `be_cpu`, BE's windowed figures, which a
     NodeMetric does not hold): from the one reading of the object
-    (`policies.nodemetric.read_node_metric`, shared with the manager and the scheduler). A
+    (`policies.apis.nodemetric.read_node_metric`, shared with the manager and the scheduler). A
     NodeMetric the reading refuses (a malformed quantity or shape) is read entry by entry instead:
     the koordlet skips what it cannot read rather than all of it."""
     if metric is None:

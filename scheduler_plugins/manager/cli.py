@@ -18,16 +18,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from cli import errors, flags
-from cli.output import add_output
-from cli.parser import Subparsers
-from cluster.files import DirectorySource
-from cluster.store import ClusterStore
-from policies.constants import SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
-from policies.durations import parse_duration
-from policies.field_errors import ConfigError
-from policies.manifests import ManifestError
-from policies.timestamps import parse_time
+from colocate.cli import errors, flags
+from colocate.cli.output import add_output
+from colocate.cli.parser import Subparsers
+from colocate.cluster.files import DirectorySource
+from colocate.cluster.store import ClusterStore
+from policies.apis.constants import SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
+from policies.apis.durations import parse_duration
+from policies.apis.field_errors import ConfigError
+from policies.apis.manifests import ManifestError
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import Clock, clock_at
 from scheduler_plugins.manager.cluster import MANAGER_KINDS, ManagerView, snapshot_of
 from scheduler_plugins.manager.reconciler import Reconciler, Round
@@ -195,10 +195,10 @@ async def serve(
 
     from prometheus_client import CollectorRegistry
 
-    from cli.flags import bind_address
-    from cluster.health import HealthServer
-    from cluster.metrics import StoreHealthMetrics
-    from cluster.running import keep_leading, wait_synced
+    from colocate.cli.flags import bind_address
+    from colocate.cluster.health import HealthServer
+    from colocate.cluster.metrics import StoreHealthMetrics
+    from colocate.cluster.running import keep_leading, wait_synced
     from scheduler_plugins.manager.metrics import ManagerMetrics
     from scheduler_plugins.manager.service import run_rounds
     from scheduler_plugins.manager.writer import KubeWriter, StoreWriter, Writer
@@ -219,10 +219,10 @@ async def serve(
             view = ManagerView(store)
             writer = StoreWriter(store)
         else:
-            from cluster.client import api_client_or_else
-            from cluster.events import EventRecorder
-            from cluster.kube import KubeSource
-            from cluster.reflector import ReflectorSettings
+            from colocate.cluster.client import api_client_or_else
+            from colocate.cluster.events import EventRecorder
+            from colocate.cluster.kube import KubeSource
+            from colocate.cluster.reflector import ReflectorSettings
             from scheduler_plugins.manager.cluster import WATCHED_KINDS
 
             api = api_client_or_else(args.kubeconfig, args.context, instead="--cluster DIR")
@@ -246,7 +246,7 @@ async def serve(
             )
             tasks.append(asyncio.create_task(source.run()))
             if args.leader_elect == "true":
-                from cluster.leader import LeaseElector
+                from colocate.cluster.leader import LeaseElector
 
                 elector = LeaseElector(
                     api,

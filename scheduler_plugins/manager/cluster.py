@@ -3,7 +3,7 @@ bound to each, NodeMetrics, NodeResourceTopologies, NodeSLOs, the slo-controller
 and the set of nodes whose inputs changed since the last round (`pkg/slo-controller/noderesource`
 event handlers: a Node change, a NodeMetric status change or deletion, an NRT change).
 
-Pods that finished are left out (`cluster.views.bound_node`): Koordinator skips them too, and
+Pods that finished are left out (`colocate.cluster.views.bound_node`): Koordinator skips them too, and
 their metrics then count by the metric's own priority whether the pod is listed or not.
 """
 
@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from cluster.kinds import WatchedKind
-from cluster.store import ClusterStore, Object, ObjectKey
-from cluster.views import ACTIVE_BOUND_PODS, BoundPods, SyncedView
-from policies.constants import NODE_RESOURCE_TOPOLOGY_KIND, SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
-from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
+from colocate.cluster.kinds import WatchedKind
+from colocate.cluster.store import ClusterStore, Object, ObjectKey
+from colocate.cluster.views import ACTIVE_BOUND_PODS, BoundPods, SyncedView
+from policies.apis.constants import NODE_RESOURCE_TOPOLOGY_KIND, SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
+from policies.apis.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
 
 MANAGER_KINDS: Final = ("Node", "Pod", NODE_METRIC_KIND, NODE_RESOURCE_TOPOLOGY_KIND, NODE_SLO_KIND, "ConfigMap")
 WATCHED_KINDS: Final = (

@@ -8,7 +8,7 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from policies.slo_config.manager_config import (
+from policies.apis.slo_config.manager_config import (
     REASON_COLOCATION_FAILED,
     REASON_NORMALIZATION_FAILED,
     REASON_SLO_FAILED,

@@ -13,14 +13,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from policies.constants import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
-from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
-from policies.noderesource.memo import PlanMemo
-from policies.noderesource.plan import NodePlan, plan_node
-from policies.noderesource.topology import updated_zones
-from policies.slo_config.manager_config import ConfigIssue, ManagerConfig, load_manager_config
+from policies.apis.constants import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
+from policies.apis.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
+from policies.apis.slo_config.manager_config import ConfigIssue, ManagerConfig, load_manager_config
 from scheduler_plugins.clock import Clock
 from scheduler_plugins.manager.cluster import Snapshot
+from scheduler_plugins.manager.noderesource.memo import PlanMemo
+from scheduler_plugins.manager.noderesource.plan import NodePlan, plan_node
+from scheduler_plugins.manager.noderesource.topology import updated_zones
 
 log = logging.getLogger("colocate.manager")
 

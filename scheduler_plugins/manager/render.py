@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cli.output import table
-from policies.constants import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
+from colocate.cli.output import table
+from policies.apis.constants import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 
 
 def plan_table(document: Mapping[str, Any]) -> str:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cli.eventloop import wait_set
+from colocate.cli.eventloop import wait_set
 from scheduler_plugins.manager.cluster import ManagerView
 from scheduler_plugins.manager.metrics import ManagerMetrics
 from scheduler_plugins.manager.reconciler import Reconciler, Round, SpecWrite, StatusWrite, TopologyWrite

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from cluster.store import ClusterStore
-from policies.constants import NODE_RESOURCE_TOPOLOGY_KIND
-from policies.kinds import kind_named
+from colocate.cluster.store import ClusterStore
+from policies.apis.constants import NODE_RESOURCE_TOPOLOGY_KIND
+from policies.apis.kinds import kind_named
 from scheduler_plugins.manager.reconciler import Action, MetaPatch, NodeEvent, SpecWrite, StatusWrite, TopologyWrite
 
 log = logging.getLogger("colocate.manager")

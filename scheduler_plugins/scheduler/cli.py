@@ -16,14 +16,14 @@ from typing import Any
 
 import yaml
 
-from cli import errors, flags
-from cli.output import add_output
-from cli.parser import Subparsers
-from cli.progress import enabled as progress_enabled
-from cluster.inputs import objects_of, read_documents
-from policies.feature_gates import FeatureGates
-from policies.field_errors import ConfigError
-from policies.manifests import ManifestError
+from colocate.cli import errors, flags
+from colocate.cli.output import add_output
+from colocate.cli.parser import Subparsers
+from colocate.cli.progress import enabled as progress_enabled
+from colocate.cluster.inputs import objects_of, read_documents
+from policies.apis.feature_gates import FeatureGates
+from policies.apis.field_errors import ConfigError
+from policies.apis.manifests import ManifestError
 from scheduler_plugins.clock import Clock, clock_at
 from scheduler_plugins.scheduler.cluster.client import InMemoryClient
 from scheduler_plugins.scheduler.cluster.sources import ClusterSource, SnapshotDirectorySource, extender_kinds
@@ -232,7 +232,7 @@ def run_explain(args: argparse.Namespace) -> int:
 
 def _api(args: argparse.Namespace) -> Any:
     """The API client of `--kubeconfig` (else the pod's service account)."""
-    from cluster.client import api_client_or_else
+    from colocate.cluster.client import api_client_or_else
 
     return api_client_or_else(args.kubeconfig, args.context, instead="--cluster DIR")
 
@@ -242,7 +242,7 @@ def _extender_source(args: argparse.Namespace, config: SchedulerConfig) -> Clust
     watching the kinds the enabled plugins read."""
     if args.cluster is not None:
         return SnapshotDirectorySource(args.cluster)
-    from cluster.reflector import ReflectorSettings
+    from colocate.cluster.reflector import ReflectorSettings
     from scheduler_plugins.scheduler.cluster.sources import ApiServerClusterSource
 
     try:

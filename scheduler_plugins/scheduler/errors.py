@@ -1,6 +1,6 @@
 """The scheduler's error families.
 
-* `policies.field_errors.ConfigError` — a configuration or plugin-args document is wrong; the
+* `policies.apis.field_errors.ConfigError` — a configuration or plugin-args document is wrong; the
   message starts with the field path (`profiles[0].pluginConfig[1].args.usageThresholds.cpu: must
   be in [0, 100]`). It is the one field-error mechanism of the code base, shared with the webhook.
 * `SnapshotError` — a cluster snapshot cannot be read (unparsable file, object without a name).

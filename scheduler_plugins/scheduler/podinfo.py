@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
-from policies.constants import PRIORITY_DEFAULT_VALUES, RESOURCE_CPU, RESOURCE_MEMORY, PriorityClass, QoSClass
-from policies.objects import json_copy
-from policies.qos import (
+from policies.apis.constants import PRIORITY_DEFAULT_VALUES, RESOURCE_CPU, RESOURCE_MEMORY, PriorityClass, QoSClass
+from policies.apis.objects import json_copy
+from policies.apis.qos import (
     defaulted_priority_class,
     defaulted_qos_class,
     kubernetes_qos_class,
@@ -21,8 +21,8 @@ from policies.qos import (
     sub_priority,
     translate_resource_name,
 )
-from policies.quantity import resource_list
-from policies.resources import pod_resources
+from policies.apis.quantity import resource_list
+from policies.apis.resources import pod_resources
 
 #: Defaults kube-scheduler substitutes for a container with no cpu/memory request (scoring only):
 #: its NonMissingContainerRequests for the non-zero requests.

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Final
 
-from policies.constants import (
+from policies.apis.constants import (
     ANNOTATION_NODE_RESERVATION,
     ANNOTATION_PRE_ALLOCATION,
     ANNOTATION_RESERVATION_AFFINITY,
@@ -33,10 +33,10 @@ from policies.constants import (
     RESOURCE_CPU,
     RESOURCE_MEMORY,
 )
-from policies.durations import parse_duration
-from policies.quantity import QuantityError, resource_list
-from policies.selectors import LabelSelector, SelectorShapeError, compile_selector
-from policies.timestamps import parse_time
+from policies.apis.durations import parse_duration
+from policies.apis.quantity import QuantityError, resource_list
+from policies.apis.selectors import LabelSelector, SelectorShapeError, compile_selector
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import format_time
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector, clone
 

@@ -7,7 +7,7 @@ It lives above both the framework and `cluster` (the framework knows the cluster
 
 from __future__ import annotations
 
-from policies.feature_gates import FeatureGates
+from policies.apis.feature_gates import FeatureGates
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.cluster.client import InMemoryClient
 from scheduler_plugins.scheduler.cluster.state import ClusterState

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from certs.kube import Cluster
-from cluster.client import api_client
-from cluster.files import read_manifest_file
+from colocate.cluster.client import api_client
+from colocate.cluster.files import read_manifest_file
 from tests.support.apiserver import ApiServer
 from tests.support.webhook_manifests import WEBHOOKS_FILE
 

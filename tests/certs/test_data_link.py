@@ -11,7 +11,7 @@ import pytest
 
 from certs.generate import ensure_serving_certs
 from certs.material import DATA_LINK
-from colocate.cli import main
+from colocate.main import main
 
 GENERATE = ["certs", "generate", "--cert-service", "svc", "--cert-namespace", "ns", "--force"]
 

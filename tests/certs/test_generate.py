@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from certs.checks import sans
 from certs.generate import generate_material, service_names
 from certs.material import read_directory, write_directory
-from colocate.cli import main
+from colocate.main import main
 from tests.certs.conftest import NOW
 from tests.support.webhook_manifests import MANIFESTS
 
@@ -110,7 +110,7 @@ def test_rbac_grants_what_rotation_and_leader_election_use() -> None:
 def test_the_certificates_serve_generates_pass_certs_inspect(tmp_path, capsys):
     """`serve --cert-dir` generates them on first start; `certs inspect` and `rotate` then agree."""
     from certs.generate import ensure_serving_certs
-    from colocate.cli import main
+    from colocate.main import main
 
     ensure_serving_certs(tmp_path / "certs")
     assert main(["certs", "inspect", "--cert-dir", str(tmp_path / "certs")]) == 0
@@ -120,7 +120,7 @@ def test_the_certificates_serve_generates_pass_certs_inspect(tmp_path, capsys):
 
 def test_an_expired_certificate_says_when_it_expired_not_negative_days_left(tmp_path, capsys):
     from certs.generate import ensure_serving_certs
-    from colocate.cli import main
+    from colocate.main import main
 
     ensure_serving_certs(tmp_path / "certs")
     assert main(["certs", "inspect", "--cert-dir", str(tmp_path / "certs"), "--at", "2050-01-01"]) == 1

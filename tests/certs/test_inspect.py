@@ -15,7 +15,7 @@ from certs.kube import Cluster
 from certs.material import Material, pem_certs, write_directory
 from certs.plan import Policy
 from certs.rotate import Targets, rotate
-from colocate.cli import main
+from colocate.main import main
 from tests.certs.conftest import DAY, NOW
 from tests.support.apiserver import ApiServer
 

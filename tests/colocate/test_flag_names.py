@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from colocate.cli import build_parser, main
+from colocate.main import build_parser, main
 from tests.support.paths import REPO
 
 PACKAGES = ("certs", "cli", "cluster", "colocate", "policies", "scheduler_plugins", "webhook")

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 import colocate
-from colocate.cli import main
+from colocate.main import main
 from tests.support.containerfile import parse
 from tests.support.paths import REPO
 

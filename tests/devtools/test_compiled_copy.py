@@ -1,4 +1,5 @@
-"""The list of compiled modules (cluster/compiled.py) stays one mypyc can build and run as the interpreter does.
+"""The list of compiled modules (colocate/cluster/compiled.py) stays one mypyc can build and run as the
+interpreter does.
 
 The compiled copy itself is built and tested by `.ci/run` (minutes: too slow for the suite); what can
 be checked on the plain tree in seconds is checked here, so that a change elsewhere (a new subclass
@@ -9,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cluster.compiled import ADMISSION, COMPILED, GROUPS, WHATIF, compiled_modules
+from colocate.cluster.compiled import ADMISSION, COMPILED, GROUPS, WHATIF, compiled_modules
 from devtools.compiled_copy import hazards, ordering_drops_equality, project_modules
-from policies.quantity import Quantity
+from policies.apis.quantity import Quantity
 
 
 def test_every_listed_module_exists_once() -> None:
@@ -26,8 +27,8 @@ def test_nothing_compiled_would_run_differently() -> None:
 
 
 def test_a_subclass_of_a_compiled_class_is_named() -> None:
-    """cluster.views' SyncedView is extended by the descheduler's view, which is not compiled."""
-    found = hazards({"cluster.views"})
+    """colocate.cluster.views' SyncedView is extended by the descheduler's view, which is not compiled."""
+    found = hazards({"colocate.cluster.views"})
     assert any(line.startswith("scheduler_plugins.descheduler.cluster.DeschedulerView derives") for line in found)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from colocate.cli import build_parser
+from colocate.main import build_parser
 from devtools import reference
 from webhook.registry import default_routes
 

@@ -6,8 +6,8 @@ like one of our names, by this rule:
 
 - a path of ours (`webhook/http1.py`, `tests/docs/`, `manifests/deploy/`): the file or
   directory exists;
-- a dotted name rooted in one of our packages (`policies.resources.pod_requests`,
-  `cli.output.table`): the module imports and each further part is an attribute of it, or is
+- a dotted name rooted in one of our packages (`policies.apis.resources.pod_requests`,
+  `colocate.cli.output.table`): the module imports and each further part is an attribute of it, or is
   assigned in its source (an instance attribute);
 - `Name.attribute` where `Name` is a class of ours (`Framework.warm_up`): the class has that
   attribute (a method, a class-level name, or a `self.attribute` it assigns);
@@ -39,7 +39,7 @@ import pytest
 
 from tests.docs.markdown import INLINE_CODE, REPO, split
 
-PACKAGES = ("colocate", "cli", "cluster", "webhook", "policies", "scheduler_plugins", "certs", "devtools", "benchmarks")
+PACKAGES = ("colocate", "webhook", "policies", "scheduler_plugins", "certs", "devtools", "benchmarks")
 #: top-level directories whose paths a page may name (checked to exist)
 OUR_DIRS = (*PACKAGES, "tests", "docs", "manifests", "examples", ".ci")
 OUR_FILES = ("pyproject.toml", "setup.py", "Containerfile", "README.md", "CHANGELOG.md", "CONTRIBUTING.md", "LICENSE")
@@ -186,10 +186,10 @@ def test_every_code_name_a_page_mentions_exists(page: Path) -> None:
     "span",
     [
         "pod_request_of",
-        "policies.resources.pod_requests",
+        "policies.apis.resources.pod_requests",
         "_no_such_helper",
         "Framework.run_reserve_to_bind",
-        "policies.resources.no_such_function",
+        "policies.apis.resources.no_such_function",
         "cli/no_such_module.py",
         "warm_up_everything()",
         "SnapshotIndexer",
@@ -202,8 +202,8 @@ def test_a_name_the_code_does_not_have_is_reported(span: str) -> None:
 @pytest.mark.parametrize(
     "span",
     [
-        "policies.resources.pod_resources",
-        "cli/output.py",
+        "policies.apis.resources.pod_resources",
+        "colocate/cli/output.py",
         "Framework.warm_up",
         "ClusterState.pending",
         "colocate_cluster_state_stale_seconds",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from colocate.cli import build_parser
+from colocate.main import build_parser
 from tests.docs.markdown import REPO, Block, documents, split
 
 SHELL = ("sh", "bash", "shell", "console")  # blocks of commands; `console` ones prefix them with `$ `

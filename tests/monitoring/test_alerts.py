@@ -81,7 +81,7 @@ def test_a_wrong_expectation_fails_the_unit_tests(tmp_path: Path) -> None:
 
 def exported_series() -> set[str]:
     """Every series name the code registers, with the suffixes prometheus_client gives each type."""
-    from cluster.metrics import StoreHealthMetrics
+    from colocate.cluster.metrics import StoreHealthMetrics
     from scheduler_plugins.descheduler.metrics import DeschedulerMetrics
     from scheduler_plugins.koordlet.prometheus import AgentMetrics
     from scheduler_plugins.manager.metrics import ManagerMetrics

@@ -213,8 +213,8 @@ def test_a_strategy_that_raises_is_skipped_for_the_round_and_the_others_run(site
 
 
 def test_the_agent_counts_the_rounds_a_strategy_skipped(site: Site, tmp_path: Path) -> None:
-    from cluster.store import ClusterStore
-    from policies.kinds import NODE_METRIC_KIND
+    from colocate.cluster.store import ClusterStore
+    from policies.apis.kinds import NODE_METRIC_KIND
     from scheduler_plugins.koordlet.agent import Agent, AgentSettings
     from scheduler_plugins.koordlet.features import koordlet_gates
     from scheduler_plugins.koordlet.framework import plugin_strategies

@@ -1,6 +1,6 @@
 import pytest
 
-from policies.durations import format_duration, go_duration, parse_duration
+from policies.apis.durations import format_duration, go_duration, parse_duration
 
 
 @pytest.mark.parametrize(

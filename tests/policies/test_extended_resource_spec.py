@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from policies.admission import Denied
+from policies.admission.plugin import Denied
 from tests.support.admission import make_snapshot, mutate
 from tests.support.builders import make_container, make_pod, make_profile
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from policies.feature_gates import parse_feature_gates
-from policies.field_errors import ConfigError
+from policies.apis.feature_gates import parse_feature_gates
+from policies.apis.field_errors import ConfigError
 from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.scheduler.framework.features import scheduler_gates
 

@@ -5,7 +5,7 @@ from collections import OrderedDict
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policies.objects import json_copy
+from policies.apis.objects import json_copy
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3),

@@ -9,8 +9,8 @@ import jsonpatch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policies import jsonpatch_diff
-from policies.jsonpatch_diff import diff, escape_pointer_token
+from policies.apis import jsonpatch_diff
+from policies.apis.jsonpatch_diff import diff, escape_pointer_token
 
 KEYS = st.sampled_from(["a", "b", "koordinator.sh/qosClass", "x~y", "~1", "/", ""])
 JSON = st.recursive(

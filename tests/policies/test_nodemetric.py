@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from policies.nodemetric import HostApplicationMetric, read_node_metric
-from policies.quantity import QuantityError
+from policies.apis.nodemetric import HostApplicationMetric, read_node_metric
+from policies.apis.quantity import QuantityError
 from tests.support.builders import METRIC_TIME, make_metric, pod_metric
 
 

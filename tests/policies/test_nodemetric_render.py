@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.nodemetric import (
+from policies.apis.nodemetric import (
     DEFAULT_REPORT_INTERVAL_SECONDS,
     AggregatedUsage,
     HostApplicationMetric,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from policies.profiles import ProfileError, parse_profile
+from policies.admission.profiles import ProfileError, parse_profile
 from tests.support.admission import admit, make_snapshot
 from tests.support.builders import make_pod, make_profile
 
@@ -37,7 +37,7 @@ def test_a_pod_such_a_patch_meets_is_refused_naming_the_profile_and_the_field(
     patch: dict[str, Any], field: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Before: admitted as an invalid pod (or a 500 for `containers: "oops"`)."""
-    monkeypatch.setattr("policies.profiles.patch_structure_error", lambda patch: None)  # as if loaded before
+    monkeypatch.setattr("policies.admission.profiles.patch_structure_error", lambda patch: None)  # as if loaded before
     snapshot = make_snapshot(profile(patch))
     assert snapshot.profiles, "the profile loads without the load-time check"
     outcome = admit("/mutate-pod", make_pod("victim", labels={"app": "x"}), snapshot)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from policies.placement import matches_node_selector_and_affinity, untolerated_taint
+from policies.apis.placement import matches_node_selector_and_affinity, untolerated_taint
 from tests.support.builders import make_node, make_pod
 
 NODE = make_node("n1", labels={"disk": "ssd", "cores": "16"})

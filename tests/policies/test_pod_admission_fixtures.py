@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from policies.snapshot import ClusterSnapshot
+from policies.admission.snapshot import ClusterSnapshot
 from tests.support.builders import KOORD_PRIORITY_CLASSES
 from webhook.chain import request_for, run_chain
 from webhook.registry import default_routes

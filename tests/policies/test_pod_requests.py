@@ -3,9 +3,9 @@ webhook (exact quantities) and in the scheduler (integer scalars of PodInfo)."""
 
 import pytest
 
-from policies.admission import Denied
-from policies.quantity import quantity_list, resource_list, scalar_of
-from policies.resources import pod_resources
+from policies.admission.plugin import Denied
+from policies.apis.quantity import quantity_list, resource_list, scalar_of
+from policies.apis.resources import pod_resources
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from tests.support.admission import validate
 from tests.support.builders import make_container, make_pod

@@ -3,7 +3,7 @@ messages."""
 
 import pytest
 
-from policies.admission import Denied
+from policies.admission.plugin import Denied
 from tests.support.admission import make_snapshot, validate
 from tests.support.builders import make_container, make_pod, make_quota
 

@@ -3,9 +3,9 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policies.profile_matching import ProfileIndex
-from policies.profiles import parse_profile
-from policies.selectors import LabelSelector
+from policies.admission.profile_matching import ProfileIndex
+from policies.admission.profiles import parse_profile
+from policies.apis.selectors import LabelSelector
 from tests.support.builders import make_profile
 
 KEYS, VALUES = ["app", "tier", "team"], ["a", "b", "c"]

@@ -3,8 +3,8 @@ each step writes."""
 
 import pytest
 
-from policies.admission import Denied
-from policies.constants import LABEL_KOORDINATOR_PRIORITY, LABEL_QOS_CLASS
+from policies.admission.plugin import Denied
+from policies.apis.constants import LABEL_KOORDINATOR_PRIORITY, LABEL_QOS_CLASS
 from tests.support.admission import make_snapshot, mutate
 from tests.support.builders import make_namespace, make_pod, make_priority_class, make_profile
 

@@ -1,8 +1,8 @@
 import pytest
 
-from policies.profiles import ProfileError, parse_profile
-from policies.selectors import InvalidSelector
-from policies.snapshot import ClusterSnapshot
+from policies.admission.profiles import ProfileError, parse_profile
+from policies.admission.snapshot import ClusterSnapshot
+from policies.apis.selectors import InvalidSelector
 from tests.support.builders import make_profile
 
 

@@ -8,7 +8,7 @@ import re
 import jsonpatch
 from hypothesis import given
 
-from policies.objects import json_copy
+from policies.apis.objects import json_copy
 from tests.support.admission import admission_review
 from tests.support.builders import make_profile
 from tests.support.strategies import pods, profiles, snapshot_of

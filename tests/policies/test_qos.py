@@ -1,6 +1,6 @@
 import pytest
 
-from policies.qos import translate_resource_name
+from policies.apis.qos import translate_resource_name
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policies import quantity
-from policies.quantity import Quantity, QuantityError, canonical, milli_value, resource_list, scalar_of, value
+from policies.apis import quantity
+from policies.apis.quantity import Quantity, QuantityError, canonical, milli_value, resource_list, scalar_of, value
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 import pytest
 
-from policies.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
+from policies.apis.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
 
 
 def matches(selector, labels):

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policies import shape
-from policies.quantity import Quantity, QuantityError
-from policies.shape import MAX_DEPTH, depth_error, object_error
+from policies.apis import shape
+from policies.apis.quantity import Quantity, QuantityError
+from policies.apis.shape import MAX_DEPTH, depth_error, object_error
 from tests.support.builders import make_container, make_pod
 
 

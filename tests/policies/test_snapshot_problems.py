@@ -3,7 +3,7 @@ problem with it, whatever else changed since."""
 
 from __future__ import annotations
 
-from policies.snapshot import SnapshotBuilder
+from policies.admission.snapshot import SnapshotBuilder
 
 
 def _pod(name: str, labels: object) -> dict[str, object]:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from policies.strategic_merge import POD_SCHEMA, StrategicMergeError, strategic_merge
+from policies.apis.strategic_merge import POD_SCHEMA, StrategicMergeError, strategic_merge
 from tests.support.builders import make_container, make_pod
 
 

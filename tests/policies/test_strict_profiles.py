@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 import yaml
 
-from policies.profile_schema import PROFILE_SCHEMA
-from policies.profiles import ProfileError, parse_profile
-from policies.selectors import InvalidSelector
-from policies.snapshot import ClusterSnapshot, SnapshotBuilder
-from policies.structural import validate
+from policies.admission.profile_schema import PROFILE_SCHEMA
+from policies.admission.profiles import ProfileError, parse_profile
+from policies.admission.snapshot import ClusterSnapshot, SnapshotBuilder
+from policies.apis.selectors import InvalidSelector
+from policies.apis.structural import validate
 from tests.support.builders import make_profile
 from tests.support.paths import REPO
 

@@ -1,10 +1,10 @@
-"""Object times are read one way everywhere (policies.timestamps)."""
+"""Object times are read one way everywhere (policies.apis.timestamps)."""
 
 from __future__ import annotations
 
 import pytest
 
-from policies.timestamps import parse_time
+from policies.apis.timestamps import parse_time
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cluster.files import read_manifest_file
-from policies.admission import AdmissionContext, AdmissionRequest, GroupVersionResource
-from policies.objects import json_copy
-from policies.snapshot import ClusterSnapshot
+from colocate.cluster.files import read_manifest_file
+from policies.admission.plugin import AdmissionContext, AdmissionRequest, GroupVersionResource
+from policies.admission.snapshot import ClusterSnapshot
+from policies.apis.objects import json_copy
 from tests.support.builders import KOORD_PRIORITY_CLASSES
 from webhook.admission import Outcome, run_route
 from webhook.registry import default_routes
@@ -113,7 +113,7 @@ def mutate(
     namespace: str | None = None,
 ) -> dict[str, Any]:
     """The pod after every `/mutate-pod` plugin, in order; raises `Denied` like the handler would."""
-    from policies.pod_mutation import pod_mutating_plugins
+    from policies.admission.pod_mutation import pod_mutating_plugins
 
     ctx = context(pod, snapshot, operation=operation, rand=rand)
     if namespace is not None:
@@ -132,7 +132,7 @@ def validate(
     old: Mapping[str, Any] | None = None,
 ) -> None:
     """Run every `/validate-pod` plugin; raises `Denied` with the first refusal."""
-    from policies.pod_validation import pod_validating_plugins
+    from policies.admission.pod_validation import pod_validating_plugins
 
     ctx = context(pod, snapshot, operation=operation, old=old)
     for plugin in pod_validating_plugins():

@@ -36,7 +36,7 @@ from aiohttp import web
 
 from certs.generate import ensure_serving_certs
 from certs.material import CertPaths
-from policies.kinds import KINDS, Kind
+from policies.apis.kinds import KINDS, Kind
 from tests.support.apistore import Conflict, Event, Invalid, NotFound, Store, Watcher, merge_patch
 from webhook.serve import tls_context
 

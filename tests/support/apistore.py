@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonpatch
 
-from policies.kinds import Kind
+from policies.apis.kinds import Kind
 
 
 @dataclass

@@ -24,7 +24,7 @@ import aiohttp
 
 from certs.generate import ensure_serving_certs
 from certs.material import CertPaths
-from cluster.files import read_manifest_file
+from colocate.cluster.files import read_manifest_file
 from tests.support.apiserver import ApiServer
 from tests.support.dispatcher import Admission
 from tests.support.paths import REPO
@@ -100,7 +100,7 @@ class ColocateProcess:
         command = [
             sys.executable,
             "-m",
-            "colocate.cli",
+            "colocate.main",
             "serve",
             "--kubeconfig",
             str(kubeconfig),

@@ -35,7 +35,7 @@ import aiohttp
 import jsonpatch
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from policies.admission import AdmissionRequest, GroupVersionResource
+from policies.admission.plugin import AdmissionRequest, GroupVersionResource
 from webhook.dispatch import Rule, Webhook
 
 Endpoints = Callable[[str, str], Sequence[tuple[str, int]]]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster import plugins
+from colocate.cluster import plugins
 from tests.support.paths import REPO
 
 EXAMPLES = REPO / "examples" / "plugins"

@@ -15,7 +15,7 @@ from typing import Any
 import jsonpatch
 import yaml
 
-from cluster.files import read_manifest_file
+from colocate.cluster.files import read_manifest_file
 
 #: the Kubernetes version whose OpenAPI schema every shipped manifest is validated against
 K8S_VERSION = "1.30"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies.snapshot import ClusterSnapshot
+from policies.admission.snapshot import ClusterSnapshot
 from tests.support.admission import make_snapshot
 from tests.support.builders import make_container, make_namespace, make_pod, make_profile
 from webhook.chain import request_for, run_chain

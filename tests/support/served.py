@@ -112,7 +112,7 @@ class Served:
                 *confine,
                 python,
                 "-m",
-                "colocate.cli",
+                "colocate.main",
                 "serve",
                 "--cluster",
                 str(self.state),

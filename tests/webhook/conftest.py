@@ -14,7 +14,7 @@ import pytest
 
 from certs.generate import ensure_serving_certs
 from certs.material import CertPaths
-from policies.snapshot import ClusterSnapshot
+from policies.admission.snapshot import ClusterSnapshot
 from tests.support.cluster import free_port
 from tests.support.listener import listening
 from tests.support.served import Served

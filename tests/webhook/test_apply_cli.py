@@ -7,7 +7,7 @@ import shutil
 import pytest
 import yaml
 
-from colocate.cli import main
+from colocate.main import main
 from tests.support.paths import REPO
 
 CLUSTER = REPO / "manifests" / "cluster"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from colocate.cli import main
+from colocate.main import main
 from tests.support.apiserver import ApiServer
 from tests.support.builders import make_profile
 from tests.support.paths import REPO

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from policies.constants import LABEL_MUTATING_UPDATE, LABEL_QOS_CLASS
+from policies.apis.constants import LABEL_MUTATING_UPDATE, LABEL_QOS_CLASS
 from tests.support.admission import make_snapshot
 from tests.support.builders import make_namespace, make_pod, make_profile
 from webhook.apply import ApplyOptions, run_apply

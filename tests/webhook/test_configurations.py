@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from colocate.cli import main
-from policies.admission import AdmissionRequest, GroupVersionResource
+from colocate.main import main
+from policies.admission.plugin import AdmissionRequest, GroupVersionResource
 from webhook.configurations import Deployment, configurations, webhook_entries
 from webhook.dispatch import Webhook
 from webhook.registry import default_routes

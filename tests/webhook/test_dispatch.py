@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from policies.admission import AdmissionRequest, GroupVersionResource
+from policies.admission.plugin import AdmissionRequest, GroupVersionResource
 from webhook.dispatch import Rule, Webhook, WebhookConfigurationError
 
 PODS = GroupVersionResource("", "v1", "pods")

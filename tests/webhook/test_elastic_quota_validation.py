@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cluster.files import read_manifest_file
-from policies.elastic_quota.tree import quota_tree_of
+from colocate.cluster.files import read_manifest_file
+from policies.admission.elastic_quota.tree import quota_tree_of
 from tests.support.admission import QUOTA_VALIDATE, admit, make_snapshot
 from tests.support.builders import make_quota
 

@@ -4,7 +4,7 @@ AdmissionReview (or a plain 400), never a 500.
 A valid review of each route's kind is taken apart at a drawn place, anywhere in the review (the
 request's own fields, the object, the old object), and that value replaced by one of another JSON type:
 a string where a number belongs, a list where a map does, a map where a string does, null anywhere.
-The hot path is compiled with mypyc where users run it (`cluster/compiled.py`): a compiled function
+The hot path is compiled with mypyc where users run it (`colocate/cluster/compiled.py`): a compiled function
 checks its annotations when called, and a value of the wrong type raises TypeError there instead of
 flowing on as in plain Python. So the same property runs in the plain checkout and, in CI, in the
 compiled copy (`.ci/run`: `python -m devtools.compiled_copy DIR`, then these tests from DIR); the
@@ -22,7 +22,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cluster.compiled import ADMISSION, compiled_modules
+from colocate.cluster.compiled import ADMISSION, compiled_modules
 from tests.support.admission import QUOTA_MUTATE, QUOTA_VALIDATE, ROUTES, admission_review, make_snapshot
 from tests.support.builders import make_node, make_pod, make_profile, make_quota, make_reservation, make_slo_config
 from webhook.admission import serve_review

@@ -19,8 +19,8 @@ import jsonpatch
 import pytest
 
 from certs.generate import ensure_serving_certs
-from cluster.files import read_manifest_file
-from policies.snapshot import ClusterSnapshot
+from colocate.cluster.files import read_manifest_file
+from policies.admission.snapshot import ClusterSnapshot
 from tests.support.admission import QUOTA_MUTATE, QUOTA_VALIDATE, ROUTES
 from tests.support.builders import make_node, make_quota, make_reservation, make_slo_config
 from tests.support.listener import listening

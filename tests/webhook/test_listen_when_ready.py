@@ -12,7 +12,7 @@ import socket
 from pathlib import Path
 
 from certs.generate import ensure_serving_certs
-from cluster.reflector import ReflectorSettings
+from colocate.cluster.reflector import ReflectorSettings
 from tests.support.apiserver import ApiServer
 from tests.support.builders import make_namespace, make_priority_class, make_profile
 from tests.support.cluster import free_port

@@ -10,7 +10,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
-from cluster.files import read_manifest_file
+from colocate.cluster.files import read_manifest_file
 from tests.support.dispatcher import POD, rule_matches
 from tests.support.kustomize import K8S_VERSION, render
 from tests.support.webhook_manifests import (
@@ -189,7 +189,7 @@ def test_the_network_policy_admits_only_the_ports_of_the_webhook_pods() -> None:
 def workers_of(container: dict[str, Any]) -> int:
     """The server processes the container runs: `--workers`, with `auto` resolved against its CPU limit
     on a node with more CPUs than that (the case the limit is for)."""
-    from policies.quantity import Quantity
+    from policies.apis.quantity import Quantity
     from webhook.workers import Cpus, parse_workers, resolve_workers
 
     args = dict(a.removeprefix("--").split("=", 1) for a in container["args"] if "=" in a)
@@ -207,7 +207,7 @@ def test_the_deployment_runs_one_worker_per_cpu_of_its_limit() -> None:
 
 def test_the_memory_limit_covers_a_full_connection_table() -> None:
     """docs/serve.md "Sizing": base + connections x their cost + bodies held + one body parsing < limit."""
-    from policies.quantity import Quantity
+    from policies.apis.quantity import Quantity
     from webhook.connections import (
         DEFAULT_MAX_BODY,
         DEFAULT_MAX_BODY_BYTES,

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from cluster.files import read_manifest_file
-from cluster.kinds import keep_metadata, transforms_of
-from cluster.store import ClusterStore
-from policies.admission import CREATE, DELETE, UPDATE
-from policies.snapshot import ClusterSnapshot
+from colocate.cluster.files import read_manifest_file
+from colocate.cluster.kinds import keep_metadata, transforms_of
+from colocate.cluster.store import ClusterStore
+from policies.admission.plugin import CREATE, DELETE, UPDATE
+from policies.admission.snapshot import ClusterSnapshot
 from tests.support.admission import QUOTA_MUTATE, QUOTA_VALIDATE, admit
 from tests.support.builders import make_pod, make_quota
 from tests.webhook.test_watched import CLUSTER_OBJECTS, requests_for, samples

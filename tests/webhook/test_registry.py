@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from policies.admission import CREATE, DELETE, UPDATE, AdmissionContext, Read
+from policies.admission.plugin import CREATE, DELETE, UPDATE, AdmissionContext, Read
 from webhook.registry import Registration, Registry, RegistryError, Route, default_routes
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from policies.admission import AdmissionRequest, GroupVersionResource
+from policies.admission.plugin import AdmissionRequest, GroupVersionResource
 from webhook.review import MalformedReview, encode_patch, parse_review
 
 ODD = st.sampled_from([None, 1, True, [], {}, "", "x"])

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from colocate.cli import main
-from policies.patch_risks import sensitive_fields
+from colocate.main import main
+from policies.admission.patch_risks import sensitive_fields
 from tests.support.builders import make_profile
 from tests.support.paths import REPO
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from cluster.files import read_manifest_file
-from cluster.kinds import WatchedKind
-from policies.admission import (
+from colocate.cluster.files import read_manifest_file
+from colocate.cluster.kinds import WatchedKind
+from policies.admission.plugin import (
     CREATE,
     DELETE,
     UPDATE,
@@ -26,8 +26,8 @@ from policies.admission import (
     GroupVersionResource,
     Read,
 )
-from policies.constants import ELASTIC_QUOTA_KIND, PROFILE_KIND
-from policies.snapshot import ClusterSnapshot
+from policies.admission.snapshot import ClusterSnapshot
+from policies.apis.constants import ELASTIC_QUOTA_KIND, PROFILE_KIND
 from tests.support.paths import REPO
 from webhook.registry import Registry, Route, default_routes, node_routes, pod_routes
 from webhook.watched import ReadRule, merged_reads, read_rules, watched_kinds

@@ -32,13 +32,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from policies.admission import Effect, Read
-from policies.changes import Change, changes_of, overlaps, summary
-from policies.jsonpatch_diff import diff
-from policies.objects import metadata_of, name_of, namespace_of
-from policies.patch_risks import sensitive_fields
-from policies.profiles import ColocationProfile
-from policies.snapshot import ClusterSnapshot
+from policies.admission.changes import Change, changes_of, overlaps, summary
+from policies.admission.patch_risks import sensitive_fields
+from policies.admission.plugin import Effect, Read
+from policies.admission.profiles import ColocationProfile
+from policies.admission.snapshot import ClusterSnapshot
+from policies.apis.jsonpatch_diff import diff
+from policies.apis.objects import metadata_of, name_of, namespace_of
 from webhook.chain import ChainResult, request_for, run_chain
 from webhook.registry import Registry, default_routes
 
@@ -93,7 +93,7 @@ class AuditReport:
     audited: int = 0  # running pods looked at
     profiles: int = 0
     seconds: float = 0.0
-    #: per profile whose patch sets security-sensitive pod fields: those fields (policies/patch_risks.py)
+    #: per profile whose patch sets security-sensitive pod fields: those fields (policies/admission/patch_risks.py)
     sensitive: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def drifted(self) -> list[PodAudit]:

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from cli import flags
-from cli.errors import UsageError
-from cli.output import Painter, add_output, table
-from cli.parser import Subparsers
+from colocate.cli import flags
+from colocate.cli.errors import UsageError
+from colocate.cli.output import Painter, add_output, table
+from colocate.cli.parser import Subparsers
 
 if TYPE_CHECKING:
     from webhook.rollout.audit import AuditReport
@@ -56,7 +56,7 @@ def _test(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
             + "\n"
         )
     else:
-        from cli.colour import results_painter
+        from colocate.cli.colour import results_painter
 
         rows = [(i, r.suite, r.resource, r.expected, r.result.upper(), r.reason) for i, r in enumerate(results, 1)]
         paint = results_painter(4, out)
@@ -119,12 +119,12 @@ def audit_table(report: AuditReport, paint: Painter | None = None) -> str:
 def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
     import time
 
-    from cli.colour import results_painter
-    from cli.progress import Progress
-    from cli.progress import enabled as progress_enabled
-    from cluster.client import api_client, api_errors
-    from cluster.files import ScanError
-    from policies.manifests import ManifestError
+    from colocate.cli.colour import results_painter
+    from colocate.cli.progress import Progress
+    from colocate.cli.progress import enabled as progress_enabled
+    from colocate.cluster.client import api_client, api_errors
+    from colocate.cluster.files import ScanError
+    from policies.apis.manifests import ManifestError
     from webhook.registry import default_routes
     from webhook.rollout.audit import AUDIT_READS, FAILING, audit, running_pods
     from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots

@@ -13,11 +13,11 @@ from typing import Any, Final
 
 import yaml
 
-from cluster.files import read_manifest_file
-from policies.constants import PROFILE_KIND
-from policies.manifests import ManifestError
-from policies.objects import name_of
-from policies.snapshot import ClusterSnapshot
+from colocate.cluster.files import read_manifest_file
+from policies.admission.snapshot import ClusterSnapshot
+from policies.apis.constants import PROFILE_KIND
+from policies.apis.manifests import ManifestError
+from policies.apis.objects import name_of
 from webhook.chain import UnknownKind, request_for, run_chain
 from webhook.registry import default_routes
 from webhook.rollout.testsuite import API_VERSION, FAIL, KIND, SUITE_FILE, CaseResult, SuiteError

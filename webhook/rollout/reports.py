@@ -23,8 +23,8 @@ from typing import Any, Final
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from policies.constants import COLOCATE_PREFIX
-from policies.kinds import POLICY_REPORT_KIND, kind_named
+from policies.apis.constants import COLOCATE_PREFIX
+from policies.apis.kinds import POLICY_REPORT_KIND, kind_named
 from webhook.rollout.audit import RESULTS, AuditReport, PodAudit, ProfileResult
 
 log = logging.getLogger("colocate.audit")

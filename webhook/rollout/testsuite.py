@@ -32,12 +32,12 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-from cluster.files import read_manifest_file, read_manifest_text
-from policies.field_errors import ConfigError, Fields
-from policies.jsonpatch_diff import diff
-from policies.manifests import ManifestError, parse_documents
-from policies.objects import name_of, namespace_of
-from policies.snapshot import ClusterSnapshot
+from colocate.cluster.files import read_manifest_file, read_manifest_text
+from policies.admission.snapshot import ClusterSnapshot
+from policies.apis.field_errors import ConfigError, Fields
+from policies.apis.jsonpatch_diff import diff
+from policies.apis.manifests import ManifestError, parse_documents
+from policies.apis.objects import name_of, namespace_of
 from webhook.chain import UnknownKind, request_for, run_chain
 from webhook.registry import Registry, default_routes
 

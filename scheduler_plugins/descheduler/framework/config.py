@@ -19,8 +19,8 @@ from typing import Any, Final
 
 import yaml
 
-from policies.field_errors import ConfigError, Fields
-from policies.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
+from policies.apis.field_errors import ConfigError, Fields
+from policies.apis.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
 from scheduler_plugins.descheduler.framework.registry import Registry
 
 log = logging.getLogger("colocate.descheduler")

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from policies.objects import name_of, namespace_of, spec_of
+from policies.apis.objects import name_of, namespace_of, spec_of
 from scheduler_plugins.descheduler.framework.interfaces import (
     EvictOptions,
     EvictPlugin,

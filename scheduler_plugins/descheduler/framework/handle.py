@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from cluster.eviction import EvictionResult
+from colocate.cluster.eviction import EvictionResult
 from scheduler_plugins.clock import Clock
 from scheduler_plugins.descheduler.cluster import Snapshot
 from scheduler_plugins.descheduler.framework.evictor import Evictor
@@ -16,7 +16,7 @@ from scheduler_plugins.descheduler.framework.report import RoundReport
 
 
 class EvictionBackend(Protocol):
-    """Evicts one pod: `cluster.eviction.EvictionClient` (policy/v1), or the store offline."""
+    """Evicts one pod: `colocate.cluster.eviction.EvictionClient` (policy/v1), or the store offline."""
 
     def evict(self, namespace: str, name: str, grace_period_seconds: int | None = None) -> EvictionResult: ...
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from policies.field_errors import ConfigError, Fields
+from policies.apis.field_errors import ConfigError, Fields
 from scheduler_plugins.plugin_table import PluginTable
 
 if TYPE_CHECKING:

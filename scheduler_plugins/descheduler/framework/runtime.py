@@ -14,10 +14,10 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from cluster.plugins import IN_TREE, PluginError
-from policies.field_errors import ConfigError
-from policies.objects import labels_of
-from policies.selectors import LabelSelector
+from colocate.cluster.plugins import IN_TREE, PluginError
+from policies.apis.field_errors import ConfigError
+from policies.apis.objects import labels_of
+from policies.apis.selectors import LabelSelector
 from scheduler_plugins.clock import Clock
 from scheduler_plugins.descheduler.cluster import Snapshot, is_ready
 from scheduler_plugins.descheduler.framework.config import DeschedulerConfig, Profile

@@ -1,6 +1,6 @@
 """Where the MigrationController reads pods and keeps its PodMigrationJobs and Reservations (the
 handle's `MigrationBackend`): the API server (`ApiMigrationBackend`, the REST verbs of
-`cluster.rest`), or the in-memory store of a directory of manifests (`StoreMigrationBackend`:
+`colocate.cluster.rest`), or the in-memory store of a directory of manifests (`StoreMigrationBackend`:
 offline, where nothing schedules a Reservation, so a `ReservationFirst` job waits and times out;
 `EvictDirectly` jobs evict from the store). Both also write pods for the `Delete` and
 `SoftEviction` eviction policies (`evictpolicy.py`) and delete old jobs (the scavenger).
@@ -12,11 +12,11 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from cluster.eviction import EvictionResult, Outcome
-from cluster.rest import ApiError, ObjectClient
-from cluster.store import ClusterStore
-from policies.constants import POD_MIGRATION_JOB_KIND, RESERVATION_KIND
-from policies.objects import name_of
+from colocate.cluster.eviction import EvictionResult, Outcome
+from colocate.cluster.rest import ApiError, ObjectClient
+from colocate.cluster.store import ClusterStore
+from policies.apis.constants import POD_MIGRATION_JOB_KIND, RESERVATION_KIND
+from policies.apis.objects import name_of
 
 
 class ApiMigrationBackend:

@@ -30,12 +30,12 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
-from cluster.eviction import Outcome
-from cluster.rest import ApiError
-from policies.constants import ANNOTATION_EVICT_REASON, ANNOTATION_EVICT_TRIGGER, ANNOTATION_PASSED_ARBITRATION
-from policies.durations import parse_duration
-from policies.objects import name_of
-from policies.timestamps import parse_time
+from colocate.cluster.eviction import Outcome
+from colocate.cluster.rest import ApiError
+from policies.apis.constants import ANNOTATION_EVICT_REASON, ANNOTATION_EVICT_TRIGGER, ANNOTATION_PASSED_ARBITRATION
+from policies.apis.durations import parse_duration
+from policies.apis.objects import name_of
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend, MigrationBackend
 from scheduler_plugins.descheduler.migration import job as pmj
 from scheduler_plugins.descheduler.migration import reservation_status as rs

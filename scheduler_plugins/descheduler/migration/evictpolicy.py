@@ -22,9 +22,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from cluster.eviction import EvictionResult, Outcome
-from policies.constants import ANNOTATION_SOFT_EVICTION, LABEL_EVICT_POLICY
-from policies.objects import labels_of, name_of, namespace_of
+from colocate.cluster.eviction import EvictionResult, Outcome
+from policies.apis.constants import ANNOTATION_SOFT_EVICTION, LABEL_EVICT_POLICY
+from policies.apis.objects import labels_of, name_of, namespace_of
 from scheduler_plugins.clock import format_time
 from scheduler_plugins.descheduler.framework.handle import EvictionBackend
 from scheduler_plugins.descheduler.migration.limits import TokenBucket

@@ -12,7 +12,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
-from policies.constants import (
+from policies.apis.constants import (
     ANNOTATION_EVICT_REASON,
     ANNOTATION_EVICT_TRIGGER,
     ANNOTATION_JOB_CREATED_BY,
@@ -23,7 +23,7 @@ from policies.constants import (
     RESERVATION_KIND,
     RESERVATION_VERSION,
 )
-from policies.objects import name_of, namespace_of
+from policies.apis.objects import name_of, namespace_of
 from scheduler_plugins.clock import format_time
 
 API_VERSION: Final = f"{RESERVATION_GROUP}/{RESERVATION_VERSION}"

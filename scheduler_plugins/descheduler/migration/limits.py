@@ -33,9 +33,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from policies.constants import ANNOTATION_PASSED_ARBITRATION
-from policies.field_errors import ConfigError, Fields
-from policies.objects import name_of, namespace_of, spec_of
+from policies.apis.constants import ANNOTATION_PASSED_ARBITRATION
+from policies.apis.field_errors import ConfigError, Fields
+from policies.apis.objects import name_of, namespace_of, spec_of
 from scheduler_plugins.descheduler.migration import job as pmj
 
 WORKLOAD: Final = "workload"

@@ -15,10 +15,10 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from cluster.rest import ApiError
-from policies.durations import parse_duration
-from policies.objects import name_of
-from policies.timestamps import parse_time
+from colocate.cluster.rest import ApiError
+from policies.apis.durations import parse_duration
+from policies.apis.objects import name_of
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.handle import MigrationBackend
 from scheduler_plugins.descheduler.migration import job as pmj
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from policies.constants import (
+from policies.apis.constants import (
     ANNOTATION_CONFIG_SOURCE,
     ANNOTATION_DESCHEDULER_EVICT,
     ANNOTATION_MIRROR_POD,
@@ -24,9 +24,9 @@ from policies.constants import (
     SYSTEM_CRITICAL_PRIORITY,
     SYSTEM_CRITICAL_PRIORITY_CLASSES,
 )
-from policies.field_errors import ConfigError, Fields
-from policies.objects import annotations_of, labels_of, metadata_of, spec_of
-from policies.selectors import LabelSelector
+from policies.apis.field_errors import ConfigError, Fields
+from policies.apis.objects import annotations_of, labels_of, metadata_of, spec_of
+from policies.apis.selectors import LabelSelector
 from scheduler_plugins.descheduler.framework.config import selector
 
 FILTER_FIELDS: Final = frozenset(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from policies.field_errors import ConfigError, Fields
+from policies.apis.field_errors import ConfigError, Fields
 from scheduler_plugins.descheduler.framework.config import check_fields
 from scheduler_plugins.descheduler.migration.evictpolicy import EVICTION_POLICIES, EvictRate
 from scheduler_plugins.descheduler.migration.limits import MigrationLimits, parse_limits

@@ -26,9 +26,9 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from cluster.eviction import Outcome
-from policies.constants import ANNOTATION_EVICTION_COST
-from policies.objects import name_of, namespace_of, spec_of
+from colocate.cluster.eviction import Outcome
+from policies.apis.constants import ANNOTATION_EVICTION_COST
+from policies.apis.objects import name_of, namespace_of, spec_of
 from scheduler_plugins.descheduler.framework.evictor import pod_key
 from scheduler_plugins.descheduler.framework.handle import Handle
 from scheduler_plugins.descheduler.framework.interfaces import EvictOptions, Object

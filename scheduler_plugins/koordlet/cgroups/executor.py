@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies.cpuset import format_cpuset, parse_cpuset
+from policies.apis.cpuset import format_cpuset, parse_cpuset
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout, Level
 from scheduler_plugins.koordlet.cgroups.resources import CPU_CFS_QUOTA, CPUSET_CPUS, MAX_INT64, Resource
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from policies.constants import KubernetesQoSClass
+from policies.apis.constants import KubernetesQoSClass
 from scheduler_plugins.koordlet.cgroups.ids import checked_pod_uid, parse_container_id
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
 

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from policies.feature_gates import FeatureGates
-from policies.quantity import QuantityError, milli_value, value
+from policies.apis.feature_gates import FeatureGates
+from policies.apis.quantity import QuantityError, milli_value, value
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, Lister, Reader
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout
 from scheduler_plugins.koordlet.host import NO_HOST, HostView, HostWrite

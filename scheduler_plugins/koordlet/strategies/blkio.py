@@ -28,8 +28,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from policies.constants import ANNOTATION_BLKIO_QOS, KubernetesQoSClass, QoSClass
-from policies.objects import annotations_of
+from policies.apis.constants import ANNOTATION_BLKIO_QOS, KubernetesQoSClass, QoSClass
+from policies.apis.objects import annotations_of
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite
 from scheduler_plugins.koordlet.cgroups.layout import Level

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 
-from policies.constants import BATCH_CPU, BATCH_MEMORY, RESOURCE_MEMORY, KubernetesQoSClass, QoSClass
-from policies.objects import annotations_of
+from policies.apis.constants import BATCH_CPU, BATCH_MEMORY, RESOURCE_MEMORY, KubernetesQoSClass, QoSClass
+from policies.apis.objects import annotations_of
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.cgroups import resources as r
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from policies.constants import ANNOTATION_CPU_BURST, RESOURCE_CPU, QoSClass
-from policies.objects import annotations_of
+from policies.apis.constants import ANNOTATION_CPU_BURST, RESOURCE_CPU, QoSClass
+from policies.apis.objects import annotations_of
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite
 from scheduler_plugins.koordlet.cgroups.layout import Level

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from policies.constants import BATCH_CPU, MID_CPU, RESOURCE_CPU, PriorityClass, QoSClass
+from policies.apis.constants import BATCH_CPU, MID_CPU, RESOURCE_CPU, PriorityClass, QoSClass
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.nodeslo import CPU_EVICT_POLICY_ALLOCATABLE, ThresholdStrategy
 from scheduler_plugins.koordlet.pods import PodView, every_pod_view

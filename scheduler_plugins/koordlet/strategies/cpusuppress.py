@@ -14,16 +14,16 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Final
 
-from policies.constants import (
+from policies.apis.constants import (
     ANNOTATION_NODE_RESERVATION,
     ANNOTATION_RESOURCE_STATUS,
     ANNOTATION_SYSTEM_QOS_RESOURCE,
     KubernetesQoSClass,
     QoSClass,
 )
-from policies.cpuset import format_cpuset, parse_cpuset
-from policies.objects import annotations_of
-from policies.quantity import QuantityError, milli_value
+from policies.apis.cpuset import format_cpuset, parse_cpuset
+from policies.apis.objects import annotations_of
+from policies.apis.quantity import QuantityError, milli_value
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite
 from scheduler_plugins.koordlet.cgroups.layout import Level

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from policies.constants import BATCH_MEMORY, QoSClass
+from policies.apis.constants import BATCH_MEMORY, QoSClass
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.nodeslo import ThresholdStrategy
 from scheduler_plugins.koordlet.pods import PodView

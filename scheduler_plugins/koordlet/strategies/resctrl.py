@@ -27,8 +27,8 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
-from policies.constants import ANNOTATION_RESCTRL, QoSClass
-from policies.objects import annotations_of
+from policies.apis.constants import ANNOTATION_RESCTRL, QoSClass
+from policies.apis.objects import annotations_of
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.cgroups.ids import RefusedPath, parse_container_id
 from scheduler_plugins.koordlet.cgroups.resources import CPU_TASKS

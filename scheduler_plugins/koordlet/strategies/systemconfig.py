@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from policies.quantity import QuantityError, value
+from policies.apis.quantity import QuantityError, value
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.host import (
     INTERFACE_MEMCG_REAPER,

@@ -15,10 +15,10 @@ from urllib.parse import quote
 
 from kubernetes.client import ApiClient
 
-from cluster.eviction import eviction_body
-from cluster.rest import ApiError, call
-from policies.constants import RESERVATION_KIND
-from policies.kinds import kind_named
+from colocate.cluster.eviction import eviction_body
+from colocate.cluster.rest import ApiError, call
+from policies.apis.constants import RESERVATION_KIND
+from policies.apis.kinds import kind_named
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.cluster.client import bound_copy
 from scheduler_plugins.scheduler.cluster.state import ClusterState

@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonpatch
 
-from policies.constants import RESERVATION_KIND
+from policies.apis.constants import RESERVATION_KIND
 from scheduler_plugins.clock import Clock, format_time, system_clock
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.handle import ClientError

@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from policies.constants import ANNOTATION_RESERVATION_ALLOCATED
+from policies.apis.constants import ANNOTATION_RESERVATION_ALLOCATED
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
 from scheduler_plugins.scheduler.reservations import ReservationInfo, held_pod, remaining

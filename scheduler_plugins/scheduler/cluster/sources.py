@@ -1,6 +1,6 @@
 """Where the scheduler's `ClusterState` comes from: a snapshot directory or the API server.
 
-Both fill the one `ClusterStore` (`cluster.store`) and the state is an index of it. A snapshot
+Both fill the one `ClusterStore` (`colocate.cluster.store`) and the state is an index of it. A snapshot
 directory holds YAML or JSON files (searched recursively, in sorted path order), each with one
 object, several YAML documents, or a `List`/`*List` with `items`; Nodes, NodeMetrics, Pods,
 Reservations, PodGroups, ElasticQuotas, Devices and NodeResourceTopologies are used (an Available
@@ -27,19 +27,19 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from kubernetes.client import ApiClient
 
-from cluster.files import load_directory
-from cluster.kinds import WatchedKind
-from cluster.kube import KubeSource
-from cluster.reflector import ReflectorSettings
-from cluster.store import ClusterStore, LoopIndex, ObjectKey
-from policies.constants import (
+from colocate.cluster.files import load_directory
+from colocate.cluster.kinds import WatchedKind
+from colocate.cluster.kube import KubeSource
+from colocate.cluster.reflector import ReflectorSettings
+from colocate.cluster.store import ClusterStore, LoopIndex, ObjectKey
+from policies.apis.constants import (
     DEVICE_KIND,
     ELASTIC_QUOTA_KIND,
     NODE_RESOURCE_TOPOLOGY_KIND,
     POD_GROUP_KIND,
     RESERVATION_KIND,
 )
-from policies.kinds import NODE_METRIC_KIND
+from policies.apis.kinds import NODE_METRIC_KIND
 from scheduler_plugins.scheduler.cluster.state import SCHEDULER_KINDS, ClusterState
 from scheduler_plugins.scheduler.errors import SnapshotError
 

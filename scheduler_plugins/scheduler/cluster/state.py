@@ -4,7 +4,7 @@ Plugins that keep their own caches (LoadAwareScheduling's assign cache) subscrib
 are told about every change, the way informer event handlers are; `subscribe` first replays the
 current state so a listener built late sees the same world as one built early.
 
-The state is an index of the one `ClusterStore` (`cluster.store`): the store tells it of every
+The state is an index of the one `ClusterStore` (`colocate.cluster.store`): the store tells it of every
 Node, NodeMetric and Pod put or deleted, whether it reads a snapshot directory or the API server.
 A live source applies watch events in whatever order the kinds arrive: a pod bound to a node the
 state does not know (yet, or any more) is kept aside and counted once its node is added, as
@@ -18,16 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from cluster.store import ClusterStore, ObjectKey
-from policies.constants import (
+from colocate.cluster.store import ClusterStore, ObjectKey
+from policies.apis.constants import (
     DEVICE_KIND,
     ELASTIC_QUOTA_KIND,
     NODE_RESOURCE_TOPOLOGY_KIND,
     POD_GROUP_KIND,
     RESERVATION_KIND,
 )
-from policies.disruption import PDB_KIND
-from policies.kinds import NODE_METRIC_KIND, kind_named
+from policies.apis.disruption import PDB_KIND
+from policies.apis.kinds import NODE_METRIC_KIND, kind_named
 from scheduler_plugins.scheduler.cluster.reservations import ReservationIndex
 from scheduler_plugins.scheduler.framework.interfaces import (
     ClusterListener,

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from itertools import repeat
 from typing import Any, TypedDict
 
-from policies.shape import depth_error, object_error
+from policies.apis.shape import depth_error, object_error
 
 MAX_EXTENDER_PRIORITY = 10
 

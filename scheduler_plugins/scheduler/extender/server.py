@@ -23,8 +23,8 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from cluster.metrics import StoreHealthMetrics
-from policies.feature_gates import FeatureGates
+from colocate.cluster.metrics import StoreHealthMetrics
+from policies.apis.feature_gates import FeatureGates
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.cluster.sources import ClusterSource, LiveClusterSource
 from scheduler_plugins.scheduler.extender.protocol import ArgsError

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from policies.field_errors import ConfigError, Fields, check_range
+from policies.apis.field_errors import ConfigError, Fields, check_range
 from scheduler_plugins.scheduler.framework.interfaces import EXTENSION_POINTS
 from scheduler_plugins.scheduler.framework.registry import Registry
 

@@ -1,6 +1,6 @@
 """The scheduler's feature gates: their names and defaults (Koordinator's `pkg/features/features.go`).
 
-The flag is parsed and the gates are read by `policies.feature_gates`, the one parser every
+The flag is parsed and the gates are read by `policies.apis.feature_gates`, the one parser every
 component's `--feature-gates` uses.
 """
 
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from policies.feature_gates import FeatureGates, parse_feature_gates
+from policies.apis.feature_gates import FeatureGates, parse_feature_gates
 
 ELASTIC_QUOTA_GUARANTEE_USAGE: Final = "ElasticQuotaGuaranteeUsage"
 

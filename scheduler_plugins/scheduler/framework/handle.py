@@ -2,7 +2,7 @@
 feature gates.
 
 The client is a seam: the simulator and the snapshot-backed extender use `InMemoryClient`
-(cluster/client.py); an API-server client would implement the same two calls.
+(colocate/cluster/client.py); an API-server client would implement the same two calls.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from policies.feature_gates import FeatureGates
+from policies.apis.feature_gates import FeatureGates
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.framework.features import scheduler_gates
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView, PodFilter

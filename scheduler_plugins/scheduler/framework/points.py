@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policies.field_errors import ConfigError
+from policies.apis.field_errors import ConfigError
 from scheduler_plugins.scheduler.framework.config import Profile
 from scheduler_plugins.scheduler.framework.interfaces import (
     EXTENSION_POINTS,

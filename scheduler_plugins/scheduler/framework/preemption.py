@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from policies.disruption import selector_of, status_allowed
+from policies.apis.disruption import selector_of, status_allowed
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.interfaces import PodFilter
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policies.field_errors import ConfigError
+from policies.apis.field_errors import ConfigError
 from scheduler_plugins.plugin_table import PluginTable
 from scheduler_plugins.scheduler.framework.handle import Handle
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from cluster.plugins import IN_TREE, PluginError
+from colocate.cluster.plugins import IN_TREE, PluginError
 from scheduler_plugins.scheduler.framework import interfaces as fi
 from scheduler_plugins.scheduler.framework.batch import BatchFilter
 from scheduler_plugins.scheduler.framework.config import Profile

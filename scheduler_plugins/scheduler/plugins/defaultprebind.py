@@ -14,7 +14,7 @@ from typing import Any
 
 import jsonpatch
 
-from policies.constants import ANNOTATION_RESERVATION_NAME, RESERVATION_KIND
+from policies.apis.constants import ANNOTATION_RESERVATION_NAME, RESERVATION_KIND
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import ClientError, Handle
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, error

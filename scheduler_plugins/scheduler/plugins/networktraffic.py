@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from policies.durations import format_duration
-from policies.field_errors import ConfigError, Fields
+from policies.apis.durations import format_duration
+from policies.apis.field_errors import ConfigError, Fields
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import NodeScore

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
-from policies.field_errors import ConfigError, Fields
+from policies.apis.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.apis.field_errors import ConfigError, Fields
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies.timestamps import parse_time
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.podinfo import PodInfo
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from policies.nodemetric import read_node_metric
-from policies.timestamps import parse_time
+from policies.apis.nodemetric import read_node_metric
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.config import SchedulerConfig
 from scheduler_plugins.scheduler.plugins.loadaware.args import DEFAULT_NODE_METRIC_EXPIRATION_SECONDS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cli.output import table
+from colocate.cli.output import table
 from scheduler_plugins.scheduler.plugins.elasticquota.report import quota_rows
 
 

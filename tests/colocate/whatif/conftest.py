@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from colocate.cli import main
+from colocate.main import main
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "whatif"
 #: from midnight to past the noon peak of the example's web tier, 1-minute steps

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from policies.quantity import scalar_of
+from policies.apis.quantity import scalar_of
 
 from .conftest import EXAMPLE
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from cluster.store import ClusterStore
+from colocate.cluster.store import ClusterStore
 from colocate.whatif.components import Koordlet, SimClock
 from colocate.whatif.usage import CPU_SUPPRESS
-from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
+from policies.apis.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
 from tests.support.builders import make_metric, make_node, make_node_slo, make_pod, pod_metric
 
 NODE = make_node("n1", capacity={"cpu": "20", "memory": "64Gi"}, allocatable={"cpu": "20", "memory": "64Gi"})

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from colocate.whatif.inputs import load_inputs, load_profiles, start_time
 from colocate.whatif.loop import Run, RunOptions
-from policies.durations import parse_duration
-from policies.kinds import NODE_METRIC_KIND
-from policies.nodemetric import read_node_metric
+from policies.apis.durations import parse_duration
+from policies.apis.kinds import NODE_METRIC_KIND
+from policies.apis.nodemetric import read_node_metric
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "whatif"
 

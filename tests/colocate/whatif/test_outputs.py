@@ -11,7 +11,7 @@ from colocate.whatif.cli import run_document
 from colocate.whatif.inputs import load_inputs, load_profiles, start_time
 from colocate.whatif.loop import RunOptions
 from colocate.whatif.records import BATCH_CPU, BATCH_MEMORY, FIELDS, RAW, StepRecord, allocatable_slot, step_document
-from policies.durations import parse_duration
+from policies.apis.durations import parse_duration
 
 from .conftest import EXAMPLE, Whatif
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from colocate.whatif.workload import parse_workload
-from policies.timestamps import parse_time
+from policies.apis.timestamps import parse_time
 
 MIDNIGHT = parse_time("2026-01-01T00:00:00Z") or 0.0
 

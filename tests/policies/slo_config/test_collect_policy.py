@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from policies.noderesource.collect_policy import nodemetric_spec
-from policies.slo_config.colocation import load_colocation
+from policies.apis.slo_config.colocation import load_colocation
+from scheduler_plugins.manager.noderesource.collect_policy import nodemetric_spec
 
 DEFAULT = {
     "aggregateDurationSeconds": 300,

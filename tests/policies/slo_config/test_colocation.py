@@ -8,13 +8,8 @@ from typing import Any
 
 import pytest
 
-from policies.slo_config.colocation import (
-    DEFAULT_STRATEGY,
-    ColocationDecodeError,
-    is_valid,
-    load_colocation,
-)
-from policies.slo_config.manager_config import REASON_COLOCATION_FAILED, load_manager_config
+from policies.apis.slo_config.colocation import DEFAULT_STRATEGY, ColocationDecodeError, is_valid, load_colocation
+from policies.apis.slo_config.manager_config import REASON_COLOCATION_FAILED, load_manager_config
 
 BASE = {
     "enable": False,
@@ -206,8 +201,8 @@ def test_no_configmap_at_start_is_defaults_in_error_status() -> None:
 def test_webhook_refuses_what_the_manager_cannot_decode() -> None:
     """One parser: the webhook's validation runs the manager's decoder on colocation-config, so a
     document the manager would refuse (a number where Go wants a string) is denied at admission."""
-    from policies.admission import Denied
-    from policies.slo_config import changed_documents
+    from policies.admission.configmap import changed_documents
+    from policies.admission.plugin import Denied
 
     configmap = {
         "metadata": {"name": "slo-controller-config", "namespace": "koordinator-system"},

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from policies.noderesource.nodeslo import render_nodeslo_spec
-from policies.slo_config.nodeslo import default_slo_config, load_slo_config
+from policies.apis.slo_config.nodeslo_config import default_slo_config, load_slo_config
+from scheduler_plugins.manager.noderesource.nodeslo_spec import render_nodeslo_spec
 
 
 def render(

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cluster.eviction import EvictionResult, Outcome
-from cluster.store import ClusterStore
-from policies.field_errors import Fields
-from policies.timestamps import parse_time
+from colocate.cluster.eviction import EvictionResult, Outcome
+from colocate.cluster.store import ClusterStore
+from policies.apis.field_errors import Fields
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import fixed_clock
 from scheduler_plugins.descheduler.cluster import DESCHEDULER_KINDS, DeschedulerView
 from scheduler_plugins.descheduler.framework.config import DeschedulerConfig, parse_config

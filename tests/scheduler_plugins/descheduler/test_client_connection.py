@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from colocate.cli import main
-from policies.field_errors import ConfigError
+from colocate.main import main
+from policies.apis.field_errors import ConfigError
 from scheduler_plugins.descheduler.framework.config import ClientConnection, parse_config
 from scheduler_plugins.descheduler.registry import in_tree_registry
 from tests.scheduler_plugins.descheduler.test_whole_loop import CONFIG, cluster

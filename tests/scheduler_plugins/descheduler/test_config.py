@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from policies.field_errors import ConfigError
+from policies.apis.field_errors import ConfigError
 from scheduler_plugins.descheduler.framework.config import merge_plugin_set, parse_config
 from scheduler_plugins.descheduler.framework.runtime import Descheduler
 from scheduler_plugins.descheduler.plugins.lownodeload.args import AnomalyCondition

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from policies.field_errors import ConfigError, Fields
+from policies.apis.field_errors import ConfigError, Fields
 from scheduler_plugins.descheduler.plugins.evictable import (
     EvictableArgs,
     cost_annotation,

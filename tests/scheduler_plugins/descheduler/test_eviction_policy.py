@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from colocate.cli import main
-from policies.constants import ANNOTATION_SOFT_EVICTION, LABEL_EVICT_POLICY
+from colocate.main import main
+from policies.apis.constants import ANNOTATION_SOFT_EVICTION, LABEL_EVICT_POLICY
 from tests.scheduler_plugins.descheduler.test_whole_loop import CONFIG, cluster
 from tests.support.apiserver import ApiServer
 from tests.support.builders import NOW

@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from colocate.cli import build_parser
-from policies.timestamps import parse_time
+from colocate.main import build_parser
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import fixed_clock
 from scheduler_plugins.descheduler.cli import kube_rounds
 from scheduler_plugins.descheduler.framework.config import load_config

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cluster.eviction import Outcome
+from colocate.cluster.eviction import Outcome
 from tests.scheduler_plugins.descheduler.helpers import (
     FakeEvents,
     FakeEvictions,

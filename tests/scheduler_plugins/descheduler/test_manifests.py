@@ -8,7 +8,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from colocate.cli import build_parser
+from colocate.main import build_parser
 from scheduler_plugins.descheduler.cluster import WATCHED_KINDS
 from scheduler_plugins.descheduler.framework.config import load_config
 from scheduler_plugins.descheduler.registry import in_tree_registry

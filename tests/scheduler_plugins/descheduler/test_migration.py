@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from cluster.store import ClusterStore
-from colocate.cli import main
-from policies.constants import ANNOTATION_PASSED_ARBITRATION, POD_MIGRATION_JOB_KIND
-from policies.field_errors import ConfigError, Fields
-from policies.timestamps import parse_time
+from colocate.cluster.store import ClusterStore
+from colocate.main import main
+from policies.apis.constants import ANNOTATION_PASSED_ARBITRATION, POD_MIGRATION_JOB_KIND
+from policies.apis.field_errors import ConfigError, Fields
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.config import parse_config
 from scheduler_plugins.descheduler.framework.runtime import Descheduler
 from scheduler_plugins.descheduler.migration import job as pmj

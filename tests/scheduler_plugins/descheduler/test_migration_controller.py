@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from cluster.client import api_client
-from cluster.eviction import EvictionClient, EvictionResult
-from cluster.rest import ObjectClient
-from policies.constants import ANNOTATION_SOFT_EVICTION, POD_MIGRATION_JOB_KIND, RESERVATION_KIND
-from policies.timestamps import parse_time
+from colocate.cluster.client import api_client
+from colocate.cluster.eviction import EvictionClient, EvictionResult
+from colocate.cluster.rest import ObjectClient
+from policies.apis.constants import ANNOTATION_SOFT_EVICTION, POD_MIGRATION_JOB_KIND, RESERVATION_KIND
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import format_time
 from scheduler_plugins.descheduler.framework.config import parse_config
 from scheduler_plugins.descheduler.framework.report import RoundReport

@@ -12,11 +12,11 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from cluster.client import api_client
-from cluster.eviction import EvictionClient
-from cluster.rest import ObjectClient
-from policies.constants import ANNOTATION_RESERVATION_ALLOCATED, POD_MIGRATION_JOB_KIND, RESERVATION_KIND
-from policies.timestamps import parse_time
+from colocate.cluster.client import api_client
+from colocate.cluster.eviction import EvictionClient
+from colocate.cluster.rest import ObjectClient
+from policies.apis.constants import ANNOTATION_RESERVATION_ALLOCATED, POD_MIGRATION_JOB_KIND, RESERVATION_KIND
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.descheduler.migration import job as pmj
 from scheduler_plugins.descheduler.migration.backend import ApiMigrationBackend
 from scheduler_plugins.descheduler.migration.controller import Reconciler

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from colocate.cli import main
+from colocate.main import main
 from tests.support.apiserver import ApiServer
 from tests.support.builders import NOW, make_metric, make_node, make_pod, pod_metric
 

@@ -9,11 +9,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from cluster.client import api_client
-from cluster.kube import KubeSource
-from cluster.reflector import ReflectorSettings
-from cluster.store import ClusterStore
-from policies.kinds import NODE_METRIC_KIND
+from colocate.cluster.client import api_client
+from colocate.cluster.kube import KubeSource
+from colocate.cluster.reflector import ReflectorSettings
+from colocate.cluster.store import ClusterStore
+from policies.apis.kinds import NODE_METRIC_KIND
 from scheduler_plugins.koordlet import server
 from scheduler_plugins.koordlet.agent import Agent, AgentSettings, watched_kinds
 from scheduler_plugins.koordlet.features import koordlet_gates

@@ -192,7 +192,7 @@ cpusets = st.frozensets(st.integers(min_value=0, max_value=15), min_size=1)
 def test_leveled_cpuset_updates_keep_every_child_inside_its_parent(
     old_sets: list[frozenset[int]], new_sets: list[frozenset[int]]
 ) -> None:
-    from policies.cpuset import format_cpuset, parse_cpuset
+    from policies.apis.cpuset import format_cpuset, parse_cpuset
 
     def nested(sets: list[frozenset[int]]) -> list[frozenset[int]]:  # make the chain valid: child ⊆ parent
         out = [sets[0]]
@@ -216,7 +216,7 @@ def test_leveled_cpuset_updates_keep_every_child_inside_its_parent(
 
 def test_a_failed_write_is_counted_on_the_agents_metric_by_strategy(tmp_path: Path) -> None:
     """`koordlet_cgroup_write_failures_total` (docs/koordlet.md) moves when a write fails."""
-    from cluster.store import ClusterStore
+    from colocate.cluster.store import ClusterStore
     from scheduler_plugins.koordlet.agent import Agent, AgentSettings
     from scheduler_plugins.koordlet.features import koordlet_gates
     from scheduler_plugins.koordlet.framework import RoundReport

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.cpuset import parse_cpuset
+from policies.apis.cpuset import parse_cpuset
 from scheduler_plugins.koordlet.cgroups import resources as r
 from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions

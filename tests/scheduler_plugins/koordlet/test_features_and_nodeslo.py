@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from policies.constants import QoSClass
-from policies.field_errors import ConfigError
+from policies.apis.constants import QoSClass
+from policies.apis.field_errors import ConfigError
 from scheduler_plugins.koordlet.features import DEFAULT_GATES, koordlet_gates
 from scheduler_plugins.koordlet.nodeslo import NodeSLO
 from tests.support.builders import make_node_slo

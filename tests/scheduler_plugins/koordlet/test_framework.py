@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from policies.field_errors import ConfigError
+from policies.apis.field_errors import ConfigError
 from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.framework import ExtensionRegistry, FeatureSpec, QOSManager, builtin_strategies
 from scheduler_plugins.koordlet.states import Callbacks, CallbackTarget, CallbackType, NodeState

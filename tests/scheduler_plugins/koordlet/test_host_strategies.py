@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from cluster.store import ClusterStore
-from policies.kinds import NODE_METRIC_KIND
+from colocate.cluster.store import ClusterStore
+from policies.apis.kinds import NODE_METRIC_KIND
 from scheduler_plugins.koordlet.agent import Agent, AgentSettings
 from scheduler_plugins.koordlet.cgroups.executor import ResourceExecutor
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout

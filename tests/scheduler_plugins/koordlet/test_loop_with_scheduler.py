@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from cluster.client import api_client
-from cluster.store import ClusterStore
-from colocate.cli import main
-from policies.kinds import NODE_METRIC_KIND
+from colocate.cluster.client import api_client
+from colocate.cluster.store import ClusterStore
+from colocate.main import main
+from policies.apis.kinds import NODE_METRIC_KIND
 from scheduler_plugins.clock import format_time
 from scheduler_plugins.koordlet.agent import Agent, AgentSettings
 from scheduler_plugins.koordlet.features import koordlet_gates

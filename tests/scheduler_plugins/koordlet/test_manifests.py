@@ -10,8 +10,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from cli.parser import Parser
-from cluster.files import read_manifest_file
+from colocate.cli.parser import Parser
+from colocate.cluster.files import read_manifest_file
 from scheduler_plugins.koordlet.agent import watched_kinds
 from scheduler_plugins.koordlet.cli import register_commands
 from tests.support.kustomize import K8S_VERSION, only, render

@@ -10,9 +10,9 @@ import pytest
 
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
-from scheduler_plugins.koordlet.metrics.cache import MetricCache, percentile
-from scheduler_plugins.koordlet.metrics.collector import Collector, usage_from_cache
-from scheduler_plugins.koordlet.metrics.reporter import CollectPolicy, node_metric_status
+from scheduler_plugins.koordlet.metricsadvisor.cache import MetricCache, percentile
+from scheduler_plugins.koordlet.metricsadvisor.collector import Collector, usage_from_cache
+from scheduler_plugins.koordlet.metricsadvisor.reporter import CollectPolicy, node_metric_status
 from scheduler_plugins.koordlet.nodeslo import NodeSLO
 from scheduler_plugins.koordlet.states import NodeState
 from tests.support.builders import make_node, make_node_slo, make_pod, pod_uid
@@ -209,8 +209,8 @@ def test_the_status_clamps_negatives_leaves_out_the_unmeasured_and_clears_host_a
     """A counter that went backwards reports 0; a pod with only a memory sample reports only memory;
     with no host application left the merge-patched status still replaces the list; and the status
     reads back (`read_node_metric`) as the reading the reporter rendered it from."""
-    from policies.nodemetric import read_node_metric
-    from scheduler_plugins.koordlet.metrics.reporter import node_metric_reading
+    from policies.apis.nodemetric import read_node_metric
+    from scheduler_plugins.koordlet.metricsadvisor.reporter import node_metric_reading
 
     cache = MetricCache()
     cache.add("node/cpu", 100.0, -250.0)

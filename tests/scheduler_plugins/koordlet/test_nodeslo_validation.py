@@ -1,5 +1,5 @@
 """A NodeSLO is checked by the agent with the slo-controller-config rules the webhook applies to the
-ConfigMap (`policies/slo_config`): out-of-range values are refused, the last good NodeSLO stays in
+ConfigMap (`policies/apis/slo_config`): out-of-range values are refused, the last good NodeSLO stays in
 force, and the agent says so once per rejected object (log, `koordlet_node_slo_rejected_total`, a
 Warning Event on the NodeSLO)."""
 
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from cluster.store import ClusterStore
-from policies.field_errors import ConfigError
-from policies.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
+from colocate.cluster.store import ClusterStore
+from policies.apis.field_errors import ConfigError
+from policies.apis.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
 from scheduler_plugins.koordlet.agent import Agent, AgentSettings
 from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.nodeslo import NodeSLO

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from cluster.store import ClusterStore
-from policies.kinds import NODE_METRIC_KIND
+from colocate.cluster.store import ClusterStore
+from policies.apis.kinds import NODE_METRIC_KIND
 from scheduler_plugins.koordlet.agent import Agent, AgentSettings
 from scheduler_plugins.koordlet.cgroups import resources as r
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, ResourceExecutor

@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cluster.store import ClusterStore
-from policies.kinds import NODE_METRIC_KIND
+from colocate.cluster.store import ClusterStore
+from policies.apis.kinds import NODE_METRIC_KIND
 from scheduler_plugins.koordlet.agent import Agent, AgentSettings
 from scheduler_plugins.koordlet.command import directory_source
 from scheduler_plugins.koordlet.features import koordlet_gates

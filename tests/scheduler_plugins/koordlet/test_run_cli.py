@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from colocate.cli import main
+from colocate.main import main
 from tests.support.cluster import free_port
 from tests.support.paths import REPO
 from tests.support.wait import wait_for_sync
@@ -37,7 +37,7 @@ def test_dry_run_over_a_node_directory_writes_nothing_and_says_what_it_would(tmp
         [
             sys.executable,
             "-m",
-            "colocate.cli",
+            "colocate.main",
             "koordlet",
             "run",
             "--node-name",

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from cluster.store import ClusterStore
-from policies.kinds import NODE_METRIC_KIND
+from colocate.cluster.store import ClusterStore
+from policies.apis.kinds import NODE_METRIC_KIND
 from scheduler_plugins.koordlet.agent import Agent, AgentSettings
 from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.host import HostFiles, HostRoots, HostView

@@ -1,5 +1,5 @@
 """The koordlet's usage of a NodeMetric (`plan`, `colocate whatif`) comes from the one reading of
-the object (`policies.nodemetric.read_node_metric`); a NodeMetric the reading refuses is read
+the object (`policies.apis.nodemetric.read_node_metric`); a NodeMetric the reading refuses is read
 entry by entry, as the koordlet always read it."""
 
 from __future__ import annotations

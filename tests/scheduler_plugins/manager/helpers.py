@@ -9,8 +9,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from colocate.cli import build_parser
-from policies.timestamps import parse_time
+from colocate.main import build_parser
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import fixed_clock
 from scheduler_plugins.manager.cli import serve
 from scheduler_plugins.manager.reconciler import Round

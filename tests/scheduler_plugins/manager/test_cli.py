@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from colocate.cli import main
+from colocate.main import main
 from tests.support.paths import REPO
 
 EXAMPLE = REPO / "manifests" / "manager" / "example-cluster"

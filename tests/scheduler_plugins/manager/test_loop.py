@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from policies.kinds import NODE_METRIC_KIND
+from policies.apis.kinds import NODE_METRIC_KIND
 from scheduler_plugins.scheduler.extender.service import ExtenderService
 from tests.scheduler_plugins.manager.helpers import Manager, cluster, metric_value, node_status, prod_metric
 from tests.support.admission import make_snapshot, mutate

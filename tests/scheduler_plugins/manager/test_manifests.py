@@ -8,10 +8,10 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from cli.flags import bind_address
-from colocate.cli import build_parser
-from policies.slo_config import changed_documents
-from policies.slo_config.manager_config import load_manager_config
+from colocate.cli.flags import bind_address
+from colocate.main import build_parser
+from policies.admission.configmap import changed_documents
+from policies.apis.slo_config.manager_config import load_manager_config
 from scheduler_plugins.manager.cluster import WATCHED_KINDS
 from tests.support.kustomize import K8S_VERSION, only, render
 from tests.support.paths import REPO

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cluster.store import ClusterStore
-from policies.timestamps import parse_time
+from colocate.cluster.store import ClusterStore
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import fixed_clock
 from scheduler_plugins.manager.cluster import MANAGER_KINDS, snapshot_of
 from scheduler_plugins.manager.reconciler import Reconciler, SpecWrite, StatusWrite

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from cluster.store import ClusterStore
+from colocate.cluster.store import ClusterStore
 from scheduler_plugins.manager.cluster import MANAGER_KINDS, ManagerView
 from tests.scheduler_plugins.manager.helpers import prod_metric, slo_config
 from tests.support.builders import make_node

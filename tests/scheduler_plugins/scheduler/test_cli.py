@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from colocate.cli import main
+from colocate.main import main
 from tests.support.paths import REPO
 
 EXAMPLE = str(REPO / "manifests" / "scheduler" / "example-cluster")
@@ -235,7 +235,7 @@ def test_simulate_without_nodes_says_so_and_exits_2(capsys, tmp_path):
 async def test_simulate_and_explain_list_the_cluster_through_a_kubeconfig(capsys, api, kubeconfig, pod_file):
     import asyncio
 
-    from cluster.files import read_manifest_file
+    from colocate.cluster.files import read_manifest_file
 
     for path in sorted((REPO / "manifests" / "scheduler" / "example-cluster").glob("*.yaml")):
         for obj in read_manifest_file(path):

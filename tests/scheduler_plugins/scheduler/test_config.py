@@ -2,7 +2,7 @@
 
 import pytest
 
-from policies.field_errors import ConfigError
+from policies.apis.field_errors import ConfigError
 from scheduler_plugins.scheduler.framework.config import load_config, parse_config
 from scheduler_plugins.scheduler.registry import in_tree_registry
 from tests.support.paths import REPO

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies.timestamps import parse_time
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.config import load_config, parse_config
 from scheduler_plugins.scheduler.framework.scheduling import Scheduler
@@ -133,7 +133,7 @@ def test_next_pod_keeps_a_gang_together_in_the_queue():
 
 
 def test_coscheduling_args_are_validated_with_the_field_path():
-    from policies.field_errors import ConfigError
+    from policies.apis.field_errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"pluginConfig\[0\]\.args\.defaultTimeout"):
         parse_config(

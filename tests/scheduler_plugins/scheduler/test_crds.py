@@ -1,10 +1,10 @@
-"""The CRDs the scheduler reads are shipped, and agree with the one kind table (policies/kinds.py)."""
+"""The CRDs the scheduler reads are shipped, and agree with the one kind table (policies/apis/kinds.py)."""
 
 import pytest
 import yaml
 
-from cluster.files import read_manifest_file
-from policies.kinds import kind_named
+from colocate.cluster.files import read_manifest_file
+from policies.apis.kinds import kind_named
 from tests.support.paths import REPO
 
 CRDS = REPO / "manifests" / "crds"

@@ -47,7 +47,7 @@ class Extender:
         command = [
             sys.executable,
             "-m",
-            "colocate.cli",
+            "colocate.main",
             "scheduler",
             "extender",
             "--kubeconfig",

@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from policies.field_errors import ConfigError
+from policies.apis.field_errors import ConfigError
 from scheduler_plugins.scheduler.cluster.client import InMemoryClient
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.config import parse_config

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from cluster.files import read_manifest_file
+from colocate.cluster.files import read_manifest_file
 from scheduler_plugins.scheduler.cli import register_commands
 from scheduler_plugins.scheduler.cluster.sources import extender_kinds
 from scheduler_plugins.scheduler.extender.server import VERBS

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-import policies.nodemetric
-from cluster.store import ClusterStore
-from policies.timestamps import parse_time
+import policies.apis.nodemetric
+from colocate.cluster.store import ClusterStore
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.scheduler.cluster.state import SCHEDULER_KINDS, ClusterState
 from scheduler_plugins.scheduler.framework.columns import node_indexes
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
@@ -133,11 +133,11 @@ def test_an_expired_metric_still_filters_as_before() -> None:
 
 def _read(cluster: Cluster, name: str) -> bool:
     """Whether the NodeMetric the store holds for the node has been read: the one NodeMetric
-    reading (`policies.nodemetric.read_node_metric`) keeps each node's last reading with the
+    reading (`policies.apis.nodemetric.read_node_metric`) keeps each node's last reading with the
     status it read. Observed there rather than by patching the reader, which the compiled
     modules' callers would not see (docs/development.md)."""
     stored = cluster.store.get("NodeMetric", ("", name))
-    cached = policies.nodemetric._read_cache.get(name)
+    cached = policies.apis.nodemetric._read_cache.get(name)
     return stored is not None and cached is not None and cached[1] is stored.get("status")
 
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from colocate.cli import main
-from policies.field_errors import ConfigError
+from colocate.main import main
+from policies.apis.field_errors import ConfigError
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.preemption import Candidate, Victim, pick_one_node
 from scheduler_plugins.scheduler.framework.scheduling import Scheduler

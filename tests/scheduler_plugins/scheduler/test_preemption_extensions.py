@@ -5,8 +5,8 @@ or GPUs a victim holds are free once it is gone, and a victim that holds none is
 
 import json
 
-from colocate.cli import main
-from policies.devices import DEVICE_TYPE_GPU, DeviceAllocation, allocations_json
+from colocate.main import main
+from policies.apis.devices import DEVICE_TYPE_GPU, DeviceAllocation, allocations_json
 from scheduler_plugins.scheduler.extender.service import ExtenderService
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.scheduling import Scheduler

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from policies.timestamps import parse_time
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.config import load_config
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState

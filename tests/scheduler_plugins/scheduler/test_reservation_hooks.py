@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from cluster.files import load_directory
-from colocate.cli import main
+from colocate.cluster.files import load_directory
+from colocate.main import main
 from scheduler_plugins.scheduler.cluster.state import SCHEDULER_KINDS, ClusterState
 from scheduler_plugins.scheduler.framework.config import load_config, parse_config
 from scheduler_plugins.scheduler.framework.scheduling import Scheduler

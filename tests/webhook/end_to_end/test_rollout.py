@@ -7,7 +7,7 @@ import json
 import urllib.request
 from pathlib import Path
 
-from policies.kinds import kind_named
+from policies.apis.kinds import kind_named
 from tests.support.apiserver import ApiServer
 from tests.support.builders import make_pod, make_profile
 from tests.support.cluster import (

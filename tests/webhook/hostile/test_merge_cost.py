@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from policies.shape import MAX_NODES
+from policies.apis.shape import MAX_NODES
 from tests.support.admission import admit, make_snapshot, patched
 from tests.support.builders import make_pod, make_profile
 

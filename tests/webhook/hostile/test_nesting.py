@@ -93,8 +93,8 @@ def test_an_object_as_deep_as_allowed_passes_every_recursive_walk():
     explanation and an audit without a RecursionError (which would be a 500)."""
     import json as json_module
 
-    from policies.constants import ANNOTATION_ENFORCEMENT, ENFORCEMENT_WARN
-    from policies.shape import MAX_DEPTH
+    from policies.apis.constants import ANNOTATION_ENFORCEMENT, ENFORCEMENT_WARN
+    from policies.apis.shape import MAX_DEPTH
     from tests.support.admission import make_snapshot
     from tests.support.builders import make_profile
     from webhook.chain import request_for, run_chain

@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from colocate.cli import main
+from colocate.main import main
 from tests.support.admission import make_snapshot
 from tests.support.builders import make_pod, make_profile
 from tests.support.rollout import BATCH, NAMESPACES, REGISTRY, WEB, admitted, batch_pod, cluster, web_pod

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from cluster.client import api_client
-from cluster.files import read_manifest_file
-from colocate.cli import main
-from policies.kinds import kind_named
+from colocate.cluster.client import api_client
+from colocate.cluster.files import read_manifest_file
+from colocate.main import main
+from policies.apis.kinds import kind_named
 from tests.support.admission import make_snapshot
 from tests.support.apiserver import ApiServer
 from tests.support.builders import KOORD_PRIORITY_CLASSES, make_profile

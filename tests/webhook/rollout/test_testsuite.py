@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from colocate.cli import main
+from colocate.main import main
 from tests.support.paths import REPO
 
 SAMPLE = REPO / "manifests" / "samples" / "tests"

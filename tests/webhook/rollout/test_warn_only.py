@@ -11,8 +11,8 @@ import jsonpatch
 import pytest
 import yaml
 
-from colocate.cli import main
-from policies.snapshot import ClusterSnapshot
+from colocate.main import main
+from policies.admission.snapshot import ClusterSnapshot
 from tests.support.admission import admission_review, make_snapshot
 from tests.support.builders import make_container, make_namespace, make_pod, make_profile, make_reservation
 from tests.webhook.conftest import RunningServer

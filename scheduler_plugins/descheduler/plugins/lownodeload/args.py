@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Final
 
-from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
-from policies.field_errors import ConfigError, Fields
-from policies.selectors import LabelSelector
+from policies.apis.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.apis.field_errors import ConfigError, Fields
+from policies.apis.selectors import LabelSelector
 from scheduler_plugins.descheduler.framework.config import check_fields, selector
 
 NAME: Final = "LowNodeLoad"

@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from policies.constants import ANNOTATION_RAW_ALLOCATABLE, RESOURCE_MEMORY, RESOURCE_PODS, PriorityClass
-from policies.nodemetric import read_node_metric
-from policies.objects import annotations_of, name_of, spec_of
-from policies.qos import defaulted_priority_class
-from policies.quantity import QuantityError, resource_list
-from policies.timestamps import parse_time
+from policies.apis.constants import ANNOTATION_RAW_ALLOCATABLE, RESOURCE_MEMORY, RESOURCE_PODS, PriorityClass
+from policies.apis.nodemetric import read_node_metric
+from policies.apis.objects import annotations_of, name_of, spec_of
+from policies.apis.qos import defaulted_priority_class
+from policies.apis.quantity import QuantityError, resource_list
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.evictor import pod_key
 from scheduler_plugins.descheduler.plugins.lownodeload.args import NodePool, Thresholds
 

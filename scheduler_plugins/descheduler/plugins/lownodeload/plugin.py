@@ -13,11 +13,11 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from policies.constants import RESOURCE_PODS
-from policies.objects import labels_of, name_of, namespace_of, spec_of
-from policies.placement import SCHEDULING_EFFECTS, matches_node_selector_and_affinity, untolerated_taint
-from policies.quantity import QuantityError, resource_list
-from policies.resources import pod_resources
+from policies.apis.constants import RESOURCE_PODS
+from policies.apis.objects import labels_of, name_of, namespace_of, spec_of
+from policies.apis.placement import SCHEDULING_EFFECTS, matches_node_selector_and_affinity, untolerated_taint
+from policies.apis.quantity import QuantityError, resource_list
+from policies.apis.resources import pod_resources
 from scheduler_plugins.descheduler.framework.evictor import pod_key
 from scheduler_plugins.descheduler.framework.handle import Handle
 from scheduler_plugins.descheduler.framework.interfaces import SUCCESS, EvictOptions, Object, Status

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from policies.constants import ANNOTATION_EVICTION_COST, ANNOTATION_POD_DELETION_COST, KubernetesQoSClass, QoSClass
-from policies.constants import PriorityClass as PC
-from policies.objects import metadata_of
-from policies.qos import defaulted_priority_class, defaulted_qos_class, kubernetes_qos_class
-from policies.timestamps import parse_time
+from policies.apis.constants import ANNOTATION_EVICTION_COST, ANNOTATION_POD_DELETION_COST, KubernetesQoSClass, QoSClass
+from policies.apis.constants import PriorityClass as PC
+from policies.apis.objects import metadata_of
+from policies.apis.qos import defaulted_priority_class, defaulted_qos_class, kubernetes_qos_class
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.evictor import pod_key
 from scheduler_plugins.descheduler.plugins.evictable import cost_annotation, pod_priority
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from policies.constants import (
+from policies.apis.constants import (
     ANNOTATION_GANG_GROUPS,
     ANNOTATION_GANG_MIN_NUM,
     ANNOTATION_GANG_MODE,
@@ -28,7 +28,7 @@ from policies.constants import (
     LABEL_POD_GROUP,
     LABEL_POD_GROUP_LEGACY,
 )
-from policies.durations import parse_duration
+from policies.apis.durations import parse_duration
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
 MATCH_ONCE_SATISFIED: Final = "once-satisfied"

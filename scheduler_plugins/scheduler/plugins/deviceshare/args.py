@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from policies.constants import GPU_MEMORY, GPU_MEMORY_RATIO
-from policies.field_errors import ConfigError, Fields
+from policies.apis.constants import GPU_MEMORY, GPU_MEMORY_RATIO
+from policies.apis.field_errors import ConfigError, Fields
 from scheduler_plugins.scheduler.plugins.nodenumaresource.args import (
     LEAST_ALLOCATED,
     ScoringStrategy,

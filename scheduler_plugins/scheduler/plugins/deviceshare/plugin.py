@@ -28,14 +28,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from policies.constants import (
-    ANNOTATION_DEVICE_ALLOCATED,
-    DEVICE_KIND,
-    GPU_CORE,
-    GPU_MEMORY,
-    GPU_MEMORY_RATIO,
-)
-from policies.devices import (
+from policies.apis.constants import ANNOTATION_DEVICE_ALLOCATED, DEVICE_KIND, GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO
+from policies.apis.devices import (
     DEVICE_TYPE_GPU,
     FULL,
     DeviceAllocation,
@@ -44,7 +38,7 @@ from policies.devices import (
     allocations_of,
     devices_of,
 )
-from policies.objects import ensure_map
+from policies.apis.objects import ensure_map
 from scheduler_plugins.scheduler.framework.cycle_state import (
     MATCHED_RESERVATIONS,
     PRE_ALLOCATABLE,

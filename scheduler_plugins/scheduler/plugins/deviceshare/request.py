@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from policies.constants import GPU, GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO, GPU_SHARED, WHOLE_GPU_RESOURCES
-from policies.devices import FULL
+from policies.apis.constants import GPU, GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO, GPU_SHARED, WHOLE_GPU_RESOURCES
+from policies.apis.devices import FULL
 
 GPU_NAMES = frozenset({*WHOLE_GPU_RESOURCES, GPU, GPU_SHARED, GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO})
 _PERCENT_COMBINATIONS = (

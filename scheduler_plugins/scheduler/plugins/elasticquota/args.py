@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
-from policies.field_errors import ConfigError, Fields
-from policies.quantity import QuantityError, scalar_of
+from policies.apis.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.apis.field_errors import ConfigError, Fields
+from policies.apis.quantity import QuantityError, scalar_of
 
 DEFAULT_QUOTA_GROUP_MAX_VALUE: Final = 1844674407370955161  # MaxInt64 / 5, as Koordinator
 DEFAULT_QUOTA_GROUP_NAMESPACE: Final = "koordinator-system"

@@ -21,17 +21,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies.constants import (
+from policies.admission.elastic_quota.tree import QuotaInfo, allow_lent_resource, shared_weight
+from policies.admission.quota_index import QuotaIndex
+from policies.apis.constants import (
     DEFAULT_QUOTA_NAME,
     LABEL_QUOTA_IS_PARENT,
     LABEL_QUOTA_PREEMPTIBLE,
     ROOT_QUOTA_NAME,
     SYSTEM_QUOTA_NAME,
 )
-from policies.elastic_quota.tree import QuotaInfo, allow_lent_resource, shared_weight
-from policies.objects import labels_of
-from policies.quantity import Quantity, scalar_of
-from policies.quota_index import QuotaIndex
+from policies.apis.objects import labels_of
+from policies.apis.quantity import Quantity, scalar_of
 from scheduler_plugins.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from scheduler_plugins.scheduler.plugins.elasticquota.distribution import Share, distribute, scaled_mins
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from policies.constants import ELASTIC_QUOTA_KIND, LABEL_QUOTA_PREEMPTIBLE, ROOT_QUOTA_NAME
-from policies.quantity import scalar_text
+from policies.apis.constants import ELASTIC_QUOTA_KIND, LABEL_QUOTA_PREEMPTIBLE, ROOT_QUOTA_NAME
+from policies.apis.quantity import scalar_text
 from scheduler_plugins.scheduler.framework.cycle_state import MATCHED_RESERVATIONS, CycleState
 from scheduler_plugins.scheduler.framework.features import ELASTIC_QUOTA_GUARANTEE_USAGE
 from scheduler_plugins.scheduler.framework.handle import Handle

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from policies.constants import DEFAULT_QUOTA_NAME, LABEL_QUOTA_PREEMPTIBLE
+from policies.apis.constants import DEFAULT_QUOTA_NAME, LABEL_QUOTA_PREEMPTIBLE
 from scheduler_plugins.scheduler.framework.cycle_state import PREFILTER_REJECTED_BY, CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.preemption import ExtraFit

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from policies.constants import DEFAULT_QUOTA_NAME, ROOT_QUOTA_NAME, SYSTEM_QUOTA_NAME
-from policies.quantity import scalar_text
+from policies.apis.constants import DEFAULT_QUOTA_NAME, ROOT_QUOTA_NAME, SYSTEM_QUOTA_NAME
+from policies.apis.quantity import scalar_text
 from scheduler_plugins.scheduler.plugins.elasticquota.manager import QuotaManager
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from policies.constants import LABEL_QUOTA_PREEMPTIBLE, ROOT_QUOTA_NAME, SYSTEM_QUOTA_NAME
+from policies.apis.constants import LABEL_QUOTA_PREEMPTIBLE, ROOT_QUOTA_NAME, SYSTEM_QUOTA_NAME
 from scheduler_plugins.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from scheduler_plugins.scheduler.plugins.elasticquota.manager import QuotaManager
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector

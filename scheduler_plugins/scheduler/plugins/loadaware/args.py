@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
-from policies.field_errors import ConfigError, Fields, check_range
+from policies.apis.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.apis.field_errors import ConfigError, Fields, check_range
 
 DEFAULT_FILTER_EXPIRED_NODE_METRICS = True
 DEFAULT_NODE_METRIC_EXPIRATION_SECONDS = 180

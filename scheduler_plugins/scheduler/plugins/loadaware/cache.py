@@ -22,9 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies.constants import PriorityClass
-from policies.nodemetric import read_node_metric
-from policies.timestamps import parse_time
+from policies.apis.constants import PriorityClass
+from policies.apis.nodemetric import read_node_metric
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import Clock
 from scheduler_plugins.scheduler.plugins.loadaware.estimator import EstimationWindows
 from scheduler_plugins.scheduler.podinfo import PodInfo

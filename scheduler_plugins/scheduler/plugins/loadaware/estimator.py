@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from policies.constants import (
+from policies.apis.constants import (
     ANNOTATION_LOAD_SCALING_FACTORS,
     ANNOTATION_LOAD_SECONDS_AFTER_INITIALIZED,
     ANNOTATION_LOAD_SECONDS_AFTER_SCHEDULED,
@@ -23,8 +23,8 @@ from policies.constants import (
     RESOURCE_CPU,
     RESOURCE_MEMORY,
 )
-from policies.qos import translate_resource_name
-from policies.quantity import resource_list
+from policies.apis.qos import translate_resource_name
+from policies.apis.quantity import resource_list
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
 DEFAULT_MILLI_CPU = 250

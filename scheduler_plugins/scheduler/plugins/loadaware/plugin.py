@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from policies.constants import ANNOTATION_USAGE_THRESHOLDS, PriorityClass
-from policies.durations import parse_duration
+from policies.apis.constants import ANNOTATION_USAGE_THRESHOLDS, PriorityClass
+from policies.apis.durations import parse_duration
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import PreFilterResult

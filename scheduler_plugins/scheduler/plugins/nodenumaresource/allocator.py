@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from policies.cpuset import CPUInfo, CPUTopology
+from policies.apis.cpuset import CPUInfo, CPUTopology
 from scheduler_plugins.scheduler.plugins.nodenumaresource.args import FULL_PCPUS
 
 MOST_ALLOCATED_STRATEGY = "MostAllocated"

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from policies.constants import RESOURCE_CPU, RESOURCE_MEMORY
-from policies.field_errors import ConfigError, Fields, check_range
+from policies.apis.constants import RESOURCE_CPU, RESOURCE_MEMORY
+from policies.apis.field_errors import ConfigError, Fields, check_range
 
 FULL_PCPUS: Final = "FullPCPUs"
 SPREAD_BY_PCPUS: Final = "SpreadByPCPUs"

@@ -24,7 +24,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from policies.constants import (
+from policies.apis.constants import (
     ANNOTATION_RESOURCE_SPEC,
     ANNOTATION_RESOURCE_STATUS,
     LABEL_NODE_CPU_BIND_POLICY,
@@ -34,9 +34,9 @@ from policies.constants import (
     RESOURCE_CPU,
     RESOURCE_MEMORY,
 )
-from policies.cpuset import resource_status_of
-from policies.objects import ensure_map
-from policies.quantity import scalar_of
+from policies.apis.cpuset import resource_status_of
+from policies.apis.objects import ensure_map
+from policies.apis.quantity import scalar_of
 from scheduler_plugins.scheduler.framework.cycle_state import (
     MATCHED_RESERVATIONS,
     PRE_ALLOCATABLE,

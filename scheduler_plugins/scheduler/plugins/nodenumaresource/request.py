@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from policies.constants import (
+from policies.apis.constants import (
     ANNOTATION_NUMA_TOPOLOGY_SPEC,
     ANNOTATION_RESOURCE_SPEC,
     RESOURCE_CPU,
@@ -16,9 +16,9 @@ from policies.constants import (
     PriorityClass,
     QoSClass,
 )
-from policies.cpuset import NUMANodeResource, ResourceStatus, format_cpuset
-from policies.qos import raw_qos_class
-from policies.quantity import scalar_text
+from policies.apis.cpuset import NUMANodeResource, ResourceStatus, format_cpuset
+from policies.apis.qos import raw_qos_class
+from policies.apis.quantity import scalar_text
 from scheduler_plugins.scheduler.framework.status import SKIP, SUCCESS, Status, unresolvable
 from scheduler_plugins.scheduler.plugins.nodenumaresource.args import FULL_PCPUS, SPREAD_BY_PCPUS
 from scheduler_plugins.scheduler.plugins.nodenumaresource.topology import Allocation, NodeState

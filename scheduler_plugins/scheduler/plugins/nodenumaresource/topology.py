@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
-from policies.constants import ANNOTATION_NODE_RESERVATION, RESOURCE_CPU, RESOURCE_MEMORY
-from policies.cpuset import CPUSetError, CPUTopology, cpu_topology_of, parse_cpuset
-from policies.quantity import QuantityError, scalar_of
+from policies.apis.constants import ANNOTATION_NODE_RESERVATION, RESOURCE_CPU, RESOURCE_MEMORY
+from policies.apis.cpuset import CPUSetError, CPUTopology, cpu_topology_of, parse_cpuset
+from policies.apis.quantity import QuantityError, scalar_of
 from scheduler_plugins.scheduler.podinfo import Vector
 
 #: NUMA zone names in a NodeResourceTopology: `node-0`, `node-1`, ...

@@ -17,14 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policies.constants import (
+from policies.apis.constants import (
     ANNOTATION_EXACT_MATCH_RESERVATION,
     ANNOTATION_RESERVATION_AFFINITY,
     LABEL_RESERVATION_IGNORED,
     RESOURCE_PODS,
     TAINT_NODE_UNSCHEDULABLE,
 )
-from policies.placement import SCHEDULING_EFFECTS, term_matches_labels, tolerates
+from policies.apis.placement import SCHEDULING_EFFECTS, term_matches_labels, tolerates
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.plugins.noderesourcesfit import DEFAULT_MAX_PODS
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector

@@ -29,7 +29,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from policies.constants import (
+from policies.apis.constants import (
     ANNOTATION_PRE_ALLOCATION,
     ANNOTATION_RESERVATION_ALLOCATED,
     ANNOTATION_RESERVATION_NAME,

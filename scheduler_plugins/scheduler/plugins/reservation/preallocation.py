@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from policies.constants import ANNOTATION_RESERVATION_ALLOCATED, LABEL_PRE_ALLOCATION_REQUIRED
+from policies.apis.constants import ANNOTATION_RESERVATION_ALLOCATED, LABEL_PRE_ALLOCATION_REQUIRED
 from scheduler_plugins.scheduler.framework.handle import ClientError, Handle
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, error, unschedulable

@@ -1,7 +1,7 @@
 """Quota admission through the scheduling loop, as pods arrive and finish (Koordinator's
 `elasticquota/plugin.go` PreFilter)."""
 
-from cluster.store import ClusterStore
+from colocate.cluster.store import ClusterStore
 from scheduler_plugins.scheduler.cluster.state import SCHEDULER_KINDS, ClusterState
 from scheduler_plugins.scheduler.framework.config import parse_config
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState

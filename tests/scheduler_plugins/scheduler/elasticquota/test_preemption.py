@@ -3,7 +3,7 @@ pods, and takes back what it lent (`pkg/scheduler/plugins/elasticquota/preempt_t
 `TestPostFilter`, `TestCanPreempt`; `quota_overuse_revoke_test.go`
 `TestQuotaOverUsedRevokeController_GetToRevokePodList`, `TestQuotaOverUsedGroupMonitor_Monitor`)."""
 
-from cluster.store import ClusterStore
+from colocate.cluster.store import ClusterStore
 from scheduler_plugins.scheduler.cluster.state import SCHEDULER_KINDS, ClusterState
 from scheduler_plugins.scheduler.framework.config import parse_config
 from scheduler_plugins.scheduler.framework.scheduling import Scheduler

@@ -2,7 +2,7 @@
 
 import json
 
-from colocate.cli import main
+from colocate.main import main
 from tests.support.builders import make_node, make_pod, make_quota
 from tests.support.paths import REPO
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from policies.cpuset import CPUSetError, cpu_topology_of, format_cpuset, parse_cpuset, resource_status_of
+from policies.apis.cpuset import CPUSetError, cpu_topology_of, format_cpuset, parse_cpuset, resource_status_of
 from scheduler_plugins.scheduler.plugins.nodenumaresource.allocator import allocate
 from tests.scheduler_plugins.scheduler.nodenumaresource.topologies import make_nrt
 from tests.support.builders import make_pod

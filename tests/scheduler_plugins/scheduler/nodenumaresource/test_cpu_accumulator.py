@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.cpuset import CPUInfo, CPUTopology, parse_cpuset
+from policies.apis.cpuset import CPUInfo, CPUTopology, parse_cpuset
 from scheduler_plugins.scheduler.plugins.nodenumaresource.allocator import allocate
 
 

@@ -1,0 +1,71 @@
+"""What a long-running cluster component (the descheduler, the manager) does around its rounds:
+wait until its view of the cluster has been listed once, and hold its Lease while it runs.
+
+Both are awaited, never polled: a view calls `on_synced` from the store's thread once every kind is
+listed, and the elector is asked again every `retry_period`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from prometheus_client import Gauge
+
+from colocate.cluster.leader import LeaseElector
+
+log = logging.getLogger(__name__)
+
+
+class SyncedView(Protocol):
+    """A view of the store that says when every kind has been listed once."""
+
+    on_synced: Callable[[], None] | None
+
+    @property
+    def synced(self) -> bool: ...
+
+
+async def wait_synced(view: SyncedView) -> None:
+    """Until every kind of `view` has been listed once."""
+    loop, synced = asyncio.get_running_loop(), asyncio.Event()
+
+    def notify() -> None:
+        loop.call_soon_threadsafe(synced.set)
+
+    view.on_synced = notify
+    if view.synced:
+        synced.set()
+    await synced.wait()
+
+
+async def keep_leading(
+    elector: LeaseElector,
+    retry_period: float,
+    leading: asyncio.Event,
+    gauge: Gauge,
+    renew_deadline: float | None = None,
+) -> None:
+    """Acquire and renew the lease every `retry_period`; `leading` is set, and `gauge` is 1, while we
+    hold it. An API server that cannot be reached means we cannot know we still lead: we stop —
+    at once, or, with `renew_deadline` (client-go's `renewDeadline`, shorter than the lease), once
+    no renewal has succeeded for that long; meanwhile the lease we wrote still holds the others off.
+    A lease another holder has taken stops us at once."""
+    loop = asyncio.get_running_loop()
+    renewed = loop.time()
+    while True:
+        try:
+            leader = await asyncio.to_thread(elector.try_acquire_or_renew)
+            if leader:
+                renewed = loop.time()
+        except Exception as exc:  # noqa: BLE001 - unreachable, refused: either way not known to lead
+            within = renew_deadline is not None and loop.time() - renewed < renew_deadline
+            leader = leading.is_set() and within
+            log.warning("leader election failed%s: %s", " (still within renewDeadline)" if leader else "", exc)
+        if leader != leading.is_set():
+            log.info("%s the lease %s/%s", "acquired" if leader else "lost", elector.namespace, elector.name)
+        (leading.set if leader else leading.clear)()
+        gauge.set(1 if leader else 0)
+        await asyncio.sleep(retry_period)

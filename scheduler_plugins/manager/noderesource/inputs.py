@@ -1,0 +1,458 @@
+"""What one node's calculation reads, extracted once from the objects.
+
+`NodeInput` (the Node and its pods), `MetricInput` (its NodeMetric) and `ZoneInput` (its
+NodeResourceTopology) are plain frozen values; `Res` is `(cpu milli-cores, memory milli-bytes)`.
+The Go-faithful float helpers (`multiply_value`, `multiply_milli`) are here because every
+calculation scales capacities the same truncating way (`pkg/util/resource.go` MultiplyQuant).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Final
+
+from policies.apis.constants import (
+    ANNOTATION_NODE_RESERVATION,
+    BATCH_CPU,
+    BATCH_MEMORY,
+    MID_CPU,
+    MID_MEMORY,
+    RESOURCE_CPU,
+    RESOURCE_MEMORY,
+    PriorityClass,
+    QoSClass,
+)
+from policies.apis.cpuset import CPUSetError, parse_cpuset, resource_status_of
+from policies.apis.nodemetric import read_node_metric
+from policies.apis.objects import annotations_of, name_of, namespace_of
+from policies.apis.qos import defaulted_priority_class, defaulted_qos_class
+from policies.apis.quantity import Quantity, QuantityError, QuantityFormat
+from policies.apis.resources import pod_resources
+from policies.apis.timestamps import parse_time
+
+Res = tuple[int, int]
+ZERO: Final[Res] = (0, 0)
+ACTIVE_PHASES: Final = frozenset({"Running", "Pending"})
+#: `GetDefaultPriorityByPriorityClass`
+DEFAULT_PRIORITY: Final[Mapping[str, int]] = {
+    PriorityClass.PROD: 9500,
+    PriorityClass.MID: 7500,
+    PriorityClass.BATCH: 5500,
+    PriorityClass.FREE: 3500,
+}
+
+
+def add(a: Res, b: Res) -> Res:
+    return (a[0] + b[0], a[1] + b[1])
+
+
+def sub(a: Res, b: Res) -> Res:
+    return (a[0] - b[0], a[1] - b[1])
+
+
+def rmax(a: Res, b: Res) -> Res:
+    return (a[0] if a[0] > b[0] else b[0], a[1] if a[1] > b[1] else b[1])
+
+
+def clamp0(a: Res) -> Res:
+    return (a[0] if a[0] > 0 else 0, a[1] if a[1] > 0 else 0)
+
+
+def ceil_div(numerator: int, denominator: int) -> int:
+    return -((-numerator) // denominator)
+
+
+def value_of(milli: int) -> int:
+    """`Quantity.Value()`: whole units, rounded up."""
+    return ceil_div(milli, 1000)
+
+
+def multiply_milli(milli: int, factor: float) -> int:
+    """`MultiplyMilliQuant`: int64(float64(milli) × factor), in milli."""
+    return int(float(milli) * factor)
+
+
+def multiply_value(milli: int, factor: float) -> int:
+    """`MultiplyQuant`: int64(float64(Value()) × factor) whole units, returned in milli."""
+    return int(float(value_of(milli)) * factor) * 1000
+
+
+@lru_cache(maxsize=4096, typed=True)
+def _milli_of(raw: str | int | float) -> int:
+    return Quantity.parse(raw).milli_value()
+
+
+def _milli(raw: object) -> int:
+    """Raises QuantityError on what is not a quantity (cached by text: capacities repeat)."""
+    if isinstance(raw, (str, int, float)):
+        return _milli_of(raw)
+    return Quantity.parse(raw).milli_value()
+
+
+@lru_cache(maxsize=4096, typed=True)
+def _lenient_milli_of(raw: str | int | float) -> int:
+    try:
+        return Quantity.parse(raw).milli_value()
+    except QuantityError:
+        return 0
+
+
+def lenient_milli(raw: object) -> int:
+    """The quantity in thousandths, 0 when it is not one (what the update rule compares; cached by
+    text: the values repeat)."""
+    if isinstance(raw, (str, int, float)):
+        return _lenient_milli_of(raw)
+    try:
+        return Quantity.parse(raw).milli_value()
+    except QuantityError:
+        return 0
+
+
+def res_of(raw: Mapping[str, Any] | None) -> Res:
+    """cpu and memory of a ResourceList in milli; absent or malformed entries count 0."""
+    if not isinstance(raw, Mapping):
+        return ZERO
+    amounts = []
+    for name in (RESOURCE_CPU, RESOURCE_MEMORY):
+        try:
+            amounts.append(_milli(raw[name]) if name in raw else 0)
+        except QuantityError:
+            amounts.append(0)
+    return (amounts[0], amounts[1])
+
+
+def res_of_scalars(amounts: Mapping[str, int] | None) -> Res:
+    """A NodeMetric reading's scalars (millicores, bytes) in milli."""
+    if not amounts:
+        return ZERO
+    return (amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0) * 1000)
+
+
+#: the classes below prod, as plain text (what `prod_request` leaves out)
+NOT_PROD: Final = frozenset({str(PriorityClass.MID), str(PriorityClass.BATCH), str(PriorityClass.FREE)})
+
+
+@dataclass(frozen=True, slots=True)
+class PodInput:
+    """One pod on the node: whether it counts (Running/Pending), its classes, request and NUMA binding."""
+
+    key: str  # namespace/name
+    active: bool
+    priority: str
+    qos: str
+    request: Res
+    numa_nodes: tuple[int, ...] = ()
+
+
+class MetricInput:
+    """The NodeMetric's status as the calculations read it; `update_time` in epoch seconds.
+
+    A value (`Final` attributes), written as a plain class rather than a frozen dataclass: one is
+    made per node and round (see `update.Decision`)."""
+
+    __slots__ = (
+        "update_time",
+        "has_node_metric",
+        "node_usage",
+        "system_usage",
+        "pods",
+        "host_applications",
+        "prod_reclaimable",
+    )
+
+    def __init__(
+        self,
+        update_time: float | None,
+        has_node_metric: bool,
+        node_usage: Res | None,
+        system_usage: Res,
+        pods: Mapping[str, tuple[str, Res]],
+        host_applications: tuple[tuple[str, Res], ...] = (),
+        prod_reclaimable: Res | None = None,
+    ) -> None:
+        self.update_time: Final = update_time
+        self.has_node_metric: Final = has_node_metric
+        #: None unless nodeUsage has both cpu and memory
+        self.node_usage: Final = node_usage
+        self.system_usage: Final = system_usage
+        #: namespace/name -> (priority of the metric, usage)
+        self.pods: Final = pods
+        self.host_applications: Final = host_applications
+        self.prod_reclaimable: Final = prod_reclaimable
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneInput:
+    """One NodeResourceTopology zone: its name and cpu/memory allocatable (None when it lists neither)."""
+
+    name: str
+    allocatable: Res
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInput:
+    """What the calculations read of the Node and its pods (`node_input_source` says which parts of
+    the Node: a status write of the batch and mid resources leaves them as they were)."""
+
+    name: str
+    capacity: Res
+    allocatable: Res
+    memory_format: QuantityFormat
+    reservation: Res | None  # the node.koordinator.sh/reservation annotation, None when absent or unusable
+    pods: tuple[PodInput, ...] = field(default=())
+    #: capacity − allocatable (never negative), derived once: every calculation reads it
+    kubelet_reserved: Res = field(init=False)
+    #: max(kubelet reservation, annotation reservation), per resource
+    reserved: Res = field(init=False)
+    #: the keys of the active (Running/Pending) pods, whose metrics are not dangling
+    active_keys: frozenset[str] = field(init=False)
+    #: Σ request of the active prod pods (neither mid, batch nor free): the mid calculation's
+    #: prod request, which depends on the pods alone (a NodeInput is kept while they are the same)
+    prod_request: Res = field(init=False)
+    #: (key, request cpu, request memory, is LSE) of the active pods above batch priority, and Σ of
+    #: their requests: what the node-level HP sums read of the pods (`batch.hp_sums`)
+    hp_pods: tuple[tuple[str, int, int, bool], ...] = field(init=False)
+    hp_request: Res = field(init=False)
+
+    def __post_init__(self) -> None:
+        kubelet = clamp0(sub(self.capacity, self.allocatable))
+        object.__setattr__(self, "kubelet_reserved", kubelet)
+        object.__setattr__(self, "reserved", rmax(kubelet, self.reservation or ZERO))
+        object.__setattr__(self, "active_keys", frozenset(p.key for p in self.pods if p.active))
+        cpu = memory = hp_cpu = hp_memory = 0
+        hp_pods = []
+        for pod in self.pods:
+            if not pod.active:
+                continue
+            if pod.priority not in NOT_PROD:
+                cpu += pod.request[0]
+                memory += pod.request[1]
+            if pod.priority not in LOW_PRIORITIES:
+                hp_pods.append((pod.key, pod.request[0], pod.request[1], is_lse(pod.qos)))
+                hp_cpu += pod.request[0]
+                hp_memory += pod.request[1]
+        object.__setattr__(self, "prod_request", (cpu, memory))
+        object.__setattr__(self, "hp_pods", tuple(hp_pods))
+        object.__setattr__(self, "hp_request", (hp_cpu, hp_memory))
+
+
+#: the node's batch and mid resources, as the manager writes them
+EXTENDED: Final = (BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRead:
+    """The sections of a Node object a plan reads, and its current batch/mid texts (shared: read them)."""
+
+    name: str
+    labels: Mapping[str, Any]
+    annotations: Mapping[str, Any]
+    status: Mapping[str, Any]
+    #: `status.allocatable`'s batch and mid resources as text
+    current: Mapping[str, str]
+    #: the same in thousandths (`lenient_milli`: what the update rule compares them by)
+    current_milli: Mapping[str, int]
+    #: whether the status has capacity and allocatable (else nothing may be written)
+    writable: bool
+
+
+def read_node(node: Mapping[str, Any]) -> NodeRead:
+    meta = node.get("metadata") or {}
+    status = node.get("status") or {}
+    allocatable = status.get("allocatable") or {}
+    return NodeRead(
+        name=str(meta.get("name") or ""),
+        labels=meta.get("labels") or {},
+        annotations=meta.get("annotations") or {},
+        status=status,
+        current={name: str(allocatable[name]) for name in EXTENDED if name in allocatable},
+        current_milli={name: lenient_milli(allocatable[name]) for name in EXTENDED if name in allocatable},
+        writable="capacity" in status and "allocatable" in status and status.get("capacity") is not None,
+    )
+
+
+def reservation_of(annotations: Mapping[str, str]) -> Res | None:
+    """`GetNodeReservationFromAnnotation`: resources, with `reservedCPUs` counting CPUs for cpu."""
+    text = annotations.get(ANNOTATION_NODE_RESERVATION)
+    if not text:
+        return None
+    try:
+        raw = json.loads(text)
+        if not isinstance(raw, dict):
+            return None
+        resources = raw.get("resources")
+        cpu, memory = res_of(resources) if isinstance(resources, Mapping) else ZERO
+        cpus = raw.get("reservedCPUs") or ""
+        if cpus:
+            cpu = len(parse_cpuset(str(cpus))) * 1000
+    except (ValueError, CPUSetError):
+        return None
+    return (cpu, memory)
+
+
+def _sum_requests(pod: Mapping[str, Any]) -> Res:
+    try:
+        total = pod_resources(pod, "requests", _quantities)
+    except (QuantityError, TypeError):
+        return ZERO
+    return (
+        total[RESOURCE_CPU].milli_value() if RESOURCE_CPU in total else 0,
+        total[RESOURCE_MEMORY].milli_value() if RESOURCE_MEMORY in total else 0,
+    )
+
+
+def _quantities(raw: Any) -> dict[str, Quantity]:
+    if not isinstance(raw, Mapping):
+        return {}
+    return {k: Quantity.parse(v) for k, v in raw.items() if k in (RESOURCE_CPU, RESOURCE_MEMORY)}
+
+
+def pod_input(pod: Mapping[str, Any]) -> PodInput:
+    status = pod.get("status") or {}
+    qos = defaulted_qos_class(pod)
+    numa = tuple(r.node for r in resource_status_of(pod).numa_node_resources)
+    return PodInput(
+        key=f"{namespace_of(pod) or 'default'}/{name_of(pod)}",
+        active=status.get("phase") in ACTIVE_PHASES,
+        priority=str(defaulted_priority_class(pod, qos)),
+        qos=str(qos),
+        request=_sum_requests(pod),
+        numa_nodes=numa,
+    )
+
+
+def _format_of(raw: object) -> QuantityFormat:
+    try:
+        return Quantity.parse(raw).format
+    except QuantityError:
+        return QuantityFormat.BINARY_SI
+
+
+def node_input(
+    node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], pod_inputs: tuple[PodInput, ...] | None = None
+) -> NodeInput:
+    """`pod_inputs`: the pods' inputs when the caller kept them (`memo.PlanMemo`), else read here.
+    Reads of the Node only what `node_input_source` lists."""
+    status = node.get("status") or {}
+    capacity = status.get("capacity") or {}
+    return NodeInput(
+        name=name_of(node),
+        capacity=res_of(capacity),
+        allocatable=res_of(status.get("allocatable")),
+        memory_format=_format_of(capacity.get(RESOURCE_MEMORY, "0")),
+        reservation=reservation_of(annotations_of(node)),
+        pods=pod_inputs if pod_inputs is not None else tuple(pod_input(p) for p in pods),
+    )
+
+
+_ABSENT: Final = object()
+
+
+def _cpu_and_memory(raw: object) -> tuple[object, ...] | None:
+    """A ResourceList's cpu and memory entries with their types (None when it is no mapping)."""
+    if not isinstance(raw, Mapping):
+        return None
+    cpu, memory = raw.get(RESOURCE_CPU, _ABSENT), raw.get(RESOURCE_MEMORY, _ABSENT)
+    return (type(cpu), cpu, type(memory), memory)
+
+
+def node_input_source(node: Mapping[str, Any]) -> tuple[object, ...]:
+    """The parts of the Node `node_input` reads (its name, the cpu and memory of its capacity and
+    allocatable, its reservation annotation): Nodes whose sources are equal give equal inputs for
+    the same pods. A status write of the batch and mid resources, or an annotation write of
+    others, leaves the source as it was."""
+    status = node.get("status") or {}
+    return (
+        name_of(node),
+        _cpu_and_memory(status.get("capacity") or {}),
+        _cpu_and_memory(status.get("allocatable")),
+        annotations_of(node).get(ANNOTATION_NODE_RESERVATION, _ABSENT),
+    )
+
+
+@lru_cache(maxsize=256)
+def _update_time(text: str | None) -> float | None:
+    """`parse_time`, cached by text: the koordlets of a cluster report at the same few instants."""
+    return parse_time(text)
+
+
+def metric_input(metric: Mapping[str, Any] | None) -> MetricInput | None:
+    """The NodeMetric's status, or None without a NodeMetric; raises QuantityError on a bad quantity."""
+    if metric is None:
+        return None
+    reading = read_node_metric(metric)
+    usage = reading.node_usage
+    # `res_of_scalars`, inlined: this runs for every node (and every pod of it), every round
+    node_usage = (
+        (usage[RESOURCE_CPU], usage[RESOURCE_MEMORY] * 1000)
+        if usage and RESOURCE_CPU in usage and RESOURCE_MEMORY in usage
+        else None
+    )
+    pods: dict[str, tuple[str, Res]] = {}
+    for pod in reading.pods:
+        amounts = pod.usage
+        pods[pod.key] = (
+            pod.priority,
+            (amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0) * 1000) if amounts else ZERO,
+        )
+    system = reading.system_usage
+    hosts = reading.host_applications
+    reclaimable = reading.prod_reclaimable
+    return MetricInput(
+        _update_time(reading.update_time),
+        reading.has_node_metric,
+        node_usage,
+        (system.get(RESOURCE_CPU, 0), system.get(RESOURCE_MEMORY, 0) * 1000) if system else ZERO,
+        pods,
+        tuple((app.priority, res_of_scalars(app.usage)) for app in hosts) if hosts else (),
+        res_of_scalars(reclaimable) if reclaimable is not None else None,
+    )
+
+
+def zones_of(nrt: Mapping[str, Any] | None) -> tuple[ZoneInput, ...]:
+    """The NRT's zones when some zone lists cpu or memory (`isNRTResourcesCreated`), else ()."""
+    if not isinstance(nrt, Mapping):
+        return ()
+    zones = nrt.get("zones") or []
+    found = False
+    out = []
+    for zone in zones:
+        alloc: dict[str, Any] = {}
+        for info in zone.get("resources") or []:
+            if info.get("name") in (RESOURCE_CPU, RESOURCE_MEMORY):
+                found = True
+                alloc[info["name"]] = info.get("allocatable", "0")
+        out.append(ZoneInput(str(zone.get("name") or ""), res_of(alloc)))
+    return tuple(out) if found else ()
+
+
+def hp_host_usage(metric: MetricInput, than: str) -> Res:
+    """Σ usage of host applications whose class' default priority is above `than`'s (`GetHostAppHPUsed`)."""
+    if not metric.host_applications:
+        return ZERO
+    floor = DEFAULT_PRIORITY.get(than, 0)
+    total = ZERO
+    for priority, usage in metric.host_applications:
+        if DEFAULT_PRIORITY.get(priority, 0) > floor:
+            total = add(total, usage)
+    return total
+
+
+#: the batch and free classes, as plain text (a set of `str` hashes and compares in C)
+LOW_PRIORITIES: Final = frozenset({str(PriorityClass.BATCH), str(PriorityClass.FREE)})
+
+
+def is_low_priority(priority: str) -> bool:
+    return priority in LOW_PRIORITIES
+
+
+def is_lse(qos: str) -> bool:
+    return qos == QoSClass.LSE
+
+
+def finite(value: float) -> bool:
+    return not (math.isnan(value) or math.isinf(value))
