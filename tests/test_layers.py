@@ -34,7 +34,7 @@ def test_a_contract_breaks_when_policies_imports_io(tmp_path: Path) -> None:
     """The allowlist is live: a copy of the tree where policies imports `socket` fails it."""
     copy = tmp_path / "repo"
     shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(".venv", ".git", "tests", "__pycache__", "manifests"))
-    with (copy / "policies" / "kinds.py").open("a") as kinds:
+    with (copy / "policies" / "apis" / "kinds.py").open("a") as kinds:
         kinds.write("\nimport socket  # noqa\n")
     result = subprocess.run([lint_imports(), "--no-cache"], cwd=copy, capture_output=True, text=True, timeout=120)
     assert result.returncode != 0 and "policies.apis.kinds imports socket" in result.stdout
@@ -65,3 +65,15 @@ def test_an_import_under_type_checking_counts_for_the_contracts(tmp_path: Path) 
         result.returncode != 0
         and "No cycles are allowed in scheduler_plugins.scheduler.plugins.loadaware" in result.stdout
     )
+
+
+def test_an_inner_layer_contract_breaks_when_a_module_imports_upwards(tmp_path: Path) -> None:
+    """Each component's inner order is a contract: the scheduler's framework importing its
+    extender (the HTTP adapter above it) fails the scheduler's layers, by name."""
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(".venv", ".git", "tests", "__pycache__", "manifests"))
+    with (copy / "scheduler_plugins/scheduler/framework/__init__.py").open("a") as framework:
+        framework.write("\nimport scheduler_plugins.scheduler.extender  # noqa\n")
+    result = subprocess.run([lint_imports(), "--no-cache"], cwd=copy, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "scheduler: cli > extender" in result.stdout and "BROKEN" in result.stdout

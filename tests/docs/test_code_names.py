@@ -190,7 +190,7 @@ def test_every_code_name_a_page_mentions_exists(page: Path) -> None:
         "_no_such_helper",
         "Framework.run_reserve_to_bind",
         "policies.apis.resources.no_such_function",
-        "cli/no_such_module.py",
+        "colocate/cli/no_such_module.py",
         "warm_up_everything()",
         "SnapshotIndexer",
     ],
