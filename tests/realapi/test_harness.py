@@ -1,18 +1,20 @@
 """The harness itself, against the real API server as a user would see it: namespaces and Pods,
-a CRD of ours Established and enforcing its schema, an API server restart, and the lazily started
-kube-controller-manager and kube-scheduler (tests/support/realapi.py)."""
+a CRD of ours Established and enforcing its schema, a webhook registered by URL, an API server
+restart, and the lazily started kube-controller-manager and kube-scheduler (tests/support/realapi.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from colocate.cluster.rest import ApiError, call
 from tests.support.paths import REPO
-from tests.support.realapi import ControlPlane, RealApi
+from tests.support.realapi import RUN_LABEL, ControlPlane, RealApi
 from tests.support.realapi_process import Component
+from tests.support.served import Served
 from tests.support.wait import wait_for_sync
 
 pytestmark = pytest.mark.realapi
@@ -117,3 +119,29 @@ def test_a_scheduler_with_the_tests_configuration_binds_a_pod(
         assert bound == node
     finally:
         realapi.core.delete_node(node)
+
+
+def test_a_webhook_registered_by_url_mutates_pods_the_server_admits(
+    realapi: RealApi, realapi_namespace: str, tmp_path: Path
+) -> None:
+    realapi.apply_file(REPO / "manifests" / "cluster" / "priorityclasses.yaml")
+    webhook = Served(tmp_path).wait_ready()  # `colocate serve` with the example profiles, in its own process
+    name = "harness.colocate.test"
+    realapi.register_webhook(
+        name,
+        url=f"https://127.0.0.1:{webhook.port}/mutate-pod",
+        ca_bundle=(webhook.certs / "ca.crt").read_bytes(),
+        rules=[{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}],
+        namespaceSelector={"matchLabels": {RUN_LABEL: realapi.run_id}},
+    )
+    try:
+        labelled = pod("ls")
+        labelled["metadata"]["labels"] = {"colocate.example.com/tier": "latency-sensitive"}
+        stored = realapi.apply([labelled], realapi_namespace)[0]
+    finally:
+        realapi.delete("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", name)
+        webhook.stop()
+
+    assert stored["metadata"]["labels"]["koordinator.sh/qosClass"] == "LS"
+    assert stored["spec"]["priorityClassName"] == "koord-prod"
+    assert stored["spec"]["priority"] == 9000

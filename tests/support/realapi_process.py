@@ -1,6 +1,7 @@
 """Control-plane processes for the tests: started on loopback, logged to a file, never left behind.
 
-A child gets SIGTERM when the pytest process dies however it dies (`PR_SET_PDEATHSIG`), it runs in
+A child gets SIGKILL when the pytest process dies however it dies (`PR_SET_PDEATHSIG`: a SIGTERM
+would leave kube-apiserver waiting on an etcd that died with it), it runs in
 its own session so that a Ctrl-C reaches pytest (which stops it in order) rather than tearing the
 control plane down under a test, and `atexit` kills whatever is still running.
 """
@@ -30,9 +31,9 @@ def free_port() -> int:
 
 
 def _die_with_parent() -> None:
-    """Run in the child before exec: SIGTERM when pytest exits, even if it is killed."""
+    """Run in the child before exec: SIGKILL when pytest exits, even if it is killed."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class Component:
