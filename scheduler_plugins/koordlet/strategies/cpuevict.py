@@ -21,26 +21,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from policies.apis.constants import BATCH_CPU, MID_CPU, RESOURCE_CPU, PriorityClass, QoSClass
+from policies.apis.constants import BATCH_CPU, RESOURCE_CPU, QoSClass
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.nodeslo import CPU_EVICT_POLICY_ALLOCATABLE, ThresholdStrategy
-from scheduler_plugins.koordlet.pods import PodView, every_pod_view
+from scheduler_plugins.koordlet.pods import PodView
 from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, StrategyOptions, StrategyResult
 from scheduler_plugins.koordlet.strategies.victims import (
-    DEFAULT_ALLOCATABLE_LOWER,
-    DEFAULT_ALLOCATABLE_THRESHOLD,
-    MAX_ALLOCATABLE_EVICT_PRIORITY,
-    Amounts,
+    TARGET_REQUEST,
+    TARGET_USED,
+    AllocatableLimits,
     EvictTask,
+    allocatable_task,
     by_eviction_then_priority,
     kill_and_evict,
     release_for,
 )
 
 NAME = "CPUEvict"
-TARGET_REQUEST, TARGET_USED = "podResourceRequest", "podUsed"
-#: ReverseResourceNameMap: the band whose pods free an extended resource
-_BAND_OF = {BATCH_CPU: PriorityClass.BATCH, MID_CPU: PriorityClass.MID}
 
 
 def be_release_milli(usage: int, request: int, limit: int, upper: int, lower: int, usage_threshold: int) -> int:
@@ -64,29 +61,6 @@ def be_victims(pods: list[PodView], used: Callable[[PodView], int]) -> list[PodV
         return used(pod) / request if request > 0 else 0.0
 
     return sorted(pods, key=lambda p: (p.priority, -share(p)))
-
-
-def allocatable_release(
-    pods: list[PodView], allocatable: dict[str, int], priority_limit: int, threshold: int, lower: int
-) -> Amounts:
-    """calculateMilliReleaseByAllocatableThresholdPercent: per resource the pods at or below
-    `priority_limit` request (mid-cpu, batch-cpu, or cpu for the other bands), what to release: the
-    whole request where the node offers none of it, else what passes `lower` % of the allocatable
-    once the requests pass `threshold` %."""
-    requested: Amounts = {}
-    for pod in pods:
-        if pod.priority_value > priority_limit:
-            continue
-        name, amount = pod.typed_request(RESOURCE_CPU)
-        requested[name] = requested.get(name, 0) + amount
-    release: Amounts = {}
-    for name, amount in requested.items():
-        total = allocatable.get(name, 0)
-        if total <= 0:
-            release[name] = amount
-        elif amount * 100 > threshold * total:
-            release[name] = int(amount - lower / 100 * total)
-    return release
 
 
 class CPUEvict:
@@ -153,43 +127,12 @@ class CPUEvict:
         ]
 
     def _allocatable_task(self, inp: RoundInput, t: ThresholdStrategy) -> list[EvictTask]:
-        limit = t.allocatable_evict_priority_threshold
-        threshold = t.cpu_allocatable_evict_threshold_percent or DEFAULT_ALLOCATABLE_THRESHOLD
-        lower = t.cpu_allocatable_evict_lower_percent
-        if lower is None:
-            lower = DEFAULT_ALLOCATABLE_LOWER
-        if limit is None or limit > MAX_ALLOCATABLE_EVICT_PRIORITY or threshold < 0 or lower >= threshold:
-            return []
-        every_pod = list(every_pod_view(inp.state.pods, inp.layout))  # Koordinator sums every pod's requests
-        allocatable = {name: inp.node_amount("allocatable", name) for name in (RESOURCE_CPU, BATCH_CPU, MID_CPU)}
-        release = allocatable_release(every_pod, allocatable, limit, threshold, lower)
-        if not release:
-            return []
-        bands = {_BAND_OF[name] for name in release if name in _BAND_OF}
-
-        def freed(pod: PodView) -> Amounts:
-            if pod.priority_class not in bands:
-                return {}
-            name, amount = pod.typed_request(RESOURCE_CPU)
-            return {name: amount}
-
-        feature = features.CPU_ALLOCATABLE_EVICT
-        sampled = [p for p in inp.pods if p.key in inp.usage.pods]
-        shares = ", ".join(
-            f"{name} requests over {threshold}% of allocatable {allocatable.get(name, 0)}, releasing {amount}"
-            for name, amount in sorted(release.items())
-            if amount > 0
+        limits = AllocatableLimits(
+            t.allocatable_evict_priority_threshold,
+            t.cpu_allocatable_evict_threshold_percent,
+            t.cpu_allocatable_evict_lower_percent,
         )
-        return [
-            EvictTask(
-                feature,
-                shares,
-                by_eviction_then_priority(sampled, feature, limit, lambda p: p.typed_request(RESOURCE_CPU)[1]),
-                release,
-                TARGET_REQUEST,
-                freed,
-            )
-        ]
+        return allocatable_task(inp, features.CPU_ALLOCATABLE_EVICT, RESOURCE_CPU, limits)
 
     def _used_task(self, inp: RoundInput, t: ThresholdStrategy) -> list[EvictTask]:
         limit, threshold = t.evict_enabled_priority_threshold, t.cpu_evict_threshold_percent

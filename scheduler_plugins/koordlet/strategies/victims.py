@@ -6,11 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from scheduler_plugins.koordlet.pods import PodView
+from policies.apis.constants import EXTENDED_RESOURCE_NAMES
+from scheduler_plugins.koordlet.pods import PodView, every_pod_view
+from scheduler_plugins.koordlet.strategies.base import RoundInput
 
-#: the allocatable tasks (CPUAllocatableEvict, MemoryAllocatableEvict) only evict below this priority
+#: the allocatable tasks (CPUAllocatableEvict, MemoryAllocatableEvict) only evict at or below this priority
 MAX_ALLOCATABLE_EVICT_PRIORITY = 7999
 DEFAULT_ALLOCATABLE_THRESHOLD, DEFAULT_ALLOCATABLE_LOWER = 110, 100
+#: the release targets (ReleaseTargetType): what of a pod counts towards a task's release
+TARGET_REQUEST, TARGET_USED = "podResourceRequest", "podUsed"
+#: ReverseResourceNameMap: the band whose pods free an extended resource (batch-cpu: koord-batch)
+_BAND_OF = {name: band for band, names in EXTENDED_RESOURCE_NAMES.items() for name in names.values()}
 
 
 def by_priority_then_usage(
@@ -27,22 +33,6 @@ def by_priority_then_usage(
     return sorted(ordered, key=key)
 
 
-def take_until(
-    ordered: Iterable[PodView], amount: Callable[[PodView], int], needed: int, already: set[str]
-) -> tuple[list[PodView], int]:
-    """Victims in order until their amounts add up to `needed`; pods in `already` are skipped."""
-    chosen: list[PodView] = []
-    released = 0
-    for pod in ordered:
-        if released >= needed:
-            break
-        if pod.key in already:
-            continue
-        chosen.append(pod)
-        released += amount(pod)
-    return chosen, released
-
-
 def release_for(used: int, capacity: int, threshold: int, lower: int | None) -> tuple[int, int] | None:
     """(usage %, amount to release) when `used` of `capacity` is at or over `threshold` %."""
     low = threshold - 2 if lower is None else lower
@@ -52,33 +42,6 @@ def release_for(used: int, capacity: int, threshold: int, lower: int | None) -> 
     if pct < threshold:
         return None
     return pct, capacity * (pct - low) // 100
-
-
-def allocatable_victims(
-    pods: Iterable[PodView],
-    request: Callable[[PodView], int],
-    allocatable: int,
-    priority_limit: int | None,
-    threshold: int | None,
-    lower: int | None,
-    already: set[str],
-) -> tuple[list[PodView], int, int, int] | None:
-    """The allocatable task of CPUEvict and MemoryEvict, for one batch resource: when the `request`s
-    of pods below `priority_limit` pass `threshold` % of `allocatable`, victims (lowest priority,
-    largest request first) until they fall to `lower` %. (victims, request %, threshold, release)."""
-    if allocatable <= 0 or priority_limit is None or priority_limit > MAX_ALLOCATABLE_EVICT_PRIORITY:
-        return None
-    candidates = [p for p in pods if p.priority < priority_limit]
-    requested = sum(request(p) for p in candidates)
-    threshold = threshold or DEFAULT_ALLOCATABLE_THRESHOLD
-    if lower is None and threshold > DEFAULT_ALLOCATABLE_LOWER:
-        lower = DEFAULT_ALLOCATABLE_LOWER
-    found = release_for(requested, allocatable, threshold, lower)
-    if not found:
-        return None
-    pct, release = found
-    victims, _ = take_until(by_priority_then_usage(candidates, request), request, release, already)
-    return victims, pct, threshold, release
 
 
 Amounts = dict[str, int]
@@ -146,3 +109,79 @@ def by_eviction_then_priority(
         p for p in pods if p.eviction_policy_allows(feature) and p.priority_value <= priority_limit and p.evict_enabled
     ]
     return sorted(chosen, key=lambda p: (p.eviction_priority, p.priority_value, p.label_priority, -sub(p)))
+
+
+def allocatable_release(
+    pods: Iterable[PodView], resource: str, allocatable: Amounts, priority_limit: int, threshold: int, lower: int
+) -> Amounts:
+    """calculateMilliReleaseByAllocatableThresholdPercent (cpu) and
+    calculateReleaseByAllocatableThresholdPercent (memory): per name the pods at or below
+    `priority_limit` request `resource` in (mid-*, batch-*, or the plain name for the other bands),
+    what to release: the whole request where the node offers none of it, else what passes
+    `lower` % of the allocatable once the requests pass `threshold` %."""
+    requested: Amounts = {}
+    for pod in pods:
+        if pod.priority_value > priority_limit:
+            continue
+        name, amount = pod.typed_request(resource)
+        requested[name] = requested.get(name, 0) + amount
+    release: Amounts = {}
+    for name, amount in requested.items():
+        total = allocatable.get(name, 0)
+        if total <= 0:
+            release[name] = amount
+        elif amount * 100 > threshold * total:
+            release[name] = int(amount - lower / 100 * total)
+    return release
+
+
+@dataclass(frozen=True)
+class AllocatableLimits:
+    """The NodeSLO's allocatable-eviction settings for one resource, defaults applied."""
+
+    priority_limit: int | None
+    threshold: int | None
+    lower: int | None
+
+    def resolved(self) -> tuple[int, int, int] | None:
+        """(priority limit, threshold %, lower %), or None when the task cannot run: no priority
+        limit, one above koord-mid's (koord-prod pods are never evicted), or lower >= threshold."""
+        limit, threshold = self.priority_limit, self.threshold or DEFAULT_ALLOCATABLE_THRESHOLD
+        lower = DEFAULT_ALLOCATABLE_LOWER if self.lower is None else self.lower
+        if limit is None or limit > MAX_ALLOCATABLE_EVICT_PRIORITY or threshold < 0 or lower >= threshold:
+            return None
+        return limit, threshold, lower
+
+
+def allocatable_task(inp: RoundInput, feature: str, resource: str, limits: AllocatableLimits) -> list[EvictTask]:
+    """The allocatable task of CPUEvict and MemoryEvict (CPUAllocatableEvict,
+    MemoryAllocatableEvict): release what the pods at or below the priority limit request of the
+    batch and mid resources beyond the node's allocatable; the victims are the labelled pods with a
+    usage sample (`by_eviction_then_priority`), larger request first; a pod frees its request only
+    for its own band's resource."""
+    resolved = limits.resolved()
+    if resolved is None:
+        return []
+    limit, threshold, lower = resolved
+    every_pod = every_pod_view(inp.state.pods, inp.layout)  # Koordinator sums every pod's requests
+    names = (resource, *(by_resource[resource] for by_resource in EXTENDED_RESOURCE_NAMES.values()))
+    allocatable = {name: inp.node_amount("allocatable", name) for name in names}
+    release = allocatable_release(every_pod, resource, allocatable, limit, threshold, lower)
+    if not release:
+        return []
+    bands = {_BAND_OF[name] for name in release if name in _BAND_OF}
+
+    def freed(pod: PodView) -> Amounts:
+        if pod.priority_class not in bands:
+            return {}
+        name, amount = pod.typed_request(resource)
+        return {name: amount}
+
+    sampled = [p for p in inp.pods if p.key in inp.usage.pods]
+    reason = ", ".join(
+        f"{name} requests over {threshold}% of allocatable {allocatable.get(name, 0)}, releasing {amount}"
+        for name, amount in sorted(release.items())
+        if amount > 0
+    )
+    ordered = by_eviction_then_priority(sampled, feature, limit, lambda p: p.typed_request(resource)[1])
+    return [EvictTask(feature, reason, ordered, release, TARGET_REQUEST, freed)]

@@ -13,6 +13,9 @@ from scheduler_plugins.koordlet.usage import BECPU, Usage
 from tests.scheduler_plugins.koordlet.rounds import round_input, usage
 from tests.support.builders import make_node, make_node_slo, make_pod
 
+#: `koordinator.sh/eviction-enabled: "true"`: MemoryEvict and CPUEvict take only pods so labelled
+ENABLED = {"koordinator.sh/eviction-enabled": "true"}
+
 GI = 1024**3
 NODE = make_node(
     "n1",
@@ -86,9 +89,11 @@ def test_memory_evict_needs_the_node_slo_switch() -> None:
 
 def test_memory_evict_by_priority_threshold_reaches_beyond_be() -> None:
     pods = [
-        make_pod("mid", node="n1", priority=7000, annotations={"koordinator.sh/eviction-priority": "1"}),
-        make_pod("mid-first", node="n1", priority=7000),
-        make_pod("prod", node="n1", priority=9000),
+        make_pod(
+            "mid", node="n1", priority=7000, annotations={"koordinator.sh/eviction-priority": "1"}, labels=ENABLED
+        ),
+        make_pod("mid-first", node="n1", priority=7000, labels=ENABLED),
+        make_pod("prod", node="n1", priority=9000, labels=ENABLED),
     ]
     used = usage(
         node_memory=80 * GI,
@@ -101,10 +106,13 @@ def test_memory_evict_by_priority_threshold_reaches_beyond_be() -> None:
 
 
 def test_memory_allocatable_evict_compares_batch_requests_with_allocatable() -> None:
-    pods = [be(f"b{i}", requests={"kubernetes.io/batch-memory": "6Gi"}) for i in range(4)]  # 24 Gi of 20 Gi
+    pods = [
+        be(f"b{i}", requests={"kubernetes.io/batch-memory": "6Gi"}, labels=ENABLED) for i in range(4)
+    ]  # 24 Gi of 20 Gi
+    used = usage(pods={f"default/b{i}": (0, GI) for i in range(4)})  # only pods with a usage sample are victims
     result = MemoryEvict(options("MemoryAllocatableEvict=true")).round(
         round_input(
-            NODE, slo(allocatableEvictPriorityThreshold=5999, memoryAllocatableEvictThresholdPercent=110), pods, usage()
+            NODE, slo(allocatableEvictPriorityThreshold=5999, memoryAllocatableEvictThresholdPercent=110), pods, used
         )
     )
     assert len(result.evictions) == 1  # 120 % → release 20 % of 20 Gi = 4 Gi: one 6 Gi pod
