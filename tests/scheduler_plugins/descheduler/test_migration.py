@@ -8,6 +8,7 @@ MigrationController's limits and its arbitration between competing jobs
 from __future__ import annotations
 
 import json
+import shutil
 from typing import Any
 
 import pytest
@@ -96,6 +97,25 @@ def test_dry_run_lists_the_jobs_low_node_load_would_create(capsys: pytest.Captur
     assert web and all("maxMigratingPerWorkload=1" in r for r in web)  # web-4 of the same workload went first
     # nothing was written: the directory's pods are all still there on a real run's first read
     assert [e["pod"] for e in round_["evictions"]] == ["default/web-4"]
+
+
+def test_the_dry_run_counts_the_jobs_already_in_the_cluster(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Koordinator's dry run (`evict.go` `Evict` with `DryRun`) still passes each pod through the
+    arbitrator's Filter, whose limits count the PodMigrationJobs already stored
+    (`TestFilterMaxMigratingOrUnavailablePerWorkload`): a job running for web-5 leaves its workload
+    (maxMigratingPerWorkload=1) no room, so the dry run plans no migration, as the real round would."""
+    shutil.copytree(EXAMPLE, tmp_path / "cluster")
+    web_5 = pod("web-5", node="node-b", owner="web-5d4f", ns="default")
+    (tmp_path / "cluster" / "jobs.json").write_text(json.dumps(running_job(web_5)))
+    code = main(
+        ["descheduler", "run", "--cluster", str(tmp_path / "cluster"), "--config", str(MIGRATION_CONFIG), "--dry-run"]
+        + ["--now", "2024-05-01T10:01:00Z", "-o", "json"]
+    )
+    (round_,) = json.loads(capsys.readouterr().out)["rounds"]
+    assert code == 0
+    assert round_["migrations"] == []
+    skipped = {s["pod"]: s["reason"] for s in round_["skipped"]}
+    assert "maxMigratingPerWorkload=1" in skipped["default/web-4"]
 
 
 def _descheduler(mode: str, store: ClusterStore, evictions: FakeEvictions, **args: Any) -> Descheduler:

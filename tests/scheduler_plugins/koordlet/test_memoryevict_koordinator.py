@@ -101,7 +101,8 @@ CASES = [
     ),
     (
         # the node offers no batch-memory: the whole batch-memory request is released
-        "only feature MemoryAllocatableEvict: MemoryAllocatableEvictThresholdPercent_80,MemoryAllocatableEvictLowerPercent_70",
+        "only feature MemoryAllocatableEvict: "
+        "MemoryAllocatableEvictThresholdPercent_80,MemoryAllocatableEvictLowerPercent_70",
         "MemoryAllocatableEvict=true",
         PLAIN_NODE,
         [BATCH1, BATCH2],
@@ -109,7 +110,8 @@ CASES = [
         names(BATCH1, BATCH2),
     ),
     (
-        "feature BEMemoryEvict/MemoryEvict: MemoryEvictLowerPercent_74 BEMemoryEvict ok, MemoryEvict invalid configuration",
+        "feature BEMemoryEvict/MemoryEvict: "
+        "MemoryEvictLowerPercent_74 BEMemoryEvict ok, MemoryEvict invalid configuration",
         "BEMemoryEvict=true,MemoryEvict=true",
         PLAIN_NODE,
         SIX,
