@@ -191,12 +191,14 @@ class MigrationController:
 
     def _round(self) -> tuple[PodIndex, JobCounts, list[dict[str, Any]]]:
         """This round's pods (indexed by workload) and the jobs the limits count: those stored,
-        read once a round, plus those created (or, under dry run, planned) during it."""
+        read once a round, plus those created (or, under dry run, planned) during it. A dry run
+        reads the stored jobs too: its limits refuse what the real round's would (Koordinator's
+        dry run still passes each pod through the arbitrator's Filter)."""
         if self._round_of is not self.handle.report:
             snapshot = self.handle.snapshot
             pods = PodIndex({pod_key(p): p for ps in snapshot.pods_by_node.values() for p in ps})
             backend = self.handle.migrations
-            stored = backend.list_jobs() if backend is not None and not self.handle.dry_run else []
+            stored = backend.list_jobs() if backend is not None else []
             self._round_of, self._round_pods, self._round_jobs = self.handle.report, pods, stored
             self._round_counts = JobCounts.of(stored, pods)
         return self._round_pods, self._round_counts, self._round_jobs

@@ -113,7 +113,7 @@ def test_the_dry_run_counts_the_jobs_already_in_the_cluster(tmp_path, capsys: py
     )
     (round_,) = json.loads(capsys.readouterr().out)["rounds"]
     assert code == 0
-    assert round_["migrations"] == []
+    assert round_.get("migrations", []) == []  # an empty list is left out of the document
     skipped = {s["pod"]: s["reason"] for s in round_["skipped"]}
     assert "maxMigratingPerWorkload=1" in skipped["default/web-4"]
 
