@@ -12,7 +12,9 @@ Reservation placed on the pod's own node, one bound by another pod, or a pod gon
 eviction fail the job too. `EvictDirectly`: evict, Succeeded.
 
 New jobs go through arbitration first (`limits.py`): a job whose pod may never move fails
-(`ForbiddenMigratePod`); one over a limit waits for a later arbitration.
+(`ForbiddenMigratePod`: the MigrationController's non-retryable filter, the same rules its Filter
+applies to the pods a plugin would evict, so a job written by hand gets round none of them); one
+over a limit waits for a later arbitration.
 
 The pod leaves its node by the configured `evictionPolicy` (`evictpolicy.py`). Up to
 `maxConcurrentReconciles` jobs are reconciled at once (controller-runtime's workers; one job is
@@ -52,6 +54,8 @@ PREEMPTION_NOT_SUPPORTED: Final = (
     "preemptionOptions is not acted on: a migration's Reservation never preempts other pods "
     "(as in Koordinator); if the scheduler cannot place it, the job fails or times out"
 )
+#: why a pod may never be migrated, or None (given the pods by key, for its workload's replicas)
+Forbidden = Callable[[Mapping[str, Any], Mapping[str, Mapping[str, Any]]], str | None]
 #: Koordinator's default `maxConcurrentReconciles`
 DEFAULT_WORKERS: Final = 1
 
@@ -70,8 +74,12 @@ class Reconciler:
         pod_sorter: Callable[[list[Mapping[str, Any]]], list[Mapping[str, Any]]] = list,
         evictor: PolicyEvictor | None = None,
         workers: int = DEFAULT_WORKERS,
+        forbidden: Forbidden | None = None,
     ) -> None:
         self.backend, self.evictions, self.limits, self.clock = backend, evictions, limits, clock
+        #: why a job's pod may never be migrated (the MigrationController's non-retryable filter;
+        #: without one, the workload's expected replicas only)
+        self.forbidden: Forbidden = forbidden or limits.non_retryable
         self.evictor = evictor or PolicyEvictor(EVICTION, evictions, None, clock)
         self.workers = max(1, workers)
         self._limits_lock = threading.Lock()
@@ -99,7 +107,7 @@ class Reconciler:
             pod = pods.get(pmj.pod_key_of(job))
             if pod is None:
                 continue  # the reconciler fails it as MissingPod
-            why = self.limits.non_retryable(pod, pods)
+            why = self.forbidden(pod, pods)
             if why is not None:
                 pmj.finish(
                     job,

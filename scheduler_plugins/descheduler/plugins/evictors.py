@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from colocate.cluster.eviction import Outcome
-from policies.apis.constants import ANNOTATION_EVICTION_COST
-from policies.apis.objects import name_of, namespace_of, spec_of
+from policies.apis.constants import ANNOTATION_DESCHEDULER_EVICT, ANNOTATION_EVICTION_COST
+from policies.apis.objects import annotations_of, name_of, namespace_of, spec_of
 from scheduler_plugins.descheduler.framework.evictor import pod_key
 from scheduler_plugins.descheduler.framework.handle import Handle
 from scheduler_plugins.descheduler.framework.interfaces import EvictOptions, Object
@@ -127,6 +127,7 @@ class MigrationController:
                 pod_sorter=lambda pods: sort_pods(pods, {}, {}, {}),
                 evictor=self.pod_evictor,
                 workers=args.workers,
+                forbidden=self.forbidden,
             )
             self.scavenger = Scavenger(handle.migrations, handle.clock)
 
@@ -136,11 +137,9 @@ class MigrationController:
         return self.scavenger.deleted if self.scavenger is not None else 0
 
     def filter(self, pod: Object) -> bool:
-        namespace = namespace_of(pod) or "default"
-        if self.args.namespaces_include and namespace not in self.args.namespaces_include:
-            return False
-        if namespace in self.args.namespaces_exclude:
-            return False
+        """Filter, before a plugin asks for an eviction: the reservation filter, then the pod's own
+        non-retryable rules (the workload's expected replicas are checked when the job is made, so
+        that the refusal is reported)."""
         if self.args.migrate and self.args.default_job_mode == pmj.MODE_RESERVATION_FIRST:
             scheduler = str(spec_of(pod).get("schedulerName") or DEFAULT_SCHEDULER)
             if scheduler not in self.args.scheduler_names:
@@ -151,10 +150,31 @@ class MigrationController:
                     list(self.args.scheduler_names),
                 )
                 return False
+        why = self.forbidden(pod, None)
+        if why is not None:
+            log.debug("%s is not migrated: %s", pod_key(pod), why)
+        return why is None
+
+    def forbidden(self, pod: Object, pods: Mapping[str, Object] | None) -> str | None:
+        """Koordinator's non-retryable filter (`arbitrator/filter.go` `nonRetryablePodFilter`): why
+        the pod may never be migrated, or None. The one place its rules are: Filter asks it of every
+        pod a plugin would evict, and arbitration of every new job, a job written by hand
+        included (one it refuses fails `ForbiddenMigratePod`). Without `pods`, the rules that read
+        the pod alone (Filter's: the workload's expected replicas are checked when the job is made,
+        so that the refusal is reported)."""
+        if ANNOTATION_DESCHEDULER_EVICT in annotations_of(pod):
+            return None  # HaveEvictAnnotation: the pod is declared evictable
+        namespace = namespace_of(pod) or "default"
+        if self.args.namespaces_include and namespace not in self.args.namespaces_include:
+            return f"namespace {namespace} is not one of the included namespaces"
+        if namespace in self.args.namespaces_exclude:
+            return f"namespace {namespace} is excluded"
         if cost_annotation(pod, ANNOTATION_EVICTION_COST) == MAX_EVICTION_COST:
-            log.debug("%s is not migrated: its eviction cost is MaxInt32", pod_key(pod))
-            return False
-        return why_not_evictable(pod, self.args.evictable) is None
+            return "its eviction cost is MaxInt32"
+        why = why_not_evictable(pod, self.args.evictable)
+        if why is None and pods is not None:
+            why = self.limits.non_retryable(pod, pods)
+        return why
 
     def pre_eviction_filter(self, pod: Object) -> bool:
         return True
@@ -219,7 +239,7 @@ class MigrationController:
         if key in counts.active:
             why: str | None = "a PodMigrationJob for the pod is already running"
         else:
-            why = self.limits.non_retryable(pod, pods) or self.limits.retryable(pod, pods, counts)
+            why = self.forbidden(pod, pods) or self.limits.retryable(pod, pods, counts)
         if why is not None:
             self.handle.report.skipped.append(EvictionEntry(key, node, options.plugin_name, f"not migrated: {why}"))
             return None

@@ -361,3 +361,58 @@ async def test_jobs_advance_between_rounds_when_running_continuously(monkeypatch
     not_leading = asyncio.Event()
     await service._between_rounds(paused, 0.05, not_leading)  # type: ignore[arg-type]
     assert paused.passes == 0  # only the leader migrates
+
+
+# --- hand-written jobs pass the evictor's protections -----------------------------------------
+
+
+def _hand_written(p: dict[str, Any]) -> dict[str, Any]:
+    """A PodMigrationJob as a user writes it: Pending, never arbitrated."""
+    job = running_job(p, "hand-" + p["metadata"]["name"])
+    job["spec"]["mode"] = pmj.MODE_EVICT_DIRECTLY
+    job["status"] = {"phase": pmj.PENDING}
+    return job
+
+
+def _static(name: str) -> dict[str, Any]:
+    """A control-plane static pod's mirror: the kubelet owns it through its Node (controller)."""
+    obj = pod(name, node="node-3", owner=None, ns="kube-system", priority=2000001000)
+    obj["spec"]["priorityClassName"] = "system-node-critical"
+    obj["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "h-" + name, "kubernetes.io/config.source": "file"}
+    obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Node", "name": "node-3", "uid": "node-3-uid", "controller": True}
+    ]
+    return obj
+
+
+def _daemon(node: str) -> dict[str, Any]:
+    obj = pod("agent-" + node, node=node, owner=None, ns="monitoring")
+    obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "agent-uid", "controller": True}
+    ]
+    return obj
+
+
+def test_hand_written_jobs_for_pods_the_evictor_protects_fail_forbidden() -> None:
+    """Koordinator's arbitrator runs every new job's pod through the non-retryable filter
+    (`arbitrator/filter.go`: the DefaultEvictor's rules, the eviction cost, the namespaces, the
+    expected replicas; `arbitrator_test.go` `TestDoOnceArbitrate`) and fails a job whose pod it
+    refuses `ForbiddenMigratePod`: a job written by hand does not get round the evictor. Three
+    mirror pods share their Node owner and three DaemonSet pods their DaemonSet, so the expected
+    replicas alone would let both through; an ordinary ReplicaSet pod is still migrated."""
+    statics = [_static(n) for n in ("kube-apiserver", "etcd", "kube-scheduler")]
+    daemons = [_daemon(n) for n in ("node-1", "node-2", "node-3")]
+    replicas = [pod(f"web-{i}", node=f"node-{i + 1}", owner="web") for i in range(3)]
+    nodes = [make_node(f"node-{i}", allocatable={"cpu": "4", "memory": "8Gi", "pods": "110"}) for i in (1, 2, 3)]
+    view = view_of([*nodes, *statics, *daemons, *replicas])
+    jobs = [_hand_written(p) for p in (statics[0], daemons[0], replicas[0])]
+    for job in jobs:
+        view.store.put(POD_MIGRATION_JOB_KIND, job, "test")
+    evictions = FakeEvictions()
+    _descheduler("EvictDirectly", view.store, evictions).run_round(1, view.snapshot())
+    by_pod = {pmj.pod_key_of(j): j for j in view.store.objects(POD_MIGRATION_JOB_KIND)}
+    for key, why in (("kube-system/kube-apiserver", "mirror pod"), ("monitoring/agent-node-1", "DaemonSet pod")):
+        assert pmj.phase_of(by_pod[key]) == pmj.FAILED, key
+        assert by_pod[key]["status"]["reason"] == pmj.REASON_FORBIDDEN_MIGRATE_POD
+        assert why in by_pod[key]["status"]["message"]
+    assert evictions.evicted == ["shop/web-0"]  # the ordinary replica was migrated
