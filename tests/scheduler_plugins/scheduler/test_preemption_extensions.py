@@ -137,10 +137,79 @@ async def test_the_extender_keeps_a_node_where_the_gpu_victim_makes_room():
 
 
 # --- LoadAwareScheduling ---------------------------------------------------------------------------
-def test_a_victims_usage_no_longer_blocks_load_aware_filter_and_the_preemptor_waits_nominated():
+def test_load_aware_has_no_pre_filter_extensions():
+    """Koordinator's LoadAwareScheduling returns nil from `PreFilterExtensions()`
+    (`pkg/scheduler/plugins/loadaware/load_aware.go`): its Filter reads the NodeMetric and its own
+    assign cache, never the trial's node, so preemption's trials never change what it sees.
+    NodeNUMAResource, DeviceShare and ElasticQuota return themselves, as here."""
+    on = {"enabled": [{"name": n} for n in ("LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "ElasticQuota")]}
+    fwk, _ = make_framework([], make_config(plugins={"preFilter": on}))
+    names = {type(p).__module__.split(".")[-2] for p in fwk.pre_filter_extensions}
+    assert names == {"nodenumaresource", "deviceshare", "elasticquota"}
+
+
+def _full_node(cpu, just_placed=False):
+    """A node of `cpu` cores with four 1-cpu pods at priority 1000, one under a budget that allows
+    no disruption; the NodeMetric shows them using 100m each. Pods scheduled long before it are
+    reflected by it; pods `just_placed` (no PodScheduled time: now) are still estimated by the
+    assign cache, 850m each."""
+    node = make_node("n1", cpu=str(cpu), memory="16Gi")
+    pods = []
+    for i in range(4):
+        started = f"2024-05-01T08:0{i}:00Z"
+        scheduled = None if just_placed else started
+        requests = {"cpu": "1", "memory": "1Gi"}
+        p = make_pod(f"low-{i}", "ml", node="n1", priority=1000, requests=requests, scheduled_at=scheduled)
+        p["metadata"]["uid"] = f"uid-low-{i}"
+        p.setdefault("status", {}).update(phase="Running", startTime=started)
+        pods.append(p)
+    pods[0]["metadata"]["labels"] = {"app": "guarded"}
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "guarded", "namespace": "ml"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
+        "status": {"disruptionsAllowed": 0},
+    }
+    metric = make_metric(
+        "n1", cpu="400m", memory="4Gi", pods=[pod_metric(f"low-{i}", "ml", cpu="100m") for i in range(4)]
+    )
+    return [node, *pods, budget, metric]
+
+
+URGENT = make_pod("urgent", "ml", priority=9000, requests={"cpu": "2", "memory": "1Gi"})
+
+
+def test_preemption_evicts_only_what_the_preemptor_needs_on_a_node_with_a_node_metric():
+    """kube-scheduler's `selectVictimsOnNode` reprieves the budgeted pod first, then every pod the
+    preemptor can do without: a 2-cpu pod on a full 4-cpu node evicts two pods, on a 5-cpu node one.
+    LoadAware sees the NodeMetric (10% used, with the preemptor's estimate under 65%) whatever the
+    trial."""
+    for cpu, victims in ((4, 2), (5, 1)):
+        placement, cluster = preempt([*_full_node(cpu), URGENT], None, URGENT)
+        assert placement.nominated_node == "n1" and placement.preempted_by == "DefaultPreemption"
+        assert len(placement.victims) == victims, (cpu, placement.victims)
+        assert "ml/low-0" in cluster.nodes["n1"].pods  # its budget allows no disruption: reprieved
+
+
+def test_a_reprieve_never_turns_load_aware_against_the_trial():
+    """The same pods just placed: the assign cache estimates them (3.4 of 4 cpu, over the 65%
+    threshold). Before, LoadAware's PreFilter extensions took the victims' estimates off the trial
+    node and a reprieve put them back, so every reprieve but the budgeted pod's was refused and
+    preemption named three victims (on a 5-cpu node too). Koordinator's LoadAware has no PreFilter
+    extensions: the node is over its threshold with or without the victims, so it is no candidate
+    and nothing is preempted until the koordlet's next report."""
+    for cpu in (4, 5):
+        placement, cluster = preempt([*_full_node(cpu, just_placed=True), URGENT], None, URGENT)
+        assert not placement.victims and not placement.nominated_node, (cpu, placement.victims)
+        assert len(cluster.nodes["n1"].pods) == 4
+
+
+def test_load_aware_refuses_a_node_over_its_threshold_whatever_the_victims():
     """n1's NodeMetric shows 12 of 16 cpu used (75% > the 65% threshold), 10 of them by a
-    lower-priority pod: without it the pod fits. The victim is evicted; the NodeMetric still shows
-    its usage until the koordlet reports again, so the pod is nominated to n1, not placed yet."""
+    lower-priority pod. Koordinator's LoadAware has no PreFilter extensions: evicting that pod would
+    not change what its Filter sees until the koordlet reports again, so n1 is no candidate and no
+    pod is preempted."""
     node = make_node("n1", cpu="16", memory="64Gi")
     hungry = bound("hungry", "n1", 9100, {"cpu": "4", "memory": "1Gi"})
     idle = bound("idle", "n1", 9000, {"cpu": "1", "memory": "1Gi"})
@@ -149,10 +218,9 @@ def test_a_victims_usage_no_longer_blocks_load_aware_filter_and_the_preemptor_wa
     )
     pod = make_pod("web", "ml", priority=9500, requests={"cpu": "1", "memory": "1Gi"})
     placement, cluster = preempt([node, hungry, idle, metric, pod], None, pod)
-    assert placement.nominated_node == "n1" and placement.preempted_by == "DefaultPreemption"
-    assert [v["pod"] for v in placement.victims] == ["ml/hungry"]  # idle's usage is not what blocks
-    assert "ml/idle" in cluster.nodes["n1"].pods and "ml/hungry" not in cluster.nodes["n1"].pods
-    assert not placement.scheduled and placement.failed_nodes["n1"].reasons == ("node(s) cpu usage exceed threshold",)
+    assert not placement.scheduled and not placement.nominated_node and not placement.victims
+    assert {"ml/hungry", "ml/idle"} <= set(cluster.nodes["n1"].pods)
+    assert placement.failed_nodes["n1"].reasons == ("node(s) cpu usage exceed threshold",)
 
 
 # --- nominated pods ------------------------------------------------------------------------------

@@ -189,10 +189,6 @@ class AssignCache:
         else:
             self._metrics[node_name] = metric
 
-    def has_metric(self, node_name: str) -> bool:
-        """Whether the node has a NodeMetric (without reading it)."""
-        return node_name in self._metrics
-
     def load(self, node_name: str) -> NodeLoad | None:
         """The node's NodeLoad (None without a NodeMetric), built from the NodeMetric held on the
         first read since it was given. A NodeMetric that cannot be read (a malformed quantity or
@@ -252,35 +248,6 @@ class AssignCache:
         for entry in self.pods.get(node_name, {}).values():
             self._add_pod(load, entry)
         return load
-
-    def usage_of(self, node_name: str, keys: Sequence[str], prod_pod: bool, agg_type: str, agg_duration: float) -> Vec:
-        """What these pods add to `estimated_usage` with the same arguments (what their removal
-        takes off it): their reported usage and their estimate deltas. Of an aggregated usage a
-        pod's own share is not reported; its last reported usage stands for it."""
-        load = self.load(node_name)
-        total = self._zero()
-        if load is None:
-            return total
-        estimated_only = False
-        if not prod_pod:
-            base = load.agg_usage.get((agg_type, agg_duration)) if agg_type else load.node_usage
-            estimated_only = base is None and (not agg_type or agg_duration != 0 or load.node_usage is None)
-        for key in keys:
-            contribution = load.contributions.get(key)
-            if prod_pod:
-                if contribution is not None:
-                    _add(total, contribution[2])
-                    _add(total, contribution[1])
-            elif estimated_only:
-                if contribution is not None:
-                    _add(total, contribution[3])
-            else:
-                usage = load.pod_usage.get(key)
-                if usage is not None:
-                    _add(total, usage)
-                if contribution is not None:
-                    _add(total, contribution[0])
-        return total
 
     def estimated_usage(self, node_name: str, prod_pod: bool, agg_type: str, agg_duration: float) -> Vec | None:
         """`pod_assign_cache.go`: usage of the node including pods the metric does not reflect yet;

@@ -3,18 +3,18 @@ nodes whose estimated usage would pass a threshold and prefers the least loaded 
 NodeMetric reports plus estimates of pods the report does not reflect yet.
 
 Extension points: PreFilter (computes the pod's estimate once), Filter, Score (no
-normalisation), Reserve/Unreserve (the assign cache). PreFilter extensions (AddPod/RemovePod): a
-preemption's victims are taken off the node's estimated usage in that cycle, their reported usage
-and their estimates (Koordinator's plugin has none, so its preemption never makes room for load;
-ours does, and the preemptor then waits, nominated, until the NodeMetric no longer shows them).
-It listens to the cluster state for bound and deleted pods and for NodeMetric changes, as the Go
-plugin's informer handlers do.
+normalisation), Reserve/Unreserve (the assign cache). No PreFilter extensions, as Koordinator's
+`PreFilterExtensions()` returns nil: Filter reads the NodeMetric and the assign cache, never the
+trial node of a preemption, so a victim removed or reprieved changes nothing it sees (preemption
+never makes room for load, and a node over its threshold is no candidate). It listens to the
+cluster state for bound and deleted pods and for NodeMetric changes, as the Go plugin's informer
+handlers do.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,6 @@ from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.interfaces import PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
-from scheduler_plugins.scheduler.framework.pod_overlay import PodOverlay, overlay_in
 from scheduler_plugins.scheduler.framework.scoring import least_requested
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, error, unschedulable
 from scheduler_plugins.scheduler.plugins.loadaware import estimator
@@ -38,7 +37,6 @@ from scheduler_plugins.scheduler.podinfo import PodInfo
 
 NAME = "LoadAwareScheduling"
 _STATE_KEY = NAME + "/estimate"
-_OVERLAY_KEY = NAME + "/preemptible"
 REASON_EXPIRED = "node(s) nodeMetric expired"
 _MISSING: Any = object()
 
@@ -187,9 +185,8 @@ class LoadAwareScheduling:
             )
         return view
 
-    def filter_checks(self, node: NodeInfo, prod_pod: bool, without: Sequence[str] = ()) -> list[Check] | None:
-        """None when every applicable threshold is 0 (nothing to filter). `without`: pods whose
-        usage is taken off the node's (a preemption's victims)."""
+    def filter_checks(self, node: NodeInfo, prod_pod: bool) -> list[Check] | None:
+        """None when every applicable threshold is 0 (nothing to filter)."""
         profile = self._thresholds_of(node)
         aggregated = not prod_pod and profile.is_aggregated
         thresholds = profile.prod if prod_pod else (profile.agg_usage if aggregated else profile.usage)
@@ -197,9 +194,6 @@ class LoadAwareScheduling:
             return None
         agg_type, agg_duration = (profile.agg_type, profile.agg_duration) if aggregated else ("", 0.0)
         usage = self.cache.estimated_usage(node.name, prod_pod, agg_type, agg_duration)
-        if without and usage is not None:
-            removed = self.cache.usage_of(node.name, without, prod_pod, agg_type, agg_duration)
-            usage = [max(u - r, 0) for u, r in zip(usage, removed, strict=False)]
         return threshold_checks(self.resources, thresholds, self._allocatable(node), usage, aggregated)
 
     def kept_filter_checks(self, view: NodeView, node: NodeInfo, prod_pod: bool) -> list[Check] | None:
@@ -234,12 +228,7 @@ class LoadAwareScheduling:
             return SUCCESS  # nodes without koordlet are never rejected
         view = self.node_view(node)
         prod_pod = view.has_prod_thresholds and pod.priority_class == PriorityClass.PROD
-        overlay: PodOverlay[None] | None = state.read(_OVERLAY_KEY)
-        removed = overlay.removed.get(node.name) if overlay is not None else None
-        if removed:  # a preemption's trial: not memoised
-            checks: list[Check] | None = self.filter_checks(node, prod_pod, sorted(removed))
-        else:
-            checks = self.kept_filter_checks(view, node, prod_pod)
+        checks = self.kept_filter_checks(view, node, prod_pod)
         if checks is None:
             return SUCCESS
         if self.args.filter_expired_node_metrics and self._expired(load.update_time):
@@ -250,21 +239,6 @@ class LoadAwareScheduling:
         for i, limit, status in checks:
             if estimate[i] >= limit:
                 return status
-        return SUCCESS
-
-    # --- PreFilter extensions --------------------------------------------------------------------
-    def add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
-        """A victim given back counts in the node's usage again; a pod not running there yet (a
-        nominated pod) adds no usage the NodeMetric or the assign cache would know of."""
-        overlay: PodOverlay[None] | None = state.read(_OVERLAY_KEY)
-        if overlay is not None:
-            overlay.add(node.name, other.key, None)
-        return SUCCESS
-
-    def remove_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
-        """A victim's usage is taken off the node's in this cycle."""
-        if self.cache.has_metric(node.name):
-            overlay_in(state, _OVERLAY_KEY).remove(node.name, other.key)
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
