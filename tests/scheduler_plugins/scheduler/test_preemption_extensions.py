@@ -141,11 +141,11 @@ def test_load_aware_has_no_pre_filter_extensions():
     """Koordinator's LoadAwareScheduling returns nil from `PreFilterExtensions()`
     (`pkg/scheduler/plugins/loadaware/load_aware.go`): its Filter reads the NodeMetric and its own
     assign cache, never the trial's node, so preemption's trials never change what it sees.
-    NodeNUMAResource, DeviceShare and ElasticQuota return themselves, as here."""
+    NodeNUMAResource, DeviceShare, ElasticQuota and Reservation return themselves, as here."""
     on = {"enabled": [{"name": n} for n in ("LoadAwareScheduling", "NodeNUMAResource", "DeviceShare", "ElasticQuota")]}
     fwk, _ = make_framework([], make_config(plugins={"preFilter": on}))
     names = {type(p).__module__.split(".")[-2] for p in fwk.pre_filter_extensions}
-    assert names == {"nodenumaresource", "deviceshare", "elasticquota"}
+    assert names == {"nodenumaresource", "deviceshare", "elasticquota", "reservation"}
 
 
 def _full_node(cpu, just_placed=False):
@@ -262,3 +262,63 @@ def test_filter_counts_nominated_pods_of_equal_or_higher_priority_only():
     assert sched.schedule_one(cluster.pending["ml/higher"]).node == "n1"  # outranks the nominated pod
     fwk.handle.nominator.delete("ml/prod")
     assert sched.schedule_one(cluster.pending["ml/equal"]).node == "n1"  # the nomination is gone: 2 cpu left
+
+
+# --- Reservation -----------------------------------------------------------------------------------
+RESERVED_NODE = make_node("n1", cpu="8", memory="32Gi")
+
+
+def web_reservation(policy="Default", cpu="4"):
+    """r1 holds `cpu` on n1 for pods labelled app=web."""
+    return {
+        "apiVersion": "scheduling.koordinator.sh/v1alpha1",
+        "kind": "Reservation",
+        "metadata": {"name": "r1", "uid": "r1-uid"},
+        "spec": {
+            "owners": [{"labelSelector": {"matchLabels": {"app": "web"}}}],
+            "allocatePolicy": policy,
+            "allocateOnce": False,
+            "template": {"spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": cpu}}}]}},
+        },
+        "status": {"phase": "Available", "nodeName": "n1", "allocatable": {"cpu": cpu}},
+    }
+
+
+def web(name, priority, cpu, node=None, in_r1=False):
+    annotations = (
+        {"scheduling.koordinator.sh/reservation-allocated": '{"name": "r1", "uid": "r1-uid"}'} if in_r1 else None
+    )
+    pod = make_pod(
+        name, "ml", labels={"app": "web"}, priority=priority, requests={"cpu": cpu}, node=node, annotations=annotations
+    )
+    if node:
+        pod["metadata"]["uid"] = "uid-" + name
+        pod["status"] = dict(RUNNING)
+    return pod
+
+
+def test_a_victim_outside_the_reservation_frees_the_node_for_the_reservations_owner():
+    """Koordinator's Reservation `RemovePod` adds a victim's requests to the node's `preemptible`,
+    and `filterWithReservations` counts them free (`TestFilterWithPreemption`,
+    `TestPreFilterExtensionRemovePod`): a web pod needing 6 cpu on n1 — 4 held for it by r1, the
+    other 4 taken by a lower-priority pod — preempts that pod."""
+    filler = bound("filler", "n1", 9100, {"cpu": "4"})
+    pod = web("web", 9500, "6")
+    placement, cluster = preempt([RESERVED_NODE, web_reservation(), filler, pod], None, pod)
+    assert placement.nominated_node == "n1" and [v["pod"] for v in placement.victims] == ["ml/filler"]
+    assert placement.scheduled and placement.node == "n1"
+
+
+def test_a_victim_inside_a_restricted_reservation_frees_the_reservation():
+    """`AddPod`/`RemovePod` keep a victim that allocated from a reservation apart
+    (`preemptibleInRRs`): with the Restricted policy, an owner may use only what r1 has left, and a
+    lower-priority owner's 3 cpu in r1 are r1's again once it is a victim. The pod must use r1
+    (its reservation affinity names it), so the other lower-priority pod, outside r1, frees nothing
+    it can use and is given back."""
+    old = web("old-web", 9100, "3", node="n1", in_r1=True)
+    filler = bound("filler", "n1", 9100, {"cpu": "3"})
+    pod = web("web", 9500, "4")
+    pod["metadata"]["annotations"] = {"scheduling.koordinator.sh/reservation-affinity": '{"name": "r1"}'}
+    placement, cluster = preempt([RESERVED_NODE, web_reservation("Restricted"), old, filler, pod], None, pod)
+    assert placement.nominated_node == "n1" and [v["pod"] for v in placement.victims] == ["ml/old-web"]
+    assert "ml/filler" in cluster.nodes["n1"].pods

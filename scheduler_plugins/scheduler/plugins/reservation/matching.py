@@ -142,13 +142,14 @@ def available(info: ReservationInfo, remaining: Vector) -> Vector:
     return {name: max(0, amount - info.reserved.get(name, 0)) for name, amount in remaining.items()}
 
 
-def node_shortage(pod: PodInfo, node: NodeInfo, remaining: Vector, matched: int) -> list[str]:
+def node_shortage(pod: PodInfo, node: NodeInfo, remaining: Vector, matched: int, freed_pods: int = 0) -> list[str]:
     """fitsNode (Koordinator's `pkg/scheduler/plugins/reservation/plugin.go`): the resources the
-    node cannot give the pod even with `remaining` (what one matched reservation still holds)
-    given back; `node` is the cluster's node, every reservation still holding. The `matched`
-    reservations' placeholders do not count as pods."""
+    node cannot give the pod even with `remaining` (what one matched reservation still holds, and
+    what a preemption's trial freed) given back; `node` is the cluster's node, every reservation
+    still holding. The `matched` reservations' placeholders and the `freed_pods` (the trial's
+    victims) do not count as pods."""
     short = []
-    if len(node.pods) - matched + 1 > node.allocatable.get(RESOURCE_PODS, DEFAULT_MAX_PODS):
+    if len(node.pods) - matched - freed_pods + 1 > node.allocatable.get(RESOURCE_PODS, DEFAULT_MAX_PODS):
         short.append(RESOURCE_PODS)
     requests = pod.qos_requests
     if not any(requests.values()):

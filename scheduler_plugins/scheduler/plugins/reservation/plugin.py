@@ -35,6 +35,7 @@ from policies.apis.constants import (
     ANNOTATION_RESERVATION_NAME,
     ANNOTATION_RESERVATION_NODE,
     RESERVATION_KIND,
+    RESOURCE_PODS,
 )
 from scheduler_plugins.scheduler.framework.cycle_state import (
     MATCHED_RESERVATIONS,
@@ -56,7 +57,14 @@ from scheduler_plugins.scheduler.framework.status import (
     unschedulable,
 )
 from scheduler_plugins.scheduler.plugins.reservation import matching, preallocation
-from scheduler_plugins.scheduler.podinfo import PodInfo
+from scheduler_plugins.scheduler.plugins.reservation.preemptible import (
+    ON_NODE,
+    Preemptible,
+    freed_in,
+    plus,
+    preemptible_in,
+)
+from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
 from scheduler_plugins.scheduler.reservations import (
     POLICY_RESTRICTED,
     ReservationInfo,
@@ -76,6 +84,8 @@ REASON_POLICY_CONFLICT: Final = "node(s) reservation allocate policy conflict"
 STATE_KEY: Final = NAME
 RESERVED_KEY: Final = NAME + "/reserved"
 PRE_ALLOCATED_KEY: Final = NAME + "/pre-allocated"
+#: what a preemption's trial freed (the PreFilter extensions' record)
+PREEMPTIBLE_KEY: Final = NAME + "/preemptible"
 
 
 @dataclass
@@ -214,13 +224,17 @@ class Reservation:
         named = cycle.affinity.name if cycle.affinity is not None else ""
         by_node: set[str] = set()
         by_reservation: list[str] = []
+        freed = freed_in(state, PREEMPTIBLE_KEY) or Preemptible()
+        on_node, freed_pods = freed.on_node(held.name), freed.pods(held.name)
         for info in matched:
             if not required and not matching.shares_resources(pod, info):
                 continue
+            in_reservation = freed.in_reservation(held.name, info.name)
+            available = matching.available(info, self.index.remaining(info))
             node_short = matching.node_shortage(
-                pod, held, matching.available(info, self.index.remaining(info)), len(matched)
+                pod, held, plus(available, on_node, in_reservation), len(matched), freed_pods
             )
-            own_short = self._reservation_shortage(pod, info, detailed=named == info.name)
+            own_short = self._reservation_shortage(pod, info, in_reservation, detailed=named == info.name)
             by_node.update(node_short)
             by_reservation.extend(own_short)
             if not node_short and not own_short:
@@ -230,15 +244,44 @@ class Reservation:
             return unschedulable(*(node_reasons + by_reservation or [REASON_NO_RESERVATION_FITS]))
         if not node_reasons:  # no reservation helps: the node alone, every reservation held
             node_reasons = [
-                f"Insufficient {name} by node" for name in matching.node_shortage(pod, held, {}, len(matched))
+                f"Insufficient {name} by node"
+                for name in matching.node_shortage(pod, held, on_node, len(matched), freed_pods)
             ]
         return unschedulable(*node_reasons) if node_reasons else SUCCESS
 
-    def _reservation_shortage(self, pod: PodInfo, info: ReservationInfo, detailed: bool = False) -> list[str]:
+    def _reservation_shortage(
+        self, pod: PodInfo, info: ReservationInfo, freed: Vector | None = None, detailed: bool = False
+    ) -> list[str]:
+        """fitsReservation: what the reservation's owners allocated, less what a preemption's
+        trial `freed` of it (`preemptibleInRR`)."""
         if info.allocate_policy != POLICY_RESTRICTED:
             return []
         pods = self.index.allocated_pods(info.name)
-        return matching.reservation_shortage(pod, info, self.index.allocated(info.name), pods, detailed)
+        allocated = self.index.allocated(info.name)
+        if freed:
+            pods -= freed.get(RESOURCE_PODS, 0)
+            allocated = plus(allocated, {name: -amount for name, amount in freed.items()})
+        return matching.reservation_shortage(pod, info, allocated, pods, detailed)
+
+    # --- PreFilter extensions --------------------------------------------------------------------
+    def add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
+        """AddPod: `other` takes its requests again, from the reservation it allocated from or
+        from the node (a reprieved victim; a nominated pod, too)."""
+        preemptible_in(state, PREEMPTIBLE_KEY).change(node.name, self._reservation_of(other, node.name), other, -1)
+        return SUCCESS
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:
+        """RemovePod: `other`'s requests are free in this cycle (a preemption's victim), in the
+        reservation it allocated from or on the node."""
+        preemptible_in(state, PREEMPTIBLE_KEY).change(node.name, self._reservation_of(other, node.name), other, +1)
+        return SUCCESS
+
+    def _reservation_of(self, pod: PodInfo, node_name: str) -> str:
+        """GetReservationInfoByPod: the reservation on the node the pod allocated from, or ON_NODE."""
+        for name in self.index.by_node.get(node_name, ()):
+            if pod.key in self.index.allocations.get(name, {}):
+                return name
+        return ON_NODE
 
     def _held(self, restored: NodeInfo) -> NodeInfo:
         """The cluster's own NodeInfo behind the restored copy Filter is given (every reservation
