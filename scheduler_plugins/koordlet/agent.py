@@ -53,6 +53,7 @@ from scheduler_plugins.koordlet.pods import pod_view
 from scheduler_plugins.koordlet.prometheus import AgentMetrics
 from scheduler_plugins.koordlet.refusals import EventQueue, Recorder, Refusals
 from scheduler_plugins.koordlet.slo_keeper import EVENT_REASON as SLO_EVENT_REASON
+from scheduler_plugins.koordlet.slo_keeper import SKIPPED_EVENT_REASON as SLO_SKIPPED_EVENT_REASON
 from scheduler_plugins.koordlet.slo_keeper import NodeSLOKeeper
 from scheduler_plugins.koordlet.states import CallbackType, NodeState, NodeStates, node_state
 from scheduler_plugins.koordlet.strategies.base import Eviction, RoundInput, StrategyOptions
@@ -132,7 +133,7 @@ class Agent:
         self.metrics = AgentMetrics(self.registry)
         self.events = EventQueue(self._recorder())
         self.refusals = Refusals(self.metrics.path_refusals, self.events)
-        self.slo_keeper = NodeSLOKeeper(self._slo_rejected)
+        self.slo_keeper = NodeSLOKeeper(self._slo_rejected, self._slo_key_skipped)
         self.executor = ResourceExecutor(
             self.layout, clock, dry_run=settings.dry_run, on_write=self._written, on_outside=self.refusals.outside
         )
@@ -198,6 +199,10 @@ class Agent:
     def _slo_rejected(self, slo: Object, message: str) -> None:
         self.metrics.node_slo_rejected.inc()
         self.events.warn(slo, SLO_EVENT_REASON, message)
+
+    def _slo_key_skipped(self, slo: Object, where: str, message: str) -> None:
+        self.metrics.node_slo_skipped_keys.labels(where.rpartition(".")[2]).inc()
+        self.events.warn(slo, SLO_SKIPPED_EVENT_REASON, message)
 
     def state(self) -> NodeState:
         """The node's objects now, with the last good NodeSLO."""

@@ -246,17 +246,26 @@ class NodeSLO:
     resource_qos: Mapping[str, ClassQOS] | None = None
     cpu_burst: CPUBurstStrategy = field(default_factory=CPUBurstStrategy)
     host_applications: tuple[HostApplication, ...] = ()
-    #: the whole spec, for the strategies that parse their own part (blkio, resctrl, systemStrategy)
+    #: the whole spec, for the strategies that parse their own part (blkio, resctrl, systemStrategy);
+    #: the `skipped` keys are left out of it
     spec: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    #: field path -> why: the `systemStrategy` keys the rules refused, each skipped alone
+    skipped: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
     def parse(cls, obj: Mapping[str, Any], *, checked: bool = True) -> NodeSLO:
         """The NodeSLO with its defaults; `ConfigError` for a field of the wrong type or a value
         the slo-controller-config rules refuse (`policies/apis/slo_config`, as the webhook does).
-        `checked=False` skips those rules: only tests of a strategy's own handling of such values
-        (Koordinator's strategy tests feed them) build one so."""
+        A `systemStrategy` key they refuse is skipped instead, and the rest applies, as
+        Koordinator's sysreconcile validates each key alone (`TestSystemConfig`): the key is left
+        out of `spec` and named in `skipped`. `checked=False` skips those rules: only tests of a
+        strategy's own handling of such values (Koordinator's strategy tests feed them) build one so."""
         spec = _map(obj, "spec", "")
         failures = node_slo_failures(spec) if checked else {}
+        skipped = {where: why for where, why in failures.items() if where.startswith(_SYSTEM_KEY_PREFIX)}
+        failures = {where: why for where, why in failures.items() if where not in skipped}
+        if skipped:
+            spec = _without_system_keys(spec, skipped)
         if failures:
             where, reason = sorted(failures.items())[0]
             more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
@@ -303,4 +312,18 @@ class NodeSLO:
             CPUBurstStrategy.parse(_map(spec, "cpuBurstStrategy", "spec"), "spec.cpuBurstStrategy"),
             tuple(apps),
             spec,
+            skipped,
         )
+
+
+#: the field paths of `systemStrategy`'s keys (a failure of the strategy itself, a value of the
+#: wrong type, refuses the NodeSLO: Go could not decode it)
+_SYSTEM_KEY_PREFIX: Final = "spec.systemStrategy."
+
+
+def _without_system_keys(spec: Mapping[str, Any], skipped: Mapping[str, str]) -> dict[str, Any]:
+    """`spec` with the skipped `systemStrategy` keys left out (a copy: the object stays as read)."""
+    names = {where[len(_SYSTEM_KEY_PREFIX) :] for where in skipped}
+    system = spec.get("systemStrategy")
+    kept = {k: v for k, v in system.items() if k not in names} if isinstance(system, Mapping) else system
+    return {**spec, "systemStrategy": kept}

@@ -72,6 +72,12 @@ class AgentMetrics:
             "NodeSLOs refused by the slo-controller-config rules (the last good one stays in force)",
             registry=registry,
         )
+        self.node_slo_skipped_keys = Counter(
+            "koordlet_node_slo_skipped_keys_total",
+            "systemStrategy keys of a NodeSLO refused by the rules and skipped alone (the other keys apply)",
+            ["key"],
+            registry=registry,
+        )
         self.reports = Counter(
             "koordlet_node_metric_reports_total", "NodeMetric status reports by result", ["result"], registry=registry
         )

@@ -15,8 +15,11 @@ the node-wide memory settings of the NodeSLO's `spec.systemStrategy`.
   each feature whose state differs is written alone, `NAME` or `NO_NAME` (GetSchedFeatures /
   SetSchedFeatures), in name order.
 
-A value outside its range is not written, as Koordinator's validators (`system_resource.go`) do.
-Nothing without a `systemStrategy`. A node without one of these files is reported
+A value outside its range is not written, as Koordinator's validators (`system_resource.go`) do,
+and the others are: each key is judged alone. A key the slo-controller-config rules refuse is left
+out of the NodeSLO the agent reads (`NodeSLO.skipped`, told with an Event and
+`koordlet_node_slo_skipped_keys_total`); both kinds are listed under the status's `skipped`
+(`koordlet plan` shows it). Nothing without a `systemStrategy`. A node without one of these files is reported
 (`unavailable`), not skipped in silence.
 """
 
@@ -109,18 +112,28 @@ def _within(amount: int, bounds: tuple[int, int]) -> bool:
     return bounds[0] <= amount <= bounds[1]
 
 
-def memory_config(strategy: Mapping[str, Any], memory_capacity: int) -> dict[str, tuple[str, int]]:
-    """calculateMemoryConfig: file -> (root, value) for each setting present and valid."""
+def memory_config(
+    strategy: Mapping[str, Any], memory_capacity: int, skipped: dict[str, str] | None = None
+) -> dict[str, tuple[str, int]]:
+    """calculateMemoryConfig: file -> (root, value) for each setting present and valid; each one
+    present and out of its range is named in `skipped` (key -> why) and not written."""
     out: dict[str, tuple[str, int]] = {}
+    skipped = {} if skipped is None else skipped
     factor = _int(strategy, "minFreeKbytesFactor")
     if factor is not None and memory_capacity // 1024 > 0:
         kbytes = memory_capacity // 1024 * factor // 10000
         if _within(kbytes, MIN_FREE_KBYTES_RANGE):
             out[MIN_FREE_KBYTES] = (PROC, kbytes)
+        else:
+            skipped["minFreeKbytesFactor"] = f"min_free_kbytes {kbytes} is outside {list(MIN_FREE_KBYTES_RANGE)}"
     for key, (root, path, bounds) in PLAIN_SETTINGS.items():
         amount = _int(strategy, key)
-        if amount is not None and _within(amount, bounds):
+        if amount is None:
+            continue
+        if _within(amount, bounds):
             out[path] = (root, amount)
+        else:
+            skipped[key] = f"{amount} is outside {list(bounds)}"
     return out
 
 
@@ -152,11 +165,14 @@ class SystemConfig:
         if memory <= 0:
             result.status["reason"] = "the node's memory capacity is not valid"
             return result
-        for path, (root, amount) in memory_config(strategy, memory).items():
+        skipped = {where.rpartition(".")[2]: why for where, why in slo.skipped.items()} if slo is not None else {}
+        for path, (root, amount) in memory_config(strategy, memory, skipped).items():
             if not inp.host.exists(root, path):
                 result.lacks(*MISSING[path])
                 continue
             result.host_writes.append(HostWrite(NAME, root, path, str(amount)))
+        if skipped:
+            result.status["skipped"] = dict(sorted(skipped.items()))
         wanted = strategy.get("schedFeatures")
         if isinstance(wanted, Mapping) and wanted:
             self._sched_features(inp, wanted, result)

@@ -122,3 +122,26 @@ def test_a_bad_node_slo_names_the_field(capsys: pytest.CaptureFixture[str], tmp_
     (node_dir / "node.yaml").write_text(text)
     assert main(["koordlet", "plan", "--node-dir", str(node_dir)]) == 2
     assert "spec.resourceUsedThresholdWithBE.cpuSuppressPolicy" in capsys.readouterr().err
+
+
+def test_plan_shows_the_skipped_system_key_and_the_applied_ones(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A NodeSLO with one systemStrategy key the rules refuse (watermarkScaleFactor 500 > 400) is
+    planned, not refused: the good key's write and the bad key's reason, side by side."""
+    node_dir = tmp_path / "node"
+    shutil.copytree(EXAMPLE, node_dir)
+    docs = list(yaml.safe_load_all((node_dir / "node.yaml").read_text()))
+    for doc in docs:
+        if doc["kind"] == "NodeSLO":
+            doc["spec"]["systemStrategy"] = {"watermarkScaleFactor": 500, "minFreeKbytesFactor": 100}
+    (node_dir / "node.yaml").write_text(yaml.safe_dump_all(docs))
+    proc = tmp_path / "proc"
+    (proc / "sys/vm").mkdir(parents=True)
+    for name in ("min_free_kbytes", "watermark_scale_factor"):
+        (proc / "sys/vm" / name).write_text("10\n")
+    report = plan(capsys, "--node-dir", str(node_dir), "--feature-gates", "SystemConfig=true", "--proc-root", str(proc))
+    system = report["strategies"]["SystemConfig"]  # type: ignore[index]
+    assert system["skipped"] == {"watermarkScaleFactor": "watermarkScaleFactor must be 400 or less"}
+    written = [a for a in report["actions"] if a.get("strategy") == "SystemConfig"]  # type: ignore[union-attr]
+    assert [a["file"] for a in written] == [str(proc / "sys/vm/min_free_kbytes")]

@@ -216,3 +216,68 @@ def test_this_machines_kernel_is_read_as_it_is() -> None:
     }
     assert {k for k, missing in expected.items() if missing} == set(result.unavailable)
     assert ([w.path for w in result.host_writes if w.path == WATERMARK] == [WATERMARK]) is not expected["procSysVm"]
+
+
+# --- each key alone: a bad key is skipped, the rest of the NodeSLO applies -------------------------
+BAD_KEYS = [
+    ("testInvalid", {"minFreeKbytesFactor": -1, "watermarkScaleFactor": -1, "memcgReapBackGround": -1}),
+    ("testTooSmall", {"minFreeKbytesFactor": 0, "watermarkScaleFactor": 5, "memcgReapBackGround": -1}),
+    ("testToolarge", {"minFreeKbytesFactor": 400, "watermarkScaleFactor": 500, "memcgReapBackGround": 2}),
+]
+
+
+def node_slo_with(system: dict[str, Any]) -> dict[str, Any]:
+    """A NodeSLO carrying `system` next to a good key and a threshold of its own."""
+    return {
+        "apiVersion": "slo.koordinator.sh/v1alpha1",
+        "kind": "NodeSLO",
+        "metadata": {"name": "n1", "resourceVersion": "7"},
+        "spec": {
+            "systemStrategy": {**system, "schedIdleSaverWmark": 5000000},
+            "resourceUsedThresholdWithBE": {"enable": True, "cpuSuppressThresholdPercent": 60},
+        },
+    }
+
+
+@pytest.mark.parametrize("name,system", BAD_KEYS, ids=[c[0] for c in BAD_KEYS])
+def test_a_bad_key_is_skipped_and_the_node_slo_applies(tmp_path: Path, name: str, system: dict[str, Any]) -> None:
+    """TestSystemConfig's testInvalid, testTooSmall, testToolarge through the agent's own reading
+    of the NodeSLO (the slo-controller-config rules): Koordinator skips each out-of-range key and
+    applies the rest. Before, one bad key refused the whole NodeSLO — its other keys and its
+    other strategies with it."""
+    slo = NodeSLO.parse(node_slo_with(system))  # not refused
+    assert slo.threshold.cpu_suppress_threshold_percent == 60
+    roots = host(tmp_path)
+    state = NodeState(NODE, slo, None, ())
+    inp = RoundInput.build(state, Usage(), LAYOUT, lambda cgroup, resource: None, 0.0, (), HostView(roots))
+    result = SystemConfig(OPTIONS).round(inp)
+    assert HostFiles(roots, lambda: 0.0).apply(result.host_writes).failed == 0
+    for path in (MIN_FREE, WATERMARK, REAP):
+        assert read(roots, path) == DEFAULT[path], (name, path)  # every bad key left as it was
+    assert read(roots, IDLE_SAVER) == "5000000"  # the good key applied
+    assert set(result.status["skipped"]) == set(system)
+
+
+def test_each_skipped_key_is_told_once_with_an_event_and_the_metric(tmp_path: Path) -> None:
+    store = ClusterStore(KOORDLET_KINDS + (NODE_METRIC_KIND,))
+    store.replace("Node", [NODE])
+    store.replace("NodeSLO", [node_slo_with({"watermarkScaleFactor": 500, "minFreeKbytesFactor": 88})])
+    (tmp_path / "cgroup" / "cpu").mkdir(parents=True)
+    settings = AgentSettings("n1", tmp_path / "cgroup", proc=tmp_path / "proc", sys_root=tmp_path / "sys")
+    agent = Agent(settings, OPTIONS, store, processors=())
+    events: list[tuple[str, str]] = []
+
+    class Recorder:
+        def record(self, involved: Any, type_: str, reason: str, message: str) -> None:
+            events.append((reason, message))
+
+    agent.events.recorder = Recorder()
+    for _ in range(3):
+        state = agent.state()
+    agent.events.flush()
+    assert state.node_slo is not None and state.node_slo_error is None
+    value = agent.registry.get_sample_value
+    assert value("koordlet_node_slo_skipped_keys_total", {"key": "watermarkScaleFactor"}) == 1
+    assert value("koordlet_node_slo_rejected_total") == 0
+    assert [reason for reason, _ in events] == ["NodeSLOKeySkipped"]
+    assert "spec.systemStrategy.watermarkScaleFactor" in events[0][1]
