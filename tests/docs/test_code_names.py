@@ -61,6 +61,8 @@ NOT_OURS: dict[str, str] = {
     "FindOneNode": "a Reservation extension point of Koordinator's framework",
     "RestoreReservation": "a Reservation extension point of Koordinator's framework",
     "PerNamespace": "a descheduler eviction limit of Koordinator's",
+    "GetNominatedReservation": "Koordinator's Reservation plugin's lookup, named where colocate departs from it",
+    "ErrReasonPreemptionFailed": "a Filter reason of Koordinator's Reservation plugin, named where colocate departs",
     "ResourceQuota": "a Kubernetes kind (its admission plugin limits critical priority classes)",
     "DistributeEvenly": "a value of Koordinator's numa-allocate-strategy; colocate reads any value but "
     "MostAllocated as the emptiest first",
