@@ -44,16 +44,6 @@ def register_commands(subparsers: Subparsers) -> None:
         default="v1",
         help="the cgroup version whose file names are printed (default v1)",
     )
-    p.add_argument(
-        "--cgroup-root",
-        type=Path,
-        default=Path("/sys/fs/cgroup"),
-        metavar="PATH",
-        help="where to look for the blkio/io controller (BlkIOReconcile); no cgroup is read or written",
-    )
-    p.add_argument(
-        "--proc-root", type=Path, default=Path("/proc"), metavar="PATH", help="the host's /proc (SystemConfig)"
-    )
     p.add_argument("--now", help="RFC 3339 time of the round (default: now)")
     add_output(p, ("table", "json"), default="table")
     p.set_defaults(func=run_plan)

@@ -56,13 +56,6 @@ def add_run_command(commands: Subparsers) -> None:
     )
     flags.add_context(run)
     flags.add_watch(run)
-    run.add_argument(
-        "--cgroup-root",
-        type=Path,
-        default=Path("/sys/fs/cgroup"),
-        metavar="PATH",
-        help="the cgroup root (v1: a directory per subsystem; v2: cgroup.controllers)",
-    )
     add_strategy_flags(run)
     run.add_argument("--dry-run", action="store_true", help="log the cgroup writes and evictions, do none")
     run.add_argument(
@@ -70,7 +63,6 @@ def add_run_command(commands: Subparsers) -> None:
         action="store_true",
         help="count a pod as evicted only when the Eviction API call succeeded (no process kill)",
     )
-    run.add_argument("--proc-root", type=Path, default=Path("/proc"), metavar="PATH", help="the host's /proc")
     run.add_argument("--host", default="0.0.0.0", help="address of /healthz, /readyz, /metrics")
     run.add_argument("--port", type=int, default=9316)
     for flag, default in (

@@ -41,6 +41,20 @@ def add_strategy_flags(parser: argparse.ArgumentParser) -> None:
         metavar="K=BOOL,...",
         help="gates of the QoS extension plugins and of the installed strategies (`colocate plugins list`)",
     )
+    add_host_roots(parser)
+
+
+def add_host_roots(parser: argparse.ArgumentParser) -> None:
+    """The host's files, declared once for `plan` and `run` (`host_roots` reads them back)."""
+    parser.add_argument(
+        "--cgroup-root",
+        type=Path,
+        default=Path("/sys/fs/cgroup"),
+        metavar="PATH",
+        help="the host's cgroup root (v1: a directory per subsystem; v2: cgroup.controllers); "
+        "`plan` only looks there for the blkio/io controller and writes nothing",
+    )
+    parser.add_argument("--proc-root", type=Path, default=Path("/proc"), metavar="PATH", help="the host's /proc")
     parser.add_argument(
         "--sys-root",
         type=Path,
