@@ -16,6 +16,7 @@ from colocate.cli.output import add_output
 from colocate.cli.parser import Subparsers
 from webhook.connections import (
     DEFAULT_FIRST_REQUEST_TIMEOUT,
+    DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_HEALTH_ADDRESS,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY,
@@ -71,6 +72,7 @@ def _serve(args: argparse.Namespace) -> int:
     for flag, value in (
         ("--max-connections", args.max_connections),
         ("--first-request-timeout", args.first_request_timeout),
+        ("--handshake-timeout", args.handshake_timeout),
         ("--idle-timeout", args.idle_timeout),
         ("--stuck-scan-after", args.stuck_scan_after),
     ):
@@ -81,6 +83,7 @@ def _serve(args: argparse.Namespace) -> int:
     connections = ConnectionLimits(
         max_connections=args.max_connections,
         first_request_timeout=args.first_request_timeout,
+        handshake_timeout=args.handshake_timeout,
         idle_timeout=args.idle_timeout,
         max_body_bytes=args.max_body_bytes,
     )
@@ -287,6 +290,14 @@ def register_commands(subparsers: Subparsers) -> None:
         metavar="SECONDS",
         help="a new connection must finish TLS and send a request within this; "
         "a request body must arrive within it too (default %(default)s)",
+    )
+    limits.add_argument(
+        "--handshake-timeout",
+        type=float,
+        default=DEFAULT_HANDSHAKE_TIMEOUT,
+        metavar="SECONDS",
+        help="a new connection must finish its TLS handshake within this; until it has, it is the "
+        "first to be closed when the cap needs room (default %(default)s)",
     )
     limits.add_argument(
         "--max-body-bytes",

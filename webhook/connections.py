@@ -1,10 +1,10 @@
 """How many connections the webhook port may hold, how long one may take to be useful, and how
 large a request may be.
 
-The limits are read at the CLI edge (`colocate serve --max-connections --first-request-timeout
---idle-timeout --max-body --max-body-bytes`) and enforced by `webhook.gate` (connections),
-`webhook.port` (requests) and `webhook.budget` (bodies held at once); this module is light so the
-CLI can import it.
+The limits are read at the CLI edge (`colocate serve --max-connections --handshake-timeout
+--first-request-timeout --idle-timeout --max-body --max-body-bytes`) and enforced by `webhook.gate`
+(connections), `webhook.port` (requests) and `webhook.budget` (bodies and heads held at once);
+this module is light so the CLI can import it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,10 @@ from colocate.cli import flags
 
 DEFAULT_MAX_CONNECTIONS: Final = 1000
 DEFAULT_FIRST_REQUEST_TIMEOUT: Final = 10.0
+#: from accept to the end of the TLS handshake: kube-apiserver sends its ClientHello at once and
+#: a handshake takes one round trip, so a connection that has not finished in half a second is
+#: not the API server's, and its place is given back (`webhook.gate`)
+DEFAULT_HANDSHAKE_TIMEOUT: Final = 0.5
 DEFAULT_IDLE_TIMEOUT: Final = 30.0
 #: the largest request body kube-apiserver accepts for an object (its MaxRequestBodyBytes,
 #: `staging/src/k8s.io/apiserver/pkg/server/config.go`): no object it admits is larger
@@ -39,13 +43,21 @@ MEMORY_PER_CONNECTION_KIB: Final = 64
 #: parsing does not yield the event loop)
 PARSED_BODY_FACTOR: Final = 8
 #: why the server closed a connection itself: the closed set of metric labels
-CLOSE_REASONS: Final = ("over_limit", "idle_evicted", "first_request_timeout", "tls_handshake_failed")
+CLOSE_REASONS: Final = (
+    "over_limit",
+    "idle_evicted",
+    "unserved_evicted",
+    "handshake_timeout",
+    "first_request_timeout",
+    "tls_handshake_failed",
+)
 
 
 @dataclass(frozen=True)
 class ConnectionLimits:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     first_request_timeout: float = DEFAULT_FIRST_REQUEST_TIMEOUT
+    handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 

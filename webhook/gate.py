@@ -25,6 +25,7 @@ handshake (docs/serve.md, "Sizing", says what that costs).
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import socket
 import ssl
@@ -38,6 +39,18 @@ from webhook.connections import ConnectionLimits
 log = logging.getLogger("colocate.connections")
 
 LIMIT_WARNING_PERIOD: Final = 10.0
+#: the stages of a connection: accepted and no byte yet, in its TLS handshake, TLS up and no
+#: request yet, in a request, kept alive between requests, being closed
+SILENT: Final = "silent"
+HANDSHAKE: Final = "handshake"
+WAITING: Final = "waiting"
+BUSY: Final = "busy"
+IDLE: Final = "idle"
+CLOSING: Final = "closing"
+#: which connections go first when a new one needs room (never one in a request), and whether
+#: only one that has been at that stage for `--handshake-timeout` may go (a connection whose TLS
+#: is up a moment ago is about to send its request: a kept-alive idle one goes before it)
+EVICTION_ORDER: Final = ((SILENT, False), (HANDSHAKE, False), (WAITING, True), (IDLE, False), (WAITING, False))
 
 
 class _Gate(asyncio.Protocol):
@@ -45,24 +58,40 @@ class _Gate(asyncio.Protocol):
     which it forwards what the TLS layer reads (it stays the TLS layer's protocol so that it sees
     the connection end, and can count it)."""
 
-    def __init__(self, site: GatedSite) -> None:
+    def __init__(self, site: GatedSite, source: str) -> None:
         self.site = site
+        self.source = source  # the client's address (an IPv6 client's /64): its share of the cap
+        self.stage = SILENT
         self.loop = asyncio.get_running_loop()
+        self.since = self.loop.time()  # when it reached its stage
+        self.sock: socket.socket | None = None  # until its first byte: then the TLS layer owns it
         self.handshake: asyncio.Task[None] | None = None
         self.tls: asyncio.Transport | None = None
         self.handler: asyncio.Protocol | None = None  # the HTTP protocol, once TLS is up
         self.served = False  # a request of this connection reached the application
         self.counted = False
         self.deadline: asyncio.TimerHandle | None = None
+        self.handshake_deadline: asyncio.TimerHandle | None = None
 
     # -- accepted ----------------------------------------------------------------------------
     def accepted(self, sock: socket.socket) -> None:
-        """A socket `accept(2)` returned, within the cap: counted, timed, then its TLS handshake."""
+        """A socket `accept(2)` returned, within the cap: counted and timed; its TLS handshake
+        starts with its first byte (until then it is `silent`, the first to go at the cap)."""
         self.counted = True
+        self.sock = sock
         self.site.opened(self)
-        timeout = self.site.limits.first_request_timeout
-        self.deadline = self.loop.call_later(timeout, self._first_request_overdue)
-        self.handshake = self.loop.create_task(self._start_tls(sock, timeout))
+        limits = self.site.limits
+        self.deadline = self.loop.call_later(limits.first_request_timeout, self._first_request_overdue)
+        self.handshake_deadline = self.loop.call_later(limits.handshake_timeout, self._handshake_overdue)
+        self.loop.add_reader(sock.fileno(), self._first_bytes)
+
+    def _first_bytes(self) -> None:
+        sock, self.sock = self.sock, None
+        if sock is None:
+            return
+        self.loop.remove_reader(sock.fileno())
+        self.site.move(self, HANDSHAKE)
+        self.handshake = self.loop.create_task(self._start_tls(sock, self.site.limits.handshake_timeout))
 
     async def _start_tls(self, sock: socket.socket, timeout: float) -> None:
         try:
@@ -70,7 +99,7 @@ class _Gate(asyncio.Protocol):
                 lambda: self, sock, ssl=self.site.tls_context, ssl_handshake_timeout=timeout
             )
         except (OSError, ssl.SSLError, TimeoutError, ConnectionError, RuntimeError, asyncio.CancelledError):
-            # a failed or cut handshake, or the connection closed by the first-request deadline
+            # a failed or cut handshake, or the connection closed by a deadline or to make room
             if self.counted and not self.served:
                 self.site.closed("tls_handshake_failed")
             sock.close()
@@ -85,25 +114,41 @@ class _Gate(asyncio.Protocol):
         if not self.counted:  # closed by a deadline as the handshake finished
             tls.abort()
             return
+        self._cancel_handshake_deadline()
+        self.site.move(self, WAITING)
         handler = self.handler = self.site.connection(self)
         handler.connection_made(tls)
+
+    def _handshake_overdue(self) -> None:
+        self.handshake_deadline = None
+        if self.tls is None and self.counted and not self.served:
+            self._close_unserved("handshake_timeout")
 
     def _first_request_overdue(self) -> None:
         self.deadline = None
         if not self.served and self.counted:
-            self.served = True  # counted once, as this reason only
-            self.site.closed("first_request_timeout")
-            self._abort()
+            self._close_unserved("first_request_timeout")
+
+    def _close_unserved(self, reason: str) -> None:
+        self.served = True  # counted once, as this reason only
+        self.site.move(self, CLOSING)
+        self.site.closed(reason)
+        self._abort()
 
     def _abort(self) -> None:
         if self.tls is not None:
             self.tls.abort()
         elif self.handshake is not None:
             self.handshake.cancel()
+        elif self.sock is not None:  # silent: not yet the TLS layer's
+            sock, self.sock = self.sock, None
+            self.loop.remove_reader(sock.fileno())
+            sock.close()
+            self._release()
 
     # -- what the HTTP protocol tells of its requests (`webhook.port.ConnectionWatcher`) -----
     def request_started(self) -> None:
-        self.site.idle.pop(self, None)
+        self.site.move(self, BUSY)
         if not self.served:
             self.served = True
             if self.deadline is not None:
@@ -112,15 +157,21 @@ class _Gate(asyncio.Protocol):
 
     def request_ended(self) -> None:
         if self.counted:
-            self.site.idle[self] = None  # the most recently idle last
+            self.site.move(self, IDLE)  # the most recently idle last
 
     def evict(self) -> None:
-        """Close this idle kept-alive connection to make room for a new one (its client, like any
-        HTTP client, reconnects: the close comes between requests, never within one)."""
-        self.site.closed("idle_evicted")
-        self._release()
-        if self.tls is not None:
-            self.tls.close()
+        """Close this connection to make room for a new one: a kept-alive one between its requests
+        (its client, like any HTTP client, reconnects: the close never comes within a request), or
+        one not yet served (silent, in its handshake, or not yet past its first request's head)."""
+        stage = self.stage
+        self.site.move(self, CLOSING)  # never chosen twice, though a handshake ends a moment later
+        if stage == IDLE:
+            self.site.closed("idle_evicted")
+            self._release()
+            if self.tls is not None:
+                self.tls.close()
+            return
+        self._close_unserved("unserved_evicted")
 
     # -- the TLS layer's application protocol: forwarded to the HTTP protocol -----------------
     def data_received(self, data: bytes) -> None:
@@ -141,7 +192,13 @@ class _Gate(asyncio.Protocol):
         if self.handler is not None:
             self.handler.resume_writing()
 
+    def _cancel_handshake_deadline(self) -> None:
+        if self.handshake_deadline is not None:
+            self.handshake_deadline.cancel()
+            self.handshake_deadline = None
+
     def _release(self) -> None:
+        self._cancel_handshake_deadline()
         if self.deadline is not None:
             self.deadline.cancel()
             self.deadline = None
@@ -154,6 +211,21 @@ class _Gate(asyncio.Protocol):
         if self.handler is not None:
             handler, self.handler = self.handler, None
             handler.connection_lost(exc)
+
+
+def source_of(peer: Any) -> str:
+    """The client a connection counts against: its IPv4 address, or its IPv6 /64 (one host
+    commonly holds a whole /64, so an address within it costs an attacker nothing)."""
+    host = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
+    try:
+        address = ipaddress.ip_address(host.partition("%")[0])
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False).network_address) + "/64"
+    return host
 
 
 class GatedSite:
@@ -179,8 +251,10 @@ class GatedSite:
         self.metrics = metrics
         self.open = 0
         self.gates: set[_Gate] = set()
-        #: kept-alive connections between requests, the longest idle first
-        self.idle: OrderedDict[_Gate, None] = OrderedDict()
+        #: open connections per client address (`source_of`)
+        self.per_source: dict[str, int] = {}
+        #: the connections that may be closed to make room, by stage and client address, oldest first
+        self.stages: dict[str, dict[str, OrderedDict[_Gate, None]]] = {stage: {} for stage, _ in EVICTION_ORDER}
         self._next_limit_warning = 0.0
         self._listener: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None
@@ -188,23 +262,60 @@ class GatedSite:
     def opened(self, gate: _Gate) -> None:
         self.open += 1
         self.gates.add(gate)
+        self.per_source[gate.source] = self.per_source.get(gate.source, 0) + 1
+        self.stages[SILENT].setdefault(gate.source, OrderedDict())[gate] = None
         if self.metrics is not None:
             self.metrics.connections.inc()
+
+    def move(self, gate: _Gate, stage: str) -> None:
+        """`gate` is now at `stage` (the latest of it: the last to go of its stage at the cap)."""
+        self._leave(gate)
+        gate.stage, gate.since = stage, gate.loop.time()
+        if stage in self.stages:
+            self.stages[stage].setdefault(gate.source, OrderedDict())[gate] = None
+
+    def _leave(self, gate: _Gate) -> None:
+        by_source = self.stages.get(gate.stage)
+        if by_source is None:
+            return
+        gates = by_source.get(gate.source)
+        if gates is not None:
+            gates.pop(gate, None)
+            if not gates:
+                del by_source[gate.source]
 
     def lost(self, gate: _Gate) -> None:
         self.open -= 1
         self.gates.discard(gate)
-        self.idle.pop(gate, None)
+        self.move(gate, CLOSING)
+        left = self.per_source.get(gate.source, 1) - 1
+        if left:
+            self.per_source[gate.source] = left
+        else:
+            self.per_source.pop(gate.source, None)
         if self.metrics is not None:
             self.metrics.connections.dec()
 
     def make_room(self) -> bool:
-        """At the cap: close the longest idle kept-alive connection; False when none is idle."""
-        if not self.idle:
-            return False
-        oldest, _ = self.idle.popitem(last=False)
-        oldest.evict()
-        return True
+        """At the cap: close one connection that is not in a request, or say False when none is.
+
+        The first to go is the oldest of the first stage that has any (`EVICTION_ORDER`: silent,
+        in its handshake, TLS up but no request for `--handshake-timeout`, kept alive between
+        requests, then TLS up a moment ago), of the client address holding the most connections:
+        a client that fills the cap with sockets that say nothing loses its own, never the API
+        server's connections in use."""
+        stale_before = asyncio.get_running_loop().time() - self.limits.handshake_timeout
+        for stage, only_stale in EVICTION_ORDER:
+            by_source = self.stages[stage]
+            if not by_source:
+                continue
+            heaviest = max(by_source, key=lambda source: self.per_source.get(source, 0))
+            victim = next(iter(by_source[heaviest]))
+            if only_stale and victim.since > stale_before:
+                continue
+            victim.evict()
+            return True
+        return False
 
     def closed(self, reason: str) -> None:
         if self.metrics is not None:
@@ -214,7 +325,7 @@ class GatedSite:
             if now >= self._next_limit_warning:  # one line per period, however many are refused
                 self._next_limit_warning = now + LIMIT_WARNING_PERIOD
                 log.warning(
-                    "%d connections open (--max-connections), none idle: closing new ones",
+                    "%d connections open (--max-connections), all in a request: closing new ones",
                     self.limits.max_connections,
                 )
 
@@ -230,7 +341,7 @@ class GatedSite:
         loop = asyncio.get_running_loop()
         while True:
             try:
-                sock, _ = await loop.sock_accept(listener)
+                sock, peer = await loop.sock_accept(listener)
             except OSError as exc:  # out of file descriptors, or a connection reset in the backlog
                 log.warning("accept failed: %s", exc)
                 await asyncio.sleep(0.1)
@@ -239,7 +350,7 @@ class GatedSite:
                 self.closed("over_limit")
                 sock.close()
                 continue
-            _Gate(self).accepted(sock)
+            _Gate(self, source_of(peer)).accepted(sock)
 
     async def stop(self) -> None:
         """Stop listening; connections still in their TLS handshake are closed (the HTTP server

@@ -200,9 +200,10 @@ class WebhookMetrics:
         )
         self.connections_closed = Counter(
             "colocate_webhook_connections_closed_total",
-            "Connections the server closed itself, by reason: over_limit (--max-connections, none idle), "
-            "idle_evicted (the longest idle, to make room at --max-connections), first_request_timeout, "
-            "tls_handshake_failed.",
+            "Connections the server closed itself, by reason: over_limit (--max-connections, all in a "
+            "request), unserved_evicted (not yet past its first request, to make room at --max-connections), "
+            "idle_evicted (kept alive between requests, to make room), handshake_timeout, "
+            "first_request_timeout, tls_handshake_failed.",
             ["reason"],
             registry=registry,
         )
