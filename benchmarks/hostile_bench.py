@@ -14,10 +14,15 @@ measured the same way) and prints one line of numbers:
   acts right after accept, before TLS). Then 50 kept-alive connections idle between requests and N
   new clients with one admission each: how many are served, and the CPU per admission with the
   eviction that made its room.
+- heads: `--connections` TLS connections each sending a head that never ends, of 127 fields of
+  7 KiB (900 KiB), then of 8 (56 KiB); RSS before, with them open, and 7 s after they closed.
+- flood: `--max-connections 200` filled by 200 plain TCP sockets that send nothing, each reopened
+  as the server closes it, for `--hold` seconds, while four clients send admissions as the API
+  server does (a new connection when it finds none open, 10 s timeout): the fraction answered.
 - loops (not in the default set): two symlinks to the --cluster directory itself, then a FIFO
   named *.yaml; RSS after `--hold` seconds, and whether a later profile deletion is still seen.
 
-Run: `.venv/bin/python benchmarks/hostile_bench.py [--repo DIR] [labels idle gzip nesting cap]`.
+Run: `.venv/bin/python benchmarks/hostile_bench.py [--repo DIR] [labels idle gzip nesting cap flood heads]`.
 Every loop is bounded; nothing leaves 127.0.0.1.
 """
 
@@ -269,6 +274,100 @@ def cap(server: Server, count: int) -> str:
 
 
 CAP = 50
+FLOOD_CAP = 200
+
+
+def _send_heads(server: Server, count: int, fields: int) -> tuple[list[ssl.SSLSocket], int]:
+    """`count` TLS connections each sending a head of `fields` fields of 7 KiB that never ends."""
+    field = b"X-Filler-%03d: " + b"a" * 7000 + b"\r\n"
+    held, refused = [], 0
+    for _ in range(count):
+        sock = server.tls.wrap_socket(socket.create_connection(("127.0.0.1", server.port)), server_hostname="localhost")
+        try:
+            sock.sendall(b"POST /mutate-pod HTTP/1.1\r\nHost: x\r\n")
+            for i in range(fields):
+                sock.sendall(field % i)
+        except OSError:  # closed by the server: the head was refused
+            refused += 1
+        held.append(sock)
+    return held, refused
+
+
+def heads(server: Server, count: int) -> str:
+    out = []
+    for fields in (127, 8):  # 900 KiB (past any bound), then 56 KiB (within 64 KiB)
+        time.sleep(0.5)
+        before = server.rss_mib()
+        held, refused = _send_heads(server, count, fields)
+        time.sleep(1)
+        during = server.rss_mib()
+        for sock in held:
+            sock.close()
+        time.sleep(7)
+        out.append(
+            f"{count} x {fields * 7} KiB heads ({refused} refused while sending): RSS {before:.0f} -> "
+            f"{during:.0f} MiB, {server.rss_mib():.0f} MiB 7 s after they closed"
+        )
+    return "; ".join(out)
+
+
+def _silent_flood(port: int, count: int, stop: threading.Event) -> int:
+    """`count` plain sockets that send nothing, each reopened as it is closed, until `stop`."""
+    import selectors
+
+    selector = selectors.DefaultSelector()
+
+    def open_one() -> None:
+        sock = socket.socket()
+        sock.setblocking(False)
+        sock.connect_ex(("127.0.0.1", port))
+        selector.register(sock, selectors.EVENT_READ)
+
+    for _ in range(count):
+        open_one()
+    reopened = 0
+    while not stop.is_set():
+        for key, _ in selector.select(timeout=0.05):
+            selector.unregister(key.fileobj)
+            key.fileobj.close()  # type: ignore[union-attr]
+            reopened += 1
+            open_one()
+    for key in list(selector.get_map().values()):
+        key.fileobj.close()  # type: ignore[union-attr]
+    return reopened
+
+
+def flood(server: Server, seconds: float) -> str:
+    """Run against a server started with --max-connections FLOOD_CAP."""
+    stop, results = threading.Event(), {"answered": 0, "sent": 0, "reopened": 0}
+    flooder = threading.Thread(target=lambda: results.update(reopened=_silent_flood(server.port, FLOOD_CAP, stop)))
+    flooder.start()
+    time.sleep(1)
+    body = json.dumps(review(pod())).encode()
+    until = time.monotonic() + seconds
+
+    def client() -> None:
+        while time.monotonic() < until:
+            results["sent"] += 1
+            try:
+                status, _ = server.request("/mutate-pod", body, timeout=10)
+            except OSError:
+                status = 0
+            results["answered"] += status == 200
+            time.sleep(0.05)
+
+    clients = [threading.Thread(target=client) for _ in range(4)]
+    for thread in clients:
+        thread.start()
+    for thread in clients:
+        thread.join()
+    stop.set()
+    flooder.join()
+    answered, sent = results["answered"], results["sent"]
+    return (
+        f"{FLOOD_CAP} silent sockets reopened {results['reopened']} times in {seconds:.0f}s: "
+        f"{answered}/{sent} admissions answered ({answered / max(sent, 1):.1%})"
+    )
 
 
 def gzip_bomb(server: Server, inflated_mib: int) -> str:
@@ -365,7 +464,11 @@ def main() -> None:
     args = parser.parse_args()
     for scenario in args.scenarios:
         with tempfile.TemporaryDirectory(prefix="colocate-hostile-") as work:
-            extra = ("--max-connections", str(CAP), "--first-request-timeout", "30") if scenario == "cap" else ()
+            extra: tuple[str, ...] = ()
+            if scenario == "cap":
+                extra = ("--max-connections", str(CAP), "--first-request-timeout", "30")
+            elif scenario == "flood":
+                extra = ("--max-connections", str(FLOOD_CAP))
             server = Server(args.repo.resolve(), Path(work), *extra)
             try:
                 if scenario == "labels":
@@ -376,6 +479,10 @@ def main() -> None:
                     line = loops(server, args.hold)
                 elif scenario == "cap":
                     line = cap(server, args.connections)
+                elif scenario == "flood":
+                    line = flood(server, args.hold)
+                elif scenario == "heads":
+                    line = heads(server, args.connections)
                 elif scenario == "gzip":
                     line = gzip_bomb(server, args.inflated_mib)
                 else:

@@ -1,4 +1,7 @@
-"""The bytes of request bodies one server process holds at once, shared fairly between connections.
+"""The bytes of requests one server process holds at once, shared fairly between connections.
+
+What is held is a request's body and, before it, its head while that is being received (up to
+`MAX_HEAD_BYTES`: `webhook.port.PortConnection`); a head is given back once it is complete.
 
 The connection cap bounds sockets, not what they send: a thousand connections each sending most of
 `--max-body` would hold gigabytes, so bodies are held against a budget (`--max-body-bytes`). A

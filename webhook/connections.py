@@ -35,10 +35,15 @@ DEFAULT_MAX_BODY_BYTES: Final = 64 * 1024 * 1024  # request bodies held at once 
 MAX_LINE: Final = 8190
 MAX_FIELD: Final = 8190
 MAX_FIELDS: Final = 128
-#: the sizing rule of docs/serve.md, measured by benchmarks/hostile_bench.py (idle): a server
-#: process at rest, and what each open connection adds (TLS and HTTP buffers)
+#: all of a request's head (aiohttp bounds only its parts: 128 fields of 8 KiB would be 1 MiB a
+#: connection); kube-apiserver's heads are under 2 KiB, a bearer token and a trace header included
+MAX_HEAD_BYTES: Final = 64 * 1024
+#: the sizing rule of docs/serve.md, measured by benchmarks/hostile_bench.py (idle, heads): a
+#: server process at rest, and what each open connection adds: its TLS and HTTP buffers (~50 KiB
+#: idle) and a head of up to MAX_HEAD_BYTES being parsed (1,000 connections each holding a 56 KiB
+#: head added 148 MiB)
 MEMORY_BASE_MIB: Final = 100
-MEMORY_PER_CONNECTION_KIB: Final = 64
+MEMORY_PER_CONNECTION_KIB: Final = 160
 #: a body being parsed into Python objects takes up to this many times its size (one at a time:
 #: parsing does not yield the event loop)
 PARSED_BODY_FACTOR: Final = 8
@@ -46,6 +51,7 @@ PARSED_BODY_FACTOR: Final = 8
 CLOSE_REASONS: Final = (
     "over_limit",
     "idle_evicted",
+    "head_too_large",
     "unserved_evicted",
     "handshake_timeout",
     "first_request_timeout",

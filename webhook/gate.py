@@ -159,6 +159,9 @@ class _Gate(asyncio.Protocol):
         if self.counted:
             self.site.move(self, IDLE)  # the most recently idle last
 
+    def head_refused(self) -> None:
+        self.site.closed("head_too_large")
+
     def evict(self) -> None:
         """Close this connection to make room for a new one: a kept-alive one between its requests
         (its client, like any HTTP client, reconnects: the close never comes within a request), or
@@ -250,6 +253,7 @@ class GatedSite:
         self.limits = limits
         self.metrics = metrics
         self.open = 0
+        self.peak = 0  # the most open at once since memory was last given back (`webhook.memory`)
         self.gates: set[_Gate] = set()
         #: open connections per client address (`source_of`)
         self.per_source: dict[str, int] = {}
@@ -261,6 +265,8 @@ class GatedSite:
 
     def opened(self, gate: _Gate) -> None:
         self.open += 1
+        if self.open > self.peak:
+            self.peak = self.open
         self.gates.add(gate)
         self.per_source[gate.source] = self.per_source.get(gate.source, 0) + 1
         self.stages[SILENT].setdefault(gate.source, OrderedDict())[gate] = None

@@ -39,7 +39,14 @@ from aiohttp.http import HttpVersion11
 
 from policies.admission.plugin import default_rand_int
 from webhook.budget import BodyBudget
-from webhook.connections import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY, MAX_FIELD, MAX_FIELDS, MAX_LINE
+from webhook.connections import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_BODY,
+    MAX_FIELD,
+    MAX_FIELDS,
+    MAX_HEAD_BYTES,
+    MAX_LINE,
+)
 from webhook.metrics import WebhookMetrics
 from webhook.registry import Registry
 from webhook.server import (
@@ -57,6 +64,20 @@ _READ_CHUNK: Final = 256 * 1024
 _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
+def _closing_answer(status: str, text: str) -> bytes:
+    """A whole HTTP answer, for a connection closed before a request could be parsed."""
+    return (
+        f"HTTP/1.1 {status}\r\nServer: {SERVER_NAME}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        f"Content-Length: {len(text)}\r\nConnection: close\r\n\r\n{text}"
+    ).encode()
+
+
+_HEAD_TOO_LARGE: Final = _closing_answer(
+    "431 Request Header Fields Too Large", f"431: request head exceeds {MAX_HEAD_BYTES} bytes"
+)
+_HEADS_OVER_BUDGET: Final = _closing_answer("503 Service Unavailable", "503: requests being received exceed --max-body-bytes")
+
+
 class ConnectionWatcher:
     """What the gate learns of a connection's requests (`webhook.gate._Gate`)."""
 
@@ -64,19 +85,64 @@ class ConnectionWatcher:
 
     def request_ended(self) -> None: ...
 
+    def head_refused(self) -> None: ...
+
 
 _UNWATCHED: Final = ConnectionWatcher()
 
 
 class PortConnection(web.RequestHandler):
     """aiohttp's protocol for one connection, with the gate that watches it, and aiohttp's own
-    error answers (a malformed request's 400) naming no versions, like ours."""
+    error answers (a malformed request's 400) naming no versions, like ours.
 
-    __slots__ = ("watcher",)
+    aiohttp bounds a head's line, each field and their number, not their total (128 fields of
+    8 KiB: 1 MiB a connection, which 500 connections turned into 700 MiB): the bytes received while
+    no head is complete are counted here, refused past `MAX_HEAD_BYTES` (431, the connection
+    closed) and held against the memory budget (`webhook.budget`) until the head is complete."""
 
-    def __init__(self, manager: web.Server, watcher: ConnectionWatcher, **kwargs: Any) -> None:
+    __slots__ = ("watcher", "budget", "head_bytes", "payload")
+
+    def __init__(self, manager: web.Server, watcher: ConnectionWatcher, budget: BodyBudget, **kwargs: Any) -> None:
         super().__init__(manager, **kwargs)
-        self.watcher = watcher
+        self.watcher, self.budget = watcher, budget
+        self.head_bytes = 0  # received since the last head was complete (and taken from the budget)
+        self.payload: Any = None  # the body of the last complete head, while it is being received
+
+    def data_received(self, data: bytes) -> None:
+        payload = self.payload
+        if payload is not None and not payload.is_eof():  # a body (held against the budget by its reader)
+            super().data_received(data)
+            return
+        heads = self._request_count
+        super().data_received(data)
+        if self._request_count != heads:  # a head is complete: what followed it is its body or the next head
+            self.budget.give(self.head_bytes)
+            self.head_bytes = 0
+            self.payload = self._messages[-1][1] if self._messages else None
+            return
+        # still no complete head: counted after parsing, so that the read that completes a head (and
+        # carries the start of its body) is never refused; the parser holds at most one read more
+        if self.head_bytes + len(data) > MAX_HEAD_BYTES:
+            self._refuse_head(_HEAD_TOO_LARGE)
+        elif not self.budget.take(self.head_bytes, len(data)):
+            self._refuse_head(_HEADS_OVER_BUDGET)
+        else:
+            self.head_bytes += len(data)
+
+    def _refuse_head(self, answer: bytes) -> None:
+        """Past MAX_HEAD_BYTES (431) or the budget (503): answered and closed (a client still sending
+        may see the close before the answer)."""
+        self.watcher.head_refused()
+        transport = self.transport
+        self.force_close()
+        if transport is not None:  # aborted: a TLS close would wait (up to 30 s) for a client still sending
+            transport.write(answer)
+            transport.abort()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.budget.give(self.head_bytes)
+        self.head_bytes = 0
+        super().connection_lost(exc)
 
     def handle_error(
         self, request: web.BaseRequest, status: int = 500, exc: BaseException | None = None, message: str | None = None
@@ -122,6 +188,7 @@ class WebhookPort:
         return PortConnection(
             self.server,
             watcher,
+            self.budget,
             loop=self.loop,
             keepalive_timeout=self.idle_timeout,
             access_log=None,

@@ -54,6 +54,7 @@ from webhook.connections import (
     bind_address,
 )
 from webhook.gate import GatedSite
+from webhook.memory import give_back_after_storms
 from webhook.port import build_server
 from webhook.probes import ProbeListeners
 from webhook.registry import Registry, default_routes
@@ -347,6 +348,7 @@ async def serve_forever(
         tasks.append(asyncio.create_task(metrics.flush_periodically()))
     if parent_pid is not None:
         tasks.append(asyncio.create_task(_stop_when_orphaned(parent_pid, signals)))
+    tasks.append(asyncio.create_task(give_back_after_storms(site)))
     try:
         if listen_when_ready and await _first(signals.get(), loaded.wait()) == 0:
             return  # stopped before the state was loaded: never listened, nothing to drain
