@@ -11,6 +11,12 @@ A plugin that raises is handled as the route's failure policy says of a webhook 
 `Fail` route the request is denied (500, the plugin named, as for an in-tree plugin's bug); on an
 `Ignore` route (every registration `Ignore`: the node routes) the plugin is skipped, its changes to
 the object dropped, and the error logged, so the request is admitted as if the plugin were absent.
+A plugin calling `sys.exit()` or raising KeyboardInterrupt has failed the same way.
+
+On the HTTPS port a route with an installed plugin is served in a thread of its own, within the
+route's deadline (`webhook.port`): a plugin that blocks delays its own requests only, and past the
+deadline the request is answered as kube-apiserver answers a webhook that timed out, by the
+route's failure policy.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from colocate.cluster.plugins import discovered
+from colocate.cluster.plugins import PLUGIN_FAILURES, discovered
 from policies.admission.plugin import AdmissionContext, Denied, MutatingPlugin, ValidatingPlugin
 from policies.apis.field_errors import ConfigError
 from policies.apis.objects import json_copy
@@ -40,9 +46,15 @@ class AdmissionPluginSpec:
     factory: Callable[[], MutatingPlugin | ValidatingPlugin]
 
 
+class PluginExited(RuntimeError):
+    """An installed plugin raised SystemExit or KeyboardInterrupt: a failure of the plugin, handled
+    as any other exception of it (it must not end the server)."""
+
+
 class _Contained:
     """An installed plugin on a route: on an Ignore route its exceptions are logged and its changes
-    dropped; on a Fail route they reach the chain, which denies the request."""
+    dropped; on a Fail route they reach the chain, which denies the request. SystemExit and
+    KeyboardInterrupt are exceptions of the plugin like any other (`PLUGIN_FAILURES`)."""
 
     def __init__(self, plugin: Any, ignore_errors: bool, path: str) -> None:
         self.plugin, self.ignore_errors, self.path = plugin, ignore_errors, path
@@ -51,33 +63,40 @@ class _Contained:
         self.reads = plugin.reads
         self.explains_itself: bool = bool(getattr(plugin, "explains_itself", False))
 
-    def _ignored(self, exc: Exception) -> None:
+    def _ignored(self, exc: BaseException) -> None:
         log.error("plugin %s failed on %s (failurePolicy Ignore: skipped): %r", self.name, self.path, exc)
 
+    def _failed(self, exc: BaseException) -> Exception:
+        """What the chain sees of a failure on a Fail route: an Exception, whatever was raised."""
+        return exc if isinstance(exc, Exception) else PluginExited(f"{type(exc).__name__}{exc.args!r}")
+
     def mutate(self, obj: dict[str, Any], ctx: AdmissionContext) -> None:
-        if not self.ignore_errors:
-            self.plugin.mutate(obj, ctx)
-            return
-        before = json_copy(obj)
+        before = None if not self.ignore_errors else json_copy(obj)
         try:
             self.plugin.mutate(obj, ctx)
         except Denied:  # a decision, not a failure: it goes through
             raise
-        except Exception as exc:  # noqa: BLE001
+        except PLUGIN_FAILURES as exc:
+            if before is None:
+                raise self._failed(exc) from exc
             self._ignored(exc)
             obj.clear()
             obj.update(before)
 
     def validate(self, obj: Mapping[str, Any], ctx: AdmissionContext) -> None:
-        if not self.ignore_errors:
-            self.plugin.validate(obj, ctx)
-            return
         try:
             self.plugin.validate(obj, ctx)
         except Denied:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except PLUGIN_FAILURES as exc:
+            if not self.ignore_errors:
+                raise self._failed(exc) from exc
             self._ignored(exc)
+
+
+def installed_on(route: Any) -> list[str]:
+    """The names of the installed plugins on `route` (those that run with a deadline: `webhook.port`)."""
+    return [plugin.name for plugin in route.plugins if isinstance(plugin, _Contained)]
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,8 @@ from webhook.connections import (
     MAX_LINE,
 )
 from webhook.metrics import WebhookMetrics
+from webhook.plugin_deadline import PluginDeadline
+from webhook.plugins import installed_on
 from webhook.registry import Registry
 from webhook.server import (
     NO_CLIENT_CERT,
@@ -177,6 +179,12 @@ class WebhookPort:
         self.endpoints = {
             route.path: AdmissionEndpoint(route, state, metrics, max_body, rand_int) for route in registry.routes
         }
+        #: the endpoints of routes with installed plugins, served off the loop within a deadline
+        self.guarded = {
+            endpoint: PluginDeadline(endpoint, names)
+            for endpoint in self.endpoints.values()
+            if (names := installed_on(endpoint.route))
+        }
         self.loop = asyncio.get_running_loop()
         self.server = web.Server(self.handle, request_factory=self._request, handler_cancellation=True, loop=self.loop)
 
@@ -202,6 +210,8 @@ class WebhookPort:
         """Close idle connections now; let those in a request finish (each closes after its answer:
         the port is draining) for up to `timeout`, then close the rest."""
         await self.server.shutdown(timeout)
+        for guarded in self.guarded.values():
+            guarded.close()
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         watcher: ConnectionWatcher = request.protocol.watcher  # type: ignore[attr-defined]
@@ -255,6 +265,8 @@ class WebhookPort:
                 if not budget.take(0, len(body)):
                     return endpoint.answer(endpoint.busy(started, budget.limit), started, close=True)
                 held = len(body)
+                if self.guarded and endpoint in self.guarded:
+                    return endpoint.answer(await self.guarded[endpoint].serve(body, started), started, close=False)
                 return endpoint.answer(endpoint.serve(body), started, close=False)
             parts: list[bytes] = []
             try:
@@ -272,7 +284,10 @@ class WebhookPort:
                             return endpoint.answer(endpoint.too_large(started, prefix), started, close=True)
             except TimeoutError:
                 return endpoint.answer(endpoint.slow_body(started, self.body_timeout), started, close=True)
-            return endpoint.answer(endpoint.serve(b"".join(parts)), started, close=False)
+            body = b"".join(parts)
+            if self.guarded and endpoint in self.guarded:
+                return endpoint.answer(await self.guarded[endpoint].serve(body, started), started, close=False)
+            return endpoint.answer(endpoint.serve(body), started, close=False)
         finally:
             budget.give(held)
 

@@ -38,6 +38,11 @@ GROUPS: Final[Mapping[str, str]] = {
 SURFACES: Final = tuple(GROUPS)
 #: the source of a plugin shipped in colocate itself
 IN_TREE: Final = "in-tree"
+#: what plugin code may raise that its component contains (docs/plugins.md, "What a plugin may not
+#: do"): every exception, and the two that would otherwise end the process, a plugin calling
+#: `sys.exit()` or raising KeyboardInterrupt. Never asyncio.CancelledError or GeneratorExit: those
+#: are the runtime's own, and stopping must still stop.
+PLUGIN_FAILURES: Final = (Exception, SystemExit, KeyboardInterrupt)
 
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from colocate.cluster.plugins import discovered
+from colocate.cluster.plugins import PLUGIN_FAILURES, discovered
 from policies.apis.feature_gates import parse_gate_map
 from scheduler_plugins.koordlet import features, host
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite
@@ -203,7 +203,7 @@ class QOSManager:
             started = timer() if timer else 0.0
             try:
                 result = strategy.round(inp)
-            except Exception as exc:  # noqa: BLE001 - one strategy's bug skips its round, not the others'
+            except PLUGIN_FAILURES as exc:  # one strategy's bug (or sys.exit()) skips its round, not the others'
                 log.error("strategy %s raised %s: %s; skipped this round", name, type(exc).__name__, exc)
                 statuses[name] = {"enabled": True, "error": f"{type(exc).__name__}: {exc}"[:500]}
                 report.failed.append(name)

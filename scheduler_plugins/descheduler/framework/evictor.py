@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+from colocate.cluster.plugins import PLUGIN_FAILURES
 from policies.apis.objects import name_of, namespace_of, spec_of
 from scheduler_plugins.descheduler.framework.interfaces import (
     EvictOptions,
@@ -105,7 +106,7 @@ class Evictor:
             try:
                 if not plugin.filter(pod):
                     return False
-            except Exception as exc:  # noqa: BLE001 - a plugin's bug keeps the pod, and is reported
+            except PLUGIN_FAILURES as exc:  # a plugin's bug keeps the pod, and is reported
                 self._raised(plugin.name, exc)
                 return False
         return True
@@ -115,12 +116,12 @@ class Evictor:
             try:
                 if not plugin.pre_eviction_filter(pod):
                     return False
-            except Exception as exc:  # noqa: BLE001
+            except PLUGIN_FAILURES as exc:
                 self._raised(plugin.name, exc)
                 return False
         return True
 
-    def _raised(self, plugin: str, exc: Exception) -> None:
+    def _raised(self, plugin: str, exc: BaseException) -> None:
         """A Filter or Evict plugin raised: the pod stays; the round's report names the plugin once."""
         line = f"plugin {plugin} raised {type(exc).__name__}: {exc}; the pods it was asked about stay"
         if not any(f.startswith(f"plugin {plugin} raised") for f in self.report.failed_plugins):
@@ -148,7 +149,7 @@ class Evictor:
                     return False
             elif not first.evict(pod, options):
                 return False
-        except Exception as exc:  # noqa: BLE001 - a raising Evict plugin answers "no": the pod stays
+        except PLUGIN_FAILURES as exc:  # a raising Evict plugin answers "no": the pod stays
             self._raised(first.name, exc)
             return False
         self.limiter.count(node, namespace)

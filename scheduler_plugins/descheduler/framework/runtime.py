@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from colocate.cluster.plugins import IN_TREE, PluginError
+from colocate.cluster.plugins import IN_TREE, PLUGIN_FAILURES, PluginError
 from policies.apis.field_errors import ConfigError
 from policies.apis.objects import labels_of
 from policies.apis.selectors import LabelSelector
@@ -74,7 +74,7 @@ class ProfileRuntime:
             try:
                 with running(plugin.name):
                     status = call(plugin)
-            except Exception as exc:  # noqa: BLE001 - a plugin's bug is contained to the plugin
+            except PLUGIN_FAILURES as exc:  # a plugin's bug (or its sys.exit()) is contained to the plugin
                 line = f"profile {self.name}: plugin {plugin.name} raised {type(exc).__name__}: {exc}; skipped"
                 log.error("%s", line)
                 if failed is not None:
@@ -91,7 +91,7 @@ def _instantiate(registry: Registry, name: str, profile: Profile, handle: Handle
         return registry[name].factory(profile.args.get(name), handle)
     try:
         return registry[name].factory(profile.args.get(name), handle)
-    except Exception as exc:  # noqa: BLE001 - a third-party constructor: one line, exit 2
+    except PLUGIN_FAILURES as exc:  # a third-party constructor: one line, exit 2
         raise PluginError(f"descheduler plugin {name} from distribution {source} failed to start: {exc!r}") from exc
 
 

@@ -2,7 +2,8 @@
 
 A plugin reports failures as `Status` values; an exception escaping an installed distribution's
 plugin is turned into one at the edge of the scheduling cycle, so one broken package fails the pod it
-was scheduling (`Code.Error`, the plugin named) and not the command or the extender. `guard` wraps
+was scheduling (`Code.Error`, the plugin named) and not the command or the extender; so does a
+plugin calling `sys.exit()` or raising KeyboardInterrupt (`PLUGIN_FAILURES`). `guard` wraps
 the public methods of such a plugin's instance (the class keeps them, so the framework's
 `runtime_checkable` extension-point checks see the same plugin) to raise `PluginRaised`, which the
 scheduling loop, `explain` and the extender's verbs catch. In-tree plugins are not wrapped: an
@@ -17,6 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from colocate.cluster.plugins import PLUGIN_FAILURES
 from scheduler_plugins.scheduler.framework.status import Code, Status
 
 log = logging.getLogger("colocate.scheduler")
@@ -40,7 +42,7 @@ def _guarded(method: Callable[..., Any], plugin: str, name: str) -> Callable[...
             return method(*args, **kwargs)
         except PluginRaised:
             raise
-        except Exception as exc:
+        except PLUGIN_FAILURES as exc:
             log.error("scheduler plugin %s raised in %s: %r", plugin, name, exc)
             raise PluginRaised(plugin, name, exc) from exc
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from colocate.cluster.plugins import IN_TREE, PluginError
+from colocate.cluster.plugins import IN_TREE, PLUGIN_FAILURES, PluginError
 from scheduler_plugins.scheduler.framework import interfaces as fi
 from scheduler_plugins.scheduler.framework.batch import BatchFilter
 from scheduler_plugins.scheduler.framework.config import Profile
@@ -73,7 +73,7 @@ class Framework:
                 continue
             try:
                 self.plugins[name] = plugin = registry[name].factory(profile.args.get(name), handle)
-            except Exception as exc:  # noqa: BLE001 - a third-party constructor: one line, exit 2
+            except PLUGIN_FAILURES as exc:  # a third-party constructor: one line, exit 2
                 raise PluginError(
                     f"scheduler plugin {name} from distribution {source} failed to start: {exc!r}"
                 ) from exc
