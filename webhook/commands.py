@@ -23,6 +23,8 @@ from webhook.connections import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_METRICS_ADDRESS,
+    EXPOSITION_CACHE_SECONDS,
+    MAX_EXPOSITION_CACHE_SECONDS,
     bind_address,
 )
 from webhook.workers import parse_workers
@@ -78,6 +80,8 @@ def _serve(args: argparse.Namespace) -> int:
     ):
         if value <= 0:
             raise UsageError(f"{flag}: must be greater than 0, got {value}")
+    if not 0 <= args.metrics_cache <= MAX_EXPOSITION_CACHE_SECONDS:
+        raise UsageError(f"--metrics-cache: must be 0..{MAX_EXPOSITION_CACHE_SECONDS:g}, got {args.metrics_cache}")
     if args.max_body_bytes < args.max_body:
         raise UsageError(f"--max-body-bytes {args.max_body_bytes}: must hold at least one --max-body ({args.max_body})")
     connections = ConnectionLimits(
@@ -119,6 +123,7 @@ def _serve(args: argparse.Namespace) -> int:
                 admission_plugins=admission_plugins,
                 health_address=args.health_probe_bind_address,
                 metrics_address=args.metrics_bind_address,
+                metrics_cache=args.metrics_cache,
             )
         )
     except ClusterUnavailable as exc:
@@ -247,6 +252,14 @@ def register_commands(subparsers: Subparsers) -> None:
         default=DEFAULT_METRICS_ADDRESS,
         metavar="HOST:PORT",
         help="serve /metrics over HTTP here, not on the webhook port; 0 turns it off (default %(default)s)",
+    )
+    serve.add_argument(
+        "--metrics-cache",
+        type=float,
+        default=EXPOSITION_CACHE_SECONDS,
+        metavar="SECONDS",
+        help="render /metrics at most once in this long; scrapes in between get the same answer "
+        "(0: render every scrape) (default %(default)s)",
     )
     serve.add_argument(
         "--reload-interval",

@@ -71,6 +71,10 @@ class ConnectionLimits:
 #: where controller-runtime's managers serve metrics and health probes by default (`webhook.probes`)
 DEFAULT_METRICS_ADDRESS: Final = ":8080"
 DEFAULT_HEALTH_ADDRESS: Final = ":8081"
+#: how long one render of /metrics answers scrapes (`webhook.probes.CachedExposition`): a render
+#: costs ~5 ms of the event loop, a scrape every few seconds needs no fresher numbers
+EXPOSITION_CACHE_SECONDS: Final = 1.0
+MAX_EXPOSITION_CACHE_SECONDS: Final = 60.0
 DISABLED: Final = "0"
 Address = tuple[str, int]
 

@@ -49,6 +49,7 @@ from webhook.connections import (
     DEFAULT_HEALTH_ADDRESS,
     DEFAULT_MAX_BODY,
     DEFAULT_METRICS_ADDRESS,
+    EXPOSITION_CACHE_SECONDS,
     Address,
     ConnectionLimits,
     bind_address,
@@ -96,6 +97,7 @@ class ServeConfig:
     #: /healthz and /readyz, and /metrics, on their own listeners (None: metrics off; webhook.probes)
     health_address: Address | None = bind_address(DEFAULT_HEALTH_ADDRESS)
     metrics_address: Address | None = bind_address(DEFAULT_METRICS_ADDRESS)
+    metrics_cache: float = EXPOSITION_CACHE_SECONDS
 
 
 class CannotListen(OSError):
@@ -326,6 +328,7 @@ async def serve_forever(
         metrics,
         lifecycle,
         reuse_port=reuse_port or config.reuse_port or None,
+        exposition_cache=config.metrics_cache,
     )
     reloader = cert_reloader(config, metrics)
     if config.client_ca is not None:

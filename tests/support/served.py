@@ -130,6 +130,8 @@ class Served:
                 f"127.0.0.1:{self.health_port}",
                 "--metrics-bind-address",
                 f"127.0.0.1:{self.metrics_port}",
+                "--metrics-cache",  # the tests read a counter right after what moves it
+                "0",
                 *extra,
             ],
             cwd=REPO,

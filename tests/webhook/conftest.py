@@ -58,7 +58,7 @@ async def start_server(
     kwargs = {"rand_int": (lambda n: rand)} if rand is not None else {}
     server = build_server(default_routes(), state, metrics, max_body=max_body, **kwargs)  # type: ignore[arg-type]
     probe_address = ("127.0.0.1", free_port())
-    probes = ProbeListeners(probe_address, probe_address, state, metrics, Lifecycle())
+    probes = ProbeListeners(probe_address, probe_address, state, metrics, Lifecycle(), exposition_cache=0)
     await probes.start()
     try:
         async with listening(server, tls_context(cert_paths)) as url:
