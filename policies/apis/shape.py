@@ -84,13 +84,27 @@ def node_count_error(document: Any, field: str, limit: int = MAX_NODES) -> str |
     return None
 
 
-@lru_cache(maxsize=4096)
+#: the largest amount Kubernetes counts in thousandths (Go's `MilliValue()` is an int64): the
+#: plugins convert cpu to milli-cpu, and 1e64 cores used to fail there with a 500
+MAX_MILLI: Final = 2**63 - 1
+#: resource quantities in one pod (requests, limits, overhead): each is parsed on the event loop
+#: (~10 us), by this check and by the plugins, so 100,000 of them, well within MAX_NODES, cost 2-4 s
+#: of blocking CPU; a pod kube-apiserver runs has tens. As many as `_quantity_error` remembers, so
+#: that the check after a profile's patch finds every one of them parsed already
+MAX_QUANTITIES: Final = 4096
+
+
+@lru_cache(maxsize=MAX_QUANTITIES, typed=True)  # typed: True == 1.0 in a dict, and True is no quantity
 def _quantity_error(amount: str | int | float) -> str | None:
     try:
         quantity = Quantity.parse(amount)
     except QuantityError as exc:
         return str(exc)
-    return "must be greater than or equal to 0" if quantity.nanos < 0 else None
+    if quantity.nanos < 0:
+        return "must be greater than or equal to 0"
+    if quantity.milli_value() > MAX_MILLI:
+        return f"must be at most {MAX_MILLI}m"
+    return None
 
 
 def _string_map(value: Any, field: str) -> str | None:
@@ -149,6 +163,23 @@ def _containers_error(section: str, containers: Any) -> str | None:
     return None
 
 
+def _quantity_count(spec: Mapping[str, Any]) -> int:
+    """The quantities a pod's requests, limits and overhead hold (whatever their shape)."""
+    overhead = spec.get("overhead")
+    count = len(overhead) if isinstance(overhead, dict) else 0
+    for section in _CONTAINER_SECTIONS:
+        containers = spec.get(section)
+        if not isinstance(containers, list):
+            continue
+        for container in containers:
+            resources = container.get("resources") if isinstance(container, dict) else None
+            if isinstance(resources, dict):
+                for key in _RESOURCE_LISTS:
+                    amounts = resources.get(key)
+                    count += len(amounts) if isinstance(amounts, dict) else 0
+    return count
+
+
 def pod_error(pod: Mapping[str, Any]) -> str | None:
     """What of a Pod the plugins read is not shaped as in `core/v1`, or None."""
     error = metadata_error(pod)
@@ -159,6 +190,8 @@ def pod_error(pod: Mapping[str, Any]) -> str | None:
         return None
     if not isinstance(spec, dict):
         return f"spec: must be an object, got {type(spec).__name__}"
+    if _quantity_count(spec) > MAX_QUANTITIES:
+        return f"spec: more than {MAX_QUANTITIES} resource quantities in its containers' requests and limits"
     overhead = spec.get("overhead")
     if overhead is not None and (error := _resource_list(overhead)):
         return f"spec.overhead{error}"
