@@ -54,7 +54,10 @@ class CachedExposition:
     """The metrics exposition, rendered at most once per `seconds` (`clock` is injected for tests)."""
 
     def __init__(
-        self, render: Callable[[], bytes], seconds: float = EXPOSITION_CACHE_SECONDS, clock: Callable[[], float] = time.monotonic
+        self,
+        render: Callable[[], bytes],
+        seconds: float = EXPOSITION_CACHE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.render, self.seconds, self.clock = render, seconds, clock
         self.body, self.expires, self.renders = b"", float("-inf"), 0
@@ -79,7 +82,9 @@ def probe_answers(
     answers: dict[str, Callable[[], web.Response]] = {
         "/healthz": lambda: _text(200, "ok"),
         "/readyz": lambda: _text(*readiness(lifecycle, state)),
-        "/metrics": lambda: web.Response(body=exposition(), headers={"Content-Type": CONTENT_TYPE, "Server": SERVER_NAME}),
+        "/metrics": lambda: web.Response(
+            body=exposition(), headers={"Content-Type": CONTENT_TYPE, "Server": SERVER_NAME}
+        ),
     }
     return {path: answers[path] for path in paths}
 

@@ -33,11 +33,17 @@ ESCAPES = ["SystemExit(3)", "KeyboardInterrupt()"]
 
 @pytest.mark.parametrize("escape", ESCAPES)
 def test_a_scheduler_plugin_that_exits_makes_its_status_error(site: Site, tmp_path: Path, escape: str) -> None:
-    site.install("acme-exits", {SCHEDULER: {"Exits": "acme_exits:SPEC"}}, {"acme_exits": score_plugin("Exits", f"raise {escape}")})
+    site.install(
+        "acme-exits",
+        {SCHEDULER: {"Exits": "acme_exits:SPEC"}},
+        {"acme_exits": score_plugin("Exits", f"raise {escape}")},
+    )
     result = simulate(tmp_path, [*one_node_cluster(), make_pod("web")], enabled("Exits"))
     assert result.exit_code == 0, result.stderr
     [placement] = result.json()["placements"]
-    assert placement["code"] == "Error" and placement["message"].startswith(f"Exits: plugin Exits raised in score: {escape[:-3]}")
+    assert placement["code"] == "Error" and placement["message"].startswith(
+        f"Exits: plugin Exits raised in score: {escape[:-3]}"
+    )
 
 
 @pytest.mark.parametrize("escape", ESCAPES)
@@ -58,7 +64,11 @@ def test_a_strategy_that_exits_is_skipped_for_the_round(site: Site, tmp_path: Pa
 @pytest.mark.parametrize("escape", ESCAPES)
 def test_a_descheduler_plugin_that_exits_is_skipped(site: Site, tmp_path: Path, escape: str) -> None:
     text = DESCHEDULE_PLUGINS.replace('raise ZeroDivisionError("division by zero")', f"raise {escape}")
-    site.install("acme-exits", {DESCHEDULER: {"Flaky": "acme_exits:FLAKY", "EvictAll": "acme_exits:EVICT_ALL"}}, {"acme_exits": text})
+    site.install(
+        "acme-exits",
+        {DESCHEDULER: {"Flaky": "acme_exits:FLAKY", "EvictAll": "acme_exits:EVICT_ALL"}},
+        {"acme_exits": text},
+    )
     ready = {"conditions": [{"type": "Ready", "status": "True"}], "allocatable": {"cpu": "8"}}
     nodes = [dict(make_node(n), status=ready) for n in ("a", "b")]
     config = descheduler_config({"deschedule": {"enabled": [{"name": "Flaky"}, {"name": "EvictAll"}]}})
@@ -118,7 +128,9 @@ def test_serve_outlives_a_plugin_that_exits_and_answers_past_one_that_blocks(
         started = time.monotonic()
         blocked = server.review("/mutate-pod", admission_review(make_pod("slow-1")), timeout=10)
         assert time.monotonic() - started < 5, "answered within the route's timeout (3 s), not after 20 s"
-        assert not blocked["allowed"] and "did not answer within 2.5s (failurePolicy Fail" in blocked["status"]["message"]
+        assert (
+            not blocked["allowed"] and "did not answer within 2.5s (failurePolicy Fail" in blocked["status"]["message"]
+        )
         # the event loop was never blocked: a route without the plugin answers while it sleeps
         assert server.review("/validate-pod", admission_review(make_pod("other")))["allowed"]
         assert server.review("/mutate-pod", admission_review(make_pod("fast")))["allowed"]

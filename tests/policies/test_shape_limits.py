@@ -16,7 +16,9 @@ def test_a_boolean_quantity_is_refused_whatever_was_checked_before():
     shape._quantity_error.cache_clear()
     assert object_error("Pod", make_pod(containers=[make_container(requests={"cpu": 1.0})])) is None
     pod = make_pod(containers=[make_container(requests={"cpu": True})])
-    assert "spec.containers[0].resources.requests.cpu: quantities must be strings or numbers" in object_error("Pod", pod)
+    assert "spec.containers[0].resources.requests.cpu: quantities must be strings or numbers" in object_error(
+        "Pod", pod
+    )
 
 
 def _code(path: str, pod: dict) -> int:
@@ -40,7 +42,10 @@ def test_a_pod_with_more_quantities_than_the_limit_is_refused_before_any_is_pars
     ]
     pod = make_pod(containers=containers)
     shape._quantity_error.cache_clear()
-    assert object_error("Pod", pod) == f"object.spec: more than {MAX_QUANTITIES} resource quantities in its containers' requests and limits"
+    assert (
+        object_error("Pod", pod)
+        == f"object.spec: more than {MAX_QUANTITIES} resource quantities in its containers' requests and limits"
+    )
     assert shape._quantity_error.cache_info().misses == 0
     assert _code("/mutate-pod", pod) == 400 and _code("/validate-pod", pod) == 400
     containers.pop()

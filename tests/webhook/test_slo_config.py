@@ -225,9 +225,18 @@ def test_the_overlap_check_is_linear_in_the_node_entries(monkeypatch):
 def test_the_indexed_overlap_check_still_finds_overlaps_in_entry_order(monkeypatch):
     entries = [entry(f"pool-{i}", {"matchLabels": {"pool": f"p{i}"}}) for i in range(50)]
     entries += [
-        entry("ssd-in-p7", {"matchLabels": {"disk": "ssd"}, "matchExpressions": [{"key": "pool", "operator": "In", "values": ["p6", "p7"]}]}),
+        entry(
+            "ssd-in-p7",
+            {
+                "matchLabels": {"disk": "ssd"},
+                "matchExpressions": [{"key": "pool", "operator": "In", "values": ["p6", "p7"]}],
+            },
+        ),
         entry("not-p3", {"matchExpressions": [{"key": "pool", "operator": "NotIn", "values": ["p3"]}]}),
     ]
     config = make_slo_config({"colocation-config": {"nodeConfigs": entries}})
     reason, message = reason_and_message(admit("/validate-configmap", config, EMPTY))
-    assert (reason, message) == ("NodeStrategiesOverlap", {"config": "colocation-config", "strategies": ["pool-0", "not-p3"]})
+    assert (reason, message) == (
+        "NodeStrategiesOverlap",
+        {"config": "colocation-config", "strategies": ["pool-0", "not-p3"]},
+    )

@@ -108,7 +108,9 @@ class StrategyDocument:
         entries took 3.4 s of the event loop, quadratic in the entries."""
         required = _RequiredLabels(self.entries)
         for labels in _synthetic_nodes(self.entries):
-            matched = [self.entries[i].name for i in required.candidates(labels) if self.entries[i].selector.matches(labels)]
+            matched = [
+                self.entries[i].name for i in required.candidates(labels) if self.entries[i].selector.matches(labels)
+            ]
             if len(matched) > 1:
                 raise ConfigProblem(REASON_OVERLAP, {"config": self.kind.key, "strategies": matched})
 

@@ -54,5 +54,7 @@ def test_a_head_under_64_kib_with_its_body_in_the_same_write_is_served(served):
     answer = sock.recv(65536)
     assert answer.startswith(b"HTTP/1.1 200") and b"fat-head" in answer
     # kept alive: a second request on the same connection, its head counted afresh
-    sock.sendall(b"POST /mutate-pod HTTP/1.1\r\nHost: x\r\n" + fields + b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    sock.sendall(
+        b"POST /mutate-pod HTTP/1.1\r\nHost: x\r\n" + fields + b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
     assert sock.recv(65536).startswith(b"HTTP/1.1 200")
