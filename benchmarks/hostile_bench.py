@@ -10,10 +10,11 @@ measured the same way) and prints one line of numbers:
   normal admission sent 0.3 s later waits.
 - nesting: a 900-deep affinity and a 1,000-deep limits map; status, time, longest log line.
 - cap: `--max-connections 50` held by 50 connections that finished TLS and sent nothing, then N
-  more TCP connections: how long each waits to be closed, and the server's CPU per refusal (the cap
-  acts right after accept, before TLS). Then 50 kept-alive connections idle between requests and N
-  new clients with one admission each: how many are served, and the CPU per admission with the
-  eviction that made its room.
+  more TCP connections that send nothing: how long each is kept, and the server's CPU for each
+  (since issue 41 each takes the place of a held one, not yet served, and is itself closed after
+  `--handshake-timeout`; before, each was closed right after accept). Then 50 kept-alive
+  connections idle between requests and N new clients with one admission each: how many are
+  served, and the CPU per admission with the eviction that made its room.
 - heads: `--connections` TLS connections each sending a head that never ends, of 127 fields of
   7 KiB (900 KiB), then of 8 (56 KiB); RSS before, with them open, and 7 s after they closed.
 - flood: `--max-connections 200` filled by 200 plain TCP sockets that send nothing, each reopened
