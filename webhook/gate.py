@@ -7,15 +7,22 @@ is closed right after accept(2), before a byte of TLS is read or written. (A pro
 `connection_made` would be too late on uvloop: its transports start reading as they are made, so
 the TLS layer must own the socket from its first byte.)
 
-At the cap the server first makes room: it closes the kept-alive connection idle longest
-(`idle_evicted`), so one client holding every connection open between its requests cannot shut
-others out. Only when no connection is idle (each is in a request, in its TLS handshake, or new and
-not yet past its first request) is the new one closed at once (`over_limit`). A connection must
-finish its handshake and send the headers of a first request within `first_request_timeout` (a
-client that connects and says nothing is closed); after that aiohttp's keep-alive timer closes it
-when idle for `idle_timeout` (`webhook.port`).
+At the cap the server first makes room: it closes one connection that is not in a request, of
+the first stage that has one (`EVICTION_ORDER`): accepted and silent, in its TLS handshake, TLS up
+but no request for `--handshake-timeout` (`unserved_evicted`), kept alive between requests
+(`idle_evicted`), TLS up a moment ago; within the stage the oldest of the client address holding
+the most connections (an IPv6 client counts by its /64). Plain TCP sockets that never start TLS,
+reopened as fast as they are closed, therefore take only each other's places: the API server's
+connections send their ClientHello at once and are past the silent stage before the next accept
+(before, such sockets held every slot until `--first-request-timeout` and the API server's
+reconnects were refused: 14 of ~390 admissions answered in 20 s). Only when every connection is
+in a request is the new one closed at once (`over_limit`). A connection must finish its handshake
+within `--handshake-timeout` of its accept and send the head of a first request within
+`first_request_timeout`; after that aiohttp's keep-alive timer closes it when idle for
+`idle_timeout` (`webhook.port`).
 
-TLS is started here, after the gate, with `loop.connect_accepted_socket(ssl=...)` (public asyncio;
+TLS is started here, after the gate and once the first byte has arrived (a reader on the socket
+until then), with `loop.connect_accepted_socket(ssl=...)` (public asyncio;
 uvloop implements it too), and the TLS transport is then handed to aiohttp's protocol. On uvloop
 (the default where it is installed) an idle connection makes resident only the pages its reads
 fill; asyncio's own loop allocates and fills a 256 KiB TLS read buffer per connection before its
