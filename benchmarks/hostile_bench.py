@@ -17,9 +17,10 @@ measured the same way) and prints one line of numbers:
   served, and the CPU per admission with the eviction that made its room.
 - heads: `--connections` TLS connections each sending a head that never ends, of 127 fields of
   7 KiB (900 KiB), then of 8 (56 KiB); RSS before, with them open, and 7 s after they closed.
-- flood: `--max-connections 200` filled by 200 plain TCP sockets that send nothing, each reopened
-  as the server closes it, for `--hold` seconds, while four clients send admissions as the API
-  server does (a new connection when it finds none open, 10 s timeout): the fraction answered.
+- flood: `--max-connections 200` (`--flood-cap`) filled by as many plain TCP sockets that send
+  nothing, each reopened as the server closes it, for `--hold` seconds, while four clients send
+  admissions as the API server does (a new connection when it finds none open, 10 s timeout):
+  the fraction answered.
 - loops (not in the default set): two symlinks to the --cluster directory itself, then a FIFO
   named *.yaml; RSS after `--hold` seconds, and whether a later profile deletion is still seen.
 
@@ -338,10 +339,10 @@ def _silent_flood(port: int, count: int, stop: threading.Event) -> int:
     return reopened
 
 
-def flood(server: Server, seconds: float) -> str:
-    """Run against a server started with --max-connections FLOOD_CAP."""
+def flood(server: Server, seconds: float, cap: int = FLOOD_CAP) -> str:
+    """Run against a server started with --max-connections `cap`."""
     stop, results = threading.Event(), {"answered": 0, "sent": 0, "reopened": 0}
-    flooder = threading.Thread(target=lambda: results.update(reopened=_silent_flood(server.port, FLOOD_CAP, stop)))
+    flooder = threading.Thread(target=lambda: results.update(reopened=_silent_flood(server.port, cap, stop)))
     flooder.start()
     time.sleep(1)
     body = json.dumps(review(pod())).encode()
@@ -366,7 +367,7 @@ def flood(server: Server, seconds: float) -> str:
     flooder.join()
     answered, sent = results["answered"], results["sent"]
     return (
-        f"{FLOOD_CAP} silent sockets reopened {results['reopened']} times in {seconds:.0f}s: "
+        f"{cap} silent sockets reopened {results['reopened']} times in {seconds:.0f}s: "
         f"{answered}/{sent} admissions answered ({answered / max(sent, 1):.1%})"
     )
 
@@ -462,6 +463,7 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=500)
     parser.add_argument("--hold", type=float, default=15.0)
     parser.add_argument("--inflated-mib", type=int, default=1024)
+    parser.add_argument("--flood-cap", type=int, default=FLOOD_CAP, help="flood: --max-connections and silent sockets")
     args = parser.parse_args()
     for scenario in args.scenarios:
         with tempfile.TemporaryDirectory(prefix="colocate-hostile-") as work:
@@ -469,7 +471,7 @@ def main() -> None:
             if scenario == "cap":
                 extra = ("--max-connections", str(CAP), "--first-request-timeout", "30")
             elif scenario == "flood":
-                extra = ("--max-connections", str(FLOOD_CAP))
+                extra = ("--max-connections", str(args.flood_cap))
             server = Server(args.repo.resolve(), Path(work), *extra)
             try:
                 if scenario == "labels":
@@ -481,7 +483,7 @@ def main() -> None:
                 elif scenario == "cap":
                     line = cap(server, args.connections)
                 elif scenario == "flood":
-                    line = flood(server, args.hold)
+                    line = flood(server, args.hold, args.flood_cap)
                 elif scenario == "heads":
                     line = heads(server, args.connections)
                 elif scenario == "gzip":
