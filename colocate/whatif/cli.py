@@ -23,6 +23,7 @@ from .inputs import Inputs, load_inputs, load_profiles, start_time
 from .loop import Run, RunOptions
 from .records import RunResult, document_of, json_chunks
 from .summary import document_table, gained, summarise
+from .workload import check_size
 
 log = logging.getLogger("colocate.whatif")
 
@@ -96,6 +97,7 @@ def whatif_runs(args: argparse.Namespace) -> dict[str, RunResult]:
         seed=args.seed,
         koordlet_gates=args.koordlet_feature_gates,
     )
+    check_size(inputs.workload, options.duration, options.step)
     profiles = load_profiles(args.profiles, "--profiles") if args.profiles else list(inputs.profiles)
     first = run_timeline(inputs, profiles, options)
     if args.compare_profiles is None:
