@@ -18,6 +18,7 @@ from colocate.cluster.compiled import describe
 from colocate.cluster.store import Object
 from policies.apis.durations import parse_duration
 from policies.apis.field_errors import ConfigError
+from webhook.plugin_flag import add_admission_plugins, admission_plugins
 
 from .inputs import Inputs, load_inputs, load_profiles, start_time
 from .loop import Run, RunOptions
@@ -48,6 +49,7 @@ def register_commands(subparsers: Subparsers) -> None:
     cmd.add_argument(
         "--koordlet-feature-gates", metavar="NAME=BOOL,...", help="the koordlet's feature gates in the run"
     )
+    add_admission_plugins(cmd)
     cmd.add_argument("--report", type=Path, metavar="FILE", help="also write the HTML report to FILE")
     add_output(cmd, ("table", "json", "html"), default="table")
     cmd.set_defaults(func=whatif_command)
@@ -96,6 +98,7 @@ def whatif_runs(args: argparse.Namespace) -> dict[str, RunResult]:
         step=_seconds("--step", args.step),
         seed=args.seed,
         koordlet_gates=args.koordlet_feature_gates,
+        admission_plugins=admission_plugins(args),
     )
     check_size(inputs.workload, options.duration, options.step)
     profiles = load_profiles(args.profiles, "--profiles") if args.profiles else list(inputs.profiles)

@@ -355,10 +355,11 @@ def run_suite(suite: Suite, registry: Registry | None = None, selector: Selector
     return [run_case(suite, expectation, snapshot, registry) for expectation in chosen]
 
 
-def run_suites(root: Path, selector: Selector = Selector()) -> list[CaseResult]:
-    """Every suite below `root`, every case of each that `selector` picks; SuiteError when one
+def run_suites(root: Path, selector: Selector = Selector(), admission_plugins: Sequence[str] = ()) -> list[CaseResult]:
+    """Every suite below `root`, every case of each that `selector` picks, through the chain with the
+    installed `admission_plugins` enabled (as `serve --admission-plugins`); SuiteError when one
     cannot be read."""
-    registry = default_routes()
+    registry = default_routes(tuple(admission_plugins))
     results: list[CaseResult] = []
     for path in find_suites(root):
         results.extend(run_suite(load_suite(path), registry, selector))
