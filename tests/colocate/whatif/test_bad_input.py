@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,13 @@ def test_a_run_too_large_to_expand_is_refused_up_front(
     code, out, err = whatif("--cluster", str(EXAMPLE / "cluster"), "--workload", str(workload), *extra)
     assert (code, out, err.count("\n")) == (2, "", 1)
     assert limit in err
+
+
+def test_a_snapshot_node_named_as_no_api_server_would_allow_is_refused(whatif: Whatif, tmp_path: Path) -> None:
+    cluster = tmp_path / "cluster"
+    shutil.copytree(EXAMPLE / "cluster", cluster)
+    nodes = cluster / "nodes.yaml"
+    nodes.write_text(nodes.read_text().replace("name: node-2", "name: 'node-2</script><script>alert(1)</script>'", 1))
+    code, out, err = whatif("--cluster", str(cluster), "--workload", str(EXAMPLE / "workload.yaml"))
+    assert (code, out, err.count("\n")) == (2, "", 1)
+    assert f"{nodes}: Node metadata.name: Invalid value: " in err and "RFC 1123 subdomain" in err
