@@ -14,6 +14,7 @@ from colocate.cli.errors import UsageError
 from colocate.cli.eventloop import EVENT_LOOPS
 from colocate.cli.output import add_output
 from colocate.cli.parser import Subparsers
+from webhook import plugin_flag
 from webhook.connections import (
     DEFAULT_FIRST_REQUEST_TIMEOUT,
     DEFAULT_HEALTH_ADDRESS,
@@ -24,7 +25,6 @@ from webhook.connections import (
     DEFAULT_METRICS_ADDRESS,
     bind_address,
 )
-from webhook import plugin_flag
 from webhook.workers import parse_workers
 
 log = logging.getLogger("colocate.serve")

@@ -22,6 +22,7 @@ from policies.apis.constants import RESOURCE_CPU, RESOURCE_MEMORY
 from policies.apis.durations import parse_duration
 from policies.apis.field_errors import ConfigError, FieldError
 from policies.apis.manifests import ManifestError, parse_documents
+from policies.apis.names import dns1123_subdomain_error
 from policies.apis.quantity import QuantityError, scalar_of
 from policies.apis.selectors import InvalidSelector, LabelSelector, compile_selector
 from policies.apis.suggestions import did_you_mean
@@ -230,6 +231,8 @@ def _arrival(raw: Any, path: str) -> Arrival:
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{path}.name", "is required")
+    if why := dns1123_subdomain_error(name):  # its pods are named after it, and must be names an API server takes
+        raise ConfigError(f"{path}.name", f"Invalid value: {name!r}: {why}")
     count = raw.get("count", 1)
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ConfigError(f"{path}.count", f"must be a positive integer, got {count!r}")

@@ -32,8 +32,8 @@ from policies.apis.manifests import ManifestError
 from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import Clock, clock_at, format_time
 from scheduler_plugins.manager.cluster import MANAGER_KINDS, ManagerView, snapshot_of
-from scheduler_plugins.manager.reconciler import Reconciler, Round
 from scheduler_plugins.manager.noderesource.plan import REASON_STALE
+from scheduler_plugins.manager.reconciler import Reconciler, Round
 from scheduler_plugins.manager.render import plan_table
 
 log = logging.getLogger("colocate.manager")

@@ -72,7 +72,9 @@ def test_audit_runs_the_enabled_plugins(site: Site, tmp_path: Path) -> None:
     install(site, REFUSE_ALL)
     cluster = tmp_path / "cluster"
     shutil.copytree(REPO / "manifests" / "cluster", cluster)
-    running = yaml.safe_load((REPO / "manifests" / "samples" / "tests" / "expected" / "spark-executor-1.yaml").read_text())
+    running = yaml.safe_load(
+        (REPO / "manifests" / "samples" / "tests" / "expected" / "spark-executor-1.yaml").read_text()
+    )
     running["spec"]["nodeName"], running["status"] = "node-1", {"phase": "Running"}
     (cluster / "running.yaml").write_text(yaml.safe_dump(running))
     plain = run_colocate("audit", "--cluster", str(cluster))

@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from colocate.cluster.files import read_manifest_file, read_manifest_text
-from policies.admission.snapshot import ClusterSnapshot
 from policies.admission.changes import changes_of, summary
+from policies.admission.snapshot import ClusterSnapshot
 from policies.apis.field_errors import ConfigError, FieldError, Fields
 from policies.apis.jsonpatch_diff import diff
 from policies.apis.manifests import ManifestError, parse_documents

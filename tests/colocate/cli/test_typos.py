@@ -15,7 +15,7 @@ def error_of(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 
 
 def test_a_mistyped_subcommand_gets_the_one_meant(capsys: pytest.CaptureFixture[str]) -> None:
-    assert 'invalid choice: \'aply\'' in error_of(capsys, "aply")
+    assert "invalid choice: 'aply'" in error_of(capsys, "aply")
     assert '(did you mean "apply"?)' in error_of(capsys, "aply")
     assert '(did you mean "inspect"?)' in error_of(capsys, "certs", "inspcet")
 

@@ -28,6 +28,7 @@ spec:
         ('usage: {cpu: {daily: {min: "1", max: "2", peakAt: "25:00"}}}', "spec.arrivals[0].usage.cpu.daily.peakAt"),
         ("usage: {cpu: {constant: lots}}", "spec.arrivals[0].usage.cpu.constant: not a quantity"),
         ("usage: {gpu: {constant: 1}}", "spec.arrivals[0].usage.gpu"),
+        ("name: Spark</script>", "spec.arrivals[0].name: Invalid value: 'Spark</script>'"),
     ],
 )
 def test_a_bad_workload_field_is_named_with_its_file(whatif: Whatif, tmp_path: Path, field: str, named: str) -> None:

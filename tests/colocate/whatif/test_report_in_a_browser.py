@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-from array import array
 import shutil
 import struct
 import subprocess
 import zlib
+from array import array
 from pathlib import Path
 
 import pytest

@@ -26,7 +26,8 @@ def misspell(key: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("key", "meant"), [("patchedResorce", "patchedResource"), ("mesage", "message"), ("matchedprofile", "matchedProfiles")]
+    ("key", "meant"),
+    [("patchedResorce", "patchedResource"), ("mesage", "message"), ("matchedprofile", "matchedProfiles")],
 )
 def test_an_unknown_key_in_a_result_is_exit_2_naming_the_file_the_field_and_the_key_meant(
     capsys: pytest.CaptureFixture[str], suite: Path, key: str, meant: str
