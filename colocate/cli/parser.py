@@ -3,8 +3,8 @@
 A mistyped subcommand or flag gets the spelling it was probably meant to be (`colocate aply`: did
 you mean "apply"?), found by the hint every input uses (`policies.apis.suggestions`). A mistyped
 flag is named as unrecognized by the command it was given to, even when a required flag is then
-missing too: `--clsuter DIR` is reported as `--clsuter` (did you mean "--cluster"?), not as a
-missing `--cluster`.
+missing too: a misspelt cluster flag is reported as unrecognized (did you mean "--cluster"?), not
+as a missing `--cluster`.
 """
 
 from __future__ import annotations

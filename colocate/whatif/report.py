@@ -27,7 +27,7 @@ PLOT_HEIGHT: Final = 340
 _STYLE: Final = (
     "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1600px}"
     "h1{font-size:1.5em;margin:0 0 .5em}h2{font-size:1.2em;margin:.2em 0}"
-    ".grid{display:grid;grid-template-columns:repeat(var(--runs),minmax(0,1fr));column-gap:2em;row-gap:.5em}"
+    ".grid{display:grid;column-gap:2em;row-gap:.5em}"
     "table.inputs{border-collapse:collapse;margin-bottom:1em}"
     ".inputs th{text-align:left;padding:2px 12px 2px 0;font-weight:600;color:#555}.inputs td{padding:2px 0}"
     "ul.summary{margin:.2em 0;padding-left:1.2em;line-height:1.5}"
@@ -179,7 +179,7 @@ def render_html(runs: Mapping[str, RunResult], inputs: Sequence[tuple[str, str]]
         '<!DOCTYPE html><html><head><meta charset="utf-8"><title>colocate whatif</title>'
         f"<style>{_STYLE}</style><script>{get_plotlyjs()}</script></head><body>"
         f"<h1>colocate whatif</h1>{_inputs_table(inputs)}"
-        f'<div class="grid" style="--runs:{len(labels)}">{"".join(cells)}</div>'
+        f'<div class="grid" style="grid-template-columns:repeat({len(labels)},minmax(0,1fr))">{"".join(cells)}</div>'
         "<script>function draw(id, f) { Plotly.newPlot(id, f.data, f.layout, {displayModeBar: false}); }"
         f"{''.join(scripts)}</script></body></html>\n"
     )

@@ -1,7 +1,7 @@
 """The "did you mean" hint: the one way every input names the spelling a typo was probably meant to be.
 
 Profiles (`structural.unknown_field`), test suites and configuration (`Fields.only`), whatif's
-workload files and the command line (`colocate aply`, `--clsuter`) all ask here, so a user gets the
+workload files and the command line (`colocate aply`, a misspelt flag) all ask here, so a user gets the
 same hint, found the same way, wherever the typo is. The match is `difflib`'s (ratio >= 0.6), with a
 case-insensitive exact match as a fallback (`Arrivals` for `arrivals`).
 """
