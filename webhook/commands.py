@@ -14,6 +14,7 @@ from colocate.cli.errors import UsageError
 from colocate.cli.eventloop import EVENT_LOOPS
 from colocate.cli.output import add_output
 from colocate.cli.parser import Subparsers
+from webhook import plugin_flag
 from webhook.connections import (
     DEFAULT_FIRST_REQUEST_TIMEOUT,
     DEFAULT_HANDSHAKE_TIMEOUT,
@@ -93,7 +94,7 @@ def _serve(args: argparse.Namespace) -> int:
     )
     kube = KubeSettings(reflector=ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max))
     workers = _workers(args.workers)
-    admission_plugins = _admission_plugins(args)
+    admission_plugins = plugin_flag.admission_plugins(args)
     try:
         return run(
             ServeConfig(
@@ -146,34 +147,10 @@ def _workers(value: int | str) -> int:
     return cpus.workers
 
 
-def _admission_plugins(args: argparse.Namespace) -> tuple[str, ...]:
-    """`--admission-plugins`, checked now (each name installed, importable, its routes known)."""
-    from policies.apis.field_errors import ConfigError
-    from webhook.plugins import parse_names
-    from webhook.registry import default_routes
-
-    try:
-        names = parse_names(args.admission_plugins)
-        default_routes(names)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from exc
-    return names
-
-
-def _add_admission_plugins(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--admission-plugins",
-        default="",
-        metavar="NAME[:/PATH...],...",
-        help="installed admission plugins to enable, run after each route's in-tree plugins in this order; "
-        "NAME:/PATH joins only that of its routes (`colocate plugins list`)",
-    )
-
-
 def _apply(args: argparse.Namespace) -> int:
     from webhook.apply import ApplyOptions, run_apply
 
-    admission_plugins = _admission_plugins(args)
+    admission_plugins = plugin_flag.admission_plugins(args)
 
     return run_apply(
         ApplyOptions(
@@ -382,7 +359,7 @@ def register_commands(subparsers: Subparsers) -> None:
         help="after a new CA is trusted, wait this long before serving from it",
     )
     flags.add_refuse_sensitive_patches(serve)
-    _add_admission_plugins(serve)
+    plugin_flag.add_admission_plugins(serve)
     flags.add_log_level(serve, hidden=True)  # the global `colocate --log-level` is the documented one
     serve.set_defaults(func=_serve)
 
@@ -426,5 +403,5 @@ def register_commands(subparsers: Subparsers) -> None:
         help="fail (exit 2) instead of warning when a profile or cluster object is invalid and not used, "
         "or an object's namespace is not in the cluster: for CI",
     )
-    _add_admission_plugins(apply)
+    plugin_flag.add_admission_plugins(apply)
     apply.set_defaults(func=_apply)

@@ -3,9 +3,9 @@
 An entry point names an `AdmissionPluginSpec`: the plugin's name, the routes it joins (paths of
 `webhook.registry.default_routes()`, e.g. `/mutate-pod`) and a factory of a `MutatingPlugin` (on a
 mutating route) or a `ValidatingPlugin` (on a validating one). Nothing joins the chain until the
-configuration enables it: `--admission-plugins NAME,...` on `serve` and `apply` (`NAME:/path` joins
-only that one of its routes). The enabled plugins run after the route's in-tree plugins, in the
-order the flag lists them.
+configuration enables it: `--admission-plugins NAME,...` (`webhook/plugin_flag.py`: `serve`,
+`apply`, `test`, `audit`, `whatif`; `NAME:/path` joins only that one of its routes). The enabled
+plugins run after the route's in-tree plugins, in the order the flag lists them.
 
 A plugin that raises is handled as the route's failure policy says of a webhook that fails: on a
 `Fail` route the request is denied (500, the plugin named, as for an in-tree plugin's bug); on an

@@ -34,7 +34,9 @@ from typing import Any, TypeVar
 
 from colocate.cluster.store import ClusterStore
 from policies.admission.snapshot import LoadProblem
+from policies.apis.field_errors import aggregate
 from policies.apis.manifests import MANIFEST_SUFFIXES, ManifestError, parse_manifest_text
+from policies.apis.names import object_name_errors
 from policies.apis.objects import metadata_of
 
 log = logging.getLogger("colocate.state")
@@ -270,6 +272,10 @@ class DirectorySource:
                 kind, name = obj.get("kind"), metadata_of(obj).get("name")
                 if not isinstance(kind, str) or not kind or not isinstance(name, str) or not name:
                     problems.append(LoadProblem(str(path), "object without kind or metadata.name skipped"))
+                    continue
+                refused = object_name_errors(kind, metadata_of(obj))
+                if refused:  # the API server would never have stored it: no cluster holds it
+                    problems.append(LoadProblem(str(path), f"{kind} {aggregate(refused)}: skipped"))
                     continue
                 by_kind.setdefault(kind, []).append((str(path), obj))
         with self.store.lock:

@@ -18,11 +18,13 @@ from colocate.cluster.compiled import describe
 from colocate.cluster.store import Object
 from policies.apis.durations import parse_duration
 from policies.apis.field_errors import ConfigError
+from webhook.plugin_flag import add_admission_plugins, admission_plugins
 
 from .inputs import Inputs, load_inputs, load_profiles, start_time
 from .loop import Run, RunOptions
 from .records import RunResult, document_of, json_chunks
 from .summary import document_table, gained, summarise
+from .workload import check_size
 
 log = logging.getLogger("colocate.whatif")
 
@@ -47,6 +49,7 @@ def register_commands(subparsers: Subparsers) -> None:
     cmd.add_argument(
         "--koordlet-feature-gates", metavar="NAME=BOOL,...", help="the koordlet's feature gates in the run"
     )
+    add_admission_plugins(cmd)
     cmd.add_argument("--report", type=Path, metavar="FILE", help="also write the HTML report to FILE")
     add_output(cmd, ("table", "json", "html"), default="table")
     cmd.set_defaults(func=whatif_command)
@@ -62,13 +65,25 @@ def _seconds(flag: str, text: str) -> float:
     return value
 
 
-def run_timeline(inputs: Inputs, profiles: list[Object], options: RunOptions) -> RunResult:
-    """One timeline: its compact step records and summary."""
+def run_timeline(inputs: Inputs, profiles: list[Object], options: RunOptions, title: str = "") -> RunResult:
+    """One timeline: its compact step records and summary, and what its report draws."""
     run = Run(inputs, profiles, options)
     steps = run.run()
     allocatable = allocatable_of(inputs)
     summary = summarise(steps, allocatable, options.step, run.pending_seconds, run.totals)
-    return RunResult(tuple(run.nodes), steps, summary)
+    capacity = sum(run.capacity.values()) / 1000
+    threshold = sum(run.koordlet.threshold_percent(n) * milli for n, milli in run.capacity.items()) / 100_000
+    return RunResult(tuple(run.nodes), steps, summary, title, capacity, threshold)
+
+
+def run_titles(profiles: Path | None, compare: Path | None) -> tuple[str, str]:
+    """The runs' names: their profiles folders (`no-profiles`, `profiles`), whole paths when the
+    folders share a name; a run on the snapshot's own profiles says so."""
+    first = profiles.name if profiles is not None else "the snapshot's profiles"
+    second = compare.name if compare is not None else ""
+    if first == second:
+        return str(profiles), str(compare)
+    return first, second
 
 
 def run_document(inputs: Inputs, profiles: list[Object], options: RunOptions) -> dict[str, Any]:
@@ -95,14 +110,40 @@ def whatif_runs(args: argparse.Namespace) -> dict[str, RunResult]:
         step=_seconds("--step", args.step),
         seed=args.seed,
         koordlet_gates=args.koordlet_feature_gates,
+        admission_plugins=admission_plugins(args),
     )
+    check_size(inputs.workload, options.duration, options.step)
     profiles = load_profiles(args.profiles, "--profiles") if args.profiles else list(inputs.profiles)
-    first = run_timeline(inputs, profiles, options)
+    titles = run_titles(args.profiles, args.compare_profiles)
+    first = run_timeline(inputs, profiles, options, titles[0])
     if args.compare_profiles is None:
         return {"run": first}
-    second = run_timeline(inputs, load_profiles(args.compare_profiles, "--compare-profiles"), options)
+    second = run_timeline(inputs, load_profiles(args.compare_profiles, "--compare-profiles"), options, titles[1])
     second.summary["gainedOverA"] = gained(first.summary, second.summary)
     return {"a": first, "b": second}
+
+
+def report_inputs(args: argparse.Namespace, runs: dict[str, RunResult]) -> list[tuple[str, str]]:
+    """What the run was asked, as the report shows it: a reader knows what the plots answer."""
+    first = next(iter(runs.values()))
+    start = first.steps[0].t if first.steps else (args.now or "")
+    shown = [
+        ("cluster snapshot", str(args.cluster)),
+        ("workload", str(args.workload)),
+        ("profiles", str(args.profiles) if args.profiles else "the snapshot's own"),
+    ]
+    if args.compare_profiles is not None:
+        shown.append(("compared with", str(args.compare_profiles)))
+    shown += [
+        ("timeline", f"{args.duration} from {start}, in steps of {args.step}"),
+        ("nodes", f"{len(first.nodes)}, {first.cpu_capacity:g} cores in all"),
+        ("seed", str(args.seed)),
+    ]
+    if args.admission_plugins:
+        shown.append(("admission plugins", args.admission_plugins))
+    if args.koordlet_feature_gates:
+        shown.append(("koordlet feature gates", args.koordlet_feature_gates))
+    return shown
 
 
 def _plotly_missing() -> bool:
@@ -126,7 +167,7 @@ def whatif_command(args: argparse.Namespace) -> int:
     if html_wanted:
         from .report import render_html
 
-        page = render_html(runs)
+        page = render_html(runs, report_inputs(args, runs))
         if args.report is not None:
             try:
                 args.report.write_text(page, encoding="utf-8")

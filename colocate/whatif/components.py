@@ -12,7 +12,7 @@ Nothing here decides: it hands each component its inputs and the store its write
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -117,8 +117,8 @@ class StoreClient:
 class Admission:
     """`serve`'s admission chain over the store's current objects (profiles, namespaces, quotas)."""
 
-    def __init__(self, store: ClusterStore, rand: random.Random) -> None:
-        self.registry: Registry = default_routes()
+    def __init__(self, store: ClusterStore, rand: random.Random, admission_plugins: Sequence[str] = ()) -> None:
+        self.registry: Registry = default_routes(tuple(admission_plugins))
         kinds = frozenset(w.kind for w in watched_kinds(self.registry))
         self.index = _FilteredSnapshotIndex(store, kinds)
         self.rand = rand

@@ -45,7 +45,7 @@ def _scan(directory: Path, flag: str) -> ClusterStore:
         raise ConfigError(flag, f"{directory}: not a directory")
     store = ClusterStore()
     try:
-        DirectorySource(directory, store).scan()
+        DirectorySource(directory, store, log_problems=False).scan()  # a problem is our error, said once
     except ManifestError as exc:
         raise ConfigError(flag, str(exc)) from None
     if store.problems:

@@ -61,6 +61,8 @@ class RunOptions:
     step: float
     seed: int = 0
     koordlet_gates: str | None = None
+    #: installed admission plugins enabled in the chain, as `serve --admission-plugins` enables them
+    admission_plugins: tuple[str, ...] = ()
 
 
 class Run:
@@ -73,7 +75,7 @@ class Run:
         self.store = store = inputs.fresh_store(profiles)
         self.pods = PodIndex(store)
         self.workload = inputs.workload
-        self.admission = Admission(store, self.rand)
+        self.admission = Admission(store, self.rand, options.admission_plugins)
         self.manager = Manager(store, self.clock)
         self.scheduler = SchedulerRunner(store, inputs.scheduler_config, self.clock)
         self.koordlet = Koordlet(options.koordlet_gates, self.clock)

@@ -81,6 +81,11 @@ class RunResult:
     nodes: tuple[str, ...]
     steps: list[StepRecord]
     summary: dict[str, Any]
+    #: what the report names and draws: the run's title (its profiles folder), the nodes' cpu
+    #: capacity and the cpu above which LS pods are over their nodes' suppress threshold (cores, summed)
+    title: str = ""
+    cpu_capacity: float = 0.0
+    ls_threshold: float = 0.0
 
 
 def _pair(values: Sequence[int], at: int) -> dict[str, str]:

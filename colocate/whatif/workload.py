@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,15 +20,48 @@ from typing import Any, Final
 
 from policies.apis.constants import RESOURCE_CPU, RESOURCE_MEMORY
 from policies.apis.durations import parse_duration
-from policies.apis.field_errors import ConfigError
+from policies.apis.field_errors import ConfigError, FieldError
 from policies.apis.manifests import ManifestError, parse_documents
+from policies.apis.names import dns1123_subdomain_error
 from policies.apis.quantity import QuantityError, scalar_of
 from policies.apis.selectors import InvalidSelector, LabelSelector, compile_selector
+from policies.apis.suggestions import did_you_mean
 
 API_VERSION: Final = "colocate.io/v1alpha1"
 KIND: Final = "Workload"
 DAY: Final = 86400.0
 RESOURCES: Final = (RESOURCE_CPU, RESOURCE_MEMORY)
+#: the most pods a run's arrivals may create, and the most steps a timeline may have: a run expands
+#: both before it starts, so `every: 1ns` or `--duration 100y` is refused up front, not an out-of-memory
+MAX_ARRIVING_PODS: Final = 200_000
+MAX_STEPS: Final = 100_000
+
+_ANY: Final = "any"
+_MODEL: Final = {
+    "constant": _ANY,
+    "daily": {"min": _ANY, "max": _ANY, "peakAt": _ANY},
+    "step": [{"at": _ANY, "value": _ANY}],
+    "series": {"values": _ANY, "every": _ANY},
+    "noise": _ANY,
+}
+_USAGE: Final = {RESOURCE_CPU: _MODEL, RESOURCE_MEMORY: _MODEL}
+_ARRIVAL: Final = {
+    "name": _ANY,
+    "at": _ANY,
+    "every": _ANY,
+    "until": _ANY,
+    "count": _ANY,
+    "lifetime": _ANY,
+    "template": _ANY,
+    "usage": _USAGE,
+}
+#: every field a Workload document has: any other key is refused, with the spelling it was probably meant to be
+WORKLOAD_FIELDS: Final = {
+    "apiVersion": _ANY,
+    "kind": _ANY,
+    "metadata": _ANY,
+    "spec": {"running": [{"selector": _ANY, "usage": _USAGE}], "arrivals": [_ARRIVAL]},
+}
 
 
 @dataclass(frozen=True)
@@ -87,15 +121,19 @@ class Arrival:
     template: Mapping[str, Any]
     usage: Usage
 
+    def occurrences(self, duration: float) -> int:
+        """How many times it arrives before `duration`, counted without listing them."""
+        end = duration if self.until is None else min(self.until, duration)
+        if self.at >= end:
+            return 0
+        if self.every <= 0:
+            return 1
+        times = math.ceil(min((end - self.at) / self.every, float(sys.maxsize)))
+        return max(times, 0)
+
     def times(self, duration: float) -> list[float]:
         """Offsets of the arrivals before `duration`."""
-        end = duration if self.until is None else min(self.until, duration)
-        if self.at >= end and not (self.at == 0 and end > 0):
-            return []
-        if self.every <= 0:
-            return [self.at] if self.at < end else []
-        count = int(math.ceil((end - self.at) / self.every))
-        return [self.at + i * self.every for i in range(max(count, 0))]
+        return [self.at + i * self.every for i in range(self.occurrences(duration))]
 
 
 @dataclass(frozen=True)
@@ -141,9 +179,6 @@ def _model(resource: str, raw: Any, path: str) -> Model:
     kinds = [k for k in ("constant", "daily", "step", "series") if k in raw]
     if len(kinds) != 1:
         raise ConfigError(path, "must have exactly one of constant, daily, step, series")
-    unknown = sorted(set(raw) - {*kinds, "noise"})
-    if unknown:
-        raise ConfigError(f"{path}.{unknown[0]}", "unknown field")
     noise = raw.get("noise", 0)
     if isinstance(noise, bool) or not isinstance(noise, int | float) or not 0 <= noise <= 100:
         raise ConfigError(f"{path}.noise", f"must be a percent 0..100, got {noise!r}")
@@ -196,6 +231,8 @@ def _arrival(raw: Any, path: str) -> Arrival:
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{path}.name", "is required")
+    if why := dns1123_subdomain_error(name):  # its pods are named after it, and must be names an API server takes
+        raise ConfigError(f"{path}.name", f"Invalid value: {name!r}: {why}")
     count = raw.get("count", 1)
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ConfigError(f"{path}.count", f"must be a positive integer, got {count!r}")
@@ -215,6 +252,22 @@ def _arrival(raw: Any, path: str) -> Arrival:
     )
 
 
+def _unknown_fields(value: Any, shape: Any, path: str) -> list[FieldError]:
+    """Every key of `value` that `shape` (a WORKLOAD_FIELDS part) does not know, found in one pass."""
+    if isinstance(shape, list) and isinstance(value, list):
+        return [e for i, item in enumerate(value) for e in _unknown_fields(item, shape[0], f"{path}[{i}]")]
+    if not isinstance(shape, Mapping) or not isinstance(value, Mapping):
+        return []
+    errors = []
+    for key, item in value.items():
+        where = f"{path}.{key}" if path else str(key)
+        if key in shape:
+            errors.extend(_unknown_fields(item, shape[key], where))
+        else:
+            errors.append(FieldError(where, f"unknown field{did_you_mean(str(key), shape)}"))
+    return errors
+
+
 def parse_workload(documents: Sequence[Any]) -> Workload:
     """The workload of a file's documents (their arrivals concatenated)."""
     running: list[Running] = []
@@ -224,6 +277,9 @@ def parse_workload(documents: Sequence[Any]) -> Workload:
         prefix = f"{where}." if where else ""
         if not isinstance(doc, Mapping) or doc.get("kind") != KIND:
             raise ConfigError(f"{prefix}kind", f"must be {KIND}")
+        unknown = _unknown_fields(doc, WORKLOAD_FIELDS, where)
+        if unknown:  # a typo must not answer a different question (`arivals:` is not "no arrivals")
+            raise ConfigError.every(unknown)
         spec = doc.get("spec") or {}
         if not isinstance(spec, Mapping):
             raise ConfigError(f"{prefix}spec", "must be an object")
@@ -255,4 +311,22 @@ def load_workload(path: Path) -> Workload:
     except ManifestError as exc:
         raise ConfigError("--workload", str(exc)) from None
     except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc.path}" if exc.path else str(path), exc.detail) from None
+        raise ConfigError(str(path), str(exc)) from None
+
+
+def check_size(workload: Workload, duration: float, step: float) -> None:
+    """Refuse a run larger than whatif's limits before it expands anything: one line naming the limit."""
+    steps = duration / step
+    if steps > MAX_STEPS:
+        raise ConfigError(
+            "--duration", f"{duration:g}s in steps of {step:g}s is {steps:,.0f} steps, over the limit of {MAX_STEPS:,}"
+        )
+    total = 0
+    for index, arrival in enumerate(workload.arrivals):
+        total += arrival.count * arrival.occurrences(duration)
+        if total > MAX_ARRIVING_PODS:
+            raise ConfigError(
+                f"--workload: spec.arrivals[{index}] ({arrival.name})",
+                f"the arrivals create more than {MAX_ARRIVING_PODS:,} pods in {duration:g}s (the limit): "
+                "fewer pods, a longer every, or a shorter --duration",
+            )

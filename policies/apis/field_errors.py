@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Self, overload
 
 from policies.apis.durations import parse_duration
+from policies.apis.suggestions import did_you_mean
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,17 @@ class ConfigError(ValueError):
     @classmethod
     def of(cls, error: FieldError) -> Self:
         return cls(error.path, error.body)
+
+    @classmethod
+    def every(cls, errors: Iterable[FieldError]) -> Self:
+        """One error carrying all of `errors`, printed as Kubernetes prints an ErrorList (`[e1, e2]`),
+        so that one run names every mistake of a document, as `kubectl apply --validate=strict` does."""
+        found = tuple(errors)
+        assert found, "every() needs at least one error"
+        error = cls(found[0].path, found[0].body)
+        error.errors = found
+        error.args = (aggregate(list(found)),)
+        return error
 
     @property
     def path(self) -> str:
@@ -170,13 +182,23 @@ class Fields:
     def sub(self, key: builtins.str) -> Fields:
         return Fields(self.raw.get(key), self.at(key))
 
-    def only(self, known: Iterable[builtins.str]) -> None:
-        """Refuse a key outside `known`, as Kubernetes' strict decoding does: a typo such as
-        `mesage:` must not be read as an absent field (`<path>.mesage: unknown field (supported: ...)`)."""
+    def unknown(self, known: Iterable[builtins.str]) -> list[FieldError]:
+        """Every key outside `known`, each an error naming its path and the spelling it was probably
+        meant to be: `<path>.mesage: unknown field (did you mean "message"?)`, else the supported keys."""
         allowed = tuple(known)
+        errors = []
         for key in self.raw:
             if key not in allowed:
-                raise ConfigError(self.at(builtins.str(key)), f"unknown field (supported: {', '.join(allowed)})")
+                hint = did_you_mean(builtins.str(key), allowed) or f" (supported: {', '.join(allowed)})"
+                errors.append(FieldError(self.at(builtins.str(key)), f"unknown field{hint}"))
+        return errors
+
+    def only(self, known: Iterable[builtins.str]) -> None:
+        """Refuse every key outside `known`, as Kubernetes' strict decoding does: a typo such as
+        `mesage:` must not be read as an absent field."""
+        errors = self.unknown(known)
+        if errors:
+            raise ConfigError.every(errors)
 
 
 def check_range(path: str, value: int | float, low: float, high: float, *, open_low: bool = False) -> None:

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from policies.apis.field_errors import ConfigError, FieldError, forbidden, invalid, required
+from policies.apis.names import DNS1123_SUBDOMAIN_RE
 
 _NAME_RE: Final = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 
 
@@ -25,7 +25,7 @@ def label_key_error(key: str) -> str | None:
     """Why `key` is not a valid qualified label key, or None."""
     prefix, slash, name = key.rpartition("/")
     if slash:
-        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.match(prefix):
+        if not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN_RE.match(prefix):
             return f"prefix part of {key!r} must be a DNS-1123 subdomain"
     if not name or len(name) > 63 or not _NAME_RE.match(name):
         return (

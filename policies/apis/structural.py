@@ -14,12 +14,12 @@ server's own business (ObjectMeta) and is only checked to be an object.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from policies.apis.field_errors import FieldError, invalid, required, unsupported
+from policies.apis.suggestions import did_you_mean
 
 _INT32 = (-(2**31), 2**31 - 1)
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -65,9 +65,7 @@ def _join(path: str, key: str) -> str:
 
 
 def unknown_field(path: str, key: str, known: list[str]) -> FieldError:
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6) or [k for k in known if k.lower() == key.lower()]
-    hint = f' (did you mean "{close[0]}"?)' if close else ""
-    return FieldError(_join(path, key), f"unknown field{hint}")
+    return FieldError(_join(path, key), f"unknown field{did_you_mean(key, known)}")
 
 
 def validate(value: Any, schema: Mapping[str, Any], path: str = "") -> list[FieldError]:

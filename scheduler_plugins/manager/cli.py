@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import socket
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -26,10 +27,12 @@ from colocate.cluster.store import ClusterStore
 from policies.apis.constants import SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
 from policies.apis.durations import parse_duration
 from policies.apis.field_errors import ConfigError
+from policies.apis.kinds import NODE_METRIC_KIND
 from policies.apis.manifests import ManifestError
 from policies.apis.timestamps import parse_time
-from scheduler_plugins.clock import Clock, clock_at
+from scheduler_plugins.clock import Clock, clock_at, format_time
 from scheduler_plugins.manager.cluster import MANAGER_KINDS, ManagerView, snapshot_of
+from scheduler_plugins.manager.noderesource.plan import REASON_STALE
 from scheduler_plugins.manager.reconciler import Reconciler, Round
 from scheduler_plugins.manager.render import plan_table
 
@@ -135,6 +138,24 @@ def plan_document(store: ClusterStore, clock: Clock, last_sync: float | None) ->
     return document
 
 
+def clock_warnings(store: ClusterStore, document: dict[str, Any], now: float) -> list[str]:
+    """What the system clock did to a replayed snapshot, and the `--now` that replays it as it was
+    (the newest NodeMetric's updateTime), as `scheduler simulate` and `explain` say it: judged at
+    today's time, every NodeMetric of an old snapshot is stale and its node degraded."""
+    stale = [n["name"] for n in document["nodes"] if str(n.get("reason", "")).startswith(REASON_STALE)]
+    if not stale:
+        return []
+    stamps = [
+        at
+        for metric in store.objects(NODE_METRIC_KIND)
+        if (at := parse_time(str((metric.get("status") or {}).get("updateTime") or ""))) is not None
+    ]
+    found = f"{len(stale)} of {len(document['nodes'])} nodes are degraded at {format_time(now)}: their NodeMetrics "
+    found += "are older than degradeTimeMinutes"
+    replay = f"pass --now {format_time(max(stamps))} (its newest NodeMetric)" if stamps else "pass --now"
+    return [found, f"replaying a snapshot? {replay}"]
+
+
 def _print(text: str) -> None:
     print(text, flush=True)  # a closed stdout raises BrokenPipeError to colocate's main
 
@@ -147,9 +168,13 @@ def plan_command(args: argparse.Namespace) -> int:
             last_sync = parse_time(args.last_sync)
             if last_sync is None:
                 raise ConfigError("--last-sync", f"not an RFC 3339 time: {args.last_sync!r}")
-        document = plan_document(_load(args.cluster), clock, last_sync)
+        store = _load(args.cluster)
+        document = plan_document(store, clock, last_sync)
     except (ConfigError, errors.UsageError, ValueError) as exc:
         return errors.report(str(exc))
+    if args.now is None:
+        for warning in clock_warnings(store, document, clock()):
+            print(f"warning: {warning}", file=sys.stderr)
     _print(json.dumps(document, indent=2) if args.output == "json" else plan_table(document))
     return errors.EXIT_OK
 

@@ -19,8 +19,8 @@ from tests.support.paths import REPO
 
 PACKAGES = ("certs", "cli", "cluster", "colocate", "policies", "scheduler_plugins", "webhook")
 FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
-#: flags of other programs a message may quote (kubectl's, say); none today
-OTHER_PROGRAMS: frozenset[str] = frozenset()
+#: flags of other programs a message may quote (kubectl's, say)
+OTHER_PROGRAMS: frozenset[str] = frozenset({"--validate"})  # `kubectl apply --validate=strict`
 
 
 def option_strings(parser: argparse.ArgumentParser) -> set[str]:

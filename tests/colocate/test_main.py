@@ -143,9 +143,10 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
         ],
         [],
     ),
-    "test": (["--scaffold", "--test-case-selector", "--update", "-o/--output {table,json}"], []),
+    "test": (["--admission-plugins", "--scaffold", "--test-case-selector", "--update", "-o/--output {table,json}"], []),
     "audit": (
         [
+            "--admission-plugins",
             "--cluster",
             "--context",
             "--kubeconfig",
@@ -218,6 +219,7 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
     "plugins list": (["-o/--output {table,json}"], []),
     "whatif": (
         [
+            "--admission-plugins",
             "--cluster",
             "--compare-profiles",
             "--duration",

@@ -12,6 +12,7 @@ from colocate.cli import flags
 from colocate.cli.errors import UsageError
 from colocate.cli.output import Painter, add_output, table
 from colocate.cli.parser import Subparsers
+from webhook.plugin_flag import add_admission_plugins, admission_plugins
 
 if TYPE_CHECKING:
     from webhook.rollout.audit import AuditReport
@@ -24,11 +25,12 @@ def _test(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
     from webhook.rollout.testsuite import PASS, Selector, SuiteError, run_suites
 
     out = stdout or sys.stdout
+    plugins = admission_plugins(args)
     if args.scaffold:
         if args.update or args.test_case_selector:
             raise UsageError("--scaffold writes a new suite: it takes neither --update nor --test-case-selector")
         try:
-            written = scaffold(args.dir)
+            written = scaffold(args.dir, plugins)
         except SuiteError as exc:
             raise UsageError(str(exc)) from exc
         print(f"wrote {written}: check each expectation, then run `colocate test {args.dir}`", file=sys.stderr)
@@ -38,7 +40,7 @@ def _test(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
     except ValueError as exc:
         raise UsageError(f"--test-case-selector: {exc}") from exc
     try:
-        results = run_suites(args.dir, selector)
+        results = run_suites(args.dir, selector, plugins)
     except SuiteError as exc:
         raise UsageError(str(exc)) from exc
     if not results:
@@ -46,7 +48,7 @@ def _test(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
     if args.update:
         for path in update_golden_files(results):
             print(f"updated {path}", file=sys.stderr)
-        results = run_suites(args.dir, selector)
+        results = run_suites(args.dir, selector, plugins)
     failed = sum(1 for r in results if r.result != PASS)
     if args.output == "json":
         out.write(
@@ -92,6 +94,7 @@ def register_commands(subparsers: Subparsers) -> None:
         help="write DIR/colocate-test.yaml and DIR/expected/ from the manifests in DIR, expecting what "
         "the chain does today",
     )
+    add_admission_plugins(test)
     add_output(test, ("table", "json"), default="table")
     test.set_defaults(func=_test)
     register_audit(subparsers)
@@ -131,7 +134,7 @@ def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
     from webhook.watched import watched_kinds
 
     out = stdout or sys.stdout
-    registry = default_routes()
+    registry = default_routes(admission_plugins(args))
     api = None
     if args.cluster is not None:  # the same sources, kinds and parsing as `serve` and `apply`
         if args.write_reports:
@@ -210,6 +213,7 @@ def register_audit(subparsers: Subparsers) -> None:
         help="write a wgpolicyk8s.io/v1alpha2 PolicyReport per namespace (--kubeconfig)",
     )
     flags.add_refuse_sensitive_patches(audit)
+    add_admission_plugins(audit)
     audit.add_argument(
         "--policy-report",
         type=Path,

@@ -8,6 +8,7 @@ failing: a golden file cannot say that.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -82,7 +83,7 @@ def _classify(directory: Path) -> tuple[list[str], list[str], list[str], list[di
     return profiles, cluster, resources, under_test, known
 
 
-def scaffold(directory: Path) -> Path:
+def scaffold(directory: Path, admission_plugins: Sequence[str] = ()) -> Path:
     """Write DIR/colocate-test.yaml (and DIR/expected/) from the manifests in DIR: profiles,
     cluster objects and resources, each resource expected to do what it does today."""
     suite_path = directory / SUITE_FILE
@@ -96,7 +97,7 @@ def scaffold(directory: Path) -> Path:
     snapshot = ClusterSnapshot.from_objects(known, strict=True)
     if snapshot.problems:
         raise SuiteError(f"{snapshot.problems[0].source}: {snapshot.problems[0].message}")
-    registry = default_routes()
+    registry = default_routes(tuple(admission_plugins))
     results = []
     for obj in under_test:
         try:

@@ -12,20 +12,25 @@ A suite is a `colocate-test.yaml` (found anywhere below DIR); the files it names
     results:
       - resource: spark-executor-1     # metadata.name (namespace/kind only to disambiguate)
         patchedResource: expected/spark-executor-1.yaml
+        matchedProfiles: [spark-be]    # optional: exactly these profiles matched it
+      - resource: plain-1
+        result: admitted               # the default: admitted, whatever the patch
       - resource: lsr-pod
         result: denied
         message: "cannot be used in combination"   # a substring of the denial
 
 Each resource goes through `webhook.chain.run_chain`, the chain `colocate apply` and the server run,
 over a snapshot of the suite's profiles and cluster objects. A case passes when the object is
-admitted and equals the patched resource (compared as JSON values), or is denied with the message.
-A suite that cannot be read (a missing file, a wrong field, a profile that does not parse) is a
-usage error, not a failing case: a test that cannot run must not look like one that ran.
+admitted and equals the patched resource (compared as JSON values; a difference is shown as
+`field: expected -> admitted`), or is denied with the message, and, with `matchedProfiles`, exactly
+those profiles matched. A suite that cannot be read (a missing file, a wrong field, a profile that
+does not parse) is a usage error, not a failing case: a test that cannot run must not look like one
+that ran. Every unknown field of a suite is named in one error, as `kubectl apply --validate=strict`
+names them.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -33,8 +38,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from colocate.cluster.files import read_manifest_file, read_manifest_text
+from policies.admission.changes import changes_of, summary
 from policies.admission.snapshot import ClusterSnapshot
-from policies.apis.field_errors import ConfigError, Fields
+from policies.apis.field_errors import ConfigError, FieldError, Fields
 from policies.apis.jsonpatch_diff import diff
 from policies.apis.manifests import ManifestError, parse_documents
 from policies.apis.objects import name_of, namespace_of
@@ -59,6 +65,7 @@ RESULT_KEYS: Final = (
     "patchedResource",
     "message",
     "warnings",
+    "matchedProfiles",
 )
 _SHOWN_DIFFERENCES: Final = 5
 
@@ -78,6 +85,7 @@ class Expectation:
     patched_file: str = ""
     message: str = ""  # a substring of the denial message
     warnings: tuple[str, ...] = ()  # substrings, each found in one of the response's warnings
+    matched_profiles: tuple[str, ...] | None = None  # exactly these profiles matched (None: not checked)
 
     @property
     def label(self) -> str:
@@ -141,7 +149,6 @@ def _read_objects(base: Path, files: list[str], where: str) -> list[tuple[str, d
 
 def _expectation(raw: Any, where: str, base: Path) -> Expectation:
     fields = Fields(raw, where)
-    fields.only(RESULT_KEYS)
     resource = fields.str("resource")
     if not resource:
         raise ConfigError(fields.at("resource"), "Required value: the metadata.name of a resource under test")
@@ -175,7 +182,23 @@ def _expectation(raw: Any, where: str, base: Path) -> Expectation:
         patched_file,
         fields.str("message"),
         tuple(fields.str_list("warnings")),
+        tuple(fields.str_list("matchedProfiles")) if "matchedProfiles" in fields.raw else None,
     )
+
+
+def _unknown_fields(raw: Any) -> list[FieldError]:
+    """Every key of the suite that its format does not know, at every level, found in one pass."""
+    if not isinstance(raw, dict):
+        return []
+    fields = Fields(raw, "")
+    errors = fields.unknown(SUITE_KEYS)
+    if isinstance(raw.get("metadata"), dict):
+        errors.extend(fields.sub("metadata").unknown(METADATA_KEYS))
+    results = raw.get("results")
+    for index, result in enumerate(results if isinstance(results, list) else ()):
+        if isinstance(result, dict):
+            errors.extend(Fields(result, f"results[{index}]").unknown(RESULT_KEYS))
+    return errors
 
 
 def load_suite(path: Path) -> Suite:
@@ -186,9 +209,11 @@ def load_suite(path: Path) -> Suite:
         raise SuiteError(str(exc)) from exc
     raw = documents[0] if documents else None
     try:
+        unknown = _unknown_fields(raw)
+        if unknown:
+            raise ConfigError.every(unknown)
         fields = Fields(raw, "")
-        fields.only(SUITE_KEYS)
-        fields.sub("metadata").only(METADATA_KEYS)
+        fields.sub("metadata")  # an object, or an error naming it
         if fields.str("apiVersion", API_VERSION) != API_VERSION or fields.str("kind", KIND) != KIND:
             raise ConfigError("apiVersion", f"expected apiVersion {API_VERSION} and kind {KIND}")
         name = fields.sub("metadata").str("name") or fields.str("name") or path.parent.name
@@ -238,13 +263,18 @@ def snapshot_of(suite: Suite) -> ClusterSnapshot:
 
 
 def _differences(expected: Any, actual: Any) -> str:
-    operations = diff(expected, actual)
-    shown = [
-        f"{op['op']} {op['path']}" + (f" {json.dumps(op['value'])}" if "value" in op else "")
-        for op in operations[:_SHOWN_DIFFERENCES]
-    ]
-    more = len(operations) - len(shown)
-    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+    """Each field that differs, with the value expected and the value admitted (`(none)`: absent)."""
+    return summary(changes_of(expected, diff(expected, actual)), _SHOWN_DIFFERENCES)
+
+
+def _profiles_differ(expectation: Expectation, matched: Sequence[str]) -> str:
+    """Why the matched profiles are not the expected ones, or "" when they are."""
+    if expectation.matched_profiles is None:
+        return ""
+    expected, seen = sorted(set(expectation.matched_profiles)), sorted(set(matched))
+    if expected == seen:
+        return ""
+    return f"matched profiles {', '.join(seen) or '(none)'}, expected {', '.join(expected) or '(none)'}"
 
 
 def run_case(suite: Suite, expectation: Expectation, snapshot: ClusterSnapshot, registry: Registry) -> CaseResult:
@@ -273,7 +303,8 @@ def run_case(suite: Suite, expectation: Expectation, snapshot: ClusterSnapshot, 
                 f"denied with {outcome.message!r}, expected a message containing {expectation.message!r}",
                 warnings,
             )
-        return verdict(True, f"denied by {outcome.denied_by}: {outcome.message}", warnings)
+        profiles = _profiles_differ(expectation, outcome.matched_profiles)
+        return verdict(not profiles, profiles or f"denied by {outcome.denied_by}: {outcome.message}", warnings)
     if not outcome.allowed:
         return verdict(False, f"denied by {outcome.denied_by} (code {outcome.code}): {outcome.message}", warnings)
     missing = [w for w in expectation.warnings if not any(w in seen for seen in warnings)]
@@ -281,7 +312,11 @@ def run_case(suite: Suite, expectation: Expectation, snapshot: ClusterSnapshot, 
         return verdict(False, f"no warning contains {missing[0]!r} (warnings: {warnings or 'none'})", warnings)
     if expectation.patched is not None and expectation.patched != outcome.object:
         differences = _differences(expectation.patched, outcome.object)
-        return verdict(False, f"differs from {expectation.patched_file}: {differences}", warnings, outcome.object)
+        reason = f"differs from {expectation.patched_file} (expected -> admitted): {differences}"
+        return verdict(False, reason, warnings, outcome.object)
+    profiles = _profiles_differ(expectation, outcome.matched_profiles)
+    if profiles:
+        return verdict(False, profiles, warnings)
     noted = f", with {len(warnings)} warning(s)" if warnings else ""
     return verdict(True, "admitted" + (" as patched" if expectation.patched is not None else "") + noted, warnings)
 
@@ -320,10 +355,11 @@ def run_suite(suite: Suite, registry: Registry | None = None, selector: Selector
     return [run_case(suite, expectation, snapshot, registry) for expectation in chosen]
 
 
-def run_suites(root: Path, selector: Selector = Selector()) -> list[CaseResult]:
-    """Every suite below `root`, every case of each that `selector` picks; SuiteError when one
+def run_suites(root: Path, selector: Selector = Selector(), admission_plugins: Sequence[str] = ()) -> list[CaseResult]:
+    """Every suite below `root`, every case of each that `selector` picks, through the chain with the
+    installed `admission_plugins` enabled (as `serve --admission-plugins`); SuiteError when one
     cannot be read."""
-    registry = default_routes()
+    registry = default_routes(tuple(admission_plugins))
     results: list[CaseResult] = []
     for path in find_suites(root):
         results.extend(run_suite(load_suite(path), registry, selector))

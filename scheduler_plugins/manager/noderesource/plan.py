@@ -33,6 +33,8 @@ from scheduler_plugins.manager.noderesource.update import Decision, decide_amoun
 
 EXTENDED: Final = (BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY)
 REASON_DISABLED: Final = "disabled: DisableInConfig"
+#: the reason of a node whose NodeMetric is older than degradeTimeMinutes (what an old snapshot gets)
+REASON_STALE: Final = "degraded: NodeMetric stale"
 UNAVAILABLE: Final = "colocation config unavailable"
 
 
@@ -175,7 +177,7 @@ def plan_node(
             return _error(fixed, has_nrt, f"NodeMetric has a malformed quantity: {exc}")
         if is_degraded(strategy, reading, now):
             degraded = True
-            state = "degraded: " + _why_degraded(reading)
+            state = _why_degraded(reading)
         else:
             assert reading is not None
             if not reading.has_node_metric:
@@ -213,10 +215,10 @@ def plan_node(
 
 def _why_degraded(reading: MetricInput | None) -> str:
     if reading is None:
-        return "NodeMetric missing"
+        return "degraded: NodeMetric missing"
     if reading.update_time is None:
-        return "NodeMetric never updated"
-    return "NodeMetric stale"
+        return "degraded: NodeMetric never updated"
+    return REASON_STALE
 
 
 def _zones(

@@ -73,3 +73,20 @@ def test_a_broken_file_never_loaded_before_contributes_nothing(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     snapshot = DirectorySnapshots(tmp_path).scan()
     assert [p.name for p in snapshot.profiles] == ["p1"] and len(snapshot.problems) == 1
+
+
+def test_an_object_named_as_the_api_server_would_refuse_is_skipped_as_a_problem(tmp_path):
+    from colocate.cluster.files import load_directory
+
+    hostile = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n</script><script>alert(1)</script>"}}
+    upper = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "Team.A"}}
+    dotted = make_namespace("a.b")  # a subdomain, but a Namespace's name is a DNS-1123 label
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump_all([hostile, upper, dotted, make_namespace("ok")]))
+    store = load_directory(tmp_path)
+    assert [o["metadata"]["name"] for kind in store.kinds() for o in store.objects(kind)] == ["ok"]
+    messages = [p.message for p in store.problems]
+    assert messages[0].startswith('Node metadata.name: Invalid value: "n</script><script>alert(1)</script>": '
+                                  "a lowercase RFC 1123 subdomain must consist of")  # fmt: skip
+    assert messages[1].startswith('Pod metadata.namespace: Invalid value: "Team.A": a lowercase RFC 1123 label')
+    assert messages[2].startswith('Namespace metadata.name: Invalid value: "a.b": a lowercase RFC 1123 label')
+    assert all(m.endswith(": skipped") for m in messages) and len(messages) == 3

@@ -157,3 +157,15 @@ def test_a_malformed_node_does_not_stop_the_others(capsys: pytest.CaptureFixture
     code, doc, err = plan(capsys, "--cluster", str(cluster), "--now", NOW, "-o", "json")
     assert code == 0 and doc["failedNodes"] == ["odd"] and "odd" in err
     assert [n["name"] for n in doc["nodes"]] == ["node-1", "node-2", "node-3"]
+
+
+def test_plan_without_now_names_the_now_that_replays_the_snapshot(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = plan(capsys, "--cluster", str(EXAMPLE))
+    assert code == 0
+    degraded, replay = err.splitlines()
+    assert degraded.startswith("warning: 2 of 3 nodes are degraded at ")
+    assert degraded.endswith(": their NodeMetrics are older than degradeTimeMinutes")
+    assert replay == "warning: replaying a snapshot? pass --now 2024-05-01T10:00:00Z (its newest NodeMetric)"
+    # with that --now, node-1 is planned; node-2's NodeMetric is really an hour old, and --now says no more
+    code, doc, err = plan(capsys, "--cluster", str(EXAMPLE), "--now", "2024-05-01T10:00:00Z", "-o", "json")
+    assert code == 0 and err == "" and doc["nodes"][0]["allocatable"]

@@ -71,8 +71,39 @@ def test_a_wrong_patched_resource_fails_and_names_the_difference(
     [failed] = [r for r in report["results"] if r["result"] == "fail"]
     assert failed["resource"] == "spark-executor-1"
     assert failed["reason"] == (
-        'differs from expected/spark-executor-1.yaml: replace /metadata/labels/koordinator.sh~1qosClass "BE"'
+        "differs from expected/spark-executor-1.yaml (expected -> admitted): "
+        'metadata.labels[koordinator.sh/qosClass]: "LS" -> "BE"'
     )
+
+
+def test_a_field_the_chain_left_out_is_shown_as_none(capsys: pytest.CaptureFixture[str], suite: Path) -> None:
+    expected = suite / "expected" / "plain-1.yaml"
+    pod = yaml.safe_load(expected.read_text())
+    pod["metadata"].setdefault("labels", {})["team"] = "data"
+    expected.write_text(yaml.safe_dump(pod))
+    code, out, _ = run(capsys, suite, "-o", "json")
+    [failed] = [r for r in json.loads(out)["results"] if r["result"] == "fail"]
+    assert code == 1 and failed["reason"].endswith('metadata.labels.team: "data" -> (none)')
+
+
+def test_a_case_asserts_which_profiles_matched(capsys: pytest.CaptureFixture[str], suite: Path) -> None:
+    edit(suite, {"matchedProfiles": ["latency-sensitive-example"]}, case=0)
+    edit(suite, {"matchedProfiles": ["colocation-profile-example"]}, case=2)
+    code, out, _ = run(capsys, suite, "-o", "json")
+    failed = {r["resource"]: r["reason"] for r in json.loads(out)["results"] if r["result"] == "fail"}
+    assert code == 1
+    assert failed == {
+        "spark-executor-1": "matched profiles colocation-profile-example, expected latency-sensitive-example",
+        "plain-1": "matched profiles (none), expected colocation-profile-example",
+    }
+
+
+def test_result_admitted_passes_whatever_the_patch(capsys: pytest.CaptureFixture[str], suite: Path) -> None:
+    document = yaml.safe_load((suite / "colocate-test.yaml").read_text())
+    document["results"][0] = {"resource": "spark-executor-1", "result": "admitted"}
+    (suite / "colocate-test.yaml").write_text(yaml.safe_dump(document))
+    code, out, _ = run(capsys, suite, "-o", "json")
+    assert code == 0 and json.loads(out)["results"][0]["reason"] == "admitted"
 
 
 def test_a_missing_warning_fails(capsys: pytest.CaptureFixture[str], suite: Path) -> None:

@@ -25,16 +25,36 @@ def misspell(key: str) -> str:
     return key[:-1] if len(key) > 2 else key + "x"
 
 
-@pytest.mark.parametrize("key", ["patchedResorce", "mesage", *map(misspell, RESULT_KEYS)])
-def test_an_unknown_key_in_a_result_is_exit_2_naming_the_file_and_the_field(
-    capsys: pytest.CaptureFixture[str], suite: Path, key: str
+@pytest.mark.parametrize(
+    ("key", "meant"),
+    [("patchedResorce", "patchedResource"), ("mesage", "message"), ("matchedprofile", "matchedProfiles")],
+)
+def test_an_unknown_key_in_a_result_is_exit_2_naming_the_file_the_field_and_the_key_meant(
+    capsys: pytest.CaptureFixture[str], suite: Path, key: str, meant: str
 ) -> None:
     edit(suite, {key: "x"}, case=2)
     code, out, err = run(capsys, suite)
     assert (code, out) == (2, "")
+    assert err == f'error: {suite / "colocate-test.yaml"}: results[2].{key}: unknown field (did you mean "{meant}"?)\n'
+
+
+def test_a_key_like_no_known_one_lists_the_supported_keys(capsys: pytest.CaptureFixture[str], suite: Path) -> None:
+    edit(suite, {"zzz": "x"}, case=2)
+    code, _, err = run(capsys, suite)
+    assert code == 2 and err.endswith(f"results[2].zzz: unknown field (supported: {', '.join(RESULT_KEYS)})\n")
+
+
+def test_every_unknown_field_is_named_in_one_run(capsys: pytest.CaptureFixture[str], suite: Path) -> None:
+    edit(suite, {"resorces": []})
+    edit(suite, {"mesage": "x"}, case=0)
+    edit(suite, {"patchedResorce": "x"}, case=3)
+    code, out, err = run(capsys, suite)
+    assert (code, out) == (2, "") and err.count("\n") == 1
     assert err == (
-        f"error: {suite / 'colocate-test.yaml'}: results[2].{key}: unknown field "
-        f"(supported: {', '.join(RESULT_KEYS)})\n"
+        f"error: {suite / 'colocate-test.yaml'}: ["
+        'resorces: unknown field (did you mean "resources"?), '
+        'results[0].mesage: unknown field (did you mean "message"?), '
+        'results[3].patchedResorce: unknown field (did you mean "patchedResource"?)]\n'
     )
 
 
