@@ -526,6 +526,13 @@ def main() -> int:
         "colocate scenarios right before this tree's: a before/after pair in one run",
     )
     parser.add_argument("--only", action="append", default=[], metavar="TEXT", help="run the scenarios naming TEXT")
+    parser.add_argument(
+        "--compiled",
+        type=Path,
+        metavar="DIR",
+        help="serve from this compiled copy of the tree (`python -m devtools.compiled_copy DIR`) instead of "
+        "building one: repeated runs of an unchanged tree skip the build",
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         print("wrk is not installed: apt-get install wrk", file=sys.stderr)
@@ -547,7 +554,7 @@ def main() -> int:
         for count in (20, 1000):
             write_state(root / f"state-{count}", count)
         # what users run (`pip install .`, the image): the hot path compiled, in a copy of the tree
-        compiled = compiled_copy(root / "compiled")
+        compiled = args.compiled.resolve() if args.compiled else compiled_copy(root / "compiled")
         print(f"colocate's hot path compiled with mypyc in {compiled} (plain Python: the checkout)", flush=True)
         baseline = compiled_copy(root / "baseline", source=args.baseline) if args.baseline else None
         health = free_port()  # colocate's /readyz (webhook.probes), for the readiness wait
