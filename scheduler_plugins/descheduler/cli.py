@@ -102,9 +102,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         clock = clock_at(args.now)
         config = load_config(args.config, registry)
-        if args.rounds is not None and args.rounds < 1:
-            raise ConfigError("--rounds", f"must be at least 1, got {args.rounds}")
-        rounds = args.rounds if args.rounds is not None else (1 if config.descheduling_interval == 0 else None)
+        rounds = rounds_to_run(args.rounds, config.descheduling_interval)
         schedule = Schedule(rounds, config.descheduling_interval)
         dry_run = bool(args.dry_run or config.dry_run)
         reports: list[RoundReport] = []
@@ -122,6 +120,16 @@ def run_command(args: argparse.Namespace) -> int:
     if schedule.rounds is not None:
         _print(document(reports, dry_run), args.output)
     return errors.EXIT_OK
+
+
+def rounds_to_run(requested: int | None, descheduling_interval: float) -> int | None:
+    """How many rounds `--rounds` asks for (None: every deschedulingInterval until stopped).
+    0 means once, as the flag's help says; so does no flag when deschedulingInterval is 0."""
+    if requested is not None and requested < 0:
+        raise ConfigError("--rounds", f"must be 0 (once) or more, got {requested}")
+    if requested is not None:
+        return max(requested, 1)
+    return 1 if descheduling_interval == 0 else None
 
 
 def _build(
@@ -210,7 +218,15 @@ def kube_rounds(
         ApiMigrationBackend(ObjectClient(api)),
     )
     return serve(
-        config, descheduler, view, store, schedule, emit, api=api, watch=(args.watch_timeout, args.backoff_max)
+        config,
+        descheduler,
+        view,
+        store,
+        schedule,
+        emit,
+        api=api,
+        watch=(args.watch_timeout, args.backoff_max),
+        in_cluster=kubeconfig is None,
     )
 
 
@@ -225,6 +241,7 @@ async def serve(
     api: Any,
     refresh: Callable[[], object] | None = None,
     watch: tuple[int, float] = (300, 30.0),
+    in_cluster: bool = False,
 ) -> None:
     from prometheus_client import CollectorRegistry
 
@@ -251,9 +268,7 @@ async def serve(
             )
             tasks.append(asyncio.create_task(source.run()))
         if schedule.rounds is None:
-            servers = health_servers(
-                config.healthz_bind_address, config.metrics_bind_address, lambda: store.synced(), registry
-            )
+            servers = health_servers(*config.bind_addresses(in_cluster=in_cluster), lambda: store.synced(), registry)
             for server in servers:
                 server.start()
             tasks.append(asyncio.create_task(store_metrics.export_forever(store)))

@@ -29,7 +29,10 @@ API_VERSION: Final = "descheduler/v1alpha2"
 KIND: Final = "DeschedulerConfiguration"
 DEFAULT_PROFILE_NAME: Final = "koord-descheduler"
 DEFAULT_INTERVAL_SECONDS: Final = 120.0
-DEFAULT_BIND_ADDRESS: Final = "0.0.0.0:10251"
+#: where /healthz and /metrics listen when the configuration does not say: in a pod, every address
+#: (the kubelet probes the pod's IP; Koordinator's default); anywhere else, loopback only
+IN_CLUSTER_BIND_ADDRESS: Final = "0.0.0.0:10251"
+OFF_CLUSTER_BIND_ADDRESS: Final = "127.0.0.1:10251"
 MIGRATION_CONTROLLER: Final = "MigrationController"
 EXTENSION_POINTS: Final = ("deschedule", "balance", "evict", "filter")
 #: the default plugin set of every profile
@@ -129,8 +132,8 @@ class Profile:
 class DeschedulerConfig:
     profiles: tuple[Profile, ...]
     leader_election: LeaderElection = LeaderElection()
-    healthz_bind_address: str = DEFAULT_BIND_ADDRESS
-    metrics_bind_address: str = DEFAULT_BIND_ADDRESS
+    healthz_bind_address: str | None = None  # None: `bind_addresses` decides by where we run
+    metrics_bind_address: str | None = None
     descheduling_interval: float = DEFAULT_INTERVAL_SECONDS
     dry_run: bool = False
     node_selector: LabelSelector | None = None
@@ -138,6 +141,12 @@ class DeschedulerConfig:
     max_per_namespace: int | None = None
     max_total: int | None = None
     client_connection: ClientConnection = ClientConnection()
+
+    def bind_addresses(self, *, in_cluster: bool) -> tuple[str, str]:
+        """(healthz, metrics) as configured, else every address in a pod and loopback off-cluster:
+        a descheduler run from a laptop must not serve its metrics to the whole network."""
+        default = IN_CLUSTER_BIND_ADDRESS if in_cluster else OFF_CLUSTER_BIND_ADDRESS
+        return self.healthz_bind_address or default, self.metrics_bind_address or default
 
 
 def _client_connection(fields: Fields) -> ClientConnection:
@@ -319,8 +328,8 @@ def parse_config(raw: Any, registry: Registry) -> DeschedulerConfig:
     return DeschedulerConfig(
         profiles=tuple(profiles),
         leader_election=_leader_election(fields.sub("leaderElection")),
-        healthz_bind_address=fields.str("healthzBindAddress", DEFAULT_BIND_ADDRESS) or DEFAULT_BIND_ADDRESS,
-        metrics_bind_address=fields.str("metricsBindAddress", DEFAULT_BIND_ADDRESS) or DEFAULT_BIND_ADDRESS,
+        healthz_bind_address=fields.str("healthzBindAddress", "") or None,
+        metrics_bind_address=fields.str("metricsBindAddress", "") or None,
         descheduling_interval=interval,
         dry_run=fields.bool("dryRun", False),
         node_selector=selector(fields, "nodeSelector"),

@@ -139,6 +139,11 @@ class SnapshotDirectorySource:
         return load_snapshot(self.directory)
 
 
+def bound_pod_count(state: ClusterState) -> int:
+    """Pods bound to a node, whether or not that node is known yet (the "synced" log line)."""
+    return sum(len(node.pods) for node in state.nodes.values()) + sum(len(p) for p in state.homeless.values())
+
+
 class _ReadyWhenApplied:
     """The state's index on the loop; notes when what the store had synced is applied."""
 
@@ -157,9 +162,10 @@ class _ReadyWhenApplied:
         if not self.ready and self.store.synced():
             self.ready = True
             log.info(
-                "cluster state synced from the API server: %d nodes, %d NodeMetrics",
+                "cluster state synced from the API server: %d nodes, %d NodeMetrics, %d bound pods",
                 len(self.state.nodes),
                 len(self.state.node_metrics),
+                bound_pod_count(self.state),
             )
 
 

@@ -57,6 +57,14 @@ def test_rounds_run_back_to_back_and_evictions_leave_the_in_memory_state(capsys:
     assert first and not first & second  # an evicted pod is gone from the state
 
 
+def test_zero_rounds_means_one_round_as_the_help_says(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, err = run(
+        capsys, "--cluster", str(EXAMPLE), "--config", str(CONFIG), "--rounds", "0", "--now", NOW, "-o", "json"
+    )
+    assert (code, err) == (0, "")
+    assert [r["round"] for r in doc["rounds"]] == [1]
+
+
 def test_the_table_says_what_would_be_evicted(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "--cluster", str(EXAMPLE), "--config", str(CONFIG), "--dry-run", "--now", NOW)
     assert code == 0
@@ -83,7 +91,7 @@ def config_with(tmp_path: Path, change: dict[str, Any]) -> Path:
     ("argv", "message"),
     [
         (["--config", "nope.yaml"], "error: --config: nope.yaml"),
-        (["--rounds", "0"], "error: --rounds: must be at least 1"),
+        (["--rounds", "-1"], "error: --rounds: must be 0 (once) or more"),
         (["--now", "yesterday"], "error: --now: not an RFC 3339 time"),
     ],
 )

@@ -67,10 +67,20 @@ def test_the_deployment_runs_the_shipped_configuration_with_probes_on_its_health
     (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
     assert volume["configMap"]["name"] == one("ConfigMap")["metadata"]["name"]
     port = container["ports"][0]
-    assert port["containerPort"] == bind_address(config.healthz_bind_address)[1]
+    healthz, _ = config.bind_addresses(in_cluster=True)
+    assert bind_address(healthz) == ("0.0.0.0", port["containerPort"])
     assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": port["name"]}
     assert spec["serviceAccountName"] == one("ServiceAccount")["metadata"]["name"]
 
 
 def test_the_example_configuration_parses() -> None:
     load_config(DIRECTORY / "example-config.yaml", in_tree_registry())
+
+
+@pytest.mark.parametrize("path", sorted(DIRECTORY.glob("*config*.yaml")), ids=lambda p: p.name)
+def test_a_shipped_configuration_run_off_cluster_listens_on_loopback_only(path: Path) -> None:
+    """`colocate descheduler run --config <shipped> --kubeconfig ...` on a laptop: /healthz and /metrics
+    are not served to the network."""
+    config = load_config(path, in_tree_registry())
+    for address in config.bind_addresses(in_cluster=False):
+        assert bind_address(address)[0] == "127.0.0.1", address

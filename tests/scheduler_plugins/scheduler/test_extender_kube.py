@@ -144,6 +144,14 @@ async def test_not_ready_and_refusing_verbs_until_every_kind_is_listed(api: ApiS
     assert (await ext.filter())["NodeNames"] == ["quiet"]
 
 
+async def test_the_synced_log_line_counts_the_bound_pods_as_docs_scheduler_md_shows(api: ApiServer, start) -> None:
+    api.apply(make_pod("bound", "shop", requests={"cpu": "1"}, node="busy"))
+    api.apply(make_pod("pending", "shop", requests={"cpu": "1"}))  # not watched: not counted
+    ext = await start().wait_ready()
+    line = "cluster state synced from the API server: 3 nodes, 3 NodeMetrics, 1 bound pods"
+    await wait_for(lambda: line in ext.log.read_text(), timeout=TIMEOUT, message=lambda: ext.log.read_text())
+
+
 async def test_metrics_export_the_store_health_as_the_webhook_does(api: ApiServer, extender: Extender) -> None:
     async def page() -> str:
         async with extender.session.get(extender.url("metrics")) as response:
