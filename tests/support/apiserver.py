@@ -15,7 +15,9 @@ and DELETED when it stops, as kube-apiserver's watch cache does. A list or watch
 `as=PartialObjectMetadata`) answers with metadata only, as kube-apiserver's response transform does
 (the first JSON clause of Accept decides; a list asked for `PartialObjectMetadata`, or a watch for the
 `List`, is a 406 NotAcceptable). Faults are injected by the test: `drop_watches()`,
-`store.compact()`, `fail_requests(n)`.
+`store.compact()`, `fail_requests(n)`. Discovery answers what the eviction code asks (`/api/v1`'s
+`pods/eviction`, `/apis/policy`), and `eviction_version="v1beta1"` plays Kubernetes 1.20, which
+refuses a `policy/v1` Eviction with 400; `/readyz` answers 200 while the server runs.
 """
 
 from __future__ import annotations
@@ -130,8 +132,11 @@ def partial_metadata(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class ApiServer:
-    def __init__(self, types: list[Kind] | None = None, bookmark_interval: float = 1.0) -> None:
+    def __init__(
+        self, types: list[Kind] | None = None, bookmark_interval: float = 1.0, eviction_version: str = "v1"
+    ) -> None:
         self.store = Store()
+        self.eviction_version = eviction_version
         self.types = {(t.group, t.version, t.plural): t for t in (types or default_types())}
         self.by_kind = {t.kind: t for t in self.types.values()}
         self.bookmark_interval = bookmark_interval
@@ -240,6 +245,9 @@ class ApiServer:
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         if request.headers.get("Authorization") != f"Bearer {TOKEN}":
             return _error(401, "Unauthorized", "Unauthorized")
+        if request.method == "GET" and request.path in ("/readyz", "/api/v1", "/apis/policy"):
+            self.requests[f"GET {request.path}"] += 1
+            return self._discovery(request.path)
         route = self._route(request.path)
         if route is None:
             return _error(404, "NotFound", f"the server could not find the requested resource {request.path}")
@@ -349,11 +357,31 @@ class ApiServer:
             resource, namespace, name, [{"op": "add", "path": "/status", "value": status or {}}], "json"
         )
 
+    def _discovery(self, path: str) -> web.Response:
+        """`/readyz`, and the discovery documents of the core API (its `pods/eviction` names the
+        Eviction's version) and of the `policy` group."""
+        if path == "/readyz":
+            return web.Response(text="ok")
+        version = f"policy/{self.eviction_version}"
+        if path == "/apis/policy":
+            preferred = {"groupVersion": version, "version": self.eviction_version}
+            return web.json_response({"kind": "APIGroup", "name": "policy", "preferredVersion": preferred})
+        eviction = {"name": "pods/eviction", "kind": "Eviction", "group": "policy", "version": self.eviction_version}
+        pods = {"name": "pods", "kind": "Pod", "namespaced": True}
+        return web.json_response({"kind": "APIResourceList", "groupVersion": "v1", "resources": [pods, eviction]})
+
     def _evict(self, namespace: str, name: str, eviction: dict[str, Any]) -> web.Response:
         """kube-apiserver's EvictionREST.Create (policy/v1): refuse with 429 when a matching
         PodDisruptionBudget allows no disruption, else delete the pod. The budget's allowance is
         computed here from the healthy pods it selects, as the disruption controller would."""
         meta = eviction.get("metadata") or {}
+        if eviction.get("apiVersion") != f"policy/{self.eviction_version}":
+            return _error(
+                400,
+                "BadRequest",
+                f"the API version in the data ({eviction.get('apiVersion')}) does not match the expected "
+                f"API version (policy/{self.eviction_version})",
+            )
         if eviction.get("kind") != "Eviction" or meta.get("name") != name:
             return _error(400, "BadRequest", "an Eviction with metadata.name matching the pod is required")
         pod = self.store.get(self.by_kind["Pod"], namespace, name)

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from kubernetes.client import ApiClient
 
-from colocate.cluster.eviction import eviction_body
+from colocate.cluster.eviction import EvictionClient, Outcome
 from colocate.cluster.rest import ApiError, call
 from policies.apis.constants import RESERVATION_KIND
 from policies.apis.kinds import kind_named
@@ -36,6 +36,7 @@ class ApiServerClient:
         self, api: ApiClient, cluster: ClusterState, clock: Clock = system_clock, timeout: tuple[float, float] = TIMEOUT
     ) -> None:
         self.api, self.cluster, self.clock, self.timeout = api, cluster, clock, timeout
+        self.evictions = EvictionClient(api, timeout)  # the Eviction version is discovered once
 
     def _call(self, method: str, path: str, body: Any, content_type: str = "application/json") -> dict[str, Any]:
         """One API request; any failure is a `ClientError` with the HTTP code (0: no response)."""
@@ -77,5 +78,7 @@ class ApiServerClient:
         self._call("DELETE", _pod_path(namespace, name), body)
 
     def evict_pod(self, namespace: str, name: str) -> None:
-        """POST a policy/v1 Eviction; the watch removes the pod from the state."""
-        self._call("POST", f"{_pod_path(namespace, name)}/eviction", eviction_body(namespace, name))
+        """POST an Eviction of the version the server serves; the watch removes the pod from the state."""
+        result = self.evictions.evict(namespace, name)
+        if result.outcome is not Outcome.EVICTED:
+            raise ClientError(result.code, result.message or result.outcome.value)

@@ -7,9 +7,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from colocate.cluster.client import api_client
 from colocate.cluster.events import EventRecorder
-from colocate.cluster.eviction import EvictionClient, Outcome
+from colocate.cluster.eviction import EvictionClient, EvictionResult, Outcome
 from tests.support.apiserver import ApiServer
 from tests.support.builders import make_pod
 
@@ -75,3 +77,33 @@ async def test_an_event_is_recorded_about_the_pod_and_a_failure_to_record_is_swa
     assert event["source"] == {"component": "colocate-descheduler", "host": "node-1"}
     api.fail_requests(1, status=500)
     await loop.run_in_executor(None, recorder.record, pod, "Warning", "Evicted", "again")  # no exception
+
+
+async def test_a_server_without_policy_v1_gets_a_v1beta1_eviction_found_by_discovery(tmp_path: Path) -> None:
+    """Kubernetes 1.20 serves pods/eviction as policy/v1beta1 and answers a policy/v1 Eviction with 400:
+    the version comes from discovery (Koordinator's SupportEviction), asked once per client."""
+    async with ApiServer(eviction_version="v1beta1") as old:
+        for name in ("a", "b"):
+            old.apply(ready(make_pod(name, "ns")))
+        client = EvictionClient(api_client(old.write_kubeconfig(tmp_path / "kubeconfig")))
+        loop = asyncio.get_running_loop()
+        results = [await loop.run_in_executor(None, client.evict, "ns", name) for name in ("a", "b")]
+        assert [r.outcome for r in results] == [Outcome.EVICTED, Outcome.EVICTED]
+        assert old.evictions == [("ns", "a"), ("ns", "b")]
+        assert old.requests["GET /api/v1"] == 1
+
+
+@pytest.mark.parametrize(
+    ("result", "permanent"),
+    [
+        (EvictionResult(Outcome.FAILED, "the API version in the data (policy/v1) does not match", 400), True),
+        (EvictionResult(Outcome.FAILED, "forbidden", 403), True),
+        (EvictionResult(Outcome.BLOCKED, "disruption budget", 429), False),
+        (EvictionResult(Outcome.FAILED, "injected failure", 500), False),
+        (EvictionResult(Outcome.FAILED, "connection refused", 0), False),
+    ],
+)
+def test_only_a_request_the_server_refused_as_such_is_a_permanent_failure(
+    result: EvictionResult, permanent: bool
+) -> None:
+    assert result.permanent is permanent
