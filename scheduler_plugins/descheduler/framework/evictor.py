@@ -142,6 +142,7 @@ class Evictor:
             self.report.skipped.append(replace(entry, reason=refusal))
             return False
         first = self.evicts[0]
+        jobs_before = len(self.report.migrations)
         try:
             if self.dry_run:
                 log.info("would evict %s from %s (dry run, %s): %s", entry.pod, node, entry.plugin, entry.reason)
@@ -153,5 +154,8 @@ class Evictor:
             self._raised(first.name, exc)
             return False
         self.limiter.count(node, namespace)
-        self.report.evictions.append(entry)
+        if not self.dry_run and len(self.report.migrations) > jobs_before:
+            self.report.migrating.append(entry)  # a PodMigrationJob: an eviction once it evicts
+        else:
+            self.report.evictions.append(entry)
         return True

@@ -50,6 +50,16 @@ class MigrationEntry:
     phase: str
     job: str = ""
     reason: str = ""
+    message: str = ""  # said for a job that failed or was aborted: why
+
+    @property
+    def evicted(self) -> bool:
+        """The job's pod was evicted (Koordinator's Evicting/EvictComplete reasons, or done)."""
+        return self.phase == "Succeeded" or self.reason in ("Evicting", "EvictComplete")
+
+    @property
+    def ended_without_eviction(self) -> bool:
+        return self.phase in ("Failed", "Aborted") and not self.evicted
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"pod": self.pod, "mode": self.mode, "reservation": self.reservation, "phase": self.phase}
@@ -57,6 +67,8 @@ class MigrationEntry:
             out["job"] = self.job
         if self.reason:
             out["reason"] = self.reason
+        if self.message and self.phase in ("Failed", "Aborted"):
+            out["message"] = self.message
         return out
 
 
@@ -74,6 +86,23 @@ class RoundReport:
     #: the PodMigrationJobs of the MigrationController when it migrates instead of evicting:
     #: created this round, and every job it reconciled
     migrations: list[MigrationEntry] = field(default_factory=list)
+    #: evictions that became a PodMigrationJob this round: reported as evictions only once the
+    #: job evicted the pod, as skips when it failed (`settle_migrations`)
+    migrating: list[EvictionEntry] = field(default_factory=list)
+
+    def settle_migrations(self) -> None:
+        """After the jobs were reconciled: a pod whose job evicted it is an eviction; one whose job
+        failed is a skip with the job's reason; one still migrating is listed under migrations only.
+        A failed eviction is never reported as done."""
+        jobs = {m.pod: m for m in self.migrations}
+        for entry in self.migrating:
+            job = jobs.get(entry.pod)
+            if job is not None and job.evicted:
+                self.evictions.append(entry)
+            elif job is not None and job.ended_without_eviction:
+                why = f"PodMigrationJob {job.job} {job.phase}: {job.reason}: {job.message}".rstrip(": ")
+                self.skipped.append(EvictionEntry(entry.pod, entry.node, entry.plugin, why))
+        self.migrating.clear()
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

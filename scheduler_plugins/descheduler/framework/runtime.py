@@ -182,6 +182,7 @@ class Descheduler:
             entries = self.reconcile_migrations()
             names = {e.job for e in entries}
             report.migrations[:] = [m for m in report.migrations if m.job not in names] + entries
+            report.settle_migrations()
         return report
 
     def reconcile_migrations(self) -> list[MigrationEntry]:

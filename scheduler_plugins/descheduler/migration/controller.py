@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
-from colocate.cluster.eviction import Outcome
+from colocate.cluster.eviction import EvictionResult, Outcome
 from colocate.cluster.rest import ApiError
 from policies.apis.constants import ANNOTATION_EVICT_REASON, ANNOTATION_EVICT_TRIGGER, ANNOTATION_PASSED_ARBITRATION
 from policies.apis.durations import parse_duration
@@ -349,9 +349,7 @@ class Reconciler:
             pmj.set_condition(job, pmj.COND_EVICTION, "True", self.clock(), pmj.REASON_EVICT_COMPLETE)
             return True, self._write(job)
         if result.outcome is not Outcome.EVICTED:
-            message = f'Failed evict Pod "{namespace}/{name}" caused by {result.message or result.outcome.value}'
-            self._event(job, "Warning", pmj.REASON_EVICTING, message)
-            return False, job  # requeue: a budget may allow it later
+            return False, self._eviction_failed(job, f"{namespace}/{name}", result)
         with self._limits_lock:
             self.limits.track_eviction(pod, pods)
         reason = annotations.get(ANNOTATION_EVICT_REASON, "")
@@ -360,6 +358,18 @@ class Reconciler:
         pmj.set_condition(job, pmj.COND_EVICTION, "False", self.clock(), pmj.REASON_EVICTING, message)
         self._event(job, "Normal", pmj.REASON_EVICTING, message)
         return False, self._write(job)
+
+    def _eviction_failed(self, job: dict[str, Any], pod: str, result: EvictionResult) -> dict[str, Any]:
+        """The job says why its eviction did not happen (condition Eviction=False, FailedEvict), never
+        that it did. A request the server refuses as such (400: a version it does not serve; 403)
+        cannot pass later: the job fails. A budget, a timeout or a 5xx may: it is asked again."""
+        message = f'Failed evict Pod "{pod}" caused by {result.message or result.outcome.value}'
+        self._event(job, "Warning", pmj.REASON_EVICTING, message)
+        pmj.set_condition(job, pmj.COND_EVICTION, "False", self.clock(), pmj.REASON_FAILED_EVICT, message)
+        if result.permanent:
+            self._delete_reservation(job)
+            pmj.finish(job, pmj.FAILED, pmj.REASON_FAILED_EVICT, message)
+        return self._write(job)
 
     def _write(self, job: dict[str, Any]) -> dict[str, Any]:
         if job == self._before.get(name_of(job)):

@@ -279,6 +279,7 @@ class MigrationController:
                 pmj.phase_of(job),
                 name_of(job),
                 str((job.get("status") or {}).get("reason") or ""),
+                str((job.get("status") or {}).get("message") or ""),
             )
             for job in sorted(jobs, key=name_of)
             if pmj.is_active(job) or name_of(job) in was_active

@@ -19,6 +19,11 @@ from scheduler_plugins.descheduler.registry import in_tree_registry
 from tests.support.builders import NOW, make_metric, make_pod, pod_metric
 
 
+UNSERVED_EVICTION_VERSION = (
+    "the API version in the data (policy/v1) does not match the expected API version (policy/v1beta1)"
+)
+
+
 class FakeEvictions:
     """Records evictions; `refuse` maps pod keys to the outcome the API server would give."""
 
@@ -29,6 +34,8 @@ class FakeEvictions:
     def evict(self, namespace: str, name: str, grace_period_seconds: int | None = None) -> EvictionResult:
         key = f"{namespace}/{name}"
         outcome = self.refuse.get(key)
+        if outcome is Outcome.FAILED:  # what Kubernetes 1.20 answers a policy/v1 Eviction
+            return EvictionResult(outcome, UNSERVED_EVICTION_VERSION, 400)
         if outcome is not None:
             return EvictionResult(outcome, "Cannot evict pod as it would violate the pod's disruption budget.", 429)
         self.evicted.append(key)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from colocate.cluster.eviction import Outcome
 from colocate.cluster.store import ClusterStore
 from colocate.main import main
 from policies.apis.constants import ANNOTATION_PASSED_ARBITRATION, POD_MIGRATION_JOB_KIND
@@ -31,7 +32,7 @@ from scheduler_plugins.descheduler.migration.limits import (
     scaled_limit,
 )
 from scheduler_plugins.descheduler.registry import in_tree_registry
-from tests.scheduler_plugins.descheduler.helpers import FakeEvictions, loaded_node, view_of
+from tests.scheduler_plugins.descheduler.helpers import UNSERVED_EVICTION_VERSION, FakeEvictions, loaded_node, view_of
 from tests.support.builders import NOW, make_node, make_pod
 from tests.support.paths import REPO
 
@@ -226,6 +227,35 @@ def test_low_node_load_creates_jobs_instead_of_evicting(mode: str) -> None:
             for j in store.objects(POD_MIGRATION_JOB_KIND)
         )
         assert reasons == ["Evicting", "None"]  # one evicted (done once the pod is gone), one waiting
+
+
+@pytest.mark.parametrize("outcome", [Outcome.FAILED, Outcome.BLOCKED])
+def test_an_eviction_that_failed_is_never_reported_as_done_and_its_job_says_why(outcome: Outcome) -> None:
+    """Against Kubernetes 1.20 a policy/v1 Eviction got a 400 and the round said `evicted`, its
+    job Running without a reason. A refused request fails the job (FailedEvict); a budget keeps it
+    running, asked again, with the reason on it."""
+    view = view_of(_hot_cluster())
+    evictions = FakeEvictions({f"shop/web-{i}": outcome for i in range(4)})
+    report = _descheduler("EvictDirectly", view.store, evictions).run_round(1, view.snapshot())
+    assert report.evictions == [] and evictions.evicted == []
+    jobs = view.store.objects(POD_MIGRATION_JOB_KIND)
+    assert jobs and all(j["status"]["reason"] == "FailedEvict" for j in jobs)
+    assert all("caused by" in j["status"]["message"] for j in jobs)
+    if outcome is Outcome.FAILED:
+        assert all(j["status"]["phase"] == pmj.FAILED for j in jobs)
+        assert all(UNSERVED_EVICTION_VERSION in j["status"]["message"] for j in jobs)
+        skipped = {s.pod: s.reason for s in report.skipped}
+        for job in jobs:
+            assert skipped[pmj.pod_key_of(job)].startswith(f"PodMigrationJob {job['metadata']['name']} Failed: ")
+    else:
+        assert all(j["status"]["phase"] == pmj.RUNNING for j in jobs)
+
+
+def test_a_job_that_evicted_its_pod_is_reported_as_an_eviction() -> None:
+    view = view_of(_hot_cluster())
+    evictions = FakeEvictions()
+    report = _descheduler("EvictDirectly", view.store, evictions).run_round(1, view.snapshot())
+    assert [e.pod for e in report.evictions] == evictions.evicted and len(evictions.evicted) == 1
 
 
 # --- each limit -------------------------------------------------------------------------------
