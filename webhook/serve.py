@@ -285,6 +285,8 @@ async def serve_forever(
     state = StateHolder()
     registry = default_routes(config.admission_plugins)
     source = make_source(config, registry, metrics)
+    if isinstance(source, ApiServerSnapshots):
+        state.stale_seconds = source.stale_seconds  # /readyz: not ready once stale beyond the bound
     lifecycle = Lifecycle()
     published = asyncio.Event()  # set on every reload of the state (the audit waits for the first)
 

@@ -20,6 +20,7 @@ from typing import Final
 from aiohttp import web
 
 from colocate.cli.jsonlog import ADMISSION_LOGGER, log_admission
+from colocate.cluster.store import stale_readiness
 from webhook.admission import ServedReview, http_error, malformed_response, serve_review
 from webhook.metrics import RouteSeries, WebhookMetrics
 from webhook.registry import Route
@@ -118,16 +119,20 @@ class AdmissionEndpoint:
 
 
 def readiness(lifecycle: Lifecycle, state: StateHolder) -> tuple[int, str]:
-    """`/readyz`: ready once the cluster state is loaded, not while draining; problems are said."""
+    """`/readyz`: ready once the cluster state is loaded, not while draining nor once a watch is
+    broken beyond `STALE_READY_SECONDS`; problems (a kind not served first) are said."""
     if lifecycle.draining:
         return 503, "shutting down"
     if not state.ready:
         return 503, "cluster state not loaded yet"
+    fresh, said = stale_readiness(state.stale_seconds())
+    if not fresh:
+        return 503, said
     problems = state.snapshot.problems
     if problems:  # still ready: the last good objects are served; but say so
         return 200, (
-            f"ok, with {len(problems)} problem(s) in the cluster state "
+            f"{said}, with {len(problems)} problem(s) in the cluster state "
             f"(see colocate_cluster_state_problems and the log); first: "
             f"{problems[0].source}: {problems[0].message}"
         )[:1000]
-    return 200, "ok"
+    return 200, said

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from policies.admission.snapshot import EMPTY_SNAPSHOT, ClusterSnapshot
 
@@ -14,6 +15,8 @@ class StateHolder:
     snapshot: ClusterSnapshot = EMPTY_SNAPSHOT
     ready: bool = False
     generation: int = 0
+    #: per kind, how long its watch has been broken (live mode: the store's; files: never)
+    stale_seconds: Callable[[], Mapping[str, float]] = field(default=lambda: {})
 
     def publish(self, snapshot: ClusterSnapshot) -> None:
         self.snapshot = snapshot

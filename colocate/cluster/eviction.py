@@ -27,6 +27,7 @@ log = logging.getLogger("colocate.eviction")
 POLICY_V1 = "policy/v1"
 EVICTION_SUBRESOURCE = "pods/eviction"
 
+
 class Outcome(enum.Enum):
     EVICTED = "evicted"
     BLOCKED = "blocked"  # 429: a PodDisruptionBudget allows no disruption now

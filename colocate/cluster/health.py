@@ -27,14 +27,19 @@ class HealthServer:
         registry: CollectorRegistry,
         healthy: Callable[[], bool] | None = None,
         name: str = "health-http",
+        detail: Callable[[], tuple[bool, str]] | None = None,
     ) -> None:
         alive = healthy or ready
+        said = detail or (lambda: (ready(), "ok" if ready() else "cluster state not listed yet"))
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (the stdlib's spelling)
                 path = self.path.split("?", 1)[0]
-                if path in ("/healthz", "/readyz") and path in paths:
-                    ok = (alive if path == "/healthz" else ready)()
+                if path == "/readyz" and path in paths:  # says what is missing or stale
+                    ok, text = said()
+                    self._send(200 if ok else 503, "text/plain", text.encode())
+                elif path == "/healthz" and path in paths:
+                    ok = alive()
                     self._send(200 if ok else 503, "text/plain", b"ok" if ok else b"cluster state not listed yet")
                 elif path == "/metrics" and "/metrics" in paths:
                     self._send(200, CONTENT_TYPE_LATEST, generate_latest(registry))

@@ -13,7 +13,7 @@ from kubernetes import client
 
 from colocate.cluster.client import ClusterUnavailable, api_errors
 from colocate.cluster.kinds import WatchedKind
-from colocate.cluster.reflector import Reflector, ReflectorSettings, run_threads, stop_all
+from colocate.cluster.reflector import NotServed, Reflector, ReflectorSettings, ServerReturn, run_threads, stop_all
 from colocate.cluster.store import ClusterStore
 
 
@@ -29,7 +29,8 @@ class KubeSource:
     ) -> None:
         self.api, self.kinds, self.store = api, tuple(kinds), store
         self._stop = threading.Event()
-        self._reflectors = [Reflector(k, api, store, settings, self._stop) for k in self.kinds]
+        server = ServerReturn(api, self._stop, settings)  # one prober wakes them all after a restart
+        self._reflectors = [Reflector(k, api, store, settings, self._stop, server) for k in self.kinds]
 
     async def run(self, *extra: threading.Thread) -> None:
         """List and watch until cancelled; `extra` threads (a publisher) share the lifetime."""
@@ -46,6 +47,8 @@ class KubeSource:
             with api_errors(f"listing {reflector.kind.plural}"):
                 try:
                     reflector.list_once()
+                except NotServed as exc:  # no CRD: none of the kind, said once in the log
+                    self.store.failed(reflector.kind, "absent", str(exc))
                 except RuntimeError as exc:  # an HTTP error status, with the API server's reason
                     raise ClusterUnavailable(f"listing {reflector.kind.plural}: {exc}") from exc
 

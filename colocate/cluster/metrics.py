@@ -1,7 +1,8 @@
 """The cluster store's health as Prometheus series, defined once for every component.
 
 Both label sets are closed: `kind` comes from the kinds a component watches, `reason` is `gone`
-(the watch expired: relist) or `error` (anything else: back off and retry).
+(the watch expired: relist), `absent` (the API server does not serve the kind: its CRD is not
+installed) or `error` (anything else: back off and retry).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ class StoreHealthMetrics:
         )
         self.watch_failures = Counter(
             "colocate_watch_failures_total",
-            "List/watch failures by kind and reason (gone = relist after 410, error = backoff and retry).",
+            "List/watch failures by kind and reason (gone = relist after 410, absent = the kind is not served, "
+            "error = backoff and retry).",
             ["kind", "reason"],
             registry=registry,
         )

@@ -2,9 +2,17 @@
 
 The official client is synchronous, so each kind gets a thread that lists (in pages), then watches
 from the list's resourceVersion with bookmarks, re-watching from the last version it saw when the
-server ends a stream. A `410 Gone` (the version was compacted) means relist; any other failure
-means back off (doubling, capped) and try again. Events go to a `ReflectorSink`; the thread never
-touches the event loop.
+server ends a stream. A `410 Gone` (the version was compacted) means relist; a `404` for the
+collection means the kind is not served (its CRD is not installed: the sink hears "absent", and the
+list is asked again on the backoff, so a CRD installed later is picked up); any other failure means
+back off (doubling, capped) and try again. Events go to a `ReflectorSink`; the thread never touches
+the event loop.
+
+Backing off protects a server that answers with errors; it must not leave a watch waiting long
+after a server that was unreachable (a restart) answers again. The reflectors of one source share a
+`ServerReturn`: while any waits after a connection failure, one prober asks the server's `/readyz`,
+and its first 200 wakes every waiting reflector at once (within `probe_interval` of the server
+being ready), whatever its own backoff had reached.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import urllib3
 from kubernetes.client import ApiClient
 from kubernetes.watch.watch import iter_resp_lines
 
@@ -27,6 +36,7 @@ from colocate.cluster.kinds import WatchedKind
 log = logging.getLogger("colocate.informer")
 
 GONE = 410
+NOT_FOUND = 404
 JSON = "application/json"
 #: What a metadata-only kind asks for, as client-go's metadata client does: PartialObjectMetadata
 #: (kube-apiserver sends each object's metadata only), or, from a server that cannot, whole objects.
@@ -44,10 +54,67 @@ class ReflectorSettings:
     read_timeout: float = 60.0  # a list page, and the silence tolerated beyond watch_timeout
     backoff_initial: float = 0.8
     backoff_max: float = 30.0
+    probe_interval: float = 0.25  # how often an unreachable server's /readyz is asked (ServerReturn)
 
 
 class Gone(Exception):
     """The resourceVersion we watch from is too old: relist."""
+
+
+class NotServed(Exception):
+    """The API server answers 404 for the kind's collection: it does not serve the kind."""
+
+
+#: failures that mean no answer from the server at all (refused, reset, timed out)
+UNREACHABLE = (urllib3.exceptions.HTTPError, OSError)
+
+
+class ServerReturn:
+    """Wakes the backing-off reflectors of one API server as soon as it answers `/readyz` again."""
+
+    def __init__(self, api: ApiClient, stop: threading.Event, settings: ReflectorSettings) -> None:
+        self.api, self.stop, self.settings = api, stop, settings
+        self._changed = threading.Condition()
+        self._returns = 0  # bumped each time the server answers again after being unreachable
+        self._probing = False
+
+    def back_off(self, seconds: float, *, unreachable: bool) -> None:
+        """Wait `seconds`, or until the server answers again (when a prober is asking), or `stop`.
+        `unreachable`: this failure had no answer at all, so start asking."""
+        with self._changed:
+            seen = self._returns
+            if unreachable and not self._probing:
+                self._probing = True
+                threading.Thread(target=self._probe, name="apiserver-return", daemon=True).start()
+            self._changed.wait_for(lambda: self._returns != seen or self.stop.is_set(), timeout=seconds)
+
+    def release(self) -> None:
+        """Wake every waiting reflector (called when stopping)."""
+        with self._changed:
+            self._changed.notify_all()
+
+    def _probe(self) -> None:
+        while not self.stop.is_set():
+            if self._answers():
+                with self._changed:
+                    self._returns += 1
+                    self._probing = False
+                    self._changed.notify_all()
+                log.info("the API server answers again; resuming every watch")
+                return
+            self.stop.wait(self.settings.probe_interval)
+        with self._changed:
+            self._probing = False
+
+    def _answers(self) -> bool:
+        """`/readyz` is 200 (or refused to us: 401, 403, 404 still mean a server that answers)."""
+        try:
+            request = self.api.param_serialize("GET", "/readyz", auth_settings=["BearerToken"])
+            response = self.api.call_api(*request, _request_timeout=(1.0, 2.0))
+            response.read()
+        except Exception:  # noqa: BLE001 - refused, reset, timed out: not back yet
+            return False
+        return int(response.status) in (200, 401, 403, 404)
 
 
 class ReflectorSink(Protocol):
@@ -73,9 +140,16 @@ def slim(obj: dict[str, Any], kind: WatchedKind) -> dict[str, Any]:
 
 class Reflector:
     def __init__(
-        self, kind: WatchedKind, api: ApiClient, sink: ReflectorSink, settings: ReflectorSettings, stop: threading.Event
+        self,
+        kind: WatchedKind,
+        api: ApiClient,
+        sink: ReflectorSink,
+        settings: ReflectorSettings,
+        stop: threading.Event,
+        server: ServerReturn | None = None,
     ) -> None:
         self.kind, self.api, self.sink, self.settings, self.stop = kind, api, sink, settings, stop
+        self.server = server or ServerReturn(api, stop, settings)
         self._response: Any = None
         self._watch_was_open = False  # the current attempt reached an open watch stream
 
@@ -93,6 +167,11 @@ class Reflector:
             except Gone as exc:
                 self.sink.failed(self.kind, "gone", str(exc))
                 version = None
+            except NotServed as exc:  # no CRD (yet): the kind is empty; ask again on the backoff
+                self.sink.failed(self.kind, "absent", str(exc))
+                version = None
+                self.server.back_off(backoff, unreachable=False)
+                backoff = min(backoff * 2, self.settings.backoff_max)
             except Exception as exc:  # a broken connection, a 5xx, a bad stream: keep the cache, retry
                 if self.stop.is_set():
                     break
@@ -101,7 +180,7 @@ class Reflector:
                     # A watch the server accepted and later cut (a restart, a load balancer's idle
                     # close) is no reason to wait longer each time: only failures in a row back off.
                     backoff = self.settings.backoff_initial
-                self.stop.wait(backoff)
+                self.server.back_off(backoff, unreachable=isinstance(exc, UNREACHABLE))
                 backoff = min(backoff * 2, self.settings.backoff_max)
 
     def interrupt(self) -> None:
@@ -128,6 +207,9 @@ class Reflector:
         if response.status == GONE:
             response.read()
             raise Gone(f"{self.kind.kind}: HTTP 410 Gone")
+        if response.status == NOT_FOUND:
+            response.read()
+            raise NotServed(f"GET {self.kind.collection_path()}: HTTP 404")
         if not 200 <= response.status < 300:
             body = response.read()[:300]
             raise RuntimeError(f"{self.kind.kind}: HTTP {response.status}: {body!r}")
@@ -203,10 +285,11 @@ class Reflector:
 
 
 def stop_all(stop: threading.Event, reflectors: Sequence[Reflector]) -> None:
-    """Ask every reflector to end, unblocking any that waits on its watch socket."""
+    """Ask every reflector to end, unblocking any that waits on its watch socket or backs off."""
     stop.set()
     for reflector in reflectors:
         reflector.interrupt()
+        reflector.server.release()
 
 
 async def run_threads(threads: Sequence[threading.Thread], close: Callable[[], None], timeout: float = 5.0) -> None:

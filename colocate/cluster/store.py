@@ -8,6 +8,9 @@ The store is where the questions every component asks have their one answer:
 * **synced** — every kind has been listed (or loaded) once. It stays true while a broken watch
   recovers: the last good state keeps being served, as client-go's informers do.
 * **stale seconds** — per kind, how long its watch has been broken (0 while healthy).
+* **absent kinds** — kinds the API server does not serve (an optional CRD not installed): each
+  counts as listed and empty, so a component is not held unready by a CRD it can do without, and
+  is named in the problems `/readyz` shows until its CRD appears (the reflector keeps asking).
 
 A kind may carry a *transform* (`colocate.cluster.kinds.Transform`, e.g. `keep_metadata`): the store
 applies it to every object of that kind as it enters, whichever source sent it, and keeps and
@@ -70,6 +73,25 @@ class StoreIndex(Protocol):
         """A batch of changes (one event, one relist, one directory reload) is complete."""
 
 
+#: a watch broken longer than this makes a component unready: its state can no longer be called
+#: current. Shorter breaks (a restart: watches resume within a second of the server answering
+#: again) keep it ready, serving the last good state, as client-go's informers do.
+STALE_READY_SECONDS = 30.0
+
+
+def stale_readiness(stale: Mapping[str, float], absent: Iterable[str] = ()) -> tuple[bool, str]:
+    """`/readyz` of a listed state: unready once a watch is broken beyond `STALE_READY_SECONDS`."""
+    broken = {kind: seconds for kind, seconds in sorted(stale.items()) if seconds > 0}
+    described = ", ".join(f"{kind} {seconds:.1f}s" for kind, seconds in broken.items())
+    if any(seconds > STALE_READY_SECONDS for seconds in broken.values()):
+        return False, f"cluster state stale beyond {STALE_READY_SECONDS:g}s (watches broken: {described})"
+    notes = [f"watches reconnecting: {described}"] if broken else []
+    absent = list(absent)
+    if absent:
+        notes.append(f"not served by the API server (treated as none): {', '.join(absent)}")
+    return True, "; ".join(["ok", *notes])
+
+
 @dataclass
 class KindHealth:
     synced: bool = False
@@ -103,7 +125,9 @@ class ClusterStore:
         self._health: dict[str, KindHealth] = {kind: KindHealth() for kind in kinds}
         self._indexes: list[StoreIndex] = []
         #: what the source could not load (a file that does not parse), for the operator
-        self.problems: tuple[LoadProblem, ...] = ()
+        self._file_problems: tuple[LoadProblem, ...] = ()
+        #: kinds the API server does not serve, with its answer
+        self._absent: dict[str, str] = {}
 
     # --- reads -----------------------------------------------------------------------------------
     def kinds(self) -> list[str]:
@@ -119,6 +143,33 @@ class ClusterStore:
     def synced(self) -> bool:
         """Every kind has been listed or loaded once (and a store of no kinds is never synced)."""
         return bool(self._health) and all(h.synced for h in self._health.values())
+
+    @property
+    def problems(self) -> tuple[LoadProblem, ...]:
+        """What the operator should hear of: kinds the API server does not serve, then the files
+        the source could not load."""
+        absent = tuple(
+            LoadProblem(
+                kind, f"not served by the API server ({why}); is its CRD installed? treated as none until it is"
+            )
+            for kind, why in sorted(self._absent.items())
+        )
+        return absent + self._file_problems
+
+    def absent_kinds(self) -> list[str]:
+        return sorted(self._absent)
+
+    def not_synced(self) -> list[str]:
+        """The kinds not listed yet (what a component waits for before it is ready)."""
+        return sorted(kind for kind, health in self._health.items() if not health.synced)
+
+    def readiness(self) -> tuple[bool, str]:
+        """Ready, and one line for `/readyz`: the kinds not listed yet, a watch broken beyond
+        `STALE_READY_SECONDS`, or "ok" naming kinds not served and watches reconnecting."""
+        waiting = self.not_synced()
+        if waiting:
+            return False, f"cluster state not listed yet: waiting for {', '.join(waiting)}"
+        return stale_readiness(self.stale_seconds(), self.absent_kinds())
 
     def stale_seconds(self) -> dict[str, float]:
         """Per kind: how long since its watch broke (0 while healthy, and before the first list)."""
@@ -154,6 +205,8 @@ class ClusterStore:
                 self._put(kind, key, obj, source)
             health = self._health.setdefault(kind, KindHealth())
             first = not health.synced
+            if self._absent.pop(kind, None) is not None:
+                log.info("%s is served by the API server now", kind)
             health.synced = True
             self._mark_healthy(kind, health)
             self._applied()
@@ -207,7 +260,7 @@ class ClusterStore:
 
     def set_problems(self, problems: tuple[LoadProblem, ...]) -> None:
         with self.lock:
-            self.problems = problems
+            self._file_problems = problems
 
     # --- the reflector's sink --------------------------------------------------------------------
     def replaced(self, kind: WatchedKind, objects: list[dict[str, Any]]) -> None:
@@ -224,7 +277,11 @@ class ClusterStore:
             self._mark_healthy(kind.kind, self._health.setdefault(kind.kind, KindHealth()))
 
     def failed(self, kind: WatchedKind, reason: str, error: str) -> None:
-        """A watch broke (`reason` "gone": expired, relisting; "error": anything else)."""
+        """A watch broke (`reason` "gone": expired, relisting; "absent": the kind is not served;
+        "error": anything else)."""
+        if reason == "absent":
+            self._not_served(kind, error)
+            return
         with self.lock:
             health = self._health.setdefault(kind.kind, KindHealth())
             now = self.clock()
@@ -248,6 +305,24 @@ class ClusterStore:
             )
         elif due:
             log.warning("watch of %s broke (%s); serving the last good state, %.1fs stale", kind.plural, error, stale)
+
+    def _not_served(self, kind: WatchedKind, error: str) -> None:
+        """The API server answers 404 for the kind's collection: it holds none of it (a CRD deleted
+        takes its objects with it), and waiting for it would hold the component unready forever."""
+        with self.lock:
+            first = self._absent.pop(kind.kind, None) is None
+            self.replace(kind.kind, [])
+            self._absent[kind.kind] = error
+            self._applied()  # the problems changed: views rebuild
+        if self.on_failure is not None:
+            self.on_failure(kind.kind, "absent")
+        if first:
+            log.warning(
+                "%s (%s) is not served by the API server (%s): treated as none; is its CRD installed?",
+                kind.kind,
+                kind.api_version,
+                error,
+            )
 
     def _mark_healthy(self, kind: str, health: KindHealth) -> None:
         if health.broken_since is not None and not health.healthy:

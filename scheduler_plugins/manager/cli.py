@@ -284,12 +284,24 @@ async def serve(
                 tasks.append(asyncio.create_task(keep_leading(elector, durations[1], leading, metrics.leader)))
         if schedule.rounds is None:
             health, exposition = bind_address(args.health_addr), bind_address(args.metrics_addr)
-            ready = view.store.synced
+            ready, readiness = view.store.synced, view.store.readiness
             if health == exposition:
-                servers = [HealthServer(health, {"/healthz", "/readyz", "/metrics"}, ready, registry, lambda: True)]
+                servers = [
+                    HealthServer(
+                        health, {"/healthz", "/readyz", "/metrics"}, ready, registry, lambda: True, detail=readiness
+                    )
+                ]
             else:
                 servers = [
-                    HealthServer(health, {"/healthz", "/readyz"}, ready, registry, lambda: True, name="manager-health"),
+                    HealthServer(
+                        health,
+                        {"/healthz", "/readyz"},
+                        ready,
+                        registry,
+                        lambda: True,
+                        name="manager-health",
+                        detail=readiness,
+                    ),
                     HealthServer(exposition, {"/metrics"}, ready, registry, name="manager-metrics"),
                 ]
             for server in servers:

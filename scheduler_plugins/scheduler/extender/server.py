@@ -99,8 +99,8 @@ def make_app(
 
     @routes.get(f"{prefix}/readyz")
     async def readyz(request: web.Request) -> web.Response:
-        ready = request.app[SERVICE_KEY].ready()
-        return web.Response(text="ok" if ready else "cluster state not synced", status=200 if ready else 503)
+        ready, said = request.app[SERVICE_KEY].readiness()
+        return web.Response(text=said, status=200 if ready else 503)
 
     @routes.get(f"{prefix}/metrics")
     async def metrics_page(request: web.Request) -> web.Response:
@@ -138,11 +138,24 @@ def build_service(
             scheduler_name=scheduler_name,
             features=features,
         )
-        return ExtenderService(framework, cluster, ready=source.synced)
+        return ExtenderService(framework, cluster, ready=source.synced, readiness=_live_readiness(source))
     framework = build_framework(
         config, installed_registry(), cluster, clock, scheduler_name=scheduler_name, features=features
     )
     return ExtenderService(framework, cluster)
+
+
+def _live_readiness(source: LiveClusterSource) -> Callable[[], tuple[bool, str]]:
+    """`/readyz` of a live extender: the store's answer (what is not listed yet, what is stale or
+    not served), and not ready until the loop has applied what was listed."""
+
+    def readiness() -> tuple[bool, str]:
+        ready, said = source.store.readiness()
+        if ready and not source.synced():
+            return False, "cluster state listed, not applied yet"
+        return ready, said
+
+    return readiness
 
 
 async def revoke_forever(service: ExtenderService, revoker: OverUsedRevoker, interval: float) -> None:

@@ -79,10 +79,18 @@ def _always() -> bool:
 
 
 class ExtenderService:
-    def __init__(self, framework: Framework, cluster: ClusterState, ready: Callable[[], bool] = _always) -> None:
+    def __init__(
+        self,
+        framework: Framework,
+        cluster: ClusterState,
+        ready: Callable[[], bool] = _always,
+        readiness: Callable[[], tuple[bool, str]] | None = None,
+    ) -> None:
         self.framework = framework
         self.cluster = cluster
         self.ready = ready
+        #: what /readyz answers: ready, and why not (or what it serves around)
+        self.readiness = readiness or (lambda: (ready(), "ok" if ready() else "cluster state not synced"))
         self._seen: OrderedDict[str, PodInfo] = OrderedDict()
         framework.warm_up()  # before the server freezes the loaded state (see server.serve)
         #: the last few NodeNames lists resolved, most recent first

@@ -18,7 +18,6 @@ from scheduler_plugins.descheduler.plugins.lownodeload.args import LowNodeLoadAr
 from scheduler_plugins.descheduler.registry import in_tree_registry
 from tests.support.builders import NOW, make_metric, make_pod, pod_metric
 
-
 UNSERVED_EVICTION_VERSION = (
     "the API version in the data (policy/v1) does not match the expected API version (policy/v1beta1)"
 )
