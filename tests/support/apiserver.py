@@ -211,6 +211,18 @@ class ApiServer:
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         return self
 
+    async def go_down(self) -> None:
+        """Stop answering, as a restarting kube-apiserver does: every connection cut, every new
+        one refused. The objects (etcd) and the certificates stay for `come_back`."""
+        self.drop_watches()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def come_back(self) -> None:
+        """Answer again on the same port, with the same objects and certificates."""
+        await self.start(self.port)
+
     async def stop(self) -> None:
         self.drop_watches()
         if self._runner is not None:
