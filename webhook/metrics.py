@@ -185,6 +185,13 @@ class WebhookMetrics:
             ["result"],
             registry=registry,
         )
+        self.live_reads = Counter(
+            "colocate_webhook_live_reads_total",
+            "Objects read from the API server for an admission the watched state could not answer yet "
+            "(an ElasticQuota's parent not shown by the watch), by result: found, missing, error.",
+            ["result"],
+            registry=registry,
+        )
         self.refused = Counter(
             "colocate_webhook_refused_requests_total",
             "Admission requests refused before or instead of the policies, by reason: bad_review, bad_object "

@@ -269,7 +269,8 @@ class WebhookPort:
                 held = len(body)
                 if self.guarded and endpoint in self.guarded:
                     return endpoint.answer(await self.guarded[endpoint].serve(body, started), started, close=False)
-                return endpoint.answer(endpoint.serve(body), started, close=False)
+                served = await endpoint.serve_reading(body) if endpoint.reads_live else endpoint.serve(body)
+                return endpoint.answer(served, started, close=False)
             parts: list[bytes] = []
             try:
                 async with asyncio.timeout(self.body_timeout):
@@ -289,7 +290,8 @@ class WebhookPort:
             body = b"".join(parts)
             if self.guarded and endpoint in self.guarded:
                 return endpoint.answer(await self.guarded[endpoint].serve(body, started), started, close=False)
-            return endpoint.answer(endpoint.serve(body), started, close=False)
+            served = await endpoint.serve_reading(body) if endpoint.reads_live else endpoint.serve(body)
+            return endpoint.answer(served, started, close=False)
         finally:
             budget.give(held)
 

@@ -44,6 +44,7 @@ from colocate.cli.jsonlog import dropped_lines, json_logging
 from colocate.cluster.client import api_client
 from colocate.cluster.compiled import ADMISSION, compiled_modules
 from colocate.cluster.kinds import WatchedKind, transforms_of
+from colocate.cluster.lookup import ObjectLookup
 from colocate.cluster.store import ClusterStore
 from webhook.connections import (
     DEFAULT_HEALTH_ADDRESS,
@@ -55,6 +56,7 @@ from webhook.connections import (
     bind_address,
 )
 from webhook.gate import GatedSite
+from webhook.live_reads import LiveReads
 from webhook.memory import give_back_after_storms
 from webhook.port import build_server
 from webhook.probes import ProbeListeners
@@ -287,6 +289,7 @@ async def serve_forever(
     source = make_source(config, registry, metrics)
     if isinstance(source, ApiServerSnapshots):
         state.stale_seconds = source.stale_seconds  # /readyz: not ready once stale beyond the bound
+        state.live_reads = LiveReads(ObjectLookup(source.api), metrics.live_reads)
     lifecycle = Lifecycle()
     published = asyncio.Event()  # set on every reload of the state (the audit waits for the first)
 

@@ -79,6 +79,19 @@ class AdmissionEndpoint:
             self.route, body, self.state.snapshot, rand_int=self.rand_int, observe=self.metrics.observe_plugin
         )
 
+    @property
+    def reads_live(self) -> bool:
+        """Whether a request may need a read from the API server first (`webhook.live_reads`)."""
+        reads = self.state.live_reads
+        return reads is not None and reads.wanted(self.route.kind)
+
+    async def serve_reading(self, body: bytes) -> ServedReview:
+        """`serve`, against the snapshot with what the request names and the watch has not shown."""
+        snapshot = self.state.snapshot
+        if self.state.live_reads is not None:
+            snapshot = await self.state.live_reads.snapshot_for(body, snapshot)
+        return serve_review(self.route, body, snapshot, rand_int=self.rand_int, observe=self.metrics.observe_plugin)
+
     def too_large(self, started: float, prefix: bytes) -> ServedReview:
         """An AdmissionReview denial with the uid when the first UID_SCAN_BYTES hold it."""
         message = f"request body exceeds the {self.max_body} byte limit"

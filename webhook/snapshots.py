@@ -160,7 +160,7 @@ class ApiServerSnapshots:
         on_failure: Callable[[str, str], None] | None = None,
         refuse_sensitive: bool = False,
     ) -> None:
-        self.settings, self.clock = settings, clock
+        self.api, self.settings, self.clock = api, settings, clock
         self.store = ClusterStore(
             [k.kind for k in kinds], StoreSettings(settings.stale_log_interval), clock, on_failure, transforms_of(kinds)
         )

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from policies.admission.snapshot import EMPTY_SNAPSHOT, ClusterSnapshot
+
+if TYPE_CHECKING:
+    from webhook.live_reads import LiveReads
 
 
 @dataclass
@@ -17,6 +21,8 @@ class StateHolder:
     generation: int = 0
     #: per kind, how long its watch has been broken (live mode: the store's; files: never)
     stale_seconds: Callable[[], Mapping[str, float]] = field(default=lambda: {})
+    #: reads from the API server for what the snapshot cannot answer yet (live mode only)
+    live_reads: LiveReads | None = None
 
     def publish(self, snapshot: ClusterSnapshot) -> None:
         self.snapshot = snapshot

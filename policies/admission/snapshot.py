@@ -8,6 +8,7 @@ started with.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -17,7 +18,7 @@ from policies.admission.profile_matching import ProfileIndex
 from policies.admission.profiles import ColocationProfile, ProfileError, parse_profile
 from policies.admission.quota_index import QuotaIndex
 from policies.apis.constants import ELASTIC_QUOTA_KIND, PROFILE_KIND
-from policies.apis.objects import metadata_of
+from policies.apis.objects import metadata_of, name_of, namespace_of
 
 _NO_OBJECTS: Mapping[Any, Any] = MappingProxyType({})
 
@@ -65,6 +66,16 @@ class ClusterSnapshot:
             quotas=QuotaIndex.build(by_kind.get(ELASTIC_QUOTA_KIND, {}).values()),
             profile_index=ProfileIndex.build(ordered),
         )
+
+    def with_objects(self, kind: str, objects: Iterable[Mapping[str, Any]]) -> ClusterSnapshot:
+        """This snapshot and `objects` of `kind` besides (read from the API server for one request
+        because the watch has not shown them yet); derived views are built afresh for it."""
+        added = {(str(namespace_of(o) or ""), str(name_of(o) or "")): o for o in objects}
+        merged = {**self.objects, kind: MappingProxyType({**self.objects.get(kind, {}), **added})}
+        quotas = (
+            QuotaIndex.build(merged.get(ELASTIC_QUOTA_KIND, {}).values()) if kind == ELASTIC_QUOTA_KIND else self.quotas
+        )
+        return dataclasses.replace(self, objects=MappingProxyType(merged), quotas=quotas, _derived={})
 
     def derived(self, name: str, build: Callable[[ClusterSnapshot], T]) -> T:
         """A view derived from this snapshot (the ElasticQuota tree), built on first use and then

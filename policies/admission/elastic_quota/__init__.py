@@ -24,6 +24,7 @@ from policies.admission.plugin import (
     ValidatingPlugin,
 )
 from policies.admission.quota_index import claimed_namespaces
+from policies.admission.snapshot import ClusterSnapshot
 from policies.apis.constants import (
     ANNOTATION_QUOTA_NAMESPACES,
     DEFAULT_QUOTA_NAME,
@@ -95,6 +96,16 @@ def validate_delete(tree: QuotaTree, quota: Mapping[str, Any]) -> None:
     if pods := tree.labelled_pods.get(name):
         shown = list(pods) if len(pods) <= 2 else [pods[0], pods[1], "..."]
         raise Denied(f"delete quota failed, quota {name} has {len(pods)} child pods: {', '.join(shown)}")
+
+
+def missing_parent(quota: Mapping[str, Any], cluster: ClusterSnapshot) -> str | None:
+    """The parent a quota names that the cluster's tree lacks, else None. A tree applied in one go
+    sends a child ~20 ms after its parent, before the watch shows the parent: the webhook reads
+    that one parent from the API server before judging (`webhook.live_reads`)."""
+    parent = labels_of(quota).get(LABEL_QUOTA_PARENT) or ""
+    if not parent or parent == ROOT_QUOTA_NAME:
+        return None
+    return None if parent in quota_tree_of(cluster).infos else str(parent)
 
 
 #: What `quota_tree_of(snapshot)` is built from: the quotas, and the pods charged to them (of a pod
