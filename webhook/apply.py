@@ -120,6 +120,7 @@ def format_explanation(result: ChainResult, snapshot: ClusterSnapshot | None = N
         for change in effect.changes:
             value = f" {json.dumps(change['value'])}" if "value" in change else ""
             lines.append(f"  {change['op']} {change['path']}{value}")
+        lines.extend(f"  note: {note}" for note in effect.notes)
     return "\n".join(lines)
 
 

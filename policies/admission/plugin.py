@@ -90,6 +90,8 @@ class Effect:
     step: str
     applied: bool
     changes: list[dict[str, Any]] = field(default_factory=list)
+    #: what the step did that its changes do not show (a patched field dropped by the kind's type)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -137,14 +139,23 @@ class AdmissionContext:
     #: What those would have done (the WarnOnlyProfiles plugin fills it).
     warnings: list[ProfileWarning] = field(default_factory=list)
 
+    #: notes of the step being run, moved to its Effect by `record`
+    pending_notes: list[str] = field(default_factory=list)
+
     @property
     def explaining(self) -> bool:
         return self.effects is not None
 
+    def note(self, text: str) -> None:
+        """Say something about the step being run, when explaining."""
+        if self.effects is not None:
+            self.pending_notes.append(text)
+
     def record(self, step: str, applied: bool, before: Any, after: Any) -> None:
         """Note what `step` changed, when explaining (`before` must be a copy taken before it ran)."""
         if self.effects is not None:
-            self.effects.append(Effect(step, applied, json_copy(diff(before, after))))
+            notes, self.pending_notes = self.pending_notes, []
+            self.effects.append(Effect(step, applied, json_copy(diff(before, after)), notes))
 
 
 class MutatingPlugin(Protocol):

@@ -22,6 +22,9 @@ from policies.apis.strategic_merge import Schema, StrategicMergeError, strategic
 
 #: what an object must still be after a profile's patch: None, or `field: why`
 StructureCheck = Callable[[Mapping[str, Any]], "str | None"]
+#: what decoding the patched object into its kind's type keeps: drops the fields the kind does not
+#: have, in place, and returns their paths (Koordinator's `json.Unmarshal` into the typed object)
+Decode = Callable[[dict[str, Any]], "list[str]"]
 
 PodSpecLocator = Callable[[dict[str, Any]], dict[str, Any] | None]
 
@@ -66,6 +69,7 @@ def apply_profiles_in_place(
     pod_spec: PodSpecLocator,
     schema: Schema,
     structure: StructureCheck | None = None,
+    decode: Decode | None = None,
 ) -> bool:
     """Apply `profiles` in order, leaving the result in `obj` (the runner diffs that dict).
 
@@ -83,7 +87,7 @@ def apply_profiles_in_place(
         applied = passes_probability(profile, ctx.rand_int)
         before = json_copy(obj) if explaining else None
         if applied:
-            mutated = apply_profile(obj, profile, ctx, pod_spec, schema, structure)
+            mutated = apply_profile(obj, profile, ctx, pod_spec, schema, structure, decode)
             if mutated is not obj:  # a strategic merge patch produced a new document
                 obj.clear()
                 obj.update(mutated)
@@ -99,6 +103,7 @@ def apply_profile(
     pod_spec: PodSpecLocator,
     schema: Schema,
     structure: StructureCheck | None = None,
+    decode: Decode | None = None,
 ) -> dict[str, Any]:
     """One profile, in Koordinator's exact order (`doMutateByColocationProfile`); returns the object
     (replaced by a patch). `structure`: what the patched object must still be (a Pod's containers,
@@ -142,6 +147,8 @@ def apply_profile(
                 raise Denied(f"object: {arrived_broken}", code=400)
             message = f"ClusterColocationProfile {profile.name}: spec.patch makes an invalid object: {broken}"
             raise Denied(message, code=500)
+        for dropped in decode(patched) if decode is not None else ():
+            ctx.note(f"spec.patch sets {dropped}, which the kind does not have: dropped (not stored)")
         return patched
     return obj
 

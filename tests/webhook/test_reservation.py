@@ -62,3 +62,54 @@ def test_validate_reservation_admits_well_formed_requests_and_refuses_empty_ones
     assert admit("/validate-reservation", make_reservation(), CLUSTER).allowed
     outcome = admit("/validate-reservation", None, CLUSTER)
     assert (outcome.allowed, outcome.code) == (False, 400)
+
+
+GRACE_PROFILE = {
+    "apiVersion": "config.koordinator.sh/v1alpha1",
+    "kind": "ClusterColocationProfile",
+    "metadata": {"name": "grace"},
+    "spec": {
+        "selector": {"matchLabels": {"app": "batch"}},
+        "patch": {"metadata": {"labels": {"patched": "yes"}}, "spec": {"terminationGracePeriodSeconds": 30}},
+    },
+}
+
+
+def test_a_patched_field_a_reservation_does_not_have_is_dropped_as_koordinator_and_the_schema_do():
+    """Koordinator merges a profile's patch into the Reservation itself and decodes the result into
+    its type, dropping `spec.terminationGracePeriodSeconds`; a real API server's CRD schema prunes
+    it too. Before, the patch carried it and `colocate apply` showed a change never stored."""
+    reservation = make_reservation(labels={"app": "batch"})
+    outcome = admit("/mutate-reservation", reservation, make_snapshot(GRACE_PROFILE, priority_classes=False))
+    result = patched(reservation, outcome)
+    assert result["metadata"]["labels"]["patched"] == "yes"  # the rest of the patch applies
+    assert "terminationGracePeriodSeconds" not in result["spec"]
+    assert result["spec"]["template"] == reservation["spec"]["template"]
+
+
+def test_apply_explain_says_the_dropped_field(tmp_path: Path, capsys) -> None:
+    import yaml
+
+    from colocate.main import main
+
+    cluster = tmp_path / "cluster"
+    cluster.mkdir()
+    (cluster / "profile.yaml").write_text(yaml.safe_dump(GRACE_PROFILE))
+    (tmp_path / "reservation.yaml").write_text(yaml.safe_dump(make_reservation(labels={"app": "batch"})))
+    code = main(["apply", "--cluster", str(cluster), "-f", str(tmp_path / "reservation.yaml"), "--explain"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "note: spec.patch sets spec.terminationGracePeriodSeconds, which the kind does not have" in err
+    assert "terminationGracePeriodSeconds" not in out
+
+
+def test_the_reservation_fields_kept_are_those_the_crd_schema_types() -> None:
+    import yaml
+
+    from policies.admission.reservation import RESERVATION_FIELDS, RESERVATION_SPEC_FIELDS
+    from tests.support.paths import REPO
+
+    crd = yaml.safe_load((REPO / "manifests" / "crds" / "reservations.yaml").read_text())
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert set(schema["properties"]) == RESERVATION_FIELDS
+    assert set(schema["properties"]["spec"]["properties"]) == RESERVATION_SPEC_FIELDS
