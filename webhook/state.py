@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from policies.admission.snapshot import EMPTY_SNAPSHOT, ClusterSnapshot
 
-if TYPE_CHECKING:
-    from webhook.live_reads import LiveReads
+
+class LiveReads(Protocol):
+    """Reads from the API server for what a snapshot cannot answer yet (`webhook.live_reads`)."""
+
+    def wanted(self, kind: str) -> bool: ...
+
+    async def snapshot_for(self, body: bytes, snapshot: ClusterSnapshot) -> ClusterSnapshot: ...
 
 
 @dataclass
