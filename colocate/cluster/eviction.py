@@ -64,9 +64,12 @@ def eviction_body(
 class EvictionClient:
     """POSTs Evictions; blocks for at most `timeout` (call it off the event loop)."""
 
-    def __init__(self, api: ApiClient, timeout: tuple[float, float] = TIMEOUT) -> None:
+    def __init__(
+        self, api: ApiClient, timeout: tuple[float, float] = TIMEOUT, group_version: str | None = None
+    ) -> None:
+        """`group_version`: the Eviction's version, pinned (None: discovered on first use)."""
         self.api, self.timeout = api, timeout
-        self._group_version: str | None = None
+        self._group_version = group_version
         self._lock = threading.Lock()
 
     def group_version(self) -> str:
