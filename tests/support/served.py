@@ -114,8 +114,7 @@ class Served:
                 "-m",
                 "colocate.main",
                 "serve",
-                "--cluster",
-                str(self.state),
+                *(() if "--kubeconfig" in extra else ("--cluster", str(self.state))),  # else from the API server
                 "--cert-dir",
                 str(self.certs),
                 "--port",
