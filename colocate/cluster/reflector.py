@@ -76,12 +76,16 @@ class ServerReturn:
         self.api, self.stop, self.settings = api, stop, settings
         self._changed = threading.Condition()
         self._returns = 0  # bumped each time the server answers again after being unreachable
+        self._returned_at: float | None = None  # time.monotonic() of the last return
         self._probing = False
 
-    def back_off(self, seconds: float, *, unreachable: bool) -> None:
+    def back_off(self, seconds: float, *, unreachable: bool, attempt_started: float) -> None:
         """Wait `seconds`, or until the server answers again (when a prober is asking), or `stop`.
-        `unreachable`: this failure had no answer at all, so start asking."""
+        `unreachable`: this failure had no answer at all, so start asking. An attempt begun before
+        the server's last return failed against a server still starting: try again at once."""
         with self._changed:
+            if self._returned_at is not None and attempt_started < self._returned_at:
+                return
             seen = self._returns
             if unreachable and not self._probing:
                 self._probing = True
@@ -98,6 +102,7 @@ class ServerReturn:
             if self._answers():
                 with self._changed:
                     self._returns += 1
+                    self._returned_at = time.monotonic()
                     self._probing = False
                     self._changed.notify_all()
                 log.info("the API server answers again; resuming every watch")
@@ -107,14 +112,27 @@ class ServerReturn:
             self._probing = False
 
     def _answers(self) -> bool:
-        """`/readyz` is 200 (or refused to us: 401, 403, 404 still mean a server that answers)."""
+        """`/readyz` is 200 (or refused to us: 401, 403, 404 still mean a server that answers).
+        Asked once, without the client's retries: a server still starting holds a TLS handshake."""
+        host = self.api.configuration.host.rstrip("/")
         try:
-            request = self.api.param_serialize("GET", "/readyz", auth_settings=["BearerToken"])
-            response = self.api.call_api(*request, _request_timeout=(1.0, 2.0))
-            response.read()
+            response = self.api.rest_client.pool_manager.request(
+                "GET",
+                f"{host}/readyz",
+                headers=_auth_headers(self.api),
+                timeout=urllib3.Timeout(1.0, 2.0),
+                retries=False,
+            )
         except Exception:  # noqa: BLE001 - refused, reset, timed out: not back yet
             return False
         return int(response.status) in (200, 401, 403, 404)
+
+
+def _auth_headers(api: ApiClient) -> dict[str, str]:
+    """The bearer token the client sends, if it authenticates by one (certificates are in the pool)."""
+    setting = api.configuration.auth_settings().get("BearerToken") or {}
+    value = setting.get("value")
+    return {"Authorization": str(value)} if value else {}
 
 
 class ReflectorSink(Protocol):
@@ -158,6 +176,7 @@ class Reflector:
         version: str | None = None
         backoff = self.settings.backoff_initial
         while not self.stop.is_set():
+            attempt_started = time.monotonic()
             try:
                 self._watch_was_open = False
                 if version is None:
@@ -170,7 +189,7 @@ class Reflector:
             except NotServed as exc:  # no CRD (yet): the kind is empty; ask again on the backoff
                 self.sink.failed(self.kind, "absent", str(exc))
                 version = None
-                self.server.back_off(backoff, unreachable=False)
+                self.server.back_off(backoff, unreachable=False, attempt_started=attempt_started)
                 backoff = min(backoff * 2, self.settings.backoff_max)
             except Exception as exc:  # a broken connection, a 5xx, a bad stream: keep the cache, retry
                 if self.stop.is_set():
@@ -180,7 +199,7 @@ class Reflector:
                     # A watch the server accepted and later cut (a restart, a load balancer's idle
                     # close) is no reason to wait longer each time: only failures in a row back off.
                     backoff = self.settings.backoff_initial
-                self.server.back_off(backoff, unreachable=isinstance(exc, UNREACHABLE))
+                self.server.back_off(backoff, unreachable=isinstance(exc, UNREACHABLE), attempt_started=attempt_started)
                 backoff = min(backoff * 2, self.settings.backoff_max)
 
     def interrupt(self) -> None:
