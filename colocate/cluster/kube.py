@@ -13,7 +13,15 @@ from kubernetes import client
 
 from colocate.cluster.client import ClusterUnavailable, api_errors
 from colocate.cluster.kinds import WatchedKind
-from colocate.cluster.reflector import NotServed, Reflector, ReflectorSettings, ServerReturn, run_threads, stop_all
+from colocate.cluster.reflector import (
+    NotServed,
+    Reflector,
+    ReflectorSettings,
+    ServerReturn,
+    run_threads,
+    stop_all,
+    without_retries,
+)
 from colocate.cluster.store import ClusterStore
 
 
@@ -29,8 +37,9 @@ class KubeSource:
     ) -> None:
         self.api, self.kinds, self.store = api, tuple(kinds), store
         self._stop = threading.Event()
-        server = ServerReturn(api, self._stop, settings)  # one prober wakes them all after a restart
-        self._reflectors = [Reflector(k, api, store, settings, self._stop, server) for k in self.kinds]
+        watching = without_retries(api)  # the reflectors retry on their own terms
+        server = ServerReturn(watching, self._stop, settings)  # one prober wakes them all after a restart
+        self._reflectors = [Reflector(k, watching, store, settings, self._stop, server) for k in self.kinds]
 
     async def run(self, *extra: threading.Thread) -> None:
         """List and watch until cancelled; `extra` threads (a publisher) share the lifetime."""

@@ -18,6 +18,7 @@ being ready), whatever its own backoff had reached.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 import socket
@@ -50,7 +51,9 @@ class ReflectorSettings:
 
     page_size: int = 500
     watch_timeout: int = 300  # seconds the API server keeps one watch open (client-go: 5-10 min)
-    connect_timeout: float = 10.0
+    #: connect and TLS handshake: a server still starting holds a handshake, and a watch must not
+    #: sit in one long after the server is back (nor be retried behind our back: `without_retries`)
+    connect_timeout: float = 3.0
     read_timeout: float = 60.0  # a list page, and the silence tolerated beyond watch_timeout
     backoff_initial: float = 0.8
     backoff_max: float = 30.0
@@ -301,6 +304,14 @@ class Reflector:
         if kind in ("ADDED", "MODIFIED", "DELETED"):
             self.sink.changed(self.kind, kind, slim(obj, self.kind))
         return str(version) if version else None
+
+
+def without_retries(api: ApiClient) -> ApiClient:
+    """A client like `api` whose requests urllib3 does not retry behind the caller's back (its
+    default retries a connection three times): a reflector counts, backs off and asks again itself."""
+    configuration = copy.copy(api.configuration)
+    configuration.retries = False
+    return ApiClient(configuration)
 
 
 def stop_all(stop: threading.Event, reflectors: Sequence[Reflector]) -> None:
