@@ -61,6 +61,9 @@ def describe_api_error(exc: BaseException) -> str | None:
     """One line for an error of the client library, or None when `exc` is not one."""
     if isinstance(exc, urllib3.exceptions.MaxRetryError):
         return f"cannot reach the API server at {exc.pool.host}:{exc.pool.port}: {str(exc.reason).rsplit(': ', 1)[-1]}"
+    connection = getattr(exc, "conn", None)  # a connection that failed, not retried (the reflectors' client)
+    if isinstance(exc, urllib3.exceptions.HTTPError) and connection is not None:
+        return f"cannot reach the API server at {connection.host}:{connection.port}: {str(exc).rsplit(': ', 1)[-1]}"
     if isinstance(exc, urllib3.exceptions.HTTPError):
         return f"cannot reach the API server: {exc}"
     if isinstance(exc, ApiException):
