@@ -33,6 +33,7 @@ from kubernetes.client import ApiClient
 from kubernetes.watch.watch import iter_resp_lines
 
 from colocate.cluster.kinds import WatchedKind
+from colocate.cluster.throttle import bucket_of, throttle
 
 log = logging.getLogger("colocate.informer")
 
@@ -311,7 +312,8 @@ def without_retries(api: ApiClient) -> ApiClient:
     default retries a connection three times): a reflector counts, backs off and asks again itself."""
     configuration = copy.copy(api.configuration)
     configuration.retries = False
-    return ApiClient(configuration)
+    bucket = bucket_of(api)  # the same rate limit as the client it copies
+    return throttle(ApiClient(configuration), 0, 0, bucket) if bucket is not None else ApiClient(configuration)
 
 
 def stop_all(stop: threading.Event, reflectors: Sequence[Reflector]) -> None:

@@ -58,4 +58,15 @@ def throttle(api: ApiClient, qps: float, burst: int, bucket: TokenBucket | None 
         return call_api(*args, **kwargs)
 
     api.call_api = throttled
+    setattr(api, BUCKET_ATTRIBUTE, limiter)  # a copy of the client (`reflector.without_retries`) shares it
     return api
+
+
+#: where a throttled client keeps its bucket
+BUCKET_ATTRIBUTE = "colocate_throttle_bucket"
+
+
+def bucket_of(api: ApiClient) -> TokenBucket | None:
+    """The bucket `api` was throttled with, if any."""
+    bucket = getattr(api, BUCKET_ATTRIBUTE, None)
+    return bucket if isinstance(bucket, TokenBucket) else None
