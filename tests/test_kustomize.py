@@ -88,13 +88,44 @@ def test_every_builtin_object_validates_against_the_kubernetes_schema(obj: dict[
     kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
 
 
-def test_every_image_is_set_by_one_images_entry() -> None:
-    entries = {i["name"] for i in yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())["images"]}
-    as_written = {c["image"] for c in containers(render(MANIFESTS, images=False))}
-    assert as_written == entries  # no tag in the YAML files: the kustomization sets them all
-    for container in containers(rendered()):
+IMAGES = MANIFESTS / "components" / "images"
+
+
+def image_entries(component: Path = IMAGES) -> dict[str, str]:
+    """The images component's entries: each image as written in the manifests, and what it becomes."""
+    entries = yaml.safe_load((component / "kustomization.yaml").read_text())["images"]
+    return {e["name"]: f"{e.get('newName', e['name'])}:{e['newTag']}" for e in entries}
+
+
+@pytest.mark.parametrize("directory", KUSTOMIZATIONS, ids=lambda d: str(d.relative_to(MANIFESTS)) or "manifests")
+def test_every_image_of_every_rendering_is_the_one_the_images_component_sets(directory: Path) -> None:
+    entries = image_entries()
+    for container in containers(render(directory, images=False)):
+        assert container["image"] in entries  # no tag in the YAML files: the component sets them all
+    for container in containers(render(directory)):
+        assert container["image"] in entries.values(), (directory, container["image"])
         name, _, tag = container["image"].rpartition(":")
         assert name and tag and tag != "latest"
+
+
+def test_pointing_the_images_component_at_a_registry_moves_every_part_and_overlay(tmp_path: Path) -> None:
+    """docs/deploy.md's one line: every part applied on its own and every overlay follow it."""
+    copy = tmp_path / "manifests"
+    shutil.copytree(MANIFESTS, copy)
+    component = copy / "components" / "images" / "kustomization.yaml"
+    document = yaml.safe_load(component.read_text())
+    document["images"][0] = {"name": "colocate", "newName": "registry.example.com/team/colocate", "newTag": "9.9.9"}
+    component.write_text(yaml.safe_dump(document))
+    moved = 0
+    for directory in KUSTOMIZATIONS:
+        for container in containers(render(copy / directory.relative_to(MANIFESTS))):
+            assert not container["image"].startswith("colocate"), (directory, container["image"])
+            moved += container["image"] == "registry.example.com/team/colocate:9.9.9"
+    assert moved >= 6  # webhook, extender sidecar, manager, koordlet, descheduler, standalone extender
+
+
+def test_the_cert_manager_overlay_installs_every_part_of_the_default_install() -> None:
+    assert {key(o) for o in rendered()} <= {key(o) for o in render(CERT_MANAGER)}
 
 
 def test_the_default_install_is_nothing_privileged_and_no_example_profile() -> None:
