@@ -192,7 +192,13 @@ def register_commands(subparsers: Subparsers) -> None:
     )
     flags.add_context(serve)
     serve.add_argument("--port", type=int, default=9443)
-    serve.add_argument("--host", default="0.0.0.0", metavar="H", help="address to bind (default 0.0.0.0)")
+    serve.add_argument(
+        "--host",
+        default="0.0.0.0",
+        metavar="H",
+        help="address of the webhook's HTTPS listener (--port) only (default 0.0.0.0); the probes and "
+        "/metrics listen on --health-probe-bind-address and --metrics-bind-address",
+    )
     serve.add_argument(
         "--workers",
         type=parse_workers,
@@ -221,14 +227,16 @@ def register_commands(subparsers: Subparsers) -> None:
         type=bind_address,
         default=DEFAULT_HEALTH_ADDRESS,
         metavar="HOST:PORT",
-        help="serve /healthz and /readyz over HTTP here, not on the webhook port (default %(default)s)",
+        help="serve /healthz and /readyz over HTTP here, not on the webhook port; --host does not "
+        "govern it (default %(default)s)",
     )
     serve.add_argument(
         "--metrics-bind-address",
         type=bind_address,
         default=DEFAULT_METRICS_ADDRESS,
         metavar="HOST:PORT",
-        help="serve /metrics over HTTP here, not on the webhook port; 0 turns it off (default %(default)s)",
+        help="serve /metrics over HTTP here, not on the webhook port; --host does not govern it; 0 turns "
+        "it off (default %(default)s)",
     )
     serve.add_argument(
         "--metrics-cache",
