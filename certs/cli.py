@@ -74,11 +74,11 @@ def _not_a_package(directory: Path) -> None:
 
 
 def _cluster(args: argparse.Namespace) -> Cluster | None:
+    if args.kubeconfig is None and not args.in_cluster:
+        return None  # before the imports: the API client is not paid for by offline commands
     from certs.kube import Cluster
     from colocate.cluster.client import api_client
 
-    if args.kubeconfig is None and not args.in_cluster:
-        return None
     return Cluster(api_client(args.kubeconfig, args.context), namespace=args.cert_namespace, secret=args.cert_secret)
 
 

@@ -11,14 +11,22 @@ of the command, and the error convention (a `UsageError`, or a cluster that cann
 line on stderr and exit code 2). A reader that stops reading (`colocate ... | head`) ends the command
 quietly, with the exit status of a process killed by SIGPIPE (`colocate.cli.errors.EXIT_BROKEN_PIPE`, 141),
 as other Unix tools do: commands let `BrokenPipeError` rise to here.
+
+Start-up is paid on every invocation, so a group's modules are imported only when that group runs:
+`GROUPS` names each group's module and the commands it registers, and `build_parser(argv)` imports
+the one group `argv` names (all of them for `colocate --help`, a mistyped command and the
+reference docs; none for `colocate --version`). tests/colocate/test_startup.py keeps `import
+colocate.main` free of the API client, and benchmarks/startup_bench.py measures the commands.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from colocate import __version__
 from colocate.cli import errors, flags
@@ -26,40 +34,44 @@ from colocate.cli.jsonlog import json_logging
 from colocate.cli.parser import Parser, Subparsers
 from colocate.cluster.client import ClusterUnavailable
 from colocate.cluster.plugins import PluginError
-from webhook import commands as webhook_commands
 
 CommandGroup = Callable[[Subparsers], None]
 
 log = logging.getLogger("colocate.main")
 
-
-def command_groups() -> list[CommandGroup]:
-    """Every subcommand group, in the order `colocate --help` lists them."""
-    from certs import cli as certs_cli
-    from colocate import plugins as plugins_cli
-    from colocate.whatif import cli as whatif_cli
-    from scheduler_plugins.descheduler import cli as descheduler_cli
-    from scheduler_plugins.koordlet import cli as koordlet_cli
-    from scheduler_plugins.manager import cli as manager_cli
-    from scheduler_plugins.scheduler import cli as scheduler_cli
-    from webhook import configurations as webhook_configurations
-    from webhook.rollout import commands as rollout_commands
-
-    return [
-        webhook_commands.register_commands,
-        certs_cli.register_commands,
-        scheduler_cli.register_commands,
-        koordlet_cli.register_commands,
-        descheduler_cli.register_commands,
-        manager_cli.register_commands,
-        webhook_configurations.register_commands,
-        rollout_commands.register_commands,
-        plugins_cli.register_commands,
-        whatif_cli.register_commands,
-    ]
+#: every subcommand group, in the order `colocate --help` lists them: the module whose
+#: `register_commands` adds it, and the top-level commands it adds (a test keeps the two equal)
+GROUPS: Final = (
+    ("webhook.commands", ("serve", "apply")),
+    ("certs.cli", ("certs",)),
+    ("scheduler_plugins.scheduler.cli", ("scheduler",)),
+    ("scheduler_plugins.koordlet.cli", ("koordlet",)),
+    ("scheduler_plugins.descheduler.cli", ("descheduler",)),
+    ("scheduler_plugins.manager.cli", ("manager",)),
+    ("webhook.configurations", ("manifests",)),
+    ("webhook.rollout.commands", ("test", "audit")),
+    ("colocate.plugins", ("plugins",)),
+    ("colocate.whatif.cli", ("whatif",)),
+)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_groups(argv: Sequence[str] | None = None) -> list[CommandGroup]:
+    """The groups `argv` needs, imported now: the one owning its command; none for a bare
+    `--version`; every group when `argv` is None, names no command we have, or asks for help."""
+    modules = [module for module, _ in GROUPS]
+    if argv is not None:
+        owners = {command: module for module, commands in GROUPS for command in commands}
+        named = next((owners[word] for word in argv if word in owners), None)
+        if named is not None:
+            modules = [named]
+        elif "--version" in argv and not {"-h", "--help"} & set(argv):
+            modules = []
+    registers: list[CommandGroup] = [importlib.import_module(module).register_commands for module in modules]
+    return registers
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole `colocate` parser, or (given `argv`) just enough of it to parse `argv`."""
     parser = Parser(
         prog="colocate",
         description="Koordinator-compatible colocation admission webhook and scheduling plugins.",
@@ -68,13 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
     flags.add_log_level(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for register in command_groups():
+    for register in command_groups(argv):
         register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help and --version

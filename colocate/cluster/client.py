@@ -4,6 +4,11 @@ A cluster that cannot be used (no kubeconfig, a context it does not have, an API
 not answer or refuses us) is a `ClusterUnavailable` with one line saying so: `colocate` reports it
 as a usage error (exit 2), never as a traceback. `api_errors()` turns the client library's errors
 into it around a one-shot command's calls.
+
+The client library costs about half a second to import, so it is imported here on first use, never
+when this module is: every command imports this module (`colocate` reports `ClusterUnavailable`),
+and `colocate --version` or `colocate certs inspect` must not pay for a client they never use
+(tests/colocate/test_startup.py).
 """
 
 from __future__ import annotations
@@ -12,12 +17,10 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import urllib3
-from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config import ConfigException
+if TYPE_CHECKING:
+    from kubernetes import client
 
 
 class ClusterUnavailable(Exception):
@@ -26,6 +29,9 @@ class ClusterUnavailable(Exception):
 
 def api_client(kubeconfig: Path | None, context: str | None = None) -> client.ApiClient:
     """A client from a kubeconfig file, or from the pod's service account when none is given."""
+    from kubernetes import client, config
+    from kubernetes.config import ConfigException
+
     try:
         if kubeconfig is not None:
             if not kubeconfig.is_file():
@@ -59,6 +65,12 @@ def api_client_or_else(kubeconfig: Path | None, context: str | None, *, instead:
 
 def describe_api_error(exc: BaseException) -> str | None:
     """One line for an error of the client library, or None when `exc` is not one."""
+    if type(exc).__module__.partition(".")[0] not in ("kubernetes", "urllib3"):
+        return None  # not the library's (and no need to import it to know)
+    import urllib3
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config import ConfigException
+
     if isinstance(exc, urllib3.exceptions.MaxRetryError):
         return f"cannot reach the API server at {exc.pool.host}:{exc.pool.port}: {str(exc.reason).rsplit(': ', 1)[-1]}"
     connection = getattr(exc, "conn", None)  # a connection that failed, not retried (the reflectors' client)
@@ -78,12 +90,17 @@ def api_errors(doing: str) -> Iterator[None]:
     """Turn the client library's errors inside the block into `ClusterUnavailable("<doing>: ...")`."""
     try:
         yield
-    except (urllib3.exceptions.HTTPError, ApiException, ConfigException) as exc:
-        raise ClusterUnavailable(f"{doing}: {describe_api_error(exc)}") from exc
+    except Exception as exc:  # the library is imported only if something failed (see the module docstring)
+        line = describe_api_error(exc)
+        if line is None:
+            raise
+        raise ClusterUnavailable(f"{doing}: {line}") from exc
 
 
 def read_object(call: Callable[..., Any], *args: Any) -> dict[str, Any] | None:
     """The object a typed-client read returns, as a dict; None when it does not exist."""
+    from kubernetes.client.exceptions import ApiException
+
     try:
         found: dict[str, Any] = json.loads(call(*args, _preload_content=False).data)
         return found
