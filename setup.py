@@ -1,8 +1,11 @@
-"""Builds colocate; compiles the modules `colocate/cluster/compiled.py` lists (`COMPILED`) with mypyc.
+"""Builds colocate; compiles groups of the modules `colocate/cluster/compiled.py` lists with mypyc.
 
 Everything else is in pyproject.toml. The compiled modules are optional extensions: without a C
 compiler (or Python's headers) the build warns and installs the plain modules. Editable installs are
 not compiled unless COLOCATE_COMPILE=1 (an edit must take effect); COLOCATE_COMPILE=0 never compiles.
+COLOCATE_COMPILE_GROUPS (comma-separated: admission, whatif) chooses the groups; the default,
+`DEFAULT_GROUPS`, is the admission hot path only, so that the README's first command stays under two
+minutes on two cores (benchmarks/quickstart_bench.py says what was measured, and what was not chosen).
 """
 
 from __future__ import annotations
@@ -51,7 +54,13 @@ def compiled_extensions() -> list:
     except ImportError:
         print("colocate: mypyc is not installed; the compiled modules stay plain Python", file=sys.stderr)
         return []
-    paths = [_source(name) for name in runpy.run_path(str(ROOT / "colocate" / "cluster" / "compiled.py"))["COMPILED"]]
+    listed = runpy.run_path(str(ROOT / "colocate" / "cluster" / "compiled.py"))
+    groups = os.environ.get("COLOCATE_COMPILE_GROUPS") or ",".join(listed["DEFAULT_GROUPS"])
+    try:
+        modules = listed["modules_of"](name.strip() for name in groups.split(",") if name.strip())
+    except ValueError as exc:
+        sys.exit(f"colocate: COLOCATE_COMPILE_GROUPS={groups}: {exc}")
+    paths = [_source(name) for name in modules]
     extensions = mypycify([*_MYPY_OPTIONS, *paths], opt_level="3")
     for extension in extensions:
         extension.optional = True  # no compiler: warn and install the plain modules

@@ -23,6 +23,8 @@ import sys
 from collections.abc import Collection
 from pathlib import Path
 
+from colocate.cluster.compiled import GROUPS
+
 REPO = Path(__file__).resolve().parents[1]
 #: what the copy leaves out: local state, and builds of another tree
 SKIPPED = (
@@ -129,7 +131,7 @@ def compiled_copy(destination: Path, source: Path = REPO) -> Path:
     fallback), mypyc would run a class differently (`hazards`) or the compiled tree does not import."""
     shutil.copytree(source, destination, ignore=shutil.ignore_patterns(*SKIPPED), dirs_exist_ok=True)
     subprocess.run([sys.executable, "-c", _BEFORE], cwd=destination, check=True)
-    env = {**os.environ, "COLOCATE_COMPILE": "1"}
+    env = {**os.environ, "COLOCATE_COMPILE": "1", "COLOCATE_COMPILE_GROUPS": ",".join(GROUPS)}
     subprocess.run(
         [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
         cwd=destination,

@@ -75,8 +75,24 @@ WHATIF: Final = (
 #: the groups by name (`colocate whatif --log-level info` and `colocate serve` say how many of theirs run compiled)
 GROUPS: Final = {"admission": ADMISSION, "whatif": WHATIF}
 
-#: every module `setup.py` compiles, each once, in the groups' order
+#: every module that may be compiled, each once, in the groups' order (what `devtools.compiled_copy`
+#: compiles and tests)
 COMPILED: Final = tuple(dict.fromkeys(name for group in GROUPS.values() for name in group))
+
+#: the groups `pip install .` compiles unless COLOCATE_COMPILE_GROUPS names others: the admission
+#: hot path only. Compiling `WHATIF` too costs about four times the CPU (166 s against 38 s, measured
+#: in benchmarks/quickstart_bench.py's notes), which would put the README's first command past two
+#: minutes; `COLOCATE_COMPILE_GROUPS=admission,whatif pip install .` compiles both
+DEFAULT_GROUPS: Final = ("admission",)
+
+
+def modules_of(groups: Iterable[str]) -> tuple[str, ...]:
+    """The modules of the named groups, each once, in the groups' order; an unknown name is an error."""
+    names = list(groups)
+    unknown = [name for name in names if name not in GROUPS]
+    if unknown:
+        raise ValueError(f"no compiled group {', '.join(unknown)} (there are {', '.join(GROUPS)})")
+    return tuple(dict.fromkeys(module for name in names for module in GROUPS[name]))
 
 
 def compiled_modules(modules: Iterable[str] = COMPILED) -> tuple[str, ...]:
