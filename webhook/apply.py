@@ -87,7 +87,8 @@ def load_snapshot(options: ApplyOptions, registry: Registry) -> ClusterSnapshot:
 
 def missing_namespaces(requests: list[AdmissionRequest], snapshot: ClusterSnapshot) -> list[str]:
     """Namespaces of the pods that the cluster state does not hold, when a profile selects namespaces
-    by label: those profiles see such a namespace without labels, which is rarely what was meant."""
+    by label: its labels are unknown, so those profiles are not checked against it (they match), which
+    is rarely what was meant."""
     if not any(
         not isinstance(p.namespace_selector, LabelSelector) or not p.namespace_selector.is_empty
         for p in snapshot.profiles
@@ -156,7 +157,8 @@ def run_apply(
         return EXIT_BAD_INPUT
     where = f"--cluster {options.cluster}" if options.cluster is not None else "the cluster"
     problems = [f"{problem.source}: {problem.message}" for problem in snapshot.problems] + [
-        f"namespace {name!r} is not in {where}: namespaceSelectors see it without labels"
+        f"namespace {name!r} is not in {where}: its labels are unknown, so namespaceSelectors are not checked "
+        "for it (a profile whose selector matches applies)"
         for name in missing_namespaces(requests, snapshot)
     ]
     for problem in problems:

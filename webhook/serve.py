@@ -367,7 +367,9 @@ async def serve_forever(
             "(pid %d; hot path compiled: %d of %d modules)",
             config.host,
             config.port,
-            ", ".join(f"http://{host}:{port}{sorted(paths)}" for (host, port), paths in probes.listeners.items()),
+            ", ".join(
+                f"http://{host}:{port} ({', '.join(sorted(paths))})" for (host, port), paths in probes.listeners.items()
+            ),
             os.getpid(),
             len(compiled_modules(ADMISSION)),
             len(ADMISSION),

@@ -95,3 +95,22 @@ def test_a_server_logs_json_lines(tmp_path: Path, command: list[str], up: str, l
     records = [json.loads(line) for line in [*lines, *rest.decode().splitlines()]]
     assert all({"ts", "level", "logger"} <= record.keys() for record in records)
     assert any(record["logger"] == logger and record["level"] == "info" for record in records)
+
+
+def test_serve_says_where_it_listens_in_words_not_a_python_list(tmp_path: Path) -> None:
+    health, metrics = free_port(), free_port()
+    argv = [
+        *(sys.executable, "-m", "colocate", "serve", "--cluster", str(REPO / "manifests" / "cluster")),
+        *("--cert-dir", str(tmp_path / "certs"), "--host", "127.0.0.1", "--port", str(free_port())),
+        *("--health-probe-bind-address", f"127.0.0.1:{health}", "--metrics-bind-address", f"127.0.0.1:{metrics}"),
+    ]
+    process = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        lines = read_until(process, "serving admission webhooks")
+    finally:
+        process.kill()
+        process.communicate()
+    (message,) = [json.loads(line)["msg"] for line in lines if "serving admission webhooks" in line]
+    assert "[" not in message and "'" not in message, message
+    assert f"http://127.0.0.1:{health} (/healthz, /readyz)" in message
+    assert f"http://127.0.0.1:{metrics} (/metrics)" in message

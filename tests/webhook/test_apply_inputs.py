@@ -172,3 +172,16 @@ def test_apply_against_an_unreachable_api_server_is_one_line_and_exit_2(capsys, 
     code, out, err = run(capsys, "--kubeconfig", kubeconfig, "-f", BATCH_POD)
     assert code == 2 and out == "" and len(err.splitlines()) == 1
     assert err.startswith("error: listing ") and "cannot reach the API server at 127.0.0.1:9" in err
+
+
+def test_the_missing_namespace_warning_says_what_apply_then_does(capsys, tmp_path: Path) -> None:
+    """An unknown namespace's labels never rule a profile out (policies.admission.profile_matching):
+    the warning must say that, not that the profile is judged against no labels."""
+    batch = yaml.safe_load(BATCH_POD.read_text())
+    batch["metadata"]["namespace"] = "nowhere"  # not in the state; the profile selects namespaces by label
+    source = tmp_path / "pod.yaml"
+    source.write_text(yaml.safe_dump(batch))
+    code, out, err = run(capsys, "--cluster", CLUSTER, "-f", source, "-o", "json")
+    assert code == 0 and json.loads(out)["spec"]["priorityClassName"] == "koord-batch"  # the profile applied
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning: namespace 'nowhere'")]
+    assert "namespaceSelectors are not checked" in warning and "without labels" not in warning
