@@ -90,5 +90,6 @@ def test_serve_help_says_which_listener_each_address_flag_governs() -> None:
     ).stdout
     text = " ".join(out.split())
     host_help = text[text.index("--host H address") : text.index("--workers N|auto server")]
-    assert "webhook" in host_help and "--health-probe-bind-address" in host_help and "--metrics-bind-address" in host_help
-
+    assert (
+        "webhook" in host_help and "--health-probe-bind-address" in host_help and "--metrics-bind-address" in host_help
+    )
