@@ -103,6 +103,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return errors.report(exc)
         except BrokenPipeError:
             return errors.stdout_closed()
+        except Exception as exc:
+            from colocate.cluster.files import ScanError  # imported only here: start-up stays light
+
+            if isinstance(exc, ScanError):  # a --cluster directory past a scan limit: the line says which
+                return errors.report(exc)
+            raise
 
 
 if __name__ == "__main__":  # pragma: no cover

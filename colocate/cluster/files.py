@@ -233,7 +233,11 @@ class DirectorySource:
             raise ScanError(f"{self.root}: cannot read the directory ({listing.unreadable[self.root]})")
         total = sum(info.st_size for info in listing.files.values())
         if total > self.limits.max_total_bytes:
-            raise ScanError(f"{self.root}: {total} bytes of manifests, more than {self.limits.max_total_bytes}")
+            raise ScanError(
+                f"{self.root}: {total} bytes of manifests, over the scan limit of {self.limits.max_total_bytes} "
+                f"bytes ({self.limits.max_total_bytes / 2**20:g} MiB) for one directory; the limit is fixed "
+                "(ScanLimits): split the state, or read the cluster from the API server (--kubeconfig)"
+            )
         changed = [p.message for p in listing.problems] != [p.message for p in self._walk_problems]
         self._walk_problems = listing.problems
         for path, info in listing.files.items():
