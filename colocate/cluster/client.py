@@ -36,6 +36,7 @@ def api_client(kubeconfig: Path | None, context: str | None = None) -> client.Ap
         if kubeconfig is not None:
             if not kubeconfig.is_file():
                 raise ClusterUnavailable(f"--kubeconfig {kubeconfig}: no such file")
+            _check_kubeconfig(kubeconfig)
             loaded: client.ApiClient = config.new_client_from_config(
                 str(kubeconfig), context=context, persist_config=False
             )
@@ -49,7 +50,37 @@ def api_client(kubeconfig: Path | None, context: str | None = None) -> client.Ap
             if kubeconfig is not None
             else "no --kubeconfig, and not running in a pod (no service account)"
         )
-        raise ClusterUnavailable(f"{where}: {exc}") from exc
+        raise ClusterUnavailable(f"{where}: {_bounded(str(exc))}") from exc
+
+
+#: the largest kubeconfig read (kubectl's own are a few KiB; certificates inline stay far below)
+MAX_KUBECONFIG_BYTES = 1024 * 1024
+#: what of the client library's message about a kubeconfig is quoted (it may repeat the file)
+MAX_MESSAGE_CHARS = 300
+
+
+def _check_kubeconfig(path: Path) -> None:
+    """Parse the kubeconfig (a regular file: the caller checked) with the bounds every manifest gets
+    (size, nesting depth, alias expansion) before the client library reads it: a hostile file is
+    one short line, not a RecursionError or a multi-megabyte message."""
+    from policies.apis.manifests import ManifestError, parse_documents
+
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_KUBECONFIG_BYTES + 1)
+        if len(raw) > MAX_KUBECONFIG_BYTES:
+            raise ManifestError(f"{path}: larger than {MAX_KUBECONFIG_BYTES} bytes")
+        documents = parse_documents(raw.decode("utf-8"), str(path))
+    except ManifestError as exc:  # its message starts with the path
+        raise ClusterUnavailable(f"--kubeconfig {_bounded(str(exc))}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ClusterUnavailable(f"--kubeconfig {path}: {_bounded(str(exc))}") from None
+    if len(documents) != 1 or not isinstance(documents[0], dict):
+        raise ClusterUnavailable(f"--kubeconfig {path}: not a kubeconfig (one YAML mapping)")
+
+
+def _bounded(message: str) -> str:
+    return message if len(message) <= MAX_MESSAGE_CHARS else message[:MAX_MESSAGE_CHARS] + "... (cut)"
 
 
 def api_client_or_else(kubeconfig: Path | None, context: str | None, *, instead: str) -> client.ApiClient:
