@@ -212,3 +212,24 @@ def test_with_cert_manager_the_webhook_waits_for_the_certificate_cert_manager_is
 )
 def test_the_kustomize_copies_of_the_embedded_cluster_state_are_equal(copy: str, original: str) -> None:
     assert (MANIFESTS / copy).read_text() == (MANIFESTS / original).read_text()
+
+
+def test_only_kube_scheduler_may_reach_the_standalone_extender() -> None:
+    """The extender has no authentication and binds what it is told: its NetworkPolicy admits only
+    kube-scheduler's pods in kube-system, to the extender's port."""
+    objects = render(MANIFESTS / "scheduler")
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    (policy,) = [o for o in objects if o["kind"] == "NetworkPolicy"]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    selected = policy["spec"]["podSelector"]["matchLabels"]
+    assert selected.items() <= pod_labels.items() and policy["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    (rule,) = policy["spec"]["ingress"]
+    assert [p["port"] for p in rule["ports"]] == [p["containerPort"] for p in container["ports"]]
+    assert rule["from"] == [
+        {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+            "podSelector": {"matchLabels": {"component": "kube-scheduler"}},
+        }
+    ]
