@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from colocate.cluster.compiled import ADMISSION, COMPILED, GROUPS, WHATIF, compiled_modules
+import pytest
+
+from colocate.cluster.compiled import ADMISSION, COMPILED, DEFAULT_GROUPS, GROUPS, WHATIF, compiled_modules, modules_of
 from devtools.compiled_copy import hazards, ordering_drops_equality, project_modules
 from policies.apis.quantity import Quantity
 
@@ -56,3 +58,11 @@ def test_the_build_under_test_is_all_or_nothing() -> None:
     """Plain in the checkout, every listed module compiled in `devtools.compiled_copy`'s copy."""
     compiled = compiled_modules()
     assert len(compiled) in (0, len(COMPILED)), f"a mixed build: {sorted(compiled)}"
+
+
+def test_pip_install_compiles_the_admission_group_unless_asked_for_more() -> None:
+    """setup.py compiles `DEFAULT_GROUPS` (the quick start stays quick); COLOCATE_COMPILE_GROUPS names others."""
+    assert modules_of(DEFAULT_GROUPS) == ADMISSION
+    assert modules_of(["admission", "whatif"]) == COMPILED
+    with pytest.raises(ValueError, match="no compiled group wat"):
+        modules_of(["wat"])
