@@ -4,7 +4,7 @@ What is held is a request's body and, before it, its head while that is being re
 `MAX_HEAD_BYTES`: `webhook.port.PortConnection`); a head is given back once it is complete.
 
 The connection cap bounds sockets, not what they send: a thousand connections each sending most of
-`--max-body` would hold gigabytes, so bodies are held against a budget (`--max-body-bytes`). A
+`--max-body` would hold gigabytes, so bodies are held against a budget (`--body-budget-bytes`). A
 first-come budget alone can be held by a few clients: eight connections each sending 8 MiB and
 waiting held all of 64 MiB, and every other admission was refused as busy for as long as they
 kept reconnecting. So the budget is split in two halves:

@@ -2,7 +2,7 @@
 large a request may be.
 
 The limits are read at the CLI edge (`colocate serve --max-connections --handshake-timeout
---first-request-timeout --idle-timeout --max-body --max-body-bytes`) and enforced by `webhook.gate`
+--first-request-timeout --idle-timeout --max-body --body-budget-bytes`) and enforced by `webhook.gate`
 (connections), `webhook.port` (requests) and `webhook.budget` (bodies and heads held at once);
 this module is light so the CLI can import it.
 """

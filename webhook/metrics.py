@@ -211,7 +211,7 @@ class WebhookMetrics:
             "request), unserved_evicted (not yet past its first request, to make room at --max-connections), "
             "idle_evicted (kept alive between requests, to make room), handshake_timeout, "
             "first_request_timeout, tls_handshake_failed, head_too_large (a request head over 64 KiB, or "
-            "past --max-body-bytes).",
+            "past --body-budget-bytes).",
             ["reason"],
             registry=registry,
         )

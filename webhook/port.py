@@ -78,7 +78,7 @@ _HEAD_TOO_LARGE: Final = _closing_answer(
     "431 Request Header Fields Too Large", f"431: request head exceeds {MAX_HEAD_BYTES} bytes"
 )
 _HEADS_OVER_BUDGET: Final = _closing_answer(
-    "503 Service Unavailable", "503: requests being received exceed --max-body-bytes"
+    "503 Service Unavailable", "503: requests being received exceed --body-budget-bytes"
 )
 
 

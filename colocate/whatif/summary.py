@@ -97,7 +97,7 @@ def run_table(run: RunResult, title: str = "") -> list[str]:
                 str(len(step.evictions)),
             )
         )
-    lines += table_lines(("TIME", "PENDING", "LS-OVER-NODES", "SUPPRESSED-MILLICPU", "EVICTIONS"), rows)
+    lines += table_lines(("TIME", "PENDING", "LS-OVER-NODES", "BE-ALLOWED-MILLICPU", "EVICTIONS"), rows)
     return lines
 
 

@@ -37,6 +37,7 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
             "--admission-plugins",
             "--audit-interval",
             "--backoff-max",
+            "--body-budget-bytes",
             "--cert-check-interval",
             "--cert-dir",
             "--cert-namespace",
@@ -56,7 +57,6 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
             "--idle-timeout",
             "--kubeconfig",
             "--max-body",
-            "--max-body-bytes",
             "--max-connections",
             "--metrics-bind-address",
             "--port",
@@ -69,7 +69,7 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
             "--watch-timeout",
             "--workers",
         ],
-        ["--log-level {debug,info,warning,error}", "--profiles"],
+        ["--log-level {debug,info,warning,error}", "--max-body-bytes", "--profiles"],
     ),
     "manifests": ([], []),
     "manifests webhooks": (["--cert-namespace", "--cert-service", "-o/--output {yaml,json}"], []),
@@ -424,7 +424,7 @@ def test_an_old_spelling_logs_one_warning_naming_the_new_one(capsys: pytest.Capt
         ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--max-connections", "0"],
         ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--idle-timeout", "-1"],
         ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--client-ca", "/nonexistent"],
-        ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--max-body", "2000", "--max-body-bytes", "1000"],
+        ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--max-body", "2000", "--body-budget-bytes", "1000"],
         ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--audit-interval", "often"],
         ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--workers", "0"],
         ["serve", "--cluster", CLUSTER, "--cert-dir", "c", "--workers", "many"],
@@ -446,3 +446,12 @@ def test_docs_cli_lists_every_command_group() -> None:
     page = (REPO / "docs" / "cli.md").read_text()
     groups = [name for name in commands(build_parser()) if name and " " not in name]
     assert groups and [g for g in groups if f"| `{g}` |" not in page] == []
+
+
+def test_the_body_budget_has_a_name_of_its_own_and_the_old_one_still_works() -> None:
+    """`--max-body` is one body's limit; the bytes all bodies may hold is `--body-budget-bytes`
+    (it was `--max-body-bytes`, one letter group away from `--max-body`)."""
+    base = ["serve", "--cluster", str(CLUSTER), "--cert-dir", "c"]
+    assert build_parser().parse_args([*base, "--body-budget-bytes", "5"]).body_budget_bytes == 5
+    old = build_parser().parse_args([*base, "--max-body-bytes", "7"])
+    assert old.body_budget_bytes == 7 and any("--body-budget-bytes" in note for note in flags.deprecations(old))

@@ -1,4 +1,4 @@
-"""Request bodies count against the bytes all bodies may hold at once (`--max-body-bytes`), also
+"""Request bodies count against the bytes all bodies may hold at once (`--body-budget-bytes`), also
 when a body has arrived whole with its headers and is taken without waiting."""
 
 from __future__ import annotations

@@ -223,7 +223,7 @@ def test_the_memory_limit_covers_a_full_connection_table() -> None:
     connections = int(args.get("max-connections", DEFAULT_MAX_CONNECTIONS))
     workers = workers_of(container)
     max_body_mib = int(args.get("max-body", DEFAULT_MAX_BODY)) / 2**20
-    bodies_mib = int(args.get("max-body-bytes", DEFAULT_MAX_BODY_BYTES)) / 2**20
+    bodies_mib = int(args.get("body-budget-bytes", DEFAULT_MAX_BODY_BYTES)) / 2**20
     parent_mib = MEMORY_BASE_MIB if workers > 1 else 0  # the process that started the workers
     needed_mib = parent_mib + workers * (
         MEMORY_BASE_MIB

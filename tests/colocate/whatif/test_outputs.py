@@ -54,7 +54,7 @@ def test_the_table_says_what_the_json_says(whatif: Whatif) -> None:
         )
         assert f"LS over threshold: {summary['lsOverThresholdNodeMinutes']} node-minutes" in lines[start + 5]
         header = start + 8
-        assert lines[header].split() == ["TIME", "PENDING", "LS-OVER-NODES", "SUPPRESSED-MILLICPU", "EVICTIONS"]
+        assert lines[header].split() == ["TIME", "PENDING", "LS-OVER-NODES", "BE-ALLOWED-MILLICPU", "EVICTIONS"]
         hourly = _hourly(run)
         assert [line.split() for line in lines[header + 1 : header + 1 + len(hourly)]] == hourly
     assert any(int(row[3]) > 0 for row in _hourly(document["b"]))  # the suppression shows in both
