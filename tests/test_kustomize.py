@@ -222,7 +222,10 @@ def test_only_kube_scheduler_may_reach_the_standalone_extender() -> None:
     (policy,) = [o for o in objects if o["kind"] == "NetworkPolicy"]
     pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
     selected = policy["spec"]["podSelector"]["matchLabels"]
-    assert selected.items() <= pod_labels.items() and policy["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    assert (
+        selected.items() <= pod_labels.items()
+        and policy["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    )
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     (rule,) = policy["spec"]["ingress"]

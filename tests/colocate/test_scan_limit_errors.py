@@ -31,7 +31,14 @@ def oversized(tmp_path_factory: pytest.TempPathFactory) -> Path:
     [
         ["manager", "plan", "--cluster", "{state}"],
         ["scheduler", "quota", "--cluster", "{state}"],
-        ["descheduler", "run", "--cluster", "{state}", "--config", str(REPO / "manifests/descheduler/example-config.yaml")],
+        [
+            "descheduler",
+            "run",
+            "--cluster",
+            "{state}",
+            "--config",
+            str(REPO / "manifests/descheduler/example-config.yaml"),
+        ],
         ["apply", "--cluster", "{state}", "-f", str(REPO / "manifests/samples/batch-pod.yaml")],
     ],
     ids=lambda argv: " ".join(argv[:2]),

@@ -224,7 +224,14 @@ def _hold_body(server, announced: int, sent: int) -> ssl.SSLSocket:
 def test_bodies_held_at_once_are_bounded_over_all_connections(served):
     # 200,000 bytes over 10 connections: a 10,000-byte share each, and a 100,000-byte shared pool
     server = served(
-        "--max-body", "100000", "--body-budget-bytes", "200000", "--max-connections", "10", "--first-request-timeout", "5"
+        "--max-body",
+        "100000",
+        "--body-budget-bytes",
+        "200000",
+        "--max-connections",
+        "10",
+        "--first-request-timeout",
+        "5",
     )
     held = [_hold_body(server, 90_000, 60_000)]  # 50,000 beyond its share, from the pool
     wait_for_sync(lambda: _open_gauge(server), until=lambda n: n == 1, timeout=5, message="the first body held")
@@ -244,7 +251,14 @@ def test_a_few_clients_holding_large_bodies_do_not_turn_admissions_away(served):
     the whole budget, and every admission got 503 busy. Each connection's share of the budget
     now keeps an ordinary AdmissionReview out of their reach."""
     server = served(
-        "--max-body", "200000", "--body-budget-bytes", "1600000", "--max-connections", "20", "--first-request-timeout", "8"
+        "--max-body",
+        "200000",
+        "--body-budget-bytes",
+        "1600000",
+        "--max-connections",
+        "20",
+        "--first-request-timeout",
+        "8",
     )
     hogs = [_hold_body(server, 200_000, 199_999) for _ in range(8)]
     wait_for_sync(lambda: _open_gauge(server), until=lambda n: n >= 8, timeout=5, message="8 bodies in flight")
