@@ -25,7 +25,7 @@ from tests.support.containerfile import Stage, build_context, ignored, parse
 from tests.support.paths import REPO
 
 CONTAINERFILE = REPO / "Containerfile"
-INSTALLED_PACKAGES = ("colocate", "cli", "cluster", "webhook", "policies", "scheduler_plugins", "certs")
+INSTALLED_PACKAGES = ("colocate", "webhook", "policies", "scheduler_plugins", "certs")
 
 
 def stages() -> list[Stage]:
