@@ -41,6 +41,7 @@ def remove_quota_crd(realapi: RealApi) -> None:
 
 @pytest.fixture
 def served_without_quotas(realapi: RealApi, tmp_path: Path) -> Iterator[Served]:
+    realapi.require_local("delete the ElasticQuota CRD, and every quota with it")
     for name in ("clustercolocationprofiles.yaml", "reservations.yaml", "nodemetrics.yaml"):
         realapi.apply_file(CRDS / name)
     realapi.wait_crds_established(
