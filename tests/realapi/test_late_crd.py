@@ -74,8 +74,12 @@ def test_quotas_are_checked_once_their_crd_is_installed_after_serve_started(
     realapi.apply_file(CRDS / "elasticquotas.yaml")
     realapi.wait_crds_established([QUOTA_CRD])
     installed = time.monotonic()
-    realapi.apply([make_quota("parent", realapi_namespace, is_parent=True, tree_id="t", min=MEDIUM, max=LARGE)])
-    over = make_quota("over", realapi_namespace, parent="parent", min={"cpu": "15", "memory": "1Gi"}, max=LARGE)
+    # quota names are one tree across namespaces: these are named for this test alone
+    parent = make_quota("late-parent", realapi_namespace, is_parent=True, tree_id="late", min=MEDIUM, max=LARGE)
+    realapi.apply([parent])
+    over = make_quota(
+        "late-over", realapi_namespace, parent="late-parent", min={"cpu": "15", "memory": "1Gi"}, max=LARGE
+    )
 
     def refused() -> str:
         try:
@@ -87,5 +91,5 @@ def test_quotas_are_checked_once_their_crd_is_installed_after_serve_started(
     message = wait_for_sync(refused, timeout=60, interval=0.2, message="the quota webhook to check the new kind")
     picked_up = time.monotonic() - installed
 
-    assert "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: parent" in message
+    assert "checkMinQuotaSum all brothers' MinQuota > parent MinQuota, parent: late-parent" in message
     assert picked_up < 35, f"the quota webhook took {picked_up:.1f}s to act on the new CRD"
