@@ -15,7 +15,7 @@ import pytest
 
 from colocate.cluster.rest import ApiError, request
 from colocate.testing.builders import make_quota
-from tests.realapi.objects import LARGE, MEDIUM, colocate, pod, tier_ls
+from tests.realapi.objects import LARGE, MEDIUM, pod, serve_from_api, tier_ls
 from tests.support.paths import REPO
 from tests.support.realapi import RealApi
 from tests.support.served import Served
@@ -50,12 +50,9 @@ def served_without_quotas(realapi: RealApi, tmp_path: Path) -> Iterator[Served]:
     realapi.apply_file(REPO / "manifests" / "cluster" / "priorityclasses.yaml")
     realapi.apply_file(REPO / "manifests" / "cluster" / "profiles.yaml")
     remove_quota_crd(realapi)
-    generated = colocate("certs", "generate", "--cert-dir", str(tmp_path / "certs"))
-    assert generated.returncode == 0, generated.stderr
-    served = Served(tmp_path, "--kubeconfig", str(realapi.kubeconfig), "--drain-delay", "0")
+    served = serve_from_api(realapi, tmp_path)  # ready without the CRD
     registered: list[tuple[str, str]] = []
     try:
-        served.wait_ready(120)  # ready without the CRD
         url = f"https://127.0.0.1:{served.port}"
         registered = realapi.register_colocate_webhooks(url, (served.certs / "ca.crt").read_bytes())
         yield served

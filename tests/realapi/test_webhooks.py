@@ -26,7 +26,7 @@ from kubernetes import client
 from certs.names import MUTATING, VALIDATING
 from colocate.cluster.rest import ApiError, call
 from colocate.testing.builders import make_quota, make_reservation, make_slo_config
-from tests.realapi.objects import LARGE, MEDIUM, SMALL, colocate, pod, tier_ls
+from tests.realapi.objects import LARGE, MEDIUM, SMALL, colocate, pod, serve_from_api, tier_ls
 from tests.support.kubelet import project
 from tests.support.paths import REPO
 from tests.support.realapi import RealApi
@@ -45,7 +45,6 @@ COLOCATION = {"koordinator.sh/enable-colocation": "true"}
 @dataclass
 class Webhook:
     served: Served
-    cert_dir: Path
     be_namespace: str  # labelled for the example BE profile
     quota_namespace: str  # holds the parent quota
 
@@ -59,13 +58,6 @@ def install(realapi: RealApi) -> None:
     realapi.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "koordinator-system"}}])
 
 
-def start_webhook(realapi: RealApi, base: Path, *extra: str) -> Served:
-    """`colocate serve` from the API server, ready, with certificates `colocate certs generate` made."""
-    generated = colocate("certs", "generate", "--cert-dir", str(base / "certs"))
-    assert generated.returncode == 0, generated.stderr
-    return Served(base, "--kubeconfig", str(realapi.kubeconfig), "--drain-delay", "0", *extra).wait_ready(120)
-
-
 @pytest.fixture(scope="module")
 def webhook(realapi: RealApi, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook]:
     install(realapi)
@@ -74,15 +66,15 @@ def webhook(realapi: RealApi, tmp_path_factory: pytest.TempPathFactory) -> Itera
     quota_namespace = realapi.create_namespace("quotas")
     realapi.apply([make_quota("parent", quota_namespace, is_parent=True, tree_id="tree-1", min=MEDIUM, max=LARGE)])
     base = tmp_path_factory.mktemp("webhook")
-    served = start_webhook(realapi, base)
-    registered = realapi.register_colocate_webhooks(
-        f"https://127.0.0.1:{served.port}", (served.certs / "ca.crt").read_bytes()
-    )
+    served = serve_from_api(realapi, base)
+    registered: list[tuple[str, str]] = []
     try:
-        yield Webhook(served, served.certs, be_namespace, quota_namespace)
+        url = f"https://127.0.0.1:{served.port}"
+        registered = realapi.register_colocate_webhooks(url, (served.certs / "ca.crt").read_bytes())
+        yield Webhook(served, be_namespace, quota_namespace)
     finally:
         for kind, name in registered:
-            realapi.delete("admissionregistration.k8s.io/v1", kind, name)
+            realapi.delete(ADMISSION, kind, name)
         served.stop()
         for namespace in (be_namespace, quota_namespace):
             realapi.delete_namespace(namespace)
@@ -211,7 +203,7 @@ def test_certs_rotate_patches_the_real_configurations_and_no_admission_fails(
 ) -> None:
     """A new CA while pods are being created through the API server: `rotate` trusts it in both
     configurations, waits, then writes the new serving certificate, which serve reloads live."""
-    old_ca = (webhook.cert_dir / "ca.crt").read_bytes()
+    old_ca = (webhook.served.certs / "ca.crt").read_bytes()
     failures: list[str] = []
     created = 0
     stop = threading.Event()
@@ -229,11 +221,11 @@ def test_certs_rotate_patches_the_real_configurations_and_no_admission_fails(
     load.start()
     try:
         rotated = colocate(
-            "certs", "rotate", "--kubeconfig", str(realapi.kubeconfig), "--cert-dir", str(webhook.cert_dir),
+            "certs", "rotate", "--kubeconfig", str(realapi.kubeconfig), "--cert-dir", str(webhook.served.certs),
             "--cert-namespace", "koordinator-system", "--force-ca", "--cert-settle", "2",
         )  # fmt: skip
         assert rotated.returncode == 0, rotated.stderr
-        new_ca = (webhook.cert_dir / "ca.crt").read_bytes()
+        new_ca = (webhook.served.certs / "ca.crt").read_bytes()
         wait_for_sync(
             lambda: webhook.served.metric("colocate_certificate_reloads_total", 0, result="ok") >= 1,
             timeout=30,

@@ -325,10 +325,10 @@ class RealApi:
         name = f"{prefix[:40].strip('-').lower()}-{secrets.token_hex(3)}"
         body = {"metadata": {"name": name, "labels": {RUN_LABEL: self.run_id}}}
         self.core.create_namespace(body)
-        self._default_service_account(name)
+        self.default_service_account(name)
         return name
 
-    def _default_service_account(self, namespace: str) -> None:
+    def default_service_account(self, namespace: str) -> None:
         """The `default` ServiceAccount, which admission requires of every Pod: kube-controller-manager
         makes it, but most tests run without one (409: it was quicker). Without its token controller
         no token Secret exists, which 1.20's admission also requires unless the account does not
