@@ -19,18 +19,11 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.support.kustomize import K8S_VERSION, containers, render
+from tests.support.kustomize import K8S_VERSION, KUSTOMIZATIONS, MANIFESTS, containers, render
 from tests.support.paths import REPO
 
-MANIFESTS = REPO / "manifests"
 EVERYTHING = MANIFESTS / "overlays" / "everything"
 CERT_MANAGER = MANIFESTS / "overlays" / "cert-manager"
-#: every kustomization an operator may apply (components are applied through an overlay)
-KUSTOMIZATIONS = sorted(
-    path.parent
-    for path in MANIFESTS.rglob("kustomization.yaml")
-    if yaml.safe_load(path.read_text())["kind"] == "Kustomization"
-)
 #: the parts docs/deploy.md lists, each applied on its own or through the everything overlay
 PARTS = ("crds", "deploy", "koord-scheduler", "koordlet", "descheduler", "examples", "monitoring")
 

@@ -51,6 +51,7 @@ PARSED_BODY_FACTOR: Final = 8
 CLOSE_REASONS: Final = (
     "over_limit",
     "idle_evicted",
+    "idle_at_shutdown",
     "head_too_large",
     "unserved_evicted",
     "handshake_timeout",

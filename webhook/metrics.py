@@ -209,7 +209,8 @@ class WebhookMetrics:
             "colocate_webhook_connections_closed_total",
             "Connections the server closed itself, by reason: over_limit (--max-connections, all in a "
             "request), unserved_evicted (not yet past its first request, to make room at --max-connections), "
-            "idle_evicted (kept alive between requests, to make room), handshake_timeout, "
+            "idle_evicted (kept alive between requests, to make room), idle_at_shutdown (kept alive between "
+            "requests at SIGTERM, once the drain is over), handshake_timeout, "
             "first_request_timeout, tls_handshake_failed, head_too_large (a request head over 64 KiB, or "
             "past --body-budget-bytes).",
             ["reason"],

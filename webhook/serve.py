@@ -384,6 +384,7 @@ async def serve_forever(
     finally:
         lifecycle.draining = True
         await site.stop()  # stop listening
+        site.close_idle()  # kept-alive connections between requests: nothing to finish
         await server.shutdown(config.shutdown_timeout)  # finish in-flight requests, close the connections
         await probes.stop()
         for task in tasks:

@@ -16,9 +16,18 @@ import jsonpatch
 import yaml
 
 from colocate.cluster.files import read_manifest_file
+from tests.support.paths import REPO
 
 #: the Kubernetes version whose OpenAPI schema every shipped manifest is validated against
 K8S_VERSION = "1.30"
+
+MANIFESTS = REPO / "manifests"
+#: every kustomization an operator may apply (components are applied through an overlay)
+KUSTOMIZATIONS = sorted(
+    path.parent
+    for path in MANIFESTS.rglob("kustomization.yaml")
+    if yaml.safe_load(path.read_text())["kind"] == "Kustomization"
+)
 
 CLUSTER_SCOPED = frozenset(
     {

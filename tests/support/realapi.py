@@ -261,10 +261,13 @@ class RealApi:
             pytest.skip(f"runs against your cluster (--kubeconfig): cannot {why} there")
         return self.local
 
-    def apply(self, objects: Iterable[Mapping[str, Any]], namespace: str | None = None) -> list[dict[str, Any]]:
+    def apply(
+        self, objects: Iterable[Mapping[str, Any]], namespace: str | None = None, *, dry_run: bool = False
+    ) -> list[dict[str, Any]]:
         """Server-side apply each object (forced, as field manager `colocate-tests`); a namespaced
-        object without a namespace goes to `namespace`. The objects as the server stored them."""
-        return [self._apply_one(obj, namespace) for obj in objects if obj]
+        object without a namespace goes to `namespace`. The objects as the server stored them, or with
+        `dry_run` as it would store them (admission, validation and defaulting run; nothing is kept)."""
+        return [self._apply_one(obj, namespace, dry_run) for obj in objects if obj]
 
     def apply_file(self, path: Path, namespace: str | None = None) -> list[dict[str, Any]]:
         return self.apply(yaml.safe_load_all(path.read_text()), namespace)
@@ -322,10 +325,10 @@ class RealApi:
         name = f"{prefix[:40].strip('-').lower()}-{secrets.token_hex(3)}"
         body = {"metadata": {"name": name, "labels": {RUN_LABEL: self.run_id}}}
         self.core.create_namespace(body)
-        self._default_service_account(name)
+        self.default_service_account(name)
         return name
 
-    def _default_service_account(self, namespace: str) -> None:
+    def default_service_account(self, namespace: str) -> None:
         """The `default` ServiceAccount, which admission requires of every Pod: kube-controller-manager
         makes it, but most tests run without one (409: it was quicker). Without its token controller
         no token Secret exists, which 1.20's admission also requires unless the account does not
@@ -369,6 +372,30 @@ class RealApi:
         config = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name}}
         return self.apply([{**config, "webhooks": [webhook]}])[0]
 
+    def register_colocate_webhooks(self, base_url: str, ca_bundle: bytes) -> list[tuple[str, str]]:
+        """colocate's two webhook configurations as `colocate manifests webhooks` renders them (their
+        shipped names, which `certs rotate` patches), calling `base_url` (a `colocate serve` on
+        127.0.0.1) instead of the Service and trusting `ca_bundle` (PEM). A namespaced webhook also
+        selects only this run's namespaces, so that no other pod of a user's cluster meets it; the
+        ConfigMap webhook keeps its own selectors (the slo-controller-config lives in
+        koordinator-system). Returns (kind, name) of each, for `delete`."""
+        import base64
+
+        from webhook.configurations import configurations
+        from webhook.registry import default_routes
+
+        bundle = base64.b64encode(ca_bundle).decode()
+        this_run = {"key": RUN_LABEL, "operator": "In", "values": [self.run_id]}
+        rendered = configurations(default_routes())
+        for config in rendered:
+            for webhook in config["webhooks"]:
+                path = webhook["clientConfig"]["service"]["path"]
+                webhook["clientConfig"] = {"url": f"{base_url}{path}", "caBundle": bundle}
+                if all("configmaps" not in rule["resources"] for rule in webhook["rules"]):
+                    webhook["namespaceSelector"]["matchExpressions"].append(this_run)
+        self.apply(rendered)
+        return [(config["kind"], config["metadata"]["name"]) for config in rendered]
+
     def add_node(
         self, name: str, capacity: Mapping[str, str] | None = None, labels: Mapping[str, str] | None = None
     ) -> dict[str, Any]:
@@ -395,18 +422,18 @@ class RealApi:
             self.delete_namespace(namespace.metadata.name)
         self.client.close()
 
-    def _apply_one(self, obj: Mapping[str, Any], namespace: str | None) -> dict[str, Any]:
+    def _apply_one(self, obj: Mapping[str, Any], namespace: str | None, dry_run: bool = False) -> dict[str, Any]:
         meta = obj.get("metadata") or {}
         api_version, kind, name = str(obj["apiVersion"]), str(obj["kind"]), str(meta["name"])
         _, namespaced = self._resource(api_version, kind)
         target = str(meta.get("namespace") or namespace or "") if namespaced else None
         path = self.path_of(api_version, kind, name, target)
-        existed = namespaced or request(self.client, "GET", path)[0] == 200
+        existed = namespaced or dry_run or request(self.client, "GET", path)[0] == 200
         body = {**obj, "metadata": {**meta, "namespace": target}} if namespaced else dict(obj)
         stored = call(
             self.client,
             "PATCH",
-            f"{path}?fieldManager={FIELD_MANAGER}&force=true",
+            f"{path}?fieldManager={FIELD_MANAGER}&force=true{'&dryRun=All' if dry_run else ''}",
             body,
             "application/apply-patch+yaml",
         )

@@ -149,3 +149,15 @@ def test_what_exists_at_start_up_is_left_out_of_later_collections():
         assert gc.get_freeze_count() > 10_000  # the modules and classes, not a handful of objects
     finally:
         gc.unfreeze()
+
+
+def test_sigterm_does_not_wait_out_the_shutdown_timeout_for_an_idle_kept_alive_connection(served):
+    """kube-apiserver keeps its connections to the webhook alive between calls: one idle at SIGTERM
+    is closed at once, not waited on until --shutdown-timeout (seen against kube-apiserver 1.20)."""
+    server = served("--drain-delay", "0", "--shutdown-timeout", "60")
+    kept_alive = server.connect()
+    kept_alive.sendall(b"GET /healthz HTTP/1.1\r\nHost: webhook\r\n\r\n")
+    assert kept_alive.recv(4096).startswith(b"HTTP/1.1 ")  # answered, and the connection stays open
+
+    assert server.stop(timeout=15) == 0  # raises TimeoutExpired when it waits for the idle connection
+    kept_alive.close()
