@@ -9,8 +9,8 @@ their metrics then count by the metric's own priority whether the pod is listed 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Final
 
 from colocate.cluster.kinds import WatchedKind
@@ -18,8 +18,11 @@ from colocate.cluster.store import ClusterStore, Object, ObjectKey
 from colocate.cluster.views import ACTIVE_BOUND_PODS, BoundPods, SyncedView
 from policies.apis.constants import NODE_RESOURCE_TOPOLOGY_KIND, SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
 from policies.apis.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
+from scheduler_plugins.manager.noderesource.plugins_profile import DEFAULT_TABLE
 
-MANAGER_KINDS: Final = ("Node", "Pod", NODE_METRIC_KIND, NODE_RESOURCE_TOPOLOGY_KIND, NODE_SLO_KIND, "ConfigMap")
+#: the kinds every round reads; the plugin table's setup adds its own (`PluginTable.watched_kinds`)
+CORE_KINDS: Final = ("Node", "Pod", NODE_METRIC_KIND, NODE_RESOURCE_TOPOLOGY_KIND, NODE_SLO_KIND, "ConfigMap")
+MANAGER_KINDS: Final = CORE_KINDS + tuple(k for k in DEFAULT_TABLE.watched_kinds if k not in CORE_KINDS)
 WATCHED_KINDS: Final = (
     WatchedKind.of("Node"),
     WatchedKind.of("Pod", field_selector=ACTIVE_BOUND_PODS),
@@ -27,7 +30,9 @@ WATCHED_KINDS: Final = (
     WatchedKind.of(NODE_RESOURCE_TOPOLOGY_KIND),
     WatchedKind.of(NODE_SLO_KIND),
     WatchedKind.of("ConfigMap", namespace=SLO_CONFIG_NAMESPACE, field_selector=f"metadata.name={SLO_CONFIG_NAME}"),
+    *(WatchedKind.of(kind) for kind in MANAGER_KINDS[len(CORE_KINDS) :]),
 )
+NO_WATCHED: Final[Mapping[str, Object | None]] = {}
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,14 @@ class Snapshot:
     topologies: Mapping[str, Object]
     node_slos: Mapping[str, Object]
     configmap: Object | None
+    #: kind -> node name -> the object of a kind the plugins' setup asked for, named after its node
+    watched: Mapping[str, Mapping[str, Object]] = field(default_factory=dict)
+
+    def watched_of(self, name: str) -> Mapping[str, Object | None]:
+        """The node's objects of the watched kinds (None for a kind without one)."""
+        if not self.watched:
+            return NO_WATCHED
+        return {kind: objects.get(name) for kind, objects in self.watched.items()}
 
     def pods_on(self, name: str) -> tuple[Object, ...]:
         return self.pods_by_node.get(name, ())
@@ -58,7 +71,7 @@ class ManagerView(SyncedView):
     """Keeps the manager's inputs current as the store changes (a `StoreIndex`); `on_change` is
     called from the writing thread whenever some node needs a round."""
 
-    def __init__(self, store: ClusterStore) -> None:
+    def __init__(self, store: ClusterStore, watched_kinds: Iterable[str] = DEFAULT_TABLE.watched_kinds) -> None:
         super().__init__(store)
         self.on_change: Callable[[], None] | None = None
         self._nodes: dict[str, Object] = {}
@@ -70,6 +83,8 @@ class ManagerView(SyncedView):
         self._dirty: set[str] = set()
         self._forgotten: set[str] = set()
         self._config_changed = True
+        #: kind -> node name -> object, for the kinds the plugins watch
+        self._watched: dict[str, dict[str, Object]] = {kind: {} for kind in watched_kinds}
         store.subscribe(self)
 
     def _mark(self, name: str) -> None:
@@ -100,6 +115,9 @@ class ManagerView(SyncedView):
                 self._configmap = obj
         elif kind == "Pod":
             self._pods.put(key, obj)
+        elif kind in self._watched:
+            self._watched[kind][name] = obj
+            self._mark(name)
 
     def object_deleted(self, kind: str, key: ObjectKey, old: Object) -> None:
         name = key[1]
@@ -118,6 +136,9 @@ class ManagerView(SyncedView):
             self._mark(name)
         elif kind == "Pod":
             self._pods.drop(key)
+        elif kind in self._watched:
+            self._watched[kind].pop(name, None)
+            self._mark(name)
         # a deleted ConfigMap changes nothing until restart (Koordinator ignores the delete)
 
     def changes_applied(self) -> None:
@@ -141,6 +162,7 @@ class ManagerView(SyncedView):
                 dict(self._nrts),
                 dict(self._slos),
                 self._configmap,
+                {kind: dict(objects) for kind, objects in self._watched.items()},
             )
 
 

@@ -13,18 +13,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from policies.apis.constants import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from policies.apis.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
 from policies.apis.slo_config.manager_config import ConfigIssue, ManagerConfig, load_manager_config
 from scheduler_plugins.clock import Clock
 from scheduler_plugins.manager.cluster import Snapshot
-from scheduler_plugins.manager.noderesource.memo import PlanMemo
-from scheduler_plugins.manager.noderesource.plan import NodePlan, plan_node
+from scheduler_plugins.manager.noderesource.framework import PluginTable
+from scheduler_plugins.manager.noderesource.memo import MemoPlanner
+from scheduler_plugins.manager.noderesource.plan import NodePlan
+from scheduler_plugins.manager.noderesource.plugins_profile import DEFAULT_TABLE
 from scheduler_plugins.manager.noderesource.topology import updated_zones
 
 log = logging.getLogger("colocate.manager")
 
-EXTENDED: Final = (BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY)
 REASON_DEGRADED: Final = "NodeResourceDegraded"
 
 
@@ -80,8 +80,10 @@ class Round:
     failed: list[str] = field(default_factory=list)
 
 
-def _resource_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, str | None]:
-    return {name: new.get(name) for name in EXTENDED if old.get(name) != new.get(name) or name in new}
+def _resource_patch(
+    resources: Iterable[str], old: Mapping[str, Any], new: Mapping[str, Any]
+) -> dict[str, str | None]:
+    return {name: new.get(name) for name in resources if old.get(name) != new.get(name) or name in new}
 
 
 def _annotation_patch(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, str | None]:
@@ -91,8 +93,9 @@ def _annotation_patch(old: Mapping[str, str], new: Mapping[str, str]) -> dict[st
 
 
 class Reconciler:
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, table: PluginTable = DEFAULT_TABLE) -> None:
         self.clock = clock
+        self.table = table
         self.config: ManagerConfig | None = None
         self._configmap_data: Any = object()
         self.last_write: dict[str, float] = {}
@@ -104,8 +107,9 @@ class Reconciler:
         self.specs_stored: dict[tuple[str, str], tuple[Any, Any]] = {}
         #: (kind, node) -> (stored spec, wanted spec, specs_stored entry, differs): `_differs`' last answer
         self._compared: dict[tuple[str, str], tuple[Any, Any, Any, bool]] = {}
-        #: each node's pod inputs and NodeSLO spec, kept between rounds (they rarely change)
-        self.memo = PlanMemo()
+        #: plans the nodes, keeping between rounds what rarely changes (each node's pod inputs, its
+        #: NodeSLO spec, the plugins' results while what they read holds)
+        self.planner = MemoPlanner(table)
 
     def observe_config(self, configmap: Mapping[str, Any] | None) -> list[ConfigIssue]:
         """Load the ConfigMap when its data changed; failures keep the previous config."""
@@ -123,7 +127,7 @@ class Reconciler:
         for name in names:
             self.last_write.pop(name, None)
             self.last_topology_write.pop(name, None)
-            self.memo.forget(name)
+            self.planner.forget(name)
             for kind in (NODE_SLO_KIND, NODE_METRIC_KIND):
                 self.specs_stored.pop((kind, name), None)
                 self._compared.pop((kind, name), None)
@@ -143,7 +147,7 @@ class Reconciler:
         """The stored spec is not what the manager wants, nor the server's version of its last write of it.
 
         The answer is kept while the stored spec, the wanted one and the last write's record are the
-        very objects compared (a store replaces an object when it changes, and the memo hands out the
+        very objects compared (a store replaces an object when it changes, and the planner hands out the
         same rendered spec while its inputs hold): comparing two NodeSLO specs is a deep walk."""
         key = (kind, name)
         last = self.specs_stored.get(key)
@@ -167,7 +171,7 @@ class Reconciler:
             snapshot.topologies,
             snapshot.pods_by_node,
         )
-        last_write, memo = self.last_write, self.memo
+        last_write, plan_node = self.last_write, self.planner.plan
         plans, actions = result.plans, result.actions
         for name in wanted:
             node = nodes[name]
@@ -184,7 +188,7 @@ class Reconciler:
                     now,
                     last_write.get(name),
                     ((slo or {}).get("spec") or {}).get("extensions"),
-                    memo,
+                    snapshot.watched_of(name),
                 )
                 self._actions(config, node, slo, metric, nrt, plan, now, actions)
             except Exception:  # one node's malformed objects must not stop the others
@@ -219,7 +223,7 @@ class Reconciler:
         if plan.prepared is not None and decision is not None and (decision.status or decision.meta):
             if decision.status:
                 old = (node.get("status") or {}).get("allocatable") or {}
-                actions.append(StatusWrite(name, _resource_patch(old, plan.prepared["allocatable"])))
+                actions.append(StatusWrite(name, _resource_patch(self.table.resources, old, plan.prepared["allocatable"])))
             annotations = _annotation_patch(meta.get("annotations") or {}, plan.prepared["annotations"])
             if annotations:
                 actions.append(MetaPatch(name, annotations))

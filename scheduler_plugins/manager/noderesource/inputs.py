@@ -260,7 +260,8 @@ class NodeRead:
     writable: bool
 
 
-def read_node(node: Mapping[str, Any]) -> NodeRead:
+def read_node(node: Mapping[str, Any], resources: Iterable[str] = EXTENDED) -> NodeRead:
+    """The node's sections and its current texts of `resources` (the plugin table's)."""
     meta = node.get("metadata") or {}
     status = node.get("status") or {}
     allocatable = status.get("allocatable") or {}
@@ -269,8 +270,8 @@ def read_node(node: Mapping[str, Any]) -> NodeRead:
         labels=meta.get("labels") or {},
         annotations=meta.get("annotations") or {},
         status=status,
-        current={name: str(allocatable[name]) for name in EXTENDED if name in allocatable},
-        current_milli={name: lenient_milli(allocatable[name]) for name in EXTENDED if name in allocatable},
+        current={name: str(allocatable[name]) for name in resources if name in allocatable},
+        current_milli={name: lenient_milli(allocatable[name]) for name in resources if name in allocatable},
         writable="capacity" in status and "allocatable" in status and status.get("capacity") is not None,
     )
 
@@ -335,7 +336,7 @@ def _format_of(raw: object) -> QuantityFormat:
 def node_input(
     node: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], pod_inputs: tuple[PodInput, ...] | None = None
 ) -> NodeInput:
-    """`pod_inputs`: the pods' inputs when the caller kept them (`memo.PlanMemo`), else read here.
+    """`pod_inputs`: the pods' inputs when the caller kept them (`memo.MemoPlanner`), else read here.
     Reads of the Node only what `node_input_source` lists."""
     status = node.get("status") or {}
     capacity = status.get("capacity") or {}

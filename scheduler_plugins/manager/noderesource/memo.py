@@ -1,37 +1,40 @@
-"""What a node's plan reads that changes far less often than its NodeMetric, kept between rounds.
+"""The memoising planner: `plan.plan_with` over readers that keep, between rounds, what a node's
+plan reads that changes far less often than its NodeMetric. The one place the manager's speed-ups
+to the plan live; `plan.plan_node` is the same plan with nothing kept, and tests hold them equal.
 
 Koordinator's slo-controller reconciles a node on every NodeMetric status change (every report
-interval), yet the node's pods and its NodeSLO inputs rarely move between two reports. The memo
+interval), yet the node's pods and its NodeSLO inputs rarely move between two reports. The planner
 keeps each pod's `PodInput` by the pod object it was read from (a store or informer replaces an
-object when it changes, never edits it in place) and the rendered NodeSLO spec by what it is
-rendered from (the SLO config, the node's labels, its network-bandwidth annotation and the NodeSLO's
+object when it changes, never edits it in place), the rendered NodeSLO spec by what it is rendered
+from (the SLO config, the node's labels, its network-bandwidth annotation and the NodeSLO's
 extensions), and the node's effective colocation strategy by what selects it (the colocation config,
 the node's labels and its colocation-strategy annotation). What a plan reads from the Node object
-alone (`NodeRead`), its `NodeInput` and its CPU normalization and amplification ratios are kept
-while the Node (and its pods, its NRT's annotations, the configs) are the very objects they were
-read from: the manager rewrites a node's status only every few rounds. One entry per node, dropped
-by `forget`. The result of a plan is the same with or without it.
+alone (`NodeRead`) and its `NodeInput` are kept while the Node (and its pods, the configs) are the
+very objects they were read from: the manager rewrites a node's status only every few rounds. Each
+plugin's result is kept while every read it declares (`framework.Read`) reads the same: a plugin
+that reads the NodeMetric is calculated each round, the CPU normalization ratio only when its
+config, the node's labels or the NRT's annotations change. One entry per node, dropped by `forget`.
+The result of a plan is the same with or without it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from operator import is_
 from typing import Any
 
-from policies.apis.constants import (
-    ANNOTATION_CPU_NORMALIZATION_RATIO,
-    ANNOTATION_NETWORK_BANDWIDTH,
-    ANNOTATION_NODE_COLOCATION_STRATEGY,
-)
+from policies.apis.constants import ANNOTATION_NETWORK_BANDWIDTH, ANNOTATION_NODE_COLOCATION_STRATEGY
 from policies.apis.slo_config.colocation import ColocationConfig, ColocationStrategy
-from policies.apis.slo_config.cpu_normalization import NormalizationConfig
 from policies.apis.slo_config.manager_config import ManagerConfig
 from policies.apis.slo_config.nodeslo_config import SLOConfig
-from policies.apis.slo_config.resource_amplification import AmplificationConfig
-from scheduler_plugins.manager.noderesource.amplification import amplification_ratio
 from scheduler_plugins.manager.noderesource.collect_policy import nodemetric_spec
+from scheduler_plugins.manager.noderesource.framework import (
+    CalculatePlugin,
+    PluginTable,
+    Reading,
+    Sources,
+    readings,
+)
 from scheduler_plugins.manager.noderesource.inputs import (
     NodeInput,
     NodeRead,
@@ -42,86 +45,75 @@ from scheduler_plugins.manager.noderesource.inputs import (
     read_node,
 )
 from scheduler_plugins.manager.noderesource.nodeslo_spec import render_nodeslo_spec
-from scheduler_plugins.manager.noderesource.normalization import normalization_ratio
+from scheduler_plugins.manager.noderesource.plan import NO_WATCHED, NodeFixed, NodePlan, Object, Readers, plan_with
+from scheduler_plugins.manager.noderesource.plugins_profile import DEFAULT_TABLE
 
 _StrategyKey = tuple[ColocationConfig, Mapping[str, str], str | None]
 _SLOKey = tuple[SLOConfig, Mapping[str, str], str | None, Mapping[str, Any] | None]
 
 
-@dataclass(frozen=True, slots=True)
-class NodeFixed:
-    """What a node's plan takes from its Node object, the config, its NodeResourceTopology and its
-    NodeSLO's extensions, and from nothing else (not its pods, not its NodeMetric)."""
+class MemoPlanner:
+    """Plans nodes as `plan.plan_node` does, keeping per node what its next plan is likely to read
+    again. Shared values (the rendered specs, the results) are handed out as they are: read them,
+    never change them."""
 
-    read: NodeRead
-    strategy: ColocationStrategy
-    #: the NodeSLO and NodeMetric specs to hold (shared: read them, never change them)
-    nodeslo: dict[str, Any]
-    nodemetric: dict[str, Any]
-    #: whether colocation is on for the node (`ColocationConfig.node_enabled`)
-    enabled: bool
-    #: the CPU normalization and amplification ratio annotations to write; None when the config is
-    #: unavailable or colocation is off for the node (then they are not computed)
-    ratios: tuple[str | None, str | None] | None
-
-
-def _nrt_annotations(nrt: Mapping[str, Any] | None) -> Any:
-    return (nrt or {}).get("metadata", {}).get("annotations")
-
-
-def node_fixed(
-    config: ManagerConfig, node: Mapping[str, Any], nrt: Mapping[str, Any] | None, extensions: Mapping[str, Any] | None
-) -> NodeFixed:
-    """The node's `NodeFixed`, computed (`PlanMemo.fixed` keeps it)."""
-    read = read_node(node)
-    labels, annotations = read.labels, read.annotations
-    strategy = config.colocation.strategy_for(labels, annotations)
-    nodeslo = render_nodeslo_spec(config.slo, labels, annotations, extensions)
-    nodemetric = nodemetric_spec(strategy)
-    enabled = config.colocation.node_enabled(strategy)
-    ratios = None
-    if config.available and enabled:
-        nrt_annotations = _nrt_annotations(nrt)
-        ratios = (
-            normalization_ratio(config.normalization, labels, nrt_annotations),
-            amplification_ratio(config.amplification, labels, annotations),
-        )
-    return NodeFixed(read, strategy, nodeslo, nodemetric, enabled, ratios)
-
-
-class PlanMemo:
-    """Per node: its pods' inputs (bounded by the pods it has now), its colocation strategy and its
-    rendered NodeSLO spec. The rendered spec is shared between plans: read it, never change it."""
-
-    def __init__(self) -> None:
+    def __init__(self, table: PluginTable = DEFAULT_TABLE) -> None:
+        self.table = table
+        self.readers = Readers(self.fixed, self.node_input, self.calculate)
         self._pods: dict[str, tuple[tuple[Mapping[str, Any], ...], tuple[PodInput, ...]]] = {}
         self._reads: dict[str, tuple[Mapping[str, Any], NodeRead]] = {}
         self._inputs: dict[str, tuple[Mapping[str, Any], tuple[object, ...], tuple[PodInput, ...], NodeInput]] = {}
-        self._ratios: dict[
-            str, tuple[tuple[object, object, Mapping[str, Any], object, object], tuple[str | None, str | None]]
-        ] = {}
+        #: (node, plugin) -> (the values of the plugin's reads, its result)
+        self._results: dict[tuple[str, str], tuple[tuple[object, ...], object]] = {}
         self._slos: dict[str, tuple[_SLOKey, dict[str, Any]]] = {}
         self._strategies: dict[str, tuple[_StrategyKey, ColocationStrategy]] = {}
         self._metric_specs: dict[str, tuple[ColocationStrategy, dict[str, Any]]] = {}
         self._fixed: dict[str, tuple[object, object, object, object, NodeFixed]] = {}
 
-    def fixed(
+    def plan(
         self,
         config: ManagerConfig,
-        node: Mapping[str, Any],
-        nrt: Mapping[str, Any] | None,
-        extensions: Mapping[str, Any] | None,
+        node: Object,
+        pods: Sequence[Object],
+        metric: Object | None,
+        nrt: Object | None,
+        now: float,
+        last_write: float | None,
+        nodeslo_extensions: Mapping[str, Any] | None = None,
+        watched: Mapping[str, Object | None] = NO_WATCHED,
+    ) -> NodePlan:
+        """`plan.plan_node` for this planner's table, with what is kept."""
+        return plan_with(
+            self.readers, self.table, config, node, pods, metric, nrt, now, last_write, nodeslo_extensions, watched
+        )
+
+    def calculate(self, node: str, plugin: CalculatePlugin, sources: Sources) -> object:
+        """The plugin's result: the last one for the node while each of its reads reads the same."""
+        values = readings(plugin, sources)
+        key = (node, plugin.name)
+        cached = self._results.get(key)
+        if cached is not None:
+            last = cached[0]
+            reads = plugin.reads
+            if all(reads[i].same(last[i], values[i]) for i in range(len(values))):
+                return cached[1]
+        result = plugin.calculate(Reading(dict(zip(plugin.reads, values, strict=True))))
+        self._results[key] = (values, result)
+        return result
+
+    def fixed(
+        self, table: PluginTable, config: ManagerConfig, node: Object, extensions: Mapping[str, Any] | None
     ) -> NodeFixed:
-        """The node's `NodeFixed`, the very value of the last call while the Node, the config, the NRT
-        and the extensions are the objects it was made from (else made again from the parts below,
-        which keep what did not change)."""
+        """The node's `NodeFixed`, the very value of the last call while the Node, the config, the
+        table and the extensions are the objects it was made from (else made again from the parts
+        below, which keep what did not change)."""
         name = str((node.get("metadata") or {}).get("name") or "")
         cached = self._fixed.get(name)
         if (
             cached is not None
             and cached[0] is node
             and cached[1] is config
-            and cached[2] is nrt
+            and cached[2] is table
             and cached[3] is extensions
         ):
             return cached[4]
@@ -130,12 +122,8 @@ class PlanMemo:
         strategy = self.strategy(name, config.colocation, labels, annotations)
         nodeslo = self.nodeslo(name, config.slo, labels, annotations, extensions)
         nodemetric = self.nodemetric(name, strategy)
-        enabled = config.colocation.node_enabled(strategy)
-        ratios = None
-        if config.available and enabled:
-            ratios = self.ratios(config.normalization, config.amplification, read, _nrt_annotations(nrt))
-        fixed = NodeFixed(read, strategy, nodeslo, nodemetric, enabled, ratios)
-        self._fixed[name] = (node, config, nrt, extensions, fixed)
+        fixed = NodeFixed(read, strategy, nodeslo, nodemetric, config.colocation.node_enabled(strategy))
+        self._fixed[name] = (node, config, table, extensions, fixed)
         return fixed
 
     def nodemetric(self, node: str, strategy: ColocationStrategy) -> dict[str, Any]:
@@ -184,7 +172,7 @@ class PlanMemo:
         cached = self._reads.get(name)
         if cached is not None and cached[0] is node:
             return cached[1]
-        read = read_node(node)
+        read = read_node(node, self.table.resources)
         self._reads[name] = (node, read)
         return read
 
@@ -230,43 +218,13 @@ class PlanMemo:
         self._slos[node] = ((config, labels, bandwidth, extensions), spec)
         return spec
 
-    def ratios(
-        self,
-        normalization: NormalizationConfig,
-        amplification: AmplificationConfig,
-        read: NodeRead,
-        nrt_annotations: Mapping[str, str] | None,
-    ) -> tuple[str | None, str | None]:
-        """The node's CPU normalization and amplification ratio annotations to write, while what
-        they are computed from holds: the configs and the NRT's annotations (the objects), the
-        node's labels (equal) and its normalization ratio annotation, the one annotation the
-        amplification ratio reads (a status write replaces the Node, rarely these)."""
-        labels = read.labels
-        written = read.annotations.get(ANNOTATION_CPU_NORMALIZATION_RATIO)
-        cached = self._ratios.get(read.name)
-        if cached is not None:
-            (c_normalization, c_amplification, c_labels, c_written, c_nrt), ratios = cached
-            if (
-                c_normalization is normalization
-                and c_amplification is amplification
-                and (c_labels is labels or c_labels == labels)
-                and c_written == written
-                and c_nrt is nrt_annotations
-            ):
-                return ratios
-        ratios = (
-            normalization_ratio(normalization, labels, nrt_annotations),
-            amplification_ratio(amplification, labels, read.annotations),
-        )
-        self._ratios[read.name] = ((normalization, amplification, labels, written, nrt_annotations), ratios)
-        return ratios
-
     def forget(self, node: str) -> None:
         self._fixed.pop(node, None)
         self._pods.pop(node, None)
         self._reads.pop(node, None)
         self._inputs.pop(node, None)
-        self._ratios.pop(node, None)
+        for plugin in self.table.calculators:
+            self._results.pop((node, plugin.name), None)
         self._slos.pop(node, None)
         self._strategies.pop(node, None)
         self._metric_specs.pop(node, None)

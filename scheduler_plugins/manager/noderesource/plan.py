@@ -1,41 +1,45 @@
 """One reconcile of the three slo-controller controllers for one node, as a value.
 
 `plan_node` is what `manager plan` prints and what `manager run` applies: the node's effective
-colocation strategy, the batch/mid results (or their reset), the node as prepared for the status
-write, the write decision, the NUMA-zone values, the NodeSLO spec and the NodeMetric spec. It reads
-only its arguments (the clock is `now`), so a simulation can call it per step.
+colocation strategy, the plugin table's results (or their reset), the node as prepared for the
+status write, the write decision, the NUMA-zone values, the NodeSLO spec and the NodeMetric spec.
+It reads only its arguments (the clock is `now`), so a simulation can call it per step.
+
+A plan gets what it reads through `Readers`: `PLAIN` computes everything (what `plan_node` uses);
+`memo.MemoPlanner` supplies readers that keep what did not change between rounds. The steps are
+the same either way (`plan_with`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
-from policies.apis.constants import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY, RESOURCE_MEMORY
-from policies.apis.quantity import Quantity, QuantityError, QuantityFormat
+from policies.apis.quantity import QuantityError
 from policies.apis.slo_config.colocation import ColocationStrategy
 from policies.apis.slo_config.manager_config import ManagerConfig
-from scheduler_plugins.manager.noderesource.batch import is_degraded, node_batch
+from scheduler_plugins.manager.noderesource.collect_policy import nodemetric_spec
+from scheduler_plugins.manager.noderesource.framework import CalculatePlugin, PluginTable, Sources, calculate
 from scheduler_plugins.manager.noderesource.inputs import (
     MetricInput,
     NodeInput,
-    Res,
+    NodeRead,
     metric_input,
-    multiply_milli,
     node_input,
-    zones_of,
+    read_node,
 )
-from scheduler_plugins.manager.noderesource.memo import NodeFixed, PlanMemo, node_fixed
-from scheduler_plugins.manager.noderesource.mid import node_mid
-from scheduler_plugins.manager.noderesource.numa import zone_batch
-from scheduler_plugins.manager.noderesource.prepare import cpu_text, memory_text, prepare_amounts
+from scheduler_plugins.manager.noderesource.nodeslo_spec import render_nodeslo_spec
+from scheduler_plugins.manager.noderesource.plugins.batchresource.batch import is_degraded
+from scheduler_plugins.manager.noderesource.plugins_profile import DEFAULT_TABLE
 from scheduler_plugins.manager.noderesource.update import Decision, decide_amounts
 
-EXTENDED: Final = (BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY)
 REASON_DISABLED: Final = "disabled: DisableInConfig"
 #: the reason of a node whose NodeMetric is older than degradeTimeMinutes (what an old snapshot gets)
 REASON_STALE: Final = "degraded: NodeMetric stale"
 UNAVAILABLE: Final = "colocation config unavailable"
+Object = Mapping[str, Any]
+NO_WATCHED: Final[Mapping[str, Object | None]] = {}
 
 
 class NodePlan:
@@ -102,75 +106,94 @@ class NodePlan:
         return out
 
 
-def _zone_formats(nrt: Mapping[str, Any] | None) -> dict[str, QuantityFormat]:
-    formats: dict[str, QuantityFormat] = {}
-    for zone in (nrt or {}).get("zones") or []:
-        for info in zone.get("resources") or []:
-            if info.get("name") == RESOURCE_MEMORY:
-                try:
-                    formats[str(zone.get("name") or "")] = Quantity.parse(info.get("allocatable", "0")).format
-                except QuantityError:
-                    pass
-    return formats
+@dataclass(frozen=True, slots=True)
+class NodeFixed:
+    """What a node's plan takes from its Node object, the config and its NodeSLO's extensions, and
+    from nothing else (not its pods, not its NodeMetric, not the plugins' results)."""
+
+    read: NodeRead
+    strategy: ColocationStrategy
+    #: the NodeSLO and NodeMetric specs to hold (shared: read them, never change them)
+    nodeslo: dict[str, Any]
+    nodemetric: dict[str, Any]
+    #: whether colocation is on for the node (`ColocationConfig.node_enabled`)
+    enabled: bool
 
 
-def _zone_cpu_text(milli_cores: int, ratio: str | None) -> str:
-    try:
-        factor = float(ratio) if ratio is not None else -1.0
-    except ValueError:
-        factor = -1.0
-    if factor <= 1.0:
-        return cpu_text(milli_cores)
-    scaled = multiply_milli(milli_cores * 1000, factor)  # milli of the milli-core count, not rounded
-    return cpu_text(scaled // 1000) if scaled % 1000 == 0 else Quantity(scaled * 10**6).canonical()
+def node_fixed(
+    table: PluginTable, config: ManagerConfig, node: Object, extensions: Mapping[str, Any] | None
+) -> NodeFixed:
+    """The node's `NodeFixed`, computed (`memo.MemoPlanner` keeps it)."""
+    read = read_node(node, table.resources)
+    labels, annotations = read.labels, read.annotations
+    strategy = config.colocation.strategy_for(labels, annotations)
+    nodeslo = render_nodeslo_spec(config.slo, labels, annotations, extensions)
+    return NodeFixed(read, strategy, nodeslo, nodemetric_spec(strategy), config.colocation.node_enabled(strategy))
 
 
-def zone_texts(
-    zones: Mapping[str, Res], formats: Mapping[str, QuantityFormat], ratio: str | None
-) -> dict[str, dict[str, str]]:
-    return {
-        name: {
-            BATCH_CPU: _zone_cpu_text(value[0], ratio),
-            BATCH_MEMORY: memory_text(value[1], formats.get(name, QuantityFormat.BINARY_SI)),
-        }
-        for name, value in zones.items()
-    }
+@dataclass(frozen=True, slots=True)
+class Readers:
+    """How a plan gets what it reads: the node's fixed part, its `NodeInput` (by node name, the Node
+    and its pods) and a plugin's result (by node name, the plugin and the round's sources)."""
+
+    fixed: Callable[[PluginTable, ManagerConfig, Object, Mapping[str, Any] | None], NodeFixed]
+    node_input: Callable[[str, Object, Sequence[Object]], NodeInput]
+    calculate: Callable[[str, CalculatePlugin, Sources], object]
+
+
+PLAIN: Final = Readers(
+    node_fixed,
+    lambda _name, node, pods: node_input(node, pods),
+    lambda _name, plugin, sources: calculate(plugin, sources),
+)
 
 
 def plan_node(
     config: ManagerConfig,
-    node: Mapping[str, Any],
-    pods: Sequence[Mapping[str, Any]],
-    metric: Mapping[str, Any] | None,
-    nrt: Mapping[str, Any] | None,
+    node: Object,
+    pods: Sequence[Object],
+    metric: Object | None,
+    nrt: Object | None,
     now: float,
     last_write: float | None,
     nodeslo_extensions: Mapping[str, Any] | None = None,
-    memo: PlanMemo | None = None,
+    table: PluginTable = DEFAULT_TABLE,
+    watched: Mapping[str, Object | None] = NO_WATCHED,
 ) -> NodePlan:
-    """One round for one node (nothing is written); `memo` keeps what rarely changes between rounds."""
-    if memo is not None:
-        fixed = memo.fixed(config, node, nrt, nodeslo_extensions)
-    else:
-        fixed = node_fixed(config, node, nrt, nodeslo_extensions)
+    """One round for one node (nothing is written), everything read afresh."""
+    return plan_with(PLAIN, table, config, node, pods, metric, nrt, now, last_write, nodeslo_extensions, watched)
+
+
+def plan_with(
+    readers: Readers,
+    table: PluginTable,
+    config: ManagerConfig,
+    node: Object,
+    pods: Sequence[Object],
+    metric: Object | None,
+    nrt: Object | None,
+    now: float,
+    last_write: float | None,
+    extensions: Mapping[str, Any] | None,
+    watched: Mapping[str, Object | None],
+) -> NodePlan:
+    """`plan_node` with its readers given: the fixed part, the plugins' results (reset when colocation
+    is off for the node, and those reading the NodeMetric when it is degraded), the node prepared by
+    the plugins, and the write decision of their checks."""
+    fixed = readers.fixed(table, config, node, extensions)
     read, strategy = fixed.read, fixed.strategy
     has_nrt = nrt is not None
     if not config.available:
         return _nothing(
             fixed, has_nrt, "colocation config unavailable: nothing is written until it parses", UNAVAILABLE
         )
-    node_in = memo.node_input(read.name, node, pods) if memo is not None else node_input(node, pods)
+    node_in = readers.node_input(read.name, node, pods)
     state = ""
     degraded = False
-    zones: dict[str, dict[str, str]] | None = {} if has_nrt else None
-    batch: Res | None = None
-    mid: Res | None = None
-    ratio = amplified = None
+    results: dict[str, object] = {}
     if not fixed.enabled:
         state = REASON_DISABLED
     else:
-        assert fixed.ratios is not None
-        ratio, amplified = fixed.ratios
         try:
             reading = metric_input(metric)
         except QuantityError as exc:
@@ -178,35 +201,41 @@ def plan_node(
         if is_degraded(strategy, reading, now):
             degraded = True
             state = _why_degraded(reading)
-        else:
-            assert reading is not None
-            if not reading.has_node_metric:
-                return _error(fixed, has_nrt, "NodeMetric has no status.nodeMetric")
-            batch = node_batch(strategy, node_in, reading)
-            mid = node_mid(strategy, node_in, reading)
-            if nrt is not None:
-                zones = _zones(strategy, node_in, reading, nrt, ratio)
-    prepared, amounts, written = prepare_amounts(node, batch, mid, node_in.memory_format, ratio, amplified)
+            reading = None
+        elif reading is None or not reading.has_node_metric:
+            return _error(fixed, has_nrt, "NodeMetric has no status.nodeMetric")
+        sources = Sources(config, read, strategy, nrt, node_in, reading, results, watched)
+        for plugin in table.calculators:
+            if reading is not None or plugin.name not in table.metric_readers:
+                results[plugin.name] = readers.calculate(read.name, plugin, sources)
+    prepared = table.prepare(node, results)
+    decision: Decision | None = None
     if not read.writable:
-        decision = None
-        reason = "; ".join(
-            p for p in (state, "node has no status.capacity or status.allocatable: nothing written") if p
-        )
+        reason = "; ".join(p for p in (state, "node has no status.capacity or status.allocatable: nothing written") if p)
     else:
         decision = decide_amounts(
-            strategy, read.current_milli, amounts, read.annotations, prepared["annotations"], last_write, now
+            table.status_checks,
+            table.meta_checks,
+            strategy,
+            read.current_milli,
+            prepared.amounts,
+            read.annotations,
+            prepared.annotations,
+            last_write,
+            now,
         )
         why = decision.reason
         reason = f"{state}; {why}" if state and why else state or why
+    allocatable = prepared.allocatable
     # the fields spelled out (no `**` of a dict): this runs for every node, every round
     return NodePlan(
         name=read.name,
         strategy=strategy,
-        allocatable=written,
-        prepared=prepared,
+        allocatable={name: allocatable[name] for name in table.resources if name in prepared.amounts},
+        prepared=prepared.as_dict(),
         decision=decision,
         reason=reason,
-        zones=zones,
+        zones=table.zones(results) if has_nrt else None,
         nodeslo=fixed.nodeslo,
         nodemetric=fixed.nodemetric,
         degraded=degraded,
@@ -219,17 +248,6 @@ def _why_degraded(reading: MetricInput | None) -> str:
     if reading.update_time is None:
         return "degraded: NodeMetric never updated"
     return REASON_STALE
-
-
-def _zones(
-    strategy: ColocationStrategy,
-    node: NodeInput,
-    reading: MetricInput,
-    nrt: Mapping[str, Any],
-    ratio: str | None,
-) -> dict[str, dict[str, str]]:
-    """The NRT zones' batch texts (`zone_batch` over the zones the NRT lists)."""
-    return zone_texts(zone_batch(strategy, node, reading, zones_of(nrt)), _zone_formats(nrt), ratio)
 
 
 def _error(fixed: NodeFixed, has_nrt: bool, message: str) -> NodePlan:

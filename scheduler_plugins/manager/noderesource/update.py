@@ -9,18 +9,12 @@ ratio annotation is created, removed or moves by more than 0.01.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Final
+from typing import Final, Protocol
 
-from policies.apis.constants import ANNOTATION_AMPLIFICATION_RATIO, ANNOTATION_CPU_NORMALIZATION_RATIO
 from policies.apis.slo_config.colocation import ColocationStrategy
-from scheduler_plugins.manager.noderesource.amplification import amplification_differs
 from scheduler_plugins.manager.noderesource.inputs import lenient_milli
-from scheduler_plugins.manager.noderesource.normalization import parse_ratio, ratio_differs
-from scheduler_plugins.manager.noderesource.prepare import BATCH_RESOURCES, MID_RESOURCES
-
-_COMPARED: Final = (*MID_RESOURCES, *BATCH_RESOURCES)
 
 
 class Decision:
@@ -70,59 +64,36 @@ def _difference(name: str, before: int | None, after: int | None, threshold: flo
     return None
 
 
-@lru_cache(maxsize=256)
-def _ratio_parses(text: str | None) -> bool:
-    """Whether `parse_ratio` takes the text (cached by text: the manager wrote it)."""
-    try:
-        parse_ratio(text)
-    except ValueError:
-        return False
-    return True
+def resource_differences(
+    names: Sequence[str], threshold: float, old: Mapping[str, int], new: Mapping[str, int]
+) -> list[str]:
+    """Why each of `names` differs (`IsResourceDiff`, amounts in thousandths): the status check of a
+    plugin that writes resources."""
+    reasons = []
+    for name in names:
+        before, after = old.get(name), new.get(name)
+        if before is not None and after is not None and abs(float(after - before)) <= float(before) * threshold:
+            continue  # within the threshold (`_difference`'s None, without the call)
+        # absent on both sides: no difference (mid resources of a node without mid)
+        why = _difference(name, before, after, threshold)
+        if why is not None:
+            reasons.append(why)
+    return reasons
 
 
-def _meta_reason(old: Mapping[str, str], new: Mapping[str, str]) -> str | None:
-    try:
-        before = parse_ratio(old.get(ANNOTATION_CPU_NORMALIZATION_RATIO))
-    except ValueError:
-        return "cpu-normalization-ratio unparsable"
-    try:
-        after = parse_ratio(new.get(ANNOTATION_CPU_NORMALIZATION_RATIO))
-    except ValueError:
-        return None
-    if before is None and after is None:
-        return None
-    if before is None:
-        return f"cpu-normalization-ratio {new[ANNOTATION_CPU_NORMALIZATION_RATIO]} to add"
-    if after is None:
-        return "cpu-normalization-ratio to remove"
-    if ratio_differs(before, after):
-        key = ANNOTATION_CPU_NORMALIZATION_RATIO
-        return f"cpu-normalization-ratio {old[key]} -> {new[key]}"
-    return None
+class StatusCheck(Protocol):
+    def needs_sync(
+        self, strategy: ColocationStrategy, old: Mapping[str, int], new: Mapping[str, int]
+    ) -> Sequence[str]: ...
 
 
-def decide(
-    strategy: ColocationStrategy,
-    old_allocatable: Mapping[str, object],
-    new_allocatable: Mapping[str, object],
-    old_annotations: Mapping[str, str],
-    new_annotations: Mapping[str, str],
-    last_write: float | None,
-    now: float,
-) -> Decision:
-    """The write decision for one node; `last_write` None means no write since start."""
-    return decide_amounts(
-        strategy,
-        {name: lenient_milli(old_allocatable[name]) for name in _COMPARED if name in old_allocatable},
-        {name: lenient_milli(new_allocatable[name]) for name in _COMPARED if name in new_allocatable},
-        old_annotations,
-        new_annotations,
-        last_write,
-        now,
-    )
+class MetaCheck(Protocol):
+    def needs_sync_meta(self, old: Mapping[str, str], new: Mapping[str, str]) -> str | None: ...
 
 
 def decide_amounts(
+    status_checks: Sequence[StatusCheck],
+    meta_checks: Sequence[MetaCheck],
     strategy: ColocationStrategy,
     old: Mapping[str, int],
     new: Mapping[str, int],
@@ -131,9 +102,10 @@ def decide_amounts(
     last_write: float | None,
     now: float,
 ) -> Decision:
-    """`decide` over the batch and mid amounts in thousandths (a quantity that does not parse counts
-    0), as the plan has them at hand: the node's current ones are read once per Node object, the new
-    ones are the integers the texts are formatted from."""
+    """The write decision for one node (`last_write` None: no write since start), over the plugins'
+    resources in thousandths (a quantity that does not parse counts 0): the node's current ones are
+    read once per Node object, the new ones are the integers the texts are formatted from. Each
+    status check, then each meta check, in table order, adds its reasons."""
     reasons = []
     status = False
     if last_write is None:
@@ -142,28 +114,14 @@ def decide_amounts(
     elif now - last_write > strategy.update_time_threshold_seconds:
         status = True
         reasons.append(f"last write {now - last_write:.0f}s ago (threshold {strategy.update_time_threshold_seconds}s)")
-    threshold = strategy.resource_diff_threshold
-    for name in _COMPARED:
-        before, after = old.get(name), new.get(name)
-        if before is not None and after is not None and abs(float(after - before)) <= float(before) * threshold:
-            continue  # within the threshold (`_difference`'s None, without the call)
-        # absent on both sides: no difference (mid resources of a node without mid)
-        why = _difference(name, before, after, threshold)
-        if why is not None:
+    for check in status_checks:
+        why_status = check.needs_sync(strategy, old, new)
+        if why_status:
             status = True
-            reasons.append(why)
+            reasons.extend(why_status)
     meta = False
-    if old_annotations.get(ANNOTATION_CPU_NORMALIZATION_RATIO) != new_annotations.get(
-        ANNOTATION_CPU_NORMALIZATION_RATIO
-    ) or not _ratio_parses(old_annotations.get(ANNOTATION_CPU_NORMALIZATION_RATIO)):
-        why = _meta_reason(old_annotations, new_annotations)
-        if why is not None:
-            meta = True
-            reasons.append(why)
-    if old_annotations.get(ANNOTATION_AMPLIFICATION_RATIO, "") != new_annotations.get(
-        ANNOTATION_AMPLIFICATION_RATIO, ""
-    ):
-        why = amplification_differs(old_annotations, new_annotations)
+    for meta_check in meta_checks:
+        why = meta_check.needs_sync_meta(old_annotations, new_annotations)
         if why is not None:
             meta = True
             reasons.append(why)
@@ -171,7 +129,9 @@ def decide_amounts(
         return Decision(
             status,
             meta,
-            _unchanged(threshold, now - (last_write or now), strategy.update_time_threshold_seconds),
+            _unchanged(
+                strategy.resource_diff_threshold, now - (last_write or now), strategy.update_time_threshold_seconds
+            ),
         )
     return Decision(status, meta, "; ".join(reasons))
 

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from policies.apis.quantity import Quantity
+from policies.apis.quantity import Quantity, QuantityFormat
+from policies.apis.slo_config.colocation import ColocationStrategy
 from policies.apis.slo_config.manager_config import ManagerConfig, load_manager_config
 from policies.apis.timestamps import parse_time
+from scheduler_plugins.manager.noderesource import update
+from scheduler_plugins.manager.noderesource.inputs import Res, lenient_milli
 from scheduler_plugins.manager.noderesource.plan import NodePlan, plan_node
+from scheduler_plugins.manager.noderesource.plugins.batchresource.plugin import BatchResult
+from scheduler_plugins.manager.noderesource.plugins_profile import DEFAULT_TABLE
+from scheduler_plugins.manager.noderesource.update import Decision
 from tests.support.builders import make_pod
 
 NOW = "2026-01-01T00:10:00Z"
@@ -198,3 +205,87 @@ def nrt(*zones: tuple[str, str, str]) -> dict[str, Any]:
             for name, cpu, memory in zones
         ],
     }
+
+
+@dataclass(frozen=True)
+class Calculated:
+    """The four in-tree plugins' results for one node, by hand: None resets a resource."""
+
+    batch: Res | None
+    mid: Res | None
+    memory_format: QuantityFormat = QuantityFormat.BINARY_SI
+    normalization_ratio: str | None = None
+    amplification_ratio: str | None = None
+
+    def results(self) -> dict[str, object]:
+        out: dict[str, object] = {"MidResource": self.mid}
+        if self.batch is not None:
+            out["BatchResource"] = BatchResult(self.batch, self.memory_format, self.normalization_ratio, {})
+        out["CPUNormalization"] = self.normalization_ratio
+        out["ResourceAmplification"] = self.amplification_ratio
+        return out
+
+
+def prepare_amounts(
+    the_node: Mapping[str, Any],
+    batch: Res | None,
+    mid: Res | None,
+    memory_format: QuantityFormat,
+    normalization_ratio: str | None,
+    amplification_ratio: str | None,
+) -> tuple[dict[str, Any], dict[str, int], dict[str, str]]:
+    """The default table's prepare step over these results: the prepared node, the resources'
+    amounts in thousandths and their texts (batch-cpu, batch-memory, mid-cpu, mid-memory)."""
+    calc = Calculated(batch, mid, memory_format, normalization_ratio, amplification_ratio)
+    prepared = DEFAULT_TABLE.prepare(the_node, calc.results())
+    written = {n: prepared.allocatable[n] for n in DEFAULT_TABLE.resources if n in prepared.amounts}
+    return prepared.as_dict(), prepared.amounts, written
+
+
+def prepare_node(the_node: Mapping[str, Any], calc: Calculated) -> dict[str, Any]:
+    return DEFAULT_TABLE.prepare(the_node, calc.results()).as_dict()
+
+
+def decide_amounts(
+    strategy: ColocationStrategy,
+    old: Mapping[str, int],
+    new: Mapping[str, int],
+    old_annotations: Mapping[str, str],
+    new_annotations: Mapping[str, str],
+    last_write: float | None,
+    now: float,
+) -> Decision:
+    """The default table's write decision over amounts in thousandths."""
+    return update.decide_amounts(
+        DEFAULT_TABLE.status_checks,
+        DEFAULT_TABLE.meta_checks,
+        strategy,
+        old,
+        new,
+        old_annotations,
+        new_annotations,
+        last_write,
+        now,
+    )
+
+
+def decide(
+    strategy: ColocationStrategy,
+    old_allocatable: Mapping[str, object],
+    new_allocatable: Mapping[str, object],
+    old_annotations: Mapping[str, str],
+    new_annotations: Mapping[str, str],
+    last_write: float | None,
+    now: float,
+) -> Decision:
+    """`decide_amounts` over quantity texts (a text that does not parse counts 0)."""
+    names = DEFAULT_TABLE.resources
+    return decide_amounts(
+        strategy,
+        {name: lenient_milli(old_allocatable[name]) for name in names if name in old_allocatable},
+        {name: lenient_milli(new_allocatable[name]) for name in names if name in new_allocatable},
+        old_annotations,
+        new_annotations,
+        last_write,
+        now,
+    )

@@ -1,18 +1,24 @@
-"""The manager's memo between rounds (`scheduler_plugins/manager/noderesource/memo.py`): it serves a pod's input
-only while the pod object is the one it was read from, so a replaced pod is read again."""
+"""The memoising planner (`scheduler_plugins/manager/noderesource/memo.py`): it serves a pod's input
+only while the pod object is the one it was read from, so a replaced pod is read again, and a
+plugin's result only while what the plugin declares it reads reads the same."""
 
 from __future__ import annotations
 
-from scheduler_plugins.manager.noderesource.amplification import amplification_ratio
+from collections.abc import Mapping
+from typing import Any
+
+from policies.apis.constants import ANNOTATION_AMPLIFICATION_RATIO, ANNOTATION_CPU_NORMALIZATION_RATIO
+from scheduler_plugins.manager.noderesource.framework import NODE_LABELS, NRT_ANNOTATIONS, PluginTable, Reading
 from scheduler_plugins.manager.noderesource.inputs import node_input
-from scheduler_plugins.manager.noderesource.memo import PlanMemo, node_fixed
-from scheduler_plugins.manager.noderesource.normalization import normalization_ratio
-from tests.scheduler_plugins.manager.noderesource.builders import STRATEGY_65, config, node
+from scheduler_plugins.manager.noderesource.memo import MemoPlanner
+from scheduler_plugins.manager.noderesource.plan import node_fixed, plan_node
+from scheduler_plugins.manager.noderesource.plugins_profile import DEFAULT_TABLE, default_plugins
+from tests.scheduler_plugins.manager.noderesource.builders import STRATEGY_65, config, metric, node, value
 from tests.support.builders import make_pod
 
 
 def test_a_replaced_pod_is_read_again_and_a_gone_pod_is_dropped() -> None:
-    memo = PlanMemo()
+    memo = MemoPlanner()
     a = make_pod("a", requests={"cpu": "1"}, phase="Running")
     b = make_pod("b", requests={"cpu": "2"}, phase="Running")
     first = memo.pod_inputs("n1", [a, b])
@@ -27,7 +33,7 @@ def test_a_replaced_pod_is_read_again_and_a_gone_pod_is_dropped() -> None:
 
 
 def test_unchanged_pods_give_the_very_same_inputs_and_one_replaced_pod_only_its_own_read() -> None:
-    memo = PlanMemo()
+    memo = MemoPlanner()
     a = make_pod("a", requests={"cpu": "1"}, phase="Running")
     b = make_pod("b", requests={"cpu": "2"}, phase="Running")
     first = memo.pod_inputs("n1", (a, b))
@@ -39,7 +45,7 @@ def test_unchanged_pods_give_the_very_same_inputs_and_one_replaced_pod_only_its_
 
 
 def test_a_replaced_node_object_is_read_again() -> None:
-    memo = PlanMemo()
+    memo = MemoPlanner()
     n1 = node(name="n1", allocatable={"kubernetes.io/batch-cpu": "1000"})
     read = memo.read_node(n1)
     assert memo.read_node(n1) is read and read.current == {"kubernetes.io/batch-cpu": "1000"}
@@ -49,7 +55,7 @@ def test_a_replaced_node_object_is_read_again() -> None:
 
 
 def test_node_input_is_read_again_when_the_node_or_a_pod_is_replaced() -> None:
-    memo = PlanMemo()
+    memo = MemoPlanner()
     n1 = node("10", "10Gi", name="n1")
     a = make_pod("a", requests={"cpu": "1"}, phase="Running")
     first = memo.node_input("n1", n1, [a])
@@ -62,7 +68,7 @@ def test_node_input_is_read_again_when_the_node_or_a_pod_is_replaced() -> None:
 
 
 def test_the_memo_keeps_one_entry_per_node_and_forgets_it() -> None:
-    memo = PlanMemo()
+    memo = MemoPlanner()
     for i in range(50):
         n = node(name="n1", cpu=str(i + 1))  # fifty replacements of one node
         memo.node_input("n1", n, [make_pod(f"p{i}", phase="Running")])
@@ -72,21 +78,9 @@ def test_the_memo_keeps_one_entry_per_node_and_forgets_it() -> None:
     assert not memo._inputs and not memo._reads and not memo._pods
 
 
-def test_the_ratios_follow_a_replaced_node_and_a_replaced_topology() -> None:
-    memo = PlanMemo()
-    manager = config(STRATEGY_65, cpu_normalization_config={"enable": True, "defaultRatio": 1.5})
-    rules = (manager.normalization, manager.amplification)
-    nrt = {"node.koordinator.sh/cpu-basic-info": '{"cpuModel": "x"}'}
-    plain = memo.read_node(node(name="n1"))
-    assert memo.ratios(*rules, plain, nrt) == ("1.50", None)
-    assert memo.ratios(*rules, plain, None) == (None, None)  # the NRT's annotations went
-    off = memo.read_node(node(name="n1", labels={"node.koordinator.sh/cpu-normalization-enabled": "false"}))
-    assert memo.ratios(*rules, off, nrt) == ("1.00", None)
-
-
 def test_a_status_write_of_the_batch_resources_keeps_the_node_input_and_a_capacity_change_does_not() -> None:
     """`node_input_source`: the Node object the manager's own write replaced reads the same."""
-    memo = PlanMemo()
+    memo = MemoPlanner()
     pods = (make_pod("a", requests={"cpu": "1"}, phase="Running"),)
     n1 = node("10", "10Gi", name="n1")
     first = memo.node_input("n1", n1, pods)
@@ -119,44 +113,78 @@ def test_a_status_write_of_the_batch_resources_keeps_the_node_input_and_a_capaci
 
 
 def test_the_fixed_reading_is_kept_while_its_objects_are_the_ones_read() -> None:
-    memo = PlanMemo()
+    memo = MemoPlanner()
     manager = config(STRATEGY_65)
     n1 = node(name="n1", labels={"pool": "a"})
-    fixed = memo.fixed(manager, n1, None, None)
-    assert memo.fixed(manager, n1, None, None) is fixed
-    assert fixed == node_fixed(manager, n1, None, None)
+    fixed = memo.fixed(DEFAULT_TABLE, manager, n1, None)
+    assert memo.fixed(DEFAULT_TABLE, manager, n1, None) is fixed
+    assert fixed == node_fixed(DEFAULT_TABLE, manager, n1, None)
     other = config({**STRATEGY_65, "nodeConfigs": [{"nodeSelector": {"matchLabels": {"pool": "a"}}, "enable": False}]})
-    off = memo.fixed(other, n1, None, None)
-    assert not off.enabled and off.ratios is None and off == node_fixed(other, n1, None, None)
+    off = memo.fixed(DEFAULT_TABLE, other, n1, None)
+    assert not off.enabled and off == node_fixed(DEFAULT_TABLE, other, n1, None)
     extensions = {"x": 1}
-    assert memo.fixed(other, n1, None, extensions).nodeslo["extensions"] == extensions
+    assert memo.fixed(DEFAULT_TABLE, other, n1, extensions).nodeslo["extensions"] == extensions
     memo.forget("n1")
     assert not memo._fixed
 
 
-def test_the_ratios_are_kept_across_a_write_of_other_annotations_and_follow_the_normalization_one() -> None:
-    memo = PlanMemo()
+class CountingLabels:
+    """A plugin that reads the node's labels and the NRT's annotations, and counts its calculations."""
+
+    name = "CountingLabels"
+    reads = (NODE_LABELS, NRT_ANNOTATIONS)
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def calculate(self, reading: Reading) -> object:
+        self.calls += 1
+        return (dict(reading(NODE_LABELS)), reading(NRT_ANNOTATIONS))
+
+
+def test_a_plugins_result_is_kept_while_its_declared_reads_read_the_same() -> None:
+    counting = CountingLabels()
+    planner = MemoPlanner(PluginTable((*default_plugins(), counting)))
+    manager = config(STRATEGY_65)
+    nrt: dict[str, Any] = {"metadata": {"name": "n1", "annotations": {"a": "1"}}}
+    plain = node(name="n1", labels={"pool": "a"})
+
+    def plan(the_node: Mapping[str, Any], the_nrt: Mapping[str, Any] | None) -> None:
+        planner.plan(manager, the_node, (), metric(), the_nrt, value_of_now(), None)
+
+    plan(plain, nrt)
+    written = {**plain, "metadata": {**plain["metadata"], "annotations": {"other": "x"}}}
+    plan(written, nrt)  # another Node object, other annotations: the labels read the same
+    assert counting.calls == 1
+    plan({**plain, "metadata": {**plain["metadata"], "labels": {"pool": "b"}}}, nrt)
+    assert counting.calls == 2
+    plan({**plain, "metadata": {**plain["metadata"], "labels": {"pool": "b"}}}, {"metadata": {"annotations": {"a": "2"}}})
+    assert counting.calls == 3
+    planner.forget("n1")
+    plan({**plain, "metadata": {**plain["metadata"], "labels": {"pool": "b"}}}, nrt)
+    assert counting.calls == 4
+
+
+def value_of_now() -> float:
+    from policies.apis.timestamps import parse_time
+    from tests.scheduler_plugins.manager.noderesource.builders import NOW
+
+    at = parse_time(NOW)
+    assert at is not None
+    return at
+
+
+def test_the_ratios_follow_the_nodes_normalization_annotation_as_the_plain_plan_does() -> None:
+    planner = MemoPlanner()
     manager = config(
         STRATEGY_65, resource_amplification_config={"enable": True, "resourceAmplificationRatio": {"cpu": 1.2}}
     )
-    rules = (manager.normalization, manager.amplification)
     plain = node(name="n1")
-    first = memo.ratios(*rules, memo.read_node(plain), None)
-    kept = memo._ratios["n1"]  # the entry, not the tuple: a compiled memo hands out a new tuple each time
-    written = {
-        **plain,
-        "metadata": {**plain["metadata"], "annotations": {"node.koordinator.sh/originExtendedAllocatable": "{}"}},
-    }
-    assert memo.ratios(*rules, memo.read_node(written), None) == first and memo._ratios["n1"] is kept
-    ratio = {
-        **plain,
-        "metadata": {**plain["metadata"], "annotations": {"node.koordinator.sh/cpu-normalization-ratio": "1.50"}},
-    }
-    assert (
-        memo.ratios(*rules, memo.read_node(ratio), None)
-        == (
-            normalization_ratio(manager.normalization, {}, None),
-            amplification_ratio(manager.amplification, {}, ratio["metadata"]["annotations"]),
-        )
-        != first
-    )
+    now = value_of_now()
+    for annotations in ({}, {"node.koordinator.sh/originExtendedAllocatable": "{}"}, {ANNOTATION_CPU_NORMALIZATION_RATIO: "1.50"}):
+        the_node = {**plain, "metadata": {**plain["metadata"], "annotations": annotations}}
+        kept = planner.plan(manager, the_node, (), metric(), None, now, None)
+        fresh = plan_node(manager, the_node, (), metric(), None, now, None)
+        assert kept.prepared == fresh.prepared and kept.reason == fresh.reason
+    assert kept.prepared is not None
+    assert kept.prepared["annotations"][ANNOTATION_AMPLIFICATION_RATIO] == '{"cpu":1.80}'

@@ -11,7 +11,7 @@ import pytest
 from policies.apis.constants import MID_CPU, MID_MEMORY
 from policies.apis.slo_config.colocation import DEFAULT_STRATEGY, ColocationStrategy, merge
 from scheduler_plugins.manager.noderesource.inputs import metric_input, node_input
-from scheduler_plugins.manager.noderesource.mid import node_mid
+from scheduler_plugins.manager.noderesource.plugins.midresource.mid import node_mid
 from tests.scheduler_plugins.manager.noderesource.builders import config, metric, node, pod, run, value
 
 

@@ -10,8 +10,8 @@ import pytest
 from policies.apis.constants import BATCH_CPU
 from policies.apis.slo_config.cpu_normalization import load_normalization
 from policies.apis.slo_config.resource_amplification import load_amplification
-from scheduler_plugins.manager.noderesource.amplification import amplification_ratio
-from scheduler_plugins.manager.noderesource.normalization import normalization_ratio
+from scheduler_plugins.manager.noderesource.plugins.resourceamplification.amplification import amplification_ratio
+from scheduler_plugins.manager.noderesource.plugins.cpunormalization.normalization import normalization_ratio
 from tests.scheduler_plugins.manager.noderesource.builders import config, default_metric, node, nrt, run
 
 RATIO = "node.koordinator.sh/cpu-normalization-ratio"
@@ -70,12 +70,12 @@ def test_ratio_scales_batch_cpu_on_the_node_and_the_zones() -> None:
 def test_amplification() -> None:
     """ "normalization alone yields cpu 1.50"; configured ratios when enabled; < 1 refused; none removes."""
     off = load_amplification(None)
-    assert amplification_ratio(off, {}, {RATIO: "1.50"}) == '{"cpu":1.50}'
-    assert amplification_ratio(off, {}, {RATIO: "1.00"}) is None
+    assert amplification_ratio(off, {}, "1.50") == '{"cpu":1.50}'
+    assert amplification_ratio(off, {}, "1.00") is None
     on = load_amplification(json.dumps({"enable": True, "resourceAmplificationRatio": {"cpu": 1.2, "memory": 1.1}}))
-    assert amplification_ratio(on, {}, {RATIO: "1.50"}) == '{"cpu":1.80,"memory":1.10}'
+    assert amplification_ratio(on, {}, "1.50") == '{"cpu":1.80,"memory":1.10}'
     low = load_amplification(json.dumps({"enable": True, "resourceAmplificationRatio": {"memory": 0.5}}))
-    assert amplification_ratio(low, {}, {}) is None
+    assert amplification_ratio(low, {}, None) is None
 
 
 def test_a_stale_amplification_annotation_is_removed_and_written() -> None:

@@ -8,7 +8,7 @@ import json
 
 from policies.apis.constants import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from policies.apis.quantity import QuantityFormat
-from scheduler_plugins.manager.noderesource.prepare import Calculated, prepare_node
+from tests.scheduler_plugins.manager.noderesource.builders import Calculated, prepare_node
 
 ORIGIN = "node.koordinator.sh/originExtendedAllocatable"
 THIRD_PARTY = "node.koordinator.sh/thirdPartyAllocations"

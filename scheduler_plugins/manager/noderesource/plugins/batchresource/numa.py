@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 
 from policies.apis.slo_config.colocation import ColocationStrategy
-from scheduler_plugins.manager.noderesource.batch import HPSums, batch_by_policy, safety_margin, system_used
+from scheduler_plugins.manager.noderesource.plugins.batchresource.batch import HPSums, batch_by_policy, safety_margin, system_used
 from scheduler_plugins.manager.noderesource.inputs import (
     ZERO,
     MetricInput,

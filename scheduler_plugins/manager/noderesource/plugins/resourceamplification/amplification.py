@@ -12,19 +12,20 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from policies.apis.constants import ANNOTATION_AMPLIFICATION_RATIO, ANNOTATION_CPU_NORMALIZATION_RATIO, RESOURCE_CPU
+from policies.apis.constants import ANNOTATION_AMPLIFICATION_RATIO, RESOURCE_CPU
 from policies.apis.slo_config.resource_amplification import AmplificationConfig
 
 
 def amplification_ratio(
-    config: AmplificationConfig, labels: Mapping[str, str], annotations: Mapping[str, str]
+    config: AmplificationConfig, labels: Mapping[str, str], normalization_text: str | None
 ) -> str | None:
-    """The `resource-amplification-ratio` annotation to write, or None to remove it."""
+    """The `resource-amplification-ratio` annotation to write, or None to remove it;
+    `normalization_text` is the node's current `cpu-normalization-ratio` annotation."""
     strategy = config.strategy_for(labels)
     ratios = dict(strategy.ratios) if strategy.enable else {}
     cpu = ratios.get(RESOURCE_CPU, 0.0)
     final = cpu if cpu > 0 else 1.0
-    text = annotations.get(ANNOTATION_CPU_NORMALIZATION_RATIO)
+    text = normalization_text
     if text is not None:
         try:
             normalization = float(text)

@@ -1,0 +1,1 @@
+"""Koordinator's `cpunormalization` plugin: the node's CPU normalization ratio annotation."""

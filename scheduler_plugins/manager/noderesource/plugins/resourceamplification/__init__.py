@@ -1,0 +1,1 @@
+"""Koordinator's `resourceamplification` plugin: the node's resource amplification ratio annotation."""
