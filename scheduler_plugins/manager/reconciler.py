@@ -80,9 +80,7 @@ class Round:
     failed: list[str] = field(default_factory=list)
 
 
-def _resource_patch(
-    resources: Iterable[str], old: Mapping[str, Any], new: Mapping[str, Any]
-) -> dict[str, str | None]:
+def _resource_patch(resources: Iterable[str], old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, str | None]:
     return {name: new.get(name) for name in resources if old.get(name) != new.get(name) or name in new}
 
 
@@ -223,7 +221,9 @@ class Reconciler:
         if plan.prepared is not None and decision is not None and (decision.status or decision.meta):
             if decision.status:
                 old = (node.get("status") or {}).get("allocatable") or {}
-                actions.append(StatusWrite(name, _resource_patch(self.table.resources, old, plan.prepared["allocatable"])))
+                actions.append(
+                    StatusWrite(name, _resource_patch(self.table.resources, old, plan.prepared["allocatable"]))
+                )
             annotations = _annotation_patch(meta.get("annotations") or {}, plan.prepared["annotations"])
             if annotations:
                 actions.append(MetaPatch(name, annotations))

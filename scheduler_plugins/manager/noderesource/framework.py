@@ -89,7 +89,9 @@ NRT: Read[Object | None] = Read("NodeResourceTopology", lambda s: s.nrt, is_)
 NRT_ANNOTATIONS: Read[Mapping[str, str] | None] = Read(
     "NodeResourceTopology annotations", lambda s: cast("Mapping[str, str] | None", _nrt_annotations(s)), is_
 )
-NORMALIZATION_CONFIG: Read[NormalizationConfig] = Read("cpu-normalization config", lambda s: s.config.normalization, is_)
+NORMALIZATION_CONFIG: Read[NormalizationConfig] = Read(
+    "cpu-normalization config", lambda s: s.config.normalization, is_
+)
 AMPLIFICATION_CONFIG: Read[AmplificationConfig] = Read(
     "resource-amplification config", lambda s: s.config.amplification, is_
 )
@@ -223,9 +225,7 @@ class StatusCheckPlugin(Protocol):
     #: the node resources this plugin writes in `status` (what the manager patches and compares)
     resources: tuple[str, ...]
 
-    def needs_sync(
-        self, strategy: ColocationStrategy, old: Mapping[str, int], new: Mapping[str, int]
-    ) -> Sequence[str]:
+    def needs_sync(self, strategy: ColocationStrategy, old: Mapping[str, int], new: Mapping[str, int]) -> Sequence[str]:
         """Why the status must be written (`old`/`new`: its resources in thousandths), or nothing."""
         ...
 
@@ -242,19 +242,17 @@ class MetaCheckPlugin(Protocol):
 def _calculation_order(plugins: Sequence[CalculatePlugin]) -> tuple[CalculatePlugin, ...]:
     """The table's order, each plugin moved after the plugins whose results it reads."""
     names = {plugin.name for plugin in plugins}
-    done: list[CalculatePlugin] = []
-    left = list(plugins)
-    while left:
-        ready = [p for p in left if all(r.result_of in {d.name for d in done} for r in p.reads if r.result_of)]
+    for plugin in plugins:
+        missing = [read.result_of for read in plugin.reads if read.result_of and read.result_of not in names]
+        if missing:
+            raise ValueError(f"plugin {plugin.name} reads the result of {missing}, which is not in the table")
+    done: dict[str, CalculatePlugin] = {}
+    while len(done) < len(plugins):
+        ready = [p for p in plugins if p.name not in done and all(r.result_of in done for r in p.reads if r.result_of)]
         if not ready:
-            raise ValueError(f"plugins read each other's results in a cycle: {[p.name for p in left]}")
-        for plugin in ready:
-            missing = [r.result_of for r in plugin.reads if r.result_of and r.result_of not in names]
-            if missing:
-                raise ValueError(f"plugin {plugin.name} reads the result of {missing}, which is not in the table")
-        done.extend(ready)
-        left = [p for p in left if p not in ready]
-    return tuple(done)
+            raise ValueError(f"plugins read each other's results in a cycle: {sorted(names - done.keys())}")
+        done.update((p.name, p) for p in ready)
+    return tuple(done.values())
 
 
 @dataclass(frozen=True)

@@ -211,7 +211,9 @@ def plan_with(
     prepared = table.prepare(node, results)
     decision: Decision | None = None
     if not read.writable:
-        reason = "; ".join(p for p in (state, "node has no status.capacity or status.allocatable: nothing written") if p)
+        reason = "; ".join(
+            p for p in (state, "node has no status.capacity or status.allocatable: nothing written") if p
+        )
     else:
         decision = decide_amounts(
             table.status_checks,

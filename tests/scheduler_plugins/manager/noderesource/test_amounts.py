@@ -12,9 +12,14 @@ import pytest
 from policies.apis.constants import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from policies.apis.quantity import QuantityFormat
 from scheduler_plugins.manager.noderesource.inputs import lenient_milli, read_node
-from tests.scheduler_plugins.manager.noderesource.builders import Calculated, prepare_amounts, prepare_node
-from tests.scheduler_plugins.manager.noderesource.builders import decide, decide_amounts
-from tests.scheduler_plugins.manager.noderesource.builders import node
+from tests.scheduler_plugins.manager.noderesource.builders import (
+    Calculated,
+    decide,
+    decide_amounts,
+    node,
+    prepare_amounts,
+    prepare_node,
+)
 from tests.scheduler_plugins.manager.noderesource.test_degrade_and_update import strategy
 
 EXTENDED = (BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY)

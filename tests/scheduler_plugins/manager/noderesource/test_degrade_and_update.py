@@ -8,8 +8,15 @@ import pytest
 
 from policies.apis.constants import BATCH_CPU, BATCH_MEMORY, MID_CPU, MID_MEMORY
 from policies.apis.slo_config.colocation import DEFAULT_STRATEGY, ColocationStrategy, merge
-from tests.scheduler_plugins.manager.noderesource.builders import decide
-from tests.scheduler_plugins.manager.noderesource.builders import STRATEGY_65, config, default_metric, metric, node, run
+from tests.scheduler_plugins.manager.noderesource.builders import (
+    STRATEGY_65,
+    config,
+    decide,
+    default_metric,
+    metric,
+    node,
+    run,
+)
 
 EXTENDED = {BATCH_CPU: "20000", BATCH_MEMORY: "40G", MID_CPU: "0", MID_MEMORY: "0"}
 

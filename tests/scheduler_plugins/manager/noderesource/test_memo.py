@@ -8,12 +8,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from policies.apis.constants import ANNOTATION_AMPLIFICATION_RATIO, ANNOTATION_CPU_NORMALIZATION_RATIO
+from policies.apis.timestamps import parse_time
 from scheduler_plugins.manager.noderesource.framework import NODE_LABELS, NRT_ANNOTATIONS, PluginTable, Reading
 from scheduler_plugins.manager.noderesource.inputs import node_input
 from scheduler_plugins.manager.noderesource.memo import MemoPlanner
 from scheduler_plugins.manager.noderesource.plan import node_fixed, plan_node
 from scheduler_plugins.manager.noderesource.plugins_profile import DEFAULT_TABLE, default_plugins
-from tests.scheduler_plugins.manager.noderesource.builders import STRATEGY_65, config, metric, node, value
+from tests.scheduler_plugins.manager.noderesource.builders import NOW, STRATEGY_65, config, metric, node
 from tests.support.builders import make_pod
 
 
@@ -158,7 +159,9 @@ def test_a_plugins_result_is_kept_while_its_declared_reads_read_the_same() -> No
     assert counting.calls == 1
     plan({**plain, "metadata": {**plain["metadata"], "labels": {"pool": "b"}}}, nrt)
     assert counting.calls == 2
-    plan({**plain, "metadata": {**plain["metadata"], "labels": {"pool": "b"}}}, {"metadata": {"annotations": {"a": "2"}}})
+    plan(
+        {**plain, "metadata": {**plain["metadata"], "labels": {"pool": "b"}}}, {"metadata": {"annotations": {"a": "2"}}}
+    )
     assert counting.calls == 3
     planner.forget("n1")
     plan({**plain, "metadata": {**plain["metadata"], "labels": {"pool": "b"}}}, nrt)
@@ -166,9 +169,6 @@ def test_a_plugins_result_is_kept_while_its_declared_reads_read_the_same() -> No
 
 
 def value_of_now() -> float:
-    from policies.apis.timestamps import parse_time
-    from tests.scheduler_plugins.manager.noderesource.builders import NOW
-
     at = parse_time(NOW)
     assert at is not None
     return at
@@ -181,8 +181,12 @@ def test_the_ratios_follow_the_nodes_normalization_annotation_as_the_plain_plan_
     )
     plain = node(name="n1")
     now = value_of_now()
-    for annotations in ({}, {"node.koordinator.sh/originExtendedAllocatable": "{}"}, {ANNOTATION_CPU_NORMALIZATION_RATIO: "1.50"}):
-        the_node = {**plain, "metadata": {**plain["metadata"], "annotations": annotations}}
+    for written in (
+        {},
+        {"node.koordinator.sh/originExtendedAllocatable": "{}"},
+        {ANNOTATION_CPU_NORMALIZATION_RATIO: "1.50"},
+    ):
+        the_node = {**plain, "metadata": {**plain["metadata"], "annotations": written}}
         kept = planner.plan(manager, the_node, (), metric(), None, now, None)
         fresh = plan_node(manager, the_node, (), metric(), None, now, None)
         assert kept.prepared == fresh.prepared and kept.reason == fresh.reason

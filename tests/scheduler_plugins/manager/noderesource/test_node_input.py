@@ -3,8 +3,8 @@ mid calculations every round: only active pods count, each in its own class."""
 
 from __future__ import annotations
 
-from scheduler_plugins.manager.noderesource.plugins.batchresource.batch import hp_sums
 from scheduler_plugins.manager.noderesource.inputs import metric_input, node_input
+from scheduler_plugins.manager.noderesource.plugins.batchresource.batch import hp_sums
 from scheduler_plugins.manager.noderesource.plugins.midresource.mid import prod_requested
 from tests.scheduler_plugins.manager.noderesource.builders import metric, node, pod, pod_metric
 

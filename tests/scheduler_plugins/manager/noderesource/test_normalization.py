@@ -10,8 +10,8 @@ import pytest
 from policies.apis.constants import BATCH_CPU
 from policies.apis.slo_config.cpu_normalization import load_normalization
 from policies.apis.slo_config.resource_amplification import load_amplification
-from scheduler_plugins.manager.noderesource.plugins.resourceamplification.amplification import amplification_ratio
 from scheduler_plugins.manager.noderesource.plugins.cpunormalization.normalization import normalization_ratio
+from scheduler_plugins.manager.noderesource.plugins.resourceamplification.amplification import amplification_ratio
 from tests.scheduler_plugins.manager.noderesource.builders import config, default_metric, node, nrt, run
 
 RATIO = "node.koordinator.sh/cpu-normalization-ratio"

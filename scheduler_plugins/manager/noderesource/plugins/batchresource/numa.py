@@ -13,7 +13,6 @@ import math
 from collections.abc import Sequence
 
 from policies.apis.slo_config.colocation import ColocationStrategy
-from scheduler_plugins.manager.noderesource.plugins.batchresource.batch import HPSums, batch_by_policy, safety_margin, system_used
 from scheduler_plugins.manager.noderesource.inputs import (
     ZERO,
     MetricInput,
@@ -25,6 +24,12 @@ from scheduler_plugins.manager.noderesource.inputs import (
     is_low_priority,
     is_lse,
     rmax,
+)
+from scheduler_plugins.manager.noderesource.plugins.batchresource.batch import (
+    HPSums,
+    batch_by_policy,
+    safety_margin,
+    system_used,
 )
 
 
