@@ -31,8 +31,9 @@ from policies.apis.kinds import NODE_METRIC_KIND
 from policies.apis.manifests import ManifestError
 from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import Clock, clock_at, format_time
-from scheduler_plugins.manager.cluster import MANAGER_KINDS, ManagerView, snapshot_of
+from scheduler_plugins.manager.cluster import ManagerView, manager_kinds, snapshot_of
 from scheduler_plugins.manager.noderesource.plan import REASON_STALE
+from scheduler_plugins.manager.noderesource.plugins_profile import DEFAULT_TABLE
 from scheduler_plugins.manager.reconciler import Reconciler, Round
 from scheduler_plugins.manager.render import plan_table
 
@@ -111,7 +112,7 @@ def register_commands(subparsers: Subparsers) -> None:
 def _load(directory: Path) -> ClusterStore:
     if not directory.is_dir():
         raise errors.UsageError(f"--cluster {directory}: not a directory")
-    store = ClusterStore(MANAGER_KINDS)
+    store = ClusterStore(manager_kinds(DEFAULT_TABLE.watched_kinds))
     try:
         DirectorySource(directory, store).scan()
     except ManifestError as exc:
@@ -124,7 +125,7 @@ def _load(directory: Path) -> ClusterStore:
 def plan_document(store: ClusterStore, clock: Clock, last_sync: float | None) -> dict[str, Any]:
     """The `manager plan` document: one reconcile of every node."""
     reconciler = Reconciler(clock)
-    snapshot = snapshot_of(store)
+    snapshot = snapshot_of(store, DEFAULT_TABLE.watched_kinds)
     issues = reconciler.observe_config(snapshot.configmap)
     if last_sync is not None:
         for name in snapshot.nodes:
@@ -241,19 +242,19 @@ async def serve(
     try:
         if args.cluster is not None:
             store = _load(args.cluster)
-            view = ManagerView(store)
+            view = ManagerView(store, DEFAULT_TABLE.watched_kinds)
             writer = StoreWriter(store)
         else:
             from colocate.cluster.client import api_client_or_else
             from colocate.cluster.events import EventRecorder
             from colocate.cluster.kube import KubeSource
             from colocate.cluster.reflector import ReflectorSettings
-            from scheduler_plugins.manager.cluster import WATCHED_KINDS
+            from scheduler_plugins.manager.cluster import watched_kinds
 
             api = api_client_or_else(args.kubeconfig, args.context, instead="--cluster DIR")
-            store = ClusterStore(MANAGER_KINDS)
+            store = ClusterStore(manager_kinds(DEFAULT_TABLE.watched_kinds))
             store.on_failure = store_metrics.watch_failed
-            view = ManagerView(store)
+            view = ManagerView(store, DEFAULT_TABLE.watched_kinds)
             recorder = EventRecorder(api, COMPONENT, socket.gethostname())
             writer = KubeWriter(api, recorder.record)
 
@@ -265,7 +266,7 @@ async def serve(
 
             source = KubeSource(
                 api,
-                WATCHED_KINDS,
+                watched_kinds(DEFAULT_TABLE.watched_kinds),
                 store,
                 ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max),
             )

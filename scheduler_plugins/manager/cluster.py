@@ -18,11 +18,9 @@ from colocate.cluster.store import ClusterStore, Object, ObjectKey
 from colocate.cluster.views import ACTIVE_BOUND_PODS, BoundPods, SyncedView
 from policies.apis.constants import NODE_RESOURCE_TOPOLOGY_KIND, SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
 from policies.apis.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
-from scheduler_plugins.manager.noderesource.plugins_profile import DEFAULT_TABLE
 
-#: the kinds every round reads; the plugin table's setup adds its own (`PluginTable.watched_kinds`)
-CORE_KINDS: Final = ("Node", "Pod", NODE_METRIC_KIND, NODE_RESOURCE_TOPOLOGY_KIND, NODE_SLO_KIND, "ConfigMap")
-MANAGER_KINDS: Final = CORE_KINDS + tuple(k for k in DEFAULT_TABLE.watched_kinds if k not in CORE_KINDS)
+#: the kinds every round reads; a plugin table's setup may add its own (`PluginTable.watched_kinds`)
+MANAGER_KINDS: Final = ("Node", "Pod", NODE_METRIC_KIND, NODE_RESOURCE_TOPOLOGY_KIND, NODE_SLO_KIND, "ConfigMap")
 WATCHED_KINDS: Final = (
     WatchedKind.of("Node"),
     WatchedKind.of("Pod", field_selector=ACTIVE_BOUND_PODS),
@@ -30,8 +28,19 @@ WATCHED_KINDS: Final = (
     WatchedKind.of(NODE_RESOURCE_TOPOLOGY_KIND),
     WatchedKind.of(NODE_SLO_KIND),
     WatchedKind.of("ConfigMap", namespace=SLO_CONFIG_NAMESPACE, field_selector=f"metadata.name={SLO_CONFIG_NAME}"),
-    *(WatchedKind.of(kind) for kind in MANAGER_KINDS[len(CORE_KINDS) :]),
 )
+
+
+def manager_kinds(plugin_kinds: Iterable[str]) -> tuple[str, ...]:
+    """The store's kinds: the manager's own and those its plugins watch."""
+    return MANAGER_KINDS + tuple(kind for kind in plugin_kinds if kind not in MANAGER_KINDS)
+
+
+def watched_kinds(plugin_kinds: Iterable[str]) -> tuple[WatchedKind, ...]:
+    """What the reflectors list and watch: the manager's own kinds and those its plugins watch."""
+    return WATCHED_KINDS + tuple(WatchedKind.of(kind) for kind in manager_kinds(plugin_kinds)[len(MANAGER_KINDS) :])
+
+
 NO_WATCHED: Final[Mapping[str, Object | None]] = {}
 
 
@@ -71,7 +80,7 @@ class ManagerView(SyncedView):
     """Keeps the manager's inputs current as the store changes (a `StoreIndex`); `on_change` is
     called from the writing thread whenever some node needs a round."""
 
-    def __init__(self, store: ClusterStore, watched_kinds: Iterable[str] = DEFAULT_TABLE.watched_kinds) -> None:
+    def __init__(self, store: ClusterStore, plugin_kinds: Iterable[str] = ()) -> None:
         super().__init__(store)
         self.on_change: Callable[[], None] | None = None
         self._nodes: dict[str, Object] = {}
@@ -84,7 +93,9 @@ class ManagerView(SyncedView):
         self._forgotten: set[str] = set()
         self._config_changed = True
         #: kind -> node name -> object, for the kinds the plugins watch
-        self._watched: dict[str, dict[str, Object]] = {kind: {} for kind in watched_kinds}
+        self._watched: dict[str, dict[str, Object]] = {
+            kind: {} for kind in manager_kinds(plugin_kinds)[len(MANAGER_KINDS) :]
+        }
         store.subscribe(self)
 
     def _mark(self, name: str) -> None:
@@ -166,6 +177,6 @@ class ManagerView(SyncedView):
             )
 
 
-def snapshot_of(store: ClusterStore) -> Snapshot:
+def snapshot_of(store: ClusterStore, plugin_kinds: Iterable[str] = ()) -> Snapshot:
     """A snapshot of a store loaded once (the offline plan)."""
-    return ManagerView(store).snapshot()
+    return ManagerView(store, plugin_kinds).snapshot()

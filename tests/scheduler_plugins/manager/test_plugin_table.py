@@ -14,7 +14,7 @@ from policies.apis.constants import DEVICE_KIND, GPU_CORE
 from policies.apis.slo_config.colocation import ColocationStrategy
 from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import fixed_clock
-from scheduler_plugins.manager.cluster import CORE_KINDS, ManagerView
+from scheduler_plugins.manager.cluster import ManagerView, manager_kinds
 from scheduler_plugins.manager.noderesource.framework import (
     NODE_LABELS,
     PluginTable,
@@ -88,7 +88,7 @@ class Manager:
     def __init__(self) -> None:
         self.gpu = GPUDeviceResource()
         self.table = PluginTable((*default_plugins(), self.gpu))
-        self.store = ClusterStore(CORE_KINDS + self.table.watched_kinds)
+        self.store = ClusterStore(manager_kinds(self.table.watched_kinds))
         self.view = ManagerView(self.store, self.table.watched_kinds)
         for obj in cluster():
             self.store.put(obj["kind"], obj)
