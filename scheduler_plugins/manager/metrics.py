@@ -1,6 +1,7 @@
 """The manager's Prometheus series (names fixed: alerts are written against them). Label sets are
 closed: `reason` of a config error is one of the three Koordinator Event reasons, `kind` of a
-failed write one of the four objects the manager writes."""
+failed write one of the four objects the manager writes, `reason` of a refused input one of
+`inputs.REFUSED_REASONS`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from policies.apis.slo_config.manager_config import (
     REASON_NORMALIZATION_FAILED,
     REASON_SLO_FAILED,
 )
+from scheduler_plugins.manager.noderesource.inputs import REFUSED_REASONS
 
 CONFIG_ERROR_REASONS: Final = (REASON_COLOCATION_FAILED, REASON_SLO_FAILED, REASON_NORMALIZATION_FAILED)
 WRITE_KINDS: Final = ("Node", "NodeResourceTopology", "NodeSLO", "NodeMetric")
@@ -54,6 +56,13 @@ class ManagerMetrics:
             ["kind"],
             registry=registry,
         )
+        self.inputs_refused = Counter(
+            "colocate_manager_inputs_refused_total",
+            "Node rounds that refused part of their inputs (a negative usage or capacity, a pod listed "
+            "twice in a NodeMetric), by reason; the refused value is read as 0 (or the larger entry).",
+            ["reason"],
+            registry=registry,
+        )
         self.leader = Gauge(
             "colocate_manager_leader", "1 while this replica holds the leader lease.", registry=registry
         )
@@ -61,3 +70,5 @@ class ManagerMetrics:
             self.config_errors.labels(reason)
         for kind in WRITE_KINDS:
             self.write_errors.labels(kind)
+        for reason in REFUSED_REASONS:
+            self.inputs_refused.labels(reason)

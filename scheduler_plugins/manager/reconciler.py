@@ -26,6 +26,7 @@ from scheduler_plugins.manager.noderesource.topology import updated_zones
 log = logging.getLogger("colocate.manager")
 
 REASON_DEGRADED: Final = "NodeResourceDegraded"
+REASON_REFUSED: Final = "NodeResourceInputRefused"
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,8 @@ class Reconciler:
         self.last_write: dict[str, float] = {}
         self.last_topology_write: dict[str, float] = {}
         self.degraded: set[str] = set()
+        #: node -> the reasons its inputs were last refused for (an Event when they change)
+        self.refused: dict[str, tuple[str, ...]] = {}
         #: (kind, node) -> (the spec last written, the spec the API server stored for it): a server
         #: that keeps a spec differently from what was sent (pruned or canonicalised) does not make
         #: the manager write it again and again, while anyone else's change is undone
@@ -125,6 +128,7 @@ class Reconciler:
         for name in names:
             self.last_write.pop(name, None)
             self.last_topology_write.pop(name, None)
+            self.refused.pop(name, None)
             self.planner.forget(name)
             for kind in (NODE_SLO_KIND, NODE_METRIC_KIND):
                 self.specs_stored.pop((kind, name), None)
@@ -217,6 +221,13 @@ class Reconciler:
                 actions.append(NodeEvent(node, REASON_DEGRADED, f"batch and mid resources removed: {plan.reason}"))
         elif name in self.degraded:
             self.degraded.discard(name)
+        if plan.refused:
+            if self.refused.get(name) != plan.refused:
+                self.refused[name] = plan.refused
+                message = f"inputs refused ({', '.join(plan.refused)}): read as 0, the written amounts capped"
+                actions.append(NodeEvent(node, REASON_REFUSED, message))
+        else:
+            self.refused.pop(name, None)
         decision = plan.decision
         if plan.prepared is not None and decision is not None and (decision.status or decision.meta):
             if decision.status:

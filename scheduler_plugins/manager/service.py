@@ -49,6 +49,9 @@ def apply_round(result: Round, reconciler: Reconciler, writer: Writer, metrics: 
     metrics.nodes_updated.inc(len(written))
     metrics.nodes_skipped.inc(sum(1 for plan in result.plans if plan.name not in written))
     metrics.degraded_nodes.set(len(reconciler.degraded))
+    for plan in result.plans:
+        for reason in plan.refused:
+            metrics.inputs_refused.labels(reason).inc()
 
 
 async def run_rounds(

@@ -29,7 +29,7 @@ from policies.apis.constants import (
 )
 from policies.apis.durations import go_duration, parse_duration
 from policies.apis.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
-from policies.apis.slo_config.rules import json_type
+from policies.apis.slo_config.rules import is_int64, json_type
 
 CALCULATE_BY_USAGE: Final = "usage"
 CALCULATE_BY_REQUEST: Final = "request"
@@ -89,6 +89,14 @@ DEFAULT_STRATEGY: Final[Mapping[str, Any]] = {
     "midStaticMemoryReservedPercent": 0,
 }
 
+#: the percents of a node's capacity a strategy reclaims or reserves: each at most 100
+RECLAIM_PERCENTS: Final = (
+    "cpuReclaimThresholdPercent",
+    "memoryReclaimThresholdPercent",
+    "midStaticCPUReservedPercent",
+    "midStaticMemoryReservedPercent",
+)
+
 #: node label -> the percent field it overrides (`UpdateColocationStrategyForNode`), in Koordinator's order
 RATIO_LABELS: Final = (
     (LABEL_CPU_RECLAIM_RATIO, "cpuReclaimThresholdPercent"),
@@ -114,7 +122,7 @@ def _decode_field(name: str, kind: str, value: Any, path: str) -> Any:
     if kind == _INT:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise wrong
-        if isinstance(value, float) and not value.is_integer():
+        if not is_int64(value):
             raise ColocationDecodeError(
                 f"json: cannot unmarshal number {value} into Go struct field {where} of type int64"
             )
@@ -243,7 +251,9 @@ class ColocationStrategy:
 
 
 def is_valid(document: Mapping[str, Any]) -> bool:
-    """`sloconfig.IsColocationStrategyValid` over the fields the document sets."""
+    """`sloconfig.IsColocationStrategyValid` over the fields the document sets, and a reclaimed or
+    reserved percent of the capacity above 100 refused (`RECLAIM_PERCENTS`; Koordinator has no
+    maximum for the reclaim percents)."""
 
     def at_least(name: str, low: float, high: float | None = None, strict: bool = False) -> bool:
         value = document.get(name)
@@ -258,10 +268,10 @@ def is_valid(document: Mapping[str, Any]) -> bool:
     return (
         at_least("metricAggregateDurationSeconds", 0, strict=True)
         and at_least("metricReportIntervalSeconds", 0, strict=True)
-        and at_least("cpuReclaimThresholdPercent", 0)
-        and at_least("midStaticCPUReservedPercent", 0)
-        and at_least("memoryReclaimThresholdPercent", 0)
-        and at_least("midStaticMemoryReservedPercent", 0)
+        and at_least("cpuReclaimThresholdPercent", 0, 100)
+        and at_least("midStaticCPUReservedPercent", 0, 100)
+        and at_least("memoryReclaimThresholdPercent", 0, 100)
+        and at_least("midStaticMemoryReservedPercent", 0, 100)
         and at_least("degradeTimeMinutes", 0, strict=True)
         and at_least("updateTimeThresholdSeconds", 0, strict=True)
         and at_least("resourceDiffThreshold", 0, strict=True)
@@ -319,21 +329,29 @@ def _annotation_strategy(text: str | None) -> dict[str, Any] | None:
         return None
     try:
         raw = json.loads(text)
-        return decode_strategy(raw) if isinstance(raw, dict) else None
-    except (ValueError, ColocationDecodeError):
+        overlay = decode_strategy(raw) if isinstance(raw, dict) else None
+    except (ValueError, ColocationDecodeError, RecursionError):
         return None
+    if overlay is not None and not _percents_valid(overlay):
+        return None  # a node may not reclaim more than all of itself
+    return overlay
+
+
+def _percents_valid(document: Mapping[str, Any]) -> bool:
+    return all(0 <= document[name] <= 100 for name in RECLAIM_PERCENTS if document.get(name) is not None)
 
 
 def _ratio_percent(text: str | None) -> int | None:
-    """`getNodeReclaimPercent`: a float ratio ≥ 0 as int64(v × 100), truncated after the multiply."""
+    """`getNodeReclaimPercent`: a float ratio in [0, 1] as int64(v × 100), truncated after the multiply
+    (Koordinator takes any ratio ≥ 0; above 1 the node would reclaim more than it has)."""
     if text is None:
         return None
     try:
         value = float(text.strip()) if text.strip() == text else float("nan")
     except ValueError:
         return None
-    if math.isnan(value) or math.isinf(value) or value < 0:
-        return None
+    if math.isnan(value) or math.isinf(value) or not 0 <= value <= 1:
+        return None  # at most all of the capacity: above 1 the label is ignored, as a malformed one is
     return int(value * 100)
 
 

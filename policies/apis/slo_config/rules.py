@@ -35,8 +35,10 @@ def percent(**extra: Any) -> Rule:
 COLOCATION_STRATEGY: Schema = {
     "metricAggregateDurationSeconds": Rule(min=1),
     "metricReportIntervalSeconds": Rule(min=1),
-    "cpuReclaimThresholdPercent": Rule(min=0),
-    "memoryReclaimThresholdPercent": Rule(min=0),
+    # at most all of the capacity (Koordinator sets no maximum; above 100 the safety margin turns
+    # negative and the batch resources exceed the node: docs/koordinator.md)
+    "cpuReclaimThresholdPercent": percent(),
+    "memoryReclaimThresholdPercent": percent(),
     "degradeTimeMinutes": Rule(min=1),
     "updateTimeThresholdSeconds": Rule(min=1),
     "resourceDiffThreshold": Rule(integer=False, gt=0, max=1),
@@ -110,13 +112,19 @@ def _number_text(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
+def is_int64(value: int | float) -> bool:
+    """Whether a JSON number decodes into a Go int64: integral and within its range (`1e30` is
+    integral, and refused). The one integer rule of the slo-controller-config's parsers."""
+    if isinstance(value, float) and not value.is_integer():
+        return False
+    return -(2**63) <= value < 2**63
+
+
 def _check_type(value: Any, rule: Rule, path: str) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         kind = "int64" if rule.integer else "float64"
         raise TypeMismatch(f"cannot unmarshal {json_type(value)} into field {path} of type {kind}")
-    if rule.integer and isinstance(value, float) and not value.is_integer():
-        raise TypeMismatch(f"cannot unmarshal number {value} into field {path} of type int64")
-    if rule.integer and not -(2**63) <= value < 2**63:
+    if rule.integer and not is_int64(value):
         raise TypeMismatch(f"cannot unmarshal number {value} into field {path} of type int64")
 
 

@@ -27,7 +27,7 @@ from policies.apis.constants import (
     QoSClass,
 )
 from policies.apis.cpuset import CPUSetError, parse_cpuset, resource_status_of
-from policies.apis.nodemetric import read_node_metric
+from policies.apis.nodemetric import NodeMetricReading, read_node_metric
 from policies.apis.objects import annotations_of, name_of, namespace_of
 from policies.apis.qos import defaulted_priority_class, defaulted_qos_class
 from policies.apis.quantity import Quantity, QuantityError, QuantityFormat
@@ -46,6 +46,13 @@ DEFAULT_PRIORITY: Final[Mapping[str, int]] = {
 }
 
 
+#: why an input was refused (a closed set: the manager's metric label and its Event's message)
+REFUSED_NEGATIVE_USAGE: Final = "NegativeUsage"
+REFUSED_DUPLICATE_POD_METRIC: Final = "DuplicatePodMetric"
+REFUSED_NEGATIVE_CAPACITY: Final = "NegativeCapacity"
+REFUSED_REASONS: Final = (REFUSED_NEGATIVE_USAGE, REFUSED_DUPLICATE_POD_METRIC, REFUSED_NEGATIVE_CAPACITY)
+
+
 def add(a: Res, b: Res) -> Res:
     return (a[0] + b[0], a[1] + b[1])
 
@@ -60,6 +67,12 @@ def rmax(a: Res, b: Res) -> Res:
 
 def clamp0(a: Res) -> Res:
     return (a[0] if a[0] > 0 else 0, a[1] if a[1] > 0 else 0)
+
+
+def at_most(capacity: Res, amount: Res) -> Res:
+    """The amount, never above the node's capacity (Koordinator floors the result at 0 only; the
+    inputs are clamped at 0, and this bounds what is written whatever got through)."""
+    return (min(amount[0], capacity[0]), min(amount[1], capacity[1]))
 
 
 def ceil_div(numerator: int, denominator: int) -> int:
@@ -125,13 +138,6 @@ def res_of(raw: Mapping[str, Any] | None) -> Res:
     return (amounts[0], amounts[1])
 
 
-def res_of_scalars(amounts: Mapping[str, int] | None) -> Res:
-    """A NodeMetric reading's scalars (millicores, bytes) in milli."""
-    if not amounts:
-        return ZERO
-    return (amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0) * 1000)
-
-
 #: the classes below prod, as plain text (what `prod_request` leaves out)
 NOT_PROD: Final = frozenset({str(PriorityClass.MID), str(PriorityClass.BATCH), str(PriorityClass.FREE)})
 
@@ -162,6 +168,7 @@ class MetricInput:
         "pods",
         "host_applications",
         "prod_reclaimable",
+        "refused",
     )
 
     def __init__(
@@ -173,6 +180,7 @@ class MetricInput:
         pods: Mapping[str, tuple[str, Res]],
         host_applications: tuple[tuple[str, Res], ...] = (),
         prod_reclaimable: Res | None = None,
+        refused: tuple[str, ...] = (),
     ) -> None:
         self.update_time: Final = update_time
         self.has_node_metric: Final = has_node_metric
@@ -183,6 +191,8 @@ class MetricInput:
         self.pods: Final = pods
         self.host_applications: Final = host_applications
         self.prod_reclaimable: Final = prod_reclaimable
+        #: why parts of the NodeMetric were refused (`REFUSED_REASONS`), sorted; empty when none was
+        self.refused: Final = refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +214,9 @@ class NodeInput:
     memory_format: QuantityFormat
     reservation: Res | None  # the node.koordinator.sh/reservation annotation, None when absent or unusable
     pods: tuple[PodInput, ...] = field(default=())
+    #: why parts of the Node were refused (`REFUSED_REASONS`): a negative capacity or allocatable
+    #: is read as 0
+    refused: tuple[str, ...] = ()
     #: capacity − allocatable (never negative), derived once: every calculation reads it
     kubelet_reserved: Res = field(init=False)
     #: max(kubelet reservation, annotation reservation), per resource
@@ -340,13 +353,19 @@ def node_input(
     Reads of the Node only what `node_input_source` lists."""
     status = node.get("status") or {}
     capacity = status.get("capacity") or {}
+    amounts = res_of(capacity), res_of(status.get("allocatable"))
+    refused: tuple[str, ...] = ()
+    if min(*amounts[0], *amounts[1]) < 0:  # no node has less than nothing
+        refused = (REFUSED_NEGATIVE_CAPACITY,)
+        amounts = clamp0(amounts[0]), clamp0(amounts[1])
     return NodeInput(
         name=name_of(node),
-        capacity=res_of(capacity),
-        allocatable=res_of(status.get("allocatable")),
+        capacity=amounts[0],
+        allocatable=amounts[1],
         memory_format=_format_of(capacity.get(RESOURCE_MEMORY, "0")),
         reservation=reservation_of(annotations_of(node)),
         pods=pod_inputs if pod_inputs is not None else tuple(pod_input(p) for p in pods),
+        refused=refused,
     )
 
 
@@ -381,25 +400,43 @@ def _update_time(text: str | None) -> float | None:
     return parse_time(text)
 
 
+def _usage(amounts: Mapping[str, int] | None, refused: set[str]) -> Res:
+    """A NodeMetric usage (millicores, bytes) in milli, each resource at least 0: no usage is
+    negative, and a negative one would raise what the node seems to have free."""
+    if not amounts:
+        return ZERO
+    cpu, memory = amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0)
+    if cpu < 0 or memory < 0:
+        refused.add(REFUSED_NEGATIVE_USAGE)
+        cpu, memory = max(cpu, 0), max(memory, 0)
+    return (cpu, memory * 1000)
+
+
+def _pod_usages(reading: NodeMetricReading, refused: set[str]) -> dict[str, tuple[str, Res]]:
+    """namespace/name -> (priority, usage); a pod listed twice counts once, at the larger usage of
+    each resource (Koordinator keeps the last entry, which lets a second entry hide the first)."""
+    pods: dict[str, tuple[str, Res]] = {}
+    for pod in reading.pods:
+        usage = _usage(pod.usage, refused)
+        seen = pods.get(pod.key)
+        if seen is not None:
+            refused.add(REFUSED_DUPLICATE_POD_METRIC)
+            usage = rmax(seen[1], usage)
+        pods[pod.key] = (pod.priority, usage)
+    return pods
+
+
 def metric_input(metric: Mapping[str, Any] | None) -> MetricInput | None:
-    """The NodeMetric's status, or None without a NodeMetric; raises QuantityError on a bad quantity."""
+    """The NodeMetric's status, or None without a NodeMetric; raises QuantityError on a bad quantity.
+    What no koordlet reports (a negative usage, a pod listed twice) is refused: counted in
+    `refused` and read as the nearest possible value (0, the larger entry)."""
     if metric is None:
         return None
     reading = read_node_metric(metric)
+    refused: set[str] = set()
     usage = reading.node_usage
-    # `res_of_scalars`, inlined: this runs for every node (and every pod of it), every round
-    node_usage = (
-        (usage[RESOURCE_CPU], usage[RESOURCE_MEMORY] * 1000)
-        if usage and RESOURCE_CPU in usage and RESOURCE_MEMORY in usage
-        else None
-    )
-    pods: dict[str, tuple[str, Res]] = {}
-    for pod in reading.pods:
-        amounts = pod.usage
-        pods[pod.key] = (
-            pod.priority,
-            (amounts.get(RESOURCE_CPU, 0), amounts.get(RESOURCE_MEMORY, 0) * 1000) if amounts else ZERO,
-        )
+    node_usage = _usage(usage, refused) if usage and RESOURCE_CPU in usage and RESOURCE_MEMORY in usage else None
+    pods = _pod_usages(reading, refused)
     system = reading.system_usage
     hosts = reading.host_applications
     reclaimable = reading.prod_reclaimable
@@ -407,10 +444,11 @@ def metric_input(metric: Mapping[str, Any] | None) -> MetricInput | None:
         _update_time(reading.update_time),
         reading.has_node_metric,
         node_usage,
-        (system.get(RESOURCE_CPU, 0), system.get(RESOURCE_MEMORY, 0) * 1000) if system else ZERO,
+        _usage(system, refused),
         pods,
-        tuple((app.priority, res_of_scalars(app.usage)) for app in hosts) if hosts else (),
-        res_of_scalars(reclaimable) if reclaimable is not None else None,
+        tuple((app.priority, _usage(app.usage, refused)) for app in hosts) if hosts else (),
+        _usage(reclaimable, refused) if reclaimable is not None else None,
+        tuple(sorted(refused)),
     )
 
 

@@ -58,6 +58,7 @@ class NodePlan:
         "nodemetric",
         "degraded",
         "error",
+        "refused",
     )
 
     def __init__(
@@ -73,6 +74,7 @@ class NodePlan:
         nodemetric: Mapping[str, Any],
         degraded: bool = False,
         error: str | None = None,
+        refused: tuple[str, ...] = (),
     ) -> None:
         self.name: Final = name
         self.strategy: Final = strategy
@@ -88,6 +90,8 @@ class NodePlan:
         self.nodemetric: Final = nodemetric
         self.degraded: Final = degraded
         self.error: Final = error
+        #: why parts of the node's inputs were refused (`inputs.REFUSED_REASONS`), sorted
+        self.refused: Final = refused
 
     @property
     def update(self) -> bool:
@@ -100,6 +104,8 @@ class NodePlan:
             out["zones"] = {name: dict(values) for name, values in self.zones.items()}
         out["update"] = self.update
         out["reason"] = self.reason
+        if self.refused:
+            out["refused"] = list(self.refused)
         out["colocationStrategy"] = dict(self.strategy.document)
         out["nodeSLO"] = self.nodeslo
         out["nodeMetric"] = self.nodemetric
@@ -190,6 +196,7 @@ def plan_with(
     node_in = readers.node_input(read.name, node, pods)
     state = ""
     degraded = False
+    refused = node_in.refused
     results: dict[str, object] = {}
     if not fixed.enabled:
         state = REASON_DISABLED
@@ -204,6 +211,8 @@ def plan_with(
             reading = None
         elif reading is None or not reading.has_node_metric:
             return _error(fixed, has_nrt, "NodeMetric has no status.nodeMetric")
+        elif reading.refused:
+            refused = tuple(sorted({*refused, *reading.refused}))
         sources = Sources(config, read, strategy, nrt, node_in, reading, results, watched)
         for plugin in table.calculators:
             if reading is not None or plugin.name not in table.metric_readers:
@@ -228,6 +237,8 @@ def plan_with(
         )
         why = decision.reason
         reason = f"{state}; {why}" if state and why else state or why
+    if refused:
+        reason = f"{reason}; refused: {', '.join(refused)}"
     allocatable = prepared.allocatable
     # the fields spelled out (no `**` of a dict): this runs for every node, every round
     return NodePlan(
@@ -241,6 +252,7 @@ def plan_with(
         nodeslo=fixed.nodeslo,
         nodemetric=fixed.nodemetric,
         degraded=degraded,
+        refused=refused,
     )
 
 

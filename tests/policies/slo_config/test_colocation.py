@@ -101,6 +101,15 @@ def test_empty_selector_matches_every_node_and_absent_none() -> None:
             {"node.koordinator.sh/cpu-reclaim-ratio": "invalid", "node.koordinator.sh/memory-reclaim-ratio": "-1"},
             (65, 65, 0, 0),
         ),
+        # above 1 (more than all of the node; Koordinator takes it) ignored as well; 1 is all of it
+        (
+            {
+                "node.koordinator.sh/cpu-reclaim-ratio": "1.5",
+                "node.koordinator.sh/memory-reclaim-ratio": "1e30",
+                "node.koordinator.sh/mid-static-cpu-reserved-ratio": "1",
+            },
+            (65, 65, 100, 0),
+        ),
     ],
 )
 def test_node_ratio_labels(labels: dict[str, str], expected: tuple[int, int, int, int]) -> None:
@@ -124,6 +133,14 @@ def test_annotation_strategy_merges_and_labels_win() -> None:
     assert got["enable"] is False and got["cpuReclaimThresholdPercent"] == 80
     unparsable = {"node.koordinator.sh/colocation-strategy": "{not json"}
     assert strategy_for({**BASE, "enable": True}, {}, unparsable)["enable"] is True
+    for overlay in (
+        {"enable": False, "cpuReclaimThresholdPercent": 150},
+        {"enable": False, "degradeTimeMinutes": 1e30},
+    ):
+        # above 100 %, or an integer beyond int64: the whole annotation is ignored, as an unparsable one
+        refused = {"node.koordinator.sh/colocation-strategy": json.dumps(overlay)}
+        got = strategy_for({**BASE, "enable": True}, {}, refused)
+        assert got["enable"] is True and got["cpuReclaimThresholdPercent"] == BASE["cpuReclaimThresholdPercent"]
 
 
 @pytest.mark.parametrize(
@@ -139,14 +156,19 @@ def test_annotation_strategy_merges_and_labels_win() -> None:
         ({"midUnallocatedPercent": 101}, False),
         ({"batchCPUThresholdPercent": 101}, True),  # no upper bound in the controller
         ({"batchCPUThresholdPercent": -1}, False),
-        ({"cpuReclaimThresholdPercent": 150}, True),
+        # refused here, not in Koordinator: a node reclaiming 150 % of its cpu writes batch-cpu above
+        # its capacity (docs/koordinator.md)
+        ({"cpuReclaimThresholdPercent": 150}, False),
+        ({"memoryReclaimThresholdPercent": 101}, False),
+        ({"midStaticCPUReservedPercent": 101}, False),
+        ({"cpuReclaimThresholdPercent": 100}, True),
         ({"degradeTimeMinutes": 0}, False),
         ({"resourceDiffThreshold": 0}, False),
         ({"metricMemoryCollectPolicy": ""}, False),
     ],
 )
 def test_is_colocation_strategy_valid(fields: dict[str, Any], valid: bool) -> None:
-    """Test_IsColocationStrategyValid."""
+    """Test_IsColocationStrategyValid, and the reclaim percents at most 100."""
     assert is_valid(fields) is valid
 
 
@@ -169,6 +191,10 @@ def test_invalid_node_entry_becomes_a_copy_of_the_cluster_strategy() -> None:
         "{not json",
         '{"cpuReclaimThresholdPercent": "60"}',  # a string where Go wants an int64
         '{"cpuReclaimThresholdPercent": 60.5}',
+        '{"cpuReclaimThresholdPercent": 150}',  # more than all of the node
+        '{"memoryReclaimThresholdPercent": 101}',
+        '{"degradeTimeMinutes": 1e30}',  # integral, but beyond int64: Go refuses it
+        '{"degradeTimeMinutes": -1e19}',
         '{"enable": "true"}',
         '{"resourceDiffThreshold": 0}',  # decodes, but the cluster strategy is invalid
         '{"metricAggregatePolicy": {"durations": ["five minutes"]}}',
@@ -212,3 +238,7 @@ def test_webhook_refuses_what_the_manager_cannot_decode() -> None:
         changed_documents(configmap, None, "koordinator-system/slo-controller-config")
     configmap["data"]["colocation-config"] = json.dumps({"enable": True, "cpuCalculatePolicy": "maxUsageRequest"})
     assert changed_documents(configmap, None, "koordinator-system/slo-controller-config")
+    for refused in ({"cpuReclaimThresholdPercent": 150}, {"degradeTimeMinutes": 1e30}):
+        configmap["data"]["colocation-config"] = json.dumps({"enable": True, **refused})
+        with pytest.raises(Denied):
+            changed_documents(configmap, None, "koordinator-system/slo-controller-config")

@@ -80,3 +80,31 @@ def test_a_spec_compared_once_is_compared_again_when_replaced_and_forgotten_with
     assert len(reconciler._compared) <= 2  # one per kind and node
     reconciler.forget(["node-1"])
     assert not reconciler._compared
+
+
+def test_refused_inputs_raise_one_event_and_count_each_round() -> None:
+    """A negative prod usage in node-1's NodeMetric: one Warning Event while the refusal holds, and
+    `colocate_manager_inputs_refused_total{reason="NegativeUsage"}` once per round."""
+    from prometheus_client import CollectorRegistry
+
+    from scheduler_plugins.manager.metrics import ManagerMetrics
+    from scheduler_plugins.manager.reconciler import REASON_REFUSED, NodeEvent
+    from scheduler_plugins.manager.service import apply_round
+    from tests.scheduler_plugins.manager.helpers import prod_metric
+
+    store = store_of(cluster())
+    store.put("NodeMetric", prod_metric("-30"))
+    reconciler = Reconciler(fixed_clock(parse_time(NOW) or 0.0))
+    registry = CollectorRegistry()
+    metrics = ManagerMetrics(registry)
+    rounds = []
+    for _ in range(2):
+        result = reconciler.reconcile(snapshot_of(store))
+        apply_round(result, reconciler, StoreWriter(store), metrics)
+        rounds.append([a for a in result.actions if isinstance(a, NodeEvent) and a.reason == REASON_REFUSED])
+    assert [len(events) for events in rounds] == [1, 0]
+    assert "NegativeUsage" in rounds[0][0].message
+    node = store.get("Node", ("", "node-1")) or {}
+    assert int(node["status"]["allocatable"]["kubernetes.io/batch-cpu"]) <= 32000
+    counted = registry.get_sample_value("colocate_manager_inputs_refused_total", {"reason": "NegativeUsage"})
+    assert counted == 2

@@ -18,6 +18,7 @@ from scheduler_plugins.manager.noderesource.inputs import (
     NodeInput,
     Res,
     add,
+    at_most,
     hp_host_usage,
     multiply_milli,
     multiply_value,
@@ -141,13 +142,16 @@ def node_batch(strategy: ColocationStrategy, node: NodeInput, metric: MetricInpu
     """The node-level batch allocatable: cpu in milli-cores (whole), memory in milli-bytes."""
     capacity = node.capacity
     used_cpu, used_memory, max_cpu, max_memory = _hp_sums(node, metric)
-    return _by_policy(
-        strategy,
+    return at_most(
         capacity,
-        safety_margin(strategy, capacity),
-        node.reserved,
-        system_used(metric),
-        node.hp_request[1],
-        (used_cpu, used_memory),
-        (max_cpu, max_memory),
+        _by_policy(
+            strategy,
+            capacity,
+            safety_margin(strategy, capacity),
+            node.reserved,
+            system_used(metric),
+            node.hp_request[1],
+            (used_cpu, used_memory),
+            (max_cpu, max_memory),
+        ),
     )

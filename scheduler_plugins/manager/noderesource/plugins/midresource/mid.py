@@ -19,6 +19,7 @@ from scheduler_plugins.manager.noderesource.inputs import (
     NodeInput,
     Res,
     add,
+    at_most,
     hp_host_usage,
     multiply_milli,
     multiply_value,
@@ -78,5 +79,5 @@ def policy_mid(strategy: ColocationStrategy, node: NodeInput, metric: MetricInpu
 def node_mid(strategy: ColocationStrategy, node: NodeInput, metric: MetricInput) -> Res:
     """mid (cpu milli-cores, memory milli-bytes of whole bytes)."""
     if strategy.mid_reclaim_mode == MID_RECLAIM_MODE_STATIC:
-        return static_mid(strategy, node.capacity)
-    return policy_mid(strategy, node, metric)
+        return at_most(node.capacity, static_mid(strategy, node.capacity))
+    return at_most(node.capacity, policy_mid(strategy, node, metric))
