@@ -29,6 +29,7 @@ from policies.apis.durations import parse_duration
 from policies.apis.field_errors import ConfigError
 from policies.apis.kinds import NODE_METRIC_KIND
 from policies.apis.manifests import ManifestError
+from policies.apis.slo_config.rules import NestedTooDeep, load_json
 from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import Clock, clock_at, format_time
 from scheduler_plugins.manager.cluster import ManagerView, manager_kinds, snapshot_of
@@ -119,7 +120,24 @@ def _load(directory: Path) -> ClusterStore:
         raise errors.UsageError(str(exc)) from exc
     if store.problems:
         raise errors.UsageError(f"{store.problems[0].source}: {store.problems[0].message}")
+    _refuse_deep_config(store)
     return store
+
+
+def _refuse_deep_config(store: ClusterStore) -> None:
+    """A slo-controller-config document nested deeper than any config is malformed input, refused
+    in one line as a manifest nested too deep is (`manager run` keeps its last good config instead)."""
+    configmap = store.get("ConfigMap", (SLO_CONFIG_NAMESPACE, SLO_CONFIG_NAME)) or {}
+    for key, text in (configmap.get("data") or {}).items():
+        if isinstance(text, str):
+            try:
+                load_json(text)
+            except NestedTooDeep as exc:
+                raise errors.UsageError(
+                    f"ConfigMap {SLO_CONFIG_NAMESPACE}/{SLO_CONFIG_NAME}: data.{key}: {exc}"
+                ) from None
+            except ValueError:
+                pass  # a syntax error: reported in the plan's configErrors, as the manager reports it
 
 
 def plan_document(store: ClusterStore, clock: Clock, last_sync: float | None) -> dict[str, Any]:

@@ -14,7 +14,6 @@ A strategy is kept as the JSON document Koordinator would marshal (`document`), 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from policies.apis.constants import (
 )
 from policies.apis.durations import go_duration, parse_duration
 from policies.apis.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
-from policies.apis.slo_config.rules import is_int64, json_type
+from policies.apis.slo_config.rules import is_int64, json_type, load_json
 
 CALCULATE_BY_USAGE: Final = "usage"
 CALCULATE_BY_REQUEST: Final = "request"
@@ -328,9 +327,9 @@ def _annotation_strategy(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
-        raw = json.loads(text)
+        raw = load_json(text)
         overlay = decode_strategy(raw) if isinstance(raw, dict) else None
-    except (ValueError, ColocationDecodeError, RecursionError):
+    except (ValueError, ColocationDecodeError):
         return None
     if overlay is not None and not _percents_valid(overlay):
         return None  # a node may not reclaim more than all of itself
@@ -370,7 +369,7 @@ def decode_colocation(text: str) -> tuple[dict[str, Any], list[tuple[str, Any, d
 
     Raises ColocationDecodeError for text that is not JSON or a value of the wrong type."""
     try:
-        raw = json.loads(text)
+        raw = load_json(text)
     except ValueError as exc:
         raise ColocationDecodeError(f"invalid JSON: {exc}") from exc
     if not isinstance(raw, dict):

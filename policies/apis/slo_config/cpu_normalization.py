@@ -4,13 +4,13 @@ each node entry = cluster ⊕ its fields; text that is not JSON keeps the previo
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from policies.apis.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
 from policies.apis.slo_config.colocation import merge
+from policies.apis.slo_config.rules import load_json
 
 
 class NormalizationDecodeError(ValueError):
@@ -52,7 +52,7 @@ def load_normalization(text: str | None) -> NormalizationConfig:
     if text is None:
         return NormalizationConfig()
     try:
-        raw = json.loads(text)
+        raw = load_json(text)
     except ValueError as exc:
         raise NormalizationDecodeError(f"invalid JSON: {exc}") from exc
     if not isinstance(raw, dict):

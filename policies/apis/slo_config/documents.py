@@ -32,6 +32,7 @@ from policies.apis.slo_config.rules import (
     TypeMismatch,
     check_fields,
     json_type,
+    load_json,
 )
 
 REASON_PARSE_FAIL: Final = "ParseConfigFail"
@@ -135,7 +136,7 @@ def _parse_failure(kind: StrategyKind, configmap: str, error: str) -> ConfigProb
 def parse_document(kind: StrategyKind, text: str, configmap: str) -> StrategyDocument:
     """Decode one data key; raises ConfigProblem for text that does not decode or an unusable selector."""
     try:
-        document = json.loads(text)
+        document = load_json(text)
     except ValueError as exc:
         raise _parse_failure(kind, configmap, str(exc)) from exc
     try:

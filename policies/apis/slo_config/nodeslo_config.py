@@ -10,7 +10,6 @@ validated here: the webhook does that (`policies/admission/configmap.py`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -24,6 +23,7 @@ from policies.apis.constants import (
 )
 from policies.apis.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
 from policies.apis.slo_config.colocation import merge
+from policies.apis.slo_config.rules import load_json
 
 #: NodeSLO spec field, and the base each document is merged onto (`sloconfig.Default*`)
 SLO_DOCUMENTS: Final[Mapping[str, tuple[str, Mapping[str, Any]]]] = {
@@ -109,7 +109,7 @@ def _selector(raw: Any) -> LabelSelector | None:
 
 def _object(text: str, key: str) -> dict[str, Any]:
     try:
-        raw = json.loads(text)
+        raw = load_json(text)
     except ValueError as exc:
         raise SLOConfigDecodeError(f"{key}: invalid JSON: {exc}") from exc
     if not isinstance(raw, dict):

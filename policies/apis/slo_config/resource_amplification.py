@@ -5,12 +5,12 @@ previous config."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from policies.apis.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
 from policies.apis.slo_config.colocation import merge
+from policies.apis.slo_config.rules import load_json
 
 
 class AmplificationDecodeError(ValueError):
@@ -52,7 +52,7 @@ def load_amplification(text: str | None) -> AmplificationConfig:
     if text is None:
         return AmplificationConfig()
     try:
-        raw = json.loads(text)
+        raw = load_json(text)
     except ValueError as exc:
         raise AmplificationDecodeError(f"invalid JSON: {exc}") from exc
     if not isinstance(raw, dict):

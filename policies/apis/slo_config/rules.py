@@ -8,9 +8,12 @@ by JSON field name so that the messages name what the user wrote.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Union
+
+from policies.apis.shape import MAX_DEPTH, depth_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +105,24 @@ CPU_BURST_STRATEGY: Schema = {
     "cfsQuotaBurstPeriodSeconds": Rule(min=-1),
     "sharePoolThresholdPercent": percent(),
 }
+
+
+class NestedTooDeep(ValueError):
+    """A document nested deeper than `MAX_DEPTH` levels (no slo-controller-config needs a tenth of it)."""
+
+
+def load_json(text: str) -> Any:
+    """One slo-controller-config document's JSON, at most `MAX_DEPTH` levels deep. Every later walk
+    over it (merge, copy, validation, printing) recurses, so a deeper document would raise
+    RecursionError from one of them at some depth or other; it is refused here, at every depth,
+    as a syntax error is: a ValueError (`NestedTooDeep`)."""
+    try:
+        document = json.loads(text)
+    except RecursionError:
+        raise NestedTooDeep(f"nested more than {MAX_DEPTH} levels deep") from None
+    if depth_error(document, "document") is not None:
+        raise NestedTooDeep(f"nested more than {MAX_DEPTH} levels deep")
+    return document
 
 
 class TypeMismatch(ValueError):

@@ -169,3 +169,18 @@ def test_plan_without_now_names_the_now_that_replays_the_snapshot(capsys: pytest
     # with that --now, node-1 is planned; node-2's NodeMetric is really an hour old, and --now says no more
     code, doc, err = plan(capsys, "--cluster", str(EXAMPLE), "--now", "2024-05-01T10:00:00Z", "-o", "json")
     assert code == 0 and err == "" and doc["nodes"][0]["allocatable"]
+
+
+@pytest.mark.parametrize("depth", [255, 1000, 100_000])
+@pytest.mark.parametrize("key", ["colocation-config", "resource-threshold-config"])
+def test_a_config_nested_too_deep_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, depth: int, key: str
+) -> None:
+    cluster = tmp_path / "cluster"
+    shutil.copytree(EXAMPLE, cluster)
+    config = yaml.safe_load((cluster / "config.yaml").read_text())
+    config["data"][key] = "[" * depth + "]" * depth
+    (cluster / "config.yaml").write_text(yaml.safe_dump(config))
+    code, out, err = plan(capsys, "--cluster", str(cluster), "--now", NOW)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert f"data.{key}: nested more than 254 levels deep" in err

@@ -108,3 +108,23 @@ def test_refused_inputs_raise_one_event_and_count_each_round() -> None:
     assert int(node["status"]["allocatable"]["kubernetes.io/batch-cpu"]) <= 32000
     counted = registry.get_sample_value("colocate_manager_inputs_refused_total", {"reason": "NegativeUsage"})
     assert counted == 2
+
+
+def test_a_config_nested_deep_keeps_the_last_good_one_at_every_depth() -> None:
+    """A 100,000-deep colocation-config raised RecursionError out of reconcile (and `manager run`
+    exited 1 on every start); at any depth past the limit the last good config stays in force."""
+    from tests.scheduler_plugins.manager.helpers import slo_config
+
+    store = store_of(cluster())
+    reconciler = Reconciler(fixed_clock(parse_time(NOW) or 0.0))
+    reconciler.reconcile(snapshot_of(store))
+    good = reconciler.config
+    assert good is not None and good.colocation.cluster.enable
+    for depth in (255, 999, 1000, 5000, 100_000):
+        for deep in ("[" * depth + "]" * depth, '{"a":' * depth + "1" + "}" * depth):
+            store.put("ConfigMap", slo_config(deep))
+            result = reconciler.reconcile(snapshot_of(store))
+            assert reconciler.config is not None and reconciler.config.colocation == good.colocation
+            assert [i.reason for i in result.config_issues] == ["ColocationCfgUnmarshalFailed"]
+            assert "nested more than 254 levels deep" in result.config_issues[0].message
+            assert not result.failed and result.plans
