@@ -309,20 +309,33 @@ def reservation_of(annotations: Mapping[str, str]) -> Res | None:
 
 
 def _sum_requests(pod: Mapping[str, Any]) -> Res:
+    """The pod's cpu and memory requests (`pod_resources`: containers, init containers, overhead),
+    summed in nanos and rounded up to milli once, as Kubernetes sums quantities; 0 when malformed."""
     try:
-        total = pod_resources(pod, "requests", _quantities)
+        total = pod_resources(pod, "requests", _request_nanos)
     except (QuantityError, TypeError):
         return ZERO
     return (
-        total[RESOURCE_CPU].milli_value() if RESOURCE_CPU in total else 0,
-        total[RESOURCE_MEMORY].milli_value() if RESOURCE_MEMORY in total else 0,
+        -(-total[RESOURCE_CPU] // 10**6) if RESOURCE_CPU in total else 0,
+        -(-total[RESOURCE_MEMORY] // 10**6) if RESOURCE_MEMORY in total else 0,
     )
 
 
-def _quantities(raw: Any) -> dict[str, Quantity]:
+@lru_cache(maxsize=4096, typed=True)
+def _nanos_of(raw: str | int | float) -> int:
+    return Quantity.parse(raw).nanos
+
+
+def _request_nanos(raw: Any) -> dict[str, int]:
+    """A ResourceList's cpu and memory in nanos (cached by text: requests repeat across pods)."""
     if not isinstance(raw, Mapping):
         return {}
-    return {k: Quantity.parse(v) for k, v in raw.items() if k in (RESOURCE_CPU, RESOURCE_MEMORY)}
+    out = {}
+    for name in (RESOURCE_CPU, RESOURCE_MEMORY):
+        if name in raw:
+            amount = raw[name]
+            out[name] = _nanos_of(amount) if isinstance(amount, (str, int, float)) else Quantity.parse(amount).nanos
+    return out
 
 
 def pod_input(pod: Mapping[str, Any]) -> PodInput:

@@ -33,6 +33,7 @@ from scheduler_plugins.manager.noderesource.framework import (
     PluginTable,
     Reading,
     Sources,
+    calculate,
     readings,
 )
 from scheduler_plugins.manager.noderesource.inputs import (
@@ -88,7 +89,11 @@ class MemoPlanner:
         )
 
     def calculate(self, node: str, plugin: CalculatePlugin, sources: Sources) -> object:
-        """The plugin's result: the last one for the node while each of its reads reads the same."""
+        """The plugin's result: the last one for the node while each of its reads reads the same.
+        A plugin that reads the NodeMetric is calculated afresh: its reading is new every round, so
+        a kept result would never serve and would only hold the last round's reading alive."""
+        if plugin.name in self.table.metric_readers:
+            return calculate(plugin, sources)
         values = readings(plugin, sources)
         key = (node, plugin.name)
         cached = self._results.get(key)
