@@ -20,7 +20,13 @@ from policies.apis.quantity import QuantityError
 from policies.apis.slo_config.colocation import ColocationStrategy
 from policies.apis.slo_config.manager_config import ManagerConfig
 from scheduler_plugins.manager.noderesource.collect_policy import nodemetric_spec
-from scheduler_plugins.manager.noderesource.framework import CalculatePlugin, PluginTable, Sources, calculate
+from scheduler_plugins.manager.noderesource.framework import (
+    CalculatePlugin,
+    PluginTable,
+    PreparedNode,
+    Sources,
+    calculate,
+)
 from scheduler_plugins.manager.noderesource.inputs import (
     MetricInput,
     NodeInput,
@@ -194,49 +200,26 @@ def plan_with(
             fixed, has_nrt, "colocation config unavailable: nothing is written until it parses", UNAVAILABLE
         )
     node_in = readers.node_input(read.name, node, pods)
-    state = ""
-    degraded = False
-    refused = node_in.refused
     results: dict[str, object] = {}
     if not fixed.enabled:
-        state = REASON_DISABLED
+        state, degraded, refused = REASON_DISABLED, False, node_in.refused
     else:
         try:
             reading = metric_input(metric)
         except QuantityError as exc:
             return _error(fixed, has_nrt, f"NodeMetric has a malformed quantity: {exc}")
-        if is_degraded(strategy, reading, now):
-            degraded = True
-            state = _why_degraded(reading)
-            reading = None
-        elif reading is None or not reading.has_node_metric:
+        degraded = is_degraded(strategy, reading, now)
+        if not degraded and (reading is None or not reading.has_node_metric):
             return _error(fixed, has_nrt, "NodeMetric has no status.nodeMetric")
-        elif reading.refused:
-            refused = tuple(sorted({*refused, *reading.refused}))
-        sources = Sources(config, read, strategy, nrt, node_in, reading, results, watched)
+        state = _why_degraded(reading) if degraded else ""
+        usable = None if degraded else reading
+        refused = tuple(sorted({*node_in.refused, *usable.refused})) if usable is not None else node_in.refused
+        sources = Sources(config, read, strategy, nrt, node_in, usable, results, watched)
         for plugin in table.calculators:
-            if reading is not None or plugin.name not in table.metric_readers:
+            if usable is not None or plugin.name not in table.metric_readers:
                 results[plugin.name] = readers.calculate(read.name, plugin, sources)
     prepared = table.prepare(node, results)
-    decision: Decision | None = None
-    if not read.writable:
-        reason = "; ".join(
-            p for p in (state, "node has no status.capacity or status.allocatable: nothing written") if p
-        )
-    else:
-        decision = decide_amounts(
-            table.status_checks,
-            table.meta_checks,
-            strategy,
-            read.current_milli,
-            prepared.amounts,
-            read.annotations,
-            prepared.annotations,
-            last_write,
-            now,
-        )
-        why = decision.reason
-        reason = f"{state}; {why}" if state and why else state or why
+    decision, reason = _decision(table, read, strategy, prepared, state, last_write, now)
     if refused:
         reason = f"{reason}; refused: {', '.join(refused)}"
     allocatable = prepared.allocatable
@@ -254,6 +237,36 @@ def plan_with(
         degraded=degraded,
         refused=refused,
     )
+
+
+def _decision(
+    table: PluginTable,
+    read: NodeRead,
+    strategy: ColocationStrategy,
+    prepared: PreparedNode,
+    state: str,
+    last_write: float | None,
+    now: float,
+) -> tuple[Decision | None, str]:
+    """The write decision of the table's checks (None when the node has nothing to write into),
+    and the plan's reason: the node's state, then why it is written or not."""
+    if not read.writable:
+        return None, "; ".join(
+            p for p in (state, "node has no status.capacity or status.allocatable: nothing written") if p
+        )
+    decision = decide_amounts(
+        table.status_checks,
+        table.meta_checks,
+        strategy,
+        read.current_milli,
+        prepared.amounts,
+        read.annotations,
+        prepared.annotations,
+        last_write,
+        now,
+    )
+    why = decision.reason
+    return decision, f"{state}; {why}" if state and why else state or why
 
 
 def _why_degraded(reading: MetricInput | None) -> str:
