@@ -19,6 +19,24 @@ from policies.apis.constants import POD_MIGRATION_JOB_KIND, RESERVATION_KIND
 from policies.apis.objects import name_of
 
 
+def omit_empty(status: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The status as Koordinator's Go types serialize it: `reason`, `message` and the like are
+    `omitempty`, so an empty string is left out. kube-apiserver 1.20 refuses an empty
+    `status.message` of a PodMigrationJob (`must be of type string: "null"`), which the stand-in
+    accepts (docs/development.md, what the stand-in does differently)."""
+    if status is None:
+        return None
+    kept = {key: value for key, value in status.items() if value != ""}
+    if isinstance(kept.get("conditions"), list):
+        kept["conditions"] = [
+            {key: value for key, value in condition.items() if value != ""}
+            if isinstance(condition, Mapping)
+            else condition
+            for condition in kept["conditions"]
+        ]
+    return kept
+
+
 class ApiMigrationBackend:
     def __init__(self, objects: ObjectClient) -> None:
         self.objects = objects
@@ -32,12 +50,12 @@ class ApiMigrationBackend:
     def create_job(self, job: dict[str, Any]) -> dict[str, Any]:
         created = self.objects.create(POD_MIGRATION_JOB_KIND, job)
         if job.get("status"):  # the status subresource ignores status on create
-            created["status"] = job["status"]
+            created["status"] = omit_empty(job["status"])
             created = self.objects.replace(POD_MIGRATION_JOB_KIND, created, status=True)
         return created
 
     def update_job(self, job: dict[str, Any]) -> dict[str, Any]:
-        status = job.get("status")
+        status = omit_empty(job.get("status"))
         stored = self.objects.replace(POD_MIGRATION_JOB_KIND, job)
         stored["status"] = status
         return self.objects.replace(POD_MIGRATION_JOB_KIND, stored, status=True)
