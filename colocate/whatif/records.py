@@ -104,7 +104,7 @@ def _raw_amount(value: Any) -> int | None:
     """A batch allocatable written other than as a plain integer, as a number (None: not one)."""
     try:
         return milli_value(value) // 1000
-    except QuantityError:
+    except (QuantityError, TypeError, ValueError):
         return None
 
 
