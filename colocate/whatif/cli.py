@@ -93,9 +93,7 @@ def run_titles(profiles: Path | None, compare: Path | None) -> tuple[str, str]:
     return first, second
 
 
-def run_document(
-    inputs: Inputs, profiles: list[Object], options: RunOptions, timelines: bool = True
-) -> dict[str, Any]:
+def run_document(inputs: Inputs, profiles: list[Object], options: RunOptions, timelines: bool = True) -> dict[str, Any]:
     """One timeline as the `-o json` document: its node aggregates, steps and summary."""
     return document_of(run_timeline(inputs, profiles, options), timelines)
 

@@ -228,9 +228,17 @@ def _slot_matrix(steps: Sequence[StepRecord], slot: int) -> np.ndarray[Any, np.d
     return np.stack([np.frombuffer(s.nodes, dtype=np.int64)[slot::FIELDS] for s in steps])
 
 
-def _mean_p95(matrix: np.ndarray[Any, np.dtype[Any]], node: int) -> dict[str, float]:
+def _used_matrix(steps: Sequence[StepRecord], resource: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """What every class used of cpu (0) or memory (1) on every node: steps x nodes."""
+    total = _slot_matrix(steps, USED + resource)
+    for i in range(1, len(CLASSES)):
+        total = total + _slot_matrix(steps, USED + 2 * i + resource)
+    return total
+
+
+def _mean_p95(values: np.ndarray[Any, np.dtype[Any]]) -> dict[str, float]:
     """A node's mean and p95 over the steps (the summary's percentile: the ceil(0.95·n)-th value)."""
-    column = np.sort(matrix[:, node])
+    column = np.sort(values)
     p95 = column[min(len(column) - 1, max(0, math.ceil(0.95 * len(column)) - 1))]
     return {"mean": round(float(column.mean()), 4), "p95": round(float(p95), 4)}
 
@@ -244,7 +252,7 @@ def node_aggregates(result: RunResult) -> list[dict[str, Any]]:
         return []
     minutes = result.step_seconds / 60
     means = {slot: _slot_matrix(steps, slot).mean(axis=0) for slot in range(REQUESTED, BATCH_CPU)}
-    used = [sum(_slot_matrix(steps, USED + 2 * i + r) for i in range(len(CLASSES))) for r in (0, 1)]
+    used = [_used_matrix(steps, resource) for resource in (0, 1)]
     suppressed = _slot_matrix(steps, SUPPRESSED)
     over = _slot_matrix(steps, LS_OVER).sum(axis=0)
     starved = _slot_matrix(steps, STARVED).sum(axis=0)
@@ -260,14 +268,19 @@ def node_aggregates(result: RunResult) -> list[dict[str, Any]]:
         rows.append(
             {
                 "name": name,
-                "cpuUtilisation": _mean_p95(used[0] / (cpu or 1), index),
-                "memoryUtilisation": _mean_p95(used[1] / (memory or 1), index),
+                "cpuUtilisation": _mean_p95(used[0][:, index] / (cpu or 1)),
+                "memoryUtilisation": _mean_p95(used[1][:, index] / (memory or 1)),
                 "requestedMean": {c: _pair(row_means, REQUESTED + 2 * i) for i, c in enumerate(CLASSES)},
                 "usedMean": {c: _pair(row_means, USED + 2 * i) for i, c in enumerate(CLASSES)},
                 "batchAllocatableMean": {
-                    resource: str(b[index]) for (_, resource), b in zip(BATCH_RESOURCES, batch, strict=True) if b[index] is not None
+                    resource: str(b[index])
+                    for (_, resource), b in zip(BATCH_RESOURCES, batch, strict=True)
+                    if b[index] is not None
                 },
-                "suppressedMilliCPU": {"mean": int(round(float(suppressed[:, index].mean()))), "max": int(suppressed[:, index].max())},
+                "suppressedMilliCPU": {
+                    "mean": int(round(float(suppressed[:, index].mean()))),
+                    "max": int(suppressed[:, index].max()),
+                },
                 "lsOverThresholdMinutes": round(float(over[index]) * minutes, 3),
                 "beStarvedPodMinutes": round(float(starved[index]) * minutes, 3),
                 "evictions": evictions.get(name, 0),

@@ -90,7 +90,7 @@ class QueuedPod:
     last: Any = None
 
     def backoff(self) -> float:
-        seconds = POD_INITIAL_BACKOFF_SECONDS * 2 ** max(self.attempts - 1, 0)
+        seconds: float = POD_INITIAL_BACKOFF_SECONDS * (1 << min(max(self.attempts - 1, 0), 16))
         return min(seconds, POD_MAX_BACKOFF_SECONDS)
 
 
@@ -126,7 +126,9 @@ class SchedulingQueue:
             entry.parked = False  # flushUnschedulablePodsLeftover
         return now >= entry.last_attempt + entry.backoff()
 
-    def attempted(self, key: str, status: Status, failed_nodes: Mapping[str, Status], placement: Any, now: float) -> None:
+    def attempted(
+        self, key: str, status: Status, failed_nodes: Mapping[str, Status], placement: Any, now: float
+    ) -> None:
         """A cycle of the pod ended with `status` (not placed): where it waits now."""
         entry = self.pods.setdefault(key, QueuedPod())
         entry.attempts += 1
@@ -168,7 +170,9 @@ class SchedulingQueue:
             if entry.parked and (entry.wildcard or entry.interests.get(resource, 0) & action):
                 entry.parked = False
 
-    def object_put(self, kind: str, key: Any, obj: Mapping[str, Any], old: Mapping[str, Any] | None, source: str) -> None:
+    def object_put(
+        self, kind: str, key: Any, obj: Mapping[str, Any], old: Mapping[str, Any] | None, source: str
+    ) -> None:
         if kind not in EVENT_KINDS:
             return
         if kind == "Pod":

@@ -93,3 +93,10 @@ def test_store_changes_are_the_events_kube_scheduler_sees() -> None:
     bound = {"metadata": {"name": "r"}, "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}}
     queue.object_put("Pod", ("default", "r"), {**bound, "status": {"phase": "Succeeded"}}, bound, "")
     assert queue.ready("default/p", 60.0)  # a pod that finished is a deletion
+
+
+def test_backoff_stays_ten_seconds_however_many_attempts() -> None:
+    queue = SchedulingQueue()
+    for attempt in range(2000):  # a day of 1-minute steps and more: no overflow
+        _rejected(queue, "default/p", LOAD, float(attempt))
+    assert queue.pods["default/p"].backoff() == 10.0
