@@ -233,6 +233,9 @@ def main() -> None:
     parser.add_argument("--arrivals", type=int, default=20000)
     parser.add_argument("--profile", type=int, default=0, metavar="N")
     parser.add_argument("--phases", action="store_true", help="CPU per phase of a step, per node (plain modules)")
+    parser.add_argument(
+        "--node-timelines", action="store_true", help="also measure -o json --node-timelines (every node's rows)"
+    )
     parser.add_argument("--compiled", action="store_true", help="run in a compiled copy of the tree (mypyc)")
     args = parser.parse_args()
     if args.phases and (args.compiled or args.profile):
@@ -268,18 +271,28 @@ def main() -> None:
         profiler.disable()
     ran = time.process_time() - started
     started = time.process_time()
-    for step in result.steps:
-        step_document(step, result.nodes)
-    built = time.process_time() - started
-    started = time.process_time()
     size = sum(len(chunk) for chunk in json_chunks({"run": result}))
     dumped = time.process_time() - started
+    timelines_size = built = timelines_dumped = 0.0
+    if args.node_timelines:
+        started = time.process_time()
+        for step in result.steps:
+            step_document(step, result.nodes)
+        built = time.process_time() - started
+        started = time.process_time()
+        timelines_size = sum(len(chunk) for chunk in json_chunks({"run": result}, timelines=True))
+        timelines_dumped = time.process_time() - started
     steps = len(result.steps)
     print(f"nodes {args.nodes}, steps {steps}, arrivals admitted {result.summary['admitted']}")
     print(f"modules compiled with mypyc: {describe()}")
     print(f"read the snapshot: {read:.1f} s CPU")
     print(f"run: {ran:.1f} s CPU ({1000 * ran / max(steps, 1):.1f} ms per step), to the summary")
-    print(f"JSON document (-o json): {dumped:.1f} s CPU, {size / 1e6:.0f} MB; of which building the rows {built:.1f} s")
+    print(f"JSON document (-o json): {dumped:.1f} s CPU, {size / 1e6:.1f} MB")
+    if args.node_timelines:
+        print(
+            f"with --node-timelines: {timelines_dumped:.1f} s CPU, {timelines_size / 1e6:.0f} MB; "
+            f"of which building the rows {built:.1f} s"
+        )
     print(f"summary: {json.dumps(result.summary, sort_keys=True)}")
     if profiler:
         out = io.StringIO()

@@ -52,6 +52,7 @@ from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.config import SchedulerConfig
 from scheduler_plugins.scheduler.framework.features import scheduler_gates
 from scheduler_plugins.scheduler.framework.handle import ClientError
+from scheduler_plugins.scheduler.framework.queue import SchedulingQueue
 from scheduler_plugins.scheduler.framework.scheduling import Placement, Scheduler
 from scheduler_plugins.scheduler.registry import installed_registry as scheduler_registry
 from scheduler_plugins.scheduler.simulator.simulate import schedule_pending
@@ -365,17 +366,26 @@ class DeschedulerRunner:
 
 
 class SchedulerRunner:
-    """kube-scheduler with the profile of the configuration: every pending pod, once per step."""
+    """kube-scheduler with the profile of the configuration and its scheduling queue: a step's pass
+    attempts the pending pods the queue has ready (new ones, and those a cluster event or the
+    unschedulable flush moved back, past their backoff)."""
 
     def __init__(self, store: ClusterStore, config: SchedulerConfig, clock: SimClock) -> None:
         self.cluster = ClusterState.of_store(store)
+        self.queue = SchedulingQueue()
+        store.subscribe(self.queue)
+        self.clock = clock
         client = StoreClient(store, self.cluster, clock)
         framework = build_framework(
             config, scheduler_registry(), self.cluster, clock, client=client, features=scheduler_gates()
         )
         self.scheduler = Scheduler(framework, self.cluster, config.percentage_of_nodes_to_score)
 
-    def step(self) -> tuple[list[Placement], list[Placement]]:
-        placements, unqueued = schedule_pending(self.scheduler, self.cluster)
+    def step(self) -> tuple[list[Placement], list[Placement], list[Placement]]:
+        """(the placements of the pods attempted, the pods PreEnqueue kept out, the last placements
+        of the pods still waiting in the queue unattempted)."""
+        placements, unqueued = schedule_pending(self.scheduler, self.cluster, queue=self.queue, now=self.clock())
         self.scheduler.expire_waiting()
-        return placements, unqueued
+        attempted = {p.pod for p in placements} | {p.pod for p in unqueued}
+        waiting = [p for p in self.queue.waiting(self.cluster.pending) if p.pod not in attempted]
+        return placements, unqueued, waiting

@@ -171,7 +171,7 @@ class Run:
         self._finish(now)
         used = self.sampler.sample(now)
         self.manager.round()
-        placements, unqueued = self.scheduler.step()
+        placements, unqueued, waiting = self.scheduler.step()
         placed = 0
         for placement in placements:
             if placement.scheduled:
@@ -184,7 +184,7 @@ class Run:
                     if facts.lifetime is not None:
                         heapq.heappush(self.ending, (now + facts.lifetime, next(self.pushed), placement.pod, facts))
         reasons: dict[str, int] = {}
-        for placement in [*unqueued, *placements]:
+        for placement in [*unqueued, *placements, *waiting]:
             if not placement.scheduled:
                 text = placement.message or placement.status.message or str(placement.status.code.name)
                 reasons[text] = reasons.get(text, 0) + 1

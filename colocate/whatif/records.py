@@ -10,12 +10,16 @@ JSON (docs/whatif.md, "Output") from them, and `json_chunks` writes the document
 from __future__ import annotations
 
 import json
+import math
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import numpy as np
+
 from policies.apis.nodemetric import cpu_text, memory_text
+from policies.apis.quantity import QuantityError, milli_value
 
 from .pods import CLASSES
 
@@ -86,14 +90,63 @@ class RunResult:
     title: str = ""
     cpu_capacity: float = 0.0
     ls_threshold: float = 0.0
+    #: per node: allocatable cpu (millicores) and memory (bytes), for the per-node utilisation
+    allocatable: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    #: the step's length in seconds (node-minutes in the per-node aggregates)
+    step_seconds: float = 60.0
 
 
 def _pair(values: Sequence[int], at: int) -> dict[str, str]:
     return {"cpu": cpu_text(values[at]), "memory": memory_text(values[at + 1])}
 
 
-def step_document(step: StepRecord, nodes: Sequence[str]) -> dict[str, Any]:
-    """The step as `-o json` has it."""
+def _raw_amount(value: Any) -> int | None:
+    """A batch allocatable written other than as a plain integer, as a number (None: not one)."""
+    try:
+        return milli_value(value) // 1000
+    except (QuantityError, TypeError, ValueError):
+        return None
+
+
+def _batch_column(step: StepRecord, slot: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """One batch allocatable slot of every node as numbers (ABSENT where the node has none)."""
+    column = np.array(np.frombuffer(step.nodes, dtype=np.int64)[slot::FIELDS])
+    for (index, raw_slot), value in step.raw.items():
+        if raw_slot == slot:
+            amount = _raw_amount(value)
+            column[index] = ABSENT if amount is None else amount
+    return column
+
+
+def step_totals(step: StepRecord) -> dict[str, Any]:
+    """The cluster's totals of the step's node rows (what `-o json` writes by default)."""
+    values = step.nodes
+    sums = [sum(values[slot::FIELDS]) for slot in range(REQUESTED, BATCH_CPU)]
+    batch = {}
+    for slot, resource in BATCH_RESOURCES:
+        column = _batch_column(step, slot)
+        present = column >= 0
+        if present.any():
+            batch[resource] = str(int(column[present].sum()))
+    return {
+        "requested": {c: _pair(sums, REQUESTED + 2 * i) for i, c in enumerate(CLASSES)},
+        "used": {c: _pair(sums, USED + 2 * i) for i, c in enumerate(CLASSES)},
+        "batchAllocatable": batch,
+        "suppressedMilliCPU": sum(values[SUPPRESSED::FIELDS]),
+        "lsOverThresholdNodes": sum(values[LS_OVER::FIELDS]),
+        "beStarvedPods": sum(values[STARVED::FIELDS]),
+    }
+
+
+def step_document(step: StepRecord, nodes: Sequence[str], timelines: bool = True) -> dict[str, Any]:
+    """The step as `-o json` has it: the cluster's totals, and each node's row with `timelines`."""
+    document = _step_facts(step)
+    if timelines:
+        document["nodes"] = _node_rows(step, nodes)
+    return document
+
+
+def _node_rows(step: StepRecord, nodes: Sequence[str]) -> list[dict[str, Any]]:
     rows = []
     values = step.nodes
     for index, name in enumerate(nodes):
@@ -116,9 +169,13 @@ def step_document(step: StepRecord, nodes: Sequence[str]) -> dict[str, Any]:
                 "beStarvedPods": row[STARVED],
             }
         )
+    return rows
+
+
+def _step_facts(step: StepRecord) -> dict[str, Any]:
     document: dict[str, Any] = {
         "t": step.t,
-        "nodes": rows,
+        "totals": step_totals(step),
         "pending": step.pending,
         "pendingReasons": step.pending_reasons,
         "admitted": step.admitted,
@@ -132,30 +189,110 @@ def step_document(step: StepRecord, nodes: Sequence[str]) -> dict[str, Any]:
     return document
 
 
-def document_of(result: RunResult) -> dict[str, Any]:
-    """The whole run as `-o json` has it (every step's rows at once: `json_chunks` writes the same
-    text a step at a time)."""
-    return {"steps": [step_document(s, result.nodes) for s in result.steps], "summary": result.summary}
+def document_of(result: RunResult, timelines: bool = True) -> dict[str, Any]:
+    """The whole run as `-o json` has it (every step at once: `json_chunks` writes the same text a
+    step at a time)."""
+    return {
+        "nodes": node_aggregates(result),
+        "steps": [step_document(s, result.nodes, timelines) for s in result.steps],
+        "summary": result.summary,
+    }
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def _run_chunks(result: RunResult) -> Iterator[str]:
-    yield '{"steps":['
+def _run_chunks(result: RunResult, timelines: bool) -> Iterator[str]:
+    yield '{"nodes":' + _dumps(node_aggregates(result)) + ',"steps":['
     for index, step in enumerate(result.steps):
-        yield ("," if index else "") + _dumps(step_document(step, result.nodes))
+        yield ("," if index else "") + _dumps(step_document(step, result.nodes, timelines))
     yield '],"summary":' + _dumps(result.summary) + "}"
 
 
-def json_chunks(runs: Mapping[str, RunResult]) -> Iterator[str]:
+def json_chunks(runs: Mapping[str, RunResult], timelines: bool = False) -> Iterator[str]:
     """The `-o json` text of one run (`{"run": result}`) or of a comparison (`{"a": .., "b": ..}`),
-    in pieces: exactly `json.dumps(document, sort_keys=True, separators=(",", ":"))`."""
+    in pieces: exactly `json.dumps(document, sort_keys=True, separators=(",", ":"))`. Each node's
+    row of every step only with `timelines` (`--node-timelines`: 600 MB for a 1,000-node day)."""
     if list(runs) == ["run"]:
-        yield from _run_chunks(runs["run"])
+        yield from _run_chunks(runs["run"], timelines)
         return
     for index, label in enumerate(sorted(runs)):
         yield ("{" if index == 0 else ",") + _dumps(label) + ":"
-        yield from _run_chunks(runs[label])
+        yield from _run_chunks(runs[label], timelines)
     yield "}"
+
+
+def _slot_matrix(steps: Sequence[StepRecord], slot: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """One slot of every node over the steps: steps x nodes."""
+    return np.stack([np.frombuffer(s.nodes, dtype=np.int64)[slot::FIELDS] for s in steps])
+
+
+def _used_matrix(steps: Sequence[StepRecord], resource: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """What every class used of cpu (0) or memory (1) on every node: steps x nodes."""
+    total = _slot_matrix(steps, USED + resource)
+    for i in range(1, len(CLASSES)):
+        total = total + _slot_matrix(steps, USED + 2 * i + resource)
+    return total
+
+
+def _mean_p95(values: np.ndarray[Any, np.dtype[Any]]) -> dict[str, float]:
+    """A node's mean and p95 over the steps (the summary's percentile: the ceil(0.95·n)-th value)."""
+    column = np.sort(values)
+    p95 = column[min(len(column) - 1, max(0, math.ceil(0.95 * len(column)) - 1))]
+    return {"mean": round(float(column.mean()), 4), "p95": round(float(p95), 4)}
+
+
+def node_aggregates(result: RunResult) -> list[dict[str, Any]]:
+    """Per node over the run: cpu and memory utilisation (used ÷ allocatable, mean and p95), the
+    mean requested and used by class, the mean batch allocatable the manager wrote, the mean and
+    largest CPUSuppress, node-minutes over threshold, BE pod-minutes starved and evictions."""
+    steps, nodes = result.steps, result.nodes
+    if not steps or not nodes:
+        return []
+    minutes = result.step_seconds / 60
+    means = {slot: _slot_matrix(steps, slot).mean(axis=0) for slot in range(REQUESTED, BATCH_CPU)}
+    used = [_used_matrix(steps, resource) for resource in (0, 1)]
+    suppressed = _slot_matrix(steps, SUPPRESSED)
+    over = _slot_matrix(steps, LS_OVER).sum(axis=0)
+    starved = _slot_matrix(steps, STARVED).sum(axis=0)
+    batch = [_batch_means(steps, slot) for slot, _ in BATCH_RESOURCES]
+    evictions: dict[str, int] = {}
+    for step in steps:
+        for eviction in step.evictions:
+            evictions[eviction.get("node", "")] = evictions.get(eviction.get("node", ""), 0) + 1
+    rows = []
+    for index, name in enumerate(nodes):
+        cpu, memory = result.allocatable.get(name, (0, 0))
+        row_means = [int(round(float(means[slot][index]))) for slot in range(REQUESTED, BATCH_CPU)]
+        rows.append(
+            {
+                "name": name,
+                "cpuUtilisation": _mean_p95(used[0][:, index] / (cpu or 1)),
+                "memoryUtilisation": _mean_p95(used[1][:, index] / (memory or 1)),
+                "requestedMean": {c: _pair(row_means, REQUESTED + 2 * i) for i, c in enumerate(CLASSES)},
+                "usedMean": {c: _pair(row_means, USED + 2 * i) for i, c in enumerate(CLASSES)},
+                "batchAllocatableMean": {
+                    resource: str(b[index])
+                    for (_, resource), b in zip(BATCH_RESOURCES, batch, strict=True)
+                    if b[index] is not None
+                },
+                "suppressedMilliCPU": {
+                    "mean": int(round(float(suppressed[:, index].mean()))),
+                    "max": int(suppressed[:, index].max()),
+                },
+                "lsOverThresholdMinutes": round(float(over[index]) * minutes, 3),
+                "beStarvedPodMinutes": round(float(starved[index]) * minutes, 3),
+                "evictions": evictions.get(name, 0),
+            }
+        )
+    return rows
+
+
+def _batch_means(steps: Sequence[StepRecord], slot: int) -> list[int | None]:
+    """Each node's mean batch allocatable of one resource over the steps it had one (None: never)."""
+    matrix = np.stack([_batch_column(step, slot) for step in steps])
+    present = matrix >= 0
+    totals = np.where(present, matrix, 0).sum(axis=0)
+    counts = present.sum(axis=0)
+    return [int(t) // int(c) if c else None for t, c in zip(totals, counts, strict=True)]

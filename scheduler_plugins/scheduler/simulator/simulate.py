@@ -11,6 +11,7 @@ from colocate.cli.progress import Progress
 from policies.apis.constants import BATCH_CPU, BATCH_MEMORY, RESOURCE_CPU, RESOURCE_MEMORY
 from scheduler_plugins.scheduler.cluster.state import ClusterState
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.queue import SchedulingQueue
 from scheduler_plugins.scheduler.framework.scheduling import Placement, Scheduler
 from scheduler_plugins.scheduler.reservations import RESERVE_POD_KEY_PREFIX
 
@@ -68,29 +69,41 @@ class SimulationReport:
 
 
 def schedule_pending(
-    scheduler: Scheduler, cluster: ClusterState, bar: Progress | None = None
+    scheduler: Scheduler,
+    cluster: ClusterState,
+    bar: Progress | None = None,
+    queue: SchedulingQueue | None = None,
+    now: float = 0.0,
 ) -> tuple[list[Placement], list[Placement]]:
     """One pass over the pending pods in queue order: (their placements, the pods PreEnqueue kept
-    out of the queue). `simulate` runs it once; `colocate whatif` once per step."""
+    out of the queue). `simulate` runs it once over every pod; `colocate whatif` once per step
+    with its `queue`, over the pods the queue has ready at `now` (kube-scheduler's activeQ)."""
     fwk = scheduler.framework
     queued, unqueued = [], []
     for pod in cluster.pending.values():
+        if queue is not None and not queue.ready(pod.key, now):
+            continue
         status = fwk.run_pre_enqueue(pod)
         if status.is_success:
             queued.append(pod)
         else:
             unqueued.append(Placement(pod.key, status=status, message=f"pre-enqueue: {status.message}"))
-    queue = fwk.sort_pods(queued)
-    scheduler.nominate_pending(queue)
+    active = fwk.sort_pods(queued)
+    scheduler.nominate_pending(active)
     if bar is not None:
-        bar.total = max(len(queue), 1)
+        bar.total = max(len(active), 1)
     placements = []
-    remaining = {pod.key: pod for pod in queue}
-    order = iter(queue)
+    remaining = {pod.key: pod for pod in active}
+    order = iter(active)
     while remaining:
         pod = fwk.run_next_pod(remaining) or next(p for p in order if p.key in remaining)
         del remaining[pod.key]
-        placements.append(scheduler.schedule_one(pod))
+        if queue is not None:
+            queue.begin_cycle()
+        placement = scheduler.schedule_one(pod)
+        if queue is not None and not placement.scheduled:
+            queue.attempted(pod.key, placement.status, placement.failed_nodes, placement, now)
+        placements.append(placement)
         if bar is not None:
             bar.advance()
     return placements, unqueued

@@ -39,6 +39,7 @@ def example_run(whatif: Whatif) -> Callable[..., dict[str, Any]]:
             *WINDOW,
             "-o",
             "json",
+            "--node-timelines",
             *extra,
         )
         assert code == 0, err

@@ -12,6 +12,7 @@ from colocate.whatif.inputs import load_inputs, load_profiles, start_time
 from colocate.whatif.loop import RunOptions
 from colocate.whatif.records import BATCH_CPU, BATCH_MEMORY, FIELDS, RAW, StepRecord, allocatable_slot, step_document
 from policies.apis.durations import parse_duration
+from policies.apis.quantity import milli_value
 
 from .conftest import EXAMPLE, Whatif
 
@@ -24,13 +25,13 @@ def _hourly(run: dict[str, Any]) -> list[list[str]]:
         if step["t"][:13] == hour:
             continue
         hour = step["t"][:13]
-        nodes = step["nodes"]
+        totals = step["totals"]
         rows.append(
             [
                 step["t"],
                 str(step["pending"]),
-                str(sum(n["lsOverThreshold"] for n in nodes)),
-                str(sum(n["suppressedMilliCPU"] for n in nodes)),
+                str(totals["lsOverThresholdNodes"]),
+                str(totals["suppressedMilliCPU"]),
                 str(len(step["evictions"])),
             ]
         )
@@ -61,12 +62,44 @@ def test_the_table_says_what_the_json_says(whatif: Whatif) -> None:
 
 
 def test_the_json_a_step_at_a_time_is_the_whole_document(whatif: Whatif) -> None:
-    code, out, err = whatif(*ARGS, "--profiles", str(EXAMPLE / "profiles"), "-o", "json")
-    assert code == 0, err
     inputs = load_inputs(EXAMPLE / "cluster", EXAMPLE / "workload.yaml")
     options = RunOptions(start_time(inputs, None), parse_duration("3h"), parse_duration("1m"))
-    document = run_document(inputs, load_profiles(EXAMPLE / "profiles", "--profiles"), options)
-    assert out == json.dumps(document, sort_keys=True, separators=(",", ":")) + "\n"
+    profiles = load_profiles(EXAMPLE / "profiles", "--profiles")
+    for flags, timelines in (((), False), (("--node-timelines",), True)):
+        code, out, err = whatif(*ARGS, "--profiles", str(EXAMPLE / "profiles"), "-o", "json", *flags)
+        assert code == 0, err
+        document = run_document(inputs, profiles, options, timelines)
+        assert out == json.dumps(document, sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def test_the_default_json_holds_totals_and_node_aggregates_of_the_rows_it_leaves_out(whatif: Whatif) -> None:
+    code, out, err = whatif(*ARGS, "--profiles", str(EXAMPLE / "profiles"), "-o", "json")
+    assert code == 0, err
+    code, full, err = whatif(*ARGS, "--profiles", str(EXAMPLE / "profiles"), "-o", "json", "--node-timelines")
+    assert code == 0, err
+    short, long = json.loads(out), json.loads(full)
+    assert all("nodes" not in step for step in short["steps"])
+    assert len(out) * 2 < len(full)
+    assert short["summary"] == long["summary"] and short["nodes"] == long["nodes"]
+    for step, with_rows in zip(short["steps"], long["steps"], strict=True):
+        rows = with_rows["nodes"]
+        assert step == {k: v for k, v in with_rows.items() if k != "nodes"}
+        totals = step["totals"]
+        assert totals["suppressedMilliCPU"] == sum(n["suppressedMilliCPU"] for n in rows)
+        assert totals["lsOverThresholdNodes"] == sum(n["lsOverThreshold"] for n in rows)
+        assert int(totals["batchAllocatable"]["kubernetes.io/batch-cpu"]) == sum(
+            int(n["batchAllocatable"]["kubernetes.io/batch-cpu"]) for n in rows
+        )
+        for cls in ("prod", "batch", "free"):
+            used = sum(milli_value(n["used"][cls]["cpu"]) for n in rows)
+            assert milli_value(totals["used"][cls]["cpu"]) == used
+    for index, node in enumerate(short["nodes"]):
+        rows = [step["nodes"][index] for step in long["steps"]]
+        assert node["name"] == rows[0]["name"]
+        assert node["lsOverThresholdMinutes"] == sum(r["lsOverThreshold"] for r in rows)
+        assert node["suppressedMilliCPU"]["max"] == max(r["suppressedMilliCPU"] for r in rows)
+        cpu = [sum(milli_value(r["used"][c]["cpu"]) for c in ("prod", "batch", "free")) / 16000 for r in rows]
+        assert node["cpuUtilisation"]["mean"] == round(sum(cpu) / len(cpu), 4)
 
 
 def test_a_batch_allocatable_not_written_as_an_integer_comes_out_as_written() -> None:
@@ -81,5 +114,7 @@ def test_a_batch_allocatable_not_written_as_an_integer_comes_out_as_written() ->
         if slot == RAW:
             raw[(index, BATCH_CPU)] = value
     step = StepRecord("2026-01-01T00:00:00Z", nodes, 0, {}, 0, 0, 0, [], [], [], raw)
-    rows = step_document(step, [f"n{i}" for i in range(len(written))])["nodes"]
-    assert [row["batchAllocatable"] for row in rows] == [{"kubernetes.io/batch-cpu": v} for v in written]
+    document = step_document(step, [f"n{i}" for i in range(len(written))])
+    assert [row["batchAllocatable"] for row in document["nodes"]] == [{"kubernetes.io/batch-cpu": v} for v in written]
+    # the total counts what reads as a number: 16200 + 1000 ("1k") + 7 + 5
+    assert document["totals"]["batchAllocatable"] == {"kubernetes.io/batch-cpu": str(16200 + 1000 + 7 + 5)}
