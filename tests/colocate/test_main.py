@@ -226,6 +226,7 @@ SURFACE: dict[str, tuple[list[str], list[str]]] = {
             "--compare-profiles",
             "--duration",
             "--koordlet-feature-gates",
+            "--node-timelines",
             "--now",
             "--profiles",
             "--report",
