@@ -32,7 +32,6 @@ handshake (docs/serve.md, "Sizing", says what that costs).
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import socket
 import ssl
@@ -41,6 +40,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final
 
+from colocate.cluster.probes import source_of
 from webhook.connections import ConnectionLimits
 
 log = logging.getLogger("colocate.connections")
@@ -228,21 +228,6 @@ class _Gate(asyncio.Protocol):
         if self.handler is not None:
             handler, self.handler = self.handler, None
             handler.connection_lost(exc)
-
-
-def source_of(peer: Any) -> str:
-    """The client a connection counts against: its IPv4 address, or its IPv6 /64 (one host
-    commonly holds a whole /64, so an address within it costs an attacker nothing)."""
-    host = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
-    try:
-        address = ipaddress.ip_address(host.partition("%")[0])
-    except ValueError:
-        return host
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.IPv6Network((address, 64), strict=False).network_address) + "/64"
-    return host
 
 
 class GatedSite:

@@ -59,7 +59,7 @@ from webhook.gate import GatedSite
 from webhook.live_reads import LiveReads
 from webhook.memory import give_back_after_storms
 from webhook.port import build_server
-from webhook.probes import ProbeListeners
+from webhook.probes import PROBE_FLAGS, probe_listeners
 from webhook.registry import Registry, default_routes
 from webhook.server import Lifecycle
 from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots, KubeSettings
@@ -326,7 +326,7 @@ async def serve_forever(
         max_connections=limits.max_connections,
         idle_timeout=limits.idle_timeout,
     )
-    probes = ProbeListeners(
+    probes = probe_listeners(
         config.health_address,
         config.metrics_address,
         state,
@@ -360,7 +360,7 @@ async def serve_forever(
     try:
         if listen_when_ready and await _first(signals.get(), loaded.wait()) == 0:
             return  # stopped before the state was loaded: never listened, nothing to drain
-        await _listen(probes.start(), probes.describe())
+        await _listen(probes.start(), probes.describe(PROBE_FLAGS))
         await _listen(site.start(), f"{config.host}:{config.port}")
         log.info(
             "serving admission webhooks on https://%s:%d, probes and metrics on %s "

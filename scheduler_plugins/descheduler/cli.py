@@ -19,7 +19,7 @@ import socket
 import uuid
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from colocate.cli import errors, flags
 from colocate.cli.output import add_output
@@ -37,6 +37,9 @@ from scheduler_plugins.descheduler.framework.runtime import Descheduler
 from scheduler_plugins.descheduler.registry import installed_registry
 from scheduler_plugins.descheduler.render import rounds_table
 from scheduler_plugins.descheduler.service import Schedule
+
+if TYPE_CHECKING:
+    from colocate.cluster.probes import ProbeListeners
 
 log = logging.getLogger("colocate.descheduler")
 
@@ -255,7 +258,7 @@ async def serve(
     store_metrics = StoreHealthMetrics(registry)
     store.on_failure = store_metrics.watch_failed
     tasks: list[asyncio.Task[None]] = []
-    servers = []
+    probes: ProbeListeners | None = None
     leading: asyncio.Event | None = None
     try:
         if api is not None:
@@ -268,9 +271,8 @@ async def serve(
             )
             tasks.append(asyncio.create_task(source.run()))
         if schedule.rounds is None:
-            servers = health_servers(*config.bind_addresses(in_cluster=in_cluster), lambda: store.synced(), registry)
-            for server in servers:
-                server.start()
+            probes = health_servers(*config.bind_addresses(in_cluster=in_cluster), lambda: store.synced(), registry)
+            await probes.start()
             tasks.append(asyncio.create_task(store_metrics.export_forever(store)))
             if api is not None and config.leader_election.leader_elect:
                 from datetime import timedelta
@@ -300,5 +302,5 @@ async def serve(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        for server in servers:
-            server.close()
+        if probes is not None:
+            await probes.stop()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from colocate.cli.flags import bind_address
-from colocate.cluster.health import HealthServer
+from colocate.cluster.probes import ProbeListeners, component_answers, readiness_of
 from scheduler_plugins.descheduler.cluster import DeschedulerView
 from scheduler_plugins.descheduler.framework.report import RoundReport
 from scheduler_plugins.descheduler.framework.runtime import Descheduler
@@ -34,14 +34,13 @@ class Schedule:
 
 def health_servers(
     healthz: str, metrics: str, ready: Callable[[], bool], registry: CollectorRegistry
-) -> list[HealthServer]:
-    """One server when both paths share an address (the default), else one each."""
-    if healthz == metrics:
-        return [HealthServer(bind_address(healthz), {"/healthz", "/metrics"}, ready, registry, name="descheduler-http")]
-    return [
-        HealthServer(bind_address(healthz), {"/healthz"}, ready, registry, name="descheduler-http"),
-        HealthServer(bind_address(metrics), {"/metrics"}, ready, registry, name="descheduler-http"),
-    ]
+) -> ProbeListeners:
+    """`/healthz` (200 once the cluster state is listed) and `/metrics`: one listener when both
+    share an address (the default), else one each. The descheduler has no `/readyz`."""
+    paths = frozenset({"/healthz", "/metrics"})
+    readiness = readiness_of(ready, "cluster state not listed yet")
+    answers = component_answers(readiness, registry, healthy=readiness, paths=paths)
+    return ProbeListeners(bind_address(healthz), bind_address(metrics), answers)
 
 
 async def run_rounds(

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from colocate.cli import errors, flags
 from colocate.cli.parser import Subparsers
@@ -22,6 +22,9 @@ from scheduler_plugins.koordlet.framework import ExtensionRegistry, default_exte
 from scheduler_plugins.koordlet.options import add_strategy_flags, strategy_options
 from scheduler_plugins.koordlet.states import KOORDLET_KINDS
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
+
+if TYPE_CHECKING:
+    from colocate.cluster.probes import ProbeListeners
 
 
 def directory_source(root: Path, store: ClusterStore, interval: float) -> Callable[[], Any]:
@@ -118,6 +121,15 @@ def _api(args: argparse.Namespace) -> Any:
     return api_client_or_else(args.kubeconfig, args.context, instead="--node-dir DIR")
 
 
+def agent_probes(agent: Agent, host: str, port: int) -> ProbeListeners:
+    """GET /healthz (alive), /readyz (200 once the states are synced and the first collection ran),
+    /metrics (Prometheus), all on the agent's one address."""
+    from colocate.cluster.probes import ProbeListeners, component_answers, readiness_of
+
+    answers = component_answers(readiness_of(agent.ready, "not ready"), agent.registry)
+    return ProbeListeners((host, port), (host, port), answers)
+
+
 async def serve(
     settings: AgentSettings,
     options: StrategyOptions,
@@ -129,7 +141,6 @@ async def serve(
 
     from colocate.cluster.kube import KubeSource
     from colocate.cluster.reflector import ReflectorSettings
-    from scheduler_plugins.koordlet import server
 
     store = ClusterStore(KOORDLET_KINDS + (NODE_METRIC_KIND,))
     agent = Agent(settings, options, store, api, extensions)
@@ -142,7 +153,8 @@ async def serve(
         )
         kube = KubeSource(api, watched_kinds(settings.node_name), store, reflector)
         source = kube.run
-    runner = await server.start(server.make_app(agent.ready, agent.registry), settings.host, settings.port)
+    probes = agent_probes(agent, settings.host, settings.port)
+    await probes.start()
     log.info(
         "koordlet for node %s: cgroup %s (%s) at %s, serving on %s:%d%s",
         settings.node_name,
@@ -150,7 +162,7 @@ async def serve(
         settings.driver,
         settings.cgroup_root,
         settings.host,
-        server.bound_port(runner),
+        probes.ports[0],
         " (dry run)" if settings.dry_run else "",
     )
     main = asyncio.create_task(agent.run(source))
@@ -166,5 +178,5 @@ async def serve(
         log.error("the node's objects were never listed (%ss)", SYNC_TIMEOUT)
         return 1
     finally:
-        await runner.cleanup()
+        await probes.stop()
     return 0

@@ -240,8 +240,8 @@ async def serve(
     from prometheus_client import CollectorRegistry
 
     from colocate.cli.flags import bind_address
-    from colocate.cluster.health import HealthServer
     from colocate.cluster.metrics import StoreHealthMetrics
+    from colocate.cluster.probes import ProbeListeners, component_answers
     from colocate.cluster.running import keep_leading, wait_synced
     from scheduler_plugins.manager.metrics import ManagerMetrics
     from scheduler_plugins.manager.service import run_rounds
@@ -252,7 +252,7 @@ async def serve(
     store_metrics = StoreHealthMetrics(registry)
     reconciler = Reconciler(clock)
     tasks: list[asyncio.Task[None]] = []
-    servers: list[HealthServer] = []
+    probes: ProbeListeners | None = None
     leading: asyncio.Event | None = None
     refresh: Callable[[], object] | None = None
     config_events: Callable[[Round], None] | None = None
@@ -302,29 +302,9 @@ async def serve(
                 leading = asyncio.Event()
                 tasks.append(asyncio.create_task(keep_leading(elector, durations[1], leading, metrics.leader)))
         if schedule.rounds is None:
-            health, exposition = bind_address(args.health_addr), bind_address(args.metrics_addr)
-            ready, readiness = view.store.synced, view.store.readiness
-            if health == exposition:
-                servers = [
-                    HealthServer(
-                        health, {"/healthz", "/readyz", "/metrics"}, ready, registry, lambda: True, detail=readiness
-                    )
-                ]
-            else:
-                servers = [
-                    HealthServer(
-                        health,
-                        {"/healthz", "/readyz"},
-                        ready,
-                        registry,
-                        lambda: True,
-                        name="manager-health",
-                        detail=readiness,
-                    ),
-                    HealthServer(exposition, {"/metrics"}, ready, registry, name="manager-metrics"),
-                ]
-            for server in servers:
-                server.start()
+            answers = component_answers(view.store.readiness, registry)
+            probes = ProbeListeners(bind_address(args.health_addr), bind_address(args.metrics_addr), answers)
+            await probes.start()
             tasks.append(asyncio.create_task(store_metrics.export_forever(view.store)))
         try:
             await asyncio.wait_for(wait_synced(view), None if schedule.rounds is None else SYNC_TIMEOUT_SECONDS)
@@ -335,5 +315,5 @@ async def serve(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        for server in servers:
-            server.close()
+        if probes is not None:
+            await probes.stop()

@@ -20,7 +20,7 @@ from tests.support.listener import listening
 from tests.support.served import Served
 from webhook.metrics import WebhookMetrics
 from webhook.port import build_server
-from webhook.probes import ProbeListeners
+from webhook.probes import probe_listeners
 from webhook.registry import default_routes
 from webhook.serve import tls_context
 from webhook.server import Lifecycle
@@ -58,7 +58,7 @@ async def start_server(
     kwargs = {"rand_int": (lambda n: rand)} if rand is not None else {}
     server = build_server(default_routes(), state, metrics, max_body=max_body, **kwargs)  # type: ignore[arg-type]
     probe_address = ("127.0.0.1", free_port())
-    probes = ProbeListeners(probe_address, probe_address, state, metrics, Lifecycle(), exposition_cache=0)
+    probes = probe_listeners(probe_address, probe_address, state, metrics, Lifecycle(), exposition_cache=0)
     await probes.start()
     try:
         async with listening(server, tls_context(cert_paths)) as url:

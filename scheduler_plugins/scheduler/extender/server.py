@@ -20,10 +20,10 @@ from typing import Any
 
 import orjson
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client import CollectorRegistry, Counter
 
 from colocate.cluster.metrics import StoreHealthMetrics
+from colocate.cluster.probes import answer_handler, component_answers
 from policies.apis.feature_gates import FeatureGates
 from scheduler_plugins.clock import Clock, system_clock
 from scheduler_plugins.scheduler.cluster.sources import ClusterSource, LiveClusterSource
@@ -93,23 +93,14 @@ def make_app(
     for verb in VERBS:  # a malformed body is a 400 with the reason in Error
         routes.post(f"{prefix}/{verb}")(_verb(verb, getattr(ExtenderService, verb)))
 
-    @routes.get(f"{prefix}/healthz")
-    async def healthz(request: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    @routes.get(f"{prefix}/readyz")
-    async def readyz(request: web.Request) -> web.Response:
-        ready, said = request.app[SERVICE_KEY].readiness()
-        return web.Response(text=said, status=200 if ready else 503)
-
-    @routes.get(f"{prefix}/metrics")
-    async def metrics_page(request: web.Request) -> web.Response:
-        body = generate_latest(request.app[METRICS_KEY])
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+    registry = metrics if metrics is not None else CollectorRegistry()
+    answers = component_answers(service.readiness, registry)
+    for path, answer in answers.items():  # kube-scheduler's manifests probe them on the extender's port
+        routes.get(f"{prefix}{path}")(answer_handler(answer))
 
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app[SERVICE_KEY] = service
-    app[METRICS_KEY] = metrics if metrics is not None else CollectorRegistry()
+    app[METRICS_KEY] = registry
     app[REQUESTS_KEY] = Counter(
         "colocate_extender_requests_total",
         "Extender requests by verb and HTTP status (400 a bad request, 503 not synced, 500 a plugin error).",

@@ -14,8 +14,8 @@ from colocate.cluster.kube import KubeSource
 from colocate.cluster.reflector import ReflectorSettings
 from colocate.cluster.store import ClusterStore
 from policies.apis.kinds import NODE_METRIC_KIND
-from scheduler_plugins.koordlet import server
 from scheduler_plugins.koordlet.agent import Agent, AgentSettings, watched_kinds
+from scheduler_plugins.koordlet.command import agent_probes
 from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.states import KOORDLET_KINDS
 from scheduler_plugins.koordlet.strategies.base import StrategyOptions
@@ -90,8 +90,9 @@ async def test_the_agent_enforces_reports_and_evicts_through_the_api(
     options = StrategyOptions(koordlet_gates("BEMemoryEvict=true"), memory_evict_cool_time=60)
     agent = Agent(settings, options, store, client, processors=flat_processors(8))
     source = KubeSource(client, watched_kinds("n1"), store, ReflectorSettings(watch_timeout=5))
-    runner = await server.start(server.make_app(agent.ready, agent.registry), "127.0.0.1", 0)
-    base = f"http://127.0.0.1:{server.bound_port(runner)}"
+    probes = agent_probes(agent, "127.0.0.1", 0)
+    await probes.start()
+    base = f"http://127.0.0.1:{probes.ports[0]}"
     task = asyncio.create_task(agent.run(source.run))
     try:
         await wait_for(lambda: agent.ready(), message="the agent to sync and collect")
@@ -134,5 +135,5 @@ async def test_the_agent_enforces_reports_and_evicts_through_the_api(
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        await runner.cleanup()
+        await probes.stop()
         source.close()

@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 import socket
 
+from colocate.cluster.probes import PROBE_MAX_CONNECTIONS, CachedExposition
 from tests.support.admission import admission_review
 from tests.support.builders import make_pod
-from webhook.probes import PROBE_MAX_CONNECTIONS, CachedExposition
 
 SCRAPERS = 200
 PIPELINED = 1000
