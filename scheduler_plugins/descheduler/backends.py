@@ -14,7 +14,7 @@ from typing import Final
 from colocate.cluster.eviction import EvictionResult, Outcome
 from colocate.cluster.store import ClusterStore
 from policies.apis.disruption import PDB_KIND, disruptions_allowed, selects
-from policies.apis.objects import namespace_of
+from policies.apis.objects import namespace_of, status_of
 
 __all__ = ["PDB_KIND", "BLOCKED_MESSAGE", "StoreEvictions"]
 
@@ -29,7 +29,7 @@ class StoreEvictions:
         pod = self.store.get("Pod", (namespace, name))
         if pod is None:
             return EvictionResult(Outcome.GONE, f'pods "{name}" not found', 404)
-        if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+        if status_of(pod).get("phase") not in ("Succeeded", "Failed"):
             budgets = [b for b in self.store.objects(PDB_KIND) if selects(b, pod)]
             if len(budgets) > 1:
                 return EvictionResult(

@@ -15,6 +15,7 @@ from colocate.cluster.kinds import WatchedKind
 from colocate.cluster.store import ClusterStore, Object, ObjectKey
 from colocate.cluster.views import ACTIVE_BOUND_PODS, BoundPods, SyncedView
 from policies.apis.kinds import NODE_METRIC_KIND
+from policies.apis.objects import status_of
 
 #: what a descheduler reads: nodes, NodeMetrics, pods (bound and running)
 DESCHEDULER_KINDS: Final = ("Node", NODE_METRIC_KIND, "Pod")
@@ -73,7 +74,7 @@ class DeschedulerView(SyncedView):
 def is_ready(node: Mapping[str, Any]) -> bool:
     """The descheduler's IsReady: no condition says otherwise (Ready not True, or a pressure/
     network condition True). A node that reports no conditions counts as ready."""
-    for condition in (node.get("status") or {}).get("conditions") or []:
+    for condition in status_of(node).get("conditions") or []:
         kind, status = condition.get("type"), condition.get("status")
         if kind == "Ready" and status != "True":
             return False

@@ -20,7 +20,7 @@ from policies.apis.constants import (
     PriorityClass,
     QoSClass,
 )
-from policies.apis.objects import annotations_of, labels_of, metadata_of, spec_of
+from policies.apis.objects import annotations_of, labels_of, metadata_of, spec_of, status_of
 from policies.apis.qos import defaulted_priority_class, defaulted_qos_class, kubernetes_qos_class, raw_qos_class
 from policies.apis.quantity import QuantityError, resource_list
 from scheduler_plugins.koordlet.cgroups.ids import RefusedPath
@@ -130,7 +130,7 @@ class PodView:
 
 
 def is_active(pod: Mapping[str, Any]) -> bool:
-    phase = (pod.get("status") or {}).get("phase")
+    phase = status_of(pod).get("phase")
     return phase not in ("Succeeded", "Failed") and not metadata_of(pod).get("deletionTimestamp")
 
 

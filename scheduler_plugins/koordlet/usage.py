@@ -11,6 +11,7 @@ from typing import Any
 
 from policies.apis.constants import RESOURCE_CPU, RESOURCE_MEMORY
 from policies.apis.nodemetric import NodeMetricReading, read_node_metric
+from policies.apis.objects import status_of
 from policies.apis.quantity import QuantityError, milli_value, resource_list, value
 
 
@@ -74,7 +75,7 @@ def usage_of_node_metric(metric: Mapping[str, Any] | None, be_cpu: BECPU | None 
         reading = read_node_metric(metric)
     except (ValueError, TypeError, AttributeError):
         return _tolerant_usage(metric, be_cpu)
-    return _usage_of_reading(metric.get("status") or {}, reading, be_cpu)
+    return _usage_of_reading(status_of(metric), reading, be_cpu)
 
 
 def _usage_of_reading(status: Mapping[str, Any], reading: NodeMetricReading, be_cpu: BECPU | None) -> Usage:
@@ -126,7 +127,7 @@ def _cpu_memory_usage(cpu: int, memory: int) -> ResourceUsage:
 
 def _tolerant_usage(metric: Mapping[str, Any], be_cpu: BECPU | None = None) -> Usage:
     """A NodeMetric's usage entry by entry, skipping what is malformed."""
-    status = metric.get("status") or {}
+    status = status_of(metric)
     node = _usage((status.get("nodeMetric") or {}).get("nodeUsage"))
     pods: dict[str, ResourceUsage] = {}
     for item in status.get("podsMetric") or []:

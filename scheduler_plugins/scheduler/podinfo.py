@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from policies.apis.constants import PRIORITY_DEFAULT_VALUES, RESOURCE_CPU, RESOURCE_MEMORY, PriorityClass, QoSClass
-from policies.apis.objects import json_copy
+from policies.apis.objects import ObjectView, json_copy
 from policies.apis.qos import (
     defaulted_priority_class,
     defaulted_qos_class,
@@ -39,41 +39,22 @@ Vector = dict[str, int]
 clone = json_copy  # a deep copy of a JSON-shaped object, shared with the policy engine
 
 
-class PodInfo:
+class PodInfo(ObjectView):
     """Read-only view of one pod. Never mutate `obj`; derive a new PodInfo instead."""
 
-    __slots__ = ("obj", "__dict__")
+    __slots__ = ()
+    obj: dict[str, Any]
 
     def __init__(self, obj: dict[str, Any]) -> None:
         self.obj = obj
-
-    @cached_property
-    def metadata(self) -> Mapping[str, Any]:
-        return self.obj.get("metadata") or {}
-
-    @cached_property
-    def spec(self) -> Mapping[str, Any]:
-        return self.obj.get("spec") or {}
 
     @cached_property
     def namespace(self) -> str:
         return self.metadata.get("namespace") or "default"
 
     @cached_property
-    def name(self) -> str:
-        return self.metadata.get("name") or ""
-
-    @cached_property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
-
-    @cached_property
-    def labels(self) -> Mapping[str, str]:
-        return self.metadata.get("labels") or {}
-
-    @cached_property
-    def annotations(self) -> Mapping[str, str]:
-        return self.metadata.get("annotations") or {}
 
     @property
     def node_name(self) -> str:
@@ -136,7 +117,7 @@ class PodInfo:
 
     @cached_property
     def is_terminated(self) -> bool:
-        return (self.obj.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        return self.status.get("phase") in ("Succeeded", "Failed")
 
     #: derived values that depend only on the pod's spec and labels
     SPEC_DERIVED = (
@@ -163,7 +144,7 @@ class PodInfo:
 
     def condition_time(self, kind: str) -> str | None:
         """`lastTransitionTime` of condition `kind` when it is True, else None."""
-        for cond in (self.obj.get("status") or {}).get("conditions") or []:
+        for cond in self.status.get("conditions") or []:
             if cond.get("type") == kind and cond.get("status") == "True":
                 return cond.get("lastTransitionTime") or None
         return None

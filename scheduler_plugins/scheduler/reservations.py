@@ -34,6 +34,7 @@ from policies.apis.constants import (
     RESOURCE_MEMORY,
 )
 from policies.apis.durations import parse_duration
+from policies.apis.objects import ObjectView, metadata_of, spec_of
 from policies.apis.quantity import QuantityError, resource_list
 from policies.apis.selectors import LabelSelector, SelectorShapeError, compile_selector
 from policies.apis.timestamps import parse_time
@@ -94,37 +95,10 @@ class _OwnerTerm:
         return self.selector is None or self.selector.matches(pod.labels)
 
 
-class ReservationInfo:
+class ReservationInfo(ObjectView):
     """One Reservation object, read-only; `allocated` pods are tracked by the cluster state."""
 
-    __slots__ = ("obj", "__dict__")
-
-    def __init__(self, obj: Mapping[str, Any]) -> None:
-        self.obj = obj
-
-    @cached_property
-    def metadata(self) -> Mapping[str, Any]:
-        return self.obj.get("metadata") or {}
-
-    @cached_property
-    def spec(self) -> Mapping[str, Any]:
-        return self.obj.get("spec") or {}
-
-    @cached_property
-    def status(self) -> Mapping[str, Any]:
-        return self.obj.get("status") or {}
-
-    @cached_property
-    def name(self) -> str:
-        return str(self.metadata.get("name") or "")
-
-    @cached_property
-    def uid(self) -> str:
-        return str(self.metadata.get("uid") or "")
-
-    @cached_property
-    def labels(self) -> Mapping[str, str]:
-        return self.metadata.get("labels") or {}
+    __slots__ = ()
 
     @property
     def node_name(self) -> str:
@@ -268,11 +242,11 @@ def reserve_pod_object(reservation: Mapping[str, Any]) -> dict[str, Any]:
     its labels and annotations over the template's, the reserve-pod annotations, priority from
     `koordinator.sh/priority` else MaxInt32, `reservation-node` taking the template's nodeName
     (which Filter then enforces)."""
-    meta = reservation.get("metadata") or {}
-    spec = reservation.get("spec") or {}
+    meta = metadata_of(reservation)
+    spec = spec_of(reservation)
     template = spec.get("template") or {}
-    tmeta = template.get("metadata") or {}
-    pod_spec = clone(dict(template.get("spec") or {}))
+    tmeta = metadata_of(template)
+    pod_spec = clone(dict(spec_of(template)))
     labels = {**(tmeta.get("labels") or {}), **(meta.get("labels") or {})}
     annotations = {
         **(tmeta.get("annotations") or {}),

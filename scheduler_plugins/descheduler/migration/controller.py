@@ -36,7 +36,7 @@ from colocate.cluster.eviction import EvictionResult, Outcome
 from colocate.cluster.rest import ApiError
 from policies.apis.constants import ANNOTATION_EVICT_REASON, ANNOTATION_EVICT_TRIGGER, ANNOTATION_PASSED_ARBITRATION
 from policies.apis.durations import parse_duration
-from policies.apis.objects import name_of
+from policies.apis.objects import annotations_of, metadata_of, name_of, spec_of
 from policies.apis.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend, MigrationBackend
 from scheduler_plugins.descheduler.migration import job as pmj
@@ -99,8 +99,7 @@ class Reconciler:
         waiting = [
             j
             for j in jobs
-            if pmj.phase_of(j) == pmj.PENDING
-            and ((j.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_PASSED_ARBITRATION) != "true"
+            if pmj.phase_of(j) == pmj.PENDING and annotations_of(j).get(ANNOTATION_PASSED_ARBITRATION) != "true"
         ]
         for job in arbitration_order(waiting, pods, self.pod_sorter):
             job = dict(job)
@@ -141,10 +140,7 @@ class Reconciler:
             i
             for i, job in enumerate(jobs)
             if pmj.is_active(job)
-            and (
-                pmj.phase_of(job) == pmj.RUNNING
-                or ((job.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_PASSED_ARBITRATION) == "true"
-            )
+            and (pmj.phase_of(job) == pmj.RUNNING or annotations_of(job).get(ANNOTATION_PASSED_ARBITRATION) == "true")
         ]
         if self.workers == 1 or len(ready) <= 1:
             for i in ready:
@@ -183,7 +179,7 @@ class Reconciler:
             pod = self.backend.get_pod(namespace, name)
             if pod is None:
                 return self._missing_pod(job)
-            job["spec"]["podRef"]["uid"] = str((pod.get("metadata") or {}).get("uid") or ref.get("uid") or "")
+            job["spec"]["podRef"]["uid"] = str(metadata_of(pod).get("uid") or ref.get("uid") or "")
             job.setdefault("status", {})["phase"] = pmj.RUNNING
             # Koordinator returns here and its own status update requeues the job at once: go on
             job = self._write(job)
@@ -238,7 +234,7 @@ class Reconciler:
         ref = pmj.pod_ref(job)
         if not job["status"].get("nodeName"):
             pod = self.backend.get_pod(str(ref.get("namespace")), str(ref.get("name")))
-            if pod is not None and node and (pod.get("spec") or {}).get("nodeName") == node:
+            if pod is not None and node and spec_of(pod).get("nodeName") == node:
                 pmj.finish(
                     job,
                     pmj.FAILED,
@@ -302,7 +298,7 @@ class Reconciler:
                 "apiVersion": pmj.API_VERSION,
                 "kind": "Reservation",
                 "name": name_of(created),
-                "uid": str((created.get("metadata") or {}).get("uid") or ""),
+                "uid": str(metadata_of(created).get("uid") or ""),
             },
         }
         pmj.set_condition(job, pmj.COND_RESERVATION_CREATED, "True", self.clock())
@@ -321,7 +317,7 @@ class Reconciler:
         namespace, name = str(ref.get("namespace")), str(ref.get("name"))
         cond = pmj.condition(job, pmj.COND_EVICTION)
         pod = self.backend.get_pod(namespace, name)
-        replaced = pod is not None and ref.get("uid") and (pod.get("metadata") or {}).get("uid") != ref.get("uid")
+        replaced = pod is not None and ref.get("uid") and metadata_of(pod).get("uid") != ref.get("uid")
         if pod is None or (cond is not None and replaced):
             if cond is None:
                 return False, self._missing_pod(job)
@@ -331,13 +327,13 @@ class Reconciler:
             return False, job  # requeue: the pod is terminating
         if reservation is not None and rs.phase(reservation) == "Succeeded":
             bound = rs.bound_pod(reservation) or {}
-            if bound.get("uid") != (pod.get("metadata") or {}).get("uid"):
+            if bound.get("uid") != metadata_of(pod).get("uid"):
                 pmj.finish(
                     job, pmj.FAILED, pmj.REASON_FORBIDDEN_MIGRATE_POD, "Reservation is already bound by another Pod"
                 )
                 return False, self._write(job)
-        grace = ((job.get("spec") or {}).get("deleteOptions") or {}).get("gracePeriodSeconds", self.default_grace)
-        annotations = (job.get("metadata") or {}).get("annotations") or {}
+        grace = (spec_of(job).get("deleteOptions") or {}).get("gracePeriodSeconds", self.default_grace)
+        annotations = annotations_of(job)
         result = self.evictor.evict(
             pod,
             grace,
@@ -353,7 +349,7 @@ class Reconciler:
         with self._limits_lock:
             self.limits.track_eviction(pod, pods)
         reason = annotations.get(ANNOTATION_EVICT_REASON, "")
-        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        node = str(spec_of(pod).get("nodeName") or "")
         message = f'Pod "{namespace}/{name}" evicted from node "{node}" by the reason "{reason}"'
         pmj.set_condition(job, pmj.COND_EVICTION, "False", self.clock(), pmj.REASON_EVICTING, message)
         self._event(job, "Normal", pmj.REASON_EVICTING, message)
@@ -385,8 +381,8 @@ class Reconciler:
         return self._write(job)
 
     def _timed_out(self, job: Mapping[str, Any]) -> bool:
-        ttl = (job.get("spec") or {}).get("ttl")
-        created = parse_time((job.get("metadata") or {}).get("creationTimestamp"))
+        ttl = spec_of(job).get("ttl")
+        created = parse_time(metadata_of(job).get("creationTimestamp"))
         if not ttl or created is None:
             return False
         seconds = parse_duration(str(ttl))

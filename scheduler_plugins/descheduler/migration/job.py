@@ -23,7 +23,7 @@ from policies.apis.constants import (
     RESERVATION_KIND,
     RESERVATION_VERSION,
 )
-from policies.apis.objects import name_of, namespace_of
+from policies.apis.objects import metadata_of, name_of, namespace_of, spec_of, status_of
 from scheduler_plugins.clock import format_time
 
 API_VERSION: Final = f"{RESERVATION_GROUP}/{RESERVATION_VERSION}"
@@ -59,7 +59,7 @@ DEFAULT_CREATOR: Final = "koord-descheduler"
 
 
 def pod_ref(job: Mapping[str, Any]) -> Mapping[str, Any]:
-    return (job.get("spec") or {}).get("podRef") or {}
+    return spec_of(job).get("podRef") or {}
 
 
 def pod_key_of(job: Mapping[str, Any]) -> str:
@@ -68,16 +68,16 @@ def pod_key_of(job: Mapping[str, Any]) -> str:
 
 
 def phase_of(job: Mapping[str, Any]) -> str:
-    return str((job.get("status") or {}).get("phase") or PENDING)
+    return str(status_of(job).get("phase") or PENDING)
 
 
 def mode_of(job: Mapping[str, Any], default: str) -> str:
-    return str((job.get("spec") or {}).get("mode") or default)
+    return str(spec_of(job).get("mode") or default)
 
 
 def reservation_name(job: Mapping[str, Any]) -> str:
     """The Reservation the job uses: its reservationRef, else the one it would create."""
-    ref = ((job.get("spec") or {}).get("reservationOptions") or {}).get("reservationRef") or {}
+    ref = (spec_of(job).get("reservationOptions") or {}).get("reservationRef") or {}
     return str(ref.get("name") or "")
 
 
@@ -89,7 +89,7 @@ def planned_reservation(job: Mapping[str, Any], default_mode: str) -> str | None
 
 
 def is_active(job: Mapping[str, Any]) -> bool:
-    return phase_of(job) in ACTIVE_PHASES and not (job.get("spec") or {}).get("paused")
+    return phase_of(job) in ACTIVE_PHASES and not spec_of(job).get("paused")
 
 
 def new_job(
@@ -109,7 +109,7 @@ def new_job(
         "podRef": {
             "namespace": namespace_of(pod) or "default",
             "name": name_of(pod),
-            "uid": str((pod.get("metadata") or {}).get("uid") or ""),
+            "uid": str(metadata_of(pod).get("uid") or ""),
         },
         "mode": mode,
     }
@@ -135,7 +135,7 @@ def new_job(
 
 
 def _controller_ref(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for ref in (pod.get("metadata") or {}).get("ownerReferences") or ():
+    for ref in metadata_of(pod).get("ownerReferences") or ():
         if ref.get("controller"):
             return dict(ref)
     return None
@@ -144,11 +144,11 @@ def _controller_ref(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def reservation_owners(pod: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Who may take the reservation (GenerateReserveResourceOwners): a pending unschedulable pod
     itself; otherwise any pod of the pod's controller (the replacement its controller creates)."""
-    status = pod.get("status") or {}
+    status = status_of(pod)
     if status.get("phase") == "Pending" and any(
         c.get("type") == "PodScheduled" and c.get("status") == "False" for c in status.get("conditions") or ()
     ):
-        meta = pod.get("metadata") or {}
+        meta = metadata_of(pod)
         return [
             {
                 "object": {
@@ -172,21 +172,21 @@ def reservation_for(job: Mapping[str, Any], pod: Mapping[str, Any], order: int) 
     the job's name —; then always without a node and never on the pod's node again (a
     `metadata.name NotIn` field requirement), `allocateOnce`, the job's TTL unless the template sets
     `ttl` or `expires`, and a `reservation-order` so the replacement prefers it."""
-    options = (job.get("spec") or {}).get("reservationOptions") or {}
+    options = spec_of(job).get("reservationOptions") or {}
     template = copy.deepcopy(dict(options.get("template") or {}))
-    meta = dict(template.get("metadata") or {})
-    spec = dict(template.get("spec") or {})
+    meta = dict(metadata_of(template))
+    spec = dict(spec_of(template))
     pod_template = spec.get("template") or {
         "metadata": {
             k: copy.deepcopy(v)
-            for k, v in (pod.get("metadata") or {}).items()
+            for k, v in metadata_of(pod).items()
             if k in ("labels", "annotations", "namespace", "name", "ownerReferences")
         },
-        "spec": copy.deepcopy(dict(pod.get("spec") or {})),
+        "spec": copy.deepcopy(dict(spec_of(pod))),
     }
     template_spec = pod_template.setdefault("spec", {})
     template_spec.pop("nodeName", None)
-    node = str((pod.get("spec") or {}).get("nodeName") or "")
+    node = str(spec_of(pod).get("nodeName") or "")
     if node:
         affinity = template_spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
         required = affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
@@ -199,7 +199,7 @@ def reservation_for(job: Mapping[str, Any], pod: Mapping[str, Any], order: int) 
     spec["template"] = pod_template
     spec["owners"] = spec.get("owners") or reservation_owners(pod)
     spec["allocateOnce"] = True
-    ttl = (job.get("spec") or {}).get("ttl")
+    ttl = spec_of(job).get("ttl")
     if ttl and not spec.get("ttl") and not spec.get("expires"):
         spec["ttl"] = ttl
     labels = dict(meta.get("labels") or {})
@@ -213,7 +213,7 @@ def reservation_for(job: Mapping[str, Any], pod: Mapping[str, Any], order: int) 
 
 
 def condition(job: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for cond in (job.get("status") or {}).get("conditions") or ():
+    for cond in status_of(job).get("conditions") or ():
         if cond.get("type") == kind:
             return dict(cond)
     return None

@@ -35,7 +35,7 @@ from typing import Any, Final
 
 from policies.apis.constants import ANNOTATION_PASSED_ARBITRATION
 from policies.apis.field_errors import ConfigError, Fields
-from policies.apis.objects import name_of, namespace_of, spec_of
+from policies.apis.objects import annotations_of, metadata_of, name_of, namespace_of, spec_of, status_of
 from scheduler_plugins.descheduler.migration import job as pmj
 
 WORKLOAD: Final = "workload"
@@ -86,7 +86,7 @@ def _scaled(value: int | str, total: int) -> int:
 
 
 def controller_of(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for ref in (pod.get("metadata") or {}).get("ownerReferences") or ():
+    for ref in metadata_of(pod).get("ownerReferences") or ():
         if ref.get("controller"):
             return ref  # type: ignore[no-any-return]
     return None
@@ -100,7 +100,7 @@ def _owner_key(pod: Mapping[str, Any]) -> str:
 
 
 def _ready(pod: Mapping[str, Any]) -> bool:
-    status = pod.get("status") or {}
+    status = status_of(pod)
     return status.get("phase") in ("Running", None) and any(
         c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
     )
@@ -320,7 +320,7 @@ def counts(job: Mapping[str, Any]) -> bool:
     phase = pmj.phase_of(job)
     if phase == pmj.RUNNING:
         return True
-    passed = ((job.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_PASSED_ARBITRATION) == "true"
+    passed = annotations_of(job).get(ANNOTATION_PASSED_ARBITRATION) == "true"
     return phase == pmj.PENDING and passed
 
 
@@ -331,7 +331,7 @@ def arbitration_order(
 ) -> list[Mapping[str, Any]]:
     """The arbitrator's sorts, applied in turn, each stable: newest job first; by the pod sorter
     (jobs whose pod is gone first); jobs of one controller next to the first of them."""
-    ordered = sorted(jobs, key=lambda j: str((j.get("metadata") or {}).get("creationTimestamp") or ""), reverse=True)
+    ordered = sorted(jobs, key=lambda j: str(metadata_of(j).get("creationTimestamp") or ""), reverse=True)
     ranked = pod_sorter([p for j in ordered if (p := pods.get(pmj.pod_key_of(j))) is not None])
     rank = {_key(p): i for i, p in enumerate(ranked)}
     ordered = sorted(ordered, key=lambda j: rank.get(pmj.pod_key_of(j), -1))

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from colocate.cluster.rest import ApiError
 from policies.apis.durations import parse_duration
-from policies.apis.objects import name_of
+from policies.apis.objects import metadata_of, name_of, spec_of
 from policies.apis.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.handle import MigrationBackend
 from scheduler_plugins.descheduler.migration import job as pmj
@@ -33,7 +33,7 @@ SCAVENGE_GRACE_SECONDS: Final = 5 * 60.0
 
 
 def age_limit(job: Mapping[str, Any]) -> float:
-    ttl = (job.get("spec") or {}).get("ttl")
+    ttl = spec_of(job).get("ttl")
     seconds = parse_duration(str(ttl)) if ttl else 0.0
     return seconds + SCAVENGE_GRACE_SECONDS if seconds > 0 else SCAVENGE_AFTER_SECONDS
 
@@ -57,7 +57,7 @@ class Scavenger:
         now = self._last = self.clock()
         deleted: list[str] = []
         for job in self.backend.list_jobs():
-            created = parse_time((job.get("metadata") or {}).get("creationTimestamp"))
+            created = parse_time(metadata_of(job).get("creationTimestamp"))
             if created is None or now - created < age_limit(job):
                 continue
             name = name_of(job)

@@ -25,7 +25,7 @@ from policies.apis.constants import (
     SYSTEM_CRITICAL_PRIORITY_CLASSES,
 )
 from policies.apis.field_errors import ConfigError, Fields
-from policies.apis.objects import annotations_of, labels_of, metadata_of, spec_of
+from policies.apis.objects import annotations_of, labels_of, metadata_of, spec_of, status_of
 from policies.apis.selectors import LabelSelector
 from scheduler_plugins.descheduler.framework.config import selector
 
@@ -121,7 +121,7 @@ def why_not_evictable(pod: Mapping[str, Any], args: EvictableArgs) -> str | None
         return "pod is a static pod"
     if metadata_of(pod).get("deletionTimestamp"):
         return "pod is terminating"
-    failed = (pod.get("status") or {}).get("phase") == "Failed"
+    failed = status_of(pod).get("phase") == "Failed"
     if not owners and not args.evict_all_bare_pods and not (args.evict_failed_bare_pods and failed):
         return "pod does not have any ownerRefs"
     if not args.evict_system_critical_pods:

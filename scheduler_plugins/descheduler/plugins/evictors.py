@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from colocate.cluster.eviction import Outcome
 from policies.apis.constants import ANNOTATION_DESCHEDULER_EVICT, ANNOTATION_EVICTION_COST
-from policies.apis.objects import annotations_of, name_of, namespace_of, spec_of
+from policies.apis.objects import annotations_of, name_of, namespace_of, spec_of, status_of
 from scheduler_plugins.descheduler.framework.evictor import pod_key
 from scheduler_plugins.descheduler.framework.handle import Handle
 from scheduler_plugins.descheduler.framework.interfaces import EvictOptions, Object
@@ -278,8 +278,8 @@ class MigrationController:
                 pmj.planned_reservation(job, self.args.default_job_mode),
                 pmj.phase_of(job),
                 name_of(job),
-                str((job.get("status") or {}).get("reason") or ""),
-                str((job.get("status") or {}).get("message") or ""),
+                str(status_of(job).get("reason") or ""),
+                str(status_of(job).get("message") or ""),
             )
             for job in sorted(jobs, key=name_of)
             if pmj.is_active(job) or name_of(job) in was_active

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from policies.apis.constants import KubernetesQoSClass
+from policies.apis.objects import status_of
 from scheduler_plugins.koordlet.cgroups.ids import checked_pod_uid, parse_container_id
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
 
@@ -69,7 +70,7 @@ _RUNTIME_SCOPE: Final = {"containerd": "cri-containerd", "docker": "docker", "cr
 def container_id(pod: Mapping[str, Any], name: str) -> tuple[str, str] | None:
     """(runtime, id) of a container from the pod's status (`containerd://<64 hex>`), None before it
     runs; `RefusedPath` for an ID that is not its runtime's format."""
-    status = pod.get("status") or {}
+    status = status_of(pod)
     if not isinstance(status, Mapping):
         return None
     entries = [*(status.get("containerStatuses") or []), *(status.get("initContainerStatuses") or [])]

@@ -17,6 +17,7 @@ from typing import Final
 
 from policies.apis.constants import KubernetesQoSClass, QoSClass
 from policies.apis.cpuset import parse_cpuset
+from policies.apis.objects import metadata_of
 from scheduler_plugins.koordlet.cgroups import resources as r
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout
 from scheduler_plugins.koordlet.metricsadvisor.cache import MetricCache
@@ -254,7 +255,7 @@ def usage_from_cache(cache: MetricCache, state: NodeState, now: float, max_age: 
     )
     keys: dict[str, str] = {}
     for pod in state.pods:
-        metadata: Mapping[str, object] = pod.get("metadata") or {}
+        metadata: Mapping[str, object] = metadata_of(pod)
         keys[str(metadata.get("uid") or "")] = f"{metadata.get('namespace') or 'default'}/{metadata.get('name')}"
     pods: dict[str, ResourceUsage] = {}
     for uid in sorted({name.split("/")[1] for name in cache.names("pod/")}):

@@ -25,7 +25,7 @@ from policies.apis.nodemetric import (
     PodMetric,
     render_status,
 )
-from policies.apis.objects import metadata_of
+from policies.apis.objects import metadata_of, spec_of
 from policies.apis.qos import defaulted_priority_class, defaulted_qos_class
 from scheduler_plugins.clock import format_time
 from scheduler_plugins.koordlet.metricsadvisor.cache import MetricCache
@@ -46,7 +46,7 @@ class CollectPolicy:
 
     @classmethod
     def of(cls, metric: Mapping[str, Any] | None) -> CollectPolicy:
-        policy = ((metric or {}).get("spec") or {}).get("metricCollectPolicy") or {}
+        policy = spec_of(metric or {}).get("metricCollectPolicy") or {}
         durations: Sequence[Any] = (policy.get("nodeAggregatePolicy") or {}).get("durations") or ()
         parsed = []
         for text in durations:

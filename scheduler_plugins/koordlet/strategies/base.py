@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from policies.apis.feature_gates import FeatureGates
+from policies.apis.objects import status_of
 from policies.apis.quantity import QuantityError, milli_value, value
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, Lister, Reader
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout
@@ -111,7 +112,7 @@ class RoundInput:
 
     def node_amount(self, field_name: str, resource: str) -> int:
         """The node's status.<capacity|allocatable>[resource] (cpu in millicores), 0 when absent."""
-        raw = ((self.state.node or {}).get("status") or {}).get(field_name) or {}
+        raw = status_of(self.state.node or {}).get(field_name) or {}
         if resource not in raw:
             return 0
         try:

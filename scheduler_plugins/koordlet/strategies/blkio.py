@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from policies.apis.constants import ANNOTATION_BLKIO_QOS, KubernetesQoSClass, QoSClass
-from policies.apis.objects import annotations_of
+from policies.apis.objects import annotations_of, status_of
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite
 from scheduler_plugins.koordlet.cgroups.layout import Level
@@ -210,7 +210,7 @@ class BlkIOReconcile:
         pods: dict[str, str] = {}
         for pod in inp.pods:
             raw = annotations_of(pod.pod).get(ANNOTATION_BLKIO_QOS)
-            if raw is None or pod.raw_qos is QoSClass.NONE or (pod.pod.get("status") or {}).get("phase") != "Running":
+            if raw is None or pod.raw_qos is QoSClass.NONE or status_of(pod.pod).get("phase") != "Running":
                 continue
             try:
                 result.writes += cgroup_writes(inp, pod.dir, Level.POD, pod_blocks(raw))[0]

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from policies.apis.constants import ANNOTATION_RESCTRL, QoSClass
-from policies.apis.objects import annotations_of
+from policies.apis.objects import annotations_of, status_of
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.cgroups.ids import RefusedPath, parse_container_id
 from scheduler_plugins.koordlet.cgroups.resources import CPU_TASKS
@@ -110,7 +110,7 @@ def sandbox_dir(inp: RoundInput, pod: PodView) -> str | None:
     """GetPodSandboxContainerID: the one child of the pod's cpuset cgroup that is none of its
     (init) containers' — the sandbox — or None (no container runs yet, or not exactly one such
     child: a container is not ready)."""
-    status = pod.pod.get("status") or {}
+    status = status_of(pod.pod)
     if not status.get("containerStatuses"):
         return None
     known = set()

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from policies.apis.objects import status_of
 from policies.apis.quantity import QuantityError, value
 from scheduler_plugins.koordlet import features
 from scheduler_plugins.koordlet.host import (
@@ -157,7 +158,7 @@ class SystemConfig:
         if not isinstance(strategy, Mapping):
             result.status["reason"] = "the NodeSLO has no systemStrategy"
             return result
-        raw = ((inp.state.node or {}).get("status") or {}).get("capacity") or {}
+        raw = status_of(inp.state.node or {}).get("capacity") or {}
         try:
             memory = value(raw["memory"]) if "memory" in raw else 0
         except QuantityError:

@@ -28,6 +28,7 @@ from policies.apis.constants import (
 )
 from policies.apis.disruption import PDB_KIND
 from policies.apis.kinds import NODE_METRIC_KIND, kind_named
+from policies.apis.objects import metadata_of, spec_of, status_of
 from scheduler_plugins.scheduler.cluster.reservations import ReservationIndex
 from scheduler_plugins.scheduler.framework.interfaces import (
     ClusterListener,
@@ -40,7 +41,7 @@ from scheduler_plugins.scheduler.podinfo import PodInfo
 
 
 def _name(obj: dict[str, Any]) -> str:
-    return (obj.get("metadata") or {}).get("name") or ""
+    return metadata_of(obj).get("name") or ""
 
 
 class ClusterState:
@@ -300,7 +301,7 @@ class ClusterState:
             node, previous = _node_of(obj), _node_of(old)
             if previous and previous != node:
                 self.delete_pod(pod_key, previous)
-            if (obj.get("status") or {}).get("phase") in TERMINATED_PHASES:
+            if status_of(obj).get("phase") in TERMINATED_PHASES:
                 self.delete_pod(pod_key, node or None)  # finished: no longer counts
                 return
             self.add_pod(dict(obj))
@@ -355,4 +356,4 @@ def _pod_key(key: ObjectKey) -> str:
 
 
 def _node_of(pod: Mapping[str, Any] | None) -> str:
-    return str(((pod or {}).get("spec") or {}).get("nodeName") or "")
+    return str(spec_of(pod or {}).get("nodeName") or "")

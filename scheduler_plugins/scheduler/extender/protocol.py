@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from itertools import repeat
 from typing import Any, TypedDict
 
+from policies.apis.objects import metadata_of
 from policies.apis.shape import depth_error, object_error
 
 MAX_EXTENDER_PRIORITY = 10
@@ -82,7 +83,7 @@ def parse_extender_args(body: Any) -> tuple[dict[str, Any], list[dict[str, Any]]
     if not isinstance(body, dict):
         raise ArgsError("ExtenderArgs must be a JSON object")
     pod = field(body, "Pod")
-    if not isinstance(pod, dict) or not isinstance((pod.get("metadata") or {}).get("name"), str):
+    if not isinstance(pod, dict) or not isinstance(metadata_of(pod).get("name"), str):
         raise ArgsError("ExtenderArgs.Pod must be a Pod with metadata.name")
     shape = depth_error(pod, "ExtenderArgs.Pod") or object_error("Pod", pod, "ExtenderArgs.Pod")
     if shape:  # what the API server would never send: the plugins read it as core/v1 shapes it
@@ -98,7 +99,7 @@ def parse_extender_args(body: Any) -> tuple[dict[str, Any], list[dict[str, Any]]
         if not isinstance(items, list) or not all(isinstance(n, dict) for n in items):
             raise ArgsError("ExtenderArgs.Nodes must be a NodeList with items")
         for index, item in enumerate(items):
-            if not isinstance((item.get("metadata") or {}).get("name"), str):
+            if not isinstance(metadata_of(item).get("name"), str):
                 raise ArgsError("ExtenderArgs.Nodes.items[] must have metadata.name")
             shape = depth_error(item, f"ExtenderArgs.Nodes.items[{index}]") or object_error(
                 "Node", item, f"ExtenderArgs.Nodes.items[{index}]"
@@ -124,7 +125,7 @@ def parse_preemption_args(body: Any) -> tuple[dict[str, Any], dict[str, tuple[li
     if not isinstance(body, dict):
         raise ArgsError("ExtenderPreemptionArgs must be a JSON object")
     pod = field(body, "Pod")
-    if not isinstance(pod, dict) or not isinstance((pod.get("metadata") or {}).get("name"), str):
+    if not isinstance(pod, dict) or not isinstance(metadata_of(pod).get("name"), str):
         raise ArgsError("ExtenderPreemptionArgs.Pod must be a Pod with metadata.name")
     meta = field(body, "NodeNameToMetaVictims")
     full = field(body, "NodeNameToVictims")
@@ -142,5 +143,5 @@ def parse_preemption_args(body: Any) -> tuple[dict[str, Any], dict[str, tuple[li
                 raise ArgsError(f"victims of node {node!r}: every MetaPod needs a UID")
             out[str(node)] = (uids, [])
         else:
-            out[str(node)] = ([str((p.get("metadata") or {}).get("uid") or "") for p in pods], pods)
+            out[str(node)] = ([str(metadata_of(p).get("uid") or "") for p in pods], pods)
     return pod, out

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any
 
+from policies.apis.objects import ObjectView
 from policies.apis.quantity import resource_list
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
 
@@ -21,7 +22,9 @@ def _add(into: Vector, other: Mapping[str, int], sign: int) -> None:
         into[name] = into.get(name, 0) + sign * amount
 
 
-class NodeInfo:
+class NodeInfo(ObjectView):
+    """One node (None: a node the cluster knows only from its pods), the pods on it and their sums."""
+
     __slots__ = (
         "node",
         "pods",
@@ -31,10 +34,10 @@ class NodeInfo:
         "generation",
         "index",
         "on_change",
-        "__dict__",
     )
 
     def __init__(self, node: dict[str, Any] | None) -> None:
+        super().__init__(node if node is not None else {})
         self.node = node
         self.pods: dict[str, PodInfo] = {}
         self.requested: Vector = {}
@@ -47,20 +50,8 @@ class NodeInfo:
         self.on_change: Callable[[int], None] | None = None
 
     @cached_property
-    def name(self) -> str:
-        return str(((self.node or {}).get("metadata") or {}).get("name", ""))
-
-    @cached_property
-    def labels(self) -> Mapping[str, str]:
-        return ((self.node or {}).get("metadata") or {}).get("labels") or {}
-
-    @cached_property
-    def annotations(self) -> Mapping[str, str]:
-        return ((self.node or {}).get("metadata") or {}).get("annotations") or {}
-
-    @cached_property
     def allocatable(self) -> Vector:
-        return resource_list(((self.node or {}).get("status") or {}).get("allocatable"))
+        return resource_list(self.status.get("allocatable"))
 
     def copy(self) -> NodeInfo:
         """A detached copy (no table index, no change hook) with the same pods and sums: what

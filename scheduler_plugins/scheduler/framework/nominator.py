@@ -10,12 +10,13 @@ same way. Bounded by the pending pods: a pod is nominated at most once.
 
 from __future__ import annotations
 
+from policies.apis.objects import status_of
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
 
 def nominated_node_of(pod: PodInfo) -> str:
     """The pod's `status.nominatedNodeName`, or ""."""
-    return str((pod.obj.get("status") or {}).get("nominatedNodeName") or "")
+    return str(status_of(pod.obj).get("nominatedNodeName") or "")
 
 
 class Nominator:

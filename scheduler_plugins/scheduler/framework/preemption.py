@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from policies.apis.disruption import selector_of, status_allowed
+from policies.apis.objects import status_of
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.interfaces import PodFilter
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
@@ -115,7 +116,7 @@ def more_important(a: PodInfo, b: PodInfo) -> bool:
 
 
 def _start_time(pod: PodInfo) -> str:
-    status = pod.obj.get("status") or {}
+    status = status_of(pod.obj)
     # RFC 3339 UTC timestamps order as strings; a pod not started yet sorts last
     return str(status.get("startTime") or pod.metadata.get("creationTimestamp") or "9999")
 
@@ -150,7 +151,7 @@ class Evaluator:
         self._budgets = [
             (
                 selector_of(b),
-                frozenset((b.get("status") or {}).get("disruptedPods") or {}),
+                frozenset(status_of(b).get("disruptedPods") or {}),
                 _allowed(b),
             )
             for b in budgets

@@ -15,6 +15,7 @@ from typing import Any
 import jsonpatch
 
 from policies.apis.constants import ANNOTATION_RESERVATION_NAME, RESERVATION_KIND
+from policies.apis.objects import metadata_of
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import ClientError, Handle
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, error
@@ -38,7 +39,7 @@ class DefaultPreBind:
     def apply_patch(self, state: CycleState, original: dict[str, Any], modified: dict[str, Any]) -> Status:
         if original == modified:
             return SUCCESS
-        meta = original.get("metadata") or {}
+        meta = metadata_of(original)
         kind = original.get("kind") or "Pod"
         if is_reserve_pod(PodInfo(original)):
             return self._patch_reservation(original, modified)
@@ -49,8 +50,8 @@ class DefaultPreBind:
 
     def _patch_reservation(self, original: dict[str, Any], modified: dict[str, Any]) -> Status:
         """The annotations PreBind added or changed on a reserve pod, onto its Reservation."""
-        before = (original.get("metadata") or {}).get("annotations") or {}
-        after = (modified.get("metadata") or {}).get("annotations") or {}
+        before = metadata_of(original).get("annotations") or {}
+        after = metadata_of(modified).get("annotations") or {}
         changed = {k: v for k, v in after.items() if before.get(k) != v}
         if not changed:
             return SUCCESS
@@ -70,7 +71,7 @@ class DefaultPreBind:
                 if exc.code in RETRIABLE_CODES:
                     continue
                 return error(f"failed to patch {kind.lower()}: {exc}")
-            if (patched.get("metadata") or {}).get("deletionTimestamp"):
+            if metadata_of(patched).get("deletionTimestamp"):
                 return error("pod is being deleted")
             return SUCCESS
         return error(f"failed to patch {kind.lower()} after {MAX_ATTEMPTS} attempts: {last}")

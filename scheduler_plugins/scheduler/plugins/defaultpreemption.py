@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies.apis.field_errors import ConfigError, Fields, check_range
+from policies.apis.objects import status_of
 from scheduler_plugins.scheduler.framework.cycle_state import PREFILTER_REJECTED_BY, CycleState
 from scheduler_plugins.scheduler.framework.handle import ClientError, Handle
 from scheduler_plugins.scheduler.framework.interfaces import PostFilterResult
@@ -89,7 +90,7 @@ def terminating_by_preemption(pod: PodInfo) -> bool:
         return False
     return any(
         c.get("type") == DISRUPTION_TARGET and c.get("reason") == REASON_PREEMPTION_BY_SCHEDULER
-        for c in (pod.obj.get("status") or {}).get("conditions") or ()
+        for c in status_of(pod.obj).get("conditions") or ()
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from policies.apis.constants import ANNOTATION_RAW_ALLOCATABLE, RESOURCE_MEMORY, RESOURCE_PODS, PriorityClass
 from policies.apis.nodemetric import read_node_metric
-from policies.apis.objects import annotations_of, name_of, spec_of
+from policies.apis.objects import annotations_of, name_of, spec_of, status_of
 from policies.apis.qos import defaulted_priority_class
 from policies.apis.quantity import QuantityError, resource_list
 from policies.apis.timestamps import parse_time
@@ -98,7 +98,7 @@ def node_capacity(node: Object) -> Amounts:
         except (ValueError, QuantityError):
             pass
     try:
-        return resource_list((node.get("status") or {}).get("allocatable"))
+        return resource_list(status_of(node).get("allocatable"))
     except QuantityError:
         return {}
 

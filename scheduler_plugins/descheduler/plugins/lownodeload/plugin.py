@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from policies.apis.constants import RESOURCE_PODS
-from policies.apis.objects import labels_of, name_of, namespace_of, spec_of
+from policies.apis.objects import labels_of, name_of, namespace_of, spec_of, status_of
 from policies.apis.placement import SCHEDULING_EFFECTS, matches_node_selector_and_affinity, untolerated_taint
 from policies.apis.quantity import QuantityError, resource_list
 from policies.apis.resources import pod_resources
@@ -77,7 +77,7 @@ class _Target:
                 except QuantityError:
                     continue
             try:
-                self._allocatable = resource_list((self.node.node.get("status") or {}).get("allocatable"))
+                self._allocatable = resource_list(status_of(self.node.node).get("allocatable"))
             except QuantityError:
                 self._allocatable = {}
         booked, allocatable = self._requested, self._allocatable

@@ -29,6 +29,7 @@ from policies.apis.constants import (
     LABEL_POD_GROUP_LEGACY,
 )
 from policies.apis.durations import parse_duration
+from policies.apis.objects import metadata_of, spec_of
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
 MATCH_ONCE_SATISFIED: Final = "once-satisfied"
@@ -116,11 +117,11 @@ def spec_from_pod(pod: PodInfo, default_timeout: float, default_policy: str) -> 
 def spec_from_pod_group(
     gid: str, group: Mapping[str, Any], default_timeout: float, default_policy: str
 ) -> GangSpec | None:
-    spec = group.get("spec") or {}
+    spec = spec_of(group)
     min_member = _int(spec.get("minMember"))
     if min_member is None or min_member < 1:
         return None
-    annotations = (group.get("metadata") or {}).get("annotations") or {}
+    annotations = metadata_of(group).get("annotations") or {}
     wait = _int(spec.get("scheduleTimeoutSeconds"))
     return _shared(gid, annotations, min_member, float(wait) if wait else None, default_timeout, default_policy)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from policies.apis.constants import LABEL_QUOTA_PREEMPTIBLE, ROOT_QUOTA_NAME, SYSTEM_QUOTA_NAME
+from policies.apis.objects import status_of
 from scheduler_plugins.scheduler.plugins.elasticquota.args import ElasticQuotaArgs
 from scheduler_plugins.scheduler.plugins.elasticquota.manager import QuotaManager
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
@@ -58,7 +59,7 @@ def pods_to_revoke(pods: list[PodInfo], used: Mapping[str, int], runtime: Mappin
 
 
 def _least_important_first(pod: PodInfo) -> tuple[int, int, str]:
-    status = pod.obj.get("status") or {}
+    status = status_of(pod.obj)
     start = str(status.get("startTime") or pod.metadata.get("creationTimestamp") or "")
     # the reverse of more_important: lower priority first, then the later start first
     return (pod.priority, pod.sub_priority, "".join(chr(0x10FFFF - ord(c)) for c in start))

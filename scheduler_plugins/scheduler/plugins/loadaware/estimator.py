@@ -23,6 +23,7 @@ from policies.apis.constants import (
     RESOURCE_CPU,
     RESOURCE_MEMORY,
 )
+from policies.apis.objects import annotations_of
 from policies.apis.qos import translate_resource_name
 from policies.apis.quantity import resource_list
 from scheduler_plugins.scheduler.podinfo import PodInfo
@@ -76,7 +77,7 @@ def estimate_pod(pod: PodInfo, resources: Sequence[str], factors: Mapping[str, i
 
 def estimate_node(node_obj: Mapping[str, Any], allocatable: Mapping[str, int], resources: Sequence[str]) -> list[int]:
     """Allocatable, overlaid per resource by the raw-allocatable annotation when present."""
-    raw = ((node_obj.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_RAW_ALLOCATABLE)
+    raw = annotations_of(node_obj).get(ANNOTATION_RAW_ALLOCATABLE)
     overlay: Mapping[str, int] = {}
     if raw:
         try:
