@@ -31,7 +31,7 @@ import socket
 import ssl
 import tempfile
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -45,6 +45,7 @@ from colocate.cluster.client import api_client
 from colocate.cluster.compiled import ADMISSION, compiled_modules
 from colocate.cluster.kinds import WatchedKind, transforms_of
 from colocate.cluster.lookup import ObjectLookup
+from colocate.cluster.probes import ProbeListeners
 from colocate.cluster.store import ClusterStore
 from webhook.connections import (
     DEFAULT_HEALTH_ADDRESS,
@@ -58,7 +59,7 @@ from webhook.connections import (
 from webhook.gate import GatedSite
 from webhook.live_reads import LiveReads
 from webhook.memory import give_back_after_storms
-from webhook.port import build_server
+from webhook.port import WebhookPort, build_server
 from webhook.probes import PROBE_FLAGS, probe_listeners
 from webhook.registry import Registry, default_routes
 from webhook.server import Lifecycle
@@ -272,6 +273,114 @@ async def _first(*awaitables: Awaitable[object]) -> int:
     return next(i for i, task in enumerate(tasks) if task in done)
 
 
+def _on_reload(metrics: Any, published: asyncio.Event, loaded: asyncio.Event) -> Callable[[object], None]:
+    """What every reload of the state tells: the audit (`published`), the first load (`loaded`:
+    the start-up heap is frozen once) and the state's metrics (a kind whose objects are all gone
+    says 0, not its old count)."""
+    exported_kinds: set[str] = set()
+
+    def on_reload(snapshot: object) -> None:
+        published.set()
+        if snapshot is None:
+            metrics.state_reloads.labels("error").inc()
+            return
+        if not loaded.is_set():
+            freeze_startup_heap()
+        loaded.set()
+        metrics.state_reloads.labels("ok").inc()
+        metrics.state_problems.set(len(snapshot.problems))  # type: ignore[attr-defined]
+        counts = {kind: len(objects) for kind, objects in snapshot.objects.items()}  # type: ignore[attr-defined]
+        for kind in exported_kinds - counts.keys():
+            counts[kind] = 0
+        for kind, count in counts.items():
+            metrics.state_objects.labels(kind).set(count)
+        exported_kinds.update(counts)
+
+    return on_reload
+
+
+def _endpoints(
+    config: ServeConfig,
+    registry: Registry,
+    state: StateHolder,
+    metrics: Any,
+    lifecycle: Lifecycle,
+    reuse_port: bool | None,
+) -> tuple[WebhookPort, ProbeListeners, GatedSite, CertReloader]:
+    """The admission server behind its gated TLS site, the probe listeners, and the certificate
+    reloader: everything the process listens with, not listening yet."""
+    limits = config.connections
+    server = build_server(
+        registry,
+        state,
+        metrics,
+        max_body=config.max_body,
+        lifecycle=lifecycle,
+        body_timeout=limits.first_request_timeout,
+        client_certs=config.client_ca is not None,
+        max_body_bytes=limits.max_body_bytes,
+        max_connections=limits.max_connections,
+        idle_timeout=limits.idle_timeout,
+    )
+    probes = probe_listeners(
+        config.health_address,
+        config.metrics_address,
+        state,
+        metrics,
+        lifecycle,
+        reuse_port=reuse_port,
+        exposition_cache=config.metrics_cache,
+    )
+    reloader = cert_reloader(config, metrics)
+    if config.client_ca is not None:
+        require_client_certs(reloader.context, config.client_ca)
+    site = GatedSite(
+        server.connection,
+        config.host,
+        config.port,
+        tls_context=reloader.context,
+        limits=limits,
+        metrics=metrics,
+        reuse_port=reuse_port,
+    )
+    return server, probes, site, reloader
+
+
+def _stop_signals() -> asyncio.Queue[int]:
+    """SIGTERM and SIGINT, queued: the first starts the drain, a second cuts it short."""
+    signals = asyncio.Queue[int]()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, signals.put_nowait, signum)
+    return signals
+
+
+def _log_serving(config: ServeConfig, probes: ProbeListeners) -> None:
+    log.info(
+        "serving admission webhooks on https://%s:%d, probes and metrics on %s "
+        "(pid %d; hot path compiled: %d of %d modules)",
+        config.host,
+        config.port,
+        ", ".join(
+            f"http://{host}:{port} ({', '.join(sorted(paths))})" for (host, port), paths in probes.listeners.items()
+        ),
+        os.getpid(),
+        len(compiled_modules(ADMISSION)),
+        len(ADMISSION),
+    )
+
+
+async def _drain(config: ServeConfig, lifecycle: Lifecycle, signals: asyncio.Queue[int]) -> None:
+    """Until the first signal, serve; then say not ready and drain for `drain_delay` (or until a second)."""
+    await signals.get()
+    lifecycle.draining = True
+    log.info("shutting down (pid %d): not ready, draining for %.1fs", os.getpid(), config.drain_delay)
+    try:
+        await asyncio.wait_for(signals.get(), config.drain_delay)
+    except TimeoutError:
+        pass
+
+
 async def serve_forever(
     config: ServeConfig, *, reuse_port: bool = False, parent_pid: int | None = None, listen_when_ready: bool = False
 ) -> None:
@@ -292,65 +401,11 @@ async def serve_forever(
         state.live_reads = LiveReads(ObjectLookup(source.api), metrics.live_reads)
     lifecycle = Lifecycle()
     published = asyncio.Event()  # set on every reload of the state (the audit waits for the first)
-
     loaded = asyncio.Event()
-    exported_kinds: set[str] = set()
-
-    def on_reload(snapshot: object) -> None:
-        published.set()
-        if snapshot is None:
-            metrics.state_reloads.labels("error").inc()
-            return
-        if not loaded.is_set():
-            freeze_startup_heap()
-        loaded.set()
-        metrics.state_reloads.labels("ok").inc()
-        metrics.state_problems.set(len(snapshot.problems))  # type: ignore[attr-defined]
-        counts = {kind: len(objects) for kind, objects in snapshot.objects.items()}  # type: ignore[attr-defined]
-        for kind in exported_kinds - counts.keys():  # every object of the kind is gone: say 0, not the old count
-            counts[kind] = 0
-        for kind, count in counts.items():
-            metrics.state_objects.labels(kind).set(count)
-        exported_kinds.update(counts)
-
-    limits = config.connections
-    server = build_server(
-        registry,
-        state,
-        metrics,
-        max_body=config.max_body,
-        lifecycle=lifecycle,
-        body_timeout=limits.first_request_timeout,
-        client_certs=config.client_ca is not None,
-        max_body_bytes=limits.max_body_bytes,
-        max_connections=limits.max_connections,
-        idle_timeout=limits.idle_timeout,
-    )
-    probes = probe_listeners(
-        config.health_address,
-        config.metrics_address,
-        state,
-        metrics,
-        lifecycle,
-        reuse_port=reuse_port or config.reuse_port or None,
-        exposition_cache=config.metrics_cache,
-    )
-    reloader = cert_reloader(config, metrics)
-    if config.client_ca is not None:
-        require_client_certs(reloader.context, config.client_ca)
-    site = GatedSite(
-        server.connection,
-        config.host,
-        config.port,
-        tls_context=reloader.context,
-        limits=limits,
-        metrics=metrics,
-        reuse_port=reuse_port or config.reuse_port or None,
-    )
-    signals = asyncio.Queue[int]()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, signals.put_nowait, signum)
+    on_reload = _on_reload(metrics, published, loaded)
+    shared_port = reuse_port or config.reuse_port or None
+    server, probes, site, reloader = _endpoints(config, registry, state, metrics, lifecycle, shared_port)
+    signals = _stop_signals()
     tasks = _background(config, source, state, metrics, on_reload, reloader, published)
     if metrics.multiprocess_dir:  # the other workers' scrapes read our files, not our tallies
         tasks.append(asyncio.create_task(metrics.flush_periodically()))
@@ -362,25 +417,8 @@ async def serve_forever(
             return  # stopped before the state was loaded: never listened, nothing to drain
         await _listen(probes.start(), probes.describe(PROBE_FLAGS))
         await _listen(site.start(), f"{config.host}:{config.port}")
-        log.info(
-            "serving admission webhooks on https://%s:%d, probes and metrics on %s "
-            "(pid %d; hot path compiled: %d of %d modules)",
-            config.host,
-            config.port,
-            ", ".join(
-                f"http://{host}:{port} ({', '.join(sorted(paths))})" for (host, port), paths in probes.listeners.items()
-            ),
-            os.getpid(),
-            len(compiled_modules(ADMISSION)),
-            len(ADMISSION),
-        )
-        await signals.get()
-        lifecycle.draining = True
-        log.info("shutting down (pid %d): not ready, draining for %.1fs", os.getpid(), config.drain_delay)
-        try:  # a second signal cuts the drain short
-            await asyncio.wait_for(signals.get(), config.drain_delay)
-        except TimeoutError:
-            pass
+        _log_serving(config, probes)
+        await _drain(config, lifecycle, signals)
     finally:
         lifecycle.draining = True
         await site.stop()  # stop listening
