@@ -246,7 +246,12 @@ def register_commands(subparsers: Subparsers) -> None:
     certs = subparsers.add_parser("certs", help="generate, inspect and rotate the webhook certificates")
     commands = certs.add_subparsers(dest="certs_command", metavar="COMMAND")
     commands.required = True
+    _add_generate(commands)
+    _add_inspect(commands)
+    _add_rotate(commands)
 
+
+def _add_generate(commands: Subparsers) -> None:
     generate = commands.add_parser(
         "generate",
         help="a new CA and serving certificate for the Service",
@@ -257,6 +262,8 @@ def register_commands(subparsers: Subparsers) -> None:
     generate.add_argument("--force", action="store_true", help="overwrite existing certificates")
     generate.set_defaults(func=_talks_to_the_cluster(_generate))
 
+
+def _add_inspect(commands: Subparsers) -> None:
     inspect = commands.add_parser(
         "inspect",
         help="show the certificates and check chain, expiry and caBundle",
@@ -275,6 +282,8 @@ def register_commands(subparsers: Subparsers) -> None:
     add_output(inspect, ("text", "json"), default="text")
     inspect.set_defaults(func=_talks_to_the_cluster(_inspect))
 
+
+def _add_rotate(commands: Subparsers) -> None:
     rotate_ = commands.add_parser(
         "rotate",
         help="renew what is due; caBundle first, then the serving certificate",

@@ -40,6 +40,7 @@ from scheduler_plugins.descheduler.service import Schedule
 
 if TYPE_CHECKING:
     from colocate.cluster.probes import ProbeListeners
+    from scheduler_plugins.descheduler.metrics import DeschedulerMetrics
 
 log = logging.getLogger("colocate.descheduler")
 
@@ -233,6 +234,26 @@ def kube_rounds(
     )
 
 
+async def _keep_leading(
+    config: DeschedulerConfig, api: Any, leading: asyncio.Event, metrics: DeschedulerMetrics
+) -> None:
+    """Hold the descheduler's Lease (`leaderElection` of the configuration); `leading` while held."""
+    from datetime import timedelta
+
+    from colocate.cluster.leader import LeaseElector
+    from colocate.cluster.running import keep_leading
+
+    election = config.leader_election
+    elector = LeaseElector(
+        api,
+        election.resource_namespace,
+        f"{socket.gethostname()}_{uuid.uuid4()}",
+        name=election.resource_name,
+        duration=timedelta(seconds=election.lease_duration),
+    )
+    await keep_leading(elector, election.retry_period, leading, metrics.leader, election.renew_deadline)
+
+
 async def serve(
     config: DeschedulerConfig,
     descheduler: Descheduler,
@@ -249,7 +270,7 @@ async def serve(
     from prometheus_client import CollectorRegistry
 
     from colocate.cluster.metrics import StoreHealthMetrics
-    from colocate.cluster.running import keep_leading, wait_synced
+    from colocate.cluster.running import wait_synced
     from scheduler_plugins.descheduler.metrics import DeschedulerMetrics
     from scheduler_plugins.descheduler.service import health_servers, run_rounds
 
@@ -275,24 +296,8 @@ async def serve(
             await probes.start()
             tasks.append(asyncio.create_task(store_metrics.export_forever(store)))
             if api is not None and config.leader_election.leader_elect:
-                from datetime import timedelta
-
-                from colocate.cluster.leader import LeaseElector
-
-                election = config.leader_election
-                elector = LeaseElector(
-                    api,
-                    election.resource_namespace,
-                    f"{socket.gethostname()}_{uuid.uuid4()}",
-                    name=election.resource_name,
-                    duration=timedelta(seconds=election.lease_duration),
-                )
                 leading = asyncio.Event()
-                tasks.append(
-                    asyncio.create_task(
-                        keep_leading(elector, election.retry_period, leading, metrics.leader, election.renew_deadline)
-                    )
-                )
+                tasks.append(asyncio.create_task(_keep_leading(config, api, leading, metrics)))
         try:
             await asyncio.wait_for(wait_synced(view), None if schedule.rounds is None else SYNC_TIMEOUT_SECONDS)
         except TimeoutError as exc:

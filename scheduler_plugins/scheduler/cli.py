@@ -60,7 +60,13 @@ def register_commands(subparsers: Subparsers) -> None:
     scheduler = subparsers.add_parser("scheduler", help="scheduling framework, extender and simulator")
     commands = scheduler.add_subparsers(dest="scheduler_command", metavar="SUBCOMMAND")
     commands.required = True
+    _add_extender(commands)
+    _add_simulate(commands)
+    _add_explain(commands)
+    _add_quota(commands)
 
+
+def _add_extender(commands: Subparsers) -> None:
     ext = commands.add_parser("extender", help="serve filter/prioritize/bind as a kube-scheduler HTTP extender")
     flags.long_running(ext)
     ext.add_argument("--port", type=int, default=8888)
@@ -82,6 +88,8 @@ def register_commands(subparsers: Subparsers) -> None:
     _add_feature_gates(ext)
     ext.set_defaults(func=run_extender)
 
+
+def _add_simulate(commands: Subparsers) -> None:
     sim = commands.add_parser(
         "simulate",
         help="schedule the pending pods of a snapshot and report placements",
@@ -106,6 +114,8 @@ def register_commands(subparsers: Subparsers) -> None:
     _add_feature_gates(sim)
     sim.set_defaults(func=run_simulate)
 
+
+def _add_explain(commands: Subparsers) -> None:
     exp = commands.add_parser(
         "explain",
         help="show every node's filter and score outcome for one pod",
@@ -131,6 +141,8 @@ def register_commands(subparsers: Subparsers) -> None:
     _add_feature_gates(exp)
     exp.set_defaults(func=run_explain)
 
+
+def _add_quota(commands: Subparsers) -> None:
     quota = commands.add_parser("quota", help="print the ElasticQuota tree: min, max, request, used and runtime")
     state = quota.add_mutually_exclusive_group(required=True)
     flags.add_cluster_dir(state, reads="Nodes, Pods and ElasticQuotas")
