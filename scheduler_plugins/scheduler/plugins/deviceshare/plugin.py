@@ -47,6 +47,7 @@ from scheduler_plugins.scheduler.framework.cycle_state import (
     CycleState,
 )
 from scheduler_plugins.scheduler.framework.handle import Handle
+from scheduler_plugins.scheduler.framework.holdings import ReservationsHoldLikePods
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, NodeScore, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.pod_overlay import (
@@ -101,7 +102,7 @@ class _Held:
     assumed: bool = False
 
 
-class DeviceShare:
+class DeviceShare(ReservationsHoldLikePods):
     name = NAME
     listened_kinds = frozenset({DEVICE_KIND})
 
@@ -129,18 +130,6 @@ class DeviceShare:
 
     def on_pod_deleted(self, pod: PodInfo, node_name: str) -> None:
         self.held.get(node_name, {}).pop(pod.key, None)
-
-    def on_node_metric(self, node_name: str, metric: dict[str, Any] | None) -> None:
-        """NodeMetrics are none of this plugin's business."""
-
-    def on_reservation_held(self, reserve_pod: PodInfo, node_name: str) -> None:
-        """An Available reservation's cards (its `device-allocated`) are taken for every other pod."""
-        self.on_pod_assigned(reserve_pod, node_name)
-        self.cluster.touch(node_name)
-
-    def on_reservation_released(self, reserve_pod: PodInfo, node_name: str) -> None:
-        self.on_pod_deleted(reserve_pod, node_name)
-        self.cluster.touch(node_name)
 
     # --- the allocator ---------------------------------------------------------------------------
     def _held_view(self, node_name: str, state: CycleState | None = None) -> dict[str, tuple[DeviceAllocation, ...]]:

@@ -45,6 +45,7 @@ from scheduler_plugins.scheduler.framework.cycle_state import (
     CycleState,
 )
 from scheduler_plugins.scheduler.framework.handle import Handle
+from scheduler_plugins.scheduler.framework.holdings import ReservationsHoldLikePods
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.pod_overlay import (
@@ -117,7 +118,7 @@ class _Decision:
     hint: list[int] | None
 
 
-class NodeNUMAResource:
+class NodeNUMAResource(ReservationsHoldLikePods):
     name = NAME
     listened_kinds = frozenset({NODE_RESOURCE_TOPOLOGY_KIND})
 
@@ -151,18 +152,6 @@ class NodeNUMAResource:
 
     def on_pod_deleted(self, pod: PodInfo, node_name: str) -> None:
         self.allocations.get(node_name, {}).pop(pod.key, None)
-
-    def on_node_metric(self, node_name: str, metric: dict[str, Any] | None) -> None:
-        """NodeMetrics are none of this plugin's business."""
-
-    def on_reservation_held(self, reserve_pod: PodInfo, node_name: str) -> None:
-        """An Available reservation's CPUs (its `resource-status`) are taken for every other pod."""
-        self.on_pod_assigned(reserve_pod, node_name)
-        self.cluster.touch(node_name)
-
-    def on_reservation_released(self, reserve_pod: PodInfo, node_name: str) -> None:
-        self.on_pod_deleted(reserve_pod, node_name)
-        self.cluster.touch(node_name)
 
     def node_state(self, node: NodeInfo, state: CycleState | None = None) -> NodeState | None:
         """The node's topology and what its pods hold: each reservation counted for what its owners
