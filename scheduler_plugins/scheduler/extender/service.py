@@ -78,6 +78,17 @@ def _always() -> bool:
     return True
 
 
+def _filter_error(status: Status) -> wire.ExtenderFilterResult:
+    """The filter answer of a plugin error: no nodes, the plugin and its message in Error."""
+    return {
+        "Nodes": None,
+        "NodeNames": None,
+        "FailedNodes": {},
+        "FailedAndUnresolvableNodes": {},
+        "Error": f"{status.plugin}: {status.message}",
+    }
+
+
 class ExtenderService:
     def __init__(
         self,
@@ -151,14 +162,7 @@ class ExtenderService:
         try:
             return self._filter(body)
         except PluginRaised as raised:
-            status = raised.status()
-            return {
-                "Nodes": None,
-                "NodeNames": None,
-                "FailedNodes": {},
-                "FailedAndUnresolvableNodes": {},
-                "Error": f"{status.plugin}: {status.message}",
-            }
+            return _filter_error(raised.status())
 
     def _filter(self, body: Any) -> wire.ExtenderFilterResult:
         """Raises ArgsError on a malformed body (the adapter answers 400 with it in Error)."""
@@ -172,13 +176,7 @@ class ExtenderService:
         state = CycleState()
         pod, result, status = self.framework.run_pre_filter(state, pod)
         if status.code is Code.Error:
-            return {
-                "Nodes": None,
-                "NodeNames": None,
-                "FailedNodes": {},
-                "FailedAndUnresolvableNodes": {},
-                "Error": f"{status.plugin}: {status.message}",
-            }
+            return _filter_error(status)
         if not status.is_success:
             rejected = {node.name: status for node in nodes}
         else:
