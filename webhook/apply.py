@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from colocate.cluster.files import ScanError
-from colocate.cluster.inputs import STDIN, objects_of, read_documents, write_documents
+from colocate.cluster.inputs import STDIN, Document, objects_of, read_documents, write_documents
 from policies.admission.patch_risks import sensitive_fields
 from policies.admission.plugin import AdmissionRequest
 from policies.admission.snapshot import ClusterSnapshot
@@ -125,36 +125,35 @@ def format_explanation(result: ChainResult, snapshot: ClusterSnapshot | None = N
     return "\n".join(lines)
 
 
-def run_apply(
-    options: ApplyOptions, stdin: TextIO | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None
-) -> int:
-    """Admit every object of `options.files`; write the admitted ones back in the shape they came in."""
-    stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
-    registry = default_routes(options.admission_plugins)
-    try:
-        if options.operation not in OPERATIONS:
-            raise BadInput(f"--operation must be one of {', '.join(OPERATIONS)}")
-        if options.old_object == STDIN and STDIN in options.files:
-            raise BadInput("-f - and --old-object - cannot both read stdin")
-        documents = read_documents(options.files, stdin)
-        objects = objects_of(documents)
-        if not objects:
-            raise BadInput(f"{', '.join(options.files)}: no objects")
-        old = read_single_object(options.old_object, stdin) if options.old_object else None
-        if options.operation == "UPDATE" and old is None:
-            raise BadInput("--operation UPDATE needs --old-object")
-        if old is not None and len(objects) > 1:
-            raise BadInput(f"--old-object is the previous version of one object; -f gave {len(objects)}")
-        requests = [
-            request_for(
-                obj, registry, options.operation, old if old is not None or options.operation != "DELETE" else obj
-            )
-            for obj in objects
-        ]
-        snapshot = load_snapshot(options, registry)
-    except (BadInput, ManifestError, ScanError, UnknownKind) as exc:
-        print(f"error: {exc}", file=stderr)
-        return EXIT_BAD_INPUT
+def _read_requests(
+    options: ApplyOptions, stdin: TextIO, registry: Registry
+) -> tuple[list[Document], list[dict[str, Any]], list[AdmissionRequest]]:
+    """The documents of `options.files`, their objects and an admission request for each; BadInput
+    on a misuse of the flags."""
+    if options.operation not in OPERATIONS:
+        raise BadInput(f"--operation must be one of {', '.join(OPERATIONS)}")
+    if options.old_object == STDIN and STDIN in options.files:
+        raise BadInput("-f - and --old-object - cannot both read stdin")
+    documents = read_documents(options.files, stdin)
+    objects = objects_of(documents)
+    if not objects:
+        raise BadInput(f"{', '.join(options.files)}: no objects")
+    old = read_single_object(options.old_object, stdin) if options.old_object else None
+    if options.operation == "UPDATE" and old is None:
+        raise BadInput("--operation UPDATE needs --old-object")
+    if old is not None and len(objects) > 1:
+        raise BadInput(f"--old-object is the previous version of one object; -f gave {len(objects)}")
+    requests = [
+        request_for(obj, registry, options.operation, old if old is not None or options.operation != "DELETE" else obj)
+        for obj in objects
+    ]
+    return documents, objects, requests
+
+
+def _say_problems(
+    options: ApplyOptions, requests: list[AdmissionRequest], snapshot: ClusterSnapshot, stderr: TextIO
+) -> bool:
+    """Print the snapshot's problems and the namespaces it lacks; True when `--strict` makes them fatal."""
     where = f"--cluster {options.cluster}" if options.cluster is not None else "the cluster"
     problems = [f"{problem.source}: {problem.message}" for problem in snapshot.problems] + [
         f"namespace {name!r} is not in {where}: its labels are unknown, so namespaceSelectors are not checked "
@@ -163,8 +162,18 @@ def run_apply(
     ]
     for problem in problems:
         print(f"{'error' if options.strict else 'warning'}: {problem}", file=stderr)
-    if problems and options.strict:
-        return EXIT_BAD_INPUT
+    return bool(problems) and options.strict
+
+
+def _admit_each(
+    options: ApplyOptions,
+    objects: list[dict[str, Any]],
+    requests: list[AdmissionRequest],
+    registry: Registry,
+    snapshot: ClusterSnapshot,
+    stderr: TextIO,
+) -> tuple[dict[int, dict[str, Any] | None], bool]:
+    """Each object through the chain: what is written back for it (None: denied), and whether any was denied."""
     admitted: dict[int, dict[str, Any] | None] = {}
     denied = False
     for obj, request in zip(objects, requests, strict=True):
@@ -185,5 +194,23 @@ def run_apply(
             admitted[id(obj)] = None
         else:
             admitted[id(obj)] = result.object if options.operation != "DELETE" else dict(request.old_object or obj)
+    return admitted, denied
+
+
+def run_apply(
+    options: ApplyOptions, stdin: TextIO | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
+    """Admit every object of `options.files`; write the admitted ones back in the shape they came in."""
+    stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
+    registry = default_routes(options.admission_plugins)
+    try:
+        documents, objects, requests = _read_requests(options, stdin, registry)
+        snapshot = load_snapshot(options, registry)
+    except (BadInput, ManifestError, ScanError, UnknownKind) as exc:
+        print(f"error: {exc}", file=stderr)
+        return EXIT_BAD_INPUT
+    if _say_problems(options, requests, snapshot, stderr):
+        return EXIT_BAD_INPUT
+    admitted, denied = _admit_each(options, objects, requests, registry, snapshot, stderr)
     write_documents(documents, lambda obj: admitted[id(obj)], options.output, stdout)
     return EXIT_DENIED if denied else EXIT_ADMITTED
