@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from colocate.cli import flags
 from colocate.cli.errors import UsageError
@@ -15,6 +15,8 @@ from colocate.cli.parser import Subparsers
 from webhook.plugin_flag import add_admission_plugins, admission_plugins
 
 if TYPE_CHECKING:
+    from policies.admission.snapshot import ClusterSnapshot
+    from webhook.registry import Registry
     from webhook.rollout.audit import AuditReport
 
 EXIT_PASSED, EXIT_FAILED = 0, 1
@@ -119,65 +121,57 @@ def audit_table(report: AuditReport, paint: Painter | None = None) -> str:
     return "\n".join(lines)
 
 
-def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
-    import time
-
-    from colocate.cli.colour import results_painter
-    from colocate.cli.progress import Progress
-    from colocate.cli.progress import enabled as progress_enabled
-    from colocate.cluster.client import api_client, api_errors
+def _audit_snapshot(args: argparse.Namespace, registry: Registry) -> tuple[ClusterSnapshot, Any]:
+    """The state audited (`--cluster DIR`, or listed once through the API server) and the API
+    client (None from a directory); the same sources, kinds and parsing as `serve` and `apply`."""
+    from colocate.cluster.client import api_client
     from colocate.cluster.files import ScanError
     from policies.apis.manifests import ManifestError
-    from webhook.registry import default_routes
-    from webhook.rollout.audit import AUDIT_READS, FAILING, audit, running_pods
+    from webhook.rollout.audit import AUDIT_READS
     from webhook.snapshots import ApiServerSnapshots, DirectorySnapshots
     from webhook.watched import watched_kinds
 
-    out = stdout or sys.stdout
-    registry = default_routes(admission_plugins(args))
-    api = None
-    if args.cluster is not None:  # the same sources, kinds and parsing as `serve` and `apply`
-        if args.write_reports:
-            raise UsageError(
-                "--write-reports writes PolicyReports through the API server: use --kubeconfig, "
-                "or --policy-report FILE to write them to a file"
-            )
-        if not args.cluster.is_dir():
-            raise UsageError(f"--cluster {args.cluster}: not a directory")
-        directory = DirectorySnapshots(args.cluster, refuse_sensitive=args.refuse_sensitive_patches)
-        try:
-            snapshot = directory.scan()
-        except (ManifestError, ScanError) as exc:
-            raise UsageError(str(exc)) from exc
-        assert snapshot is not None  # the first scan always builds one
-        if directory.store.problems:  # an audit of a state with files left out would mislead
-            first, more = directory.store.problems[0], len(directory.store.problems) - 1
-            raise UsageError(f"{first.source}: {first.message}" + (f" (and {more} more file problems)" if more else ""))
-    else:
+    if args.cluster is None:
         api = api_client(args.kubeconfig, args.context)  # ClusterUnavailable: exit 2 at the edge
         source = ApiServerSnapshots(
             api, watched_kinds(registry, AUDIT_READS), refuse_sensitive=args.refuse_sensitive_patches
         )
         try:
-            snapshot = source.list_once()
+            return source.list_once(), api
         finally:
             source.close()
-    for problem in snapshot.problems:
-        print(f"warning: {problem.source}: {problem.message}", file=sys.stderr)
-    pods = running_pods(snapshot)
-    bar = Progress(len(pods), progress_enabled(args.progress), label="auditing")
-    report = audit(snapshot, registry, pods, on_pod=bar.advance)
-    bar.close()
-    if api is not None and args.write_reports:
-        from webhook.rollout.reports import ReportWriter, policy_reports
+    if args.write_reports:
+        raise UsageError(
+            "--write-reports writes PolicyReports through the API server: use --kubeconfig, "
+            "or --policy-report FILE to write them to a file"
+        )
+    if not args.cluster.is_dir():
+        raise UsageError(f"--cluster {args.cluster}: not a directory")
+    directory = DirectorySnapshots(args.cluster, refuse_sensitive=args.refuse_sensitive_patches)
+    try:
+        snapshot = directory.scan()
+    except (ManifestError, ScanError) as exc:
+        raise UsageError(str(exc)) from exc
+    assert snapshot is not None  # the first scan always builds one
+    if directory.store.problems:  # an audit of a state with files left out would mislead
+        first, more = directory.store.problems[0], len(directory.store.problems) - 1
+        raise UsageError(f"{first.source}: {first.message}" + (f" (and {more} more file problems)" if more else ""))
+    return snapshot, None
 
+
+def _write_policy_reports(args: argparse.Namespace, api: Any, report: AuditReport) -> None:
+    """PolicyReports through the API server (`--write-reports`) and/or to a file (`--policy-report`)."""
+    import time
+
+    from colocate.cluster.client import api_errors
+    from webhook.rollout.reports import ReportWriter, policy_reports
+
+    if api is not None and args.write_reports:
         with api_errors("writing PolicyReports"):
             written = ReportWriter(api).write(policy_reports(report, int(time.time())))
         print(f"policy reports: {written.summary()}", file=sys.stderr)
     if args.policy_report is not None:
         import yaml
-
-        from webhook.rollout.reports import policy_reports
 
         reports = policy_reports(report, int(time.time()))
         try:
@@ -185,6 +179,25 @@ def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
         except OSError as exc:
             raise UsageError(f"--policy-report {args.policy_report}: {exc.strerror or exc}") from exc
         print(f"policy reports: {len(reports)} written to {args.policy_report}", file=sys.stderr)
+
+
+def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
+    from colocate.cli.colour import results_painter
+    from colocate.cli.progress import Progress
+    from colocate.cli.progress import enabled as progress_enabled
+    from webhook.registry import default_routes
+    from webhook.rollout.audit import FAILING, audit, running_pods
+
+    out = stdout or sys.stdout
+    registry = default_routes(admission_plugins(args))
+    snapshot, api = _audit_snapshot(args, registry)
+    for problem in snapshot.problems:
+        print(f"warning: {problem.source}: {problem.message}", file=sys.stderr)
+    pods = running_pods(snapshot)
+    bar = Progress(len(pods), progress_enabled(args.progress), label="auditing")
+    report = audit(snapshot, registry, pods, on_pod=bar.advance)
+    bar.close()
+    _write_policy_reports(args, api, report)
     if args.output == "json":
         out.write(json.dumps(report.to_json(), indent=2) + "\n")
     else:
