@@ -246,30 +246,42 @@ def register_commands(subparsers: Subparsers) -> None:
     certs = subparsers.add_parser("certs", help="generate, inspect and rotate the webhook certificates")
     commands = certs.add_subparsers(dest="certs_command", metavar="COMMAND")
     commands.required = True
-    _add_generate(commands)
-    _add_inspect(commands)
-    _add_rotate(commands)
-
-
-def _add_generate(commands: Subparsers) -> None:
-    generate = commands.add_parser(
-        "generate",
-        help="a new CA and serving certificate for the Service",
-        description="Write a new CA and serving certificate to a directory and/or a "
-        "kubernetes.io/tls Secret. Refuses to overwrite without --force.",
+    _generate_flags(
+        commands.add_parser(
+            "generate",
+            help="a new CA and serving certificate for the Service",
+            description="Write a new CA and serving certificate to a directory and/or a "
+            "kubernetes.io/tls Secret. Refuses to overwrite without --force.",
+        )
     )
+    _inspect_flags(
+        commands.add_parser(
+            "inspect",
+            help="show the certificates and check chain, expiry and caBundle",
+            description="Exit 0 when everything verifies, 1 when a check fails "
+            "(including expiry within --threshold-days), 2 on bad input.",
+        )
+    )
+    _rotate_flags(
+        commands.add_parser(
+            "rotate",
+            help="renew what is due; caBundle first, then the serving certificate",
+            description="Renew the serving certificate when it fails Koordinator's rules "
+            "(6 months left, wrong names, broken chain) and the CA when it has "
+            "under a year; trust the new CA in both webhook configurations "
+            "before serving from it; prune expired CAs. Writes nothing when "
+            "nothing is due.",
+        )
+    )
+
+
+def _generate_flags(generate: argparse.ArgumentParser) -> None:
     _common(generate)
     generate.add_argument("--force", action="store_true", help="overwrite existing certificates")
     generate.set_defaults(func=_talks_to_the_cluster(_generate))
 
 
-def _add_inspect(commands: Subparsers) -> None:
-    inspect = commands.add_parser(
-        "inspect",
-        help="show the certificates and check chain, expiry and caBundle",
-        description="Exit 0 when everything verifies, 1 when a check fails "
-        "(including expiry within --threshold-days), 2 on bad input.",
-    )
+def _inspect_flags(inspect: argparse.ArgumentParser) -> None:
     _common(inspect, cert_options=False)
     inspect.add_argument(
         "--threshold-days",
@@ -283,16 +295,7 @@ def _add_inspect(commands: Subparsers) -> None:
     inspect.set_defaults(func=_talks_to_the_cluster(_inspect))
 
 
-def _add_rotate(commands: Subparsers) -> None:
-    rotate_ = commands.add_parser(
-        "rotate",
-        help="renew what is due; caBundle first, then the serving certificate",
-        description="Renew the serving certificate when it fails Koordinator's rules "
-        "(6 months left, wrong names, broken chain) and the CA when it has "
-        "under a year; trust the new CA in both webhook configurations "
-        "before serving from it; prune expired CAs. Writes nothing when "
-        "nothing is due.",
-    )
+def _rotate_flags(rotate_: argparse.ArgumentParser) -> None:
     _common(rotate_)
     rotate_.add_argument("--force", action="store_true", help="renew the serving certificate even if not due")
     rotate_.add_argument(

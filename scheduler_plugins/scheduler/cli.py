@@ -60,14 +60,31 @@ def register_commands(subparsers: Subparsers) -> None:
     scheduler = subparsers.add_parser("scheduler", help="scheduling framework, extender and simulator")
     commands = scheduler.add_subparsers(dest="scheduler_command", metavar="SUBCOMMAND")
     commands.required = True
-    _add_extender(commands)
-    _add_simulate(commands)
-    _add_explain(commands)
-    _add_quota(commands)
+    _extender_flags(
+        commands.add_parser("extender", help="serve filter/prioritize/bind as a kube-scheduler HTTP extender")
+    )
+    _simulate_flags(
+        commands.add_parser(
+            "simulate",
+            help="schedule the pending pods of a snapshot and report placements",
+            description="Schedule the pending pods of a snapshot (a directory, or the cluster listed once) "
+            "with the profile's plugins, in memory: nothing is written to the cluster. Exit 0 done (even "
+            "with unschedulable pods), 2 bad input or a snapshot without Nodes. NodeMetrics and "
+            "Reservations are judged at --now (default: now); a warning says when that ages them.",
+        )
+    )
+    _explain_flags(
+        commands.add_parser(
+            "explain",
+            help="show every node's filter and score outcome for one pod",
+            description="Run one pod through the profile's filters and scores on every node of a snapshot "
+            "(a directory, or the cluster listed once). Exit 0 a node was selected, 1 none fits, 2 bad input.",
+        )
+    )
+    _quota_flags(commands.add_parser("quota", help="print the ElasticQuota tree: min, max, request, used and runtime"))
 
 
-def _add_extender(commands: Subparsers) -> None:
-    ext = commands.add_parser("extender", help="serve filter/prioritize/bind as a kube-scheduler HTTP extender")
+def _extender_flags(ext: argparse.ArgumentParser) -> None:
     flags.long_running(ext)
     ext.add_argument("--port", type=int, default=8888)
     ext.add_argument("--host", default="127.0.0.1")
@@ -89,15 +106,7 @@ def _add_extender(commands: Subparsers) -> None:
     ext.set_defaults(func=run_extender)
 
 
-def _add_simulate(commands: Subparsers) -> None:
-    sim = commands.add_parser(
-        "simulate",
-        help="schedule the pending pods of a snapshot and report placements",
-        description="Schedule the pending pods of a snapshot (a directory, or the cluster listed once) "
-        "with the profile's plugins, in memory: nothing is written to the cluster. Exit 0 done (even "
-        "with unschedulable pods), 2 bad input or a snapshot without Nodes. NodeMetrics and "
-        "Reservations are judged at --now (default: now); a warning says when that ages them.",
-    )
+def _simulate_flags(sim: argparse.ArgumentParser) -> None:
     state = sim.add_mutually_exclusive_group(required=True)
     flags.add_cluster_dir(
         state,
@@ -115,13 +124,7 @@ def _add_simulate(commands: Subparsers) -> None:
     sim.set_defaults(func=run_simulate)
 
 
-def _add_explain(commands: Subparsers) -> None:
-    exp = commands.add_parser(
-        "explain",
-        help="show every node's filter and score outcome for one pod",
-        description="Run one pod through the profile's filters and scores on every node of a snapshot "
-        "(a directory, or the cluster listed once). Exit 0 a node was selected, 1 none fits, 2 bad input.",
-    )
+def _explain_flags(exp: argparse.ArgumentParser) -> None:
     state = exp.add_mutually_exclusive_group(required=True)
     flags.add_cluster_dir(
         state,
@@ -142,8 +145,7 @@ def _add_explain(commands: Subparsers) -> None:
     exp.set_defaults(func=run_explain)
 
 
-def _add_quota(commands: Subparsers) -> None:
-    quota = commands.add_parser("quota", help="print the ElasticQuota tree: min, max, request, used and runtime")
+def _quota_flags(quota: argparse.ArgumentParser) -> None:
     state = quota.add_mutually_exclusive_group(required=True)
     flags.add_cluster_dir(state, reads="Nodes, Pods and ElasticQuotas")
     flags.add_kubeconfig(state, help="list Nodes, live Pods and ElasticQuotas once through this kubeconfig")
