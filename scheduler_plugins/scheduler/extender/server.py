@@ -94,7 +94,7 @@ def make_app(
         routes.post(f"{prefix}/{verb}")(_verb(verb, getattr(ExtenderService, verb)))
 
     registry = metrics if metrics is not None else CollectorRegistry()
-    answers = component_answers(service.readiness, registry)
+    answers = component_answers(lambda: service.readiness(), registry)  # the service's, when asked
     for path, answer in answers.items():  # kube-scheduler's manifests probe them on the extender's port
         routes.get(f"{prefix}{path}")(answer_handler(answer))
 
