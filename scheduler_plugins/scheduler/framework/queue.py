@@ -30,6 +30,7 @@ from policies.apis.constants import (
     RESERVATION_KIND,
 )
 from policies.apis.kinds import NODE_METRIC_KIND
+from policies.apis.objects import metadata_of, spec_of, status_of
 from scheduler_plugins.scheduler.framework.status import Code, Status
 
 #: kube-scheduler's defaults (KubeSchedulerConfiguration v1)
@@ -204,7 +205,7 @@ def _interests(plugins: set[str]) -> tuple[dict[str, int], bool]:
 
 
 def _node_name(pod: Mapping[str, Any] | None) -> str:
-    return str(((pod or {}).get("spec") or {}).get("nodeName") or "")
+    return str(spec_of(pod or {}).get("nodeName") or "")
 
 
 def _pod_action(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> int:
@@ -212,7 +213,7 @@ def _pod_action(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> int:
     unassigned pod's change is no cluster event."""
     if not _node_name(obj):
         return 0
-    if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+    if status_of(obj).get("phase") in ("Succeeded", "Failed"):
         return DELETE
     return ADD if not _node_name(old) else UPDATE_OTHER
 
@@ -226,7 +227,7 @@ def _node_update(obj: Mapping[str, Any], old: Mapping[str, Any]) -> int:
         action |= UPDATE_OTHER
     if status.get("allocatable") != old_status.get("allocatable"):
         action |= UPDATE_NODE_ALLOCATABLE
-    if (obj.get("metadata") or {}).get("labels") != (old.get("metadata") or {}).get("labels"):
+    if metadata_of(obj).get("labels") != metadata_of(old).get("labels"):
         action |= UPDATE_NODE_LABEL
     if spec.get("taints") != old_spec.get("taints"):
         action |= UPDATE_NODE_TAINT
