@@ -220,8 +220,8 @@ def _pod_action(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> int:
 
 def _node_update(obj: Mapping[str, Any], old: Mapping[str, Any]) -> int:
     """kube-scheduler's `nodeSchedulingPropertiesChange`: the node update events a change is."""
-    spec, old_spec = obj.get("spec") or {}, old.get("spec") or {}
-    status, old_status = obj.get("status") or {}, old.get("status") or {}
+    spec, old_spec = spec_of(obj), spec_of(old)
+    status, old_status = status_of(obj), status_of(old)
     action = 0
     if spec.get("unschedulable") != old_spec.get("unschedulable"):
         action |= UPDATE_OTHER
