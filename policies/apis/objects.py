@@ -7,7 +7,6 @@ than raising in the middle of a policy.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
@@ -49,47 +48,6 @@ def name_of(obj: Mapping[str, Any]) -> str:
 
 def namespace_of(obj: Mapping[str, Any]) -> str:
     return str(metadata_of(obj).get("namespace") or "")
-
-
-class ObjectView:
-    """A read-only view of one object kept as a plain dict: the accessors above, each read once.
-
-    The scheduler's `PodInfo`, `ReservationInfo` and `NodeInfo` derive from it what their plugins
-    read on every node of every cycle; never mutate `obj`, build a new view instead.
-    """
-
-    __slots__ = ("obj", "__dict__")
-
-    def __init__(self, obj: Mapping[str, Any]) -> None:
-        self.obj = obj
-
-    @cached_property
-    def metadata(self) -> Mapping[str, Any]:
-        return metadata_of(self.obj)
-
-    @cached_property
-    def spec(self) -> Mapping[str, Any]:
-        return spec_of(self.obj)
-
-    @cached_property
-    def status(self) -> Mapping[str, Any]:
-        return status_of(self.obj)
-
-    @cached_property
-    def name(self) -> str:
-        return str(self.metadata.get("name") or "")
-
-    @cached_property
-    def uid(self) -> str:
-        return str(self.metadata.get("uid") or "")
-
-    @cached_property
-    def labels(self) -> Mapping[str, str]:
-        return _section(self.metadata, "labels")
-
-    @cached_property
-    def annotations(self) -> Mapping[str, str]:
-        return _section(self.metadata, "annotations")
 
 
 def ensure_map(parent: dict[str, Any], key: str) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from functools import cached_property
 from typing import Any
 
 from policies.apis.constants import PRIORITY_DEFAULT_VALUES, RESOURCE_CPU, RESOURCE_MEMORY, PriorityClass, QoSClass
-from policies.apis.objects import ObjectView, json_copy
+from policies.apis.object_view import ObjectView
+from policies.apis.objects import json_copy
 from policies.apis.qos import (
     defaulted_priority_class,
     defaulted_qos_class,

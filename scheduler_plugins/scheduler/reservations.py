@@ -34,7 +34,8 @@ from policies.apis.constants import (
     RESOURCE_MEMORY,
 )
 from policies.apis.durations import parse_duration
-from policies.apis.objects import ObjectView, metadata_of, spec_of
+from policies.apis.object_view import ObjectView
+from policies.apis.objects import metadata_of, spec_of
 from policies.apis.quantity import QuantityError, resource_list
 from policies.apis.selectors import LabelSelector, SelectorShapeError, compile_selector
 from policies.apis.timestamps import parse_time

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any
 
-from policies.apis.objects import ObjectView
+from policies.apis.object_view import ObjectView
 from policies.apis.quantity import resource_list
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
 
