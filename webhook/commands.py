@@ -7,6 +7,7 @@ import errno
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from certs.cli import add_service_names
 from colocate.cli import flags
@@ -30,6 +31,10 @@ from webhook.connections import (
 )
 from webhook.workers import parse_workers
 
+if TYPE_CHECKING:  # imported when `serve` runs: `colocate --version` and `apply` start without them
+    from certs.manager import ManagerSettings
+    from webhook.serve import ServeConfig
+
 log = logging.getLogger("colocate.serve")
 
 
@@ -47,29 +52,28 @@ def _duration(text: str) -> float:
 
 def _serve(args: argparse.Namespace) -> int:
     from colocate.cluster.client import ClusterUnavailable
-    from colocate.cluster.reflector import ReflectorSettings
-    from webhook.connections import ConnectionLimits
-    from webhook.serve import ServeConfig, run
-    from webhook.snapshots import KubeSettings
+    from webhook.serve import run
 
+    _check_serve_args(args)
+    try:
+        return run(_serve_config(args))
+    except ClusterUnavailable as exc:
+        raise UsageError(f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
+    except OSError as exc:
+        if exc.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):  # the address to listen on
+            where = getattr(exc, "where", f"{args.host}:{args.port}")  # webhook.serve.CannotListen
+            raise UsageError(f"cannot listen on {where}: {os.strerror(exc.errno)}") from exc
+        raise
+
+
+def _check_serve_args(args: argparse.Namespace) -> None:
+    """The flags' values that argparse cannot judge alone: one line and exit 2 for each mistake."""
     if args.cluster is not None and not args.cluster.is_dir():
         raise UsageError(f"--cluster {args.cluster}: not a directory")
     if args.kubeconfig is not None and not args.kubeconfig.is_file():
         raise UsageError(f"--kubeconfig {args.kubeconfig}: no such file")
-    self_managed = None
-    if args.self_managed_certs:
-        from certs.manager import ManagerSettings
-
-        if args.cluster is not None:
-            raise UsageError("--self-managed-certs needs the API server (a Lease, the Secret): drop --cluster")
-        self_managed = ManagerSettings(
-            namespace=args.cert_namespace,
-            service=args.cert_service,
-            secret=args.cert_secret,
-            dns_names=tuple(args.dns_name),
-            check_interval=args.cert_check_interval,
-            settle=args.cert_settle,
-        )
+    if args.self_managed_certs and args.cluster is not None:
+        raise UsageError("--self-managed-certs needs the API server (a Lease, the Secret): drop --cluster")
     if args.client_ca is not None and not args.client_ca.is_file():
         raise UsageError(f"--client-ca {args.client_ca}: no such file")
     for flag, value in (
@@ -87,6 +91,31 @@ def _serve(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--body-budget-bytes {args.body_budget_bytes}: must hold at least one --max-body ({args.max_body})"
         )
+
+
+def _self_managed(args: argparse.Namespace) -> ManagerSettings | None:
+    """`--self-managed-certs`' settings, or None without it."""
+    if not args.self_managed_certs:
+        return None
+    from certs.manager import ManagerSettings
+
+    return ManagerSettings(
+        namespace=args.cert_namespace,
+        service=args.cert_service,
+        secret=args.cert_secret,
+        dns_names=tuple(args.dns_name),
+        check_interval=args.cert_check_interval,
+        settle=args.cert_settle,
+    )
+
+
+def _serve_config(args: argparse.Namespace) -> ServeConfig:
+    """What `serve` runs with, from its checked flags."""
+    from colocate.cluster.reflector import ReflectorSettings
+    from webhook.connections import ConnectionLimits
+    from webhook.serve import ServeConfig
+    from webhook.snapshots import KubeSettings
+
     connections = ConnectionLimits(
         max_connections=args.max_connections,
         first_request_timeout=args.first_request_timeout,
@@ -95,47 +124,35 @@ def _serve(args: argparse.Namespace) -> int:
         max_body_bytes=args.body_budget_bytes,
     )
     kube = KubeSettings(reflector=ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max))
-    workers = _workers(args.workers)
-    admission_plugins = plugin_flag.admission_plugins(args)
-    try:
-        return run(
-            ServeConfig(
-                cluster=args.cluster,
-                cert_dir=args.cert_dir,
-                port=args.port,
-                host=args.host,
-                dns_names=tuple(args.dns_name),
-                workers=workers,
-                max_body=args.max_body,
-                reload_interval=args.reload_interval,
-                log_level=flags.log_level(args),
-                kubeconfig=args.kubeconfig,
-                context=args.context,
-                kube=kube,
-                reuse_port=args.reuse_port,
-                drain_delay=args.drain_delay,
-                shutdown_timeout=args.shutdown_timeout,
-                cert_reload_interval=args.cert_reload_interval,
-                self_managed=self_managed,
-                connections=connections,
-                client_ca=args.client_ca,
-                stuck_scan_after=args.stuck_scan_after,
-                audit_interval=args.audit_interval,
-                event_loop=args.event_loop,
-                refuse_sensitive_patches=args.refuse_sensitive_patches,
-                admission_plugins=admission_plugins,
-                health_address=args.health_probe_bind_address,
-                metrics_address=args.metrics_bind_address,
-                metrics_cache=args.metrics_cache,
-            )
-        )
-    except ClusterUnavailable as exc:
-        raise UsageError(f"no cluster to read: {exc} (give --cluster DIR or --kubeconfig FILE)") from exc
-    except OSError as exc:
-        if exc.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):  # the address to listen on
-            where = getattr(exc, "where", f"{args.host}:{args.port}")  # webhook.serve.CannotListen
-            raise UsageError(f"cannot listen on {where}: {os.strerror(exc.errno)}") from exc
-        raise
+    return ServeConfig(
+        cluster=args.cluster,
+        cert_dir=args.cert_dir,
+        port=args.port,
+        host=args.host,
+        dns_names=tuple(args.dns_name),
+        workers=_workers(args.workers),
+        max_body=args.max_body,
+        reload_interval=args.reload_interval,
+        log_level=flags.log_level(args),
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        kube=kube,
+        reuse_port=args.reuse_port,
+        drain_delay=args.drain_delay,
+        shutdown_timeout=args.shutdown_timeout,
+        cert_reload_interval=args.cert_reload_interval,
+        self_managed=_self_managed(args),
+        connections=connections,
+        client_ca=args.client_ca,
+        stuck_scan_after=args.stuck_scan_after,
+        audit_interval=args.audit_interval,
+        event_loop=args.event_loop,
+        refuse_sensitive_patches=args.refuse_sensitive_patches,
+        admission_plugins=plugin_flag.admission_plugins(args),
+        health_address=args.health_probe_bind_address,
+        metrics_address=args.metrics_bind_address,
+        metrics_cache=args.metrics_cache,
+    )
 
 
 def _workers(value: int | str) -> int:
@@ -172,6 +189,12 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 def register_commands(subparsers: Subparsers) -> None:
+    """Add `serve` and `apply`."""
+    _add_serve(subparsers)
+    _add_apply(subparsers)
+
+
+def _add_serve(subparsers: Subparsers) -> None:
     serve = subparsers.add_parser(
         "serve",
         help="run the HTTPS admission webhook",
@@ -180,6 +203,20 @@ def register_commands(subparsers: Subparsers) -> None:
         "from the API server (--kubeconfig, or the pod's service account).",
     )
     flags.long_running(serve)
+    _add_source_flags(serve)
+    _add_listener_flags(serve)
+    _add_timing_flags(serve)
+    _add_connection_limits(serve)
+    _add_shutdown_flags(serve)
+    _add_certificate_flags(serve)
+    flags.add_refuse_sensitive_patches(serve)
+    plugin_flag.add_admission_plugins(serve)
+    flags.add_log_level(serve, hidden=True)  # the global `colocate --log-level` is the documented one
+    serve.set_defaults(func=_serve)
+
+
+def _add_source_flags(serve: argparse.ArgumentParser) -> None:
+    """Where the cluster state comes from: a directory, or the API server."""
     state = serve.add_mutually_exclusive_group()
     cluster = flags.add_cluster_dir(
         state,
@@ -193,6 +230,10 @@ def register_commands(subparsers: Subparsers) -> None:
         "the in-cluster service account)",
     )
     flags.add_context(serve)
+
+
+def _add_listener_flags(serve: argparse.ArgumentParser) -> None:
+    """The webhook port, its processes and event loop, and the probe and metrics listeners."""
     serve.add_argument("--port", type=int, default=9443)
     serve.add_argument(
         "--host",
@@ -248,6 +289,10 @@ def register_commands(subparsers: Subparsers) -> None:
         help="render /metrics at most once in this long; scrapes in between get the same answer "
         "(0: render every scrape) (default %(default)s)",
     )
+
+
+def _add_timing_flags(serve: argparse.ArgumentParser) -> None:
+    """How often the state is re-read and audited."""
     serve.add_argument(
         "--reload-interval",
         type=float,
@@ -271,6 +316,10 @@ def register_commands(subparsers: Subparsers) -> None:
         help="audit the running pods against the profiles this often (e.g. 10m), export the counts "
         "as metrics and, reading the API server, write PolicyReports (default: never)",
     )
+
+
+def _add_connection_limits(serve: argparse.ArgumentParser) -> None:
+    """What one client may hold (docs/serve.md: sizing)."""
     limits = serve.add_argument_group(
         "connections",
         "what one client may hold: a few thousand idle sockets must "
@@ -315,6 +364,10 @@ def register_commands(subparsers: Subparsers) -> None:
         metavar="SECONDS",
         help="close a kept-alive connection idle this long (default %(default)s)",
     )
+
+
+def _add_shutdown_flags(serve: argparse.ArgumentParser) -> None:
+    """What SIGTERM does, and sharing the port."""
     serve.add_argument(
         "--drain-delay",
         type=float,
@@ -332,6 +385,10 @@ def register_commands(subparsers: Subparsers) -> None:
     serve.add_argument(
         "--reuse-port", action="store_true", help="let several server processes bind the same port (SO_REUSEPORT)"
     )
+
+
+def _add_certificate_flags(serve: argparse.ArgumentParser) -> None:
+    """The serving certificates, their reload, and self-managed rotation."""
     certs = serve.add_argument_group("certificates")
     flags.add_cert_dir(certs, required=True, help="holds ca.crt, tls.crt, tls.key; generated when missing")
     flags.add_dns_names(certs)
@@ -370,11 +427,9 @@ def register_commands(subparsers: Subparsers) -> None:
         metavar="SECONDS",
         help="after a new CA is trusted, wait this long before serving from it",
     )
-    flags.add_refuse_sensitive_patches(serve)
-    plugin_flag.add_admission_plugins(serve)
-    flags.add_log_level(serve, hidden=True)  # the global `colocate --log-level` is the documented one
-    serve.set_defaults(func=_serve)
 
+
+def _add_apply(subparsers: Subparsers) -> None:
     apply = subparsers.add_parser(
         "apply",
         help="run the admission chain offline on objects",
