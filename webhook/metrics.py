@@ -112,6 +112,19 @@ class WebhookMetrics:
         self.multiprocess_dir = os.environ.get(MULTIPROCESS_ENV) or None
         self.registry = CollectorRegistry(auto_describe=True)
         registry = None if self.multiprocess_dir else self.registry
+        self._declare_admission_series(registry)
+        self._declare_state_series(registry)
+        self._declare_certificate_series(registry)
+        self._declare_connection_series(registry)
+        self._tallies: dict[tuple[object, ...], Any] = {}  # one per series; only the event loop adds
+        self._profile_tallies: dict[str, CounterTally] = {}  # profile -> its series' tally in `_tallies`
+        if self.multiprocess_dir:
+            from prometheus_client import multiprocess
+
+            multiprocess.MultiProcessCollector(self.registry, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
+
+    def _declare_admission_series(self, registry: CollectorRegistry | None) -> None:
+        """Requests, their latency, plugins and profiles."""
         self.requests_total = Counter(
             "controller_runtime_webhook_requests_total",
             "Total number of admission requests by HTTP status code.",
@@ -152,6 +165,9 @@ class WebhookMetrics:
             ["profile", "outcome"],
             registry=registry,
         )
+
+    def _declare_state_series(self, registry: CollectorRegistry | None) -> None:
+        """The cluster state the webhook decides against."""
         self.state_objects = Gauge(
             "colocate_cluster_state_objects",
             "Objects in the cluster state the handlers read, by kind.",
@@ -172,6 +188,9 @@ class WebhookMetrics:
             registry=registry,
         )
         self.store_health = StoreHealthMetrics(registry)
+
+    def _declare_certificate_series(self, registry: CollectorRegistry | None) -> None:
+        """The serving certificates, and the reads the quota webhook makes live."""
         self.cert_expiry = Gauge(
             "colocate_certificate_expiry_timestamp_seconds",
             "When the certificate being served (serving) and the CA that issued it (ca) expire, Unix time.",
@@ -192,6 +211,9 @@ class WebhookMetrics:
             ["result"],
             registry=registry,
         )
+
+    def _declare_connection_series(self, registry: CollectorRegistry | None) -> None:
+        """Refusals, connections and the log writer."""
         self.refused = Counter(
             "colocate_webhook_refused_requests_total",
             "Admission requests refused before or instead of the policies, by reason: bad_review, bad_object "
@@ -221,12 +243,6 @@ class WebhookMetrics:
             "Log lines dropped because the log writer fell behind (its queue is bounded).",
             registry=registry,
         )
-        self._tallies: dict[tuple[object, ...], Any] = {}  # one per series; only the event loop adds
-        self._profile_tallies: dict[str, CounterTally] = {}  # profile -> its series' tally in `_tallies`
-        if self.multiprocess_dir:
-            from prometheus_client import multiprocess
-
-            multiprocess.MultiProcessCollector(self.registry, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
 
     # -- the tallies of the series admissions touch ------------------------------------------------
     def _tally(self, metric: Any, make: Callable[[Any], T], labels: tuple[str, ...]) -> T:
