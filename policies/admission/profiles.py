@@ -174,46 +174,12 @@ def parse_profile(obj: Mapping[str, Any], *, strict: bool = False, refuse_sensit
     if not isinstance(spec, Mapping):
         raise ProfileError(name, [*problems, invalid("spec", detail="must be an object")])
 
-    probability = None
-    if spec.get("probability") is not None:
-        try:
-            probability = parse_probability(spec["probability"])
-        except ValueError as exc:
-            problems.append(invalid("spec.probability", spec["probability"], str(exc)))
+    probability = _probability(spec, problems)
     qos_class = _string(spec, "qosClass", problems)
     if qos_class and qos_class not in KNOWN_QOS_CLASSES:
         problems.append(unsupported("spec.qosClass", qos_class, sorted(KNOWN_QOS_CLASSES)))
-    koordinator_priority = spec.get("koordinatorPriority")
-    if koordinator_priority is not None and (
-        isinstance(koordinator_priority, bool)
-        or not isinstance(koordinator_priority, int)
-        or not _INT32_MIN <= koordinator_priority <= _INT32_MAX
-    ):
-        problems.append(invalid("spec.koordinatorPriority", koordinator_priority, "must be a 32-bit integer"))
-        koordinator_priority = None
-    patch = spec.get("patch")
-    if patch is not None and not isinstance(patch, Mapping):
-        problems.append(invalid("spec.patch", detail="must be an object (a strategic merge patch)"))
-        patch = None
-    broken = patch_structure_error(patch) if patch is not None else None
-    if broken:
-        problems.append(invalid("spec.patch", detail=f"makes an invalid pod: {broken}"))
-    sensitive = sensitive_fields(patch)
-    allowed = (metadata.get("annotations") or {}).get(ANNOTATION_SENSITIVE_PATCH)
-    if allowed is not None and allowed != SENSITIVE_PATCH_ALLOW:
-        problems.append(
-            unsupported(f"metadata.annotations[{ANNOTATION_SENSITIVE_PATCH}]", allowed, [SENSITIVE_PATCH_ALLOW])
-        )
-    elif refuse_sensitive and sensitive and allowed != SENSITIVE_PATCH_ALLOW:
-        problems.append(
-            invalid(
-                "spec.patch",
-                detail=f"changes security-sensitive fields ({', '.join(sensitive)}): refused by "
-                f"--refuse-sensitive-patches (annotate the profile {ANNOTATION_SENSITIVE_PATCH}: "
-                f"{SENSITIVE_PATCH_ALLOW} once reviewed)",
-            )
-        )
-
+    koordinator_priority = _koordinator_priority(spec, problems)
+    patch = _patch(spec, metadata, refuse_sensitive, problems)
     enforcement = (metadata.get("annotations") or {}).get(ANNOTATION_ENFORCEMENT, ENFORCEMENT_MODES[0])
     if enforcement not in ENFORCEMENT_MODES:
         problems.append(unsupported(f"metadata.annotations[{ANNOTATION_ENFORCEMENT}]", enforcement, ENFORCEMENT_MODES))
@@ -242,3 +208,55 @@ def parse_profile(obj: Mapping[str, Any], *, strict: bool = False, refuse_sensit
     if problems:
         raise ProfileError(name, problems)
     return profile
+
+
+def _probability(spec: Mapping[str, Any], problems: list[FieldError]) -> int | None:
+    """`spec.probability` parsed, or None (absent, or refused into `problems`)."""
+    if spec.get("probability") is None:
+        return None
+    try:
+        return parse_probability(spec["probability"])
+    except ValueError as exc:
+        problems.append(invalid("spec.probability", spec["probability"], str(exc)))
+        return None
+
+
+def _koordinator_priority(spec: Mapping[str, Any], problems: list[FieldError]) -> int | None:
+    """`spec.koordinatorPriority`, a 32-bit integer, or None (absent, or refused into `problems`)."""
+    value = spec.get("koordinatorPriority")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not _INT32_MIN <= value <= _INT32_MAX:
+        problems.append(invalid("spec.koordinatorPriority", value, "must be a 32-bit integer"))
+        return None
+    return value
+
+
+def _patch(
+    spec: Mapping[str, Any], metadata: Mapping[str, Any], refuse_sensitive: bool, problems: list[FieldError]
+) -> Mapping[str, Any] | None:
+    """`spec.patch`, checked: an object that makes a valid pod, and with `refuse_sensitive` one that
+    patches no security-sensitive field unless the profile is annotated as reviewed."""
+    patch = spec.get("patch")
+    if patch is not None and not isinstance(patch, Mapping):
+        problems.append(invalid("spec.patch", detail="must be an object (a strategic merge patch)"))
+        patch = None
+    broken = patch_structure_error(patch) if patch is not None else None
+    if broken:
+        problems.append(invalid("spec.patch", detail=f"makes an invalid pod: {broken}"))
+    sensitive = sensitive_fields(patch)
+    allowed = (metadata.get("annotations") or {}).get(ANNOTATION_SENSITIVE_PATCH)
+    if allowed is not None and allowed != SENSITIVE_PATCH_ALLOW:
+        problems.append(
+            unsupported(f"metadata.annotations[{ANNOTATION_SENSITIVE_PATCH}]", allowed, [SENSITIVE_PATCH_ALLOW])
+        )
+    elif refuse_sensitive and sensitive and allowed != SENSITIVE_PATCH_ALLOW:
+        problems.append(
+            invalid(
+                "spec.patch",
+                detail=f"changes security-sensitive fields ({', '.join(sensitive)}): refused by "
+                f"--refuse-sensitive-patches (annotate the profile {ANNOTATION_SENSITIVE_PATCH}: "
+                f"{SENSITIVE_PATCH_ALLOW} once reviewed)",
+            )
+        )
+    return patch

@@ -129,7 +129,7 @@ def test_the_total_bytes_of_a_scan_are_capped(tmp_path: Path) -> None:
     for index in range(4):
         (tmp_path / f"p{index}.yaml").write_text(yaml.safe_dump(profile(f"p{index}")) + "#" * 400)
     limits = ScanLimits(max_total_bytes=1600)  # three files fit, four do not
-    with pytest.raises(ScanError, match="bytes of manifests, more than 1600"):
+    with pytest.raises(ScanError, match="bytes of manifests, over the scan limit of 1600 bytes"):
         DirectorySource(tmp_path, ClusterStore(), limits).scan()  # before the first load: not loaded
     (tmp_path / "p3.yaml").unlink()
     store = ClusterStore()
@@ -139,6 +139,6 @@ def test_the_total_bytes_of_a_scan_are_capped(tmp_path: Path) -> None:
     assert source.scan()  # later: the last good objects stay, and the limit is a problem
     assert names(store) == ["p0", "p1", "p2"]
     assert [p.source for p in store.problems] == [str(tmp_path)]
-    assert "more than 1600" in store.problems[0].message
+    assert "over the scan limit of 1600 bytes" in store.problems[0].message
     (tmp_path / "p3.yaml").unlink()
     assert source.scan() and store.problems == ()
