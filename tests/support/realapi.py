@@ -330,13 +330,18 @@ class RealApi:
 
     def default_service_account(self, namespace: str) -> None:
         """The `default` ServiceAccount, which admission requires of every Pod: kube-controller-manager
-        makes it, but most tests run without one (409: it was quicker). Without its token controller
-        no token Secret exists, which 1.20's admission also requires unless the account does not
-        mount one: so it does not (no kubelet would mount it anyway)."""
+        makes it, but most tests run without one. Without its token controller no token Secret
+        exists, which 1.20's admission also requires unless the account does not mount one: so it
+        does not (no kubelet would mount it anyway). When kube-controller-manager made it first
+        (409), its token Secret may not exist yet when the test's first Pod arrives: the account is
+        patched not to mount one either."""
         path = f"/api/v1/namespaces/{namespace}/serviceaccounts"
         account = {"metadata": {"name": "default"}, "automountServiceAccountToken": False}
         status, data = request(self.client, "POST", path, account)
-        if status not in (201, 409):
+        if status == 409:  # kube-controller-manager, when running, made it first: its token may lag
+            mounts = {"automountServiceAccountToken": False}
+            call(self.client, "PATCH", f"{path}/default", mounts, "application/merge-patch+json")
+        elif status != 201:
             raise ApiError(status, f"POST {path}: HTTP {status}: {data}")
 
     def delete_namespace(self, name: str) -> None:
