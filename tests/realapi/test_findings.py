@@ -22,7 +22,6 @@ from scheduler_plugins.descheduler.migration.backend import ApiMigrationBackend
 from scheduler_plugins.descheduler.migration.controller import Reconciler
 from scheduler_plugins.descheduler.migration.limits import Limits, MigrationLimits
 from tests.support.builders import make_profile, make_quota
-from tests.support.paths import REPO
 from tests.support.realapi import RUN_LABEL, ControlPlane, RealApi
 from tests.support.served import Served
 from tests.support.wait import wait_for, wait_for_sync
@@ -34,13 +33,7 @@ from webhook.watched import watched_kinds
 
 pytestmark = pytest.mark.realapi
 
-CRDS = REPO / "manifests" / "crds"
 PAUSE = "registry.k8s.io/pause:3.9"
-
-
-def install_crds(realapi: RealApi, *files: str) -> None:
-    crds = [crd for name in files for crd in realapi.apply_file(CRDS / name)]
-    realapi.wait_crds_established(crd["metadata"]["name"] for crd in crds)
 
 
 def pod(name: str) -> dict[str, Any]:
@@ -60,7 +53,7 @@ def test_a_quota_tree_applied_in_one_go_is_admitted_by_the_quota_webhook(
 ) -> None:
     """Each child reaches the webhook right after its parent, before the webhook's watch can show
     it: the webhook reads the parent from the API server instead of refusing the child."""
-    install_crds(realapi, "elasticquotas.yaml", "clustercolocationprofiles.yaml")
+    realapi.install_crds("elasticquotas", "clustercolocationprofiles")
     webhook = Served(tmp_path, "--kubeconfig", str(realapi.kubeconfig)).wait_ready()
     name = f"quota-{realapi.run_id}.colocate.test"
     realapi.register_webhook(
@@ -106,7 +99,7 @@ async def test_every_watch_resumes_within_a_second_of_a_real_restart(
     """Measured from when the restarted server can serve a watch of the kind again: kube-apiserver
     1.20 answers `/readyz` 200 before it serves watches of custom resources (their watch cache is
     built on first use, seconds later on a loaded machine); a watch asked earlier waits for it."""
-    install_crds(realapi, "clustercolocationprofiles.yaml", "elasticquotas.yaml")
+    realapi.install_crds("clustercolocationprofiles", "elasticquotas")
     failures: Counter[str] = Counter()
     source = ApiServerSnapshots(
         api_client(realapi.kubeconfig),
@@ -176,7 +169,7 @@ def test_a_migration_whose_eviction_the_server_refuses_fails_with_the_reason(
     """What the descheduler did before: a policy/v1 Eviction to a 1.20 server (HTTP 400). The job
     must say FailedEvict and never count the pod as evicted."""
     realapi.require_local("send an Eviction version the server does not serve (1.20 has no policy/v1)")
-    install_crds(realapi, "podmigrationjobs.yaml", "reservations.yaml")
+    realapi.install_crds("podmigrationjobs", "reservations")
     target = realapi.apply([pod("kept")], realapi_namespace)[0]
     api = api_client(realapi.kubeconfig)
     now = time.time()

@@ -24,7 +24,6 @@ from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from scheduler_plugins.koordlet.topology import flat_processors
 from tests.scheduler_plugins.koordlet.test_agent_live import BE_DIR, fake_machine
 from tests.support.builders import make_node_slo, make_pod
-from tests.support.paths import REPO
 from tests.support.realapi import RealApi
 from tests.support.wait import wait_for
 
@@ -37,12 +36,7 @@ SLO = "slo.koordinator.sh/v1alpha1"
 def node(realapi: RealApi, realapi_namespace: str) -> Iterator[str]:
     """The agent's node with a NodeSLO (suppress at 50 %, evict BE at 70 % memory), an empty
     NodeMetric for it to report into, and a BE pod bound to it; a second node the agent ignores."""
-    crds = [
-        crd
-        for name in ("nodemetrics", "nodeslos", "noderesourcetopologies")
-        for crd in realapi.apply_file(REPO / "manifests" / "crds" / f"{name}.yaml")
-    ]
-    realapi.wait_crds_established(crd["metadata"]["name"] for crd in crds)
+    realapi.install_crds("nodemetrics", "nodeslos", "noderesourcetopologies")
     mine, other = f"koordlet-{realapi.run_id}", f"other-{realapi.run_id}"
     for name in (mine, other):
         realapi.add_node(name, capacity={"cpu": "8", "memory": "64Gi", "pods": "110"})
@@ -56,9 +50,7 @@ def node(realapi: RealApi, realapi_namespace: str) -> Iterator[str]:
     spec = {"metricCollectPolicy": {"reportIntervalSeconds": 1, "aggregateDurationSeconds": 60}}
     realapi.apply([{"apiVersion": SLO, "kind": NODE_METRIC_KIND, "metadata": {"name": mine}, "spec": spec}])
     for pod_name, node_name in (("batch", mine), ("elsewhere", other)):
-        pod = make_pod(pod_name, qos="BE", node=node_name, priority=5500)
-        pod["spec"]["containers"][0]["image"] = "registry.k8s.io/pause:3.9"
-        del pod["metadata"]["namespace"], pod["spec"]["priority"]
+        pod = make_pod(pod_name, realapi_namespace, qos="BE", node=node_name)
         realapi.apply([pod], realapi_namespace)
     try:
         yield mine

@@ -10,16 +10,13 @@ from typing import Any
 
 import pytest
 
-from colocate.cluster.rest import call
 from tests.scheduler_plugins.manager.helpers import Manager, slo_config
 from tests.support.builders import make_metric, make_pod, pod_metric
-from tests.support.paths import REPO
 from tests.support.realapi import RealApi
 from tests.support.wait import wait_for
 
 pytestmark = pytest.mark.realapi
 
-CRDS = REPO / "manifests" / "crds"
 BATCH_CPU = "kubernetes.io/batch-cpu"
 BATCH_MEMORY = "kubernetes.io/batch-memory"
 MID_CPU = "kubernetes.io/mid-cpu"
@@ -29,12 +26,7 @@ METRICS = "slo.koordinator.sh/v1alpha1"
 @pytest.fixture
 def manager_crds(realapi: RealApi) -> None:
     """The kinds the manager lists and writes, as the default install applies them."""
-    crds = [
-        crd
-        for name in ("nodemetrics", "nodeslos", "noderesourcetopologies")
-        for crd in realapi.apply_file(CRDS / f"{name}.yaml")
-    ]
-    realapi.wait_crds_established(crd["metadata"]["name"] for crd in crds)
+    realapi.install_crds("nodemetrics", "nodeslos", "noderesourcetopologies")
 
 
 @pytest.fixture
@@ -47,8 +39,6 @@ def node(realapi: RealApi, realapi_namespace: str, manager_crds: None) -> Iterat
     realapi.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "koordinator-system"}}])
     realapi.apply([slo_config()])
     web = make_pod("web", realapi_namespace, qos="LS", node=name, requests={"cpu": "8", "memory": "16Gi"})
-    web["spec"]["containers"][0]["image"] = "registry.k8s.io/pause:3.9"
-    del web["metadata"]["namespace"]
     realapi.apply([web], realapi_namespace)
     metric = make_metric(
         name,
@@ -57,9 +47,8 @@ def node(realapi: RealApi, realapi_namespace: str, manager_crds: None) -> Iterat
         system={"cpu": "1", "memory": "2Gi"},
         pods=[pod_metric("web", realapi_namespace, cpu="2", memory="4Gi")],
     )
-    realapi.apply([{**metric, "status": {}}])
-    path = realapi.path_of(METRICS, "NodeMetric", name) + "/status"
-    call(realapi.client, "PATCH", path, {"status": metric["status"]}, "application/merge-patch+json")
+    realapi.apply([metric])
+    realapi.write_status(metric)
     try:
         yield name
     finally:

@@ -14,14 +14,13 @@ import pytest
 
 from colocate.cluster.client import api_client
 from colocate.cluster.eviction import EvictionClient
-from colocate.cluster.rest import ObjectClient, call
+from colocate.cluster.rest import ObjectClient, call, request
 from policies.apis.timestamps import parse_time
 from scheduler_plugins.descheduler.migration import job as pmj
 from scheduler_plugins.descheduler.migration.backend import ApiMigrationBackend
 from scheduler_plugins.descheduler.migration.controller import Reconciler
 from scheduler_plugins.descheduler.migration.limits import Limits, MigrationLimits
 from tests.support.builders import NOW, make_pod
-from tests.support.paths import REPO
 from tests.support.realapi import RealApi
 from tests.support.realapi_process import Component
 from tests.support.wait import wait_for
@@ -29,16 +28,12 @@ from tests.support.wait import wait_for
 pytestmark = pytest.mark.realapi
 
 START = parse_time(NOW) or 0.0
-CRDS = REPO / "manifests" / "crds"
 
 
 def policy_version(realapi: RealApi) -> str:
     """The PodDisruptionBudget version the server serves: policy/v1 from 1.21, else v1beta1."""
-    try:
-        call(realapi.client, "GET", "/apis/policy/v1")
-        return "policy/v1"
-    except Exception:
-        return "policy/v1beta1"
+    status, _ = request(realapi.client, "GET", "/apis/policy/v1")
+    return "policy/v1" if status == 200 else "policy/v1beta1"
 
 
 @pytest.fixture
@@ -49,12 +44,7 @@ def world(
     finds, that no controller replaces pods for): `guarded-*` under a budget that allows no
     disruption (`minAvailable: 2`: a budget on pods of a controller without a scale subresource
     counts pods only with an integer minAvailable), `free-*` under none."""
-    crds = [
-        crd
-        for name in ("podmigrationjobs", "reservations")
-        for crd in realapi.apply_file(REPO / "manifests" / "crds" / f"{name}.yaml")
-    ]
-    realapi.wait_crds_established(crd["metadata"]["name"] for crd in crds)
+    realapi.install_crds("podmigrationjobs", "reservations")
     node = f"migrate-{realapi.run_id}"
     realapi.add_node(node)
     pods = {}
@@ -64,14 +54,11 @@ def world(
         reference = {"apiVersion": "v1", "kind": "ConfigMap", "name": app, "uid": uid, "controller": True}
         for replica in range(2):  # a workload of one replica is never migrated (expected replicas)
             name = f"{app}-{replica}"
-            pod = make_pod(name, labels={"app": app}, node=node, requests={"cpu": "100m"})
-            pod["spec"]["containers"][0]["image"] = "registry.k8s.io/pause:3.9"
+            pod = make_pod(name, realapi_namespace, labels={"app": app}, node=node, requests={"cpu": "100m"})
             pod["metadata"]["ownerReferences"] = [reference]
-            del pod["metadata"]["namespace"]
-            realapi.apply([pod], realapi_namespace)
-            running = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-            path = realapi.path_of("v1", "Pod", name, realapi_namespace) + "/status"
-            pods[name] = call(realapi.client, "PATCH", path, {"status": running}, "application/merge-patch+json")
+            realapi.apply([pod])
+            pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+            pods[name] = realapi.write_status(pod, realapi_namespace)
     version = policy_version(realapi)
     budget = {
         "apiVersion": version,

@@ -13,11 +13,10 @@ import aiohttp
 import pytest
 import yaml
 
-from colocate.cluster.rest import call
 from tests.scheduler_plugins.scheduler.test_extender_kube import Extender
 from tests.support.builders import make_metric, make_pod
 from tests.support.paths import REPO
-from tests.support.realapi import RealApi
+from tests.support.realapi import ALL_CRDS, RealApi
 from tests.support.realapi_process import Component
 from tests.support.wait import wait_for
 
@@ -46,20 +45,13 @@ def v1beta1(config: Mapping[str, Any], extender_port: int) -> dict[str, Any]:
 def nodes(realapi: RealApi) -> Iterator[tuple[str, str]]:
     """Two nodes with batch resources: `busy`, the larger (kube-scheduler's own scoring prefers it),
     reports 60 of its 64 cores in use; `quiet` reports 2 of 32."""
-    crds = [
-        crd
-        for path in sorted((REPO / "manifests" / "crds").glob("*.yaml"))
-        if path.name != "kustomization.yaml"
-        for crd in realapi.apply_file(path)
-    ]
-    realapi.wait_crds_established(crd["metadata"]["name"] for crd in crds)
+    realapi.install_crds(*ALL_CRDS)
     busy, quiet = f"busy-{realapi.run_id}", f"quiet-{realapi.run_id}"
     for name, cpu, used in ((busy, "64", "60"), (quiet, "32", "2")):
         realapi.add_node(name, capacity={"cpu": cpu, "memory": "128Gi", "pods": "110", **BATCH})
         metric = make_metric(name, cpu=used, memory="10Gi")
-        realapi.apply([{**metric, "status": {}}])
-        path = realapi.path_of("slo.koordinator.sh/v1alpha1", "NodeMetric", name) + "/status"
-        call(realapi.client, "PATCH", path, {"status": metric["status"]}, "application/merge-patch+json")
+        realapi.apply([metric])
+        realapi.write_status(metric)
     try:
         yield busy, quiet
     finally:
@@ -84,13 +76,12 @@ async def test_kube_scheduler_with_the_extender_binds_a_be_pod_to_the_node_with_
             realapi_scheduler(v1beta1(config, extender.port))
             pod = make_pod(
                 "spark-executor",
+                realapi_namespace,
                 qos="BE",
                 requests={"kubernetes.io/batch-cpu": "1000", "kubernetes.io/batch-memory": "2Gi"},
                 schedulerName="koord-scheduler",
             )
-            pod["spec"]["containers"][0]["image"] = "registry.k8s.io/pause:3.9"
-            del pod["metadata"]["namespace"]
-            await asyncio.to_thread(realapi.apply, [pod], realapi_namespace)
+            await asyncio.to_thread(realapi.apply, [pod])
 
             bound = await wait_for(
                 lambda: asyncio.to_thread(

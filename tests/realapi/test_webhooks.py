@@ -29,13 +29,12 @@ from colocate.testing.builders import make_quota, make_reservation, make_slo_con
 from tests.realapi.objects import LARGE, MEDIUM, SMALL, colocate, pod, serve_from_api, tier_ls
 from tests.support.kubelet import project
 from tests.support.paths import REPO
-from tests.support.realapi import RealApi
+from tests.support.realapi import ALL_CRDS, RealApi
 from tests.support.served import Served
 from tests.support.wait import wait_for_sync
 
 pytestmark = pytest.mark.realapi
 
-CRDS = sorted(path for path in (REPO / "manifests" / "crds").glob("*.yaml") if path.name != "kustomization.yaml")
 EXAMPLES = REPO / "manifests" / "cluster"
 ADMISSION = "admissionregistration.k8s.io/v1"
 CONFIGURATIONS = (("MutatingWebhookConfiguration", MUTATING), ("ValidatingWebhookConfiguration", VALIDATING))
@@ -51,8 +50,7 @@ class Webhook:
 
 def install(realapi: RealApi) -> None:
     """The CRDs, the example PriorityClasses and profiles, and the slo-controller-config's namespace."""
-    crds = [crd for path in CRDS for crd in realapi.apply_file(path)]
-    realapi.wait_crds_established(crd["metadata"]["name"] for crd in crds)
+    realapi.install_crds(*ALL_CRDS)
     realapi.apply_file(EXAMPLES / "priorityclasses.yaml")
     realapi.apply_file(EXAMPLES / "profiles.yaml")
     realapi.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "koordinator-system"}}])

@@ -35,6 +35,9 @@ HINT = (
 )
 SHARED_K8S = REPO.parent / "shared" / "k8s"
 CACHE_ASSETS = REPO / ".cache" / "k8s"
+CRDS = REPO / "manifests" / "crds"
+#: every CRD the default install applies, by file name without `.yaml`
+ALL_CRDS = tuple(sorted(path.stem for path in CRDS.glob("*.yaml") if path.stem != "kustomization"))
 FIELD_MANAGER = "colocate-tests"
 RUN_LABEL = "colocate.test/run"
 ADMISSION_PLUGINS = (
@@ -295,6 +298,19 @@ class RealApi:
         status, data = request(self.client, "DELETE", self.path_of(api_version, kind, name, namespace))
         if status not in (200, 202, 404):
             raise ApiError(status, f"DELETE {kind} {name}: HTTP {status}: {data}")
+
+    def install_crds(self, *names: str) -> None:
+        """Apply these CRDs of manifests/crds (`nodemetrics`, ...) as the default install does, and
+        wait until each is Established and served."""
+        crds = [crd for name in names for crd in self.apply_file(CRDS / f"{name}.yaml")]
+        self.wait_crds_established(crd["metadata"]["name"] for crd in crds)
+
+    def write_status(self, obj: Mapping[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        """Write `obj`'s status through its status subresource (a merge patch), as a controller or the
+        koordlet does: create and apply drop the status of a kind that has the subresource."""
+        meta = obj.get("metadata") or {}
+        path = self.path_of(str(obj["apiVersion"]), str(obj["kind"]), str(meta["name"]), namespace) + "/status"
+        return call(self.client, "PATCH", path, {"status": obj["status"]}, "application/merge-patch+json")
 
     def wait_crds_established(self, names: Iterable[str], timeout: float = 30.0) -> None:
         """Until each CustomResourceDefinition is Established and its kind is served (discovery)."""
