@@ -26,15 +26,15 @@ def omit_empty(status: Mapping[str, Any] | None) -> dict[str, Any] | None:
     accepts (docs/development.md, what the stand-in does differently)."""
     if status is None:
         return None
-    kept = {key: value for key, value in status.items() if value != ""}
-    if isinstance(kept.get("conditions"), list):
-        kept["conditions"] = [
-            {key: value for key, value in condition.items() if value != ""}
-            if isinstance(condition, Mapping)
-            else condition
-            for condition in kept["conditions"]
-        ]
+    kept = _without_empty(status)
+    conditions = kept.get("conditions")
+    if isinstance(conditions, list):
+        kept["conditions"] = [_without_empty(c) if isinstance(c, Mapping) else c for c in conditions]
     return kept
+
+
+def _without_empty(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in fields.items() if value != ""}
 
 
 class ApiMigrationBackend:
