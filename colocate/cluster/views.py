@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Final
 
 from colocate.cluster.store import ClusterStore, Object, ObjectKey
-from policies.apis.objects import spec_of
+from policies.apis.objects import node_name_of
 
 #: the field selector of the pods a controller's view holds
 ACTIVE_BOUND_PODS: Final = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
@@ -24,7 +24,7 @@ def bound_node(pod: Object) -> str:
     """The node an active pod runs on, "" when it is pending or has finished."""
     if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
         return ""
-    return str(spec_of(pod).get("nodeName") or "")
+    return node_name_of(pod)
 
 
 class BoundPods:

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from colocate.cluster.store import ClusterStore, Object, ObjectKey
 from policies.apis.constants import RESOURCE_CPU, RESOURCE_MEMORY
-from policies.apis.objects import spec_of
+from policies.apis.objects import node_name_of
 from policies.apis.qos import defaulted_priority_class, defaulted_qos_class
 from policies.apis.quantity import QuantityError, resource_list
 from policies.apis.resources import pod_resources
@@ -167,7 +167,7 @@ class PodIndex:
         phase = (obj.get("status") or {}).get("phase")
         if phase in ("Succeeded", "Failed"):
             return
-        node = str(spec_of(obj).get("nodeName") or "")
+        node = node_name_of(obj)
         if node:
             self.by_node.setdefault(node, {})[name] = obj
             self.node_of[name] = node

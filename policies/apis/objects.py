@@ -42,6 +42,11 @@ def status_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return _section(obj, "status")
 
 
+def node_name_of(pod: Mapping[str, Any]) -> str:
+    """The node a pod is bound to (`spec.nodeName`), "" when it is not."""
+    return str(spec_of(pod).get("nodeName") or "")
+
+
 def name_of(obj: Mapping[str, Any]) -> str:
     return str(metadata_of(obj).get("name") or "")
 

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from colocate.cluster.plugins import PLUGIN_FAILURES
-from policies.apis.objects import name_of, namespace_of, spec_of
+from policies.apis.objects import name_of, namespace_of, node_name_of
 from scheduler_plugins.descheduler.framework.interfaces import (
     EvictOptions,
     EvictPlugin,
@@ -134,7 +134,7 @@ class Evictor:
         options = options or EvictOptions()
         if not options.plugin_name:
             options = replace(options, plugin_name=current_plugin.get())
-        node, namespace = str(spec_of(pod).get("nodeName") or ""), namespace_of(pod) or "default"
+        node, namespace = node_name_of(pod), namespace_of(pod) or "default"
         entry = EvictionEntry(pod_key(pod), node, options.plugin_name, options.reason)
         refusal = self.limiter.refusal(node, namespace)
         if refusal is not None:

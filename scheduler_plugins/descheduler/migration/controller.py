@@ -36,7 +36,7 @@ from colocate.cluster.eviction import EvictionResult, Outcome
 from colocate.cluster.rest import ApiError
 from policies.apis.constants import ANNOTATION_EVICT_REASON, ANNOTATION_EVICT_TRIGGER, ANNOTATION_PASSED_ARBITRATION
 from policies.apis.durations import parse_duration
-from policies.apis.objects import annotations_of, metadata_of, name_of, spec_of
+from policies.apis.objects import annotations_of, metadata_of, name_of, node_name_of, spec_of
 from policies.apis.timestamps import parse_time
 from scheduler_plugins.descheduler.framework.handle import EventSink, EvictionBackend, MigrationBackend
 from scheduler_plugins.descheduler.migration import job as pmj
@@ -349,7 +349,7 @@ class Reconciler:
         with self._limits_lock:
             self.limits.track_eviction(pod, pods)
         reason = annotations.get(ANNOTATION_EVICT_REASON, "")
-        node = str(spec_of(pod).get("nodeName") or "")
+        node = node_name_of(pod)
         message = f'Pod "{namespace}/{name}" evicted from node "{node}" by the reason "{reason}"'
         pmj.set_condition(job, pmj.COND_EVICTION, "False", self.clock(), pmj.REASON_EVICTING, message)
         self._event(job, "Normal", pmj.REASON_EVICTING, message)

@@ -23,7 +23,7 @@ from policies.apis.constants import (
     RESERVATION_KIND,
     RESERVATION_VERSION,
 )
-from policies.apis.objects import metadata_of, name_of, namespace_of, spec_of, status_of
+from policies.apis.objects import metadata_of, name_of, namespace_of, node_name_of, spec_of, status_of
 from scheduler_plugins.clock import format_time
 
 API_VERSION: Final = f"{RESERVATION_GROUP}/{RESERVATION_VERSION}"
@@ -186,7 +186,7 @@ def reservation_for(job: Mapping[str, Any], pod: Mapping[str, Any], order: int) 
     }
     template_spec = pod_template.setdefault("spec", {})
     template_spec.pop("nodeName", None)
-    node = str(spec_of(pod).get("nodeName") or "")
+    node = node_name_of(pod)
     if node:
         affinity = template_spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})
         required = affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})

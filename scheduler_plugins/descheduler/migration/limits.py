@@ -35,7 +35,7 @@ from typing import Any, Final
 
 from policies.apis.constants import ANNOTATION_PASSED_ARBITRATION
 from policies.apis.field_errors import ConfigError, Fields
-from policies.apis.objects import annotations_of, metadata_of, name_of, namespace_of, spec_of, status_of
+from policies.apis.objects import annotations_of, metadata_of, name_of, namespace_of, node_name_of, status_of
 from scheduler_plugins.descheduler.migration import job as pmj
 
 WORKLOAD: Final = "workload"
@@ -171,7 +171,7 @@ class JobCounts:
         if key in self.keys:
             return
         self.keys.add(key)
-        self.by_node[str(spec_of(self.pods.get(key) or {}).get("nodeName") or "")] += 1
+        self.by_node[node_name_of(self.pods.get(key) or {})] += 1
         self.by_namespace[str(pmj.pod_ref(job).get("namespace") or "")] += 1
 
 
@@ -239,7 +239,7 @@ class Limits:
         limits = self.limits
         if limits.max_migrating_globally and counted.total - own >= limits.max_migrating_globally:
             return f"maxMigratingGlobally={limits.max_migrating_globally} jobs are migrating"
-        node = str(spec_of(pod).get("nodeName") or "")
+        node = node_name_of(pod)
         if node and limits.max_migrating_per_node:
             if counted.by_node[node] - own >= limits.max_migrating_per_node:
                 return f"maxMigratingPerNode={limits.max_migrating_per_node} pods of node {node} are migrating"

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from colocate.cluster.eviction import Outcome
 from policies.apis.constants import ANNOTATION_DESCHEDULER_EVICT, ANNOTATION_EVICTION_COST
-from policies.apis.objects import annotations_of, name_of, namespace_of, spec_of, status_of
+from policies.apis.objects import annotations_of, name_of, namespace_of, node_name_of, spec_of, status_of
 from scheduler_plugins.descheduler.framework.evictor import pod_key
 from scheduler_plugins.descheduler.framework.handle import Handle
 from scheduler_plugins.descheduler.framework.interfaces import EvictOptions, Object
@@ -67,7 +67,7 @@ def evict_through_api(
     """Evict through the handle's backend (or by the evictor's policy); a refusal is a skip
     recorded with its reason."""
     namespace, name = namespace_of(pod) or "default", name_of(pod)
-    node = str(spec_of(pod).get("nodeName") or "")
+    node = node_name_of(pod)
     if evictor is None:
         result = handle.evictions.evict(namespace, name, options.grace_period_seconds or grace)
     else:
@@ -235,7 +235,7 @@ class MigrationController:
         limit refuses it (`Evict`: Filter, then the object limiter)."""
         pods, counts, jobs = self._round()
         key = pod_key(pod)
-        node = str(spec_of(pod).get("nodeName") or "")
+        node = node_name_of(pod)
         if key in counts.active:
             why: str | None = "a PodMigrationJob for the pod is already running"
         else:

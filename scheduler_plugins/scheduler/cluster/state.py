@@ -28,7 +28,7 @@ from policies.apis.constants import (
 )
 from policies.apis.disruption import PDB_KIND
 from policies.apis.kinds import NODE_METRIC_KIND, kind_named
-from policies.apis.objects import metadata_of, spec_of, status_of
+from policies.apis.objects import metadata_of, node_name_of, status_of
 from scheduler_plugins.scheduler.cluster.reservations import ReservationIndex
 from scheduler_plugins.scheduler.framework.interfaces import (
     ClusterListener,
@@ -298,7 +298,7 @@ class ClusterState:
             self._object_changed(kind, key, obj)
         elif kind == "Pod":
             pod_key = _pod_key(key)
-            node, previous = _node_of(obj), _node_of(old)
+            node, previous = node_name_of(obj or {}), node_name_of(old or {})
             if previous and previous != node:
                 self.delete_pod(pod_key, previous)
             if status_of(obj).get("phase") in TERMINATED_PHASES:
@@ -316,7 +316,7 @@ class ClusterState:
         elif kind in self.objects:
             self._object_changed(kind, key, None)
         elif kind == "Pod":
-            self.delete_pod(_pod_key(key), _node_of(old) or None)
+            self.delete_pod(_pod_key(key), node_name_of(old or {}) or None)
         elif kind == RESERVATION_KIND:
             self.reservations.delete(key[1])
 
@@ -353,7 +353,3 @@ TERMINATED_PHASES = frozenset({"Succeeded", "Failed"})
 
 def _pod_key(key: ObjectKey) -> str:
     return f"{key[0] or 'default'}/{key[1]}"  # as PodInfo.key spells it
-
-
-def _node_of(pod: Mapping[str, Any] | None) -> str:
-    return str(spec_of(pod or {}).get("nodeName") or "")

@@ -30,7 +30,7 @@ from policies.apis.constants import (
     RESERVATION_KIND,
 )
 from policies.apis.kinds import NODE_METRIC_KIND
-from policies.apis.objects import metadata_of, spec_of, status_of
+from policies.apis.objects import metadata_of, node_name_of, spec_of, status_of
 from scheduler_plugins.scheduler.framework.status import Code, Status
 
 #: kube-scheduler's defaults (KubeSchedulerConfiguration v1)
@@ -186,7 +186,7 @@ class SchedulingQueue:
             self.event((kind, action))
 
     def object_deleted(self, kind: str, key: Any, old: Mapping[str, Any]) -> None:
-        if kind in EVENT_KINDS and (kind != "Pod" or _node_name(old)):
+        if kind in EVENT_KINDS and (kind != "Pod" or node_name_of(old or {})):
             self.event((kind, DELETE))
 
     def changes_applied(self) -> None:
@@ -204,18 +204,14 @@ def _interests(plugins: set[str]) -> tuple[dict[str, int], bool]:
     return interests, False
 
 
-def _node_name(pod: Mapping[str, Any] | None) -> str:
-    return str(spec_of(pod or {}).get("nodeName") or "")
-
-
 def _pod_action(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> int:
     """An assigned pod's event: added (bound), deleted when it finished, else updated; an
     unassigned pod's change is no cluster event."""
-    if not _node_name(obj):
+    if not node_name_of(obj or {}):
         return 0
     if status_of(obj).get("phase") in ("Succeeded", "Failed"):
         return DELETE
-    return ADD if not _node_name(old) else UPDATE_OTHER
+    return ADD if not node_name_of(old or {}) else UPDATE_OTHER
 
 
 def _node_update(obj: Mapping[str, Any], old: Mapping[str, Any]) -> int:
