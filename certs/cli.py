@@ -25,7 +25,7 @@ from certs.plan import CA_RENEW_BEFORE, SERVING_RENEW_BEFORE, Policy
 from colocate.cli import flags
 from colocate.cli.errors import UsageError
 from colocate.cli.output import add_output
-from colocate.cli.parser import Container, Subparsers
+from colocate.cli.parser import Container, Subparsers, add_command_group
 from colocate.cluster.client import api_errors
 
 if TYPE_CHECKING:
@@ -243,9 +243,7 @@ def _common(parser: argparse.ArgumentParser, *, cert_options: bool = True) -> No
 
 
 def register_commands(subparsers: Subparsers) -> None:
-    certs = subparsers.add_parser("certs", help="generate, inspect and rotate the webhook certificates")
-    commands = certs.add_subparsers(dest="certs_command", metavar="COMMAND")
-    commands.required = True
+    commands = add_command_group(subparsers, "certs", help="generate, inspect and rotate the webhook certificates")
     _generate_flags(
         commands.add_parser(
             "generate",

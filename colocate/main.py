@@ -31,7 +31,7 @@ from typing import Final
 from colocate import __version__
 from colocate.cli import errors, flags
 from colocate.cli.jsonlog import json_logging
-from colocate.cli.parser import Parser, Subparsers
+from colocate.cli.parser import Parser, Subparsers, add_commands
 from colocate.cluster.client import ClusterUnavailable
 from colocate.cluster.plugins import PluginError
 
@@ -78,8 +78,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     flags.add_log_level(parser)
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    subparsers.required = True
+    subparsers = add_commands(parser, dest="command")
     for register in command_groups(argv):
         register(subparsers)
     return parser

@@ -19,16 +19,16 @@ from typing import Any
 
 from colocate.cli import errors
 from colocate.cli.output import add_output, table
-from colocate.cli.parser import Subparsers
+from colocate.cli.parser import Subparsers, add_command_group
 from colocate.cluster.plugins import IN_TREE, Discovered, PluginError, discovered, problems
 
 Row = dict[str, Any]
 
 
 def register_commands(subparsers: Subparsers) -> None:
-    plugins = subparsers.add_parser("plugins", help="the plugins of the scheduler, koordlet, descheduler and webhook")
-    commands = plugins.add_subparsers(dest="plugins_command", metavar="SUBCOMMAND")
-    commands.required = True
+    commands = add_command_group(
+        subparsers, "plugins", help="the plugins of the scheduler, koordlet, descheduler and webhook"
+    )
     listing = commands.add_parser(
         "list",
         help="every plugin: name, surface, source (in-tree or its distribution), extension points or hooks",

@@ -26,7 +26,7 @@ import yaml
 
 from certs import names
 from colocate.cli.output import add_output
-from colocate.cli.parser import Subparsers
+from colocate.cli.parser import Subparsers, add_command_group
 from webhook.dispatch import NAMESPACE_NAME_LABEL
 from webhook.registry import Registration, Registry, Route, default_routes
 
@@ -151,14 +151,13 @@ def _webhooks(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
 
 
 def register_commands(subparsers: Subparsers) -> None:
-    manifests = subparsers.add_parser(
+    kinds = add_command_group(
+        subparsers,
         "manifests",
         help="print manifests derived from the code",
         description="Print Kubernetes manifests that colocate derives from its own "
         "tables, ready for kubectl apply -f -.",
     )
-    kinds = manifests.add_subparsers(dest="manifests", metavar="WHAT")
-    kinds.required = True
     webhooks = kinds.add_parser(
         "webhooks",
         help="the webhook configurations, from the handler registry",

@@ -24,6 +24,9 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[Parser]"
 Container: TypeAlias = "argparse._ActionsContainer"
 """A parser or one of its (mutually exclusive) groups: where a shared flag is added."""
 
+COMMAND_METAVAR = "COMMAND"
+"""How usage lines name the command to give, at every level (`colocate certs [-h] COMMAND ...`)."""
+
 
 class _CommandsAction(argparse._SubParsersAction):  # type: ignore[type-arg]
     """Subcommands whose `--help` always says what they do: the one-line `help` shown in the
@@ -86,3 +89,18 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         message = self._hinted(message)
         self.exit(EXIT_USAGE, f"error: {self.prog}: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def add_commands(parser: Parser, dest: str) -> Subparsers:
+    """The commands under `parser`, one of which must be given; the one given is `args.<dest>`.
+
+    Every level of the tree opens its commands here, so that they all read alike in `--help`."""
+    return parser.add_subparsers(dest=dest, metavar=COMMAND_METAVAR, required=True)
+
+
+def add_command_group(subparsers: Subparsers, name: str, help: str, description: str | None = None) -> Subparsers:
+    """Add the command group `name` (`colocate NAME COMMAND ...`) and return where its commands go.
+
+    The command given is `args.<name>_command`; `description` defaults to `help` (see `Parser`)."""
+    group = subparsers.add_parser(name, help=help, **({"description": description} if description else {}))
+    return add_commands(group, dest=f"{name}_command")

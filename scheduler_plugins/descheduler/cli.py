@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from colocate.cli import errors, flags
 from colocate.cli.output import add_output
-from colocate.cli.parser import Subparsers
+from colocate.cli.parser import Subparsers, add_command_group
 from colocate.cluster.files import DirectorySource
 from colocate.cluster.store import ClusterStore
 from policies.apis.field_errors import ConfigError
@@ -51,9 +51,9 @@ SYNC_TIMEOUT_SECONDS: Final = 60.0
 
 def register_commands(subparsers: Subparsers) -> None:
     """Add the `descheduler` command group."""
-    group = subparsers.add_parser("descheduler", help="relieve hot nodes (LowNodeLoad) through the Eviction API")
-    commands = group.add_subparsers(dest="descheduler_command", metavar="SUBCOMMAND")
-    commands.required = True
+    commands = add_command_group(
+        subparsers, "descheduler", help="relieve hot nodes (LowNodeLoad) through the Eviction API"
+    )
     run = commands.add_parser(
         "run",
         help="run descheduling rounds: N, once, or every deschedulingInterval",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from colocate.cli import errors
 from colocate.cli.output import add_output
-from colocate.cli.parser import Subparsers
+from colocate.cli.parser import Subparsers, add_command_group
 from policies.apis.field_errors import ConfigError
 from scheduler_plugins.clock import clock_at
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver
@@ -25,9 +25,7 @@ from scheduler_plugins.koordlet.plan import PlanError, PlanSettings, plan, plan_
 
 def register_commands(subparsers: Subparsers) -> None:
     """Add the `koordlet` command group."""
-    koordlet = subparsers.add_parser("koordlet", help="the node agent: QoS enforcement on cgroups, NodeMetrics")
-    commands = koordlet.add_subparsers(dest="koordlet_command", metavar="SUBCOMMAND")
-    commands.required = True
+    commands = add_command_group(subparsers, "koordlet", help="the node agent: QoS enforcement on cgroups, NodeMetrics")
 
     p = commands.add_parser("plan", help="one round of every enabled strategy over a node directory (writes nothing)")
     p.add_argument(

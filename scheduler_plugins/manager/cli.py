@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from colocate.cli import errors, flags
 from colocate.cli.output import add_output
-from colocate.cli.parser import Subparsers
+from colocate.cli.parser import Subparsers, add_command_group
 from colocate.cluster.files import DirectorySource
 from colocate.cluster.store import ClusterStore
 from policies.apis.constants import SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
@@ -47,11 +47,9 @@ SYNC_TIMEOUT_SECONDS: Final = 60.0
 
 def register_commands(subparsers: Subparsers) -> None:
     """Add the `manager` command group."""
-    group = subparsers.add_parser(
-        "manager", help="the slo-controller: batch and mid resources on nodes, NodeSLOs and NodeMetrics"
+    commands = add_command_group(
+        subparsers, "manager", help="the slo-controller: batch and mid resources on nodes, NodeSLOs and NodeMetrics"
     )
-    commands = group.add_subparsers(dest="manager_command", metavar="SUBCOMMAND")
-    commands.required = True
     plan = commands.add_parser(
         "plan",
         help="one round over a directory, nothing written: each node's batch/mid resources, NodeSLO, NodeMetric",

@@ -18,7 +18,7 @@ import yaml
 
 from colocate.cli import errors, flags
 from colocate.cli.output import add_output
-from colocate.cli.parser import Subparsers
+from colocate.cli.parser import Subparsers, add_command_group
 from colocate.cli.progress import enabled as progress_enabled
 from colocate.cluster.inputs import objects_of, read_documents
 from policies.apis.feature_gates import FeatureGates
@@ -57,9 +57,7 @@ def _add_feature_gates(parser: argparse.ArgumentParser) -> None:
 
 def register_commands(subparsers: Subparsers) -> None:
     """Add the `scheduler` command group and its subcommands."""
-    scheduler = subparsers.add_parser("scheduler", help="scheduling framework, extender and simulator")
-    commands = scheduler.add_subparsers(dest="scheduler_command", metavar="SUBCOMMAND")
-    commands.required = True
+    commands = add_command_group(subparsers, "scheduler", help="scheduling framework, extender and simulator")
     _extender_flags(
         commands.add_parser("extender", help="serve filter/prioritize/bind as a kube-scheduler HTTP extender")
     )

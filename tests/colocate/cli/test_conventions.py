@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import logging
+from collections.abc import Iterator
 
 import pytest
 
 from colocate.cli import errors, flags
 from colocate.cli.jsonlog import is_configured, json_logging
 from colocate.cli.output import add_output
-from colocate.cli.parser import Parser
+from colocate.cli.parser import Parser, add_command_group, add_commands
+from colocate.main import build_parser
 
 
 def test_a_usage_error_is_one_line_naming_the_command_and_its_help(capsys: pytest.CaptureFixture[str]) -> None:
@@ -57,3 +60,34 @@ def test_json_logging_is_turned_on_once_and_put_back_after() -> None:
         assert is_configured()
     assert (list(logger.handlers), logger.level, logger.propagate) == before
     assert [line.count('"msg":"once"') for line in outer.getvalue().splitlines()] == [1] and inner.getvalue() == ""
+
+
+def _command_groups(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            yield parser
+            for sub in action.choices.values():
+                yield from _command_groups(sub)
+
+
+def test_every_command_group_names_its_command_alike_and_requires_one(capsys: pytest.CaptureFixture[str]) -> None:
+    groups = list(_command_groups(build_parser()))
+    assert {parser.prog for parser in groups} >= {
+        "colocate",
+        "colocate certs",
+        "colocate manifests",
+        "colocate manager",
+    }
+    assert [parser.prog for parser in groups if not parser.format_usage().rstrip().endswith("] COMMAND ...")] == []
+    for parser in groups:
+        with pytest.raises(SystemExit) as exit_:
+            parser.parse_args([])
+        assert exit_.value.code == errors.EXIT_USAGE
+        assert "the following arguments are required: COMMAND" in capsys.readouterr().err
+
+
+def test_the_command_given_in_a_group_is_kept_under_the_group_s_name() -> None:
+    parser = Parser(prog="demo")
+    add_command_group(add_commands(parser, dest="command"), "fleet", help="ships").add_parser("sail", help="go")
+    args = parser.parse_args(["fleet", "sail"])
+    assert (args.command, args.fleet_command) == ("fleet", "sail")
