@@ -102,5 +102,5 @@ def add_command_group(subparsers: Subparsers, name: str, help: str, description:
     """Add the command group `name` (`colocate NAME COMMAND ...`) and return where its commands go.
 
     The command given is `args.<name>_command`; `description` defaults to `help` (see `Parser`)."""
-    group = subparsers.add_parser(name, help=help, **({"description": description} if description else {}))
+    group = subparsers.add_parser(name, help=help, description=description)
     return add_commands(group, dest=f"{name}_command")

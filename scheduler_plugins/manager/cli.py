@@ -16,6 +16,7 @@ import socket
 import sys
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -23,6 +24,7 @@ from colocate.cli import errors, flags
 from colocate.cli.output import add_output
 from colocate.cli.parser import Subparsers, add_command_group
 from colocate.cluster.files import DirectorySource
+from colocate.cluster.metrics import StoreHealthMetrics
 from colocate.cluster.store import ClusterStore
 from policies.apis.constants import SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
 from policies.apis.durations import parse_duration
@@ -33,10 +35,12 @@ from policies.apis.slo_config.rules import NestedTooDeep, load_json
 from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import Clock, clock_at, format_time
 from scheduler_plugins.manager.cluster import ManagerView, manager_kinds, snapshot_of
+from scheduler_plugins.manager.metrics import ManagerMetrics
 from scheduler_plugins.manager.noderesource.plan import REASON_STALE
 from scheduler_plugins.manager.noderesource.plugins_profile import DEFAULT_TABLE
 from scheduler_plugins.manager.reconciler import Reconciler, Round
 from scheduler_plugins.manager.render import plan_table
+from scheduler_plugins.manager.writer import Writer
 
 log = logging.getLogger("colocate.manager")
 
@@ -226,6 +230,78 @@ def run_command(args: argparse.Namespace) -> int:
     return errors.EXIT_OK
 
 
+@dataclass
+class _Wiring:
+    """Where `run` reads and writes, and what runs beside its rounds (cancelled when it stops)."""
+
+    view: ManagerView
+    writer: Writer
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    leading: asyncio.Event | None = None
+    """Set while this replica holds the Lease; None when it writes without electing."""
+    config_events: Callable[[Round], None] | None = None
+    """Records the slo-controller-config's problems as Events on it (against an API server only)."""
+
+
+def _wire_directory(directory: Path) -> _Wiring:
+    """`--cluster DIR`: the directory's objects, changed only in memory."""
+    from scheduler_plugins.manager.writer import StoreWriter
+
+    store = _load(directory)
+    return _Wiring(ManagerView(store, DEFAULT_TABLE.watched_kinds), StoreWriter(store))
+
+
+def _wire_api_server(
+    args: argparse.Namespace, store_metrics: StoreHealthMetrics, metrics: ManagerMetrics, durations: tuple[float, float]
+) -> _Wiring:
+    """Against an API server: watch into a store, write through the API, and (unless told not to)
+    write only while holding the Lease."""
+    from colocate.cluster.client import api_client_or_else
+    from colocate.cluster.events import EventRecorder
+    from colocate.cluster.kube import KubeSource
+    from colocate.cluster.reflector import ReflectorSettings
+    from scheduler_plugins.manager.cluster import watched_kinds
+    from scheduler_plugins.manager.writer import KubeWriter
+
+    api = api_client_or_else(args.kubeconfig, args.context, instead="--cluster DIR")
+    store = ClusterStore(manager_kinds(DEFAULT_TABLE.watched_kinds))
+    store.on_failure = store_metrics.watch_failed
+    view = ManagerView(store, DEFAULT_TABLE.watched_kinds)
+    recorder = EventRecorder(api, COMPONENT, socket.gethostname())
+
+    def config_events(result: Round) -> None:
+        configmap = view.snapshot().configmap
+        if configmap is not None:
+            for issue in result.config_issues:
+                recorder.record(configmap, "Warning", issue.reason, issue.message)
+
+    wiring = _Wiring(view, KubeWriter(api, recorder.record), config_events=config_events)
+    settings = ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max)
+    source = KubeSource(api, watched_kinds(DEFAULT_TABLE.watched_kinds), store, settings)
+    wiring.tasks.append(asyncio.create_task(source.run()))
+    if args.leader_elect == "true":
+        wiring.leading = asyncio.Event()
+        wiring.tasks.append(asyncio.create_task(_lead(api, args, durations, metrics, wiring.leading)))
+    return wiring
+
+
+async def _lead(
+    api: Any, args: argparse.Namespace, durations: tuple[float, float], metrics: ManagerMetrics, leading: asyncio.Event
+) -> None:
+    """Hold the Lease named by the flags, `leading` set while it is held."""
+    from datetime import timedelta
+
+    from colocate.cluster.leader import LeaseElector
+    from colocate.cluster.running import keep_leading
+
+    identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+    duration = timedelta(seconds=durations[0])
+    elector = LeaseElector(
+        api, args.leader_election_namespace, identity, name=args.leader_election_id, duration=duration
+    )
+    await keep_leading(elector, durations[1], leading, metrics.leader)
+
+
 async def serve(
     args: argparse.Namespace,
     clock: Clock,
@@ -233,83 +309,40 @@ async def serve(
     durations: tuple[float, float],
     emit: Callable[[Round], None],
 ) -> None:
-    from datetime import timedelta
-
+    """Wire the manager to its cluster, serve its probes while it runs unbounded, and run its rounds."""
     from prometheus_client import CollectorRegistry
 
     from colocate.cli.flags import bind_address
-    from colocate.cluster.metrics import StoreHealthMetrics
     from colocate.cluster.probes import ProbeListeners, component_answers
-    from colocate.cluster.running import keep_leading, wait_synced
-    from scheduler_plugins.manager.metrics import ManagerMetrics
+    from colocate.cluster.running import wait_synced
     from scheduler_plugins.manager.service import run_rounds
-    from scheduler_plugins.manager.writer import KubeWriter, StoreWriter, Writer
 
     registry = CollectorRegistry()
     metrics = ManagerMetrics(registry)
     store_metrics = StoreHealthMetrics(registry)
-    reconciler = Reconciler(clock)
-    tasks: list[asyncio.Task[None]] = []
     probes: ProbeListeners | None = None
-    leading: asyncio.Event | None = None
-    refresh: Callable[[], object] | None = None
-    config_events: Callable[[Round], None] | None = None
-    writer: Writer
+    wiring: _Wiring | None = None
     try:
         if args.cluster is not None:
-            store = _load(args.cluster)
-            view = ManagerView(store, DEFAULT_TABLE.watched_kinds)
-            writer = StoreWriter(store)
+            wiring = _wire_directory(args.cluster)
         else:
-            from colocate.cluster.client import api_client_or_else
-            from colocate.cluster.events import EventRecorder
-            from colocate.cluster.kube import KubeSource
-            from colocate.cluster.reflector import ReflectorSettings
-            from scheduler_plugins.manager.cluster import watched_kinds
-
-            api = api_client_or_else(args.kubeconfig, args.context, instead="--cluster DIR")
-            store = ClusterStore(manager_kinds(DEFAULT_TABLE.watched_kinds))
-            store.on_failure = store_metrics.watch_failed
-            view = ManagerView(store, DEFAULT_TABLE.watched_kinds)
-            recorder = EventRecorder(api, COMPONENT, socket.gethostname())
-            writer = KubeWriter(api, recorder.record)
-
-            def config_events(result: Round) -> None:
-                configmap = view.snapshot().configmap
-                if configmap is not None:
-                    for issue in result.config_issues:
-                        recorder.record(configmap, "Warning", issue.reason, issue.message)
-
-            source = KubeSource(
-                api,
-                watched_kinds(DEFAULT_TABLE.watched_kinds),
-                store,
-                ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max),
-            )
-            tasks.append(asyncio.create_task(source.run()))
-            if args.leader_elect == "true":
-                from colocate.cluster.leader import LeaseElector
-
-                elector = LeaseElector(
-                    api,
-                    args.leader_election_namespace,
-                    f"{socket.gethostname()}_{uuid.uuid4()}",
-                    name=args.leader_election_id,
-                    duration=timedelta(seconds=durations[0]),
-                )
-                leading = asyncio.Event()
-                tasks.append(asyncio.create_task(keep_leading(elector, durations[1], leading, metrics.leader)))
+            wiring = _wire_api_server(args, store_metrics, metrics, durations)
+        view = wiring.view
         if schedule.rounds is None:
             answers = component_answers(view.store.readiness, registry)
             probes = ProbeListeners(bind_address(args.health_addr), bind_address(args.metrics_addr), answers)
             await probes.start()
-            tasks.append(asyncio.create_task(store_metrics.export_forever(view.store)))
+            wiring.tasks.append(asyncio.create_task(store_metrics.export_forever(view.store)))
         try:
             await asyncio.wait_for(wait_synced(view), None if schedule.rounds is None else SYNC_TIMEOUT_SECONDS)
         except TimeoutError as exc:
             raise errors.UsageError(f"the cluster state was not listed within {SYNC_TIMEOUT_SECONDS:g}s") from exc
-        await run_rounds(reconciler, view, writer, metrics, schedule, emit, leading, refresh, config_events)
+        reconciler = Reconciler(clock)
+        await run_rounds(
+            reconciler, view, wiring.writer, metrics, schedule, emit, wiring.leading, None, wiring.config_events
+        )
     finally:
+        tasks = wiring.tasks if wiring is not None else []
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
