@@ -327,3 +327,18 @@ def load_directory(root: Path, kinds: Iterable[str] = ()) -> ClusterStore:
     store = ClusterStore(kinds)
     DirectorySource(root, store, log_problems=False).scan()
     return store
+
+
+def scan_all_or_refuse(root: Path, store: ClusterStore, label: str) -> DirectorySource:
+    """The first scan of a command whose every file must be usable (`plan`, `run --cluster`): a
+    `root` that is not a directory, or any file left out, is a `ManifestError` of one line (named
+    `label`, e.g. `--cluster DIR`, when it is the directory itself). The source returned logs the
+    problems of later scans and keeps the last good objects, as a running source does."""
+    if not root.is_dir():
+        raise ManifestError(f"{label}: not a directory")
+    source = DirectorySource(root, store, log_problems=False)  # the first scan's are an error
+    source.scan()
+    if store.problems:
+        raise ManifestError(f"{store.problems[0].source}: {store.problems[0].message}")
+    source.log_problems = True
+    return source

@@ -16,15 +16,15 @@ import asyncio
 import json
 import logging
 import socket
-import uuid
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from colocate.cli import errors, flags
 from colocate.cli.output import add_output
 from colocate.cli.parser import Subparsers, add_command_group
-from colocate.cluster.files import DirectorySource
+from colocate.cluster.files import scan_all_or_refuse
 from colocate.cluster.store import ClusterStore
 from policies.apis.field_errors import ConfigError
 from policies.apis.manifests import ManifestError
@@ -38,15 +38,9 @@ from scheduler_plugins.descheduler.registry import installed_registry
 from scheduler_plugins.descheduler.render import rounds_table
 from scheduler_plugins.descheduler.service import Schedule
 
-if TYPE_CHECKING:
-    from colocate.cluster.probes import ProbeListeners
-    from scheduler_plugins.descheduler.metrics import DeschedulerMetrics
-
 log = logging.getLogger("colocate.descheduler")
 
 COMPONENT: Final = "koord-descheduler"
-#: how long a finite run waits for the API server's first listing before giving up
-SYNC_TIMEOUT_SECONDS: Final = 60.0
 
 
 def register_commands(subparsers: Subparsers) -> None:
@@ -118,7 +112,7 @@ def run_command(args: argparse.Namespace) -> int:
                 reports.append(report)
 
         prepare = directory_rounds if args.cluster is not None else kube_rounds
-        asyncio.run(prepare(args, config, registry, clock, schedule, dry_run, emit))
+        asyncio.run(prepare(args, Rounds(config, registry, clock, schedule, dry_run, emit)))
     except (ConfigError, errors.UsageError, ValueError) as exc:
         return errors.report(str(exc))
     if schedule.rounds is not None:
@@ -136,73 +130,51 @@ def rounds_to_run(requested: int | None, descheduling_interval: float) -> int | 
     return 1 if descheduling_interval == 0 else None
 
 
-def _build(
-    config: DeschedulerConfig,
-    registry: Any,
-    clock: Clock,
-    backend: EvictionBackend,
-    events: EventSink | None,
-    dry_run: bool,
-    migrations: MigrationBackend | None = None,
-) -> Descheduler:
-    return Descheduler(config, registry, clock, backend, events, dry_run=dry_run, migrations=migrations)
+@dataclass(frozen=True)
+class Rounds:
+    """What `descheduler run` runs, from whichever cluster: the configuration and plugins, the
+    clock, how many rounds, whether it evicts, and where each round's report goes."""
+
+    config: DeschedulerConfig
+    registry: Any
+    clock: Clock
+    schedule: Schedule
+    dry_run: bool
+    emit: Callable[[RoundReport], None]
+
+    def descheduler(
+        self, backend: EvictionBackend, events: EventSink | None, migrations: MigrationBackend
+    ) -> Descheduler:
+        return Descheduler(
+            self.config, self.registry, self.clock, backend, events, dry_run=self.dry_run, migrations=migrations
+        )
 
 
-def directory_rounds(
-    args: argparse.Namespace,
-    config: DeschedulerConfig,
-    registry: Any,
-    clock: Clock,
-    schedule: Schedule,
-    dry_run: bool,
-    emit: Callable[[RoundReport], None],
-) -> Coroutine[Any, Any, None]:
+def directory_rounds(args: argparse.Namespace, rounds: Rounds) -> Coroutine[Any, Any, None]:
     """The rounds over a directory of manifests (re-read before each round when running forever)."""
     from scheduler_plugins.descheduler.backends import PDB_KIND, StoreEvictions
 
-    if not args.cluster.is_dir():
-        raise errors.UsageError(f"--cluster {args.cluster}: not a directory")
     store = ClusterStore((*DESCHEDULER_KINDS, PDB_KIND))  # offline, the budgets are ours to honour
-    source = DirectorySource(args.cluster, store, log_problems=False)  # the first scan's are an error
     try:
-        source.scan()
+        source = scan_all_or_refuse(args.cluster, store, f"--cluster {args.cluster}")
     except ManifestError as exc:
         raise errors.UsageError(str(exc)) from exc
-    if store.problems:
-        raise errors.UsageError(f"{store.problems[0].source}: {store.problems[0].message}")
-    source.log_problems = True  # later scans keep the last good objects and log what broke
     view = DeschedulerView(store)
     from scheduler_plugins.descheduler.migration.backend import StoreMigrationBackend
 
-    descheduler = _build(config, registry, clock, StoreEvictions(store), None, dry_run, StoreMigrationBackend(store))
-    return serve(
-        config,
-        descheduler,
-        view,
-        store,
-        schedule,
-        emit,
-        api=None,
-        refresh=source.scan if schedule.rounds is None else None,
-    )
+    descheduler = rounds.descheduler(StoreEvictions(store), None, StoreMigrationBackend(store))
+    refresh = source.scan if rounds.schedule.rounds is None else None
+    return serve(rounds, descheduler, view, store, api=None, refresh=refresh)
 
 
-def kube_rounds(
-    args: argparse.Namespace,
-    config: DeschedulerConfig,
-    registry: Any,
-    clock: Clock,
-    schedule: Schedule,
-    dry_run: bool,
-    emit: Callable[[RoundReport], None],
-) -> Coroutine[Any, Any, None]:
+def kube_rounds(args: argparse.Namespace, rounds: Rounds) -> Coroutine[Any, Any, None]:
     """The rounds against the API server: list/watch, evict through policy/v1, Events."""
     from colocate.cluster.client import api_client_or_else
     from colocate.cluster.events import EventRecorder
     from colocate.cluster.eviction import EvictionClient
     from colocate.cluster.throttle import throttle
 
-    connection = config.client_connection
+    connection = rounds.config.client_connection
     kubeconfig = args.kubeconfig or (Path(connection.kubeconfig) if connection.kubeconfig else None)
     api = throttle(
         api_client_or_else(kubeconfig, args.context, instead="--cluster DIR"), connection.qps, connection.burst
@@ -212,65 +184,37 @@ def kube_rounds(
     from colocate.cluster.rest import ObjectClient
     from scheduler_plugins.descheduler.migration.backend import ApiMigrationBackend
 
-    descheduler = _build(
-        config,
-        registry,
-        clock,
-        EvictionClient(api),
-        EventRecorder(api, COMPONENT, socket.gethostname()),
-        dry_run,
-        ApiMigrationBackend(ObjectClient(api)),
+    descheduler = rounds.descheduler(
+        EvictionClient(api), EventRecorder(api, COMPONENT, socket.gethostname()), ApiMigrationBackend(ObjectClient(api))
     )
     return serve(
-        config,
+        rounds,
         descheduler,
         view,
         store,
-        schedule,
-        emit,
         api=api,
         watch=(args.watch_timeout, args.backoff_max),
         in_cluster=kubeconfig is None,
     )
 
 
-async def _keep_leading(
-    config: DeschedulerConfig, api: Any, leading: asyncio.Event, metrics: DeschedulerMetrics
-) -> None:
-    """Hold the descheduler's Lease (`leaderElection` of the configuration); `leading` while held."""
-    from datetime import timedelta
-
-    from colocate.cluster.leader import LeaseElector
-    from colocate.cluster.running import keep_leading
-
-    election = config.leader_election
-    elector = LeaseElector(
-        api,
-        election.resource_namespace,
-        f"{socket.gethostname()}_{uuid.uuid4()}",
-        name=election.resource_name,
-        duration=timedelta(seconds=election.lease_duration),
-    )
-    await keep_leading(elector, election.retry_period, leading, metrics.leader, election.renew_deadline)
-
-
 async def serve(
-    config: DeschedulerConfig,
+    rounds: Rounds,
     descheduler: Descheduler,
     view: DeschedulerView,
     store: ClusterStore,
-    schedule: Schedule,
-    emit: Callable[[RoundReport], None],
     *,
     api: Any,
     refresh: Callable[[], object] | None = None,
     watch: tuple[int, float] = (300, 30.0),
     in_cluster: bool = False,
 ) -> None:
+    """Watch (against an API server), serve the probes and hold the Lease while it runs unbounded,
+    and run its rounds."""
     from prometheus_client import CollectorRegistry
 
     from colocate.cluster.metrics import StoreHealthMetrics
-    from colocate.cluster.running import wait_synced
+    from colocate.cluster.running import Beside, hold_lease, wait_listed
     from scheduler_plugins.descheduler.metrics import DeschedulerMetrics
     from scheduler_plugins.descheduler.service import health_servers, run_rounds
 
@@ -278,34 +222,27 @@ async def serve(
     metrics = DeschedulerMetrics(registry)
     store_metrics = StoreHealthMetrics(registry)
     store.on_failure = store_metrics.watch_failed
-    tasks: list[asyncio.Task[None]] = []
-    probes: ProbeListeners | None = None
     leading: asyncio.Event | None = None
-    try:
+    async with Beside() as beside:
         if api is not None:
             from colocate.cluster.kube import KubeSource
             from colocate.cluster.reflector import ReflectorSettings
             from scheduler_plugins.descheduler.cluster import WATCHED_KINDS
 
-            source = KubeSource(
-                api, WATCHED_KINDS, store, ReflectorSettings(watch_timeout=watch[0], backoff_max=watch[1])
+            settings = ReflectorSettings(watch_timeout=watch[0], backoff_max=watch[1])
+            beside.start(KubeSource(api, WATCHED_KINDS, store, settings).run())
+        if rounds.schedule.rounds is None:
+            probes = health_servers(
+                *rounds.config.bind_addresses(in_cluster=in_cluster), lambda: store.synced(), registry
             )
-            tasks.append(asyncio.create_task(source.run()))
-        if schedule.rounds is None:
-            probes = health_servers(*config.bind_addresses(in_cluster=in_cluster), lambda: store.synced(), registry)
+            beside.stops.append(probes.stop)
             await probes.start()
-            tasks.append(asyncio.create_task(store_metrics.export_forever(store)))
-            if api is not None and config.leader_election.leader_elect:
+            beside.start(store_metrics.export_forever(store))
+            if api is not None and rounds.config.leader_election.leader_elect:
                 leading = asyncio.Event()
-                tasks.append(asyncio.create_task(_keep_leading(config, api, leading, metrics)))
-        try:
-            await asyncio.wait_for(wait_synced(view), None if schedule.rounds is None else SYNC_TIMEOUT_SECONDS)
-        except TimeoutError as exc:
-            raise errors.UsageError(f"the cluster state was not listed within {SYNC_TIMEOUT_SECONDS:g}s") from exc
-        await run_rounds(descheduler, view, schedule, emit, metrics, leading, refresh)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if probes is not None:
-            await probes.stop()
+                election = rounds.config.leader_election
+                lease = (election.resource_namespace, election.resource_name)
+                durations = (election.lease_duration, election.retry_period)
+                beside.start(hold_lease(api, lease, durations, leading, metrics.leader, election.renew_deadline))
+        await wait_listed(view, bounded=rounds.schedule.rounds is not None)
+        await run_rounds(descheduler, view, rounds.schedule, rounds.emit, metrics, leading, refresh)

@@ -14,17 +14,17 @@ import json
 import logging
 import socket
 import sys
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from colocate.cli import errors, flags
 from colocate.cli.output import add_output
 from colocate.cli.parser import Subparsers, add_command_group
-from colocate.cluster.files import DirectorySource
+from colocate.cluster.files import scan_all_or_refuse
 from colocate.cluster.metrics import StoreHealthMetrics
+from colocate.cluster.running import Beside
 from colocate.cluster.store import ClusterStore
 from policies.apis.constants import SLO_CONFIG_NAME, SLO_CONFIG_NAMESPACE
 from policies.apis.durations import parse_duration
@@ -46,7 +46,6 @@ log = logging.getLogger("colocate.manager")
 
 COMPONENT: Final = "koord-manager"
 DEFAULT_LEASE: Final = "koordinator-manager"
-SYNC_TIMEOUT_SECONDS: Final = 60.0
 
 
 def register_commands(subparsers: Subparsers) -> None:
@@ -113,15 +112,11 @@ def register_commands(subparsers: Subparsers) -> None:
 
 
 def _load(directory: Path) -> ClusterStore:
-    if not directory.is_dir():
-        raise errors.UsageError(f"--cluster {directory}: not a directory")
     store = ClusterStore(manager_kinds(DEFAULT_TABLE.watched_kinds))
     try:
-        DirectorySource(directory, store).scan()
+        scan_all_or_refuse(directory, store, f"--cluster {directory}")
     except ManifestError as exc:
         raise errors.UsageError(str(exc)) from exc
-    if store.problems:
-        raise errors.UsageError(f"{store.problems[0].source}: {store.problems[0].message}")
     _refuse_deep_config(store)
     return store
 
@@ -232,11 +227,10 @@ def run_command(args: argparse.Namespace) -> int:
 
 @dataclass
 class _Wiring:
-    """Where `run` reads and writes, and what runs beside its rounds (cancelled when it stops)."""
+    """Where `run` reads and writes."""
 
     view: ManagerView
     writer: Writer
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
     leading: asyncio.Event | None = None
     """Set while this replica holds the Lease; None when it writes without electing."""
     config_events: Callable[[Round], None] | None = None
@@ -252,7 +246,11 @@ def _wire_directory(directory: Path) -> _Wiring:
 
 
 def _wire_api_server(
-    args: argparse.Namespace, store_metrics: StoreHealthMetrics, metrics: ManagerMetrics, durations: tuple[float, float]
+    args: argparse.Namespace,
+    store_metrics: StoreHealthMetrics,
+    metrics: ManagerMetrics,
+    durations: tuple[float, float],
+    beside: Beside,
 ) -> _Wiring:
     """Against an API server: watch into a store, write through the API, and (unless told not to)
     write only while holding the Lease."""
@@ -260,6 +258,7 @@ def _wire_api_server(
     from colocate.cluster.events import EventRecorder
     from colocate.cluster.kube import KubeSource
     from colocate.cluster.reflector import ReflectorSettings
+    from colocate.cluster.running import hold_lease
     from scheduler_plugins.manager.cluster import watched_kinds
     from scheduler_plugins.manager.writer import KubeWriter
 
@@ -277,29 +276,12 @@ def _wire_api_server(
 
     wiring = _Wiring(view, KubeWriter(api, recorder.record), config_events=config_events)
     settings = ReflectorSettings(watch_timeout=args.watch_timeout, backoff_max=args.backoff_max)
-    source = KubeSource(api, watched_kinds(DEFAULT_TABLE.watched_kinds), store, settings)
-    wiring.tasks.append(asyncio.create_task(source.run()))
+    beside.start(KubeSource(api, watched_kinds(DEFAULT_TABLE.watched_kinds), store, settings).run())
     if args.leader_elect == "true":
         wiring.leading = asyncio.Event()
-        wiring.tasks.append(asyncio.create_task(_lead(api, args, durations, metrics, wiring.leading)))
+        lease = (args.leader_election_namespace, args.leader_election_id)
+        beside.start(hold_lease(api, lease, durations, wiring.leading, metrics.leader))
     return wiring
-
-
-async def _lead(
-    api: Any, args: argparse.Namespace, durations: tuple[float, float], metrics: ManagerMetrics, leading: asyncio.Event
-) -> None:
-    """Hold the Lease named by the flags, `leading` set while it is held."""
-    from datetime import timedelta
-
-    from colocate.cluster.leader import LeaseElector
-    from colocate.cluster.running import keep_leading
-
-    identity = f"{socket.gethostname()}_{uuid.uuid4()}"
-    duration = timedelta(seconds=durations[0])
-    elector = LeaseElector(
-        api, args.leader_election_namespace, identity, name=args.leader_election_id, duration=duration
-    )
-    await keep_leading(elector, durations[1], leading, metrics.leader)
 
 
 async def serve(
@@ -314,37 +296,26 @@ async def serve(
 
     from colocate.cli.flags import bind_address
     from colocate.cluster.probes import ProbeListeners, component_answers
-    from colocate.cluster.running import wait_synced
+    from colocate.cluster.running import wait_listed
     from scheduler_plugins.manager.service import run_rounds
 
     registry = CollectorRegistry()
     metrics = ManagerMetrics(registry)
     store_metrics = StoreHealthMetrics(registry)
-    probes: ProbeListeners | None = None
-    wiring: _Wiring | None = None
-    try:
+    async with Beside() as beside:
         if args.cluster is not None:
             wiring = _wire_directory(args.cluster)
         else:
-            wiring = _wire_api_server(args, store_metrics, metrics, durations)
+            wiring = _wire_api_server(args, store_metrics, metrics, durations, beside)
         view = wiring.view
         if schedule.rounds is None:
             answers = component_answers(view.store.readiness, registry)
             probes = ProbeListeners(bind_address(args.health_addr), bind_address(args.metrics_addr), answers)
+            beside.stops.append(probes.stop)
             await probes.start()
-            wiring.tasks.append(asyncio.create_task(store_metrics.export_forever(view.store)))
-        try:
-            await asyncio.wait_for(wait_synced(view), None if schedule.rounds is None else SYNC_TIMEOUT_SECONDS)
-        except TimeoutError as exc:
-            raise errors.UsageError(f"the cluster state was not listed within {SYNC_TIMEOUT_SECONDS:g}s") from exc
+            beside.start(store_metrics.export_forever(view.store))
+        await wait_listed(view, bounded=schedule.rounds is not None)
         reconciler = Reconciler(clock)
         await run_rounds(
             reconciler, view, wiring.writer, metrics, schedule, emit, wiring.leading, None, wiring.config_events
         )
-    finally:
-        tasks = wiring.tasks if wiring is not None else []
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if probes is not None:
-            await probes.stop()

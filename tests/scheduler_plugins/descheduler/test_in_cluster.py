@@ -15,7 +15,7 @@ import yaml
 from colocate.main import build_parser
 from policies.apis.timestamps import parse_time
 from scheduler_plugins.clock import fixed_clock
-from scheduler_plugins.descheduler.cli import kube_rounds
+from scheduler_plugins.descheduler.cli import Rounds, kube_rounds
 from scheduler_plugins.descheduler.framework.config import load_config
 from scheduler_plugins.descheduler.framework.report import RoundReport
 from scheduler_plugins.descheduler.registry import in_tree_registry
@@ -55,12 +55,14 @@ async def start(kubeconfig: Path, tmp_path: Path, port: int, reports: list[Round
     return asyncio.create_task(
         kube_rounds(
             args,
-            config,
-            in_tree_registry(),
-            fixed_clock(parse_time(NOW) or 0.0),
-            Schedule(None, config.descheduling_interval),
-            False,
-            reports.append,
+            Rounds(
+                config,
+                in_tree_registry(),
+                fixed_clock(parse_time(NOW) or 0.0),
+                Schedule(None, config.descheduling_interval),
+                False,
+                reports.append,
+            ),
         )
     )
 
