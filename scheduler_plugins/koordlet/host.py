@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from scheduler_plugins.koordlet.cgroups.written import WrittenCache, overwrite
+
 log = logging.getLogger("colocate.koordlet.host")
 
 PROC, SYS, RESCTRL, CGROUP = "proc", "sys", "resctrl", "cgroup"
@@ -138,8 +140,8 @@ class HostFiles:
         dry_run: bool = False,
         on_write: Callable[[HostWrite], None] | None = None,
     ) -> None:
-        self.roots, self.clock, self.cache_ttl, self.dry_run, self.on_write = roots, clock, cache_ttl, dry_run, on_write
-        self._cache: dict[str, tuple[str, float]] = {}
+        self.roots, self.clock, self.dry_run, self.on_write = roots, clock, dry_run, on_write
+        self._written_cache = WrittenCache(cache_ttl)
 
     def apply(self, writes: Iterable[HostWrite]) -> HostStats:
         stats = HostStats()
@@ -147,8 +149,7 @@ class HostFiles:
         for w in writes:
             target = self.roots.of(w.root) / w.path
             key = str(target)
-            cached = self._cache.get(key)
-            if w.cached and cached is not None and cached[0] == w.value and now - cached[1] < self.cache_ttl:
+            if w.cached and self._written_cache.fresh(key, w.value, now):
                 stats.skipped += 1
                 continue
             if self.dry_run:
@@ -160,18 +161,14 @@ class HostFiles:
                     if w.each_line:
                         stats.refused += _append_lines(key, w.value)
                     else:
-                        fd = os.open(key, os.O_WRONLY | os.O_TRUNC)
-                        try:
-                            os.write(fd, w.value.encode())
-                        finally:
-                            os.close(fd)
+                        overwrite(key, w.value)
                 except OSError as exc:
-                    self._cache.pop(key, None)
+                    self._written_cache.forget(key)
                     stats.failed += 1
                     stats.errors.append(f"{key}: {exc.strerror or exc}")
                     continue
             if w.cached:
-                self._cache[key] = (w.value, now)
+                self._written_cache.remember(key, w.value, now)
             stats.written += 1
             if self.on_write is not None:
                 self.on_write(w)

@@ -21,6 +21,7 @@ from typing import Any
 from policies.apis.cpuset import format_cpuset, parse_cpuset
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout, Level
 from scheduler_plugins.koordlet.cgroups.resources import CPU_CFS_QUOTA, CPUSET_CPUS, MAX_INT64, Resource
+from scheduler_plugins.koordlet.cgroups.written import WrittenCache, overwrite
 
 log = logging.getLogger("colocate.koordlet.executor")
 
@@ -101,9 +102,9 @@ class ResourceExecutor:
         on_write: Callable[[CgroupWrite, str], None] | None = None,
         on_outside: Callable[[str], None] | None = None,
     ) -> None:
-        self.layout, self.clock, self.cache_ttl, self.dry_run = layout, clock, cache_ttl, dry_run
+        self.layout, self.clock, self.dry_run = layout, clock, dry_run
         self.on_write, self.on_outside = on_write, on_outside
-        self._cache: dict[str, tuple[str, float]] = {}
+        self._written_cache = WrittenCache(cache_ttl)
 
     def read(self, cgroup: str, resource: Resource) -> int | str | None:
         try:
@@ -134,15 +135,13 @@ class ResourceExecutor:
                 stats.errors.append(str(exc))
                 stats.failures.append(w)
                 continue
-            cached = self._cache.get(self.layout.path_text(w.cgroup, w.resource))
-            if cached is not None and cached[0] == text and now - cached[1] < self.cache_ttl:
+            if self._written_cache.fresh(self.layout.path_text(w.cgroup, w.resource), text, now):
                 stats.skipped += 1
             else:
                 pending.append(w)
         for w in leveled_order(pending, self.read):
             key = self.layout.path_text(w.cgroup, w.resource)
             text = w.resource.render(self.layout.version, w.value)
-            cached = self._cache.get(key)
             if not self.layout.inside(key):  # a symlink or `..` out of the hierarchy: never written
                 stats.failed += 1
                 stats.errors.append(f"{key}: outside the cgroup root, refused")
@@ -154,19 +153,15 @@ class ResourceExecutor:
                 self._written(w, key, text, now, stats)
                 continue
             try:
-                if cached is not None:  # expired: compare with the file before writing again
+                if self._written_cache.knows(key):  # expired: compare with the file before writing again
                     with open(key) as handle:
                         if handle.read().strip() == text.strip():
-                            self._cache[key] = (text, now)
+                            self._written_cache.remember(key, text, now)
                             stats.skipped += 1
                             continue
-                fd = os.open(key, os.O_WRONLY | os.O_TRUNC)
-                try:
-                    os.write(fd, text.encode())
-                finally:
-                    os.close(fd)
+                overwrite(key, text)
             except OSError as exc:
-                self._cache.pop(key, None)
+                self._written_cache.forget(key)
                 stats.failed += 1
                 stats.errors.append(f"{key}: {exc.strerror or exc}")
                 stats.failures.append(w)
@@ -176,7 +171,7 @@ class ResourceExecutor:
         return stats
 
     def _written(self, w: CgroupWrite, key: str, text: str, now: float, stats: WriteStats) -> None:
-        self._cache[key] = (text, now)
+        self._written_cache.remember(key, text, now)
         stats.written += 1
         if self.on_write is not None:
             self.on_write(w, text)
