@@ -12,7 +12,7 @@ import gc
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import yaml
 
@@ -104,50 +104,51 @@ def _extender_flags(ext: argparse.ArgumentParser) -> None:
     ext.set_defaults(func=run_extender)
 
 
+def _snapshot_flags(parser: argparse.ArgumentParser, reads: str, listed: str) -> None:
+    """Where an offline command's snapshot comes from: a directory, or the cluster listed once."""
+    state = parser.add_mutually_exclusive_group(required=True)
+    flags.add_cluster_dir(state, reads=reads)
+    flags.add_kubeconfig(state, help=listed)
+    flags.add_context(parser)
+
+
+def _profile_flags(parser: argparse.ArgumentParser) -> None:
+    """The profile a snapshot is judged with, and (`--now`) the time it is judged at."""
+    parser.add_argument("--config", help="KubeSchedulerConfiguration YAML")
+    parser.add_argument("--now", help="RFC 3339 time metric expiry is judged against (default: now)")
+    add_output(parser, ("table", "json"), default="table")
+
+
+_LISTED_ONCE: Final = "list the cluster once through this kubeconfig instead of --cluster"
+_SCHEDULED_READS: Final = (
+    "Nodes, NodeMetrics, Pods, Reservations, PodGroups, ElasticQuotas, Devices and NodeResourceTopologies"
+)
+
+
 def _simulate_flags(sim: argparse.ArgumentParser) -> None:
-    state = sim.add_mutually_exclusive_group(required=True)
-    flags.add_cluster_dir(
-        state,
-        reads="Nodes, NodeMetrics, Pods, Reservations, PodGroups, "
-        "ElasticQuotas, Devices and NodeResourceTopologies; the "
-        "pending Pods are scheduled",
-    )
-    flags.add_kubeconfig(state, help="list the cluster once through this kubeconfig instead of --cluster")
-    flags.add_context(sim)
-    sim.add_argument("--config", help="KubeSchedulerConfiguration YAML")
-    sim.add_argument("--now", help="RFC 3339 time metric expiry is judged against (default: now)")
-    add_output(sim, ("table", "json"), default="table")
+    _snapshot_flags(sim, f"{_SCHEDULED_READS}; the pending Pods are scheduled", _LISTED_ONCE)
+    _profile_flags(sim)
     flags.add_progress(sim)
     _add_feature_gates(sim)
     sim.set_defaults(func=run_simulate)
 
 
 def _explain_flags(exp: argparse.ArgumentParser) -> None:
-    state = exp.add_mutually_exclusive_group(required=True)
-    flags.add_cluster_dir(
-        state,
-        reads="Nodes, NodeMetrics, Pods, Reservations, PodGroups, ElasticQuotas, Devices and NodeResourceTopologies",
-    )
-    flags.add_kubeconfig(state, help="list the cluster once through this kubeconfig instead of --cluster")
-    flags.add_context(exp)
+    _snapshot_flags(exp, _SCHEDULED_READS, _LISTED_ONCE)
     exp.add_argument(
         "--pod",
         required=True,
         metavar="FILE",
         help="the Pod to explain: a file, a directory, or - for stdin (YAML or JSON)",
     )
-    exp.add_argument("--config", help="KubeSchedulerConfiguration YAML")
-    exp.add_argument("--now", help="RFC 3339 time metric expiry is judged against (default: now)")
-    add_output(exp, ("table", "json"), default="table")
+    _profile_flags(exp)
     _add_feature_gates(exp)
     exp.set_defaults(func=run_explain)
 
 
 def _quota_flags(quota: argparse.ArgumentParser) -> None:
-    state = quota.add_mutually_exclusive_group(required=True)
-    flags.add_cluster_dir(state, reads="Nodes, Pods and ElasticQuotas")
-    flags.add_kubeconfig(state, help="list Nodes, live Pods and ElasticQuotas once through this kubeconfig")
-    flags.add_context(quota)
+    listed = "list Nodes, live Pods and ElasticQuotas once through this kubeconfig"
+    _snapshot_flags(quota, "Nodes, Pods and ElasticQuotas", listed)
     quota.add_argument("--config", help="KubeSchedulerConfiguration YAML (the ElasticQuota args are read from it)")
     add_output(quota, ("table", "json"), default="table")
     _add_feature_gates(quota)
