@@ -10,7 +10,7 @@ A score weight of 0 (or none) means 1, as upstream.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,18 +100,29 @@ class SchedulerConfig:
         raise KeyError(f"no profile for schedulerName {scheduler_name!r}")
 
 
+def _entries(block: Fields, key: str) -> Iterator[Fields]:
+    """The items of the list `key` of `block`, each with its field path (`...enabled[2]`)."""
+    for i, item in enumerate(block.raw.get(key) or []):
+        yield Fields(item, f"{block.at(key)}[{i}]")
+
+
+def _plugin_named(entry: Fields, registry: Registry, seen: Container[str], twice: str, *, listed: bool) -> str:
+    """The registered plugin `entry` names, once: an unknown name (with the registered ones when
+    `listed`) or one already `seen` (said as `twice`, with `{name}` for the name) is refused."""
+    name = entry.str("name")
+    if name not in registry:
+        registered = f" (registered: {', '.join(registry.names())})" if listed else ""
+        raise ConfigError(entry.at("name"), f"unknown plugin {name!r}{registered}")
+    if name in seen:
+        raise ConfigError(entry.at("name"), twice.format(name=repr(name)))
+    return name
+
+
 def _merge(point: str, defaults: tuple[PluginRef, ...], block: Fields, registry: Registry) -> tuple[PluginRef, ...]:
-    disabled = set()
-    for i, item in enumerate(block.raw.get("disabled") or []):
-        disabled.add(Fields(item, f"{block.at('disabled')}[{i}]").str("name"))
+    disabled = {entry.str("name") for entry in _entries(block, "disabled")}
     custom: dict[str, PluginRef] = {}
-    for i, item in enumerate(block.raw.get("enabled") or []):
-        entry = Fields(item, f"{block.at('enabled')}[{i}]")
-        name = entry.str("name")
-        if name not in registry:
-            raise ConfigError(entry.at("name"), f"unknown plugin {name!r} (registered: {', '.join(registry.names())})")
-        if name in custom:
-            raise ConfigError(entry.at("name"), f"plugin {name!r} enabled twice")
+    for entry in _entries(block, "enabled"):
+        name = _plugin_named(entry, registry, custom, "plugin {name} enabled twice", listed=True)
         weight = entry.int("weight", 0) or 0
         if weight < 0:
             raise ConfigError(entry.at("weight"), f"must not be negative, got {weight}")
@@ -127,14 +138,9 @@ def _merge(point: str, defaults: tuple[PluginRef, ...], block: Fields, registry:
 
 def _plugin_args(profile: Fields, names: list[str], registry: Registry) -> dict[str, Any]:
     raw_args: dict[str, tuple[Any, str]] = {}
-    for i, item in enumerate(profile.raw.get("pluginConfig") or []):
-        entry = Fields(item, f"{profile.at('pluginConfig')}[{i}]")
-        name = entry.str("name")
-        if name not in registry:
-            raise ConfigError(entry.at("name"), f"unknown plugin {name!r}")
-        if name in raw_args:
-            raise ConfigError(entry.at("name"), f"duplicate pluginConfig for {name!r}")
-        args = dict(Fields(item.get("args"), entry.at("args")).raw)
+    for entry in _entries(profile, "pluginConfig"):
+        name = _plugin_named(entry, registry, raw_args, "duplicate pluginConfig for {name}", listed=False)
+        args = dict(Fields(entry.raw.get("args"), entry.at("args")).raw)
         kind = args.pop("kind", None)
         args.pop("apiVersion", None)
         if kind not in (None, f"{name}Args"):
