@@ -217,3 +217,28 @@ def test_the_manifest_configurations_parse(tmp_path):
         for doc in docs:
             if doc.get("kind") == "KubeSchedulerConfiguration" and "extender" not in path.name:
                 parse_config(doc, in_tree_registry())
+
+
+@pytest.mark.parametrize(
+    "profile, message",
+    [
+        (
+            {"plugins": {"score": {"enabled": [{"name": "Nope"}]}}},
+            "profiles[0].plugins.score.enabled[0].name: unknown plugin 'Nope' (registered: ",
+        ),
+        (
+            {"plugins": {"score": {"enabled": [{"name": "NodeResourcesFit"}, {"name": "NodeResourcesFit"}]}}},
+            "profiles[0].plugins.score.enabled[1].name: plugin 'NodeResourcesFit' enabled twice",
+        ),
+        ({"pluginConfig": [{"name": "Nope", "args": {}}]}, "profiles[0].pluginConfig[0].name: unknown plugin 'Nope'"),
+        (
+            {"pluginConfig": [{"name": "NodeResourcesFit", "args": {}}, {"name": "NodeResourcesFit", "args": {}}]},
+            "profiles[0].pluginConfig[1].name: duplicate pluginConfig for 'NodeResourcesFit'",
+        ),
+    ],
+)
+def test_a_plugin_is_named_as_registered_and_once(profile, message):
+    with pytest.raises(ConfigError) as info:
+        parse_config({"profiles": [{"schedulerName": "koord-scheduler", **profile}]}, in_tree_registry())
+    assert str(info.value).startswith(message)
+    assert message.endswith("(registered: ") or str(info.value) == message
