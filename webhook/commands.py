@@ -217,19 +217,14 @@ def _add_serve(subparsers: Subparsers) -> None:
 
 def _add_source_flags(serve: argparse.ArgumentParser) -> None:
     """Where the cluster state comes from: a directory, or the API server."""
-    state = serve.add_mutually_exclusive_group()
-    cluster = flags.add_cluster_dir(
-        state,
+    flags.add_cluster_source(
+        serve,
         reads="ClusterColocationProfiles, Namespaces, PriorityClasses, ...; "
         "embedded mode, changes are picked up while running",
-    )
-    flags.add_alias(state, "--profiles", of=cluster)
-    flags.add_kubeconfig(
-        state,
-        help="list and watch the cluster through this kubeconfig (default without --cluster: "
+        through="list and watch the cluster through this kubeconfig (default without --cluster: "
         "the in-cluster service account)",
+        alias="--profiles",
     )
-    flags.add_context(serve)
 
 
 def _add_listener_flags(serve: argparse.ArgumentParser) -> None:
@@ -437,15 +432,14 @@ def _add_apply(subparsers: Subparsers) -> None:
         "they came in. Exit 0 admitted, 1 denied, 2 bad input (with --strict, also an invalid "
         "profile or cluster object, or a namespace the cluster does not have).",
     )
-    state = apply.add_mutually_exclusive_group(required=True)
-    cluster = flags.add_cluster_dir(state, reads="ClusterColocationProfiles, Namespaces, PriorityClasses, ...")
-    flags.add_alias(state, "--profiles", of=cluster)
-    flags.add_kubeconfig(
-        state,
-        help="read the profiles, namespaces and priority classes from the API server "
+    flags.add_cluster_source(
+        apply,
+        reads="ClusterColocationProfiles, Namespaces, PriorityClasses, ...",
+        through="read the profiles, namespaces and priority classes from the API server "
         "(listed once) instead of --cluster",
+        required=True,
+        alias="--profiles",
     )
-    flags.add_context(apply)
     apply.add_argument(
         "-f",
         "--filename",

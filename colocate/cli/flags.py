@@ -115,6 +115,22 @@ def add_context(container: Container) -> argparse.Action:
     return container.add_argument("--context", metavar="NAME", help="kubeconfig context (default: its current context)")
 
 
+def add_cluster_source(
+    parser: argparse.ArgumentParser, *, reads: str, through: str, required: bool = False, alias: str = ""
+) -> argparse.Action:
+    """Where a command reads the cluster: `--cluster DIR` or `--kubeconfig FILE` (never both; one of
+    them when `required`, else the in-cluster service account is the default), and `--context`.
+    `reads` says what it uses of a directory, `through` what it does through a kubeconfig; `alias`
+    is a deprecated spelling of `--cluster`. The `--cluster` action is returned."""
+    state = parser.add_mutually_exclusive_group(required=required)
+    cluster = add_cluster_dir(state, reads=reads)
+    if alias:
+        add_alias(state, alias, of=cluster)
+    add_kubeconfig(state, help=through)
+    add_context(parser)
+    return cluster
+
+
 def add_watch(container: Container) -> None:
     """`--watch-timeout`, `--backoff-max`: how a long-running command follows the API server."""
     container.add_argument(

@@ -54,16 +54,12 @@ def register_commands(subparsers: Subparsers) -> None:
         description="Classify nodes by their NodeMetric usage and evict pods from hot nodes so that the "
         "scheduler can place them on cold ones. Exit 0 when the rounds ran, 2 for bad input.",
     )
-    state = run.add_mutually_exclusive_group()
-    flags.add_cluster_dir(
-        state, reads="Nodes, NodeMetrics, Pods and PodDisruptionBudgets; evictions only change the in-memory state"
-    )
-    flags.add_kubeconfig(
-        state,
-        help="list and watch Nodes, NodeMetrics and Pods and evict through this kubeconfig "
+    flags.add_cluster_source(
+        run,
+        reads="Nodes, NodeMetrics, Pods and PodDisruptionBudgets; evictions only change the in-memory state",
+        through="list and watch Nodes, NodeMetrics and Pods and evict through this kubeconfig "
         "(default without --cluster: the in-cluster service account)",
     )
-    flags.add_context(run)
     flags.add_watch(run)
     run.add_argument(
         "--config", required=True, metavar="FILE", help="DeschedulerConfiguration (descheduler/v1alpha2) YAML"

@@ -80,14 +80,12 @@ def register_commands(subparsers: Subparsers) -> None:
         "and keep every node's batch and mid resources, NodeSLO and NodeMetric in line. Serves /healthz, /readyz "
         "and /metrics. Exit 2 for bad input.",
     )
-    state = run.add_mutually_exclusive_group()
-    flags.add_cluster_dir(state, reads="as for plan; writes change only the in-memory objects")
-    flags.add_kubeconfig(
-        state,
-        help="list, watch and write through this kubeconfig (default without --cluster: the in-cluster "
+    flags.add_cluster_source(
+        run,
+        reads="as for plan; writes change only the in-memory objects",
+        through="list, watch and write through this kubeconfig (default without --cluster: the in-cluster "
         "service account)",
     )
-    flags.add_context(run)
     flags.add_watch(run)
     run.add_argument("--now", help="fix the clock to this RFC 3339 time (default: the system clock)")
     run.add_argument("--rounds", type=int, metavar="N", help="stop after N rounds (default: run until stopped)")

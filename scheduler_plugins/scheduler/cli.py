@@ -87,29 +87,19 @@ def _extender_flags(ext: argparse.ArgumentParser) -> None:
     ext.add_argument("--port", type=int, default=8888)
     ext.add_argument("--host", default="127.0.0.1")
     ext.add_argument("--config", help="KubeSchedulerConfiguration YAML (default: the built-in profile)")
-    state = ext.add_mutually_exclusive_group()
-    flags.add_cluster_dir(state, reads="Nodes, NodeMetrics, Pods and the CRD objects the plugins read, read once")
-    flags.add_kubeconfig(
-        state,
-        help="list and watch Nodes, NodeMetrics, bound Pods (and the CRD objects the "
+    flags.add_cluster_source(
+        ext,
+        reads="Nodes, NodeMetrics, Pods and the CRD objects the plugins read, read once",
+        through="list and watch Nodes, NodeMetrics, bound Pods (and the CRD objects the "
         "plugins read) through this kubeconfig, and "
         "bind through it (default without --cluster: the in-cluster service account)",
     )
-    flags.add_context(ext)
     flags.add_watch(ext)
     ext.add_argument("--url-prefix", default="/scheduler", help="path prefix the verbs are served under")
     ext.add_argument("--scheduler-name", help="profile to use (default: the first)")
     ext.add_argument("--now", help="fix the clock to this RFC 3339 time (replaying an old snapshot)")
     _add_feature_gates(ext)
     ext.set_defaults(func=run_extender)
-
-
-def _snapshot_flags(parser: argparse.ArgumentParser, reads: str, listed: str) -> None:
-    """Where an offline command's snapshot comes from: a directory, or the cluster listed once."""
-    state = parser.add_mutually_exclusive_group(required=True)
-    flags.add_cluster_dir(state, reads=reads)
-    flags.add_kubeconfig(state, help=listed)
-    flags.add_context(parser)
 
 
 def _profile_flags(parser: argparse.ArgumentParser) -> None:
@@ -126,7 +116,9 @@ _SCHEDULED_READS: Final = (
 
 
 def _simulate_flags(sim: argparse.ArgumentParser) -> None:
-    _snapshot_flags(sim, f"{_SCHEDULED_READS}; the pending Pods are scheduled", _LISTED_ONCE)
+    flags.add_cluster_source(
+        sim, required=True, reads=f"{_SCHEDULED_READS}; the pending Pods are scheduled", through=_LISTED_ONCE
+    )
     _profile_flags(sim)
     flags.add_progress(sim)
     _add_feature_gates(sim)
@@ -134,7 +126,7 @@ def _simulate_flags(sim: argparse.ArgumentParser) -> None:
 
 
 def _explain_flags(exp: argparse.ArgumentParser) -> None:
-    _snapshot_flags(exp, _SCHEDULED_READS, _LISTED_ONCE)
+    flags.add_cluster_source(exp, required=True, reads=_SCHEDULED_READS, through=_LISTED_ONCE)
     exp.add_argument(
         "--pod",
         required=True,
@@ -148,7 +140,7 @@ def _explain_flags(exp: argparse.ArgumentParser) -> None:
 
 def _quota_flags(quota: argparse.ArgumentParser) -> None:
     listed = "list Nodes, live Pods and ElasticQuotas once through this kubeconfig"
-    _snapshot_flags(quota, "Nodes, Pods and ElasticQuotas", listed)
+    flags.add_cluster_source(quota, required=True, reads="Nodes, Pods and ElasticQuotas", through=listed)
     quota.add_argument("--config", help="KubeSchedulerConfiguration YAML (the ElasticQuota args are read from it)")
     add_output(quota, ("table", "json"), default="table")
     _add_feature_gates(quota)

@@ -216,10 +216,12 @@ def register_audit(subparsers: Subparsers) -> None:
         "from an enforced profile (warn and skip findings are listed, and pass), 1 one did or could "
         "not be audited (fail, error), 2 the cluster or a flag cannot be used.",
     )
-    state = audit.add_mutually_exclusive_group(required=True)
-    flags.add_cluster_dir(state, reads="Pods, ClusterColocationProfiles, Namespaces, PriorityClasses, ...")
-    flags.add_kubeconfig(state, help="list the cluster through this kubeconfig")
-    flags.add_context(audit)
+    flags.add_cluster_source(
+        audit,
+        reads="Pods, ClusterColocationProfiles, Namespaces, PriorityClasses, ...",
+        through="list the cluster through this kubeconfig",
+        required=True,
+    )
     audit.add_argument(
         "--write-reports",
         action="store_true",
