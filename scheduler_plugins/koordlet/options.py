@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver
 from scheduler_plugins.koordlet.features import koordlet_gates
@@ -44,31 +44,24 @@ def add_strategy_flags(parser: argparse.ArgumentParser) -> None:
     add_host_roots(parser)
 
 
+#: The host's files, each a flag taking a PATH: its name, default and what is read or written there.
+_HOST_ROOTS: Final = (
+    (
+        "--cgroup-root",
+        "/sys/fs/cgroup",
+        "the host's cgroup root (v1: a directory per subsystem; v2: cgroup.controllers); "
+        "`plan` only looks there for the blkio/io controller and writes nothing",
+    ),
+    ("--proc-root", "/proc", "the host's /proc"),
+    ("--sys-root", "/sys", "the host's /sys (block devices, the memcg reaper) for BlkIOReconcile and SystemConfig"),
+    ("--resctrl-root", "/sys/fs/resctrl", "the mounted resctrl filesystem for RdtResctrl"),
+)
+
+
 def add_host_roots(parser: argparse.ArgumentParser) -> None:
     """The host's files, declared once for `plan` and `run` (`host_roots` reads them back)."""
-    parser.add_argument(
-        "--cgroup-root",
-        type=Path,
-        default=Path("/sys/fs/cgroup"),
-        metavar="PATH",
-        help="the host's cgroup root (v1: a directory per subsystem; v2: cgroup.controllers); "
-        "`plan` only looks there for the blkio/io controller and writes nothing",
-    )
-    parser.add_argument("--proc-root", type=Path, default=Path("/proc"), metavar="PATH", help="the host's /proc")
-    parser.add_argument(
-        "--sys-root",
-        type=Path,
-        default=Path("/sys"),
-        metavar="PATH",
-        help="the host's /sys (block devices, the memcg reaper) for BlkIOReconcile and SystemConfig",
-    )
-    parser.add_argument(
-        "--resctrl-root",
-        type=Path,
-        default=Path("/sys/fs/resctrl"),
-        metavar="PATH",
-        help="the mounted resctrl filesystem for RdtResctrl",
-    )
+    for flag, default, help in _HOST_ROOTS:
+        parser.add_argument(flag, type=Path, default=Path(default), metavar="PATH", help=help)
 
 
 def host_roots(args: argparse.Namespace) -> HostRoots:
