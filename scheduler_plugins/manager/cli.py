@@ -53,13 +53,27 @@ def register_commands(subparsers: Subparsers) -> None:
     commands = add_command_group(
         subparsers, "manager", help="the slo-controller: batch and mid resources on nodes, NodeSLOs and NodeMetrics"
     )
-    plan = commands.add_parser(
-        "plan",
-        help="one round over a directory, nothing written: each node's batch/mid resources, NodeSLO, NodeMetric",
-        description="Read the Nodes, Pods, NodeMetrics, NodeResourceTopologies and the ConfigMap "
-        f"{SLO_CONFIG_NAMESPACE}/{SLO_CONFIG_NAME} from DIR and print what a freshly started manager would write. "
-        "Exit 0 when planned, 2 for bad input.",
+    _plan_flags(
+        commands.add_parser(
+            "plan",
+            help="one round over a directory, nothing written: each node's batch/mid resources, NodeSLO, NodeMetric",
+            description="Read the Nodes, Pods, NodeMetrics, NodeResourceTopologies and the ConfigMap "
+            f"{SLO_CONFIG_NAMESPACE}/{SLO_CONFIG_NAME} from DIR and print what a freshly started manager would "
+            "write. Exit 0 when planned, 2 for bad input.",
+        )
     )
+    _run_flags(
+        commands.add_parser(
+            "run",
+            help="run the controller: write batch/mid resources, NodeSLOs and NodeMetrics as the cluster changes",
+            description="Watch Nodes, Pods, NodeMetrics, NodeResourceTopologies, NodeSLOs and the "
+            "slo-controller-config and keep every node's batch and mid resources, NodeSLO and NodeMetric in line. "
+            "Serves /healthz, /readyz and /metrics. Exit 2 for bad input.",
+        )
+    )
+
+
+def _plan_flags(plan: argparse.ArgumentParser) -> None:
     flags.add_cluster_dir(
         plan, required=True, reads="Nodes, Pods, NodeMetrics, NodeResourceTopologies, the slo-controller-config"
     )
@@ -73,13 +87,8 @@ def register_commands(subparsers: Subparsers) -> None:
     add_output(plan, ("json", "table"), default="table")
     plan.set_defaults(func=plan_command)
 
-    run = commands.add_parser(
-        "run",
-        help="run the controller: write batch/mid resources, NodeSLOs and NodeMetrics as the cluster changes",
-        description="Watch Nodes, Pods, NodeMetrics, NodeResourceTopologies, NodeSLOs and the slo-controller-config "
-        "and keep every node's batch and mid resources, NodeSLO and NodeMetric in line. Serves /healthz, /readyz "
-        "and /metrics. Exit 2 for bad input.",
-    )
+
+def _run_flags(run: argparse.ArgumentParser) -> None:
     flags.add_cluster_source(
         run,
         reads="as for plan; writes change only the in-memory objects",
