@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, TypedDict, Unpack
 
 from aiohttp import web
 from aiohttp.http import HttpVersion11
@@ -311,35 +311,30 @@ def _has_client_cert(request: web.BaseRequest) -> bool:
     return transport is not None and bool(transport.get_extra_info("peercert"))
 
 
+class PortOptions(TypedDict, total=False):
+    """The options of `WebhookPort` that `build_server` passes on as they are: `body_timeout`, a
+    request body must arrive within it; `client_certs`, admission paths need a verified client
+    certificate (the TLS context asks for one: `--client-ca`); `idle_timeout`, a kept-alive
+    connection without a request, or with a head not complete, is closed after it."""
+
+    max_body: int
+    rand_int: Callable[[int], int]
+    lifecycle: Lifecycle | None
+    body_timeout: float | None
+    client_certs: bool
+    idle_timeout: float
+
+
 def build_server(
     registry: Registry,
     state: StateHolder,
     metrics: WebhookMetrics,
     *,
-    max_body: int = DEFAULT_MAX_BODY,
-    rand_int: Callable[[int], int] = default_rand_int,
-    lifecycle: Lifecycle | None = None,
-    body_timeout: float | None = None,
-    client_certs: bool = False,
     max_body_bytes: int | None = None,
     max_connections: int | None = None,
-    idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    **options: Unpack[PortOptions],
 ) -> WebhookPort:
-    """`body_timeout`: a request body must arrive within it; `client_certs`: admission paths need a
-    verified client certificate (the TLS context asks for one: `--client-ca`); `max_body_bytes`:
-    the request bodies all connections may hold at once, shared fairly between `max_connections`
-    (`webhook.budget`); `idle_timeout`: a kept-alive connection without a request, or with a
-    head not complete, is closed after it."""
+    """The port, with `max_body_bytes`, the request bodies all connections may hold at once, shared
+    fairly between `max_connections` (`webhook.budget`)."""
     budget = BodyBudget(max_body_bytes) if max_connections is None else BodyBudget(max_body_bytes, max_connections)
-    return WebhookPort(
-        registry,
-        state,
-        metrics,
-        max_body=max_body,
-        rand_int=rand_int,
-        lifecycle=lifecycle,
-        body_timeout=body_timeout,
-        client_certs=client_certs,
-        budget=budget,
-        idle_timeout=idle_timeout,
-    )
+    return WebhookPort(registry, state, metrics, budget=budget, **options)
