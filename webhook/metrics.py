@@ -25,7 +25,7 @@ from typing import Any, Final, TypeVar
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from colocate.cluster.metrics import StoreHealthMetrics
+from colocate.cluster.metrics import Series, StoreHealthMetrics
 from policies.admission.plugin import ProfileWarning
 from webhook.registry import Route
 
@@ -125,109 +125,95 @@ class WebhookMetrics:
 
     def _declare_admission_series(self, registry: CollectorRegistry | None) -> None:
         """Requests, their latency, plugins and profiles."""
-        self.requests_total = Counter(
+        series = Series(registry)
+        self.requests_total = series.counter(
             "controller_runtime_webhook_requests_total",
             "Total number of admission requests by HTTP status code.",
-            ["webhook", "code"],
-            registry=registry,
+            ("webhook", "code"),
         )
-        self.latency = Histogram(
+        self.latency = series.histogram(
             "controller_runtime_webhook_latency_seconds",
             "Histogram of the latency of processing admission requests.",
-            ["webhook"],
+            ("webhook",),
             buckets=LATENCY_BUCKETS_S,
-            registry=registry,
         )
-        self.in_flight = Gauge(
+        self.in_flight = series.gauge(
             "controller_runtime_webhook_requests_in_flight",
             "Current number of admission requests being served.",
-            ["webhook"],
-            registry=registry,
-            multiprocess_mode="livesum",
+            ("webhook",),
+            merge="livesum",
         )
-        self.plugin_duration = Histogram(
+        self.plugin_duration = series.histogram(
             "koord_manager_webhook_webhook_duration_milliseconds",
             "Duration of each webhook plugin in milliseconds.",
-            ["webhook_type", "object_type", "operation", "plugin_name", "status"],
+            ("webhook_type", "object_type", "operation", "plugin_name", "status"),
             buckets=PLUGIN_BUCKETS_MS,
-            registry=registry,
         )
-        self.profile_matches = Counter(
-            "colocate_profile_matches_total",
-            "Admission requests each ClusterColocationProfile matched.",
-            ["profile"],
-            registry=registry,
+        self.profile_matches = series.counter(
+            "colocate_profile_matches_total", "Admission requests each ClusterColocationProfile matched.", ("profile",)
         )
-        self.warn_only = Counter(
+        self.warn_only = series.counter(
             "colocate_warn_only_profile_effects_total",
             "Admissions a warn-only ClusterColocationProfile would have changed (outcome=change) or denied "
             "(outcome=deny), had it been enforced.",
-            ["profile", "outcome"],
-            registry=registry,
+            ("profile", "outcome"),
         )
 
     def _declare_state_series(self, registry: CollectorRegistry | None) -> None:
         """The cluster state the webhook decides against."""
-        self.state_objects = Gauge(
+        series = Series(registry)
+        self.state_objects = series.gauge(
             "colocate_cluster_state_objects",
             "Objects in the cluster state the handlers read, by kind.",
-            ["kind"],
-            registry=registry,
-            multiprocess_mode="max",
+            ("kind",),
+            merge="max",
         )
-        self.state_problems = Gauge(
+        self.state_problems = series.gauge(
             "colocate_cluster_state_problems",
             "Objects or files of the cluster state that could not be used.",
-            registry=registry,
-            multiprocess_mode="max",
+            merge="max",
         )
-        self.state_reloads = Counter(
-            "colocate_cluster_state_reloads_total",
-            "Reloads of the cluster state, by result.",
-            ["result"],
-            registry=registry,
+        self.state_reloads = series.counter(
+            "colocate_cluster_state_reloads_total", "Reloads of the cluster state, by result.", ("result",)
         )
         self.store_health = StoreHealthMetrics(registry)
 
     def _declare_certificate_series(self, registry: CollectorRegistry | None) -> None:
         """The serving certificates, and the reads the quota webhook makes live."""
-        self.cert_expiry = Gauge(
+        series = Series(registry)
+        self.cert_expiry = series.gauge(
             "colocate_certificate_expiry_timestamp_seconds",
             "When the certificate being served (serving) and the CA that issued it (ca) expire, Unix time.",
-            ["certificate"],
-            registry=registry,
-            multiprocess_mode="livemin",
+            ("certificate",),
+            merge="livemin",
         )
-        self.cert_reloads = Counter(
+        self.cert_reloads = series.counter(
             "colocate_certificate_reloads_total",
             "Reloads of the serving certificate into the running TLS context, by result (ok or error).",
-            ["result"],
-            registry=registry,
+            ("result",),
         )
-        self.live_reads = Counter(
+        self.live_reads = series.counter(
             "colocate_webhook_live_reads_total",
             "Objects read from the API server for an admission the watched state could not answer yet "
             "(an ElasticQuota's parent not shown by the watch), by result: found, missing, error.",
-            ["result"],
-            registry=registry,
+            ("result",),
         )
 
     def _declare_connection_series(self, registry: CollectorRegistry | None) -> None:
         """Refusals, connections and the log writer."""
-        self.refused = Counter(
+        series = Series(registry)
+        self.refused = series.counter(
             "colocate_webhook_refused_requests_total",
             "Admission requests refused before or instead of the policies, by reason: bad_review, bad_object "
             "(too deep, wrong shape, bad quantity), too_large, encoding, slow_body, busy, internal_error.",
-            ["webhook", "reason"],
-            registry=registry,
+            ("webhook", "reason"),
         )
-        self.connections = Gauge(
+        self.connections = series.gauge(
             "colocate_webhook_connections",
             "Open connections to the webhook port, from accept (TLS handshake included) to close.",
-            registry=registry,
-            multiprocess_mode="livesum",
+            merge="livesum",
         )
-        self.connections_closed = Counter(
+        self.connections_closed = series.counter(
             "colocate_webhook_connections_closed_total",
             "Connections the server closed itself, by reason: over_limit (--max-connections, all in a "
             "request), unserved_evicted (not yet past its first request, to make room at --max-connections), "
@@ -235,13 +221,11 @@ class WebhookMetrics:
             "requests at SIGTERM, once the drain is over), handshake_timeout, "
             "first_request_timeout, tls_handshake_failed, head_too_large (a request head over 64 KiB, or "
             "past --body-budget-bytes).",
-            ["reason"],
-            registry=registry,
+            ("reason",),
         )
-        self.log_lines_dropped = Counter(
+        self.log_lines_dropped = series.counter(
             "colocate_log_lines_dropped_total",
             "Log lines dropped because the log writer fell behind (its queue is bounded).",
-            registry=registry,
         )
 
     # -- the tallies of the series admissions touch ------------------------------------------------

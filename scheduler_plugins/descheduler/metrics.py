@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry
 
+from colocate.cluster.metrics import Series
 from scheduler_plugins.descheduler.framework.report import RoundReport
 
 CLASSIFICATIONS: Final = ("high", "prodHigh", "low", "prodLow", "bothLow", "none")
@@ -14,33 +15,28 @@ CLASSIFICATIONS: Final = ("high", "prodHigh", "low", "prodLow", "bothLow", "none
 
 class DeschedulerMetrics:
     def __init__(self, registry: CollectorRegistry | None) -> None:
-        self.rounds = Counter(
+        series = Series(registry)
+        self.rounds = series.counter(
             "colocate_descheduler_rounds_total",
             "Descheduling rounds run, by result (ok, or error when a plugin or the round failed).",
-            ["result"],
-            registry=registry,
+            ("result",),
         )
-        self.evictions = Counter(
+        self.evictions = series.counter(
             "colocate_descheduler_evictions_total",
             "Pods evicted (or, in dry run, that would be) and evictions skipped, by plugin.",
-            ["plugin", "result"],
-            registry=registry,
+            ("plugin", "result"),
         )
-        self.nodes = Gauge(
+        self.nodes = series.gauge(
             "colocate_descheduler_nodes",
             "Nodes per LowNodeLoad classification in the last round (a node counts once per pool).",
-            ["classification"],
-            registry=registry,
+            ("classification",),
         )
-        self.scavenged = Counter(
+        self.scavenged = series.counter(
             "colocate_descheduler_migration_jobs_scavenged_total",
             "PodMigrationJobs deleted by the MigrationController's scavenger (older than their TTL + 5m, or 30m).",
-            registry=registry,
         )
         self._scavenged_seen = 0
-        self.leader = Gauge(
-            "colocate_descheduler_leader", "1 while this replica holds the leader lease.", registry=registry
-        )
+        self.leader = series.gauge("colocate_descheduler_leader", "1 while this replica holds the leader lease.")
 
     def observe(self, report: RoundReport) -> None:
         self.rounds.labels("error" if report.errors else "ok").inc()

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry
 
+from colocate.cluster.metrics import Series
 from policies.apis.slo_config.manager_config import (
     REASON_COLOCATION_FAILED,
     REASON_NORMALIZATION_FAILED,
@@ -22,50 +23,41 @@ WRITE_KINDS: Final = ("Node", "NodeResourceTopology", "NodeSLO", "NodeMetric")
 
 class ManagerMetrics:
     def __init__(self, registry: CollectorRegistry | None) -> None:
-        self.nodes_updated = Counter(
-            "colocate_manager_nodes_updated_total",
-            "Node status writes of batch and mid resources that succeeded.",
-            registry=registry,
+        series = Series(registry)
+        self.nodes_updated = series.counter(
+            "colocate_manager_nodes_updated_total", "Node status writes of batch and mid resources that succeeded."
         )
-        self.nodes_skipped = Counter(
+        self.nodes_skipped = series.counter(
             "colocate_manager_nodes_skipped_total",
             "Nodes reconciled and left as they were (within the diff threshold and the update interval, "
             "or not writable this round).",
-            registry=registry,
         )
-        self.degraded_nodes = Gauge(
+        self.degraded_nodes = series.gauge(
             "colocate_manager_degraded_nodes",
             "Nodes whose batch and mid resources are removed because their NodeMetric is missing or stale.",
-            registry=registry,
         )
-        self.calculation_duration = Histogram(
+        self.calculation_duration = series.histogram(
             "colocate_manager_calculation_duration_seconds",
             "Time to calculate one round (all nodes it covers), writes excluded.",
             buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30),
-            registry=registry,
         )
-        self.config_errors = Counter(
+        self.config_errors = series.counter(
             "colocate_manager_config_errors_total",
             "slo-controller-config documents that failed to load (the last good one stays in force).",
-            ["reason"],
-            registry=registry,
+            ("reason",),
         )
-        self.write_errors = Counter(
+        self.write_errors = series.counter(
             "colocate_manager_write_errors_total",
             "Writes the API server refused or that failed, by object kind.",
-            ["kind"],
-            registry=registry,
+            ("kind",),
         )
-        self.inputs_refused = Counter(
+        self.inputs_refused = series.counter(
             "colocate_manager_inputs_refused_total",
             "Node rounds that refused part of their inputs (a negative usage or capacity, a pod listed "
             "twice in a NodeMetric), by reason; the refused value is read as 0 (or the larger entry).",
-            ["reason"],
-            registry=registry,
+            ("reason",),
         )
-        self.leader = Gauge(
-            "colocate_manager_leader", "1 while this replica holds the leader lease.", registry=registry
-        )
+        self.leader = series.gauge("colocate_manager_leader", "1 while this replica holds the leader lease.")
         for reason in CONFIG_ERROR_REASONS:
             self.config_errors.labels(reason)
         for kind in WRITE_KINDS:

@@ -13,8 +13,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry
 
+from colocate.cluster.metrics import Series
 from webhook.registry import Registry
 from webhook.rollout.audit import RESULTS, AuditReport, audit
 from webhook.rollout.reports import ReportWriter, policy_reports
@@ -25,35 +26,24 @@ log = logging.getLogger("colocate.audit")
 
 class AuditMetrics:
     def __init__(self, registry: CollectorRegistry | None) -> None:
-        self.pods = Gauge(
+        series = Series(registry)
+        self.pods = series.gauge(
             "colocate_audit_pods",
             "Running pods per ClusterColocationProfile and audit result "
             "(pass, fail, warn, error, skip) in the last audit.",
-            ["profile", "result"],
-            registry=registry,
-            multiprocess_mode="max",
+            ("profile", "result"),
+            merge="max",
         )
-        self.drifted = Gauge(
+        self.drifted = series.gauge(
             "colocate_audit_drifted_pods",
             "Running pods that differ from what the current profiles would make of them, in the last audit.",
-            registry=registry,
-            multiprocess_mode="max",
+            merge="max",
         )
-        self.duration = Gauge(
-            "colocate_audit_duration_seconds",
-            "How long the last audit took.",
-            registry=registry,
-            multiprocess_mode="max",
+        self.duration = series.gauge("colocate_audit_duration_seconds", "How long the last audit took.", merge="max")
+        self.last_run = series.gauge(
+            "colocate_audit_last_run_timestamp_seconds", "When the last audit finished, Unix time.", merge="max"
         )
-        self.last_run = Gauge(
-            "colocate_audit_last_run_timestamp_seconds",
-            "When the last audit finished, Unix time.",
-            registry=registry,
-            multiprocess_mode="max",
-        )
-        self.runs = Counter(
-            "colocate_audit_runs_total", "Audit rounds, by result (ok or error).", ["result"], registry=registry
-        )
+        self.runs = series.counter("colocate_audit_runs_total", "Audit rounds, by result (ok or error).", ("result",))
         self._profiles: set[str] = set()
 
     def record(self, report: AuditReport, now: float) -> None:
