@@ -313,12 +313,8 @@ def _rotate_flags(rotate_: argparse.ArgumentParser) -> None:
         metavar="DAYS",
         help="renew the CA this long before it expires (default 365)",
     )
-    settle = rotate_.add_argument(
-        "--cert-settle",
-        type=float,
-        default=5.0,
-        metavar="SECONDS",
-        help="after a new CA is trusted, wait this long before serving from it (default 5)",
+    settle = flags.add_seconds(
+        rotate_, "--cert-settle", 5.0, "after a new CA is trusted, wait this long before serving from it (default 5)"
     )
     flags.add_alias(rotate_, "--settle", of=settle)
     rotate_.add_argument("--at", type=_when, metavar="TIME", help="decide as of this ISO time instead of now")

@@ -276,31 +276,23 @@ def _add_listener_flags(serve: argparse.ArgumentParser) -> None:
         help="serve /metrics over HTTP here, not on the webhook port; --host does not govern it; 0 turns "
         "it off (default %(default)s)",
     )
-    serve.add_argument(
+    flags.add_seconds(
+        serve,
         "--metrics-cache",
-        type=float,
-        default=EXPOSITION_CACHE_SECONDS,
-        metavar="SECONDS",
-        help="render /metrics at most once in this long; scrapes in between get the same answer "
+        EXPOSITION_CACHE_SECONDS,
+        "render /metrics at most once in this long; scrapes in between get the same answer "
         "(0: render every scrape) (default %(default)s)",
     )
 
 
 def _add_timing_flags(serve: argparse.ArgumentParser) -> None:
     """How often the state is re-read and audited."""
-    serve.add_argument(
-        "--reload-interval",
-        type=float,
-        default=1.0,
-        metavar="SECONDS",
-        help="how often the --cluster directory is checked for changes",
-    )
-    serve.add_argument(
+    flags.add_seconds(serve, "--reload-interval", 1.0, "how often the --cluster directory is checked for changes")
+    flags.add_seconds(
+        serve,
         "--stuck-scan-after",
-        type=float,
-        default=30.0,
-        metavar="SECONDS",
-        help="warn (and say so in the log every SECONDS) when a --cluster scan runs longer",
+        30.0,
+        "warn (and say so in the log every SECONDS) when a --cluster scan runs longer",
     )
     flags.add_watch(serve)
     serve.add_argument(
@@ -327,20 +319,18 @@ def _add_connection_limits(serve: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"open connections per server process; more are closed at once (default {DEFAULT_MAX_CONNECTIONS})",
     )
-    limits.add_argument(
+    flags.add_seconds(
+        limits,
         "--first-request-timeout",
-        type=float,
-        default=DEFAULT_FIRST_REQUEST_TIMEOUT,
-        metavar="SECONDS",
-        help="a new connection must finish TLS and send a request within this; "
+        DEFAULT_FIRST_REQUEST_TIMEOUT,
+        "a new connection must finish TLS and send a request within this; "
         "a request body must arrive within it too (default %(default)s)",
     )
-    limits.add_argument(
+    flags.add_seconds(
+        limits,
         "--handshake-timeout",
-        type=float,
-        default=DEFAULT_HANDSHAKE_TIMEOUT,
-        metavar="SECONDS",
-        help="a new connection must finish its TLS handshake within this; until it has, it is the "
+        DEFAULT_HANDSHAKE_TIMEOUT,
+        "a new connection must finish its TLS handshake within this; until it has, it is the "
         "first to be closed when the cap needs room (default %(default)s)",
     )
     budget = limits.add_argument(
@@ -352,31 +342,20 @@ def _add_connection_limits(serve: argparse.ArgumentParser) -> None:
         "--max-body); past it a request gets HTTP 503 (default 64 MiB)",
     )
     flags.add_alias(limits, "--max-body-bytes", of=budget)  # its name until 0.1: too close to --max-body
-    limits.add_argument(
+    flags.add_seconds(
+        limits,
         "--idle-timeout",
-        type=float,
-        default=DEFAULT_IDLE_TIMEOUT,
-        metavar="SECONDS",
-        help="close a kept-alive connection idle this long (default %(default)s)",
+        DEFAULT_IDLE_TIMEOUT,
+        "close a kept-alive connection idle this long (default %(default)s)",
     )
 
 
 def _add_shutdown_flags(serve: argparse.ArgumentParser) -> None:
     """What SIGTERM does, and sharing the port."""
-    serve.add_argument(
-        "--drain-delay",
-        type=float,
-        default=5.0,
-        metavar="SECONDS",
-        help="after SIGTERM, keep serving (not ready, closing connections) this long",
+    flags.add_seconds(
+        serve, "--drain-delay", 5.0, "after SIGTERM, keep serving (not ready, closing connections) this long"
     )
-    serve.add_argument(
-        "--shutdown-timeout",
-        type=float,
-        default=20.0,
-        metavar="SECONDS",
-        help="then wait this long for in-flight requests",
-    )
+    flags.add_seconds(serve, "--shutdown-timeout", 20.0, "then wait this long for in-flight requests")
     serve.add_argument(
         "--reuse-port", action="store_true", help="let several server processes bind the same port (SO_REUSEPORT)"
     )
@@ -394,12 +373,11 @@ def _add_certificate_flags(serve: argparse.ArgumentParser) -> None:
         help="require a client certificate issued by this CA on the admission paths (the API "
         "server's admission kubeconfig presents one); probes and /metrics stay open",
     )
-    certs.add_argument(
+    flags.add_seconds(
+        certs,
         "--cert-reload-interval",
-        type=float,
-        default=1.0,
-        metavar="SECONDS",
-        help="how often the certificate files are checked; a new pair is served without restart",
+        1.0,
+        "how often the certificate files are checked; a new pair is served without restart",
     )
     managed = serve.add_argument_group(
         "self-managed certificates",
@@ -408,20 +386,8 @@ def _add_certificate_flags(serve: argparse.ArgumentParser) -> None:
     )
     managed.add_argument("--self-managed-certs", action="store_true", help="rotate certificates from inside the server")
     add_service_names(managed)
-    managed.add_argument(
-        "--cert-check-interval",
-        type=float,
-        default=60.0,
-        metavar="SECONDS",
-        help="how often the leader checks whether rotation is due",
-    )
-    managed.add_argument(
-        "--cert-settle",
-        type=float,
-        default=5.0,
-        metavar="SECONDS",
-        help="after a new CA is trusted, wait this long before serving from it",
-    )
+    flags.add_seconds(managed, "--cert-check-interval", 60.0, "how often the leader checks whether rotation is due")
+    flags.add_seconds(managed, "--cert-settle", 5.0, "after a new CA is trusted, wait this long before serving from it")
 
 
 def _add_apply(subparsers: Subparsers) -> None:

@@ -131,6 +131,11 @@ def add_cluster_source(
     return cluster
 
 
+def add_seconds(container: Container, flag: str, default: float, help: str) -> argparse.Action:
+    """A length of time in seconds (a float, so a fraction is fine), with its default."""
+    return container.add_argument(flag, type=float, default=default, metavar="SECONDS", help=help)
+
+
 def add_watch(container: Container) -> None:
     """`--watch-timeout`, `--backoff-max`: how a long-running command follows the API server."""
     container.add_argument(
@@ -140,13 +145,7 @@ def add_watch(container: Container) -> None:
         metavar="SECONDS",
         help="how long one watch request stays open before it is renewed",
     )
-    container.add_argument(
-        "--backoff-max",
-        type=float,
-        default=30.0,
-        metavar="SECONDS",
-        help="longest wait between retries when the API server fails",
-    )
+    add_seconds(container, "--backoff-max", 30.0, "longest wait between retries when the API server fails")
 
 
 def add_cert_dir(container: Container, *, required: bool = False, help: str) -> argparse.Action:
