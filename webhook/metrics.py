@@ -112,10 +112,11 @@ class WebhookMetrics:
         self.multiprocess_dir = os.environ.get(MULTIPROCESS_ENV) or None
         self.registry = CollectorRegistry(auto_describe=True)
         registry = None if self.multiprocess_dir else self.registry
-        self._declare_admission_series(registry)
-        self._declare_state_series(registry)
-        self._declare_certificate_series(registry)
-        self._declare_connection_series(registry)
+        series = Series(registry)
+        self._declare_admission_series(series)
+        self._declare_state_series(series)
+        self._declare_certificate_series(series)
+        self._declare_connection_series(series)
         self._tallies: dict[tuple[object, ...], Any] = {}  # one per series; only the event loop adds
         self._profile_tallies: dict[str, CounterTally] = {}  # profile -> its series' tally in `_tallies`
         if self.multiprocess_dir:
@@ -123,9 +124,8 @@ class WebhookMetrics:
 
             multiprocess.MultiProcessCollector(self.registry, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
 
-    def _declare_admission_series(self, registry: CollectorRegistry | None) -> None:
+    def _declare_admission_series(self, series: Series) -> None:
         """Requests, their latency, plugins and profiles."""
-        series = Series(registry)
         self.requests_total = series.counter(
             "controller_runtime_webhook_requests_total",
             "Total number of admission requests by HTTP status code.",
@@ -159,9 +159,8 @@ class WebhookMetrics:
             ("profile", "outcome"),
         )
 
-    def _declare_state_series(self, registry: CollectorRegistry | None) -> None:
+    def _declare_state_series(self, series: Series) -> None:
         """The cluster state the webhook decides against."""
-        series = Series(registry)
         self.state_objects = series.gauge(
             "colocate_cluster_state_objects",
             "Objects in the cluster state the handlers read, by kind.",
@@ -176,11 +175,10 @@ class WebhookMetrics:
         self.state_reloads = series.counter(
             "colocate_cluster_state_reloads_total", "Reloads of the cluster state, by result.", ("result",)
         )
-        self.store_health = StoreHealthMetrics(registry)
+        self.store_health = StoreHealthMetrics(series.registry)
 
-    def _declare_certificate_series(self, registry: CollectorRegistry | None) -> None:
+    def _declare_certificate_series(self, series: Series) -> None:
         """The serving certificates, and the reads the quota webhook makes live."""
-        series = Series(registry)
         self.cert_expiry = series.gauge(
             "colocate_certificate_expiry_timestamp_seconds",
             "When the certificate being served (serving) and the CA that issued it (ca) expire, Unix time.",
@@ -199,9 +197,8 @@ class WebhookMetrics:
             ("result",),
         )
 
-    def _declare_connection_series(self, registry: CollectorRegistry | None) -> None:
+    def _declare_connection_series(self, series: Series) -> None:
         """Refusals, connections and the log writer."""
-        series = Series(registry)
         self.refused = series.counter(
             "colocate_webhook_refused_requests_total",
             "Admission requests refused before or instead of the policies, by reason: bad_review, bad_object "
