@@ -48,12 +48,17 @@ def register_commands(subparsers: Subparsers) -> None:
     commands = add_command_group(
         subparsers, "descheduler", help="relieve hot nodes (LowNodeLoad) through the Eviction API"
     )
-    run = commands.add_parser(
-        "run",
-        help="run descheduling rounds: N, once, or every deschedulingInterval",
-        description="Classify nodes by their NodeMetric usage and evict pods from hot nodes so that the "
-        "scheduler can place them on cold ones. Exit 0 when the rounds ran, 2 for bad input.",
+    _run_flags(
+        commands.add_parser(
+            "run",
+            help="run descheduling rounds: N, once, or every deschedulingInterval",
+            description="Classify nodes by their NodeMetric usage and evict pods from hot nodes so that the "
+            "scheduler can place them on cold ones. Exit 0 when the rounds ran, 2 for bad input.",
+        )
     )
+
+
+def _run_flags(run: argparse.ArgumentParser) -> None:
     flags.add_cluster_source(
         run,
         reads="Nodes, NodeMetrics, Pods and PodDisruptionBudgets; evictions only change the in-memory state",
