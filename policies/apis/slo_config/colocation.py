@@ -28,7 +28,7 @@ from policies.apis.constants import (
 )
 from policies.apis.durations import go_duration, parse_duration
 from policies.apis.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
-from policies.apis.slo_config.rules import is_int64, json_type, load_json
+from policies.apis.slo_config.rules import is_int64, json_type, load_json, load_object
 
 CALCULATE_BY_USAGE: Final = "usage"
 CALCULATE_BY_REQUEST: Final = "request"
@@ -368,12 +368,7 @@ def decode_colocation(text: str) -> tuple[dict[str, Any], list[tuple[str, Any, d
     """The cluster fields and the node entries `(name, raw selector, fields)` a document sets.
 
     Raises ColocationDecodeError for text that is not JSON or a value of the wrong type."""
-    try:
-        raw = load_json(text)
-    except ValueError as exc:
-        raise ColocationDecodeError(f"invalid JSON: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise ColocationDecodeError(f"json: cannot unmarshal {json_type(raw)} into Go value of type ColocationCfg")
+    raw = load_object(text, ColocationDecodeError, "json: cannot unmarshal {type} into Go value of type ColocationCfg")
     cluster = decode_strategy(raw)
     entries = raw.get("nodeConfigs")
     if entries is None:

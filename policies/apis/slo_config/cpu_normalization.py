@@ -10,7 +10,7 @@ from typing import Any
 
 from policies.apis.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
 from policies.apis.slo_config.colocation import merge
-from policies.apis.slo_config.rules import load_json
+from policies.apis.slo_config.rules import load_object
 
 
 class NormalizationDecodeError(ValueError):
@@ -51,12 +51,7 @@ def load_normalization(text: str | None) -> NormalizationConfig:
     """The config of the key's text (absent: the defaults); raises NormalizationDecodeError."""
     if text is None:
         return NormalizationConfig()
-    try:
-        raw = load_json(text)
-    except ValueError as exc:
-        raise NormalizationDecodeError(f"invalid JSON: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise NormalizationDecodeError("must be a JSON object")
+    raw = load_object(text, NormalizationDecodeError)
     cluster = {k: v for k, v in raw.items() if k != "nodeConfigs" and v is not None}
     cluster_doc = merge({"enable": False, "ratioModel": {}}, cluster)
     nodes = []

@@ -23,7 +23,7 @@ from policies.apis.constants import (
 )
 from policies.apis.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
 from policies.apis.slo_config.colocation import merge
-from policies.apis.slo_config.rules import load_json
+from policies.apis.slo_config.rules import load_object
 
 #: NodeSLO spec field, and the base each document is merged onto (`sloconfig.Default*`)
 SLO_DOCUMENTS: Final[Mapping[str, tuple[str, Mapping[str, Any]]]] = {
@@ -108,13 +108,7 @@ def _selector(raw: Any) -> LabelSelector | None:
 
 
 def _object(text: str, key: str) -> dict[str, Any]:
-    try:
-        raw = load_json(text)
-    except ValueError as exc:
-        raise SLOConfigDecodeError(f"{key}: invalid JSON: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise SLOConfigDecodeError(f"{key}: must be a JSON object")
-    return raw
+    return load_object(text, lambda message: SLOConfigDecodeError(f"{key}: {message}"))
 
 
 def decode_strategy_config(key: str, text: str) -> StrategyConfig:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from policies.apis.selectors import InvalidSelector, LabelSelector, SelectorShapeError, compile_selector
 from policies.apis.slo_config.colocation import merge
-from policies.apis.slo_config.rules import load_json
+from policies.apis.slo_config.rules import load_object
 
 
 class AmplificationDecodeError(ValueError):
@@ -51,12 +51,7 @@ def load_amplification(text: str | None) -> AmplificationConfig:
     """The config of the key's text (absent: the defaults); raises AmplificationDecodeError."""
     if text is None:
         return AmplificationConfig()
-    try:
-        raw = load_json(text)
-    except ValueError as exc:
-        raise AmplificationDecodeError(f"invalid JSON: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise AmplificationDecodeError("must be a JSON object")
+    raw = load_object(text, AmplificationDecodeError)
     cluster = merge({"enable": False}, {k: v for k, v in raw.items() if k != "nodeConfigs" and v is not None})
     nodes = []
     for entry in raw.get("nodeConfigs") or []:

@@ -9,7 +9,7 @@ by JSON field name so that the messages name what the user wrote.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -122,6 +122,20 @@ def load_json(text: str) -> Any:
         raise NestedTooDeep(f"nested more than {MAX_DEPTH} levels deep") from None
     if depth_error(document, "document") is not None:
         raise NestedTooDeep(f"nested more than {MAX_DEPTH} levels deep")
+    return document
+
+
+def load_object(
+    text: str, error: Callable[[str], Exception], not_an_object: str = "must be a JSON object"
+) -> dict[str, Any]:
+    """The JSON object one slo-controller-config document holds (`load_json`), or `error(message)`:
+    `invalid JSON: ...`, or `not_an_object` (where `{type}` names what the document is instead)."""
+    try:
+        document = load_json(text)
+    except ValueError as exc:
+        raise error(f"invalid JSON: {exc}") from exc
+    if not isinstance(document, dict):
+        raise error(not_an_object.format(type=json_type(document)))
     return document
 
 
