@@ -70,13 +70,30 @@ def _test(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
 
 
 def register_commands(subparsers: Subparsers) -> None:
-    test = subparsers.add_parser(
-        "test",
-        help="check expectations about what the admission chain makes of resources",
-        description="Run every colocate-test.yaml below DIR: each names profiles, cluster objects, resources and "
-        "the expected result per resource (a patched resource, or denied with a message). "
-        "Exit 0 all cases pass, 1 a case fails, 2 a suite cannot be read.",
+    """Add `test` and `audit`."""
+    _test_flags(
+        subparsers.add_parser(
+            "test",
+            help="check expectations about what the admission chain makes of resources",
+            description="Run every colocate-test.yaml below DIR: each names profiles, cluster objects, resources and "
+            "the expected result per resource (a patched resource, or denied with a message). "
+            "Exit 0 all cases pass, 1 a case fails, 2 a suite cannot be read.",
+        )
     )
+    _audit_flags(
+        subparsers.add_parser(
+            "audit",
+            help="list running pods that differ from what the current profiles would make of them",
+            description="Send every running pod through the admission chain again, over the current profiles, and "
+            "list the pods it would change, per profile, with the difference (fail: an enforced profile, "
+            "warn: a warn-only one, skip: a profile applied to a percentage of pods). Exit 0 no pod drifted "
+            "from an enforced profile (warn and skip findings are listed, and pass), 1 one did or could "
+            "not be audited (fail, error), 2 the cluster or a flag cannot be used.",
+        )
+    )
+
+
+def _test_flags(test: argparse.ArgumentParser) -> None:
     test.add_argument(
         "dir", type=Path, metavar="DIR", help="a directory holding colocate-test.yaml files (or one such file)"
     )
@@ -99,7 +116,6 @@ def register_commands(subparsers: Subparsers) -> None:
     add_admission_plugins(test)
     add_output(test, ("table", "json"), default="table")
     test.set_defaults(func=_test)
-    register_audit(subparsers)
 
 
 def audit_table(report: AuditReport, paint: Painter | None = None) -> str:
@@ -206,16 +222,7 @@ def _audit(args: argparse.Namespace, stdout: TextIO | None = None) -> int:
     return EXIT_FAILED if failing else EXIT_PASSED
 
 
-def register_audit(subparsers: Subparsers) -> None:
-    audit = subparsers.add_parser(
-        "audit",
-        help="list running pods that differ from what the current profiles would make of them",
-        description="Send every running pod through the admission chain again, over the current profiles, and "
-        "list the pods it would change, per profile, with the difference (fail: an enforced profile, "
-        "warn: a warn-only one, skip: a profile applied to a percentage of pods). Exit 0 no pod drifted "
-        "from an enforced profile (warn and skip findings are listed, and pass), 1 one did or could "
-        "not be audited (fail, error), 2 the cluster or a flag cannot be used.",
-    )
+def _audit_flags(audit: argparse.ArgumentParser) -> None:
     flags.add_cluster_source(
         audit,
         reads="Pods, ClusterColocationProfiles, Namespaces, PriorityClasses, ...",
