@@ -190,27 +190,18 @@ def _apply(args: argparse.Namespace) -> int:
 
 def register_commands(subparsers: Subparsers) -> None:
     """Add `serve` and `apply`."""
-    _serve_flags(
-        subparsers.add_parser(
-            "serve",
-            help="run the HTTPS admission webhook",
-            description="Serve Koordinator's webhook paths over HTTPS, reading the "
-            "cluster state from a directory of manifests (--cluster) or "
-            "from the API server (--kubeconfig, or the pod's service account).",
-        )
-    )
-    _apply_flags(
-        subparsers.add_parser(
-            "apply",
-            help="run the admission chain offline on objects",
-            description="Print the objects as the webhooks would admit them, in the shape "
-            "they came in. Exit 0 admitted, 1 denied, 2 bad input (with --strict, also an invalid "
-            "profile or cluster object, or a namespace the cluster does not have).",
-        )
-    )
+    _add_serve(subparsers)
+    _add_apply(subparsers)
 
 
-def _serve_flags(serve: argparse.ArgumentParser) -> None:
+def _add_serve(subparsers: Subparsers) -> None:
+    serve = subparsers.add_parser(
+        "serve",
+        help="run the HTTPS admission webhook",
+        description="Serve Koordinator's webhook paths over HTTPS, reading the "
+        "cluster state from a directory of manifests (--cluster) or "
+        "from the API server (--kubeconfig, or the pod's service account).",
+    )
     flags.long_running(serve)
     _add_source_flags(serve)
     _add_listener_flags(serve)
@@ -399,7 +390,14 @@ def _add_certificate_flags(serve: argparse.ArgumentParser) -> None:
     flags.add_seconds(managed, "--cert-settle", 5.0, "after a new CA is trusted, wait this long before serving from it")
 
 
-def _apply_flags(apply: argparse.ArgumentParser) -> None:
+def _add_apply(subparsers: Subparsers) -> None:
+    apply = subparsers.add_parser(
+        "apply",
+        help="run the admission chain offline on objects",
+        description="Print the objects as the webhooks would admit them, in the shape "
+        "they came in. Exit 0 admitted, 1 denied, 2 bad input (with --strict, also an invalid "
+        "profile or cluster object, or a namespace the cluster does not have).",
+    )
     flags.add_cluster_source(
         apply,
         reads="ClusterColocationProfiles, Namespaces, PriorityClasses, ...",
