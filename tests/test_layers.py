@@ -52,10 +52,10 @@ def test_a_contract_breaks_when_anything_imports_asyncio_internals(tmp_path: Pat
 
 def test_an_import_under_type_checking_counts_for_the_contracts(tmp_path: Path) -> None:
     """`exclude_type_checking_imports = false`: a cycle hidden behind `if TYPE_CHECKING:` (as
-    loadaware/batch.py once hid its use of the plugin's private methods) breaks the contract."""
+    loadaware/vector.py once hid its use of the plugin's private methods) breaks the contract."""
     copy = tmp_path / "repo"
     shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(".venv", ".git", "tests", "__pycache__", "manifests"))
-    with (copy / "scheduler_plugins/scheduler/plugins/loadaware/batch.py").open("a") as batch:
+    with (copy / "scheduler_plugins/scheduler/plugins/loadaware/vector.py").open("a") as batch:
         batch.write(
             "\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
             "    from scheduler_plugins.scheduler.plugins.loadaware import plugin  # noqa\n"

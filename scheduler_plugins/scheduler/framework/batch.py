@@ -56,12 +56,13 @@ class BatchFilter:
         state: CycleState,
         pod: PodInfo,
         nodes: list[NodeInfo],
-        plugins: list[fi.BatchFilterPlugin],
+        plugins: list[tuple[fi.FilterPlugin, fi.VectorFilter]],
         wanted: int,
         start: int,
         overrides: Mapping[str, Status],
     ) -> tuple[list[NodeInfo], dict[str, Status], int] | None:
-        """`find_feasible` with every Filter plugin answering for a window of nodes at once; the
+        """`find_feasible` with every Filter plugin's vector path (`plugins`: each plugin and its
+        path) answering for a window of nodes at once; the
         walk in rotation order, where it stops and the rejection reasons (asked of each plugin's
         `filter`) are the same. Windows are contiguous runs of `nodes` (so a window of the
         cluster's own node list is a slice of the table: numpy reads it by view), the first one
@@ -83,8 +84,8 @@ class BatchFilter:
             part = nodes[low:high]
             rows = _sub_index(index, low, high)
             masks = []
-            for plugin in plugins:
-                passed = plugin.filter_mask(state, pod, part, rows)
+            for _, vector in plugins:
+                passed = vector.filter_mask(state, pod, part, rows)
                 if passed is None:
                     return None
                 masks.append(passed)
@@ -119,11 +120,15 @@ class BatchFilter:
 
     @staticmethod
     def _reason(
-        state: CycleState, pod: PodInfo, node: NodeInfo, plugins: list[fi.BatchFilterPlugin], first: int
+        state: CycleState,
+        pod: PodInfo,
+        node: NodeInfo,
+        plugins: list[tuple[fi.FilterPlugin, fi.VectorFilter]],
+        first: int,
     ) -> Status:
         """The rejection of a node the batch masks failed: `filter` of the first plugin whose mask
         rejects it (the ones before pass it: their masks agree with their `filter`)."""
-        for plugin in plugins[first:] if first else plugins:
+        for plugin, _ in plugins[first:] if first else plugins:
             status = plugin.filter(state, pod, node)
             if not status.is_success:
                 return status.with_plugin(plugin.name)

@@ -1,8 +1,8 @@
-"""Support for batch plugins: per-node numeric columns refreshed only for nodes that changed.
+"""Support for plugins' vector paths: per-node numeric columns refreshed only for nodes that changed.
 
-A batch plugin (`BatchFilterPlugin`, `BatchScorePlugin`) answers for many nodes at once with
-numpy; it keeps its per-node inputs in arrays indexed by `NodeInfo.index` and asks a
-`DirtyRows` which rows changed since it last looked (`ClusterView.generations`). Each batch
+A plugin's vector path (`interfaces.vector_path`: `VectorFilter`, `VectorScore`) answers for many
+nodes at once with numpy; it keeps its per-node inputs in arrays indexed by `NodeInfo.index` and asks a
+`DirtyRows` which rows changed since it last looked (`ClusterView.generations`). Each vector
 method must agree exactly with the plugin's per-node method: the per-node method stays the
 reference (explain uses it, and so does the framework for the reasons of rejected nodes).
 """
@@ -14,8 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView, NodeIndex
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
+from scheduler_plugins.scheduler.framework.status import Status
+from scheduler_plugins.scheduler.podinfo import PodInfo
 
 
 class DirtyRows:
@@ -92,3 +95,14 @@ class ColumnSet:
             nodes = self.cluster.by_index
             column = self.columns[key] = np.fromiter((self.extract(n, key) for n in nodes), np.int64, len(nodes))
         return column
+
+
+def each_node_mask(
+    filter_: Callable[[CycleState, PodInfo, NodeInfo], Status],
+    state: CycleState,
+    pod: PodInfo,
+    nodes: Sequence[NodeInfo],
+) -> np.ndarray:
+    """A vector path's mask asked of the plain `filter_` node by node (for plugins whose Filter
+    has no columnar form, only cheap shortcuts around it)."""
+    return np.fromiter((filter_(state, pod, n).is_success for n in nodes), np.bool_, len(nodes))

@@ -122,10 +122,11 @@ class FilterPlugin(Protocol):
 
 
 @runtime_checkable
-class BatchFilterPlugin(FilterPlugin, Protocol):
-    """Optional: Filter for many nodes at once. Returns a boolean array (True = passes), aligned
-    with `nodes` (`index` holds their table indexes), or None to fall back to `filter`. Must agree
-    with `filter` node by node; the framework asks `filter` for the reason of each rejection."""
+class VectorFilter(Protocol):
+    """A Filter plugin's optional vector path (its `vector`, see `vector_path`): the plugin's
+    `filter` for many nodes at once. Returns a boolean array (True = passes), aligned with `nodes`
+    (`index` holds their table indexes), or None to fall back to `filter`. Must agree with `filter`
+    node by node; the framework asks `filter` for the reason of each rejection."""
 
     def filter_mask(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
@@ -168,13 +169,23 @@ class ScorePlugin(Protocol):
 
 
 @runtime_checkable
-class BatchScorePlugin(ScorePlugin, Protocol):
-    """Optional: Score for many nodes at once (an integer array aligned with `nodes`), or None to
-    fall back to `score`. Must agree with `score` node by node."""
+class VectorScore(Protocol):
+    """A Score plugin's optional vector path (its `vector`, see `vector_path`): the plugin's
+    `score` for many nodes at once (an integer array aligned with `nodes`), or None to fall back to
+    `score`. Must agree with `score` node by node."""
 
     def score_array(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
     ) -> npt.NDArray[np.int64] | None: ...
+
+
+def vector_path(plugin: object) -> object | None:
+    """A plugin's optional vector path: the object in its `vector` attribute, which wraps the
+    plugin's plain `filter`/`score` with numpy forms of them (`VectorFilter`, `VectorScore`). The
+    speed code lives there, one named place per plugin, tested equal to the plain functions
+    (tests/scheduler_plugins/scheduler/test_vector_paths.py); the framework runs without it
+    (`Framework.batch = False`), and a plugin without one is asked node by node."""
+    return getattr(plugin, "vector", None)
 
 
 @runtime_checkable

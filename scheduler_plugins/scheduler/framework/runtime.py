@@ -88,7 +88,7 @@ class Framework:
                 p,
                 self.score_weights[p.name],
                 p.normalize_score if isinstance(p, fi.ScoreExtensions) else None,
-                p.score_array if isinstance(p, fi.BatchScorePlugin) else None,
+                v.score_array if isinstance(v := fi.vector_path(p), fi.VectorScore) else None,
             )
             for p in points.score
         ]
@@ -101,7 +101,10 @@ class Framework:
         #: whether Filter and Score may use the plugins' batch forms; off, every node is asked one
         #: by one (the reference the batch forms must agree with)
         self.batch = True
-        self._batch_filters = {p.name: p for p in points.filter if isinstance(p, fi.BatchFilterPlugin)}
+        #: each Filter plugin with a vector path, and that path
+        self._batch_filters = {
+            p.name: (p, v) for p in points.filter if isinstance(v := fi.vector_path(p), fi.VectorFilter)
+        }
         self.next_pod_plugins = [p for p in points.pre_enqueue if isinstance(p, fi.NextPodPlugin)]
         self.pre_bind_extensions = [p for p in points.pre_bind if isinstance(p, fi.PreBindExtensions)]
         self.pre_filter_extensions = [p for p in points.pre_filter if isinstance(p, fi.PreFilterExtensions)]

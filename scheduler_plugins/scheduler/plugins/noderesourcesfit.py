@@ -13,22 +13,19 @@ have are left out of the weighted mean.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from policies.apis.constants import RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, RESOURCE_PODS
 from policies.apis.field_errors import ConfigError, Fields, check_range
-from scheduler_plugins.scheduler.framework.columns import ColumnSet
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.handle import Handle
-from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, PreFilterResult
+from scheduler_plugins.scheduler.framework.interfaces import PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.scoring import least_requested
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, unschedulable
+from scheduler_plugins.scheduler.plugins.noderesourcesfit_vector import NodeResourcesFitVector, ScoringRow
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
 NAME = "NodeResourcesFit"
@@ -38,8 +35,6 @@ _STATE_KEY = NAME + "/preFilter"
 #: pods allowed on a node whose allocatable does not say (kubelet's default maxPods)
 DEFAULT_MAX_PODS = 110
 _FIRST = (RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE)
-#: (resource, weight, pod request, counted with non-zero defaults?)
-ScoringRow = tuple[str, int, int, bool]
 
 
 @dataclass(frozen=True)
@@ -77,9 +72,10 @@ class NodeResourcesFit:
     def __init__(self, args: NodeResourcesFitArgs, handle: Handle) -> None:
         self.args = args
         self._last: tuple[CycleState, PodInfo, list[ScoringRow]] | None = None
-        self.columns = ColumnSet(handle.cluster, _extract)
+        #: the optional vector path (numpy), held equal to `filter` and `score`
+        self.vector = NodeResourcesFitVector(self, handle.cluster)
 
-    def _requests(self, state: CycleState, pod: PodInfo) -> tuple[tuple[str, int], ...]:
+    def requests(self, state: CycleState, pod: PodInfo) -> tuple[tuple[str, int], ...]:
         cached: tuple[tuple[str, int], ...] | None = state.read(_STATE_KEY)
         if cached is None:
             cached = _ordered(pod.qos_requests)
@@ -87,15 +83,20 @@ class NodeResourcesFit:
         return cached
 
     def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
-        self._requests(state, pod)
+        self.requests(state, pod)
         return None, SUCCESS
+
+    @staticmethod
+    def allocatable(node: NodeInfo, name: str) -> int:
+        """The node's allocatable `name` (pods: kubelet's default when the node does not say)."""
+        return node.allocatable.get(name, DEFAULT_MAX_PODS if name == RESOURCE_PODS else 0)
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         allocatable, used = node.allocatable, node.qos_requested
         reasons = []
-        if len(node.pods) + 1 > allocatable.get(RESOURCE_PODS, DEFAULT_MAX_PODS):
+        if len(node.pods) + 1 > self.allocatable(node, RESOURCE_PODS):
             reasons.append("Too many pods")
-        for name, amount in self._requests(state, pod):
+        for name, amount in self.requests(state, pod):
             if amount > allocatable.get(name, 0) - used.get(name, 0):
                 reasons.append(f"Insufficient {name}")
         return unschedulable(*reasons) if reasons else SUCCESS
@@ -103,7 +104,7 @@ class NodeResourcesFit:
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:
         return SUCCESS
 
-    def _pod_scoring(self, state: CycleState, pod: PodInfo) -> list[ScoringRow]:
+    def pod_scoring(self, state: CycleState, pod: PodInfo) -> list[ScoringRow]:
         """Per cycle: (resource, weight, pod request, counted with non-zero defaults?)."""
         last = self._last
         if last is not None and last[0] is state and last[1] is pod:
@@ -119,7 +120,7 @@ class NodeResourcesFit:
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
         total = weights = 0
         allocatable, non_zero_requested, requested = node.allocatable, node.non_zero_requested, node.requested
-        for name, weight, request, non_zero in self._pod_scoring(state, pod):
+        for name, weight, request, non_zero in self.pod_scoring(state, pod):
             capacity = allocatable.get(name, 0)
             if capacity == 0:
                 continue
@@ -127,47 +128,6 @@ class NodeResourcesFit:
             total += least_requested(used, capacity) * weight
             weights += weight
         return (total // weights if weights else 0), SUCCESS
-
-    # --- batch forms: the same decisions for many nodes at once (see framework/columns.py) -------
-    def filter_mask(
-        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
-    ) -> npt.NDArray[np.bool_]:
-        cols = self.columns
-        cols.refresh()
-        ok: npt.NDArray[np.bool_] = cols.get(("count", ""))[index] + 1 <= cols.get(("alloc", RESOURCE_PODS))[index]
-        for name, amount in self._requests(state, pod):
-            ok &= amount <= cols.get(("alloc", name))[index] - cols.get(("qos", name))[index]
-        return ok
-
-    def score_array(
-        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
-    ) -> npt.NDArray[np.int64]:
-        cols = self.columns
-        cols.refresh()
-        total: npt.NDArray[np.int64] | None = None
-        weights: npt.NDArray[np.int64] | None = None
-        for name, weight, request, non_zero in self._pod_scoring(state, pod):
-            capacity = cols.get(("alloc", name))[index]
-            used = cols.get(("nz" if non_zero else "req", name))[index] + request
-            present = capacity > 0
-            score = np.where(present & (used <= capacity), (capacity - used) * 100 // np.maximum(capacity, 1), 0)
-            total = score * weight if total is None else total + score * weight
-            weights = present * weight if weights is None else weights + present * weight
-        if total is None or weights is None:
-            return np.zeros(len(nodes), dtype=np.int64)
-        scores: npt.NDArray[np.int64] = np.where(weights > 0, total // np.maximum(weights, 1), 0)
-        return scores
-
-
-def _extract(node: NodeInfo, key: tuple[str, str]) -> int:
-    kind, name = key
-    if kind == "count":
-        return len(node.pods)
-    if kind == "alloc":
-        return node.allocatable.get(name, DEFAULT_MAX_PODS if name == RESOURCE_PODS else 0)
-    if kind == "qos":
-        return node.qos_requested.get(name, 0)
-    return (node.non_zero_requested if kind == "nz" else node.requested).get(name, 0)
 
 
 def new(args: NodeResourcesFitArgs, handle: Handle) -> NodeResourcesFit:

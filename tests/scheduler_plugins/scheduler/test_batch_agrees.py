@@ -99,13 +99,13 @@ def random_pod(rng: random.Random):
 
 
 def assert_batch_agrees(fwk, pod, nodes, index) -> None:
-    """Each batch plugin's Filter mask and Score array equal its per-node answers on `nodes`."""
+    """Each vector path's Filter mask and Score array equal its plugin's per-node answers on `nodes`."""
     for name in ("NodeResourcesFit", "LoadAwareScheduling"):
         plugin = fwk.plugins[name]
         state = CycleState()
-        mask = plugin.filter_mask(state, pod, nodes, index).tolist()
+        mask = plugin.vector.filter_mask(state, pod, nodes, index).tolist()
         assert mask == [plugin.filter(state, pod, n).is_success for n in nodes], name
-        scores = plugin.score_array(state, pod, nodes, index).tolist()
+        scores = plugin.vector.score_array(state, pod, nodes, index).tolist()
         assert scores == [plugin.score(state, pod, n)[0] for n in nodes], name
 
 
@@ -457,8 +457,8 @@ def test_the_batch_refresh_leaves_the_per_node_filter_and_score_as_they_were(see
     index = node_indexes(nodes)
     plugin, twin_plugin = fwk.plugins["LoadAwareScheduling"], twin.plugins["LoadAwareScheduling"]
     for pod in pods:  # the batch forms first (they fill the memo), then the per-node ones
-        plugin.filter_mask(CycleState(), pod, nodes, index)
-        plugin.score_array(CycleState(), pod, nodes, index)
+        plugin.vector.filter_mask(CycleState(), pod, nodes, index)
+        plugin.vector.score_array(CycleState(), pod, nodes, index)
         for node, twin_node in zip(nodes, twin_nodes, strict=True):
             got, want = plugin.filter(CycleState(), pod, node), twin_plugin.filter(CycleState(), pod, twin_node)
             assert (got.code, got.reasons) == (want.code, want.reasons), node.name

@@ -68,5 +68,5 @@ def test_the_service_warms_the_plugins_up_before_the_first_request():
     the first filter does not build them (and `serve` freezes them with the snapshot)."""
     fwk, cluster = make_framework(random_objects(random.Random(5), 12))
     ExtenderService(fwk, cluster)
-    columns = fwk.plugins["LoadAwareScheduling"].columns
+    columns = fwk.plugins["LoadAwareScheduling"].vector
     assert len(columns.valid) == len(cluster.by_index) and not len(columns.rows.take())

@@ -65,7 +65,7 @@ class Cluster:
     def batch_passes(self, pod: dict[str, Any]) -> list[bool]:
         nodes = self.state.node_list()
         index = node_indexes(nodes)
-        return [bool(x) for x in self.plugin.filter_mask(CycleState(), PodInfo(pod), nodes, index)]
+        return [bool(x) for x in self.plugin.vector.filter_mask(CycleState(), PodInfo(pod), nodes, index)]
 
     def usage_cpu(self, node: str = "node-1") -> int:
         return int(self.plugin.cache.estimated_usage(node, False, "", 0.0)[self.plugin.resources.index("cpu")])

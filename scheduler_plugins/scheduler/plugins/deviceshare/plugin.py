@@ -21,12 +21,9 @@ give their cards back in the cycle's `PodOverlay`, which Filter reads.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
-import numpy.typing as npt
 
 from policies.apis.constants import ANNOTATION_DEVICE_ALLOCATED, DEVICE_KIND, GPU_CORE, GPU_MEMORY, GPU_MEMORY_RATIO
 from policies.apis.devices import (
@@ -48,7 +45,7 @@ from scheduler_plugins.scheduler.framework.cycle_state import (
 )
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.holdings import ReservationsHoldLikePods
-from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, NodeScore, PreFilterResult
+from scheduler_plugins.scheduler.framework.interfaces import NodeScore, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.pod_overlay import (
     free_in_cycle,
@@ -66,6 +63,7 @@ from scheduler_plugins.scheduler.framework.status import (
 )
 from scheduler_plugins.scheduler.plugins.deviceshare.args import DeviceShareArgs
 from scheduler_plugins.scheduler.plugins.deviceshare.request import GPURequest, InvalidRequest, gpu_request
+from scheduler_plugins.scheduler.plugins.deviceshare.vector import DeviceShareVector
 from scheduler_plugins.scheduler.plugins.nodenumaresource.args import MOST_ALLOCATED
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
 from scheduler_plugins.scheduler.reservations import (
@@ -111,6 +109,8 @@ class DeviceShare(ReservationsHoldLikePods):
         self.cluster = handle.cluster
         self.devices: dict[str, list[DeviceInfo]] = {}
         self.held: dict[str, dict[str, _Held]] = {}
+        #: the optional vector path (numpy), held equal to `filter`
+        self.vector = DeviceShareVector(self)
 
     # --- listeners -------------------------------------------------------------------------------
     def on_object(self, kind: str, name: str, obj: Mapping[str, Any] | None) -> None:
@@ -287,12 +287,6 @@ class DeviceShare(ReservationsHoldLikePods):
         option = _Reuse(info.reserve_pod.key, remaining, info.allocate_policy == POLICY_RESTRICTED)
         chosen = self.allocate(node.name, request, option, state)
         return SUCCESS if chosen is not None else unschedulable(ERR_INSUFFICIENT)
-
-    def filter_mask(
-        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
-    ) -> npt.NDArray[np.bool_] | None:
-        """Filter for many nodes (a node without GPUs is a dictionary lookup)."""
-        return np.fromiter((self.filter(state, pod, n).is_success for n in nodes), np.bool_, len(nodes))
 
     # --- PreFilter extensions --------------------------------------------------------------------
     def add_pod(self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status:

@@ -18,8 +18,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from policies.apis.constants import ANNOTATION_USAGE_THRESHOLDS, PriorityClass
 from policies.apis.durations import parse_duration
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
@@ -30,8 +28,8 @@ from scheduler_plugins.scheduler.framework.scoring import least_requested
 from scheduler_plugins.scheduler.framework.status import SUCCESS, Status, error, unschedulable
 from scheduler_plugins.scheduler.plugins.loadaware import estimator
 from scheduler_plugins.scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs, resource_vector
-from scheduler_plugins.scheduler.plugins.loadaware.batch import LoadColumns
 from scheduler_plugins.scheduler.plugins.loadaware.cache import AssignCache, Vec
+from scheduler_plugins.scheduler.plugins.loadaware.vector import LoadColumns
 from scheduler_plugins.scheduler.plugins.loadaware.view import Check, NodeView, threshold_checks
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
@@ -123,7 +121,8 @@ class LoadAwareScheduling:
         self._node_allocatable: dict[str, tuple[Any, Vec]] = {}
         self._views: dict[str, NodeView] = {}
         self._last_estimate: tuple[CycleState, PodInfo, Vec] | None = None
-        self.columns = LoadColumns(self, handle.cluster)
+        #: the optional vector path (numpy), held equal to `filter` and `score`
+        self.vector = LoadColumns(self, handle.cluster)
 
     # --- estimation ------------------------------------------------------------------------------
     def _estimate(self, pod: PodInfo) -> Vec:
@@ -141,7 +140,7 @@ class LoadAwareScheduling:
             a.allow_customize_estimation,
         )
 
-    def _pod_estimate(self, state: CycleState, pod: PodInfo) -> Vec:
+    def pod_estimate(self, state: CycleState, pod: PodInfo) -> Vec:
         last = self._last_estimate
         if last is not None and last[0] is state and last[1] is pod:
             return last[2]
@@ -173,7 +172,7 @@ class LoadAwareScheduling:
 
     # --- extension points ------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status]:
-        self._pod_estimate(state, pod)
+        self.pod_estimate(state, pod)
         return None, SUCCESS
 
     def node_view(self, node: NodeInfo) -> NodeView:
@@ -235,7 +234,7 @@ class LoadAwareScheduling:
             return SUCCESS if self.args.enable_schedule_when_node_metrics_expired else unschedulable(REASON_EXPIRED)
         if not load.has_node_metric:
             return SUCCESS
-        estimate = self._pod_estimate(state, pod)
+        estimate = self.pod_estimate(state, pod)
         for i, limit, status in checks:
             if estimate[i] >= limit:
                 return status
@@ -252,28 +251,15 @@ class LoadAwareScheduling:
         prod_pod = self.args.score_according_prod_usage and pod.priority_class == PriorityClass.PROD
         view = self.node_view(node)
         usage = self.kept_score_usage(view, node, prod_pod)
-        estimate = self._pod_estimate(state, pod)
+        estimate = self.pod_estimate(state, pod)
         used = estimate if usage is None else [u + e for u, e in zip(usage, estimate, strict=False)]
         return load_aware_score(self.args.dominant_resource_weight, self.weights, used, view.allocatable), SUCCESS
 
-    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], index: np.ndarray) -> np.ndarray:
-        return self.columns.filter_mask(
-            self._pod_estimate(state, pod), pod.priority_class == PriorityClass.PROD, pod.is_daemonset_pod, index
-        )
-
-    def score_array(
-        self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], index: np.ndarray
-    ) -> np.ndarray | None:
-        if not self.score_enabled:
-            return np.zeros(len(nodes), dtype=np.int64)
-        prod_pod = self.args.score_according_prod_usage and pod.priority_class == PriorityClass.PROD
-        return self.columns.score_array(self._pod_estimate(state, pod), prod_pod, index)
-
     def warm_up(self) -> None:
-        self.columns.refresh()
+        self.vector.refresh()
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
-        self.cache.assign(node_name, pod, self._pod_estimate(state, pod))
+        self.cache.assign(node_name, pod, self.pod_estimate(state, pod))
         self.handle.cluster.touch(node_name)
         return SUCCESS
 

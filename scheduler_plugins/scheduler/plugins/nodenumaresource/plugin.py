@@ -17,12 +17,9 @@ Filter reads. Not implemented: amplified-CPU checks, exclusive policies
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
-
-import numpy as np
-import numpy.typing as npt
 
 from policies.apis.constants import (
     ANNOTATION_RESOURCE_SPEC,
@@ -46,7 +43,7 @@ from scheduler_plugins.scheduler.framework.cycle_state import (
 )
 from scheduler_plugins.scheduler.framework.handle import Handle
 from scheduler_plugins.scheduler.framework.holdings import ReservationsHoldLikePods
-from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, PreFilterResult
+from scheduler_plugins.scheduler.framework.interfaces import PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.pod_overlay import (
     free_in_cycle,
@@ -82,6 +79,7 @@ from scheduler_plugins.scheduler.plugins.nodenumaresource.topology import (
     numa_hint,
     reserved_cpus,
 )
+from scheduler_plugins.scheduler.plugins.nodenumaresource.vector import NodeNUMAResourceVector
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
 from scheduler_plugins.scheduler.reservations import (
     REASON_PREFIX,
@@ -129,6 +127,8 @@ class NodeNUMAResource(ReservationsHoldLikePods):
         self.allocations: dict[str, dict[str, Allocation]] = {}
         self._node_list: list[NodeInfo] | None = None
         self._by_name: dict[str, NodeInfo] = {}
+        #: the optional vector path (numpy), held equal to `filter`
+        self.vector = NodeNUMAResourceVector(self)
 
     # --- listeners -------------------------------------------------------------------------------
     def on_object(self, kind: str, name: str, obj: Mapping[str, Any] | None) -> None:
@@ -277,8 +277,13 @@ class NodeNUMAResource(ReservationsHoldLikePods):
     def _strategy(node: NodeInfo) -> str:
         return node.labels.get(LABEL_NODE_NUMA_ALLOCATE_STRATEGY, MOST_ALLOCATED)
 
+    def filter_state(self, state: CycleState) -> PodState | None:
+        """What PreFilter learnt of the pod (None: `filter` passes every node)."""
+        st: PodState | None = state.read(_STATE_KEY)
+        return st
+
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        st = state.read(_STATE_KEY)
+        st = self.filter_state(state)
         if st is None:
             return SUCCESS
         return self._decide_any(state, st, pod, node)[1]
@@ -294,21 +299,6 @@ class NodeNUMAResource(ReservationsHoldLikePods):
             return SUCCESS
         options = restored(base, [info], self.cluster.reservations, pod.key)
         return self._decide(st, node, options[0])[1] if options else SUCCESS
-
-    def filter_mask(
-        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
-    ) -> npt.NDArray[np.bool_] | None:
-        """Filter for many nodes: a pod that binds no CPU and has no NUMA policy is judged only on
-        the nodes whose labels could change that (the rest pass), so the common pod costs a label
-        lookup per node."""
-        st = state.read(_STATE_KEY)
-        if st is None:
-            return np.ones(len(nodes), dtype=np.bool_)
-        if st.bind or st.numa_policy:
-            return np.fromiter((self.filter(state, pod, n).is_success for n in nodes), np.bool_, len(nodes))
-        return np.fromiter(
-            (not _has_policy_labels(n) or self.filter(state, pod, n).is_success for n in nodes), np.bool_, len(nodes)
-        )
 
     # --- Score -----------------------------------------------------------------------------------
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
@@ -407,11 +397,6 @@ class NodeNUMAResource(ReservationsHoldLikePods):
 
 def _option(option: Option | None, ns: NodeState) -> Option:
     return option if option is not None else Option(ns)
-
-
-def _has_policy_labels(node: NodeInfo) -> bool:
-    labels = node.labels
-    return LABEL_NODE_CPU_BIND_POLICY in labels or LABEL_NODE_NUMA_TOPOLOGY_POLICY in labels
 
 
 def new(args: NodeNUMAResourceArgs, handle: Handle) -> NodeNUMAResource:

@@ -23,11 +23,9 @@ resize annotation applied); a normal pod's Bind is skipped (DefaultBinder).
 from __future__ import annotations
 
 import json
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any, Final
-
-import numpy as np
-import numpy.typing as npt
 
 from policies.apis.constants import (
     ANNOTATION_PRE_ALLOCATION,
@@ -46,7 +44,7 @@ from scheduler_plugins.scheduler.framework.cycle_state import (
     CycleState,
 )
 from scheduler_plugins.scheduler.framework.handle import ClientError, Handle
-from scheduler_plugins.scheduler.framework.interfaces import NodeIndex, NodeScore, PreFilterResult
+from scheduler_plugins.scheduler.framework.interfaces import NodeScore, PreFilterResult
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.framework.status import (
     SKIP,
@@ -64,6 +62,7 @@ from scheduler_plugins.scheduler.plugins.reservation.preemptible import (
     plus,
     preemptible_in,
 )
+from scheduler_plugins.scheduler.plugins.reservation.vector import ReservationVector
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
 from scheduler_plugins.scheduler.reservations import (
     POLICY_RESTRICTED,
@@ -107,6 +106,8 @@ class Reservation:
     def __init__(self, handle: Handle) -> None:
         self.handle = handle
         self.index = handle.cluster.reservations
+        #: the optional vector path (numpy), held equal to `filter`
+        self.vector = ReservationVector(self)
 
     # --- BeforePreFilter / PreFilter ---------------------------------------------------------------
     def before_pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PodInfo, bool, Status]:
@@ -164,6 +165,12 @@ class Reservation:
     def _cycle(self, state: CycleState) -> _Cycle:
         cycle = state.read(STATE_KEY)
         return cycle if isinstance(cycle, _Cycle) else _Cycle()
+
+    def filter_scope(self, state: CycleState) -> tuple[Container[str], bool]:
+        """The nodes where the pod matched a reservation (`filter` judges them one by one), and
+        what `filter` says of every other node: it passes, unless the pod requires a reservation."""
+        cycle = self._cycle(state)
+        return cycle.matched, cycle.affinity is None
 
     # --- BeforeFilter / Filter -------------------------------------------------------------------
     def before_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[PodInfo, NodeInfo, bool, Status]:
@@ -288,22 +295,6 @@ class Reservation:
         still holding)."""
         table = self.handle.cluster.by_index
         return table[restored.index] if 0 <= restored.index < len(table) else restored
-
-    def filter_mask(
-        self, state: CycleState, pod: PodInfo, nodes: Any, index: NodeIndex
-    ) -> npt.NDArray[np.bool_] | None:
-        """`filter` for many nodes: only the pod's matched nodes (or a reserve pod's node) are
-        asked one by one; every other node passes, or fails an affinity pod."""
-        cycle = self._cycle(state)
-        if is_reserve_pod(pod):
-            return np.fromiter((self.filter(state, pod, n).is_success for n in nodes), dtype=np.bool_, count=len(nodes))
-        if not cycle.matched:
-            return np.full(len(nodes), cycle.affinity is None, dtype=np.bool_)
-        mask = np.full(len(nodes), cycle.affinity is None, dtype=np.bool_)
-        for i, node in enumerate(nodes):
-            if node.name in cycle.matched:
-                mask[i] = self.filter(state, pod, node).is_success
-        return mask
 
     # --- PreScore / Score ------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> Status:

@@ -144,11 +144,11 @@ def test_the_batch_filter_agrees_with_the_per_node_filter():
     for pod in (lsr("ls", qos="LS"), lsr("bound"), lsr("odd", cpu="1500m", qos="LS")):
         state = CycleState()
         plugin.pre_filter(state, PodInfo(pod))
-        mask = plugin.filter_mask(state, PodInfo(pod), nodes, slice(None))
+        mask = plugin.vector.filter_mask(state, PodInfo(pod), nodes, slice(None))
         assert mask.tolist() == [plugin.filter(state, PodInfo(pod), n).is_success for n in nodes]
     state = CycleState()
     plugin.pre_filter(state, PodInfo(lsr("bound")))
-    assert plugin.filter_mask(state, PodInfo(lsr("bound")), nodes, slice(None)).tolist() == [False, False, True]
+    assert plugin.vector.filter_mask(state, PodInfo(lsr("bound")), nodes, slice(None)).tolist() == [False, False, True]
 
 
 def test_score_uses_the_numa_nodes_a_numa_policy_would_use():

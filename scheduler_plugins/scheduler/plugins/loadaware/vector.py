@@ -1,7 +1,8 @@
-"""LoadAwareScheduling for many nodes at once: the per-node inputs of Filter and Score kept as
-numpy rows, refreshed from the plugin's own per-node helpers (read through `NodeInputs`, the
-plugin's public face) whenever a node changes, so the batch answers are the per-node answers by
-construction (and a test checks they agree).
+"""LoadAwareScheduling's vector path (`LoadColumns`, the plugin's `vector`): its Filter and Score
+for many nodes at once. The per-node inputs of Filter and Score are kept as numpy rows,
+refreshed from the plugin's own per-node helpers (read through `NodeInputs`, the plugin's public
+face) whenever a node changes, so the vector answers are the per-node answers by construction
+(and tests/scheduler_plugins/scheduler/test_vector_paths.py holds them equal).
 
 Per-resource tables are stored resource-major (`[resource, node]`): a window of nodes is then a
 view of each resource's row, and a reduction over resources is an elementwise operation on whole
@@ -14,13 +15,16 @@ from typing import Protocol
 
 import numpy as np
 
+from policies.apis.constants import PriorityClass
 from scheduler_plugins.clock import Clock
 from scheduler_plugins.scheduler.framework.columns import DirtyRows, grow
+from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView, NodeIndex
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
 from scheduler_plugins.scheduler.plugins.loadaware.args import LoadAwareSchedulingArgs
 from scheduler_plugins.scheduler.plugins.loadaware.cache import AssignCache, Vec
 from scheduler_plugins.scheduler.plugins.loadaware.view import Check, NodeView
+from scheduler_plugins.scheduler.podinfo import PodInfo
 
 NO_LIMIT = np.iinfo(np.int64).max
 VARIANTS = (False, True)  # is the pod judged as a prod pod on this node?
@@ -53,6 +57,13 @@ class NodeInputs(Protocol):
     @property
     def clock(self) -> Clock: ...
 
+    @property
+    def score_enabled(self) -> bool: ...
+
+    def pod_estimate(self, state: CycleState, pod: PodInfo) -> Vec:
+        """The pod's estimated usage, once per cycle."""
+        ...
+
     def node_view(self, node: NodeInfo) -> NodeView:
         """The node's allocatable and threshold profile, cached per version of its load."""
         ...
@@ -68,6 +79,8 @@ class NodeInputs(Protocol):
 
 
 class LoadColumns:
+    """`VectorFilter` and `VectorScore` of one LoadAwareScheduling plugin."""
+
     def __init__(self, plugin: NodeInputs, cluster: ClusterView) -> None:
         self.plugin = plugin
         self.cluster = cluster
@@ -140,7 +153,21 @@ class LoadColumns:
             expired: np.ndarray = np.isnan(update_time) | (self.plugin.clock() - update_time >= expiry)
             return expired
 
-    def filter_mask(self, estimate: list[int], pod_is_prod: bool, daemonset: bool, index: NodeIndex) -> np.ndarray:
+    def filter_mask(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex) -> np.ndarray:
+        estimate = self.plugin.pod_estimate(state, pod)
+        return self.passing(estimate, pod.priority_class == PriorityClass.PROD, pod.is_daemonset_pod, index)
+
+    def score_array(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
+    ) -> np.ndarray | None:
+        plugin = self.plugin
+        if not plugin.score_enabled:
+            return np.zeros(len(nodes), dtype=np.int64)
+        prod_pod = plugin.args.score_according_prod_usage and pod.priority_class == PriorityClass.PROD
+        return self.scores(plugin.pod_estimate(state, pod), prod_pod, index)
+
+    def passing(self, estimate: list[int], pod_is_prod: bool, daemonset: bool, index: NodeIndex) -> np.ndarray:
+        """Filter's answer on the rows `index`, for a pod of this estimate."""
         self.refresh()
         if daemonset:
             valid: np.ndarray = self.valid[index].copy()
@@ -170,8 +197,8 @@ class LoadColumns:
         mask: np.ndarray = passes & self.valid[index]
         return mask
 
-    def score_array(self, estimate: list[int], prod_pod: bool, index: NodeIndex) -> np.ndarray | None:
-        """Computed on the given rows only (a view for a window of the table, else a gather)."""
+    def scores(self, estimate: list[int], prod_pod: bool, index: NodeIndex) -> np.ndarray | None:
+        """Score's answer, computed on the given rows only (a view for a window of the table, else a gather)."""
         self.refresh()
         valid = self.valid[index]
         if not valid.all():
