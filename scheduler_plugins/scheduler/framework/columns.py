@@ -10,9 +10,10 @@ reference (explain uses it, and so does the framework for the reasons of rejecte
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.interfaces import ClusterView, NodeIndex
@@ -97,12 +98,29 @@ class ColumnSet:
         return column
 
 
-def each_node_mask(
-    filter_: Callable[[CycleState, PodInfo, NodeInfo], Status],
-    state: CycleState,
-    pod: PodInfo,
-    nodes: Sequence[NodeInfo],
-) -> np.ndarray:
-    """A vector path's mask asked of the plain `filter_` node by node (for plugins whose Filter
-    has no columnar form, only cheap shortcuts around it)."""
-    return np.fromiter((filter_(state, pod, n).is_success for n in nodes), np.bool_, len(nodes))
+class PlainFilter(Protocol):
+    """A Filter plugin's plain `filter`, which a vector path asks node by node."""
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status: ...
+
+
+P = TypeVar("P", bound=PlainFilter)
+
+
+class EachNodeFilter(Generic[P]):
+    """A vector path that asks the plugin's plain `filter` node by node: the whole path of a
+    plugin whose Filter has no columnar form (DeviceShare: a node without GPUs is a dictionary
+    lookup), and the base of those that only add cheap shortcuts around it (NodeNUMAResource,
+    Reservation), which override `filter_mask`."""
+
+    def __init__(self, plugin: P) -> None:
+        self.plugin = plugin
+
+    def filter_mask(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
+    ) -> npt.NDArray[np.bool_] | None:
+        return self.each_node(state, pod, nodes)
+
+    def each_node(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> npt.NDArray[np.bool_]:
+        filter_ = self.plugin.filter
+        return np.fromiter((filter_(state, pod, n).is_success for n in nodes), np.bool_, len(nodes))

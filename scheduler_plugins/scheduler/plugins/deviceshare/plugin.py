@@ -36,6 +36,7 @@ from policies.apis.devices import (
     devices_of,
 )
 from policies.apis.objects import ensure_map
+from scheduler_plugins.scheduler.framework.columns import EachNodeFilter
 from scheduler_plugins.scheduler.framework.cycle_state import (
     MATCHED_RESERVATIONS,
     PRE_ALLOCATABLE,
@@ -63,7 +64,6 @@ from scheduler_plugins.scheduler.framework.status import (
 )
 from scheduler_plugins.scheduler.plugins.deviceshare.args import DeviceShareArgs
 from scheduler_plugins.scheduler.plugins.deviceshare.request import GPURequest, InvalidRequest, gpu_request
-from scheduler_plugins.scheduler.plugins.deviceshare.vector import DeviceShareVector
 from scheduler_plugins.scheduler.plugins.nodenumaresource.args import MOST_ALLOCATED
 from scheduler_plugins.scheduler.podinfo import PodInfo, Vector
 from scheduler_plugins.scheduler.reservations import (
@@ -109,8 +109,9 @@ class DeviceShare(ReservationsHoldLikePods):
         self.cluster = handle.cluster
         self.devices: dict[str, list[DeviceInfo]] = {}
         self.held: dict[str, dict[str, _Held]] = {}
-        #: the optional vector path (numpy), held equal to `filter`
-        self.vector = DeviceShareVector(self)
+        #: the optional vector path, held equal to `filter`: its Filter has no columnar form (a
+        #: node without GPUs is a dictionary lookup), so the path asks `filter` node by node
+        self.vector = EachNodeFilter(self)
 
     # --- listeners -------------------------------------------------------------------------------
     def on_object(self, kind: str, name: str, obj: Mapping[str, Any] | None) -> None:

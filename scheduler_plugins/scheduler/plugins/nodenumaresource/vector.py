@@ -15,28 +15,22 @@ import numpy as np
 import numpy.typing as npt
 
 from policies.apis.constants import LABEL_NODE_CPU_BIND_POLICY, LABEL_NODE_NUMA_TOPOLOGY_POLICY
-from scheduler_plugins.scheduler.framework.columns import each_node_mask
+from scheduler_plugins.scheduler.framework.columns import EachNodeFilter, PlainFilter
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
-from scheduler_plugins.scheduler.framework.status import Status
 from scheduler_plugins.scheduler.plugins.nodenumaresource.request import PodState
 from scheduler_plugins.scheduler.podinfo import PodInfo
 
 
-class PlainFilter(Protocol):
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status: ...
-
+class NUMAFilter(PlainFilter, Protocol):
     def filter_state(self, state: CycleState) -> PodState | None:
         """What PreFilter learnt of the pod, as `filter` reads it."""
         ...
 
 
-class NodeNUMAResourceVector:
+class NodeNUMAResourceVector(EachNodeFilter[NUMAFilter]):
     """`VectorFilter` of one NodeNUMAResource plugin."""
-
-    def __init__(self, plugin: PlainFilter) -> None:
-        self.plugin = plugin
 
     def filter_mask(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
@@ -46,7 +40,7 @@ class NodeNUMAResourceVector:
             return np.ones(len(nodes), dtype=np.bool_)
         filter_ = self.plugin.filter
         if st.bind or st.numa_policy:
-            return each_node_mask(filter_, state, pod, nodes)
+            return self.each_node(state, pod, nodes)
         return np.fromiter(
             (not has_policy_labels(n) or filter_(state, pod, n).is_success for n in nodes), np.bool_, len(nodes)
         )

@@ -13,36 +13,30 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from scheduler_plugins.scheduler.framework.columns import each_node_mask
+from scheduler_plugins.scheduler.framework.columns import EachNodeFilter, PlainFilter
 from scheduler_plugins.scheduler.framework.cycle_state import CycleState
 from scheduler_plugins.scheduler.framework.interfaces import NodeIndex
 from scheduler_plugins.scheduler.framework.nodeinfo import NodeInfo
-from scheduler_plugins.scheduler.framework.status import Status
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.reservations import is_reserve_pod
 
 
-class PlainFilter(Protocol):
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status: ...
-
+class ReservationFilter(PlainFilter, Protocol):
     def filter_scope(self, state: CycleState) -> tuple[Container[str], bool]:
         """The nodes where the pod matched a reservation (`filter` judges them one by one), and
         what `filter` says of every other node (False: the pod requires a reservation)."""
         ...
 
 
-class ReservationVector:
+class ReservationVector(EachNodeFilter[ReservationFilter]):
     """`VectorFilter` of one Reservation plugin."""
-
-    def __init__(self, plugin: PlainFilter) -> None:
-        self.plugin = plugin
 
     def filter_mask(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], index: NodeIndex
     ) -> npt.NDArray[np.bool_] | None:
-        filter_ = self.plugin.filter
         if is_reserve_pod(pod):
-            return each_node_mask(filter_, state, pod, nodes)
+            return self.each_node(state, pod, nodes)
+        filter_ = self.plugin.filter
         matched, others_pass = self.plugin.filter_scope(state)
         mask = np.full(len(nodes), others_pass, dtype=np.bool_)
         if matched:
