@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Final
 
 from policies.apis.constants import ANNOTATION_CPU_TOPOLOGY, ANNOTATION_RESOURCE_STATUS
 from policies.apis.objects import annotations_of
@@ -132,11 +132,15 @@ class ResourceStatus:
         return json.dumps(out, separators=(",", ":"))
 
 
+#: the status of a pod without the annotation (one value: it is frozen, and most pods have none)
+NO_RESOURCE_STATUS: Final = ResourceStatus()
+
+
 def resource_status_of(pod: Mapping[str, Any]) -> ResourceStatus:
     """The pod's resource-status annotation; missing or malformed reads as empty."""
     text = annotations_of(pod).get(ANNOTATION_RESOURCE_STATUS)
     if not text:
-        return ResourceStatus()
+        return NO_RESOURCE_STATUS
     try:
         raw = json.loads(text)
         cpuset = str(raw.get("cpuset") or "")

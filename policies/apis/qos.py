@@ -31,9 +31,19 @@ from policies.apis.quantity import Quantity, QuantityError
 _QOS_COMPUTE_RESOURCES = (RESOURCE_CPU, RESOURCE_MEMORY)
 
 
+#: label text -> class, the known classes only (a dict lookup: an Enum call costs a micro-second per pod)
+_QOS_BY_LABEL: Final[Mapping[object, QoSClass]] = {value: QoSClass(value) for value in KNOWN_QOS_CLASSES}
+_PRIORITY_BY_LABEL: Final[Mapping[object, PriorityClass]] = {
+    value: PriorityClass(value) for value in KNOWN_PRIORITY_CLASSES
+}
+
+
 def raw_qos_class(pod: Mapping[str, Any]) -> QoSClass:
-    value = labels_of(pod).get(LABEL_QOS_CLASS)
-    return QoSClass(value) if value in KNOWN_QOS_CLASSES else QoSClass.NONE
+    return _qos_of_labels(labels_of(pod))
+
+
+def _qos_of_labels(labels: Mapping[str, Any]) -> QoSClass:
+    return _QOS_BY_LABEL.get(labels.get(LABEL_QOS_CLASS), QoSClass.NONE)
 
 
 def priority_class_of_value(priority: object) -> PriorityClass:
@@ -47,10 +57,12 @@ def priority_class_of_value(priority: object) -> PriorityClass:
 
 
 def raw_priority_class(pod: Mapping[str, Any]) -> PriorityClass:
-    labels = labels_of(pod)
+    return _raw_priority(labels_of(pod), pod)
+
+
+def _raw_priority(labels: Mapping[str, Any], pod: Mapping[str, Any]) -> PriorityClass:
     if LABEL_PRIORITY_CLASS in labels:
-        value = labels[LABEL_PRIORITY_CLASS]
-        return PriorityClass(value) if value in KNOWN_PRIORITY_CLASSES else PriorityClass.NONE
+        return _PRIORITY_BY_LABEL.get(labels[LABEL_PRIORITY_CLASS], PriorityClass.NONE)
     return priority_class_of_value(spec_of(pod).get("priority"))
 
 
@@ -112,9 +124,7 @@ def defaulted_qos_class(pod: Mapping[str, Any], kube_qos: str | None = None) -> 
     raw = raw_qos_class(pod)
     if raw is not QoSClass.NONE:
         return raw
-    if kube_qos is None:
-        kube_qos = kubernetes_qos_class(pod)
-    return _QOS_BY_KUBERNETES_QOS.get(kube_qos, QoSClass.NONE)
+    return _QOS_BY_KUBERNETES_QOS.get(kubernetes_qos_class(pod) if kube_qos is None else kube_qos, QoSClass.NONE)
 
 
 def defaulted_priority_class(pod: Mapping[str, Any], qos: QoSClass | None = None) -> PriorityClass:
@@ -123,13 +133,26 @@ def defaulted_priority_class(pod: Mapping[str, Any], qos: QoSClass | None = None
     raw = raw_priority_class(pod)
     if raw is not PriorityClass.NONE:
         return raw
-    if qos is None:
-        qos = defaulted_qos_class(pod)
+    return _priority_of_qos(defaulted_qos_class(pod) if qos is None else qos)
+
+
+def _priority_of_qos(qos: QoSClass) -> PriorityClass:
     if qos is QoSClass.BE:
         return PriorityClass.BATCH
     if qos is QoSClass.NONE:
         return PriorityClass.NONE
     return PriorityClass.PROD
+
+
+def pod_classes(pod: Mapping[str, Any]) -> tuple[QoSClass, PriorityClass]:
+    """`defaulted_qos_class` and `defaulted_priority_class` of the pod, its labels read once (the
+    manager reads both of each of a cluster's pods)."""
+    labels = labels_of(pod)
+    qos = _qos_of_labels(labels)
+    if qos is QoSClass.NONE:
+        qos = _QOS_BY_KUBERNETES_QOS.get(kubernetes_qos_class(pod), QoSClass.NONE)
+    priority = _raw_priority(labels, pod)
+    return qos, priority if priority is not PriorityClass.NONE else _priority_of_qos(qos)
 
 
 _EXTENDED_BY_CLASS: Final[Mapping[str, Mapping[str, str]]] = {

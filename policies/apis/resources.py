@@ -71,8 +71,9 @@ def _max(into: dict[str, Amount], other: Mapping[str, Amount]) -> None:
 def _container_amounts(
     container: object, field: str, parse: ParseResources[Amount], non_missing: Mapping[str, Amount] | None
 ) -> dict[str, Amount]:
-    resources = container.get("resources") if isinstance(container, Mapping) else None
-    amounts = parse(resources.get(field) if isinstance(resources, Mapping) else None)
+    # `dict` first: the check against the Mapping ABC costs more, and this runs per container
+    resources = container.get("resources") if isinstance(container, (dict, Mapping)) else None
+    amounts = parse(resources.get(field) if isinstance(resources, (dict, Mapping)) else None)
     if non_missing:
         for name, amount in non_missing.items():
             amounts.setdefault(name, amount)
@@ -90,9 +91,36 @@ def pod_resources(
     total: dict[str, Amount] = {}
     for container in spec.get("containers") or []:
         _add(total, _container_amounts(container, field, parse, non_missing))
+    # each section the pod does not have is skipped (a parser reads None as no amounts): most pods
+    # have neither init containers, pod-level resources nor an overhead, and this runs per pod
+    init_containers = spec.get("initContainers")
+    if init_containers:
+        _max(total, _init_peak(total, init_containers, field, parse, non_missing))
+    if "resources" in spec:
+        pod_level = _pod_level(spec, field)
+        if pod_level:
+            total.update(parse(pod_level))
+    if spec.get("overhead") is None:
+        return total
+    overhead = parse(spec.get("overhead"))
+    if field == "limits":
+        overhead = {name: amount for name, amount in overhead.items() if name in total and not _is_zero(total[name])}
+    _add(total, overhead)
+    return total
+
+
+def _init_peak(
+    total: dict[str, Amount],
+    init_containers: Any,
+    field: str,
+    parse: ParseResources[Amount],
+    non_missing: Mapping[str, Amount] | None,
+) -> dict[str, Amount]:
+    """The largest moment of the init phase (each regular init container beside the sidecars started
+    before it); each sidecar is added to `total` too, since it keeps running."""
     sidecars: dict[str, Amount] = {}
     init_peak: dict[str, Amount] = {}
-    for container in spec.get("initContainers") or []:
+    for container in init_containers:
         amounts = _container_amounts(container, field, parse, non_missing)
         if isinstance(container, Mapping) and container.get("restartPolicy") == CONTAINER_RESTART_POLICY_ALWAYS:
             _add(total, amounts)
@@ -102,12 +130,4 @@ def pod_resources(
             running = dict(sidecars)
             _add(running, amounts)
             _max(init_peak, running)
-    _max(total, init_peak)
-    pod_level = _pod_level(spec, field)
-    if pod_level:
-        total.update(parse(pod_level))
-    overhead = parse(spec.get("overhead"))
-    if field == "limits":
-        overhead = {name: amount for name, amount in overhead.items() if name in total and not _is_zero(total[name])}
-    _add(total, overhead)
-    return total
+    return init_peak

@@ -19,7 +19,7 @@ from scheduler_plugins.clock import Clock
 from scheduler_plugins.manager.cluster import Snapshot
 from scheduler_plugins.manager.noderesource.framework import PluginTable
 from scheduler_plugins.manager.noderesource.memo import MemoPlanner
-from scheduler_plugins.manager.noderesource.plan import NodePlan
+from scheduler_plugins.manager.noderesource.plan import NodeObjects, NodePlan
 from scheduler_plugins.manager.noderesource.plugins_profile import DEFAULT_TABLE
 from scheduler_plugins.manager.noderesource.topology import updated_zones
 
@@ -181,17 +181,11 @@ class Reconciler:
             metric = metrics.get(name)
             nrt = topologies.get(name)
             try:
-                plan = plan_node(
-                    config,
-                    node,
-                    pods.get(name, ()),
-                    metric,
-                    nrt,
-                    now,
-                    last_write.get(name),
-                    ((slo or {}).get("spec") or {}).get("extensions"),
-                    snapshot.watched_of(name),
+                extensions = ((slo or {}).get("spec") or {}).get("extensions")
+                objects = NodeObjects(
+                    node, pods.get(name, ()), metric, nrt, last_write.get(name), extensions, snapshot.watched_of(name)
                 )
+                plan = plan_node(config, objects, now)
                 self._actions(config, node, slo, metric, nrt, plan, now, actions)
             except Exception:  # one node's malformed objects must not stop the others
                 log.exception("node %s: the round failed; nothing written for it", name)

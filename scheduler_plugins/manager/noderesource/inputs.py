@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from policies.apis.constants import (
     ANNOTATION_NODE_RESERVATION,
@@ -29,7 +29,7 @@ from policies.apis.constants import (
 from policies.apis.cpuset import CPUSetError, parse_cpuset, resource_status_of
 from policies.apis.nodemetric import NodeMetricReading, read_node_metric
 from policies.apis.objects import annotations_of, name_of, namespace_of
-from policies.apis.qos import defaulted_priority_class, defaulted_qos_class
+from policies.apis.qos import pod_classes
 from policies.apis.quantity import Quantity, QuantityError, QuantityFormat
 from policies.apis.resources import pod_resources
 from policies.apis.timestamps import parse_time
@@ -142,9 +142,10 @@ def res_of(raw: Mapping[str, Any] | None) -> Res:
 NOT_PROD: Final = frozenset({str(PriorityClass.MID), str(PriorityClass.BATCH), str(PriorityClass.FREE)})
 
 
-@dataclass(frozen=True, slots=True)
-class PodInput:
-    """One pod on the node: whether it counts (Running/Pending), its classes, request and NUMA binding."""
+class PodInput(NamedTuple):
+    """One pod on the node: whether it counts (Running/Pending), its classes, request and NUMA binding.
+    A NamedTuple rather than a frozen dataclass: one is made per pod when a node is first planned,
+    150,000 in a 5,000-node recalculation, and a tuple is made in C (docs/benchmarks.md, Manager)."""
 
     key: str  # namespace/name
     active: bool
@@ -328,7 +329,7 @@ def _nanos_of(raw: str | int | float) -> int:
 
 def _request_nanos(raw: Any) -> dict[str, int]:
     """A ResourceList's cpu and memory in nanos (cached by text: requests repeat across pods)."""
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, (dict, Mapping)):  # `dict` first: the check against the ABC costs more
         return {}
     out = {}
     for name in (RESOURCE_CPU, RESOURCE_MEMORY):
@@ -339,16 +340,15 @@ def _request_nanos(raw: Any) -> dict[str, int]:
 
 
 def pod_input(pod: Mapping[str, Any]) -> PodInput:
-    status = pod.get("status") or {}
-    qos = defaulted_qos_class(pod)
-    numa = tuple(r.node for r in resource_status_of(pod).numa_node_resources)
+    qos, priority = pod_classes(pod)
+    bound = resource_status_of(pod).numa_node_resources
     return PodInput(
-        key=f"{namespace_of(pod) or 'default'}/{name_of(pod)}",
-        active=status.get("phase") in ACTIVE_PHASES,
-        priority=str(defaulted_priority_class(pod, qos)),
-        qos=str(qos),
-        request=_sum_requests(pod),
-        numa_nodes=numa,
+        f"{namespace_of(pod) or 'default'}/{name_of(pod)}",
+        (pod.get("status") or {}).get("phase") in ACTIVE_PHASES,
+        priority,  # the classes are `str` enums: each is the text it names
+        qos,
+        _sum_requests(pod),
+        tuple(r.node for r in bound) if bound else (),
     )
 
 

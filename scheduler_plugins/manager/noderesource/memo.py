@@ -1,4 +1,4 @@
-"""The memoising planner: `plan.plan_with` over readers that keep, between rounds, what a node's
+"""The memoising planner: `plan.plan_node` over readers that keep, between rounds, what a node's
 plan reads that changes far less often than its NodeMetric. The one place the manager's speed-ups
 to the plan live; `plan.plan_node` is the same plan with nothing kept, and tests hold them equal.
 
@@ -46,7 +46,7 @@ from scheduler_plugins.manager.noderesource.inputs import (
     read_node,
 )
 from scheduler_plugins.manager.noderesource.nodeslo_spec import render_nodeslo_spec
-from scheduler_plugins.manager.noderesource.plan import NO_WATCHED, NodeFixed, NodePlan, Object, Readers, plan_with
+from scheduler_plugins.manager.noderesource.plan import NodeFixed, NodeObjects, NodePlan, Object, Readers, plan_node
 from scheduler_plugins.manager.noderesource.plugins_profile import DEFAULT_TABLE
 
 _StrategyKey = tuple[ColocationConfig, Mapping[str, str], str | None]
@@ -71,22 +71,9 @@ class MemoPlanner:
         self._metric_specs: dict[str, tuple[ColocationStrategy, dict[str, Any]]] = {}
         self._fixed: dict[str, tuple[object, object, object, object, NodeFixed]] = {}
 
-    def plan(
-        self,
-        config: ManagerConfig,
-        node: Object,
-        pods: Sequence[Object],
-        metric: Object | None,
-        nrt: Object | None,
-        now: float,
-        last_write: float | None,
-        nodeslo_extensions: Mapping[str, Any] | None = None,
-        watched: Mapping[str, Object | None] = NO_WATCHED,
-    ) -> NodePlan:
-        """`plan.plan_node` for this planner's table, with what is kept."""
-        return plan_with(
-            self.readers, self.table, config, node, pods, metric, nrt, now, last_write, nodeslo_extensions, watched
-        )
+    def plan(self, config: ManagerConfig, objects: NodeObjects, now: float) -> NodePlan:
+        """`plan.plan_node` over this planner's table, with what is kept."""
+        return plan_node(config, objects, now, self.table, self.readers)
 
     def calculate(self, node: str, plugin: CalculatePlugin, sources: Sources) -> object:
         """The plugin's result: the last one for the node while each of its reads reads the same.

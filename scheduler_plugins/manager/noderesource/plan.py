@@ -5,16 +5,16 @@ colocation strategy, the plugin table's results (or their reset), the node as pr
 status write, the write decision, the NUMA-zone values, the NodeSLO spec and the NodeMetric spec.
 It reads only its arguments (the clock is `now`), so a simulation can call it per step.
 
-A plan gets what it reads through `Readers`: `PLAIN` computes everything (what `plan_node` uses);
+A plan gets what it reads through `Readers`: `PLAIN` computes everything (`plan_node`'s default);
 `memo.MemoPlanner` supplies readers that keep what did not change between rounds. The steps are
-the same either way (`plan_with`).
+the same either way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from policies.apis.quantity import QuantityError
 from policies.apis.slo_config.colocation import ColocationStrategy
@@ -160,38 +160,32 @@ PLAIN: Final = Readers(
 )
 
 
+class NodeObjects(NamedTuple):
+    """What one node's plan reads of the cluster: its Node, pods, NodeMetric and NodeResourceTopology,
+    the time of its last status write, its NodeSLO's extensions, and the objects of the kinds the
+    plugins' setup watches (kind -> the one named after the node)."""
+
+    node: Object
+    pods: Sequence[Object]
+    metric: Object | None
+    nrt: Object | None
+    last_write: float | None = None
+    nodeslo_extensions: Mapping[str, Any] | None = None
+    watched: Mapping[str, Object | None] = NO_WATCHED
+
+
 def plan_node(
     config: ManagerConfig,
-    node: Object,
-    pods: Sequence[Object],
-    metric: Object | None,
-    nrt: Object | None,
+    objects: NodeObjects,
     now: float,
-    last_write: float | None,
-    nodeslo_extensions: Mapping[str, Any] | None = None,
     table: PluginTable = DEFAULT_TABLE,
-    watched: Mapping[str, Object | None] = NO_WATCHED,
+    readers: Readers = PLAIN,
 ) -> NodePlan:
-    """One round for one node (nothing is written), everything read afresh."""
-    return plan_with(PLAIN, table, config, node, pods, metric, nrt, now, last_write, nodeslo_extensions, watched)
-
-
-def plan_with(
-    readers: Readers,
-    table: PluginTable,
-    config: ManagerConfig,
-    node: Object,
-    pods: Sequence[Object],
-    metric: Object | None,
-    nrt: Object | None,
-    now: float,
-    last_write: float | None,
-    extensions: Mapping[str, Any] | None,
-    watched: Mapping[str, Object | None],
-) -> NodePlan:
-    """`plan_node` with its readers given: the fixed part, the plugins' results (reset when colocation
-    is off for the node, and those reading the NodeMetric when it is degraded), the node prepared by
-    the plugins, and the write decision of their checks."""
+    """One round for one node (nothing is written): the fixed part, the plugins' results (reset when
+    colocation is off for the node, and those reading the NodeMetric when it is degraded), the node
+    prepared by the plugins, and the write decision of their checks. `readers` say how what it reads
+    is got: `PLAIN` reads everything afresh, `memo.MemoPlanner`'s keep what did not change."""
+    node, pods, metric, nrt, last_write, extensions, watched = objects
     fixed = readers.fixed(table, config, node, extensions)
     read, strategy = fixed.read, fixed.strategy
     has_nrt = nrt is not None

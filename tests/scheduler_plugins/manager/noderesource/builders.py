@@ -14,7 +14,7 @@ from policies.apis.slo_config.manager_config import ManagerConfig, load_manager_
 from policies.apis.timestamps import parse_time
 from scheduler_plugins.manager.noderesource import update
 from scheduler_plugins.manager.noderesource.inputs import Res, lenient_milli
-from scheduler_plugins.manager.noderesource.plan import NodePlan, plan_node
+from scheduler_plugins.manager.noderesource.plan import NodeObjects, NodePlan, plan_node
 from scheduler_plugins.manager.noderesource.plugins.batchresource.plugin import BatchResult
 from scheduler_plugins.manager.noderesource.plugins_profile import DEFAULT_TABLE
 from scheduler_plugins.manager.noderesource.update import Decision
@@ -173,15 +173,9 @@ def run(
 ) -> NodePlan:
     at = parse_time(now)
     assert at is not None
-    return plan_node(
-        cfg,
-        the_node,
-        default_pods() if pods is None else pods,
-        the_metric,
-        nrt,
-        at,
-        parse_time(last_write) if last_write else None,
-    )
+    the_pods = default_pods() if pods is None else pods
+    last = parse_time(last_write) if last_write else None
+    return plan_node(cfg, NodeObjects(the_node, the_pods, the_metric, nrt, last), at)
 
 
 def value(text: str) -> int:

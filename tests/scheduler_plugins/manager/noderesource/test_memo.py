@@ -12,7 +12,7 @@ from policies.apis.timestamps import parse_time
 from scheduler_plugins.manager.noderesource.framework import NODE_LABELS, NRT_ANNOTATIONS, PluginTable, Reading
 from scheduler_plugins.manager.noderesource.inputs import node_input
 from scheduler_plugins.manager.noderesource.memo import MemoPlanner
-from scheduler_plugins.manager.noderesource.plan import node_fixed, plan_node
+from scheduler_plugins.manager.noderesource.plan import NodeObjects, node_fixed, plan_node
 from scheduler_plugins.manager.noderesource.plugins_profile import DEFAULT_TABLE, default_plugins
 from tests.scheduler_plugins.manager.noderesource.builders import NOW, STRATEGY_65, config, metric, node
 from tests.support.builders import make_pod
@@ -151,7 +151,7 @@ def test_a_plugins_result_is_kept_while_its_declared_reads_read_the_same() -> No
     plain = node(name="n1", labels={"pool": "a"})
 
     def plan(the_node: Mapping[str, Any], the_nrt: Mapping[str, Any] | None) -> None:
-        planner.plan(manager, the_node, (), metric(), the_nrt, value_of_now(), None)
+        planner.plan(manager, NodeObjects(the_node, (), metric(), the_nrt), value_of_now())
 
     plan(plain, nrt)
     written = {**plain, "metadata": {**plain["metadata"], "annotations": {"other": "x"}}}
@@ -187,8 +187,8 @@ def test_the_ratios_follow_the_nodes_normalization_annotation_as_the_plain_plan_
         {ANNOTATION_CPU_NORMALIZATION_RATIO: "1.50"},
     ):
         the_node = {**plain, "metadata": {**plain["metadata"], "annotations": written}}
-        kept = planner.plan(manager, the_node, (), metric(), None, now, None)
-        fresh = plan_node(manager, the_node, (), metric(), None, now, None)
+        kept = planner.plan(manager, NodeObjects(the_node, (), metric(), None), now)
+        fresh = plan_node(manager, NodeObjects(the_node, (), metric(), None), now)
         assert kept.prepared == fresh.prepared and kept.reason == fresh.reason
     assert kept.prepared is not None
     assert kept.prepared["annotations"][ANNOTATION_AMPLIFICATION_RATIO] == '{"cpu":1.80}'
