@@ -125,6 +125,15 @@ def lenient_milli(raw: object) -> int:
         return 0
 
 
+def percent_of(capacity: Res, cpu_percent: int, memory_percent: int) -> Res:
+    """A share of the capacity, truncated as Koordinator's float multiplies do: cpu in milli
+    (`multiply_milli`), memory in whole bytes (`multiply_value`); both in milli."""
+    return (
+        multiply_milli(capacity[0], float(cpu_percent) / 100),
+        multiply_value(capacity[1], float(memory_percent) / 100),
+    )
+
+
 def res_of(raw: Mapping[str, Any] | None) -> Res:
     """cpu and memory of a ResourceList in milli; absent or malformed entries count 0."""
     if not isinstance(raw, Mapping):
@@ -492,6 +501,13 @@ def hp_host_usage(metric: MetricInput, than: str) -> Res:
         if DEFAULT_PRIORITY.get(priority, 0) > floor:
             total = add(total, usage)
     return total
+
+
+def system_used(metric: MetricInput, than: str) -> Res:
+    """The system's usage plus that of the host applications whose class is above `than`'s."""
+    if not metric.host_applications:
+        return metric.system_usage
+    return add(metric.system_usage, hp_host_usage(metric, than))
 
 
 #: the batch and free classes, as plain text (a set of `str` hashes and compares in C)

@@ -9,7 +9,6 @@ behaviour). Host applications: the first matching node entry's list replaces the
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +19,7 @@ from policies.apis.constants import (
     RESOURCE_THRESHOLD_CONFIG_KEY,
     SYSTEM_CONFIG_KEY,
 )
+from policies.apis.objects import json_copy
 from policies.apis.quantity import Quantity, QuantityError
 from policies.apis.slo_config.nodeslo_config import SLO_DOCUMENTS, SLOConfig
 
@@ -40,8 +40,8 @@ def render_nodeslo_spec(
     """The spec the nodeslo controller writes for this node (a fresh dict)."""
     spec: dict[str, Any] = {}
     for key in (RESOURCE_THRESHOLD_CONFIG_KEY, RESOURCE_QOS_CONFIG_KEY, CPU_BURST_CONFIG_KEY):
-        spec[SLO_DOCUMENTS[key][0]] = copy.deepcopy(dict(config.strategies[key].for_node(labels)))
-    system = copy.deepcopy(dict(config.strategies[SYSTEM_CONFIG_KEY].for_node(labels)))
+        spec[SLO_DOCUMENTS[key][0]] = json_copy(dict(config.strategies[key].for_node(labels)))
+    system = json_copy(dict(config.strategies[SYSTEM_CONFIG_KEY].for_node(labels)))
     include_system = True
     if "totalNetworkBandwidth" in system:
         system["totalNetworkBandwidth"] = _bandwidth(system["totalNetworkBandwidth"])
@@ -53,8 +53,8 @@ def render_nodeslo_spec(
             include_system = False
     if include_system:
         spec["systemStrategy"] = system
-    spec["extensions"] = copy.deepcopy(dict(extensions or {}))
+    spec["extensions"] = json_copy(dict(extensions or {}))
     applications = config.host_applications.for_node(labels)
     if applications:
-        spec["hostApplications"] = copy.deepcopy(applications)
+        spec["hostApplications"] = json_copy(applications)
     return spec

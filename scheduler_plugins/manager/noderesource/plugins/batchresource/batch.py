@@ -8,20 +8,22 @@ the system's usage or reservation: `capacity − margin − max(system, reserved
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from policies.apis.constants import PriorityClass
 from policies.apis.slo_config.colocation import CALCULATE_BY_MAX_USAGE_REQUEST, CALCULATE_BY_REQUEST, ColocationStrategy
 from scheduler_plugins.manager.noderesource.inputs import (
     LOW_PRIORITIES,
     MetricInput,
     NodeInput,
     Res,
-    add,
     at_most,
-    hp_host_usage,
     multiply_milli,
     multiply_value,
+    percent_of,
+    system_used,
 )
 
 DEGRADE_MESSAGE: Final = "degrade node resource because of abnormal nodeMetric, reason: degradedByBatchResource"
@@ -44,18 +46,10 @@ def is_degraded(strategy: ColocationStrategy, metric: MetricInput | None, now: f
 
 
 def safety_margin(strategy: ColocationStrategy, capacity: Res) -> Res:
-    """`GetNodeSafetyMargin`: (100 − reclaim percent) of the capacity, truncated after a float multiply
-    (`multiply_milli` for cpu, `multiply_value` for memory, inlined: this runs for every node, every round)."""
-    cpu_ratio = float(100 - strategy.cpu_reclaim_threshold_percent) / 100.0
-    memory_ratio = float(100 - strategy.memory_reclaim_threshold_percent) / 100.0
-    return (int(float(capacity[0]) * cpu_ratio), int(float(-(-capacity[1] // 1000)) * memory_ratio) * 1000)
-
-
-def system_used(metric: MetricInput) -> Res:
-    """System usage plus the usage of host applications above batch priority."""
-    if not metric.host_applications:
-        return metric.system_usage
-    return add(metric.system_usage, hp_host_usage(metric, "koord-batch"))
+    """`GetNodeSafetyMargin`: (100 − reclaim percent) of the capacity."""
+    return percent_of(
+        capacity, 100 - strategy.cpu_reclaim_threshold_percent, 100 - strategy.memory_reclaim_threshold_percent
+    )
 
 
 def _hp_sums(node: NodeInput, metric: MetricInput) -> tuple[int, int, int, int]:
@@ -117,25 +111,23 @@ def _by_policy(
     system_cpu = system[0] if system[0] > reserved[0] else reserved[0]
     system_memory = system[1] if system[1] > reserved[1] else reserved[1]
     base_cpu, base_memory = capacity[0] - margin[0], capacity[1] - margin[1]
-    if strategy.cpu_calculate_policy == CALCULATE_BY_MAX_USAGE_REQUEST:
-        cpu = base_cpu - system_cpu - max_used[0]
-    else:
-        cpu = base_cpu - system_cpu - used[0]
-    if cpu < 0:
-        cpu = 0
-    if strategy.batch_cpu_threshold_percent is not None:
-        cpu = min(cpu, multiply_milli(capacity[0], float(strategy.batch_cpu_threshold_percent) / 100))
+    by_max = strategy.cpu_calculate_policy == CALCULATE_BY_MAX_USAGE_REQUEST
+    cpu = base_cpu - system_cpu - (max_used[0] if by_max else used[0])
     if strategy.memory_calculate_policy == CALCULATE_BY_REQUEST:
         memory = base_memory - reserved[1] - request_memory
-    elif strategy.memory_calculate_policy == CALCULATE_BY_MAX_USAGE_REQUEST:
-        memory = base_memory - system_memory - max_used[1]
     else:
-        memory = base_memory - system_memory - used[1]
-    if memory < 0:
-        memory = 0
-    if strategy.batch_memory_threshold_percent is not None:
-        memory = min(memory, multiply_value(capacity[1], float(strategy.batch_memory_threshold_percent) / 100))
-    return (cpu, memory)
+        by_max = strategy.memory_calculate_policy == CALCULATE_BY_MAX_USAGE_REQUEST
+        memory = base_memory - system_memory - (max_used[1] if by_max else used[1])
+    return (
+        _at_most_percent(cpu, strategy.batch_cpu_threshold_percent, capacity[0], multiply_milli),
+        _at_most_percent(memory, strategy.batch_memory_threshold_percent, capacity[1], multiply_value),
+    )
+
+
+def _at_most_percent(amount: int, percent: int | None, capacity: int, multiply: Callable[[int, float], int]) -> int:
+    """The amount, at least 0 and, when a batch threshold percent is set, at most that share of the capacity."""
+    amount = amount if amount > 0 else 0
+    return amount if percent is None else min(amount, multiply(capacity, float(percent) / 100))
 
 
 def node_batch(strategy: ColocationStrategy, node: NodeInput, metric: MetricInput) -> Res:
@@ -149,7 +141,7 @@ def node_batch(strategy: ColocationStrategy, node: NodeInput, metric: MetricInpu
             capacity,
             safety_margin(strategy, capacity),
             node.reserved,
-            system_used(metric),
+            system_used(metric, PriorityClass.BATCH),
             node.hp_request[1],
             (used_cpu, used_memory),
             (max_cpu, max_memory),

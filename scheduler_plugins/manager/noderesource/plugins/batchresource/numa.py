@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from policies.apis.constants import PriorityClass
 from policies.apis.slo_config.colocation import ColocationStrategy
 from scheduler_plugins.manager.noderesource.inputs import (
     ZERO,
@@ -24,12 +25,12 @@ from scheduler_plugins.manager.noderesource.inputs import (
     is_low_priority,
     is_lse,
     rmax,
+    system_used,
 )
 from scheduler_plugins.manager.noderesource.plugins.batchresource.batch import (
     HPSums,
     batch_by_policy,
     safety_margin,
-    system_used,
 )
 
 
@@ -97,7 +98,7 @@ def zone_batch(
     count = len(zones)
     if count == 0:
         return {}
-    system = divide(system_used(metric), count)
+    system = divide(system_used(metric, PriorityClass.BATCH), count)
     reserved = divide(node.reserved, count)
     sums = zone_hp_sums(node, metric, count)
     result: dict[str, Res] = {}

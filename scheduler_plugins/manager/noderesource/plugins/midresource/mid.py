@@ -18,11 +18,9 @@ from scheduler_plugins.manager.noderesource.inputs import (
     MetricInput,
     NodeInput,
     Res,
-    add,
     at_most,
-    hp_host_usage,
-    multiply_milli,
-    multiply_value,
+    percent_of,
+    system_used,
 )
 
 DEGRADE_MESSAGE: Final = "degrade node Mid resource because of abnormal nodeMetric, reason: degradedByMidResource"
@@ -30,19 +28,17 @@ DEGRADE_MESSAGE: Final = "degrade node Mid resource because of abnormal nodeMetr
 
 def _cap(strategy: ColocationStrategy, capacity: Res, cpu: int, memory_bytes: int) -> Res:
     """min(value, capacity × mid threshold percent); cpu in milli, memory in bytes -> milli."""
-    max_cpu = int(float(capacity[0]) * (float(strategy.mid_cpu_threshold_percent) / 100))
-    if cpu > max_cpu:
-        cpu = max_cpu
-    max_memory = int(float(-(-capacity[1] // 1000)) * (float(strategy.mid_memory_threshold_percent) / 100))
-    if memory_bytes > max_memory:
-        memory_bytes = max_memory
-    return (cpu, memory_bytes * 1000)
+    max_cpu, max_memory = percent_of(
+        capacity, strategy.mid_cpu_threshold_percent, strategy.mid_memory_threshold_percent
+    )
+    return (min(cpu, max_cpu), min(memory_bytes, max_memory // 1000) * 1000)
 
 
 def static_mid(strategy: ColocationStrategy, capacity: Res) -> Res:
-    cpu = multiply_milli(capacity[0], float(strategy.mid_static_cpu_reserved_percent) / 100)
-    memory = multiply_value(capacity[1], float(strategy.mid_static_memory_reserved_percent) / 100) // 1000
-    return _cap(strategy, capacity, cpu, memory)
+    cpu, memory = percent_of(
+        capacity, strategy.mid_static_cpu_reserved_percent, strategy.mid_static_memory_reserved_percent
+    )
+    return _cap(strategy, capacity, cpu, memory // 1000)
 
 
 def prod_requested(node: NodeInput) -> Res:
@@ -62,9 +58,7 @@ def policy_mid(strategy: ColocationStrategy, node: NodeInput, metric: MetricInpu
         unused_cpu = unused_memory = 0
     cpu = max(min(cpu, unused_cpu), 0)
     memory = max(min(memory, unused_memory), 0)
-    system = metric.system_usage
-    if metric.host_applications:
-        system = add(system, hp_host_usage(metric, PriorityClass.MID))
+    system = system_used(metric, PriorityClass.MID)
     reserved = node.reserved
     prod_cpu, prod_memory = node.prod_request
     # capacity − max(system, reserved) − prod request, never negative
