@@ -28,7 +28,7 @@ from policies.apis.constants import (
 )
 from policies.apis.cpuset import CPUSetError, parse_cpuset, resource_status_of
 from policies.apis.nodemetric import NodeMetricReading, read_node_metric
-from policies.apis.objects import annotations_of, name_of, namespace_of
+from policies.apis.objects import annotations_of, metadata_of, name_of
 from policies.apis.qos import pod_classes
 from policies.apis.quantity import Quantity, QuantityError, QuantityFormat
 from policies.apis.resources import pod_resources
@@ -245,19 +245,21 @@ class NodeInput:
         kubelet = clamp0(sub(self.capacity, self.allocatable))
         object.__setattr__(self, "kubelet_reserved", kubelet)
         object.__setattr__(self, "reserved", rmax(kubelet, self.reservation or ZERO))
-        object.__setattr__(self, "active_keys", frozenset(p.key for p in self.pods if p.active))
         cpu = memory = hp_cpu = hp_memory = 0
+        active_keys = []
         hp_pods = []
-        for pod in self.pods:
-            if not pod.active:
+        for key, active, priority, qos, (request_cpu, request_memory), _ in self.pods:
+            if not active:
                 continue
-            if pod.priority not in NOT_PROD:
-                cpu += pod.request[0]
-                memory += pod.request[1]
-            if pod.priority not in LOW_PRIORITIES:
-                hp_pods.append((pod.key, pod.request[0], pod.request[1], is_lse(pod.qos)))
-                hp_cpu += pod.request[0]
-                hp_memory += pod.request[1]
+            active_keys.append(key)
+            if priority not in NOT_PROD:
+                cpu += request_cpu
+                memory += request_memory
+            if priority not in LOW_PRIORITIES:
+                hp_pods.append((key, request_cpu, request_memory, is_lse(qos)))
+                hp_cpu += request_cpu
+                hp_memory += request_memory
+        object.__setattr__(self, "active_keys", frozenset(active_keys))
         object.__setattr__(self, "prod_request", (cpu, memory))
         object.__setattr__(self, "hp_pods", tuple(hp_pods))
         object.__setattr__(self, "hp_request", (hp_cpu, hp_memory))
@@ -351,8 +353,9 @@ def _request_nanos(raw: Any) -> dict[str, int]:
 def pod_input(pod: Mapping[str, Any]) -> PodInput:
     qos, priority = pod_classes(pod)
     bound = resource_status_of(pod).numa_node_resources
+    meta = metadata_of(pod)
     return PodInput(
-        f"{namespace_of(pod) or 'default'}/{name_of(pod)}",
+        f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}",
         (pod.get("status") or {}).get("phase") in ACTIVE_PHASES,
         priority,  # the classes are `str` enums: each is the text it names
         qos,
