@@ -143,18 +143,18 @@ class MemoPlanner:
     def pod_inputs(self, node: str, pods: Sequence[Mapping[str, Any]]) -> tuple[PodInput, ...]:
         """The pods' inputs; the very tuple of the last call while the pods are the same objects."""
         last = self._pods.get(node)
-        if last is not None:
+        if last is None:  # the node's first plan (every node's, after a start)
+            result = tuple(map(pod_input, pods))
+        else:
             objects, inputs = last
             if objects is pods or (len(objects) == len(pods) and all(map(is_, objects, pods))):
                 return inputs
             known = {id(pod): (pod, made) for pod, made in zip(objects, inputs, strict=True)}
-        else:
-            known = {}
-        out = []
-        for pod in pods:
-            hit = known.get(id(pod))
-            out.append(hit[1] if hit is not None and hit[0] is pod else pod_input(pod))
-        result = tuple(out)
+            out = []
+            for pod in pods:
+                hit = known.get(id(pod))
+                out.append(hit[1] if hit is not None and hit[0] is pod else pod_input(pod))
+            result = tuple(out)
         self._pods[node] = (pods if isinstance(pods, tuple) else tuple(pods), result)
         return result
 
