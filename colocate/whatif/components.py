@@ -48,7 +48,14 @@ from scheduler_plugins.koordlet.node_round import (
     round_input,
     usage_of_node_metric,
 )
-from scheduler_plugins.manager.service import ManagerMetrics, ManagerRounds, ManagerView, Reconciler, StoreWriter
+from scheduler_plugins.manager.service import (
+    ManagerMetrics,
+    ManagerRounds,
+    ManagerView,
+    Reconciler,
+    Round,
+    StoreWriter,
+)
 from scheduler_plugins.scheduler.runner import (
     ClientError,
     ClusterState,
@@ -163,14 +170,16 @@ class Manager:
         self.clock, self.resync = clock, resync
         self.last_full: float | None = None
 
-    def round(self) -> None:
+    def round(self) -> Round | None:
+        """The round (its writes in the store), None when no node's inputs changed."""
         now = self.clock()
         due = self.rounds.due(self.last_full is None or now - self.last_full >= self.resync)
         if due is None:
-            return
-        self.rounds.run(due)
+            return None
+        result = self.rounds.run(due)
         if due.names is None:
             self.last_full = now
+        return result
 
 
 #: Koordinator's default `cpuSuppressThresholdPercent`, for a node without a NodeSLO (made once:

@@ -19,8 +19,8 @@ from scheduler_plugins.descheduler.backends import StoreEvictions
 from scheduler_plugins.descheduler.cluster import DeschedulerView
 from scheduler_plugins.descheduler.framework.config import API_VERSION, KIND, DeschedulerConfig, parse_config
 from scheduler_plugins.descheduler.framework.registry import Registry
-from scheduler_plugins.descheduler.framework.report import RoundReport
-from scheduler_plugins.descheduler.framework.runtime import Descheduler, MigrationEntry
+from scheduler_plugins.descheduler.framework.report import MigrationEntry, RoundReport
+from scheduler_plugins.descheduler.framework.runtime import Descheduler
 from scheduler_plugins.descheduler.migration.backend import StoreMigrationBackend
 from scheduler_plugins.descheduler.registry import installed_registry
 
