@@ -1,12 +1,14 @@
 """The live components of colocate, built over one in-memory `ClusterStore`, one phase each.
 
-Each phase calls the code the component runs in a cluster, through the same seams its offline
-command uses: the admission chain of `serve` and `apply` (`webhook.chain.run_chain` over a
-`SnapshotIndex`), the manager's reconcile and writes (`manager run --cluster`: `Reconciler`,
-`apply_round`, `StoreWriter`), the scheduler's framework and shipped plugins (`scheduler simulate`:
-`schedule_pending`), one koordlet round per node as values (`koordlet plan`: `QOSManager.run_round`)
-and the descheduler's round (`descheduler run --cluster`: `Descheduler.run_round`, `StoreEvictions`).
-Nothing here decides: it hands each component its inputs and the store its writes.
+Each phase calls the code the component runs in a cluster, through its round façade, the one its
+offline command uses too: the admission chain of `serve` and `apply` (`webhook.chain.run_chain`
+over a `SnapshotIndex`), the manager's rounds (`manager run --cluster`: `ManagerRounds` of
+`scheduler_plugins.manager.service`, written by a `StoreWriter`), the scheduler's runner
+(`scheduler simulate`: `scheduler_plugins.scheduler.runner.SchedulerRunner`, with a scheduling
+queue), one koordlet round per node as values (`koordlet plan`: `node_round.round_input`, then
+`QOSManager.run_round`) and the descheduler's runner (`descheduler run --cluster`:
+`scheduler_plugins.descheduler.runner.DeschedulerRunner`, evicting in the store). Nothing here
+decides: it hands each component its inputs and the store its writes.
 """
 
 from __future__ import annotations
