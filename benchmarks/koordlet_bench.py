@@ -30,9 +30,10 @@ from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.framework import QOSManager
 from scheduler_plugins.koordlet.metricsadvisor.cache import MetricCache
 from scheduler_plugins.koordlet.metricsadvisor.collector import Collector
+from scheduler_plugins.koordlet.node_round import round_input  # noqa: E402
 from scheduler_plugins.koordlet.pods import pod_view
 from scheduler_plugins.koordlet.states import node_state
-from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions
+from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from scheduler_plugins.koordlet.topology import flat_processors
 from scheduler_plugins.koordlet.usage import ResourceUsage, Usage
 
@@ -173,7 +174,7 @@ def reconcile(root: Path, rounds: int) -> dict[str, Any]:
     computes, applies, writes = [], [], []
     for _ in range(rounds):
         started = time.perf_counter()
-        inp = RoundInput.build(state, usage, layout, executor.read, time.time(), flat_processors(64))
+        inp = round_input(state, usage, layout, time.time(), read=executor.read, processors=flat_processors(64))
         report = manager.run_round(inp)
         computed = time.perf_counter()
         stats = executor.apply(report.writes)

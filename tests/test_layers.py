@@ -6,7 +6,8 @@ the entry point composes independent components on the shared core (`colocate` >
 imports only an allowlist (parsing and arithmetic, nothing with I/O); aiohttp stays in the HTTP
 adapters (the webhook port's, the extender's, the koordlet's); nothing frames HTTP by hand
 (`httptools`, `h11`) or reaches into asyncio's internals (`asyncio.sslproto`); `cli` (the
-command-line conventions every component uses) knows none of them.
+command-line conventions every component uses) knows none of them; `colocate.whatif` imports of
+`scheduler_plugins` only the components' round façades (and the shared clock).
 """
 
 from __future__ import annotations
@@ -77,3 +78,16 @@ def test_an_inner_layer_contract_breaks_when_a_module_imports_upwards(tmp_path: 
     result = subprocess.run([lint_imports(), "--no-cache"], cwd=copy, capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert "scheduler: cli > extender" in result.stdout and "BROKEN" in result.stdout
+
+
+def test_whatif_importing_a_components_internals_breaks_the_facades_contract(tmp_path: Path) -> None:
+    """whatif composes the components through their round façades only: a copy of the tree where it
+    imports the koordlet's QoS framework directly fails the contract, naming the import."""
+    copy = tmp_path / "repo"
+    shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(".venv", ".git", "tests", "__pycache__", "manifests"))
+    with (copy / "colocate" / "whatif" / "usage.py").open("a") as usage:
+        usage.write("\nfrom scheduler_plugins.koordlet.framework import QOSManager  # noqa\n")
+    result = subprocess.run([lint_imports(), "--no-cache"], cwd=copy, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "colocate.whatif.usage imports scheduler_plugins.koordlet.framework" in result.stdout
+    assert "not one of the façades" in result.stdout

@@ -1,18 +1,20 @@
 """The live components of colocate, built over one in-memory `ClusterStore`, one phase each.
 
-Each phase calls the code the component runs in a cluster, through the same seams its offline
-command uses: the admission chain of `serve` and `apply` (`webhook.chain.run_chain` over a
-`SnapshotIndex`), the manager's reconcile and writes (`manager run --cluster`: `Reconciler`,
-`apply_round`, `StoreWriter`), the scheduler's framework and shipped plugins (`scheduler simulate`:
-`schedule_pending`), one koordlet round per node as values (`koordlet plan`: `QOSManager.run_round`)
-and the descheduler's round (`descheduler run --cluster`: `Descheduler.run_round`, `StoreEvictions`).
-Nothing here decides: it hands each component its inputs and the store its writes.
+Each phase calls the code the component runs in a cluster, through its round façade, the one its
+offline command uses too: the admission chain of `serve` and `apply` (`webhook.chain.run_chain`
+over a `SnapshotIndex`), the manager's rounds (`manager run --cluster`: `ManagerRounds` of
+`scheduler_plugins.manager.service`, written by a `StoreWriter`), the scheduler's runner
+(`scheduler simulate`: `scheduler_plugins.scheduler.runner.SchedulerRunner`, with a scheduling
+queue), one koordlet round per node as values (`koordlet plan`: `node_round.round_input`, then
+`QOSManager.run_round`) and the descheduler's runner (`descheduler run --cluster`:
+`scheduler_plugins.descheduler.runner.DeschedulerRunner`, evicting in the store). Nothing here
+decides: it hands each component its inputs and the store its writes.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -23,40 +25,48 @@ from colocate.cluster.store import ClusterStore, Object, ObjectKey
 from policies.admission.plugin import AdmissionRequest
 from policies.admission.snapshot import ClusterSnapshot
 from policies.apis.kinds import NODE_METRIC_KIND, NODE_SLO_KIND
-from policies.apis.quantity import QuantityError, milli_value
 from scheduler_plugins.clock import format_time
-from scheduler_plugins.descheduler.backends import StoreEvictions
-from scheduler_plugins.descheduler.cluster import DeschedulerView
-from scheduler_plugins.descheduler.framework.config import DeschedulerConfig
-from scheduler_plugins.descheduler.framework.report import RoundReport as DeschedulerRound
-from scheduler_plugins.descheduler.framework.runtime import Descheduler
-from scheduler_plugins.descheduler.migration.backend import StoreMigrationBackend
-from scheduler_plugins.descheduler.registry import installed_registry as descheduler_registry
-from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
-from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
-from scheduler_plugins.koordlet.features import koordlet_gates
-from scheduler_plugins.koordlet.framework import QOSManager, RoundReport, builtin_strategies
-from scheduler_plugins.koordlet.nodeslo import NodeSLO, ThresholdStrategy
-from scheduler_plugins.koordlet.pods import PodView, is_active, pod_view
-from scheduler_plugins.koordlet.states import NodeState
-from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions
-from scheduler_plugins.koordlet.topology import CPUInfo, flat_processors, processors_of_topology
-from scheduler_plugins.koordlet.usage import BECPU, Usage, usage_of_node_metric
-from scheduler_plugins.manager.cluster import ManagerView
-from scheduler_plugins.manager.metrics import ManagerMetrics
-from scheduler_plugins.manager.reconciler import Reconciler
-from scheduler_plugins.manager.service import apply_round
-from scheduler_plugins.manager.writer import StoreWriter
-from scheduler_plugins.scheduler.cluster.client import bound_copy
-from scheduler_plugins.scheduler.cluster.state import ClusterState
-from scheduler_plugins.scheduler.framework.config import SchedulerConfig
-from scheduler_plugins.scheduler.framework.features import scheduler_gates
-from scheduler_plugins.scheduler.framework.handle import ClientError
-from scheduler_plugins.scheduler.framework.queue import SchedulingQueue
-from scheduler_plugins.scheduler.framework.scheduling import Placement, Scheduler
-from scheduler_plugins.scheduler.registry import installed_registry as scheduler_registry
-from scheduler_plugins.scheduler.simulator.simulate import schedule_pending
-from scheduler_plugins.scheduler.wiring import build_framework
+from scheduler_plugins.descheduler.runner import DeschedulerConfig, DeschedulerRunner, StoreEvictions
+from scheduler_plugins.koordlet.node_round import (
+    BECPU,
+    CgroupDriver,
+    CgroupLayout,
+    CgroupVersion,
+    CPUInfo,
+    NodeSLO,
+    NodeState,
+    PodView,
+    QOSManager,
+    Resource,
+    RoundReport,
+    StrategyOptions,
+    ThresholdStrategy,
+    Usage,
+    builtin_strategies,
+    is_active,
+    koordlet_gates,
+    node_processors,
+    pod_view,
+    round_input,
+    usage_of_node_metric,
+)
+from scheduler_plugins.manager.service import (
+    ManagerMetrics,
+    ManagerRounds,
+    ManagerView,
+    Reconciler,
+    Round,
+    StoreWriter,
+)
+from scheduler_plugins.scheduler.runner import (
+    ClientError,
+    ClusterState,
+    SchedulerConfig,
+    SchedulerRunner,
+    SchedulingQueue,
+    bound_copy,
+    scheduler_gates,
+)
 from webhook.chain import ChainResult, request_for, run_chain
 from webhook.registry import Registry, default_routes
 from webhook.snapshots import SnapshotIndex
@@ -152,28 +162,26 @@ class _FilteredSnapshotIndex(SnapshotIndex):
 
 
 class Manager:
-    """koord-manager's slo-controller: a round over the nodes whose inputs changed (all at first)."""
+    """koord-manager's slo-controller: a round over the nodes whose inputs changed (all at first,
+    after a config change and every `resync` seconds of the run's clock)."""
 
     def __init__(self, store: ClusterStore, clock: SimClock, resync: float = 300.0) -> None:
-        self.view = ManagerView(store)
-        self.reconciler = Reconciler(clock)
-        self.writer = StoreWriter(store)
-        self.metrics = ManagerMetrics(CollectorRegistry())
+        self.rounds = ManagerRounds(
+            Reconciler(clock), ManagerView(store), StoreWriter(store), ManagerMetrics(CollectorRegistry())
+        )
         self.clock, self.resync = clock, resync
         self.last_full: float | None = None
 
-    def round(self) -> None:
-        changes = self.view.take_changes()
-        self.reconciler.forget(changes.forgotten)
+    def round(self) -> Round | None:
+        """The round (its writes in the store), None when no node's inputs changed."""
         now = self.clock()
-        full = self.last_full is None or now - self.last_full >= self.resync or changes.config
-        names = None if full else changes.nodes
-        if names is not None and not names:
-            return
-        result = self.reconciler.reconcile(self.view.snapshot(), names)
-        apply_round(result, self.reconciler, self.writer, self.metrics)
-        if full:
+        due = self.rounds.due(self.last_full is None or now - self.last_full >= self.resync)
+        if due is None:
+            return None
+        result = self.rounds.run(due)
+        if due.names is None:
             self.last_full = now
+        return result
 
 
 #: Koordinator's default `cpuSuppressThresholdPercent`, for a node without a NodeSLO (made once:
@@ -285,11 +293,10 @@ class Koordlet:
             usage = Usage(usage.node, usage.pods, usage.host_apps, be_cpu)
         cpus = agent.processors
         if cpus is None:
-            found = processors_of_topology(topology)
-            if found is None:
-                found = flat_processors(capacity_milli(node) // 1000)
-            cpus = agent.processors = tuple(found)
-        inp = RoundInput(state, usage, self.layout, agent.read, self.clock.now, cpus, agent.views)
+            cpus = agent.processors = node_processors(node, topology)
+        inp = round_input(
+            state, usage, self.layout, self.clock.now, read=agent.read, processors=cpus, views=agent.views
+        )
         report = agent.manager.run_round(inp, names)
         files = agent.files
         for write in report.writes:
@@ -328,64 +335,19 @@ class Koordlet:
             del self._views[key]
 
 
-def capacity_milli(node: Mapping[str, Any]) -> int:
-    raw = ((node.get("status") or {}).get("capacity") or {}).get("cpu")
-    try:
-        return milli_value(raw) if raw is not None else 0
-    except QuantityError:
-        return 0
-
-
-class DeschedulerRunner:
+def descheduler_over(store: ClusterStore, config: DeschedulerConfig, clock: SimClock) -> DeschedulerRunner:
     """The descheduler: a round every `deschedulingInterval` (never when 0), evicting in the store;
-    its PodMigrationJobs advance every step in between."""
-
-    def __init__(self, store: ClusterStore, config: DeschedulerConfig, clock: SimClock) -> None:
-        self.view = DeschedulerView(store)
-        self.interval = config.descheduling_interval
-        self.descheduler = Descheduler(
-            config,
-            descheduler_registry(),
-            clock,
-            StoreEvictions(store),
-            None,
-            migrations=StoreMigrationBackend(store),
-        )
-        self.clock, self.number = clock, 0
-        self.last: float | None = None
-
-    def step(self) -> DeschedulerRound | None:
-        now = self.clock()
-        if self.interval <= 0 or (self.last is not None and now - self.last < self.interval):
-            if self.last is not None:
-                self.descheduler.reconcile_migrations()
-            return None
-        self.last = now
-        self.number += 1
-        return self.descheduler.run_round(self.number, self.view.snapshot())
+    its PodMigrationJobs advance every step in between (`DeschedulerRunner.step`)."""
+    return DeschedulerRunner.over_store(store, config, clock)
 
 
-class SchedulerRunner:
-    """kube-scheduler with the profile of the configuration and its scheduling queue: a step's pass
-    attempts the pending pods the queue has ready (new ones, and those a cluster event or the
-    unschedulable flush moved back, past their backoff)."""
-
-    def __init__(self, store: ClusterStore, config: SchedulerConfig, clock: SimClock) -> None:
-        self.cluster = ClusterState.of_store(store)
-        self.queue = SchedulingQueue()
-        store.subscribe(self.queue)
-        self.clock = clock
-        client = StoreClient(store, self.cluster, clock)
-        framework = build_framework(
-            config, scheduler_registry(), self.cluster, clock, client=client, features=scheduler_gates()
-        )
-        self.scheduler = Scheduler(framework, self.cluster, config.percentage_of_nodes_to_score)
-
-    def step(self) -> tuple[list[Placement], list[Placement], list[Placement]]:
-        """(the placements of the pods attempted, the pods PreEnqueue kept out, the last placements
-        of the pods still waiting in the queue unattempted)."""
-        placements, unqueued = schedule_pending(self.scheduler, self.cluster, queue=self.queue, now=self.clock())
-        self.scheduler.expire_waiting()
-        attempted = {p.pod for p in placements} | {p.pod for p in unqueued}
-        waiting = [p for p in self.queue.waiting(self.cluster.pending) if p.pod not in attempted]
-        return placements, unqueued, waiting
+def scheduler_over(store: ClusterStore, config: SchedulerConfig, clock: SimClock) -> SchedulerRunner:
+    """kube-scheduler with the profile of the configuration and its scheduling queue, over the
+    store: a step's pass (`SchedulerRunner.step`) attempts the pending pods the queue has ready
+    (new ones, and those a cluster event or the unschedulable flush moved back, past their
+    backoff); bindings and deletions are writes to the store."""
+    cluster = ClusterState.of_store(store)
+    queue = SchedulingQueue()
+    store.subscribe(queue)
+    client = StoreClient(store, cluster, clock)
+    return SchedulerRunner(config, cluster, clock, client=client, features=scheduler_gates(), queue=queue)

@@ -21,16 +21,16 @@ from policies.apis.manifests import ManifestError
 from policies.apis.nodemetric import read_node_metric
 from policies.apis.quantity import QuantityError
 from policies.apis.timestamps import parse_time
-from scheduler_plugins.descheduler.framework.config import API_VERSION as DESCHEDULER_API_VERSION
-from scheduler_plugins.descheduler.framework.config import KIND as DESCHEDULER_KIND
-from scheduler_plugins.descheduler.framework.config import DeschedulerConfig
-from scheduler_plugins.descheduler.framework.config import parse_config as parse_descheduler_config
-from scheduler_plugins.descheduler.registry import installed_registry as descheduler_registry
-from scheduler_plugins.koordlet.cgroups.ids import RefusedPath, checked_pod_uid
-from scheduler_plugins.scheduler.framework.config import KIND as SCHEDULER_KIND
-from scheduler_plugins.scheduler.framework.config import SchedulerConfig
-from scheduler_plugins.scheduler.framework.config import parse_config as parse_scheduler_config
-from scheduler_plugins.scheduler.registry import installed_registry as scheduler_registry
+from scheduler_plugins.descheduler.runner import API_VERSION as DESCHEDULER_API_VERSION
+from scheduler_plugins.descheduler.runner import KIND as DESCHEDULER_KIND
+from scheduler_plugins.descheduler.runner import DeschedulerConfig
+from scheduler_plugins.descheduler.runner import installed_registry as descheduler_registry
+from scheduler_plugins.descheduler.runner import parse_config as parse_descheduler_config
+from scheduler_plugins.koordlet.node_round import RefusedPath, checked_pod_uid
+from scheduler_plugins.scheduler.runner import KIND as SCHEDULER_KIND
+from scheduler_plugins.scheduler.runner import SchedulerConfig
+from scheduler_plugins.scheduler.runner import installed_registry as scheduler_registry
+from scheduler_plugins.scheduler.runner import parse_config as parse_scheduler_config
 
 from .workload import Workload, load_workload
 

@@ -21,18 +21,10 @@ from typing import Any, Final
 from colocate.cluster.store import Object
 from policies.apis.objects import json_copy
 from scheduler_plugins.clock import format_time
-from scheduler_plugins.descheduler.backends import StoreEvictions
-from scheduler_plugins.koordlet.usage import BECPU
+from scheduler_plugins.descheduler.runner import StoreEvictions
+from scheduler_plugins.koordlet.node_round import BECPU, cpu_capacity_milli
 
-from .components import (
-    Admission,
-    DeschedulerRunner,
-    Koordlet,
-    Manager,
-    SchedulerRunner,
-    SimClock,
-    capacity_milli,
-)
+from .components import Admission, Koordlet, Manager, SimClock, descheduler_over, scheduler_over
 from .inputs import Inputs
 from .pods import RECREATING_OWNERS, PodFacts, PodIndex
 from .records import ABSENT, BATCH_RESOURCES, RAW, StepRecord, allocatable_slot
@@ -77,15 +69,15 @@ class Run:
         self.workload = inputs.workload
         self.admission = Admission(store, self.rand, options.admission_plugins)
         self.manager = Manager(store, self.clock)
-        self.scheduler = SchedulerRunner(store, inputs.scheduler_config, self.clock)
+        self.scheduler = scheduler_over(store, inputs.scheduler_config, self.clock)
         self.koordlet = Koordlet(options.koordlet_gates, self.clock)
-        self.descheduler = DeschedulerRunner(store, inputs.descheduler_config, self.clock)
+        self.descheduler = descheduler_over(store, inputs.descheduler_config, self.clock)
         self.nodes = sorted(o["metadata"]["name"] for o in store.objects("Node"))
         self.node_order = {node: index for index, node in enumerate(self.nodes)}
         #: per node: the Node object last seen, its batch allocatable slots, those kept as written,
         #: its cpu capacity (the store replaces an object when it changes)
         self._node_facts: dict[str, tuple[Object | None, tuple[int, int], tuple[tuple[int, Any], ...], int]] = {}
-        self.capacity = {n: capacity_milli(store.get("Node", ("", n)) or {}) for n in self.nodes}
+        self.capacity = {n: cpu_capacity_milli(store.get("Node", ("", n)) or {}) for n in self.nodes}
         self.sampler = Sampler(
             store,
             self.pods,
@@ -200,7 +192,7 @@ class Run:
         ]
         evictions += self._koordlet(now)
         migrations: list[dict[str, Any]] = []
-        round_ = self.descheduler.step()
+        round_ = self.descheduler.step(now)
         if round_ is not None:
             evictions += [
                 {"pod": e.pod, "node": e.node, "by": f"descheduler/{e.plugin}", "reason": e.reason}
@@ -358,4 +350,4 @@ def _node_slots(node: Object) -> tuple[tuple[int, int], tuple[tuple[int, Any], .
         if number == RAW:
             raw.append((slot, allocatable[resource]))
         slots.append(number)
-    return (slots[0], slots[1]), tuple(raw), capacity_milli(node)
+    return (slots[0], slots[1]), tuple(raw), cpu_capacity_milli(node)

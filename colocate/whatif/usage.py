@@ -16,9 +16,8 @@ from policies.apis.cpuset import parse_cpuset
 from policies.apis.kinds import NODE_METRIC_KIND
 from policies.apis.nodemetric import DEFAULT_REPORT_INTERVAL_SECONDS, NodeMetricReading, PodMetric, render_node_metric
 from scheduler_plugins.clock import format_time
-from scheduler_plugins.koordlet.cgroups.resources import DEFAULT_CFS_PERIOD
-from scheduler_plugins.koordlet.usage import ResourceUsage
-from scheduler_plugins.koordlet.usage import Usage as MetricUsage
+from scheduler_plugins.koordlet.node_round import DEFAULT_CFS_PERIOD, ResourceUsage
+from scheduler_plugins.koordlet.node_round import Usage as MetricUsage
 
 from .components import Koordlet
 from .pods import CLASS_INDEX, CLASSES, PodFacts, PodIndex

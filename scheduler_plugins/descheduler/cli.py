@@ -36,6 +36,7 @@ from scheduler_plugins.descheduler.framework.report import RoundReport
 from scheduler_plugins.descheduler.framework.runtime import Descheduler
 from scheduler_plugins.descheduler.registry import installed_registry
 from scheduler_plugins.descheduler.render import rounds_table
+from scheduler_plugins.descheduler.runner import DeschedulerRunner
 from scheduler_plugins.descheduler.service import Schedule
 
 log = logging.getLogger("colocate.descheduler")
@@ -153,19 +154,16 @@ class Rounds:
 
 def directory_rounds(args: argparse.Namespace, rounds: Rounds) -> Coroutine[Any, Any, None]:
     """The rounds over a directory of manifests (re-read before each round when running forever)."""
-    from scheduler_plugins.descheduler.backends import PDB_KIND, StoreEvictions
+    from scheduler_plugins.descheduler.backends import PDB_KIND
 
     store = ClusterStore((*DESCHEDULER_KINDS, PDB_KIND))  # offline, the budgets are ours to honour
     try:
         source = scan_all_or_refuse(args.cluster, store, f"--cluster {args.cluster}")
     except ManifestError as exc:
         raise errors.UsageError(str(exc)) from exc
-    view = DeschedulerView(store)
-    from scheduler_plugins.descheduler.migration.backend import StoreMigrationBackend
-
-    descheduler = rounds.descheduler(StoreEvictions(store), None, StoreMigrationBackend(store))
+    runner = DeschedulerRunner.over_store(store, rounds.config, rounds.clock, rounds.registry, rounds.dry_run)
     refresh = source.scan if rounds.schedule.rounds is None else None
-    return serve(rounds, descheduler, view, store, api=None, refresh=refresh)
+    return serve(rounds, runner, store, api=None, refresh=refresh)
 
 
 def kube_rounds(args: argparse.Namespace, rounds: Rounds) -> Coroutine[Any, Any, None]:
@@ -190,8 +188,7 @@ def kube_rounds(args: argparse.Namespace, rounds: Rounds) -> Coroutine[Any, Any,
     )
     return serve(
         rounds,
-        descheduler,
-        view,
+        DeschedulerRunner(descheduler, view),
         store,
         api=api,
         watch=(args.watch_timeout, args.backoff_max),
@@ -201,8 +198,7 @@ def kube_rounds(args: argparse.Namespace, rounds: Rounds) -> Coroutine[Any, Any,
 
 async def serve(
     rounds: Rounds,
-    descheduler: Descheduler,
-    view: DeschedulerView,
+    runner: DeschedulerRunner,
     store: ClusterStore,
     *,
     api: Any,
@@ -245,5 +241,5 @@ async def serve(
                 lease = (election.resource_namespace, election.resource_name)
                 durations = (election.lease_duration, election.retry_period)
                 beside.start(hold_lease(api, lease, durations, leading, metrics.leader, election.renew_deadline))
-        await wait_listed(view, bounded=rounds.schedule.rounds is not None)
-        await run_rounds(descheduler, view, rounds.schedule, rounds.emit, metrics, leading, refresh)
+        await wait_listed(runner.view, bounded=rounds.schedule.rounds is not None)
+        await run_rounds(runner, rounds.schedule, rounds.emit, metrics, leading, refresh)

@@ -18,10 +18,9 @@ from prometheus_client import CollectorRegistry
 
 from colocate.cli.flags import bind_address
 from colocate.cluster.probes import ProbeListeners, component_answers, readiness_of
-from scheduler_plugins.descheduler.cluster import DeschedulerView
 from scheduler_plugins.descheduler.framework.report import RoundReport
-from scheduler_plugins.descheduler.framework.runtime import Descheduler
 from scheduler_plugins.descheduler.metrics import DeschedulerMetrics
+from scheduler_plugins.descheduler.runner import DeschedulerRunner
 
 log = logging.getLogger("colocate.descheduler")
 
@@ -44,8 +43,7 @@ def health_servers(
 
 
 async def run_rounds(
-    descheduler: Descheduler,
-    view: DeschedulerView,
+    runner: DeschedulerRunner,
     schedule: Schedule,
     emit: Callable[[RoundReport], None],
     metrics: DeschedulerMetrics,
@@ -61,12 +59,12 @@ async def run_rounds(
         if refresh is not None:
             await asyncio.to_thread(refresh)
         number += 1
-        report = await asyncio.to_thread(descheduler.run_round, number, view.snapshot())
+        report = await asyncio.to_thread(runner.round)
         metrics.observe(report)
-        metrics.observe_scavenged(descheduler.scavenged_total())
+        metrics.observe_scavenged(runner.scavenged_total())
         emit(report)
         if schedule.rounds is None:
-            await _between_rounds(descheduler, schedule.interval, leading, metrics)
+            await _between_rounds(runner, schedule.interval, leading, metrics)
 
 
 #: how often PodMigrationJobs advance between rounds (Koordinator's controller requeues after 3s)
@@ -74,7 +72,7 @@ MIGRATION_REQUEUE_SECONDS = 3.0
 
 
 async def _between_rounds(
-    descheduler: Descheduler, interval: float, leading: asyncio.Event | None, metrics: DeschedulerMetrics | None = None
+    runner: DeschedulerRunner, interval: float, leading: asyncio.Event | None, metrics: DeschedulerMetrics | None = None
 ) -> None:
     """Wait for the next round; meanwhile advance the PodMigrationJobs every few seconds (a job
     needs several passes: reserve, scheduled, evict, bound), as the leader only."""
@@ -83,7 +81,7 @@ async def _between_rounds(
     while (left := deadline - loop.time()) > 0:
         await asyncio.sleep(min(left, MIGRATION_REQUEUE_SECONDS))
         if loop.time() < deadline and (leading is None or leading.is_set()):
-            for entry in await asyncio.to_thread(descheduler.reconcile_migrations):
+            for entry in await asyncio.to_thread(runner.between_rounds):
                 log.debug("PodMigrationJob %s of %s: %s %s", entry.job, entry.pod, entry.phase, entry.reason)
             if metrics is not None:
-                metrics.observe_scavenged(descheduler.scavenged_total())
+                metrics.observe_scavenged(runner.scavenged_total())

@@ -49,6 +49,7 @@ from scheduler_plugins.koordlet.host import HostFiles, HostRoots, HostView
 from scheduler_plugins.koordlet.metricsadvisor.cache import MetricCache
 from scheduler_plugins.koordlet.metricsadvisor.collector import Collector, usage_from_cache
 from scheduler_plugins.koordlet.metricsadvisor.reporter import CollectPolicy, node_metric_status, write_status
+from scheduler_plugins.koordlet.node_round import round_input
 from scheduler_plugins.koordlet.pods import pod_view
 from scheduler_plugins.koordlet.prometheus import AgentMetrics
 from scheduler_plugins.koordlet.refusals import EventQueue, Recorder, Refusals
@@ -231,15 +232,15 @@ class Agent:
         usage = usage_from_cache(
             self.cache, state, now, max_age=2 * self.options.collect_interval + 1, be_window=window
         )
-        return RoundInput.build(
+        return round_input(
             state,
             usage,
             self.layout,
-            self.executor.read,
             now,
-            self.processors,
-            self.host,
-            self.refusals.pod,
+            read=self.executor.read,
+            processors=self.processors,
+            host=self.host,
+            on_refused=self.refusals.pod,
             subdirs=self.executor.subdirs,
         )
 

@@ -17,12 +17,12 @@ from colocate.cluster.files import load_directory
 from policies.apis.kinds import NODE_METRIC_KIND
 from policies.apis.objects import name_of, spec_of
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
-from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
+from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion
 from scheduler_plugins.koordlet.framework import QOSManager, StrategyEntry, builtin_strategies
 from scheduler_plugins.koordlet.host import HostRoots, HostView
+from scheduler_plugins.koordlet.node_round import round_input, unknown_cgroup
 from scheduler_plugins.koordlet.states import KOORDLET_KINDS, node_state
-from scheduler_plugins.koordlet.strategies.base import RoundInput, StrategyOptions
-from scheduler_plugins.koordlet.topology import flat_processors, processors_of_topology
+from scheduler_plugins.koordlet.strategies.base import StrategyOptions
 from scheduler_plugins.koordlet.usage import usage_of_node_metric
 
 
@@ -36,10 +36,6 @@ class PlanSettings:
     version: CgroupVersion = CgroupVersion.V1
     #: where the host interfaces the BlkIO, SystemConfig and resctrl strategies need are looked for
     host: HostRoots = field(default_factory=HostRoots)
-
-
-def _unknown(cgroup: str, resource: Resource) -> None:
-    return None
 
 
 def plan(
@@ -70,14 +66,8 @@ def plan(
     if state.node_slo_error:
         raise PlanError(state.node_slo_error)
     layout = CgroupLayout(Path("/"), settings.version, settings.driver)
-    processors = processors_of_topology(state.topology)
-    if processors is None:
-        capacity = RoundInput.build(state, usage_of_node_metric(None), layout, _unknown, now, ()).node_amount(
-            "capacity", "cpu"
-        )
-        processors = flat_processors(capacity // 1000)
-    inp = RoundInput.build(
-        state, usage_of_node_metric(state.node_metric), layout, _unknown, now, processors, HostView(settings.host)
+    inp = round_input(
+        state, usage_of_node_metric(state.node_metric), layout, now, read=unknown_cgroup, host=HostView(settings.host)
     )
     report = QOSManager(options, [*builtin_strategies(), *plugins]).run_round(inp)
     return {

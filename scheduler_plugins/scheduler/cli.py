@@ -32,16 +32,15 @@ from scheduler_plugins.scheduler.errors import SnapshotError
 from scheduler_plugins.scheduler.framework.config import SchedulerConfig, load_config
 from scheduler_plugins.scheduler.framework.features import KNOWN_GATES, scheduler_gates
 from scheduler_plugins.scheduler.framework.handle import Handle
-from scheduler_plugins.scheduler.framework.scheduling import Scheduler
 from scheduler_plugins.scheduler.plugins.elasticquota import args as elasticquota_args
 from scheduler_plugins.scheduler.plugins.elasticquota import plugin as elasticquota
 from scheduler_plugins.scheduler.plugins.elasticquota.report import quota_report
 from scheduler_plugins.scheduler.podinfo import PodInfo
 from scheduler_plugins.scheduler.registry import installed_registry
+from scheduler_plugins.scheduler.runner import SchedulerRunner
 from scheduler_plugins.scheduler.simulator import render
 from scheduler_plugins.scheduler.simulator.clockcheck import ClockCheck, expiration_seconds
 from scheduler_plugins.scheduler.simulator.explain import explain
-from scheduler_plugins.scheduler.simulator.simulate import simulate
 from scheduler_plugins.scheduler.wiring import build_framework
 
 EXIT_OK, EXIT_UNSCHEDULABLE = 0, 1
@@ -195,13 +194,13 @@ def run_simulate(args: argparse.Namespace) -> int:
         if not cluster.nodes:
             where = f"--cluster {args.cluster}" if args.cluster is not None else "the cluster"
             raise SnapshotError(f"{where}: no Nodes: there is nothing to schedule the pods onto")
-        framework = build_framework(config, installed_registry(), cluster, clock, features=features)
+        runner = SchedulerRunner(config, cluster, clock, features=features)
     except (ConfigError, SnapshotError) as exc:
         return _fail(str(exc))
     _warn_about_the_clock(args, config, clock, cluster)
     progress = progress_enabled(args.progress)
     _settle()
-    report = simulate(Scheduler(framework, cluster, config.percentage_of_nodes_to_score), cluster, progress)
+    report = runner.simulate(progress)
     _emit(report.as_dict(), args.output, render.simulation_table)
     return EXIT_OK
 

@@ -6,8 +6,8 @@ values — instead of doing it. The framework's runner applies them (or prints t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from policies.apis.feature_gates import FeatureGates
@@ -17,7 +17,7 @@ from scheduler_plugins.koordlet.cgroups.executor import CgroupWrite, Lister, Rea
 from scheduler_plugins.koordlet.cgroups.layout import CgroupLayout
 from scheduler_plugins.koordlet.host import NO_HOST, HostView, HostWrite
 from scheduler_plugins.koordlet.nodeslo import ThresholdStrategy
-from scheduler_plugins.koordlet.pods import OnRefused, PodView, active_pod_views
+from scheduler_plugins.koordlet.pods import PodView
 from scheduler_plugins.koordlet.states import NodeState
 from scheduler_plugins.koordlet.topology import CPUInfo
 from scheduler_plugins.koordlet.usage import Usage
@@ -77,6 +77,17 @@ class StrategyResult:
         return self
 
 
+def node_amount(node: Mapping[str, Any] | None, field_name: str, resource: str) -> int:
+    """A node's status.<capacity|allocatable>[resource] (cpu in millicores), 0 when absent or unreadable."""
+    raw = status_of(node or {}).get(field_name) or {}
+    if resource not in raw:
+        return 0
+    try:
+        return milli_value(raw[resource]) if resource == "cpu" else value(raw[resource])
+    except QuantityError:
+        return 0
+
+
 @dataclass(frozen=True)
 class RoundInput:
     """Everything one round may read."""
@@ -92,33 +103,9 @@ class RoundInput:
     #: the child cgroups of a cgroup (a pod's sandbox container); none known by default (plan)
     subdirs: Lister = field(default=lambda cgroup, subsystem: ())
 
-    @classmethod
-    def build(
-        cls,
-        state: NodeState,
-        usage: Usage,
-        layout: CgroupLayout,
-        read: Reader,
-        now: float,
-        processors: Sequence[CPUInfo],
-        host: HostView | None = None,
-        on_refused: OnRefused | None = None,
-        *,
-        subdirs: Lister | None = None,
-    ) -> RoundInput:
-        views = active_pod_views(state.pods, layout, on_refused)
-        inp = cls(state, usage, layout, read, now, tuple(processors), views, host or NO_HOST)
-        return inp if subdirs is None else replace(inp, subdirs=subdirs)
-
     def node_amount(self, field_name: str, resource: str) -> int:
         """The node's status.<capacity|allocatable>[resource] (cpu in millicores), 0 when absent."""
-        raw = status_of(self.state.node or {}).get(field_name) or {}
-        if resource not in raw:
-            return 0
-        try:
-            return milli_value(raw[resource]) if resource == "cpu" else value(raw[resource])
-        except QuantityError:
-            return 0
+        return node_amount(self.state.node, field_name, resource)
 
     def eviction_thresholds(
         self, result: StrategyResult, last_evict_time: float | None, cool_time: float

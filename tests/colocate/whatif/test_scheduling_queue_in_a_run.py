@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from colocate.cluster.store import ClusterStore
-from colocate.whatif.components import SchedulerRunner, SimClock
+from colocate.whatif.components import SimClock, scheduler_over
 from scheduler_plugins.scheduler.framework.config import parse_config
 from scheduler_plugins.scheduler.registry import installed_registry
 
@@ -41,7 +41,7 @@ def test_a_pod_that_fits_nowhere_waits_for_a_pod_to_end_not_for_the_next_step() 
     store.replace("Pod", [_pod("web", "n1"), _pod("job")])
     clock = SimClock(0.0)
     config = parse_config({}, installed_registry(), "KubeSchedulerConfiguration")
-    runner = SchedulerRunner(store, config, clock)
+    runner = scheduler_over(store, config, clock)
     placements, _, waiting = runner.step()
     assert [(p.pod, p.scheduled) for p in placements] == [("default/job", False)]
     for minute in (1, 2, 3):

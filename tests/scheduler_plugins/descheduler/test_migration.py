@@ -379,7 +379,7 @@ async def test_jobs_advance_between_rounds_when_running_continuously(monkeypatch
     class Counting:
         passes = 0
 
-        def reconcile_migrations(self) -> list[Any]:
+        def between_rounds(self) -> list[Any]:
             self.passes += 1
             return []
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from scheduler_plugins.koordlet import node_round
 from scheduler_plugins.koordlet.cgroups.executor import Lister, Reader
 from scheduler_plugins.koordlet.cgroups.layout import CgroupDriver, CgroupLayout
 from scheduler_plugins.koordlet.cgroups.resources import CgroupVersion, Resource
@@ -74,13 +75,13 @@ def round_input(
     def read(cgroup: str, resource: Resource) -> int | str | None:
         return values.get((cgroup, resource.name))
 
-    return RoundInput.build(
+    return node_round.round_input(
         state,
         used or Usage(),
         layout,
-        reader or read,
         now,
-        processors if processors is not None else flat_processors(20),
-        host,
+        read=reader or read,
+        processors=processors if processors is not None else flat_processors(20),
+        host=host,
         subdirs=subdirs,
     )

@@ -12,6 +12,7 @@ import pytest
 
 from colocate.cluster.store import ClusterStore
 from policies.apis.kinds import NODE_METRIC_KIND
+from scheduler_plugins.koordlet import node_round
 from scheduler_plugins.koordlet.agent import Agent, AgentSettings
 from scheduler_plugins.koordlet.features import koordlet_gates
 from scheduler_plugins.koordlet.host import HostFiles, HostRoots, HostView
@@ -62,7 +63,7 @@ def strategy_input(roots: HostRoots, strategy: dict[str, Any], node: dict[str, A
     """A round whose NodeSLO carries `strategy` as it is: Koordinator's test feeds values that the
     NodeSLO's validation would refuse, to show the strategy's own range checks hold them off."""
     state = NodeState(node, NodeSLO(spec={"systemStrategy": strategy}), None, ())
-    return RoundInput.build(state, Usage(), LAYOUT, lambda cgroup, resource: None, 0.0, (), HostView(roots))
+    return node_round.round_input(state, Usage(), LAYOUT, 0.0, processors=(), host=HostView(roots))
 
 
 def reconcile(roots: HostRoots, strategy: dict[str, Any], node: dict[str, Any] = NODE) -> StrategyResult:
@@ -249,7 +250,7 @@ def test_a_bad_key_is_skipped_and_the_node_slo_applies(tmp_path: Path, name: str
     assert slo.threshold.cpu_suppress_threshold_percent == 60
     roots = host(tmp_path)
     state = NodeState(NODE, slo, None, ())
-    inp = RoundInput.build(state, Usage(), LAYOUT, lambda cgroup, resource: None, 0.0, (), HostView(roots))
+    inp = node_round.round_input(state, Usage(), LAYOUT, 0.0, processors=(), host=HostView(roots))
     result = SystemConfig(OPTIONS).round(inp)
     assert HostFiles(roots, lambda: 0.0).apply(result.host_writes).failed == 0
     for path in (MIN_FREE, WATERMARK, REAP):
