@@ -121,7 +121,10 @@ _QOS_BY_KUBERNETES_QOS: Final[Mapping[str, QoSClass]] = {
 def defaulted_qos_class(pod: Mapping[str, Any], kube_qos: str | None = None) -> QoSClass:
     """The koordinator label, else mapped from the Kubernetes QoS class (`kube_qos` when the caller
     has it already, else computed)."""
-    raw = raw_qos_class(pod)
+    return _defaulted_qos(raw_qos_class(pod), pod, kube_qos)
+
+
+def _defaulted_qos(raw: QoSClass, pod: Mapping[str, Any], kube_qos: str | None) -> QoSClass:
     if raw is not QoSClass.NONE:
         return raw
     return _QOS_BY_KUBERNETES_QOS.get(kubernetes_qos_class(pod) if kube_qos is None else kube_qos, QoSClass.NONE)
@@ -148,9 +151,7 @@ def pod_classes(pod: Mapping[str, Any]) -> tuple[QoSClass, PriorityClass]:
     """`defaulted_qos_class` and `defaulted_priority_class` of the pod, its labels read once (the
     manager reads both of each of a cluster's pods)."""
     labels = labels_of(pod)
-    qos = _qos_of_labels(labels)
-    if qos is QoSClass.NONE:
-        qos = _QOS_BY_KUBERNETES_QOS.get(kubernetes_qos_class(pod), QoSClass.NONE)
+    qos = _defaulted_qos(_qos_of_labels(labels), pod, None)
     priority = _raw_priority(labels, pod)
     return qos, priority if priority is not PriorityClass.NONE else _priority_of_qos(qos)
 
