@@ -9,14 +9,16 @@ per RFC 6901 (`~` -> `~0`, `/` -> `~1`), which matters for label keys such as
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 #: escaped tokens seen before: the same label and resource keys recur in every patch. Bounded, since
 #: requests choose keys: past `_ESCAPED_MAX` entries, or for a long key, the token is escaped anew.
-_ESCAPED: dict[str, str] = {}
-_ESCAPED_MAX = 4096
-_ESCAPED_LONGEST = 128
-_MISSING: Any = object()
+#: Final, so that compiled (colocate/cluster/compiled.py) each use is a C static, not a lookup of
+#: the module's globals: `_diff_dict` reads `_MISSING` and `_ESCAPED` for every key it walks.
+_ESCAPED: Final[dict[str, str]] = {}
+_ESCAPED_MAX: Final = 4096
+_ESCAPED_LONGEST: Final = 128
+_MISSING: Final[Any] = object()
 
 
 def escape_pointer_token(token: str) -> str:
