@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from operator import is_
-from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
 
 from policies.apis.slo_config.colocation import ColocationStrategy
 from policies.apis.slo_config.cpu_normalization import NormalizationConfig
@@ -38,9 +38,9 @@ T = TypeVar("T")
 Object = Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Sources:
-    """Everything one node's round may read; a plugin sees only what its `reads` select."""
+class Sources(NamedTuple):
+    """Everything one node's round may read; a plugin sees only what its `reads` select. A tuple
+    rather than a frozen dataclass: one is made per node and round (see `plan.NodePlan`)."""
 
     config: ManagerConfig
     read: NodeRead
@@ -141,7 +141,7 @@ def readings(plugin: CalculatePlugin, sources: Sources) -> tuple[object, ...]:
 
 def calculate(plugin: CalculatePlugin, sources: Sources) -> object:
     """The plugin's result, read afresh (what `plan.plan_node` does; `memo.MemoPlanner` keeps it)."""
-    return plugin.calculate(Reading(dict(zip(plugin.reads, readings(plugin, sources), strict=True))))
+    return plugin.calculate(Reading({read: read.of(sources) for read in plugin.reads}))
 
 
 class PreparedNode:

@@ -31,6 +31,7 @@ from scheduler_plugins.manager.noderesource.collect_policy import nodemetric_spe
 from scheduler_plugins.manager.noderesource.framework import (
     CalculatePlugin,
     PluginTable,
+    Read,
     Reading,
     Sources,
     calculate,
@@ -51,6 +52,14 @@ from scheduler_plugins.manager.noderesource.plugins_profile import DEFAULT_TABLE
 
 _StrategyKey = tuple[ColocationConfig, Mapping[str, str], str | None]
 _SLOKey = tuple[SLOConfig, Mapping[str, str], str | None, Mapping[str, Any] | None]
+
+
+def _reads_same(reads: Sequence[Read[Any]], last: Sequence[object], values: Sequence[object]) -> bool:
+    """Whether every read reads what it read when the kept result was calculated."""
+    for read, old, new in zip(reads, last, values, strict=True):
+        if not read.same(old, new):
+            return False
+    return True
 
 
 class MemoPlanner:
@@ -84,11 +93,8 @@ class MemoPlanner:
         values = readings(plugin, sources)
         key = (node, plugin.name)
         cached = self._results.get(key)
-        if cached is not None:
-            last = cached[0]
-            reads = plugin.reads
-            if all(reads[i].same(last[i], values[i]) for i in range(len(values))):
-                return cached[1]
+        if cached is not None and _reads_same(plugin.reads, cached[0], values):
+            return cached[1]
         result = plugin.calculate(Reading(dict(zip(plugin.reads, values, strict=True))))
         self._results[key] = (values, result)
         return result
