@@ -48,6 +48,7 @@ WHATIF: Final = (
     "policies.apis.nodemetric",
     "policies.apis.timestamps",
     "scheduler_plugins.manager.noderesource.plan",
+    "scheduler_plugins.manager.noderesource.framework",
     "scheduler_plugins.manager.noderesource.prepare",
     "scheduler_plugins.manager.noderesource.plugins.batchresource.batch",
     "scheduler_plugins.manager.noderesource.plugins.batchresource.plugin",

@@ -15,7 +15,10 @@ A node resource plugin implements the extension points it takes part in, each a 
   be written (each plugin names the resources it owns and says why they moved).
 
 `PluginTable` holds one ordered list (`plugins_profile.py`): each extension point runs its plugins
-in that order, but calculation, which runs a plugin after those whose results it reads. Because
+in that order, but calculation, which runs a plugin after those whose results it reads. A plugin
+takes part in an extension point when it has the protocol's members (`_implements`: what
+`runtime_checkable` would test, which mypyc does not compile; this module is compiled with the
+whatif group, colocate/cluster/compiled.py). Because
 each plugin declares its reads, the memoising planner (`memo.MemoPlanner`) keys a plugin's kept
 result on exactly those, and `plan.plan_node` calls the same plugins without keeping anything.
 """
@@ -23,10 +26,9 @@ result on exactly those, and `plan.plan_node` calls the same plugins without kee
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cache
 from operator import is_
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, Final, Generic, NamedTuple, Protocol, TypeVar, cast
 
 from policies.apis.slo_config.colocation import ColocationStrategy
 from policies.apis.slo_config.cpu_normalization import NormalizationConfig
@@ -59,19 +61,30 @@ def _equal(a: object, b: object) -> bool:
     return a is b or a == b
 
 
-@dataclass(frozen=True, eq=False, slots=True)
 class Read(Generic[T]):
     """One thing a plugin reads: `of` takes it from the round's sources; `same` says whether two
     readings are the same for a kept result (identity for objects replaced on change, equality for
-    small values such as labels and one annotation's text)."""
+    small values such as labels and one annotation's text). A value (`Final` attributes, equal only
+    to itself), written as a plain class rather than a frozen dataclass so that this module compiles
+    (colocate/cluster/compiled.py): a round calls these for every plugin of every node."""
 
-    name: str
-    of: Callable[[Sources], T]
-    same: Callable[[object, object], bool] = _equal
-    #: whether it is the NodeMetric (a degraded node resets the plugins that read it)
-    metric: bool = False
-    #: the plugin whose result this is, for results of other plugins
-    result_of: str = ""
+    __slots__ = ("name", "of", "same", "metric", "result_of")
+
+    def __init__(
+        self,
+        name: str,
+        of: Callable[[Sources], T],
+        same: Callable[[object, object], bool] = _equal,
+        metric: bool = False,
+        result_of: str = "",
+    ) -> None:
+        self.name: Final = name
+        self.of: Final = of
+        self.same: Final = same
+        #: whether it is the NodeMetric (a degraded node resets the plugins that read it)
+        self.metric: Final = metric
+        #: the plugin whose result this is, for results of other plugins
+        self.result_of: Final = result_of
 
     def __repr__(self) -> str:
         return f"Read({self.name})"
@@ -184,14 +197,12 @@ class SetupOptions:
             self.kinds.append(kind)
 
 
-@runtime_checkable
 class SetupPlugin(Protocol):
     name: str
 
     def setup(self, options: SetupOptions) -> None: ...
 
 
-@runtime_checkable
 class CalculatePlugin(Protocol):
     name: str
     #: everything `calculate` reads (its `Reading` holds these and nothing else)
@@ -200,7 +211,6 @@ class CalculatePlugin(Protocol):
     def calculate(self, reading: Reading) -> object: ...
 
 
-@runtime_checkable
 class PreUpdatePlugin(Protocol):
     name: str
 
@@ -209,7 +219,6 @@ class PreUpdatePlugin(Protocol):
         ...
 
 
-@runtime_checkable
 class PreparePlugin(Protocol):
     name: str
 
@@ -219,7 +228,6 @@ class PreparePlugin(Protocol):
         ...
 
 
-@runtime_checkable
 class StatusCheckPlugin(Protocol):
     name: str
     #: the node resources this plugin writes in `status` (what the manager patches and compares)
@@ -230,13 +238,18 @@ class StatusCheckPlugin(Protocol):
         ...
 
 
-@runtime_checkable
 class MetaCheckPlugin(Protocol):
     name: str
 
     def needs_sync_meta(self, old: Mapping[str, str], new: Mapping[str, str]) -> str | None:
         """Why the annotations must be patched, or None."""
         ...
+
+
+def _implements(plugin: object, *members: str) -> bool:
+    """Whether `plugin` has every member of an extension point's protocol (its methods, `reads`,
+    `resources`), as `isinstance` against a `runtime_checkable` protocol tests."""
+    return all(hasattr(plugin, member) for member in members)
 
 
 def _calculation_order(plugins: Sequence[CalculatePlugin]) -> tuple[CalculatePlugin, ...]:
@@ -255,44 +268,46 @@ def _calculation_order(plugins: Sequence[CalculatePlugin]) -> tuple[CalculatePlu
     return tuple(done.values())
 
 
-@dataclass(frozen=True)
 class PluginTable:
     """One ordered list of plugins and, per extension point, those that implement it. A duplicate
-    name is an error; so is a plugin that reads the result of one not in the table."""
+    name is an error; so is a plugin that reads the result of one not in the table. A value (`Final`
+    attributes), a plain class so that this module compiles (see `Read`)."""
 
-    plugins: tuple[object, ...]
-    calculators: tuple[CalculatePlugin, ...] = field(init=False)
-    pre_updaters: tuple[PreUpdatePlugin, ...] = field(init=False)
-    preparers: tuple[PreparePlugin, ...] = field(init=False)
-    status_checks: tuple[StatusCheckPlugin, ...] = field(init=False)
-    meta_checks: tuple[MetaCheckPlugin, ...] = field(init=False)
-    #: every resource a status-check plugin owns, sorted (the order the plan lists them in)
-    resources: tuple[str, ...] = field(init=False)
-    #: the kinds the plugins' setup asked for
-    watched_kinds: tuple[str, ...] = field(init=False)
-    #: the names of the plugins that read the NodeMetric (reset when it is degraded)
-    metric_readers: frozenset[str] = field(init=False)
+    __slots__ = (
+        "plugins",
+        "calculators",
+        "pre_updaters",
+        "preparers",
+        "status_checks",
+        "meta_checks",
+        "resources",
+        "watched_kinds",
+        "metric_readers",
+    )
 
-    def __post_init__(self) -> None:
-        names = [str(getattr(plugin, "name", "")) for plugin in self.plugins]
+    def __init__(self, plugins: tuple[object, ...]) -> None:
+        names = [str(getattr(plugin, "name", "")) for plugin in plugins]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates or "" in names:
             raise ValueError(f"plugin names must be given and unique: {duplicates or names}")
         options = SetupOptions()
-        for plugin in self.plugins:
-            if isinstance(plugin, SetupPlugin):
-                plugin.setup(options)
-        calculators = [p for p in self.plugins if isinstance(p, CalculatePlugin)]
-        checks = tuple(p for p in self.plugins if isinstance(p, StatusCheckPlugin))
-        object.__setattr__(self, "calculators", _calculation_order(calculators))
-        object.__setattr__(self, "pre_updaters", tuple(p for p in self.plugins if isinstance(p, PreUpdatePlugin)))
-        object.__setattr__(self, "preparers", tuple(p for p in self.plugins if isinstance(p, PreparePlugin)))
-        object.__setattr__(self, "status_checks", checks)
-        object.__setattr__(self, "meta_checks", tuple(p for p in self.plugins if isinstance(p, MetaCheckPlugin)))
-        object.__setattr__(self, "resources", tuple(sorted({r for p in checks for r in p.resources})))
-        object.__setattr__(self, "watched_kinds", tuple(options.kinds))
-        metric_readers = frozenset(p.name for p in calculators if any(read.metric for read in p.reads))
-        object.__setattr__(self, "metric_readers", metric_readers)
+        for plugin in plugins:
+            if _implements(plugin, "setup"):
+                cast(SetupPlugin, plugin).setup(options)
+        calculators = [cast(CalculatePlugin, p) for p in plugins if _implements(p, "name", "reads", "calculate")]
+        checks = tuple(cast(StatusCheckPlugin, p) for p in plugins if _implements(p, "name", "resources", "needs_sync"))
+        self.plugins: Final = plugins
+        self.calculators: Final = _calculation_order(calculators)
+        self.pre_updaters: Final = tuple(cast(PreUpdatePlugin, p) for p in plugins if _implements(p, "pre_update"))
+        self.preparers: Final = tuple(cast(PreparePlugin, p) for p in plugins if _implements(p, "prepare"))
+        self.status_checks: Final = checks
+        self.meta_checks: Final = tuple(cast(MetaCheckPlugin, p) for p in plugins if _implements(p, "needs_sync_meta"))
+        #: every resource a status-check plugin owns, sorted (the order the plan lists them in)
+        self.resources: Final = tuple(sorted({r for p in checks for r in p.resources}))
+        #: the kinds the plugins' setup asked for
+        self.watched_kinds: Final = tuple(options.kinds)
+        #: the names of the plugins that read the NodeMetric (reset when it is degraded)
+        self.metric_readers: Final = frozenset(p.name for p in calculators if any(read.metric for read in p.reads))
 
     def prepare(self, node: Object, results: Mapping[str, object]) -> PreparedNode:
         """The node as the results leave it (each prepare plugin in table order)."""

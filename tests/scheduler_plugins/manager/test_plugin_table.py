@@ -21,6 +21,7 @@ from scheduler_plugins.manager.noderesource.framework import (
     PreparedNode,
     Reading,
     SetupOptions,
+    Sources,
     UndeclaredRead,
     calculate,
     result_of,
@@ -135,7 +136,8 @@ def test_a_plugin_reads_only_what_it_declares() -> None:
             reading(NODE_LABELS)  # not among its reads: a kept result would miss a label change
             return None
 
-    sources: Any = type("S", (), {"watched": {DEVICE_KIND: None}})()
+    unread: Any = None  # what the sneaky plugin never gets to: the round's other sources
+    sources = Sources(unread, unread, unread, unread, unread, unread, {}, {DEVICE_KIND: None})
     with pytest.raises(UndeclaredRead, match="node labels"):
         calculate(Sneaky(), sources)
 

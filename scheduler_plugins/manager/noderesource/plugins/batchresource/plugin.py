@@ -9,8 +9,7 @@ so it reads that plugin's result.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final, NamedTuple, cast
 
 from policies.apis.constants import BATCH_CPU, BATCH_MEMORY, RESOURCE_MEMORY
 from policies.apis.quantity import Quantity, QuantityError, QuantityFormat
@@ -37,10 +36,11 @@ NAME: Final = "BatchResource"
 NORMALIZATION_RATIO: Final = result_of(CPU_NORMALIZATION)
 
 
-@dataclass(frozen=True, slots=True)
-class BatchResult:
+class BatchResult(NamedTuple):
     """The node's batch amounts and what writing them needs: the node's memory format, the CPU
-    normalization ratio, and the NRT zones' texts (empty without an NRT)."""
+    normalization ratio, and the NRT zones' texts (empty without an NRT). A tuple rather than a
+    frozen dataclass: one is made per node and round, and compiled a frozen dataclass costs several
+    times as much to make (see `plan.NodePlan`)."""
 
     batch: Res
     memory_format: QuantityFormat
