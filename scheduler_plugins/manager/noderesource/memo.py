@@ -55,9 +55,10 @@ _SLOKey = tuple[SLOConfig, Mapping[str, str], str | None, Mapping[str, Any] | No
 
 
 def _reads_same(reads: Sequence[Read[Any]], last: Sequence[object], values: Sequence[object]) -> bool:
-    """Whether every read reads what it read when the kept result was calculated."""
+    """Whether every read reads what it read when the kept result was calculated (the very object
+    settles it without a call: most reads are of objects kept from round to round)."""
     for read, old, new in zip(reads, last, values, strict=True):
-        if not read.same(old, new):
+        if old is not new and not read.same(old, new):
             return False
     return True
 
