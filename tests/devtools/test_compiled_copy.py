@@ -66,3 +66,15 @@ def test_pip_install_compiles_the_admission_group_unless_asked_for_more() -> Non
     assert modules_of(["admission", "whatif"]) == COMPILED
     with pytest.raises(ValueError, match="no compiled group wat"):
         modules_of(["wat"])
+
+
+def test_the_manager_plugin_tables_modules_are_compiled_with_whatif() -> None:
+    """A what-if step plans every node through the manager's plugin table: the framework and every
+    in-tree plugin's module run per node and round. When the table moved the batch and mid code into
+    `plugins/*/`, those modules fell out of the group and the day took a third more instructions."""
+    from scheduler_plugins.manager.noderesource import framework, memo, plan
+    from scheduler_plugins.manager.noderesource.plugins_profile import DEFAULT_TABLE
+
+    per_round = {type(plugin).__module__ for plugin in DEFAULT_TABLE.plugins}
+    per_round |= {framework.__name__, memo.__name__, plan.__name__}
+    assert per_round <= set(WHATIF), sorted(per_round - set(WHATIF))
