@@ -15,12 +15,14 @@ A node resource plugin implements the extension points it takes part in, each a 
   be written (each plugin names the resources it owns and says why they moved).
 
 `PluginTable` holds one ordered list (`plugins_profile.py`): each extension point runs its plugins
-in that order, but calculation, which runs a plugin after those whose results it reads. A plugin
-takes part in an extension point when it has the protocol's members (`_implements`: what
-`runtime_checkable` would test, which mypyc does not compile; this module is compiled with the
-whatif group, colocate/cluster/compiled.py). Because
+in that order, but calculation, which runs a plugin after those whose results it reads. Because
 each plugin declares its reads, the memoising planner (`memo.MemoPlanner`) keys a plugin's kept
 result on exactly those, and `plan.plan_node` calls the same plugins without keeping anything.
+
+This module runs for every plugin of every node in a round, so it is compiled with the whatif group
+(colocate/cluster/compiled.py): its values are plain classes and tuples rather than frozen
+dataclasses, and a plugin takes part in an extension point when it has the protocol's members
+(`_implements`, what a `runtime_checkable` protocol tests; mypyc compiles neither).
 """
 
 from __future__ import annotations
