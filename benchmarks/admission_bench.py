@@ -48,6 +48,8 @@ from typing import Any
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+#: the cluster states colocate is measured with (`write_state`): this many profiles, three matching
+PROFILE_COUNTS = (20, 1000)
 sys.path.insert(0, str(REPO))
 
 from certs.generate import ensure_serving_certs  # noqa: E402
@@ -440,7 +442,7 @@ def _scenarios(root: Path, compiled: Path, baseline: Path | None, health: int) -
             REPO,
         ),
     }
-    for count in (20, 1000):
+    for count in PROFILE_COUNTS:
         if baseline is not None:  # before: the baseline tree, whose probes are on the webhook port
             scenarios[f"baseline, {count} profiles"] = (
                 lambda port, c=count: [*serve, *state(c), "--port", str(port)],
@@ -551,7 +553,7 @@ def main() -> int:
             f"pod AdmissionReview: {body.stat().st_size} bytes; {args.connections} keep-alive connections, "
             f"{args.duration}s per run, {args.rounds} rounds; {_load()}"
         )
-        for count in (20, 1000):
+        for count in PROFILE_COUNTS:
             write_state(root / f"state-{count}", count)
         # what users run (`pip install .`, the image): the hot path compiled, in a copy of the tree
         compiled = args.compiled.resolve() if args.compiled else compiled_copy(root / "compiled")

@@ -151,32 +151,38 @@ def server_instructions(
         return max(counts) / (each * _CONNECTIONS)
 
 
-def compare_servers(args: argparse.Namespace) -> None:
-    """The floor and `colocate serve` (compiled), each counted by `server_instructions`."""
+def compare_servers(args: argparse.Namespace) -> int:
+    """The floor and `colocate serve` (compiled), each counted by `server_instructions`: the very
+    commands `admission_bench.py` times (its `_scenarios`), so the two benchmarks' ratios are of the
+    same servers."""
     sys.path.insert(0, str(REPO))
-    from benchmarks.admission_bench import free_port, review_body, write_state
+    from benchmarks.admission_bench import FLOOR, PROFILE_COUNTS, _scenarios, free_port, review_body, write_state
     from certs.generate import ensure_serving_certs
     from devtools.compiled_copy import compiled_copy
+
+    if args.profiles not in PROFILE_COUNTS:
+        counts = " or ".join(map(str, PROFILE_COUNTS))
+        print(f"--servers runs admission_bench.py's servers: --profiles {counts}", file=sys.stderr)
+        return 2
 
     with tempfile.TemporaryDirectory(prefix="colocate-instructions-") as temporary:
         root = Path(temporary)
         certs, _ = ensure_serving_certs(root / "certs")
-        write_state(root / "state", args.profiles)
+        write_state(root / f"state-{args.profiles}", args.profiles)
         compiled = args.compiled.resolve() if args.compiled else compiled_copy(root / "compiled")
-        floor_port, colocate_port = free_port(), free_port()
-        floor = [sys.executable, str(REPO / "benchmarks" / "bare_server.py"), "--cert-dir", str(root / "certs")]
-        colocate = [sys.executable, "-m", "colocate.main", "serve", "--cert-dir", str(root / "certs")]
-        colocate += ["--host", "127.0.0.1", "--cluster", str(root / "state"), "--port", str(colocate_port)]
         health = free_port()
-        colocate += ["--health-probe-bind-address", f"127.0.0.1:{health}"]
+        scenarios = _scenarios(root, compiled, None, health)
         body = review_body()
-        floor_count = server_instructions(
-            [*floor, "--port", str(floor_port)], REPO, floor_port, certs.ca, body, args.requests
-        )
-        print(f"bare aiohttp (fixed response): {floor_count:,.0f} instructions per request", flush=True)
-        mine = server_instructions(colocate, compiled, colocate_port, certs.ca, body, args.requests, health)
+        floor_command, floor_tree = scenarios[FLOOR]
+        port = free_port()
+        floor = server_instructions(floor_command(port), floor_tree, port, certs.ca, body, args.requests)
+        print(f"{FLOOR}: {floor:,.0f} instructions per request", flush=True)
+        colocate_command, colocate_tree = scenarios[f"colocate, {args.profiles} profiles"]
+        port = free_port()
+        mine = server_instructions(colocate_command(port), colocate_tree, port, certs.ca, body, args.requests, health)
         print(f"colocate, compiled, {args.profiles} profiles: {mine:,.0f} instructions per request")
-        print(f"colocate / the floor: {mine / floor_count:.2f} (issue 40's CPU goal: a little under 2)")
+        print(f"colocate / the floor: {mine / floor:.2f} (issue 40's CPU goal: a little under 2)")
+    return 0
 
 
 def main() -> int:
@@ -195,8 +201,7 @@ def main() -> int:
         print("valgrind is not installed: apt-get install -y valgrind", file=sys.stderr)
         return 2
     if args.servers:
-        compare_servers(args)
-        return 0
+        return compare_servers(args)
     base = instructions(0, args.profiles)
     loaded = instructions(args.calls, args.profiles)
     per_call = (loaded - base) / args.calls

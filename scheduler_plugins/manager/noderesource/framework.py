@@ -249,8 +249,8 @@ class MetaCheckPlugin(Protocol):
 
 
 def _implements(plugin: object, *members: str) -> bool:
-    """Whether `plugin` has every member of an extension point's protocol (its methods, `reads`,
-    `resources`), as `isinstance` against a `runtime_checkable` protocol tests."""
+    """Whether `plugin` has every member of an extension point's protocol (callers name them all, as
+    declared above), as `isinstance` against a `runtime_checkable` protocol tests."""
     return all(hasattr(plugin, member) for member in members)
 
 
@@ -294,16 +294,20 @@ class PluginTable:
             raise ValueError(f"plugin names must be given and unique: {duplicates or names}")
         options = SetupOptions()
         for plugin in plugins:
-            if _implements(plugin, "setup"):
+            if _implements(plugin, "name", "setup"):
                 cast(SetupPlugin, plugin).setup(options)
         calculators = [cast(CalculatePlugin, p) for p in plugins if _implements(p, "name", "reads", "calculate")]
         checks = tuple(cast(StatusCheckPlugin, p) for p in plugins if _implements(p, "name", "resources", "needs_sync"))
         self.plugins: Final = plugins
         self.calculators: Final = _calculation_order(calculators)
-        self.pre_updaters: Final = tuple(cast(PreUpdatePlugin, p) for p in plugins if _implements(p, "pre_update"))
-        self.preparers: Final = tuple(cast(PreparePlugin, p) for p in plugins if _implements(p, "prepare"))
+        self.pre_updaters: Final = tuple(
+            cast(PreUpdatePlugin, p) for p in plugins if _implements(p, "name", "pre_update")
+        )
+        self.preparers: Final = tuple(cast(PreparePlugin, p) for p in plugins if _implements(p, "name", "prepare"))
         self.status_checks: Final = checks
-        self.meta_checks: Final = tuple(cast(MetaCheckPlugin, p) for p in plugins if _implements(p, "needs_sync_meta"))
+        self.meta_checks: Final = tuple(
+            cast(MetaCheckPlugin, p) for p in plugins if _implements(p, "name", "needs_sync_meta")
+        )
         #: every resource a status-check plugin owns, sorted (the order the plan lists them in)
         self.resources: Final = tuple(sorted({r for p in checks for r in p.resources}))
         #: the kinds the plugins' setup asked for
